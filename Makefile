@@ -1,0 +1,110 @@
+# nanmap — plain Makefile. User CFLAGS/LDFLAGS are appended, never replaced.
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := 0.1.0
+
+CC ?= cc
+WARN := -Wall -Wextra
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+BASE_CFLAGS := -std=c11 -O2 $(WARN) -ffp-contract=off -fopenmp -D_POSIX_C_SOURCE=200809L -Iemu -Iharness
+NM_CFLAGS := $(BASE_CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) $(CFLAGS)
+NM_LDLIBS := -lmpfr -lgmp -lm -fopenmp $(LDLIBS)
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
+
+EMU_SRC := $(sort $(wildcard emu/*.c))
+HARNESS_SRC := $(filter-out harness/main.c,$(sort $(wildcard harness/*.c)))
+LIB_OBJ := $(EMU_SRC:%.c=build/%.o) $(HARNESS_SRC:%.c=build/%.o)
+TEST_SRC := $(sort $(wildcard tests/*.c))
+TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
+BENCH_SRC := $(sort $(wildcard bench/*.c))
+
+LIB := lib/libnanmap.a
+BIN := bin/nanmap
+TESTBIN := build/tests/check_nanmap
+
+DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev check libinih-dev gnuplot-nox
+
+.PHONY: all deps test test-exhaustive asan bench install uninstall clean format lint sweep sweep-quick check
+all: $(LIB) $(BIN) nanmap.pc
+
+# deps: install Debian packages when root; otherwise name them.
+deps:
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then echo "deps: all present"; \
+	elif [ "$$(id -u)" = 0 ]; then echo "deps: installing$$missing"; \
+	  (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >/dev/null || exit 1; \
+	else echo "deps: missing Debian packages:$$missing (run: sudo apt-get install$$missing)"; exit 1; fi
+
+build/%.o: %.c $(wildcard emu/*.h harness/*.h tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(NM_CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p lib
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): build/harness/main.o $(LIB)
+	@mkdir -p bin
+	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
+
+$(TESTBIN): $(TEST_OBJ) $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
+
+nanmap.pc: nanmap.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+# test: the Check suites (fast == MPFR, hardware oracles) and the CLI tests.
+test: deps
+	$(MAKE) --no-print-directory $(TESTBIN) $(BIN)
+	$(TESTBIN)
+	sh tests/cli.sh
+
+check: test
+
+test-exhaustive: deps
+	$(MAKE) --no-print-directory $(TESTBIN)
+	NANMAP_EXHAUSTIVE=1 CK_RUN_SUITE=exhaustive CK_DEFAULT_TIMEOUT=0 $(TESTBIN)
+
+asan:
+	$(MAKE) --no-print-directory clean
+	$(MAKE) --no-print-directory CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  LDFLAGS="-fsanitize=address,undefined" $(TESTBIN) $(BIN)
+	NANMAP_QUICK=1 CK_FORK=no $(TESTBIN)
+	sh tests/cli.sh
+	$(MAKE) --no-print-directory clean
+
+bench/nanmap-bench: $(BENCH_SRC) $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $(BENCH_SRC) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+
+bench: deps bench/nanmap-bench
+	bench/nanmap-bench
+
+sweep: all
+	@if ls cases/*.case >/dev/null 2>&1; then $(BIN) sweep cases; else echo "no cases yet"; fi
+
+sweep-quick: all
+	@if ls cases/*.case >/dev/null 2>&1; then $(BIN) sweep --quick cases; else echo "no cases yet"; fi
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/nanmap $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/nanmap
+	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libnanmap.a
+	install -m 644 emu/emu.h $(DESTDIR)$(PREFIX)/include/nanmap/emu.h
+	install -m 644 nanmap.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/nanmap $(DESTDIR)$(PREFIX)/lib/libnanmap.a \
+	  $(DESTDIR)$(PREFIX)/include/nanmap/emu.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
+	-rmdir $(DESTDIR)$(PREFIX)/include/nanmap 2>/dev/null
+
+format:
+	clang-format -i emu/*.[ch] harness/*.[ch] tests/*.[ch] bench/*.c
+
+lint:
+	clang-tidy --quiet emu/*.c harness/*.c -- $(BASE_CFLAGS)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr -Iemu -Iharness emu harness
+
+clean:
+	rm -rf build lib bin nanmap.pc bench/nanmap-bench

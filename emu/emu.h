@@ -1,0 +1,224 @@
+/*
+ * emu.h — nanmap's bit-exact emulator of small floating-point formats.
+ *
+ * Contract (the full rules are in docs/numerics.md):
+ *  - A format is one emu_format value. Every limit and mask is derived from a
+ *    few fields (p, ebits, bias, inf, NaN style, subnormals, sign) by
+ *    emu_format_init(); no code branches on a format's name.
+ *  - Encodings (emu_bits) are the format's bits, right-aligned in a uint32_t.
+ *  - Every operation returns the result's encoding and its flags
+ *    (EMU_FLAG_*). Tininess is detected AFTER rounding (as x86 and MPFR do);
+ *    underflow is raised only when the result is tiny and inexact.
+ *  - Values in the "value domain" are doubles that hold a representable value
+ *    of the format exactly (or ±inf / NaN); the kernels compute on those.
+ *  - Two backends implement every operation: the fast one (emu_*, bit
+ *    manipulation and error-free transforms on double) and the exact-format
+ *    MPFR one (emu_mp_*). They agree bit for bit and flag for flag; the tests
+ *    prove it.
+ *
+ * Restrictions that keep the fast backend exact: 1 <= p <= 24, ebits <= 8,
+ * so every format value, every product of two and every quotient remainder
+ * is exact in double.
+ */
+#ifndef NANMAP_EMU_H
+#define NANMAP_EMU_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef uint32_t emu_bits;
+
+/* Flags, OR-ed together. */
+enum {
+	EMU_FLAG_INVALID = 1u << 0,
+	EMU_FLAG_DIVBYZERO = 1u << 1,
+	EMU_FLAG_OVERFLOW = 1u << 2,
+	EMU_FLAG_UNDERFLOW = 1u << 3,
+	EMU_FLAG_INEXACT = 1u << 4,
+};
+#define EMU_FLAG_ALL 0x1fu
+
+typedef enum {
+	EMU_RNE = 0, /* to nearest, ties to even (default) */
+	EMU_RTZ,     /* toward zero */
+	EMU_UP,      /* toward +inf */
+	EMU_DOWN,    /* toward -inf */
+	EMU_RNA,     /* to nearest, ties away from zero */
+	EMU_SR,      /* stochastic: away from zero with probability frac */
+	EMU_NMODES
+} emu_mode;
+
+/* How NaN (and infinity) are encoded. */
+typedef enum {
+	EMU_NAN_IEEE = 0, /* top exponent reserved: inf (if any) and NaNs */
+	EMU_NAN_FN,       /* OCP "FN": only S.1..1.1..1 is NaN, no inf */
+	EMU_NAN_FNUZ,     /* only 1.0..0.0..0 (the would-be -0) is NaN */
+	EMU_NAN_NONE,     /* no NaN at all (MX FP6/FP4); or all-ones (e8m0) */
+} emu_nan_style;
+
+typedef enum {
+	EMU_CLASS_ZERO = 0,
+	EMU_CLASS_SUBNORMAL,
+	EMU_CLASS_NORMAL,
+	EMU_CLASS_INF,
+	EMU_CLASS_NAN
+} emu_class;
+
+typedef struct emu_format {
+	char name[40];
+	/* defining fields */
+	int p;               /* precision, implicit bit included */
+	int ebits;           /* exponent field width */
+	int bias;
+	bool has_sign;       /* false: e8m0 */
+	bool has_inf;
+	bool has_subnormals; /* false: values below 2^emin round to 0 or 2^emin */
+	bool has_zero;       /* false: e8m0 (code 0 is 2^emin) */
+	emu_nan_style nan;
+	/* derived by emu_format_init() */
+	int bits;            /* storage width */
+	int emin, emax;      /* exponents of the smallest normal and largest finite */
+	emu_bits man_mask, exp_mask, sign_mask;
+	emu_bits max_bits;   /* +max finite */
+	emu_bits nan_bits;   /* the NaN this emulator produces (none: 0) */
+	emu_bits inf_bits;   /* +inf, if has_inf */
+	double max;          /* largest finite */
+	double min_normal;   /* 2^emin */
+	double min_subnormal;/* 2^(emin-p+1), or min_normal without subnormals */
+	double epsilon;      /* 2^(1-p) */
+} emu_format;
+
+/* Rounding environment. sat: clamp overflow (and infinite results) to
+ * ±max finite instead of inf/NaN. ftz: tiny nonzero results become a zero of
+ * the same sign (underflow|inexact). daz: subnormal inputs are read as zero.
+ * SR draws 32 random bits keyed by (seed, index); see emu_sr_bits(). */
+typedef struct emu_env {
+	emu_mode mode;
+	bool sat, ftz, daz;
+	uint64_t seed;
+	uint64_t index;
+} emu_env;
+
+#define EMU_ENV_DEFAULT ((emu_env){EMU_RNE, false, false, false, 0, 0})
+
+typedef struct {
+	emu_bits bits;
+	unsigned flags;
+} emu_result;
+
+typedef enum {
+	EMU_OP_CVT = 0, /* one operand, from another format (emu_convert) */
+	EMU_OP_ADD,
+	EMU_OP_SUB,
+	EMU_OP_MUL,
+	EMU_OP_DIV,
+	EMU_OP_FMA,
+	EMU_OP_SQRT,
+	EMU_OP_EXP,
+	EMU_OP_LOG,
+	EMU_OP_EXP2,
+	EMU_OP_RSQRT,
+	EMU_OP_MIN,
+	EMU_OP_MAX,
+	EMU_OP_NEG,
+	EMU_OP_ABS,
+	EMU_NOPS
+} emu_op;
+
+typedef enum {
+	EMU_OK = 0,
+	EMU_ERR_UNKNOWN_FORMAT,
+	EMU_ERR_BAD_SPEC,
+	EMU_ERR_RANGE
+} emu_status;
+
+/* ---- formats (emu/format.c) ---- */
+/* Number of built-in formats and the i-th of them. */
+size_t emu_format_count(void);
+const emu_format *emu_format_at(size_t i);
+/* A built-in by name, or NULL. */
+const emu_format *emu_format_by_name(const char *name);
+/* A name or a custom spec such as "p=5,emax=15,nan=fn,nosub". On error
+ * writes a one-line reason into err and returns non-zero. */
+emu_status emu_format_parse(const char *spec, emu_format *out, char *err,
+                            size_t errlen) __attribute__((warn_unused_result));
+/* Derive every limit of f from its defining fields. */
+emu_status emu_format_init(emu_format *f) __attribute__((warn_unused_result));
+
+/* ---- encode / decode (emu/codec.c) ---- */
+double emu_decode(const emu_format *f, emu_bits b);
+emu_class emu_classify(const emu_format *f, emu_bits b);
+/* Encoding of a value that is representable in f (or ±inf, NaN). */
+emu_bits emu_encode(const emu_format *f, double v);
+/* true when b is any NaN encoding of f */
+bool emu_is_nan(const emu_format *f, emu_bits b);
+/* Next encoding toward +inf / -inf (for neighbours in error messages). */
+emu_bits emu_next_up(const emu_format *f, emu_bits b);
+emu_bits emu_next_down(const emu_format *f, emu_bits b);
+
+/* ---- rounding core (emu/round.c) ---- */
+/* Round the exact value x + tail to f, where tail is known only by its sign
+ * (tail_sign in {-1,0,1}) and |tail| < ulp_double(x)/2. Returns the rounded
+ * value as a double (the value domain) and ORs flags into *flags. */
+double emu_round_value(const emu_format *f, double x, int tail_sign,
+                       const emu_env *env, unsigned *flags);
+/* The 32 random bits SR uses for (seed, index). */
+uint32_t emu_sr_bits(uint64_t seed, uint64_t index);
+
+/* ---- operations on encodings (emu/ops.c and one file per op) ---- */
+emu_result emu_from_double(const emu_format *f, double x, const emu_env *env);
+emu_result emu_from_float(const emu_format *f, float x, const emu_env *env);
+emu_result emu_convert(const emu_format *dst, const emu_format *src,
+                       emu_bits a, const emu_env *env);
+emu_result emu_add(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env);
+emu_result emu_sub(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env);
+emu_result emu_mul(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env);
+emu_result emu_div(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env);
+emu_result emu_fma(const emu_format *f, emu_bits a, emu_bits b, emu_bits c,
+                   const emu_env *env);
+emu_result emu_sqrt(const emu_format *f, emu_bits a, const emu_env *env);
+emu_result emu_exp(const emu_format *f, emu_bits a, const emu_env *env);
+emu_result emu_log(const emu_format *f, emu_bits a, const emu_env *env);
+emu_result emu_exp2(const emu_format *f, emu_bits a, const emu_env *env);
+emu_result emu_rsqrt(const emu_format *f, emu_bits a, const emu_env *env);
+emu_result emu_min(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env);
+emu_result emu_max(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env);
+emu_result emu_neg(const emu_format *f, emu_bits a, const emu_env *env);
+emu_result emu_abs(const emu_format *f, emu_bits a, const emu_env *env);
+/* -1, 0, 1 for less, equal, greater; 2 unordered. Quiet: no flags. */
+int emu_compare(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env);
+
+/* Table-driven dispatch: args[0..arity-1]; for EMU_OP_CVT src is the
+ * source format (ignored otherwise). */
+int emu_op_arity(emu_op op);
+const char *emu_op_name(emu_op op);
+emu_op emu_op_by_name(const char *name); /* EMU_NOPS if unknown */
+emu_result emu_apply(emu_op op, const emu_format *f, const emu_format *src,
+                     const emu_bits *args, const emu_env *env);
+
+/* Value-domain helpers for the kernels: operands are exact values of f. */
+double emu_v_add(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl);
+double emu_v_mul(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl);
+double emu_v_div(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl);
+double emu_v_fma(const emu_format *f, double a, double b, double c, const emu_env *env,
+                 unsigned *fl);
+
+/* Arrays (emu/array.c): round n doubles to encodings; SR index = env->index + i.
+ * Returns the OR of all flags. */
+unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out,
+                         size_t n, const emu_env *env);
+
+/* ---- the exact-format MPFR backend (emu/mpref.c) ---- */
+emu_result emu_mp_from_double(const emu_format *f, double x, const emu_env *env);
+emu_result emu_mp_apply(emu_op op, const emu_format *f, const emu_format *src,
+                        const emu_bits *args, const emu_env *env);
+
+/* ---- names (emu/names.c) ---- */
+const char *emu_mode_name(emu_mode m);
+emu_mode emu_mode_by_name(const char *name); /* EMU_NMODES if unknown */
+const char *emu_class_name(emu_class c);
+/* "overflow|inexact" or "-"; buf must hold 48 bytes. */
+const char *emu_flags_str(unsigned flags, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,32 @@
+/* Shared fixtures for the Check suites: one suite per module, added in main.c. */
+#ifndef NANMAP_TESTS_LIB_H
+#define NANMAP_TESTS_LIB_H
+
+#include <check.h>
+#include <stdint.h>
+
+#include "emu.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The run's seed: NANMAP_SEED or the fixed default; printed once by main. */
+uint64_t t_seed(void);
+/* true when NANMAP_QUICK is set (asan runs): suites shrink their loops. */
+int t_quick(void);
+/* Counter-based 64-bit random number for (seed, stream, i). */
+uint64_t t_rand(uint64_t stream, uint64_t i);
+/* A built-in format that must exist. */
+const emu_format *t_fmt(const char *name);
+/* Record how many cases a suite proved (printed in the summary). */
+void t_count(const char *what, uint64_t n);
+
+Suite *suite_format(void);
+Suite *suite_round(void);
+Suite *suite_ops(void);
+Suite *suite_mpfr(void);
+Suite *suite_sr(void);
+Suite *suite_hw(void);
+Suite *suite_parse(void);
+Suite *suite_exhaustive(void);
+
+#endif

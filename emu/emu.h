@@ -158,11 +158,16 @@ emu_bits emu_next_up(const emu_format *f, emu_bits b);
 emu_bits emu_next_down(const emu_format *f, emu_bits b);
 
 /* ---- rounding core (emu/round.c) ---- */
-/* Round the exact value x + tail to f, where tail is known only by its sign
- * (tail_sign in {-1,0,1}) and |tail| < ulp_double(x)/2. Returns the rounded
- * value as a double (the value domain) and ORs flags into *flags. */
-double emu_round_value(const emu_format *f, double x, int tail_sign,
+/* Round the exact value x + tail to f (a double-double: |tail| <= ulp(x)/2,
+ * e.g. from TwoSum). Returns the rounded value as a double (the value
+ * domain: exact, or ±inf/NaN) and ORs flags into *flags. */
+double emu_round_value(const emu_format *f, double x, double tail,
                        const emu_env *env, unsigned *flags);
+/* Round (M + s)·2^E, 0 <= s < 1 with s != 0 iff sticky, negated if neg.
+ * With sticky set, M must have at least 34 bits below its leading one or
+ * the value must lie below a quarter of f's smallest subnormal. */
+double emu_round_core(const emu_format *f, bool neg, uint64_t M, int E,
+                      bool sticky, const emu_env *env, unsigned *flags);
 /* The 32 random bits SR uses for (seed, index). */
 uint32_t emu_sr_bits(uint64_t seed, uint64_t index);
 
@@ -208,6 +213,10 @@ double emu_v_fma(const emu_format *f, double a, double b, double c, const emu_en
  * Returns the OR of all flags. */
 unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out,
                          size_t n, const emu_env *env);
+
+/* How many transcendental results the fast backend could not decide from
+ * double and long double evaluations and took from MPFR (Ziv fallback). */
+uint64_t emu_fallback_count(void);
 
 /* ---- the exact-format MPFR backend (emu/mpref.c) ---- */
 emu_result emu_mp_from_double(const emu_format *f, double x, const emu_env *env);

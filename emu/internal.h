@@ -1,0 +1,44 @@
+/*
+ * internal.h — what the fast backend's operation files share: the special
+ * results (NaN, infinities, zeros) every operation ends in, the input reader
+ * that applies DAZ, and the exact-value adaptors into the rounding core.
+ */
+#ifndef NANMAP_EMU_INTERNAL_H
+#define NANMAP_EMU_INTERNAL_H
+
+#include <math.h>
+
+#include "emu.h"
+
+/* A NaN result; `invalid` says whether the operation itself was invalid. */
+double emu_nan_result(const emu_format *f, bool invalid, unsigned *flags);
+/* An infinite result of sign neg; dbz: exact (divide by zero), else from an
+ * infinite operand. Applies sat and the format's lack of inf. */
+double emu_inf_result(const emu_format *f, bool neg, bool dbz, const emu_env *env,
+                      unsigned *flags);
+/* An exact zero result of sign neg (fnuz: +0; no zero: e8m0 rule). */
+double emu_zero_result(const emu_format *f, bool neg, unsigned *flags);
+/* An exact real result that may need rounding: x exact in double. */
+double emu_round_exact(const emu_format *f, double x, const emu_env *env, unsigned *flags);
+/* An operand: decoded, with DAZ applied. */
+double emu_operand(const emu_format *f, emu_bits b, const emu_env *env);
+/* The sign of an exact zero sum: -0 only in mode down (IEEE 754 §6.3). */
+static inline bool emu_zero_sum_neg(const emu_env *env)
+{
+	return env->mode == EMU_DOWN;
+}
+static inline emu_result emu_pack(const emu_format *f, double v, unsigned flags)
+{
+	return (emu_result){emu_encode(f, v), flags};
+}
+/* 2^k for -1022 <= k <= 1023, built from bits (exact, no libm call). */
+static inline double emu_pow2(int k)
+{
+	union {
+		uint64_t u;
+		double d;
+	} c = {.u = (uint64_t)(k + 1023) << 52};
+	return c.d;
+}
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * minmax.c — the non-computational operations: minimumNumber /
+ * maximumNumber (IEEE 754-2019 §9.6; C fmin/fmax, CUDA __hmin/__hmax: a NaN
+ * operand is ignored, −0 < +0), neg, abs and the quiet comparison. They
+ * return an operand, so they never round and raise no flags (except neg in
+ * a format without a sign, which cannot hold the result).
+ */
+#include "internal.h"
+
+static emu_result pick(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env, bool max)
+{
+	unsigned fl = 0;
+	double x = emu_operand(f, a, env), y = emu_operand(f, b, env);
+	if (isnan(x) && isnan(y))
+		return emu_pack(f, emu_nan_result(f, false, &fl), fl);
+	if (isnan(x))
+		return emu_pack(f, y, fl);
+	if (isnan(y))
+		return emu_pack(f, x, fl);
+	bool x_first;
+	if (x == y) /* ±0: −0 is the smaller */
+		x_first = max ? !signbit(x) : (bool)signbit(x);
+	else
+		x_first = max ? x > y : x < y;
+	return emu_pack(f, x_first ? x : y, fl);
+}
+
+emu_result emu_min(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env)
+{
+	return pick(f, a, b, env, false);
+}
+
+emu_result emu_max(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env)
+{
+	return pick(f, a, b, env, true);
+}
+
+emu_result emu_neg(const emu_format *f, emu_bits a, const emu_env *env)
+{
+	(void)env;
+	unsigned fl = 0;
+	if (emu_is_nan(f, a))
+		return (emu_result){f->nan_bits, f->nan == EMU_NAN_NONE ? EMU_FLAG_INVALID : 0};
+	if (!f->has_sign)
+		return emu_pack(f, emu_nan_result(f, true, &fl), fl);
+	if (f->nan == EMU_NAN_FNUZ && a == 0)
+		return (emu_result){0, 0};
+	return (emu_result){a ^ f->sign_mask, 0};
+}
+
+emu_result emu_abs(const emu_format *f, emu_bits a, const emu_env *env)
+{
+	(void)env;
+	if (emu_is_nan(f, a))
+		return (emu_result){f->nan_bits, 0};
+	return (emu_result){a & ~f->sign_mask, 0};
+}
+
+int emu_compare(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env)
+{
+	double x = emu_operand(f, a, env), y = emu_operand(f, b, env);
+	if (isnan(x) || isnan(y))
+		return 2;
+	return x < y ? -1 : x > y ? 1 : 0;
+}

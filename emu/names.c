@@ -1,0 +1,49 @@
+/* names.c — the words the CLI and the reports use for modes, classes, flags. */
+#include <stdio.h>
+#include <string.h>
+
+#include "emu.h"
+
+static const char *const mode_names[EMU_NMODES] = {"rne", "rtz", "up", "down", "rna", "sr"};
+static const char *const class_names[] = {"zero", "subnormal", "normal", "inf", "nan"};
+static const char *const flag_names[] = {"invalid", "divbyzero", "overflow", "underflow",
+                                         "inexact"};
+
+const char *emu_mode_name(emu_mode m)
+{
+	return m < EMU_NMODES ? mode_names[m] : "?";
+}
+
+emu_mode emu_mode_by_name(const char *name)
+{
+	for (int i = 0; i < EMU_NMODES; i++)
+		if (strcmp(mode_names[i], name) == 0)
+			return (emu_mode)i;
+	return EMU_NMODES;
+}
+
+const char *emu_class_name(emu_class c)
+{
+	return c <= EMU_CLASS_NAN ? class_names[c] : "?";
+}
+
+/* In the order the issue text gives: overflow, underflow, inexact, invalid, divbyzero. */
+const char *emu_flags_str(unsigned flags, char *buf, size_t len)
+{
+	static const int order[] = {2, 3, 4, 0, 1};
+	size_t n = 0;
+	if (len == 0)
+		return buf;
+	buf[0] = 0;
+	for (size_t i = 0; i < 5; i++) {
+		if (!(flags & (1u << order[i])))
+			continue;
+		int w = snprintf(buf + n, len - n, "%s%s", n ? "|" : "", flag_names[order[i]]);
+		if (w < 0 || (size_t)w >= len - n)
+			break;
+		n += (size_t)w;
+	}
+	if (n == 0)
+		snprintf(buf, len, "-");
+	return buf;
+}

@@ -1,0 +1,355 @@
+/*
+ * check_mpfr.c — the proof: the fast backend equals the exact-format MPFR
+ * backend, encodings and flags, on
+ *   - every pair of every format of <= 8 bits, every binary operation, mode
+ *     and overflow rule (fma: every pair with a set of addends);
+ *   - every 16-bit value, every unary operation and conversion;
+ *   - every binary32 within 3 ulps of each rounding boundary and midpoint of
+ *     each format, and 10^7 random binary32 and 10^7 binary64 inputs;
+ *   - 10^7 random 16-bit pairs per binary operation.
+ * Encodings are compared exactly: both backends produce the format's one
+ * NaN (sign kept only on overflow), so bit equality is the NaN policy too.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib.h"
+
+typedef struct {
+	emu_op op;
+	const emu_format *f, *src;
+	emu_bits a[3];
+	int from_double; /* convert x instead of applying op */
+	double x;
+	emu_env env;
+} tcase;
+
+typedef void (*gen_fn)(uint64_t i, const void *ctx, tcase *c);
+
+static void describe(const tcase *c, emu_result fast, emu_result mp, char *buf, size_t len)
+{
+	char f1[48], f2[48];
+	if (c->from_double)
+		snprintf(buf, len, "%s(%a)", c->f->name, c->x);
+	else
+		snprintf(buf, len, "%s %s(0x%x, 0x%x, 0x%x)%s%s", c->f->name, emu_op_name(c->op),
+		         c->a[0], c->a[1], c->a[2], c->src ? " from " : "", c->src ? c->src->name : "");
+	size_t n = strlen(buf);
+	snprintf(buf + n, len - n, " %s%s%s%s idx %" PRIu64 ": fast 0x%x %s, mpfr 0x%x %s",
+	         emu_mode_name(c->env.mode), c->env.sat ? " sat" : "", c->env.ftz ? " ftz" : "",
+	         c->env.daz ? " daz" : "", c->env.index, fast.bits,
+	         emu_flags_str(fast.flags, f1, sizeof f1), mp.bits, emu_flags_str(mp.flags, f2, sizeof f2));
+}
+
+/* Run n cases in parallel; fail with the first mismatches named. */
+static void prove(const char *what, uint64_t n, gen_fn gen, const void *ctx)
+{
+	uint64_t bad = 0;
+	char first[3][400] = {"", "", ""};
+#pragma omp parallel for schedule(dynamic, 4096) reduction(+ : bad)
+	for (uint64_t i = 0; i < n; i++) {
+		tcase c;
+		memset(&c, 0, sizeof c);
+		c.env = EMU_ENV_DEFAULT;
+		gen(i, ctx, &c);
+		emu_result fast, mp;
+		if (c.from_double) {
+			fast = emu_from_double(c.f, c.x, &c.env);
+			mp = emu_mp_from_double(c.f, c.x, &c.env);
+		} else {
+			fast = emu_apply(c.op, c.f, c.src, c.a, &c.env);
+			mp = emu_mp_apply(c.op, c.f, c.src, c.a, &c.env);
+		}
+		if (fast.bits != mp.bits || fast.flags != mp.flags) {
+			uint64_t k;
+#pragma omp atomic capture
+			k = bad++;
+			if (k < 3) {
+				char buf[400];
+				describe(&c, fast, mp, buf, sizeof buf);
+#pragma omp critical
+				snprintf(first[k], sizeof first[k], "%s", buf);
+			}
+		}
+	}
+	t_count(what, n);
+	ck_assert_msg(bad == 0, "%s: %" PRIu64 " of %" PRIu64 " differ; first: %s | %s | %s", what,
+	              bad, n, first[0], first[1], first[2]);
+}
+
+static const emu_op binops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV, EMU_OP_MIN,
+                                EMU_OP_MAX};
+static const emu_op unops[] = {EMU_OP_SQRT, EMU_OP_EXP,  EMU_OP_LOG, EMU_OP_EXP2,
+                               EMU_OP_RSQRT, EMU_OP_NEG, EMU_OP_ABS};
+#define NVARIANT 14 /* 6 modes x {ieee, sat} + {ftz, daz} at rne */
+
+static void set_variant(tcase *c, unsigned v, uint64_t i)
+{
+	if (v < 12) {
+		c->env.mode = (emu_mode)(v % 6);
+		c->env.sat = v >= 6;
+	} else {
+		c->env.ftz = v == 12;
+		c->env.daz = v == 13;
+		c->env.mode = (emu_mode)(i % 6);
+	}
+	c->env.seed = t_seed();
+	c->env.index = i;
+}
+
+/* ---- every pair of small formats ---- */
+static const char *const small_fmts[] = {"e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e8m0",
+                                         "e3m2", "e2m3", "e2m1"};
+
+static void gen_pairs(uint64_t i, const void *ctx, tcase *c)
+{
+	const emu_format *f = ctx;
+	uint64_t np = 1ull << (2 * f->bits);
+	uint64_t pair = i % np, rest = i / np;
+	c->f = f;
+	c->a[0] = (emu_bits)(pair >> f->bits);
+	c->a[1] = (emu_bits)(pair & ((1u << f->bits) - 1));
+	c->op = binops[rest % ARRAY_SIZE(binops)];
+	set_variant(c, (unsigned)(rest / ARRAY_SIZE(binops)), i);
+}
+
+START_TEST(test_small_pairs)
+{
+	const emu_format *f = t_fmt(small_fmts[_i]);
+	uint64_t n = (1ull << (2 * f->bits)) * ARRAY_SIZE(binops) * NVARIANT;
+	char what[96];
+	snprintf(what, sizeof what, "%s: all pairs x 6 binary ops x 14 env", f->name);
+	prove(what, t_quick() ? n / 97 : n, gen_pairs, f);
+}
+END_TEST
+
+/* fma on every pair, with addends chosen to hit cancellation, ties, zero
+ * signs, overflow and NaN: the c set is every 16th encoding plus specials. */
+static void gen_fma_pairs(uint64_t i, const void *ctx, tcase *c)
+{
+	const emu_format *f = ctx;
+	uint64_t np = 1ull << (2 * f->bits);
+	uint64_t pair = i % np, rest = i / np;
+	unsigned nc = (1u << f->bits) / 16 + 4;
+	unsigned ci = (unsigned)(rest % nc);
+	c->f = f;
+	c->op = EMU_OP_FMA;
+	c->a[0] = (emu_bits)(pair >> f->bits);
+	c->a[1] = (emu_bits)(pair & ((1u << f->bits) - 1));
+	emu_bits sp[4] = {0, f->sign_mask, f->max_bits, f->sign_mask | 1};
+	c->a[2] = ci < 4 ? sp[ci] : (emu_bits)((ci - 4) * 16 + (unsigned)(t_rand(7, i / 16) & 15));
+	set_variant(c, (unsigned)(rest / nc), i);
+}
+
+START_TEST(test_small_fma)
+{
+	const emu_format *f = t_fmt(small_fmts[_i]);
+	uint64_t n = (1ull << (2 * f->bits)) * ((1u << f->bits) / 16 + 4) * NVARIANT;
+	char what[96];
+	snprintf(what, sizeof what, "%s: fma all pairs x %u addends x 14 env", f->name,
+	         (1u << f->bits) / 16 + 4);
+	prove(what, t_quick() ? n / 97 : n, gen_fma_pairs, f);
+}
+END_TEST
+
+/* ---- every 16-bit value: unary ops and conversions ---- */
+static const char *const wide_fmts[] = {"fp16", "bf16"};
+
+static void gen_unary(uint64_t i, const void *ctx, tcase *c)
+{
+	const emu_format *f = ctx;
+	c->f = f;
+	c->a[0] = (emu_bits)(i & 0xffff);
+	uint64_t rest = i >> 16;
+	c->op = unops[rest % ARRAY_SIZE(unops)];
+	set_variant(c, (unsigned)(rest / ARRAY_SIZE(unops)), i);
+}
+
+START_TEST(test_unary_16)
+{
+	const emu_format *f = t_fmt(wide_fmts[_i]);
+	uint64_t n = 65536ull * ARRAY_SIZE(unops) * NVARIANT;
+	char what[96];
+	snprintf(what, sizeof what, "%s: every value x 7 unary ops x 14 env", f->name);
+	prove(what, t_quick() ? n / 97 : n, gen_unary, f);
+}
+END_TEST
+
+static void gen_cvt(uint64_t i, const void *ctx, tcase *c)
+{
+	const emu_format *src = ctx;
+	size_t nf = emu_format_count();
+	c->src = src;
+	c->op = EMU_OP_CVT;
+	c->a[0] = (emu_bits)(i & ((1u << src->bits) - 1));
+	uint64_t rest = i >> src->bits;
+	c->f = emu_format_at(rest % nf);
+	set_variant(c, (unsigned)(rest / nf), i);
+}
+
+START_TEST(test_convert_all)
+{
+	/* every 16-bit and smaller source value to every format */
+	const emu_format *src = emu_format_at(_i);
+	if (src->bits > 16)
+		return;
+	uint64_t n = (1ull << src->bits) * emu_format_count() * NVARIANT;
+	char what[96];
+	snprintf(what, sizeof what, "cvt from every %s value to 12 formats x 14 env", src->name);
+	prove(what, t_quick() ? n / 97 : n, gen_cvt, src);
+}
+END_TEST
+
+/* ---- binary32 near every boundary and midpoint of each format ---- */
+typedef struct {
+	const emu_format *f;
+	uint64_t npoints; /* positive finite encodings used, each giving 2 boundaries */
+	uint64_t stride;  /* 1, or a prime stride through a 19-bit format */
+} bctx;
+
+static void gen_boundary(uint64_t i, const void *ctx, tcase *c)
+{
+	const bctx *b = ctx;
+	const emu_format *f = b->f;
+	/* i -> (encoding k, value or midpoint, offset -3..3 ulps of binary32, variant) */
+	uint64_t k = (i % b->npoints) * b->stride, r = i / b->npoints;
+	int mid = (int)(r & 1);
+	int off = (int)((r >> 1) % 7) - 3;
+	unsigned variant = (unsigned)((r >> 1) / 7);
+	double v = emu_decode(f, (emu_bits)k);
+	if (mid) {
+		double nx = emu_decode(f, emu_next_up(f, (emu_bits)k));
+		v = isfinite(nx) && nx != v ? (v + nx) / 2 : v + f->max * f->epsilon / 2;
+	}
+	float x = (float)v; /* exact except above binary32's range */
+	for (; off > 0; off--)
+		x = nextafterf(x, INFINITY);
+	for (; off < 0; off++)
+		x = nextafterf(x, -INFINITY);
+	if (t_rand(3, i) & 1)
+		x = -x;
+	c->f = f;
+	c->from_double = 1;
+	c->x = x;
+	set_variant(c, variant, i);
+}
+
+START_TEST(test_boundaries)
+{
+	const emu_format *f = emu_format_at(_i);
+	if (f->p >= 24)
+		return; /* binary32 inputs are exact in fp32 */
+	uint64_t all = (uint64_t)f->max_bits + 1;
+	bctx b = {f, all, 1};
+	if (all > 65536) { /* tf32: every 7th encoding */
+		b.stride = 7;
+		b.npoints = all / 7;
+	}
+	uint64_t n = b.npoints * 2 * 7 * NVARIANT;
+	char what[96];
+	snprintf(what, sizeof what, "%s: binary32 within 3 ulps of each boundary x 14 env", f->name);
+	prove(what, t_quick() ? n / 97 : n, gen_boundary, &b);
+}
+END_TEST
+
+/* ---- random binary32 and binary64 over the whole exponent range ---- */
+static void gen_random_float(uint64_t i, const void *ctx, tcase *c)
+{
+	int is64 = *(const int *)ctx;
+	uint64_t r = t_rand(is64 ? 11 : 10, i);
+	c->f = emu_format_at(i % emu_format_count());
+	c->from_double = 1;
+	if (is64) {
+		memcpy(&c->x, &r, sizeof c->x);
+	} else {
+		uint32_t u = (uint32_t)r;
+		float x;
+		memcpy(&x, &u, sizeof x);
+		c->x = x;
+	}
+	set_variant(c, (unsigned)((r >> 40) % NVARIANT), i);
+}
+
+START_TEST(test_random_floats)
+{
+	static const int is64[] = {0, 1};
+	uint64_t n = t_quick() ? 100000 : 10000000;
+	prove(_i ? "random binary64 bit patterns -> every format" :
+	           "random binary32 bit patterns -> every format",
+	      n, gen_random_float, &is64[_i]);
+}
+END_TEST
+
+/* binary64 bit patterns cluster at huge/tiny exponents; also draw values
+ * log-uniform over each format's own range, where the rounding happens. */
+static void gen_random_inrange(uint64_t i, const void *ctx, tcase *c)
+{
+	(void)ctx;
+	uint64_t r = t_rand(12, i);
+	const emu_format *f = emu_format_at(i % emu_format_count());
+	int lo = f->emin - f->p - 2, hi = f->emax + 2;
+	int e = lo + (int)((r >> 53) % (uint64_t)(hi - lo + 1));
+	double m = 1 + (double)(r & ((1ull << 52) - 1)) * 0x1p-52;
+	c->f = f;
+	c->from_double = 1;
+	c->x = ((r >> 52) & 1 ? -1 : 1) * ldexp(m, e);
+	set_variant(c, (unsigned)(t_rand(13, i) % NVARIANT), i);
+}
+
+START_TEST(test_random_inrange)
+{
+	prove("random binary64 in each format's range", t_quick() ? 100000 : 10000000,
+	      gen_random_inrange, NULL);
+}
+END_TEST
+
+/* ---- random 16-bit pairs per binary operation ---- */
+static const emu_op pair_ops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV,
+                                  EMU_OP_FMA, EMU_OP_MIN, EMU_OP_MAX};
+
+static void gen_pairs16(uint64_t i, const void *ctx, tcase *c)
+{
+	emu_op op = *(const emu_op *)ctx;
+	uint64_t r = t_rand(20 + op, i);
+	c->f = t_fmt(wide_fmts[i & 1]);
+	c->op = op;
+	c->a[0] = (emu_bits)(r & 0xffff);
+	c->a[1] = (emu_bits)((r >> 16) & 0xffff);
+	c->a[2] = (emu_bits)((r >> 32) & 0xffff);
+	if (op == EMU_OP_FMA && (r >> 48) % 4 == 0) {
+		/* steer a quarter of the addends near -a·b to exercise cancellation */
+		emu_env e = EMU_ENV_DEFAULT;
+		emu_result p = emu_mul(c->f, c->a[0], c->a[1], &e);
+		c->a[2] = (p.bits ^ c->f->sign_mask) + (emu_bits)((r >> 50) % 5) - 2;
+		c->a[2] &= 0xffff;
+	}
+	set_variant(c, (unsigned)((r >> 56) % NVARIANT), i);
+}
+
+START_TEST(test_pairs16)
+{
+	uint64_t n = t_quick() ? 100000 : 10000000;
+	char what[96];
+	snprintf(what, sizeof what, "random fp16/bf16 pairs: %s", emu_op_name(pair_ops[_i]));
+	prove(what, n, gen_pairs16, &pair_ops[_i]);
+}
+END_TEST
+
+Suite *suite_mpfr(void)
+{
+	Suite *s = suite_create("mpfr");
+	TCase *tc = tcase_create("fast==mpfr");
+	tcase_set_timeout(tc, 600);
+	tcase_add_loop_test(tc, test_small_pairs, 0, ARRAY_SIZE(small_fmts));
+	tcase_add_loop_test(tc, test_small_fma, 0, ARRAY_SIZE(small_fmts));
+	tcase_add_loop_test(tc, test_unary_16, 0, ARRAY_SIZE(wide_fmts));
+	tcase_add_loop_test(tc, test_convert_all, 0, (int)emu_format_count());
+	tcase_add_loop_test(tc, test_boundaries, 0, (int)emu_format_count());
+	tcase_add_loop_test(tc, test_random_floats, 0, 2);
+	tcase_add_test(tc, test_random_inrange);
+	tcase_add_loop_test(tc, test_pairs16, 0, ARRAY_SIZE(pair_ops));
+	suite_add_tcase(s, tc);
+	return s;
+}

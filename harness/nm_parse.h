@@ -1,0 +1,111 @@
+/*
+ * nm_parse.h — strict parsing of the command line's numbers, encodings and
+ * lists, and the text forms nanmap prints.
+ *
+ * Numbers are kept exactly enough to be rounded once: a decimal such as
+ * "0.1" is not first rounded to the nearest double (that would round twice,
+ * and a decimal just below a halfway point of the small format could land on
+ * the halfway point in double and then tie the wrong way). Instead its exact
+ * value is truncated to a 64-bit significand plus a sticky bit, which is what
+ * emu_round_core() needs to round it exactly in every mode, SR included.
+ */
+#ifndef NANMAP_NM_PARSE_H
+#define NANMAP_NM_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu.h"
+
+typedef enum nm_status {
+	NM_OK = 0,
+	NM_ERR_SYNTAX, /* not one of the accepted forms (or empty) */
+	NM_ERR_RANGE,  /* does not fit the destination / too many items */
+	NM_ERR_INEXACT /* a number the format cannot hold exactly */
+} nm_status;
+
+typedef enum nm_kind {
+	NM_NUM_FINITE = 0,
+	NM_NUM_INF,
+	NM_NUM_NAN
+} nm_kind;
+
+/*
+ * A real number: (-1)^neg * (man + s) * 2^exp with 0 <= s < 1, s != 0 iff
+ * sticky. A nonzero man has its leading one at bit 63, so 63 bits lie below
+ * it (emu_round_core asks for at least 34 when sticky is set). exp is the
+ * text's own exponent; only texts beyond MPFR's exponent range (2^(+-2^30))
+ * are replaced by the nearest number MPFR holds, with sticky set.
+ */
+typedef struct nm_number {
+	nm_kind kind;
+	bool neg;
+	uint64_t man; /* 0: the number is zero */
+	int exp;
+	bool sticky;
+} nm_number;
+
+/*
+ * Parse a whole token: a decimal or C99 hexadecimal floating constant as
+ * strtod reads it (optional sign, no surrounding blanks), or inf, +inf,
+ * -inf, nan, +nan, -nan in any case. Anything else is NM_ERR_SYNTAX.
+ */
+nm_status nm_parse_number(const char *s, nm_number *out)
+	__attribute__((warn_unused_result));
+
+/* true, with *d set, when x is exactly a double (±inf and NaN included). */
+bool nm_number_to_double(const nm_number *x, double *d);
+
+/* -1, 0, 1 as x is below, equal to, above d; 2 when either is NaN. */
+int nm_number_cmp(const nm_number *x, double d);
+
+/* Round x's exact value once to f under env (emu_from_double's contract). */
+emu_result nm_round_number(const emu_format *f, const nm_number *x,
+			   const emu_env *env);
+
+/*
+ * The encoding of x in f when f holds x exactly (NaN: when f has a NaN);
+ * NM_ERR_INEXACT otherwise. No rounding-mode, sat or ftz influence.
+ */
+nm_status nm_exact_bits(const emu_format *f, const nm_number *x, emu_bits *out)
+	__attribute__((warn_unused_result));
+
+/*
+ * An encoding in hexadecimal: "0x" (or "0X") and one or more hex digits,
+ * whose value fits in f->bits bits.
+ */
+nm_status nm_parse_bits(const char *s, const emu_format *f, emu_bits *out)
+	__attribute__((warn_unused_result));
+
+/* An unsigned 64-bit integer: decimal digits, or 0x and hex digits. */
+nm_status nm_parse_u64(const char *s, uint64_t *out)
+	__attribute__((warn_unused_result));
+
+/*
+ * Split a -f list in place. Custom specs contain commas themselves, so a
+ * comma separates two formats only when the text after it (up to the next
+ * comma) is a built-in format name or starts with "p=": a custom spec in a
+ * list must therefore start with "p=". Empty items are NM_ERR_SYNTAX, more
+ * than max items NM_ERR_RANGE.
+ */
+nm_status nm_split_formats(char *list, char **items, size_t max, size_t *n)
+	__attribute__((warn_unused_result));
+
+/*
+ * Split one input line of len bytes in place into blank-separated fields
+ * (the line end, "\n" or "\r\n", is dropped). A NUL byte inside the line is
+ * NM_ERR_SYNTAX, more than max fields NM_ERR_RANGE; a blank line gives 0.
+ * line[len] must be writable (getline() leaves the NUL there).
+ */
+nm_status nm_split_fields(char *line, size_t len, char **fields, size_t max,
+			  size_t *n) __attribute__((warn_unused_result));
+
+/* Text forms. NM_NUM_LEN holds any of them. */
+#define NM_NUM_LEN 40
+/* %.17g, but "inf", "-inf" and "nan" whatever the sign of the NaN. */
+const char *nm_fmt_double(double v, char *buf, size_t len);
+/* 0x-prefixed lowercase hex, zero-padded to ceil(f->bits / 4) digits. */
+const char *nm_fmt_bits(const emu_format *f, emu_bits b, char *buf, size_t len);
+
+#endif

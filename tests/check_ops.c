@@ -73,6 +73,43 @@ START_TEST(test_neighbours)
 }
 END_TEST
 
+/* The array path (branch-free RNE) equals element-by-element rounding. */
+START_TEST(test_array_paths)
+{
+	const emu_format *f = emu_format_at(_i);
+	enum { N = 4096 };
+	static double x[N];
+	static emu_bits a[N];
+	uint64_t total = 0;
+	for (int rep = 0; rep < (t_quick() ? 4 : 64); rep++) {
+		for (int i = 0; i < N; i++) {
+			uint64_t r = t_rand(50 + rep, (uint64_t)i);
+			int e = f->emin - f->p - 3 + (int)((r >> 53) % (uint64_t)(f->emax - f->emin + f->p + 7));
+			x[i] = ((r >> 52) & 1 ? -1 : 1) * ldexp(1 + (double)(r & ((1ull << 52) - 1)) * 0x1p-52, e);
+			if (r % 97 == 0) /* short significands: exact values and ties */
+				x[i] = ldexp(floor(ldexp(x[i], 20 - e)), e - 20 + (int)(r % 3));
+		}
+		x[0] = INFINITY, x[1] = -INFINITY, x[2] = NAN, x[3] = 0.0, x[4] = -0.0, x[5] = 1e-310;
+		x[6] = f->max, x[7] = -f->max * (1 + f->epsilon / 2), x[8] = f->min_normal;
+		for (int v = 0; v < 4; v++) {
+			emu_env env = EMU_ENV_DEFAULT;
+			env.sat = v & 1;
+			env.ftz = v >> 1;
+			unsigned all = emu_round_array(f, x, a, N, &env), want = 0;
+			for (int i = 0; i < N; i++) {
+				emu_result r = emu_from_double(f, x[i], &env);
+				want |= r.flags;
+				ck_assert_msg(r.bits == a[i], "%s x=%a sat=%d ftz=%d: array 0x%x scalar 0x%x",
+				              f->name, x[i], env.sat, env.ftz, a[i], r.bits);
+			}
+			ck_assert_msg(all == want, "%s: array flags %x, scalar %x", f->name, all, want);
+			total += N;
+		}
+	}
+	t_count("ops: array rounding path == scalar path", total);
+}
+END_TEST
+
 Suite *suite_ops(void)
 {
 	Suite *s = suite_create("ops");
@@ -80,6 +117,7 @@ Suite *suite_ops(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_value_domain, 0, 4);
 	tcase_add_test(tc, test_neighbours);
+	tcase_add_loop_test(tc, test_array_paths, 0, (int)emu_format_count());
 	suite_add_tcase(s, tc);
 	return s;
 }

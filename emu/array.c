@@ -49,7 +49,7 @@ static double bitsd(uint64_t u)
 
 __attribute__((target_clones("avx2", "default"), optimize("O3", "vect-cost-model=dynamic"))) static unsigned
 round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, bool sat,
-                bool ftz)
+                bool ftz, bool daz)
 {
 	const int m = f->p - 1, shift = 52 - m;
 	const uint64_t absmask = ~(1ull << 63);
@@ -80,6 +80,7 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 		uint64_t u = dbits(in[i]);
 		uint64_t a = u & absmask;
 		uint64_t neg = u >> 63;
+		a = (daz & (a < 0x0010000000000000ull)) ? 0 : a; /* double subnormals */
 		/* normal range */
 		uint64_t t = a - rebias;
 		uint64_t rn = (t + half_m1 + ((t >> shift) & 1)) >> shift;
@@ -127,6 +128,6 @@ unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out, s
                          const emu_env *env)
 {
 	if (env->mode == EMU_RNE && f->has_zero && f->has_subnormals && f->has_sign)
-		return round_array_rne(f, in, out, n, env->sat, env->ftz);
+		return round_array_rne(f, in, out, n, env->sat, env->ftz, env->daz);
 	return round_array_scalar(f, in, out, n, env);
 }

@@ -91,10 +91,11 @@ START_TEST(test_array_paths)
 		}
 		x[0] = INFINITY, x[1] = -INFINITY, x[2] = NAN, x[3] = 0.0, x[4] = -0.0, x[5] = 1e-310;
 		x[6] = f->max, x[7] = -f->max * (1 + f->epsilon / 2), x[8] = f->min_normal;
-		for (int v = 0; v < 4; v++) {
+		for (int v = 0; v < 8; v++) {
 			emu_env env = EMU_ENV_DEFAULT;
 			env.sat = v & 1;
-			env.ftz = v >> 1;
+			env.ftz = (v >> 1) & 1;
+			env.daz = v >> 2;
 			unsigned all = emu_round_array(f, x, a, N, &env), want = 0;
 			for (int i = 0; i < N; i++) {
 				emu_result r = emu_from_double(f, x[i], &env);

@@ -13,9 +13,9 @@
 #include <string.h>
 
 static const char *const feature_names[EMU_HW_NFEATURES] = {
-	"F16C",
-	"AVX-512 FP16",
-	"AVX-512 BF16",
+    "F16C",
+    "AVX-512 FP16",
+    "AVX-512 BF16",
 };
 
 const char *emu_hw_feature_name(emu_hw_feature f)
@@ -70,27 +70,28 @@ enum {
 };
 
 /* Indexed by feature and R_* code: whole sentences, nothing to format. */
-#define REASONS(NAME)                                                                      \
-	{                                                                                  \
-		[R_OK] = "",                                                               \
-		[R_NOCPUID] = NAME " absent (no CPUID leaf 1)",                             \
-		[R_NOF16C] = NAME " absent (CPUID leaf 1 ECX bit 29)",                      \
-		[R_NOOSXSAVE] = NAME " unusable (CPUID leaf 1 ECX bit 27: OS has not enabled XSAVE)", \
-		[R_NOAVXSTATE] = NAME " unusable (XCR0 bits 1-2: OS does not save AVX state)", \
-		[R_NOLEAF7] = NAME " absent (CPUID leaf 7 not supported)",                  \
-		[R_NOAVX512F] = NAME " unusable (CPUID leaf 7 EBX bit 16: no AVX-512F)",    \
-		[R_NOZMMSTATE] = NAME " unusable (XCR0 bits 5-7: OS does not save ZMM state)", \
-		[R_NOAVX512BW] = NAME " unusable (CPUID leaf 7 EBX bit 30: no AVX-512BW)",  \
-		[R_NOAVX512VL] = NAME " unusable (CPUID leaf 7 EBX bit 31: no AVX-512VL)",  \
-		[R_NOFP16] = NAME " absent (CPUID leaf 7 EDX bit 23)",                      \
-		[R_NOLEAF7_1] = NAME " absent (CPUID leaf 7 subleaf 1 not supported)",      \
-		[R_NOBF16] = NAME " absent (CPUID leaf 7 subleaf 1 EAX bit 5)",             \
-		[R_NOINTRIN] = NAME " oracle not compiled (this compiler's immintrin.h lacks the intrinsics)", \
+#define REASONS(NAME)                                                                              \
+	{                                                                                          \
+		[R_OK] = "", [R_NOCPUID] = NAME " absent (no CPUID leaf 1)",                       \
+		[R_NOF16C] = NAME " absent (CPUID leaf 1 ECX bit 29)",                             \
+		[R_NOOSXSAVE] =                                                                    \
+		    NAME " unusable (CPUID leaf 1 ECX bit 27: OS has not enabled XSAVE)",          \
+		[R_NOAVXSTATE] = NAME " unusable (XCR0 bits 1-2: OS does not save AVX state)",     \
+		[R_NOLEAF7] = NAME " absent (CPUID leaf 7 not supported)",                         \
+		[R_NOAVX512F] = NAME " unusable (CPUID leaf 7 EBX bit 16: no AVX-512F)",           \
+		[R_NOZMMSTATE] = NAME " unusable (XCR0 bits 5-7: OS does not save ZMM state)",     \
+		[R_NOAVX512BW] = NAME " unusable (CPUID leaf 7 EBX bit 30: no AVX-512BW)",         \
+		[R_NOAVX512VL] = NAME " unusable (CPUID leaf 7 EBX bit 31: no AVX-512VL)",         \
+		[R_NOFP16] = NAME " absent (CPUID leaf 7 EDX bit 23)",                             \
+		[R_NOLEAF7_1] = NAME " absent (CPUID leaf 7 subleaf 1 not supported)",             \
+		[R_NOBF16] = NAME " absent (CPUID leaf 7 subleaf 1 EAX bit 5)",                    \
+		[R_NOINTRIN] = NAME                                                                \
+		    " oracle not compiled (this compiler's immintrin.h lacks the intrinsics)",     \
 	}
 static const char *const reason_text[EMU_HW_NFEATURES][R_COUNT] = {
-	REASONS("F16C"),
-	REASONS("AVX-512 FP16"),
-	REASONS("AVX-512 BF16"),
+    REASONS("F16C"),
+    REASONS("AVX-512 FP16"),
+    REASONS("AVX-512 BF16"),
 };
 
 static uint64_t read_xcr0(void)
@@ -201,24 +202,24 @@ const char *emu_hw_absent_reason(emu_hw_feature f)
 #define F16C_TARGET __attribute__((target("avx,f16c")))
 
 /* 8 at a time with ymm; the tail goes through a zero-padded buffer. */
-#define DEF_F16C_FROM(NAME, RC)                                                       \
-	F16C_TARGET static void NAME(const float *in, uint16_t *out, size_t n)        \
-	{                                                                             \
-		size_t i = 0;                                                         \
-		for (; i + 8 <= n; i += 8) {                                          \
-			__m256 v = _mm256_loadu_ps(in + i);                           \
-			__m128i h = _mm256_cvtps_ph(v, (RC) | _MM_FROUND_NO_EXC);     \
-			_mm_storeu_si128((__m128i *)(void *)(out + i), h);            \
-		}                                                                     \
-		if (i < n) {                                                          \
-			float fb[8] = {0};                                            \
-			uint16_t hb[8];                                               \
-			memcpy(fb, in + i, (n - i) * sizeof *fb);                     \
-			__m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(fb),              \
-			                            (RC) | _MM_FROUND_NO_EXC);        \
-			_mm_storeu_si128((__m128i *)(void *)hb, h);                   \
-			memcpy(out + i, hb, (n - i) * sizeof *hb);                    \
-		}                                                                     \
+#define DEF_F16C_FROM(NAME, RC)                                                                    \
+	F16C_TARGET static void NAME(const float *in, uint16_t *out, size_t n)                     \
+	{                                                                                          \
+		size_t i = 0;                                                                      \
+		for (; i + 8 <= n; i += 8) {                                                       \
+			__m256 v = _mm256_loadu_ps(in + i);                                        \
+			__m128i h = _mm256_cvtps_ph(v, (RC) | _MM_FROUND_NO_EXC);                  \
+			_mm_storeu_si128((__m128i *)(void *)(out + i), h);                         \
+		}                                                                                  \
+		if (i < n) {                                                                       \
+			float fb[8] = {0};                                                         \
+			uint16_t hb[8];                                                            \
+			memcpy(fb, in + i, (n - i) * sizeof *fb);                                  \
+			__m128i h =                                                                \
+			    _mm256_cvtps_ph(_mm256_loadu_ps(fb), (RC) | _MM_FROUND_NO_EXC);        \
+			_mm_storeu_si128((__m128i *)(void *)hb, h);                                \
+			memcpy(out + i, hb, (n - i) * sizeof *hb);                                 \
+		}                                                                                  \
 	}
 
 DEF_F16C_FROM(f16c_from_rne, _MM_FROUND_TO_NEAREST_INT)
@@ -237,7 +238,8 @@ F16C_TARGET static void f16c_to(const uint16_t *in, float *out, size_t n)
 		uint16_t hb[8] = {0};
 		float fb[8];
 		memcpy(hb, in + i, (n - i) * sizeof *hb);
-		_mm256_storeu_ps(fb, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)hb)));
+		_mm256_storeu_ps(
+		    fb, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)hb)));
 		memcpy(out + i, fb, (n - i) * sizeof *fb);
 	}
 }
@@ -255,10 +257,18 @@ bool emu_hw_f16c_from_float(const float *in, uint16_t *out, size_t n, emu_mode m
 	if (csr & MXCSR_DAZ)
 		_mm_setcsr(csr & ~MXCSR_DAZ);
 	switch (m) {
-	case EMU_RNE: f16c_from_rne(in, out, n); break;
-	case EMU_DOWN: f16c_from_down(in, out, n); break;
-	case EMU_UP: f16c_from_up(in, out, n); break;
-	default: f16c_from_rtz(in, out, n); break;
+	case EMU_RNE:
+		f16c_from_rne(in, out, n);
+		break;
+	case EMU_DOWN:
+		f16c_from_down(in, out, n);
+		break;
+	case EMU_UP:
+		f16c_from_up(in, out, n);
+		break;
+	default:
+		f16c_from_rtz(in, out, n);
+		break;
 	}
 	if (csr & MXCSR_DAZ)
 		_mm_setcsr(csr);
@@ -279,39 +289,44 @@ bool emu_hw_f16c_to_float(const uint16_t *in, float *out, size_t n)
 #define FP16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512fp16")))
 
 /* 32 halves per zmm. Unused operands are read from a zero vector. */
-#define DEF_FP16(NAME, RC)                                                            \
-	FP16_TARGET static __m512h NAME##_one(emu_op op, __m512h x, __m512h y,        \
-	                                      __m512h z)                              \
-	{                                                                             \
-		switch (op) {                                                         \
-		case EMU_OP_ADD: return _mm512_add_round_ph(x, y, (RC) | _MM_FROUND_NO_EXC); \
-		case EMU_OP_SUB: return _mm512_sub_round_ph(x, y, (RC) | _MM_FROUND_NO_EXC); \
-		case EMU_OP_MUL: return _mm512_mul_round_ph(x, y, (RC) | _MM_FROUND_NO_EXC); \
-		case EMU_OP_DIV: return _mm512_div_round_ph(x, y, (RC) | _MM_FROUND_NO_EXC); \
-		case EMU_OP_SQRT: return _mm512_sqrt_round_ph(x, (RC) | _MM_FROUND_NO_EXC); \
-		default: return _mm512_fmadd_round_ph(x, y, z, (RC) | _MM_FROUND_NO_EXC); \
-		}                                                                     \
-	}                                                                             \
-	FP16_TARGET static void NAME(emu_op op, const uint16_t *a, const uint16_t *b, \
-	                             const uint16_t *c, uint16_t *out, size_t n)      \
-	{                                                                             \
-		uint16_t ab[32], bb[32], cb[32], ob[32];                              \
-		for (size_t i = 0; i < n; i += 32) {                                  \
-			size_t k = n - i < 32 ? n - i : 32;                           \
-			memset(ab, 0, sizeof ab);                                     \
-			memset(bb, 0, sizeof bb);                                     \
-			memset(cb, 0, sizeof cb);                                     \
-			memcpy(ab, a + i, k * sizeof *ab);                            \
-			if (b)                                                        \
-				memcpy(bb, b + i, k * sizeof *bb);                    \
-			if (c)                                                        \
-				memcpy(cb, c + i, k * sizeof *cb);                    \
-			__m512h x = _mm512_castsi512_ph(_mm512_loadu_si512(ab));      \
-			__m512h y = _mm512_castsi512_ph(_mm512_loadu_si512(bb));      \
-			__m512h z = _mm512_castsi512_ph(_mm512_loadu_si512(cb));      \
-			_mm512_storeu_si512(ob, _mm512_castph_si512(NAME##_one(op, x, y, z))); \
-			memcpy(out + i, ob, k * sizeof *ob);                          \
-		}                                                                     \
+#define DEF_FP16(NAME, RC)                                                                         \
+	FP16_TARGET static __m512h NAME##_one(emu_op op, __m512h x, __m512h y, __m512h z)          \
+	{                                                                                          \
+		switch (op) {                                                                      \
+		case EMU_OP_ADD:                                                                   \
+			return _mm512_add_round_ph(x, y, (RC) | _MM_FROUND_NO_EXC);                \
+		case EMU_OP_SUB:                                                                   \
+			return _mm512_sub_round_ph(x, y, (RC) | _MM_FROUND_NO_EXC);                \
+		case EMU_OP_MUL:                                                                   \
+			return _mm512_mul_round_ph(x, y, (RC) | _MM_FROUND_NO_EXC);                \
+		case EMU_OP_DIV:                                                                   \
+			return _mm512_div_round_ph(x, y, (RC) | _MM_FROUND_NO_EXC);                \
+		case EMU_OP_SQRT:                                                                  \
+			return _mm512_sqrt_round_ph(x, (RC) | _MM_FROUND_NO_EXC);                  \
+		default:                                                                           \
+			return _mm512_fmadd_round_ph(x, y, z, (RC) | _MM_FROUND_NO_EXC);           \
+		}                                                                                  \
+	}                                                                                          \
+	FP16_TARGET static void NAME(emu_op op, const uint16_t *a, const uint16_t *b,              \
+	                             const uint16_t *c, uint16_t *out, size_t n)                   \
+	{                                                                                          \
+		uint16_t ab[32], bb[32], cb[32], ob[32];                                           \
+		for (size_t i = 0; i < n; i += 32) {                                               \
+			size_t k = n - i < 32 ? n - i : 32;                                        \
+			memset(ab, 0, sizeof ab);                                                  \
+			memset(bb, 0, sizeof bb);                                                  \
+			memset(cb, 0, sizeof cb);                                                  \
+			memcpy(ab, a + i, k * sizeof *ab);                                         \
+			if (b)                                                                     \
+				memcpy(bb, b + i, k * sizeof *bb);                                 \
+			if (c)                                                                     \
+				memcpy(cb, c + i, k * sizeof *cb);                                 \
+			__m512h x = _mm512_castsi512_ph(_mm512_loadu_si512(ab));                   \
+			__m512h y = _mm512_castsi512_ph(_mm512_loadu_si512(bb));                   \
+			__m512h z = _mm512_castsi512_ph(_mm512_loadu_si512(cb));                   \
+			_mm512_storeu_si512(ob, _mm512_castph_si512(NAME##_one(op, x, y, z)));     \
+			memcpy(out + i, ob, k * sizeof *ob);                                       \
+		}                                                                                  \
 	}
 
 DEF_FP16(fp16_rne, _MM_FROUND_TO_NEAREST_INT)
@@ -342,10 +357,18 @@ bool emu_hw_fp16_apply(emu_op op, emu_mode m, const uint16_t *a, const uint16_t 
 		return false;
 	}
 	switch (m) {
-	case EMU_RNE: fp16_rne(op, a, b, c, out, n); break;
-	case EMU_DOWN: fp16_down(op, a, b, c, out, n); break;
-	case EMU_UP: fp16_up(op, a, b, c, out, n); break;
-	default: fp16_rtz(op, a, b, c, out, n); break;
+	case EMU_RNE:
+		fp16_rne(op, a, b, c, out, n);
+		break;
+	case EMU_DOWN:
+		fp16_down(op, a, b, c, out, n);
+		break;
+	case EMU_UP:
+		fp16_up(op, a, b, c, out, n);
+		break;
+	default:
+		fp16_rtz(op, a, b, c, out, n);
+		break;
 	}
 	return true;
 }
@@ -405,10 +428,14 @@ bool emu_hw_has(emu_hw_feature f)
 const char *emu_hw_absent_reason(emu_hw_feature f)
 {
 	switch (f) {
-	case EMU_HW_F16C: return "F16C absent (not an x86 build)";
-	case EMU_HW_AVX512FP16: return "AVX-512 FP16 absent (not an x86 build)";
-	case EMU_HW_AVX512BF16: return "AVX-512 BF16 absent (not an x86 build)";
-	default: return "unknown hardware feature";
+	case EMU_HW_F16C:
+		return "F16C absent (not an x86 build)";
+	case EMU_HW_AVX512FP16:
+		return "AVX-512 FP16 absent (not an x86 build)";
+	case EMU_HW_AVX512BF16:
+		return "AVX-512 BF16 absent (not an x86 build)";
+	default:
+		return "unknown hardware feature";
 	}
 }
 

@@ -55,9 +55,18 @@ static float u2f(uint32_t u)
 	return f;
 }
 
-static bool f32_nan(uint32_t u) { return (u & 0x7fffffffu) > 0x7f800000u; }
-static bool f16_nan(uint32_t h) { return (h & 0x7fffu) > 0x7c00u; }
-static bool bf16_nan(uint32_t h) { return (h & 0x7fffu) > 0x7f80u; }
+static bool f32_nan(uint32_t u)
+{
+	return (u & 0x7fffffffu) > 0x7f800000u;
+}
+static bool f16_nan(uint32_t h)
+{
+	return (h & 0x7fffu) > 0x7c00u;
+}
+static bool bf16_nan(uint32_t h)
+{
+	return (h & 0x7fffu) > 0x7f80u;
+}
 
 /* The policy above, for one format's NaN test. */
 static bool match(uint32_t emu, uint32_t hw, bool (*is_nan)(uint32_t))
@@ -167,8 +176,8 @@ START_TEST(test_f16c_to_float)
 			fprintf(stderr, "hw: f16c fp16->fp32 0x%04x: emu 0x%08x hw 0x%08x\n",
 			        (unsigned)h, (unsigned)em, (unsigned)hw);
 		if (!bad)
-			snprintf(first, sizeof first, "0x%04x: emu 0x%08x hw 0x%08x",
-			         (unsigned)h, (unsigned)em, (unsigned)hw);
+			snprintf(first, sizeof first, "0x%04x: emu 0x%08x hw 0x%08x", (unsigned)h,
+			         (unsigned)em, (unsigned)hw);
 		bad++;
 	}
 	t_count("f16c fp16->float", 1u << 16);
@@ -197,18 +206,20 @@ static void f16c_from_float_check(const struct fvec *s, emu_mode mode, const cha
 		const char *api = !ok_a ? "emu_from_float" : "emu_convert";
 		emu_bits e = !ok_a ? a : b;
 		if (bad < MAX_PRINT)
-			fprintf(stderr, "hw: f16c fp32->fp16 %s %s 0x%08x (%a): %s 0x%04x hw 0x%04x\n",
+			fprintf(stderr,
+			        "hw: f16c fp32->fp16 %s %s 0x%08x (%a): %s 0x%04x hw 0x%04x\n",
 			        emu_mode_name(mode), set, (unsigned)x, (double)s->v[i], api,
 			        (unsigned)e, (unsigned)hw[i]);
 		if (!bad)
 			snprintf(first, sizeof first, "%s 0x%08x: %s 0x%04x hw 0x%04x",
-			         emu_mode_name(mode), (unsigned)x, api, (unsigned)e, (unsigned)hw[i]);
+			         emu_mode_name(mode), (unsigned)x, api, (unsigned)e,
+			         (unsigned)hw[i]);
 		bad++;
 	}
 	free(hw);
 	t_count("f16c float->fp16", s->n);
-	ck_assert_msg(bad == 0, "f16c fp32->fp16 (%s): %zu of %zu mismatch, first %s", set,
-	              bad, s->n, first);
+	ck_assert_msg(bad == 0, "f16c fp32->fp16 (%s): %zu of %zu mismatch, first %s", set, bad,
+	              s->n, first);
 }
 
 START_TEST(test_f16c_from_float_boundaries)
@@ -234,7 +245,7 @@ END_TEST
 
 /* ---- AVX-512 FP16 ---- */
 
-static const emu_op fp16_ops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,
+static const emu_op fp16_ops[] = {EMU_OP_ADD, EMU_OP_SUB,  EMU_OP_MUL,
                                   EMU_OP_DIV, EMU_OP_SQRT, EMU_OP_FMA};
 #define NFP16_OPS ((int)ARRAY_SIZE(fp16_ops))
 
@@ -283,12 +294,24 @@ START_TEST(test_fp16_arith)
 	for (size_t i = 0; i < n; i++) {
 		emu_result r;
 		switch (op) {
-		case EMU_OP_ADD: r = emu_add(fp16, a[i], b[i], &env); break;
-		case EMU_OP_SUB: r = emu_sub(fp16, a[i], b[i], &env); break;
-		case EMU_OP_MUL: r = emu_mul(fp16, a[i], b[i], &env); break;
-		case EMU_OP_DIV: r = emu_div(fp16, a[i], b[i], &env); break;
-		case EMU_OP_SQRT: r = emu_sqrt(fp16, a[i], &env); break;
-		default: r = emu_fma(fp16, a[i], b[i], c[i], &env); break;
+		case EMU_OP_ADD:
+			r = emu_add(fp16, a[i], b[i], &env);
+			break;
+		case EMU_OP_SUB:
+			r = emu_sub(fp16, a[i], b[i], &env);
+			break;
+		case EMU_OP_MUL:
+			r = emu_mul(fp16, a[i], b[i], &env);
+			break;
+		case EMU_OP_DIV:
+			r = emu_div(fp16, a[i], b[i], &env);
+			break;
+		case EMU_OP_SQRT:
+			r = emu_sqrt(fp16, a[i], &env);
+			break;
+		default:
+			r = emu_fma(fp16, a[i], b[i], c[i], &env);
+			break;
 		}
 		if (match(r.bits, hw[i], f16_nan))
 			continue;
@@ -299,7 +322,8 @@ START_TEST(test_fp16_arith)
 			snprintf(args, sizeof args, "0x%04x 0x%04x 0x%04x", (unsigned)a[i],
 			         (unsigned)b[i], (unsigned)c[i]);
 		else
-			snprintf(args, sizeof args, "0x%04x 0x%04x", (unsigned)a[i], (unsigned)b[i]);
+			snprintf(args, sizeof args, "0x%04x 0x%04x", (unsigned)a[i],
+			         (unsigned)b[i]);
 		if (bad < MAX_PRINT)
 			fprintf(stderr, "hw: avx512fp16 %s %s %s: emu 0x%04x hw 0x%04x\n",
 			        emu_op_name(op), emu_mode_name(mode), args, (unsigned)r.bits,
@@ -360,7 +384,8 @@ START_TEST(test_bf16_from_float)
 		const char *api = !ok_a ? "emu_from_float" : "emu_convert";
 		emu_bits e = !ok_a ? a : b;
 		if (bad < MAX_PRINT)
-			fprintf(stderr, "hw: avx512bf16 fp32->bf16 rne 0x%08x: %s 0x%04x hw 0x%04x\n",
+			fprintf(stderr,
+			        "hw: avx512bf16 fp32->bf16 rne 0x%08x: %s 0x%04x hw 0x%04x\n",
 			        (unsigned)x, api, (unsigned)e, (unsigned)hw[i]);
 		if (!bad)
 			snprintf(first, sizeof first, "0x%08x: %s 0x%04x hw 0x%04x", (unsigned)x,
@@ -370,8 +395,10 @@ START_TEST(test_bf16_from_float)
 	free(hw);
 	free(s.v);
 	t_count("avx512bf16 float->bf16", s.n - excluded);
-	ck_assert_msg(bad == 0, "avx512bf16 fp32->bf16: %zu mismatches (%zu fp32 subnormals excluded), first %s",
-	              bad, excluded, first);
+	ck_assert_msg(
+	    bad == 0,
+	    "avx512bf16 fp32->bf16: %zu mismatches (%zu fp32 subnormals excluded), first %s", bad,
+	    excluded, first);
 }
 END_TEST
 

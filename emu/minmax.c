@@ -3,7 +3,7 @@
  * maximumNumber (IEEE 754-2019 §9.6; C fmin/fmax, CUDA __hmin/__hmax: a NaN
  * operand is ignored, −0 < +0), neg, abs and the quiet comparison. They
  * return an operand, so they never round and raise no flags (except neg in
- * a format without a sign, which cannot hold the result).
+ * a format without a sign, which cannot hold the result: NaN, invalid).
  */
 #include "internal.h"
 
@@ -35,24 +35,25 @@ emu_result emu_max(const emu_format *f, emu_bits a, emu_bits b, const emu_env *e
 	return pick(f, a, b, env, true);
 }
 
+/* IEEE 754-2019 §5.5.1: negate and abs are bit operations, NaNs included
+ * (the payload and, for abs, the cleared sign survive). Only fnuz, whose one
+ * NaN is the would-be −0, keeps that NaN and has no −0 to make. */
 emu_result emu_neg(const emu_format *f, emu_bits a, const emu_env *env)
 {
 	(void)env;
 	unsigned fl = 0;
-	if (emu_is_nan(f, a))
-		return (emu_result){f->nan_bits, f->nan == EMU_NAN_NONE ? EMU_FLAG_INVALID : 0};
 	if (!f->has_sign)
-		return emu_pack(f, emu_nan_result(f, true, &fl), fl);
-	if (f->nan == EMU_NAN_FNUZ && a == 0)
-		return (emu_result){0, 0};
+		return emu_pack(f, emu_nan_result(f, !emu_is_nan(f, a), &fl), fl);
+	if (f->nan == EMU_NAN_FNUZ && (a & ~f->sign_mask) == 0)
+		return (emu_result){a, 0}; /* NaN stays NaN, 0 stays +0 */
 	return (emu_result){a ^ f->sign_mask, 0};
 }
 
 emu_result emu_abs(const emu_format *f, emu_bits a, const emu_env *env)
 {
 	(void)env;
-	if (emu_is_nan(f, a))
-		return (emu_result){f->nan_bits, 0};
+	if (f->nan == EMU_NAN_FNUZ && a == f->sign_mask)
+		return (emu_result){a, 0};
 	return (emu_result){a & ~f->sign_mask, 0};
 }
 

@@ -161,8 +161,8 @@ static void gen_unary(uint64_t i, const void *ctx, tcase *c)
 {
 	const emu_format *f = ctx;
 	c->f = f;
-	c->a[0] = (emu_bits)(i & 0xffff);
-	uint64_t rest = i >> 16;
+	c->a[0] = (emu_bits)(i & ((1u << f->bits) - 1));
+	uint64_t rest = i >> f->bits;
 	c->op = unops[rest % ARRAY_SIZE(unops)];
 	set_variant(c, (unsigned)(rest / ARRAY_SIZE(unops)), i);
 }
@@ -174,6 +174,16 @@ START_TEST(test_unary_16)
 	char what[96];
 	snprintf(what, sizeof what, "%s: every value x 7 unary ops x 14 env", f->name);
 	prove(what, t_quick() ? n / 97 : n, gen_unary, f);
+}
+END_TEST
+
+START_TEST(test_unary_small)
+{
+	const emu_format *f = t_fmt(small_fmts[_i]);
+	uint64_t n = (1ull << f->bits) * ARRAY_SIZE(unops) * NVARIANT;
+	char what[96];
+	snprintf(what, sizeof what, "%s: every value x 7 unary ops x 14 env", f->name);
+	prove(what, n, gen_unary, f);
 }
 END_TEST
 
@@ -345,6 +355,7 @@ Suite *suite_mpfr(void)
 	tcase_add_loop_test(tc, test_small_pairs, 0, ARRAY_SIZE(small_fmts));
 	tcase_add_loop_test(tc, test_small_fma, 0, ARRAY_SIZE(small_fmts));
 	tcase_add_loop_test(tc, test_unary_16, 0, ARRAY_SIZE(wide_fmts));
+	tcase_add_loop_test(tc, test_unary_small, 0, ARRAY_SIZE(small_fmts));
 	tcase_add_loop_test(tc, test_convert_all, 0, (int)emu_format_count());
 	tcase_add_loop_test(tc, test_boundaries, 0, (int)emu_format_count());
 	tcase_add_loop_test(tc, test_random_floats, 0, 2);

@@ -11,8 +11,10 @@ static emu_result pick(const emu_format *f, emu_bits a, emu_bits b, const emu_en
 {
 	unsigned fl = 0;
 	double x = emu_operand(f, a, env), y = emu_operand(f, b, env);
-	if (isnan(x) && isnan(y))
-		return emu_pack(f, emu_nan_result(f, false, &fl), fl);
+	if (isnan(x) && isnan(y)) {
+		double r = emu_nan_result(f, false, &fl);
+		return emu_pack(f, r, fl);
+	}
 	if (isnan(x))
 		return emu_pack(f, y, fl);
 	if (isnan(y))
@@ -42,8 +44,10 @@ emu_result emu_neg(const emu_format *f, emu_bits a, const emu_env *env)
 {
 	(void)env;
 	unsigned fl = 0;
-	if (!f->has_sign)
-		return emu_pack(f, emu_nan_result(f, !emu_is_nan(f, a), &fl), fl);
+	if (!f->has_sign) {
+		double r = emu_nan_result(f, !emu_is_nan(f, a), &fl);
+		return emu_pack(f, r, fl);
+	}
 	if (f->nan == EMU_NAN_FNUZ && (a & ~f->sign_mask) == 0)
 		return (emu_result){a, 0}; /* NaN stays NaN, 0 stays +0 */
 	return (emu_result){a ^ f->sign_mask, 0};

@@ -28,29 +28,29 @@
 #define NM_ERR_LEN 256
 
 static const char nm_usage[] =
-	"usage: nanmap COMMAND [OPTIONS] [ARGS]\n"
-	"\n"
-	"  nanmap formats [--csv|--md] [FMT...]\n"
-	"      the built-in formats (or the given ones) and their limits\n"
-	"  nanmap round [-f FMT[,FMT...]] [-r MODE] [--sat] [--ftz] [--seed N]\n"
-	"               [--csv|--md] VALUE...\n"
-	"      round each VALUE (decimal, C99 hex float, inf, -inf, nan; '-' reads\n"
-	"      one per line from stdin) once, exactly, to each format\n"
-	"      default formats fp16,bf16,e4m3,e5m2\n"
-	"  nanmap op OP [-f FMT] [-r MODE] [--sat] [--ftz] [--daz] [--seed N]\n"
-	"            [--bits] [--csv|--md] A [B [C]]\n"
-	"      OP: add sub mul div sqrt fma exp log exp2 rsqrt min max\n"
-	"      operands must be exact values of FMT (default fp16); with --bits\n"
-	"      they are encodings in hex (0x3c00); '-' reads lines \"A [B [C]]\"\n"
-	"  nanmap sweep ...   (no cases yet)\n"
-	"  nanmap help | --help | --version\n"
-	"\n"
-	"FMT: a built-in name (nanmap formats) or a spec such as\n"
-	"     p=5,emax=15,nan=fn,nosub; in a -f list a spec must start with p=\n"
-	"     (or give -f once per format)\n"
-	"MODE: rne (default) rtz up down rna sr; sr draws from (--seed, index)\n"
-	"      where index counts the values (round) or operations (op) from 0\n"
-	"Errors: one line on stderr, exit status 2.\n";
+    "usage: nanmap COMMAND [OPTIONS] [ARGS]\n"
+    "\n"
+    "  nanmap formats [--csv|--md] [FMT...]\n"
+    "      the built-in formats (or the given ones) and their limits\n"
+    "  nanmap round [-f FMT[,FMT...]] [-r MODE] [--sat] [--ftz] [--seed N]\n"
+    "               [--csv|--md] VALUE...\n"
+    "      round each VALUE (decimal, C99 hex float, inf, -inf, nan; '-' reads\n"
+    "      one per line from stdin) once, exactly, to each format\n"
+    "      default formats fp16,bf16,e4m3,e5m2\n"
+    "  nanmap op OP [-f FMT] [-r MODE] [--sat] [--ftz] [--daz] [--seed N]\n"
+    "            [--bits] [--csv|--md] A [B [C]]\n"
+    "      OP: add sub mul div sqrt fma exp log exp2 rsqrt min max\n"
+    "      operands must be exact values of FMT (default fp16); with --bits\n"
+    "      they are encodings in hex (0x3c00); '-' reads lines \"A [B [C]]\"\n"
+    "  nanmap sweep ...   (no cases yet)\n"
+    "  nanmap help | --help | --version\n"
+    "\n"
+    "FMT: a built-in name (nanmap formats) or a spec such as\n"
+    "     p=5,emax=16,nan=fn,nosub; in a -f list a spec must start with p=\n"
+    "     (or give -f once per format)\n"
+    "MODE: rne (default) rtz up down rna sr; sr draws from (--seed, index)\n"
+    "      where index counts the values (round) or operations (op) from 0\n"
+    "Errors: one line on stderr, exit status 2.\n";
 
 /* Report one error line; returns the exit status for it. */
 static int nm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -181,8 +181,8 @@ static size_t nm_column_width(const struct nm_table *t, size_t c)
 	return w;
 }
 
-static void nm_put_text_row(const struct nm_table *t, const char *const *row,
-			    const size_t *w, FILE *out)
+static void nm_put_text_row(const struct nm_table *t, const char *const *row, const size_t *w,
+                            FILE *out)
 {
 	const char *sep = "";
 	size_t last = 0;
@@ -203,8 +203,8 @@ static void nm_put_text_row(const struct nm_table *t, const char *const *row,
 	fputc('\n', out);
 }
 
-static void nm_put_md_row(const struct nm_table *t, const char *const *row,
-			  const size_t *w, FILE *out)
+static void nm_put_md_row(const struct nm_table *t, const char *const *row, const size_t *w,
+                          FILE *out)
 {
 	for (size_t j = 0; j < t->ncols; j++)
 		if (w[j])
@@ -366,15 +366,15 @@ struct nm_optdef {
 };
 
 static const struct nm_optdef nm_optdefs[] = {
-	{ "-f", "--format", NM_OPT_FORMAT, nm_opt_format },
-	{ "-r", "--mode", NM_OPT_MODE, nm_opt_mode },
-	{ NULL, "--seed", NM_OPT_MODE, nm_opt_seed },
-	{ NULL, "--sat", NM_OPT_MODE, NULL },
-	{ NULL, "--ftz", NM_OPT_MODE, NULL },
-	{ NULL, "--daz", NM_OPT_DAZ, NULL },
-	{ NULL, "--bits", NM_OPT_BITS, NULL },
-	{ NULL, "--csv", 0, NULL },
-	{ NULL, "--md", 0, NULL },
+    {"-f", "--format", NM_OPT_FORMAT, nm_opt_format},
+    {"-r", "--mode", NM_OPT_MODE, nm_opt_mode},
+    {NULL, "--seed", NM_OPT_MODE, nm_opt_seed},
+    {NULL, "--sat", NM_OPT_MODE, NULL},
+    {NULL, "--ftz", NM_OPT_MODE, NULL},
+    {NULL, "--daz", NM_OPT_DAZ, NULL},
+    {NULL, "--bits", NM_OPT_BITS, NULL},
+    {NULL, "--csv", 0, NULL},
+    {NULL, "--md", 0, NULL},
 };
 
 static void nm_set_flag(struct nm_opts *o, const char *lng)
@@ -503,8 +503,8 @@ static int nm_read_lines(nm_line_fn fn, void *ctx)
 /* ---- formats ---- */
 
 static const char *const nm_formats_head[] = {
-	"name", "bits", "precision", "bias", "emin", "emax", "max",
-	"min_normal", "min_subnormal", "epsilon", "has_inf", "nan",
+    "name", "bits",       "precision",     "bias",    "emin",    "emax",
+    "max",  "min_normal", "min_subnormal", "epsilon", "has_inf", "nan",
 };
 
 static const char *nm_nan_style_name(emu_nan_style s)
@@ -586,7 +586,7 @@ static void nm_result_cells(const emu_format *f, emu_result r, struct nm_cells *
 /* ---- round ---- */
 
 static const char *const nm_round_head[] = {
-	"format", "input", "bits", "value", "class", "flags",
+    "format", "input", "bits", "value", "class", "flags",
 };
 
 struct nm_round_ctx {
@@ -638,7 +638,7 @@ static int nm_default_formats(struct nm_opts *o, const char *list)
 
 static int nm_cmd_round(struct nm_opts *o)
 {
-	struct nm_round_ctx c = { .o = o };
+	struct nm_round_ctx c = {.o = o};
 	int rc = 0;
 
 	if (o->nargs == 0)
@@ -661,13 +661,13 @@ static int nm_cmd_round(struct nm_opts *o)
 /* ---- op ---- */
 
 static const char *const nm_op_head[] = {
-	"format", "op", "a", "b", "c", "bits", "value", "class", "flags",
+    "format", "op", "a", "b", "c", "bits", "value", "class", "flags",
 };
 
 /* The operations the command offers (cvt needs a second format, neg/abs are trivial). */
 static const emu_op nm_cli_ops[] = {
-	EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV, EMU_OP_SQRT, EMU_OP_FMA,
-	EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_MIN, EMU_OP_MAX,
+    EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,  EMU_OP_DIV,   EMU_OP_SQRT, EMU_OP_FMA,
+    EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_MIN,  EMU_OP_MAX,
 };
 
 static bool nm_op_offered(emu_op op)
@@ -688,8 +688,8 @@ struct nm_op_ctx {
 };
 
 /* "448 0x7e", or "nothing below" when the format has no value on that side. */
-static void nm_describe_neighbour(const emu_format *f, const nm_number *x, emu_result r,
-				  int side, char *buf, size_t len)
+static void nm_describe_neighbour(const emu_format *f, const nm_number *x, emu_result r, int side,
+                                  char *buf, size_t len)
 {
 	char v[NM_NUM_LEN], b[16];
 	double d = emu_decode(f, r.bits);
@@ -699,7 +699,7 @@ static void nm_describe_neighbour(const emu_format *f, const nm_number *x, emu_r
 		return;
 	}
 	snprintf(buf, len, "%s %s", nm_fmt_double(d, v, sizeof(v)),
-		 nm_fmt_bits(f, r.bits, b, sizeof(b)));
+	         nm_fmt_bits(f, r.bits, b, sizeof(b)));
 }
 
 static int nm_not_representable(const emu_format *f, const char *text, const nm_number *x)
@@ -710,16 +710,17 @@ static int nm_not_representable(const emu_format *f, const char *text, const nm_
 	if (x->kind == NM_NUM_NAN)
 		return nm_fail("%s is not representable in %s (it has no NaN)", text, f->name);
 	if (x->kind == NM_NUM_INF)
-		return nm_fail("%s is not representable in %s (it has no infinities)", text, f->name);
+		return nm_fail("%s is not representable in %s (it has no infinities)", text,
+		               f->name);
 	if (x->neg && x->man && !f->has_sign)
 		return nm_fail("%s is not representable in %s (it has no negative values)", text,
-			       f->name);
+		               f->name);
 	env.mode = EMU_DOWN;
 	nm_describe_neighbour(f, x, nm_round_number(f, x, &env), -1, lo, sizeof(lo));
 	env.mode = EMU_UP;
 	nm_describe_neighbour(f, x, nm_round_number(f, x, &env), 1, hi, sizeof(hi));
-	return nm_fail("%s is not representable in %s (neighbours %s and %s)", text, f->name,
-		       lo, hi);
+	return nm_fail("%s is not representable in %s (neighbours %s and %s)", text, f->name, lo,
+	               hi);
 }
 
 /* One operand: an exact value of f, or with --bits an encoding. */
@@ -737,9 +738,10 @@ static int nm_operand(struct nm_op_ctx *c, const char *text, size_t lineno, emu_
 			return 0;
 		case NM_ERR_RANGE:
 			return nm_fail("encoding '%s' does not fit in %s's %d bits%s", text,
-				       f->name, f->bits, where);
+			               f->name, f->bits, where);
 		default:
-			return nm_fail("bad encoding '%s' (want hex such as 0x3c00)%s", text, where);
+			return nm_fail("bad encoding '%s' (want hex such as 0x3c00)%s", text,
+			               where);
 		}
 	}
 	if (nm_parse_number(text, &x) != NM_OK)
@@ -759,8 +761,8 @@ static void nm_operand_cell(const struct nm_op_ctx *c, emu_bits b, char *buf, si
 
 static int nm_op_one(struct nm_op_ctx *c, char **operands, size_t lineno)
 {
-	emu_bits args[3] = { 0, 0, 0 };
-	char echo[3][NM_NUM_LEN] = { "", "", "" };
+	emu_bits args[3] = {0, 0, 0};
+	char echo[3][NM_NUM_LEN] = {"", "", ""};
 	struct nm_cells cells;
 	emu_env env = c->o->env;
 	const char *row[9];
@@ -792,7 +794,7 @@ static int nm_op_line(void *ctx, char **fields, size_t n, size_t lineno)
 
 	if (n != (size_t)c->arity)
 		return nm_fail("stdin line %zu: %s takes %d operand%s, got %zu", lineno,
-			       emu_op_name(c->op), c->arity, c->arity == 1 ? "" : "s", n);
+		               emu_op_name(c->op), c->arity, c->arity == 1 ? "" : "s", n);
 	return nm_op_one(c, fields, lineno);
 }
 
@@ -801,13 +803,15 @@ static int nm_op_setup(struct nm_op_ctx *c, struct nm_opts *o)
 	const char *name;
 
 	if (o->nargs == 0)
-		return nm_fail("op needs an OP (add sub mul div sqrt fma exp log exp2 rsqrt min max)");
+		return nm_fail(
+		    "op needs an OP (add sub mul div sqrt fma exp log exp2 rsqrt min max)");
 	name = o->args[0];
 	c->o = o;
 	c->op = emu_op_by_name(name);
 	if (c->op == EMU_NOPS || !nm_op_offered(c->op))
-		return nm_fail("unknown op '%s' (ops: add sub mul div sqrt fma exp log exp2 rsqrt min max)",
-			       name);
+		return nm_fail(
+		    "unknown op '%s' (ops: add sub mul div sqrt fma exp log exp2 rsqrt min max)",
+		    name);
 	c->arity = emu_op_arity(c->op);
 	if (o->nfmts == 0 && nm_add_format(o, "fp16"))
 		return NM_EXIT_ERR;
@@ -817,7 +821,7 @@ static int nm_op_setup(struct nm_op_ctx *c, struct nm_opts *o)
 
 static int nm_cmd_op(struct nm_opts *o)
 {
-	struct nm_op_ctx c = { 0 };
+	struct nm_op_ctx c = {0};
 	size_t n;
 	int rc = nm_op_setup(&c, o);
 
@@ -829,7 +833,7 @@ static int nm_cmd_op(struct nm_opts *o)
 		rc = nm_read_lines(nm_op_line, &c);
 	else if (n != (size_t)c.arity)
 		rc = nm_fail("%s takes %d operand%s, got %zu", emu_op_name(c.op), c.arity,
-			     c.arity == 1 ? "" : "s", n);
+		             c.arity == 1 ? "" : "s", n);
 	else
 		rc = nm_op_one(&c, &o->args[1], 0);
 	if (!rc)
@@ -860,9 +864,9 @@ struct nm_cmd {
 };
 
 static const struct nm_cmd nm_cmds[] = {
-	{ "formats", 0, nm_cmd_formats },
-	{ "round", NM_OPT_FORMAT | NM_OPT_MODE | NM_OPT_LIST, nm_cmd_round },
-	{ "op", NM_OPT_FORMAT | NM_OPT_MODE | NM_OPT_BITS | NM_OPT_DAZ, nm_cmd_op },
+    {"formats", 0, nm_cmd_formats},
+    {"round", NM_OPT_FORMAT | NM_OPT_MODE | NM_OPT_LIST, nm_cmd_round},
+    {"op", NM_OPT_FORMAT | NM_OPT_MODE | NM_OPT_BITS | NM_OPT_DAZ, nm_cmd_op},
 };
 
 static bool nm_wants_help(int argc, char **argv)

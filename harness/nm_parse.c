@@ -194,10 +194,9 @@ int nm_number_cmp(const nm_number *x, double d)
 	return c < 0 ? -1 : c > 0 ? 1 : 0;
 }
 
-emu_result nm_round_number(const emu_format *f, const nm_number *x,
-			   const emu_env *env)
+emu_result nm_round_number(const emu_format *f, const nm_number *x, const emu_env *env)
 {
-	emu_result r = { 0, 0 };
+	emu_result r = {0, 0};
 	nm_number y = *x;
 	double v;
 
@@ -227,8 +226,7 @@ nm_status nm_exact_bits(const emu_format *f, const nm_number *x, emu_bits *out)
 	if (x->kind == NM_NUM_NAN) {
 		if (c != EMU_CLASS_NAN)
 			return NM_ERR_INEXACT;
-	} else if (c == EMU_CLASS_NAN ||
-		   nm_number_cmp(x, emu_decode(f, r.bits)) != 0) {
+	} else if (c == EMU_CLASS_NAN || nm_number_cmp(x, emu_decode(f, r.bits)) != 0) {
 		return NM_ERR_INEXACT;
 	}
 	*out = r.bits;
@@ -247,8 +245,7 @@ static int nm_hex_digit(char c)
 }
 
 /* Digits in base 10 or 16, all of s, at most max. */
-static nm_status nm_parse_digits(const char *s, unsigned base, uint64_t max,
-				 uint64_t *out)
+static nm_status nm_parse_digits(const char *s, unsigned base, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 	int d;
@@ -321,8 +318,9 @@ nm_status nm_split_formats(char *list, char **items, size_t max, size_t *n)
 	for (p = strchr(list, ','); p; p = strchr(p + 1, ',')) {
 		if (p[1] == '\0' || p[1] == ',')
 			return NM_ERR_SYNTAX;
-		if (!nm_starts_format(p + 1))
-			continue; /* a comma inside a custom spec */
+		/* only a custom spec (it starts with p=) holds commas */
+		if (strncmp(items[*n - 1], "p=", 2) == 0 && !nm_starts_format(p + 1))
+			continue;
 		if (*n == max)
 			return NM_ERR_RANGE;
 		*p = '\0';
@@ -336,8 +334,7 @@ static bool nm_is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-nm_status nm_split_fields(char *line, size_t len, char **fields, size_t max,
-			  size_t *n)
+nm_status nm_split_fields(char *line, size_t len, char **fields, size_t max, size_t *n)
 {
 	size_t i = 0;
 

@@ -25,11 +25,7 @@ typedef enum nm_status {
 	NM_ERR_INEXACT /* a number the format cannot hold exactly */
 } nm_status;
 
-typedef enum nm_kind {
-	NM_NUM_FINITE = 0,
-	NM_NUM_INF,
-	NM_NUM_NAN
-} nm_kind;
+typedef enum nm_kind { NM_NUM_FINITE = 0, NM_NUM_INF, NM_NUM_NAN } nm_kind;
 
 /*
  * A real number: (-1)^neg * (man + s) * 2^exp with 0 <= s < 1, s != 0 iff
@@ -51,8 +47,7 @@ typedef struct nm_number {
  * strtod reads it (optional sign, no surrounding blanks), or inf, +inf,
  * -inf, nan, +nan, -nan in any case. Anything else is NM_ERR_SYNTAX.
  */
-nm_status nm_parse_number(const char *s, nm_number *out)
-	__attribute__((warn_unused_result));
+nm_status nm_parse_number(const char *s, nm_number *out) __attribute__((warn_unused_result));
 
 /* true, with *d set, when x is exactly a double (±inf and NaN included). */
 bool nm_number_to_double(const nm_number *x, double *d);
@@ -61,36 +56,35 @@ bool nm_number_to_double(const nm_number *x, double *d);
 int nm_number_cmp(const nm_number *x, double d);
 
 /* Round x's exact value once to f under env (emu_from_double's contract). */
-emu_result nm_round_number(const emu_format *f, const nm_number *x,
-			   const emu_env *env);
+emu_result nm_round_number(const emu_format *f, const nm_number *x, const emu_env *env);
 
 /*
  * The encoding of x in f when f holds x exactly (NaN: when f has a NaN);
  * NM_ERR_INEXACT otherwise. No rounding-mode, sat or ftz influence.
  */
 nm_status nm_exact_bits(const emu_format *f, const nm_number *x, emu_bits *out)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /*
  * An encoding in hexadecimal: "0x" (or "0X") and one or more hex digits,
  * whose value fits in f->bits bits.
  */
 nm_status nm_parse_bits(const char *s, const emu_format *f, emu_bits *out)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /* An unsigned 64-bit integer: decimal digits, or 0x and hex digits. */
-nm_status nm_parse_u64(const char *s, uint64_t *out)
-	__attribute__((warn_unused_result));
+nm_status nm_parse_u64(const char *s, uint64_t *out) __attribute__((warn_unused_result));
 
 /*
- * Split a -f list in place. Custom specs contain commas themselves, so a
- * comma separates two formats only when the text after it (up to the next
- * comma) is a built-in format name or starts with "p=": a custom spec in a
- * list must therefore start with "p=". Empty items are NM_ERR_SYNTAX, more
- * than max items NM_ERR_RANGE.
+ * Split a -f list in place. Custom specs contain commas themselves: inside
+ * an item that starts with "p=" a comma separates only when the text after
+ * it (up to the next comma) is a built-in format name or starts with "p=";
+ * anywhere else every comma separates. So a custom spec in a list must
+ * start with "p=" ("fp16,p=4,emax=8,nan=fn,bf16" is three formats). Empty
+ * items are NM_ERR_SYNTAX, more than max items NM_ERR_RANGE.
  */
 nm_status nm_split_formats(char *list, char **items, size_t max, size_t *n)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /*
  * Split one input line of len bytes in place into blank-separated fields
@@ -98,8 +92,8 @@ nm_status nm_split_formats(char *list, char **items, size_t max, size_t *n)
  * NM_ERR_SYNTAX, more than max fields NM_ERR_RANGE; a blank line gives 0.
  * line[len] must be writable (getline() leaves the NUL there).
  */
-nm_status nm_split_fields(char *line, size_t len, char **fields, size_t max,
-			  size_t *n) __attribute__((warn_unused_result));
+nm_status nm_split_fields(char *line, size_t len, char **fields, size_t max, size_t *n)
+    __attribute__((warn_unused_result));
 
 /* Text forms. NM_NUM_LEN holds any of them. */
 #define NM_NUM_LEN 40

@@ -29,75 +29,75 @@ static const struct {
 	const char *s;
 	nm_status st;
 	nm_kind kind;
-	int exact;  /* is it exactly a double? */
-	double d;   /* that double (when exact) */
+	int exact; /* is it exactly a double? */
+	double d;  /* that double (when exact) */
 } numbers[] = {
-	{ "0", NM_OK, NM_NUM_FINITE, EXACT, 0.0 },
-	{ "-0", NM_OK, NM_NUM_FINITE, EXACT, -0.0 },
-	{ "+0.000", NM_OK, NM_NUM_FINITE, EXACT, 0.0 },
-	{ "1", NM_OK, NM_NUM_FINITE, EXACT, 1.0 },
-	{ "+1", NM_OK, NM_NUM_FINITE, EXACT, 1.0 },
-	{ "-1.5", NM_OK, NM_NUM_FINITE, EXACT, -1.5 },
-	{ ".5", NM_OK, NM_NUM_FINITE, EXACT, 0.5 },
-	{ "5.", NM_OK, NM_NUM_FINITE, EXACT, 5.0 },
-	{ "-.25", NM_OK, NM_NUM_FINITE, EXACT, -0.25 },
-	{ "1e3", NM_OK, NM_NUM_FINITE, EXACT, 1000.0 },
-	{ "1E+3", NM_OK, NM_NUM_FINITE, EXACT, 1000.0 },
-	{ "65504", NM_OK, NM_NUM_FINITE, EXACT, 65504.0 },
-	{ "0x1.8p3", NM_OK, NM_NUM_FINITE, EXACT, 12.0 },
-	{ "0X1P-2", NM_OK, NM_NUM_FINITE, EXACT, 0.25 },
-	{ "0x.8", NM_OK, NM_NUM_FINITE, EXACT, 0.5 },
-	{ "0x1.8", NM_OK, NM_NUM_FINITE, EXACT, 1.5 },
-	{ "0x1.8e3", NM_OK, NM_NUM_FINITE, EXACT, 0x1.8e3p0 }, /* e is a hex digit */
-	{ "-0x1p-1074", NM_OK, NM_NUM_FINITE, EXACT, -0x1p-1074 },
-	{ "0x1.fffffffffffffp1023", NM_OK, NM_NUM_FINITE, EXACT, 0x1.fffffffffffffp1023 },
-	{ "00012.50", NM_OK, NM_NUM_FINITE, EXACT, 12.5 },
-	{ "0.1", NM_OK, NM_NUM_FINITE, INEXACT, 0 },
-	{ "65519.99", NM_OK, NM_NUM_FINITE, INEXACT, 0 },
-	{ "1e400", NM_OK, NM_NUM_FINITE, INEXACT, 0 },
-	{ "-1e-400", NM_OK, NM_NUM_FINITE, INEXACT, 0 },
-	{ "1e99999999999999999999", NM_OK, NM_NUM_FINITE, INEXACT, 0 },
-	{ "1e-99999999999999999999", NM_OK, NM_NUM_FINITE, INEXACT, 0 },
-	{ "0x1.00000000000001p0", NM_OK, NM_NUM_FINITE, INEXACT, 0 }, /* 57 bits */
-	{ "inf", NM_OK, NM_NUM_INF, EXACT, INFINITY },
-	{ "-INF", NM_OK, NM_NUM_INF, EXACT, -INFINITY },
-	{ "+Inf", NM_OK, NM_NUM_INF, EXACT, INFINITY },
-	{ "nan", NM_OK, NM_NUM_NAN, EXACT, NAN },
-	{ "-NaN", NM_OK, NM_NUM_NAN, EXACT, NAN },
-	{ "NAN", NM_OK, NM_NUM_NAN, EXACT, NAN },
-	{ "", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ " ", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ " 1", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "1 ", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "1\t", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "\n1", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "1.2.3", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "1e", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "1e+", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "0x", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "0x1p", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "0x1.8p3x", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "0b101", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ ".", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "-", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "+", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "+-1", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "--1", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "1,5", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "1_000", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "e5", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "1@5", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "@inf@", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "infinity", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "-Infinity", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "inff", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "in", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "nan(1)", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "nan()", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "++inf", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "abc", NM_ERR_SYNTAX, 0, 0, 0 },
-	{ "\xd9\xa3", NM_ERR_SYNTAX, 0, 0, 0 }, /* Arabic-Indic three */
-	{ "1e5\xc2\xa0", NM_ERR_SYNTAX, 0, 0, 0 }, /* no-break space */
+    {"0", NM_OK, NM_NUM_FINITE, EXACT, 0.0},
+    {"-0", NM_OK, NM_NUM_FINITE, EXACT, -0.0},
+    {"+0.000", NM_OK, NM_NUM_FINITE, EXACT, 0.0},
+    {"1", NM_OK, NM_NUM_FINITE, EXACT, 1.0},
+    {"+1", NM_OK, NM_NUM_FINITE, EXACT, 1.0},
+    {"-1.5", NM_OK, NM_NUM_FINITE, EXACT, -1.5},
+    {".5", NM_OK, NM_NUM_FINITE, EXACT, 0.5},
+    {"5.", NM_OK, NM_NUM_FINITE, EXACT, 5.0},
+    {"-.25", NM_OK, NM_NUM_FINITE, EXACT, -0.25},
+    {"1e3", NM_OK, NM_NUM_FINITE, EXACT, 1000.0},
+    {"1E+3", NM_OK, NM_NUM_FINITE, EXACT, 1000.0},
+    {"65504", NM_OK, NM_NUM_FINITE, EXACT, 65504.0},
+    {"0x1.8p3", NM_OK, NM_NUM_FINITE, EXACT, 12.0},
+    {"0X1P-2", NM_OK, NM_NUM_FINITE, EXACT, 0.25},
+    {"0x.8", NM_OK, NM_NUM_FINITE, EXACT, 0.5},
+    {"0x1.8", NM_OK, NM_NUM_FINITE, EXACT, 1.5},
+    {"0x1.8e3", NM_OK, NM_NUM_FINITE, EXACT, 0x1.8e3p0}, /* e is a hex digit */
+    {"-0x1p-1074", NM_OK, NM_NUM_FINITE, EXACT, -0x1p-1074},
+    {"0x1.fffffffffffffp1023", NM_OK, NM_NUM_FINITE, EXACT, 0x1.fffffffffffffp1023},
+    {"00012.50", NM_OK, NM_NUM_FINITE, EXACT, 12.5},
+    {"0.1", NM_OK, NM_NUM_FINITE, INEXACT, 0},
+    {"65519.99", NM_OK, NM_NUM_FINITE, INEXACT, 0},
+    {"1e400", NM_OK, NM_NUM_FINITE, INEXACT, 0},
+    {"-1e-400", NM_OK, NM_NUM_FINITE, INEXACT, 0},
+    {"1e99999999999999999999", NM_OK, NM_NUM_FINITE, INEXACT, 0},
+    {"1e-99999999999999999999", NM_OK, NM_NUM_FINITE, INEXACT, 0},
+    {"0x1.00000000000001p0", NM_OK, NM_NUM_FINITE, INEXACT, 0}, /* 57 bits */
+    {"inf", NM_OK, NM_NUM_INF, EXACT, INFINITY},
+    {"-INF", NM_OK, NM_NUM_INF, EXACT, -INFINITY},
+    {"+Inf", NM_OK, NM_NUM_INF, EXACT, INFINITY},
+    {"nan", NM_OK, NM_NUM_NAN, EXACT, NAN},
+    {"-NaN", NM_OK, NM_NUM_NAN, EXACT, NAN},
+    {"NAN", NM_OK, NM_NUM_NAN, EXACT, NAN},
+    {"", NM_ERR_SYNTAX, 0, 0, 0},
+    {" ", NM_ERR_SYNTAX, 0, 0, 0},
+    {" 1", NM_ERR_SYNTAX, 0, 0, 0},
+    {"1 ", NM_ERR_SYNTAX, 0, 0, 0},
+    {"1\t", NM_ERR_SYNTAX, 0, 0, 0},
+    {"\n1", NM_ERR_SYNTAX, 0, 0, 0},
+    {"1.2.3", NM_ERR_SYNTAX, 0, 0, 0},
+    {"1e", NM_ERR_SYNTAX, 0, 0, 0},
+    {"1e+", NM_ERR_SYNTAX, 0, 0, 0},
+    {"0x", NM_ERR_SYNTAX, 0, 0, 0},
+    {"0x1p", NM_ERR_SYNTAX, 0, 0, 0},
+    {"0x1.8p3x", NM_ERR_SYNTAX, 0, 0, 0},
+    {"0b101", NM_ERR_SYNTAX, 0, 0, 0},
+    {".", NM_ERR_SYNTAX, 0, 0, 0},
+    {"-", NM_ERR_SYNTAX, 0, 0, 0},
+    {"+", NM_ERR_SYNTAX, 0, 0, 0},
+    {"+-1", NM_ERR_SYNTAX, 0, 0, 0},
+    {"--1", NM_ERR_SYNTAX, 0, 0, 0},
+    {"1,5", NM_ERR_SYNTAX, 0, 0, 0},
+    {"1_000", NM_ERR_SYNTAX, 0, 0, 0},
+    {"e5", NM_ERR_SYNTAX, 0, 0, 0},
+    {"1@5", NM_ERR_SYNTAX, 0, 0, 0},
+    {"@inf@", NM_ERR_SYNTAX, 0, 0, 0},
+    {"infinity", NM_ERR_SYNTAX, 0, 0, 0},
+    {"-Infinity", NM_ERR_SYNTAX, 0, 0, 0},
+    {"inff", NM_ERR_SYNTAX, 0, 0, 0},
+    {"in", NM_ERR_SYNTAX, 0, 0, 0},
+    {"nan(1)", NM_ERR_SYNTAX, 0, 0, 0},
+    {"nan()", NM_ERR_SYNTAX, 0, 0, 0},
+    {"++inf", NM_ERR_SYNTAX, 0, 0, 0},
+    {"abc", NM_ERR_SYNTAX, 0, 0, 0},
+    {"\xd9\xa3", NM_ERR_SYNTAX, 0, 0, 0},    /* Arabic-Indic three */
+    {"1e5\xc2\xa0", NM_ERR_SYNTAX, 0, 0, 0}, /* no-break space */
 };
 
 START_TEST(test_numbers)
@@ -107,12 +107,12 @@ START_TEST(test_numbers)
 	nm_status st = nm_parse_number(numbers[_i].s, &x);
 
 	ck_assert_msg(st == numbers[_i].st, "'%s': status %d, want %d", numbers[_i].s, st,
-		      numbers[_i].st);
+	              numbers[_i].st);
 	if (st != NM_OK)
 		return;
 	ck_assert_msg(x.kind == numbers[_i].kind, "'%s': kind %d", numbers[_i].s, x.kind);
 	ck_assert_msg(nm_number_to_double(&x, &d) == (numbers[_i].exact == EXACT),
-		      "'%s': exactness", numbers[_i].s);
+	              "'%s': exactness", numbers[_i].s);
 	if (numbers[_i].exact != EXACT)
 		return;
 	if (isnan(numbers[_i].d)) {
@@ -120,7 +120,7 @@ START_TEST(test_numbers)
 		return;
 	}
 	ck_assert_msg(d == numbers[_i].d && signbit(d) == signbit(numbers[_i].d),
-		      "'%s': %a, want %a", numbers[_i].s, d, numbers[_i].d);
+	              "'%s': %a, want %a", numbers[_i].s, d, numbers[_i].d);
 }
 END_TEST
 
@@ -157,49 +157,49 @@ static const struct {
 	emu_bits bits;
 	unsigned flags;
 } rounds[] = {
-	{ "fp16", "65519.99", EMU_RNE, 0, 0x7bff, IX },
-	{ "fp16", "65519.999999999999999999999", EMU_RNE, 0, 0x7bff, IX },
-	{ "fp16", "65520", EMU_RNE, 0, 0x7c00, OF },
-	{ "fp16", "65520", EMU_RNE, 1, 0x7bff, OF },
-	/* below the halfway point 1 + 1.5*2^-10, but its nearest double is it */
-	{ "fp16", "1.00146484374999999999999", EMU_RNE, 0, 0x3c01, IX },
-	{ "fp16", "1.00146484375", EMU_RNE, 0, 0x3c02, IX },
-	{ "fp16", "1.00146484375000000000001", EMU_RNE, 0, 0x3c02, IX },
-	{ "fp16", "1.00048828125000000000001", EMU_RNE, 0, 0x3c01, IX },
-	{ "fp16", "1.00048828125", EMU_RNE, 0, 0x3c00, IX },
-	{ "fp16", "1.00048828125", EMU_RNA, 0, 0x3c01, IX },
-	{ "fp16", "0.1", EMU_RNE, 0, 0x2e66, IX },
-	{ "fp16", "0.1", EMU_UP, 0, 0x2e67, IX },
-	{ "fp16", "-0.1", EMU_DOWN, 0, 0xae67, IX },
-	{ "fp16", "0x1p-24", EMU_RNE, 0, 0x0001, 0 },
-	{ "fp16", "0x1p-25", EMU_RNE, 0, 0x0000, UF },
-	{ "fp16", "0x1.0000000000000000001p-25", EMU_RNE, 0, 0x0001, UF },
-	{ "fp16", "1e-99999", EMU_RNE, 0, 0x0000, UF },
-	{ "fp16", "1e-99999", EMU_UP, 0, 0x0001, UF },
-	{ "fp16", "-1e-99999", EMU_DOWN, 0, 0x8001, UF },
-	{ "fp16", "1e99999", EMU_RTZ, 0, 0x7bff, OF },
-	{ "fp16", "-1e99999", EMU_RNE, 0, 0xfc00, OF },
-	{ "fp16", "-0", EMU_RNE, 0, 0x8000, 0 },
-	{ "fp16", "-inf", EMU_RNE, 0, 0xfc00, 0 },
-	{ "fp16", "nan", EMU_RNE, 0, 0x7e00, 0 },
-	{ "bf16", "1.00390625", EMU_RNE, 0, 0x3f80, IX },
-	{ "bf16", "1.003906250000000000000000001", EMU_RNE, 0, 0x3f81, IX },
-	{ "bf16", "1.01171875", EMU_RNE, 0, 0x3f82, IX }, /* 1 + 3*2^-8 ties up */
-	{ "e4m3", "464", EMU_RNE, 0, 0x7e, IX },
-	{ "e4m3", "464.00000000000000000001", EMU_RNE, 0, 0x7f, OF },
-	{ "e4m3", "465", EMU_RNE, 1, 0x7e, OF },
-	{ "e4m3", "inf", EMU_RNE, 0, 0x7f, OF },
-	{ "e4m3fnuz", "-0", EMU_RNE, 0, 0x00, 0 },
-	{ "e2m1", "nan", EMU_RNE, 0, 0x0, EMU_FLAG_INVALID },
-	{ "e8m0", "3", EMU_RNE, 0, 0x81, IX },
-	{ "e8m0", "0", EMU_RNE, 0, 0x00, UF },
-	{ "e8m0", "-1", EMU_RNE, 0, 0xff, EMU_FLAG_INVALID },
-	{ "p=4,emax=8,nan=fn", "464", EMU_RNE, 0, 0x7e, IX },
-	{ "p=4,emax=8,nan=fn", "465", EMU_RNE, 0, 0x7f, OF },
-	{ "fp32", "0.1", EMU_RNE, 0, 0x3dcccccd, IX },
-	{ "fp32", "16777217", EMU_RNE, 0, 0x4b800000, IX },
-	{ "fp32", "16777217.000000000000000001", EMU_RNE, 0, 0x4b800001, IX },
-	{ "tf32", "1.00048828125000000000000000001", EMU_RNE, 0, 0x1fc01, IX },
+    {"fp16", "65519.99", EMU_RNE, 0, 0x7bff, IX},
+    {"fp16", "65519.999999999999999999999", EMU_RNE, 0, 0x7bff, IX},
+    {"fp16", "65520", EMU_RNE, 0, 0x7c00, OF},
+    {"fp16", "65520", EMU_RNE, 1, 0x7bff, OF},
+    /* below the halfway point 1 + 1.5*2^-10, but its nearest double is it */
+    {"fp16", "1.00146484374999999999999", EMU_RNE, 0, 0x3c01, IX},
+    {"fp16", "1.00146484375", EMU_RNE, 0, 0x3c02, IX},
+    {"fp16", "1.00146484375000000000001", EMU_RNE, 0, 0x3c02, IX},
+    {"fp16", "1.00048828125000000000001", EMU_RNE, 0, 0x3c01, IX},
+    {"fp16", "1.00048828125", EMU_RNE, 0, 0x3c00, IX},
+    {"fp16", "1.00048828125", EMU_RNA, 0, 0x3c01, IX},
+    {"fp16", "0.1", EMU_RNE, 0, 0x2e66, IX},
+    {"fp16", "0.1", EMU_UP, 0, 0x2e67, IX},
+    {"fp16", "-0.1", EMU_DOWN, 0, 0xae67, IX},
+    {"fp16", "0x1p-24", EMU_RNE, 0, 0x0001, 0},
+    {"fp16", "0x1p-25", EMU_RNE, 0, 0x0000, UF},
+    {"fp16", "0x1.0000000000000000001p-25", EMU_RNE, 0, 0x0001, UF},
+    {"fp16", "1e-99999", EMU_RNE, 0, 0x0000, UF},
+    {"fp16", "1e-99999", EMU_UP, 0, 0x0001, UF},
+    {"fp16", "-1e-99999", EMU_DOWN, 0, 0x8001, UF},
+    {"fp16", "1e99999", EMU_RTZ, 0, 0x7bff, OF},
+    {"fp16", "-1e99999", EMU_RNE, 0, 0xfc00, OF},
+    {"fp16", "-0", EMU_RNE, 0, 0x8000, 0},
+    {"fp16", "-inf", EMU_RNE, 0, 0xfc00, 0},
+    {"fp16", "nan", EMU_RNE, 0, 0x7e00, 0},
+    {"bf16", "1.00390625", EMU_RNE, 0, 0x3f80, IX},
+    {"bf16", "1.003906250000000000000000001", EMU_RNE, 0, 0x3f81, IX},
+    {"bf16", "1.01171875", EMU_RNE, 0, 0x3f82, IX}, /* 1 + 3*2^-8 ties up */
+    {"e4m3", "464", EMU_RNE, 0, 0x7e, IX},
+    {"e4m3", "464.00000000000000000001", EMU_RNE, 0, 0x7f, OF},
+    {"e4m3", "465", EMU_RNE, 1, 0x7e, OF},
+    {"e4m3", "inf", EMU_RNE, 0, 0x7f, OF},
+    {"e4m3fnuz", "-0", EMU_RNE, 0, 0x00, 0},
+    {"e2m1", "nan", EMU_RNE, 0, 0x0, EMU_FLAG_INVALID},
+    {"e8m0", "3", EMU_RNE, 0, 0x81, IX},
+    {"e8m0", "0", EMU_RNE, 0, 0x00, UF},
+    {"e8m0", "-1", EMU_RNE, 0, 0xff, EMU_FLAG_INVALID},
+    {"p=4,emax=8,nan=fn", "464", EMU_RNE, 0, 0x7e, IX},
+    {"p=4,emax=8,nan=fn", "465", EMU_RNE, 0, 0x7f, OF},
+    {"fp32", "0.1", EMU_RNE, 0, 0x3dcccccd, IX},
+    {"fp32", "16777217", EMU_RNE, 0, 0x4b800000, IX},
+    {"fp32", "16777217.000000000000000001", EMU_RNE, 0, 0x4b800001, IX},
+    {"tf32", "1.00048828125000000000000000001", EMU_RNE, 0, 0x1fc01, IX},
 };
 
 START_TEST(test_rounds)
@@ -216,10 +216,10 @@ START_TEST(test_rounds)
 	env.sat = rounds[_i].sat;
 	r = nm_round_number(&f, &x, &env);
 	ck_assert_msg(r.bits == rounds[_i].bits && r.flags == rounds[_i].flags,
-		      "%s '%s' %s%s: 0x%x %s, want 0x%x %s", f.name, rounds[_i].s,
-		      emu_mode_name(env.mode), env.sat ? " sat" : "", r.bits,
-		      emu_flags_str(r.flags, a, sizeof(a)), rounds[_i].bits,
-		      emu_flags_str(rounds[_i].flags, b, sizeof(b)));
+	              "%s '%s' %s%s: 0x%x %s, want 0x%x %s", f.name, rounds[_i].s,
+	              emu_mode_name(env.mode), env.sat ? " sat" : "", r.bits,
+	              emu_flags_str(r.flags, a, sizeof(a)), rounds[_i].bits,
+	              emu_flags_str(rounds[_i].flags, b, sizeof(b)));
 }
 END_TEST
 
@@ -272,9 +272,9 @@ START_TEST(test_agrees_with_from_double)
 				a = nm_round_number(f, &x, &env);
 				b = emu_from_double(f, d, &env);
 				ck_assert_msg(a.bits == b.bits && a.flags == b.flags,
-					      "%s %s '%s': 0x%x/%u vs from_double 0x%x/%u",
-					      f->name, emu_mode_name(env.mode), text, a.bits,
-					      a.flags, b.bits, b.flags);
+				              "%s %s '%s': 0x%x/%u vs from_double 0x%x/%u", f->name,
+				              emu_mode_name(env.mode), text, a.bits, a.flags,
+				              b.bits, b.flags);
 				cases++;
 			}
 		}
@@ -303,7 +303,7 @@ static void decimal_near(double m, double rel, char *buf, size_t len)
  */
 START_TEST(test_no_double_rounding)
 {
-	static const char *const names[] = { "fp16", "bf16", "e4m3", "e5m2", "tf32", "fp32" };
+	static const char *const names[] = {"fp16", "bf16", "e4m3", "e5m2", "tf32", "fp32"};
 	const emu_format *f = t_fmt(names[_i]);
 	emu_env env = EMU_ENV_DEFAULT;
 	int n = t_quick() ? 200 : 1000;
@@ -326,8 +326,9 @@ START_TEST(test_no_double_rounding)
 		decimal_near(m, 1e-40, text, sizeof(text));
 		ck_assert(nm_parse_number(text, &x) == NM_OK);
 		hi = nm_round_number(f, &x, &env);
-		ck_assert_msg(lo.bits == a && hi.bits == b, "%s: around %a: 0x%x 0x%x, want 0x%x 0x%x",
-			      f->name, m, lo.bits, hi.bits, a, b);
+		ck_assert_msg(lo.bits == a && hi.bits == b,
+		              "%s: around %a: 0x%x 0x%x, want 0x%x 0x%x", f->name, m, lo.bits,
+		              hi.bits, a, b);
 		cases += 2;
 	}
 	t_count("parse: decimals beside halfway points", cases);
@@ -360,18 +361,18 @@ START_TEST(test_sr_beyond_double)
 			continue;
 		/* fraction bits down to 2^-80: (u << 25) +- 1 over 2^80 */
 		snprintf(text[0], sizeof(text[0]), "%s0x1.%020" PRIx64 "p0", sign,
-			 ((uint64_t)u << 25) - 1);
+		         ((uint64_t)u << 25) - 1);
 		snprintf(text[1], sizeof(text[1]), "%s0x1.%020" PRIx64 "p0", sign,
-			 (uint64_t)u << 25);
+		         (uint64_t)u << 25);
 		snprintf(text[2], sizeof(text[2]), "%s0x1.%020" PRIx64 "p0", sign,
-			 ((uint64_t)u << 25) + 1);
+		         ((uint64_t)u << 25) + 1);
 		for (int k = 0; k < 3; k++) {
 			emu_result r;
 
 			ck_assert(nm_parse_number(text[k], &x) == NM_OK);
 			r = nm_round_number(f, &x, &env);
 			ck_assert_msg(r.bits == one + (k == 2) && r.flags == IX,
-				      "SR u=0x%08x '%s': 0x%08x", u, text[k], r.bits);
+			              "SR u=0x%08x '%s': 0x%08x", u, text[k], r.bits);
 			cases++;
 		}
 	}
@@ -386,32 +387,32 @@ static const struct {
 	nm_status st;
 	emu_bits bits;
 } encodings[] = {
-	{ "fp16", "0x3c00", NM_OK, 0x3c00 },
-	{ "fp16", "0X3C00", NM_OK, 0x3c00 },
-	{ "fp16", "0x0", NM_OK, 0 },
-	{ "fp16", "0x000000003c00", NM_OK, 0x3c00 },
-	{ "fp16", "0xffff", NM_OK, 0xffff },
-	{ "fp16", "0x10000", NM_ERR_RANGE, 0 },
-	{ "fp16", "0xfffffffffffffffffffffff", NM_ERR_RANGE, 0 },
-	{ "fp16", "3c00", NM_ERR_SYNTAX, 0 },
-	{ "fp16", "0x", NM_ERR_SYNTAX, 0 },
-	{ "fp16", "0x3g00", NM_ERR_SYNTAX, 0 },
-	{ "fp16", "-0x1", NM_ERR_SYNTAX, 0 },
-	{ "fp16", "+0x1", NM_ERR_SYNTAX, 0 },
-	{ "fp16", " 0x1", NM_ERR_SYNTAX, 0 },
-	{ "fp16", "0x1 ", NM_ERR_SYNTAX, 0 },
-	{ "fp16", "0x 1", NM_ERR_SYNTAX, 0 },
-	{ "fp16", "", NM_ERR_SYNTAX, 0 },
-	{ "e4m3", "0xff", NM_OK, 0xff },
-	{ "e4m3", "0x100", NM_ERR_RANGE, 0 },
-	{ "e3m2", "0x3f", NM_OK, 0x3f },
-	{ "e3m2", "0x40", NM_ERR_RANGE, 0 },
-	{ "e2m1", "0xf", NM_OK, 0xf },
-	{ "e2m1", "0x10", NM_ERR_RANGE, 0 },
-	{ "tf32", "0x7ffff", NM_OK, 0x7ffff },
-	{ "tf32", "0x80000", NM_ERR_RANGE, 0 },
-	{ "fp32", "0xffffffff", NM_OK, 0xffffffffu },
-	{ "fp32", "0x100000000", NM_ERR_RANGE, 0 },
+    {"fp16", "0x3c00", NM_OK, 0x3c00},
+    {"fp16", "0X3C00", NM_OK, 0x3c00},
+    {"fp16", "0x0", NM_OK, 0},
+    {"fp16", "0x000000003c00", NM_OK, 0x3c00},
+    {"fp16", "0xffff", NM_OK, 0xffff},
+    {"fp16", "0x10000", NM_ERR_RANGE, 0},
+    {"fp16", "0xfffffffffffffffffffffff", NM_ERR_RANGE, 0},
+    {"fp16", "3c00", NM_ERR_SYNTAX, 0},
+    {"fp16", "0x", NM_ERR_SYNTAX, 0},
+    {"fp16", "0x3g00", NM_ERR_SYNTAX, 0},
+    {"fp16", "-0x1", NM_ERR_SYNTAX, 0},
+    {"fp16", "+0x1", NM_ERR_SYNTAX, 0},
+    {"fp16", " 0x1", NM_ERR_SYNTAX, 0},
+    {"fp16", "0x1 ", NM_ERR_SYNTAX, 0},
+    {"fp16", "0x 1", NM_ERR_SYNTAX, 0},
+    {"fp16", "", NM_ERR_SYNTAX, 0},
+    {"e4m3", "0xff", NM_OK, 0xff},
+    {"e4m3", "0x100", NM_ERR_RANGE, 0},
+    {"e3m2", "0x3f", NM_OK, 0x3f},
+    {"e3m2", "0x40", NM_ERR_RANGE, 0},
+    {"e2m1", "0xf", NM_OK, 0xf},
+    {"e2m1", "0x10", NM_ERR_RANGE, 0},
+    {"tf32", "0x7ffff", NM_OK, 0x7ffff},
+    {"tf32", "0x80000", NM_ERR_RANGE, 0},
+    {"fp32", "0xffffffff", NM_OK, 0xffffffffu},
+    {"fp32", "0x100000000", NM_ERR_RANGE, 0},
 };
 
 START_TEST(test_encodings)
@@ -431,23 +432,23 @@ static const struct {
 	nm_status st;
 	uint64_t v;
 } integers[] = {
-	{ "0", NM_OK, 0 },
-	{ "00012", NM_OK, 12 },
-	{ "18446744073709551615", NM_OK, UINT64_MAX },
-	{ "18446744073709551616", NM_ERR_RANGE, 0 },
-	{ "99999999999999999999999", NM_ERR_RANGE, 0 },
-	{ "0xffffffffffffffff", NM_OK, UINT64_MAX },
-	{ "0X1f", NM_OK, 31 },
-	{ "0x10000000000000000", NM_ERR_RANGE, 0 },
-	{ "", NM_ERR_SYNTAX, 0 },
-	{ "0x", NM_ERR_SYNTAX, 0 },
-	{ "-1", NM_ERR_SYNTAX, 0 },
-	{ "+1", NM_ERR_SYNTAX, 0 },
-	{ " 1", NM_ERR_SYNTAX, 0 },
-	{ "1 ", NM_ERR_SYNTAX, 0 },
-	{ "1e3", NM_ERR_SYNTAX, 0 },
-	{ "1.0", NM_ERR_SYNTAX, 0 },
-	{ "12a", NM_ERR_SYNTAX, 0 },
+    {"0", NM_OK, 0},
+    {"00012", NM_OK, 12},
+    {"18446744073709551615", NM_OK, UINT64_MAX},
+    {"18446744073709551616", NM_ERR_RANGE, 0},
+    {"99999999999999999999999", NM_ERR_RANGE, 0},
+    {"0xffffffffffffffff", NM_OK, UINT64_MAX},
+    {"0X1f", NM_OK, 31},
+    {"0x10000000000000000", NM_ERR_RANGE, 0},
+    {"", NM_ERR_SYNTAX, 0},
+    {"0x", NM_ERR_SYNTAX, 0},
+    {"-1", NM_ERR_SYNTAX, 0},
+    {"+1", NM_ERR_SYNTAX, 0},
+    {" 1", NM_ERR_SYNTAX, 0},
+    {"1 ", NM_ERR_SYNTAX, 0},
+    {"1e3", NM_ERR_SYNTAX, 0},
+    {"1.0", NM_ERR_SYNTAX, 0},
+    {"12a", NM_ERR_SYNTAX, 0},
 };
 
 START_TEST(test_integers)
@@ -469,28 +470,28 @@ static const struct {
 	nm_status st;
 	emu_bits bits;
 } exacts[] = {
-	{ "fp16", "1", NM_OK, 0x3c00 },
-	{ "fp16", "65504", NM_OK, 0x7bff },
-	{ "fp16", "-0x1p-24", NM_OK, 0x8001 },
-	{ "fp16", "-0", NM_OK, 0x8000 },
-	{ "fp16", "inf", NM_OK, 0x7c00 },
-	{ "fp16", "-inf", NM_OK, 0xfc00 },
-	{ "fp16", "nan", NM_OK, 0x7e00 },
-	{ "fp16", "0.1", NM_ERR_INEXACT, 0 },
-	{ "fp16", "65505", NM_ERR_INEXACT, 0 },
-	{ "fp16", "65520", NM_ERR_INEXACT, 0 },
-	{ "fp16", "0x1p-25", NM_ERR_INEXACT, 0 },
-	{ "fp16", "1.0000000000000000000000001", NM_ERR_INEXACT, 0 },
-	{ "fp16", "1e-99999", NM_ERR_INEXACT, 0 },
-	{ "e4m3", "448", NM_OK, 0x7e },
-	{ "e4m3", "inf", NM_ERR_INEXACT, 0 },
-	{ "e4m3", "nan", NM_OK, 0x7f },
-	{ "e4m3fnuz", "-0", NM_OK, 0x00 },
-	{ "e2m1", "nan", NM_ERR_INEXACT, 0 },
-	{ "e2m1", "6", NM_OK, 0x7 },
-	{ "e8m0", "0", NM_ERR_INEXACT, 0 },
-	{ "e8m0", "1", NM_OK, 0x7f },
-	{ "e8m0", "-1", NM_ERR_INEXACT, 0 },
+    {"fp16", "1", NM_OK, 0x3c00},
+    {"fp16", "65504", NM_OK, 0x7bff},
+    {"fp16", "-0x1p-24", NM_OK, 0x8001},
+    {"fp16", "-0", NM_OK, 0x8000},
+    {"fp16", "inf", NM_OK, 0x7c00},
+    {"fp16", "-inf", NM_OK, 0xfc00},
+    {"fp16", "nan", NM_OK, 0x7e00},
+    {"fp16", "0.1", NM_ERR_INEXACT, 0},
+    {"fp16", "65505", NM_ERR_INEXACT, 0},
+    {"fp16", "65520", NM_ERR_INEXACT, 0},
+    {"fp16", "0x1p-25", NM_ERR_INEXACT, 0},
+    {"fp16", "1.0000000000000000000000001", NM_ERR_INEXACT, 0},
+    {"fp16", "1e-99999", NM_ERR_INEXACT, 0},
+    {"e4m3", "448", NM_OK, 0x7e},
+    {"e4m3", "inf", NM_ERR_INEXACT, 0},
+    {"e4m3", "nan", NM_OK, 0x7f},
+    {"e4m3fnuz", "-0", NM_OK, 0x00},
+    {"e2m1", "nan", NM_ERR_INEXACT, 0},
+    {"e2m1", "6", NM_OK, 0x7},
+    {"e8m0", "0", NM_ERR_INEXACT, 0},
+    {"e8m0", "1", NM_OK, 0x7f},
+    {"e8m0", "-1", NM_ERR_INEXACT, 0},
 };
 
 START_TEST(test_exact_bits)
@@ -516,20 +517,23 @@ static const struct {
 	size_t n;
 	const char *items[4];
 } lists[] = {
-	{ "fp16", NM_OK, 1, { "fp16" } },
-	{ "fp16,bf16,e4m3,e5m2", NM_OK, 4, { "fp16", "bf16", "e4m3", "e5m2" } },
-	{ "fp16,p=5,emax=15,nan=fn,nosub,bf16", NM_OK, 3,
-	  { "fp16", "p=5,emax=15,nan=fn,nosub", "bf16" } },
-	{ "p=4,emax=8,nan=fn", NM_OK, 1, { "p=4,emax=8,nan=fn" } },
-	{ "p=4,emax=8,p=11,emax=15", NM_OK, 2, { "p=4,emax=8", "p=11,emax=15" } },
-	{ "fp16,nosub", NM_OK, 1, { "fp16,nosub" } }, /* refused later by the spec parser */
-	{ "fp17,fp16", NM_OK, 2, { "fp17", "fp16" } },
-	{ "", NM_ERR_SYNTAX, 0, { NULL } },
-	{ ",", NM_ERR_SYNTAX, 0, { NULL } },
-	{ ",fp16", NM_ERR_SYNTAX, 0, { NULL } },
-	{ "fp16,", NM_ERR_SYNTAX, 0, { NULL } },
-	{ "fp16,,bf16", NM_ERR_SYNTAX, 0, { NULL } },
-	{ "fp16,bf16,e4m3,e5m2,fp32", NM_ERR_RANGE, 0, { NULL } }, /* max is 4 here */
+    {"fp16", NM_OK, 1, {"fp16"}},
+    {"fp16,bf16,e4m3,e5m2", NM_OK, 4, {"fp16", "bf16", "e4m3", "e5m2"}},
+    {"fp16,p=5,emax=16,nan=fn,nosub,bf16", NM_OK, 3, {"fp16", "p=5,emax=16,nan=fn,nosub", "bf16"}},
+    {"p=4,emax=8,nan=fn", NM_OK, 1, {"p=4,emax=8,nan=fn"}},
+    {"p=4,emax=8,p=11,emax=15", NM_OK, 2, {"p=4,emax=8", "p=11,emax=15"}},
+    {"p=4,emax=8,nan=fn,e4m3", NM_OK, 2, {"p=4,emax=8,nan=fn", "e4m3"}},
+    {"fp16,nosub", NM_OK, 2, {"fp16", "nosub"}}, /* refused later: unknown format */
+    {"fp17,fp16", NM_OK, 2, {"fp17", "fp16"}},
+    {"fp16,fp17", NM_OK, 2, {"fp16", "fp17"}},
+    {"bogus,emax=8", NM_OK, 2, {"bogus", "emax=8"}},
+    {"p=4,emax=8,bogus", NM_OK, 1, {"p=4,emax=8,bogus"}}, /* the spec parser names it */
+    {"", NM_ERR_SYNTAX, 0, {NULL}},
+    {",", NM_ERR_SYNTAX, 0, {NULL}},
+    {",fp16", NM_ERR_SYNTAX, 0, {NULL}},
+    {"fp16,", NM_ERR_SYNTAX, 0, {NULL}},
+    {"fp16,,bf16", NM_ERR_SYNTAX, 0, {NULL}},
+    {"fp16,bf16,e4m3,e5m2,fp32", NM_ERR_RANGE, 0, {NULL}}, /* max is 4 here */
 };
 
 START_TEST(test_format_lists)
@@ -546,7 +550,7 @@ START_TEST(test_format_lists)
 	ck_assert_msg(n == lists[_i].n, "'%s': %zu items", lists[_i].list, n);
 	for (size_t k = 0; k < n; k++)
 		ck_assert_msg(!strcmp(items[k], lists[_i].items[k]), "'%s' item %zu: '%s'",
-			      lists[_i].list, k, items[k]);
+		              lists[_i].list, k, items[k]);
 }
 END_TEST
 
@@ -557,17 +561,17 @@ static const struct {
 	size_t n;
 	const char *fields[3];
 } lines[] = {
-	{ "1\n", 0, NM_OK, 1, { "1" } },
-	{ "1", 0, NM_OK, 1, { "1" } },
-	{ "1 2\n", 0, NM_OK, 2, { "1", "2" } },
-	{ "  1\t2   3 \r\n", 0, NM_OK, 3, { "1", "2", "3" } },
-	{ "", 0, NM_OK, 0, { NULL } },
-	{ "\n", 0, NM_OK, 0, { NULL } },
-	{ " \t \r\n", 0, NM_OK, 0, { NULL } },
-	{ "1\r", 0, NM_OK, 1, { "1" } },
-	{ "1\r2\n", 0, NM_OK, 1, { "1\r2" } }, /* a lone CR is a character */
-	{ "1\0 2\n", 5, NM_ERR_SYNTAX, 0, { NULL } },
-	{ "1 2 3 4\n", 0, NM_ERR_RANGE, 0, { NULL } },
+    {"1\n", 0, NM_OK, 1, {"1"}},
+    {"1", 0, NM_OK, 1, {"1"}},
+    {"1 2\n", 0, NM_OK, 2, {"1", "2"}},
+    {"  1\t2   3 \r\n", 0, NM_OK, 3, {"1", "2", "3"}},
+    {"", 0, NM_OK, 0, {NULL}},
+    {"\n", 0, NM_OK, 0, {NULL}},
+    {" \t \r\n", 0, NM_OK, 0, {NULL}},
+    {"1\r", 0, NM_OK, 1, {"1"}},
+    {"1\r2\n", 0, NM_OK, 1, {"1\r2"}}, /* a lone CR is a character */
+    {"1\0 2\n", 5, NM_ERR_SYNTAX, 0, {NULL}},
+    {"1 2 3 4\n", 0, NM_ERR_RANGE, 0, {NULL}},
 };
 
 START_TEST(test_lines)
@@ -584,7 +588,7 @@ START_TEST(test_lines)
 	ck_assert_msg(n == lines[_i].n, "line %d: %zu fields", _i, n);
 	for (size_t k = 0; k < n; k++)
 		ck_assert_msg(!strcmp(fields[k], lines[_i].fields[k]), "line %d field %zu: '%s'",
-			      _i, k, fields[k]);
+		              _i, k, fields[k]);
 }
 END_TEST
 
@@ -615,9 +619,23 @@ END_TEST
 static const char fuzz_alphabet[] = "0123456789.eEpPxX+-infaINFA \t,@_()";
 
 static const char *const fuzz_seeds[] = {
-	"0", "-0", "1.5", "65519.99", "0x1.8p3", "-0x1p-1074", "1e400", "1e-400", ".5",
-	"5.", "inf", "-nan", "0x3c00", "18446744073709551615", "p=5,emax=15,nan=fn,nosub",
-	"fp16,bf16,e4m3", "1.00146484374999999999999",
+    "0",
+    "-0",
+    "1.5",
+    "65519.99",
+    "0x1.8p3",
+    "-0x1p-1074",
+    "1e400",
+    "1e-400",
+    ".5",
+    "5.",
+    "inf",
+    "-nan",
+    "0x3c00",
+    "18446744073709551615",
+    "p=5,emax=16,nan=fn,nosub",
+    "fp16,bf16,e4m3",
+    "1.00146484374999999999999",
 };
 
 static size_t fuzz_random(uint64_t i, char *buf, size_t cap)
@@ -629,7 +647,7 @@ static size_t fuzz_random(uint64_t i, char *buf, size_t cap)
 		uint64_t c = t_rand(41, i * 32 + k);
 
 		buf[k] = (c & 3) ? fuzz_alphabet[(c >> 2) % (sizeof(fuzz_alphabet) - 1)]
-				 : (char)(c >> 8);
+		                 : (char)(c >> 8);
 	}
 	return len;
 }
@@ -695,7 +713,7 @@ static void fuzz_check_value(const char *s, const nm_number *x)
 		return;
 	e = nextafter(d, c > 0 ? INFINITY : -INFINITY);
 	ck_assert_msg(nm_number_cmp(x, e) == -c || nm_number_cmp(x, e) == 0 || isinf(e),
-		      "'%s': strtod %a is not its nearest double", s, d);
+	              "'%s': strtod %a is not its nearest double", s, d);
 }
 
 static void fuzz_one(char *buf, size_t len)
@@ -720,7 +738,7 @@ static void fuzz_one(char *buf, size_t len)
 	ck_assert_msg((st == NM_OK) == fuzz_expect_number(buf), "'%s': status %d", buf, st);
 	if (st == NM_OK) {
 		fuzz_check_value(buf, &x);
-		(void)nm_round_number(f16, &x, &(emu_env){ EMU_SR, 0, 0, 0, 1, 2 });
+		(void)nm_round_number(f16, &x, &(emu_env){EMU_SR, 0, 0, 0, 1, 2});
 	}
 	st = nm_parse_bits(buf, f16, &b);
 	ck_assert(st == NM_OK || st == NM_ERR_SYNTAX || st == NM_ERR_RANGE);

@@ -1,0 +1,383 @@
+#!/bin/sh
+# tests/cli.sh — the command line's contract, end to end: exact CSV for known
+# cases (each one a fact from docs/numerics.md), stdin modes, and the error
+# convention (one stderr line, exit 2, nothing on stdout) on every error path.
+# Run from the repository root after the build: sh tests/cli.sh
+# NANMAP=path overrides the binary. Stops at the first failure.
+set -u
+
+N=${NANMAP:-bin/nanmap}
+[ -x "$N" ] || { echo "cli: $N not built (run make)" >&2; exit 1; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0
+
+fail() {
+	printf 'cli: FAIL: %s\n' "$1" >&2
+	if [ -s "$tmp/err" ]; then
+		printf 'cli: stderr was:\n' >&2
+		cat "$tmp/err" >&2
+	fi
+	exit 1
+}
+
+# run ARGS...: run the binary, keep stdout, stderr and the status.
+run() {
+	rc=0
+	"$N" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+}
+
+# run_in INPUT ARGS...: the same with INPUT (printf %b escapes) on stdin.
+run_in() {
+	input=$1
+	shift
+	rc=0
+	printf '%b' "$input" | "$N" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+}
+
+# expect DESC WANT: the last run succeeded, quietly, and printed WANT.
+expect() {
+	[ "$rc" -eq 0 ] || fail "$1: exit status $rc"
+	[ ! -s "$tmp/err" ] || fail "$1: wrote to stderr"
+	got=$(cat "$tmp/out")
+	if [ "$got" != "$2" ]; then
+		printf 'cli: got:\n%s\ncli: want:\n%s\n' "$got" "$2" >&2
+		fail "$1: wrong output"
+	fi
+	pass=$((pass + 1))
+}
+
+# ok DESC WANT ARGS...
+ok() {
+	desc=$1
+	want=$2
+	shift 2
+	run "$@"
+	expect "$desc" "$want"
+}
+
+# ok_in DESC INPUT WANT ARGS...
+ok_in() {
+	desc=$1
+	input=$2
+	want=$3
+	shift 3
+	run_in "$input" "$@"
+	expect "$desc" "$want"
+}
+
+# expect_err DESC [MESSAGE]: exit 2, no stdout, exactly one stderr line
+# (equal to MESSAGE when given).
+expect_err() {
+	[ "$rc" -eq 2 ] || fail "$1: exit status $rc, want 2"
+	[ ! -s "$tmp/out" ] || fail "$1: wrote to stdout"
+	lines=$(awk 'END { print NR }' "$tmp/err")
+	if [ "$lines" -ne 1 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
+		fail "$1: want exactly one stderr line, got $lines"
+	fi
+	if [ $# -ge 2 ] && [ "$(cat "$tmp/err")" != "$2" ]; then
+		fail "$1: message '$(cat "$tmp/err")', want '$2'"
+	fi
+	pass=$((pass + 1))
+}
+
+# bad DESC MESSAGE ARGS... (MESSAGE "" = any single line)
+bad() {
+	desc=$1
+	msg=$2
+	shift 2
+	run "$@"
+	if [ -n "$msg" ]; then expect_err "$desc" "$msg"; else expect_err "$desc"; fi
+}
+
+# bad_in DESC MESSAGE INPUT ARGS...
+bad_in() {
+	desc=$1
+	msg=$2
+	input=$3
+	shift 3
+	run_in "$input" "$@"
+	if [ -n "$msg" ]; then expect_err "$desc" "$msg"; else expect_err "$desc"; fi
+}
+
+R='format,input,bits,value,class,flags'
+O='format,op,a,b,c,bits,value,class,flags'
+
+# ---- help, version, sweep ----
+# ok_grep DESC REGEX ARGS...: success, and a line of stdout matches REGEX.
+ok_grep() {
+	desc=$1
+	re=$2
+	shift 2
+	run "$@"
+	[ "$rc" -eq 0 ] || fail "$desc: exit status $rc"
+	grep -q "$re" "$tmp/out" || fail "$desc: no line matches $re"
+	pass=$((pass + 1))
+}
+
+ok_grep "--help" '^usage: nanmap' --help
+ok_grep "help" 'nanmap op OP' help
+ok_grep "-h after a command" '^usage: nanmap' round -h
+ok_grep "--version" '^nanmap [0-9][0-9.]*$' --version
+ok "sweep" "no cases yet" sweep
+ok "sweep with a directory" "no cases yet" sweep cases
+
+# ---- formats ----
+run formats --csv
+[ "$rc" -eq 0 ] || fail "formats --csv: exit $rc"
+[ "$(head -n 1 "$tmp/out")" = \
+	"name,bits,precision,bias,emin,emax,max,min_normal,min_subnormal,epsilon,has_inf,nan" ] ||
+	fail "formats --csv: header"
+grep -qx 'fp16,16,11,15,-14,15,65504,6.103515625e-05,5.9604644775390625e-08,0.0009765625,yes,ieee' \
+	"$tmp/out" || fail "formats --csv: fp16 row"
+grep -qx 'e4m3,8,4,7,-6,8,448,0.015625,0.001953125,0.125,no,fn' "$tmp/out" ||
+	fail "formats --csv: e4m3 row"
+grep -qx 'tf32,19,11,127,-126,127,3.4011621342146535e+38,1.1754943508222875e-38,1.1479437019748901e-41,0.0009765625,yes,ieee' \
+	"$tmp/out" || fail "formats --csv: tf32 row"
+pass=$((pass + 1))
+ok "formats of a custom spec (quoted: it has commas)" \
+"name,bits,precision,bias,emin,emax,max,min_normal,min_subnormal,epsilon,has_inf,nan
+\"p=4,emax=8,nan=fn\",8,4,7,-6,8,448,0.015625,0.001953125,0.125,no,fn" \
+	formats --csv p=4,emax=8,nan=fn
+ok_grep "formats table" '^name  *bits  *precision  *bias' formats
+
+# ---- round: overflow thresholds (numerics.md, Overflow) ----
+ok "fp16 65519.99 rounds to max, 65520 overflows" "$R
+fp16,65519.99,0x7bff,65504,normal,inexact
+fp16,65520,0x7c00,inf,inf,overflow|inexact" \
+	round -f fp16 --csv 65519.99 65520
+ok "fp16 --sat and rtz keep max" "$R
+fp16,65520,0x7bff,65504,normal,overflow|inexact" \
+	round -f fp16 --sat --csv 65520
+ok "e4m3 464 ties to 448, 465 is NaN" "$R
+e4m3,464,0x7e,448,normal,inexact
+e4m3,465,0x7f,nan,nan,overflow|inexact" \
+	round -f e4m3 --csv 464 465
+ok "e4m3 --sat 465 saturates" "$R
+e4m3,465,0x7e,448,normal,overflow|inexact" \
+	round -f e4m3 --sat --csv 465
+ok "bf16 1+2^-8 ties to even (down), 1+3*2^-8 ties to even (up)" "$R
+bf16,1.00390625,0x3f80,1,normal,inexact
+bf16,1.01171875,0x3f82,1.015625,normal,inexact
+bf16,0x1.01p0,0x3f80,1,normal,inexact" \
+	round -f bf16 --csv 1.00390625 1.01171875 0x1.01p0
+# strtod gives the halfway point 1.00146484375 itself: rounding through
+# double would tie to 0x3c02; the exact decimal is below it.
+ok "the decimal is rounded exactly, not through double" "$R
+fp16,1.00146484374999999999999,0x3c01,1.0009765625,normal,inexact
+fp16,1.00146484375,0x3c02,1.001953125,normal,inexact" \
+	round -f fp16 --csv 1.00146484374999999999999 1.00146484375
+ok "the default formats, input echoed as given" "$R
+fp16,0X1.8P3,0x4a00,12,normal,-
+bf16,0X1.8P3,0x4140,12,normal,-
+e4m3,0X1.8P3,0x54,12,normal,-
+e5m2,0X1.8P3,0x4a,12,normal,-" \
+	round --csv 0X1.8P3
+ok "inf, -inf, nan, -0 (every -f adds formats; rows go value by value)" "$R
+fp16,-INF,0xfc00,-inf,inf,-
+e4m3,-INF,0xff,nan,nan,overflow|inexact
+fp16,nan,0x7e00,nan,nan,-
+e4m3,nan,0x7f,nan,nan,-
+fp16,-0,0x8000,-0,zero,-
+e4m3,-0,0x80,-0,zero,-" \
+	round -f fp16 --csv -INF nan -0 -f e4m3
+ok "formats list with a custom spec, and tiny values" "$R
+fp16,1e-99999,0x0000,0,zero,underflow|inexact
+\"p=5,emax=16,nan=fn,nosub\",1e-99999,0x000,0,zero,underflow|inexact
+e8m0,1e-99999,0x00,5.8774717541114375e-39,normal,underflow|inexact
+fp16,-1e99999,0xfc00,-inf,inf,overflow|inexact
+\"p=5,emax=16,nan=fn,nosub\",-1e99999,0x3ff,nan,nan,overflow|inexact
+e8m0,-1e99999,0xff,nan,nan,invalid" \
+	round --csv -f fp16,p=5,emax=16,nan=fn,nosub -f e8m0 1e-99999 -1e99999
+ok "directed modes" "$R
+fp16,0.1,0x2e67,0.10003662109375,normal,inexact
+fp16,-0.1,0xae66,-0.0999755859375,normal,inexact" \
+	round -f fp16 -r up --csv 0.1 -0.1
+ok "ftz flushes a tiny result" "$R
+fp16,0x1p-20,0x0000,0,zero,underflow|inexact" \
+	round -f fp16 --ftz --csv 0x1p-20
+ok "tf32 has 5 hex digits" "$R
+tf32,1,0x1fc00,1,normal,-" \
+	round -f tf32 --csv 1
+
+# SR: (seed, index) decide; index counts values over args and stdin alike.
+# 1+2^-8 lies halfway in bf16: each of the 16 draws is a coin flip.
+h=1.00390625
+sr16="$h $h $h $h $h $h $h $h $h $h $h $h $h $h $h $h"
+# shellcheck disable=SC2086
+run round -r sr --seed 42 --csv -f bf16 $sr16
+[ "$rc" -eq 0 ] || fail "sr: exit $rc"
+cp "$tmp/out" "$tmp/sr1"
+grep -q 0x3f81 "$tmp/sr1" || fail "sr: never rounded up"
+grep -q 0x3f80 "$tmp/sr1" || fail "sr: never rounded down"
+pass=$((pass + 1))
+# shellcheck disable=SC2086
+run round -r sr --seed 42 --csv -f bf16 $sr16
+cmp -s "$tmp/out" "$tmp/sr1" || fail "sr: not reproducible"
+pass=$((pass + 1))
+# shellcheck disable=SC2086
+run_in "$h\n$h\n$h\n$h\n$h\n$h\n$h\n$h\n" round -r sr --seed=42 --csv -f bf16 $h $h - $h $h $h $h $h $h
+cmp -s "$tmp/out" "$tmp/sr1" || fail "sr: stdin values do not continue the index"
+pass=$((pass + 1))
+# shellcheck disable=SC2086
+run round -r sr --seed 43 --csv -f bf16 $sr16
+cmp -s "$tmp/out" "$tmp/sr1" && fail "sr: the seed changes nothing"
+pass=$((pass + 1))
+
+# ---- round from stdin ----
+ok_in "round -: one value per line, blanks and CRLF tolerated" \
+	'1\n\n  2.5 \r\n-0x1p-24\n' "$R
+fp16,1,0x3c00,1,normal,-
+fp16,2.5,0x4100,2.5,normal,-
+fp16,-0x1p-24,0x8001,-5.9604644775390625e-08,subnormal,-" \
+	round -f fp16 --csv -
+ok "aligned table for people" "format  input     bits    value  class   flags
+fp16    65519.99  0x7bff  65504  normal  inexact" \
+	round -f fp16 65519.99
+
+# ---- op ----
+ok "op add --bits" "$O
+fp16,add,0x3c00,0x3c00,,0x4000,2,normal,-" \
+	op add -f fp16 --bits --csv 0x3c00 0x3c00
+ok "op div 1 0 is inf with divbyzero only" "$O
+fp16,div,1,0,,0x7c00,inf,inf,divbyzero" \
+	op div --csv 1 0
+# fp16 exp overflows iff exp(z) >= 65520, i.e. z >= ln 65520 = 11.09011...:
+# 11.0859375 is below (exp = 65247.14 -> 65248), 11.09375 the next value.
+ok "op exp below and above the fp16 overflow threshold" "$O
+fp16,exp,11.0859375,,,0x7bf7,65248,normal,inexact" \
+	op exp --csv 11.0859375
+ok "op exp overflow" "$O
+fp16,exp,11.09375,,,0x7c00,inf,inf,overflow|inexact" \
+	op exp -f fp16 --csv 11.09375
+ok "op exp overflow with --sat" "$O
+fp16,exp,11.09375,,,0x7bff,65504,normal,overflow|inexact" \
+	op exp --sat --csv 11.09375
+ok "op exp overflow toward zero" "$O
+fp16,exp,11.09375,,,0x7bff,65504,normal,overflow|inexact" \
+	op exp -r rtz --csv 11.09375
+ok "op sqrt" "$O
+fp16,sqrt,2,,,0x3da8,1.4140625,normal,inexact" \
+	op sqrt --csv 2
+ok "op fma exact zero is +0, or -0 rounding down" "$O
+fp16,fma,2,3,-6,0x0000,0,zero,-" \
+	op fma --csv 2 3 -6
+ok "op fma -r down" "$O
+fp16,fma,2,3,-6,0x8000,-0,zero,-" \
+	op fma -r down --csv 2 3 -6
+ok "op min: -0 < +0" "$O
+fp16,min,-0,0,,0x8000,-0,zero,-" \
+	op min --csv -- -0 0
+ok "op max ignores a NaN" "$O
+fp16,max,nan,1,,0x3c00,1,normal,-" \
+	op max --csv nan 1
+ok "op log 0" "$O
+fp16,log,0,,,0xfc00,-inf,inf,divbyzero" \
+	op log --csv 0
+ok "op sub inf inf" "$O
+fp16,sub,inf,inf,,0x7e00,nan,nan,invalid" \
+	op sub --csv inf inf
+ok "op rsqrt, exp2 exact" "$O
+e4m3,exp2,3,,,0x50,8,normal,-" \
+	op exp2 -f e4m3 --csv 3
+ok "e4m3 448*448 is NaN; --sat 448" "$O
+e4m3,mul,0x7e,0x7e,,0x7f,nan,nan,overflow|inexact" \
+	op mul -f e4m3 --bits --csv 0x7e 0x7e
+ok "e4m3 --sat" "$O
+e4m3,mul,0x7e,0x7e,,0x7e,448,normal,overflow|inexact" \
+	op mul -f e4m3 --bits --sat --csv 0x7e 0x7e
+ok_in "op -: lines of operands" '1 2\n\n0x1p-14\t0x1p-24\n' "$O
+fp16,mul,1,2,,0x4000,2,normal,-
+fp16,mul,6.103515625e-05,5.9604644775390625e-08,,0x0000,0,zero,underflow|inexact" \
+	op mul --csv -
+ok_in "op - with --bits" '0x3c00 0x3c00\n0x7bff 0x7bff\n' "$O
+fp16,add,0x3c00,0x3c00,,0x4000,2,normal,-
+fp16,add,0x7bff,0x7bff,,0x7c00,inf,inf,overflow|inexact" \
+	op add --bits --csv -
+ok "op table drops empty columns" "format  op   a  bits    value  class   flags
+fp16    exp  0  0x3c00  1      normal  -" \
+	op exp 0
+
+# ---- a custom spec behaves exactly like the built-in it describes ----
+vals='0 -0 0.001953125 0x1p-10 0x1.8p-10 1 3.14 448 464 465 -500 1e-9 inf -inf nan'
+for m in rne rtz up down rna; do
+	# shellcheck disable=SC2086
+	run round -r "$m" --csv -f e4m3 $vals
+	sed 1d "$tmp/out" | sed 's/^e4m3,//' >"$tmp/a"
+	# shellcheck disable=SC2086
+	run round -r "$m" --csv -f p=4,emax=8,nan=fn $vals
+	sed 1d "$tmp/out" | sed 's/^"p=4,emax=8,nan=fn",//' >"$tmp/b"
+	cmp -s "$tmp/a" "$tmp/b" || fail "p=4,emax=8,nan=fn differs from e4m3 in round -r $m"
+	pass=$((pass + 1))
+done
+for o in "add 0x7e 0x08" "mul 0x7e 0x48" "div 0x38 0x00" "sqrt 0xb8" "exp 0x50" "sub 0x7f 0x38"; do
+	# shellcheck disable=SC2086
+	run op $o --bits --csv -f e4m3
+	sed 1d "$tmp/out" | sed 's/^e4m3,//' >"$tmp/a"
+	# shellcheck disable=SC2086
+	run op $o --bits --csv -f p=4,emax=8,nan=fn
+	sed 1d "$tmp/out" | sed 's/^"p=4,emax=8,nan=fn",//' >"$tmp/b"
+	cmp -s "$tmp/a" "$tmp/b" || fail "p=4,emax=8,nan=fn differs from e4m3 in op $o"
+	pass=$((pass + 1))
+done
+
+# ---- errors: one line on stderr, exit 2, nothing on stdout ----
+bad "no command" "nanmap: missing command (try: nanmap --help)"
+bad "unknown command" "nanmap: unknown command 'frob' (try: nanmap --help)" frob
+bad "unknown format" "nanmap: unknown format 'fp17' (try: nanmap formats)" round -f fp17 1
+bad "unknown format in a list" "nanmap: unknown format 'fp17' (try: nanmap formats)" \
+	round -f fp16,fp17 1
+bad "bad custom spec" "" round -f p=4,emax=9 1
+bad "unknown format in formats" "nanmap: unknown format 'fp17' (try: nanmap formats)" formats fp17
+bad "empty list item" "nanmap: bad format list 'fp16,,bf16' (an empty item)" round -f fp16,,bf16 1
+bad "bad value" "nanmap: bad value '1.2.3'" round 1.2.3
+bad "trailing garbage" "nanmap: bad value '1e'" round 1e
+bad "blank in a value" "nanmap: bad value ' 1'" round ' 1'
+bad "empty value" "nanmap: bad value ''" round ''
+bad "infinity is not a word we take" "nanmap: bad value 'infinity'" round infinity
+bad "no value" "nanmap: round needs a VALUE (or '-' to read stdin)" round
+bad "unknown mode" "nanmap: unknown rounding mode 'rnd' (modes: rne rtz up down rna sr)" \
+	round -r rnd 1
+bad "bad seed" "nanmap: bad seed '-1' (an unsigned 64-bit integer)" round --seed -1 1
+bad "seed overflow" "nanmap: bad seed '18446744073709551616' (an unsigned 64-bit integer)" \
+	round --seed 18446744073709551616 1
+bad "option without value" "nanmap: option '-f' needs a value" round 1 -f
+bad "unknown option" "nanmap: unknown option '--frob' for round (try: nanmap --help)" \
+	round --frob 1
+bad "--bits is op's" "nanmap: unknown option '--bits' for round (try: nanmap --help)" \
+	round --bits 1
+bad "not representable" \
+	"nanmap: 0.1 is not representable in fp16 (neighbours 0.0999755859375 0x2e66 and 0.10003662109375 0x2e67)" \
+	op add 0.1 1
+bad "not representable above max" \
+	"nanmap: 70000 is not representable in fp16 (neighbours 65504 0x7bff and inf 0x7c00)" \
+	op sqrt 70000
+bad "not representable in e4m3 above max" \
+	"nanmap: 500 is not representable in e4m3 (neighbours 448 0x7e and nothing above)" \
+	op sqrt -f e4m3 500
+bad "no inf in e4m3" "nanmap: inf is not representable in e4m3 (it has no infinities)" \
+	op sqrt -f e4m3 inf
+bad "no NaN in e2m1" "nanmap: nan is not representable in e2m1 (it has no NaN)" \
+	op sqrt -f e2m1 nan
+bad "no negatives in e8m0" "nanmap: -1 is not representable in e8m0 (it has no negative values)" \
+	op sqrt -f e8m0 -1
+bad "missing op" "" op
+bad "unknown op" \
+	"nanmap: unknown op 'pow' (ops: add sub mul div sqrt fma exp log exp2 rsqrt min max)" \
+	op pow 1 2
+bad "arity" "nanmap: add takes 2 operands, got 1" op add 1
+bad "arity fma" "nanmap: fma takes 3 operands, got 4" op fma 1 2 3 4
+bad "encoding too wide" "nanmap: encoding '0x10000' does not fit in fp16's 16 bits" \
+	op add --bits 0x10000 0x0
+bad "encoding without 0x" "nanmap: bad encoding '3c00' (want hex such as 0x3c00)" \
+	op add --bits 3c00 0x0
+bad "two formats for op" "nanmap: op takes one format, -f 'bf16' is a second one" \
+	op add -f fp16 -f bf16 1 1
+bad_in "bad value on stdin" "nanmap: bad value 'x' (stdin line 2)" '1\nx\n' round -
+bad_in "two values on a round line" "nanmap: stdin line 1: one value per line, got 2 fields" \
+	'1 2\n' round -
+bad_in "NUL byte on stdin" "nanmap: stdin line 1: a NUL byte in the input" '1\00002\n' round -
+bad_in "op line arity" "nanmap: stdin line 2: add takes 2 operands, got 1" '1 2\n3\n' op add -
+bad_in "op stdin not representable" "" '1 0.1\n' op add -
+
+echo "cli: $pass checks passed"

@@ -8,7 +8,7 @@ WARN := -Wall -Wextra
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
-BASE_CFLAGS := -std=c11 -O2 $(WARN) -ffp-contract=off -fopenmp -D_POSIX_C_SOURCE=200809L -Iemu -Iharness
+BASE_CFLAGS := -std=c11 -O2 $(WARN) -ffp-contract=off -fopenmp -D_POSIX_C_SOURCE=200809L -DNM_VERSION='"$(VERSION)"' -Iemu -Iharness
 NM_CFLAGS := $(BASE_CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) $(CFLAGS)
 NM_LDLIBS := -lmpfr -lgmp -lm -fopenmp $(LDLIBS)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
@@ -81,10 +81,10 @@ bench/nanmap-bench: $(BENCH_SRC) $(LIB)
 bench: deps bench/nanmap-bench
 	bench/nanmap-bench
 
-sweep: all
+sweep: deps all
 	@if ls cases/*.case >/dev/null 2>&1; then $(BIN) sweep cases; else echo "no cases yet"; fi
 
-sweep-quick: all
+sweep-quick: deps all
 	@if ls cases/*.case >/dev/null 2>&1; then $(BIN) sweep --quick cases; else echo "no cases yet"; fi
 
 install: all
@@ -103,7 +103,7 @@ format:
 	clang-format -i emu/*.[ch] harness/*.[ch] tests/*.[ch] bench/*.c
 
 lint:
-	clang-tidy --quiet emu/*.c harness/*.c -- $(BASE_CFLAGS)
+	clang-tidy --quiet emu/*.c harness/*.c -- $(BASE_CFLAGS) 2>/dev/null
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr -Iemu -Iharness emu harness
 
 clean:

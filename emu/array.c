@@ -47,7 +47,12 @@ static double bitsd(uint64_t u)
 	return x;
 }
 
-__attribute__((target_clones("avx2", "default"), optimize("O3", "vect-cost-model=dynamic"))) static unsigned
+#if defined(__clang__)
+#define NM_HOT_LOOP __attribute__((target_clones("avx2", "default")))
+#else
+#define NM_HOT_LOOP __attribute__((target_clones("avx2", "default"), optimize("O3")))
+#endif
+NM_HOT_LOOP static unsigned
 round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, bool sat,
                 bool ftz, bool daz)
 {

@@ -73,7 +73,7 @@ double emu_decode(const emu_format *f, emu_bits b)
 emu_bits emu_encode(const emu_format *f, double v)
 {
 	int m = f->p - 1;
-	if (isnan(v)) /* only overflow makes a negative NaN (e4m3 -> 0xff, as CUDA) */
+	if (isnan(v)) /* only an overflow or infinity makes a negative NaN (e4m3 -> 0xff, as CUDA) */
 		return f->nan_bits | ((signbit(v) && f->nan != EMU_NAN_FNUZ) ? f->sign_mask : 0);
 	emu_bits s = (signbit(v) && f->has_sign) ? f->sign_mask : 0;
 	if (isinf(v))

@@ -52,9 +52,9 @@ typedef enum {
 /* How NaN (and infinity) are encoded. */
 typedef enum {
 	EMU_NAN_IEEE = 0, /* top exponent reserved: inf (if any) and NaNs */
-	EMU_NAN_FN,       /* OCP "FN": only S.1..1.1..1 is NaN, no inf */
+	EMU_NAN_FN,       /* OCP "FN": only S.1..1.1..1 is NaN, no inf (e8m0: 0xff) */
 	EMU_NAN_FNUZ,     /* only 1.0..0.0..0 (the would-be -0) is NaN */
-	EMU_NAN_NONE,     /* no NaN at all (MX FP6/FP4); or all-ones (e8m0) */
+	EMU_NAN_NONE,     /* no NaN at all (MX FP6/FP4) */
 } emu_nan_style;
 
 typedef enum {

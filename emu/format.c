@@ -16,8 +16,8 @@
 #include "emu.h"
 
 #define FMT(n, p_, eb, bias_, sign, inf, sub, zero, nan_)                                  \
-	{ .name = n, .p = p_, .ebits = eb, .bias = bias_, .has_sign = sign, .has_inf = inf,  \
-	  .has_subnormals = sub, .has_zero = zero, .nan = nan_ }
+	{ .name = {n}, .p = (p_), .ebits = (eb), .bias = (bias_), .has_sign = (sign),         \
+	  .has_inf = (inf), .has_subnormals = (sub), .has_zero = (zero), .nan = (nan_) }
 
 static emu_format builtin[] = {
 	FMT("fp32", 24, 8, 127, true, true, true, true, EMU_NAN_IEEE),

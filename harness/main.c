@@ -61,7 +61,7 @@ static int nm_fail(const char *fmt, ...)
 
 	fputs("nanmap: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
 	va_end(ap);
 	fputc('\n', stderr);
 	return NM_EXIT_ERR;

@@ -8,17 +8,20 @@
  * inf) or fn (e4m3); modes RNE and SR; no sat/ftz. Others return false.
  *
  * Idea: everything the per-element path decides with branches and libm
- * calls (ilogb, ldexp) is computed for every element from the double's bits
- * with fixed shifts, and selected with masks:
+ * calls (ilogb, ldexp) is computed for every element from the double's bits,
+ * with shifts by a compile-time S = 53 - p (one instance per precision), and
+ * selected with masks (-(uint64_t)cond), never ?: or if:
  *  - normal range (|x| >= 2^emin): the p-bit rounding is integer rounding of
- *    the magnitude bits a at shift s = 53 - p; the carry runs into the
- *    exponent field, so binade bumps and overflow need no case; the
- *    encoding is r - ((1023 - bias) << (p-1)).
- *  - subnormal range: q = |x| / quantum is exact (power-of-two scaling) and
- *    below 2^23, so n = (int32)q and frac = q - n are exact; RNE compares
- *    frac with 1/2, SR compares frac·2^32 with the draw.
+ *    the magnitude bits a at shift S; the carry runs into the exponent field,
+ *    so binade bumps and overflow need no case; the encoding is
+ *    r - ((1023 - bias) << (p-1)).
+ *  - subnormal range: RNE lets the FPU round |x| + 2^(emin-p+1+52) (only
+ *    when fegetround() is FE_TONEAREST); SR scales |x| into units of the
+ *    quantum (exact) and splits integer and fraction exactly.
  *  - tininess after rounding: r (the p-bit rounding with unbounded exponent)
  *    below the encoding of 2^emin.
+ * With no branch left, GCC vectorizes both loops; the x86-64-v4 (AVX-512)
+ * clone is what reaches memcpy speed (docs/bench.md, table 4).
  */
 #include <fenv.h>
 #include <stdbool.h>
@@ -179,14 +182,13 @@ static inline __attribute__((always_inline)) void kern(const int S, const bool s
 	const double magic = cp->magic, inv_quantum = cp->inv_quantum;
 	const uint64_t infbits = 0x7ff0000000000000ull;
 	uint64_t ix = 0, ov = 0, uf = 0, inf_in = 0;
-	/* RNE vectorizes (AVX2 clone); SR's 64-bit multiplies in the draw make
-	 * the vectorizer give up, and a failed "omp simd" leaves its reduction
-	 * in memory, so SR is a plain scalar loop. */
+	/* Plain loops: GCC vectorizes both at -O3 (see CLONES). SR's draw needs
+	 * 64-bit multiplies, which only AVX-512DQ has as one instruction
+	 * (vpmullq): in the AVX2 clone SR stays slow. */
 	if (sr) {
 		for (size_t i = 0; i < n; i++)
 			ELEMENT(true);
 	} else {
-#pragma omp simd reduction(| : ix, ov, uf, inf_in)
 		for (size_t i = 0; i < n; i++)
 			ELEMENT(false);
 	}
@@ -214,10 +216,13 @@ static inline __attribute__((always_inline)) void kern(const int S, const bool s
 		return false;                                                                      \
 	}
 
-/* Cloned for AVX2 (variable/64-bit vector compares and shifts) and plain
- * x86-64; glibc's ifunc picks one at load time. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define CLONES __attribute__((target_clones("avx2", "default")))
+/* Cloned for x86-64-v4 (AVX-512: 32 vector registers, compares into mask
+ * registers, vpmullq, vcvttpd2qq, vpmovqd), AVX2 and plain x86-64; glibc's
+ * ifunc picks one at load time. optimize("O3"): the default -O2 cost model
+ * of GCC 12 does not vectorize these loops. An "arch=<cpu>" clone would only
+ * be chosen on exactly that CPU model, hence the feature level. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#define CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"), optimize("O3")))
 #else
 #define CLONES
 #endif

@@ -28,5 +28,6 @@ Suite *suite_sr(void);
 Suite *suite_hw(void);
 Suite *suite_parse(void);
 Suite *suite_exhaustive(void);
+Suite *suite_kernels(void);
 
 #endif

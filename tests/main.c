@@ -53,6 +53,7 @@ int main(void)
 	srunner_add_suite(sr, suite_parse());
 	srunner_add_suite(sr, suite_hw());
 	srunner_add_suite(sr, suite_mpfr());
+	srunner_add_suite(sr, suite_kernels());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	srunner_run_all(sr, CK_NORMAL);

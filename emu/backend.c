@@ -1,0 +1,280 @@
+/*
+ * backend.c — the three backends behind emu_k_*. FAST calls the emulator
+ * on exact double values; EXACT encodes the same values and calls the MPFR
+ * backend, so the two run the same kernel code and differ only in who
+ * rounds; TRUTH computes at EMU_TRUTH_PREC bits and ignores formats.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kern.h"
+
+static const char *const be_names[EMU_NBE] = {"fast", "exact", "truth"};
+
+const char *emu_be_name(emu_be_kind k)
+{
+	return k < EMU_NBE ? be_names[k] : "?";
+}
+
+emu_be_kind emu_be_by_name(const char *name)
+{
+	for (int i = 0; i < EMU_NBE; i++)
+		if (strcmp(be_names[i], name) == 0)
+			return (emu_be_kind)i;
+	return EMU_NBE;
+}
+
+void emu_be_init(emu_be *be, emu_be_kind kind, const emu_env *env)
+{
+	memset(be, 0, sizeof *be);
+	be->kind = kind;
+	be->env = *env;
+	be->env.index = 0;
+}
+
+/* TRUTH values: n mpfr_t in one block, cleared and freed with the backend. */
+typedef struct {
+	size_t n;
+	mpfr_t v[];
+} truth_block;
+
+static bool track(emu_be *be, void *p)
+{
+	if (be->nallocs == be->capallocs) {
+		size_t cap = be->capallocs ? 2 * be->capallocs : 16;
+		void **np = realloc(be->allocs, cap * sizeof *np);
+		if (!np)
+			return false;
+		be->allocs = np;
+		be->capallocs = cap;
+	}
+	be->allocs[be->nallocs++] = p;
+	return true;
+}
+
+/* allocations alternate: the emu_val array, then (TRUTH only) its block */
+void emu_be_free(emu_be *be)
+{
+	for (size_t i = 0; i < be->nallocs; i++) {
+		emu_val *v = be->allocs[i];
+		if (be->kind == EMU_BE_TRUTH && i + 1 < be->nallocs) {
+			truth_block *b = be->allocs[++i];
+			for (size_t k = 0; k < b->n; k++)
+				mpfr_clear(b->v[k]);
+			free(b);
+		}
+		free(v);
+	}
+	free(be->allocs);
+	be->allocs = NULL;
+	be->nallocs = be->capallocs = 0;
+}
+
+emu_val *emu_k_vec(emu_be *be, size_t n)
+{
+	emu_val *v = calloc(n ? n : 1, sizeof *v);
+	if (!v || !track(be, v)) {
+		free(v);
+		return NULL;
+	}
+	if (be->kind == EMU_BE_TRUTH) {
+		truth_block *b = malloc(sizeof *b + n * sizeof(mpfr_t));
+		if (!b || !track(be, b)) {
+			free(b);
+			be->nallocs--;
+			free(v);
+			return NULL;
+		}
+		b->n = n;
+		for (size_t i = 0; i < n; i++) {
+			mpfr_init2(b->v[i], EMU_TRUTH_PREC);
+			mpfr_set_zero(b->v[i], 1);
+			v[i].m = b->v[i];
+		}
+	}
+	return v;
+}
+
+static void note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i)
+{
+	be->st.ops[op]++;
+	be->st.all_flags |= fl;
+	for (int k = 0; k < EMU_NFLAGS; k++)
+		if (fl & (1u << k))
+			be->st.flags[op][k]++;
+	unsigned bad = fl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO);
+	if (bad && !be->st.first_set) {
+		be->st.first_set = true;
+		be->st.first_op = op;
+		be->st.first_flags = bad;
+		be->st.first_step = step;
+		be->st.first_index = i;
+	}
+}
+
+void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const char *step,
+                 uint64_t i)
+{
+	emu_env env = be->env;
+	env.daz = false;
+	emu_result r = be->kind == EMU_BE_EXACT ? emu_mp_from_double(f, x, &env)
+	                                        : emu_from_double(f, x, &env);
+	be->env.index++;
+	double v = emu_decode(f, r.bits);
+	if (be->kind == EMU_BE_TRUTH)
+		mpfr_set_d(dst->m, v, MPFR_RNDN);
+	else
+		dst->d = v;
+	note(be, EMU_OP_CVT, r.flags, step, i);
+}
+
+void emu_k_const(emu_be *be, emu_val *dst, double x)
+{
+	if (be->kind == EMU_BE_TRUTH)
+		mpfr_set_d(dst->m, x, MPFR_RNDN);
+	else
+		dst->d = x;
+}
+
+void emu_k_copy(emu_be *be, emu_val *dst, const emu_val *a)
+{
+	if (be->kind == EMU_BE_TRUTH)
+		mpfr_set(dst->m, a->m, MPFR_RNDN);
+	else
+		dst->d = a->d;
+}
+
+double emu_k_d(const emu_be *be, const emu_val *v)
+{
+	return be->kind == EMU_BE_TRUTH ? mpfr_get_d(v->m, MPFR_RNDN) : v->d;
+}
+
+int emu_k_cmp(const emu_be *be, const emu_val *a, const emu_val *b)
+{
+	if (be->kind == EMU_BE_TRUTH) {
+		if (mpfr_nan_p(a->m) || mpfr_nan_p(b->m))
+			return 2;
+		int c = mpfr_cmp(a->m, b->m);
+		return c < 0 ? -1 : c > 0;
+	}
+	if (a->d != a->d || b->d != b->d)
+		return 2;
+	return a->d < b->d ? -1 : a->d > b->d;
+}
+
+static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_srcptr c)
+{
+	switch (op) {
+	case EMU_OP_CVT:
+		mpfr_set(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_ADD:
+		mpfr_add(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_SUB:
+		mpfr_sub(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_MUL:
+		mpfr_mul(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_DIV:
+		mpfr_div(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_FMA:
+		mpfr_fma(d, a, b, c, MPFR_RNDN);
+		break;
+	case EMU_OP_SQRT:
+		mpfr_sqrt(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_EXP:
+		mpfr_exp(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_LOG:
+		mpfr_log(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_EXP2:
+		mpfr_exp2(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_RSQRT:
+		mpfr_rec_sqrt(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_MIN:
+		mpfr_min(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_MAX:
+		mpfr_max(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_NEG:
+		mpfr_neg(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_ABS:
+		mpfr_abs(d, a, MPFR_RNDN);
+		break;
+	default:
+		mpfr_set_nan(d);
+	}
+}
+
+void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_val *b,
+              const emu_val *c, const emu_format *f, const char *step, uint64_t i)
+{
+	unsigned fl = 0;
+	if (be->kind == EMU_BE_TRUTH) {
+		truth_op(op, dst->m, a->m, b ? b->m : NULL, c ? c->m : NULL);
+		if (mpfr_nan_p(dst->m))
+			fl |= EMU_FLAG_INVALID;
+		note(be, op, fl, step, i);
+		return;
+	}
+	emu_env *env = &be->env;
+	double x = a->d, y = b ? b->d : 0, z = c ? c->d : 0, r;
+	if (be->kind == EMU_BE_FAST) {
+		switch (op) {
+		case EMU_OP_ADD:
+			r = emu_v_add(f, x, y, env, &fl);
+			break;
+		case EMU_OP_SUB:
+			r = emu_v_add(f, x, -y, env, &fl);
+			break;
+		case EMU_OP_MUL:
+			r = emu_v_mul(f, x, y, env, &fl);
+			break;
+		case EMU_OP_DIV:
+			r = emu_v_div(f, x, y, env, &fl);
+			break;
+		case EMU_OP_FMA:
+			r = emu_v_fma(f, x, y, z, env, &fl);
+			break;
+		case EMU_OP_CVT: {
+			emu_env e = *env;
+			e.daz = false; /* the operand's own format is not known here */
+			r = emu_round_exact(f, x, &e, &fl);
+			break;
+		}
+		default: {
+			emu_bits args[3] = {emu_encode(f, x), emu_encode(f, y), emu_encode(f, z)};
+			emu_result res = emu_apply(op, f, NULL, args, env);
+			fl = res.flags;
+			r = emu_decode(f, res.bits);
+		}
+		}
+		if (op == EMU_OP_SUB && isnan(y) && !isnan(x))
+			(void)0; /* -NaN is NaN: nothing to undo */
+	} else {
+		emu_result res;
+		if (op == EMU_OP_CVT) {
+			emu_env e = *env;
+			e.daz = false;
+			res = emu_mp_from_double(f, x, &e);
+		} else {
+			emu_bits args[3] = {emu_encode(f, x), emu_encode(f, y), emu_encode(f, z)};
+			res = emu_mp_apply(op, f, NULL, args, env);
+		}
+		fl = res.flags;
+		r = emu_decode(f, res.bits);
+	}
+	env->index++;
+	dst->d = r;
+	note(be, op, fl, step, i);
+}

@@ -1,0 +1,109 @@
+/*
+ * kern.h — the arithmetic the kernels are written in, one interface for the
+ * three backends, and the precision policy.
+ *
+ * A kernel is written once against emu_k_* and runs on:
+ *   EMU_BE_FAST  the fast emulator: values are doubles holding exact format
+ *                values; every operation is one emu_* call;
+ *   EMU_BE_EXACT MPFR in the format (emu_mp_apply) on the same doubles; must
+ *                agree with FAST bit for bit and flag for flag;
+ *   EMU_BE_TRUTH MPFR at EMU_TRUTH_PREC bits, formats ignored (except that
+ *                inputs are first stored in the storage format): the answer
+ *                errors and overflow are judged by.
+ * Every operation names the kernel step and element index it belongs to, so
+ * a run can say which operation raised overflow, invalid or divbyzero first.
+ * Stochastic rounding draws are keyed by the run's seed and a counter of
+ * operations in kernel order, so a run is reproducible.
+ */
+#ifndef NANMAP_KERN_H
+#define NANMAP_KERN_H
+
+#include <mpfr.h>
+
+#include "emu.h"
+
+#define EMU_TRUTH_PREC 256
+
+typedef enum { EMU_BE_FAST = 0, EMU_BE_EXACT, EMU_BE_TRUTH, EMU_NBE } emu_be_kind;
+
+/* A value: d for FAST and EXACT (an exact value of its format, or ±inf/NaN);
+ * m for TRUTH (points into storage the backend owns). */
+typedef struct {
+	double d;
+	mpfr_ptr m;
+} emu_val;
+
+enum { EMU_NFLAGS = 5 }; /* flag bits, as EMU_FLAG_* */
+
+typedef struct {
+	uint64_t ops[EMU_NOPS];
+	uint64_t flags[EMU_NOPS][EMU_NFLAGS];
+	unsigned all_flags;
+	bool first_set; /* first op that raised overflow, invalid or divbyzero */
+	emu_op first_op;
+	unsigned first_flags;
+	const char *first_step;
+	uint64_t first_index;
+} emu_be_stats;
+
+typedef struct emu_be {
+	emu_be_kind kind;
+	emu_env env; /* mode, sat, ftz, daz, seed; env.index counts operations */
+	emu_be_stats st;
+	/* everything emu_k_vec allocated, freed by emu_be_free */
+	void **allocs;
+	size_t nallocs, capallocs;
+} emu_be;
+
+/* ---- backends (emu/backend.c) ---- */
+void emu_be_init(emu_be *be, emu_be_kind kind, const emu_env *env);
+void emu_be_free(emu_be *be);
+const char *emu_be_name(emu_be_kind k);
+emu_be_kind emu_be_by_name(const char *name); /* EMU_NBE if unknown */
+/* n values, all +0. Freed with the backend. NULL on allocation failure. */
+emu_val *emu_k_vec(emu_be *be, size_t n);
+/* x stored in f: rounded by the policy's mode in every backend (an input
+ * tensor is what it is in storage). */
+void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const char *step,
+                 uint64_t i);
+/* A constant exactly representable in the formats it meets (0, 1, 0.5, N). */
+void emu_k_const(emu_be *be, emu_val *dst, double x);
+/* dst = op(a, b, c) rounded to f (TRUTH: not rounded). EMU_OP_CVT rounds a
+ * into f. Operands must be values of f (convert first). */
+void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_val *b,
+              const emu_val *c, const emu_format *f, const char *step, uint64_t i);
+void emu_k_copy(emu_be *be, emu_val *dst, const emu_val *a);
+/* Nearest double (TRUTH rounds to nearest). */
+double emu_k_d(const emu_be *be, const emu_val *v);
+/* -1, 0, 1, or 2 when unordered. */
+int emu_k_cmp(const emu_be *be, const emu_val *a, const emu_val *b);
+
+/* ---- precision policy (emu/policy.c) ---- */
+typedef enum {
+	EMU_SCALE_NONE = 0,
+	EMU_SCALE_TENSOR,  /* current scaling: fp8_max / amax */
+	EMU_SCALE_DELAYED, /* amax history of length L, margin */
+	EMU_SCALE_MX32,    /* blocks of 32 with an e8m0 scale, floor or rceil */
+	EMU_SCALE_TILE128, /* 1x128 tiles, s = amax / max */
+} emu_scale_kind;
+
+typedef struct {
+	emu_format storage, compute, accum;
+	emu_env env;
+	emu_scale_kind scale;
+	int delayed_len, delayed_margin;
+	bool mx_rceil;
+	char spec[192]; /* the canonical spec string */
+} emu_policy;
+
+/* "storage=fp16,compute=fp32,accum=fp32,round=rne,overflow=ieee" and
+ * "storage=e4m3,compute=fp32,scale=mx32:rceil". Keys: storage (required),
+ * compute (default: storage), accum (default: compute), round
+ * (rne|rtz|up|down|rna|sr), overflow (ieee|sat), subnormals
+ * (keep|ftz|daz|ftzdaz), seed (for sr), scale (none|tensor|delayed:L:margin|
+ * mx32:floor|mx32:rceil|tile128). A custom format goes in braces:
+ * storage={p=5,emax=15}. */
+emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+#endif

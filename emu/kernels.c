@@ -1,0 +1,46 @@
+/* kernels.c — the kernel registry and the helpers every kernel uses. */
+#include <string.h>
+
+#include "kernels.h"
+
+static const emu_kernel *const all[] = {
+	&emu_kernel_softmax_ce,
+};
+
+size_t emu_kernel_count(void)
+{
+	return sizeof all / sizeof all[0];
+}
+
+const emu_kernel *emu_kernel_at(size_t i)
+{
+	return i < emu_kernel_count() ? all[i] : NULL;
+}
+
+const emu_kernel *emu_kernel_by_name(const char *name)
+{
+	for (size_t i = 0; i < emu_kernel_count(); i++)
+		if (strcmp(all[i]->name, name) == 0)
+			return all[i];
+	return NULL;
+}
+
+double emu_kparam_get(const emu_kin *in, const char *name, double dflt)
+{
+	for (size_t i = 0; i < in->nparams; i++)
+		if (strcmp(in->params[i].name, name) == 0)
+			return in->params[i].value;
+	return dflt;
+}
+
+emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
+                      const emu_format *fmt)
+{
+	if (out->n >= EMU_KOUT_MAX)
+		return NULL;
+	emu_val *v = emu_k_vec(be, n);
+	if (!v)
+		return NULL;
+	out->item[out->n++] = (emu_kout_item){name, v, n, fmt};
+	return v;
+}

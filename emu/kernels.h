@@ -1,0 +1,92 @@
+/*
+ * kernels.h — the training kernels, each written once against kern.h and
+ * run on every backend. A kernel reads a row-major input tensor (doubles;
+ * stored into the policy's storage format by emu_k_input), named numeric
+ * parameters, and a seed for anything it generates (labels, weights); it
+ * returns named output arrays with the format each is held in.
+ */
+#ifndef NANMAP_KERNELS_H
+#define NANMAP_KERNELS_H
+
+#include "kern.h"
+
+typedef struct {
+	const char *name;
+	double value;
+} emu_kparam;
+
+typedef struct {
+	const double *x; /* rows x cols, row-major */
+	size_t rows, cols;
+	const emu_kparam *params;
+	size_t nparams;
+	uint64_t seed;
+} emu_kin;
+
+#define EMU_KOUT_MAX 6
+typedef struct {
+	const char *name;      /* "loss", "grad", "y", ... */
+	emu_val *v;            /* owned by the backend */
+	size_t n;
+	const emu_format *fmt; /* what the values are held in (ulp errors use it) */
+} emu_kout_item;
+
+typedef struct {
+	emu_kout_item item[EMU_KOUT_MAX];
+	int n;
+} emu_kout;
+
+typedef struct emu_kernel {
+	const char *name;
+	const char *const *variants; /* NULL-terminated; the first is the default */
+	const char *params_doc;      /* one line: the parameters it reads */
+	/* 0 on success; otherwise a one-line reason in err. */
+	int (*run)(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
+	           emu_kout *out, char *err, size_t errlen);
+} emu_kernel;
+
+const emu_kernel *emu_kernel_by_name(const char *name);
+size_t emu_kernel_count(void);
+const emu_kernel *emu_kernel_at(size_t i);
+/* A parameter's value, or dflt when absent. */
+double emu_kparam_get(const emu_kin *in, const char *name, double dflt);
+/* Add an output array (n values of fmt) to out; NULL when full or out of memory. */
+emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
+                      const emu_format *fmt);
+
+/* ---- running a kernel on one backend and measuring it (emu/run.c) ---- */
+typedef enum {
+	EMU_ST_OK = 0,
+	EMU_ST_UNDERFLOW, /* an output nonzero in truth is zero here */
+	EMU_ST_OVERFLOW,  /* an operation overflowed (outputs still finite) */
+	EMU_ST_INF,       /* an output is infinite */
+	EMU_ST_NAN,       /* an output is NaN */
+} emu_run_status;
+
+typedef struct {
+	double max_ulp; /* largest |v − truth| in ulps of the item's format */
+	double rel_err; /* ||v − truth||_2 / ||truth||_2 */
+	size_t lost;    /* elements zero here but not in truth */
+} emu_item_metrics;
+
+typedef struct {
+	emu_be be;
+	emu_kout out;
+	emu_run_status status;
+	emu_item_metrics m[EMU_KOUT_MAX]; /* filled by emu_run_compare */
+	bool have_metrics;
+} emu_run;
+
+/* Run kernel k on backend kind. 0 on success, else a reason in err.
+ * Free with emu_run_free even on failure. */
+int emu_run_kernel(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                   const emu_kin *in, emu_be_kind kind, emu_run *r, char *err, size_t errlen);
+/* Metrics and the underflow status of r against a TRUTH run. */
+void emu_run_compare(emu_run *r, const emu_run *truth);
+void emu_run_free(emu_run *r);
+const char *emu_run_status_name(emu_run_status s);
+
+/* The kernels (one file each). */
+extern const emu_kernel emu_kernel_softmax_ce;
+
+#endif

@@ -1,0 +1,131 @@
+/*
+ * policy.c — precision policies: one spec string names, per kernel, the
+ * storage, compute and accumulator formats, the rounding mode, overflow
+ * rule, subnormal handling and (for small formats) a scaling recipe.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kern.h"
+
+static emu_status fail(char *err, size_t len, const char *msg, const char *arg)
+{
+	if (err && len)
+		snprintf(err, len, msg, arg);
+	return EMU_ERR_BAD_SPEC;
+}
+
+/* Split "k=v,k={a,b},..." at top-level commas. */
+static const char *next_item(const char *s, char *item, size_t len)
+{
+	size_t n = 0;
+	int depth = 0;
+	while (*s && (depth > 0 || *s != ',')) {
+		if (*s == '{')
+			depth++;
+		else if (*s == '}')
+			depth--;
+		if (n + 1 < len)
+			item[n++] = *s;
+		s++;
+	}
+	item[n] = 0;
+	return *s == ',' ? s + 1 : s;
+}
+
+static emu_status parse_fmt(const char *v, emu_format *f, char *err, size_t len)
+{
+	char buf[128];
+	size_t n = strlen(v);
+	if (n >= 2 && v[0] == '{' && v[n - 1] == '}') {
+		if (n - 2 >= sizeof buf)
+			return fail(err, len, "format spec too long in policy: '%s'", v);
+		memcpy(buf, v + 1, n - 2);
+		buf[n - 2] = 0;
+		v = buf;
+	}
+	return emu_format_parse(v, f, err, len);
+}
+
+emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t errlen)
+{
+	emu_policy p;
+	memset(&p, 0, sizeof p);
+	p.env = EMU_ENV_DEFAULT;
+	bool have_storage = false, have_compute = false, have_accum = false;
+	char item[160];
+	if (strlen(spec) >= sizeof p.spec)
+		return fail(err, errlen, "policy too long: '%.60s...'", spec);
+	for (const char *s = spec; *s;) {
+		s = next_item(s, item, sizeof item);
+		char *eq = strchr(item, '=');
+		if (!eq)
+			return fail(err, errlen, "policy item '%s' is not key=value", item);
+		*eq = 0;
+		const char *k = item, *v = eq + 1;
+		emu_status st = EMU_OK;
+		if (strcmp(k, "storage") == 0) {
+			st = parse_fmt(v, &p.storage, err, errlen);
+			have_storage = true;
+		} else if (strcmp(k, "compute") == 0) {
+			st = parse_fmt(v, &p.compute, err, errlen);
+			have_compute = true;
+		} else if (strcmp(k, "accum") == 0) {
+			st = parse_fmt(v, &p.accum, err, errlen);
+			have_accum = true;
+		} else if (strcmp(k, "round") == 0) {
+			p.env.mode = emu_mode_by_name(v);
+			if (p.env.mode == EMU_NMODES)
+				return fail(err, errlen, "unknown rounding mode '%s' (rne rtz up down rna sr)", v);
+		} else if (strcmp(k, "overflow") == 0) {
+			if (strcmp(v, "ieee") && strcmp(v, "sat"))
+				return fail(err, errlen, "unknown overflow rule '%s' (ieee sat)", v);
+			p.env.sat = strcmp(v, "sat") == 0;
+		} else if (strcmp(k, "subnormals") == 0) {
+			if (strcmp(v, "keep") && strcmp(v, "ftz") && strcmp(v, "daz") && strcmp(v, "ftzdaz"))
+				return fail(err, errlen, "unknown subnormal rule '%s' (keep ftz daz ftzdaz)", v);
+			p.env.ftz = strstr(v, "ftz") != NULL;
+			p.env.daz = strstr(v, "daz") != NULL;
+		} else if (strcmp(k, "seed") == 0) {
+			char *end;
+			p.env.seed = strtoull(v, &end, 0);
+			if (!*v || *end)
+				return fail(err, errlen, "bad seed '%s' in policy", v);
+		} else if (strcmp(k, "scale") == 0) {
+			int L, m;
+			char tail;
+			if (strcmp(v, "none") == 0)
+				p.scale = EMU_SCALE_NONE;
+			else if (strcmp(v, "tensor") == 0)
+				p.scale = EMU_SCALE_TENSOR;
+			else if (strcmp(v, "tile128") == 0)
+				p.scale = EMU_SCALE_TILE128;
+			else if (strcmp(v, "mx32:floor") == 0 || strcmp(v, "mx32") == 0)
+				p.scale = EMU_SCALE_MX32;
+			else if (strcmp(v, "mx32:rceil") == 0)
+				p.scale = EMU_SCALE_MX32, p.mx_rceil = true;
+			else if (sscanf(v, "delayed:%d:%d%c", &L, &m, &tail) == 2 && L > 0 && L <= 1 << 20 &&
+			         m >= 0 && m < 64)
+				p.scale = EMU_SCALE_DELAYED, p.delayed_len = L, p.delayed_margin = m;
+			else
+				return fail(err, errlen,
+				            "unknown scaling recipe '%s' (none tensor delayed:L:margin mx32:floor "
+				            "mx32:rceil tile128)",
+				            v);
+		} else {
+			return fail(err, errlen, "unknown policy key '%s'", k);
+		}
+		if (st != EMU_OK)
+			return st;
+	}
+	if (!have_storage)
+		return fail(err, errlen, "policy '%s' names no storage format", spec);
+	if (!have_compute)
+		p.compute = p.storage;
+	if (!have_accum)
+		p.accum = p.compute;
+	snprintf(p.spec, sizeof p.spec, "%s", spec);
+	*out = p;
+	return EMU_OK;
+}

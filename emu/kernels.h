@@ -54,6 +54,12 @@ double emu_kparam_get(const emu_kin *in, const char *name, double dflt);
 emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
                       const emu_format *fmt);
 
+/* Load the input tensor x (rows × cols) the way a framework does: stored in
+ * the storage format through the policy's scaling recipe, returned in out
+ * dequantised in the compute format (emu/scale.c). 0, or -1 out of memory. */
+int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+               emu_val *out);
+
 /* ---- running a kernel on one backend and measuring it (emu/run.c) ---- */
 typedef enum {
 	EMU_ST_OK = 0,

@@ -8,8 +8,8 @@
  *          loss = log(s) − (x_y − m)
  *   lse    m = max x, lse = m + log Σ exp(x_j − m), loss = lse − x_y,
  *          p_j = exp(x_j − lse)
- * Inputs are stored in the storage format and converted to the compute
- * format; sums run in the accumulator format, sequentially; the gradient
+ * Inputs are loaded by emu_k_load (storage format, scaling recipe, then the
+ * compute format); sums run in the accumulator format, sequentially; the gradient
  * (p − onehot(y)) / rows is stored back in the storage format; the mean loss
  * is held in the accumulator format. Labels: parameter `label` for every row,
  * else row r has label r mod cols.
@@ -37,9 +37,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	double lab = emu_kparam_get(in, "label", -1);
 	emu_val *loss = emu_kout_add(be, out, "loss", 1, A);
 	emu_val *grad = emu_kout_add(be, out, "grad", R * N, S);
-	emu_val *x = emu_k_vec(be, N), *e = emu_k_vec(be, N);
+	emu_val *X = emu_k_vec(be, R * N), *e = emu_k_vec(be, N);
 	emu_val *t = emu_k_vec(be, 10);
-	if (!loss || !grad || !x || !e || !t) {
+	if (!loss || !grad || !X || !e || !t || emu_k_load(be, pol, in->x, R, N, X) != 0) {
 		snprintf(err, errlen, "softmax_ce: out of memory");
 		return -1;
 	}
@@ -54,10 +54,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_k_op(be, EMU_OP_CVT, Ra, tmp, NULL, NULL, A, "to_accum", 0);
 	for (size_t r = 0; r < R; r++) {
 		size_t y = lab >= 0 ? (size_t)lab % N : r % N;
-		for (size_t j = 0; j < N; j++) {
-			emu_k_input(be, &x[j], in->x[r * N + j], S, "input", r * N + j);
-			emu_k_op(be, EMU_OP_CVT, &x[j], &x[j], NULL, NULL, C, "to_compute", r * N + j);
-		}
+		emu_val *x = &X[r * N];
 		if (v >= 1) { /* m = max x */
 			emu_k_copy(be, m, &x[0]);
 			for (size_t j = 1; j < N; j++)

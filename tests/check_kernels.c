@@ -23,6 +23,11 @@ static const char *const policies[] = {
 	"storage=e4m3,overflow=sat",
 	"storage=fp16,round=sr,seed=7",
 	"storage=bf16,round=rtz,subnormals=ftzdaz",
+	"storage=e4m3,compute=fp32,scale=tensor",
+	"storage=e5m2,compute=fp32,scale=delayed:4:1",
+	"storage=e4m3,compute=fp32,scale=mx32:floor",
+	"storage=e4m3,compute=bf16,scale=mx32:rceil",
+	"storage=e4m3,compute=fp32,scale=tile128",
 };
 
 static bool same_stats(const emu_be_stats *a, const emu_be_stats *b)

@@ -1,0 +1,137 @@
+/*
+ * scale.c — loading an input tensor the way a mixed-precision framework
+ * does: stored in the policy's storage format, through its scaling recipe,
+ * and handed to the kernel dequantised in the compute format.
+ *
+ * Recipes (FACTS §5; Transformer Engine, OCP MX v1.0, DeepSeek-V3):
+ *   none      q = S(x)                                  dequant: C(q)
+ *   tensor    s = fp32(max_S / amax) (amax 0/inf/NaN: s = 1)
+ *   delayed   s = fp32(max_S · 2^-margin / amax_hist), amax_hist the largest
+ *             amax of the previous L rows (rows play the training steps;
+ *             the first row has no history and uses s = 1, as TE starts)
+ *   tile128   per 1×128 tile: s = 1 / fp32(amax / max_S)
+ *   mx32      per block of 32: X = 2^(floor(log2 amax) − emax_S) (floor,
+ *             the OCP rule) or 2^ceil(log2(amax / max_S)) (rceil, as TE and
+ *             cuBLAS); elements saturate (OCP MX §6.3); s = 1/X
+ * With a scale, the source x is first held in fp32 (the high-precision
+ * activation), q = S(fp32(x · s)) and the kernel sees C(q) · fp32(1/s)
+ * (TE's scale_inv; exact for the power-of-two MX scales).
+ * Scale arithmetic is metadata computed in double then rounded once to fp32.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "kernels.h"
+
+static double amax_of(const double *x, size_t n)
+{
+	double a = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(fabs(x[i]) <= a)) /* NaN propagates */
+			a = fabs(x[i]);
+	return a;
+}
+
+static double fp32(double v)
+{
+	emu_env e = EMU_ENV_DEFAULT;
+	const emu_format *f = emu_format_by_name("fp32");
+	return emu_decode(f, emu_from_double(f, v, &e).bits);
+}
+
+/* The scale for a group with largest magnitude amax (0 when unusable). */
+static double group_scale(const emu_policy *pol, double amax, double hist)
+{
+	double max = pol->storage.max;
+	switch (pol->scale) {
+	case EMU_SCALE_TENSOR:
+		return (amax > 0 && isfinite(amax)) ? fp32(max / amax) : 1;
+	case EMU_SCALE_DELAYED:
+		return (hist > 0 && isfinite(hist)) ? fp32(ldexp(max, -pol->delayed_margin) / hist) : 1;
+	case EMU_SCALE_TILE128: {
+		double s = fp32(amax / max);
+		return (s > 0 && isfinite(s)) ? 1 / s : 1;
+	}
+	case EMU_SCALE_MX32: {
+		if (!(amax > 0) || !isfinite(amax))
+			return 1;
+		int e;
+		if (pol->mx_rceil)
+			e = (int)ceil(log2(amax / max));
+		else
+			e = ilogb(amax) - pol->storage.emax;
+		if (e < -127)
+			e = -127;
+		if (e > 127)
+			e = 127;
+		return ldexp(1.0, -e);
+	}
+	default:
+		return 1;
+	}
+}
+
+int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+               emu_val *out)
+{
+	const emu_format *S = &pol->storage, *C = &pol->compute;
+	const emu_format *f32 = emu_format_by_name("fp32");
+	size_t group = pol->scale == EMU_SCALE_MX32 ? 32 : pol->scale == EMU_SCALE_TILE128 ? 128 : cols;
+	if (group == 0)
+		group = 1;
+	double *row_amax = NULL;
+	if (pol->scale == EMU_SCALE_DELAYED && !(row_amax = calloc(rows ? rows : 1, sizeof *row_amax)))
+		return -1;
+	emu_val tmp[2];
+	emu_val *t = emu_k_vec(be, 2);
+	if (!t) {
+		free(row_amax);
+		return -1;
+	}
+	tmp[0] = t[0];
+	tmp[1] = t[1];
+	for (size_t r = 0; r < rows; r++) {
+		const double *xr = x + r * cols;
+		if (row_amax)
+			row_amax[r] = amax_of(xr, cols);
+		for (size_t g0 = 0; g0 < cols; g0 += group) {
+			size_t n = cols - g0 < group ? cols - g0 : group;
+			size_t at = r * cols + g0;
+			if (pol->scale == EMU_SCALE_NONE) {
+				for (size_t j = 0; j < n; j++) {
+					emu_k_input(be, &out[at + j], xr[g0 + j], S, "input", at + j);
+					emu_k_op(be, EMU_OP_CVT, &out[at + j], &out[at + j], NULL, NULL, C,
+					         "to_compute", at + j);
+				}
+				continue;
+			}
+			double hist = 0;
+			if (row_amax)
+				for (size_t k = r > (size_t)pol->delayed_len ? r - (size_t)pol->delayed_len : 0;
+				     k < r; k++)
+					hist = fmax(hist, row_amax[k]);
+			double s = group_scale(pol, amax_of(xr + g0, n), hist);
+			emu_env sat = be->env;
+			for (size_t j = 0; j < n; j++) {
+				/* x held in fp32, scaled in fp32, cast to storage */
+				emu_k_input(be, &tmp[0], xr[g0 + j], f32, "input", at + j);
+				emu_k_const(be, &tmp[1], fp32(s));
+				emu_k_op(be, EMU_OP_MUL, &tmp[0], &tmp[0], &tmp[1], NULL, f32, "scale", at + j);
+				if (pol->scale == EMU_SCALE_MX32)
+					be->env.sat = true; /* MX elements saturate */
+				emu_k_op(be, EMU_OP_CVT, &out[at + j], &tmp[0], NULL, NULL, S, "quantize",
+				         at + j);
+				be->env.sat = sat.sat;
+				/* dequantise in the compute format */
+				emu_k_op(be, EMU_OP_CVT, &out[at + j], &out[at + j], NULL, NULL, C,
+				         "to_compute", at + j);
+				emu_k_const(be, &tmp[1], fp32(1 / fp32(s)));
+				emu_k_op(be, EMU_OP_CVT, &tmp[1], &tmp[1], NULL, NULL, C, "to_compute", at + j);
+				emu_k_op(be, EMU_OP_MUL, &out[at + j], &out[at + j], &tmp[1], NULL, C,
+				         "dequantize", at + j);
+			}
+		}
+	}
+	free(row_amax);
+	return 0;
+}

@@ -88,11 +88,14 @@ enum {
 		[R_NOINTRIN] = NAME                                                                \
 		    " oracle not compiled (this compiler's immintrin.h lacks the intrinsics)",     \
 	}
+/* Each entry is NAME followed by a reason: the concatenation is meant. */
+/* NOLINTBEGIN(bugprone-suspicious-missing-comma) */
 static const char *const reason_text[EMU_HW_NFEATURES][R_COUNT] = {
     REASONS("F16C"),
     REASONS("AVX-512 FP16"),
     REASONS("AVX-512 BF16"),
 };
+/* NOLINTEND(bugprone-suspicious-missing-comma) */
 
 static uint64_t read_xcr0(void)
 {
@@ -102,8 +105,77 @@ static uint64_t read_xcr0(void)
 	return ((uint64_t)hi << 32) | lo;
 }
 
+/* What CPUID and XCR0 say, read once. */
+struct cpu {
+	unsigned max_leaf;
+	bool f16c, osxsave, avx_state, zmm_state;
+	unsigned leaf7_max_sub;
+	bool avx512f, avx512bw, avx512vl, avx512fp16, avx512bf16;
+};
+
+static void read_cpu(struct cpu *c)
+{
+	unsigned a, b, cx, d;
+	memset(c, 0, sizeof *c);
+	c->max_leaf = __get_cpuid_max(0, NULL);
+	if (c->max_leaf < 1)
+		return;
+	__cpuid(1, a, b, cx, d);
+	c->f16c = (cx >> 29) & 1;
+	c->osxsave = (cx >> 27) & 1;
+	uint64_t xcr0 = c->osxsave ? read_xcr0() : 0;
+	c->avx_state = (xcr0 & 0x6) == 0x6;
+	c->zmm_state = (xcr0 & 0xe6) == 0xe6;
+	if (c->max_leaf < 7)
+		return;
+	__cpuid_count(7, 0, a, b, cx, d);
+	c->leaf7_max_sub = a;
+	c->avx512f = (b >> 16) & 1;
+	c->avx512bw = (b >> 30) & 1;
+	c->avx512vl = (b >> 31) & 1;
+	c->avx512fp16 = (d >> 23) & 1;
+	if (c->leaf7_max_sub >= 1) {
+		__cpuid_count(7, 1, a, b, cx, d);
+		c->avx512bf16 = (a >> 5) & 1;
+	}
+}
+
+static unsigned f16c_reason(const struct cpu *c)
+{
+	if (c->max_leaf < 1)
+		return R_NOCPUID;
+	if (!c->f16c)
+		return R_NOF16C;
+	if (!c->osxsave)
+		return R_NOOSXSAVE;
+	return c->avx_state ? R_OK : R_NOAVXSTATE;
+}
+
+/* The extension's own bit is reported first: "no FP16" is the useful
+ * message on a CPU that has AVX-512 but not the extension. */
+static unsigned avx512_reason(const struct cpu *c, bool ext_bit, unsigned no_ext)
+{
+	if (c->max_leaf < 1)
+		return R_NOCPUID;
+	if (c->max_leaf < 7)
+		return R_NOLEAF7;
+	if (!ext_bit)
+		return no_ext;
+	if (!c->avx512f)
+		return R_NOAVX512F;
+	if (!c->osxsave)
+		return R_NOOSXSAVE;
+	if (!c->zmm_state)
+		return R_NOZMMSTATE;
+	if (!c->avx512bw)
+		return R_NOAVX512BW;
+	return c->avx512vl ? R_OK : R_NOAVX512VL;
+}
+
 /* One reason code per feature, packed 4 bits each, plus a "done" bit: one
- * atomic word, so concurrent first calls compute the same value race-free. */
+ * atomic word, so concurrent first calls compute the same value race-free.
+ * A compiler without the FP16/BF16 intrinsics built no kernel for them:
+ * those are absent whatever the CPU says. */
 static _Atomic uint32_t detected;
 
 static uint32_t detect(void)
@@ -111,68 +183,15 @@ static uint32_t detect(void)
 	uint32_t d = atomic_load_explicit(&detected, memory_order_relaxed);
 	if (d)
 		return d;
-
-	unsigned f16c = R_OK, fp16 = R_OK, bf16 = R_OK;
-	unsigned a, b, c, dx;
-	unsigned max = __get_cpuid_max(0, NULL);
-	if (max < 1) {
-		f16c = fp16 = bf16 = R_NOCPUID;
-		goto done;
-	}
-	__cpuid(1, a, b, c, dx);
-	bool osxsave = (c >> 27) & 1;
-	uint64_t xcr0 = osxsave ? read_xcr0() : 0;
-	bool avx_state = osxsave && (xcr0 & 0x6) == 0x6;
-	bool zmm_state = osxsave && (xcr0 & 0xe6) == 0xe6;
-
-	if (!((c >> 29) & 1))
-		f16c = R_NOF16C;
-	else if (!osxsave)
-		f16c = R_NOOSXSAVE;
-	else if (!avx_state)
-		f16c = R_NOAVXSTATE;
-
-	if (max < 7) {
-		fp16 = bf16 = R_NOLEAF7;
-		goto done;
-	}
-	unsigned a7, b7, c7, d7;
-	__cpuid_count(7, 0, a7, b7, c7, d7);
-	unsigned common = R_OK;
-	if (!((b7 >> 16) & 1))
-		common = R_NOAVX512F;
-	else if (!osxsave)
-		common = R_NOOSXSAVE;
-	else if (!zmm_state)
-		common = R_NOZMMSTATE;
-	else if (!((b7 >> 30) & 1))
-		common = R_NOAVX512BW;
-	else if (!((b7 >> 31) & 1))
-		common = R_NOAVX512VL;
-
-	/* The feature bit itself is reported first: "no FP16" is the useful
-	 * message on a CPU that has AVX-512 but not the extension. */
-	if (!((d7 >> 23) & 1))
-		fp16 = R_NOFP16;
-	else
-		fp16 = common;
-
-	if (a7 < 1) {
-		bf16 = R_NOLEAF7_1;
-	} else {
-		unsigned a71, b71, c71, d71;
-		__cpuid_count(7, 1, a71, b71, c71, d71);
-		(void)b71, (void)c71, (void)d71;
-		if (!((a71 >> 5) & 1))
-			bf16 = R_NOBF16;
-		else
-			bf16 = common;
-	}
-done:
-	if (!HW_HAVE_FP16_INTRIN)
-		fp16 = R_NOINTRIN;
-	if (!HW_HAVE_BF16_INTRIN)
-		bf16 = R_NOINTRIN;
+	struct cpu c;
+	read_cpu(&c);
+	unsigned f16c = f16c_reason(&c);
+	unsigned fp16 =
+	    HW_HAVE_FP16_INTRIN ? avx512_reason(&c, c.avx512fp16, R_NOFP16) : R_NOINTRIN;
+	unsigned bf16 = !HW_HAVE_BF16_INTRIN ? R_NOINTRIN
+	                : c.max_leaf >= 7 && c.leaf7_max_sub < 1
+	                    ? R_NOLEAF7_1
+	                    : avx512_reason(&c, c.avx512bf16, R_NOBF16);
 	d = 0x80000000u | f16c | (fp16 << 4) | (bf16 << 8);
 	atomic_store_explicit(&detected, d, memory_order_relaxed);
 	return d;

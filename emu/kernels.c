@@ -5,6 +5,7 @@
 
 static const emu_kernel *const all[] = {
 	&emu_kernel_softmax_ce,
+	&emu_kernel_layernorm,
 };
 
 size_t emu_kernel_count(void)

@@ -94,5 +94,6 @@ const char *emu_run_status_name(emu_run_status s);
 
 /* The kernels (one file each). */
 extern const emu_kernel emu_kernel_softmax_ce;
+extern const emu_kernel emu_kernel_layernorm;
 
 #endif

@@ -29,5 +29,6 @@ Suite *suite_hw(void);
 Suite *suite_parse(void);
 Suite *suite_exhaustive(void);
 Suite *suite_kernels(void);
+Suite *suite_layernorm(void);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * backward.c — a linear layer with softmax cross-entropy, forward and
- * backward under loss scaling, as a mixed-precision training step does it.
+ * backward under loss scaling, as a mixed-precision training step does it;
+ * and GradScaler's scale over a run of steps.
  *
  * Kernel `backward` (variant "maxsub", the only one). Input X: rows = batch,
  * cols = features D. Parameters: classes C (8), wscale (1/sqrt(D)),
@@ -41,12 +42,28 @@
  * of storage; with a TRUTH run only where truth is finite, and a value at
  * ±max counts only if truth is beyond max). On a TRUTH run itself they
  * classify the exact scaled gradients against the storage format's ranges.
+ *
+ * Kernel `gradscaler`: emu/gradscaler.c's simulation of torch GradScaler.
+ * The input, read row-major, is the largest |gradient| of each step (its
+ * magnitude is used). Parameters: init (65536), growth (2), backoff (0.5),
+ * interval (2000), gfmt (format of the backward's gradients: 0, the policy's
+ * storage format; 16: fp16; 32: fp32), mfmt (.grad's format as unscale_ sees
+ * it: 0, the same as gfmt; 16; 32), elems (1: only the largest element),
+ * spread (6); the seed draws the elements below the largest. Outputs (fp32):
+ * `scale`, the scale each step ran with; `skipped`, 1 when the step was
+ * skipped; `lost`, the fraction of the step's nonzero gradient elements that
+ * the scaled backward stored as 0 (rounded to fp32); `final`, the scale after
+ * the last update. The simulation is scalar fp32
+ * arithmetic through the emulator (RNE, the policy's rounding is not used);
+ * all three backends run the same simulation and only store its results, so
+ * TRUTH is not an independent reference for this kernel.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "gradscaler.h"
 #include "kernels.h"
 
 static const char *const variants[] = {"maxsub", NULL};
@@ -268,4 +285,81 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 
 const emu_kernel emu_kernel_backward = {
 	"backward", variants, "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)", run,
+};
+
+/* ---- gradscaler ---- */
+
+static const char *const gs_variants[] = {"pytorch", NULL};
+
+static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
+                  emu_kout *out, char *err, size_t errlen)
+{
+	if (variant && strcmp(variant, "pytorch") != 0) {
+		snprintf(err, errlen, "gradscaler: unknown variant '%s' (pytorch)", variant);
+		return -1;
+	}
+	size_t n = in->rows * in->cols;
+	if (n == 0) {
+		snprintf(err, errlen, "gradscaler: empty input");
+		return -1;
+	}
+	emu_gs_config c;
+	emu_gs_config_default(&c);
+	c.init_scale = emu_kparam_get(in, "init", c.init_scale);
+	c.growth_factor = emu_kparam_get(in, "growth", c.growth_factor);
+	c.backoff_factor = emu_kparam_get(in, "backoff", c.backoff_factor);
+	double iv = emu_kparam_get(in, "interval", c.growth_interval);
+	double gf = emu_kparam_get(in, "gfmt", 0), mf = emu_kparam_get(in, "mfmt", 0);
+	double ne = emu_kparam_get(in, "elems", 1);
+	c.spread = emu_kparam_get(in, "spread", c.spread);
+	c.seed = in->seed;
+	if (!(iv >= 1 && iv <= 2147483647.0 && iv == floor(iv)) ||
+	    !(ne >= 1 && ne <= 1e6 && ne == floor(ne)) || !(gf == 0 || gf == 16 || gf == 32) ||
+	    !(mf == 0 || mf == 16 || mf == 32)) {
+		snprintf(err, errlen,
+		         "gradscaler: interval must be an integer >= 1, elems an integer in "
+		         "1..1e6, gfmt 0 (storage), 16 or 32, mfmt 0 (gfmt), 16 or 32");
+		return -1;
+	}
+	c.growth_interval = (int32_t)iv;
+	c.n_elems = (size_t)ne;
+	c.grad_format = gf == 16   ? emu_format_by_name("fp16")
+	                : gf == 32 ? emu_format_by_name("fp32")
+	                           : &pol->storage;
+	c.master_format = mf == 16 ? emu_format_by_name("fp16")
+	                  : mf == 32 ? emu_format_by_name("fp32")
+	                             : NULL;
+	const emu_format *F32 = emu_format_by_name("fp32");
+	double *g = malloc(n * sizeof *g);
+	emu_gs_step *st = malloc(n * sizeof *st);
+	emu_val *sc = emu_kout_add(be, out, "scale", n, F32);
+	emu_val *sk = emu_kout_add(be, out, "skipped", n, F32);
+	emu_val *lost = emu_kout_add(be, out, "lost", n, F32);
+	emu_val *fin = emu_kout_add(be, out, "final", 1, F32);
+	if (!g || !st || !sc || !sk || !lost || !fin || !F32 || !c.grad_format) {
+		free(g);
+		free(st);
+		snprintf(err, errlen, "gradscaler: out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		g[i] = fabs(in->x[i]);
+	int rc = emu_gs_simulate(&c, g, n, st, err, errlen) == EMU_GS_OK ? 0 : -1;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		emu_k_const(be, &sc[i], emu_gs_value(st[i].scale));
+		emu_k_const(be, &sk[i], st[i].skipped ? 1 : 0);
+		emu_k_const(be, &lost[i], to_fp32(st[i].frac_underflow));
+	}
+	if (rc == 0)
+		emu_k_const(be, fin, emu_gs_value(st[n - 1].scale_next));
+	free(g);
+	free(st);
+	return rc;
+}
+
+const emu_kernel emu_kernel_gradscaler = {
+	"gradscaler", gs_variants,
+	"init=65536 growth=2 backoff=0.5 interval=2000 gfmt=0|16|32 (0: storage) "
+	"mfmt=0|16|32 (0: gfmt) elems=1 spread=6",
+	gs_run,
 };

@@ -95,6 +95,7 @@ const char *emu_run_status_name(emu_run_status s);
 /* The kernels (one file each). */
 extern const emu_kernel emu_kernel_softmax_ce;
 extern const emu_kernel emu_kernel_backward;   /* emu/backward.c */
+extern const emu_kernel emu_kernel_gradscaler; /* emu/backward.c */
 /* backward: fractions of the stored gradients that are zero, subnormal, lost (0
  * without truth) and overflowed; -1 when r is not a backward run. */
 int emu_backward_fractions(const emu_run *r, const emu_run *truth, double out[4]);

@@ -1,10 +1,14 @@
 /*
- * check_backward.c — the loss-scaled backward kernel reproduces, from its own
- * arithmetic, what loss scaling is for: fp16 loses small weight gradients to
- * zero at scale 1, a larger scale brings them back, a too-large scale
- * overflows and found_inf is set; bf16's range does not overflow where fp16
- * does. The inputs are fixed, not drawn from the run's seed, so the numbers in
- * docs/kernels-backward.md are the numbers asserted here.
+ * check_backward.c — the loss-scaled backward kernel and the GradScaler
+ * kernel reproduce, from their own arithmetic, what loss scaling is for:
+ * fp16 loses small weight gradients to zero at scale 1, a larger scale
+ * brings them back, a too-large scale overflows and GradScaler skips the
+ * step; bf16's range does not overflow where fp16 does; GradScaler's scale
+ * halves to exactly 0.0 after 166 skipped steps and settles at 4096 for a
+ * largest fp16 gradient of 10. (fast == exact for both kernels is proved by
+ * check_kernels.c with every registered kernel.) The inputs are fixed, not
+ * drawn from the run's seed, so the numbers in docs/kernels-backward.md are
+ * the numbers asserted here.
  */
 #include <math.h>
 #include <stdio.h>
@@ -198,6 +202,123 @@ START_TEST(test_fractions_without_truth)
 }
 END_TEST
 
+/* ---- gradscaler ---- */
+
+/* Run the gradscaler kernel on n steps of gmax on backend kind. */
+static void run_gs(const char *spec, const double *g, size_t n, const emu_kparam *p, size_t np,
+                   emu_be_kind kind, emu_run *r)
+{
+	emu_policy pol;
+	char err[200];
+	ck_assert(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK);
+	emu_kin in = {g, 1, n, p, np, 1};
+	ck_assert_msg(
+	    emu_run_kernel(&emu_kernel_gradscaler, &pol, NULL, &in, kind, r, err, sizeof err) == 0,
+	    "%s", err);
+	ck_assert(r->out.n == 4 && strcmp(r->out.item[0].name, "scale") == 0 &&
+	          strcmp(r->out.item[1].name, "skipped") == 0);
+}
+
+START_TEST(test_gradscaler_to_zero)
+{
+	enum { N = 200 };
+	static double g[N];
+	for (size_t i = 0; i < N; i++)
+		g[i] = INFINITY;
+	for (int kind = 0; kind < EMU_NBE; kind++) {
+		emu_run r;
+		run_gs("storage=fp16", g, N, NULL, 0, (emu_be_kind)kind, &r);
+		for (size_t i = 0; i < N; i++) {
+			double s = emu_k_d(&r.be, &r.out.item[0].v[i]);
+			/* step i+1 runs with 2^(16−i): 2^-149 is the last nonzero fp32;
+			 * halving it ties to even, 0 */
+			double want = i <= 165 ? ldexp(1, 16 - (int)i) : 0;
+			ck_assert_msg(s == want && !signbit(s), "%s step %zu: scale %a",
+			              emu_be_name(kind), i + 1, s);
+			ck_assert(emu_k_d(&r.be, &r.out.item[1].v[i]) == 1);
+		}
+		/* 166 skipped steps take 65536 to exactly 0.0 */
+		ck_assert(emu_k_d(&r.be, &r.out.item[0].v[165]) == 0x1p-149);
+		ck_assert(emu_k_d(&r.be, &r.out.item[0].v[166]) == 0);
+		ck_assert(emu_k_d(&r.be, &r.out.item[3].v[0]) == 0);
+		emu_run_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_gradscaler_settles)
+{
+	/* largest gradient 10, stored in fp16 (the policy's storage): 8192·10
+	 * overflows fp16, 4096·10 = 40960 does not */
+	enum { N = 4100 };
+	static double g[N];
+	for (size_t i = 0; i < N; i++)
+		g[i] = 10;
+	emu_run r;
+	run_gs("storage=fp16", g, N, NULL, 0, EMU_BE_FAST, &r);
+	size_t at4096 = 0, skips = 0;
+	for (size_t i = 0; i < N; i++) {
+		double s = emu_k_d(&r.be, &r.out.item[0].v[i]);
+		bool sk = emu_k_d(&r.be, &r.out.item[1].v[i]) == 1;
+		at4096 += s == 4096;
+		skips += sk;
+		/* a step is skipped exactly when it ran with a scale above 4096 */
+		ck_assert_msg(sk == (s > 4096), "step %zu: scale %g skipped %d", i + 1, s, sk);
+		/* steps 1-4: 65536 down to 8192, skipped; then 4096 for 2000 steps;
+		 * growth to 8192 at steps 2005 and 4006, skipped, back to 4096 */
+		double want = i < 4                      ? ldexp(65536, -(int)i)
+		              : (i == 2004 || i == 4005) ? 8192
+		                                         : 4096;
+		ck_assert_msg(s == want, "step %zu: scale %g, want %g", i + 1, s, want);
+	}
+	ck_assert(skips == 6 && at4096 == N - 6);
+	ck_assert(emu_k_d(&r.be, &r.out.item[3].v[0]) == 4096);
+	emu_run_free(&r);
+	/* fp32 gradients (gfmt=32) never overflow at 10: the scale stays 65536
+	 * and grows once the interval is reached */
+	emu_kparam p[] = {{"gfmt", 32}, {"interval", 100}};
+	run_gs("storage=fp16", g, 250, p, ARRAY_SIZE(p), EMU_BE_FAST, &r);
+	ck_assert(emu_k_d(&r.be, &r.out.item[0].v[99]) == 65536);
+	ck_assert(emu_k_d(&r.be, &r.out.item[0].v[100]) == 131072);
+	ck_assert(emu_k_d(&r.be, &r.out.item[3].v[0]) == 262144);
+	emu_run_free(&r);
+}
+END_TEST
+
+/* The scale recovers gradients the fp16 backward would lose: 64 elements
+ * spread below a largest gradient of 2^-14 lose a share at scale 1 and none
+ * at 65536 (the `lost` output, per step). */
+START_TEST(test_gradscaler_lost)
+{
+	double g[4] = {0x1p-14, 0x1p-14, 0x1p-14, 0x1p-14};
+	emu_kparam p1[] = {{"init", 1}, {"elems", 64}, {"gfmt", 16}, {"mfmt", 32}};
+	emu_kparam p2[] = {{"init", 65536}, {"elems", 64}, {"gfmt", 16}, {"mfmt", 32}};
+	emu_run a, b;
+	run_gs("storage=bf16", g, 4, p1, ARRAY_SIZE(p1), EMU_BE_FAST, &a);
+	run_gs("storage=bf16", g, 4, p2, ARRAY_SIZE(p2), EMU_BE_FAST, &b);
+	ck_assert(strcmp(a.out.item[2].name, "lost") == 0);
+	for (size_t i = 0; i < 4; i++) {
+		double la = emu_k_d(&a.be, &a.out.item[2].v[i]),
+		       lb = emu_k_d(&b.be, &b.out.item[2].v[i]);
+		ck_assert_msg(la > 0 && lb == 0, "step %zu: lost %g at scale 1, %g at 65536", i + 1,
+		              la, lb);
+		ck_assert(emu_k_d(&a.be, &a.out.item[1].v[i]) == 0);
+	}
+	emu_run_free(&a);
+	emu_run_free(&b);
+	/* parameters PyTorch rejects are refused */
+	emu_kparam bad[] = {{"growth", 1}};
+	emu_policy pol;
+	char err[200];
+	ck_assert(emu_policy_parse("storage=fp16", &pol, err, sizeof err) == EMU_OK);
+	emu_kin in = {g, 1, 4, bad, 1, 1};
+	ck_assert(emu_run_kernel(&emu_kernel_gradscaler, &pol, NULL, &in, EMU_BE_FAST, &a, err,
+	                         sizeof err) != 0);
+	ck_assert_msg(strstr(err, "growth") != NULL, "%s", err);
+	emu_run_free(&a);
+}
+END_TEST
+
 Suite *suite_backward(void)
 {
 	Suite *s = suite_create("backward");
@@ -207,6 +328,9 @@ Suite *suite_backward(void)
 	tcase_add_test(tc, test_fp16_compute_scale);
 	tcase_add_test(tc, test_bf16_range);
 	tcase_add_test(tc, test_fractions_without_truth);
+	tcase_add_test(tc, test_gradscaler_to_zero);
+	tcase_add_test(tc, test_gradscaler_settles);
+	tcase_add_test(tc, test_gradscaler_lost);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -60,6 +60,7 @@ test: deps
 	$(MAKE) --no-print-directory $(TESTBIN) $(BIN)
 	$(TESTBIN)
 	sh tests/cli.sh
+	sh tests/cli_run.sh
 
 check: test
 

@@ -9,6 +9,8 @@
  * Table 2: the same at n = 2^16 (in L2), with an n column.
  * Table 3: fast over MPFR, n = 2^14, wide data:
  *   op,format,mode,fast_melem_s,mpfr_melem_s,speedup
+ * Tables 5 and 6 (bench/bench_kernels.c): softmax_ce on the fast backend
+ * against native float, and the exact backend over the fast one.
  * Tables are separated by one blank line. Diagnostics go to stderr.
  * Single thread. Numbers are measured, never asserted; docs/bench.md.
  */
@@ -27,6 +29,8 @@
 /* bench/proto_round.c: a prototype of a branch-free emu_round_array. */
 bool proto_round_array(const emu_format *f, const double *in, emu_bits *out, size_t n,
                        const emu_env *env, unsigned *flags_out);
+/* bench/bench_kernels.c: tables 5 and 6, the kernels end to end. */
+void bench_kernels(int reps);
 
 #define N_BIG (1u << 20)
 #define N_SMALL (1u << 16)
@@ -467,13 +471,14 @@ static void report_share(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] [--proto-only]\n");
+	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] [--proto-only] "
+	                "[--kernels-only]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	bool mpfr = true, proto_only = false;
+	bool mpfr = true, proto_only = false, kernels_only = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			reps = 2;
@@ -483,6 +488,8 @@ int main(int argc, char **argv)
 			proto_only = true;
 		else if (!strcmp(argv[i], "--no-mpfr"))
 			mpfr = false;
+		else if (!strcmp(argv[i], "--kernels-only"))
+			kernels_only = true;
 		else
 			usage();
 	}
@@ -491,6 +498,10 @@ int main(int argc, char **argv)
 #ifdef _OPENMP
 	omp_set_num_threads(1); /* the numbers are single-thread numbers */
 #endif
+	if (kernels_only) {
+		bench_kernels(reps);
+		return 0;
+	}
 	if (proto_only) {
 		proto_table();
 		report_share();
@@ -505,6 +516,8 @@ int main(int argc, char **argv)
 	}
 	printf("\n");
 	proto_table();
+	printf("\n");
+	bench_kernels(reps);
 	report_share();
 	return 0;
 }

@@ -17,6 +17,7 @@
 
 #include "emu.h"
 #include "nm_parse.h"
+#include "nm_run.h"
 
 #ifndef NM_VERSION
 #define NM_VERSION "0.1.0"
@@ -42,6 +43,11 @@ static const char nm_usage[] =
     "      OP: add sub mul div sqrt fma exp log exp2 rsqrt min max\n"
     "      operands must be exact values of FMT (default fp16); with --bits\n"
     "      they are encodings in hex (0x3c00); '-' reads lines \"A [B [C]]\"\n"
+    "  nanmap run KERNEL --policy SPEC [--variant V] [--param NAME=VALUE]...\n"
+    "             (--input FILE | --values LIST | --gen DIST --n N) [--rows R]\n"
+    "             [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
+    "      a training kernel on the fast, exact-format and truth backends:\n"
+    "      status, outputs, errors, flags (docs/run.md; nanmap run --help)\n"
     "  nanmap sweep ...   (no cases yet)\n"
     "  nanmap help | --help | --version\n"
     "\n"
@@ -907,6 +913,8 @@ int main(int argc, char **argv)
 		puts("nanmap " NM_VERSION);
 		return nm_flush();
 	}
+	if (!strcmp(cmd, "run"))
+		return nm_run_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "sweep"))
 		return nm_cmd_sweep();
 	for (size_t i = 0; i < sizeof(nm_cmds) / sizeof(nm_cmds[0]); i++)

@@ -1,0 +1,269 @@
+/*
+ * bench_kernels.c — the kernels end to end, as `nanmap run` runs them
+ * (docs/bench.md, tables 5 and 6).
+ *
+ * Table 5: softmax_ce on 64 rows x 32768 classes, the fast backend
+ * (emu_run_kernel, the call `nanmap run --backend fast --no-truth` makes,
+ * allocation and status included) against the same loops written in native
+ * float (expf, logf, one pass per step as the kernel does them), timed in
+ * the same run:
+ *   kernel,variant,policy,rows,cols,fast_s,native_s,ratio_native
+ * ratio_native = fast_s / native_s (the goal is <= 10; measured, never
+ * asserted).
+ * Table 6: the exact-format MPFR backend over the fast one on 8 rows x 1024
+ * classes; the outputs and flag statistics of the two must agree (a
+ * WARNING on stderr otherwise):
+ *   kernel,variant,policy,rows,cols,exact_s,fast_s,ratio_exact_fast
+ * Times are the thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID), best of the
+ * repetitions (at most 3 for table 5: one fast run takes seconds): on a
+ * busy machine CPU time is distorted much less than wall time. Inputs:
+ * N(0, 1) from a fixed seed.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kernels.h"
+
+void bench_kernels(int reps);
+
+static volatile double bk_sink;
+
+static double bk_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double bk_cpu(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double bk_wall, bk_cpu_used;
+
+static void *bk_alloc(size_t n)
+{
+	void *p = calloc(n, 1);
+	if (!p) {
+		fprintf(stderr, "bench: out of memory (%zu bytes)\n", n);
+		exit(2);
+	}
+	return p;
+}
+
+/* N(0, 1): Box-Muller on SplitMix64 draws. */
+static void bk_fill(double *x, size_t n, uint64_t seed)
+{
+	uint64_t s = seed;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r[2];
+		for (int k = 0; k < 2; k++) {
+			uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+			z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+			r[k] = z ^ (z >> 31);
+		}
+		double u0 = (double)(r[0] >> 11) * 0x1p-53, u1 = (double)(r[1] >> 11) * 0x1p-53;
+		x[i] = sqrt(-2.0 * log(1.0 - u0)) * cos(6.283185307179586 * u1);
+	}
+}
+
+enum { BK_NAIVE = 0, BK_MAXSUB, BK_LSE };
+
+/* softmax_ce in native float with the kernel's structure (emu/softmax.c):
+ * max, exp and sum, log, loss, then one gradient pass; returns the loss. */
+static float bk_native(const float *x, size_t R, size_t N, int v, float *grad, float *e)
+{
+	float sumloss = 0, Rf = (float)R;
+	for (size_t r = 0; r < R; r++) {
+		const float *xr = x + r * N;
+		size_t y = r % N;
+		float m = 0, s = 0, ls, la;
+		if (v >= BK_MAXSUB) {
+			m = xr[0];
+			for (size_t j = 1; j < N; j++)
+				m = fmaxf(m, xr[j]);
+		}
+		for (size_t j = 0; j < N; j++) {
+			e[j] = v >= BK_MAXSUB ? expf(xr[j] - m) : expf(xr[j]);
+			s += e[j];
+		}
+		ls = logf(s);
+		if (v == BK_NAIVE) {
+			la = ls - xr[y];
+		} else if (v == BK_MAXSUB) {
+			la = ls - (xr[y] - m);
+		} else {
+			ls = m + ls;
+			la = ls - xr[y];
+		}
+		sumloss += la;
+		for (size_t j = 0; j < N; j++) {
+			float g = v == BK_LSE ? expf(xr[j] - ls) : e[j] / s;
+			if (j == y)
+				g -= 1;
+			grad[r * N + j] = g / Rf;
+		}
+	}
+	return sumloss / Rf;
+}
+
+struct bk_case {
+	const emu_policy *pol;
+	const char *variant;
+	const emu_kin *in;
+	emu_be_kind kind;
+};
+
+/* CPU seconds of one emu_run_kernel call (run and free). */
+static double bk_time_kernel(const struct bk_case *c)
+{
+	emu_run r;
+	char err[256];
+	double c0 = bk_cpu(), t0 = bk_now();
+	if (emu_run_kernel(&emu_kernel_softmax_ce, c->pol, c->variant, c->in, c->kind, &r, err,
+	                   sizeof err) != 0) {
+		fprintf(stderr, "bench: softmax_ce: %s\n", err);
+		exit(2);
+	}
+	bk_sink += emu_k_d(&r.be, &r.out.item[0].v[0]);
+	emu_run_free(&r);
+	double t = bk_cpu() - c0;
+	bk_wall += bk_now() - t0;
+	bk_cpu_used += t;
+	return t;
+}
+
+static const char *const bk_variants[] = {"naive", "lse"};
+static const int bk_variant_ids[] = {BK_NAIVE, BK_LSE};
+static const char *const bk_policies[] = {"storage=fp16,compute=fp32", "storage=fp16"};
+
+static void bk_policy(const char *spec, emu_policy *p)
+{
+	char err[256];
+	if (emu_policy_parse(spec, p, err, sizeof err) != EMU_OK) {
+		fprintf(stderr, "bench: policy %s: %s\n", spec, err);
+		exit(2);
+	}
+}
+
+/* Table 5. */
+static void bk_native_table(int reps)
+{
+	const size_t R = 64, N = 32768;
+	double *x = bk_alloc(R * N * sizeof *x);
+	float *xf = bk_alloc(R * N * sizeof *xf), *grad = bk_alloc(R * N * sizeof *grad);
+	float *e = bk_alloc(N * sizeof *e);
+	emu_kin in = {x, R, N, NULL, 0, 0};
+	int nrep = reps < 3 ? reps : 3;
+
+	bk_fill(x, R * N, 11);
+	for (size_t i = 0; i < R * N; i++)
+		xf[i] = (float)x[i];
+	printf("kernel,variant,policy,rows,cols,fast_s,native_s,ratio_native\n");
+	for (size_t vi = 0; vi < 2; vi++) {
+		double best_n = INFINITY;
+		for (int k = 0; k < 2 * reps + 1; k++) { /* native first: it is cheap */
+			double c0 = bk_cpu(), t0 = bk_now(), t;
+			bk_sink += bk_native(xf, R, N, bk_variant_ids[vi], grad, e);
+			t = bk_cpu() - c0;
+			if (k) { /* the first is a warm-up */
+				bk_wall += bk_now() - t0;
+				bk_cpu_used += t;
+				best_n = t < best_n ? t : best_n;
+			}
+		}
+		for (size_t pi = 0; pi < 2; pi++) {
+			emu_policy pol;
+			bk_policy(bk_policies[pi], &pol);
+			struct bk_case c = {&pol, bk_variants[vi], &in, EMU_BE_FAST};
+			double best_f = INFINITY;
+			for (int k = 0; k < nrep; k++) {
+				double t = bk_time_kernel(&c);
+				best_f = t < best_f ? t : best_f;
+			}
+			printf("softmax_ce,%s,\"%s\",%zu,%zu,%.4f,%.5f,%.1f\n", bk_variants[vi],
+			       bk_policies[pi], R, N, best_f, best_n, best_f / best_n);
+			fflush(stdout);
+		}
+	}
+	free(x), free(xf), free(grad), free(e);
+}
+
+static bool bk_same(const emu_run *a, const emu_run *b)
+{
+	if (a->out.n != b->out.n || a->status != b->status)
+		return false;
+	for (int i = 0; i < a->out.n; i++)
+		for (size_t j = 0; j < a->out.item[i].n; j++) {
+			const emu_format *f = a->out.item[i].fmt;
+			if (emu_encode(f, a->out.item[i].v[j].d) !=
+			    emu_encode(f, b->out.item[i].v[j].d))
+				return false;
+		}
+	return memcmp(a->be.st.ops, b->be.st.ops, sizeof a->be.st.ops) == 0 &&
+	       memcmp(a->be.st.flags, b->be.st.flags, sizeof a->be.st.flags) == 0;
+}
+
+/* Table 6. */
+static void bk_exact_table(int reps)
+{
+	const size_t R = 8, N = 1024;
+	double *x = bk_alloc(R * N * sizeof *x);
+	emu_kin in = {x, R, N, NULL, 0, 0};
+	char err[256];
+
+	bk_fill(x, R * N, 12);
+	printf("kernel,variant,policy,rows,cols,exact_s,fast_s,ratio_exact_fast\n");
+	for (size_t vi = 0; vi < 2; vi++)
+		for (size_t pi = 0; pi < 2; pi++) {
+			emu_policy pol;
+			bk_policy(bk_policies[pi], &pol);
+			struct bk_case cf = {&pol, bk_variants[vi], &in, EMU_BE_FAST};
+			struct bk_case ce = {&pol, bk_variants[vi], &in, EMU_BE_EXACT};
+			double best_f = INFINITY, best_e = INFINITY;
+			emu_run a, b;
+			for (int k = 0; k < reps; k++) {
+				double t = bk_time_kernel(&ce);
+				best_e = t < best_e ? t : best_e;
+				t = bk_time_kernel(&cf);
+				best_f = t < best_f ? t : best_f;
+			}
+			if (emu_run_kernel(&emu_kernel_softmax_ce, &pol, bk_variants[vi], &in,
+			                   EMU_BE_FAST, &a, err, sizeof err) != 0 ||
+			    emu_run_kernel(&emu_kernel_softmax_ce, &pol, bk_variants[vi], &in,
+			                   EMU_BE_EXACT, &b, err, sizeof err) != 0) {
+				fprintf(stderr, "bench: softmax_ce: %s\n", err);
+				exit(2);
+			}
+			if (!bk_same(&a, &b))
+				fprintf(stderr,
+				        "bench: WARNING softmax_ce %s %s: fast and exact differ\n",
+				        bk_variants[vi], bk_policies[pi]);
+			emu_run_free(&a);
+			emu_run_free(&b);
+			printf("softmax_ce,%s,\"%s\",%zu,%zu,%.4f,%.5f,%.1f\n", bk_variants[vi],
+			       bk_policies[pi], R, N, best_e, best_f, best_e / best_f);
+			fflush(stdout);
+		}
+	free(x);
+}
+
+/* Tables 5 and 6, separated by a blank line; called by bench.c's main. */
+void bench_kernels(int reps)
+{
+	bk_native_table(reps);
+	printf("\n");
+	bk_exact_table(reps);
+	double share = bk_wall > 0 ? bk_cpu_used / bk_wall : 1;
+	fprintf(stderr, "bench: kernels: the timed runs got %.0f%% of a CPU%s\n", 100 * share,
+	        share < 0.9 ? " -- other load on this machine: CPU times are less distorted "
+	                      "than wall times, but rerun idle for final numbers"
+	                    : "");
+}

@@ -1,0 +1,1349 @@
+/*
+ * nm_run.c — `nanmap run`: one kernel of the registry (emu/kernels.h) on
+ * the fast, exact-format and truth backends (docs/run.md).
+ *
+ * Same contract as the other commands (harness/main.c): every error is one
+ * line on stderr naming the bad argument, exit status 2, and the output is
+ * built in memory and printed only when everything succeeded, so an error
+ * never leaves half a report on stdout.
+ *
+ * Steps: parse the options (syntax of every value), resolve the kernel,
+ * variant, policy and parameters, build the input tensor (--values, an .npy
+ * file, or a counter-based generator), run the backends (truth first when
+ * any other backend needs metrics), compare fast with exact when both ran,
+ * then write the report as text, CSV (backend,kind,key,value) or JSON.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "nm_npy.h"
+#include "nm_parse.h"
+#include "nm_run.h"
+
+#define NR_EXIT_ERR 2
+#define NR_ERR_LEN 512
+#define NR_MAX_PARAMS 32
+/* Largest input tensor, in elements (16 GiB of doubles). */
+#define NR_MAX_ELEMS ((uint64_t)1 << 31)
+/* Outputs with more elements than this are summarised in the text report. */
+#define NR_SHOW_ALL 16
+#define NR_SHOW_FIRST 8
+
+static int nr_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int nr_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("nanmap: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
+	va_end(ap);
+	fputc('\n', stderr);
+	return NR_EXIT_ERR;
+}
+
+static int nr_oom(void)
+{
+	return nr_fail("out of memory");
+}
+
+/* ---- the output, built in memory ---- */
+
+struct nr_buf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static bool nr_reserve(struct nr_buf *b, size_t more)
+{
+	if (b->oom)
+		return false;
+	if (b->len + more + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + more + 1)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s) {
+			b->oom = true;
+			return false;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+	return true;
+}
+
+static void nr_put(struct nr_buf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!nr_reserve(b, n))
+		return;
+	memcpy(b->s + b->len, s, n + 1);
+	b->len += n;
+}
+
+static void nr_putc(struct nr_buf *b, char c)
+{
+	if (!nr_reserve(b, 1))
+		return;
+	b->s[b->len++] = c;
+	b->s[b->len] = '\0';
+}
+
+static void nr_printf(struct nr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void nr_printf(struct nr_buf *b, const char *fmt, ...)
+{
+	char small[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->oom = true;
+		return;
+	}
+	if ((size_t)n < sizeof(small)) {
+		nr_put(b, small);
+		return;
+	}
+	if (!nr_reserve(b, (size_t)n))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* ---- options ---- */
+
+enum nr_src { NR_SRC_NONE = 0, NR_SRC_INPUT, NR_SRC_VALUES, NR_SRC_GEN };
+enum nr_dist { NR_NORMAL = 0, NR_UNIFORM, NR_LOGSPACE, NR_ONES, NR_NDIST };
+enum nr_style { NR_TEXT = 0, NR_CSV, NR_JSON };
+
+static const char *const nr_dist_names[NR_NDIST] = {"normal", "uniform", "logspace", "ones"};
+
+enum nr_optid {
+	NR_O_POLICY = 0,
+	NR_O_VARIANT,
+	NR_O_PARAM,
+	NR_O_INPUT,
+	NR_O_VALUES,
+	NR_O_GEN,
+	NR_O_N,
+	NR_O_ROWS,
+	NR_O_SEED,
+	NR_O_SCALE,
+	NR_O_RANGE,
+	NR_O_BACKEND,
+	NR_O_NO_TRUTH,
+	NR_O_CSV,
+	NR_O_JSON,
+};
+
+struct nr_optdef {
+	const char *name;
+	enum nr_optid id;
+	bool takes; /* a value: "--name VALUE" or "--name=VALUE" */
+};
+
+static const struct nr_optdef nr_optdefs[] = {
+    {"--policy", NR_O_POLICY, true},
+    {"--variant", NR_O_VARIANT, true},
+    {"--param", NR_O_PARAM, true},
+    {"--input", NR_O_INPUT, true},
+    {"--values", NR_O_VALUES, true},
+    {"--gen", NR_O_GEN, true},
+    {"--n", NR_O_N, true},
+    {"--rows", NR_O_ROWS, true},
+    {"--seed", NR_O_SEED, true},
+    {"--scale", NR_O_SCALE, true},
+    {"--range", NR_O_RANGE, true},
+    {"--backend", NR_O_BACKEND, true},
+    {"--no-truth", NR_O_NO_TRUTH, false},
+    {"--csv", NR_O_CSV, false},
+    {"--json", NR_O_JSON, false},
+};
+
+struct nr_param {
+	char *text; /* "NAME=VALUE" copied, split at '=' */
+	const char *name, *value_text;
+};
+
+struct nr_opts {
+	unsigned seen; /* 1 << nr_optid of the options with a value given */
+	const char *kernel_name, *policy_spec, *variant;
+	struct nr_param params[NR_MAX_PARAMS];
+	emu_kparam kparams[NR_MAX_PARAMS];
+	size_t nparams;
+	enum nr_src src;
+	const char *src_opt; /* the option that gave the input, for messages */
+	const char *input_path, *values;
+	enum nr_dist dist;
+	uint64_t n, rows, seed;
+	double scale, lo, hi;
+	bool want[EMU_NBE], no_truth, all;
+	enum nr_style style;
+};
+
+/* A whole token that is a number (nm_parse_number's syntax), as the nearest
+ * double (strtod: RNE; beyond the double range, ±inf or ±0). */
+static bool nr_number(const char *s, double *out)
+{
+	nm_number x;
+
+	if (nm_parse_number(s, &x) != NM_OK)
+		return false;
+	*out = strtod(s, NULL);
+	return true;
+}
+
+static int nr_count(const char *arg, const char *opt, uint64_t *out)
+{
+	if (nm_parse_u64(arg, out) != NM_OK || *out == 0)
+		return nr_fail("bad %s '%s' (a positive integer)", opt, arg);
+	return 0;
+}
+
+static int nr_opt_param(struct nr_opts *o, const char *arg)
+{
+	struct nr_param *p;
+	char *eq;
+	double v;
+
+	if (o->nparams == NR_MAX_PARAMS)
+		return nr_fail("too many parameters (at most %d)", NR_MAX_PARAMS);
+	eq = strchr(arg, '=');
+	if (!eq || eq == arg)
+		return nr_fail("bad parameter '%s' (want NAME=VALUE, e.g. eps=1e-5)", arg);
+	p = &o->params[o->nparams];
+	p->text = strdup(arg);
+	if (!p->text)
+		return nr_oom();
+	p->text[eq - arg] = '\0';
+	p->name = p->text;
+	p->value_text = p->text + (eq - arg) + 1;
+	o->nparams++; /* freed with the options from here on */
+	for (size_t i = 0; i + 1 < o->nparams; i++)
+		if (!strcmp(o->params[i].name, p->name))
+			return nr_fail("parameter '%s' given twice", p->name);
+	if (!nr_number(p->value_text, &v))
+		return nr_fail("bad value '%s' for parameter '%s' (a number)", p->value_text,
+		               p->name);
+	o->kparams[o->nparams - 1] = (emu_kparam){p->name, v};
+	return 0;
+}
+
+static int nr_opt_source(struct nr_opts *o, enum nr_src src, const char *opt, const char *arg)
+{
+	if (o->src != NR_SRC_NONE)
+		return nr_fail("%s and %s both give the input (use one)", o->src_opt, opt);
+	o->src = src;
+	o->src_opt = opt;
+	if (src == NR_SRC_INPUT) {
+		o->input_path = arg;
+	} else if (src == NR_SRC_VALUES) {
+		o->values = arg;
+	} else {
+		int d = 0;
+		while (d < NR_NDIST && strcmp(nr_dist_names[d], arg) != 0)
+			d++;
+		if (d == NR_NDIST)
+			return nr_fail(
+			    "unknown distribution '%s' (--gen normal uniform logspace ones)", arg);
+		o->dist = (enum nr_dist)d;
+	}
+	return 0;
+}
+
+static int nr_opt_range(struct nr_opts *o, const char *arg)
+{
+	const char *comma = strchr(arg, ',');
+	char lo[NM_NUM_LEN * 4];
+
+	if (comma && (size_t)(comma - arg) < sizeof(lo)) {
+		memcpy(lo, arg, (size_t)(comma - arg));
+		lo[comma - arg] = '\0';
+		if (nr_number(lo, &o->lo) && nr_number(comma + 1, &o->hi) && o->lo > 0 &&
+		    o->hi >= o->lo && isfinite(o->hi))
+			return 0;
+	}
+	return nr_fail("bad --range '%s' (want LO,HI with 0 < LO <= HI, finite)", arg);
+}
+
+static int nr_opt_backend(struct nr_opts *o, const char *arg)
+{
+	emu_be_kind k = emu_be_by_name(arg);
+
+	if (!strcmp(arg, "all")) {
+		o->all = true;
+		for (int i = 0; i < EMU_NBE; i++)
+			o->want[i] = true;
+		return 0;
+	}
+	if (k == EMU_NBE)
+		return nr_fail("unknown backend '%s' (backends: fast exact truth all)", arg);
+	o->want[k] = true;
+	return 0;
+}
+
+static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg)
+{
+	if (d->takes && d->id != NR_O_PARAM) { /* flags may repeat, as elsewhere */
+		if (o->seen & (1u << d->id))
+			return nr_fail("option '%s' given twice", d->name);
+		o->seen |= 1u << d->id;
+	}
+	switch (d->id) {
+	case NR_O_POLICY:
+		o->policy_spec = arg;
+		return 0;
+	case NR_O_VARIANT:
+		o->variant = arg;
+		return 0;
+	case NR_O_PARAM:
+		return nr_opt_param(o, arg);
+	case NR_O_INPUT:
+		return nr_opt_source(o, NR_SRC_INPUT, d->name, arg);
+	case NR_O_VALUES:
+		return nr_opt_source(o, NR_SRC_VALUES, d->name, arg);
+	case NR_O_GEN:
+		return nr_opt_source(o, NR_SRC_GEN, d->name, arg);
+	case NR_O_N:
+		return nr_count(arg, d->name, &o->n);
+	case NR_O_ROWS:
+		return nr_count(arg, d->name, &o->rows);
+	case NR_O_SEED:
+		if (nm_parse_u64(arg, &o->seed) != NM_OK)
+			return nr_fail("bad seed '%s' (an unsigned 64-bit integer)", arg);
+		return 0;
+	case NR_O_SCALE:
+		if (!nr_number(arg, &o->scale) || !isfinite(o->scale))
+			return nr_fail("bad --scale '%s' (a finite number)", arg);
+		return 0;
+	case NR_O_RANGE:
+		return nr_opt_range(o, arg);
+	case NR_O_BACKEND:
+		return nr_opt_backend(o, arg);
+	case NR_O_NO_TRUTH:
+		o->no_truth = true;
+		return 0;
+	case NR_O_CSV:
+		o->style = NR_CSV;
+		return 0;
+	case NR_O_JSON:
+		o->style = NR_JSON;
+		return 0;
+	}
+	return 0;
+}
+
+static const struct nr_optdef *nr_find_opt(const char *a, const char **inline_arg)
+{
+	*inline_arg = NULL;
+	for (size_t i = 0; i < sizeof(nr_optdefs) / sizeof(nr_optdefs[0]); i++) {
+		const struct nr_optdef *d = &nr_optdefs[i];
+		size_t n = strlen(d->name);
+
+		if (!strncmp(a, d->name, n) && (a[n] == '\0' || (a[n] == '=' && d->takes))) {
+			if (a[n] == '=')
+				*inline_arg = a + n + 1;
+			return d;
+		}
+	}
+	return NULL;
+}
+
+static int nr_parse_args(struct nr_opts *o, int argc, char **argv)
+{
+	bool only_args = false;
+
+	o->scale = 1;
+	o->lo = 0x1p-16;
+	o->hi = 0x1p16;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val;
+		const struct nr_optdef *d;
+		int rc;
+
+		if (!only_args && !strcmp(a, "--")) {
+			only_args = true;
+			continue;
+		}
+		if (only_args || a[0] != '-' || a[1] == '\0') {
+			if (o->kernel_name)
+				return nr_fail("run takes one KERNEL, '%s' is a second one", a);
+			o->kernel_name = a;
+			continue;
+		}
+		d = nr_find_opt(a, &val);
+		if (!d)
+			return nr_fail("unknown option '%s' for run (try: nanmap run --help)", a);
+		if (d->takes && !val) {
+			if (i + 1 >= argc)
+				return nr_fail("option '%s' needs a value", a);
+			val = argv[++i];
+		}
+		rc = nr_take(o, d, val ? val : ""); /* a flag gets "" */
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static void nr_opts_free(struct nr_opts *o)
+{
+	for (size_t i = 0; i < o->nparams; i++)
+		free(o->params[i].text);
+	o->nparams = 0;
+}
+
+/* ---- kernel, variant, policy, parameters ---- */
+
+static void nr_kernel_list(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < emu_kernel_count() && n < len; i++) {
+		int w = snprintf(buf + n, len - n, "%s%s", i ? " " : "", emu_kernel_at(i)->name);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+static void nr_variant_list(const emu_kernel *k, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (const char *const *v = k->variants; *v && n < len; v++) {
+		int w = snprintf(buf + n, len - n, "%s%s", v == k->variants ? "" : " ", *v);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+/* Does the kernel's parameter line name `name` as "name=" (a whole word)? */
+static bool nr_kernel_reads(const emu_kernel *k, const char *name)
+{
+	size_t n = strlen(name);
+	const char *doc = k->params_doc ? k->params_doc : "";
+
+	for (const char *p = strstr(doc, name); p; p = strstr(p + 1, name)) {
+		bool start =
+		    p == doc || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
+		                  (p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= '0' && p[-1] <= '9'));
+		if (start && p[n] == '=')
+			return true;
+	}
+	return false;
+}
+
+struct nr_run_setup {
+	const emu_kernel *k;
+	const char *variant;
+	emu_policy pol;
+};
+
+static int nr_resolve(const struct nr_opts *o, struct nr_run_setup *s)
+{
+	char list[NR_ERR_LEN], err[NR_ERR_LEN];
+
+	nr_kernel_list(list, sizeof(list));
+	if (!o->kernel_name)
+		return nr_fail("run needs a KERNEL (kernels: %s)", list);
+	s->k = emu_kernel_by_name(o->kernel_name);
+	if (!s->k)
+		return nr_fail("unknown kernel '%s' (kernels: %s)", o->kernel_name, list);
+	s->variant = s->k->variants[0];
+	if (o->variant) {
+		const char *const *v = s->k->variants;
+		while (*v && strcmp(*v, o->variant) != 0)
+			v++;
+		nr_variant_list(s->k, list, sizeof(list));
+		if (!*v)
+			return nr_fail("unknown variant '%s' for %s (variants: %s)", o->variant,
+			               s->k->name, list);
+		s->variant = *v;
+	}
+	if (!o->policy_spec)
+		return nr_fail("run needs --policy SPEC (e.g. --policy storage=fp16,compute=fp32)");
+	err[0] = '\0';
+	if (emu_policy_parse(o->policy_spec, &s->pol, err, sizeof(err)) != EMU_OK)
+		return nr_fail("bad policy '%s': %s", o->policy_spec, err[0] ? err : "bad spec");
+	for (size_t i = 0; i < o->nparams; i++)
+		if (!nr_kernel_reads(s->k, o->params[i].name))
+			return nr_fail("unknown parameter '%s' for %s (it reads: %s)",
+			               o->params[i].name, s->k->name,
+			               s->k->params_doc && s->k->params_doc[0] ? s->k->params_doc
+			                                                       : "none");
+	return 0;
+}
+
+/* ---- the input tensor ---- */
+
+struct nr_input {
+	double *x;
+	size_t rows, cols;
+	char desc[NR_ERR_LEN]; /* "values", "gen normal", "file a.npy (float32)" */
+};
+
+/* SplitMix64's output function: element i of a generated tensor takes the
+ * outputs 2i+1 and 2i+2 of SplitMix64 started at state `seed` (docs/run.md),
+ * computed directly from the counter, so any element is reproducible alone. */
+static uint64_t nr_mix(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t nr_draw(uint64_t seed, uint64_t i, unsigned k)
+{
+	return nr_mix(seed + (2 * i + k + 1) * 0x9e3779b97f4a7c15ull);
+}
+
+/* [0, 1) in steps of 2^-53 */
+static double nr_unit(uint64_t r)
+{
+	return (double)(r >> 11) * 0x1p-53;
+}
+
+static double nr_gen_one(const struct nr_opts *o, uint64_t i)
+{
+	uint64_t r0 = nr_draw(o->seed, i, 0), r1 = nr_draw(o->seed, i, 1);
+	double u0 = nr_unit(r0), u1 = nr_unit(r1);
+
+	switch (o->dist) {
+	case NR_NORMAL: /* Box-Muller, the cosine half */
+		return o->scale * (sqrt(-2.0 * log(1.0 - u0)) * cos(6.283185307179586 * u1));
+	case NR_UNIFORM:
+		return o->scale * (2.0 * u0 - 1.0);
+	case NR_LOGSPACE: {
+		double l0 = log2(o->lo), l1 = log2(o->hi);
+		double m = exp2(l0 + u0 * (l1 - l0));
+		return o->scale * ((r1 >> 63) ? -m : m);
+	}
+	default:
+		return o->scale;
+	}
+}
+
+static int nr_alloc_input(struct nr_input *in, uint64_t total)
+{
+	if (total > NR_MAX_ELEMS)
+		return nr_fail("the input has %" PRIu64 " elements (at most %" PRIu64 ")", total,
+		               NR_MAX_ELEMS);
+	in->x = malloc((size_t)total * sizeof(*in->x));
+	return in->x ? 0 : nr_oom();
+}
+
+static int nr_gen_input(const struct nr_opts *o, struct nr_input *in)
+{
+	uint64_t rows = o->rows ? o->rows : 1;
+	int rc;
+
+	if (!(o->seen & (1u << NR_O_N)))
+		return nr_fail("--gen needs --n N (elements per row)");
+	if (rows > NR_MAX_ELEMS || o->n > NR_MAX_ELEMS / rows)
+		return nr_fail("--n %" PRIu64 " x --rows %" PRIu64
+		               " is too many elements (at most %" PRIu64 ")",
+		               o->n, rows, NR_MAX_ELEMS);
+	rc = nr_alloc_input(in, rows * o->n);
+	if (rc)
+		return rc;
+	in->rows = (size_t)rows;
+	in->cols = (size_t)o->n;
+	for (uint64_t i = 0; i < rows * o->n; i++)
+		in->x[i] = nr_gen_one(o, i);
+	if (o->dist == NR_LOGSPACE)
+		snprintf(in->desc, sizeof(in->desc), "gen logspace %.17g..%.17g", o->lo, o->hi);
+	else
+		snprintf(in->desc, sizeof(in->desc), "gen %s", nr_dist_names[o->dist]);
+	if (o->scale != 1) {
+		size_t n = strlen(in->desc);
+		snprintf(in->desc + n, sizeof(in->desc) - n, " scale %.17g", o->scale);
+	}
+	return 0;
+}
+
+static int nr_values_input(const struct nr_opts *o, struct nr_input *in)
+{
+	const char *s = o->values;
+	uint64_t total = 1, k = 0;
+	int rc;
+
+	for (const char *p = s; *p; p++)
+		total += *p == ',';
+	rc = nr_alloc_input(in, total);
+	if (rc)
+		return rc;
+	for (;;) {
+		const char *end = strchr(s, ',');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		char *tok = malloc(len + 1);
+		bool good;
+
+		if (!tok)
+			return nr_oom();
+		memcpy(tok, s, len);
+		tok[len] = '\0';
+		good = nr_number(tok, &in->x[k]);
+		if (!good) {
+			rc = nr_fail("bad value '%s' in --values (item %" PRIu64 ")", tok, k + 1);
+			free(tok);
+			return rc;
+		}
+		free(tok);
+		k++;
+		if (!end)
+			break;
+		s = end + 1;
+	}
+	in->rows = 1;
+	in->cols = (size_t)total;
+	snprintf(in->desc, sizeof(in->desc), "values");
+	return 0;
+}
+
+static int nr_file_input(const struct nr_opts *o, struct nr_input *in)
+{
+	nm_npy a;
+	char err[NR_ERR_LEN];
+
+	err[0] = '\0';
+	if (nm_npy_read(o->input_path, &a, err, sizeof(err)) != NM_NPY_OK)
+		return nr_fail("%s", err[0] ? err : "cannot read the --input file");
+	if (a.dtype != NM_NPY_F2 && a.dtype != NM_NPY_F4 && a.dtype != NM_NPY_F8) {
+		nm_npy_dtype t = a.dtype;
+		nm_npy_free(&a);
+		return nr_fail("%s: dtype %s (run takes float16, float32 or float64)",
+		               o->input_path, nm_npy_dtype_name(t));
+	}
+	if (a.count == 0) {
+		nm_npy_free(&a);
+		return nr_fail("%s: an empty array", o->input_path);
+	}
+	in->x = a.values; /* ours now */
+	a.values = NULL;
+	in->rows = a.ndim == 2 ? a.shape[0] : 1;
+	in->cols = a.ndim == 2 ? a.shape[1] : a.shape[0];
+	snprintf(in->desc, sizeof(in->desc), "file %s (%s)", o->input_path,
+	         nm_npy_dtype_name(a.dtype));
+	nm_npy_free(&a);
+	return 0;
+}
+
+/* --rows R: reshape the row-major data into R rows. */
+static int nr_reshape(const struct nr_opts *o, struct nr_input *in)
+{
+	size_t total = in->rows * in->cols;
+
+	if (!o->rows || o->src == NR_SRC_GEN)
+		return 0;
+	if (o->rows > total || total % o->rows)
+		return nr_fail("shape mismatch: %zu values do not make %" PRIu64
+		               " equal rows (--rows)",
+		               total, o->rows);
+	in->rows = (size_t)o->rows;
+	in->cols = total / in->rows;
+	return 0;
+}
+
+static int nr_build_input(const struct nr_opts *o, struct nr_input *in)
+{
+	int rc;
+
+	if (o->src == NR_SRC_NONE)
+		return nr_fail("run needs an input: --input FILE, --values LIST or --gen DIST");
+	if (o->src != NR_SRC_GEN) {
+		static const enum nr_optid gen_only[] = {NR_O_N, NR_O_SCALE, NR_O_RANGE};
+		static const char *const gen_only_names[] = {"--n", "--scale", "--range"};
+		for (size_t i = 0; i < 3; i++)
+			if (o->seen & (1u << gen_only[i]))
+				return nr_fail("%s goes with --gen (not with %s)",
+				               gen_only_names[i], o->src_opt);
+	} else if ((o->seen & (1u << NR_O_RANGE)) && o->dist != NR_LOGSPACE) {
+		return nr_fail("--range goes with --gen logspace (not --gen %s)",
+		               nr_dist_names[o->dist]);
+	}
+	if (o->src == NR_SRC_GEN)
+		rc = nr_gen_input(o, in);
+	else if (o->src == NR_SRC_VALUES)
+		rc = nr_values_input(o, in);
+	else
+		rc = nr_file_input(o, in);
+	return rc ? rc : nr_reshape(o, in);
+}
+
+/* ---- running ---- */
+
+struct nr_report {
+	const struct nr_opts *o;
+	const struct nr_run_setup *s;
+	const struct nr_input *in;
+	emu_run runs[EMU_NBE];
+	bool ran[EMU_NBE], shown[EMU_NBE];
+	bool compared; /* fast and exact both ran */
+	bool agree;
+	char why[NR_ERR_LEN]; /* the first difference */
+};
+
+static bool nr_same_stats(const emu_be_stats *a, const emu_be_stats *b)
+{
+	return memcmp(a->ops, b->ops, sizeof(a->ops)) == 0 &&
+	       memcmp(a->flags, b->flags, sizeof(a->flags)) == 0 && a->all_flags == b->all_flags &&
+	       a->first_set == b->first_set &&
+	       (!a->first_set ||
+	        (a->first_op == b->first_op && a->first_flags == b->first_flags &&
+	         a->first_index == b->first_index && strcmp(a->first_step, b->first_step) == 0));
+}
+
+/* Fast against exact: every output's encodings, then the flag statistics. */
+static void nr_agree(struct nr_report *r)
+{
+	const emu_run *f = &r->runs[EMU_BE_FAST], *e = &r->runs[EMU_BE_EXACT];
+
+	r->compared = true;
+	r->agree = false;
+	if (f->out.n != e->out.n) {
+		snprintf(r->why, sizeof(r->why), "%d outputs against %d", f->out.n, e->out.n);
+		return;
+	}
+	for (int i = 0; i < f->out.n; i++) {
+		const emu_kout_item *a = &f->out.item[i], *b = &e->out.item[i];
+		if (a->n != b->n || strcmp(a->name, b->name) != 0) {
+			snprintf(r->why, sizeof(r->why), "output %s[%zu] against %s[%zu]", a->name,
+			         a->n, b->name, b->n);
+			return;
+		}
+		for (size_t j = 0; j < a->n; j++) {
+			emu_bits x = emu_encode(a->fmt, a->v[j].d),
+			         y = emu_encode(b->fmt, b->v[j].d);
+			char bx[16], by[16];
+			if (x != y) {
+				snprintf(r->why, sizeof(r->why), "%s[%zu]: fast %s, exact %s",
+				         a->name, j, nm_fmt_bits(a->fmt, x, bx, sizeof(bx)),
+				         nm_fmt_bits(b->fmt, y, by, sizeof(by)));
+				return;
+			}
+		}
+	}
+	if (!nr_same_stats(&f->be.st, &e->be.st)) {
+		snprintf(r->why, sizeof(r->why), "the flag statistics differ");
+		return;
+	}
+	r->agree = true;
+}
+
+static int nr_execute(struct nr_report *r)
+{
+	const struct nr_opts *o = r->o;
+	emu_kin kin = {r->in->x, r->in->rows, r->in->cols, o->kparams, o->nparams, o->seed};
+	bool want[EMU_NBE];
+	static const emu_be_kind order[EMU_NBE] = {EMU_BE_TRUTH, EMU_BE_FAST, EMU_BE_EXACT};
+	char err[NR_ERR_LEN];
+
+	memcpy(want, o->want, sizeof(want));
+	if (!want[EMU_BE_FAST] && !want[EMU_BE_EXACT] && !want[EMU_BE_TRUTH])
+		want[EMU_BE_FAST] = true;
+	if (o->no_truth && want[EMU_BE_TRUTH] && !o->all)
+		return nr_fail("--no-truth and --backend truth exclude each other");
+	if (o->no_truth)
+		want[EMU_BE_TRUTH] = false;
+	memcpy(r->shown, want, sizeof(want));
+	if (!o->no_truth && (want[EMU_BE_FAST] || want[EMU_BE_EXACT]))
+		want[EMU_BE_TRUTH] = true; /* the metrics need it */
+	for (int i = 0; i < EMU_NBE; i++) {
+		emu_be_kind k = order[i];
+		if (!want[k])
+			continue;
+		err[0] = '\0';
+		r->ran[k] = true;
+		if (emu_run_kernel(r->s->k, &r->s->pol, r->s->variant, &kin, k, &r->runs[k], err,
+		                   sizeof(err)) != 0)
+			return nr_fail("%s", err[0] ? err : "the kernel failed");
+		if (k != EMU_BE_TRUTH && r->ran[EMU_BE_TRUTH])
+			emu_run_compare(&r->runs[k], &r->runs[EMU_BE_TRUTH]);
+	}
+	if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT])
+		nr_agree(r);
+	return 0;
+}
+
+/* ---- the facts the three styles print ---- */
+
+/* The order flags are listed in (emu_flags_str's): overflow underflow inexact
+ * invalid divbyzero, as bit numbers. */
+static const int nr_flag_order[EMU_NFLAGS] = {2, 3, 4, 0, 1};
+
+static const char *nr_flag_name(int bit)
+{
+	static const char *const names[EMU_NFLAGS] = {"invalid", "divbyzero", "overflow",
+	                                              "underflow", "inexact"};
+	return names[bit];
+}
+
+static bool nr_op_has_flags(const emu_be_stats *st, int op)
+{
+	for (int k = 0; k < EMU_NFLAGS; k++)
+		if (st->flags[op][k])
+			return true;
+	return false;
+}
+
+/* A metric or summary number: %.*g, or inf, -inf, nan. */
+static const char *nr_g(double v, int prec, char *buf, size_t len)
+{
+	if (isnan(v))
+		snprintf(buf, len, "nan");
+	else if (isinf(v))
+		snprintf(buf, len, "%s", v < 0 ? "-inf" : "inf");
+	else
+		snprintf(buf, len, "%.*g", prec, v);
+	return buf;
+}
+
+struct nr_summary {
+	double min, max;
+	size_t nans;
+};
+
+static struct nr_summary nr_summarise(const emu_run *run, const emu_kout_item *it)
+{
+	struct nr_summary s = {NAN, NAN, 0};
+
+	for (size_t j = 0; j < it->n; j++) {
+		double v = emu_k_d(&run->be, &it->v[j]);
+		if (isnan(v)) {
+			s.nans++;
+			continue;
+		}
+		if (isnan(s.min) || v < s.min)
+			s.min = v;
+		if (isnan(s.max) || v > s.max)
+			s.max = v;
+	}
+	return s;
+}
+
+/* ---- text ---- */
+
+/* All values, or for a big output: min, max (and the NaN count), then the
+ * first NR_SHOW_FIRST values on a second line indented by `indent`. */
+static void nr_text_values(struct nr_buf *b, const emu_run *run, const emu_kout_item *it,
+                           int indent)
+{
+	char v[NM_NUM_LEN];
+	size_t show = it->n > NR_SHOW_ALL ? NR_SHOW_FIRST : it->n;
+
+	if (it->n > NR_SHOW_ALL) {
+		struct nr_summary s = nr_summarise(run, it);
+		char lo[NM_NUM_LEN];
+		nr_printf(b, "min %s  max %s", nm_fmt_double(s.min, lo, sizeof(lo)),
+		          nm_fmt_double(s.max, v, sizeof(v)));
+		if (s.nans)
+			nr_printf(b, "  nan %zu", s.nans);
+		nr_printf(b, "\n%*sfirst %d:", indent, "", NR_SHOW_FIRST);
+	}
+	for (size_t j = 0; j < show; j++)
+		nr_printf(b, "%s%s", j || it->n > NR_SHOW_ALL ? " " : "",
+		          nm_fmt_double(emu_k_d(&run->be, &it->v[j]), v, sizeof(v)));
+	nr_putc(b, '\n');
+}
+
+static void nr_text_backend(struct nr_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = &r->runs[k];
+	const emu_be_stats *st = &run->be.st;
+	char g1[NM_NUM_LEN], g2[NM_NUM_LEN], fl[48];
+	int w = 5;
+	bool any = false;
+
+	nr_printf(b, "%s: %s\n", emu_be_name(k), emu_run_status_name(run->status));
+	for (int i = 0; i < run->out.n; i++)
+		if ((int)strlen(run->out.item[i].name) > w)
+			w = (int)strlen(run->out.item[i].name);
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		char shape[64];
+		snprintf(shape, sizeof(shape), "%s[%zu]",
+		         k == EMU_BE_TRUTH ? "real" : it->fmt->name, it->n);
+		nr_printf(b, "  %-*s %s  ", w, it->name, shape);
+		nr_text_values(b, run, it, 2 + w + 1 + (int)strlen(shape) + 2);
+		if (run->have_metrics) {
+			const emu_item_metrics *m = &run->m[i];
+			nr_printf(b, "  %-*s max_ulp %s  rel_err %s", w, "",
+			          nr_g(m->max_ulp, 4, g1, sizeof(g1)),
+			          nr_g(m->rel_err, 4, g2, sizeof(g2)));
+			if (m->lost)
+				nr_printf(b, "  lost %zu", m->lost);
+			nr_putc(b, '\n');
+		}
+	}
+	for (int op = 0; op < EMU_NOPS; op++) {
+		if (!nr_op_has_flags(st, op))
+			continue;
+		nr_printf(b, "  %-*s %-5s %" PRIu64 " op%s:", w, any ? "" : "flags",
+		          emu_op_name((emu_op)op), st->ops[op], st->ops[op] == 1 ? "" : "s");
+		for (int i = 0, sep = 0; i < EMU_NFLAGS; i++) {
+			int bit = nr_flag_order[i];
+			if (st->flags[op][bit])
+				nr_printf(b, "%s %s %" PRIu64, sep++ ? "," : "", nr_flag_name(bit),
+				          st->flags[op][bit]);
+		}
+		nr_putc(b, '\n');
+		any = true;
+	}
+	if (!any)
+		nr_printf(b, "  %-*s none\n", w, "flags");
+	if (st->first_set)
+		nr_printf(b, "  %-*s %s at step %s, element %" PRIu64 ": %s\n", w, "first",
+		          emu_op_name(st->first_op), st->first_step, st->first_index,
+		          emu_flags_str(st->first_flags, fl, sizeof(fl)));
+}
+
+static void nr_text_params(struct nr_buf *b, const struct nr_opts *o)
+{
+	for (size_t i = 0; i < o->nparams; i++)
+		nr_printf(b, "%s%s=%s", i ? " " : ", params ", o->params[i].name,
+		          o->params[i].value_text);
+}
+
+static void nr_text(struct nr_buf *b, const struct nr_report *r)
+{
+	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
+	const struct nr_opts *o = r->o;
+
+	nr_printf(b, "%s %s, policy %s, input %zu x %zu (%s), seed %" PRIu64, r->s->k->name,
+	          r->s->variant, r->s->pol.spec, r->in->rows, r->in->cols, r->in->desc, o->seed);
+	nr_text_params(b, o);
+	nr_putc(b, '\n');
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->shown[order[i]]) {
+			nr_putc(b, '\n');
+			nr_text_backend(b, r, order[i]);
+		}
+	if (r->compared) {
+		nr_printf(b, "\nfast == exact: %s", r->agree ? "yes" : "no");
+		if (!r->agree)
+			nr_printf(b, " (%s)", r->why);
+		nr_putc(b, '\n');
+	}
+}
+
+/* ---- CSV: backend,kind,key,value ---- */
+
+/* RFC 4180: policies and custom format names contain commas. */
+static void nr_csv_field(struct nr_buf *b, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		nr_put(b, s);
+		return;
+	}
+	nr_putc(b, '"');
+	for (; *s; s++) {
+		if (*s == '"')
+			nr_putc(b, '"');
+		nr_putc(b, *s);
+	}
+	nr_putc(b, '"');
+}
+
+static void nr_csv_row(struct nr_buf *b, const char *be, const char *kind, const char *key,
+                       const char *value)
+{
+	nr_csv_field(b, be);
+	nr_putc(b, ',');
+	nr_csv_field(b, kind);
+	nr_putc(b, ',');
+	nr_csv_field(b, key);
+	nr_putc(b, ',');
+	nr_csv_field(b, value);
+	nr_putc(b, '\n');
+}
+
+static void nr_csv_backend(struct nr_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = &r->runs[k];
+	const emu_be_stats *st = &run->be.st;
+	const char *be = emu_be_name(k);
+	char key[128], val[NM_NUM_LEN + 64];
+
+	nr_csv_row(b, be, "status", "status", emu_run_status_name(run->status));
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		snprintf(key, sizeof(key), "%s.format", it->name);
+		nr_csv_row(b, be, "meta", key, k == EMU_BE_TRUTH ? "real" : it->fmt->name);
+		snprintf(key, sizeof(key), "%s.n", it->name);
+		snprintf(val, sizeof(val), "%zu", it->n);
+		nr_csv_row(b, be, "meta", key, val);
+	}
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		for (size_t j = 0; j < it->n; j++) {
+			double v = emu_k_d(&run->be, &it->v[j]);
+			snprintf(key, sizeof(key), "%s[%zu]", it->name, j);
+			nr_csv_row(b, be, "output", key, nm_fmt_double(v, val, sizeof(val)));
+			if (k != EMU_BE_TRUTH)
+				nr_csv_row(
+				    b, be, "bits", key,
+				    nm_fmt_bits(it->fmt, emu_encode(it->fmt, v), val, sizeof(val)));
+		}
+	}
+	if (run->have_metrics)
+		for (int i = 0; i < run->out.n; i++) {
+			const char *name = run->out.item[i].name;
+			snprintf(key, sizeof(key), "%s.max_ulp", name);
+			nr_csv_row(b, be, "metric", key,
+			           nm_fmt_double(run->m[i].max_ulp, val, sizeof(val)));
+			snprintf(key, sizeof(key), "%s.rel_err", name);
+			nr_csv_row(b, be, "metric", key,
+			           nm_fmt_double(run->m[i].rel_err, val, sizeof(val)));
+			snprintf(key, sizeof(key), "%s.lost", name);
+			snprintf(val, sizeof(val), "%zu", run->m[i].lost);
+			nr_csv_row(b, be, "metric", key, val);
+		}
+	for (int op = 0; op < EMU_NOPS; op++) {
+		if (!st->ops[op])
+			continue;
+		snprintf(val, sizeof(val), "%" PRIu64, st->ops[op]);
+		nr_csv_row(b, be, "ops", emu_op_name((emu_op)op), val);
+	}
+	for (int op = 0; op < EMU_NOPS; op++)
+		for (int i = 0; i < EMU_NFLAGS; i++) {
+			int bit = nr_flag_order[i];
+			if (!st->flags[op][bit])
+				continue;
+			snprintf(key, sizeof(key), "%s.%s", emu_op_name((emu_op)op),
+			         nr_flag_name(bit));
+			snprintf(val, sizeof(val), "%" PRIu64, st->flags[op][bit]);
+			nr_csv_row(b, be, "flags", key, val);
+		}
+	if (st->first_set) {
+		nr_csv_row(b, be, "first", "op", emu_op_name(st->first_op));
+		nr_csv_row(b, be, "first", "step", st->first_step);
+		snprintf(val, sizeof(val), "%" PRIu64, st->first_index);
+		nr_csv_row(b, be, "first", "index", val);
+		nr_csv_row(b, be, "first", "flags",
+		           emu_flags_str(st->first_flags, val, sizeof(val)));
+	}
+}
+
+static void nr_csv(struct nr_buf *b, const struct nr_report *r)
+{
+	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
+	const struct nr_opts *o = r->o;
+	char val[64];
+
+	nr_put(b, "backend,kind,key,value\n");
+	nr_csv_row(b, "", "run", "kernel", r->s->k->name);
+	nr_csv_row(b, "", "run", "variant", r->s->variant);
+	nr_csv_row(b, "", "run", "policy", r->s->pol.spec);
+	nr_csv_row(b, "", "run", "input", r->in->desc);
+	snprintf(val, sizeof(val), "%zu", r->in->rows);
+	nr_csv_row(b, "", "run", "rows", val);
+	snprintf(val, sizeof(val), "%zu", r->in->cols);
+	nr_csv_row(b, "", "run", "cols", val);
+	snprintf(val, sizeof(val), "%" PRIu64, o->seed);
+	nr_csv_row(b, "", "run", "seed", val);
+	for (size_t i = 0; i < o->nparams; i++)
+		nr_csv_row(b, "", "param", o->params[i].name,
+		           nm_fmt_double(o->kparams[i].value, val, sizeof(val)));
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->shown[order[i]])
+			nr_csv_backend(b, r, order[i]);
+	if (r->compared)
+		nr_csv_row(b, "", "agree", "fast==exact", r->agree ? "yes" : "no");
+}
+
+/* ---- JSON ---- */
+
+static void nr_json_str(struct nr_buf *b, const char *s)
+{
+	nr_putc(b, '"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			nr_putc(b, '\\');
+			nr_putc(b, (char)*p);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			nr_printf(b, "\\u%04x", *p);
+		} else {
+			nr_putc(b, (char)*p);
+		}
+	}
+	nr_putc(b, '"');
+}
+
+/* %.17g, or "inf", "-inf", "nan" as strings (JSON has no such numbers). */
+static void nr_json_num(struct nr_buf *b, double v)
+{
+	char t[NM_NUM_LEN];
+
+	if (isfinite(v))
+		nr_printf(b, "%.17g", v);
+	else
+		nr_json_str(b, nm_fmt_double(v, t, sizeof(t)));
+}
+
+static void nr_json_backend(struct nr_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = &r->runs[k];
+	const emu_be_stats *st = &run->be.st;
+	char t[64];
+	bool first = true;
+
+	nr_put(b, "    ");
+	nr_json_str(b, emu_be_name(k));
+	nr_put(b, ": {\n      \"status\": ");
+	nr_json_str(b, emu_run_status_name(run->status));
+	nr_put(b, ",\n      \"outputs\": [");
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		nr_put(b, i ? ",\n        {\"name\": " : "\n        {\"name\": ");
+		nr_json_str(b, it->name);
+		nr_put(b, ", \"format\": ");
+		nr_json_str(b, k == EMU_BE_TRUTH ? "real" : it->fmt->name);
+		nr_printf(b, ", \"n\": %zu", it->n);
+		if (run->have_metrics) {
+			nr_put(b, ", \"max_ulp\": ");
+			nr_json_num(b, run->m[i].max_ulp);
+			nr_put(b, ", \"rel_err\": ");
+			nr_json_num(b, run->m[i].rel_err);
+			nr_printf(b, ", \"lost\": %zu", run->m[i].lost);
+		}
+		nr_put(b, ",\n         \"values\": [");
+		for (size_t j = 0; j < it->n; j++) {
+			if (j)
+				nr_put(b, ", ");
+			nr_json_num(b, emu_k_d(&run->be, &it->v[j]));
+		}
+		nr_put(b, "]");
+		if (k != EMU_BE_TRUTH) {
+			nr_put(b, ",\n         \"bits\": [");
+			for (size_t j = 0; j < it->n; j++) {
+				nr_put(b, j ? ", \"" : "\"");
+				nr_put(b, nm_fmt_bits(it->fmt, emu_encode(it->fmt, it->v[j].d), t,
+				                      sizeof(t)));
+				nr_putc(b, '"');
+			}
+			nr_put(b, "]");
+		}
+		nr_put(b, "}");
+	}
+	nr_put(b, "],\n      \"ops\": {");
+	for (int op = 0; op < EMU_NOPS; op++) {
+		if (!st->ops[op])
+			continue;
+		nr_put(b, first ? "" : ", ");
+		nr_json_str(b, emu_op_name((emu_op)op));
+		nr_printf(b, ": %" PRIu64, st->ops[op]);
+		first = false;
+	}
+	nr_put(b, "},\n      \"flags\": {");
+	first = true;
+	for (int op = 0; op < EMU_NOPS; op++) {
+		if (!nr_op_has_flags(st, op))
+			continue;
+		nr_put(b, first ? "" : ", ");
+		nr_json_str(b, emu_op_name((emu_op)op));
+		nr_put(b, ": {");
+		for (int i = 0, sep = 0; i < EMU_NFLAGS; i++) {
+			int bit = nr_flag_order[i];
+			if (!st->flags[op][bit])
+				continue;
+			nr_put(b, sep++ ? ", " : "");
+			nr_json_str(b, nr_flag_name(bit));
+			nr_printf(b, ": %" PRIu64, st->flags[op][bit]);
+		}
+		nr_put(b, "}");
+		first = false;
+	}
+	nr_put(b, "},\n      \"first\": ");
+	if (st->first_set) {
+		nr_put(b, "{\"op\": ");
+		nr_json_str(b, emu_op_name(st->first_op));
+		nr_put(b, ", \"step\": ");
+		nr_json_str(b, st->first_step);
+		nr_printf(b, ", \"index\": %" PRIu64 ", \"flags\": ", st->first_index);
+		nr_json_str(b, emu_flags_str(st->first_flags, t, sizeof(t)));
+		nr_put(b, "}");
+	} else {
+		nr_put(b, "null");
+	}
+	nr_put(b, "\n    }");
+}
+
+static void nr_json(struct nr_buf *b, const struct nr_report *r)
+{
+	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
+	const struct nr_opts *o = r->o;
+	bool first = true;
+
+	nr_put(b, "{\n  \"kernel\": ");
+	nr_json_str(b, r->s->k->name);
+	nr_put(b, ",\n  \"variant\": ");
+	nr_json_str(b, r->s->variant);
+	nr_put(b, ",\n  \"policy\": ");
+	nr_json_str(b, r->s->pol.spec);
+	nr_put(b, ",\n  \"input\": {\"source\": ");
+	nr_json_str(b, r->in->desc);
+	nr_printf(b, ", \"rows\": %zu, \"cols\": %zu},\n  \"seed\": %" PRIu64 ",\n  \"params\": {",
+	          r->in->rows, r->in->cols, o->seed);
+	for (size_t i = 0; i < o->nparams; i++) {
+		nr_put(b, i ? ", " : "");
+		nr_json_str(b, o->params[i].name);
+		nr_put(b, ": ");
+		nr_json_num(b, o->kparams[i].value);
+	}
+	nr_put(b, "},\n  \"backends\": {\n");
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->shown[order[i]]) {
+			nr_put(b, first ? "" : ",\n");
+			nr_json_backend(b, r, order[i]);
+			first = false;
+		}
+	nr_put(b, "\n  },\n  \"fast_equals_exact\": ");
+	if (!r->compared) {
+		nr_put(b, "null");
+	} else {
+		nr_put(b, r->agree ? "true" : "false");
+		if (!r->agree) {
+			nr_put(b, ",\n  \"difference\": ");
+			nr_json_str(b, r->why);
+		}
+	}
+	nr_put(b, "\n}\n");
+}
+
+/* ---- help and main ---- */
+
+static const char nr_usage[] =
+    "usage: nanmap run KERNEL --policy SPEC [--variant V] [--param NAME=VALUE]...\n"
+    "                  (--input FILE.npy | --values V1,V2,... | --gen DIST --n N)\n"
+    "                  [--rows R] [--seed S] [--scale X] [--range LO,HI]\n"
+    "                  [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
+    "\n"
+    "Run a training kernel on the fast emulator (default), the exact-format MPFR\n"
+    "backend (exact), the 256-bit MPFR truth (truth), or all three; report each\n"
+    "run's status (ok underflow overflow inf nan), outputs, max ulp and normwise\n"
+    "relative error against truth, flag counts per operation kind and the first\n"
+    "operation that raised overflow, invalid or divbyzero. --backend all also\n"
+    "says whether fast and exact agree bit for bit (fast == exact: yes|no).\n"
+    "\n"
+    "  --policy SPEC   storage=FMT[,compute=FMT][,accum=FMT][,round=MODE]\n"
+    "                  [,overflow=ieee|sat][,subnormals=keep|ftz|daz|ftzdaz]\n"
+    "                  [,seed=N][,scale=none|tensor|delayed:L:M|mx32:floor|\n"
+    "                  mx32:rceil|tile128]\n"
+    "  --variant V     default: the kernel's first variant\n"
+    "  --param N=V     a numeric kernel parameter (repeat for more)\n"
+    "  --input FILE    .npy, float16/float32/float64, 1-D (one row) or 2-D\n"
+    "  --values LIST   comma-separated numbers, one row (--rows R reshapes)\n"
+    "  --gen DIST      normal (sd X), uniform [-X, X), logspace (|x| log-uniform\n"
+    "                  over --range LO,HI, default 0x1p-16,0x1p16, times X, random\n"
+    "                  sign), ones (all X); X is --scale (default 1); --n elements\n"
+    "                  per row, --rows rows (default 1), drawn from --seed\n"
+    "  --seed S        the generator's seed and the kernel's (default 0)\n"
+    "  --no-truth      skip the truth run (no metrics; it is slow on big inputs)\n"
+    "  --csv           rows backend,kind,key,value; --json: one object\n"
+    "\n"
+    "Kernels (variants; parameters):\n";
+
+static int nr_help(void)
+{
+	fputs(nr_usage, stdout);
+	for (size_t i = 0; i < emu_kernel_count(); i++) {
+		const emu_kernel *k = emu_kernel_at(i);
+		char v[NR_ERR_LEN];
+		nr_variant_list(k, v, sizeof(v));
+		printf("  %-12s %s; %s\n", k->name, v,
+		       k->params_doc && k->params_doc[0] ? k->params_doc : "no parameters");
+	}
+	fputs("\nErrors: one line on stderr, exit status 2. See docs/run.md.\n", stdout);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return nr_fail("cannot write the output: %s", strerror(errno));
+	return 0;
+}
+
+static bool nr_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return true;
+	}
+	return false;
+}
+
+static int nr_report(struct nr_report *r)
+{
+	struct nr_buf b = {0};
+	int rc = 0;
+
+	if (r->o->style == NR_CSV)
+		nr_csv(&b, r);
+	else if (r->o->style == NR_JSON)
+		nr_json(&b, r);
+	else
+		nr_text(&b, r);
+	if (b.oom) {
+		rc = nr_oom();
+	} else {
+		if (b.len)
+			fwrite(b.s, 1, b.len, stdout);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			rc = nr_fail("cannot write the output: %s", strerror(errno));
+	}
+	free(b.s);
+	return rc;
+}
+
+int nm_run_main(int argc, char **argv)
+{
+	struct nr_opts o;
+	struct nr_run_setup s;
+	struct nr_input in;
+	struct nr_report r;
+	int rc;
+
+	if (nr_wants_help(argc, argv))
+		return nr_help();
+	memset(&o, 0, sizeof(o));
+	memset(&s, 0, sizeof(s));
+	memset(&in, 0, sizeof(in));
+	memset(&r, 0, sizeof(r));
+	r.o = &o;
+	r.s = &s;
+	r.in = &in;
+	rc = nr_parse_args(&o, argc, argv);
+	if (!rc)
+		rc = nr_resolve(&o, &s);
+	if (!rc)
+		rc = nr_build_input(&o, &in);
+	if (!rc)
+		rc = nr_execute(&r);
+	if (!rc)
+		rc = nr_report(&r);
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r.ran[i])
+			emu_run_free(&r.runs[i]);
+	free(in.x);
+	nr_opts_free(&o);
+	return rc;
+}

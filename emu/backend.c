@@ -4,6 +4,7 @@
  * backend, so the two run the same kernel code and differ only in who
  * rounds; TRUTH computes at EMU_TRUTH_PREC bits and ignores formats.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,6 +97,15 @@ emu_val *emu_k_vec(emu_be *be, size_t n)
 	return v;
 }
 
+/* The value of an encoding, a NaN keeping its sign bit (an overflow or an
+ * infinity in a format without inf is a signed NaN, docs/numerics.md), as
+ * the fast operations' doubles do. */
+static double decode(const emu_format *f, emu_bits b)
+{
+	double v = emu_decode(f, b);
+	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
+}
+
 static void note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i)
 {
 	be->st.ops[op]++;
@@ -121,7 +131,7 @@ void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const 
 	emu_result r = be->kind == EMU_BE_EXACT ? emu_mp_from_double(f, x, &env)
 	                                        : emu_from_double(f, x, &env);
 	be->env.index++;
-	double v = emu_decode(f, r.bits);
+	double v = decode(f, r.bits);
 	if (be->kind == EMU_BE_TRUTH)
 		mpfr_set_d(dst->m, v, MPFR_RNDN);
 	else
@@ -256,7 +266,7 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 			emu_bits args[3] = {emu_encode(f, x), emu_encode(f, y), emu_encode(f, z)};
 			emu_result res = emu_apply(op, f, NULL, args, env);
 			fl = res.flags;
-			r = emu_decode(f, res.bits);
+			r = decode(f, res.bits);
 		}
 		}
 		if (op == EMU_OP_SUB && isnan(y) && !isnan(x))
@@ -272,7 +282,7 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 			res = emu_mp_apply(op, f, NULL, args, env);
 		}
 		fl = res.flags;
-		r = emu_decode(f, res.bits);
+		r = decode(f, res.bits);
 	}
 	env->index++;
 	dst->d = r;

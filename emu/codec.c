@@ -5,6 +5,7 @@
  * one) and does no rounding.
  */
 #include <math.h>
+#include <string.h>
 
 #include "emu.h"
 
@@ -46,6 +47,21 @@ emu_class emu_classify(const emu_format *f, emu_bits b)
 	return EMU_CLASS_NORMAL;
 }
 
+static double from_bits(uint64_t u)
+{
+	double d;
+	memcpy(&d, &u, sizeof d);
+	return d;
+}
+
+static uint64_t to_bits(double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, sizeof u);
+	return u;
+}
+
+/* Values are built from bits: every format value is a normal double. */
 double emu_decode(const emu_format *f, emu_bits b)
 {
 	int m = f->p - 1;
@@ -58,13 +74,18 @@ double emu_decode(const emu_format *f, emu_bits b)
 		return neg ? -INFINITY : INFINITY;
 	case EMU_CLASS_ZERO:
 		return neg ? -0.0 : 0.0;
-	case EMU_CLASS_SUBNORMAL:
-		v = ldexp((double)(b & f->man_mask), f->emin - m);
+	case EMU_CLASS_SUBNORMAL: {
+		union {
+			uint64_t u;
+			double d;
+		} q = {.u = (uint64_t)(f->emin - m + 1023) << 52};
+		v = (double)(b & f->man_mask) * q.d; /* exact: a small integer times 2^k */
 		break;
+	}
 	default: {
 		emu_bits mag = mag_of(f, b);
 		int e = (int)(mag >> m) - f->bias;
-		v = ldexp((double)((mag & f->man_mask) | (1u << m)), e - m);
+		v = from_bits(((uint64_t)(e + 1023) << 52) | ((uint64_t)(mag & f->man_mask) << (52 - m)));
 	}
 	}
 	return neg ? -v : v;
@@ -80,11 +101,11 @@ emu_bits emu_encode(const emu_format *f, double v)
 		return s | f->inf_bits;
 	if (v == 0)
 		return f->nan == EMU_NAN_FNUZ ? 0 : s;
-	double a = fabs(v);
-	int e = ilogb(a);
+	uint64_t u = to_bits(v) & ~(1ull << 63);
+	int e = (int)(u >> 52) - 1023; /* v is a normal double */
 	if (e < f->emin) /* subnormal: an integer multiple of 2^(emin-m) */
-		return s | (emu_bits)ldexp(a, m - f->emin);
-	emu_bits man = (emu_bits)ldexp(a, m - e) & f->man_mask;
+		return s | (emu_bits)ldexp(from_bits(u), m - f->emin);
+	emu_bits man = (emu_bits)(u >> (52 - m)) & f->man_mask;
 	return s | ((emu_bits)(e + f->bias) << m) | man;
 }
 

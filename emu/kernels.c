@@ -6,6 +6,8 @@
 static const emu_kernel *const all[] = {
 	&emu_kernel_softmax_ce,
 	&emu_kernel_layernorm,
+	&emu_kernel_backward,
+	&emu_kernel_gradscaler,
 };
 
 size_t emu_kernel_count(void)

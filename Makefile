@@ -26,7 +26,7 @@ TESTBIN := build/tests/check_nanmap
 
 DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev check libinih-dev gnuplot-nox
 
-.PHONY: all deps test test-exhaustive asan bench install uninstall clean format lint sweep sweep-quick check
+.PHONY: all deps test test-exhaustive asan bench install uninstall clean format lint sweep sweep-quick check fuzz
 all: $(LIB) $(BIN) nanmap.pc
 
 # deps: install Debian packages when root; otherwise name them.
@@ -75,6 +75,10 @@ asan:
 	NANMAP_QUICK=1 CK_FORK=no $(TESTBIN)
 	sh tests/cli.sh
 	$(MAKE) --no-print-directory clean
+
+# fuzz: libFuzzer on the .npy reader for FUZZ_SECONDS (default 60); needs clang.
+fuzz:
+	sh tests/fuzz/run.sh
 
 bench/nanmap-bench: $(BENCH_SRC) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $(BENCH_SRC) $(LIB) $(NM_LDLIBS) $(LDFLAGS)

@@ -1,0 +1,606 @@
+/*
+ * tc.c — the Tensor Core block-FMA model (emu/tc.h), in integer arithmetic.
+ *
+ * Why this is exact: a product of two significands of at most 24 bits is an
+ * exact 48-bit integer. Every term is chopped to a multiple of 2^L, where
+ * L = R − 23 − neab and R is the block's alignment exponent; a term's
+ * magnitude is below 2^(R+2) (a product's significand lies in [0, 4) times
+ * 2^E with E <= R; C's in [0, 2)), so the chopped term is an integer below
+ * 2^(25+neab) <= 2^61, and a block of at most 2^16 of them sums exactly in
+ * __int128. That sum is handed once to emu_round_core (shifted right, with a
+ * sticky bit, only when it exceeds 64 bits, which leaves 63 bits below the
+ * leading one, more than the 34 the core asks for). So the only roundings
+ * are the ones the model has: the chop of each term and the block's one
+ * final rounding (plus C's pre-rounding and the fp32 promotion additions).
+ *
+ * Alignment exponents follow the published model (Khattak & Mikaitis,
+ * arXiv 2512.07004, and its MATLAB reference): an input x has exponent
+ * e(x) = max(floor(log2|x|), emin_in) and a product a·b is held
+ * "denormalised" as a significand in [0, 4) times 2^(e(a)+e(b)); C (a
+ * binary32 value) has max(floor(log2|C|), −126). R is the largest of these
+ * over the nonzero terms, floored at exp_floor. Zero products take no part.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "tc.h"
+
+#define FP32_EMIN (-126)
+#define TC_FRAC 23 /* the accumulator's fraction bits before neab */
+
+/* ---- models, presets, spec strings ---- */
+
+emu_tc_model emu_tc_default(void)
+{
+	return (emu_tc_model){.k = 16,
+	                      .neab = 2,
+	                      .final_mode = EMU_RTZ,
+	                      .c_preround = false,
+	                      .exp_floor = EMU_TC_NO_FLOOR,
+	                      .block_prec = 0,
+	                      .promote_every = 0,
+	                      .sat = false,
+	                      .c_late = false};
+}
+
+/* The formats the presets know, told apart by their defining fields. */
+enum tc_kind { TK_OTHER = 0, TK_FP32, TK_TF32, TK_FP16, TK_BF16, TK_E4M3, TK_E5M2 };
+
+static enum tc_kind tc_kind_of(const emu_format *f)
+{
+	static const struct {
+		int p, ebits, bias;
+		enum tc_kind kind;
+	} kinds[] = {
+	    {24, 8, 127, TK_FP32}, {11, 8, 127, TK_TF32}, {11, 5, 15, TK_FP16},
+	    {8, 8, 127, TK_BF16},  {4, 4, 7, TK_E4M3},    {3, 5, 15, TK_E5M2},
+	};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (f->p == kinds[i].p && f->ebits == kinds[i].ebits && f->bias == kinds[i].bias)
+			return kinds[i].kind;
+	return TK_OTHER;
+}
+
+/* One row: a GPU, an input kind (TK_E4M3 stands for both FP8 formats), an
+ * output kind, and the model. Sources: FACTS §3 (Khattak & Mikaitis's table
+ * of measured k, neab and final rounding; exp_floor −133, and B200's −15 for
+ * fp16 output, from their H100TC.m / B200TC.m; C pre-rounded to fp16 as
+ * their CUDA drivers do with __float2half for fp16 output). FP8 → fp32
+ * blocks round to 14 bits (an e8m13 result, their GEMM.m's "NoManBitsOut +
+ * neab"), which the H200 vectors confirm. The h100 FP8 → fp16 row (c_late)
+ * is this project's best fit to the H200 vectors, matching about 80% of
+ * them, not a published model; Ada's FP8 → fp16 row is the published
+ * parameters, unverified (docs/tensor-cores.md). */
+struct tc_preset {
+	const char *gpu;
+	enum tc_kind in, out;
+	int k, neab;
+	emu_mode mode;
+	bool cpre;
+	int floor, prec;
+	bool late;
+};
+
+#define NF EMU_TC_NO_FLOOR
+static const struct tc_preset presets[] = {
+    {"v100", TK_FP16, TK_FP32, 4, 0, EMU_RTZ, false, NF, 0, false},
+    {"v100", TK_FP16, TK_FP16, 4, 0, EMU_RNE, true, NF, 0, false},
+    {"a100", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, false},
+    {"a100", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, false},
+    {"a100", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, false},
+    {"a100", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, false},
+    {"h100", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, false},
+    {"h100", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, false},
+    {"h100", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -133, 0, false},
+    {"h100", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, false},
+    {"h100", TK_E4M3, TK_FP32, 32, -10, EMU_RTZ, false, -133, 14, false},
+    {"h100", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -133, 0, true},
+    {"ada", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, false},
+    {"ada", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, false},
+    {"ada", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, false},
+    {"ada", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, false},
+    {"ada", TK_E4M3, TK_FP32, 16, -10, EMU_RTZ, false, NF, 14, false},
+    {"ada", TK_E4M3, TK_FP16, 16, -10, EMU_RNE, true, NF, 0, false},
+    {"b200", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, false},
+    {"b200", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, false},
+    {"b200", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, false},
+    {"b200", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, false},
+    {"b200", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, false},
+};
+#undef NF
+
+/* GPUs that share another's model. */
+static const char *tc_alias(const char *gpu)
+{
+	if (!strcmp(gpu, "h200"))
+		return "h100";
+	if (!strcmp(gpu, "l40s"))
+		return "ada";
+	return gpu;
+}
+
+static bool tc_known_gpu(const char *gpu)
+{
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+		if (!strcmp(presets[i].gpu, gpu))
+			return true;
+	return false;
+}
+
+emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format *out,
+                         emu_tc_model *m)
+{
+	const char *g = tc_alias(gpu);
+	enum tc_kind ki = tc_kind_of(in), ko = tc_kind_of(out);
+	if (!tc_known_gpu(g))
+		return EMU_ERR_BAD_SPEC;
+	if (ki == TK_E5M2)
+		ki = TK_E4M3;
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+		const struct tc_preset *p = &presets[i];
+		if (strcmp(p->gpu, g) != 0 || p->in != ki || p->out != ko || ki == TK_OTHER)
+			continue;
+		*m = emu_tc_default();
+		m->k = p->k;
+		m->neab = p->neab;
+		m->final_mode = p->mode;
+		m->c_preround = p->cpre;
+		m->exp_floor = p->floor;
+		m->block_prec = p->prec;
+		m->c_late = p->late;
+		return EMU_OK;
+	}
+	return EMU_ERR_UNKNOWN_FORMAT;
+}
+
+static void tc_err(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void tc_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+/* A whole decimal integer in [lo, hi]. */
+static bool tc_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	if (!*s)
+		return false;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool tc_bool(const char *s, bool *out)
+{
+	if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "on")) {
+		*out = true;
+		return true;
+	}
+	if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "off")) {
+		*out = false;
+		return true;
+	}
+	return false;
+}
+
+/* One key=value item; returns false with err written. */
+static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err, size_t len)
+{
+	long v;
+	if (!strcmp(key, "k")) {
+		if (!tc_int(val, 1, EMU_TC_K_MAX, &v))
+			goto bad;
+		m->k = (int)v;
+	} else if (!strcmp(key, "neab")) {
+		if (!tc_int(val, EMU_TC_NEAB_MIN, EMU_TC_NEAB_MAX, &v))
+			goto bad;
+		m->neab = (int)v;
+	} else if (!strcmp(key, "final")) {
+		emu_mode md = !strcmp(val, "rz") ? EMU_RTZ : emu_mode_by_name(val);
+		if (md != EMU_RNE && md != EMU_RTZ && md != EMU_UP && md != EMU_DOWN)
+			goto bad;
+		m->final_mode = md;
+	} else if (!strcmp(key, "cpre")) {
+		if (!tc_bool(val, &m->c_preround))
+			goto bad;
+	} else if (!strcmp(key, "floor")) {
+		if (!strcmp(val, "none"))
+			m->exp_floor = EMU_TC_NO_FLOOR;
+		else if (tc_int(val, -10000, 10000, &v))
+			m->exp_floor = (int)v;
+		else
+			goto bad;
+	} else if (!strcmp(key, "prec")) {
+		if (!strcmp(val, "out"))
+			m->block_prec = 0;
+		else if (tc_int(val, 2, 24, &v))
+			m->block_prec = (int)v;
+		else
+			goto bad;
+	} else if (!strcmp(key, "promote")) {
+		if (!tc_int(val, 0, LONG_MAX, &v))
+			goto bad;
+		m->promote_every = (size_t)v;
+	} else if (!strcmp(key, "sat")) {
+		if (!tc_bool(val, &m->sat))
+			goto bad;
+	} else if (!strcmp(key, "clate")) {
+		if (!tc_bool(val, &m->c_late))
+			goto bad;
+	} else {
+		tc_err(err, len,
+		       "unknown key '%s' (keys: k neab final cpre floor prec promote sat clate)", key);
+		return false;
+	}
+	return true;
+bad:
+	tc_err(err, len, "bad value '%s' for %s", val, key);
+	return false;
+}
+
+emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format *out,
+                        emu_tc_model *m, char *err, size_t errlen)
+{
+	char buf[256];
+	emu_tc_model r = emu_tc_default();
+	if (!spec || !*spec) {
+		tc_err(err, errlen, "empty model");
+		return EMU_ERR_BAD_SPEC;
+	}
+	if (strlen(spec) >= sizeof buf) {
+		tc_err(err, errlen, "model spec too long");
+		return EMU_ERR_BAD_SPEC;
+	}
+	strcpy(buf, spec);
+	bool first = true;
+	for (char *item = buf, *next; item; item = next, first = false) {
+		next = strchr(item, ',');
+		if (next)
+			*next++ = 0;
+		char *eq = strchr(item, '=');
+		if (!*item) {
+			tc_err(err, errlen, "empty item in model '%s'", spec);
+			return EMU_ERR_BAD_SPEC;
+		}
+		if (!eq) {
+			if (!first) {
+				tc_err(err, errlen, "'%s' is not key=value (a GPU name comes first)",
+				       item);
+				return EMU_ERR_BAD_SPEC;
+			}
+			if (!in || !out) {
+				tc_err(err, errlen, "GPU model '%s' needs input and output formats",
+				       item);
+				return EMU_ERR_BAD_SPEC;
+			}
+			emu_status st = emu_tc_preset(item, in, out, &r);
+			if (st == EMU_ERR_BAD_SPEC) {
+				tc_err(err, errlen,
+				       "unknown GPU '%s' (v100 a100 h100 h200 ada l40s b200)", item);
+				return st;
+			}
+			if (st != EMU_OK) {
+				tc_err(err, errlen, "%s has no %s -> %s model", item, in->name,
+				       out->name);
+				return st;
+			}
+			continue;
+		}
+		*eq = 0;
+		if (!tc_item(&r, item, eq + 1, err, errlen))
+			return EMU_ERR_BAD_SPEC;
+	}
+	*m = r;
+	return EMU_OK;
+}
+
+const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len)
+{
+	char fl[16], pr[16];
+	if (m->exp_floor == EMU_TC_NO_FLOOR)
+		snprintf(fl, sizeof fl, "none");
+	else
+		snprintf(fl, sizeof fl, "%d", m->exp_floor);
+	if (m->block_prec == 0)
+		snprintf(pr, sizeof pr, "out");
+	else
+		snprintf(pr, sizeof pr, "%d", m->block_prec);
+	snprintf(buf, len,
+	         "k=%d,neab=%d,final=%s,cpre=%d,floor=%s,prec=%s,promote=%zu,sat=%d,clate=%d", m->k,
+	         m->neab, emu_mode_name(m->final_mode), m->c_preround, fl, pr, m->promote_every,
+	         m->sat, m->c_late);
+	return buf;
+}
+
+emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_format *out,
+                        char *err, size_t errlen)
+{
+	const char *why = NULL;
+	if (m->k < 1 || m->k > EMU_TC_K_MAX)
+		why = "k out of range";
+	else if (m->neab < EMU_TC_NEAB_MIN || m->neab > EMU_TC_NEAB_MAX)
+		why = "neab out of range";
+	else if (m->final_mode != EMU_RNE && m->final_mode != EMU_RTZ &&
+	         m->final_mode != EMU_UP && m->final_mode != EMU_DOWN)
+		why = "final rounding must be rne, rtz, up or down";
+	else if (m->block_prec != 0 && (m->block_prec < 2 || m->block_prec > out->p))
+		why = "prec must lie between 2 and the output's precision";
+	else if (m->exp_floor != EMU_TC_NO_FLOOR && (m->exp_floor < -10000 || m->exp_floor > 10000))
+		why = "floor out of range";
+	else if (!in->has_sign || !in->has_zero || in->p > 24)
+		why = "the input format needs a sign and a zero";
+	else if (!out->has_sign || !out->has_inf || out->nan != EMU_NAN_IEEE ||
+	         !out->has_subnormals || !out->has_zero)
+		why = "the output format must have a sign, infinities, NaNs and subnormals";
+	else if (out->emin < FP32_EMIN || out->emax > 127)
+		why = "the output format must lie within binary32's range";
+	if (!why)
+		return EMU_OK;
+	tc_err(err, errlen, "%s", why);
+	return EMU_ERR_RANGE;
+}
+
+/* ---- the block FMA ---- */
+
+typedef struct {
+	const emu_tc_model *m;
+	const emu_format *in, *out, *fp32;
+	emu_format blk; /* the format each block rounds to */
+	emu_env env;    /* final_mode (and sat) */
+} tc_ctx;
+
+/* |x| = P·2^lsb with e = max(floor(log2|x|), emin) and lsb = e − (p − 1):
+ * the significand as an integer at the format's grid. x finite, nonzero. */
+static void tc_split(double x, int emin, int p, uint64_t *P, int *e, int *lsb)
+{
+	int fe;
+	(void)frexp(x, &fe);
+	*e = fe - 1 < emin ? emin : fe - 1;
+	*lsb = *e - (p - 1);
+	*P = (uint64_t)ldexp(fabs(x), -*lsb); /* exact: an integer below 2^p */
+}
+
+/* Add ±P·2^sh (chopped toward zero when sh < 0) into *S. */
+static void tc_add_term(__int128 *S, bool neg, uint64_t P, int sh, bool *chopped)
+{
+	uint64_t v;
+	if (sh >= 0) {
+		v = P << sh; /* < 2^(25+neab): see the top of the file */
+	} else if (sh > -64) {
+		v = P >> -sh;
+		*chopped |= (P & ((1ull << -sh) - 1)) != 0;
+	} else {
+		v = 0;
+		*chopped |= P != 0;
+	}
+	*S += neg ? -(__int128)v : (__int128)v;
+}
+
+/* What a block sees: the special-value summary and the alignment exponent. */
+typedef struct {
+	bool nan, pinf, ninf, invalid;
+	bool any_term;           /* a nonzero finite term exists */
+	bool zero_pos, zero_neg; /* signs of the zero terms */
+	int R;
+} tc_scan;
+
+static void tc_scan_term(tc_scan *s, bool neg, bool zero, int E)
+{
+	if (zero) {
+		if (neg)
+			s->zero_neg = true;
+		else
+			s->zero_pos = true;
+		return;
+	}
+	if (!s->any_term || E > s->R)
+		s->R = E;
+	s->any_term = true;
+}
+
+/* One block FMA: a[0..n)·b[0..n) (+ c when with_c), c a value of the chain
+ * (binary32-representable, or ±inf, NaN). Returns the block's result as a
+ * value of t->blk (and so of t->out). */
+static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n, double c,
+                       bool with_c, unsigned *flags)
+{
+	const emu_tc_model *m = t->m;
+	const emu_format *in = t->in;
+	tc_scan s = {0};
+
+	/* pass 1: specials, zero signs, the alignment exponent */
+	if (!with_c) {
+		/* c_late: C is no term here (not even a zero one) */
+	} else if (isnan(c)) {
+		s.nan = true;
+	} else if (isinf(c)) {
+		*(signbit(c) ? &s.ninf : &s.pinf) = true;
+	} else if (c == 0) {
+		tc_scan_term(&s, signbit(c), true, 0);
+	} else {
+		uint64_t P;
+		int e, lsb;
+		tc_split(c, FP32_EMIN, 24, &P, &e, &lsb);
+		tc_scan_term(&s, false, false, e);
+	}
+	for (size_t i = 0; i < n; i++) {
+		double x = emu_decode(in, a[i]), y = emu_decode(in, b[i]);
+		bool neg = (signbit(x) != 0) != (signbit(y) != 0);
+		if (isnan(x) || isnan(y)) {
+			s.nan = true;
+		} else if (isinf(x) || isinf(y)) {
+			if (x == 0 || y == 0)
+				s.invalid = true;
+			else
+				*(neg ? &s.ninf : &s.pinf) = true;
+		} else if (x == 0 || y == 0) {
+			tc_scan_term(&s, neg, true, 0);
+		} else {
+			uint64_t P;
+			int ea, eb, lsb;
+			tc_split(x, in->emin, in->p, &P, &ea, &lsb);
+			tc_split(y, in->emin, in->p, &P, &eb, &lsb);
+			tc_scan_term(&s, neg, false, ea + eb);
+		}
+	}
+	if (s.nan || s.invalid || (s.pinf && s.ninf))
+		return emu_nan_result(t->out, s.invalid || (s.pinf && s.ninf), flags);
+	if (s.pinf || s.ninf)
+		return s.ninf ? -INFINITY : INFINITY;
+	if (!s.any_term) /* only zeros: IEEE's sign of an exact zero sum */
+		return (s.zero_neg && (!s.zero_pos || m->final_mode == EMU_DOWN)) ? -0.0 : 0.0;
+
+	/* pass 2: chop every term to the window and sum exactly */
+	int R = s.R < m->exp_floor ? m->exp_floor : s.R;
+	int L = R - TC_FRAC - m->neab;
+	__int128 S = 0;
+	bool chopped = false;
+	if (with_c && c != 0) {
+		uint64_t P;
+		int e, lsb;
+		tc_split(c, FP32_EMIN, 24, &P, &e, &lsb);
+		tc_add_term(&S, signbit(c), P, lsb - L, &chopped);
+	}
+	for (size_t i = 0; i < n; i++) {
+		double x = emu_decode(in, a[i]), y = emu_decode(in, b[i]);
+		if (x == 0 || y == 0)
+			continue;
+		uint64_t Pa, Pb;
+		int ea, eb, la, lb;
+		tc_split(x, in->emin, in->p, &Pa, &ea, &la);
+		tc_split(y, in->emin, in->p, &Pb, &eb, &lb);
+		tc_add_term(&S, (signbit(x) != 0) != (signbit(y) != 0), Pa * Pb, la + lb - L,
+		            &chopped);
+	}
+	if (chopped)
+		*flags |= EMU_FLAG_INEXACT;
+
+	/* one rounding of the exact sum S·2^L */
+	if (S == 0) /* cancellation (or everything chopped away): +0, −0 in down */
+		return m->final_mode == EMU_DOWN ? -0.0 : 0.0;
+	bool neg = S < 0;
+	unsigned __int128 U = neg ? -(unsigned __int128)S : (unsigned __int128)S;
+	int E = L;
+	bool sticky = false;
+	while (U >> 64) {
+		sticky |= (U & 1) != 0;
+		U >>= 1;
+		E++;
+	}
+	unsigned fl = 0;
+	double r = emu_round_core(&t->blk, neg, (uint64_t)U, E, sticky, &t->env, &fl);
+	if ((fl & EMU_FLAG_OVERFLOW) && !m->sat && isfinite(r))
+		r = neg ? -INFINITY : INFINITY; /* the published model: overflow is ±inf */
+	*flags |= fl;
+	return r;
+}
+
+/* c_late: the block's rounded product sum r plus C, rounded once more. Both
+ * are binary32-range values, so the core's adaptor (TwoSum) is exact. */
+static double tc_late_add(const tc_ctx *t, double r, double c, unsigned *flags)
+{
+	if (isnan(r) || isnan(c))
+		return NAN;
+	if (isinf(r) || isinf(c)) { /* the specials rule of a block, not sat's */
+		if (isinf(r) && isinf(c) && signbit(r) != signbit(c))
+			return emu_nan_result(t->out, true, flags);
+		return isinf(r) ? r : c;
+	}
+	unsigned fl = 0;
+	double s = emu_v_add(&t->blk, r, c, &t->env, &fl);
+	if ((fl & EMU_FLAG_OVERFLOW) && !t->m->sat && isfinite(s))
+		s = copysign(INFINITY, s);
+	*flags |= fl;
+	return s;
+}
+
+/* The chain of blocks over a[0..K) starting from C = c. */
+static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t K, double c,
+                       unsigned *flags)
+{
+	size_t k = (size_t)t->m->k;
+	size_t i = 0;
+	do {
+		size_t n = K - i < k ? K - i : k;
+		if (t->m->c_late)
+			c = tc_late_add(t, tc_block(t, a + i, b + i, n, c, false, flags), c, flags);
+		else
+			c = tc_block(t, a + i, b + i, n, c, true, flags);
+		i += n;
+	} while (i < K);
+	return c;
+}
+
+static bool tc_ctx_init(tc_ctx *t, const emu_tc_model *m, const emu_format *in,
+                        const emu_format *out)
+{
+	if (emu_tc_check(m, in, out, NULL, 0) != EMU_OK)
+		return false;
+	t->m = m;
+	t->in = in;
+	t->out = out;
+	t->fp32 = emu_format_by_name("fp32");
+	t->blk = *out;
+	if (m->block_prec) {
+		t->blk.p = m->block_prec;
+		if (emu_format_init(&t->blk) != EMU_OK)
+			return false;
+	}
+	t->env = EMU_ENV_DEFAULT;
+	t->env.mode = m->final_mode;
+	t->env.sat = m->sat;
+	return t->fp32 != NULL;
+}
+
+emu_result emu_tc_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
+                      const emu_bits *a, const emu_bits *b, size_t K, emu_bits c)
+{
+	tc_ctx t;
+	unsigned flags = 0;
+	const emu_env rne = EMU_ENV_DEFAULT;
+	if (!tc_ctx_init(&t, m, in, out))
+		return (emu_result){out->nan_bits, EMU_FLAG_INVALID};
+
+	/* C enters as binary32, or first rounded to the output (CUDA's
+	 * __float2half before an fp16-accumulating mma) */
+	emu_bits c32 = c;
+	if (m->c_preround) {
+		emu_result r = emu_convert(out, t.fp32, c, &rne);
+		flags |= r.flags;
+		c32 = emu_convert(t.fp32, out, r.bits, &rne).bits; /* exact */
+	}
+	if (m->promote_every == 0) {
+		double d = tc_chain(&t, a, b, K, emu_decode(t.fp32, c32), &flags);
+		return (emu_result){emu_encode(out, d), flags};
+	}
+
+	/* promotion: each chunk's chain starts from +0 and is added into the
+	 * binary32 accumulator by an RNE addition on the CUDA cores */
+	emu_bits acc = c32;
+	for (size_t i = 0; i < K; i += m->promote_every) {
+		size_t n = K - i < m->promote_every ? K - i : m->promote_every;
+		double part = tc_chain(&t, a + i, b + i, n, 0.0, &flags);
+		emu_result s = emu_add(t.fp32, acc, emu_encode(t.fp32, part), &rne);
+		flags |= s.flags;
+		acc = s.bits;
+	}
+	emu_result r = emu_convert(out, t.fp32, acc, &rne);
+	r.flags |= flags;
+	return r;
+}

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "nm_dot.h"
 #include "nm_parse.h"
 #include "nm_run.h"
 
@@ -43,6 +44,8 @@ static const char nm_usage[] =
     "      OP: add sub mul div sqrt fma exp log exp2 rsqrt min max\n"
     "      operands must be exact values of FMT (default fp16); with --bits\n"
     "      they are encodings in hex (0x3c00); '-' reads lines \"A [B [C]]\"\n"
+    "  nanmap dot --model MODEL --in FMT --out FMT [--bits] A_FILE B_FILE [C_FILE]\n"
+    "      Tensor Core dot products (docs/tensor-cores.md; nanmap dot --help)\n"
     "  nanmap run KERNEL --policy SPEC [--variant V] [--param NAME=VALUE]...\n"
     "             (--input FILE | --values LIST | --gen DIST --n N) [--rows R]\n"
     "             [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
@@ -917,6 +920,8 @@ int main(int argc, char **argv)
 		return nm_run_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "sweep"))
 		return nm_cmd_sweep();
+	if (!strcmp(cmd, "dot"))
+		return nm_dot_main(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(nm_cmds) / sizeof(nm_cmds[0]); i++)
 		if (!strcmp(cmd, nm_cmds[i].name))
 			return nm_run(&nm_cmds[i], argc - 2, argv + 2);

@@ -1,0 +1,470 @@
+/*
+ * nm_dot.c — `nanmap dot`: the Tensor Core model (emu/tc.h) on vectors read
+ * from files, printing results in the hardware vectors' own form so that
+ * `diff` compares them with measured outputs.
+ *
+ * Input layout (shared/data/tensor-core-vectors/README.md): A and B hold one
+ * case per line, K binary32 bit patterns in hex; C holds one binary32 per
+ * line as 32 '0'/'1' characters. Every value of A and B must be exactly a
+ * value of --in (the vectors were made that way); anything else is an error
+ * naming file:line, never a silent rounding.
+ *
+ * The reader takes a byte at a time into a fixed buffer, so a line of any
+ * length costs at most NM_DOT_MAX_LINE bytes and an overlong line, a NUL
+ * byte or a bad digit is reported with its file and line. As in the other
+ * commands the whole output is built first and printed only when every case
+ * was good: an error never leaves half a result file.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu.h"
+#include "nm_dot.h"
+#include "nm_parse.h"
+#include "tc.h"
+
+#define NM_EXIT_ERR 2
+#define NM_ERR_LEN 512
+
+static const char nm_dot_usage[] =
+    "usage: nanmap dot --model MODEL --in FMT --out FMT [--bits] A_FILE B_FILE [C_FILE]\n"
+    "\n"
+    "  D = A*B + C for each case (line) of the files, through the Tensor Core\n"
+    "  model MODEL; without C_FILE, C = 0.\n"
+    "  A_FILE, B_FILE: one case per line, K binary32 bit patterns in hex, each\n"
+    "                  exactly a value of the input format FMT\n"
+    "  C_FILE:         one binary32 per line as 32 characters 0/1\n"
+    "  Output: one line per case, the result widened to binary32 as 32\n"
+    "  characters 0/1 (the form of the hardware d files); with --bits the\n"
+    "  result's own encoding in hex (0x3c00 for fp16 1.0).\n"
+    "MODEL: a GPU (v100 a100 h100 h200 ada l40s b200) and/or key=value items,\n"
+    "       e.g. h100  h100,promote=128  k=16,neab=2,final=rz,cpre=1\n"
+    "       keys: k neab final cpre floor prec promote sat (docs/tensor-cores.md)\n"
+    "Errors: one line on stderr, exit status 2.\n";
+
+static int nm_dot_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int nm_dot_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("nanmap: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
+	va_end(ap);
+	fputc('\n', stderr);
+	return NM_EXIT_ERR;
+}
+
+/* ---- reading the vector files ---- */
+
+void nm_vecs_free(nm_vecs *v)
+{
+	free(v->v);
+	memset(v, 0, sizeof(*v));
+}
+
+/* One line reader over a FILE with a fixed-size buffer. */
+struct nm_lines {
+	FILE *fp;
+	const char *path;
+	char *buf;
+	size_t len, lineno;
+};
+
+/* Read the next line into r->buf (without its "\n" or "\r\n").
+ * Returns 1 for a line, 0 at the end, -1 with err written. */
+static int nm_next_line(struct nm_lines *r, char *err, size_t errlen)
+{
+	int ch;
+	size_t n = 0;
+
+	ch = getc(r->fp);
+	if (ch == EOF) {
+		if (ferror(r->fp)) {
+			snprintf(err, errlen, "%s: cannot read: %s", r->path, strerror(errno));
+			return -1;
+		}
+		return 0;
+	}
+	r->lineno++;
+	for (; ch != EOF && ch != '\n'; ch = getc(r->fp)) {
+		if (ch == 0) {
+			snprintf(err, errlen, "%s:%zu: a NUL byte in the line", r->path, r->lineno);
+			return -1;
+		}
+		if (n + 1 >= NM_DOT_MAX_LINE) {
+			snprintf(err, errlen, "%s:%zu: line longer than %u bytes", r->path, r->lineno,
+			         NM_DOT_MAX_LINE - 1);
+			return -1;
+		}
+		r->buf[n++] = (char)ch;
+	}
+	if (ch == EOF && ferror(r->fp)) {
+		snprintf(err, errlen, "%s: cannot read: %s", r->path, strerror(errno));
+		return -1;
+	}
+	if (n && r->buf[n - 1] == '\r')
+		n--;
+	r->buf[n] = 0;
+	r->len = n;
+	return 1;
+}
+
+static int nm_lines_open(struct nm_lines *r, const char *path, char *err, size_t errlen)
+{
+	memset(r, 0, sizeof(*r));
+	r->path = path;
+	r->buf = malloc(NM_DOT_MAX_LINE);
+	if (!r->buf) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	r->fp = fopen(path, "r");
+	if (!r->fp) {
+		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		free(r->buf);
+		r->buf = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static void nm_lines_close(struct nm_lines *r)
+{
+	if (r->fp)
+		fclose(r->fp);
+	free(r->buf);
+	r->fp = NULL;
+	r->buf = NULL;
+}
+
+static bool nm_is_blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+static int nm_hex_digit(char ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* A token of 1..8 hex digits with an optional 0x: a binary32 pattern. */
+static bool nm_hex32(const char *s, size_t n, uint32_t *out)
+{
+	uint32_t v = 0;
+
+	if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		s += 2;
+		n -= 2;
+	}
+	if (n == 0 || n > 8)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		int d = nm_hex_digit(s[i]);
+		if (d < 0)
+			return false;
+		v = v << 4 | (uint32_t)d;
+	}
+	*out = v;
+	return true;
+}
+
+/* Append one value, growing the array geometrically. */
+static int nm_append(nm_vecs *v, size_t *used, size_t *cap, emu_bits x)
+{
+	if (*used == *cap) {
+		size_t nc = *cap ? *cap * 2 : 4096;
+		emu_bits *p = realloc(v->v, nc * sizeof(*p));
+		if (!p)
+			return -1;
+		v->v = p;
+		*cap = nc;
+	}
+	v->v[(*used)++] = x;
+	return 0;
+}
+
+int nm_read_hex_vectors(const char *path, nm_vecs *out, char *err, size_t errlen)
+{
+	struct nm_lines r;
+	nm_vecs v = {0};
+	size_t used = 0, cap = 0;
+	int rc = -1, got;
+
+	if (nm_lines_open(&r, path, err, errlen))
+		return -1;
+	while ((got = nm_next_line(&r, err, errlen)) == 1) {
+		size_t k = 0, i = 0;
+		while (i < r.len) {
+			while (i < r.len && nm_is_blank(r.buf[i]))
+				i++;
+			if (i == r.len)
+				break;
+			size_t start = i;
+			while (i < r.len && !nm_is_blank(r.buf[i]))
+				i++;
+			uint32_t x;
+			if (!nm_hex32(r.buf + start, i - start, &x)) {
+				snprintf(err, errlen,
+				         "%s:%zu: value %zu ('%.*s') is not a binary32 bit pattern in "
+				         "hex",
+				         path, r.lineno, k + 1, (int)(i - start > 20 ? 20 : i - start),
+				         r.buf + start);
+				goto done;
+			}
+			if (nm_append(&v, &used, &cap, x)) {
+				snprintf(err, errlen, "out of memory");
+				goto done;
+			}
+			k++;
+		}
+		if (k == 0) {
+			snprintf(err, errlen, "%s:%zu: empty line", path, r.lineno);
+			goto done;
+		}
+		if (v.count == 0) {
+			v.K = k;
+		} else if (k != v.K) {
+			snprintf(err, errlen, "%s:%zu: %zu values, the first line has %zu", path,
+			         r.lineno, k, v.K);
+			goto done;
+		}
+		v.count++;
+	}
+	if (got < 0)
+		goto done;
+	if (v.count == 0) {
+		snprintf(err, errlen, "%s: no vectors", path);
+		goto done;
+	}
+	rc = 0;
+done:
+	nm_lines_close(&r);
+	if (rc)
+		nm_vecs_free(&v);
+	else
+		*out = v;
+	return rc;
+}
+
+int nm_read_bin_scalars(const char *path, nm_vecs *out, char *err, size_t errlen)
+{
+	struct nm_lines r;
+	nm_vecs v = {0};
+	size_t used = 0, cap = 0;
+	int rc = -1, got;
+
+	if (nm_lines_open(&r, path, err, errlen))
+		return -1;
+	v.K = 1;
+	while ((got = nm_next_line(&r, err, errlen)) == 1) {
+		size_t n = r.len;
+		uint32_t x = 0;
+		while (n && nm_is_blank(r.buf[n - 1]))
+			n--;
+		bool ok = n == 32;
+		for (size_t i = 0; ok && i < 32; i++) {
+			if (r.buf[i] != '0' && r.buf[i] != '1')
+				ok = false;
+			x = x << 1 | (uint32_t)(r.buf[i] == '1');
+		}
+		if (!ok) {
+			snprintf(err, errlen,
+			         "%s:%zu: expected a binary32 as 32 characters 0/1, got '%.*s'%s", path,
+			         r.lineno, (int)(n > 40 ? 40 : n), r.buf, n > 40 ? "..." : "");
+			goto done;
+		}
+		if (nm_append(&v, &used, &cap, x)) {
+			snprintf(err, errlen, "out of memory");
+			goto done;
+		}
+		v.count++;
+	}
+	if (got < 0)
+		goto done;
+	if (v.count == 0) {
+		snprintf(err, errlen, "%s: no values", path);
+		goto done;
+	}
+	rc = 0;
+done:
+	nm_lines_close(&r);
+	if (rc)
+		nm_vecs_free(&v);
+	else
+		*out = v;
+	return rc;
+}
+
+/* ---- the command ---- */
+
+struct nm_dot_opts {
+	const char *model, *in, *out;
+	bool bits;
+	const char *files[3];
+	size_t nfiles;
+};
+
+static int nm_dot_args(int argc, char **argv, struct nm_dot_opts *o)
+{
+	bool opts = true;
+
+	memset(o, 0, sizeof(*o));
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+		const char **slot = NULL;
+		if (opts && !strcmp(s, "--")) {
+			opts = false;
+			continue;
+		}
+		if (opts && !strcmp(s, "--bits")) {
+			o->bits = true;
+			continue;
+		}
+		if (opts && (!strcmp(s, "--model") || !strcmp(s, "-m")))
+			slot = &o->model;
+		else if (opts && !strcmp(s, "--in"))
+			slot = &o->in;
+		else if (opts && !strcmp(s, "--out"))
+			slot = &o->out;
+		if (slot) {
+			if (i + 1 >= argc)
+				return nm_dot_fail("dot: %s needs a value", s);
+			*slot = argv[++i];
+			continue;
+		}
+		if (opts && s[0] == '-' && s[1] != 0)
+			return nm_dot_fail("dot: unknown option '%s' (try: nanmap dot --help)", s);
+		if (o->nfiles == 3)
+			return nm_dot_fail("dot: too many files ('%s'): A_FILE B_FILE [C_FILE]", s);
+		o->files[o->nfiles++] = s;
+	}
+	if (!o->model)
+		return nm_dot_fail("dot: --model is required (e.g. --model h100)");
+	if (!o->in || !o->out)
+		return nm_dot_fail("dot: --in and --out are required (e.g. --in fp16 --out fp32)");
+	if (o->nfiles < 2)
+		return nm_dot_fail("dot: needs A_FILE and B_FILE");
+	return 0;
+}
+
+/* Turn the binary32 patterns of A or B into encodings of in, exactly. */
+static int nm_dot_to_input(nm_vecs *v, const char *path, const emu_format *in,
+                           const emu_format *fp32)
+{
+	const emu_env rne = EMU_ENV_DEFAULT;
+
+	for (size_t i = 0; i < v->count * v->K; i++) {
+		emu_bits x = v->v[i];
+		emu_result r = emu_convert(in, fp32, x, &rne);
+		bool src_nan = emu_is_nan(fp32, x);
+		if (r.flags != 0 || emu_is_nan(in, r.bits) != src_nan)
+			return nm_dot_fail("%s:%zu: value %zu (0x%08x) is not exactly a value of %s",
+			                   path, i / v->K + 1, i % v->K + 1, (unsigned)x, in->name);
+		v->v[i] = r.bits;
+	}
+	return 0;
+}
+
+static int nm_dot_run(const struct nm_dot_opts *o)
+{
+	char err[NM_ERR_LEN];
+	emu_format in, out;
+	const emu_format *fp32 = emu_format_by_name("fp32");
+	emu_tc_model m;
+	nm_vecs A = {0}, B = {0}, C = {0};
+	char *text = NULL;
+	int rc;
+
+	if (emu_format_parse(o->in, &in, err, sizeof err) != EMU_OK)
+		return nm_dot_fail("dot: --in: %s", err);
+	if (emu_format_parse(o->out, &out, err, sizeof err) != EMU_OK)
+		return nm_dot_fail("dot: --out: %s", err);
+	if (emu_tc_parse(o->model, &in, &out, &m, err, sizeof err) != EMU_OK)
+		return nm_dot_fail("dot: --model: %s", err);
+	if (emu_tc_check(&m, &in, &out, err, sizeof err) != EMU_OK)
+		return nm_dot_fail("dot: --model %s with %s -> %s: %s", o->model, in.name, out.name,
+		                   err);
+	rc = NM_EXIT_ERR;
+	if (nm_read_hex_vectors(o->files[0], &A, err, sizeof err) ||
+	    nm_read_hex_vectors(o->files[1], &B, err, sizeof err) ||
+	    (o->nfiles == 3 && nm_read_bin_scalars(o->files[2], &C, err, sizeof err))) {
+		nm_dot_fail("%s", err);
+		goto done;
+	}
+	if (B.count != A.count || B.K != A.K) {
+		nm_dot_fail("%s: %zu cases of %zu values, but %s has %zu of %zu", o->files[1],
+		            B.count, B.K, o->files[0], A.count, A.K);
+		goto done;
+	}
+	if (o->nfiles == 3 && C.count != A.count) {
+		nm_dot_fail("%s: %zu values, but %s has %zu cases", o->files[2], C.count,
+		            o->files[0], A.count);
+		goto done;
+	}
+	if (nm_dot_to_input(&A, o->files[0], &in, fp32) ||
+	    nm_dot_to_input(&B, o->files[1], &in, fp32))
+		goto done;
+
+	/* each output line is at most 33 bytes ("0x" + 8 hex digits is less) */
+	text = malloc(A.count * 34 + 1);
+	if (!text) {
+		nm_dot_fail("out of memory");
+		goto done;
+	}
+	size_t pos = 0;
+	const emu_env rne = EMU_ENV_DEFAULT;
+	for (size_t i = 0; i < A.count; i++) {
+		emu_bits c = o->nfiles == 3 ? C.v[i] : 0;
+		emu_result d = emu_tc_dot(&m, &in, &out, A.v + i * A.K, B.v + i * A.K, A.K, c);
+		if (o->bits) {
+			char hex[NM_NUM_LEN];
+			pos += (size_t)sprintf(text + pos, "%s\n", nm_fmt_bits(&out, d.bits, hex, sizeof hex));
+		} else {
+			emu_bits w = emu_convert(fp32, &out, d.bits, &rne).bits; /* exact widening */
+			for (int j = 31; j >= 0; j--)
+				text[pos++] = (char)('0' + ((w >> j) & 1));
+			text[pos++] = '\n';
+		}
+	}
+	if (fwrite(text, 1, pos, stdout) != pos || fflush(stdout) != 0 || ferror(stdout)) {
+		nm_dot_fail("cannot write the output: %s", strerror(errno));
+		goto done;
+	}
+	rc = 0;
+done:
+	free(text);
+	nm_vecs_free(&A);
+	nm_vecs_free(&B);
+	nm_vecs_free(&C);
+	return rc;
+}
+
+int nm_dot_main(int argc, char **argv)
+{
+	struct nm_dot_opts o;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(nm_dot_usage, stdout);
+			return fflush(stdout) ? NM_EXIT_ERR : 0;
+		}
+	}
+	if (nm_dot_args(argc, argv, &o))
+		return NM_EXIT_ERR;
+	return nm_dot_run(&o);
+}

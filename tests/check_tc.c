@@ -1,0 +1,758 @@
+/*
+ * check_tc.c — the Tensor Core model (emu/tc.c) and `nanmap dot`'s readers.
+ *
+ *  - spec strings and presets, table-driven;
+ *  - specials (NaN, inf, 0*inf, overflow, signed zeros) against written-down
+ *    answers, in both implementations;
+ *  - the proof: the integer model equals the MPFR model (emu/tc_mp.c),
+ *    encodings and flags, on 10^5 seeded random cases per GPU preset (spread
+ *    over its input/output pairs) and 10^5 on variants (promotion, sat,
+ *    directed modes, floors, block precision, c_late);
+ *  - the published hardware vectors (Khattak & Mikaitis, BSD-2), read from
+ *    $NANMAP_TC_VECTORS or ../shared/data/tensor-core-vectors: every V100,
+ *    A100 and H200 fp32-output file and the fp16 -> fp16 files must match
+ *    5000 of 5000; for FP8 -> fp16 (no published model) the best model found
+ *    is run and its match rate printed; without the folder, a skip line;
+ *  - DeepSeek-V3 §3.3.2 by test: FP8 (e4m3) dot products of K = 4096 on the
+ *    h100 model, maximum relative error without and with promotion to fp32
+ *    every 128 products;
+ *  - the vector-file readers' error messages.
+ * Encodings are compared, never values; a mismatch prints both in hex.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib.h"
+#include "nm_dot.h"
+#include "tc.h"
+
+#define IX EMU_FLAG_INEXACT
+#define OF (EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT)
+#define INV EMU_FLAG_INVALID
+
+/* t_rand streams, one per generator */
+enum { S_TC_CASE = 0x7c000001, S_TC_VAR, S_TC_ERR };
+
+static emu_tc_model model_of(const char *spec, const emu_format *in, const emu_format *out)
+{
+	emu_tc_model m;
+	char err[200];
+	if (emu_tc_parse(spec, in, out, &m, err, sizeof err) != EMU_OK)
+		ck_abort_msg("model '%s' (%s -> %s): %s", spec, in->name, out->name, err);
+	return m;
+}
+
+/* ---- spec strings and presets ---- */
+
+static const struct {
+	const char *spec, *in, *out;
+	const char *want; /* canonical form, or NULL: must be refused */
+} specs[] = {
+    {"h100", "fp16", "fp32",
+     "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0"},
+    {"h200", "bf16", "fp32",
+     "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0"},
+    {"h100", "fp16", "fp16",
+     "k=16,neab=2,final=rne,cpre=1,floor=-133,prec=out,promote=0,sat=0,clate=0"},
+    {"h100", "e4m3", "fp32",
+     "k=32,neab=-10,final=rtz,cpre=0,floor=-133,prec=14,promote=0,sat=0,clate=0"},
+    {"h100,promote=128", "e5m2", "fp32",
+     "k=32,neab=-10,final=rtz,cpre=0,floor=-133,prec=14,promote=128,sat=0,clate=0"},
+    {"v100", "fp16", "fp32",
+     "k=4,neab=0,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0"},
+    {"a100", "tf32", "fp32",
+     "k=4,neab=1,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0"},
+    {"ada", "e4m3", "fp32",
+     "k=16,neab=-10,final=rtz,cpre=0,floor=none,prec=14,promote=0,sat=0,clate=0"},
+    {"b200", "e4m3", "fp32",
+     "k=32,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0"},
+    {"k=16,neab=2,final=rz,cpre=1,promote=128", "fp16", "fp32",
+     "k=16,neab=2,final=rtz,cpre=1,floor=none,prec=out,promote=128,sat=0,clate=0"},
+    {"k=8,neab=-3,final=down,floor=-20,prec=9,sat=1,clate=1", "bf16", "fp16",
+     "k=8,neab=-3,final=down,cpre=0,floor=-20,prec=9,promote=0,sat=1,clate=1"},
+    {"a100,k=2", "bf16", "fp32",
+     "k=2,neab=1,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0"},
+    {"", "fp16", "fp32", NULL},
+    {"h300", "fp16", "fp32", NULL},
+    {"v100", "bf16", "fp32", NULL},       /* V100 has no bf16 */
+    {"a100", "e4m3", "fp32", NULL},       /* nor A100 FP8 */
+    {"h100", "fp16", "bf16", NULL},       /* no bf16 output */
+    {"k=0", "fp16", "fp32", NULL},
+    {"k=65537", "fp16", "fp32", NULL},
+    {"neab=37", "fp16", "fp32", NULL},
+    {"neab=-23", "fp16", "fp32", NULL},
+    {"final=rna", "fp16", "fp32", NULL},
+    {"final=sr", "fp16", "fp32", NULL},
+    {"k=16,,neab=2", "fp16", "fp32", NULL},
+    {"k=16,h100", "fp16", "fp32", NULL},  /* the GPU name comes first */
+    {"k=1x", "fp16", "fp32", NULL},
+    {"cpre=2", "fp16", "fp32", NULL},
+    {"prec=1", "fp16", "fp32", NULL},
+    {"promote=-1", "fp16", "fp32", NULL},
+    {"colour=blue", "fp16", "fp32", NULL},
+};
+
+START_TEST(test_tc_specs)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(specs); i++) {
+		emu_tc_model m;
+		char err[200] = "", buf[200];
+		const emu_format *in = t_fmt(specs[i].in), *out = t_fmt(specs[i].out);
+		emu_status st = emu_tc_parse(specs[i].spec, in, out, &m, err, sizeof err);
+		if (st == EMU_OK)
+			st = emu_tc_check(&m, in, out, err, sizeof err);
+		if (!specs[i].want) {
+			ck_assert_msg(st != EMU_OK, "row %zu: '%s' accepted", i, specs[i].spec);
+			ck_assert_msg(err[0] != 0, "row %zu: '%s' refused without a reason", i,
+			              specs[i].spec);
+			continue;
+		}
+		ck_assert_msg(st == EMU_OK, "row %zu: '%s' refused: %s", i, specs[i].spec, err);
+		emu_tc_spec(&m, buf, sizeof buf);
+		ck_assert_msg(!strcmp(buf, specs[i].want), "row %zu: '%s' gave %s, want %s", i,
+		              specs[i].spec, buf, specs[i].want);
+		/* the canonical form reads back as the same model */
+		emu_tc_model m2;
+		ck_assert_int_eq(emu_tc_parse(buf, in, out, &m2, err, sizeof err), EMU_OK);
+		char buf2[200];
+		ck_assert_str_eq(emu_tc_spec(&m2, buf2, sizeof buf2), buf);
+	}
+	/* outputs need IEEE specials and subnormals; inputs need a sign and a zero */
+	emu_format nosub;
+	char err[200];
+	ck_assert_int_eq(emu_format_parse("p=11,emax=15,nosub", &nosub, err, sizeof err), EMU_OK);
+	emu_tc_model m = emu_tc_default();
+	ck_assert_int_eq(emu_tc_check(&m, t_fmt("fp16"), t_fmt("bf16"), err, sizeof err), EMU_OK);
+	ck_assert_int_ne(emu_tc_check(&m, t_fmt("fp16"), &nosub, err, sizeof err), EMU_OK);
+	ck_assert_int_ne(emu_tc_check(&m, t_fmt("fp16"), t_fmt("e4m3"), err, sizeof err), EMU_OK);
+	ck_assert_int_ne(emu_tc_check(&m, t_fmt("e8m0"), t_fmt("fp32"), err, sizeof err), EMU_OK);
+}
+END_TEST
+
+/* ---- specials and hand-checked values ---- */
+
+static const struct {
+	const char *spec, *in, *out;
+	emu_bits a[4], b[4];
+	size_t K;
+	emu_bits c; /* binary32 */
+	emu_bits want;
+	unsigned flags;
+	const char *why;
+} hand[] = {
+    /* fp16: 1 = 0x3c00, 2 = 0x4000, -1 = 0xbc00, inf = 0x7c00, NaN = 0x7e00 */
+    {"h100", "fp16", "fp32", {0x3c00, 0x4000}, {0x3c00, 0x4000}, 2, 0x3f800000, 0x40c00000, 0,
+     "1*1 + 2*2 + 1 = 6 exactly"},
+    {"h100", "fp16", "fp32", {0x7e00}, {0x3c00}, 1, 0, 0x7fc00000, 0, "NaN operand: quiet"},
+    {"h100", "fp16", "fp32", {0x3c00}, {0x3c00}, 1, 0x7fc00000, 0x7fc00000, 0, "NaN C"},
+    {"h100", "fp16", "fp32", {0x7c00}, {0}, 1, 0, 0x7fc00000, INV, "inf*0 is invalid"},
+    {"h100", "fp16", "fp32", {0x7c00, 0x7c00}, {0x3c00, 0xbc00}, 2, 0, 0x7fc00000, INV,
+     "inf - inf is invalid"},
+    {"h100", "fp16", "fp32", {0x7c00}, {0x3c00}, 1, 0xff800000, 0x7fc00000, INV,
+     "inf + C = -inf is invalid"},
+    {"h100", "fp16", "fp32", {0x7c00, 0x3c00}, {0xbc00, 0x3c00}, 2, 0x3f800000, 0xff800000, 0,
+     "-inf wins over finite terms"},
+    {"h100", "fp16", "fp32", {0x3c00}, {0x3c00}, 1, 0x7f800000, 0x7f800000, 0, "C = inf"},
+    /* bf16 2^127 = 0x7f00: 2^127 * 2 + 2^127 overflows fp32 */
+    {"h100", "bf16", "fp32", {0x7f00}, {0x4000}, 1, 0x7f000000, 0x7f800000, OF,
+     "overflow is inf even under RZ (the published model)"},
+    {"h100,sat=1", "bf16", "fp32", {0x7f00}, {0x4000}, 1, 0x7f000000, 0x7f7fffff, OF,
+     "sat: overflow is max"},
+    {"h100", "bf16", "fp32", {0xff00}, {0x4000}, 1, 0xff000000, 0xff800000, OF,
+     "negative overflow"},
+    {"h100", "fp16", "fp32", {0x8000}, {0x3c00}, 1, 0x80000000, 0x80000000, 0,
+     "(-0)*1 + (-0) = -0"},
+    {"h100", "fp16", "fp32", {0x8000}, {0x3c00}, 1, 0, 0, 0, "(-0)*1 + (+0) = +0"},
+    {"h100", "fp16", "fp32", {0x3c00}, {0x3c00}, 1, 0xbf800000, 0, 0, "1 - 1 = +0"},
+    {"h100,final=down", "fp16", "fp32", {0x3c00}, {0x3c00}, 1, 0xbf800000, 0x80000000, 0,
+     "1 - 1 = -0 rounding down"},
+    {"h100", "fp16", "fp32", {0}, {0}, 0, 0xc0400000, 0xc0400000, 0, "K = 0: D = C"},
+    /* RZ: 1 + 2^-24 (from C's window) — C = 1, product 2^-12 * 2^-12 */
+    {"h100", "fp16", "fp32", {0x0c00}, {0x0c00}, 1, 0x3f800000, 0x3f800000, IX,
+     "1 + 2^-24 fits the window (neab 2); RZ to fp32 drops it"},
+    {"v100", "fp16", "fp32", {0x3c00, 0x1400}, {0x3c00, 0x3c00}, 2, 0, 0x3f802000, 0,
+     "1 + 2^-10 fits v100's window"},
+    {"v100", "fp16", "fp32", {0x3c00, 0x0400}, {0x3c00, 0x0400}, 2, 0, 0x3f800000, IX,
+     "2^-28 is chopped below v100's 23-bit window"},
+    {"h100", "fp16", "fp16", {0x3c00}, {0x3c00}, 1, 0x3f500001, 0x3f40, IX,
+     "fp16 out: C (0.8125 + 2^-24) rounded to fp16 first, then 1 + 0.8125"},
+    {"h100", "fp16", "fp16", {0x7bff, 0x7bff}, {0x3c00, 0x3c00}, 2, 0, 0x7c00, OF,
+     "fp16 overflow is inf"},
+};
+
+START_TEST(test_tc_hand)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(hand); i++) {
+		const emu_format *in = t_fmt(hand[i].in), *out = t_fmt(hand[i].out);
+		emu_tc_model m = model_of(hand[i].spec, in, out);
+		emu_result f = emu_tc_dot(&m, in, out, hand[i].a, hand[i].b, hand[i].K, hand[i].c);
+		emu_result p = emu_tc_mp_dot(&m, in, out, hand[i].a, hand[i].b, hand[i].K, hand[i].c);
+		char f1[48], f2[48], f3[48];
+		ck_assert_msg(f.bits == hand[i].want && f.flags == hand[i].flags,
+		              "row %zu (%s): fast 0x%x %s, want 0x%x %s", i, hand[i].why, f.bits,
+		              emu_flags_str(f.flags, f1, sizeof f1), hand[i].want,
+		              emu_flags_str(hand[i].flags, f2, sizeof f2));
+		ck_assert_msg(p.bits == hand[i].want && p.flags == hand[i].flags,
+		              "row %zu (%s): mpfr 0x%x %s, want 0x%x %s", i, hand[i].why, p.bits,
+		              emu_flags_str(p.flags, f3, sizeof f3), hand[i].want,
+		              emu_flags_str(hand[i].flags, f2, sizeof f2));
+	}
+}
+END_TEST
+
+/* ---- fast == MPFR on random cases ---- */
+
+#define TC_KMAX 160
+
+/* A random finite encoding of f near exponent field ce (or a zero, a
+ * subnormal, rarely a special). */
+static emu_bits rand_enc(const emu_format *f, int ce, uint64_t r)
+{
+	int m = f->p - 1;
+	int top = (int)(f->max_bits >> m); /* largest exponent field of a finite value */
+	emu_bits s = (r & 1) ? f->sign_mask : 0;
+	unsigned pick = (unsigned)(r >> 1) % 1000;
+	emu_bits M = (emu_bits)(r >> 12) & f->man_mask;
+	r >>= 40;
+	if (pick < 3) /* specials: NaN, inf (or the NaN where there is none) */
+		return pick == 0 || !f->has_inf ? f->nan_bits : (s | f->inf_bits);
+	if (pick < 40)
+		return s; /* ±0 */
+	if (pick < 90)
+		return s | (M ? M : 1); /* subnormal */
+	int e = ce + (int)(r % 8) - 5;
+	e = e < 1 ? 1 : e > top ? top : e;
+	emu_bits b = s | ((emu_bits)e << m) | M;
+	if (emu_is_nan(f, b) || (f->has_inf && (b & ~f->sign_mask) == f->inf_bits))
+		b = s | ((emu_bits)e << m);
+	return b;
+}
+
+typedef struct {
+	const char *gpu, *in, *out;
+} tc_pair;
+
+static const tc_pair pairs[] = {
+    {"v100", "fp16", "fp32"}, {"v100", "fp16", "fp16"},
+
+    {"a100", "fp16", "fp32"}, {"a100", "bf16", "fp32"}, {"a100", "tf32", "fp32"},
+    {"a100", "fp16", "fp16"},
+
+    {"h100", "fp16", "fp32"}, {"h100", "bf16", "fp32"}, {"h100", "tf32", "fp32"},
+    {"h100", "fp16", "fp16"}, {"h100", "e4m3", "fp32"}, {"h100", "e5m2", "fp32"},
+    {"h100", "e4m3", "fp16"}, {"h100", "e5m2", "fp16"},
+
+    {"ada", "fp16", "fp32"},  {"ada", "bf16", "fp32"},  {"ada", "tf32", "fp32"},
+    {"ada", "fp16", "fp16"},  {"ada", "e4m3", "fp32"},  {"ada", "e5m2", "fp16"},
+
+    {"b200", "fp16", "fp32"}, {"b200", "bf16", "fp32"}, {"b200", "tf32", "fp32"},
+    {"b200", "fp16", "fp16"}, {"b200", "e4m3", "fp32"}, {"b200", "e5m2", "fp32"},
+};
+
+/* Variants beyond the presets (any input format pairs with them). */
+static const char *const variants[] = {
+    "h100,promote=40",
+    "h100,promote=7,sat=1",
+    "k=5,neab=-7,final=up",
+    "k=3,neab=9,final=down,cpre=1",
+    "k=16,neab=2,final=rne,floor=-20",
+    "k=8,neab=0,final=rtz,prec=9,clate=1",
+    "k=32,neab=2,final=rne,cpre=1,clate=1,sat=1",
+    "k=1,neab=-22,final=rne",
+    "k=64,neab=36,final=rtz,floor=10",
+    "a100,clate=1,promote=20,final=up",
+};
+static const char *const var_in[] = {"fp16", "bf16", "tf32", "e4m3", "e5m2", "e2m3"};
+static const char *const var_out[] = {"fp32", "fp16", "bf16"};
+
+typedef struct {
+	emu_tc_model m;
+	const emu_format *in, *out;
+	size_t K;
+	emu_bits a[TC_KMAX], b[TC_KMAX], c;
+	char what[160];
+} tc_case;
+
+/* Fill the operands of case i on stream st: a per-case exponent centre, so
+ * terms overlap, cancel and get chopped; C near the products' scale. */
+static void gen_operands(tc_case *t, uint64_t st, uint64_t i)
+{
+	uint64_t r0 = t_rand(st, 4 * i);
+	int top = (int)(t->in->max_bits >> (t->in->p - 1));
+	int ce = 1 + (int)(r0 % (uint64_t)top);
+	size_t k = (size_t)t->m.k;
+	switch ((r0 >> 16) % 4) {
+	case 0:
+		t->K = k;
+		break;
+	case 1:
+		t->K = 2 * k + (r0 >> 20) % 3;
+		break;
+	default:
+		t->K = (r0 >> 20) % (3 * k + 2);
+		break;
+	}
+	if (t->K > TC_KMAX)
+		t->K = TC_KMAX;
+	for (size_t j = 0; j < t->K; j++) {
+		t->a[j] = rand_enc(t->in, ce, t_rand(st, 4 * i + 1) ^ (j * 0x9e3779b97f4a7c15ull));
+		t->b[j] = rand_enc(t->in, ce, t_rand(st, 4 * i + 2) ^ (j * 0xc2b2ae3d27d4eb4full));
+	}
+	/* C: binary32 near the products' exponent 2*(ce - bias) */
+	uint64_t rc = t_rand(st, 4 * i + 3);
+	unsigned pick = (unsigned)(rc % 100);
+	emu_bits s = (rc >> 8) & 1 ? 0x80000000u : 0;
+	long e = 2L * (ce - t->in->bias) + 127 + (long)((rc >> 9) % 18) - 12;
+	e = e < 1 ? 1 : e > 254 ? 254 : e;
+	if (pick < 4)
+		t->c = s;
+	else if (pick < 5)
+		t->c = (rc >> 30) & 1 ? 0x7fc00000u : (s | 0x7f800000u);
+	else if (pick < 7)
+		t->c = s | (0x7f000000u + ((emu_bits)(rc >> 32) & 0x7fffffu)); /* near overflow */
+	else if (pick < 9)
+		t->c = s | ((emu_bits)(rc >> 32) & 0x7fffffu); /* subnormal */
+	else
+		t->c = s | ((emu_bits)e << 23) | ((emu_bits)(rc >> 32) & 0x7fffffu);
+}
+
+static void describe(const tc_case *t, emu_result f, emu_result p, char *buf, size_t len)
+{
+	char f1[48], f2[48];
+	size_t n = (size_t)snprintf(buf, len, "%s K=%zu c=0x%08x a=", t->what, t->K, t->c);
+	for (size_t j = 0; j < t->K && j < 8 && n < len; j++)
+		n += (size_t)snprintf(buf + n, len - n, "%x,", t->a[j]);
+	if (n < len)
+		n += (size_t)snprintf(buf + n, len - n, "... b=");
+	for (size_t j = 0; j < t->K && j < 8 && n < len; j++)
+		n += (size_t)snprintf(buf + n, len - n, "%x,", t->b[j]);
+	if (n < len)
+		snprintf(buf + n, len - n, "...: fast 0x%x %s, mpfr 0x%x %s", f.bits,
+		         emu_flags_str(f.flags, f1, sizeof f1), p.bits,
+		         emu_flags_str(p.flags, f2, sizeof f2));
+}
+
+/* Prove fast == MPFR on n cases made by setup(i) + gen_operands. */
+typedef void (*tc_setup_fn)(tc_case *t, uint64_t i, const void *ctx);
+
+static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn setup,
+                     const void *ctx)
+{
+	uint64_t bad = 0;
+	char first[2][600] = {"", ""};
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : bad)
+	for (uint64_t i = 0; i < n; i++) {
+		tc_case t;
+		setup(&t, i, ctx);
+		gen_operands(&t, stream, i);
+		emu_result f = emu_tc_dot(&t.m, t.in, t.out, t.a, t.b, t.K, t.c);
+		emu_result p = emu_tc_mp_dot(&t.m, t.in, t.out, t.a, t.b, t.K, t.c);
+		if (f.bits != p.bits || f.flags != p.flags) {
+			uint64_t k;
+#pragma omp atomic capture
+			k = bad++;
+			if (k < 2) {
+				char buf[600];
+				describe(&t, f, p, buf, sizeof buf);
+#pragma omp critical
+				snprintf(first[k], sizeof first[k], "%s", buf);
+			}
+		}
+	}
+	t_count(what, n);
+	ck_assert_msg(bad == 0, "%s: %" PRIu64 " of %" PRIu64 " differ; first: %s | %s", what, bad,
+	              n, first[0], first[1]);
+}
+
+/* ctx: the GPU name; its pairs share the cases in turn. */
+static void setup_preset(tc_case *t, uint64_t i, const void *ctx)
+{
+	const char *gpu = ctx;
+	size_t idx[ARRAY_SIZE(pairs)], n = 0;
+	for (size_t j = 0; j < ARRAY_SIZE(pairs); j++)
+		if (!strcmp(pairs[j].gpu, gpu))
+			idx[n++] = j;
+	const tc_pair *p = &pairs[idx[i % n]];
+	t->in = t_fmt(p->in);
+	t->out = t_fmt(p->out);
+	if (emu_tc_preset(gpu, t->in, t->out, &t->m) != EMU_OK)
+		abort();
+	snprintf(t->what, sizeof t->what, "%s %s -> %s", gpu, p->in, p->out);
+}
+
+static void setup_variant(tc_case *t, uint64_t i, const void *ctx)
+{
+	(void)ctx;
+	uint64_t r = t_rand(S_TC_VAR, i);
+	const char *spec = variants[r % ARRAY_SIZE(variants)];
+	r /= ARRAY_SIZE(variants);
+	t->in = t_fmt(var_in[r % ARRAY_SIZE(var_in)]);
+	r /= ARRAY_SIZE(var_in);
+	t->out = t_fmt(var_out[r % ARRAY_SIZE(var_out)]);
+	char err[200];
+	const char *gpu_free = spec;
+	/* a GPU preset only exists for its own formats: fall back to its knobs */
+	if (emu_tc_parse(gpu_free, t->in, t->out, &t->m, err, sizeof err) != EMU_OK) {
+		const char *comma = strchr(spec, ',');
+		gpu_free = comma ? comma + 1 : "k=16";
+		if (emu_tc_parse(gpu_free, t->in, t->out, &t->m, err, sizeof err) != EMU_OK)
+			abort();
+	}
+	snprintf(t->what, sizeof t->what, "%s %s -> %s", gpu_free, t->in->name, t->out->name);
+}
+
+static uint64_t n_cases(uint64_t full)
+{
+	return t_quick() ? full / 50 : full;
+}
+
+START_TEST(test_tc_vs_mpfr_presets)
+{
+	static const char *const gpus[] = {"v100", "a100", "h100", "ada", "b200"};
+	const char *gpu = gpus[_i];
+	char what[96];
+	snprintf(what, sizeof what, "tc fast == mpfr, %s preset%s", gpu,
+	         !strcmp(gpu, "h100") ? " (= h200)" : "");
+	prove_tc(what, n_cases(100000), S_TC_CASE + (uint64_t)_i, setup_preset, gpu);
+}
+END_TEST
+
+START_TEST(test_tc_vs_mpfr_variants)
+{
+	prove_tc("tc fast == mpfr, variants", n_cases(100000), S_TC_CASE + 99, setup_variant,
+	         NULL);
+}
+END_TEST
+
+/* ---- the published hardware vectors ---- */
+
+static const char *vectors_dir(void)
+{
+	const char *d = getenv("NANMAP_TC_VECTORS");
+	return d && *d ? d : "../shared/data/tensor-core-vectors";
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+typedef struct {
+	nm_vecs a, b, c, d;
+	bool has_c;
+} hw_file;
+
+/* Load <dir>/<G>/<F>/{a,b,c,d} for output `out`; false if d is absent. */
+static bool load_hw(const char *G, const char *F, const char *out, hw_file *h)
+{
+	char pa[512], pb[512], pc[512], pd[512], err[600];
+	const char *dir = vectors_dir();
+	snprintf(pd, sizeof pd, "%s/%s/%s/d_%s_%s.txt", dir, G, F, G, out);
+	if (access(pd, R_OK) != 0)
+		return false;
+	snprintf(pa, sizeof pa, "%s/%s/%s/a_%s_%s.txt", dir, G, F, G, F);
+	snprintf(pb, sizeof pb, "%s/%s/%s/b_%s_%s.txt", dir, G, F, G, F);
+	snprintf(pc, sizeof pc, "%s/%s/%s/c_%s_fp32.txt", dir, G, F, G);
+	memset(h, 0, sizeof *h);
+	ck_assert_msg(nm_read_hex_vectors(pa, &h->a, err, sizeof err) == 0, "%s", err);
+	ck_assert_msg(nm_read_hex_vectors(pb, &h->b, err, sizeof err) == 0, "%s", err);
+	ck_assert_msg(nm_read_bin_scalars(pd, &h->d, err, sizeof err) == 0, "%s", err);
+	h->has_c = nm_read_bin_scalars(pc, &h->c, err, sizeof err) == 0;
+	ck_assert_msg(h->a.count == h->d.count && h->b.count == h->d.count && h->a.K == h->b.K,
+	              "%s: the a, b and d files disagree in size", pd);
+	return true;
+}
+
+static void free_hw(hw_file *h)
+{
+	nm_vecs_free(&h->a);
+	nm_vecs_free(&h->b);
+	nm_vecs_free(&h->c);
+	nm_vecs_free(&h->d);
+}
+
+/* How many cases of h the model reproduces; C from the c file when use_c. */
+static size_t run_hw(const hw_file *h, const emu_tc_model *m, const emu_format *in,
+                     const emu_format *out, bool use_c, size_t *first_bad)
+{
+	const emu_format *fp32 = t_fmt("fp32");
+	const emu_env rne = EMU_ENV_DEFAULT;
+	size_t ok = 0, K = h->a.K;
+	*first_bad = SIZE_MAX;
+	emu_bits *ea = malloc(K * sizeof *ea), *eb = malloc(K * sizeof *eb);
+	ck_assert(ea && eb);
+	for (size_t i = 0; i < h->d.count; i++) {
+		for (size_t j = 0; j < K; j++) {
+			emu_result x = emu_convert(in, fp32, h->a.v[i * K + j], &rne);
+			emu_result y = emu_convert(in, fp32, h->b.v[i * K + j], &rne);
+			ck_assert_msg(x.flags == 0 && y.flags == 0, "case %zu: input %zu not in %s", i,
+			              j, in->name);
+			ea[j] = x.bits;
+			eb[j] = y.bits;
+		}
+		emu_bits c = use_c && h->has_c ? h->c.v[i] : 0;
+		emu_result r = emu_tc_dot(m, in, out, ea, eb, K, c);
+		emu_bits w = emu_convert(fp32, out, r.bits, &rne).bits;
+		if (w == h->d.v[i])
+			ok++;
+		else if (*first_bad == SIZE_MAX)
+			*first_bad = i;
+	}
+	free(ea);
+	free(eb);
+	return ok;
+}
+
+static const struct {
+	const char *G, *F, *in, *out, *gpu;
+	bool use_c; /* the FP8 fp32 vectors were measured with C = 0 */
+} hw_rows[] = {
+    {"V100", "fp16", "fp16", "fp32", "v100", true}, {"V100", "fp16", "fp16", "fp16", "v100", true},
+    {"A100", "fp16", "fp16", "fp32", "a100", true}, {"A100", "bf16", "bf16", "fp32", "a100", true},
+    {"A100", "tf32", "tf32", "fp32", "a100", true}, {"A100", "fp16", "fp16", "fp16", "a100", true},
+    {"H200", "fp16", "fp16", "fp32", "h200", true}, {"H200", "bf16", "bf16", "fp32", "h200", true},
+    {"H200", "tf32", "tf32", "fp32", "h200", true}, {"H200", "fp16", "fp16", "fp16", "h200", true},
+    {"H200", "E4M3", "e4m3", "fp32", "h200", false},
+    {"H200", "E5M2", "e5m2", "fp32", "h200", false},
+};
+
+START_TEST(test_tc_hw_vectors)
+{
+	const char *dir = vectors_dir();
+	if (!is_dir(dir)) {
+		printf("tc: SKIPPED hardware vectors: %s not found (set NANMAP_TC_VECTORS)\n", dir);
+		return;
+	}
+	size_t files = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(hw_rows); i++) {
+		hw_file h;
+		if (!load_hw(hw_rows[i].G, hw_rows[i].F, hw_rows[i].out, &h)) {
+			printf("tc: %s %s -> %s: no such file, skipped\n", hw_rows[i].G,
+			       hw_rows[i].in, hw_rows[i].out);
+			continue;
+		}
+		const emu_format *in = t_fmt(hw_rows[i].in), *out = t_fmt(hw_rows[i].out);
+		emu_tc_model m = model_of(hw_rows[i].gpu, in, out);
+		size_t bad;
+		size_t ok = run_hw(&h, &m, in, out, hw_rows[i].use_c, &bad);
+		printf("tc: %s %s -> %s: %zu/%zu\n", hw_rows[i].G, hw_rows[i].in, hw_rows[i].out, ok,
+		       h.d.count);
+		fflush(stdout);
+		ck_assert_msg(ok == h.d.count, "%s %s -> %s: %zu of %zu match; first mismatch case %zu",
+		              hw_rows[i].G, hw_rows[i].in, hw_rows[i].out, ok, h.d.count, bad + 1);
+		t_count("tc hardware vectors matched", ok);
+		files++;
+		free_hw(&h);
+	}
+	ck_assert_msg(files >= 12, "only %zu of the 12 vector files were found in %s", files, dir);
+}
+END_TEST
+
+/* FP8 -> fp16: no published model; the best found and, for scale, the
+ * published parameters. Printed, and held to the rate found so no change
+ * makes it silently worse. */
+START_TEST(test_tc_hw_fp8_fp16)
+{
+	static const struct {
+		const char *F, *in;
+		size_t best_min; /* the rate docs/tensor-cores.md reports */
+	} rows[] = {{"E4M3", "e4m3", 3932}, {"E5M2", "e5m2", 4230}};
+	const char *dir = vectors_dir();
+	if (!is_dir(dir)) {
+		printf("tc: SKIPPED FP8 -> fp16 vectors: %s not found\n", dir);
+		return;
+	}
+	const emu_format *out = t_fmt("fp16");
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		hw_file h;
+		if (!load_hw("H200", rows[i].F, "fp16", &h)) {
+			printf("tc: H200 %s -> fp16: no such file, skipped\n", rows[i].in);
+			continue;
+		}
+		const emu_format *in = t_fmt(rows[i].in);
+		emu_tc_model best = model_of("h200", in, out);
+		emu_tc_model paper = model_of("k=32,neab=-10,final=rne,cpre=1", in, out);
+		size_t bad, ok = run_hw(&h, &best, in, out, true, &bad);
+		size_t ok_paper = run_hw(&h, &paper, in, out, true, &bad);
+		char spec[200];
+		printf("tc: H200 %s -> fp16 (best model found, %s): %zu/%zu; published FP8 "
+		       "parameters (k=32,neab=-10,rne): %zu/%zu\n",
+		       rows[i].in, emu_tc_spec(&best, spec, sizeof spec), ok, h.d.count, ok_paper,
+		       h.d.count);
+		fflush(stdout);
+		ck_assert_msg(ok >= rows[i].best_min, "H200 %s -> fp16: %zu, below the %zu found",
+		              rows[i].in, ok, rows[i].best_min);
+		free_hw(&h);
+	}
+}
+END_TEST
+
+/* ---- DeepSeek-V3 §3.3.2: FP8 accumulation error at K = 4096 ---- */
+
+#define ERR_K 4096
+
+/* A random e4m3 encoding of a value drawn uniformly from (-448, 448)·s,
+ * rounded to e4m3; s makes a scale so products span the format. */
+static emu_bits rand_e4m3(const emu_format *f, uint64_t r, double lo, double hi)
+{
+	const emu_env rne = EMU_ENV_DEFAULT;
+	double u = (double)(r >> 11) * 0x1p-53; /* [0, 1) */
+	return emu_from_double(f, lo + (hi - lo) * u, &rne).bits;
+}
+
+/* The exact dot product of e4m3 vectors: products are multiples of 2^-18
+ * below 2^18, so K = 4096 of them sum exactly in __int128 fixed point. */
+static double exact_dot(const emu_format *f, const emu_bits *a, const emu_bits *b, size_t K)
+{
+	__int128 s = 0;
+	for (size_t j = 0; j < K; j++) {
+		double p = emu_decode(f, a[j]) * emu_decode(f, b[j]); /* exact */
+		s += (__int128)ldexp(p, 18);
+	}
+	return ldexp((double)s, -18); /* one rounding, far below the errors measured */
+}
+
+START_TEST(test_tc_fp8_accumulation_error)
+{
+	const emu_format *in = t_fmt("e4m3"), *out = t_fmt("fp32"), *fp32 = out;
+	emu_tc_model plain = model_of("h100", in, out);
+	emu_tc_model promo = model_of("h100,promote=128", in, out);
+	const size_t ndots = t_quick() ? 40 : 400;
+	double worst[2] = {0, 0}, sum[2] = {0, 0};
+#pragma omp parallel for schedule(dynamic, 4) reduction(max : worst[ : 2]) reduction(+ : sum[ : 2])
+	for (size_t i = 0; i < ndots; i++) {
+		emu_bits a[ERR_K], b[ERR_K];
+		/* both signs, with a positive mean so the exact result is not near 0 */
+		for (size_t j = 0; j < ERR_K; j++) {
+			a[j] = rand_e4m3(in, t_rand(S_TC_ERR, 2 * (i * ERR_K + j)), -0.25, 1.0);
+			b[j] = rand_e4m3(in, t_rand(S_TC_ERR, 2 * (i * ERR_K + j) + 1), -0.25, 1.0);
+		}
+		double exact = exact_dot(in, a, b, ERR_K);
+		emu_result r0 = emu_tc_dot(&plain, in, out, a, b, ERR_K, 0);
+		emu_result r1 = emu_tc_dot(&promo, in, out, a, b, ERR_K, 0);
+		double e0 = fabs(emu_decode(fp32, r0.bits) - exact) / fabs(exact);
+		double e1 = fabs(emu_decode(fp32, r1.bits) - exact) / fabs(exact);
+		worst[0] = fmax(worst[0], e0);
+		worst[1] = fmax(worst[1], e1);
+		sum[0] += e0;
+		sum[1] += e1;
+	}
+	printf("tc: h100 e4m3 -> fp32, K=%d, %zu dot products: max relative error %.3g%% "
+	       "(mean %.3g%%); with promotion to fp32 every 128: %.3g%% (mean %.3g%%)\n",
+	       ERR_K, ndots, 100 * worst[0], 100 * sum[0] / (double)ndots, 100 * worst[1],
+	       100 * sum[1] / (double)ndots);
+	fflush(stdout);
+	ck_assert_msg(worst[0] > 0.01 && worst[0] < 0.05,
+	              "the tensor-core accumulation error %.3g is not near DeepSeek's 2%%", worst[0]);
+	ck_assert_msg(worst[1] < worst[0] / 20, "promotion did not help: %.3g vs %.3g", worst[1],
+	              worst[0]);
+}
+END_TEST
+
+/* ---- the vector-file readers ---- */
+
+static const struct {
+	const char *text;
+	size_t len;        /* 0: strlen(text) */
+	int hex;           /* 1: hex vectors reader, 0: binary scalars */
+	const char *error; /* NULL: must be read; else a substring of the message */
+} files[] = {
+    {"3f800000 40000000\n3f800000 c0000000\n", 0, 1, NULL},
+    {"0x3f800000 0X40000000 \r\n3f800000 c0000000", 0, 1, NULL},
+    {"3f800000 40000000\n3f800000\n", 0, 1, ":2: 1 values, the first line has 2"},
+    {"3f800000 4000000g\n", 0, 1, ":1: value 2 ('4000000g')"},
+    {"3f800000 400000000\n", 0, 1, ":1: value 2 ('400000000')"},
+    {"3f800000\n\n3f800000\n", 0, 1, ":2: empty line"},
+    {"", 0, 1, "no vectors"},
+    {"3f80\0" "00\n", 8, 1, ":1: a NUL byte"},
+    {"00111111100000000000000000000000\n", 0, 0, NULL},
+    {"00111111100000000000000000000000  \n0011111110000000000000000000000\n", 0, 0,
+     ":2: expected a binary32 as 32 characters 0/1"},
+    {"0011111110000000000000000000000x\n", 0, 0, ":1: expected"},
+};
+
+static char *write_tmp(const char *text, size_t len)
+{
+	static char path[64];
+	snprintf(path, sizeof path, "/tmp/nanmap-tc-XXXXXX");
+	int fd = mkstemp(path);
+	ck_assert(fd >= 0);
+	ck_assert(write(fd, text, len) == (ssize_t)len);
+	close(fd);
+	return path;
+}
+
+START_TEST(test_tc_readers)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		size_t len = files[i].len ? files[i].len : strlen(files[i].text);
+		char *path = write_tmp(files[i].text, len);
+		nm_vecs v = {0};
+		char err[600] = "";
+		int rc = files[i].hex ? nm_read_hex_vectors(path, &v, err, sizeof err)
+		                      : nm_read_bin_scalars(path, &v, err, sizeof err);
+		if (!files[i].error) {
+			ck_assert_msg(rc == 0, "row %zu refused: %s", i, err);
+			ck_assert_msg(v.count >= 1, "row %zu: nothing read", i);
+		} else {
+			ck_assert_msg(rc != 0, "row %zu accepted", i);
+			ck_assert_msg(strstr(err, files[i].error) && strstr(err, path),
+			              "row %zu: message '%s' lacks '%s' or the path", i, err,
+			              files[i].error);
+		}
+		nm_vecs_free(&v);
+		unlink(path);
+	}
+	/* a line longer than the limit is refused, not truncated */
+	size_t n = NM_DOT_MAX_LINE + 16;
+	char *big = malloc(n);
+	ck_assert(big != NULL);
+	memset(big, '0', n);
+	big[n - 1] = '\n';
+	char *path = write_tmp(big, n);
+	free(big);
+	nm_vecs v = {0};
+	char err[600];
+	ck_assert_int_ne(nm_read_hex_vectors(path, &v, err, sizeof err), 0);
+	ck_assert_msg(strstr(err, ":1: line longer than"), "message: %s", err);
+	unlink(path);
+	/* the values read are the bit patterns */
+	path = write_tmp("3f800000 c0000000\n", 18);
+	ck_assert_int_eq(nm_read_hex_vectors(path, &v, err, sizeof err), 0);
+	ck_assert_uint_eq(v.K, 2);
+	ck_assert_uint_eq(v.v[0], 0x3f800000u);
+	ck_assert_uint_eq(v.v[1], 0xc0000000u);
+	nm_vecs_free(&v);
+	unlink(path);
+}
+END_TEST
+
+Suite *suite_tc(void)
+{
+	Suite *s = suite_create("tc");
+	TCase *tc = tcase_create("model");
+	tcase_add_test(tc, test_tc_specs);
+	tcase_add_test(tc, test_tc_hand);
+	tcase_add_test(tc, test_tc_readers);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("proof");
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_tc_vs_mpfr_presets, 0, 5);
+	tcase_add_test(tc, test_tc_vs_mpfr_variants);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hardware");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_tc_hw_vectors);
+	tcase_add_test(tc, test_tc_hw_fp8_fp16);
+	tcase_add_test(tc, test_tc_fp8_accumulation_error);
+	suite_add_tcase(s, tc);
+	return s;
+}

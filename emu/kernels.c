@@ -6,6 +6,7 @@
 static const emu_kernel *const all[] = {
 	&emu_kernel_softmax_ce,
 	&emu_kernel_layernorm,
+	&emu_kernel_accum,
 	&emu_kernel_backward,
 	&emu_kernel_gradscaler,
 };

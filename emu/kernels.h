@@ -100,5 +100,6 @@ extern const emu_kernel emu_kernel_gradscaler; /* emu/backward.c */
  * without truth) and overflowed; -1 when r is not a backward run. */
 int emu_backward_fractions(const emu_run *r, const emu_run *truth, double out[4]);
 extern const emu_kernel emu_kernel_layernorm;
+extern const emu_kernel emu_kernel_accum;
 
 #endif

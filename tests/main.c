@@ -58,6 +58,7 @@ int main(void)
 	srunner_add_suite(sr, suite_kernels());
 	srunner_add_suite(sr, suite_backward());
 	srunner_add_suite(sr, suite_layernorm());
+	srunner_add_suite(sr, suite_accum());
 	srunner_add_suite(sr, suite_tc());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());

@@ -26,9 +26,6 @@
 
 #include "emu.h"
 
-/* bench/proto_round.c: a prototype of a branch-free emu_round_array. */
-bool proto_round_array(const emu_format *f, const double *in, emu_bits *out, size_t n,
-                       const emu_env *env, unsigned *flags_out);
 /* bench/bench_kernels.c: tables 5 and 6, the kernels end to end. */
 void bench_kernels(int reps);
 
@@ -357,110 +354,6 @@ static void mpfr_table(void)
 	data_free(&d);
 }
 
-/* Prototype check: element by element (bits and flags) against the library
- * on edge-heavy data: random bit patterns and values spread over the
- * format's whole range with truncated significands (many ties). */
-static size_t proto_verify(const emu_format *f, emu_mode mode)
-{
-	size_t n = 1u << 17, bad = 0;
-	uint64_t s = 77;
-	for (size_t i = 0; i < n; i++) {
-		double x;
-		uint64_t r = splitmix(&s);
-		if (i % 4 == 0) {
-			memcpy(&x, &r, sizeof x);
-		} else {
-			int lo = f->emin - f->p - 3, hi = f->emax + 2;
-			int e = lo + (int)(splitmix(&s) % (uint64_t)(hi - lo + 1));
-			uint64_t m = r & ((1ull << 52) - 1);
-			int keep = (int)(splitmix(&s) % 54); /* keep `keep` top bits */
-			m &= ~((1ull << (52 - (keep > 52 ? 52 : keep))) - 1);
-			double v = ldexp(1.0 + (double)m * 0x1p-52, e);
-			x = (r >> 63) ? -v : v;
-		}
-		if (i < 8) {
-			static const double sp[8] = {0.0, -0.0, INFINITY,  -INFINITY,
-			                             NAN, -NAN, 0x1p-1074, -0x1p-1022};
-			x = sp[i];
-		}
-		emu_env env = EMU_ENV_DEFAULT;
-		env.mode = mode;
-		env.seed = 42;
-		env.index = i;
-		emu_bits a, b;
-		unsigned fa = emu_round_array(f, &x, &a, 1, &env), fb = 0;
-		if (!proto_round_array(f, &x, &b, 1, &env, &fb))
-			return (size_t)-1;
-		if (a != b || fa != fb) {
-			if (bad < 5)
-				fprintf(stderr,
-				        "bench: proto %s %s %a: lib 0x%x/%#x proto 0x%x/%#x\n",
-				        f->name, emu_mode_name(mode), x, (unsigned)a, fa,
-				        (unsigned)b, fb);
-			bad++;
-		}
-	}
-	return bad;
-}
-
-static void run_proto(const struct work *w)
-{
-	emu_env env = EMU_ENV_DEFAULT;
-	env.mode = w->mode;
-	env.seed = 42;
-	unsigned fl;
-	proto_round_array(w->f, w->in, w->out, w->n, &env, &fl);
-	sink += fl;
-}
-
-/* Table 4: the prototype, verified first, timed like table 1. */
-static void proto_table(void)
-{
-	size_t n = N_BIG;
-	printf("proto_op,format,mode,dist,melem_s,ratio_memcpy,lib_melem_s,mismatches\n");
-	for (int di = 0; di < 2; di++) {
-		struct data d;
-		data_init(&d, n, (dist_t)di);
-		memcpy_src = d.x;
-		memcpy_dst = xmalloc(n * sizeof(double));
-		for (size_t fi = 0; fi < COUNT(round_formats); fi++) {
-			const emu_format *f = fmt(round_formats[fi]);
-			for (size_t mi = 0; mi < COUNT(bench_modes); mi++) {
-				emu_mode mode = bench_modes[mi];
-				size_t bad = proto_verify(f, mode);
-				if (bad == (size_t)-1)
-					continue;
-				struct work w = {OP_ROUND, f,    mode, n,    d.x,
-				                 NULL,     NULL, NULL, d.out};
-				/* same data, whole array: must agree too */
-				emu_bits *ref = xmalloc(n * sizeof *ref);
-				struct work wr = w;
-				wr.out = ref;
-				run_fast(&wr);
-				run_proto(&w);
-				for (size_t i = 0; i < n; i++)
-					bad += ref[i] != d.out[i];
-				free(ref);
-				double best_p = INFINITY, best_l = INFINITY, best_m = INFINITY;
-				for (int r = 0; r < reps; r++) {
-					double t = sample(run_memcpy, &w);
-					best_m = t < best_m ? t : best_m;
-					t = sample(run_proto, &w);
-					best_p = t < best_p ? t : best_p;
-					t = sample(run_fast, &w);
-					best_l = t < best_l ? t : best_l;
-				}
-				printf("round,%s,%s,%s,%.1f,%.3f,%.1f,%zu\n", f->name,
-				       emu_mode_name(mode), dist_names[di], 1e-6 / best_p,
-				       best_m / best_p, 1e-6 / best_l, bad);
-				fflush(stdout);
-			}
-		}
-		free(memcpy_dst);
-		data_free(&d);
-	}
-}
-
 static void report_share(void)
 {
 	double share = timed_wall > 0 ? timed_cpu / timed_wall : 1;
@@ -471,21 +364,19 @@ static void report_share(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] [--proto-only] "
+	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] "
 	                "[--kernels-only]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	bool mpfr = true, proto_only = false, kernels_only = false;
+	bool mpfr = true, kernels_only = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			reps = 2;
 		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
 			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--proto-only"))
-			proto_only = true;
 		else if (!strcmp(argv[i], "--no-mpfr"))
 			mpfr = false;
 		else if (!strcmp(argv[i], "--kernels-only"))
@@ -502,11 +393,6 @@ int main(int argc, char **argv)
 		bench_kernels(reps);
 		return 0;
 	}
-	if (proto_only) {
-		proto_table();
-		report_share();
-		return 0;
-	}
 	throughput_table(N_BIG, false);
 	printf("\n");
 	throughput_table(N_SMALL, true);
@@ -514,8 +400,6 @@ int main(int argc, char **argv)
 		printf("\n");
 		mpfr_table();
 	}
-	printf("\n");
-	proto_table();
 	printf("\n");
 	bench_kernels(reps);
 	report_share();

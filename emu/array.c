@@ -132,6 +132,9 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out, size_t n,
                          const emu_env *env)
 {
+	unsigned fl;
+	if (emu_round_array_simd(f, in, out, n, env, &fl))
+		return fl;
 	if (env->mode == EMU_RNE && f->has_zero && f->has_subnormals && f->has_sign)
 		return round_array_rne(f, in, out, n, env->sat, env->ftz, env->daz);
 	return round_array_scalar(f, in, out, n, env);

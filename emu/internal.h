@@ -31,6 +31,10 @@ static inline emu_result emu_pack(const emu_format *f, double v, unsigned flags)
 {
 	return (emu_result){emu_encode(f, v), flags};
 }
+/* The vectorised RNE/SR array loop (round_simd.c); false when the format,
+ * mode or environment is outside its scope. */
+bool emu_round_array_simd(const emu_format *f, const double *in, emu_bits *out, size_t n,
+                          const emu_env *env, unsigned *flags_out);
 /* 2^k for -1022 <= k <= 1023, built from bits (exact, no libm call). */
 static inline double emu_pow2(int k)
 {

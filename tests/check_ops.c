@@ -91,14 +91,19 @@ START_TEST(test_array_paths)
 		}
 		x[0] = INFINITY, x[1] = -INFINITY, x[2] = NAN, x[3] = 0.0, x[4] = -0.0, x[5] = 1e-310;
 		x[6] = f->max, x[7] = -f->max * (1 + f->epsilon / 2), x[8] = f->min_normal;
-		for (int v = 0; v < 8; v++) {
+		for (int v = 0; v < 16; v++) {
 			emu_env env = EMU_ENV_DEFAULT;
 			env.sat = v & 1;
 			env.ftz = (v >> 1) & 1;
-			env.daz = v >> 2;
+			env.daz = (v >> 2) & 1;
+			env.mode = v >> 3 ? EMU_SR : EMU_RNE; /* the two vectorised modes */
+			env.seed = t_seed();
+			env.index = (uint64_t)rep << 20;
 			unsigned all = emu_round_array(f, x, a, N, &env), want = 0;
 			for (int i = 0; i < N; i++) {
-				emu_result r = emu_from_double(f, x[i], &env);
+				emu_env e1 = env;
+				e1.index = env.index + (uint64_t)i;
+				emu_result r = emu_from_double(f, x[i], &e1);
 				want |= r.flags;
 				ck_assert_msg(r.bits == a[i], "%s x=%a sat=%d ftz=%d: array 0x%x scalar 0x%x",
 				              f->name, x[i], env.sat, env.ftz, a[i], r.bits);

@@ -1,11 +1,9 @@
 /*
- * proto_round.c — a PROTOTYPE of a branch-free emu_round_array loop, kept in
- * bench/ only to measure what the library's loop could reach. The bench
- * checks it bit for bit (and flag for flag) against emu_round_array before
- * timing it; it is not used by the library.
- *
- * Scope: formats with sign, zero and subnormals whose NaN style is ieee (with
- * inf) or fn (e4m3); modes RNE and SR; no sat/ftz. Others return false.
+ * round_simd.c — the branch-free loop behind emu_round_array for RNE and SR
+ * (formats with sign, zero and subnormals; NaN style ieee-with-inf or fn;
+ * no sat/ftz/daz; RNE only under the FE_TONEAREST environment). Anything
+ * else returns false and emu_round_array takes its other paths; the tests
+ * prove every path equal to element-by-element rounding, bits and flags.
  *
  * Idea: everything the per-element path decides with branches and libm
  * calls (ilogb, ldexp) is computed for every element from the double's bits,
@@ -15,23 +13,20 @@
  *    the magnitude bits a at shift S; the carry runs into the exponent field,
  *    so binade bumps and overflow need no case; the encoding is
  *    r - ((1023 - bias) << (p-1)).
- *  - subnormal range: RNE lets the FPU round |x| + 2^(emin-p+1+52) (only
- *    when fegetround() is FE_TONEAREST); SR scales |x| into units of the
- *    quantum (exact) and splits integer and fraction exactly.
+ *  - subnormal range: RNE lets the FPU round |x| + 2^(emin-p+1+52); SR
+ *    scales |x| into units of the quantum (exact) and splits integer and
+ *    fraction exactly.
  *  - tininess after rounding: r (the p-bit rounding with unbounded exponent)
  *    below the encoding of 2^emin.
  * With no branch left, GCC vectorizes both loops; the x86-64-v4 (AVX-512)
- * clone is what reaches memcpy speed (docs/bench.md, table 4).
+ * clone is what reaches memcpy speed (docs/bench.md).
  */
 #include <fenv.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "emu.h"
-
-bool proto_round_array(const emu_format *f, const double *in, emu_bits *out, size_t n,
-                       const emu_env *env, unsigned *flags_out);
+#include "internal.h"
 
 static inline uint64_t dbits(double x)
 {
@@ -238,8 +233,8 @@ CLONES static bool loops(int p, bool sr, const struct consts *c, const double *i
 	return true;
 }
 
-bool proto_round_array(const emu_format *f, const double *in, emu_bits *out, size_t n,
-                       const emu_env *env, unsigned *flags_out)
+bool emu_round_array_simd(const emu_format *f, const double *in, emu_bits *out, size_t n,
+                          const emu_env *env, unsigned *flags_out)
 {
 	struct consts c;
 	if (!setup(f, env, &c))

@@ -472,14 +472,17 @@ static int nr_resolve(const struct nr_opts *o, struct nr_run_setup *s)
 		return nr_fail("unknown kernel '%s' (kernels: %s)", o->kernel_name, list);
 	s->variant = s->k->variants[0];
 	if (o->variant) {
+		/* a listed variant, or one with a ':' suffix the kernel parses
+		 * itself (accum's dot:tc:h100, dot:tc:k=16,neab=2) */
 		const char *const *v = s->k->variants;
-		while (*v && strcmp(*v, o->variant) != 0)
+		while (*v && strcmp(*v, o->variant) != 0 &&
+		       !(strncmp(*v, o->variant, strlen(*v)) == 0 && o->variant[strlen(*v)] == ':'))
 			v++;
 		nr_variant_list(s->k, list, sizeof(list));
 		if (!*v)
 			return nr_fail("unknown variant '%s' for %s (variants: %s)", o->variant,
 			               s->k->name, list);
-		s->variant = *v;
+		s->variant = o->variant;
 	}
 	if (!o->policy_spec)
 		return nr_fail("run needs --policy SPEC (e.g. --policy storage=fp16,compute=fp32)");

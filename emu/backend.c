@@ -128,15 +128,21 @@ void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const 
 {
 	emu_env env = be->env;
 	env.daz = false;
-	emu_result r = be->kind == EMU_BE_EXACT ? emu_mp_from_double(f, x, &env)
-	                                        : emu_from_double(f, x, &env);
+	double v;
+	unsigned rfl = 0;
+	if (be->kind == EMU_BE_EXACT) {
+		emu_result r = emu_mp_from_double(f, x, &env);
+		v = decode(f, r.bits);
+		rfl = r.flags;
+	} else {
+		v = emu_round_exact(f, x, &env, &rfl); /* the value domain: no encode/decode */
+	}
 	be->env.index++;
-	double v = decode(f, r.bits);
 	if (be->kind == EMU_BE_TRUTH)
 		mpfr_set_d(dst->m, v, MPFR_RNDN);
 	else
 		dst->d = v;
-	note(be, EMU_OP_CVT, r.flags, step, i);
+	note(be, EMU_OP_CVT, rfl, step, i);
 }
 
 void emu_k_const(emu_be *be, emu_val *dst, double x)
@@ -263,7 +269,9 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 			break;
 		}
 		default: {
-			emu_bits args[3] = {emu_encode(f, x), emu_encode(f, y), emu_encode(f, z)};
+			int ar = emu_op_arity(op);
+			emu_bits args[3] = {emu_encode(f, x), ar > 1 ? emu_encode(f, y) : 0,
+			                    ar > 2 ? emu_encode(f, z) : 0};
 			emu_result res = emu_apply(op, f, NULL, args, env);
 			fl = res.flags;
 			r = decode(f, res.bits);

@@ -170,8 +170,15 @@ double emu_round_value(const emu_format *f, double x, double tail, const emu_env
 	uint64_t m;
 	int e;
 	split(fabs(x), &m, &e);
-	if (tail == 0)
+	if (tail == 0) {
+		/* Already a normal value of f (the common case: a conversion to a
+		 * wider format, an exact sum): nothing to round, no flag. */
+		int ex = e + 52;
+		if (m >> 52 && ex >= f->emin && ex <= f->emax && (m & ((1ull << (53 - f->p)) - 1)) == 0 &&
+		    (neg ? f->has_sign : true) && (ex < f->emax || fabs(x) <= f->max))
+			return x;
 		return emu_round_core(f, neg, m, e, false, env, flags);
+	}
 	/* Put the leading bit at 63 so that subtracting the tail leaves >= 62
 	 * bits; then add the tail in units of 2^E, keeping what falls below as
 	 * a sticky bit. |tail| <= ulp(x)/2 bounds the correction by 2^(sh-1). */

@@ -89,14 +89,26 @@ static double ziv(enum fn fn, const emu_format *f, emu_bits xb, double x, const 
 		y = -y;
 	}
 	double r;
-	if (isfinite(y) && y > 0 && y < DBL_MAX / 2 && y > 0x1p-1015) {
+	if (isfinite(y) && y > 0x1p-1015 && y < DBL_MAX / 2) {
+		/* stage 1 in double: the ends y ∓ 4 ulp as (M << 11) + ε and
+		 * ((M' << 11) − 1) + (1 − ε), no long double needed */
 		double d = 4 * (nextafter(y, INFINITY) - y);
-		if (y - d > 0) {
-			unsigned t = 0;
-			if (!round_interval_ld(f, neg, y - d, y + d, env, &r, &t)) {
-				*fl |= t;
-				return r;
-			}
+		double lo = y - d, hi = y + d;
+		uint64_t ulo, uhi;
+		memcpy(&ulo, &lo, sizeof ulo);
+		memcpy(&uhi, &hi, sizeof uhi);
+		uint64_t mlo = ((ulo & ((1ull << 52) - 1)) | (1ull << 52)) << 11;
+		uint64_t mhi = ((uhi & ((1ull << 52) - 1)) | (1ull << 52)) << 11;
+		int elo = (int)(ulo >> 52) - 1075 - 11, ehi = (int)(uhi >> 52) - 1075 - 11;
+		unsigned f1 = 0, f2 = 0;
+		double r1 = emu_round_core(f, neg, mlo, elo, true, env, &f1);
+		double r2 = emu_round_core(f, neg, mhi - 1, ehi, true, env, &f2);
+		uint64_t b1, b2;
+		memcpy(&b1, &r1, sizeof b1);
+		memcpy(&b2, &r2, sizeof b2);
+		if (b1 == b2 && f1 == f2) {
+			*fl |= f1;
+			return r1;
 		}
 	}
 	long double yl = eval_ld(fn, x);

@@ -99,7 +99,7 @@ static void fractions(const emu_be *be, const emu_val *g, size_t n, const emu_fo
 		bool over = !isfinite(v) || a >= S->max;
 		k[0] += v == 0;
 		k[1] += v != 0 && a < S->min_normal;
-		if (t) {
+		if (t && tbe) {
 			double w = emu_k_d(tbe, &t[i]);
 			k[2] += v == 0 && w != 0 && isfinite(w);
 			over = isfinite(w) && (!isfinite(v) || (over && fabs(w) > S->max));

@@ -79,11 +79,12 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 			if (p.env.mode == EMU_NMODES)
 				return fail(err, errlen, "unknown rounding mode '%s' (rne rtz up down rna sr)", v);
 		} else if (strcmp(k, "overflow") == 0) {
-			if (strcmp(v, "ieee") && strcmp(v, "sat"))
+			if (strcmp(v, "ieee") != 0 && strcmp(v, "sat") != 0)
 				return fail(err, errlen, "unknown overflow rule '%s' (ieee sat)", v);
 			p.env.sat = strcmp(v, "sat") == 0;
 		} else if (strcmp(k, "subnormals") == 0) {
-			if (strcmp(v, "keep") && strcmp(v, "ftz") && strcmp(v, "daz") && strcmp(v, "ftzdaz"))
+			if (strcmp(v, "keep") != 0 && strcmp(v, "ftz") != 0 && strcmp(v, "daz") != 0 &&
+			    strcmp(v, "ftzdaz") != 0)
 				return fail(err, errlen, "unknown subnormal rule '%s' (keep ftz daz ftzdaz)", v);
 			p.env.ftz = strstr(v, "ftz") != NULL;
 			p.env.daz = strstr(v, "daz") != NULL;

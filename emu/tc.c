@@ -168,7 +168,7 @@ static void tc_err(char *err, size_t len, const char *fmt, ...)
 	if (!err || !len)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
+	vsnprintf(err, len, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
 	va_end(ap);
 }
 

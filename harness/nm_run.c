@@ -109,7 +109,7 @@ static void nr_printf(struct nr_buf *b, const char *fmt, ...)
 	int n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
 	va_end(ap);
 	if (n < 0) {
 		b->oom = true;
@@ -122,7 +122,7 @@ static void nr_printf(struct nr_buf *b, const char *fmt, ...)
 	if (!nr_reserve(b, (size_t)n))
 		return;
 	va_start(ap, fmt);
-	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
 	va_end(ap);
 	b->len += (size_t)n;
 }

@@ -20,6 +20,7 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
+PUBLIC_H := emu/emu.h emu/kern.h emu/kernels.h emu/tc.h emu/gradscaler.h emu/hw.h
 LIB := lib/libnanmap.a
 BIN := bin/nanmap
 TESTBIN := build/tests/check_nanmap
@@ -96,12 +97,13 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/nanmap $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/nanmap
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libnanmap.a
-	install -m 644 emu/emu.h $(DESTDIR)$(PREFIX)/include/nanmap/emu.h
+	install -m 644 $(PUBLIC_H) $(DESTDIR)$(PREFIX)/include/nanmap/
 	install -m 644 nanmap.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/nanmap $(DESTDIR)$(PREFIX)/lib/libnanmap.a \
-	  $(DESTDIR)$(PREFIX)/include/nanmap/emu.h $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
+	  $(addprefix $(DESTDIR)$(PREFIX)/include/nanmap/,$(notdir $(PUBLIC_H))) \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
 	-rmdir $(DESTDIR)$(PREFIX)/include/nanmap 2>/dev/null
 
 format:

@@ -116,22 +116,10 @@ static bool int_param(const emu_kin *in, const char *name, double lo, double hi,
 	return true;
 }
 
-/* The same bookkeeping as emu_k_op's (backend.c), for the tc path's ops. */
+/* emu_k_note's bookkeeping, and the SR op counter emu_k_op advances. */
 static void note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i)
 {
-	be->st.ops[op]++;
-	be->st.all_flags |= fl;
-	for (int k = 0; k < EMU_NFLAGS; k++)
-		if (fl & (1u << k))
-			be->st.flags[op][k]++;
-	unsigned bad = fl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO);
-	if (bad && !be->st.first_set) {
-		be->st.first_set = true;
-		be->st.first_op = op;
-		be->st.first_flags = bad;
-		be->st.first_step = step;
-		be->st.first_index = i;
-	}
+	emu_k_note(be, op, fl, step, i);
 	if (be->kind != EMU_BE_TRUTH) /* as emu_k_op: TRUTH does not count */
 		be->env.index++;
 }

@@ -106,7 +106,7 @@ static double decode(const emu_format *f, emu_bits b)
 	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
 }
 
-static void note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i)
+void emu_k_note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i)
 {
 	be->st.ops[op]++;
 	be->st.all_flags |= fl;
@@ -142,7 +142,7 @@ void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const 
 		mpfr_set_d(dst->m, v, MPFR_RNDN);
 	else
 		dst->d = v;
-	note(be, EMU_OP_CVT, rfl, step, i);
+	emu_k_note(be, EMU_OP_CVT, rfl, step, i);
 }
 
 void emu_k_const(emu_be *be, emu_val *dst, double x)
@@ -240,7 +240,7 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 		truth_op(op, dst->m, a->m, b ? b->m : NULL, c ? c->m : NULL);
 		if (mpfr_nan_p(dst->m))
 			fl |= EMU_FLAG_INVALID;
-		note(be, op, fl, step, i);
+		emu_k_note(be, op, fl, step, i);
 		return;
 	}
 	emu_env *env = &be->env;
@@ -294,5 +294,5 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 	}
 	env->index++;
 	dst->d = r;
-	note(be, op, fl, step, i);
+	emu_k_note(be, op, fl, step, i);
 }

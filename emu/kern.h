@@ -73,6 +73,9 @@ void emu_k_const(emu_be *be, emu_val *dst, double x);
 void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_val *b,
               const emu_val *c, const emu_format *f, const char *step, uint64_t i);
 void emu_k_copy(emu_be *be, emu_val *dst, const emu_val *a);
+/* Record an operation a kernel computed outside emu_k_op (a Tensor Core
+ * block): its flags, and the first overflow/invalid/divbyzero site. */
+void emu_k_note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i);
 /* Nearest double (TRUTH rounds to nearest). */
 double emu_k_d(const emu_be *be, const emu_val *v);
 /* -1, 0, 1, or 2 when unordered. */

@@ -75,6 +75,7 @@ asan:
 	  LDFLAGS="-fsanitize=address,undefined" $(TESTBIN) $(BIN)
 	NANMAP_QUICK=1 CK_FORK=no $(TESTBIN)
 	sh tests/cli.sh
+	sh tests/cli_run.sh
 	$(MAKE) --no-print-directory clean
 
 # fuzz: libFuzzer on the .npy reader for FUZZ_SECONDS (default 60); needs clang.

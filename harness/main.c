@@ -24,7 +24,6 @@
 #define NM_VERSION "0.1.0"
 #endif
 
-#define NM_EXIT_ERR 2
 #define NM_MAX_FORMATS 64
 #define NM_MAX_FIELDS 8
 #define NM_ERR_LEN 256
@@ -61,20 +60,6 @@ static const char nm_usage[] =
     "      where index counts the values (round) or operations (op) from 0\n"
     "Errors: one line on stderr, exit status 2.\n";
 
-/* Report one error line; returns the exit status for it. */
-static int nm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int nm_fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("nanmap: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
-	va_end(ap);
-	fputc('\n', stderr);
-	return NM_EXIT_ERR;
-}
 
 static int nm_oom(void)
 {

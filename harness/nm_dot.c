@@ -28,7 +28,6 @@
 #include "nm_parse.h"
 #include "tc.h"
 
-#define NM_EXIT_ERR 2
 #define NM_ERR_LEN 512
 
 static const char nm_dot_usage[] =
@@ -46,20 +45,6 @@ static const char nm_dot_usage[] =
     "       e.g. h100  h100,promote=128  k=16,neab=2,final=rz,cpre=1\n"
     "       keys: k neab final cpre floor prec promote sat (docs/tensor-cores.md)\n"
     "Errors: one line on stderr, exit status 2.\n";
-
-static int nm_dot_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int nm_dot_fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("nanmap: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
-	va_end(ap);
-	fputc('\n', stderr);
-	return NM_EXIT_ERR;
-}
 
 /* ---- reading the vector files ---- */
 
@@ -341,22 +326,22 @@ static int nm_dot_args(int argc, char **argv, struct nm_dot_opts *o)
 			slot = &o->out;
 		if (slot) {
 			if (i + 1 >= argc)
-				return nm_dot_fail("dot: %s needs a value", s);
+				return nm_fail("dot: %s needs a value", s);
 			*slot = argv[++i];
 			continue;
 		}
 		if (opts && s[0] == '-' && s[1] != 0)
-			return nm_dot_fail("dot: unknown option '%s' (try: nanmap dot --help)", s);
+			return nm_fail("dot: unknown option '%s' (try: nanmap dot --help)", s);
 		if (o->nfiles == 3)
-			return nm_dot_fail("dot: too many files ('%s'): A_FILE B_FILE [C_FILE]", s);
+			return nm_fail("dot: too many files ('%s'): A_FILE B_FILE [C_FILE]", s);
 		o->files[o->nfiles++] = s;
 	}
 	if (!o->model)
-		return nm_dot_fail("dot: --model is required (e.g. --model h100)");
+		return nm_fail("dot: --model is required (e.g. --model h100)");
 	if (!o->in || !o->out)
-		return nm_dot_fail("dot: --in and --out are required (e.g. --in fp16 --out fp32)");
+		return nm_fail("dot: --in and --out are required (e.g. --in fp16 --out fp32)");
 	if (o->nfiles < 2)
-		return nm_dot_fail("dot: needs A_FILE and B_FILE");
+		return nm_fail("dot: needs A_FILE and B_FILE");
 	return 0;
 }
 
@@ -371,7 +356,7 @@ static int nm_dot_to_input(nm_vecs *v, const char *path, const emu_format *in,
 		emu_result r = emu_convert(in, fp32, x, &rne);
 		bool src_nan = emu_is_nan(fp32, x);
 		if (r.flags != 0 || emu_is_nan(in, r.bits) != src_nan)
-			return nm_dot_fail("%s:%zu: value %zu (0x%08x) is not exactly a value of %s",
+			return nm_fail("%s:%zu: value %zu (0x%08x) is not exactly a value of %s",
 			                   path, i / v->K + 1, i % v->K + 1, (unsigned)x, in->name);
 		v->v[i] = r.bits;
 	}
@@ -389,28 +374,28 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 	int rc;
 
 	if (emu_format_parse(o->in, &in, err, sizeof err) != EMU_OK)
-		return nm_dot_fail("dot: --in: %s", err);
+		return nm_fail("dot: --in: %s", err);
 	if (emu_format_parse(o->out, &out, err, sizeof err) != EMU_OK)
-		return nm_dot_fail("dot: --out: %s", err);
+		return nm_fail("dot: --out: %s", err);
 	if (emu_tc_parse(o->model, &in, &out, &m, err, sizeof err) != EMU_OK)
-		return nm_dot_fail("dot: --model: %s", err);
+		return nm_fail("dot: --model: %s", err);
 	if (emu_tc_check(&m, &in, &out, err, sizeof err) != EMU_OK)
-		return nm_dot_fail("dot: --model %s with %s -> %s: %s", o->model, in.name, out.name,
+		return nm_fail("dot: --model %s with %s -> %s: %s", o->model, in.name, out.name,
 		                   err);
 	rc = NM_EXIT_ERR;
 	if (nm_read_hex_vectors(o->files[0], &A, err, sizeof err) ||
 	    nm_read_hex_vectors(o->files[1], &B, err, sizeof err) ||
 	    (o->nfiles == 3 && nm_read_bin_scalars(o->files[2], &C, err, sizeof err))) {
-		nm_dot_fail("%s", err);
+		nm_fail("%s", err);
 		goto done;
 	}
 	if (B.count != A.count || B.K != A.K) {
-		nm_dot_fail("%s: %zu cases of %zu values, but %s has %zu of %zu", o->files[1],
+		nm_fail("%s: %zu cases of %zu values, but %s has %zu of %zu", o->files[1],
 		            B.count, B.K, o->files[0], A.count, A.K);
 		goto done;
 	}
 	if (o->nfiles == 3 && C.count != A.count) {
-		nm_dot_fail("%s: %zu values, but %s has %zu cases", o->files[2], C.count,
+		nm_fail("%s: %zu values, but %s has %zu cases", o->files[2], C.count,
 		            o->files[0], A.count);
 		goto done;
 	}
@@ -421,7 +406,7 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 	/* each output line is at most 33 bytes ("0x" + 8 hex digits is less) */
 	text = malloc(A.count * 34 + 1);
 	if (!text) {
-		nm_dot_fail("out of memory");
+		nm_fail("out of memory");
 		goto done;
 	}
 	size_t pos = 0;
@@ -440,7 +425,7 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 		}
 	}
 	if (fwrite(text, 1, pos, stdout) != pos || fflush(stdout) != 0 || ferror(stdout)) {
-		nm_dot_fail("cannot write the output: %s", strerror(errno));
+		nm_fail("cannot write the output: %s", strerror(errno));
 		goto done;
 	}
 	rc = 0;

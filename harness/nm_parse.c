@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -377,4 +378,16 @@ const char *nm_fmt_bits(const emu_format *f, emu_bits b, char *buf, size_t len)
 {
 	snprintf(buf, len, "0x%0*" PRIx32, (f->bits + 3) / 4, (uint32_t)b);
 	return buf;
+}
+
+int nm_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("nanmap: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
+	va_end(ap);
+	fputc('\n', stderr);
+	return NM_EXIT_ERR;
 }

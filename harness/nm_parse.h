@@ -18,6 +18,12 @@
 
 #include "emu.h"
 
+/* The exit status of every command-line error. */
+#define NM_EXIT_ERR 2
+
+/* Print one error line "nanmap: <message>" on stderr; returns NM_EXIT_ERR. */
+int nm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 typedef enum nm_status {
 	NM_OK = 0,
 	NM_ERR_SYNTAX, /* not one of the accepted forms (or empty) */

@@ -27,7 +27,6 @@
 #include "nm_parse.h"
 #include "nm_run.h"
 
-#define NR_EXIT_ERR 2
 #define NR_ERR_LEN 512
 #define NR_MAX_PARAMS 32
 /* Largest input tensor, in elements (16 GiB of doubles). */
@@ -36,23 +35,10 @@
 #define NR_SHOW_ALL 16
 #define NR_SHOW_FIRST 8
 
-static int nr_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int nr_fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("nanmap: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
-	va_end(ap);
-	fputc('\n', stderr);
-	return NR_EXIT_ERR;
-}
 
 static int nr_oom(void)
 {
-	return nr_fail("out of memory");
+	return nm_fail("out of memory");
 }
 
 /* ---- the output, built in memory ---- */
@@ -213,7 +199,7 @@ static bool nr_number(const char *s, double *out)
 static int nr_count(const char *arg, const char *opt, uint64_t *out)
 {
 	if (nm_parse_u64(arg, out) != NM_OK || *out == 0)
-		return nr_fail("bad %s '%s' (a positive integer)", opt, arg);
+		return nm_fail("bad %s '%s' (a positive integer)", opt, arg);
 	return 0;
 }
 
@@ -224,10 +210,10 @@ static int nr_opt_param(struct nr_opts *o, const char *arg)
 	double v;
 
 	if (o->nparams == NR_MAX_PARAMS)
-		return nr_fail("too many parameters (at most %d)", NR_MAX_PARAMS);
+		return nm_fail("too many parameters (at most %d)", NR_MAX_PARAMS);
 	eq = strchr(arg, '=');
 	if (!eq || eq == arg)
-		return nr_fail("bad parameter '%s' (want NAME=VALUE, e.g. eps=1e-5)", arg);
+		return nm_fail("bad parameter '%s' (want NAME=VALUE, e.g. eps=1e-5)", arg);
 	p = &o->params[o->nparams];
 	p->text = strdup(arg);
 	if (!p->text)
@@ -238,9 +224,9 @@ static int nr_opt_param(struct nr_opts *o, const char *arg)
 	o->nparams++; /* freed with the options from here on */
 	for (size_t i = 0; i + 1 < o->nparams; i++)
 		if (!strcmp(o->params[i].name, p->name))
-			return nr_fail("parameter '%s' given twice", p->name);
+			return nm_fail("parameter '%s' given twice", p->name);
 	if (!nr_number(p->value_text, &v))
-		return nr_fail("bad value '%s' for parameter '%s' (a number)", p->value_text,
+		return nm_fail("bad value '%s' for parameter '%s' (a number)", p->value_text,
 		               p->name);
 	o->kparams[o->nparams - 1] = (emu_kparam){p->name, v};
 	return 0;
@@ -249,7 +235,7 @@ static int nr_opt_param(struct nr_opts *o, const char *arg)
 static int nr_opt_source(struct nr_opts *o, enum nr_src src, const char *opt, const char *arg)
 {
 	if (o->src != NR_SRC_NONE)
-		return nr_fail("%s and %s both give the input (use one)", o->src_opt, opt);
+		return nm_fail("%s and %s both give the input (use one)", o->src_opt, opt);
 	o->src = src;
 	o->src_opt = opt;
 	if (src == NR_SRC_INPUT) {
@@ -261,7 +247,7 @@ static int nr_opt_source(struct nr_opts *o, enum nr_src src, const char *opt, co
 		while (d < NR_NDIST && strcmp(nr_dist_names[d], arg) != 0)
 			d++;
 		if (d == NR_NDIST)
-			return nr_fail(
+			return nm_fail(
 			    "unknown distribution '%s' (--gen normal uniform logspace ones)", arg);
 		o->dist = (enum nr_dist)d;
 	}
@@ -280,7 +266,7 @@ static int nr_opt_range(struct nr_opts *o, const char *arg)
 		    o->hi >= o->lo && isfinite(o->hi))
 			return 0;
 	}
-	return nr_fail("bad --range '%s' (want LO,HI with 0 < LO <= HI, finite)", arg);
+	return nm_fail("bad --range '%s' (want LO,HI with 0 < LO <= HI, finite)", arg);
 }
 
 static int nr_opt_backend(struct nr_opts *o, const char *arg)
@@ -294,7 +280,7 @@ static int nr_opt_backend(struct nr_opts *o, const char *arg)
 		return 0;
 	}
 	if (k == EMU_NBE)
-		return nr_fail("unknown backend '%s' (backends: fast exact truth all)", arg);
+		return nm_fail("unknown backend '%s' (backends: fast exact truth all)", arg);
 	o->want[k] = true;
 	return 0;
 }
@@ -303,7 +289,7 @@ static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg
 {
 	if (d->takes && d->id != NR_O_PARAM) { /* flags may repeat, as elsewhere */
 		if (o->seen & (1u << d->id))
-			return nr_fail("option '%s' given twice", d->name);
+			return nm_fail("option '%s' given twice", d->name);
 		o->seen |= 1u << d->id;
 	}
 	switch (d->id) {
@@ -327,11 +313,11 @@ static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg
 		return nr_count(arg, d->name, &o->rows);
 	case NR_O_SEED:
 		if (nm_parse_u64(arg, &o->seed) != NM_OK)
-			return nr_fail("bad seed '%s' (an unsigned 64-bit integer)", arg);
+			return nm_fail("bad seed '%s' (an unsigned 64-bit integer)", arg);
 		return 0;
 	case NR_O_SCALE:
 		if (!nr_number(arg, &o->scale) || !isfinite(o->scale))
-			return nr_fail("bad --scale '%s' (a finite number)", arg);
+			return nm_fail("bad --scale '%s' (a finite number)", arg);
 		return 0;
 	case NR_O_RANGE:
 		return nr_opt_range(o, arg);
@@ -384,16 +370,16 @@ static int nr_parse_args(struct nr_opts *o, int argc, char **argv)
 		}
 		if (only_args || a[0] != '-' || a[1] == '\0') {
 			if (o->kernel_name)
-				return nr_fail("run takes one KERNEL, '%s' is a second one", a);
+				return nm_fail("run takes one KERNEL, '%s' is a second one", a);
 			o->kernel_name = a;
 			continue;
 		}
 		d = nr_find_opt(a, &val);
 		if (!d)
-			return nr_fail("unknown option '%s' for run (try: nanmap run --help)", a);
+			return nm_fail("unknown option '%s' for run (try: nanmap run --help)", a);
 		if (d->takes && !val) {
 			if (i + 1 >= argc)
-				return nr_fail("option '%s' needs a value", a);
+				return nm_fail("option '%s' needs a value", a);
 			val = argv[++i];
 		}
 		rc = nr_take(o, d, val ? val : ""); /* a flag gets "" */
@@ -466,10 +452,10 @@ static int nr_resolve(const struct nr_opts *o, struct nr_run_setup *s)
 
 	nr_kernel_list(list, sizeof(list));
 	if (!o->kernel_name)
-		return nr_fail("run needs a KERNEL (kernels: %s)", list);
+		return nm_fail("run needs a KERNEL (kernels: %s)", list);
 	s->k = emu_kernel_by_name(o->kernel_name);
 	if (!s->k)
-		return nr_fail("unknown kernel '%s' (kernels: %s)", o->kernel_name, list);
+		return nm_fail("unknown kernel '%s' (kernels: %s)", o->kernel_name, list);
 	s->variant = s->k->variants[0];
 	if (o->variant) {
 		/* a listed variant, or one with a ':' suffix the kernel parses
@@ -480,18 +466,18 @@ static int nr_resolve(const struct nr_opts *o, struct nr_run_setup *s)
 			v++;
 		nr_variant_list(s->k, list, sizeof(list));
 		if (!*v)
-			return nr_fail("unknown variant '%s' for %s (variants: %s)", o->variant,
+			return nm_fail("unknown variant '%s' for %s (variants: %s)", o->variant,
 			               s->k->name, list);
 		s->variant = o->variant;
 	}
 	if (!o->policy_spec)
-		return nr_fail("run needs --policy SPEC (e.g. --policy storage=fp16,compute=fp32)");
+		return nm_fail("run needs --policy SPEC (e.g. --policy storage=fp16,compute=fp32)");
 	err[0] = '\0';
 	if (emu_policy_parse(o->policy_spec, &s->pol, err, sizeof(err)) != EMU_OK)
-		return nr_fail("bad policy '%s': %s", o->policy_spec, err[0] ? err : "bad spec");
+		return nm_fail("bad policy '%s': %s", o->policy_spec, err[0] ? err : "bad spec");
 	for (size_t i = 0; i < o->nparams; i++)
 		if (!nr_kernel_reads(s->k, o->params[i].name))
-			return nr_fail("unknown parameter '%s' for %s (it reads: %s)",
+			return nm_fail("unknown parameter '%s' for %s (it reads: %s)",
 			               o->params[i].name, s->k->name,
 			               s->k->params_doc && s->k->params_doc[0] ? s->k->params_doc
 			                                                       : "none");
@@ -550,7 +536,7 @@ static double nr_gen_one(const struct nr_opts *o, uint64_t i)
 static int nr_alloc_input(struct nr_input *in, uint64_t total)
 {
 	if (total > NR_MAX_ELEMS)
-		return nr_fail("the input has %" PRIu64 " elements (at most %" PRIu64 ")", total,
+		return nm_fail("the input has %" PRIu64 " elements (at most %" PRIu64 ")", total,
 		               NR_MAX_ELEMS);
 	in->x = malloc((size_t)total * sizeof(*in->x));
 	return in->x ? 0 : nr_oom();
@@ -562,9 +548,9 @@ static int nr_gen_input(const struct nr_opts *o, struct nr_input *in)
 	int rc;
 
 	if (!(o->seen & (1u << NR_O_N)))
-		return nr_fail("--gen needs --n N (elements per row)");
+		return nm_fail("--gen needs --n N (elements per row)");
 	if (rows > NR_MAX_ELEMS || o->n > NR_MAX_ELEMS / rows)
-		return nr_fail("--n %" PRIu64 " x --rows %" PRIu64
+		return nm_fail("--n %" PRIu64 " x --rows %" PRIu64
 		               " is too many elements (at most %" PRIu64 ")",
 		               o->n, rows, NR_MAX_ELEMS);
 	rc = nr_alloc_input(in, rows * o->n);
@@ -608,7 +594,7 @@ static int nr_values_input(const struct nr_opts *o, struct nr_input *in)
 		tok[len] = '\0';
 		good = nr_number(tok, &in->x[k]);
 		if (!good) {
-			rc = nr_fail("bad value '%s' in --values (item %" PRIu64 ")", tok, k + 1);
+			rc = nm_fail("bad value '%s' in --values (item %" PRIu64 ")", tok, k + 1);
 			free(tok);
 			return rc;
 		}
@@ -631,16 +617,16 @@ static int nr_file_input(const struct nr_opts *o, struct nr_input *in)
 
 	err[0] = '\0';
 	if (nm_npy_read(o->input_path, &a, err, sizeof(err)) != NM_NPY_OK)
-		return nr_fail("%s", err[0] ? err : "cannot read the --input file");
+		return nm_fail("%s", err[0] ? err : "cannot read the --input file");
 	if (a.dtype != NM_NPY_F2 && a.dtype != NM_NPY_F4 && a.dtype != NM_NPY_F8) {
 		nm_npy_dtype t = a.dtype;
 		nm_npy_free(&a);
-		return nr_fail("%s: dtype %s (run takes float16, float32 or float64)",
+		return nm_fail("%s: dtype %s (run takes float16, float32 or float64)",
 		               o->input_path, nm_npy_dtype_name(t));
 	}
 	if (a.count == 0) {
 		nm_npy_free(&a);
-		return nr_fail("%s: an empty array", o->input_path);
+		return nm_fail("%s: an empty array", o->input_path);
 	}
 	in->x = a.values; /* ours now */
 	a.values = NULL;
@@ -660,7 +646,7 @@ static int nr_reshape(const struct nr_opts *o, struct nr_input *in)
 	if (!o->rows || o->src == NR_SRC_GEN)
 		return 0;
 	if (o->rows > total || total % o->rows)
-		return nr_fail("shape mismatch: %zu values do not make %" PRIu64
+		return nm_fail("shape mismatch: %zu values do not make %" PRIu64
 		               " equal rows (--rows)",
 		               total, o->rows);
 	in->rows = (size_t)o->rows;
@@ -673,16 +659,16 @@ static int nr_build_input(const struct nr_opts *o, struct nr_input *in)
 	int rc;
 
 	if (o->src == NR_SRC_NONE)
-		return nr_fail("run needs an input: --input FILE, --values LIST or --gen DIST");
+		return nm_fail("run needs an input: --input FILE, --values LIST or --gen DIST");
 	if (o->src != NR_SRC_GEN) {
 		static const enum nr_optid gen_only[] = {NR_O_N, NR_O_SCALE, NR_O_RANGE};
 		static const char *const gen_only_names[] = {"--n", "--scale", "--range"};
 		for (size_t i = 0; i < 3; i++)
 			if (o->seen & (1u << gen_only[i]))
-				return nr_fail("%s goes with --gen (not with %s)",
+				return nm_fail("%s goes with --gen (not with %s)",
 				               gen_only_names[i], o->src_opt);
 	} else if ((o->seen & (1u << NR_O_RANGE)) && o->dist != NR_LOGSPACE) {
-		return nr_fail("--range goes with --gen logspace (not --gen %s)",
+		return nm_fail("--range goes with --gen logspace (not --gen %s)",
 		               nr_dist_names[o->dist]);
 	}
 	if (o->src == NR_SRC_GEN)
@@ -766,7 +752,7 @@ static int nr_execute(struct nr_report *r)
 	if (!want[EMU_BE_FAST] && !want[EMU_BE_EXACT] && !want[EMU_BE_TRUTH])
 		want[EMU_BE_FAST] = true;
 	if (o->no_truth && want[EMU_BE_TRUTH] && !o->all)
-		return nr_fail("--no-truth and --backend truth exclude each other");
+		return nm_fail("--no-truth and --backend truth exclude each other");
 	if (o->no_truth)
 		want[EMU_BE_TRUTH] = false;
 	memcpy(r->shown, want, sizeof(want));
@@ -780,7 +766,7 @@ static int nr_execute(struct nr_report *r)
 		r->ran[k] = true;
 		if (emu_run_kernel(r->s->k, &r->s->pol, r->s->variant, &kin, k, &r->runs[k], err,
 		                   sizeof(err)) != 0)
-			return nr_fail("%s", err[0] ? err : "the kernel failed");
+			return nm_fail("%s", err[0] ? err : "the kernel failed");
 		if (k != EMU_BE_TRUTH && r->ran[EMU_BE_TRUTH])
 			emu_run_compare(&r->runs[k], &r->runs[EMU_BE_TRUTH]);
 	}
@@ -1279,7 +1265,7 @@ static int nr_help(void)
 	}
 	fputs("\nErrors: one line on stderr, exit status 2. See docs/run.md.\n", stdout);
 	if (fflush(stdout) != 0 || ferror(stdout))
-		return nr_fail("cannot write the output: %s", strerror(errno));
+		return nm_fail("cannot write the output: %s", strerror(errno));
 	return 0;
 }
 
@@ -1311,7 +1297,7 @@ static int nr_report(struct nr_report *r)
 		if (b.len)
 			fwrite(b.s, 1, b.len, stdout);
 		if (fflush(stdout) != 0 || ferror(stdout))
-			rc = nr_fail("cannot write the output: %s", strerror(errno));
+			rc = nm_fail("cannot write the output: %s", strerror(errno));
 	}
 	free(b.s);
 	return rc;

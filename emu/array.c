@@ -33,20 +33,6 @@ static unsigned round_array_scalar(const emu_format *f, const double *in, emu_bi
 	return all;
 }
 
-static uint64_t dbits(double x)
-{
-	uint64_t u;
-	memcpy(&u, &x, sizeof u);
-	return u;
-}
-
-static double bitsd(uint64_t u)
-{
-	double x;
-	memcpy(&x, &u, sizeof x);
-	return x;
-}
-
 #if defined(__clang__)
 #define NM_HOT_LOOP __attribute__((target_clones("avx2", "default")))
 #else
@@ -61,11 +47,11 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 	const uint64_t rebias = (uint64_t)(1023 - f->bias) << 52;
 	const uint64_t half_m1 = (1ull << (shift - 1)) - 1;
 	const uint64_t lowmask = (1ull << shift) - 1;
-	const uint64_t min_normal = dbits(f->min_normal);
-	const uint64_t tiny_below = dbits(f->min_normal - ldexp(1.0, f->emin - f->p - 1));
+	const uint64_t min_normal = emu_dbits(f->min_normal);
+	const uint64_t tiny_below = emu_dbits(f->min_normal - ldexp(1.0, f->emin - f->p - 1));
 	const uint64_t inf_d = 0x7ff0000000000000ull;
 	const double magic = ldexp(1.0, f->emin + 52 - m);
-	const uint64_t magic_b = dbits(magic);
+	const uint64_t magic_b = emu_dbits(magic);
 	const uint64_t max_bits = f->max_bits;
 	const uint64_t sign_mask = f->sign_mask;
 	const bool fnuz = f->nan == EMU_NAN_FNUZ, nonan = f->nan == EMU_NAN_NONE;
@@ -82,7 +68,7 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 	const uint64_t of_sign = of_signed ? sign_mask : 0;
 	uint64_t fix = 0, fuf = 0, fof = 0, finf = 0, fnan = 0;
 	for (size_t i = 0; i < n; i++) {
-		uint64_t u = dbits(in[i]);
+		uint64_t u = emu_dbits(in[i]);
 		uint64_t a = u & absmask;
 		uint64_t neg = u >> 63;
 		a = (daz & (a < 0x0010000000000000ull)) ? 0 : a; /* double subnormals */
@@ -91,9 +77,9 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 		uint64_t rn = (t + half_m1 + ((t >> shift) & 1)) >> shift;
 		uint64_t ixn = t & lowmask;
 		/* below 2^emin */
-		double y = bitsd(a) + magic;
-		uint64_t rs = dbits(y) - magic_b;
-		uint64_t ixs = dbits(bitsd(a) - (y - magic)) & absmask; /* 0 iff exact */
+		double y = emu_bitsd(a) + magic;
+		uint64_t rs = emu_dbits(y) - magic_b;
+		uint64_t ixs = emu_dbits(emu_bitsd(a) - (y - magic)) & absmask; /* 0 iff exact */
 		uint64_t sub = a < min_normal;
 		uint64_t r = sub ? rs : rn;
 		uint64_t ix = sub ? ixs : ixn;

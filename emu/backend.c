@@ -277,8 +277,6 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 			r = decode(f, res.bits);
 		}
 		}
-		if (op == EMU_OP_SUB && isnan(y) && !isnan(x))
-			(void)0; /* -NaN is NaN: nothing to undo */
 	} else {
 		emu_result res;
 		if (op == EMU_OP_CVT) {

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "emu.h"
+#include "internal.h"
 
 static emu_bits mag_of(const emu_format *f, emu_bits b)
 {
@@ -47,20 +47,6 @@ emu_class emu_classify(const emu_format *f, emu_bits b)
 	return EMU_CLASS_NORMAL;
 }
 
-static double from_bits(uint64_t u)
-{
-	double d;
-	memcpy(&d, &u, sizeof d);
-	return d;
-}
-
-static uint64_t to_bits(double d)
-{
-	uint64_t u;
-	memcpy(&u, &d, sizeof u);
-	return u;
-}
-
 /* Values are built from bits: every format value is a normal double. */
 double emu_decode(const emu_format *f, emu_bits b)
 {
@@ -85,7 +71,7 @@ double emu_decode(const emu_format *f, emu_bits b)
 	default: {
 		emu_bits mag = mag_of(f, b);
 		int e = (int)(mag >> m) - f->bias;
-		v = from_bits(((uint64_t)(e + 1023) << 52) | ((uint64_t)(mag & f->man_mask) << (52 - m)));
+		v = emu_bitsd(((uint64_t)(e + 1023) << 52) | ((uint64_t)(mag & f->man_mask) << (52 - m)));
 	}
 	}
 	return neg ? -v : v;
@@ -101,10 +87,10 @@ emu_bits emu_encode(const emu_format *f, double v)
 		return s | f->inf_bits;
 	if (v == 0)
 		return f->nan == EMU_NAN_FNUZ ? 0 : s;
-	uint64_t u = to_bits(v) & ~(1ull << 63);
+	uint64_t u = emu_dbits(v) & ~(1ull << 63);
 	int e = (int)(u >> 52) - 1023; /* v is a normal double */
 	if (e < f->emin) /* subnormal: an integer multiple of 2^(emin-m) */
-		return s | (emu_bits)ldexp(from_bits(u), m - f->emin);
+		return s | (emu_bits)ldexp(emu_bitsd(u), m - f->emin);
 	emu_bits man = (emu_bits)(u >> (52 - m)) & f->man_mask;
 	return s | ((emu_bits)(e + f->bias) << m) | man;
 }

@@ -7,6 +7,7 @@
 #define NANMAP_EMU_INTERNAL_H
 
 #include <math.h>
+#include <string.h>
 
 #include "emu.h"
 
@@ -35,6 +36,19 @@ static inline emu_result emu_pack(const emu_format *f, double v, unsigned flags)
  * mode or environment is outside its scope. */
 bool emu_round_array_simd(const emu_format *f, const double *in, emu_bits *out, size_t n,
                           const emu_env *env, unsigned *flags_out);
+/* A double's bits and back (memcpy: no aliasing trouble, compiles to a move). */
+static inline uint64_t emu_dbits(double x)
+{
+	uint64_t u;
+	memcpy(&u, &x, sizeof u);
+	return u;
+}
+static inline double emu_bitsd(uint64_t u)
+{
+	double x;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
 /* 2^k for -1022 <= k <= 1023, built from bits (exact, no libm call). */
 static inline double emu_pow2(int k)
 {

@@ -28,20 +28,6 @@
 
 #include "internal.h"
 
-static inline uint64_t dbits(double x)
-{
-	uint64_t u;
-	memcpy(&u, &x, sizeof u);
-	return u;
-}
-
-static inline double bitsd(uint64_t u)
-{
-	double x;
-	memcpy(&x, &u, sizeof x);
-	return x;
-}
-
 /* The same draw as emu_sr_bits (checked by the bench against the library). */
 static inline uint32_t sr_bits(uint64_t seed, uint64_t index)
 {
@@ -82,9 +68,9 @@ static bool setup(const emu_format *f, const emu_env *env, struct consts *c)
 	c->rebias = (uint64_t)(1023 - f->bias) << (f->p - 1);
 	c->minnorm = (uint64_t)(1023 + f->emin) << 52;
 	c->r_minnorm = c->minnorm >> s;
-	c->minnorm_d = bitsd(c->minnorm);
-	c->magic = bitsd((uint64_t)(1023 + f->emin - f->p + 1 + 52) << 52);
-	c->inv_quantum = bitsd((uint64_t)(1023 - (f->emin - f->p + 1)) << 52);
+	c->minnorm_d = emu_bitsd(c->minnorm);
+	c->magic = emu_bitsd((uint64_t)(1023 + f->emin - f->p + 1 + 52) << 52);
+	c->inv_quantum = emu_bitsd((uint64_t)(1023 - (f->emin - f->p + 1)) << 52);
 	c->max_bits = f->max_bits;
 	c->sign_mask = f->sign_mask;
 	c->nan_bits = f->nan_bits;
@@ -112,7 +98,7 @@ struct acc {
 
 #define ELEMENT(SR_)                                                                               \
 	do {                                                                                       \
-		uint64_t b = dbits(in[i]);                                                         \
+		uint64_t b = emu_dbits(in[i]);                                                         \
 		uint64_t a = b & 0x7fffffffffffffffull;                                            \
 		uint64_t sign = MASK(b >> 63) & sign_mask;                                         \
 		uint64_t m_sub = MASK(a < minnorm);                                                \
@@ -128,7 +114,7 @@ struct acc {
 			    S > 32 ? (disc & ((1ull << (S > 32 ? S - 32 : 0)) - 1)) != 0 : 0;      \
 			up_n = (uint64_t)(f32 > u) | ((uint64_t)(f32 == u) & rest);                \
 			/* subnormal range: fixed point in units of the quantum */                 \
-			double q = bitsd(a & m_sub) * inv_quantum;                                 \
+			double q = emu_bitsd(a & m_sub) * inv_quantum;                                 \
 			int32_t qi = (int32_t)q;                                                   \
 			double fr = q - (double)qi;                                                \
 			double f2 = fr * 0x1p32;                                                   \
@@ -140,9 +126,9 @@ struct acc {
 		} else {                                                                           \
 			up_n = ((a + half_m1 + ((a >> S) & 1)) >> S) - (a >> S);                   \
 			/* subnormal range: the FPU rounds |x| + magic to the quantum */           \
-			double ax = bitsd(a & m_sub);                                              \
+			double ax = emu_bitsd(a & m_sub);                                              \
 			double y = ax + magic;                                                     \
-			enc_s = dbits(y) - dbits(magic);                                           \
+			enc_s = emu_dbits(y) - emu_dbits(magic);                                           \
 			ix_s = (y - magic) != ax;                                                  \
 		}                                                                                  \
 		uint64_t r = (a >> S) + up_n;                                                      \

@@ -36,10 +36,7 @@ static int round_interval_ld(const emu_format *f, bool neg, long double lo, long
 	unsigned f1 = 0, f2 = 0;
 	double r1 = emu_round_core(f, neg, mlo, elo - 64, true, env, &f1);
 	double r2 = emu_round_core(f, neg, mhi - 1, ehi - 64, true, env, &f2);
-	uint64_t b1, b2;
-	memcpy(&b1, &r1, sizeof b1);
-	memcpy(&b2, &r2, sizeof b2);
-	if (b1 != b2 || f1 != f2)
+	if (emu_dbits(r1) != emu_dbits(r2) || f1 != f2)
 		return -1;
 	*r = r1;
 	*fl |= f1;
@@ -79,7 +76,7 @@ static double eval_d(enum fn fn, double x)
 static const emu_op fn_op[] = {EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT};
 
 /* x finite, result finite nonzero and irrational. */
-static double ziv(enum fn fn, const emu_format *f, emu_bits xb, double x, const emu_env *env,
+static double ziv(enum fn fn, const emu_format *f, double x, const emu_env *env,
                   unsigned *fl)
 {
 	bool neg = false;
@@ -94,19 +91,14 @@ static double ziv(enum fn fn, const emu_format *f, emu_bits xb, double x, const 
 		 * ((M' << 11) − 1) + (1 − ε), no long double needed */
 		double d = 4 * (nextafter(y, INFINITY) - y);
 		double lo = y - d, hi = y + d;
-		uint64_t ulo, uhi;
-		memcpy(&ulo, &lo, sizeof ulo);
-		memcpy(&uhi, &hi, sizeof uhi);
+		uint64_t ulo = emu_dbits(lo), uhi = emu_dbits(hi);
 		uint64_t mlo = ((ulo & ((1ull << 52) - 1)) | (1ull << 52)) << 11;
 		uint64_t mhi = ((uhi & ((1ull << 52) - 1)) | (1ull << 52)) << 11;
 		int elo = (int)(ulo >> 52) - 1075 - 11, ehi = (int)(uhi >> 52) - 1075 - 11;
 		unsigned f1 = 0, f2 = 0;
 		double r1 = emu_round_core(f, neg, mlo, elo, true, env, &f1);
 		double r2 = emu_round_core(f, neg, mhi - 1, ehi, true, env, &f2);
-		uint64_t b1, b2;
-		memcpy(&b1, &r1, sizeof b1);
-		memcpy(&b2, &r2, sizeof b2);
-		if (b1 == b2 && f1 == f2) {
+		if (emu_dbits(r1) == emu_dbits(r2) && f1 == f2) {
 			*fl |= f1;
 			return r1;
 		}
@@ -126,7 +118,6 @@ static double ziv(enum fn fn, const emu_format *f, emu_bits xb, double x, const 
 	emu_env plain = *env;
 	plain.daz = false; /* the operand was already read */
 	emu_bits arg = emu_encode(f, x);
-	(void)xb;
 	emu_result res = emu_mp_apply(fn_op[fn], f, NULL, &arg, &plain);
 	*fl |= res.flags;
 	return emu_decode(f, res.bits);
@@ -154,7 +145,7 @@ emu_result emu_exp(const emu_format *f, emu_bits ab, const emu_env *env)
 	else if (x < -700)
 		r = beyond(f, -1100, env, &fl);
 	else
-		r = ziv(FN_EXP, f, ab, x, env, &fl);
+		r = ziv(FN_EXP, f, x, env, &fl);
 	return emu_pack(f, r, fl);
 }
 
@@ -173,7 +164,7 @@ emu_result emu_exp2(const emu_format *f, emu_bits ab, const emu_env *env)
 	else if (x == floor(x))
 		r = emu_round_core(f, false, 1, (int)x, false, env, &fl); /* exact 2^n */
 	else
-		r = ziv(FN_EXP2, f, ab, x, env, &fl);
+		r = ziv(FN_EXP2, f, x, env, &fl);
 	return emu_pack(f, r, fl);
 }
 
@@ -192,7 +183,7 @@ emu_result emu_log(const emu_format *f, emu_bits ab, const emu_env *env)
 	else if (x == 1)
 		r = emu_zero_result(f, false, &fl);
 	else
-		r = ziv(FN_LOG, f, ab, x, env, &fl);
+		r = ziv(FN_LOG, f, x, env, &fl);
 	return emu_pack(f, r, fl);
 }
 
@@ -212,7 +203,7 @@ emu_result emu_rsqrt(const emu_format *f, emu_bits ab, const emu_env *env)
 	} else if (frexp(x, &e) == 0.5 && ((e - 1) & 1) == 0) {
 		r = emu_round_core(f, false, 1, -(e - 1) / 2, false, env, &fl); /* x = 4^k */
 	} else {
-		r = ziv(FN_RSQRT, f, ab, x, env, &fl);
+		r = ziv(FN_RSQRT, f, x, env, &fl);
 	}
 	return emu_pack(f, r, fl);
 }

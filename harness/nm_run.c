@@ -26,6 +26,7 @@
 #include "nm_npy.h"
 #include "nm_parse.h"
 #include "nm_run.h"
+#include "nm_gen.h"
 
 #define NR_ERR_LEN 512
 #define NR_MAX_PARAMS 32
@@ -492,45 +493,10 @@ struct nr_input {
 	char desc[NR_ERR_LEN]; /* "values", "gen normal", "file a.npy (float32)" */
 };
 
-/* SplitMix64's output function: element i of a generated tensor takes the
- * outputs 2i+1 and 2i+2 of SplitMix64 started at state `seed` (docs/run.md),
- * computed directly from the counter, so any element is reproducible alone. */
-static uint64_t nr_mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-static uint64_t nr_draw(uint64_t seed, uint64_t i, unsigned k)
-{
-	return nr_mix(seed + (2 * i + k + 1) * 0x9e3779b97f4a7c15ull);
-}
-
-/* [0, 1) in steps of 2^-53 */
-static double nr_unit(uint64_t r)
-{
-	return (double)(r >> 11) * 0x1p-53;
-}
-
 static double nr_gen_one(const struct nr_opts *o, uint64_t i)
 {
-	uint64_t r0 = nr_draw(o->seed, i, 0), r1 = nr_draw(o->seed, i, 1);
-	double u0 = nr_unit(r0), u1 = nr_unit(r1);
-
-	switch (o->dist) {
-	case NR_NORMAL: /* Box-Muller, the cosine half */
-		return o->scale * (sqrt(-2.0 * log(1.0 - u0)) * cos(6.283185307179586 * u1));
-	case NR_UNIFORM:
-		return o->scale * (2.0 * u0 - 1.0);
-	case NR_LOGSPACE: {
-		double l0 = log2(o->lo), l1 = log2(o->hi);
-		double m = exp2(l0 + u0 * (l1 - l0));
-		return o->scale * ((r1 >> 63) ? -m : m);
-	}
-	default:
-		return o->scale;
-	}
+	nm_gen g = {(nm_gen_dist)o->dist, o->scale, o->lo, o->hi, o->seed};
+	return nm_gen_one(&g, i);
 }
 
 static int nr_alloc_input(struct nr_input *in, uint64_t total)

@@ -1,0 +1,46 @@
+/*
+ * nm_point.h — one point of a sweep: the input the case's generator makes
+ * for the axis values, the kernel run on one backend, its status and
+ * metrics. The sweep (nm_sweep.c), the thresholds (nm_thresh.c) and the
+ * claims (nm_claims.c) all evaluate points through here.
+ */
+#ifndef NANMAP_NM_POINT_H
+#define NANMAP_NM_POINT_H
+
+#include "nm_case.h"
+
+typedef struct {
+	const nm_case *c;
+	size_t variant, policy;          /* indexes into c->variants, c->policies */
+	double axis[NM_CASE_MAX_AXES];   /* one value per axis of c */
+} nm_point;
+
+#define NM_POINT_MAX_OUT EMU_KOUT_MAX
+typedef struct {
+	emu_run_status status;
+	bool has_first;                  /* an op raised overflow, invalid or divbyzero */
+	char first_op[16], first_step[32];
+	uint64_t first_index;
+	size_t nout;
+	struct {
+		char name[24];
+		double max_ulp, rel_err;     /* NAN without truth */
+		size_t lost;
+		double maxabs;               /* largest finite |value| on this backend */
+		size_t n;
+	} out[NM_POINT_MAX_OUT];
+	bool has_fractions;              /* backward: zero, subnormal, lost, overflow */
+	double fractions[4];
+} nm_point_result;
+
+/* Evaluate p on backend kind (FAST or EXACT), with the truth run for metrics
+ * when truth is set. series: when not NULL, receives the values of the
+ * named outputs (caller frees *series_vals). 0, or -1 with a reason. */
+int nm_point_eval(const nm_point *p, emu_be_kind kind, bool truth, nm_point_result *r,
+                  char *err, size_t errlen);
+
+/* The input tensor of p (rows × cols, malloc'd) and its shape. */
+int nm_point_input(const nm_point *p, double **x, size_t *rows, size_t *cols, char *err,
+                   size_t errlen);
+
+#endif

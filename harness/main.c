@@ -17,6 +17,7 @@
 
 #include "emu.h"
 #include "nm_dot.h"
+#include "nm_goldcmd.h"
 #include "nm_parse.h"
 #include "nm_run.h"
 
@@ -50,6 +51,12 @@ static const char nm_usage[] =
     "             [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
     "      a training kernel on the fast, exact-format and truth backends:\n"
     "      status, outputs, errors, flags (docs/run.md; nanmap run --help)\n"
+    "  nanmap golden update|list|export ...\n"
+    "      golden files: regenerate them, list their outputs, export a case's\n"
+    "      input for your kernel (golden/README.md; nanmap golden --help)\n"
+    "  nanmap check GOLDEN ACTUAL [--ulp N] [--nan-sign ignore|strict] [--csv]\n"
+    "      compare a kernel's outputs with a golden output; exit 0 all match,\n"
+    "      1 mismatches, 2 bad input (docs/golden.md; nanmap check --help)\n"
     "  nanmap sweep ...   (no cases yet)\n"
     "  nanmap help | --help | --version\n"
     "\n"
@@ -907,6 +914,10 @@ int main(int argc, char **argv)
 		return nm_cmd_sweep();
 	if (!strcmp(cmd, "dot"))
 		return nm_dot_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "golden"))
+		return nm_golden_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check"))
+		return nm_check_main(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(nm_cmds) / sizeof(nm_cmds[0]); i++)
 		if (!strcmp(cmd, nm_cmds[i].name))
 			return nm_run(&nm_cmds[i], argc - 2, argv + 2);

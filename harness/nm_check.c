@@ -1,0 +1,240 @@
+/*
+ * nm_check.c — `nanmap check GOLDEN ACTUAL`: a kernel's outputs against one
+ * output of a golden case (nm_golden.h does the reading and comparing).
+ *
+ * GOLDEN is FILE:CASE/OUTPUT, FILE:CASE (a case with one output), FILE (a
+ * file with one output), or CASE/OUTPUT alone, looked up in
+ * golden/KERNEL.golden. Exit status: 0 every element within tolerance, 1
+ * some are not, 2 bad input; the mismatches, then one summary line.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu.h"
+#include "nm_goldcmd.h"
+#include "nm_golden.h"
+#include "nm_parse.h"
+
+#define NC_ERR_LEN 512
+
+struct nc_opts {
+	const char *golden, *actual;
+	uint64_t ulp;
+	nm_golden_nan nan_sign;
+	bool csv, seen_ulp, seen_nan;
+};
+
+static int nc_parse(int argc, char **argv, struct nc_opts *o)
+{
+	bool only_args = false;
+
+	memset(o, 0, sizeof *o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		if (!only_args && !strcmp(a, "--")) {
+			only_args = true;
+			continue;
+		}
+		if (only_args || a[0] != '-' || a[1] == '\0') {
+			if (!o->golden)
+				o->golden = a;
+			else if (!o->actual)
+				o->actual = a;
+			else
+				return nm_fail("check takes GOLDEN and ACTUAL, '%s' is a third argument", a);
+			continue;
+		}
+		if (!strcmp(a, "--csv")) {
+			o->csv = true;
+			continue;
+		}
+		bool is_ulp = !strncmp(a, "--ulp", 5) && (a[5] == '\0' || a[5] == '=');
+		bool is_nan = !strncmp(a, "--nan-sign", 10) && (a[10] == '\0' || a[10] == '=');
+		if (!is_ulp && !is_nan)
+			return nm_fail("unknown option '%s' for check (try: nanmap check --help)", a);
+		v = strchr(a, '=');
+		if (v)
+			v++;
+		else if (i + 1 < argc)
+			v = argv[++i];
+		else
+			return nm_fail("option '%s' needs a value", a);
+		if (is_ulp) {
+			if (o->seen_ulp)
+				return nm_fail("option '--ulp' given twice");
+			o->seen_ulp = true;
+			if (nm_parse_u64(v, &o->ulp) != NM_OK)
+				return nm_fail("bad --ulp '%s' (a whole number of ulps)", v);
+		} else {
+			if (o->seen_nan)
+				return nm_fail("option '--nan-sign' given twice");
+			o->seen_nan = true;
+			if (!strcmp(v, "ignore"))
+				o->nan_sign = NM_GOLDEN_NAN_IGNORE;
+			else if (!strcmp(v, "strict"))
+				o->nan_sign = NM_GOLDEN_NAN_STRICT;
+			else
+				return nm_fail("bad --nan-sign '%s' (ignore or strict)", v);
+		}
+	}
+	if (!o->golden || !o->actual)
+		return nm_fail("check needs GOLDEN and ACTUAL (nanmap check --help)");
+	return 0;
+}
+
+/* Split GOLDEN into the file and the target (NULL: the file's only output). */
+static int nc_resolve(const char *golden, char *path, size_t plen, const char **target)
+{
+	const char *colon = strrchr(golden, ':');
+
+	*target = NULL;
+	if (colon && colon != golden && colon[1] && !strchr(colon + 1, ':')) {
+		if ((size_t)(colon - golden) >= plen)
+			return nm_fail("golden file name too long: %s", golden);
+		memcpy(path, golden, (size_t)(colon - golden));
+		path[colon - golden] = '\0';
+		*target = colon + 1;
+		return 0;
+	}
+	const char *slash = strchr(golden, '/');
+	if (access(golden, F_OK) == 0 || !slash || strchr(slash + 1, '/') ||
+	    !strchr(golden, '.') || strstr(golden, ".golden")) {
+		snprintf(path, plen, "%s", golden);
+		return 0;
+	}
+	/* CASE/OUTPUT: golden/KERNEL.golden, KERNEL = the id up to its first '.' */
+	size_t n = strcspn(golden, ".");
+	snprintf(path, plen, "golden/%.*s.golden", (int)n, golden);
+	*target = golden;
+	return 0;
+}
+
+/* What a reader should see of an encoding: its value, or nan, inf, -0. */
+static const char *nc_show(const emu_format *f, uint32_t b, char *buf, size_t len)
+{
+	switch (emu_classify(f, b)) {
+	case EMU_CLASS_NAN:
+	case EMU_CLASS_INF:
+	case EMU_CLASS_ZERO: {
+		nm_golden_output o = {NULL, NULL, 0, f->name, f->bits, 0, NULL};
+		snprintf(buf, len, "%s", nm_golden_class(&o, b));
+		return buf;
+	}
+	default:
+		snprintf(buf, len, "%.9g", emu_decode(f, b));
+		return buf;
+	}
+}
+
+static const char *nc_ulp(uint64_t d, char *buf, size_t len)
+{
+	if (d == NM_GOLDEN_ULP_INF)
+		snprintf(buf, len, "inf");
+	else
+		snprintf(buf, len, "%" PRIu64, d);
+	return buf;
+}
+
+static const char nc_usage[] =
+    "usage: nanmap check GOLDEN ACTUAL [--ulp N] [--nan-sign ignore|strict] [--csv]\n"
+    "\n"
+    "Compare a kernel's outputs (ACTUAL) with one golden output, element by element.\n"
+    "GOLDEN: FILE:CASE/OUTPUT, FILE:CASE (one output), FILE (one output), or\n"
+    "        CASE/OUTPUT alone (read from golden/KERNEL.golden); nanmap golden list\n"
+    "        names them.\n"
+    "ACTUAL: .npy (|u1 <u2 <u4 encodings; <f2 for fp16, <f4 for fp32 outputs),\n"
+    "        *.txt or *.hex (one hex encoding per line), else raw little-endian\n"
+    "        encodings (1, 2 or 4 bytes each, by the format's width).\n"
+    "  --ulp N        finite values may differ by up to N ulps (default 0); an inf,\n"
+    "                 a NaN or a zero of the wrong sign never matches\n"
+    "  --nan-sign M   ignore (default): any NaN matches any NaN; strict: the signs\n"
+    "                 must agree too (payloads are never compared)\n"
+    "  --csv          mismatches as CSV on stdout, the summary on stderr\n"
+    "Prints each mismatch and 'checked N, mismatched M, max ulp U'.\n"
+    "Exit status: 0 all within tolerance, 1 not, 2 bad input. See docs/golden.md.\n";
+
+int nm_check_main(int argc, char **argv)
+{
+	struct nc_opts o;
+	char path[4096], err[NC_ERR_LEN], e1[48], e2[48], u[24], h1[NM_NUM_LEN], h2[NM_NUM_LEN];
+	const char *target;
+	nm_golden *g = NULL;
+	const nm_golden_output *out;
+	uint32_t *act = NULL;
+	size_t n;
+	nm_golden_report rep;
+	int rc;
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(nc_usage, stdout);
+			return fflush(stdout) == 0 ? 0 : NM_EXIT_ERR;
+		}
+	rc = nc_parse(argc, argv, &o);
+	if (!rc)
+		rc = nc_resolve(o.golden, path, sizeof path, &target);
+	if (rc)
+		return rc;
+	if (nm_golden_open(path, &g, err, sizeof err) != NM_GOLDEN_OK)
+		return nm_fail("%s", err);
+	if (target)
+		out = nm_golden_find(g, target);
+	else
+		out = nm_golden_output_count(g) == 1 ? nm_golden_output_at(g, 0) : NULL;
+	if (!out) {
+		rc = target ? nm_fail("%s: no output '%s' (CASE/OUTPUT; nanmap golden list names "
+		                      "them)",
+		                      path, target)
+		            : nm_fail("%s has %zu outputs: name one as %s:CASE/OUTPUT", path,
+		                      nm_golden_output_count(g), path);
+		nm_golden_close(g);
+		return rc;
+	}
+	if (nm_golden_read_actual(o.actual, out, &act, &n, err, sizeof err) != NM_GOLDEN_OK) {
+		nm_golden_close(g);
+		return nm_fail("%s", err);
+	}
+	if (n != out->n) {
+		rc = nm_fail("%s: %zu elements, but %s has %zu (wrong length or truncated)",
+		             o.actual, n, out->target, out->n);
+		free(act);
+		nm_golden_close(g);
+		return rc;
+	}
+	nm_golden_opts opts = {o.ulp, o.nan_sign};
+	if (nm_golden_compare(g, out->target, act, n, &opts, &rep, err, sizeof err) !=
+	    NM_GOLDEN_OK) {
+		free(act);
+		nm_golden_close(g);
+		return nm_fail("%s", err);
+	}
+	const emu_format *f = emu_format_by_name(out->format);
+	if (o.csv)
+		printf("index,expected,actual,ulp,expected_value,actual_value\n");
+	for (size_t i = 0; i < rep.mismatched; i++) {
+		const nm_golden_mismatch *m = &rep.mismatches[i];
+		nm_fmt_bits(f, m->expected, h1, sizeof h1);
+		nm_fmt_bits(f, m->actual, h2, sizeof h2);
+		nc_show(f, m->expected, e1, sizeof e1);
+		nc_show(f, m->actual, e2, sizeof e2);
+		nc_ulp(m->ulp, u, sizeof u);
+		if (o.csv)
+			printf("%zu,%s,%s,%s,%s,%s\n", m->index, h1, h2, u, e1, e2);
+		else
+			printf("%s[%zu]: expected %s (%s), actual %s (%s), ulp %s\n", out->name,
+			       m->index, h1, e1, h2, e2, u);
+	}
+	fprintf(o.csv ? stderr : stdout, "checked %zu, mismatched %zu, max ulp %s\n", rep.checked,
+	        rep.mismatched, nc_ulp(rep.max_ulp, u, sizeof u));
+	rc = rep.mismatched ? 1 : 0;
+	if (fflush(stdout) != 0 || ferror(stdout))
+		rc = nm_fail("cannot write the output: %s", strerror(errno));
+	nm_golden_report_free(&rep);
+	free(act);
+	nm_golden_close(g);
+	return rc;
+}

@@ -1,0 +1,590 @@
+/*
+ * nm_goldcmd.c — the golden files' case table, their text, and
+ * `nanmap golden update|list|export` (nm_goldcmd.h, golden/README.md).
+ *
+ * Why uniform inputs: the generator's uniform draw is exact arithmetic
+ * (X · (2u − 1), one rounding), so the inputs, unlike normal's and
+ * logspace's libm calls, are the same on every platform, and a user can
+ * redraw them from the seed alone.
+ * Why a seed hashed from the id: adding or reordering cases leaves every
+ * other case's input (and records) unchanged, so a diff shows only what
+ * changed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <mpfr.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kernels.h"
+#include "nm_gen.h"
+#include "nm_goldcmd.h"
+#include "nm_golden.h"
+#include "nm_npy.h"
+#include "nm_parse.h"
+
+#define NG_ERR_LEN 512
+
+struct ng_kplan {
+	const char *kernel;
+	const char *const *variants;
+	size_t rows, cols;
+};
+
+static const char *const ng_v_softmax[] = {"naive", "maxsub", "lse", NULL};
+static const char *const ng_v_layernorm[] = {"twopass", "onepass", "welford", NULL};
+static const char *const ng_v_accum[] = {"sum:seq", "sum:pairwise", "sum:block", "dot:seq",
+                                         "dot:pairwise", "dot:block", "dot:tc", "gradacc", NULL};
+static const char *const ng_v_backward[] = {"maxsub", NULL};
+static const char *const ng_v_gradscaler[] = {"pytorch", NULL};
+
+static const struct ng_kplan ng_plan[] = {
+    {"softmax_ce", ng_v_softmax, 2, 16},  {"layernorm", ng_v_layernorm, 2, 16},
+    {"accum", ng_v_accum, 2, 64},         {"backward", ng_v_backward, 2, 16},
+    {"gradscaler", ng_v_gradscaler, 1, 32},
+};
+#define NG_NPLAN (sizeof ng_plan / sizeof ng_plan[0])
+
+static const char *const ng_storage[] = {"fp16", "bf16", "e4m3", "e5m2"};
+#define NG_NSTORAGE 4
+static const char *const ng_sets[] = {"safe", "near_overflow", "near_underflow"};
+#define NG_NSETS 3
+/* per variant: storage × (compute = storage, fp32) × set */
+#define NG_PER_VARIANT (NG_NSTORAGE * 2 * NG_NSETS)
+
+size_t nm_gold_kernel_count(void)
+{
+	return NG_NPLAN;
+}
+
+const char *nm_gold_kernel_at(size_t i)
+{
+	return i < NG_NPLAN ? ng_plan[i].kernel : NULL;
+}
+
+static size_t ng_nvariants(const struct ng_kplan *k)
+{
+	size_t n = 0;
+	while (k->variants[n])
+		n++;
+	return n;
+}
+
+size_t nm_gold_case_count(void)
+{
+	size_t n = 0;
+	for (size_t k = 0; k < NG_NPLAN; k++)
+		n += ng_nvariants(&ng_plan[k]) * NG_PER_VARIANT;
+	return n;
+}
+
+/* 64-bit FNV-1a */
+static uint64_t ng_fnv(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+void nm_gold_case_at(size_t i, nm_gold_case *c)
+{
+	size_t k = 0;
+
+	memset(c, 0, sizeof *c);
+	while (k < NG_NPLAN && i >= ng_nvariants(&ng_plan[k]) * NG_PER_VARIANT) {
+		i -= ng_nvariants(&ng_plan[k]) * NG_PER_VARIANT;
+		k++;
+	}
+	if (k == NG_NPLAN)
+		return;
+	const struct ng_kplan *p = &ng_plan[k];
+	size_t v = i / NG_PER_VARIANT, r = i % NG_PER_VARIANT;
+	size_t s = r / (2 * NG_NSETS), comp = r / NG_NSETS % 2, set = r % NG_NSETS;
+	const char *st = ng_storage[s], *ct = comp ? "fp32" : st;
+	const emu_format *f = emu_format_by_name(st);
+	char var[64];
+
+	c->kernel = p->kernel;
+	c->variant = p->variants[v];
+	snprintf(var, sizeof var, "%s", c->variant);
+	for (char *q = var; *q; q++)
+		if (*q == ':')
+			*q = '-';
+	snprintf(c->id, sizeof c->id, "%s.%s.%s-%s.%s", p->kernel, var, st, ct, ng_sets[set]);
+	snprintf(c->policy, sizeof c->policy, "storage=%s,compute=%s", st, ct);
+	c->rows = p->rows;
+	c->cols = p->cols;
+	c->scale = set == 0 ? 2.0 : set == 1 ? f->max : 8 * f->min_normal;
+	c->seed = ng_fnv(c->id);
+}
+
+/* ---- text in memory ---- */
+
+struct ng_buf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void ng_printf(struct ng_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void ng_printf(struct ng_buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->oom)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+		va_start(ap, fmt);
+		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap); /* NOLINT */
+		va_end(ap);
+		if (n < 0) {
+			b->oom = true;
+			return;
+		}
+		if ((size_t)n < room) {
+			b->len += (size_t)n;
+			return;
+		}
+		size_t cap = b->cap ? b->cap * 2 : 1 << 16;
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s) {
+			b->oom = true;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+}
+
+/* The order nanmap run lists flags in, as bit numbers, and their names. */
+static const int ng_flag_order[EMU_NFLAGS] = {2, 3, 4, 0, 1};
+static const char *const ng_flag_names[EMU_NFLAGS] = {"invalid", "divbyzero", "overflow",
+                                                      "underflow", "inexact"};
+
+static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kind,
+                        size_t *nrecords, char *err, size_t errlen)
+{
+	const emu_kernel *k = emu_kernel_by_name(c->kernel);
+	emu_policy pol;
+	nm_gen g = {NM_GEN_UNIFORM, c->scale, 0, 0, c->seed};
+	size_t n = c->rows * c->cols;
+	double *x;
+	emu_run r;
+	char e[NG_ERR_LEN], hex[NM_NUM_LEN], fl[64];
+	int rc;
+
+	if (!k) {
+		snprintf(err, errlen, "%s: no kernel %s", c->id, c->kernel);
+		return -1;
+	}
+	e[0] = '\0';
+	if (emu_policy_parse(c->policy, &pol, e, sizeof e) != EMU_OK) {
+		snprintf(err, errlen, "%s: bad policy %s: %s", c->id, c->policy, e);
+		return -1;
+	}
+	x = malloc(n * sizeof *x);
+	if (!x) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	nm_gen_fill(&g, x, n);
+	emu_kin in = {x, c->rows, c->cols, NULL, 0, c->seed};
+	rc = emu_run_kernel(k, &pol, c->variant, &in, kind, &r, e, sizeof e);
+	free(x);
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: %s", c->id, e[0] ? e : "the kernel failed");
+		emu_run_free(&r);
+		return -1;
+	}
+	ng_printf(b, "\ncase %s kernel=%s variant=%s policy=%s rows=%zu cols=%zu gen=uniform scale=%a seed=%" PRIu64 "\n",
+	          c->id, c->kernel, c->variant, c->policy, c->rows, c->cols, c->scale, c->seed);
+	ng_printf(b, "status %s %s\n", c->id, emu_run_status_name(r.status));
+	for (int op = 0; op < EMU_NOPS; op++) {
+		if (!r.be.st.ops[op])
+			continue;
+		ng_printf(b, "ops %s %s %" PRIu64, c->id, emu_op_name((emu_op)op), r.be.st.ops[op]);
+		for (int i = 0; i < EMU_NFLAGS; i++) {
+			int bit = ng_flag_order[i];
+			if (r.be.st.flags[op][bit])
+				ng_printf(b, " %s=%" PRIu64, ng_flag_names[bit], r.be.st.flags[op][bit]);
+		}
+		ng_printf(b, "\n");
+	}
+	if (r.be.st.first_set)
+		ng_printf(b, "first %s %s %s %" PRIu64 " %s\n", c->id, emu_op_name(r.be.st.first_op),
+		          r.be.st.first_step, r.be.st.first_index,
+		          emu_flags_str(r.be.st.first_flags, fl, sizeof fl));
+	for (int i = 0; i < r.out.n; i++) {
+		const emu_kout_item *it = &r.out.item[i];
+		const emu_format *f = emu_format_by_name(it->fmt->name);
+		nm_golden_output o = {NULL, it->name, 0, it->fmt->name, it->fmt->bits, it->n, NULL};
+		if (!f) {
+			snprintf(err, errlen, "%s: output %s in %s, not a built-in format", c->id,
+			         it->name, it->fmt->name);
+			emu_run_free(&r);
+			return -1;
+		}
+		ng_printf(b, "output %s/%s %s %zu\n", c->id, it->name, f->name, it->n);
+		for (size_t j = 0; j < it->n; j++) {
+			emu_bits bits = emu_encode(f, it->v[j].d);
+			ng_printf(b, "%s/%s %zu %s %s\n", c->id, it->name, j,
+			          nm_fmt_bits(f, bits, hex, sizeof hex), nm_golden_class(&o, bits));
+		}
+		*nrecords += it->n;
+	}
+	emu_run_free(&r);
+	return 0;
+}
+
+int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len,
+                 size_t *ncases, size_t *nrecords, char *err, size_t errlen)
+{
+	struct ng_buf b = {0};
+	nm_gold_case c;
+
+	*text = NULL;
+	*len = *ncases = *nrecords = 0;
+	ng_printf(&b,
+	          "# nanmap golden file, format 1 (golden/README.md describes it)\n"
+	          "# nanmap %s\n"
+	          "# MPFR %s\n"
+	          "# command: nanmap golden update\n"
+	          "# expected outputs: the exact backend (MPFR in each format)\n"
+	          "# kernel: %s\n",
+	          NM_VERSION, mpfr_get_version(), kernel);
+	for (size_t i = 0; i < nm_gold_case_count(); i++) {
+		nm_gold_case_at(i, &c);
+		if (strcmp(c.kernel, kernel) != 0)
+			continue;
+		if (ng_case_text(&b, &c, kind, nrecords, err, errlen) != 0) {
+			free(b.s);
+			return -1;
+		}
+		++*ncases;
+	}
+	if (b.oom || !*ncases) {
+		snprintf(err, errlen, b.oom ? "out of memory" : "no golden cases for kernel %s",
+		         kernel);
+		free(b.s);
+		return -1;
+	}
+	*text = b.s;
+	*len = b.len;
+	return 0;
+}
+
+/* ---- files ---- */
+
+/* Write len bytes to path through "PATH.tmp.XXXXXX" and rename(). */
+static int ng_write_file(const char *path, const void *buf, size_t len)
+{
+	size_t pl = strlen(path);
+	char *tmp = malloc(pl + 16);
+	int fd;
+	FILE *fp;
+
+	if (!tmp)
+		return nm_fail("out of memory");
+	memcpy(tmp, path, pl);
+	memcpy(tmp + pl, ".tmp.XXXXXX", 12);
+	fd = mkstemp(tmp);
+	if (fd < 0) {
+		int rc = nm_fail("%s: cannot create a temporary file: %s", path, strerror(errno));
+		free(tmp);
+		return rc;
+	}
+	fp = fdopen(fd, "wb");
+	if (!fp || fwrite(buf, 1, len, fp) != len || fflush(fp) != 0 || fsync(fd) != 0 ||
+	    fchmod(fd, 0644) != 0) {
+		int rc = nm_fail("%s: cannot write: %s", path, strerror(errno));
+		if (fp)
+			fclose(fp);
+		else
+			close(fd);
+		unlink(tmp);
+		free(tmp);
+		return rc;
+	}
+	if (fclose(fp) != 0 || rename(tmp, path) != 0) {
+		int rc = nm_fail("%s: cannot write: %s", path, strerror(errno));
+		unlink(tmp);
+		free(tmp);
+		return rc;
+	}
+	free(tmp);
+	return 0;
+}
+
+/* ---- options ---- */
+
+struct ng_opts {
+	const char *dir, *inputs, *pos[3];
+	size_t npos;
+	bool encodings;
+};
+
+static int ng_parse(const char *cmd, int argc, char **argv, struct ng_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char **slot = NULL;
+		if (!strcmp(a, "--encodings")) {
+			o->encodings = true;
+			continue;
+		}
+		if (!strncmp(a, "--dir", 5) && (a[5] == '\0' || a[5] == '='))
+			slot = &o->dir;
+		else if (!strncmp(a, "--inputs", 8) && (a[8] == '\0' || a[8] == '='))
+			slot = &o->inputs;
+		if (slot) {
+			const char *v = strchr(a, '=');
+			if (*slot)
+				return nm_fail("option '%.*s' given twice", (int)strcspn(a, "="), a);
+			if (v)
+				v++;
+			else if (i + 1 < argc)
+				v = argv[++i];
+			else
+				return nm_fail("option '%s' needs a value", a);
+			*slot = v;
+			continue;
+		}
+		if (a[0] == '-' && a[1])
+			return nm_fail("unknown option '%s' for golden %s (try: nanmap golden --help)",
+			               a, cmd);
+		if (o->npos == 3)
+			return nm_fail("too many arguments for golden %s", cmd);
+		o->pos[o->npos++] = a;
+	}
+	if (!o->dir)
+		o->dir = "golden";
+	return 0;
+}
+
+static char *ng_path(const char *dir, const char *kernel)
+{
+	size_t n = strlen(dir) + strlen(kernel) + 16;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/%s.golden", dir, kernel);
+	return p;
+}
+
+static int ng_update(const struct ng_opts *o)
+{
+	size_t total_cases = 0, total_records = 0;
+	struct timespec t0, t1;
+
+	if (o->npos || o->inputs || o->encodings)
+		return nm_fail("golden update takes only --dir DIR");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t k = 0; k < nm_gold_kernel_count(); k++) {
+		const char *kernel = nm_gold_kernel_at(k);
+		char err[NG_ERR_LEN], *text, *path;
+		size_t len, nc, nr;
+		int rc;
+		if (nm_gold_text(kernel, EMU_BE_EXACT, &text, &len, &nc, &nr, err, sizeof err) != 0)
+			return nm_fail("golden update: %s", err);
+		path = ng_path(o->dir, kernel);
+		rc = path ? ng_write_file(path, text, len) : nm_fail("out of memory");
+		free(text);
+		if (rc) {
+			free(path);
+			return rc;
+		}
+		printf("%s: %zu cases, %zu records\n", path, nc, nr);
+		free(path);
+		total_cases += nc;
+		total_records += nr;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("golden: %zu cases, %zu records in %.1f s\n", total_cases, total_records,
+	       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+	return fflush(stdout) == 0 ? 0 : nm_fail("cannot write the output: %s", strerror(errno));
+}
+
+static int ng_list(const struct ng_opts *o)
+{
+	if (o->npos || o->inputs || o->encodings)
+		return nm_fail("golden list takes only --dir DIR");
+	for (size_t k = 0; k < nm_gold_kernel_count(); k++) {
+		char err[NG_ERR_LEN], *path = ng_path(o->dir, nm_gold_kernel_at(k));
+		nm_golden *g;
+		if (!path)
+			return nm_fail("out of memory");
+		if (nm_golden_open(path, &g, err, sizeof err) != NM_GOLDEN_OK) {
+			free(path);
+			return nm_fail("%s", err);
+		}
+		free(path);
+		for (size_t i = 0; i < nm_golden_output_count(g); i++) {
+			const nm_golden_output *out = nm_golden_output_at(g, i);
+			const nm_golden_case *c = nm_golden_case_at(g, out->case_index);
+			printf("%s %s[%zu] input %zux%zu status %s\n", out->target, out->format,
+			       out->n, c->rows, c->cols, c->status);
+		}
+		nm_golden_close(g);
+	}
+	return fflush(stdout) == 0 ? 0 : nm_fail("cannot write the output: %s", strerror(errno));
+}
+
+/* Open DIR/KERNEL.golden for a case id "KERNEL.…" and find the case. */
+static int ng_open_case(const char *dir, const char *id, nm_golden **g,
+                        const nm_golden_case **c)
+{
+	char kernel[64], err[NG_ERR_LEN], *path;
+	size_t n = strcspn(id, ".");
+
+	*g = NULL;
+	if (n == 0 || n >= sizeof kernel || id[n] != '.')
+		return nm_fail("bad case id '%s' (KERNEL.VARIANT.STORAGE-COMPUTE.SET; nanmap golden "
+		               "list shows them)",
+		               id);
+	memcpy(kernel, id, n);
+	kernel[n] = '\0';
+	path = ng_path(dir, kernel);
+	if (!path)
+		return nm_fail("out of memory");
+	if (nm_golden_open(path, g, err, sizeof err) != NM_GOLDEN_OK) {
+		free(path);
+		return nm_fail("%s", err);
+	}
+	for (size_t i = 0; i < nm_golden_case_count(*g); i++)
+		if (!strcmp(nm_golden_case_at(*g, i)->id, id)) {
+			*c = nm_golden_case_at(*g, i);
+			free(path);
+			return 0;
+		}
+	int rc = nm_fail("%s: no case '%s' (nanmap golden list shows them)", path, id);
+	free(path);
+	nm_golden_close(*g);
+	*g = NULL;
+	return rc;
+}
+
+static bool ng_ends_with(const char *s, const char *tail)
+{
+	size_t a = strlen(s), b = strlen(tail);
+	return a >= b && !strcmp(s + a - b, tail);
+}
+
+static int ng_export(const struct ng_opts *o)
+{
+	nm_golden *g;
+	const nm_golden_case *c = NULL;
+	emu_policy pol;
+	char err[NG_ERR_LEN];
+	int rc;
+
+	if (o->npos != 1)
+		return nm_fail("golden export needs one CASE (nanmap golden list shows them)");
+	if (!o->inputs)
+		return nm_fail("golden export needs --inputs FILE (.npy: float64; else raw "
+		               "storage encodings)");
+	rc = ng_open_case(o->dir, o->pos[0], &g, &c);
+	if (rc)
+		return rc;
+	err[0] = '\0';
+	if (strcmp(c->gen, "uniform") != 0)
+		rc = nm_fail("case %s: generator '%s' (export knows uniform)", c->id, c->gen);
+	else if (emu_policy_parse(c->policy, &pol, err, sizeof err) != EMU_OK)
+		rc = nm_fail("case %s: bad policy '%s': %s", c->id, c->policy, err);
+	if (rc) {
+		nm_golden_close(g);
+		return rc;
+	}
+	size_t n = c->rows * c->cols, shape[2] = {c->rows, c->cols};
+	const emu_format *s = &pol.storage;
+	size_t w = s->bits <= 8 ? 1 : s->bits <= 16 ? 2 : 4;
+	double *x = malloc(n * sizeof *x);
+	uint32_t *enc = malloc(n * sizeof *enc);
+	unsigned char *raw = malloc(n * w);
+	nm_gen gen = {NM_GEN_UNIFORM, c->scale, 0, 0, c->seed};
+	if (!x || !enc || !raw) {
+		rc = nm_fail("out of memory");
+		goto out;
+	}
+	nm_gen_fill(&gen, x, n);
+	/* stored as the kernel stores its input: rounded once by the policy */
+	for (size_t i = 0; i < n; i++) {
+		emu_env env = pol.env;
+		env.index = i;
+		enc[i] = emu_from_double(s, x[i], &env).bits;
+		for (size_t j = 0; j < w; j++)
+			raw[i * w + j] = (unsigned char)(enc[i] >> (8 * j));
+	}
+	if (ng_ends_with(o->inputs, ".npy")) {
+		nm_npy_dtype t = !o->encodings ? NM_NPY_F8 : w == 1 ? NM_NPY_U1 : w == 2 ? NM_NPY_U2 : NM_NPY_U4;
+		if (nm_npy_write(o->inputs, t, 2, shape, o->encodings ? NULL : x,
+		                 o->encodings ? enc : NULL, err, sizeof err) != NM_NPY_OK) {
+			rc = nm_fail("%s", err);
+			goto out;
+		}
+		printf("%s: %s %zu x %zu, %s\n", o->inputs, c->id, c->rows, c->cols,
+		       o->encodings ? "storage encodings" : "float64 values");
+	} else {
+		rc = ng_write_file(o->inputs, raw, n * w);
+		if (rc)
+			goto out;
+		printf("%s: %s %zu x %zu, %s encodings, %zu byte%s each, little-endian\n",
+		       o->inputs, c->id, c->rows, c->cols, s->name, w, w == 1 ? "" : "s");
+	}
+	if (fflush(stdout) != 0)
+		rc = nm_fail("cannot write the output: %s", strerror(errno));
+out:
+	free(x);
+	free(enc);
+	free(raw);
+	nm_golden_close(g);
+	return rc;
+}
+
+static const char ng_usage[] =
+    "usage: nanmap golden update [--dir DIR]\n"
+    "       nanmap golden list [--dir DIR]\n"
+    "       nanmap golden export CASE --inputs FILE [--encodings] [--dir DIR]\n"
+    "\n"
+    "update: regenerate every golden file (DIR/KERNEL.golden, default DIR golden)\n"
+    "        on the exact backend; the same tables give the same bytes.\n"
+    "list:   every output of every case (CASE/OUTPUT FORMAT[n], input shape, status).\n"
+    "export: the input of CASE, redrawn from its seed: FILE.npy gets float64 values\n"
+    "        (rows x cols); with --encodings the storage format's encodings instead\n"
+    "        (.npy as |u1/<u2/<u4, any other name as raw little-endian bytes).\n"
+    "Then run your kernel on it and compare: nanmap check FILE:CASE/OUTPUT ACTUAL.\n"
+    "See golden/README.md and docs/golden.md.\n";
+
+int nm_golden_main(int argc, char **argv)
+{
+	struct ng_opts o;
+	const char *sub = argc > 1 ? argv[1] : NULL;
+	int rc;
+
+	if (!sub)
+		return nm_fail("golden needs a subcommand: update, list or export (nanmap golden --help)");
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+		fputs(ng_usage, stdout);
+		return fflush(stdout) == 0 ? 0 : NM_EXIT_ERR;
+	}
+	rc = ng_parse(sub, argc - 1, argv + 1, &o);
+	if (rc)
+		return rc;
+	if (!strcmp(sub, "update"))
+		return ng_update(&o);
+	if (!strcmp(sub, "list"))
+		return ng_list(&o);
+	if (!strcmp(sub, "export"))
+		return ng_export(&o);
+	return nm_fail("unknown golden subcommand '%s' (update, list, export)", sub);
+}

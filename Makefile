@@ -20,7 +20,7 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
-PUBLIC_H := emu/emu.h emu/kern.h emu/kernels.h emu/tc.h emu/gradscaler.h emu/hw.h
+PUBLIC_H := emu/emu.h emu/kern.h emu/kernels.h emu/tc.h emu/gradscaler.h emu/hw.h harness/nm_golden.h
 LIB := lib/libnanmap.a
 BIN := bin/nanmap
 TESTBIN := build/tests/check_nanmap
@@ -62,6 +62,7 @@ test: deps
 	$(TESTBIN)
 	sh tests/cli.sh
 	sh tests/cli_run.sh
+	sh tests/cli_golden.sh
 
 check: test
 
@@ -76,9 +77,11 @@ asan:
 	NANMAP_QUICK=1 CK_FORK=no $(TESTBIN)
 	sh tests/cli.sh
 	sh tests/cli_run.sh
+	sh tests/cli_golden.sh
 	$(MAKE) --no-print-directory clean
 
-# fuzz: libFuzzer on the .npy reader for FUZZ_SECONDS (default 60); needs clang.
+# fuzz: libFuzzer on the .npy reader and the golden-file and actual-output
+# readers, FUZZ_SECONDS each (default 60); needs clang.
 fuzz:
 	sh tests/fuzz/run.sh
 

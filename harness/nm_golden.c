@@ -428,18 +428,19 @@ static nm_golden_status ng_line(struct ng_parse *p, char *line, size_t len)
 {
 	char *f[NG_MAX_FIELDS];
 	size_t n;
-	nm_status st = nm_split_fields(line, len, f, NG_MAX_FIELDS, &n);
+	nm_status st;
 
-	if (st == NM_ERR_SYNTAX)
-		return NG_BAD(p, "a NUL byte");
-	if (st != NM_OK)
-		return NG_BAD(p, "too many fields");
 	if (p->line == 1) {
-		if (strncmp(line, NG_MAGIC, strlen(NG_MAGIC)) != 0)
+		if (len < strlen(NG_MAGIC) || memcmp(line, NG_MAGIC, strlen(NG_MAGIC)) != 0)
 			return NG_BAD(p, "not a golden file (the first line must start with '%s')",
 			              NG_MAGIC);
 		return NM_GOLDEN_OK;
 	}
+	st = nm_split_fields(line, len, f, NG_MAX_FIELDS, &n);
+	if (st == NM_ERR_SYNTAX)
+		return NG_BAD(p, "a NUL byte");
+	if (st != NM_OK)
+		return NG_BAD(p, "too many fields");
 	if (n == 0 || f[0][0] == '#')
 		return NM_GOLDEN_OK;
 	if (p->cur)

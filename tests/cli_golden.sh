@@ -1,0 +1,289 @@
+#!/bin/sh
+# tests/cli_golden.sh — `nanmap golden` and `nanmap check`, end to end:
+# update is deterministic and reproduces golden/ (below the provenance
+# header); export writes inputs that `nanmap run` turns into exactly the
+# golden records; check passes the exact outputs (raw, hex, .npy) and
+# catches a 1-ulp change, a flipped sign of zero, a NaN for a finite value,
+# an inf for the largest finite value, a truncated file, a wrong length and
+# dtype (exit 0/1/2 as docs/golden.md says); the C API example compiles
+# against lib/libnanmap.a and agrees.
+# Run from the repository root after the build: sh tests/cli_golden.sh
+# NANMAP=path overrides the binary. Stops at the first failure.
+set -u
+
+N=${NANMAP:-bin/nanmap}
+[ -x "$N" ] || { echo "cli_golden: $N not built (run make)" >&2; exit 1; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0
+
+fail() {
+	printf 'cli_golden: FAIL: %s\n' "$1" >&2
+	if [ -s "$tmp/err" ]; then
+		printf 'cli_golden: stderr was:\n' >&2
+		cat "$tmp/err" >&2
+	fi
+	if [ -s "$tmp/out" ]; then
+		printf 'cli_golden: stdout was:\n' >&2
+		head -n 20 "$tmp/out" >&2
+	fi
+	exit 1
+}
+
+run() {
+	rc=0
+	"$N" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+}
+
+# status WANT DESC LINE...: the last run exited WANT, wrote nothing on
+# stderr, and every LINE is a whole line of its stdout.
+status() {
+	want=$1
+	desc=$2
+	shift 2
+	[ "$rc" -eq "$want" ] || fail "$desc: exit status $rc, want $want"
+	[ ! -s "$tmp/err" ] || fail "$desc: wrote to stderr"
+	for line in "$@"; do
+		grep -qxF -- "$line" "$tmp/out" || fail "$desc: no line '$line'"
+	done
+	pass=$((pass + 1))
+}
+
+# bad DESC PATTERN ARGS...: exit 2, no stdout, one stderr line matching the
+# grep pattern.
+bad() {
+	desc=$1
+	pat=$2
+	shift 2
+	run "$@"
+	[ "$rc" -eq 2 ] || fail "$desc: exit status $rc, want 2"
+	[ ! -s "$tmp/out" ] || fail "$desc: wrote to stdout"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$desc: want exactly one stderr line"
+	grep -q -- "$pat" "$tmp/err" || fail "$desc: message '$(cat "$tmp/err")' lacks '$pat'"
+	pass=$((pass + 1))
+}
+
+# records TARGET: the expected encodings of a golden output, one per line.
+records() {
+	kernel=${1%%.*}
+	awk -v t="$1" '$1 == t && NF == 4 { print $3 }' "golden/$kernel.golden"
+}
+
+# raw BYTES: hex encodings on stdin -> little-endian bytes on stdout.
+raw() {
+	while read -r h; do
+		v=$((h))
+		j=0
+		while [ "$j" -lt "$1" ]; do
+			printf '%b' "\\0$(printf %o $(((v >> (8 * j)) & 255)))"
+			j=$((j + 1))
+		done
+	done
+}
+
+# npy FILE DESCR SHAPE: a .npy version 1.0 header, then stdin as the data.
+npy() {
+	h="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+	pad=$(((64 - (10 + ${#h} + 1) % 64) % 64))
+	hlen=$((${#h} + pad + 1))
+	{
+		printf '\223NUMPY\001\000'
+		printf '%b' "\\0$(printf %o $((hlen % 256)))\\0$(printf %o $((hlen / 256)))"
+		printf '%s%*s\n' "$h" "$pad" ''
+		cat
+	} >"$1"
+}
+
+# ---- update: deterministic, and what golden/ holds ----
+mkdir "$tmp/g1" "$tmp/g2"
+run golden update --dir "$tmp/g1"
+status 0 "golden update"
+grep -q '^golden: [0-9]* cases, [0-9]* records in ' "$tmp/out" || fail "update: no summary line"
+sed -n 's/^golden: /update: /p' "$tmp/out"
+run golden update --dir "$tmp/g2"
+status 0 "golden update again"
+diff -r "$tmp/g1" "$tmp/g2" >/dev/null || fail "golden update twice: the files differ"
+pass=$((pass + 1))
+for f in golden/*.golden; do
+	b=$(basename "$f")
+	[ -f "$tmp/g1/$b" ] || fail "update wrote no $b"
+	# the header names this machine's MPFR; the rest must be identical
+	grep -v '^#' "$f" >"$tmp/want"
+	grep -v '^#' "$tmp/g1/$b" >"$tmp/got"
+	cmp -s "$tmp/want" "$tmp/got" || fail "$f differs from a fresh update (run nanmap golden update)"
+	head -n 4 "$f" | grep -qx '# command: nanmap golden update' || fail "$f: no command line"
+done
+[ "$(ls "$tmp/g1" | wc -l)" -eq "$(ls golden/*.golden | wc -l)" ] || fail "update: file count"
+ls "$tmp/g1" | grep -v '\.golden$' | grep -q . && fail "update left other files behind"
+pass=$((pass + 1))
+bad "update into a missing folder" "$tmp/none/softmax_ce.golden" golden update --dir "$tmp/none"
+
+# ---- list and help ----
+run golden list
+status 0 "golden list" \
+	"softmax_ce.naive.fp16-fp16.safe/grad fp16[32] input 2x16 status ok"
+[ "$(wc -l <"$tmp/out")" -eq "$(grep -c '^output ' golden/*.golden | awk -F: '{ s += $2 } END { print s }')" ] ||
+	fail "golden list: one line per output"
+run golden --help
+status 0 "golden --help"
+run check --help
+status 0 "check --help"
+grep -q '^usage: nanmap check GOLDEN ACTUAL' "$tmp/out" || fail "check --help: usage"
+run --help
+grep -q 'nanmap check GOLDEN ACTUAL' "$tmp/out" || fail "nanmap --help names check"
+pass=$((pass + 1))
+
+# ---- export: the inputs reproduce the records ----
+for id in softmax_ce.naive.fp16-fp16.safe layernorm.twopass.e4m3-fp32.near_underflow \
+	accum.sum-seq.bf16-bf16.near_overflow; do
+	run golden export "$id" --inputs "$tmp/in.npy"
+	status 0 "export $id"
+	kernel=${id%%.*}
+	line=$(grep "^case $id " "golden/$kernel.golden")
+	variant=$(echo "$line" | sed 's/.* variant=\([^ ]*\).*/\1/')
+	policy=$(echo "$line" | sed 's/.* policy=\([^ ]*\).*/\1/')
+	seed=$(echo "$line" | sed 's/.* seed=\([0-9]*\).*/\1/')
+	run run "$kernel" --variant "$variant" --policy "$policy" --input "$tmp/in.npy" \
+		--seed "$seed" --backend exact --no-truth --csv
+	status 0 "run on the exported input of $id"
+	awk -F, -v id="$id" '$1 == "exact" && $2 == "bits" {
+		split($3, a, "["); sub("]", "", a[2]); print id "/" a[1], a[2], $4 }' "$tmp/out" >"$tmp/got"
+	awk -v id="$id" 'index($1, id "/") == 1 && NF == 4 { print $1, $2, $3 }' \
+		"golden/$kernel.golden" >"$tmp/want"
+	[ -s "$tmp/want" ] || fail "export $id: no records"
+	cmp -s "$tmp/want" "$tmp/got" || fail "export $id: nanmap run on the exported input differs from the golden records"
+done
+run golden export softmax_ce.naive.e4m3-fp32.safe --inputs "$tmp/in.bin"
+status 0 "export raw" \
+	"$tmp/in.bin: softmax_ce.naive.e4m3-fp32.safe 2 x 16, e4m3 encodings, 1 byte each, little-endian"
+[ "$(wc -c <"$tmp/in.bin")" -eq 32 ] || fail "export raw: 32 bytes"
+run golden export softmax_ce.naive.fp16-fp32.safe --inputs "$tmp/in16.bin"
+run golden export softmax_ce.naive.fp16-fp32.safe --inputs "$tmp/enc.npy" --encodings
+status 0 "export --encodings .npy"
+run golden export softmax_ce.naive.fp16-fp32.safe --inputs "$tmp/val.npy"
+[ "$(wc -c <"$tmp/in16.bin")" -eq 64 ] || fail "export raw fp16: 64 bytes"
+[ "$(tail -c 64 "$tmp/enc.npy" | od -An -tx1)" = "$(od -An -tx1 <"$tmp/in16.bin")" ] ||
+	fail "export: the .npy encodings differ from the raw file"
+pass=$((pass + 1))
+bad "export unknown case" "no case 'softmax_ce.nope'" golden export softmax_ce.nope --inputs "$tmp/x.npy"
+bad "export without --inputs" "needs --inputs" golden export softmax_ce.naive.fp16-fp16.safe
+bad "export bad id" "bad case id" golden export nodot --inputs "$tmp/x.npy"
+
+# ---- check: the exact outputs pass ----
+T=softmax_ce.naive.fp16-fp16.safe/grad
+records "$T" >"$tmp/g.txt"
+[ "$(wc -l <"$tmp/g.txt")" -eq 32 ] || fail "records $T"
+raw 2 <"$tmp/g.txt" >"$tmp/g.bin"
+npy "$tmp/g.npy" '<u2' '(2, 16)' <"$tmp/g.bin"
+npy "$tmp/gf2.npy" '<f2' '(32,)' <"$tmp/g.bin"
+npy "$tmp/gf4.npy" '<f4' '(16,)' <"$tmp/g.bin"
+for a in g.txt g.bin g.npy gf2.npy; do
+	run check "$T" "$tmp/$a"
+	status 0 "check exact outputs ($a)" "checked 32, mismatched 0, max ulp 0"
+done
+run check "golden/softmax_ce.golden:$T" "$tmp/g.bin"
+status 0 "check FILE:TARGET" "checked 32, mismatched 0, max ulp 0"
+
+# a 1-ulp change: caught, and passed by --ulp 1
+e5=$(sed -n 5p "$tmp/g.txt")
+u5=$(printf '0x%04x' $((e5 + 1)))
+sed "5s/.*/$u5/" "$tmp/g.txt" >"$tmp/u.txt"
+run check "$T" "$tmp/u.txt"
+status 1 "check a 1-ulp change" "checked 32, mismatched 1, max ulp 1"
+grep -q "^grad\[4\]: expected $e5 (.*), actual $u5 (.*), ulp 1\$" "$tmp/out" || fail "1 ulp: mismatch line"
+run check "$T" "$tmp/u.txt" --ulp 1
+status 0 "check --ulp 1" "checked 32, mismatched 0, max ulp 1"
+run check "$T" "$tmp/u.txt" --csv
+[ "$rc" -eq 1 ] || fail "--csv: exit $rc"
+head -n 1 "$tmp/out" | grep -qx 'index,expected,actual,ulp,expected_value,actual_value' || fail "--csv header"
+grep -q "^4,$e5,$u5,1," "$tmp/out" || fail "--csv row"
+grep -qx "checked 32, mismatched 1, max ulp 1" "$tmp/err" || fail "--csv: summary on stderr"
+pass=$((pass + 1))
+
+# a NaN where a finite value belongs, even with a large tolerance
+sed '7s/.*/0x7e00/' "$tmp/g.txt" >"$tmp/n.txt"
+run check "$T" "$tmp/n.txt" --ulp 100000
+status 1 "check NaN for finite" "checked 32, mismatched 1, max ulp inf"
+grep -q '^grad\[6\]: expected .*, actual 0x7e00 (nan), ulp inf$' "$tmp/out" || fail "NaN: mismatch line"
+
+# a flipped sign of zero
+Z=accum.dot-tc.bf16-bf16.near_underflow/result
+records "$Z" >"$tmp/z.txt"
+grep -qx 0x8000 "$tmp/z.txt" || fail "$Z: the golden output has no -0 any more (pick another case)"
+sed 's/^0x8000$/0x0000/' "$tmp/z.txt" >"$tmp/z2.txt"
+run check "$Z" "$tmp/z2.txt" --ulp 3
+status 1 "check a flipped zero sign"
+grep -q 'expected 0x8000 (-0), actual 0x0000 (0), ulp 0$' "$tmp/out" || fail "zero sign: mismatch line"
+
+# an inf for the largest finite value (a saturation bug)
+S=accum.gradacc.e5m2-e5m2.near_overflow/grad
+records "$S" >"$tmp/s.txt"
+grep -qx 0xfb "$tmp/s.txt" || fail "$S: the golden output has no max finite any more"
+sed 's/^0xfb$/0xfc/' "$tmp/s.txt" >"$tmp/s2.txt"
+raw 1 <"$tmp/s2.txt" >"$tmp/s2.bin"
+run check "$S" "$tmp/s2.bin" --ulp 1
+status 1 "check inf for max finite"
+grep -q 'expected 0xfb (-57344), actual 0xfc (-inf), ulp inf$' "$tmp/out" || fail "saturation: mismatch line"
+
+# NaN signs: ignored by default, compared with --nan-sign strict
+Q=softmax_ce.naive.fp16-fp16.near_overflow/grad
+records "$Q" >"$tmp/q.txt"
+grep -qx 0x7e00 "$tmp/q.txt" || fail "$Q: no NaN in the golden output any more"
+sed 's/^0x7e00$/0xffff/' "$tmp/q.txt" >"$tmp/q2.txt"
+run check "$Q" "$tmp/q2.txt"
+status 0 "check another NaN, ignore"
+run check "$Q" "$tmp/q2.txt" --nan-sign strict
+status 1 "check another NaN, strict"
+sed 's/^0x7e00$/0x7fff/' "$tmp/q.txt" >"$tmp/q3.txt"
+run check "$Q" "$tmp/q3.txt" --nan-sign=strict
+status 0 "check another NaN payload, strict"
+
+# ---- check: bad input, exit 2 with one line naming it ----
+head -c 63 "$tmp/g.bin" >"$tmp/trunc.bin"
+bad "truncated raw file" "$tmp/trunc.bin: 63 bytes" check "$T" "$tmp/trunc.bin"
+head -c 62 "$tmp/g.bin" >"$tmp/short.bin"
+bad "short raw file" "$tmp/short.bin: 31 elements, but $T has 32" check "$T" "$tmp/short.bin"
+head -n 31 "$tmp/g.txt" >"$tmp/short.txt"
+bad "short hex file" "$tmp/short.txt: 31 elements" check "$T" "$tmp/short.txt"
+{ cat "$tmp/g.txt"; echo 0x3c00; } >"$tmp/long.txt"
+bad "long hex file" "$tmp/long.txt: 33 elements" check "$T" "$tmp/long.txt"
+bad "wrong dtype" "$tmp/gf4.npy: dtype <f4 does not hold fp16" check "$T" "$tmp/gf4.npy"
+printf '0x3c00\nxyz\n' >"$tmp/junk.txt"
+bad "junk hex" "$tmp/junk.txt:2: not an encoding" check "$T" "$tmp/junk.txt"
+printf '0x13c00\n' >"$tmp/wide.txt"
+bad "too wide" "$tmp/wide.txt:1: 0x13c00 is wider than fp16" check "$T" "$tmp/wide.txt"
+printf 'junk' >"$tmp/junk.npy"
+bad "junk .npy" "$tmp/junk.npy: " check "$T" "$tmp/junk.npy"
+bad "unreadable actual" "$tmp/none.bin: cannot open" check "$T" "$tmp/none.bin"
+bad "unknown target" "no output 'softmax_ce.nope/grad'" check softmax_ce.nope/grad "$tmp/g.bin"
+bad "case with two outputs" "no output 'softmax_ce.naive.fp16-fp16.safe'" \
+	check golden/softmax_ce.golden:softmax_ce.naive.fp16-fp16.safe "$tmp/g.bin"
+bad "file with many outputs" "has [0-9]* outputs" check golden/softmax_ce.golden "$tmp/g.bin"
+printf 'not golden\n' >"$tmp/x.golden"
+bad "not a golden file" "$tmp/x.golden:1: not a golden file" check "$tmp/x.golden" "$tmp/g.bin"
+bad "missing golden file" "$tmp/none.golden: cannot open" check "$tmp/none.golden" "$tmp/g.bin"
+bad "bad --ulp" "bad --ulp '-1'" check "$T" "$tmp/g.bin" --ulp -1
+bad "bad --nan-sign" "bad --nan-sign 'loose'" check "$T" "$tmp/g.bin" --nan-sign loose
+bad "one argument" "check needs GOLDEN and ACTUAL" check "$T"
+bad "unknown option" "unknown option '--x' for check" check "$T" "$tmp/g.bin" --x
+
+# ---- the C API example, linked against the library ----
+CC=${CC:-cc}
+extra=""
+if nm lib/libnanmap.a 2>/dev/null | grep -q __asan_init; then
+	extra="-fsanitize=address,undefined"
+fi
+grep -q '^PUBLIC_H :=.*harness/nm_golden.h' Makefile || fail "nm_golden.h is not a public header"
+grep -q '^Libs.private: -lmpfr -lgmp -lm -fopenmp' nanmap.pc.in || fail "nanmap.pc: private libs"
+# shellcheck disable=SC2086
+"$CC" -std=c11 -Wall -Wextra -Werror $extra -Iharness -Iemu examples/golden_check.c \
+	lib/libnanmap.a -lmpfr -lgmp -lm -fopenmp -o "$tmp/golden_check" 2>"$tmp/err" ||
+	fail "examples/golden_check.c does not build"
+rc=0
+"$tmp/golden_check" golden/softmax_ce.golden "$T" "$tmp/g.bin" >"$tmp/out" 2>"$tmp/err" || rc=$?
+status 0 "example on the exact outputs" "$T: 32 checked, 0 mismatched"
+rc=0
+"$tmp/golden_check" golden/softmax_ce.golden "$T" "$tmp/u.txt" >"$tmp/out" 2>"$tmp/err" || rc=$?
+status 1 "example on a 1-ulp change" "$T: 32 checked, 1 mismatched"
+
+echo "cli_golden: all $pass checks passed"

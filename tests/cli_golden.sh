@@ -153,6 +153,18 @@ for id in softmax_ce.naive.fp16-fp16.safe layernorm.twopass.e4m3-fp32.near_under
 	[ -s "$tmp/want" ] || fail "export $id: no records"
 	cmp -s "$tmp/want" "$tmp/got" || fail "export $id: nanmap run on the exported input differs from the golden records"
 done
+# the case line alone redraws the input (the generator's uniform draw)
+id=layernorm.welford.bf16-fp32.near_underflow
+line=$(grep "^case $id " golden/layernorm.golden)
+scale=$(echo "$line" | sed 's/.* scale=\([^ ]*\).*/\1/')
+seed=$(echo "$line" | sed 's/.* seed=\([0-9]*\).*/\1/')
+run run layernorm --variant welford --policy storage=bf16,compute=fp32 --gen uniform --n 16 \
+	--rows 2 --scale "$scale" --seed "$seed" --backend exact --no-truth --csv
+status 0 "run --gen from the case line"
+awk -F, '$1 == "exact" && $2 == "bits" { print $4 }' "$tmp/out" >"$tmp/got"
+awk -v id="$id" 'index($1, id "/") == 1 && NF == 4 { print $3 }' golden/layernorm.golden >"$tmp/want"
+[ "$(wc -l <"$tmp/want")" -eq 68 ] || fail "$id: 68 records"
+cmp -s "$tmp/want" "$tmp/got" || fail "$id: --gen from the case line differs from the records"
 run golden export softmax_ce.naive.e4m3-fp32.safe --inputs "$tmp/in.bin"
 status 0 "export raw" \
 	"$tmp/in.bin: softmax_ce.naive.e4m3-fp32.safe 2 x 16, e4m3 encodings, 1 byte each, little-endian"

@@ -53,8 +53,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < rep.mismatched; i++) {
 		const nm_golden_mismatch *m = &rep.mismatches[i];
 		printf("%s[%zu]: expected 0x%x (%s), got 0x%x (%s)\n", out->name, m->index,
-		       (unsigned)m->expected, nm_golden_class(out, m->expected), (unsigned)m->actual,
-		       nm_golden_class(out, m->actual));
+		       (unsigned)m->expected, nm_golden_class(out, m->expected),
+		       (unsigned)m->actual, nm_golden_class(out, m->actual));
 	}
 	printf("%s: %zu checked, %zu mismatched\n", out->target, rep.checked, rep.mismatched);
 	rc = rep.mismatched ? 1 : 0;

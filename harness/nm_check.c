@@ -45,7 +45,8 @@ static int nc_parse(int argc, char **argv, struct nc_opts *o)
 			else if (!o->actual)
 				o->actual = a;
 			else
-				return nm_fail("check takes GOLDEN and ACTUAL, '%s' is a third argument", a);
+				return nm_fail(
+				    "check takes GOLDEN and ACTUAL, '%s' is a third argument", a);
 			continue;
 		}
 		if (!strcmp(a, "--csv")) {
@@ -55,7 +56,8 @@ static int nc_parse(int argc, char **argv, struct nc_opts *o)
 		bool is_ulp = !strncmp(a, "--ulp", 5) && (a[5] == '\0' || a[5] == '=');
 		bool is_nan = !strncmp(a, "--nan-sign", 10) && (a[10] == '\0' || a[10] == '=');
 		if (!is_ulp && !is_nan)
-			return nm_fail("unknown option '%s' for check (try: nanmap check --help)", a);
+			return nm_fail("unknown option '%s' for check (try: nanmap check --help)",
+			               a);
 		v = strchr(a, '=');
 		if (v)
 			v++;
@@ -89,9 +91,12 @@ static int nc_parse(int argc, char **argv, struct nc_opts *o)
 /* Split GOLDEN into the file and the target (NULL: the file's only output). */
 static int nc_resolve(const char *golden, char *path, size_t plen, const char **target)
 {
-	const char *colon = strrchr(golden, ':');
+	const char *colon;
 
 	*target = NULL;
+	if (!golden)
+		return nm_fail("check needs GOLDEN");
+	colon = strrchr(golden, ':');
 	if (colon && colon != golden && colon[1] && !strchr(colon + 1, ':')) {
 		if ((size_t)(colon - golden) >= plen)
 			return nm_fail("golden file name too long: %s", golden);
@@ -101,8 +106,8 @@ static int nc_resolve(const char *golden, char *path, size_t plen, const char **
 		return 0;
 	}
 	const char *slash = strchr(golden, '/');
-	if (access(golden, F_OK) == 0 || !slash || strchr(slash + 1, '/') ||
-	    !strchr(golden, '.') || strstr(golden, ".golden")) {
+	if (access(golden, F_OK) == 0 || !slash || strchr(slash + 1, '/') || !strchr(golden, '.') ||
+	    strstr(golden, ".golden")) {
 		snprintf(path, plen, "%s", golden);
 		return 0;
 	}

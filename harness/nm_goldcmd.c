@@ -38,14 +38,15 @@ struct ng_kplan {
 
 static const char *const ng_v_softmax[] = {"naive", "maxsub", "lse", NULL};
 static const char *const ng_v_layernorm[] = {"twopass", "onepass", "welford", NULL};
-static const char *const ng_v_accum[] = {"sum:seq", "sum:pairwise", "sum:block", "dot:seq",
-                                         "dot:pairwise", "dot:block", "dot:tc", "gradacc", NULL};
+static const char *const ng_v_accum[] = {"sum:seq", "sum:pairwise", "sum:block",
+                                         "dot:seq", "dot:pairwise", "dot:block",
+                                         "dot:tc",  "gradacc",      NULL};
 static const char *const ng_v_backward[] = {"maxsub", NULL};
 static const char *const ng_v_gradscaler[] = {"pytorch", NULL};
 
 static const struct ng_kplan ng_plan[] = {
-    {"softmax_ce", ng_v_softmax, 2, 16},  {"layernorm", ng_v_layernorm, 2, 16},
-    {"accum", ng_v_accum, 2, 64},         {"backward", ng_v_backward, 2, 16},
+    {"softmax_ce", ng_v_softmax, 2, 16},    {"layernorm", ng_v_layernorm, 2, 16},
+    {"accum", ng_v_accum, 2, 64},           {"backward", ng_v_backward, 2, 16},
     {"gradscaler", ng_v_gradscaler, 1, 32},
 };
 #define NG_NPLAN (sizeof ng_plan / sizeof ng_plan[0])
@@ -172,8 +173,8 @@ static const int ng_flag_order[EMU_NFLAGS] = {2, 3, 4, 0, 1};
 static const char *const ng_flag_names[EMU_NFLAGS] = {"invalid", "divbyzero", "overflow",
                                                       "underflow", "inexact"};
 
-static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kind,
-                        size_t *nrecords, char *err, size_t errlen)
+static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kind, size_t *nrecords,
+                        char *err, size_t errlen)
 {
 	const emu_kernel *k = emu_kernel_by_name(c->kernel);
 	emu_policy pol;
@@ -207,7 +208,9 @@ static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kin
 		emu_run_free(&r);
 		return -1;
 	}
-	ng_printf(b, "\ncase %s kernel=%s variant=%s policy=%s rows=%zu cols=%zu gen=uniform scale=%a seed=%" PRIu64 "\n",
+	ng_printf(b,
+	          "\ncase %s kernel=%s variant=%s policy=%s rows=%zu cols=%zu gen=uniform scale=%a "
+	          "seed=%" PRIu64 "\n",
 	          c->id, c->kernel, c->variant, c->policy, c->rows, c->cols, c->scale, c->seed);
 	ng_printf(b, "status %s %s\n", c->id, emu_run_status_name(r.status));
 	for (int op = 0; op < EMU_NOPS; op++) {
@@ -217,13 +220,14 @@ static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kin
 		for (int i = 0; i < EMU_NFLAGS; i++) {
 			int bit = ng_flag_order[i];
 			if (r.be.st.flags[op][bit])
-				ng_printf(b, " %s=%" PRIu64, ng_flag_names[bit], r.be.st.flags[op][bit]);
+				ng_printf(b, " %s=%" PRIu64, ng_flag_names[bit],
+				          r.be.st.flags[op][bit]);
 		}
 		ng_printf(b, "\n");
 	}
 	if (r.be.st.first_set)
-		ng_printf(b, "first %s %s %s %" PRIu64 " %s\n", c->id, emu_op_name(r.be.st.first_op),
-		          r.be.st.first_step, r.be.st.first_index,
+		ng_printf(b, "first %s %s %s %" PRIu64 " %s\n", c->id,
+		          emu_op_name(r.be.st.first_op), r.be.st.first_step, r.be.st.first_index,
 		          emu_flags_str(r.be.st.first_flags, fl, sizeof fl));
 	for (int i = 0; i < r.out.n; i++) {
 		const emu_kout_item *it = &r.out.item[i];
@@ -247,8 +251,8 @@ static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kin
 	return 0;
 }
 
-int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len,
-                 size_t *ncases, size_t *nrecords, char *err, size_t errlen)
+int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len, size_t *ncases,
+                 size_t *nrecords, char *err, size_t errlen)
 {
 	struct ng_buf b = {0};
 	nm_gold_case c;
@@ -351,7 +355,8 @@ static int ng_parse(const char *cmd, int argc, char **argv, struct ng_opts *o)
 		if (slot) {
 			const char *v = strchr(a, '=');
 			if (*slot)
-				return nm_fail("option '%.*s' given twice", (int)strcspn(a, "="), a);
+				return nm_fail("option '%.*s' given twice", (int)strcspn(a, "="),
+				               a);
 			if (v)
 				v++;
 			else if (i + 1 < argc)
@@ -362,8 +367,9 @@ static int ng_parse(const char *cmd, int argc, char **argv, struct ng_opts *o)
 			continue;
 		}
 		if (a[0] == '-' && a[1])
-			return nm_fail("unknown option '%s' for golden %s (try: nanmap golden --help)",
-			               a, cmd);
+			return nm_fail(
+			    "unknown option '%s' for golden %s (try: nanmap golden --help)", a,
+			    cmd);
 		if (o->npos == 3)
 			return nm_fail("too many arguments for golden %s", cmd);
 		o->pos[o->npos++] = a;
@@ -375,7 +381,10 @@ static int ng_parse(const char *cmd, int argc, char **argv, struct ng_opts *o)
 
 static char *ng_path(const char *dir, const char *kernel)
 {
-	size_t n = strlen(dir) + strlen(kernel) + 16;
+	size_t n;
+
+	dir = dir ? dir : "golden";
+	n = strlen(dir) + strlen(kernel) + 16;
 	char *p = malloc(n);
 	if (p)
 		snprintf(p, n, "%s/%s.golden", dir, kernel);
@@ -441,17 +450,17 @@ static int ng_list(const struct ng_opts *o)
 }
 
 /* Open DIR/KERNEL.golden for a case id "KERNEL.…" and find the case. */
-static int ng_open_case(const char *dir, const char *id, nm_golden **g,
-                        const nm_golden_case **c)
+static int ng_open_case(const char *dir, const char *id, nm_golden **g, const nm_golden_case **c)
 {
 	char kernel[64], err[NG_ERR_LEN], *path;
 	size_t n = strcspn(id, ".");
 
 	*g = NULL;
 	if (n == 0 || n >= sizeof kernel || id[n] != '.')
-		return nm_fail("bad case id '%s' (KERNEL.VARIANT.STORAGE-COMPUTE.SET; nanmap golden "
-		               "list shows them)",
-		               id);
+		return nm_fail(
+		    "bad case id '%s' (KERNEL.VARIANT.STORAGE-COMPUTE.SET; nanmap golden "
+		    "list shows them)",
+		    id);
 	memcpy(kernel, id, n);
 	kernel[n] = '\0';
 	path = ng_path(dir, kernel);
@@ -526,7 +535,10 @@ static int ng_export(const struct ng_opts *o)
 			raw[i * w + j] = (unsigned char)(enc[i] >> (8 * j));
 	}
 	if (ng_ends_with(o->inputs, ".npy")) {
-		nm_npy_dtype t = !o->encodings ? NM_NPY_F8 : w == 1 ? NM_NPY_U1 : w == 2 ? NM_NPY_U2 : NM_NPY_U4;
+		nm_npy_dtype t = !o->encodings ? NM_NPY_F8
+		                 : w == 1      ? NM_NPY_U1
+		                 : w == 2      ? NM_NPY_U2
+		                               : NM_NPY_U4;
 		if (nm_npy_write(o->inputs, t, 2, shape, o->encodings ? NULL : x,
 		                 o->encodings ? enc : NULL, err, sizeof err) != NM_NPY_OK) {
 			rc = nm_fail("%s", err);
@@ -572,7 +584,8 @@ int nm_golden_main(int argc, char **argv)
 	int rc;
 
 	if (!sub)
-		return nm_fail("golden needs a subcommand: update, list or export (nanmap golden --help)");
+		return nm_fail(
+		    "golden needs a subcommand: update, list or export (nanmap golden --help)");
 	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
 		fputs(ng_usage, stdout);
 		return fflush(stdout) == 0 ? 0 : NM_EXIT_ERR;

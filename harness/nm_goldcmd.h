@@ -39,8 +39,8 @@ void nm_gold_case_at(size_t i, nm_gold_case *c);
  * kind (EMU_BE_EXACT for the files; the tests use EMU_BE_FAST and expect the
  * same bytes). *text is malloc'ed. 0, or -1 with a one-line reason in err.
  */
-int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len,
-                 size_t *ncases, size_t *nrecords, char *err, size_t errlen);
+int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len, size_t *ncases,
+                 size_t *nrecords, char *err, size_t errlen);
 
 /*
  * nanmap golden update [--dir DIR]

@@ -14,11 +14,11 @@
  * +0 and −0 coincide (a flipped zero sign is reported separately).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 
 #include "emu.h"
 #include "nm_golden.h"
@@ -43,11 +43,10 @@ struct nm_golden {
 	size_t nouts, capouts;
 };
 
-static nm_golden_status ng_fail(char *err, size_t errlen, nm_golden_status st, const char *fmt,
-                                ...) __attribute__((format(printf, 4, 5)));
+static nm_golden_status ng_fail(char *err, size_t errlen, nm_golden_status st, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static nm_golden_status ng_fail(char *err, size_t errlen, nm_golden_status st, const char *fmt,
-                                ...)
+static nm_golden_status ng_fail(char *err, size_t errlen, nm_golden_status st, const char *fmt, ...)
 {
 	if (err && errlen) {
 		va_list ap;
@@ -280,8 +279,9 @@ static nm_golden_status ng_case(struct ng_parse *p, char **f, size_t n)
 			return NG_BAD(p, "empty %s", keys[k]);
 	}
 	if (seen != (1u << (sizeof keys / sizeof keys[0])) - 1)
-		return NG_BAD(p, "case %s lacks a key (it needs kernel variant policy rows "
-		                 "cols gen scale seed)",
+		return NG_BAD(p,
+		              "case %s lacks a key (it needs kernel variant policy rows "
+		              "cols gen scale seed)",
 		              c.id);
 	if (c.rows > ((uint64_t)1 << 31) / c.cols)
 		return NG_BAD(p, "case %s: rows x cols is too large", c.id);
@@ -382,7 +382,8 @@ static nm_golden_status ng_output(struct ng_parse *p, char **f, size_t n)
 	memset(o, 0, sizeof *o);
 	o->exp = malloc((size_t)len * sizeof *o->exp);
 	if (!o->exp)
-		return ng_fail(p->err, p->errlen, NM_GOLDEN_ERR_NOMEM, "%s: out of memory", p->name);
+		return ng_fail(p->err, p->errlen, NM_GOLDEN_ERR_NOMEM, "%s: out of memory",
+		               p->name);
 	g->nouts++;
 	o->pub.target = f[1];
 	o->pub.name = slash + 1;
@@ -524,6 +525,7 @@ static nm_golden_status ng_slurp(const char *path, char **buf, size_t *len, char
 	char *b;
 
 	*buf = NULL;
+	*len = 0;
 	if (!fp)
 		return ng_fail(err, errlen, NM_GOLDEN_ERR_IO, "%s: cannot open: %s", path,
 		               strerror(errno));
@@ -618,9 +620,9 @@ void nm_golden_report_free(nm_golden_report *rep)
 	memset(rep, 0, sizeof *rep);
 }
 
-nm_golden_status nm_golden_compare(const nm_golden *g, const char *target,
-                                   const uint32_t *actual, size_t n, const nm_golden_opts *opts,
-                                   nm_golden_report *rep, char *err, size_t errlen)
+nm_golden_status nm_golden_compare(const nm_golden *g, const char *target, const uint32_t *actual,
+                                   size_t n, const nm_golden_opts *opts, nm_golden_report *rep,
+                                   char *err, size_t errlen)
 {
 	const nm_golden_output *o = nm_golden_find(g, target);
 	nm_golden_opts dflt = NM_GOLDEN_OPTS_DEFAULT;
@@ -650,7 +652,8 @@ nm_golden_status nm_golden_compare(const nm_golden *g, const char *target,
 
 		if (ce == EMU_CLASS_NAN && ca == EMU_CLASS_NAN) {
 			d = 0;
-			match = opts->nan_sign == NM_GOLDEN_NAN_IGNORE || ng_neg(f, e) == ng_neg(f, a);
+			match =
+			    opts->nan_sign == NM_GOLDEN_NAN_IGNORE || ng_neg(f, e) == ng_neg(f, a);
 		} else if (ce == EMU_CLASS_ZERO && ca == EMU_CLASS_ZERO) {
 			match = ng_neg(f, e) == ng_neg(f, a);
 		} else {
@@ -728,10 +731,10 @@ static nm_golden_status ng_act_npy(const void *buf, size_t len, const char *name
 	}
 	for (size_t i = 0; i < a.count; i++)
 		if (a.raw[i] & ~ng_mask(f->bits)) {
-			nm_golden_status r = ng_fail(
-			    err, errlen, NM_GOLDEN_ERR_DTYPE,
-			    "%s: element %zu, 0x%x, is wider than %s (%d bits)", name, i,
-			    (unsigned)a.raw[i], f->name, f->bits);
+			nm_golden_status r =
+			    ng_fail(err, errlen, NM_GOLDEN_ERR_DTYPE,
+			            "%s: element %zu, 0x%x, is wider than %s (%d bits)", name, i,
+			            (unsigned)a.raw[i], f->name, f->bits);
 			nm_npy_free(&a);
 			return r;
 		}
@@ -747,9 +750,8 @@ static nm_golden_status ng_act_npy(const void *buf, size_t len, const char *name
 	return NM_GOLDEN_OK;
 }
 
-static nm_golden_status ng_act_hex(const char *s, size_t len, const char *name,
-                                   const emu_format *f, uint32_t **vals, size_t *n, char *err,
-                                   size_t errlen)
+static nm_golden_status ng_act_hex(const char *s, size_t len, const char *name, const emu_format *f,
+                                   uint32_t **vals, size_t *n, char *err, size_t errlen)
 {
 	size_t cap = 64, k = 0, line = 0;
 	uint32_t *v = malloc(cap * sizeof *v);
@@ -784,9 +786,9 @@ static nm_golden_status ng_act_hex(const char *s, size_t len, const char *name,
 			               name, line);
 		}
 		if (v[k] & ~ng_mask(f->bits)) {
-			nm_golden_status r = ng_fail(
-			    err, errlen, NM_GOLDEN_ERR_DTYPE, "%s:%zu: 0x%x is wider than %s (%d bits)",
-			    name, line, (unsigned)v[k], f->name, f->bits);
+			nm_golden_status r = ng_fail(err, errlen, NM_GOLDEN_ERR_DTYPE,
+			                             "%s:%zu: 0x%x is wider than %s (%d bits)",
+			                             name, line, (unsigned)v[k], f->name, f->bits);
 			free(v);
 			return r;
 		}
@@ -859,8 +861,8 @@ static bool ng_ends_with(const char *s, const char *tail)
 	return a >= b && !strcmp(s + a - b, tail);
 }
 
-nm_golden_status nm_golden_read_actual(const char *path, const nm_golden_output *o,
-                                       uint32_t **vals, size_t *n, char *err, size_t errlen)
+nm_golden_status nm_golden_read_actual(const char *path, const nm_golden_output *o, uint32_t **vals,
+                                       size_t *n, char *err, size_t errlen)
 {
 	char *buf;
 	size_t len;

@@ -50,19 +50,19 @@ typedef struct nm_golden_case {
 	const char *id;
 	const char *kernel, *variant, *policy;
 	size_t rows, cols;
-	const char *gen;   /* generator distribution ("uniform") */
-	double scale;      /* its scale X */
-	uint64_t seed;     /* the generator's seed and the kernel's */
+	const char *gen;    /* generator distribution ("uniform") */
+	double scale;       /* its scale X */
+	uint64_t seed;      /* the generator's seed and the kernel's */
 	const char *status; /* the run's status: ok overflow inf nan */
 } nm_golden_case;
 
 /* One output of a case. */
 typedef struct nm_golden_output {
-	const char *target;   /* "CASE/OUTPUT" */
-	const char *name;     /* "OUTPUT" */
-	size_t case_index;    /* into nm_golden_case_at */
-	const char *format;   /* the format's name ("fp16"; emu_format_by_name) */
-	int bits;             /* encoding width: 8, 16, 32, ... */
+	const char *target; /* "CASE/OUTPUT" */
+	const char *name;   /* "OUTPUT" */
+	size_t case_index;  /* into nm_golden_case_at */
+	const char *format; /* the format's name ("fp16"; emu_format_by_name) */
+	int bits;           /* encoding width: 8, 16, 32, ... */
 	size_t n;
 	const uint32_t *expected; /* n encodings */
 } nm_golden_output;
@@ -89,7 +89,7 @@ const nm_golden_output *nm_golden_find(const nm_golden *g, const char *target);
 typedef enum { NM_GOLDEN_NAN_IGNORE = 0, NM_GOLDEN_NAN_STRICT } nm_golden_nan;
 
 typedef struct nm_golden_opts {
-	uint64_t ulp;          /* tolerance in ulps for finite values; 0: exact */
+	uint64_t ulp; /* tolerance in ulps for finite values; 0: exact */
 	nm_golden_nan nan_sign;
 } nm_golden_opts;
 
@@ -121,10 +121,9 @@ typedef struct nm_golden_report {
  * n must equal the target's length (NM_GOLDEN_ERR_LENGTH) and every encoding
  * must fit the format's width (NM_GOLDEN_ERR_DTYPE).
  */
-nm_golden_status nm_golden_compare(const nm_golden *g, const char *target,
-                                   const uint32_t *actual, size_t n, const nm_golden_opts *opts,
-                                   nm_golden_report *rep, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
+nm_golden_status nm_golden_compare(const nm_golden *g, const char *target, const uint32_t *actual,
+                                   size_t n, const nm_golden_opts *opts, nm_golden_report *rep,
+                                   char *err, size_t errlen) __attribute__((warn_unused_result));
 void nm_golden_report_free(nm_golden_report *rep);
 
 /* The distance in ulps of two encodings of the named format as
@@ -146,8 +145,8 @@ const char *nm_golden_class(const nm_golden_output *o, uint32_t bits);
  *    up to 8 bits, 2 up to 16, 4 up to 32; the size must be a multiple.
  * o says the width and format. *vals is malloc'ed, *n its length.
  */
-nm_golden_status nm_golden_read_actual(const char *path, const nm_golden_output *o,
-                                       uint32_t **vals, size_t *n, char *err, size_t errlen)
+nm_golden_status nm_golden_read_actual(const char *path, const nm_golden_output *o, uint32_t **vals,
+                                       size_t *n, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 typedef enum { NM_GOLDEN_ACT_NPY = 0, NM_GOLDEN_ACT_HEX, NM_GOLDEN_ACT_RAW } nm_golden_act_kind;

@@ -79,9 +79,9 @@ START_TEST(test_fast_reproduces)
 	want = slurp(path, &wlen);
 	ck_assert_msg(want != NULL, "%s: cannot read (run the tests from the repository root)",
 	              path);
-	ck_assert_msg(nm_gold_text(kernel, EMU_BE_FAST, &got, &glen, &ncases, &nrec, err,
-	                           sizeof err) == 0,
-	              "%s: %s", kernel, err);
+	ck_assert_msg(
+	    nm_gold_text(kernel, EMU_BE_FAST, &got, &glen, &ncases, &nrec, err, sizeof err) == 0,
+	    "%s: %s", kernel, err);
 	ck_assert_msg(!strncmp(want, "# nanmap golden file", 20), "%s: no magic line", path);
 	ck_assert_msg(strstr(want, "\n# nanmap " NM_VERSION "\n") &&
 	                  strstr(want, "\n# command: nanmap golden update\n") &&
@@ -192,7 +192,7 @@ static const struct {
 	const char *what;
 	size_t index;
 	uint32_t actual;
-	uint64_t ulp;         /* the tolerance given */
+	uint64_t ulp; /* the tolerance given */
 	nm_golden_nan nan;
 	bool mismatch;
 	uint64_t dist;
@@ -207,8 +207,7 @@ static const struct {
      NM_GOLDEN_ULP_INF},
     {"inf for max finite (saturation)", 3, 0x7c00, 0, NM_GOLDEN_NAN_IGNORE, true,
      NM_GOLDEN_ULP_INF},
-    {"inf for max finite, --ulp 5", 3, 0x7c00, 5, NM_GOLDEN_NAN_IGNORE, true,
-     NM_GOLDEN_ULP_INF},
+    {"inf for max finite, --ulp 5", 3, 0x7c00, 5, NM_GOLDEN_NAN_IGNORE, true, NM_GOLDEN_ULP_INF},
     {"max finite for -inf", 5, 0xfbff, 5, NM_GOLDEN_NAN_IGNORE, true, NM_GOLDEN_ULP_INF},
     {"finite for NaN", 4, 0x3c00, 0, NM_GOLDEN_NAN_IGNORE, true, NM_GOLDEN_ULP_INF},
     {"another NaN payload", 4, 0x7fff, 0, NM_GOLDEN_NAN_IGNORE, false, 0},
@@ -363,12 +362,12 @@ START_TEST(test_actual_readers)
 	ck_assert_msg(strstr(err, "a.bin: 15 bytes") != NULL, "%s", err);
 	/* hex text */
 	const char *hex = "# out\n3c00\n0x0000\n  0x8000\r\n\n7bff\n7e00\nfc00\n1\nFE00";
-	ck_assert(nm_golden_read_actual_mem(hex, strlen(hex), "a.txt", NM_GOLDEN_ACT_HEX, o, &v,
-	                                    &n, err, sizeof err) == NM_GOLDEN_OK);
+	ck_assert(nm_golden_read_actual_mem(hex, strlen(hex), "a.txt", NM_GOLDEN_ACT_HEX, o, &v, &n,
+	                                    err, sizeof err) == NM_GOLDEN_OK);
 	ck_assert(n == 8 && !memcmp(v, small_want, sizeof small_want));
 	free(v);
-	ck_assert(nm_golden_read_actual_mem("3c00\nzz\n", 8, "a.txt", NM_GOLDEN_ACT_HEX, o, &v,
-	                                    &n, err, sizeof err) == NM_GOLDEN_ERR_FORMAT);
+	ck_assert(nm_golden_read_actual_mem("3c00\nzz\n", 8, "a.txt", NM_GOLDEN_ACT_HEX, o, &v, &n,
+	                                    err, sizeof err) == NM_GOLDEN_ERR_FORMAT);
 	ck_assert_msg(strstr(err, "a.txt:2:") != NULL, "%s", err);
 	ck_assert(nm_golden_read_actual_mem("13c00\n", 6, "a.txt", NM_GOLDEN_ACT_HEX, o, &v, &n,
 	                                    err, sizeof err) == NM_GOLDEN_ERR_DTYPE);
@@ -389,8 +388,8 @@ START_TEST(test_actual_readers)
 			r8[i] = npys[k].t == NM_NPY_U1 ? small_want[i] & 0xff : small_want[i];
 		ck_assert(nm_npy_encode(npys[k].t, 1, shape, NULL, r8, &buf, &len, "a.npy", err,
 		                        sizeof err) == NM_NPY_OK);
-		nm_golden_status st = nm_golden_read_actual_mem(buf, len, "a.npy", NM_GOLDEN_ACT_NPY,
-		                                                o, &v, &n, err, sizeof err);
+		nm_golden_status st = nm_golden_read_actual_mem(
+		    buf, len, "a.npy", NM_GOLDEN_ACT_NPY, o, &v, &n, err, sizeof err);
 		ck_assert_msg(st == npys[k].want, "dtype %s: status %d (%s)",
 		              nm_npy_dtype_name(npys[k].t), st, err);
 		if (st == NM_GOLDEN_OK) {
@@ -418,8 +417,8 @@ START_TEST(test_case_table)
 		ck_assert_msg(a.kernel && a.id[0] && a.rows * a.cols > 0, "case %zu empty", i);
 		for (size_t j = i + 1; j < n; j += 7) {
 			nm_gold_case_at(j, &b);
-			CHECK(strcmp(a.id, b.id) != 0 && a.seed != b.seed, "cases %zu and %zu: %s", i,
-			      j, a.id);
+			CHECK(strcmp(a.id, b.id) != 0 && a.seed != b.seed, "cases %zu and %zu: %s",
+			      i, j, a.id);
 		}
 	}
 }

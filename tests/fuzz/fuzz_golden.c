@@ -70,7 +70,8 @@ static void golden(const uint8_t *data, size_t size)
 		        NM_GOLDEN_OK);
 		/* a changed NaN payload may still match; anything else is caught */
 		REQUIRE(r.mismatched <= 1);
-		REQUIRE(r.mismatched == 0 || (r.mismatches[0].index == j && r.mismatches[0].ulp > 0) ||
+		REQUIRE(r.mismatched == 0 ||
+		        (r.mismatches[0].index == j && r.mismatches[0].ulp > 0) ||
 		        r.mismatches[0].ulp == 0);
 		REQUIRE(strcmp(nm_golden_class(o, a[j]), "?") != 0);
 		nm_golden_report_free(&r);
@@ -95,10 +96,11 @@ static void actual(int kind, const uint8_t *data, size_t size)
 		return;
 	unsigned k = data[0] % 5;
 	nm_golden_output o = {"t/y", "y", 0, fmts[k].name, fmts[k].bits, 1, NULL};
-	nm_golden_status st = nm_golden_read_actual_mem(
-	    data + 1, size - 1, "fuzz",
-	    kind == 1 ? NM_GOLDEN_ACT_HEX : kind == 2 ? NM_GOLDEN_ACT_RAW : NM_GOLDEN_ACT_NPY, &o,
-	    &v, &n, err, sizeof err);
+	nm_golden_status st = nm_golden_read_actual_mem(data + 1, size - 1, "fuzz",
+	                                                kind == 1   ? NM_GOLDEN_ACT_HEX
+	                                                : kind == 2 ? NM_GOLDEN_ACT_RAW
+	                                                            : NM_GOLDEN_ACT_NPY,
+	                                                &o, &v, &n, err, sizeof err);
 	if (st != NM_GOLDEN_OK) {
 		REQUIRE(v == NULL && n == 0);
 		if (st != NM_GOLDEN_ERR_NOMEM)

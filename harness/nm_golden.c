@@ -30,9 +30,9 @@
 
 struct ng_out {
 	nm_golden_output pub;
+	const emu_format *fmt;
 	uint32_t *exp;
 	size_t filled;
-	char *target;
 };
 
 struct nm_golden {
@@ -385,6 +385,7 @@ static nm_golden_status ng_output(struct ng_parse *p, char **f, size_t n)
 		return ng_fail(p->err, p->errlen, NM_GOLDEN_ERR_NOMEM, "%s: out of memory",
 		               p->name);
 	g->nouts++;
+	o->fmt = fmt;
 	o->pub.target = f[1];
 	o->pub.name = slash + 1;
 	o->pub.case_index = g->ncases - 1;
@@ -412,7 +413,7 @@ static nm_golden_status ng_record(struct ng_parse *p, char **f, size_t n)
 		return NG_BAD(p, "a record of %s inside output %s", f[0], o->pub.target);
 	if (!ng_u64(f[1], &idx) || idx != o->filled)
 		return NG_BAD(p, "index '%s' where %zu comes next", f[1], o->filled);
-	fmt = emu_format_by_name(o->pub.format);
+	fmt = o->fmt;
 	if (!ng_hex(f[2], strlen(f[2]), fmt->bits, &b))
 		return NG_BAD(p, "bad encoding '%s' for %s (hex, %d bits)", f[2], fmt->name,
 		              fmt->bits);

@@ -1,0 +1,710 @@
+/*
+ * runner.c — bin/nanmap-gpu: runs each step's CUDA kernels (gpu_dev.h) and
+ * compares every output with the emulator under the same policy
+ * (gpu_host.h), writing the report after every row so a run cut short keeps
+ * what finished.
+ *
+ * Why the host comparison fits the time budget: a chunk of up to 2^28 GPU
+ * outputs is compared by all cores at once (OpenMP), each thread rounding
+ * its inputs with emu_round_array (the vectorised RNE loop; the other modes
+ * take the scalar path) into private gpu_cmp rows merged in index order, so
+ * the report is the same for any thread count.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "gpu_dev.h"
+#include "gpu_host.h"
+#include "tc.h"
+
+static gpu_report rep;
+static const emu_env env_rne = EMU_ENV_DEFAULT;
+static int failed_steps;
+static char err[512];
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const emu_format *fmt(const char *name)
+{
+	const emu_format *f = emu_format_by_name(name);
+	if (!f) {
+		fprintf(stderr, "nanmap-gpu: format %s missing from the emulator\n", name);
+		exit(1);
+	}
+	return f;
+}
+
+static void flush_report(void)
+{
+	char e[512];
+	if (gpu_report_write(&rep, e, sizeof e))
+		fprintf(stderr, "nanmap-gpu: %s\n", e);
+}
+
+static void add_row(const gpu_cmp *c)
+{
+	printf("%-6s %-28s %-10s %-22s compared %12" PRIu64 " identical %12" PRIu64
+	       " bad %10" PRIu64 "\n",
+	       c->step, c->kernel, c->format, c->mode, c->compared, c->identical, gpu_cmp_bad(c));
+	fflush(stdout);
+	if (gpu_report_add(&rep, c))
+		fprintf(stderr, "nanmap-gpu: out of memory for the report\n");
+	flush_report();
+}
+
+static void step_failed(const char *step, const char *what)
+{
+	failed_steps++;
+	fprintf(stderr, "nanmap-gpu: %s: %s\n", step, what);
+	gpu_report_note(&rep, "step %s FAILED: %s", step, what);
+	flush_report();
+}
+
+/* A thread's private copy of a row: same labels and rule, no counts yet. */
+static gpu_cmp blank(const gpu_cmp *row)
+{
+	gpu_cmp c;
+	gpu_cmp_init(&c, row->step, row->kernel, row->format, row->mode, row->f, row->tol);
+	return c;
+}
+
+/* Counter-based random 64 bits for (seed, stream, i): splitmix64. */
+static uint64_t rnd(uint64_t seed, uint64_t stream, uint64_t i)
+{
+	uint64_t z = seed ^ (stream * 0x9e3779b97f4a7c15ull) ^ (i * 0xbf58476d1ce4e5b9ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* ---- conv: every binary32 input (or a stride) to each format ---- */
+static const struct {
+	gpu_cv kind;
+	const char *fmt, *mode, *name;
+	emu_mode m;
+	bool sat;
+} conv_rows[] = {
+    {GPU_CV_F16_RN, "fp16", "rn", "__float2half_rn", EMU_RNE, false},
+    {GPU_CV_F16_RZ, "fp16", "rz", "__float2half_rz", EMU_RTZ, false},
+    {GPU_CV_F16_RN_SAT, "fp16", "rn,satfinite", "cvt.rn.satfinite.f16", EMU_RNE, true},
+    {GPU_CV_BF16_RN, "bf16", "rn", "__float2bfloat16_rn", EMU_RNE, false},
+    {GPU_CV_BF16_RZ, "bf16", "rz", "__float2bfloat16_rz", EMU_RTZ, false},
+    {GPU_CV_BF16_RN_SAT, "bf16", "rn,satfinite", "cvt.rn.satfinite.bf16", EMU_RNE, true},
+    {GPU_CV_E4M3_SAT, "e4m3", "rn,satfinite", "__nv_cvt_float_to_fp8", EMU_RNE, true},
+    {GPU_CV_E4M3_NOSAT, "e4m3", "rn,nosat", "__nv_cvt_float_to_fp8", EMU_RNE, false},
+    {GPU_CV_E5M2_SAT, "e5m2", "rn,satfinite", "__nv_cvt_float_to_fp8", EMU_RNE, true},
+    {GPU_CV_E5M2_NOSAT, "e5m2", "rn,nosat", "__nv_cvt_float_to_fp8", EMU_RNE, false},
+};
+
+static void cmp_conv_chunk(gpu_cmp *row, const emu_format *f, const emu_env *env,
+                           uint64_t j0, uint64_t stride, size_t n, const uint16_t *got)
+{
+#pragma omp parallel
+	{
+		gpu_cmp mine = blank(row);
+		enum { B = 4096 };
+		double x[B];
+		emu_bits want[B];
+#pragma omp for schedule(dynamic, 16)
+		for (size_t b0 = 0; b0 < n; b0 += B) {
+			size_t m = n - b0 < B ? n - b0 : B;
+			for (size_t i = 0; i < m; i++) {
+				uint32_t bits = (uint32_t)((j0 + b0 + i) * stride);
+				float v;
+				memcpy(&v, &bits, sizeof v);
+				x[i] = v;
+			}
+			emu_round_array(f, x, want, m, env);
+			for (size_t i = 0; i < m; i++)
+				gpu_cmp_one(&mine, j0 + b0 + i, (uint32_t)((j0 + b0 + i) * stride),
+				            got[b0 + i], want[i]);
+		}
+#pragma omp critical
+		gpu_cmp_merge(row, &mine);
+	}
+}
+
+static void step_conv(const gpu_opts *o)
+{
+	uint64_t total = (UINT32_MAX / o->stride) + 1;
+	size_t chunk = (size_t)1 << o->chunk_log2;
+	uint16_t *got = malloc(chunk * sizeof *got);
+	if (!got) {
+		step_failed("conv", "out of memory");
+		return;
+	}
+	for (size_t r = 0; r < sizeof conv_rows / sizeof conv_rows[0]; r++) {
+		const emu_format *f = fmt(conv_rows[r].fmt);
+		emu_env env = EMU_ENV_DEFAULT;
+		env.mode = conv_rows[r].m;
+		env.sat = conv_rows[r].sat;
+		gpu_cmp row;
+		gpu_cmp_init(&row, "conv", conv_rows[r].name, conv_rows[r].fmt, conv_rows[r].mode, f,
+		             (gpu_tol){0, true});
+		double t0 = now();
+		bool ok = true;
+		for (uint64_t j0 = 0; j0 < total && ok; j0 += chunk) {
+			size_t n = total - j0 < chunk ? (size_t)(total - j0) : chunk;
+			if (gpu_dev_convert(conv_rows[r].kind, j0 * o->stride, o->stride, n, got, err,
+			                    sizeof err)) {
+				ok = false;
+				break;
+			}
+			cmp_conv_chunk(&row, f, &env, j0, o->stride, n, got);
+		}
+		if (!ok) {
+			char what[700];
+			snprintf(what, sizeof what, "%s %s: %s", conv_rows[r].fmt, conv_rows[r].mode, err);
+			step_failed("conv", what);
+			continue;
+		}
+		add_row(&row);
+		gpu_report_note(&rep, "conv %s %s: %" PRIu64 " inputs (stride %" PRIu64 ") in %.1f s",
+		                conv_rows[r].fmt, conv_rows[r].mode, total, o->stride, now() - t0);
+	}
+	free(got);
+
+	/* and back: every encoding widened to binary32 */
+	static const char *const names[GPU_NFMT] = {"fp16", "bf16", "e4m3", "e5m2"};
+	static uint32_t wide[65536];
+	const emu_format *f32 = fmt("fp32");
+	for (int g = 0; g < GPU_NFMT; g++) {
+		const emu_format *f = fmt(names[g]);
+		if (gpu_dev_widen((gpu_fmt)g, wide, err, sizeof err)) {
+			step_failed("conv", err);
+			continue;
+		}
+		gpu_cmp row;
+		gpu_cmp_init(&row, "conv", "widen to float", names[g], "exact", f32,
+		             (gpu_tol){0, true});
+		emu_env env = EMU_ENV_DEFAULT;
+		for (uint32_t b = 0; b < (1u << f->bits); b++)
+			gpu_cmp_one(&row, b, b, wide[b], emu_convert(f32, f, b, &env).bits);
+		add_row(&row);
+	}
+}
+
+/* ---- arith: fp16/bf16 add, mul, fma on sampled (or all) pairs ---- */
+static void step_arith(const gpu_opts *o)
+{
+	static const char *const fnames[2] = {"fp16", "bf16"};
+	static const char *const onames[3] = {"__hadd_rn", "__hmul_rn", "__hfma"};
+	bool all = o->pairs == (1ull << 32);
+	size_t chunk = (size_t)1 << (o->chunk_log2 < 26 ? o->chunk_log2 : 26);
+	uint16_t *buf = malloc(4 * chunk * sizeof *buf);
+	if (!buf) {
+		step_failed("arith", "out of memory");
+		return;
+	}
+	uint16_t *a = buf, *b = buf + chunk, *c = buf + 2 * chunk, *got = buf + 3 * chunk;
+	for (int g = 0; g < 2; g++) {
+		const emu_format *f = fmt(fnames[g]);
+		for (int op = 0; op < 3; op++) {
+			gpu_cmp row;
+			gpu_cmp_init(&row, "arith", onames[op], fnames[g],
+			             all && op < 2 ? "rn,all pairs" : "rn,sampled", f, (gpu_tol){0, true});
+			bool ok = true;
+			for (uint64_t j0 = 0; j0 < o->pairs && ok; j0 += chunk) {
+				size_t n = o->pairs - j0 < chunk ? (size_t)(o->pairs - j0) : chunk;
+#pragma omp parallel for schedule(static)
+				for (size_t i = 0; i < n; i++) {
+					uint64_t r = rnd(o->seed, 1 + (uint64_t)(g * 3 + op), j0 + i);
+					bool pair = all && op < 2;
+					a[i] = pair ? (uint16_t)((j0 + i) >> 16) : (uint16_t)r;
+					b[i] = pair ? (uint16_t)(j0 + i) : (uint16_t)(r >> 16);
+					c[i] = (uint16_t)(r >> 32);
+				}
+				if (gpu_dev_arith((gpu_fmt)g, op, a, b, c, n, got, err, sizeof err)) {
+					ok = false;
+					break;
+				}
+#pragma omp parallel
+				{
+					gpu_cmp mine = blank(&row);
+					emu_env env = EMU_ENV_DEFAULT;
+#pragma omp for schedule(static)
+					for (size_t i = 0; i < n; i++) {
+						emu_bits w = op == 0   ? emu_add(f, a[i], b[i], &env).bits
+						             : op == 1 ? emu_mul(f, a[i], b[i], &env).bits
+						                       : emu_fma(f, a[i], b[i], c[i], &env).bits;
+						uint64_t in = (uint64_t)a[i] << 32 | (uint64_t)b[i] << 16 | c[i];
+						gpu_cmp_one(&mine, j0 + i, in, got[i], w);
+					}
+#pragma omp critical
+					gpu_cmp_merge(&row, &mine);
+				}
+			}
+			if (!ok) {
+				step_failed("arith", err);
+				continue;
+			}
+			add_row(&row);
+		}
+	}
+	free(buf);
+}
+
+/* ---- tables: the approximate functions on every fp16/bf16 input ---- */
+static void step_tables(const gpu_opts *o)
+{
+	static const char *const fnames[2] = {"fp16", "bf16"};
+	static const char *const funcs[GPU_NFUNC] = {"hexp", "hlog", "hexp2", "hrcp", "hrsqrt", "hsqrt"};
+	gpu_table *t = calloc(2 * GPU_NFUNC, sizeof *t);
+	size_t nt = 0;
+	if (!t) {
+		step_failed("tables", "out of memory");
+		return;
+	}
+	for (int g = 0; g < 2; g++) {
+		const emu_format *f = fmt(fnames[g]);
+		emu_bits one = emu_from_double(f, 1.0, &env_rne).bits;
+		for (int fn = 0; fn < GPU_NFUNC; fn++) {
+			gpu_table *cur = &t[nt];
+			if (gpu_dev_table((gpu_fmt)g, fn, cur->v, err, sizeof err)) {
+				step_failed("tables", err);
+				continue;
+			}
+			snprintf(cur->func, sizeof cur->func, "%s", funcs[fn]);
+			snprintf(cur->format, sizeof cur->format, "%s", fnames[g]);
+			nt++;
+			/* against the correctly rounded result: 1 ulp is the documented
+			 * class of these approximations (FACTS §2) */
+			gpu_cmp row;
+			gpu_cmp_init(&row, "tables", funcs[fn], fnames[g], "vs correctly rounded", f,
+			             (gpu_tol){1, true});
+#pragma omp parallel
+			{
+				gpu_cmp mine = blank(&row);
+				emu_env env = EMU_ENV_DEFAULT;
+#pragma omp for schedule(static)
+				for (uint32_t x = 0; x < 65536; x++) {
+					emu_bits w;
+					switch (fn) {
+					case 0:
+						w = emu_exp(f, x, &env).bits;
+						break;
+					case 1:
+						w = emu_log(f, x, &env).bits;
+						break;
+					case 2:
+						w = emu_exp2(f, x, &env).bits;
+						break;
+					case 3:
+						w = emu_div(f, one, x, &env).bits;
+						break;
+					case 4:
+						w = emu_rsqrt(f, x, &env).bits;
+						break;
+					default:
+						w = emu_sqrt(f, x, &env).bits;
+						break;
+					}
+					gpu_cmp_one(&mine, x, x, cur->v[x], w);
+				}
+#pragma omp critical
+				gpu_cmp_merge(&row, &mine);
+			}
+			add_row(&row);
+		}
+	}
+	char path[700], note[256];
+	snprintf(path, sizeof path, "%s/gpu-tables.txt", o->out_dir);
+	snprintf(note, sizeof note,
+	         "nanmap-gpu tables: hexp hlog hexp2 hrcp hrsqrt hsqrt of every fp16/bf16 input, "
+	         "measured on %s", rep.notes && rep.nnotes ? rep.notes[0] : "a GPU");
+	if (nt && gpu_tables_write(path, note, t, nt, err, sizeof err))
+		step_failed("tables", err);
+	else if (nt) {
+		/* the file must replay the GPU bit for bit */
+		gpu_tables ts;
+		if (gpu_tables_load(path, &ts, err, sizeof err)) {
+			step_failed("tables", err);
+		} else {
+			gpu_cmp row;
+			gpu_cmp_init(&row, "tables", "replay gpu-tables.txt", "fp16+bf16", "lookup",
+			             fmt("fp16"), (gpu_tol){0, false});
+			for (size_t i = 0; i < nt; i++)
+				for (uint32_t x = 0; x < 65536; x++) {
+					emu_bits w = 0xffffffffu;
+					gpu_tables_lookup(&ts, t[i].func, fmt(t[i].format), x, &w);
+					gpu_cmp_one(&row, i * 65536 + x, x, t[i].v[x], w);
+				}
+			add_row(&row);
+			gpu_tables_free(&ts);
+		}
+	}
+	free(t);
+}
+
+/* Encodings of binary32 values that in holds exactly. */
+static uint16_t enc_of(const emu_format *in, uint32_t bits)
+{
+	float v;
+	memcpy(&v, &bits, sizeof v);
+	return (uint16_t)emu_from_float(in, v, &env_rne).bits;
+}
+
+static gpu_fmt gfmt(const emu_format *in)
+{
+	return in->bits == 8 ? (in->p == 4 ? GPU_E4M3 : GPU_E5M2) : (in->p == 11 ? GPU_F16 : GPU_BF16);
+}
+
+/* ---- tc: the hardware vectors through our mma.sync ---- */
+static void step_tc(const gpu_opts *o)
+{
+	static const struct {
+		const char *dir, *in, *out;
+	} sets[] = {{"fp16", "fp16", "fp32"}, {"fp16", "fp16", "fp16"}, {"bf16", "bf16", "fp32"},
+	            {"E4M3", "e4m3", "fp32"}, {"E4M3", "e4m3", "fp16"}, {"E5M2", "e5m2", "fp32"},
+	            {"E5M2", "e5m2", "fp16"}};
+	if (!o->tc_vectors) {
+		gpu_report_note(&rep, "tc: SKIPPED: no vectors path (--tc-vectors or NANMAP_TC_VECTORS)");
+		printf("tc: SKIPPED: no vectors path (--tc-vectors or NANMAP_TC_VECTORS)\n");
+		flush_report();
+		return;
+	}
+	gpu_report_note(&rep, "tc: tf32 vectors not run: the mma kernel takes fp16, bf16 and fp8");
+	for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
+		gpu_tcv v;
+		int rc = gpu_tcv_load(o->tc_vectors, "H200", sets[s].dir, sets[s].out, &v, err,
+		                      sizeof err);
+		if (rc == 1) {
+			gpu_report_note(&rep, "tc: SKIPPED %s->%s: %s", sets[s].in, sets[s].out, err);
+			printf("tc: SKIPPED %s->%s: %s\n", sets[s].in, sets[s].out, err);
+			continue;
+		}
+		if (rc) {
+			step_failed("tc", err);
+			continue;
+		}
+		const emu_format *in = fmt(sets[s].in), *out = fmt(sets[s].out), *f32 = fmt("fp32");
+		bool fp8 = in->bits == 8, acc16 = out->bits == 16;
+		size_t groups = (v.n + 7) / 8, M = 16 * groups, K = v.K;
+		uint16_t *A = calloc(M * K, sizeof *A), *B = calloc(8 * groups * K, sizeof *B);
+		uint32_t *C = calloc(M * 8 * groups, sizeof *C), *D = calloc(M * 8 * groups, sizeof *D);
+		emu_bits *ea = malloc(K * sizeof *ea), *eb = malloc(K * sizeof *eb);
+		emu_tc_model m;
+		emu_env rne = EMU_ENV_DEFAULT;
+		if (!A || !B || !C || !D || !ea || !eb) {
+			step_failed("tc", "out of memory");
+			goto next;
+		}
+		if (emu_tc_preset("h200", in, out, &m)) {
+			step_failed("tc", "no h200 preset for this pair");
+			goto next;
+		}
+		/* case i: row 16*(i/8) + i%8 of A, column i of B, C and D at that diagonal;
+		 * the tile's N is 8*groups, so group g's tile is (g, g) */
+		for (size_t i = 0; i < v.n; i++) {
+			size_t row = 16 * (i / 8) + i % 8, col = i;
+			for (size_t k = 0; k < K; k++) {
+				A[row * K + k] = enc_of(in, v.a[i * K + k]);
+				B[col * K + k] = enc_of(in, v.b[i * K + k]);
+			}
+			uint32_t c = fp8 ? 0 : v.c[i]; /* the FP8 vectors ran with C = 0 */
+			if (acc16)
+				c = emu_convert(out, f32, c, &rne).bits;
+			C[row * 8 * groups + col] = c;
+		}
+		if (gpu_dev_mma(gfmt(in), acc16, A, B, C, M, 8 * groups, K, 0, D, err, sizeof err)) {
+			step_failed("tc", err);
+			goto next;
+		}
+		gpu_cmp vs_model, vs_hw;
+		gpu_cmp_init(&vs_model, "tc", "mma.sync vs model h200", sets[s].in, sets[s].out, out,
+		             (gpu_tol){0, true});
+		gpu_cmp_init(&vs_hw, "tc", "mma.sync vs recorded H200", sets[s].in, sets[s].out, out,
+		             (gpu_tol){0, true});
+		for (size_t i = 0; i < v.n; i++) {
+			size_t row = 16 * (i / 8) + i % 8;
+			emu_bits got = D[row * 8 * groups + i];
+			for (size_t k = 0; k < K; k++) {
+				ea[k] = A[row * K + k];
+				eb[k] = B[i * K + k];
+			}
+			uint32_t c = fp8 ? 0 : v.c[i];
+			emu_bits want = emu_tc_dot(&m, in, out, ea, eb, K, c).bits;
+			gpu_cmp_one(&vs_model, i, i, got, want);
+			emu_bits hw = acc16 ? emu_convert(out, f32, v.d[i], &rne).bits : v.d[i];
+			gpu_cmp_one(&vs_hw, i, i, got, hw);
+		}
+		add_row(&vs_model);
+		add_row(&vs_hw);
+	next:
+		free(A);
+		free(B);
+		free(C);
+		free(D);
+		free(ea);
+		free(eb);
+		gpu_tcv_free(&v);
+	}
+}
+
+/* A random normal encoding of in with a small exponent (no overflow in K ≤ 4096 sums). */
+static uint16_t rnd_enc(const emu_format *in, uint64_t r)
+{
+	uint32_t e = (uint32_t)(in->bias - 3 + (int)((r >> 8) % 5));
+	uint32_t man = (uint32_t)(r >> 20) & in->man_mask;
+	uint32_t s = (r & 1) ? in->sign_mask : 0;
+	return (uint16_t)(s | (e << (in->p - 1)) | man);
+}
+
+/* D (M×N) of a GEMM against the Tensor Core model m, in natural K order. */
+static void cmp_gemm(gpu_cmp *row, const emu_tc_model *m, const emu_format *in,
+                     const emu_format *out, const uint16_t *A, const uint16_t *B, size_t M,
+                     size_t N, size_t K, const uint32_t *D, double scale)
+{
+	const emu_format *f32 = emu_format_by_name("fp32");
+#pragma omp parallel
+	{
+		gpu_cmp mine = blank(row);
+		emu_bits *ea = malloc(K * sizeof *ea), *eb = malloc(K * sizeof *eb);
+#pragma omp for schedule(dynamic, 4)
+		for (size_t ij = 0; ij < M * N; ij++) {
+			size_t i = ij / N, j = ij % N;
+			if (!ea || !eb)
+				continue;
+			for (size_t k = 0; k < K; k++) {
+				ea[k] = A[i * K + k];
+				eb[k] = B[j * K + k];
+			}
+			emu_bits w = emu_tc_dot(m, in, out, ea, eb, K, 0).bits;
+			if (scale != 1.0) /* a power of two: exact unless out of range */
+				w = emu_from_double(f32, emu_decode(f32, w) * scale,
+				                    &env_rne).bits;
+			gpu_cmp_one(&mine, ij, (uint64_t)i << 32 | j, D[ij], w);
+		}
+		free(ea);
+		free(eb);
+#pragma omp critical
+		gpu_cmp_merge(row, &mine);
+	}
+}
+
+/* ---- gemm: our mma.sync GEMM, known K order, with and without promotion ---- */
+static void step_gemm(const gpu_opts *o)
+{
+	static const struct {
+		const char *in, *out;
+		size_t K, promote;
+	} runs[] = {{"fp16", "fp32", 1024, 0},  {"fp16", "fp32", 1024, 128}, {"bf16", "fp32", 1024, 0},
+	            {"bf16", "fp32", 1024, 128}, {"fp16", "fp16", 256, 0},   {"e4m3", "fp32", 1024, 0},
+	            {"e4m3", "fp32", 1024, 128}, {"e5m2", "fp32", 1024, 0},  {"e5m2", "fp32", 1024, 128},
+	            {"e4m3", "fp16", 256, 0}};
+	const size_t M = 64, N = 64;
+	for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+		const emu_format *in = fmt(runs[r].in), *out = fmt(runs[r].out);
+		size_t K = runs[r].K;
+		uint16_t *A = malloc(M * K * sizeof *A), *B = malloc(N * K * sizeof *B);
+		uint32_t *C = calloc(M * N, sizeof *C), *D = malloc(M * N * sizeof *D);
+		emu_tc_model m;
+		char mode[48];
+		if (!A || !B || !C || !D) {
+			step_failed("gemm", "out of memory");
+			goto next;
+		}
+		for (size_t i = 0; i < M * K; i++)
+			A[i] = rnd_enc(in, rnd(o->seed, 100 + r, i));
+		for (size_t i = 0; i < N * K; i++)
+			B[i] = rnd_enc(in, rnd(o->seed, 200 + r, i));
+		if (emu_tc_preset("h200", in, out, &m)) {
+			step_failed("gemm", "no h200 preset");
+			goto next;
+		}
+		m.promote_every = runs[r].promote;
+		if (gpu_dev_mma(gfmt(in), out->bits == 16, A, B, C, M, N, K, runs[r].promote, D, err,
+		                sizeof err)) {
+			step_failed("gemm", err);
+			goto next;
+		}
+		snprintf(mode, sizeof mode, "->%s K=%zu promote=%zu", runs[r].out, K, runs[r].promote);
+		gpu_cmp row;
+		gpu_cmp_init(&row, "gemm", "mma.sync vs model h200", runs[r].in, mode, out,
+		             (gpu_tol){0, true});
+		cmp_gemm(&row, &m, in, out, A, B, M, N, K, D, 1.0);
+		add_row(&row);
+	next:
+		free(A);
+		free(B);
+		free(C);
+		free(D);
+	}
+}
+
+/* ---- gemmex: cuBLAS fp16 GEMM against the model in natural K order ---- */
+static void step_gemmex(const gpu_opts *o)
+{
+	const size_t M = 64, N = 64, K = 1024;
+	const emu_format *in = fmt("fp16");
+	uint16_t *A = malloc(M * K * sizeof *A), *B = malloc(N * K * sizeof *B);
+	uint32_t *D = malloc(M * N * sizeof *D);
+	if (!A || !B || !D) {
+		step_failed("gemmex", "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < M * K; i++)
+		A[i] = rnd_enc(in, rnd(o->seed, 300, i));
+	for (size_t i = 0; i < N * K; i++)
+		B[i] = rnd_enc(in, rnd(o->seed, 301, i));
+	for (int c16 = 0; c16 < 2; c16++) {
+		const emu_format *out = fmt(c16 ? "fp16" : "fp32");
+		emu_tc_model m;
+		if (gpu_dev_gemmex(c16, A, B, M, N, K, D, err, sizeof err)) {
+			step_failed("gemmex", err);
+			continue;
+		}
+		if (emu_tc_preset("h200", in, out, &m)) {
+			step_failed("gemmex", "no h200 preset");
+			continue;
+		}
+		gpu_cmp row;
+		gpu_cmp_init(&row, "gemmex", c16 ? "cublasGemmEx COMPUTE_16F" : "cublasGemmEx COMPUTE_32F",
+		             "fp16", "vs model h200, K order 0..K-1", out, (gpu_tol){0, true});
+		cmp_gemm(&row, &m, in, out, A, B, M, N, K, D, 1.0);
+		add_row(&row);
+	}
+	gpu_report_note(&rep, "gemmex: cuBLAS picks its own K order and split; a mismatch against "
+	                      "the natural order is a measurement, not an emulator error");
+out:
+	free(A);
+	free(B);
+	free(D);
+}
+
+/* ---- lt: cuBLASLt FP8 on inputs that reveal the promotion interval ----
+ * Row i of A holds one large value (2^8) at a row-dependent position and
+ * 2^-4 elsewhere; B's column j holds 2^-(j%4). Inside an FP8 chain that
+ * keeps 13 fraction bits below the largest exponent the small products
+ * after the large one are chopped away, but a chunk promoted to binary32
+ * before the large one arrives keeps them: which of them survive says where
+ * the promotions fell. Each candidate interval is one row of the report. */
+static void step_lt(const gpu_opts *o)
+{
+	const size_t M = 64, N = 16, K = 4096;
+	static const size_t cand[] = {0, 32, 64, 128, 256, 512, 1024};
+	const float sa = 1.0f, sb = 2.0f;
+	const emu_format *e4 = fmt("e4m3"), *f32 = fmt("fp32");
+	uint16_t *A = malloc(M * K * sizeof *A), *B = malloc(N * K * sizeof *B);
+	uint8_t *A8 = malloc(M * K), *B8 = malloc(N * K);
+	uint32_t *D = malloc(M * N * sizeof *D);
+	emu_env rne = EMU_ENV_DEFAULT;
+	(void)o;
+	if (!A || !B || !A8 || !B8 || !D) {
+		step_failed("lt", "out of memory");
+		goto out;
+	}
+	for (int bf = 0; bf < 2; bf++) {
+		const emu_format *bfmt = fmt(bf ? "e5m2" : "e4m3");
+		for (size_t i = 0; i < M; i++)
+			for (size_t k = 0; k < K; k++) {
+				bool big = k == (i * 97 + 13) % K;
+				A[i * K + k] = (uint16_t)emu_from_double(e4, big ? 256.0 : 0.0625, &rne).bits;
+				A8[i * K + k] = (uint8_t)A[i * K + k];
+			}
+		for (size_t j = 0; j < N; j++)
+			for (size_t k = 0; k < K; k++) {
+				B[j * K + k] = (uint16_t)emu_from_double(bfmt, ldexp(1.0, -(int)(j % 4)), &rne).bits;
+				B8[j * K + k] = (uint8_t)B[j * K + k];
+			}
+		for (int fast = 0; fast < 2; fast++) {
+			char kern[40];
+			snprintf(kern, sizeof kern, "cublasLt e4m3x%s FAST_ACCUM=%d", bf ? "e5m2" : "e4m3",
+			         fast);
+			if (gpu_dev_lt_fp8(bf ? GPU_E5M2 : GPU_E4M3, fast, A8, B8, M, N, K, sa, sb, D, err,
+			                   sizeof err)) {
+				step_failed("lt", err);
+				continue;
+			}
+			for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++) {
+				emu_tc_model m;
+				char mode[48];
+				/* the preset of the input pair: e4m3 stands for both FP8 formats */
+				if (emu_tc_preset("h200", e4, f32, &m)) {
+					step_failed("lt", "no h200 fp8 preset");
+					break;
+				}
+				m.promote_every = cand[c];
+				snprintf(mode, sizeof mode, "model promote=%zu", cand[c]);
+				gpu_cmp row;
+				gpu_cmp_init(&row, "lt", kern, bf ? "e4m3xe5m2" : "e4m3xe4m3", mode, f32,
+				             (gpu_tol){0, true});
+				/* mixed inputs: the model takes one input format; e5m2 B values here
+				 * (powers of two) are e4m3 values too, so B is re-encoded as e4m3 */
+				uint16_t *Bm = B;
+				uint16_t *tmp = NULL;
+				if (bf) {
+					tmp = malloc(N * K * sizeof *tmp);
+					if (!tmp)
+						break;
+					for (size_t x = 0; x < N * K; x++)
+						tmp[x] = (uint16_t)emu_convert(e4, bfmt, B[x], &rne).bits;
+					Bm = tmp;
+				}
+				cmp_gemm(&row, &m, e4, f32, A, Bm, M, N, K, D, (double)sa * sb);
+				free(tmp);
+				add_row(&row);
+			}
+		}
+	}
+	gpu_report_note(&rep, "lt: the candidate whose row is all identical is the promotion "
+	                      "interval cuBLASLt used for this shape (M %zu N %zu K %zu)",
+	                M, N, K);
+out:
+	free(A);
+	free(B);
+	free(A8);
+	free(B8);
+	free(D);
+}
+
+int main(int argc, char **argv)
+{
+	gpu_opts o;
+	char name[256];
+	if (gpu_parse_args(argc, argv, &o, err, sizeof err)) {
+		fprintf(stderr, "nanmap-gpu: %s\n", err);
+		return 2;
+	}
+	if (o.help) {
+		fputs(gpu_usage(), stdout);
+		return 0;
+	}
+	if (gpu_dev_init(name, sizeof name, err, sizeof err)) {
+		fprintf(stderr, "nanmap-gpu: no CUDA device (%s)\n", err);
+		return GPU_EXIT_SKIP;
+	}
+	if (mkdir(o.out_dir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "nanmap-gpu: cannot create %s: %s\n", o.out_dir, strerror(errno));
+		return 2;
+	}
+	gpu_report_init(&rep, o.out_dir, "nanmap-gpu");
+	gpu_report_note(&rep, "%s", name);
+	printf("nanmap-gpu: %s\n", name);
+	static void (*const steps[])(const gpu_opts *) = {step_conv, step_tables, step_arith,
+	                                                   step_tc,   step_gemm,   step_gemmex,
+	                                                   step_lt};
+	static const unsigned bits[] = {GPU_STEP_CONV, GPU_STEP_TABLES, GPU_STEP_ARITH, GPU_STEP_TC,
+	                                GPU_STEP_GEMM, GPU_STEP_GEMMEX, GPU_STEP_LT};
+	for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+		if (!(o.steps & bits[s]))
+			continue;
+		double t0 = now();
+		steps[s](&o);
+		gpu_report_note(&rep, "step %s: %.1f s", gpu_step_name(bits[s]), now() - t0);
+		flush_report();
+	}
+	gpu_report_free(&rep);
+	return failed_steps ? 1 : 0;
+}

@@ -95,6 +95,13 @@ void gpu_cmp_one(gpu_cmp *c, uint64_t index, uint64_t input, emu_bits got, emu_b
 /* Add the counts of from (same row) into into; the shown mismatches stay
  * the lowest indices, so the result does not depend on how work was split. */
 void gpu_cmp_merge(gpu_cmp *into, const gpu_cmp *from);
+/* A row with row's labels and rule and no counts (one per thread). */
+gpu_cmp gpu_cmp_blank(const gpu_cmp *row);
+/* The conversion comparison: GPU outputs got[i] for the binary32 inputs
+ * with bits (j0 + i)·stride mod 2^32, i < n, against the emulator's
+ * rounding of the same inputs under env; element index j0 + i. OpenMP. */
+void gpu_cmp_convert(gpu_cmp *row, const emu_format *f, const emu_env *env, uint64_t j0,
+                     uint64_t stride, size_t n, const uint16_t *got);
 /* Mismatches outside the tolerance. */
 uint64_t gpu_cmp_bad(const gpu_cmp *c);
 /* Distance in encodings between a and b along the number line (+0 and -0

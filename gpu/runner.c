@@ -4,11 +4,9 @@
  * (gpu_host.h), writing the report after every row so a run cut short keeps
  * what finished.
  *
- * Why the host comparison fits the time budget: a chunk of up to 2^28 GPU
- * outputs is compared by all cores at once (OpenMP), each thread rounding
- * its inputs with emu_round_array (the vectorised RNE loop; the other modes
- * take the scalar path) into private gpu_cmp rows merged in index order, so
- * the report is the same for any thread count.
+ * Every comparison loop runs on all cores (OpenMP) into private rows
+ * (gpu_cmp_blank) merged with gpu_cmp_merge, so the report is the same for
+ * any thread count.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -71,14 +69,6 @@ static void step_failed(const char *step, const char *what)
 	flush_report();
 }
 
-/* A thread's private copy of a row: same labels and rule, no counts yet. */
-static gpu_cmp blank(const gpu_cmp *row)
-{
-	gpu_cmp c;
-	gpu_cmp_init(&c, row->step, row->kernel, row->format, row->mode, row->f, row->tol);
-	return c;
-}
-
 /* Counter-based random 64 bits for (seed, stream, i): splitmix64. */
 static uint64_t rnd(uint64_t seed, uint64_t stream, uint64_t i)
 {
@@ -107,34 +97,6 @@ static const struct {
     {GPU_CV_E5M2_NOSAT, "e5m2", "rn,nosat", "__nv_cvt_float_to_fp8", EMU_RNE, false},
 };
 
-static void cmp_conv_chunk(gpu_cmp *row, const emu_format *f, const emu_env *env,
-                           uint64_t j0, uint64_t stride, size_t n, const uint16_t *got)
-{
-#pragma omp parallel
-	{
-		gpu_cmp mine = blank(row);
-		enum { B = 4096 };
-		double x[B];
-		emu_bits want[B];
-#pragma omp for schedule(dynamic, 16)
-		for (size_t b0 = 0; b0 < n; b0 += B) {
-			size_t m = n - b0 < B ? n - b0 : B;
-			for (size_t i = 0; i < m; i++) {
-				uint32_t bits = (uint32_t)((j0 + b0 + i) * stride);
-				float v;
-				memcpy(&v, &bits, sizeof v);
-				x[i] = v;
-			}
-			emu_round_array(f, x, want, m, env);
-			for (size_t i = 0; i < m; i++)
-				gpu_cmp_one(&mine, j0 + b0 + i, (uint32_t)((j0 + b0 + i) * stride),
-				            got[b0 + i], want[i]);
-		}
-#pragma omp critical
-		gpu_cmp_merge(row, &mine);
-	}
-}
-
 static void step_conv(const gpu_opts *o)
 {
 	uint64_t total = (UINT32_MAX / o->stride) + 1;
@@ -161,7 +123,7 @@ static void step_conv(const gpu_opts *o)
 				ok = false;
 				break;
 			}
-			cmp_conv_chunk(&row, f, &env, j0, o->stride, n, got);
+			gpu_cmp_convert(&row, f, &env, j0, o->stride, n, got);
 		}
 		if (!ok) {
 			char what[700];
@@ -231,7 +193,7 @@ static void step_arith(const gpu_opts *o)
 				}
 #pragma omp parallel
 				{
-					gpu_cmp mine = blank(&row);
+					gpu_cmp mine = gpu_cmp_blank(&row);
 					emu_env env = EMU_ENV_DEFAULT;
 #pragma omp for schedule(static)
 					for (size_t i = 0; i < n; i++) {
@@ -285,7 +247,7 @@ static void step_tables(const gpu_opts *o)
 			             (gpu_tol){1, true});
 #pragma omp parallel
 			{
-				gpu_cmp mine = blank(&row);
+				gpu_cmp mine = gpu_cmp_blank(&row);
 				emu_env env = EMU_ENV_DEFAULT;
 #pragma omp for schedule(static)
 				for (uint32_t x = 0; x < 65536; x++) {
@@ -469,7 +431,7 @@ static void cmp_gemm(gpu_cmp *row, const emu_tc_model *m, const emu_format *in,
 	const emu_format *f32 = emu_format_by_name("fp32");
 #pragma omp parallel
 	{
-		gpu_cmp mine = blank(row);
+		gpu_cmp mine = gpu_cmp_blank(row);
 		emu_bits *ea = malloc(K * sizeof *ea), *eb = malloc(K * sizeof *eb);
 #pragma omp for schedule(dynamic, 4)
 		for (size_t ij = 0; ij < M * N; ij++) {

@@ -25,6 +25,8 @@ GPU_HOST_SRC := $(sort $(wildcard gpu/host_*.c))
 GPU_HOST_OBJ := $(GPU_HOST_SRC:%.c=build/%.o)
 GPU_CU := $(sort $(wildcard gpu/*.cu))
 GPU_BIN := bin/nanmap-gpu
+# the runner against the emulator as a fake device: tests the runner without a GPU
+GPU_FAKE := build/gpu/nanmap-gpu-fake
 NVCC ?= /usr/local/cuda/bin/nvcc
 # sm_90a: the Hopper-only instructions; --fmad=false: no fused a*b+c in predicted kernels
 GPU_ARCH ?= -gencode arch=compute_90a,code=sm_90a
@@ -72,7 +74,7 @@ nanmap.pc: nanmap.pc.in Makefile
 
 # test: the Check suites (fast == MPFR, hardware oracles) and the CLI tests.
 test: deps
-	$(MAKE) --no-print-directory $(TESTBIN) $(BIN)
+	$(MAKE) --no-print-directory $(TESTBIN) $(BIN) $(GPU_FAKE)
 	$(TESTBIN)
 	sh tests/cli.sh
 	sh tests/cli_run.sh
@@ -103,6 +105,9 @@ fuzz:
 gpu:
 	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory $(GPU_BIN); \
 	else echo "gpu: nvcc not found at $(NVCC): install the CUDA toolkit or set NVCC="; exit 1; fi
+
+$(GPU_FAKE): build/gpu/runner.o build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
 build/gpu/%.cu.o: gpu/%.cu $(wildcard gpu/*.h)
 	@mkdir -p $(dir $@)

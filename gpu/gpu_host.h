@@ -42,6 +42,7 @@ typedef struct {
 	uint64_t stride;        /* --stride N: conversions visit 0, N, 2N, ... < 2^32 (1: all) */
 	uint64_t pairs;         /* --pairs N: sampled operand pairs per arithmetic op */
 	uint64_t seed;          /* --seed N: arithmetic samples and GEMM inputs */
+	bool quick;             /* --quick: 16-row GEMMs (self-tests on small machines) */
 	bool help;
 } gpu_opts;
 
@@ -72,7 +73,7 @@ typedef struct {
 } gpu_miss;
 
 typedef struct {
-	char step[16], kernel[40], format[24], mode[24];
+	char step[16], kernel[40], format[24], mode[40];
 	const emu_format *f; /* the output format */
 	gpu_tol tol;
 	uint64_t compared;

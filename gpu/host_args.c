@@ -23,13 +23,15 @@ const char *gpu_step_name(unsigned step)
 const char *gpu_usage(void)
 {
 	return "usage: nanmap-gpu [--out DIR] [--only STEP,...] [--tc-vectors DIR]\n"
-	       "                  [--chunk-log2 N] [--stride N] [--pairs N] [--seed N]\n"
+	       "                  [--chunk-log2 N] [--stride N] [--pairs N] [--seed N] [--quick]\n"
 	       "Runs the CUDA counterparts on the first GPU and compares every output with\n"
 	       "the emulator bit for bit; writes DIR/nanmap-gpu.{csv,md}, -miss.csv and\n"
 	       "DIR/gpu-tables.txt. Steps: conv arith tables tc gemm gemmex lt (default all).\n"
 	       "--tc-vectors (or NANMAP_TC_VECTORS): the Tensor Core hardware vectors.\n"
-	       "Exit 0 when everything ran, 1 when a step failed or mismatched, 2 on bad\n"
-	       "arguments, 77 when no CUDA device is present.\n";
+	       "--stride N: every N-th binary32 input only; --pairs N: operand pairs per\n"
+	       "arithmetic op (2^32: all pairs for add and mul); --quick: 16-row GEMMs.\n"
+	       "Exit 0 when every step ran (mismatches are findings, in the report), 1 when\n"
+	       "a step failed, 2 on bad arguments, 77 when no CUDA device is usable.\n";
 }
 
 /* A whole-token unsigned number (decimal or 0x hex) in [lo, hi]. */
@@ -83,6 +85,10 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 		const char *a = argv[i];
 		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
 			o->help = true;
+			continue;
+		}
+		if (strcmp(a, "--quick") == 0) {
+			o->quick = true;
 			continue;
 		}
 		static const char *const with_value[] = {"--out", "--only", "--tc-vectors", "--chunk-log2",

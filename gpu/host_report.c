@@ -125,11 +125,29 @@ static void put_nans(sbuf *b, const gpu_cmp *c)
 		sb_printf(b, ";other:%" PRIu64, c->nan_other);
 }
 
+/* A label as one CSV field: commas would shift the columns, so they become ';'. */
+static const char *field(const char *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", s);
+	for (char *p = buf; *p; p++)
+		if (*p == ',' || *p == '\n')
+			*p = ';';
+	return buf;
+}
+
+static void put_labels(sbuf *b, const gpu_cmp *c)
+{
+	char f[4][48];
+	sb_printf(b, "%s,%s,%s,%s,", field(c->step, f[0], sizeof f[0]),
+	          field(c->kernel, f[1], sizeof f[1]), field(c->format, f[2], sizeof f[2]),
+	          field(c->mode, f[3], sizeof f[3]));
+}
+
 static void put_csv_row(sbuf *b, const gpu_cmp *c)
 {
-	sb_printf(b, "%s,%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu32 ",%" PRIu64 ",",
-	          c->step, c->kernel, c->format, c->mode, c->compared, c->identical, c->nan_equal,
-	          c->within, c->tol.ulp, gpu_cmp_bad(c));
+	put_labels(b, c);
+	sb_printf(b, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu32 ",%" PRIu64 ",",
+	          c->compared, c->identical, c->nan_equal, c->within, c->tol.ulp, gpu_cmp_bad(c));
 	put_ulp(b, c->max_ulp);
 	sb_printf(b, ",");
 	put_nans(b, c);
@@ -168,9 +186,9 @@ int gpu_report_write(const gpu_report *r, char *err, size_t len)
 		sb_printf(&md, " | %s |\n", verdict(c));
 		for (int j = 0; j < c->nshow; j++) {
 			const gpu_miss *m = &c->show[j];
-			sb_printf(&miss, "%s,%s,%s,%s,%" PRIu64 ",0x%" PRIx64 ",0x%" PRIx32 ",0x%" PRIx32 ",",
-			          c->step, c->kernel, c->format, c->mode, m->index, m->input, m->got,
-			          m->want);
+			put_labels(&miss, c);
+			sb_printf(&miss, "%" PRIu64 ",0x%" PRIx64 ",0x%" PRIx32 ",0x%" PRIx32 ",", m->index,
+			          m->input, m->got, m->want);
 			put_ulp(&miss, m->ulp);
 			sb_printf(&miss, "\n");
 		}

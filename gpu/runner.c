@@ -87,14 +87,14 @@ static const struct {
 } conv_rows[] = {
     {GPU_CV_F16_RN, "fp16", "rn", "__float2half_rn", EMU_RNE, false},
     {GPU_CV_F16_RZ, "fp16", "rz", "__float2half_rz", EMU_RTZ, false},
-    {GPU_CV_F16_RN_SAT, "fp16", "rn,satfinite", "cvt.rn.satfinite.f16", EMU_RNE, true},
+    {GPU_CV_F16_RN_SAT, "fp16", "rn-satfinite", "cvt.rn.satfinite.f16", EMU_RNE, true},
     {GPU_CV_BF16_RN, "bf16", "rn", "__float2bfloat16_rn", EMU_RNE, false},
     {GPU_CV_BF16_RZ, "bf16", "rz", "__float2bfloat16_rz", EMU_RTZ, false},
-    {GPU_CV_BF16_RN_SAT, "bf16", "rn,satfinite", "cvt.rn.satfinite.bf16", EMU_RNE, true},
-    {GPU_CV_E4M3_SAT, "e4m3", "rn,satfinite", "__nv_cvt_float_to_fp8", EMU_RNE, true},
-    {GPU_CV_E4M3_NOSAT, "e4m3", "rn,nosat", "__nv_cvt_float_to_fp8", EMU_RNE, false},
-    {GPU_CV_E5M2_SAT, "e5m2", "rn,satfinite", "__nv_cvt_float_to_fp8", EMU_RNE, true},
-    {GPU_CV_E5M2_NOSAT, "e5m2", "rn,nosat", "__nv_cvt_float_to_fp8", EMU_RNE, false},
+    {GPU_CV_BF16_RN_SAT, "bf16", "rn-satfinite", "cvt.rn.satfinite.bf16", EMU_RNE, true},
+    {GPU_CV_E4M3_SAT, "e4m3", "rn-satfinite", "__nv_cvt_float_to_fp8", EMU_RNE, true},
+    {GPU_CV_E4M3_NOSAT, "e4m3", "rn-nosat", "__nv_cvt_float_to_fp8", EMU_RNE, false},
+    {GPU_CV_E5M2_SAT, "e5m2", "rn-satfinite", "__nv_cvt_float_to_fp8", EMU_RNE, true},
+    {GPU_CV_E5M2_NOSAT, "e5m2", "rn-nosat", "__nv_cvt_float_to_fp8", EMU_RNE, false},
 };
 
 static void step_conv(const gpu_opts *o)
@@ -175,7 +175,7 @@ static void step_arith(const gpu_opts *o)
 		for (int op = 0; op < 3; op++) {
 			gpu_cmp row;
 			gpu_cmp_init(&row, "arith", onames[op], fnames[g],
-			             all && op < 2 ? "rn,all pairs" : "rn,sampled", f, (gpu_tol){0, true});
+			             all && op < 2 ? "rn-allpairs" : "rn-sampled", f, (gpu_tol){0, true});
 			bool ok = true;
 			for (uint64_t j0 = 0; j0 < o->pairs && ok; j0 += chunk) {
 				size_t n = o->pairs - j0 < chunk ? (size_t)(o->pairs - j0) : chunk;
@@ -357,7 +357,6 @@ static void step_tc(const gpu_opts *o)
 		uint32_t *C = calloc(M * 8 * groups, sizeof *C), *D = calloc(M * 8 * groups, sizeof *D);
 		emu_bits *ea = malloc(K * sizeof *ea), *eb = malloc(K * sizeof *eb);
 		emu_tc_model m;
-		emu_env rne = EMU_ENV_DEFAULT;
 		if (!A || !B || !C || !D || !ea || !eb) {
 			step_failed("tc", "out of memory");
 			goto next;
@@ -376,7 +375,7 @@ static void step_tc(const gpu_opts *o)
 			}
 			uint32_t c = fp8 ? 0 : v.c[i]; /* the FP8 vectors ran with C = 0 */
 			if (acc16)
-				c = emu_convert(out, f32, c, &rne).bits;
+				c = emu_convert(out, f32, c, &env_rne).bits;
 			C[row * 8 * groups + col] = c;
 		}
 		if (gpu_dev_mma(gfmt(in), acc16, A, B, C, M, 8 * groups, K, 0, D, err, sizeof err)) {
@@ -398,7 +397,7 @@ static void step_tc(const gpu_opts *o)
 			uint32_t c = fp8 ? 0 : v.c[i];
 			emu_bits want = emu_tc_dot(&m, in, out, ea, eb, K, c).bits;
 			gpu_cmp_one(&vs_model, i, i, got, want);
-			emu_bits hw = acc16 ? emu_convert(out, f32, v.d[i], &rne).bits : v.d[i];
+			emu_bits hw = acc16 ? emu_convert(out, f32, v.d[i], &env_rne).bits : v.d[i];
 			gpu_cmp_one(&vs_hw, i, i, got, hw);
 		}
 		add_row(&vs_model);
@@ -465,7 +464,7 @@ static void step_gemm(const gpu_opts *o)
 	            {"bf16", "fp32", 1024, 128}, {"fp16", "fp16", 256, 0},   {"e4m3", "fp32", 1024, 0},
 	            {"e4m3", "fp32", 1024, 128}, {"e5m2", "fp32", 1024, 0},  {"e5m2", "fp32", 1024, 128},
 	            {"e4m3", "fp16", 256, 0}};
-	const size_t M = 64, N = 64;
+	const size_t M = o->quick ? 16 : 64, N = M;
 	for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
 		const emu_format *in = fmt(runs[r].in), *out = fmt(runs[r].out);
 		size_t K = runs[r].K;
@@ -508,7 +507,7 @@ static void step_gemm(const gpu_opts *o)
 /* ---- gemmex: cuBLAS fp16 GEMM against the model in natural K order ---- */
 static void step_gemmex(const gpu_opts *o)
 {
-	const size_t M = 64, N = 64, K = 1024;
+	const size_t M = o->quick ? 16 : 64, N = M, K = 1024;
 	const emu_format *in = fmt("fp16");
 	uint16_t *A = malloc(M * K * sizeof *A), *B = malloc(N * K * sizeof *B);
 	uint32_t *D = malloc(M * N * sizeof *D);
@@ -533,7 +532,7 @@ static void step_gemmex(const gpu_opts *o)
 		}
 		gpu_cmp row;
 		gpu_cmp_init(&row, "gemmex", c16 ? "cublasGemmEx COMPUTE_16F" : "cublasGemmEx COMPUTE_32F",
-		             "fp16", "vs model h200, K order 0..K-1", out, (gpu_tol){0, true});
+		             "fp16", "vs model h200 K order 0..K-1", out, (gpu_tol){0, true});
 		cmp_gemm(&row, &m, in, out, A, B, M, N, K, D, 1.0);
 		add_row(&row);
 	}
@@ -546,23 +545,24 @@ out:
 }
 
 /* ---- lt: cuBLASLt FP8 on inputs that reveal the promotion interval ----
- * Row i of A holds one large value (2^8) at a row-dependent position and
- * 2^-4 elsewhere; B's column j holds 2^-(j%4). Inside an FP8 chain that
- * keeps 13 fraction bits below the largest exponent the small products
- * after the large one are chopped away, but a chunk promoted to binary32
- * before the large one arrives keeps them: which of them survive says where
- * the promotions fell. Each candidate interval is one row of the report. */
+ * Row i of A holds one large value (448, the largest e4m3) at a
+ * row-dependent position and 2^-6 elsewhere; B's column j holds 2^-(j%4).
+ * The ratio, about 2^14.8, exceeds the 13 fraction bits an FP8 chain keeps
+ * below its largest exponent, so every small product that meets the large
+ * one in a chain is chopped away, while chunks promoted to binary32 apart
+ * from it keep theirs: how much survives says where the promotions fell.
+ * The positions (97·i + 13 mod K) fall at different offsets inside every
+ * candidate interval, so the candidates give different sums. Each candidate
+ * is one row of the report. */
 static void step_lt(const gpu_opts *o)
 {
-	const size_t M = 64, N = 16, K = 4096;
+	const size_t M = o->quick ? 16 : 64, N = 16, K = 4096;
 	static const size_t cand[] = {0, 32, 64, 128, 256, 512, 1024};
 	const float sa = 1.0f, sb = 2.0f;
 	const emu_format *e4 = fmt("e4m3"), *f32 = fmt("fp32");
 	uint16_t *A = malloc(M * K * sizeof *A), *B = malloc(N * K * sizeof *B);
 	uint8_t *A8 = malloc(M * K), *B8 = malloc(N * K);
 	uint32_t *D = malloc(M * N * sizeof *D);
-	emu_env rne = EMU_ENV_DEFAULT;
-	(void)o;
 	if (!A || !B || !A8 || !B8 || !D) {
 		step_failed("lt", "out of memory");
 		goto out;
@@ -572,12 +572,12 @@ static void step_lt(const gpu_opts *o)
 		for (size_t i = 0; i < M; i++)
 			for (size_t k = 0; k < K; k++) {
 				bool big = k == (i * 97 + 13) % K;
-				A[i * K + k] = (uint16_t)emu_from_double(e4, big ? 256.0 : 0.0625, &rne).bits;
+				A[i * K + k] = (uint16_t)emu_from_double(e4, big ? 448.0 : 0x1p-6, &env_rne).bits;
 				A8[i * K + k] = (uint8_t)A[i * K + k];
 			}
 		for (size_t j = 0; j < N; j++)
 			for (size_t k = 0; k < K; k++) {
-				B[j * K + k] = (uint16_t)emu_from_double(bfmt, ldexp(1.0, -(int)(j % 4)), &rne).bits;
+				B[j * K + k] = (uint16_t)emu_from_double(bfmt, ldexp(1.0, -(int)(j % 4)), &env_rne).bits;
 				B8[j * K + k] = (uint8_t)B[j * K + k];
 			}
 		for (int fast = 0; fast < 2; fast++) {
@@ -611,7 +611,7 @@ static void step_lt(const gpu_opts *o)
 					if (!tmp)
 						break;
 					for (size_t x = 0; x < N * K; x++)
-						tmp[x] = (uint16_t)emu_convert(e4, bfmt, B[x], &rne).bits;
+						tmp[x] = (uint16_t)emu_convert(e4, bfmt, B[x], &env_rne).bits;
 					Bm = tmp;
 				}
 				cmp_gemm(&row, &m, e4, f32, A, Bm, M, N, K, D, (double)sa * sb);

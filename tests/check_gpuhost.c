@@ -304,12 +304,14 @@ START_TEST(test_args)
 		ck_assert_msg(o.steps == rows[i].steps, "row %zu: steps 0x%x", i, o.steps);
 		ck_assert_uint_eq(o.stride, rows[i].stride);
 		ck_assert_ptr_null(o.tc_vectors);
+		ck_assert(!o.quick && !o.help);
 	}
 	const char *full[] = {"x", "--out", "o", "--tc-vectors", "v", "--chunk-log2", "20",
-	                      "--pairs", "4294967296", "--seed", "7", "-h"};
+	                      "--pairs", "4294967296", "--seed", "7", "-h", "--quick"};
 	gpu_opts o;
 	char err[256];
-	ck_assert_int_eq(gpu_parse_args(12, (char *const *)full, &o, err, sizeof err), 0);
+	ck_assert_int_eq(gpu_parse_args(13, (char *const *)full, &o, err, sizeof err), 0);
+	ck_assert(o.quick);
 	ck_assert_str_eq(o.out_dir, "o");
 	ck_assert_str_eq(o.tc_vectors, "v");
 	ck_assert_int_eq(o.chunk_log2, 20);

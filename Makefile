@@ -54,7 +54,7 @@ deps:
 	  (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >/dev/null || exit 1; \
 	else echo "deps: missing Debian packages:$$missing (run: sudo apt-get install$$missing)"; exit 1; fi
 
-build/%.o: %.c $(wildcard emu/*.h harness/*.h tests/*.h gpu/*.h)
+build/%.o: %.c $(wildcard emu/*.h harness/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(NM_CFLAGS) -c $< -o $@
 
@@ -105,6 +105,13 @@ fuzz:
 gpu:
 	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory $(GPU_BIN); \
 	else echo "gpu: nvcc not found at $(NVCC): install the CUDA toolkit or set NVCC="; exit 1; fi
+
+# gpu/ headers concern only gpu/ and its test: no rebuild of the library when they change
+build/gpu/%.o: gpu/%.c $(wildcard emu/*.h gpu/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(NM_CFLAGS) -c $< -o $@
+
+build/tests/check_gpuhost.o: $(wildcard gpu/*.h)
 
 $(GPU_FAKE): build/gpu/runner.o build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)

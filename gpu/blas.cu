@@ -73,14 +73,14 @@ out:
 
 extern "C" int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t *B,
                               size_t M, size_t N, size_t K, float scale_a, float scale_b,
-                              uint32_t *D, char *err, size_t len)
+                              uint32_t *D, int *splitk, char *err, size_t len)
 {
 	cublasLtHandle_t lt = NULL;
 	cublasLtMatmulDesc_t op = NULL;
 	cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
 	cublasLtMatmulPreference_t pref = NULL;
-	cublasLtMatmulHeuristicResult_t heur;
-	int nres = 0;
+	cublasLtMatmulHeuristicResult_t heur[8];
+	int nres = 0, pick = -1;
 	uint8_t *dA = NULL, *dB = NULL;
 	float *dD = NULL, *dS = NULL, scales[2] = {scale_a, scale_b}, alpha = 1.0f, beta = 0.0f;
 	uint32_t *cm = NULL;
@@ -117,13 +117,29 @@ extern "C" int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, co
 	GPU_CKB(cublasLtMatmulPreferenceCreate(&pref));
 	GPU_CKB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
 	                                             &wsz, sizeof wsz));
-	GPU_CKB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 1, &heur, &nres));
-	if (nres == 0) {
+	GPU_CKB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 8, heur, &nres));
+	/* the first algorithm that does not split K: a split changes the K order
+	 * and would hide the promotion interval; else the first one (reported) */
+	*splitk = 0;
+	for (int i = 0; i < nres; i++) {
+		int32_t sk = 1;
+		size_t w = 0;
+		if (heur[i].state != CUBLAS_STATUS_SUCCESS)
+			continue;
+		if (cublasLtMatmulAlgoConfigGetAttribute(&heur[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+		                                         &sk, sizeof sk, &w) != CUBLAS_STATUS_SUCCESS)
+			sk = 0; /* unknown */
+		if (pick < 0 || (*splitk != 1 && sk == 1)) {
+			pick = i;
+			*splitk = sk;
+		}
+	}
+	if (pick < 0) {
 		snprintf(err, len, "cuBLASLt: no FP8 algorithm for M %zu N %zu K %zu", M, N, K);
 		goto out;
 	}
-	GPU_CKB(cublasLtMatmul(lt, op, &alpha, dA, la, dB, lb, &beta, dD, ld, dD, ld, &heur.algo, ws,
-	                       wsz, 0));
+	GPU_CKB(cublasLtMatmul(lt, op, &alpha, dA, la, dB, lb, &beta, dD, ld, dD, ld, &heur[pick].algo,
+	                       ws, wsz, 0));
 	GPU_CK(cudaDeviceSynchronize());
 	cm = (uint32_t *)malloc(M * N * 4);
 	if (!cm) {

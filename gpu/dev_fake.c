@@ -160,12 +160,13 @@ int gpu_dev_gemmex(int compute16, const uint16_t *A, const uint16_t *B, size_t M
  * DeepSeek-V3 figure), or none with FAST_ACCUM; B re-encoded in e4m3, as the
  * runner's model does (its test values are powers of two). */
 int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t *B, size_t M,
-                   size_t N, size_t K, float scale_a, float scale_b, uint32_t *D, char *err,
-                   size_t len)
+                   size_t N, size_t K, float scale_a, float scale_b, uint32_t *D, int *splitk,
+                   char *err, size_t len)
 {
 	const emu_format *e4 = fmt_of(GPU_E4M3), *bf = fmt_of(bfmt);
 	uint16_t *a = malloc(M * K * sizeof *a), *b = malloc(N * K * sizeof *b);
 	int rc = -1;
+	*splitk = 1;
 	if (!a || !b) {
 		snprintf(err, len, "fake: out of memory");
 		goto out;

@@ -74,10 +74,12 @@ int gpu_dev_gemmex(int compute16, const uint16_t *A, const uint16_t *B, size_t M
 
 /* cuBLASLt FP8: A e4m3 (M×K row-major), B e4m3 or e5m2 (N×K), fp32 D (M×N
  * row-major) = scale_a·scale_b·(A·B); fast_accum sets
- * CUBLASLT_MATMUL_DESC_FAST_ACCUM. M, N, K multiples of 16. */
+ * CUBLASLT_MATMUL_DESC_FAST_ACCUM. M, N, K multiples of 16. Of the
+ * heuristic's algorithms the first that does not split K is used; *splitk
+ * gets its CUBLASLT_ALGO_CONFIG_SPLITK_NUM (1: no split; 0: unknown). */
 int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t *B, size_t M,
-                   size_t N, size_t K, float scale_a, float scale_b, uint32_t *D, char *err,
-                   size_t len);
+                   size_t N, size_t K, float scale_a, float scale_b, uint32_t *D, int *splitk,
+                   char *err, size_t len);
 
 #ifdef __cplusplus
 }

@@ -584,11 +584,14 @@ static void step_lt(const gpu_opts *o)
 			char kern[40];
 			snprintf(kern, sizeof kern, "cublasLt e4m3x%s FAST_ACCUM=%d", bf ? "e5m2" : "e4m3",
 			         fast);
-			if (gpu_dev_lt_fp8(bf ? GPU_E5M2 : GPU_E4M3, fast, A8, B8, M, N, K, sa, sb, D, err,
-			                   sizeof err)) {
+			int splitk = 0;
+			if (gpu_dev_lt_fp8(bf ? GPU_E5M2 : GPU_E4M3, fast, A8, B8, M, N, K, sa, sb, D, &splitk,
+			                   err, sizeof err)) {
 				step_failed("lt", err);
 				continue;
 			}
+			gpu_report_note(&rep, "lt %s: cuBLASLt algorithm with SPLITK_NUM %d%s", kern, splitk,
+			                splitk == 1 ? "" : " (K is split or unknown: no candidate may match)");
 			for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++) {
 				emu_tc_model m;
 				char mode[48];

@@ -16,7 +16,10 @@
 # from TC_VECTORS, else $NANMAP_TC_VECTORS, else ../shared/data/tensor-core-vectors;
 # the tc step is skipped, saying so, when none is there.
 # Environment: NANMAP_GPU_BUDGET (seconds for everything, default 450),
-# NVCC (default /usr/local/cuda/bin/nvcc), JOBS (make -j, default: all CPUs).
+# NVCC (default /usr/local/cuda/bin/nvcc), JOBS (make -j, default: all CPUs),
+# NANMAP_GPU_BIN (the runner, default bin/nanmap-gpu; the fake device's
+# build/gpu/nanmap-gpu-fake rehearses this script without a GPU) and
+# NANMAP_GPU_ARGS (more options for every step, e.g. --quick).
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
@@ -25,6 +28,8 @@ TCV=${2:-${NANMAP_TC_VECTORS:-../shared/data/tensor-core-vectors}}
 BUDGET=${NANMAP_GPU_BUDGET:-450}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
+RUNNER=${NANMAP_GPU_BIN:-bin/nanmap-gpu}
+MORE=${NANMAP_GPU_ARGS:-}
 mkdir -p "$OUT" || exit 1
 OUT=$(cd "$OUT" && pwd) || exit 1
 PARTS=$(mktemp -d "${TMPDIR:-/tmp}/nanmap-gpu-parts.XXXXXX") || exit 1
@@ -113,11 +118,13 @@ assemble
 
 # ---- build ----
 t=$(date +%s)
-log "== build (make gpu, -j$JOBS)"
-if limit 240 make -j"$JOBS" NVCC="$NVCC" gpu >>"$LOG" 2>&1; then
-	status build ok $(($(date +%s) - t)) "make gpu"
-elif [ -x bin/nanmap-gpu ]; then
-	status build FAILED $(($(date +%s) - t)) "make gpu failed (see check.log); using the bin/nanmap-gpu already there"
+target=gpu
+[ "$RUNNER" = bin/nanmap-gpu ] || target=$RUNNER
+log "== build (make $target, -j$JOBS)"
+if limit 240 make -j"$JOBS" NVCC="$NVCC" "$target" >>"$LOG" 2>&1; then
+	status build ok $(($(date +%s) - t)) "make $target"
+elif [ -x "$RUNNER" ]; then
+	status build FAILED $(($(date +%s) - t)) "make $target failed (see check.log); using the $RUNNER already there"
 else
 	status build FAILED $(($(date +%s) - t)) "make gpu failed; nothing can run (see check.log: $(tail -n 1 "$LOG" | tr '|' '/' | cut -c1-160))"
 	log "check.sh: report in $OUT/gpu-report.md"
@@ -150,7 +157,7 @@ for spec in tables:40 tc:40 gemm:60 lt:60 gemmex:30 arith:60 conv:300; do
 	t=$(date +%s)
 	rc=0
 	# shellcheck disable=SC2086
-	limit "$max" bin/nanmap-gpu --out "$PARTS/step-$step" --only "$step" $TCARG $extra >>"$LOG" 2>&1 || rc=$?
+	limit "$max" "$RUNNER" --out "$PARTS/step-$step" --only "$step" $TCARG $extra $MORE >>"$LOG" 2>&1 || rc=$?
 	dt=$(($(date +%s) - t))
 	case $rc in
 	0) status "$step" ok "$dt" "" ;;

@@ -50,12 +50,17 @@ static void flush_report(void)
 		fprintf(stderr, "nanmap-gpu: %s\n", e);
 }
 
-static void add_row(const gpu_cmp *c)
+static void print_row(const gpu_cmp *c)
 {
 	printf("%-6s %-28s %-10s %-22s compared %12" PRIu64 " identical %12" PRIu64
 	       " bad %10" PRIu64 "\n",
 	       c->step, c->kernel, c->format, c->mode, c->compared, c->identical, gpu_cmp_bad(c));
 	fflush(stdout);
+}
+
+static void add_row(const gpu_cmp *c)
+{
+	print_row(c);
 	if (gpu_report_add(&rep, c))
 		fprintf(stderr, "nanmap-gpu: out of memory for the report\n");
 	flush_report();
@@ -116,6 +121,11 @@ static void step_conv(const gpu_opts *o)
 		             (gpu_tol){0, true});
 		double t0 = now();
 		bool ok = true;
+		/* the row goes into the report at once and is rewritten after every
+		 * chunk: a run stopped by its time limit keeps the inputs it compared */
+		size_t idx = rep.nrows;
+		if (gpu_report_add(&rep, &row))
+			idx = SIZE_MAX;
 		for (uint64_t j0 = 0; j0 < total && ok; j0 += chunk) {
 			size_t n = total - j0 < chunk ? (size_t)(total - j0) : chunk;
 			if (gpu_dev_convert(conv_rows[r].kind, j0 * o->stride, o->stride, n, got, err,
@@ -124,14 +134,19 @@ static void step_conv(const gpu_opts *o)
 				break;
 			}
 			gpu_cmp_convert(&row, f, &env, j0, o->stride, n, got);
+			if (idx != SIZE_MAX) {
+				rep.rows[idx] = row;
+				flush_report();
+			}
 		}
 		if (!ok) {
 			char what[700];
-			snprintf(what, sizeof what, "%s %s: %s", conv_rows[r].fmt, conv_rows[r].mode, err);
+			snprintf(what, sizeof what, "%s %s: %s (the row holds the inputs compared before)",
+			         conv_rows[r].fmt, conv_rows[r].mode, err);
 			step_failed("conv", what);
 			continue;
 		}
-		add_row(&row);
+		print_row(&row);
 		gpu_report_note(&rep, "conv %s %s: %" PRIu64 " inputs (stride %" PRIu64 ") in %.1f s",
 		                conv_rows[r].fmt, conv_rows[r].mode, total, o->stride, now() - t0);
 	}

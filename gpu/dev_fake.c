@@ -182,3 +182,86 @@ out:
 	free(b);
 	return rc;
 }
+
+/* softmax_ce: gpu/kern.cu's k_softmax_rows and k_softmax_mean line by line,
+ * each GPU instruction replaced by the emulator's correctly rounded
+ * operation of the same format. The emulator's own kernel (emu/softmax.c)
+ * must then give the same bits: that proves the CUDA code keeps the
+ * emulator's order of operations, which no GPU is needed for. */
+static const emu_format *kf(int f)
+{
+	return emu_format_by_name(f == GPU_K_F16 ? "fp16" : f == GPU_K_BF16 ? "bf16" : "fp32");
+}
+
+static double rnd(int f, double x)
+{
+	return emu_decode(kf(f), emu_from_double(kf(f), x, &rne).bits);
+}
+
+static double f_op(int f, emu_op op, double a, double b)
+{
+	const emu_format *F = kf(f);
+	emu_bits args[2] = {emu_encode(F, a), emu_encode(F, b)};
+	return emu_decode(F, emu_apply(op, F, NULL, args, &rne).bits);
+}
+
+#define F_ADD(f, a, b) f_op(f, EMU_OP_ADD, a, b)
+#define F_SUB(f, a, b) f_op(f, EMU_OP_SUB, a, b)
+#define F_DIV(f, a, b) f_op(f, EMU_OP_DIV, a, b)
+#define F_EXP(f, a) f_op(f, EMU_OP_EXP, a, 0)
+#define F_LOG(f, a) f_op(f, EMU_OP_LOG, a, 0)
+#define F_MAX(f, a, b) f_op(f, EMU_OP_MAX, a, b)
+
+int gpu_dev_softmax(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, size_t R,
+                    size_t N, float *grad, float *loss, char *err, size_t len)
+{
+	double *la_acc = malloc(R * sizeof *la_acc);
+	if (!la_acc) {
+		snprintf(err, len, "fake: out of memory");
+		return -1;
+	}
+	for (size_t r = 0; r < R; r++) {
+		const float *x = X + r * N;
+		size_t y = r % N;
+		double Rc = rnd(C, (double)R), m = 0.0, s = 0.0, ls, la;
+#define XC(j) rnd(C, x[j])
+		if (v >= 1) {
+			m = XC(0);
+			for (size_t j = 1; j < N; j++)
+				m = F_MAX(C, m, XC(j));
+		}
+		for (size_t j = 0; j < N; j++) {
+			double e = v >= 1 ? F_EXP(C, F_SUB(C, XC(j), m)) : F_EXP(C, XC(j));
+			s = F_ADD(A, s, rnd(A, e));
+		}
+		s = rnd(C, s);
+		ls = F_LOG(C, s);
+		if (v == 0) {
+			la = F_SUB(C, ls, XC(y));
+		} else if (v == 1) {
+			la = F_SUB(C, ls, F_SUB(C, XC(y), m));
+		} else {
+			ls = F_ADD(C, m, ls);
+			la = F_SUB(C, ls, XC(y));
+		}
+		la_acc[r] = rnd(A, la);
+		for (size_t j = 0; j < N; j++) {
+			double g;
+			if (v == 2)
+				g = F_EXP(C, F_SUB(C, XC(j), ls));
+			else
+				g = F_DIV(C, v >= 1 ? F_EXP(C, F_SUB(C, XC(j), m)) : F_EXP(C, XC(j)), s);
+			if (j == y)
+				g = F_SUB(C, g, 1.0);
+			g = F_DIV(C, g, Rc);
+			grad[r * N + j] = (float)rnd(S, g);
+		}
+#undef XC
+	}
+	double sum = 0.0;
+	for (size_t r = 0; r < R; r++)
+		sum = F_ADD(A, sum, la_acc[r]);
+	*loss = (float)F_DIV(A, sum, rnd(A, (double)R));
+	free(la_acc);
+	return 0;
+}

@@ -81,6 +81,20 @@ int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t
                    size_t N, size_t K, float scale_a, float scale_b, uint32_t *D, int *splitk,
                    char *err, size_t len);
 
+/*
+ * softmax_ce (emu/softmax.c) in the emulator's exact order of operations,
+ * one thread per row: variant 0 naive, 1 maxsub, 2 lse; S, C, A the
+ * storage, compute and accumulator formats. x holds the inputs already
+ * stored in S (as floats, exact); grad gets the stored gradient (values of
+ * S), loss the mean loss (a value of A). Each operation is the one
+ * instruction of its format (__hadd_rn, __hsub_rn, __hdiv, hexp, hlog in
+ * fp16/bf16; __fadd_rn, __fsub_rn, __fdiv_rn, expf, logf in fp32), so only
+ * exp and log may differ from the emulator's correctly rounded ones.
+ */
+typedef enum { GPU_K_F32 = 0, GPU_K_F16, GPU_K_BF16 } gpu_kfmt;
+int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, size_t R,
+                    size_t N, float *grad, float *loss, char *err, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,7 +31,8 @@ enum {
 	GPU_STEP_GEMM = 1u << 4,   /* own mma.sync GEMM, known K order, with/without promotion */
 	GPU_STEP_GEMMEX = 1u << 5, /* cublasGemmEx fp16 in, 16F and 32F compute */
 	GPU_STEP_LT = 1u << 6,     /* cuBLASLt FP8, FAST_ACCUM 0/1: the promotion interval */
-	GPU_STEP_ALL = (1u << 7) - 1
+	GPU_STEP_KERN = 1u << 7,   /* softmax_ce in the emulator's order of operations */
+	GPU_STEP_ALL = (1u << 8) - 1
 };
 
 typedef struct {

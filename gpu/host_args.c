@@ -10,7 +10,8 @@
 
 #include "gpu_host.h"
 
-static const char *const step_names[] = {"conv", "arith", "tables", "tc", "gemm", "gemmex", "lt"};
+static const char *const step_names[] = {"conv", "arith", "tables", "tc",
+                                         "gemm", "gemmex", "lt",     "kern"};
 
 const char *gpu_step_name(unsigned step)
 {
@@ -26,7 +27,8 @@ const char *gpu_usage(void)
 	       "                  [--chunk-log2 N] [--stride N] [--pairs N] [--seed N] [--quick]\n"
 	       "Runs the CUDA counterparts on the first GPU and compares every output with\n"
 	       "the emulator bit for bit; writes DIR/nanmap-gpu.{csv,md}, -miss.csv and\n"
-	       "DIR/gpu-tables.txt. Steps: conv arith tables tc gemm gemmex lt (default all).\n"
+	       "DIR/gpu-tables.txt. Steps: conv arith tables tc gemm gemmex lt kern (default\n"
+	       "all).\n"
 	       "--tc-vectors (or NANMAP_TC_VECTORS): the Tensor Core hardware vectors.\n"
 	       "--stride N: every N-th binary32 input only; --pairs N: operand pairs per\n"
 	       "arithmetic op (2^32: all pairs for add and mul); --quick: 16-row GEMMs.\n"
@@ -114,7 +116,7 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 		case 1:
 			if (parse_steps(v, &o->steps)) {
 				snprintf(err, len, "--only: '%s' is not a list of conv, arith, tables, tc, "
-				                   "gemm, gemmex, lt, all", v);
+				                   "gemm, gemmex, lt, kern, all", v);
 				return -1;
 			}
 			break;

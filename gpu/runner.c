@@ -19,6 +19,7 @@
 
 #include "gpu_dev.h"
 #include "gpu_host.h"
+#include "kernels.h"
 #include "tc.h"
 
 static gpu_report rep;
@@ -649,6 +650,94 @@ out:
 	free(D);
 }
 
+/* ---- kern: softmax_ce in the emulator's order of operations ---- */
+static gpu_kfmt kfmt(const emu_format *f)
+{
+	return f->bits == 32 ? GPU_K_F32 : f->p == 11 ? GPU_K_F16 : GPU_K_BF16;
+}
+
+static void step_kern(const gpu_opts *o)
+{
+	static const char *const pols[] = {
+	    "storage=fp16,compute=fp16,accum=fp16", "storage=fp16,compute=fp16,accum=fp32",
+	    "storage=fp16,compute=fp32",            "storage=bf16,compute=bf16,accum=fp32",
+	    "storage=bf16,compute=fp32",            "storage=fp32"};
+	static const char *const variants[] = {"naive", "maxsub", "lse"};
+	const size_t R = o->quick ? 32 : 256, N = o->quick ? 64 : 512;
+	double *x = malloc(R * N * sizeof *x);
+	float *xs = malloc(R * N * sizeof *xs), *grad = malloc(R * N * sizeof *grad);
+	if (!x || !xs || !grad) {
+		step_failed("kern", "out of memory");
+		goto out;
+	}
+	/* logits uniform in ±8·(1 + 4·(r mod 4)): rows up to ±104, past exp's
+	 * fp16 range, so naive overflows on some rows on both sides */
+	for (size_t r = 0; r < R; r++)
+		for (size_t j = 0; j < N; j++) {
+			double u = (double)(rnd(o->seed, 400, r * N + j) >> 40) * 0x1p-24;
+			x[r * N + j] = (u - 0.5) * 16.0 * (double)(1 + 4 * (r % 4));
+		}
+	for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+		emu_policy pol;
+		if (emu_policy_parse(pols[p], &pol, err, sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		const emu_format *S = &pol.storage, *C = &pol.compute, *A = &pol.accum;
+		char fmts[128];
+		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
+		for (size_t i = 0; i < R * N; i++)
+			xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol.env).bits);
+		for (int v = 0; v < 3; v++) {
+			float loss;
+			emu_kin in = {x, R, N, NULL, 0, o->seed};
+			emu_run er;
+			char kname[40];
+			snprintf(kname, sizeof kname, "softmax_ce %s", variants[v]);
+			if (gpu_dev_softmax(v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, grad, &loss, err,
+			                    sizeof err)) {
+				step_failed("kern", err);
+				continue;
+			}
+			if (emu_run_kernel(&emu_kernel_softmax_ce, &pol, variants[v], &in, EMU_BE_FAST, &er,
+			                   err, sizeof err)) {
+				emu_run_free(&er);
+				step_failed("kern", err);
+				continue;
+			}
+			for (int k = 0; k < er.out.n; k++) {
+				const emu_kout_item *it = &er.out.item[k];
+				bool is_grad = !strcmp(it->name, "grad");
+				if (!is_grad && strcmp(it->name, "loss"))
+					continue;
+				if (it->n != (is_grad ? R * N : 1)) {
+					step_failed("kern", "softmax_ce: unexpected output size");
+					continue;
+				}
+				/* exp and log are approximations on the GPU (FACTS §2): 2 ulp */
+				gpu_cmp row;
+				gpu_cmp_init(&row, "kern", kname, fmts, it->name, it->fmt, (gpu_tol){2, true});
+				for (size_t i = 0; i < it->n; i++) {
+					float g = is_grad ? grad[i] : loss;
+					emu_bits got = emu_from_float(it->fmt, g, &env_rne).bits;
+					gpu_cmp_one(&row, i, i, got, emu_encode(it->fmt, it->v[i].d));
+				}
+				add_row(&row);
+			}
+			emu_run_free(&er);
+		}
+	}
+	gpu_report_note(&rep, "kern: softmax_ce on %zu rows of %zu logits; loss and stored gradient "
+	                      "against the fast backend; exp/log are the GPU's own (hexp, hlog, expf, "
+	                      "logf), so agreement within 2 ulp is accepted and the largest distance "
+	                      "is reported",
+	                R, N);
+out:
+	free(x);
+	free(xs);
+	free(grad);
+}
+
 int main(int argc, char **argv)
 {
 	gpu_opts o;
@@ -674,9 +763,9 @@ int main(int argc, char **argv)
 	printf("nanmap-gpu: %s\n", name);
 	static void (*const steps[])(const gpu_opts *) = {step_conv, step_tables, step_arith,
 	                                                   step_tc,   step_gemm,   step_gemmex,
-	                                                   step_lt};
+	                                                   step_lt,   step_kern};
 	static const unsigned bits[] = {GPU_STEP_CONV, GPU_STEP_TABLES, GPU_STEP_ARITH, GPU_STEP_TC,
-	                                GPU_STEP_GEMM, GPU_STEP_GEMMEX, GPU_STEP_LT};
+	                                GPU_STEP_GEMM, GPU_STEP_GEMMEX, GPU_STEP_LT,   GPU_STEP_KERN};
 	for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
 		if (!(o.steps & bits[s]))
 			continue;

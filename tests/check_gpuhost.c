@@ -274,6 +274,7 @@ START_TEST(test_args)
 	    {{"x", "--only", "conv,tc"}, 1, GPU_STEP_CONV | GPU_STEP_TC, 1},
 	    {{"x", "--only", "all"}, 1, GPU_STEP_ALL, 1},
 	    {{"x", "--only", "lt", "--stride", "65537"}, 1, GPU_STEP_LT, 65537},
+	    {{"x", "--only", "kern,arith"}, 1, GPU_STEP_KERN | GPU_STEP_ARITH, 1},
 	    {{"x", "--stride", "0x101"}, 1, GPU_STEP_ALL, 257},
 	    {{"x", "--only", "conv,"}, 0, 0, 0},
 	    {{"x", "--only", "gpu"}, 0, 0, 0},

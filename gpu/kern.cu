@@ -1,0 +1,162 @@
+/*
+ * kern.cu — the training kernels on CUDA cores, written in the emulator's
+ * order of operations (emu/softmax.c) so that every intermediate is the
+ * same value wherever the hardware's operation is correctly rounded.
+ *
+ * Values travel as floats (every fp16 and bf16 value is one); an operation
+ * in format F converts its operands to F exactly, runs F's own instruction
+ * (__hadd_rn, __hsub_rn, __hdiv, hexp, hlog for fp16/bf16; __fadd_rn,
+ * __fsub_rn, __fdiv_rn, expf, logf for fp32) and widens the result back
+ * exactly. A conversion between formats is one RN rounding from float,
+ * which is exact or a single rounding: never a double rounding. Built with
+ * --fmad=false. One thread per row keeps each sum's order sequential.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "gpu_cuda.h"
+#include "gpu_dev.h"
+
+static __device__ float rnd(int f, float x)
+{
+	if (f == GPU_K_F16)
+		return __half2float(__float2half_rn(x));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(__float2bfloat16_rn(x));
+	return x;
+}
+
+#define H(x) __float2half_rn(x)
+#define B(x) __float2bfloat16_rn(x)
+
+static __device__ float f_add(int f, float a, float b)
+{
+	if (f == GPU_K_F16)
+		return __half2float(__hadd_rn(H(a), H(b)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(__hadd_rn(B(a), B(b)));
+	return __fadd_rn(a, b);
+}
+
+static __device__ float f_sub(int f, float a, float b)
+{
+	if (f == GPU_K_F16)
+		return __half2float(__hsub_rn(H(a), H(b)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(__hsub_rn(B(a), B(b)));
+	return __fsub_rn(a, b);
+}
+
+static __device__ float f_div(int f, float a, float b)
+{
+	if (f == GPU_K_F16)
+		return __half2float(__hdiv(H(a), H(b)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(__hdiv(B(a), B(b)));
+	return __fdiv_rn(a, b);
+}
+
+static __device__ float f_exp(int f, float a)
+{
+	if (f == GPU_K_F16)
+		return __half2float(hexp(H(a)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(hexp(B(a)));
+	return expf(a);
+}
+
+static __device__ float f_log(int f, float a)
+{
+	if (f == GPU_K_F16)
+		return __half2float(hlog(H(a)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(hlog(B(a)));
+	return logf(a);
+}
+
+/* maximumNumber, +0 above -0: emu_max's rule (emu/minmax.c) */
+static __device__ float f_max(float a, float b)
+{
+	if (isnan(a))
+		return b;
+	if (isnan(b))
+		return a;
+	if (a == 0.0f && b == 0.0f)
+		return signbit(a) ? b : a;
+	return b > a ? b : a;
+}
+
+static __global__ void k_softmax_rows(int v, int S, int C, int A, const float *X, size_t R,
+                                      size_t N, float *grad, float *la_acc)
+{
+	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (r >= R)
+		return;
+	const float *x = X + r * N;
+	size_t y = r % N;
+	float Rc = rnd(C, (float)R), m = 0.0f, s = 0.0f, ls, la;
+	/* the input in the compute format (emu_k_load: storage, then compute) */
+#define XC(j) rnd(C, x[j])
+	if (v >= 1) {
+		m = XC(0);
+		for (size_t j = 1; j < N; j++)
+			m = f_max(m, XC(j));
+	}
+	for (size_t j = 0; j < N; j++) {
+		float e = v >= 1 ? f_exp(C, f_sub(C, XC(j), m)) : f_exp(C, XC(j));
+		s = f_add(A, s, rnd(A, e));
+	}
+	s = rnd(C, s);
+	ls = f_log(C, s);
+	if (v == 0) {
+		la = f_sub(C, ls, XC(y));
+	} else if (v == 1) {
+		la = f_sub(C, ls, f_sub(C, XC(y), m));
+	} else {
+		ls = f_add(C, m, ls); /* lse */
+		la = f_sub(C, ls, XC(y));
+	}
+	la_acc[r] = rnd(A, la);
+	for (size_t j = 0; j < N; j++) {
+		float g;
+		if (v == 2)
+			g = f_exp(C, f_sub(C, XC(j), ls));
+		else /* e_j again: the same instruction gives the same value */
+			g = f_div(C, v >= 1 ? f_exp(C, f_sub(C, XC(j), m)) : f_exp(C, XC(j)), s);
+		if (j == y)
+			g = f_sub(C, g, 1.0f);
+		g = f_div(C, g, Rc);
+		grad[r * N + j] = rnd(S, g);
+	}
+#undef XC
+}
+
+/* the mean loss: a sequential sum in A, then one division by R in A */
+static __global__ void k_softmax_mean(int A, const float *la_acc, size_t R, float *loss)
+{
+	float sum = 0.0f;
+	for (size_t r = 0; r < R; r++)
+		sum = f_add(A, sum, la_acc[r]);
+	*loss = f_div(A, sum, rnd(A, (float)R));
+}
+
+extern "C" int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                               size_t R, size_t N, float *grad, float *loss, char *err, size_t len)
+{
+	float *d = NULL;
+	int rc = -1;
+	size_t nx = R * N;
+	GPU_CK(cudaMalloc(&d, (2 * nx + R + 1) * sizeof *d));
+	GPU_CK(cudaMemcpy(d, x, nx * sizeof *d, cudaMemcpyHostToDevice));
+	k_softmax_rows<<<(unsigned)((R + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)A, d, R, N,
+	                                                     d + nx, d + 2 * nx);
+	GPU_CK_LAUNCH();
+	k_softmax_mean<<<1, 1>>>((int)A, d + 2 * nx, R, d + 2 * nx + R);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(grad, d + nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(loss, d + 2 * nx + R, sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	return rc;
+}

@@ -265,3 +265,86 @@ int gpu_dev_softmax(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, s
 	free(la_acc);
 	return 0;
 }
+
+#define F_MUL(f, a, b) f_op(f, EMU_OP_MUL, a, b)
+#define F_RSQRT(f, a) f_op(f, EMU_OP_RSQRT, a, 0)
+
+/* layernorm: gpu/kern.cu's k_layernorm_rows line by line, as above. */
+int gpu_dev_layernorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
+                      const float *DY, size_t R, size_t N, float epsc, float *Y, float *DX,
+                      float *RSTD, float *VAR, char *err, size_t len)
+{
+	double *yc = malloc(N * sizeof *yc);
+	if (!yc) {
+		snprintf(err, len, "fake: out of memory");
+		return -1;
+	}
+	for (size_t r = 0; r < R; r++) {
+		const float *x = X + r * N, *dyin = DY + r * N;
+		double Na = rnd(A, (double)N), mean = 0.0, s = 0.0, s2 = 0.0, ma, tmp, tmp2;
+#define XC(j) rnd(C, x[j])
+		if (v == 2) {
+			ma = 0.0;
+			for (size_t j = 0; j < N; j++) {
+				double xa = rnd(A, XC(j));
+				tmp = F_SUB(A, xa, ma);
+				tmp2 = F_DIV(A, tmp, rnd(A, (double)(j + 1)));
+				ma = F_ADD(A, ma, tmp2);
+				tmp2 = F_SUB(A, xa, ma);
+				tmp = F_MUL(A, tmp, tmp2);
+				s2 = F_ADD(A, s2, tmp);
+			}
+			s2 = F_DIV(A, s2, Na);
+		} else {
+			for (size_t j = 0; j < N; j++) {
+				s = F_ADD(A, s, rnd(A, XC(j)));
+				if (v == 1)
+					s2 = F_ADD(A, s2, rnd(A, F_MUL(C, XC(j), XC(j))));
+			}
+			ma = F_DIV(A, s, Na);
+			if (v == 1) {
+				s2 = F_DIV(A, s2, Na);
+				s2 = F_SUB(A, s2, F_MUL(A, ma, ma));
+			} else {
+				mean = rnd(C, ma);
+				for (size_t j = 0; j < N; j++) {
+					yc[j] = F_SUB(C, XC(j), mean);
+					s2 = F_ADD(A, s2, rnd(A, F_MUL(C, yc[j], yc[j])));
+				}
+				s2 = F_DIV(A, s2, Na);
+			}
+		}
+		if (v != 0)
+			mean = rnd(C, ma);
+		double vr = rnd(C, s2);
+		double rs = F_RSQRT(C, F_ADD(C, vr, epsc));
+		VAR[r] = (float)vr;
+		RSTD[r] = (float)rs;
+		for (size_t j = 0; j < N; j++) {
+			if (v != 0)
+				yc[j] = F_SUB(C, XC(j), mean);
+			yc[j] = F_MUL(C, yc[j], rs);
+			Y[r * N + j] = (float)rnd(S, yc[j]);
+		}
+		s = 0.0;
+		s2 = 0.0;
+		for (size_t j = 0; j < N; j++) {
+			double dy = rnd(C, dyin[j]);
+			s = F_ADD(A, s, rnd(A, dy));
+			s2 = F_ADD(A, s2, rnd(A, F_MUL(C, dy, yc[j])));
+		}
+		double dmean = rnd(C, F_DIV(A, s, Na));
+		double dproj = rnd(C, F_DIV(A, s2, Na));
+		for (size_t j = 0; j < N; j++) {
+			double dy = rnd(C, dyin[j]);
+			tmp = F_SUB(C, dy, dmean);
+			tmp2 = F_MUL(C, yc[j], dproj);
+			tmp = F_SUB(C, tmp, tmp2);
+			tmp = F_MUL(C, tmp, rs);
+			DX[r * N + j] = (float)rnd(S, tmp);
+		}
+#undef XC
+	}
+	free(yc);
+	return 0;
+}

@@ -95,6 +95,17 @@ typedef enum { GPU_K_F32 = 0, GPU_K_F16, GPU_K_BF16 } gpu_kfmt;
 int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, size_t R,
                     size_t N, float *grad, float *loss, char *err, size_t len);
 
+/*
+ * layernorm (emu/layernorm.c), forward and backward, variant 0 twopass,
+ * 1 onepass, 2 welford, one thread per row, in the emulator's order. x and
+ * dy hold values of S; eps_c is eps already rounded into C. Outputs: y and
+ * dx (values of S), rstd and var per row (values of C). rsqrt is hrsqrt in
+ * fp16/bf16 and the correctly rounded __frsqrt_rn in fp32.
+ */
+int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                      const float *dy, size_t R, size_t N, float eps_c, float *y, float *dx,
+                      float *rstd, float *var, char *err, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

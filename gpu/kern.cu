@@ -1,6 +1,6 @@
 /*
  * kern.cu — the training kernels on CUDA cores, written in the emulator's
- * order of operations (emu/softmax.c) so that every intermediate is the
+ * order of operations (emu/softmax.c, emu/layernorm.c) so that every intermediate is the
  * same value wherever the hardware's operation is correctly rounded.
  *
  * Values travel as floats (every fp16 and bf16 value is one); an operation
@@ -155,6 +155,126 @@ extern "C" int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, 
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(grad, d + nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(loss, d + 2 * nx + R, sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	return rc;
+}
+
+static __device__ float f_mul(int f, float a, float b)
+{
+	if (f == GPU_K_F16)
+		return __half2float(__hmul_rn(H(a), H(b)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(__hmul_rn(B(a), B(b)));
+	return __fmul_rn(a, b);
+}
+
+static __device__ float f_rsqrt(int f, float a)
+{
+	if (f == GPU_K_F16)
+		return __half2float(hrsqrt(H(a)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(hrsqrt(B(a)));
+	return __frsqrt_rn(a);
+}
+
+/* emu/layernorm.c's run(), one row per thread; yc (N per row) is the
+ * compute-format x − mean, then ŷ */
+static __global__ void k_layernorm_rows(int v, int S, int C, int A, const float *X,
+                                        const float *DY, size_t R, size_t N, float epsc,
+                                        float *Y, float *DX, float *RSTD, float *VAR, float *YC)
+{
+	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (r >= R)
+		return;
+	const float *x = X + r * N, *dyin = DY + r * N;
+	float *yc = YC + r * N;
+	float Na = rnd(A, (float)N), mean = 0.0f, s = 0.0f, s2 = 0.0f, ma, tmp, tmp2;
+#define XC(j) rnd(C, x[j])
+	if (v == 2) { /* welford, in the accumulator format */
+		ma = 0.0f;
+		for (size_t j = 0; j < N; j++) {
+			float xa = rnd(A, XC(j));
+			tmp = f_sub(A, xa, ma);
+			tmp2 = f_div(A, tmp, rnd(A, (float)(j + 1)));
+			ma = f_add(A, ma, tmp2);
+			tmp2 = f_sub(A, xa, ma);
+			tmp = f_mul(A, tmp, tmp2);
+			s2 = f_add(A, s2, tmp);
+		}
+		s2 = f_div(A, s2, Na);
+	} else {
+		for (size_t j = 0; j < N; j++) {
+			s = f_add(A, s, rnd(A, XC(j)));
+			if (v == 1)
+				s2 = f_add(A, s2, rnd(A, f_mul(C, XC(j), XC(j))));
+		}
+		ma = f_div(A, s, Na);
+		if (v == 1) {
+			s2 = f_div(A, s2, Na);
+			s2 = f_sub(A, s2, f_mul(A, ma, ma));
+		} else {
+			mean = rnd(C, ma);
+			for (size_t j = 0; j < N; j++) {
+				yc[j] = f_sub(C, XC(j), mean);
+				s2 = f_add(A, s2, rnd(A, f_mul(C, yc[j], yc[j])));
+			}
+			s2 = f_div(A, s2, Na);
+		}
+	}
+	if (v != 0)
+		mean = rnd(C, ma);
+	float vr = rnd(C, s2);
+	float rs = f_rsqrt(C, f_add(C, vr, epsc));
+	VAR[r] = vr;
+	RSTD[r] = rs;
+	for (size_t j = 0; j < N; j++) {
+		if (v != 0)
+			yc[j] = f_sub(C, XC(j), mean);
+		yc[j] = f_mul(C, yc[j], rs);
+		Y[r * N + j] = rnd(S, yc[j]);
+	}
+	/* backward */
+	s = 0.0f;
+	s2 = 0.0f;
+	for (size_t j = 0; j < N; j++) {
+		float dy = rnd(C, dyin[j]);
+		s = f_add(A, s, rnd(A, dy));
+		s2 = f_add(A, s2, rnd(A, f_mul(C, dy, yc[j])));
+	}
+	float dmean = rnd(C, f_div(A, s, Na));
+	float dproj = rnd(C, f_div(A, s2, Na));
+	for (size_t j = 0; j < N; j++) {
+		float dy = rnd(C, dyin[j]);
+		tmp = f_sub(C, dy, dmean);
+		tmp2 = f_mul(C, yc[j], dproj);
+		tmp = f_sub(C, tmp, tmp2);
+		tmp = f_mul(C, tmp, rs);
+		DX[r * N + j] = rnd(S, tmp);
+	}
+#undef XC
+}
+
+extern "C" int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                                 const float *dy, size_t R, size_t N, float eps_c, float *y,
+                                 float *dx, float *rstd, float *var, char *err, size_t len)
+{
+	float *d = NULL;
+	int rc = -1;
+	size_t nx = R * N;
+	/* x, dy, y, dx, yc, rstd, var */
+	GPU_CK(cudaMalloc(&d, (5 * nx + 2 * R) * sizeof *d));
+	GPU_CK(cudaMemcpy(d, x, nx * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + nx, dy, nx * sizeof *d, cudaMemcpyHostToDevice));
+	k_layernorm_rows<<<(unsigned)((R + 127) / 128), 128>>>(
+	    variant, (int)S, (int)C, (int)A, d, d + nx, R, N, eps_c, d + 2 * nx, d + 3 * nx,
+	    d + 5 * nx, d + 5 * nx + R, d + 4 * nx);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(y, d + 2 * nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(dx, d + 3 * nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(rstd, d + 5 * nx, R * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(var, d + 5 * nx + R, R * sizeof *d, cudaMemcpyDeviceToHost));
 	rc = 0;
 out:
 	cudaFree(d);

@@ -650,10 +650,42 @@ out:
 	free(D);
 }
 
-/* ---- kern: softmax_ce in the emulator's order of operations ---- */
+/* ---- kern: softmax_ce and layernorm in the emulator's order of operations ---- */
 static gpu_kfmt kfmt(const emu_format *f)
 {
 	return f->bits == 32 ? GPU_K_F32 : f->p == 11 ? GPU_K_F16 : GPU_K_BF16;
+}
+
+/* One row per output the emulator produced that the GPU produced too. */
+typedef struct {
+	const char *name;
+	const float *v;
+	size_t n;
+} kern_out;
+
+static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
+                         const kern_out *outs, size_t nouts)
+{
+	for (int k = 0; k < er->out.n; k++) {
+		const emu_kout_item *it = &er->out.item[k];
+		const kern_out *g = NULL;
+		for (size_t i = 0; i < nouts; i++)
+			if (!strcmp(outs[i].name, it->name))
+				g = &outs[i];
+		if (!g)
+			continue;
+		if (it->n != g->n) {
+			step_failed("kern", "unexpected output size");
+			continue;
+		}
+		/* the approximate exp, log and rsqrt of fp16/bf16 (FACTS §2): 2 ulp */
+		gpu_cmp row;
+		gpu_cmp_init(&row, "kern", kname, fmts, it->name, it->fmt, (gpu_tol){2, true});
+		for (size_t i = 0; i < it->n; i++)
+			gpu_cmp_one(&row, i, i, emu_from_float(it->fmt, g->v[i], &env_rne).bits,
+			            emu_encode(it->fmt, it->v[i].d));
+		add_row(&row);
+	}
 }
 
 static void step_kern(const gpu_opts *o)
@@ -662,20 +694,27 @@ static void step_kern(const gpu_opts *o)
 	    "storage=fp16,compute=fp16,accum=fp16", "storage=fp16,compute=fp16,accum=fp32",
 	    "storage=fp16,compute=fp32",            "storage=bf16,compute=bf16,accum=fp32",
 	    "storage=bf16,compute=fp32",            "storage=fp32"};
-	static const char *const variants[] = {"naive", "maxsub", "lse"};
+	static const char *const sm_var[] = {"naive", "maxsub", "lse"};
+	static const char *const ln_var[] = {"twopass", "onepass", "welford"};
 	const size_t R = o->quick ? 32 : 256, N = o->quick ? 64 : 512;
-	double *x = malloc(R * N * sizeof *x);
-	float *xs = malloc(R * N * sizeof *xs), *grad = malloc(R * N * sizeof *grad);
-	if (!x || !xs || !grad) {
+	double *x = malloc(R * N * sizeof *x), *xl = malloc(R * N * sizeof *xl);
+	float *xs = malloc(R * N * sizeof *xs), *xls = malloc(R * N * sizeof *xls);
+	float *dys = malloc(R * N * sizeof *dys), *o1 = malloc(R * N * sizeof *o1);
+	float *o2 = malloc(R * N * sizeof *o2), *o3 = malloc(R * sizeof *o3);
+	float *o4 = malloc(R * sizeof *o4);
+	if (!x || !xl || !xs || !xls || !dys || !o1 || !o2 || !o3 || !o4) {
 		step_failed("kern", "out of memory");
 		goto out;
 	}
-	/* logits uniform in ±8·(1 + 4·(r mod 4)): rows up to ±104, past exp's
-	 * fp16 range, so naive overflows on some rows on both sides */
+	/* softmax logits uniform in ±8·(1 + 4·(r mod 4)): rows up to ±104, past
+	 * exp's fp16 range, so naive overflows on some rows on both sides;
+	 * layernorm rows around 0, 4, 300, 2000 with spread ±1: onepass cancels */
 	for (size_t r = 0; r < R; r++)
 		for (size_t j = 0; j < N; j++) {
 			double u = (double)(rnd(o->seed, 400, r * N + j) >> 40) * 0x1p-24;
+			static const double off[4] = {0, 4, 300, 2000};
 			x[r * N + j] = (u - 0.5) * 16.0 * (double)(1 + 4 * (r % 4));
+			xl[r * N + j] = off[r % 4] + (u - 0.5) * 2.0;
 		}
 	for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
 		emu_policy pol;
@@ -686,56 +725,64 @@ static void step_kern(const gpu_opts *o)
 		const emu_format *S = &pol.storage, *C = &pol.compute, *A = &pol.accum;
 		char fmts[128];
 		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
-		for (size_t i = 0; i < R * N; i++)
+		for (size_t i = 0; i < R * N; i++) {
+			double d = emu_sr_bits(o->seed, i) & 1 ? -1.0 : 1.0; /* layernorm's dy */
 			xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol.env).bits);
+			xls[i] = (float)emu_decode(S, emu_from_double(S, xl[i], &pol.env).bits);
+			dys[i] = (float)emu_decode(S, emu_from_double(S, d, &pol.env).bits);
+		}
+		float epsc = (float)emu_decode(C, emu_from_double(C, 1e-5, &pol.env).bits);
 		for (int v = 0; v < 3; v++) {
-			float loss;
-			emu_kin in = {x, R, N, NULL, 0, o->seed};
-			emu_run er;
 			char kname[40];
-			snprintf(kname, sizeof kname, "softmax_ce %s", variants[v]);
-			if (gpu_dev_softmax(v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, grad, &loss, err,
+			emu_run er;
+			/* softmax_ce */
+			snprintf(kname, sizeof kname, "softmax_ce %s", sm_var[v]);
+			emu_kin in = {x, R, N, NULL, 0, o->seed};
+			if (gpu_dev_softmax(v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, o1, o3, err,
 			                    sizeof err)) {
 				step_failed("kern", err);
-				continue;
-			}
-			if (emu_run_kernel(&emu_kernel_softmax_ce, &pol, variants[v], &in, EMU_BE_FAST, &er,
-			                   err, sizeof err)) {
+			} else if (emu_run_kernel(&emu_kernel_softmax_ce, &pol, sm_var[v], &in,
+			                          EMU_BE_FAST, &er, err, sizeof err)) {
 				emu_run_free(&er);
 				step_failed("kern", err);
-				continue;
+			} else {
+				kern_out outs[] = {{"grad", o1, R * N}, {"loss", o3, 1}};
+				kern_compare(kname, fmts, &er, outs, 2);
+				emu_run_free(&er);
 			}
-			for (int k = 0; k < er.out.n; k++) {
-				const emu_kout_item *it = &er.out.item[k];
-				bool is_grad = !strcmp(it->name, "grad");
-				if (!is_grad && strcmp(it->name, "loss"))
-					continue;
-				if (it->n != (is_grad ? R * N : 1)) {
-					step_failed("kern", "softmax_ce: unexpected output size");
-					continue;
-				}
-				/* exp and log are approximations on the GPU (FACTS §2): 2 ulp */
-				gpu_cmp row;
-				gpu_cmp_init(&row, "kern", kname, fmts, it->name, it->fmt, (gpu_tol){2, true});
-				for (size_t i = 0; i < it->n; i++) {
-					float g = is_grad ? grad[i] : loss;
-					emu_bits got = emu_from_float(it->fmt, g, &env_rne).bits;
-					gpu_cmp_one(&row, i, i, got, emu_encode(it->fmt, it->v[i].d));
-				}
-				add_row(&row);
+			/* layernorm, forward and backward (eps 1e-5, dy = ±1 from the seed) */
+			snprintf(kname, sizeof kname, "layernorm %s", ln_var[v]);
+			emu_kin inl = {xl, R, N, NULL, 0, o->seed};
+			if (gpu_dev_layernorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc, o1, o2,
+			                      o3, o4, err, sizeof err)) {
+				step_failed("kern", err);
+			} else if (emu_run_kernel(&emu_kernel_layernorm, &pol, ln_var[v], &inl,
+			                          EMU_BE_FAST, &er, err, sizeof err)) {
+				emu_run_free(&er);
+				step_failed("kern", err);
+			} else {
+				kern_out outs[] = {
+				    {"y", o1, R * N}, {"dx", o2, R * N}, {"rstd", o3, R}, {"var", o4, R}};
+				kern_compare(kname, fmts, &er, outs, 4);
+				emu_run_free(&er);
 			}
-			emu_run_free(&er);
 		}
 	}
-	gpu_report_note(&rep, "kern: softmax_ce on %zu rows of %zu logits; loss and stored gradient "
-	                      "against the fast backend; exp/log are the GPU's own (hexp, hlog, expf, "
-	                      "logf), so agreement within 2 ulp is accepted and the largest distance "
-	                      "is reported",
+	gpu_report_note(&rep, "kern: softmax_ce and layernorm on %zu rows of %zu against the fast "
+	                      "backend; exp, log and fp16/bf16 rsqrt are the GPU's own (hexp, hlog, "
+	                      "expf, logf, hrsqrt), so agreement within 2 ulp is accepted and the "
+	                      "largest distance is reported",
 	                R, N);
 out:
 	free(x);
+	free(xl);
 	free(xs);
-	free(grad);
+	free(xls);
+	free(dys);
+	free(o1);
+	free(o2);
+	free(o3);
+	free(o4);
 }
 
 int main(int argc, char **argv)

@@ -9,6 +9,7 @@
  * The matrices follow the layouts of gpu_dev.h exactly (A M×K row-major, B
  * N×K, C and D M×N row-major), so a transposed index in the runner shows up.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -347,4 +348,78 @@ int gpu_dev_layernorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
 	}
 	free(yc);
 	return 0;
+}
+
+/* backward: gpu/kern.cu's k_bw_rows, k_softmax_mean, k_bw_grads and
+ * k_bw_unscale line by line, as above. */
+int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const float *W,
+                     size_t R, size_t D, size_t K, float scale, float inv, float *G, float *U,
+                     float *loss, float *found, char *err, size_t len)
+{
+	double *z = malloc(K * sizeof *z), *e = malloc(K * sizeof *e);
+	double *DL = malloc(R * K * sizeof *DL), *la = malloc(R * sizeof *la);
+	int rc = -1;
+	if (!z || !e || !DL || !la) {
+		snprintf(err, len, "fake: out of memory");
+		goto out;
+	}
+	double Rc = rnd(C, (double)R), SR = F_DIV(C, rnd(C, scale), Rc);
+	for (size_t r = 0; r < R; r++) {
+		size_t y = r % K;
+		for (size_t c = 0; c < K; c++) {
+			double acc = 0.0;
+			for (size_t d = 0; d < D; d++)
+				acc = F_ADD(A, acc,
+				            rnd(A, F_MUL(C, rnd(C, X[r * D + d]), rnd(C, W[d * K + c]))));
+			z[c] = rnd(C, rnd(S, acc));
+		}
+		double m = z[0], s = 0.0;
+		for (size_t c = 1; c < K; c++)
+			m = F_MAX(C, m, z[c]);
+		for (size_t c = 0; c < K; c++) {
+			e[c] = F_EXP(C, F_SUB(C, z[c], m));
+			s = F_ADD(A, s, rnd(A, e[c]));
+		}
+		s = rnd(C, s);
+		double ls = F_LOG(C, s);
+		la[r] = rnd(A, F_SUB(C, ls, F_SUB(C, z[y], m)));
+		for (size_t c = 0; c < K; c++) {
+			double g = F_DIV(C, e[c], s);
+			if (c == y)
+				g = F_SUB(C, g, 1.0);
+			g = F_MUL(C, g, SR);
+			DL[r * K + c] = rnd(C, rnd(S, g));
+		}
+	}
+	double sum = 0.0;
+	for (size_t r = 0; r < R; r++)
+		sum = F_ADD(A, sum, la[r]);
+	*loss = (float)F_DIV(A, sum, rnd(A, (double)R));
+	for (size_t i = 0; i < D * K + R * D; i++) {
+		double acc = 0.0;
+		if (i < D * K) {
+			size_t d = i / K, c = i % K;
+			for (size_t r = 0; r < R; r++)
+				acc = F_ADD(A, acc, rnd(A, F_MUL(C, rnd(C, X[r * D + d]), DL[r * K + c])));
+		} else {
+			size_t r = (i - D * K) / D, d = (i - D * K) % D;
+			for (size_t c = 0; c < K; c++)
+				acc = F_ADD(A, acc, rnd(A, F_MUL(C, DL[r * K + c], rnd(C, W[d * K + c]))));
+		}
+		G[i] = (float)rnd(S, acc);
+	}
+	*found = 0.0f;
+	for (size_t i = 0; i < D * K + R * D; i++) {
+		double o = inv != 1.0f ? F_MUL(GPU_K_F32, G[i], inv) : G[i];
+		U[i] = (float)o;
+		if (!isfinite(o))
+			*found = 1.0f;
+	}
+	rc = 0;
+out:
+	free(z);
+	free(e);
+	free(DL);
+	free(la);
+	return rc;
 }

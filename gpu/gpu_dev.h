@@ -106,6 +106,18 @@ int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
                       const float *dy, size_t R, size_t N, float eps_c, float *y, float *dx,
                       float *rstd, float *var, char *err, size_t len);
 
+/*
+ * backward (emu/backward.c): a linear layer (X R×D times W D×K, values of
+ * S) with softmax cross-entropy (maxsub, label r mod K), its backward under
+ * the loss scale `scale` (already an fp32 value), the gradients dW (D×K) and
+ * dX (R×D) stored in S into grad (dW first), then unscaled in fp32 by inv
+ * (skipped when inv is 1) into un, with found = 1 when any unscaled value
+ * is inf or NaN; loss is the mean loss in A. Sums are sequential in A.
+ */
+int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, const float *w,
+                     size_t R, size_t D, size_t K, float scale, float inv, float *grad,
+                     float *un, float *loss, float *found, char *err, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

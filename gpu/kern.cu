@@ -1,6 +1,6 @@
 /*
  * kern.cu — the training kernels on CUDA cores, written in the emulator's
- * order of operations (emu/softmax.c, emu/layernorm.c) so that every intermediate is the
+ * order of operations (emu/softmax.c, layernorm.c, backward.c) so that every intermediate is the
  * same value wherever the hardware's operation is correctly rounded.
  *
  * Values travel as floats (every fp16 and bf16 value is one); an operation
@@ -278,5 +278,111 @@ extern "C" int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A
 	rc = 0;
 out:
 	cudaFree(d);
+	return rc;
+}
+
+/* ---- backward: emu/backward.c's run(), in its order ---- */
+static __global__ void k_bw_rows(int S, int C, int A, const float *X, const float *W, size_t R,
+                                 size_t D, size_t K, float scale, float *Z, float *E, float *DL,
+                                 float *la_acc)
+{
+	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (r >= R)
+		return;
+	size_t y = r % K;
+	float *z = Z + r * K, *e = E + r * K;
+	float Rc = rnd(C, (float)R), SR = f_div(C, rnd(C, scale), Rc);
+	for (size_t c = 0; c < K; c++) { /* logits, stored, then in compute */
+		float acc = 0.0f;
+		for (size_t d = 0; d < D; d++)
+			acc = f_add(A, acc, rnd(A, f_mul(C, rnd(C, X[r * D + d]), rnd(C, W[d * K + c]))));
+		z[c] = rnd(C, rnd(S, acc));
+	}
+	float m = z[0], s = 0.0f;
+	for (size_t c = 1; c < K; c++)
+		m = f_max(m, z[c]);
+	for (size_t c = 0; c < K; c++) {
+		e[c] = f_exp(C, f_sub(C, z[c], m));
+		s = f_add(A, s, rnd(A, e[c]));
+	}
+	s = rnd(C, s);
+	float ls = f_log(C, s);
+	la_acc[r] = rnd(A, f_sub(C, ls, f_sub(C, z[y], m)));
+	for (size_t c = 0; c < K; c++) { /* dlogits, stored, then in compute */
+		float g = f_div(C, e[c], s);
+		if (c == y)
+			g = f_sub(C, g, 1.0f);
+		g = f_mul(C, g, SR);
+		DL[r * K + c] = rnd(C, rnd(S, g));
+	}
+}
+
+/* grad[0..D·K) = dW, then grad[D·K..) = dX; one thread per element */
+static __global__ void k_bw_grads(int S, int C, int A, const float *X, const float *W,
+                                  const float *DL, size_t R, size_t D, size_t K, float *G)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	float acc = 0.0f;
+	if (i < D * K) {
+		size_t d = i / K, c = i % K;
+		for (size_t r = 0; r < R; r++)
+			acc = f_add(A, acc, rnd(A, f_mul(C, rnd(C, X[r * D + d]), DL[r * K + c])));
+	} else if (i < D * K + R * D) {
+		size_t r = (i - D * K) / D, d = (i - D * K) % D;
+		for (size_t c = 0; c < K; c++)
+			acc = f_add(A, acc, rnd(A, f_mul(C, DL[r * K + c], rnd(C, W[d * K + c]))));
+	} else {
+		return;
+	}
+	G[i] = rnd(S, acc);
+}
+
+/* GradScaler.unscale_: the stored gradient in fp32 times inv, and found_inf */
+static __global__ void k_bw_unscale(const float *G, size_t n, float inv, float *U, int *bad)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	float o = inv != 1.0f ? __fmul_rn(G[i], inv) : G[i];
+	U[i] = o;
+	if (!isfinite(o))
+		atomicExch(bad, 1);
+}
+
+extern "C" int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                                const float *w, size_t R, size_t D, size_t K, float scale,
+                                float inv, float *grad, float *un, float *loss, float *found,
+                                char *err, size_t len)
+{
+	float *d = NULL;
+	int *bad = NULL, hbad = 0, rc = -1;
+	size_t nx = R * D, nw = D * K, nl = R * K, ng = D * K + R * D;
+	/* x, w, z, e, dl, la, loss, grad, un */
+	size_t ox = 0, ow = ox + nx, oz = ow + nw, oe = oz + nl, odl = oe + nl, ola = odl + nl,
+	       olo = ola + R, og = olo + 1, ou = og + ng, total = ou + ng;
+	GPU_CK(cudaMalloc(&d, total * sizeof *d));
+	GPU_CK(cudaMalloc(&bad, sizeof *bad));
+	GPU_CK(cudaMemset(bad, 0, sizeof *bad));
+	GPU_CK(cudaMemcpy(d + ox, x, nx * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + ow, w, nw * sizeof *d, cudaMemcpyHostToDevice));
+	k_bw_rows<<<(unsigned)((R + 127) / 128), 128>>>((int)S, (int)C, (int)A, d + ox, d + ow, R, D,
+	                                                K, scale, d + oz, d + oe, d + odl, d + ola);
+	GPU_CK_LAUNCH();
+	k_softmax_mean<<<1, 1>>>((int)A, d + ola, R, d + olo);
+	GPU_CK_LAUNCH();
+	k_bw_grads<<<(unsigned)((ng + 127) / 128), 128>>>((int)S, (int)C, (int)A, d + ox, d + ow,
+	                                                  d + odl, R, D, K, d + og);
+	GPU_CK_LAUNCH();
+	k_bw_unscale<<<(unsigned)((ng + 127) / 128), 128>>>(d + og, ng, inv, d + ou, bad);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(grad, d + og, ng * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(un, d + ou, ng * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(loss, d + olo, sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(&hbad, bad, sizeof hbad, cudaMemcpyDeviceToHost));
+	*found = hbad ? 1.0f : 0.0f;
+	rc = 0;
+out:
+	cudaFree(d);
+	cudaFree(bad);
 	return rc;
 }

@@ -688,6 +688,74 @@ static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
 	}
 }
 
+/* backward.c's generator of W: SplitMix64 of seed ⊕ i·φ (the same formula) */
+static uint64_t bw_mix(uint64_t seed, uint64_t i)
+{
+	uint64_t z = seed ^ (i * 0x9e3779b97f4a7c15ull);
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* backward at loss scales 1 and 2^16 (fp16 gradients overflow at the
+ * second on some elements, and underflow at the first) */
+static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *fmts)
+{
+	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
+	const emu_format *f32 = fmt("fp32");
+	const size_t R = o->quick ? 16 : 64, D = o->quick ? 32 : 128, K = 8, G = D * K + R * D;
+	double *x = malloc(R * D * sizeof *x);
+	float *xs = malloc(R * D * sizeof *xs), *ws = malloc(D * K * sizeof *ws);
+	float *grad = malloc(G * sizeof *grad), *un = malloc(G * sizeof *un);
+	if (!x || !xs || !ws || !grad || !un) {
+		step_failed("kern", "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < R * D; i++) {
+		x[i] = ((double)(rnd(o->seed, 500, i) >> 40) * 0x1p-24 - 0.5) * 4.0;
+		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
+	}
+	for (size_t i = 0; i < D * K; i++) {
+		double wd = (1 / sqrt((double)D)) * ((double)(bw_mix(o->seed, i) >> 11) * 0x1p-52 - 1);
+		ws[i] = (float)emu_decode(S, emu_from_double(S, wd, &pol->env).bits);
+	}
+	for (int sc = 0; sc < 2; sc++) {
+		double scale = sc ? 65536.0 : 1.0;
+		float inv = (float)emu_decode(f32, emu_from_double(f32, 1 / scale, &env_rne).bits);
+		float loss, found;
+		emu_kparam par = {"scale", scale};
+		emu_kin in = {x, R, D, &par, 1, o->seed};
+		emu_run er;
+		char kname[40];
+		snprintf(kname, sizeof kname, "backward scale=%g", scale);
+		if (gpu_dev_backward(kfmt(S), kfmt(C), kfmt(A), xs, ws, R, D, K, (float)scale, inv, grad,
+		                     un, &loss, &found, err, sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		if (emu_run_kernel(&emu_kernel_backward, pol, "maxsub", &in, EMU_BE_FAST, &er, err,
+		                   sizeof err)) {
+			emu_run_free(&er);
+			step_failed("kern", err);
+			continue;
+		}
+		kern_out outs[] = {{"loss", &loss, 1},
+		                   {"dW", un, D * K},
+		                   {"dX", un + D * K, R * D},
+		                   {"found_inf", &found, 1},
+		                   {"grad", grad, G}};
+		kern_compare(kname, fmts, &er, outs, 5);
+		emu_run_free(&er);
+	}
+out:
+	free(x);
+	free(xs);
+	free(ws);
+	free(grad);
+	free(un);
+}
+
 static void step_kern(const gpu_opts *o)
 {
 	static const char *const pols[] = {
@@ -767,12 +835,14 @@ static void step_kern(const gpu_opts *o)
 				emu_run_free(&er);
 			}
 		}
+		kern_backward(o, &pol, fmts);
 	}
-	gpu_report_note(&rep, "kern: softmax_ce and layernorm on %zu rows of %zu against the fast "
+	gpu_report_note(&rep, "kern: softmax_ce and layernorm on %zu rows of %zu, backward on %s, "
+	                      "against the fast "
 	                      "backend; exp, log and fp16/bf16 rsqrt are the GPU's own (hexp, hlog, "
 	                      "expf, logf, hrsqrt), so agreement within 2 ulp is accepted and the "
 	                      "largest distance is reported",
-	                R, N);
+	                R, N, o->quick ? "16x32 inputs" : "64x128 inputs, 8 classes");
 out:
 	free(x);
 	free(xl);

@@ -34,10 +34,10 @@ run() {
 # The device is the emulator, so every row must be identical, except the
 # cuBLASLt promotion search, where exactly the interval the fake uses (128,
 # none with FAST_ACCUM) must match and every other candidate must not: that
-# proves the crafted inputs tell the intervals apart. The fake's softmax_ce
-# and layernorm mirror gpu/kern.cu line by line with the emulator's
-# operations, so identical kern rows prove the CUDA code keeps the order of
-# emu/softmax.c and emu/layernorm.c.
+# proves the crafted inputs tell the intervals apart. The fake's softmax_ce,
+# layernorm and backward mirror gpu/kern.cu line by line with the
+# emulator's operations, so identical kern rows prove the CUDA code keeps
+# the order of emu/softmax.c, emu/layernorm.c and emu/backward.c.
 [ -x "$F" ] || { echo "cli_gpu: $F not built (make $F)" >&2; exit 1; }
 rc=0
 "$F" --out "$tmp/fake" --quick --stride 16777259 --pairs 4096 --tc-vectors gpu/testdata/tcv \
@@ -47,7 +47,7 @@ csv=$tmp/fake/nanmap-gpu.csv
 [ -f "$csv" ] || fail "fake run: no $csv"
 head -n 1 "$csv" | grep -q '^step,kernel,format,mode,compared,identical,' || fail "fake run: CSV header"
 rows=$(tail -n +2 "$csv" | wc -l)
-[ "$rows" -eq 183 ] || fail "fake run: $rows rows, want 183 (14 conv, 13 tables, 6 arith, 2 tc, 10 gemm, 2 gemmex, 28 lt, 108 kern)"
+[ "$rows" -eq 243 ] || fail "fake run: $rows rows, want 243 (14 conv, 13 tables, 6 arith, 2 tc, 10 gemm, 2 gemmex, 28 lt, 168 kern)"
 for step in conv tables arith tc gemm gemmex lt kern; do
 	grep -q "^$step," "$csv" || fail "fake run: no $step rows"
 done

@@ -162,6 +162,20 @@ bool gpu_tables_lookup(const gpu_tables *ts, const char *func, const emu_format 
                        emu_bits *out);
 void gpu_tables_free(gpu_tables *ts);
 
+/* ---- gpu/kern.cu on the host (gpu/host_mirror.c) ---- */
+/* The same arguments as gpu_dev_softmax, gpu_dev_layernorm and
+ * gpu_dev_backward (gpu_dev.h; formats are gpu_kfmt values), computed with
+ * the emulator's operations in the CUDA code's order; with t, fp16/bf16
+ * exp, log and rsqrt are looked up in the GPU's tables. 0, or -1 with err. */
+int gpu_mirror_softmax(const gpu_tables *t, int v, int S, int C, int A, const float *x,
+                       size_t R, size_t N, float *grad, float *loss, char *err, size_t len);
+int gpu_mirror_layernorm(const gpu_tables *t, int v, int S, int C, int A, const float *x,
+                         const float *dy, size_t R, size_t N, float eps_c, float *y, float *dx,
+                         float *rstd, float *var, char *err, size_t len);
+int gpu_mirror_backward(const gpu_tables *t, int S, int C, int A, const float *x, const float *w,
+                        size_t R, size_t D, size_t K, float scale, float inv, float *grad,
+                        float *un, float *loss, float *found, char *err, size_t len);
+
 /* ---- Tensor Core hardware vectors (gpu/host_tcv.c) ---- */
 /* <dir>/<gpu>/<fmt>/{a,b}_<gpu>_<fmt>.txt (hex binary32, K per line),
  * c_<gpu>_fp32.txt and d_<gpu>_<out>.txt (32-character binary strings);

@@ -148,6 +148,10 @@ for spec in tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:40 arith:60 conv:300; d
 	[ "$max" -gt "$left" ] && max=$left
 	extra=""
 	[ "$step" = arith ] && extra="--pairs 67108864"
+	# the kern step replays the tables the tables step measured
+	if [ "$step" = kern ] && [ -f "$PARTS/step-tables/gpu-tables.txt" ]; then
+		extra="--gpu-tables $PARTS/step-tables/gpu-tables.txt"
+	fi
 	if [ "$step" = tc ] && [ -z "$TCARG" ]; then
 		status tc SKIPPED 0 "no Tensor Core vectors at $TCV (pass TC_VECTORS or set NANMAP_TC_VECTORS)"
 		continue

@@ -38,6 +38,7 @@ enum {
 typedef struct {
 	const char *out_dir;    /* --out DIR (default "gpu-out") */
 	const char *tc_vectors; /* --tc-vectors DIR, else $NANMAP_TC_VECTORS, else NULL */
+	const char *gpu_tables; /* --gpu-tables FILE|DIR: measured tables for the kern replay */
 	unsigned steps;         /* --only a,b,... (default all) */
 	int chunk_log2;         /* --chunk-log2 N: inputs per GPU launch, 16..30 (28) */
 	uint64_t stride;        /* --stride N: conversions visit 0, N, 2N, ... < 2^32 (1: all) */

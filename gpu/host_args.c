@@ -25,6 +25,7 @@ const char *gpu_usage(void)
 {
 	return "usage: nanmap-gpu [--out DIR] [--only STEP,...] [--tc-vectors DIR]\n"
 	       "                  [--chunk-log2 N] [--stride N] [--pairs N] [--seed N] [--quick]\n"
+	       "                  [--gpu-tables FILE|DIR]\n"
 	       "Runs the CUDA counterparts on the first GPU and compares every output with\n"
 	       "the emulator bit for bit; writes DIR/nanmap-gpu.{csv,md}, -miss.csv and\n"
 	       "DIR/gpu-tables.txt. Steps: conv arith tables tc gemm gemmex lt kern (default\n"
@@ -32,6 +33,8 @@ const char *gpu_usage(void)
 	       "--tc-vectors (or NANMAP_TC_VECTORS): the Tensor Core hardware vectors.\n"
 	       "--stride N: every N-th binary32 input only; --pairs N: operand pairs per\n"
 	       "arithmetic op (2^32: all pairs for add and mul); --quick: 16-row GEMMs.\n"
+	       "--gpu-tables FILE|DIR: the tables a tables step wrote (default: DIR/gpu-tables.txt\n"
+	       "when present); the kern step then predicts fp16/bf16 kernels bit for bit.\n"
 	       "Exit 0 when every step ran (mismatches are findings, in the report), 1 when\n"
 	       "a step failed, 2 on bad arguments, 77 when no CUDA device is usable.\n";
 }
@@ -93,8 +96,9 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 			o->quick = true;
 			continue;
 		}
-		static const char *const with_value[] = {"--out", "--only", "--tc-vectors", "--chunk-log2",
-		                                         "--stride", "--pairs", "--seed"};
+		static const char *const with_value[] = {"--out",   "--only",  "--tc-vectors",
+		                                         "--chunk-log2", "--stride", "--pairs",
+		                                         "--seed",  "--gpu-tables"};
 		int k = -1;
 		for (int j = 0; j < (int)(sizeof with_value / sizeof with_value[0]); j++)
 			if (strcmp(a, with_value[j]) == 0)
@@ -151,6 +155,9 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 				return -1;
 			}
 			o->seed = n;
+			break;
+		case 7:
+			o->gpu_tables = v;
 			break;
 		}
 	}

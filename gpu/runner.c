@@ -688,6 +688,45 @@ static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
 	}
 }
 
+/* GPU outputs against the host mirror with the GPU's tables: exact. */
+static void kern_replay(const char *kname, const char *fmts, const kern_out *g, const kern_out *m,
+                        const emu_format *const *f, size_t n)
+{
+	char name[40];
+	snprintf(name, sizeof name, "%s replay", kname);
+	for (size_t k = 0; k < n; k++) {
+		gpu_cmp row;
+		gpu_cmp_init(&row, "kern", name, fmts, g[k].name, f[k], (gpu_tol){0, true});
+		for (size_t i = 0; i < g[k].n; i++)
+			gpu_cmp_one(&row, i, i, emu_from_float(f[k], g[k].v[i], &env_rne).bits,
+			            emu_from_float(f[k], m[k].v[i], &env_rne).bits);
+		add_row(&row);
+	}
+}
+
+/* The tables to replay: --gpu-tables, else OUT/gpu-tables.txt when present. */
+static bool kern_tables(const gpu_opts *o, gpu_tables *t)
+{
+	char path[700];
+	const char *p = o->gpu_tables;
+	if (!p) {
+		snprintf(path, sizeof path, "%s/gpu-tables.txt", o->out_dir);
+		FILE *fp = fopen(path, "r");
+		if (!fp) {
+			gpu_report_note(&rep, "kern: no replay rows: no --gpu-tables and no %s", path);
+			return false;
+		}
+		fclose(fp);
+		p = path;
+	}
+	if (gpu_tables_load(p, t, err, sizeof err)) {
+		step_failed("kern", err);
+		return false;
+	}
+	gpu_report_note(&rep, "kern: replay rows use the tables in %s", p);
+	return true;
+}
+
 /* backward.c's generator of W: SplitMix64 of seed ⊕ i·φ (the same formula) */
 static uint64_t bw_mix(uint64_t seed, uint64_t i)
 {
@@ -700,7 +739,8 @@ static uint64_t bw_mix(uint64_t seed, uint64_t i)
 
 /* backward at loss scales 1 and 2^16 (fp16 gradients overflow at the
  * second on some elements, and underflow at the first) */
-static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *fmts)
+static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *fmts,
+                          const gpu_tables *tabs)
 {
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
 	const emu_format *f32 = fmt("fp32");
@@ -708,7 +748,8 @@ static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *
 	double *x = malloc(R * D * sizeof *x);
 	float *xs = malloc(R * D * sizeof *xs), *ws = malloc(D * K * sizeof *ws);
 	float *grad = malloc(G * sizeof *grad), *un = malloc(G * sizeof *un);
-	if (!x || !xs || !ws || !grad || !un) {
+	float *mgrad = malloc(G * sizeof *mgrad), *mun = malloc(G * sizeof *mun);
+	if (!x || !xs || !ws || !grad || !un || !mgrad || !mun) {
 		step_failed("kern", "out of memory");
 		goto out;
 	}
@@ -747,6 +788,18 @@ static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *
 		                   {"grad", grad, G}};
 		kern_compare(kname, fmts, &er, outs, 5);
 		emu_run_free(&er);
+		float mloss, mfound;
+		if (tabs && gpu_mirror_backward(tabs, kfmt(S), kfmt(C), kfmt(A), xs, ws, R, D, K,
+		                                (float)scale, inv, mgrad, mun, &mloss, &mfound, err,
+		                                sizeof err) == 0) {
+			kern_out mo[] = {{"loss", &mloss, 1},
+			                 {"dW", mun, D * K},
+			                 {"dX", mun + D * K, R * D},
+			                 {"found_inf", &mfound, 1},
+			                 {"grad", mgrad, G}};
+			const emu_format *f[] = {A, f32, f32, f32, S};
+			kern_replay(kname, fmts, outs, mo, f, 5);
+		}
 	}
 out:
 	free(x);
@@ -754,6 +807,8 @@ out:
 	free(ws);
 	free(grad);
 	free(un);
+	free(mgrad);
+	free(mun);
 }
 
 static void step_kern(const gpu_opts *o)
@@ -770,7 +825,12 @@ static void step_kern(const gpu_opts *o)
 	float *dys = malloc(R * N * sizeof *dys), *o1 = malloc(R * N * sizeof *o1);
 	float *o2 = malloc(R * N * sizeof *o2), *o3 = malloc(R * sizeof *o3);
 	float *o4 = malloc(R * sizeof *o4);
-	if (!x || !xl || !xs || !xls || !dys || !o1 || !o2 || !o3 || !o4) {
+	float *m1 = malloc(R * N * sizeof *m1), *m2 = malloc(R * N * sizeof *m2);
+	float *m3 = malloc(R * sizeof *m3), *m4 = malloc(R * sizeof *m4);
+	gpu_tables tabs = {NULL, 0};
+	bool have_tabs = false;
+	if (!x || !xl || !xs || !xls || !dys || !o1 || !o2 || !o3 || !o4 || !m1 || !m2 || !m3 ||
+	    !m4) {
 		step_failed("kern", "out of memory");
 		goto out;
 	}
@@ -784,6 +844,7 @@ static void step_kern(const gpu_opts *o)
 			x[r * N + j] = (u - 0.5) * 16.0 * (double)(1 + 4 * (r % 4));
 			xl[r * N + j] = off[r % 4] + (u - 0.5) * 2.0;
 		}
+	have_tabs = kern_tables(o, &tabs);
 	for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
 		emu_policy pol;
 		if (emu_policy_parse(pols[p], &pol, err, sizeof err)) {
@@ -791,6 +852,8 @@ static void step_kern(const gpu_opts *o)
 			continue;
 		}
 		const emu_format *S = &pol.storage, *C = &pol.compute, *A = &pol.accum;
+		/* replay where the compute format's approximate functions are tabulated */
+		const gpu_tables *rt = have_tabs && C->bits == 16 ? &tabs : NULL;
 		char fmts[128];
 		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
 		for (size_t i = 0; i < R * N; i++) {
@@ -817,6 +880,12 @@ static void step_kern(const gpu_opts *o)
 				kern_out outs[] = {{"grad", o1, R * N}, {"loss", o3, 1}};
 				kern_compare(kname, fmts, &er, outs, 2);
 				emu_run_free(&er);
+				if (rt && gpu_mirror_softmax(rt, v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, m1, m3,
+				                             err, sizeof err) == 0) {
+					kern_out mo[] = {{"grad", m1, R * N}, {"loss", m3, 1}};
+					const emu_format *f[] = {S, A};
+					kern_replay(kname, fmts, outs, mo, f, 2);
+				}
 			}
 			/* layernorm, forward and backward (eps 1e-5, dy = ±1 from the seed) */
 			snprintf(kname, sizeof kname, "layernorm %s", ln_var[v]);
@@ -833,9 +902,16 @@ static void step_kern(const gpu_opts *o)
 				    {"y", o1, R * N}, {"dx", o2, R * N}, {"rstd", o3, R}, {"var", o4, R}};
 				kern_compare(kname, fmts, &er, outs, 4);
 				emu_run_free(&er);
+				if (rt && gpu_mirror_layernorm(rt, v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N,
+				                               epsc, m1, m2, m3, m4, err, sizeof err) == 0) {
+					kern_out mo[] = {
+					    {"y", m1, R * N}, {"dx", m2, R * N}, {"rstd", m3, R}, {"var", m4, R}};
+					const emu_format *f[] = {S, S, C, C};
+					kern_replay(kname, fmts, outs, mo, f, 4);
+				}
 			}
 		}
-		kern_backward(o, &pol, fmts);
+		kern_backward(o, &pol, fmts, rt);
 	}
 	gpu_report_note(&rep, "kern: softmax_ce and layernorm on %zu rows of %zu, backward on %s, "
 	                      "against the fast "
@@ -844,6 +920,11 @@ static void step_kern(const gpu_opts *o)
 	                      "largest distance is reported",
 	                R, N, o->quick ? "16x32 inputs" : "64x128 inputs, 8 classes");
 out:
+	gpu_tables_free(&tabs);
+	free(m1);
+	free(m2);
+	free(m3);
+	free(m4);
 	free(x);
 	free(xl);
 	free(xs);

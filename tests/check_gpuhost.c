@@ -10,7 +10,8 @@
  *  - the command line (a table of accepted and rejected argument lists);
  *  - the transcendental table file: write, load, look up, and every way a
  *    file can be malformed;
- *  - the Tensor Core vector reader on gpu/testdata/tcv (two fp16 cases).
+ *  - the Tensor Core vector reader on gpu/testdata/tcv (two fp16 cases);
+ *  - the host mirror of the CUDA softmax takes exp from the GPU's tables.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,11 +309,13 @@ START_TEST(test_args)
 		ck_assert(!o.quick && !o.help);
 	}
 	const char *full[] = {"x", "--out", "o", "--tc-vectors", "v", "--chunk-log2", "20",
-	                      "--pairs", "4294967296", "--seed", "7", "-h", "--quick"};
+	                      "--pairs", "4294967296", "--seed", "7", "-h", "--quick",
+	                      "--gpu-tables", "t.txt"};
 	gpu_opts o;
 	char err[256];
-	ck_assert_int_eq(gpu_parse_args(13, (char *const *)full, &o, err, sizeof err), 0);
+	ck_assert_int_eq(gpu_parse_args(15, (char *const *)full, &o, err, sizeof err), 0);
 	ck_assert(o.quick);
+	ck_assert_str_eq(o.gpu_tables, "t.txt");
 	ck_assert_str_eq(o.out_dir, "o");
 	ck_assert_str_eq(o.tc_vectors, "v");
 	ck_assert_int_eq(o.chunk_log2, 20);
@@ -450,6 +453,41 @@ START_TEST(test_tcv)
 }
 END_TEST
 
+/* The mirror of the CUDA softmax takes exp from the tables when given them:
+ * with every fp16 hexp one encoding up, the results move; with the correctly
+ * rounded table they are those without tables. */
+START_TEST(test_mirror_tables)
+{
+	const size_t R = 4, N = 16;
+	float x[4 * 16], g0[4 * 16], g1[4 * 16], g2[4 * 16], l0, l1, l2;
+	char err[256];
+	const emu_format *f16 = t_fmt("fp16");
+	emu_env env = EMU_ENV_DEFAULT;
+	for (size_t i = 0; i < R * N; i++)
+		x[i] = (float)((int)(t_rand(7, i) % 64) - 32) / 8.0f; /* exact in fp16 */
+	static gpu_table tab[2];
+	gpu_tables ts = {tab, 2};
+	snprintf(tab[0].func, sizeof tab[0].func, "hexp");
+	snprintf(tab[0].format, sizeof tab[0].format, "fp16");
+	snprintf(tab[1].func, sizeof tab[1].func, "hlog");
+	snprintf(tab[1].format, sizeof tab[1].format, "fp16");
+	for (uint32_t a = 0; a < GPU_TABLE_N; a++) {
+		tab[0].v[a] = (uint16_t)emu_exp(f16, a, &env).bits;
+		tab[1].v[a] = (uint16_t)emu_log(f16, a, &env).bits;
+	}
+	/* fp16 storage, compute and accumulator: GPU_K_F16 is 1 */
+	ck_assert_int_eq(gpu_mirror_softmax(NULL, 1, 1, 1, 1, x, R, N, g0, &l0, err, sizeof err), 0);
+	ck_assert_int_eq(gpu_mirror_softmax(&ts, 1, 1, 1, 1, x, R, N, g1, &l1, err, sizeof err), 0);
+	ck_assert_int_eq(memcmp(g0, g1, sizeof g0), 0);
+	ck_assert_int_eq(memcmp(&l0, &l1, sizeof l0), 0);
+	for (uint32_t a = 0; a < GPU_TABLE_N; a++)
+		if (!emu_is_nan(f16, tab[0].v[a]) && tab[0].v[a] != 0x7c00 && tab[0].v[a] != 0)
+			tab[0].v[a]++;
+	ck_assert_int_eq(gpu_mirror_softmax(&ts, 1, 1, 1, 1, x, R, N, g2, &l2, err, sizeof err), 0);
+	ck_assert_int_ne(memcmp(g0, g2, sizeof g0), 0);
+}
+END_TEST
+
 Suite *suite_gpuhost(void)
 {
 	Suite *s = suite_create("gpuhost");
@@ -463,6 +501,7 @@ Suite *suite_gpuhost(void)
 	tcase_add_test(tf, test_args);
 	tcase_add_test(tf, test_tables);
 	tcase_add_test(tf, test_tcv);
+	tcase_add_test(tf, test_mirror_tables);
 	suite_add_tcase(s, tf);
 	return s;
 }

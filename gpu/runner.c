@@ -368,12 +368,19 @@ static void step_tc(const gpu_opts *o)
 		}
 		const emu_format *in = fmt(sets[s].in), *out = fmt(sets[s].out), *f32 = fmt("fp32");
 		bool fp8 = in->bits == 8, acc16 = out->bits == 16;
-		size_t groups = (v.n + 7) / 8, M = 16 * groups, K = v.K;
-		uint16_t *A = calloc(M * K, sizeof *A), *B = calloc(8 * groups * K, sizeof *B);
-		uint32_t *C = calloc(M * 8 * groups, sizeof *C), *D = calloc(M * 8 * groups, sizeof *D);
+		size_t K = v.K;
+		/* eight cases per 16×8 tile: case j of a group is row j of A, column
+		 * j of B, and C and D at (j, j); rows 8..15 are zero */
+		uint16_t *A = malloc(16 * K * sizeof *A), *B = malloc(8 * K * sizeof *B);
+		uint32_t C[16 * 8], D[16 * 8];
 		emu_bits *ea = malloc(K * sizeof *ea), *eb = malloc(K * sizeof *eb);
 		emu_tc_model m;
-		if (!A || !B || !C || !D || !ea || !eb) {
+		gpu_cmp vs_model, vs_hw;
+		gpu_cmp_init(&vs_model, "tc", "mma.sync vs model h200", sets[s].in, sets[s].out, out,
+		             (gpu_tol){0, true});
+		gpu_cmp_init(&vs_hw, "tc", "mma.sync vs recorded H200", sets[s].in, sets[s].out, out,
+		             (gpu_tol){0, true});
+		if (!A || !B || !ea || !eb) {
 			step_failed("tc", "out of memory");
 			goto next;
 		}
@@ -381,48 +388,44 @@ static void step_tc(const gpu_opts *o)
 			step_failed("tc", "no h200 preset for this pair");
 			goto next;
 		}
-		/* case i: row 16*(i/8) + i%8 of A, column i of B, C and D at that diagonal;
-		 * the tile's N is 8*groups, so group g's tile is (g, g) */
-		for (size_t i = 0; i < v.n; i++) {
-			size_t row = 16 * (i / 8) + i % 8, col = i;
-			for (size_t k = 0; k < K; k++) {
-				A[row * K + k] = enc_of(in, v.a[i * K + k]);
-				B[col * K + k] = enc_of(in, v.b[i * K + k]);
+		for (size_t g0 = 0; g0 < v.n; g0 += 8) {
+			size_t ng = v.n - g0 < 8 ? v.n - g0 : 8;
+			memset(A, 0, 16 * K * sizeof *A);
+			memset(B, 0, 8 * K * sizeof *B);
+			memset(C, 0, sizeof C);
+			for (size_t j = 0; j < ng; j++) {
+				size_t i = g0 + j;
+				for (size_t k = 0; k < K; k++) {
+					A[j * K + k] = enc_of(in, v.a[i * K + k]);
+					B[j * K + k] = enc_of(in, v.b[i * K + k]);
+				}
+				uint32_t c = fp8 ? 0 : v.c[i]; /* the FP8 vectors ran with C = 0 */
+				if (acc16)
+					c = emu_convert(out, f32, c, &env_rne).bits;
+				C[j * 8 + j] = c;
 			}
-			uint32_t c = fp8 ? 0 : v.c[i]; /* the FP8 vectors ran with C = 0 */
-			if (acc16)
-				c = emu_convert(out, f32, c, &env_rne).bits;
-			C[row * 8 * groups + col] = c;
-		}
-		if (gpu_dev_mma(gfmt(in), acc16, A, B, C, M, 8 * groups, K, 0, D, err, sizeof err)) {
-			step_failed("tc", err);
-			goto next;
-		}
-		gpu_cmp vs_model, vs_hw;
-		gpu_cmp_init(&vs_model, "tc", "mma.sync vs model h200", sets[s].in, sets[s].out, out,
-		             (gpu_tol){0, true});
-		gpu_cmp_init(&vs_hw, "tc", "mma.sync vs recorded H200", sets[s].in, sets[s].out, out,
-		             (gpu_tol){0, true});
-		for (size_t i = 0; i < v.n; i++) {
-			size_t row = 16 * (i / 8) + i % 8;
-			emu_bits got = D[row * 8 * groups + i];
-			for (size_t k = 0; k < K; k++) {
-				ea[k] = A[row * K + k];
-				eb[k] = B[i * K + k];
+			if (gpu_dev_mma(gfmt(in), acc16, A, B, C, 16, 8, K, 0, D, err, sizeof err)) {
+				step_failed("tc", err);
+				goto next;
 			}
-			uint32_t c = fp8 ? 0 : v.c[i];
-			emu_bits want = emu_tc_dot(&m, in, out, ea, eb, K, c).bits;
-			gpu_cmp_one(&vs_model, i, i, got, want);
-			emu_bits hw = acc16 ? emu_convert(out, f32, v.d[i], &env_rne).bits : v.d[i];
-			gpu_cmp_one(&vs_hw, i, i, got, hw);
+			for (size_t j = 0; j < ng; j++) {
+				size_t i = g0 + j;
+				for (size_t k = 0; k < K; k++) {
+					ea[k] = A[j * K + k];
+					eb[k] = B[j * K + k];
+				}
+				uint32_t c = fp8 ? 0 : v.c[i];
+				emu_bits want = emu_tc_dot(&m, in, out, ea, eb, K, c).bits;
+				gpu_cmp_one(&vs_model, i, i, D[j * 8 + j], want);
+				emu_bits hw = acc16 ? emu_convert(out, f32, v.d[i], &env_rne).bits : v.d[i];
+				gpu_cmp_one(&vs_hw, i, i, D[j * 8 + j], hw);
+			}
 		}
 		add_row(&vs_model);
 		add_row(&vs_hw);
 	next:
 		free(A);
 		free(B);
-		free(C);
-		free(D);
 		free(ea);
 		free(eb);
 		gpu_tcv_free(&v);

@@ -20,6 +20,21 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
+# gpu/: host-side C (tested by make test, no nvcc needed) and the CUDA files.
+GPU_HOST_SRC := $(sort $(wildcard gpu/host_*.c))
+GPU_HOST_OBJ := $(GPU_HOST_SRC:%.c=build/%.o)
+GPU_CU := $(sort $(wildcard gpu/*.cu))
+GPU_BIN := bin/nanmap-gpu
+# the runner against the emulator as a fake device: tests the runner without a GPU
+GPU_FAKE := build/gpu/nanmap-gpu-fake
+NVCC ?= /usr/local/cuda/bin/nvcc
+# sm_90a: the Hopper-only instructions; --fmad=false: no fused a*b+c in predicted kernels
+GPU_ARCH ?= -gencode arch=compute_90a,code=sm_90a
+NVCC_WARN := -Xcompiler -Wall,-Wextra
+ifeq ($(WERROR),1)
+NVCC_WARN += -Werror all-warnings -Xcompiler -Werror
+endif
+NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) -Iemu -Igpu $(NVCCFLAGS)
 PUBLIC_H := emu/emu.h emu/kern.h emu/kernels.h emu/tc.h emu/gradscaler.h emu/hw.h harness/nm_golden.h
 LIB := lib/libnanmap.a
 BIN := bin/nanmap
@@ -27,7 +42,7 @@ TESTBIN := build/tests/check_nanmap
 
 DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev check libinih-dev gnuplot-nox
 
-.PHONY: all deps test test-exhaustive asan bench install uninstall clean format lint sweep sweep-quick check fuzz
+.PHONY: all deps test test-exhaustive asan bench install uninstall clean format lint sweep sweep-quick check fuzz gpu
 all: $(LIB) $(BIN) nanmap.pc
 
 # deps: install Debian packages when root; otherwise name them.
@@ -50,19 +65,22 @@ $(BIN): build/harness/main.o $(LIB)
 	@mkdir -p bin
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
-$(TESTBIN): $(TEST_OBJ) $(LIB)
-	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
+$(TESTBIN): $(TEST_OBJ) $(GPU_HOST_OBJ) $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(GPU_HOST_OBJ) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
 
 nanmap.pc: nanmap.pc.in Makefile
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # test: the Check suites (fast == MPFR, hardware oracles) and the CLI tests.
 test: deps
-	$(MAKE) --no-print-directory $(TESTBIN) $(BIN)
+	$(MAKE) --no-print-directory $(TESTBIN) $(BIN) $(GPU_FAKE)
 	$(TESTBIN)
 	sh tests/cli.sh
 	sh tests/cli_run.sh
 	sh tests/cli_golden.sh
+	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory gpu; \
+	else echo "gpu: SKIPPED the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi
+	sh tests/cli_gpu.sh
 
 check: test
 
@@ -84,6 +102,29 @@ asan:
 # readers, FUZZ_SECONDS each (default 60); needs clang.
 fuzz:
 	sh tests/fuzz/run.sh
+
+# gpu: bin/nanmap-gpu (needs the CUDA toolkit, not a GPU; run it with gpu/check.sh)
+gpu:
+	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory $(GPU_BIN); \
+	else echo "gpu: nvcc not found at $(NVCC): install the CUDA toolkit or set NVCC="; exit 1; fi
+
+# gpu/ headers concern only gpu/ and its test: no rebuild of the library when they change
+build/gpu/%.o: gpu/%.c $(wildcard emu/*.h gpu/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(NM_CFLAGS) -c $< -o $@
+
+build/tests/check_gpuhost.o: $(wildcard gpu/*.h)
+
+$(GPU_FAKE): build/gpu/runner.o build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
+
+build/gpu/%.cu.o: gpu/%.cu $(wildcard gpu/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+$(GPU_BIN): build/gpu/runner.o $(GPU_HOST_OBJ) $(GPU_CU:%.cu=build/%.cu.o) $(LIB)
+	@mkdir -p bin
+	$(NVCC) $(GPU_ARCH) -o $@ $^ -lcublasLt -lcublas -lmpfr -lgmp -lm -lgomp $(LDFLAGS)
 
 bench/nanmap-bench: $(BENCH_SRC) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $(BENCH_SRC) $(LIB) $(NM_LDLIBS) $(LDFLAGS)

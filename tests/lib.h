@@ -36,5 +36,6 @@ Suite *suite_layernorm(void);
 Suite *suite_accum(void);
 Suite *suite_tc(void);
 Suite *suite_golden(void);
+Suite *suite_gpuhost(void);
 
 #endif

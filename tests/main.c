@@ -61,6 +61,7 @@ int main(void)
 	srunner_add_suite(sr, suite_accum());
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_golden());
+	srunner_add_suite(sr, suite_gpuhost());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,209 @@
+/*
+ * dev_fake.c — gpu_dev.h answered by the emulator itself, on the CPU. Linked
+ * into build/gpu/nanmap-gpu-fake (make test), it runs the real runner end to
+ * end where there is no GPU: every step's input generation, matrix layouts,
+ * diagonal placement of the Tensor Core cases, chunking and report writing.
+ * Because the "device" is the emulator, every row must come out identical;
+ * a row that does not is a bug in the runner's plumbing, not a finding.
+ *
+ * The matrices follow the layouts of gpu_dev.h exactly (A M×K row-major, B
+ * N×K, C and D M×N row-major), so a transposed index in the runner shows up.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_dev.h"
+#include "gpu_host.h"
+#include "tc.h"
+
+static const emu_env rne = EMU_ENV_DEFAULT;
+
+static const emu_format *fmt_of(gpu_fmt f)
+{
+	static const char *const names[GPU_NFMT] = {"fp16", "bf16", "e4m3", "e5m2"};
+	return emu_format_by_name(names[f]);
+}
+
+int gpu_dev_init(char *name, size_t nlen, char *err, size_t len)
+{
+	(void)err;
+	(void)len;
+	snprintf(name, nlen, "fake device: the emulator on the CPU (runner self-test)");
+	return 0;
+}
+
+int gpu_dev_convert(gpu_cv kind, uint64_t first, uint64_t stride, size_t n, uint16_t *out,
+                    char *err, size_t len)
+{
+	static const char *const fmts[GPU_CV_N] = {"fp16", "fp16", "fp16", "bf16", "bf16",
+	                                           "bf16", "e4m3", "e4m3", "e5m2", "e5m2"};
+	const emu_format *f = emu_format_by_name(fmts[kind]);
+	emu_env env = EMU_ENV_DEFAULT;
+	(void)err;
+	(void)len;
+	env.mode = kind == GPU_CV_F16_RZ || kind == GPU_CV_BF16_RZ ? EMU_RTZ : EMU_RNE;
+	env.sat = kind == GPU_CV_F16_RN_SAT || kind == GPU_CV_BF16_RN_SAT ||
+	          kind == GPU_CV_E4M3_SAT || kind == GPU_CV_E5M2_SAT;
+#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++) {
+		uint32_t bits = (uint32_t)(first + i * stride);
+		float x;
+		memcpy(&x, &bits, sizeof x);
+		out[i] = (uint16_t)emu_from_float(f, x, &env).bits;
+	}
+	return 0;
+}
+
+int gpu_dev_widen(gpu_fmt g, uint32_t *out, char *err, size_t len)
+{
+	const emu_format *f = fmt_of(g), *f32 = emu_format_by_name("fp32");
+	(void)err;
+	(void)len;
+	for (uint32_t b = 0; b < (1u << f->bits); b++)
+		out[b] = emu_convert(f32, f, b, &rne).bits;
+	return 0;
+}
+
+int gpu_dev_arith(gpu_fmt g, int op, const uint16_t *a, const uint16_t *b, const uint16_t *c,
+                  size_t n, uint16_t *out, char *err, size_t len)
+{
+	const emu_format *f = fmt_of(g);
+	(void)err;
+	(void)len;
+#pragma omp parallel for schedule(static)
+	for (size_t i = 0; i < n; i++)
+		out[i] = (uint16_t)(op == 0   ? emu_add(f, a[i], b[i], &rne)
+		                    : op == 1 ? emu_mul(f, a[i], b[i], &rne)
+		                              : emu_fma(f, a[i], b[i], c[i], &rne))
+		             .bits;
+	return 0;
+}
+
+int gpu_dev_table(gpu_fmt g, int func, uint16_t *out, char *err, size_t len)
+{
+	const emu_format *f = fmt_of(g);
+	emu_bits one = emu_from_double(f, 1.0, &rne).bits;
+	(void)err;
+	(void)len;
+	for (uint32_t x = 0; x < 65536; x++) {
+		emu_result r = func == 0   ? emu_exp(f, x, &rne)
+		               : func == 1 ? emu_log(f, x, &rne)
+		               : func == 2 ? emu_exp2(f, x, &rne)
+		               : func == 3 ? emu_div(f, one, x, &rne)
+		               : func == 4 ? emu_rsqrt(f, x, &rne)
+		                           : emu_sqrt(f, x, &rne);
+		out[x] = (uint16_t)r.bits;
+	}
+	return 0;
+}
+
+/* D[i][j] = model(A row i, B row j, C[i][j]) under the h200 preset. */
+static int fake_gemm(const emu_format *in, const emu_format *out, const uint16_t *A,
+                     const uint16_t *B, const uint32_t *C, size_t M, size_t N, size_t K,
+                     size_t promote, double scale, uint32_t *D, char *err, size_t len)
+{
+	const emu_format *f32 = emu_format_by_name("fp32");
+	emu_tc_model m;
+	if (emu_tc_preset("h200", in, out, &m)) {
+		snprintf(err, len, "fake: no h200 preset for %s -> %s", in->name, out->name);
+		return -1;
+	}
+	m.promote_every = promote;
+	int bad = 0;
+#pragma omp parallel
+	{
+		emu_bits *a = malloc(K * sizeof *a), *b = malloc(K * sizeof *b);
+		if (!a || !b)
+			bad = 1;
+#pragma omp for schedule(dynamic, 4)
+		for (size_t ij = 0; ij < M * N; ij++) {
+			size_t i = ij / N, j = ij % N;
+			if (!a || !b)
+				continue;
+			for (size_t k = 0; k < K; k++) {
+				a[k] = A[i * K + k];
+				b[k] = B[j * K + k];
+			}
+			/* an fp16 C arrives as fp16 bits: widen it (exact) */
+			emu_bits c = C ? C[ij] : 0;
+			if (C && out->bits == 16)
+				c = emu_convert(f32, out, c, &rne).bits;
+			emu_bits d = emu_tc_dot(&m, in, out, a, b, K, c).bits;
+			if (scale != 1.0)
+				d = emu_from_double(f32, emu_decode(f32, d) * scale, &rne).bits;
+			D[ij] = d;
+		}
+		free(a);
+		free(b);
+	}
+	if (bad)
+		snprintf(err, len, "fake: out of memory");
+	return bad ? -1 : 0;
+}
+
+int gpu_dev_mma(gpu_fmt in, int acc16, const uint16_t *A, const uint16_t *B, const uint32_t *C,
+                size_t M, size_t N, size_t K, size_t promote, uint32_t *D, char *err,
+                size_t len)
+{
+	return fake_gemm(fmt_of(in), emu_format_by_name(acc16 ? "fp16" : "fp32"), A, B, C, M, N, K,
+	                 promote, 1.0, D, err, len);
+}
+
+int gpu_dev_gemmex(int compute16, const uint16_t *A, const uint16_t *B, size_t M, size_t N,
+                   size_t K, uint32_t *D, char *err, size_t len)
+{
+	return fake_gemm(fmt_of(GPU_F16), emu_format_by_name(compute16 ? "fp16" : "fp32"), A, B,
+	                 NULL, M, N, K, 0, 1.0, D, err, len);
+}
+
+/* cuBLASLt as the fake sees it: the model with promotion every 128 (the
+ * DeepSeek-V3 figure), or none with FAST_ACCUM; B re-encoded in e4m3, as the
+ * runner's model does (its test values are powers of two). */
+int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t *B, size_t M,
+                   size_t N, size_t K, float scale_a, float scale_b, uint32_t *D, int *splitk,
+                   char *err, size_t len)
+{
+	const emu_format *e4 = fmt_of(GPU_E4M3), *bf = fmt_of(bfmt);
+	uint16_t *a = malloc(M * K * sizeof *a), *b = malloc(N * K * sizeof *b);
+	int rc = -1;
+	*splitk = 1;
+	if (!a || !b) {
+		snprintf(err, len, "fake: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < M * K; i++)
+		a[i] = A[i];
+	for (size_t i = 0; i < N * K; i++)
+		b[i] = (uint16_t)emu_convert(e4, bf, B[i], &rne).bits;
+	rc = fake_gemm(e4, emu_format_by_name("fp32"), a, b, NULL, M, N, K, fast_accum ? 0 : 128,
+	               (double)scale_a * scale_b, D, err, len);
+out:
+	free(a);
+	free(b);
+	return rc;
+}
+
+/* the training kernels: gpu/host_mirror.c without tables */
+int gpu_dev_softmax(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, size_t R,
+                    size_t N, float *grad, float *loss, char *err, size_t len)
+{
+	return gpu_mirror_softmax(NULL, v, S, C, A, X, R, N, grad, loss, err, len);
+}
+
+int gpu_dev_layernorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
+                      const float *DY, size_t R, size_t N, float epsc, float *Y, float *DX,
+                      float *RSTD, float *VAR, char *err, size_t len)
+{
+	return gpu_mirror_layernorm(NULL, v, S, C, A, X, DY, R, N, epsc, Y, DX, RSTD, VAR, err,
+	                            len);
+}
+
+int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const float *W,
+                     size_t R, size_t D, size_t K, float scale, float inv, float *G, float *U,
+                     float *loss, float *found, char *err, size_t len)
+{
+	return gpu_mirror_backward(NULL, S, C, A, X, W, R, D, K, scale, inv, G, U, loss, found, err,
+	                           len);
+}

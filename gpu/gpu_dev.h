@@ -1,0 +1,125 @@
+/*
+ * gpu_dev.h — the launch functions of the CUDA kernels (the .cu files in gpu/), callable
+ * from C. They take and return encodings only; what the outputs mean and
+ * whether they are right is decided on the host (gpu_host.h).
+ *
+ * Every function returns 0, or -1 with one line in err (the CUDA or cuBLAS
+ * error), so one failing step never takes the others down.
+ */
+#ifndef NANMAP_GPU_DEV_H
+#define NANMAP_GPU_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 0 when a device is usable (its name in name), else -1 with the reason. */
+int gpu_dev_init(char *name, size_t nlen, char *err, size_t len);
+
+/* Storage formats the kernels take (encodings right-aligned in uint16_t). */
+typedef enum { GPU_F16 = 0, GPU_BF16, GPU_E4M3, GPU_E5M2, GPU_NFMT } gpu_fmt;
+
+/* float -> format conversions: the CUDA intrinsic (or PTX cvt) named. */
+typedef enum {
+	GPU_CV_F16_RN = 0,   /* __float2half_rn */
+	GPU_CV_F16_RZ,       /* __float2half_rz */
+	GPU_CV_F16_RN_SAT,   /* cvt.rn.satfinite.f16.f32 */
+	GPU_CV_BF16_RN,      /* __float2bfloat16_rn */
+	GPU_CV_BF16_RZ,      /* __float2bfloat16_rz */
+	GPU_CV_BF16_RN_SAT,  /* cvt.rn.satfinite.bf16.f32 */
+	GPU_CV_E4M3_SAT,     /* __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3) */
+	GPU_CV_E4M3_NOSAT,   /* __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3) */
+	GPU_CV_E5M2_SAT,
+	GPU_CV_E5M2_NOSAT,
+	GPU_CV_N
+} gpu_cv;
+
+/* out[i] = convert(float with bits (first + i*stride) mod 2^32), i < n. */
+int gpu_dev_convert(gpu_cv kind, uint64_t first, uint64_t stride, size_t n, uint16_t *out,
+                    char *err, size_t len);
+/* out[i] = binary32 bits of format encoding i widened to float, for every
+ * encoding (65536 or 256 of them). */
+int gpu_dev_widen(gpu_fmt f, uint32_t *out, char *err, size_t len);
+
+/* fp16/bf16 elementwise: op 0 __hadd_rn, 1 __hmul_rn, 2 __hfma; c used by fma. */
+int gpu_dev_arith(gpu_fmt f, int op, const uint16_t *a, const uint16_t *b, const uint16_t *c,
+                  size_t n, uint16_t *out, char *err, size_t len);
+
+/* The approximate functions, every input: 0 hexp 1 hlog 2 hexp2 3 hrcp 4 hrsqrt 5 hsqrt. */
+#define GPU_NFUNC 6
+int gpu_dev_table(gpu_fmt f, int func, uint16_t *out /* 65536 */, char *err, size_t len);
+
+/*
+ * Our own Tensor Core GEMM (mma.sync): D = A·B + C with A M×K row-major, B
+ * N×K (each column of B contiguous), C and D M×N row-major. Each warp owns
+ * one 16×8 tile and walks K upward in steps of the instruction's k (16 for
+ * fp16/bf16, 32 for fp8), each step's D feeding the next step's C: the K
+ * order is fixed. promote = N (a multiple of that k): every N products the
+ * tile's partial sum is added to a binary32 accumulator (__fadd_rn) and the
+ * chain restarts from zero; 0: never. acc16: fp16 accumulator (fp16/e4m3/e5m2
+ * inputs; C and D are fp16 encodings in uint32_t, no promotion); else
+ * binary32 bits. M % 16 == 0, N % 8 == 0, K % k == 0.
+ */
+int gpu_dev_mma(gpu_fmt in, int acc16, const uint16_t *A, const uint16_t *B, const uint32_t *C,
+                size_t M, size_t N, size_t K, size_t promote, uint32_t *D, char *err,
+                size_t len);
+
+/* cublasGemmEx, fp16 A (M×K row-major) and B (N×K), D M×N row-major:
+ * compute16 = 1: CUBLAS_COMPUTE_16F, fp16 D (in uint32_t); 0: 32F, fp32 D. */
+int gpu_dev_gemmex(int compute16, const uint16_t *A, const uint16_t *B, size_t M, size_t N,
+                   size_t K, uint32_t *D, char *err, size_t len);
+
+/* cuBLASLt FP8: A e4m3 (M×K row-major), B e4m3 or e5m2 (N×K), fp32 D (M×N
+ * row-major) = scale_a·scale_b·(A·B); fast_accum sets
+ * CUBLASLT_MATMUL_DESC_FAST_ACCUM. M, N, K multiples of 16. Of the
+ * heuristic's algorithms the first that does not split K is used; *splitk
+ * gets its CUBLASLT_ALGO_CONFIG_SPLITK_NUM (1: no split; 0: unknown). */
+int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t *B, size_t M,
+                   size_t N, size_t K, float scale_a, float scale_b, uint32_t *D, int *splitk,
+                   char *err, size_t len);
+
+/*
+ * softmax_ce (emu/softmax.c) in the emulator's exact order of operations,
+ * one thread per row: variant 0 naive, 1 maxsub, 2 lse; S, C, A the
+ * storage, compute and accumulator formats. x holds the inputs already
+ * stored in S (as floats, exact); grad gets the stored gradient (values of
+ * S), loss the mean loss (a value of A). Each operation is the one
+ * instruction of its format (__hadd_rn, __hsub_rn, __hdiv, hexp, hlog in
+ * fp16/bf16; __fadd_rn, __fsub_rn, __fdiv_rn, expf, logf in fp32), so only
+ * exp and log may differ from the emulator's correctly rounded ones.
+ */
+typedef enum { GPU_K_F32 = 0, GPU_K_F16, GPU_K_BF16 } gpu_kfmt;
+int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, size_t R,
+                    size_t N, float *grad, float *loss, char *err, size_t len);
+
+/*
+ * layernorm (emu/layernorm.c), forward and backward, variant 0 twopass,
+ * 1 onepass, 2 welford, one thread per row, in the emulator's order. x and
+ * dy hold values of S; eps_c is eps already rounded into C. Outputs: y and
+ * dx (values of S), rstd and var per row (values of C). rsqrt is hrsqrt in
+ * fp16/bf16 and the correctly rounded __frsqrt_rn in fp32.
+ */
+int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                      const float *dy, size_t R, size_t N, float eps_c, float *y, float *dx,
+                      float *rstd, float *var, char *err, size_t len);
+
+/*
+ * backward (emu/backward.c): a linear layer (X R×D times W D×K, values of
+ * S) with softmax cross-entropy (maxsub, label r mod K), its backward under
+ * the loss scale `scale` (already an fp32 value), the gradients dW (D×K) and
+ * dX (R×D) stored in S into grad (dW first), then unscaled in fp32 by inv
+ * (skipped when inv is 1) into un, with found = 1 when any unscaled value
+ * is inf or NaN; loss is the mean loss in A. Sums are sequential in A.
+ */
+int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, const float *w,
+                     size_t R, size_t D, size_t K, float scale, float inv, float *grad,
+                     float *un, float *loss, float *found, char *err, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

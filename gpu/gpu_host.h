@@ -1,0 +1,196 @@
+/*
+ * gpu_host.h — the host side of bin/nanmap-gpu, plain C and tested in
+ * `make test` without a GPU: the command line, the comparison of GPU
+ * outputs with the emulator (tolerance rules, ulp distance, the first
+ * mismatches, the NaN encodings the hardware produced), the report and CSV
+ * writers, the transcendental tables measured on the GPU, and the reader of
+ * the Tensor Core hardware vectors.
+ *
+ * The .cu files hold only kernels and launch code (gpu_dev.h); everything
+ * that decides what "the same" means lives here, so it can be proved with
+ * recorded or synthetic GPU outputs (gpu/testdata/).
+ */
+#ifndef NANMAP_GPU_HOST_H
+#define NANMAP_GPU_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu.h"
+
+/* Exit status when no CUDA device is usable (the automake "skipped" code). */
+#define GPU_EXIT_SKIP 77
+
+/* ---- the command line (gpu/host_args.c) ---- */
+enum {
+	GPU_STEP_CONV = 1u << 0,   /* exhaustive float -> fp16/bf16/e4m3/e5m2, and back */
+	GPU_STEP_ARITH = 1u << 1,  /* fp16/bf16 add, mul, fma (_rn) on sampled pairs */
+	GPU_STEP_TABLES = 1u << 2, /* hexp hlog hexp2 hrcp hrsqrt hsqrt, all 65536 inputs */
+	GPU_STEP_TC = 1u << 3,     /* Tensor Core vectors through mma.sync */
+	GPU_STEP_GEMM = 1u << 4,   /* own mma.sync GEMM, known K order, with/without promotion */
+	GPU_STEP_GEMMEX = 1u << 5, /* cublasGemmEx fp16 in, 16F and 32F compute */
+	GPU_STEP_LT = 1u << 6,     /* cuBLASLt FP8, FAST_ACCUM 0/1: the promotion interval */
+	GPU_STEP_KERN = 1u << 7,   /* softmax_ce in the emulator's order of operations */
+	GPU_STEP_ALL = (1u << 8) - 1
+};
+
+typedef struct {
+	const char *out_dir;    /* --out DIR (default "gpu-out") */
+	const char *tc_vectors; /* --tc-vectors DIR, else $NANMAP_TC_VECTORS, else NULL */
+	const char *gpu_tables; /* --gpu-tables FILE|DIR: measured tables for the kern replay */
+	unsigned steps;         /* --only a,b,... (default all) */
+	int chunk_log2;         /* --chunk-log2 N: inputs per GPU launch, 16..30 (28) */
+	uint64_t stride;        /* --stride N: conversions visit 0, N, 2N, ... < 2^32 (1: all) */
+	uint64_t pairs;         /* --pairs N: sampled operand pairs per arithmetic op */
+	uint64_t seed;          /* --seed N: arithmetic samples and GEMM inputs */
+	bool quick;             /* --quick: 16-row GEMMs (self-tests on small machines) */
+	bool help;
+} gpu_opts;
+
+/* Parse argv (argv[0] is the program). 0, or non-zero with one line in err. */
+int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t len);
+/* "conv", "arith", ... for one GPU_STEP_* bit; NULL otherwise. */
+const char *gpu_step_name(unsigned step);
+/* The usage text. */
+const char *gpu_usage(void);
+
+/* ---- comparing with the emulator (gpu/host_cmp.c) ---- */
+/* What counts as a match: identical bits; or, with nan_any, any NaN for a
+ * NaN (the encodings are then reported, not judged); or, with ulp > 0, an
+ * ulp distance up to ulp (approximate functions). */
+typedef struct {
+	uint32_t ulp;
+	bool nan_any;
+} gpu_tol;
+
+#define GPU_SHOW_MAX 16
+#define GPU_NANENC_MAX 4
+
+typedef struct {
+	uint64_t index;  /* element number in the comparison */
+	uint64_t input;  /* the input's bits (or packed operands, or a case number) */
+	emu_bits got, want;
+	uint64_t ulp;    /* UINT64_MAX: one side is NaN */
+} gpu_miss;
+
+typedef struct {
+	char step[16], kernel[40], format[24], mode[40];
+	const emu_format *f; /* the output format */
+	gpu_tol tol;
+	uint64_t compared;
+	uint64_t identical;  /* same bits */
+	uint64_t nan_equal;  /* both NaN, different encodings, accepted by nan_any */
+	uint64_t within;     /* not identical, inside the ulp tolerance */
+	uint64_t max_ulp;    /* over all compared; UINT64_MAX for NaN vs number */
+	int nshow;           /* the first mismatches (lowest index) */
+	gpu_miss show[GPU_SHOW_MAX];
+	int nnan;            /* NaN encodings the GPU produced, with counts */
+	emu_bits nan_enc[GPU_NANENC_MAX];
+	uint64_t nan_cnt[GPU_NANENC_MAX];
+	uint64_t nan_other;  /* NaNs beyond GPU_NANENC_MAX distinct encodings */
+} gpu_cmp;
+
+void gpu_cmp_init(gpu_cmp *c, const char *step, const char *kernel, const char *format,
+                  const char *mode, const emu_format *f, gpu_tol tol);
+/* Count one element: got from the GPU, want from the emulator. */
+void gpu_cmp_one(gpu_cmp *c, uint64_t index, uint64_t input, emu_bits got, emu_bits want);
+/* Add the counts of from (same row) into into; the shown mismatches stay
+ * the lowest indices, so the result does not depend on how work was split. */
+void gpu_cmp_merge(gpu_cmp *into, const gpu_cmp *from);
+/* A row with row's labels and rule and no counts (one per thread). */
+gpu_cmp gpu_cmp_blank(const gpu_cmp *row);
+/* The conversion comparison: GPU outputs got[i] for the binary32 inputs
+ * with bits (j0 + i)·stride mod 2^32, i < n, against the emulator's
+ * rounding of the same inputs under env; element index j0 + i. OpenMP. */
+void gpu_cmp_convert(gpu_cmp *row, const emu_format *f, const emu_env *env, uint64_t j0,
+                     uint64_t stride, size_t n, const uint16_t *got);
+/* Mismatches outside the tolerance. */
+uint64_t gpu_cmp_bad(const gpu_cmp *c);
+/* Distance in encodings between a and b along the number line (+0 and -0
+ * are 0 apart); 0 when both are NaN; UINT64_MAX when one is. */
+uint64_t gpu_ulp_dist(const emu_format *f, emu_bits a, emu_bits b);
+
+/* ---- the report (gpu/host_report.c) ---- */
+/* Rows and notes of one run, written as DIR/<base>.csv (one line per row),
+ * DIR/<base>-miss.csv (the shown mismatches) and DIR/<base>.md; every write
+ * replaces the files atomically, so a crash leaves the last complete one. */
+typedef struct {
+	char dir[512], base[64];
+	gpu_cmp *rows;
+	size_t nrows, cap;
+	char **notes;
+	size_t nnotes;
+} gpu_report;
+
+void gpu_report_init(gpu_report *r, const char *dir, const char *base);
+/* 0, or -1 out of memory. */
+int gpu_report_add(gpu_report *r, const gpu_cmp *c);
+int gpu_report_note(gpu_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int gpu_report_write(const gpu_report *r, char *err, size_t len);
+void gpu_report_free(gpu_report *r);
+/* The CSV header line of DIR/<base>.csv (without newline). */
+const char *gpu_report_csv_header(void);
+/* Write text to path through path.tmp and rename(). 0, or -1 with err. */
+int gpu_write_atomic(const char *path, const char *text, size_t n, char *err, size_t len);
+
+/* ---- transcendental tables measured on the GPU (gpu/host_tables.c) ---- */
+/* One file holds any number of tables; each is a line
+ *   table <func> <format> 65536
+ * followed by 4096 lines of 16 encodings in hex (input order 0..65535).
+ * Lines starting with '#' are comments (provenance). */
+#define GPU_TABLE_N 65536
+typedef struct {
+	char func[16];   /* hexp hlog hexp2 hrcp hrsqrt hsqrt */
+	char format[16]; /* fp16 bf16 */
+	uint16_t v[GPU_TABLE_N];
+} gpu_table;
+
+typedef struct {
+	gpu_table *t;
+	size_t n;
+} gpu_tables;
+
+/* The CUDA function that stands for an emulator op (EMU_OP_EXP -> "hexp"), or NULL. */
+const char *gpu_table_func(emu_op op);
+int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, size_t n,
+                     char *err, size_t len);
+/* path is a file, or a directory holding gpu-tables.txt. 0, or -1 with err. */
+int gpu_tables_load(const char *path, gpu_tables *ts, char *err, size_t len);
+const gpu_table *gpu_tables_find(const gpu_tables *ts, const char *func, const char *format);
+/* The GPU's result for func(a) in f (looked up by f->name), or false. */
+bool gpu_tables_lookup(const gpu_tables *ts, const char *func, const emu_format *f, emu_bits a,
+                       emu_bits *out);
+void gpu_tables_free(gpu_tables *ts);
+
+/* ---- gpu/kern.cu on the host (gpu/host_mirror.c) ---- */
+/* The same arguments as gpu_dev_softmax, gpu_dev_layernorm and
+ * gpu_dev_backward (gpu_dev.h; formats are gpu_kfmt values), computed with
+ * the emulator's operations in the CUDA code's order; with t, fp16/bf16
+ * exp, log and rsqrt are looked up in the GPU's tables. 0, or -1 with err. */
+int gpu_mirror_softmax(const gpu_tables *t, int v, int S, int C, int A, const float *x,
+                       size_t R, size_t N, float *grad, float *loss, char *err, size_t len);
+int gpu_mirror_layernorm(const gpu_tables *t, int v, int S, int C, int A, const float *x,
+                         const float *dy, size_t R, size_t N, float eps_c, float *y, float *dx,
+                         float *rstd, float *var, char *err, size_t len);
+int gpu_mirror_backward(const gpu_tables *t, int S, int C, int A, const float *x, const float *w,
+                        size_t R, size_t D, size_t K, float scale, float inv, float *grad,
+                        float *un, float *loss, float *found, char *err, size_t len);
+
+/* ---- Tensor Core hardware vectors (gpu/host_tcv.c) ---- */
+/* <dir>/<gpu>/<fmt>/{a,b}_<gpu>_<fmt>.txt (hex binary32, K per line),
+ * c_<gpu>_fp32.txt and d_<gpu>_<out>.txt (32-character binary strings);
+ * the layout of shared/data/tensor-core-vectors. */
+typedef struct {
+	size_t n, K;
+	uint32_t *a, *b; /* n*K binary32 bit patterns */
+	uint32_t *c, *d; /* n each (d as stored: fp16 results widened to binary32) */
+} gpu_tcv;
+
+/* 0; 1 when the files are absent (a reason in err: the caller skips);
+ * -1 on a malformed file (a reason in err). */
+int gpu_tcv_load(const char *dir, const char *gpu, const char *fmt, const char *out,
+                 gpu_tcv *v, char *err, size_t len);
+void gpu_tcv_free(gpu_tcv *v);
+
+#endif

@@ -1,0 +1,980 @@
+/*
+ * runner.c — bin/nanmap-gpu: runs each step's CUDA kernels (gpu_dev.h) and
+ * compares every output with the emulator under the same policy
+ * (gpu_host.h), writing the report after every row so a run cut short keeps
+ * what finished.
+ *
+ * Every comparison loop runs on all cores (OpenMP) into private rows
+ * (gpu_cmp_blank) merged with gpu_cmp_merge, so the report is the same for
+ * any thread count.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "gpu_dev.h"
+#include "gpu_host.h"
+#include "kernels.h"
+#include "tc.h"
+
+static gpu_report rep;
+static const emu_env env_rne = EMU_ENV_DEFAULT;
+static int failed_steps;
+static char err[512];
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const emu_format *fmt(const char *name)
+{
+	const emu_format *f = emu_format_by_name(name);
+	if (!f) {
+		fprintf(stderr, "nanmap-gpu: format %s missing from the emulator\n", name);
+		exit(1);
+	}
+	return f;
+}
+
+static void flush_report(void)
+{
+	char e[512];
+	if (gpu_report_write(&rep, e, sizeof e))
+		fprintf(stderr, "nanmap-gpu: %s\n", e);
+}
+
+static void print_row(const gpu_cmp *c)
+{
+	printf("%-6s %-28s %-10s %-22s compared %12" PRIu64 " identical %12" PRIu64
+	       " bad %10" PRIu64 "\n",
+	       c->step, c->kernel, c->format, c->mode, c->compared, c->identical, gpu_cmp_bad(c));
+	fflush(stdout);
+}
+
+static void add_row(const gpu_cmp *c)
+{
+	print_row(c);
+	if (gpu_report_add(&rep, c))
+		fprintf(stderr, "nanmap-gpu: out of memory for the report\n");
+	flush_report();
+}
+
+static void step_failed(const char *step, const char *what)
+{
+	failed_steps++;
+	fprintf(stderr, "nanmap-gpu: %s: %s\n", step, what);
+	gpu_report_note(&rep, "step %s FAILED: %s", step, what);
+	flush_report();
+}
+
+/* Counter-based random 64 bits for (seed, stream, i): splitmix64. */
+static uint64_t rnd(uint64_t seed, uint64_t stream, uint64_t i)
+{
+	uint64_t z = seed ^ (stream * 0x9e3779b97f4a7c15ull) ^ (i * 0xbf58476d1ce4e5b9ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* ---- conv: every binary32 input (or a stride) to each format ---- */
+static const struct {
+	gpu_cv kind;
+	const char *fmt, *mode, *name;
+	emu_mode m;
+	bool sat;
+} conv_rows[] = {
+    {GPU_CV_F16_RN, "fp16", "rn", "__float2half_rn", EMU_RNE, false},
+    {GPU_CV_F16_RZ, "fp16", "rz", "__float2half_rz", EMU_RTZ, false},
+    {GPU_CV_F16_RN_SAT, "fp16", "rn-satfinite", "cvt.rn.satfinite.f16", EMU_RNE, true},
+    {GPU_CV_BF16_RN, "bf16", "rn", "__float2bfloat16_rn", EMU_RNE, false},
+    {GPU_CV_BF16_RZ, "bf16", "rz", "__float2bfloat16_rz", EMU_RTZ, false},
+    {GPU_CV_BF16_RN_SAT, "bf16", "rn-satfinite", "cvt.rn.satfinite.bf16", EMU_RNE, true},
+    {GPU_CV_E4M3_SAT, "e4m3", "rn-satfinite", "__nv_cvt_float_to_fp8", EMU_RNE, true},
+    {GPU_CV_E4M3_NOSAT, "e4m3", "rn-nosat", "__nv_cvt_float_to_fp8", EMU_RNE, false},
+    {GPU_CV_E5M2_SAT, "e5m2", "rn-satfinite", "__nv_cvt_float_to_fp8", EMU_RNE, true},
+    {GPU_CV_E5M2_NOSAT, "e5m2", "rn-nosat", "__nv_cvt_float_to_fp8", EMU_RNE, false},
+};
+
+static void step_conv(const gpu_opts *o)
+{
+	uint64_t total = (UINT32_MAX / o->stride) + 1;
+	size_t chunk = (size_t)1 << o->chunk_log2;
+	uint16_t *got = malloc(chunk * sizeof *got);
+	if (!got) {
+		step_failed("conv", "out of memory");
+		return;
+	}
+	for (size_t r = 0; r < sizeof conv_rows / sizeof conv_rows[0]; r++) {
+		const emu_format *f = fmt(conv_rows[r].fmt);
+		emu_env env = EMU_ENV_DEFAULT;
+		env.mode = conv_rows[r].m;
+		env.sat = conv_rows[r].sat;
+		gpu_cmp row;
+		gpu_cmp_init(&row, "conv", conv_rows[r].name, conv_rows[r].fmt, conv_rows[r].mode, f,
+		             (gpu_tol){0, true});
+		double t0 = now();
+		bool ok = true;
+		/* the row goes into the report at once and is rewritten after every
+		 * chunk: a run stopped by its time limit keeps the inputs it compared */
+		size_t idx = rep.nrows;
+		if (gpu_report_add(&rep, &row))
+			idx = SIZE_MAX;
+		for (uint64_t j0 = 0; j0 < total && ok; j0 += chunk) {
+			size_t n = total - j0 < chunk ? (size_t)(total - j0) : chunk;
+			if (gpu_dev_convert(conv_rows[r].kind, j0 * o->stride, o->stride, n, got, err,
+			                    sizeof err)) {
+				ok = false;
+				break;
+			}
+			gpu_cmp_convert(&row, f, &env, j0, o->stride, n, got);
+			if (idx != SIZE_MAX) {
+				rep.rows[idx] = row;
+				flush_report();
+			}
+		}
+		if (!ok) {
+			char what[700];
+			snprintf(what, sizeof what, "%s %s: %s (the row holds the inputs compared before)",
+			         conv_rows[r].fmt, conv_rows[r].mode, err);
+			step_failed("conv", what);
+			continue;
+		}
+		print_row(&row);
+		gpu_report_note(&rep, "conv %s %s: %" PRIu64 " inputs (stride %" PRIu64 ") in %.1f s",
+		                conv_rows[r].fmt, conv_rows[r].mode, total, o->stride, now() - t0);
+	}
+	free(got);
+
+	/* and back: every encoding widened to binary32 */
+	static const char *const names[GPU_NFMT] = {"fp16", "bf16", "e4m3", "e5m2"};
+	static uint32_t wide[65536];
+	const emu_format *f32 = fmt("fp32");
+	for (int g = 0; g < GPU_NFMT; g++) {
+		const emu_format *f = fmt(names[g]);
+		if (gpu_dev_widen((gpu_fmt)g, wide, err, sizeof err)) {
+			step_failed("conv", err);
+			continue;
+		}
+		gpu_cmp row;
+		gpu_cmp_init(&row, "conv", "widen to float", names[g], "exact", f32,
+		             (gpu_tol){0, true});
+		emu_env env = EMU_ENV_DEFAULT;
+		for (uint32_t b = 0; b < (1u << f->bits); b++)
+			gpu_cmp_one(&row, b, b, wide[b], emu_convert(f32, f, b, &env).bits);
+		add_row(&row);
+	}
+}
+
+/* ---- arith: fp16/bf16 add, mul, fma on sampled (or all) pairs ---- */
+static void step_arith(const gpu_opts *o)
+{
+	static const char *const fnames[2] = {"fp16", "bf16"};
+	static const char *const onames[3] = {"__hadd_rn", "__hmul_rn", "__hfma"};
+	bool all = o->pairs == (1ull << 32);
+	size_t chunk = (size_t)1 << (o->chunk_log2 < 26 ? o->chunk_log2 : 26);
+	uint16_t *buf = malloc(4 * chunk * sizeof *buf);
+	if (!buf) {
+		step_failed("arith", "out of memory");
+		return;
+	}
+	uint16_t *a = buf, *b = buf + chunk, *c = buf + 2 * chunk, *got = buf + 3 * chunk;
+	for (int g = 0; g < 2; g++) {
+		const emu_format *f = fmt(fnames[g]);
+		for (int op = 0; op < 3; op++) {
+			gpu_cmp row;
+			gpu_cmp_init(&row, "arith", onames[op], fnames[g],
+			             all && op < 2 ? "rn-allpairs" : "rn-sampled", f, (gpu_tol){0, true});
+			bool ok = true;
+			for (uint64_t j0 = 0; j0 < o->pairs && ok; j0 += chunk) {
+				size_t n = o->pairs - j0 < chunk ? (size_t)(o->pairs - j0) : chunk;
+#pragma omp parallel for schedule(static)
+				for (size_t i = 0; i < n; i++) {
+					uint64_t r = rnd(o->seed, 1 + (uint64_t)(g * 3 + op), j0 + i);
+					bool pair = all && op < 2;
+					a[i] = pair ? (uint16_t)((j0 + i) >> 16) : (uint16_t)r;
+					b[i] = pair ? (uint16_t)(j0 + i) : (uint16_t)(r >> 16);
+					c[i] = (uint16_t)(r >> 32);
+				}
+				if (gpu_dev_arith((gpu_fmt)g, op, a, b, c, n, got, err, sizeof err)) {
+					ok = false;
+					break;
+				}
+#pragma omp parallel
+				{
+					gpu_cmp mine = gpu_cmp_blank(&row);
+					emu_env env = EMU_ENV_DEFAULT;
+#pragma omp for schedule(static)
+					for (size_t i = 0; i < n; i++) {
+						emu_bits w = op == 0   ? emu_add(f, a[i], b[i], &env).bits
+						             : op == 1 ? emu_mul(f, a[i], b[i], &env).bits
+						                       : emu_fma(f, a[i], b[i], c[i], &env).bits;
+						uint64_t in = (uint64_t)a[i] << 32 | (uint64_t)b[i] << 16 | c[i];
+						gpu_cmp_one(&mine, j0 + i, in, got[i], w);
+					}
+#pragma omp critical
+					gpu_cmp_merge(&row, &mine);
+				}
+			}
+			if (!ok) {
+				step_failed("arith", err);
+				continue;
+			}
+			add_row(&row);
+		}
+	}
+	free(buf);
+}
+
+/* ---- tables: the approximate functions on every fp16/bf16 input ---- */
+static void step_tables(const gpu_opts *o)
+{
+	static const char *const fnames[2] = {"fp16", "bf16"};
+	static const char *const funcs[GPU_NFUNC] = {"hexp", "hlog", "hexp2", "hrcp", "hrsqrt", "hsqrt"};
+	gpu_table *t = calloc(2 * GPU_NFUNC, sizeof *t);
+	size_t nt = 0;
+	if (!t) {
+		step_failed("tables", "out of memory");
+		return;
+	}
+	for (int g = 0; g < 2; g++) {
+		const emu_format *f = fmt(fnames[g]);
+		emu_bits one = emu_from_double(f, 1.0, &env_rne).bits;
+		for (int fn = 0; fn < GPU_NFUNC; fn++) {
+			gpu_table *cur = &t[nt];
+			if (gpu_dev_table((gpu_fmt)g, fn, cur->v, err, sizeof err)) {
+				step_failed("tables", err);
+				continue;
+			}
+			snprintf(cur->func, sizeof cur->func, "%s", funcs[fn]);
+			snprintf(cur->format, sizeof cur->format, "%s", fnames[g]);
+			nt++;
+			/* against the correctly rounded result: 1 ulp is the documented
+			 * class of these approximations (FACTS §2) */
+			gpu_cmp row;
+			gpu_cmp_init(&row, "tables", funcs[fn], fnames[g], "vs correctly rounded", f,
+			             (gpu_tol){1, true});
+#pragma omp parallel
+			{
+				gpu_cmp mine = gpu_cmp_blank(&row);
+				emu_env env = EMU_ENV_DEFAULT;
+#pragma omp for schedule(static)
+				for (uint32_t x = 0; x < 65536; x++) {
+					emu_bits w;
+					switch (fn) {
+					case 0:
+						w = emu_exp(f, x, &env).bits;
+						break;
+					case 1:
+						w = emu_log(f, x, &env).bits;
+						break;
+					case 2:
+						w = emu_exp2(f, x, &env).bits;
+						break;
+					case 3:
+						w = emu_div(f, one, x, &env).bits;
+						break;
+					case 4:
+						w = emu_rsqrt(f, x, &env).bits;
+						break;
+					default:
+						w = emu_sqrt(f, x, &env).bits;
+						break;
+					}
+					gpu_cmp_one(&mine, x, x, cur->v[x], w);
+				}
+#pragma omp critical
+				gpu_cmp_merge(&row, &mine);
+			}
+			add_row(&row);
+		}
+	}
+	char path[700], note[256];
+	snprintf(path, sizeof path, "%s/gpu-tables.txt", o->out_dir);
+	snprintf(note, sizeof note,
+	         "nanmap-gpu tables: hexp hlog hexp2 hrcp hrsqrt hsqrt of every fp16/bf16 input, "
+	         "measured on %s", rep.notes && rep.nnotes ? rep.notes[0] : "a GPU");
+	if (nt && gpu_tables_write(path, note, t, nt, err, sizeof err))
+		step_failed("tables", err);
+	else if (nt) {
+		/* the file must replay the GPU bit for bit */
+		gpu_tables ts;
+		if (gpu_tables_load(path, &ts, err, sizeof err)) {
+			step_failed("tables", err);
+		} else {
+			gpu_cmp row;
+			gpu_cmp_init(&row, "tables", "replay gpu-tables.txt", "fp16+bf16", "lookup",
+			             fmt("fp16"), (gpu_tol){0, false});
+			for (size_t i = 0; i < nt; i++)
+				for (uint32_t x = 0; x < 65536; x++) {
+					emu_bits w = 0xffffffffu;
+					gpu_tables_lookup(&ts, t[i].func, fmt(t[i].format), x, &w);
+					gpu_cmp_one(&row, i * 65536 + x, x, t[i].v[x], w);
+				}
+			add_row(&row);
+			gpu_tables_free(&ts);
+		}
+	}
+	free(t);
+}
+
+/* Encodings of binary32 values that in holds exactly. */
+static uint16_t enc_of(const emu_format *in, uint32_t bits)
+{
+	float v;
+	memcpy(&v, &bits, sizeof v);
+	return (uint16_t)emu_from_float(in, v, &env_rne).bits;
+}
+
+static gpu_fmt gfmt(const emu_format *in)
+{
+	return in->bits == 8 ? (in->p == 4 ? GPU_E4M3 : GPU_E5M2) : (in->p == 11 ? GPU_F16 : GPU_BF16);
+}
+
+/* ---- tc: the hardware vectors through our mma.sync ---- */
+static void step_tc(const gpu_opts *o)
+{
+	static const struct {
+		const char *dir, *in, *out;
+	} sets[] = {{"fp16", "fp16", "fp32"}, {"fp16", "fp16", "fp16"}, {"bf16", "bf16", "fp32"},
+	            {"E4M3", "e4m3", "fp32"}, {"E4M3", "e4m3", "fp16"}, {"E5M2", "e5m2", "fp32"},
+	            {"E5M2", "e5m2", "fp16"}};
+	if (!o->tc_vectors) {
+		gpu_report_note(&rep, "tc: SKIPPED: no vectors path (--tc-vectors or NANMAP_TC_VECTORS)");
+		printf("tc: SKIPPED: no vectors path (--tc-vectors or NANMAP_TC_VECTORS)\n");
+		flush_report();
+		return;
+	}
+	gpu_report_note(&rep, "tc: tf32 vectors not run: the mma kernel takes fp16, bf16 and fp8");
+	for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
+		gpu_tcv v;
+		int rc = gpu_tcv_load(o->tc_vectors, "H200", sets[s].dir, sets[s].out, &v, err,
+		                      sizeof err);
+		if (rc == 1) {
+			gpu_report_note(&rep, "tc: SKIPPED %s->%s: %s", sets[s].in, sets[s].out, err);
+			printf("tc: SKIPPED %s->%s: %s\n", sets[s].in, sets[s].out, err);
+			continue;
+		}
+		if (rc) {
+			step_failed("tc", err);
+			continue;
+		}
+		const emu_format *in = fmt(sets[s].in), *out = fmt(sets[s].out), *f32 = fmt("fp32");
+		bool fp8 = in->bits == 8, acc16 = out->bits == 16;
+		size_t K = v.K;
+		/* eight cases per 16×8 tile: case j of a group is row j of A, column
+		 * j of B, and C and D at (j, j); rows 8..15 are zero */
+		uint16_t *A = malloc(16 * K * sizeof *A), *B = malloc(8 * K * sizeof *B);
+		uint32_t C[16 * 8], D[16 * 8];
+		emu_bits *ea = malloc(K * sizeof *ea), *eb = malloc(K * sizeof *eb);
+		emu_tc_model m;
+		gpu_cmp vs_model, vs_hw;
+		gpu_cmp_init(&vs_model, "tc", "mma.sync vs model h200", sets[s].in, sets[s].out, out,
+		             (gpu_tol){0, true});
+		gpu_cmp_init(&vs_hw, "tc", "mma.sync vs recorded H200", sets[s].in, sets[s].out, out,
+		             (gpu_tol){0, true});
+		if (!A || !B || !ea || !eb) {
+			step_failed("tc", "out of memory");
+			goto next;
+		}
+		if (emu_tc_preset("h200", in, out, &m)) {
+			step_failed("tc", "no h200 preset for this pair");
+			goto next;
+		}
+		for (size_t g0 = 0; g0 < v.n; g0 += 8) {
+			size_t ng = v.n - g0 < 8 ? v.n - g0 : 8;
+			memset(A, 0, 16 * K * sizeof *A);
+			memset(B, 0, 8 * K * sizeof *B);
+			memset(C, 0, sizeof C);
+			for (size_t j = 0; j < ng; j++) {
+				size_t i = g0 + j;
+				for (size_t k = 0; k < K; k++) {
+					A[j * K + k] = enc_of(in, v.a[i * K + k]);
+					B[j * K + k] = enc_of(in, v.b[i * K + k]);
+				}
+				uint32_t c = fp8 ? 0 : v.c[i]; /* the FP8 vectors ran with C = 0 */
+				if (acc16)
+					c = emu_convert(out, f32, c, &env_rne).bits;
+				C[j * 8 + j] = c;
+			}
+			if (gpu_dev_mma(gfmt(in), acc16, A, B, C, 16, 8, K, 0, D, err, sizeof err)) {
+				step_failed("tc", err);
+				goto next;
+			}
+			for (size_t j = 0; j < ng; j++) {
+				size_t i = g0 + j;
+				for (size_t k = 0; k < K; k++) {
+					ea[k] = A[j * K + k];
+					eb[k] = B[j * K + k];
+				}
+				uint32_t c = fp8 ? 0 : v.c[i];
+				emu_bits want = emu_tc_dot(&m, in, out, ea, eb, K, c).bits;
+				gpu_cmp_one(&vs_model, i, i, D[j * 8 + j], want);
+				emu_bits hw = acc16 ? emu_convert(out, f32, v.d[i], &env_rne).bits : v.d[i];
+				gpu_cmp_one(&vs_hw, i, i, D[j * 8 + j], hw);
+			}
+		}
+		add_row(&vs_model);
+		add_row(&vs_hw);
+	next:
+		free(A);
+		free(B);
+		free(ea);
+		free(eb);
+		gpu_tcv_free(&v);
+	}
+}
+
+/* A random normal encoding of in with a small exponent (no overflow in K ≤ 4096 sums). */
+static uint16_t rnd_enc(const emu_format *in, uint64_t r)
+{
+	uint32_t e = (uint32_t)(in->bias - 3 + (int)((r >> 8) % 5));
+	uint32_t man = (uint32_t)(r >> 20) & in->man_mask;
+	uint32_t s = (r & 1) ? in->sign_mask : 0;
+	return (uint16_t)(s | (e << (in->p - 1)) | man);
+}
+
+/* D (M×N) of a GEMM against the Tensor Core model m, in natural K order. */
+static void cmp_gemm(gpu_cmp *row, const emu_tc_model *m, const emu_format *in,
+                     const emu_format *out, const uint16_t *A, const uint16_t *B, size_t M,
+                     size_t N, size_t K, const uint32_t *D, double scale)
+{
+	const emu_format *f32 = emu_format_by_name("fp32");
+#pragma omp parallel
+	{
+		gpu_cmp mine = gpu_cmp_blank(row);
+		emu_bits *ea = malloc(K * sizeof *ea), *eb = malloc(K * sizeof *eb);
+#pragma omp for schedule(dynamic, 4)
+		for (size_t ij = 0; ij < M * N; ij++) {
+			size_t i = ij / N, j = ij % N;
+			if (!ea || !eb)
+				continue;
+			for (size_t k = 0; k < K; k++) {
+				ea[k] = A[i * K + k];
+				eb[k] = B[j * K + k];
+			}
+			emu_bits w = emu_tc_dot(m, in, out, ea, eb, K, 0).bits;
+			if (scale != 1.0) /* a power of two: exact unless out of range */
+				w = emu_from_double(f32, emu_decode(f32, w) * scale,
+				                    &env_rne).bits;
+			gpu_cmp_one(&mine, ij, (uint64_t)i << 32 | j, D[ij], w);
+		}
+		free(ea);
+		free(eb);
+#pragma omp critical
+		gpu_cmp_merge(row, &mine);
+	}
+}
+
+/* ---- gemm: our mma.sync GEMM, known K order, with and without promotion ---- */
+static void step_gemm(const gpu_opts *o)
+{
+	static const struct {
+		const char *in, *out;
+		size_t K, promote;
+	} runs[] = {{"fp16", "fp32", 1024, 0},  {"fp16", "fp32", 1024, 128}, {"bf16", "fp32", 1024, 0},
+	            {"bf16", "fp32", 1024, 128}, {"fp16", "fp16", 256, 0},   {"e4m3", "fp32", 1024, 0},
+	            {"e4m3", "fp32", 1024, 128}, {"e5m2", "fp32", 1024, 0},  {"e5m2", "fp32", 1024, 128},
+	            {"e4m3", "fp16", 256, 0}};
+	const size_t M = o->quick ? 16 : 64, N = M;
+	for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+		const emu_format *in = fmt(runs[r].in), *out = fmt(runs[r].out);
+		size_t K = runs[r].K;
+		uint16_t *A = malloc(M * K * sizeof *A), *B = malloc(N * K * sizeof *B);
+		uint32_t *C = calloc(M * N, sizeof *C), *D = malloc(M * N * sizeof *D);
+		emu_tc_model m;
+		char mode[48];
+		if (!A || !B || !C || !D) {
+			step_failed("gemm", "out of memory");
+			goto next;
+		}
+		for (size_t i = 0; i < M * K; i++)
+			A[i] = rnd_enc(in, rnd(o->seed, 100 + r, i));
+		for (size_t i = 0; i < N * K; i++)
+			B[i] = rnd_enc(in, rnd(o->seed, 200 + r, i));
+		if (emu_tc_preset("h200", in, out, &m)) {
+			step_failed("gemm", "no h200 preset");
+			goto next;
+		}
+		m.promote_every = runs[r].promote;
+		if (gpu_dev_mma(gfmt(in), out->bits == 16, A, B, C, M, N, K, runs[r].promote, D, err,
+		                sizeof err)) {
+			step_failed("gemm", err);
+			goto next;
+		}
+		snprintf(mode, sizeof mode, "->%s K=%zu promote=%zu", runs[r].out, K, runs[r].promote);
+		gpu_cmp row;
+		gpu_cmp_init(&row, "gemm", "mma.sync vs model h200", runs[r].in, mode, out,
+		             (gpu_tol){0, true});
+		cmp_gemm(&row, &m, in, out, A, B, M, N, K, D, 1.0);
+		add_row(&row);
+	next:
+		free(A);
+		free(B);
+		free(C);
+		free(D);
+	}
+}
+
+/* ---- gemmex: cuBLAS fp16 GEMM against the model in natural K order ---- */
+static void step_gemmex(const gpu_opts *o)
+{
+	const size_t M = o->quick ? 16 : 64, N = M, K = 1024;
+	const emu_format *in = fmt("fp16");
+	uint16_t *A = malloc(M * K * sizeof *A), *B = malloc(N * K * sizeof *B);
+	uint32_t *D = malloc(M * N * sizeof *D);
+	if (!A || !B || !D) {
+		step_failed("gemmex", "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < M * K; i++)
+		A[i] = rnd_enc(in, rnd(o->seed, 300, i));
+	for (size_t i = 0; i < N * K; i++)
+		B[i] = rnd_enc(in, rnd(o->seed, 301, i));
+	for (int c16 = 0; c16 < 2; c16++) {
+		const emu_format *out = fmt(c16 ? "fp16" : "fp32");
+		emu_tc_model m;
+		if (gpu_dev_gemmex(c16, A, B, M, N, K, D, err, sizeof err)) {
+			step_failed("gemmex", err);
+			continue;
+		}
+		if (emu_tc_preset("h200", in, out, &m)) {
+			step_failed("gemmex", "no h200 preset");
+			continue;
+		}
+		gpu_cmp row;
+		gpu_cmp_init(&row, "gemmex", c16 ? "cublasGemmEx COMPUTE_16F" : "cublasGemmEx COMPUTE_32F",
+		             "fp16", "vs model h200 K order 0..K-1", out, (gpu_tol){0, true});
+		cmp_gemm(&row, &m, in, out, A, B, M, N, K, D, 1.0);
+		add_row(&row);
+	}
+	gpu_report_note(&rep, "gemmex: cuBLAS picks its own K order and split; a mismatch against "
+	                      "the natural order is a measurement, not an emulator error");
+out:
+	free(A);
+	free(B);
+	free(D);
+}
+
+/* ---- lt: cuBLASLt FP8 on inputs that reveal the promotion interval ----
+ * Row i of A holds one large value (448, the largest e4m3) at a
+ * row-dependent position and 2^-6 elsewhere; B's column j holds 2^-(j%4).
+ * The ratio, about 2^14.8, exceeds the 13 fraction bits an FP8 chain keeps
+ * below its largest exponent, so every small product that meets the large
+ * one in a chain is chopped away, while chunks promoted to binary32 apart
+ * from it keep theirs: how much survives says where the promotions fell.
+ * The positions (97·i + 13 mod K) fall at different offsets inside every
+ * candidate interval, so the candidates give different sums. Each candidate
+ * is one row of the report. */
+static void step_lt(const gpu_opts *o)
+{
+	const size_t M = o->quick ? 16 : 64, N = 16, K = 4096;
+	static const size_t cand[] = {0, 32, 64, 128, 256, 512, 1024};
+	const float sa = 1.0f, sb = 2.0f;
+	const emu_format *e4 = fmt("e4m3"), *f32 = fmt("fp32");
+	uint16_t *A = malloc(M * K * sizeof *A), *B = malloc(N * K * sizeof *B);
+	uint8_t *A8 = malloc(M * K), *B8 = malloc(N * K);
+	uint32_t *D = malloc(M * N * sizeof *D);
+	if (!A || !B || !A8 || !B8 || !D) {
+		step_failed("lt", "out of memory");
+		goto out;
+	}
+	for (int bf = 0; bf < 2; bf++) {
+		const emu_format *bfmt = fmt(bf ? "e5m2" : "e4m3");
+		for (size_t i = 0; i < M; i++)
+			for (size_t k = 0; k < K; k++) {
+				bool big = k == (i * 97 + 13) % K;
+				A[i * K + k] = (uint16_t)emu_from_double(e4, big ? 448.0 : 0x1p-6, &env_rne).bits;
+				A8[i * K + k] = (uint8_t)A[i * K + k];
+			}
+		for (size_t j = 0; j < N; j++)
+			for (size_t k = 0; k < K; k++) {
+				B[j * K + k] = (uint16_t)emu_from_double(bfmt, ldexp(1.0, -(int)(j % 4)), &env_rne).bits;
+				B8[j * K + k] = (uint8_t)B[j * K + k];
+			}
+		for (int fast = 0; fast < 2; fast++) {
+			char kern[40];
+			snprintf(kern, sizeof kern, "cublasLt e4m3x%s FAST_ACCUM=%d", bf ? "e5m2" : "e4m3",
+			         fast);
+			int splitk = 0;
+			if (gpu_dev_lt_fp8(bf ? GPU_E5M2 : GPU_E4M3, fast, A8, B8, M, N, K, sa, sb, D, &splitk,
+			                   err, sizeof err)) {
+				step_failed("lt", err);
+				continue;
+			}
+			gpu_report_note(&rep, "lt %s: cuBLASLt algorithm with SPLITK_NUM %d%s", kern, splitk,
+			                splitk == 1 ? "" : " (K is split or unknown: no candidate may match)");
+			for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++) {
+				emu_tc_model m;
+				char mode[48];
+				/* the preset of the input pair: e4m3 stands for both FP8 formats */
+				if (emu_tc_preset("h200", e4, f32, &m)) {
+					step_failed("lt", "no h200 fp8 preset");
+					break;
+				}
+				m.promote_every = cand[c];
+				snprintf(mode, sizeof mode, "model promote=%zu", cand[c]);
+				gpu_cmp row;
+				gpu_cmp_init(&row, "lt", kern, bf ? "e4m3xe5m2" : "e4m3xe4m3", mode, f32,
+				             (gpu_tol){0, true});
+				/* mixed inputs: the model takes one input format; e5m2 B values here
+				 * (powers of two) are e4m3 values too, so B is re-encoded as e4m3 */
+				uint16_t *Bm = B;
+				uint16_t *tmp = NULL;
+				if (bf) {
+					tmp = malloc(N * K * sizeof *tmp);
+					if (!tmp)
+						break;
+					for (size_t x = 0; x < N * K; x++)
+						tmp[x] = (uint16_t)emu_convert(e4, bfmt, B[x], &env_rne).bits;
+					Bm = tmp;
+				}
+				cmp_gemm(&row, &m, e4, f32, A, Bm, M, N, K, D, (double)sa * sb);
+				free(tmp);
+				add_row(&row);
+			}
+		}
+	}
+	gpu_report_note(&rep, "lt: the candidate whose row is all identical is the promotion "
+	                      "interval cuBLASLt used for this shape (M %zu N %zu K %zu)",
+	                M, N, K);
+out:
+	free(A);
+	free(B);
+	free(A8);
+	free(B8);
+	free(D);
+}
+
+/* ---- kern: softmax_ce and layernorm in the emulator's order of operations ---- */
+static gpu_kfmt kfmt(const emu_format *f)
+{
+	return f->bits == 32 ? GPU_K_F32 : f->p == 11 ? GPU_K_F16 : GPU_K_BF16;
+}
+
+/* One row per output the emulator produced that the GPU produced too. */
+typedef struct {
+	const char *name;
+	const float *v;
+	size_t n;
+} kern_out;
+
+static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
+                         const kern_out *outs, size_t nouts)
+{
+	for (int k = 0; k < er->out.n; k++) {
+		const emu_kout_item *it = &er->out.item[k];
+		const kern_out *g = NULL;
+		for (size_t i = 0; i < nouts; i++)
+			if (!strcmp(outs[i].name, it->name))
+				g = &outs[i];
+		if (!g)
+			continue;
+		if (it->n != g->n) {
+			step_failed("kern", "unexpected output size");
+			continue;
+		}
+		/* the approximate exp, log and rsqrt of fp16/bf16 (FACTS §2): 2 ulp */
+		gpu_cmp row;
+		gpu_cmp_init(&row, "kern", kname, fmts, it->name, it->fmt, (gpu_tol){2, true});
+		for (size_t i = 0; i < it->n; i++)
+			gpu_cmp_one(&row, i, i, emu_from_float(it->fmt, g->v[i], &env_rne).bits,
+			            emu_encode(it->fmt, it->v[i].d));
+		add_row(&row);
+	}
+}
+
+/* GPU outputs against the host mirror with the GPU's tables: exact. */
+static void kern_replay(const char *kname, const char *fmts, const kern_out *g, const kern_out *m,
+                        const emu_format *const *f, size_t n)
+{
+	char name[40];
+	snprintf(name, sizeof name, "%s replay", kname);
+	for (size_t k = 0; k < n; k++) {
+		gpu_cmp row;
+		gpu_cmp_init(&row, "kern", name, fmts, g[k].name, f[k], (gpu_tol){0, true});
+		for (size_t i = 0; i < g[k].n; i++)
+			gpu_cmp_one(&row, i, i, emu_from_float(f[k], g[k].v[i], &env_rne).bits,
+			            emu_from_float(f[k], m[k].v[i], &env_rne).bits);
+		add_row(&row);
+	}
+}
+
+/* The tables to replay: --gpu-tables, else OUT/gpu-tables.txt when present. */
+static bool kern_tables(const gpu_opts *o, gpu_tables *t)
+{
+	char path[700];
+	const char *p = o->gpu_tables;
+	if (!p) {
+		snprintf(path, sizeof path, "%s/gpu-tables.txt", o->out_dir);
+		FILE *fp = fopen(path, "r");
+		if (!fp) {
+			gpu_report_note(&rep, "kern: no replay rows: no --gpu-tables and no %s", path);
+			return false;
+		}
+		fclose(fp);
+		p = path;
+	}
+	if (gpu_tables_load(p, t, err, sizeof err)) {
+		step_failed("kern", err);
+		return false;
+	}
+	gpu_report_note(&rep, "kern: replay rows use the tables in %s", p);
+	return true;
+}
+
+/* backward.c's generator of W: SplitMix64 of seed ⊕ i·φ (the same formula) */
+static uint64_t bw_mix(uint64_t seed, uint64_t i)
+{
+	uint64_t z = seed ^ (i * 0x9e3779b97f4a7c15ull);
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* backward at loss scales 1 and 2^16 (fp16 gradients overflow at the
+ * second on some elements, and underflow at the first) */
+static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *fmts,
+                          const gpu_tables *tabs)
+{
+	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
+	const emu_format *f32 = fmt("fp32");
+	const size_t R = o->quick ? 16 : 64, D = o->quick ? 32 : 128, K = 8, G = D * K + R * D;
+	double *x = malloc(R * D * sizeof *x);
+	float *xs = malloc(R * D * sizeof *xs), *ws = malloc(D * K * sizeof *ws);
+	float *grad = malloc(G * sizeof *grad), *un = malloc(G * sizeof *un);
+	float *mgrad = malloc(G * sizeof *mgrad), *mun = malloc(G * sizeof *mun);
+	if (!x || !xs || !ws || !grad || !un || !mgrad || !mun) {
+		step_failed("kern", "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < R * D; i++) {
+		x[i] = ((double)(rnd(o->seed, 500, i) >> 40) * 0x1p-24 - 0.5) * 4.0;
+		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
+	}
+	for (size_t i = 0; i < D * K; i++) {
+		double wd = (1 / sqrt((double)D)) * ((double)(bw_mix(o->seed, i) >> 11) * 0x1p-52 - 1);
+		ws[i] = (float)emu_decode(S, emu_from_double(S, wd, &pol->env).bits);
+	}
+	for (int sc = 0; sc < 2; sc++) {
+		double scale = sc ? 65536.0 : 1.0;
+		float inv = (float)emu_decode(f32, emu_from_double(f32, 1 / scale, &env_rne).bits);
+		float loss, found;
+		emu_kparam par = {"scale", scale};
+		emu_kin in = {x, R, D, &par, 1, o->seed};
+		emu_run er;
+		char kname[40];
+		snprintf(kname, sizeof kname, "backward scale=%g", scale);
+		if (gpu_dev_backward(kfmt(S), kfmt(C), kfmt(A), xs, ws, R, D, K, (float)scale, inv, grad,
+		                     un, &loss, &found, err, sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		if (emu_run_kernel(&emu_kernel_backward, pol, "maxsub", &in, EMU_BE_FAST, &er, err,
+		                   sizeof err)) {
+			emu_run_free(&er);
+			step_failed("kern", err);
+			continue;
+		}
+		kern_out outs[] = {{"loss", &loss, 1},
+		                   {"dW", un, D * K},
+		                   {"dX", un + D * K, R * D},
+		                   {"found_inf", &found, 1},
+		                   {"grad", grad, G}};
+		kern_compare(kname, fmts, &er, outs, 5);
+		emu_run_free(&er);
+		float mloss, mfound;
+		if (tabs && gpu_mirror_backward(tabs, kfmt(S), kfmt(C), kfmt(A), xs, ws, R, D, K,
+		                                (float)scale, inv, mgrad, mun, &mloss, &mfound, err,
+		                                sizeof err) == 0) {
+			kern_out mo[] = {{"loss", &mloss, 1},
+			                 {"dW", mun, D * K},
+			                 {"dX", mun + D * K, R * D},
+			                 {"found_inf", &mfound, 1},
+			                 {"grad", mgrad, G}};
+			const emu_format *f[] = {A, f32, f32, f32, S};
+			kern_replay(kname, fmts, outs, mo, f, 5);
+		}
+	}
+out:
+	free(x);
+	free(xs);
+	free(ws);
+	free(grad);
+	free(un);
+	free(mgrad);
+	free(mun);
+}
+
+static void step_kern(const gpu_opts *o)
+{
+	static const char *const pols[] = {
+	    "storage=fp16,compute=fp16,accum=fp16", "storage=fp16,compute=fp16,accum=fp32",
+	    "storage=fp16,compute=fp32",            "storage=bf16,compute=bf16,accum=fp32",
+	    "storage=bf16,compute=fp32",            "storage=fp32"};
+	static const char *const sm_var[] = {"naive", "maxsub", "lse"};
+	static const char *const ln_var[] = {"twopass", "onepass", "welford"};
+	const size_t R = o->quick ? 32 : 256, N = o->quick ? 64 : 512;
+	double *x = malloc(R * N * sizeof *x), *xl = malloc(R * N * sizeof *xl);
+	float *xs = malloc(R * N * sizeof *xs), *xls = malloc(R * N * sizeof *xls);
+	float *dys = malloc(R * N * sizeof *dys), *o1 = malloc(R * N * sizeof *o1);
+	float *o2 = malloc(R * N * sizeof *o2), *o3 = malloc(R * sizeof *o3);
+	float *o4 = malloc(R * sizeof *o4);
+	float *m1 = malloc(R * N * sizeof *m1), *m2 = malloc(R * N * sizeof *m2);
+	float *m3 = malloc(R * sizeof *m3), *m4 = malloc(R * sizeof *m4);
+	gpu_tables tabs = {NULL, 0};
+	bool have_tabs = false;
+	if (!x || !xl || !xs || !xls || !dys || !o1 || !o2 || !o3 || !o4 || !m1 || !m2 || !m3 ||
+	    !m4) {
+		step_failed("kern", "out of memory");
+		goto out;
+	}
+	/* softmax logits uniform in ±8·(1 + 4·(r mod 4)): rows up to ±104, past
+	 * exp's fp16 range, so naive overflows on some rows on both sides;
+	 * layernorm rows around 0, 4, 300, 2000 with spread ±1: onepass cancels */
+	for (size_t r = 0; r < R; r++)
+		for (size_t j = 0; j < N; j++) {
+			double u = (double)(rnd(o->seed, 400, r * N + j) >> 40) * 0x1p-24;
+			static const double off[4] = {0, 4, 300, 2000};
+			x[r * N + j] = (u - 0.5) * 16.0 * (double)(1 + 4 * (r % 4));
+			xl[r * N + j] = off[r % 4] + (u - 0.5) * 2.0;
+		}
+	have_tabs = kern_tables(o, &tabs);
+	for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+		emu_policy pol;
+		if (emu_policy_parse(pols[p], &pol, err, sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		const emu_format *S = &pol.storage, *C = &pol.compute, *A = &pol.accum;
+		/* replay where the compute format's approximate functions are tabulated */
+		const gpu_tables *rt = have_tabs && C->bits == 16 ? &tabs : NULL;
+		char fmts[128];
+		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
+		for (size_t i = 0; i < R * N; i++) {
+			double d = emu_sr_bits(o->seed, i) & 1 ? -1.0 : 1.0; /* layernorm's dy */
+			xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol.env).bits);
+			xls[i] = (float)emu_decode(S, emu_from_double(S, xl[i], &pol.env).bits);
+			dys[i] = (float)emu_decode(S, emu_from_double(S, d, &pol.env).bits);
+		}
+		float epsc = (float)emu_decode(C, emu_from_double(C, 1e-5, &pol.env).bits);
+		for (int v = 0; v < 3; v++) {
+			char kname[40];
+			emu_run er;
+			/* softmax_ce */
+			snprintf(kname, sizeof kname, "softmax_ce %s", sm_var[v]);
+			emu_kin in = {x, R, N, NULL, 0, o->seed};
+			if (gpu_dev_softmax(v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, o1, o3, err,
+			                    sizeof err)) {
+				step_failed("kern", err);
+			} else if (emu_run_kernel(&emu_kernel_softmax_ce, &pol, sm_var[v], &in,
+			                          EMU_BE_FAST, &er, err, sizeof err)) {
+				emu_run_free(&er);
+				step_failed("kern", err);
+			} else {
+				kern_out outs[] = {{"grad", o1, R * N}, {"loss", o3, 1}};
+				kern_compare(kname, fmts, &er, outs, 2);
+				emu_run_free(&er);
+				if (rt && gpu_mirror_softmax(rt, v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, m1, m3,
+				                             err, sizeof err) == 0) {
+					kern_out mo[] = {{"grad", m1, R * N}, {"loss", m3, 1}};
+					const emu_format *f[] = {S, A};
+					kern_replay(kname, fmts, outs, mo, f, 2);
+				}
+			}
+			/* layernorm, forward and backward (eps 1e-5, dy = ±1 from the seed) */
+			snprintf(kname, sizeof kname, "layernorm %s", ln_var[v]);
+			emu_kin inl = {xl, R, N, NULL, 0, o->seed};
+			if (gpu_dev_layernorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc, o1, o2,
+			                      o3, o4, err, sizeof err)) {
+				step_failed("kern", err);
+			} else if (emu_run_kernel(&emu_kernel_layernorm, &pol, ln_var[v], &inl,
+			                          EMU_BE_FAST, &er, err, sizeof err)) {
+				emu_run_free(&er);
+				step_failed("kern", err);
+			} else {
+				kern_out outs[] = {
+				    {"y", o1, R * N}, {"dx", o2, R * N}, {"rstd", o3, R}, {"var", o4, R}};
+				kern_compare(kname, fmts, &er, outs, 4);
+				emu_run_free(&er);
+				if (rt && gpu_mirror_layernorm(rt, v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N,
+				                               epsc, m1, m2, m3, m4, err, sizeof err) == 0) {
+					kern_out mo[] = {
+					    {"y", m1, R * N}, {"dx", m2, R * N}, {"rstd", m3, R}, {"var", m4, R}};
+					const emu_format *f[] = {S, S, C, C};
+					kern_replay(kname, fmts, outs, mo, f, 4);
+				}
+			}
+		}
+		kern_backward(o, &pol, fmts, rt);
+	}
+	gpu_report_note(&rep, "kern: softmax_ce and layernorm on %zu rows of %zu, backward on %s, "
+	                      "against the fast "
+	                      "backend; exp, log and fp16/bf16 rsqrt are the GPU's own (hexp, hlog, "
+	                      "expf, logf, hrsqrt), so agreement within 2 ulp is accepted and the "
+	                      "largest distance is reported",
+	                R, N, o->quick ? "16x32 inputs" : "64x128 inputs, 8 classes");
+out:
+	gpu_tables_free(&tabs);
+	free(m1);
+	free(m2);
+	free(m3);
+	free(m4);
+	free(x);
+	free(xl);
+	free(xs);
+	free(xls);
+	free(dys);
+	free(o1);
+	free(o2);
+	free(o3);
+	free(o4);
+}
+
+int main(int argc, char **argv)
+{
+	gpu_opts o;
+	char name[256];
+	if (gpu_parse_args(argc, argv, &o, err, sizeof err)) {
+		fprintf(stderr, "nanmap-gpu: %s\n", err);
+		return 2;
+	}
+	if (o.help) {
+		fputs(gpu_usage(), stdout);
+		return 0;
+	}
+	if (gpu_dev_init(name, sizeof name, err, sizeof err)) {
+		fprintf(stderr, "nanmap-gpu: no CUDA device (%s)\n", err);
+		return GPU_EXIT_SKIP;
+	}
+	if (mkdir(o.out_dir, 0777) != 0 && errno != EEXIST) {
+		fprintf(stderr, "nanmap-gpu: cannot create %s: %s\n", o.out_dir, strerror(errno));
+		return 2;
+	}
+	gpu_report_init(&rep, o.out_dir, "nanmap-gpu");
+	gpu_report_note(&rep, "%s", name);
+	printf("nanmap-gpu: %s\n", name);
+	static void (*const steps[])(const gpu_opts *) = {step_conv, step_tables, step_arith,
+	                                                   step_tc,   step_gemm,   step_gemmex,
+	                                                   step_lt,   step_kern};
+	static const unsigned bits[] = {GPU_STEP_CONV, GPU_STEP_TABLES, GPU_STEP_ARITH, GPU_STEP_TC,
+	                                GPU_STEP_GEMM, GPU_STEP_GEMMEX, GPU_STEP_LT,   GPU_STEP_KERN};
+	for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
+		if (!(o.steps & bits[s]))
+			continue;
+		double t0 = now();
+		steps[s](&o);
+		gpu_report_note(&rep, "step %s: %.1f s", gpu_step_name(bits[s]), now() - t0);
+		flush_report();
+	}
+	gpu_report_free(&rep);
+	return failed_steps ? 1 : 0;
+}

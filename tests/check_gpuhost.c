@@ -1,0 +1,507 @@
+/*
+ * check_gpuhost.c — the host side of bin/nanmap-gpu (gpu/host_*.c), which
+ * needs no GPU:
+ *  - ulp distance and the comparison rules (identical, NaN for NaN, ulp
+ *    tolerance), the first mismatches and the NaN encodings kept, and
+ *    merging of per-thread rows independent of how the work was split;
+ *  - the conversion comparison against the emulator on synthetic GPU
+ *    outputs with planted errors, written as a report and compared byte for
+ *    byte with the recorded gpu/testdata/report.csv and report-miss.csv;
+ *  - the command line (a table of accepted and rejected argument lists);
+ *  - the transcendental table file: write, load, look up, and every way a
+ *    file can be malformed;
+ *  - the Tensor Core vector reader on gpu/testdata/tcv (two fp16 cases);
+ *  - the host mirror of the CUDA softmax takes exp from the GPU's tables.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../gpu/gpu_host.h"
+#include "lib.h"
+#include "tc.h"
+
+static char tmpdir[64];
+
+static void mk_tmp(void)
+{
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/nanmap-gpuhost-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void rm_tmp(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+/* The whole file, NUL-terminated (NULL when unreadable). */
+static char *slurp(const char *path)
+{
+	FILE *fp = fopen(path, "rb");
+	if (!fp)
+		return NULL;
+	fseek(fp, 0, SEEK_END);
+	long n = ftell(fp);
+	fseek(fp, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
+		free(s);
+		s = NULL;
+	}
+	if (s)
+		s[n] = '\0';
+	fclose(fp);
+	return s;
+}
+
+START_TEST(test_ulp_dist)
+{
+	static const struct {
+		const char *fmt;
+		emu_bits a, b;
+		uint64_t d;
+	} rows[] = {
+	    {"fp16", 0x0000, 0x8000, 0},          {"fp16", 0x3c00, 0x3c01, 1},
+	    {"fp16", 0x0001, 0x8001, 2},          {"fp16", 0x7bff, 0x7c00, 1},
+	    {"fp16", 0xfc00, 0x7c00, 0xf800},     {"fp16", 0x7e00, 0xffff, 0},
+	    {"fp16", 0x7e00, 0x3c00, UINT64_MAX}, {"e4m3", 0x7e, 0x7f, UINT64_MAX},
+	    {"e4m3", 0x7e, 0xfe, 0xfc},           {"fp32", 0x3f800000, 0x3f7fffff, 1},
+	    {"bf16", 0x7f80, 0x7f7f, 1},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		const emu_format *f = t_fmt(rows[i].fmt);
+		uint64_t d = gpu_ulp_dist(f, rows[i].a, rows[i].b);
+		ck_assert_msg(d == rows[i].d && gpu_ulp_dist(f, rows[i].b, rows[i].a) == d,
+		              "row %zu: %s 0x%x 0x%x: %llu, want %llu", i, rows[i].fmt, rows[i].a,
+		              rows[i].b, (unsigned long long)d, (unsigned long long)rows[i].d);
+	}
+}
+END_TEST
+
+START_TEST(test_cmp_rules)
+{
+	const emu_format *f = t_fmt("fp16");
+	gpu_cmp strict, lax;
+	gpu_cmp_init(&strict, "s", "k", "fp16", "rn", f, (gpu_tol){0, false});
+	gpu_cmp_init(&lax, "s", "k", "fp16", "rn", f, (gpu_tol){1, true});
+	static const emu_bits pairs[][2] = {
+	    {0x3c00, 0x3c00}, /* identical */
+	    {0x7fff, 0x7e00}, /* NaN for NaN, other payload */
+	    {0x3c01, 0x3c00}, /* 1 ulp */
+	    {0x3c02, 0x3c00}, /* 2 ulp */
+	    {0x8000, 0x0000}, /* -0 for +0: 0 ulp apart, so inside any ulp tolerance */
+	    {0x7e00, 0x3c00}, /* NaN for a number */
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(pairs); i++) {
+		gpu_cmp_one(&strict, i, i, pairs[i][0], pairs[i][1]);
+		gpu_cmp_one(&lax, i, i, pairs[i][0], pairs[i][1]);
+	}
+	ck_assert_uint_eq(strict.compared, 6);
+	ck_assert_uint_eq(strict.identical, 1);
+	ck_assert_uint_eq(strict.nan_equal, 0);
+	ck_assert_uint_eq(strict.within, 0);
+	ck_assert_uint_eq(gpu_cmp_bad(&strict), 5);
+	ck_assert_uint_eq(lax.nan_equal, 1);
+	ck_assert_uint_eq(lax.within, 2);
+	ck_assert_uint_eq(gpu_cmp_bad(&lax), 2);
+	ck_assert(lax.max_ulp == UINT64_MAX);
+	/* shown: indices 3 and 5 in order, with their distances */
+	ck_assert_int_eq(lax.nshow, 2);
+	ck_assert_uint_eq(lax.show[0].index, 3);
+	ck_assert_uint_eq(lax.show[0].ulp, 2);
+	ck_assert_uint_eq(lax.show[1].index, 5);
+	ck_assert(lax.show[1].ulp == UINT64_MAX);
+	ck_assert_int_eq(strict.nshow, 5);
+	ck_assert_uint_eq(strict.show[3].index, 4);
+	ck_assert_uint_eq(strict.show[3].ulp, 0);
+	/* the GPU's NaN encodings, with counts */
+	ck_assert_int_eq(lax.nnan, 2);
+	ck_assert_uint_eq(lax.nan_enc[0], 0x7fff);
+	ck_assert_uint_eq(lax.nan_cnt[0], 1);
+	ck_assert_uint_eq(lax.nan_enc[1], 0x7e00);
+}
+END_TEST
+
+/* Many mismatches in a scrambled order: the lowest GPU_SHOW_MAX are kept,
+ * and a split into parts merged in any order gives the same row. */
+START_TEST(test_cmp_merge)
+{
+	const emu_format *f = t_fmt("bf16");
+	gpu_cmp whole, part[3];
+	gpu_cmp_init(&whole, "s", "k", "bf16", "rn", f, (gpu_tol){0, true});
+	for (int p = 0; p < 3; p++)
+		part[p] = gpu_cmp_blank(&whole);
+	const uint64_t n = 1000;
+	uint64_t gpu_nans = 0, nan_equal = 0;
+	for (uint64_t j = 0; j < n; j++) {
+		uint64_t i = (j * 617) % n; /* 617 is prime to 1000: a permutation */
+		emu_bits want = (emu_bits)(0x3f80 + (i % 50)), got = want;
+		if (i % 7 == 0)
+			got = want + 1;
+		else if (i % 11 == 0) { /* six NaN payloads for the emulator's 0x7fc0 */
+			want = 0x7fc0;
+			got = 0x7fc0 + (emu_bits)(i % 6);
+			gpu_nans++;
+			nan_equal += got != want;
+		}
+		gpu_cmp_one(&whole, i, i, got, want);
+		gpu_cmp_one(&part[t_rand(1, j) % 3], i, i, got, want);
+	}
+	gpu_cmp merged = gpu_cmp_blank(&whole);
+	gpu_cmp_merge(&merged, &part[2]);
+	gpu_cmp_merge(&merged, &part[0]);
+	gpu_cmp_merge(&merged, &part[1]);
+	ck_assert_uint_eq(merged.compared, n);
+	ck_assert_uint_eq(merged.identical, whole.identical);
+	ck_assert_uint_eq(gpu_cmp_bad(&merged), gpu_cmp_bad(&whole));
+	ck_assert_uint_eq(merged.max_ulp, whole.max_ulp);
+	ck_assert_int_eq(whole.nshow, GPU_SHOW_MAX);
+	ck_assert_int_eq(memcmp(merged.show, whole.show, sizeof whole.show), 0);
+	for (int k = 0; k < GPU_SHOW_MAX; k++)
+		ck_assert_msg(k == 0 || whole.show[k].index > whole.show[k - 1].index, "order at %d", k);
+	ck_assert_uint_eq(whole.show[0].index, 0);
+	ck_assert_uint_eq(whole.show[1].index, 7);
+	/* six NaN payloads: four kept, the rest counted as other */
+	ck_assert_int_eq(whole.nnan, GPU_NANENC_MAX);
+	uint64_t nans = whole.nan_other;
+	for (int k = 0; k < whole.nnan; k++)
+		nans += whole.nan_cnt[k];
+	uint64_t mnans = merged.nan_other;
+	for (int k = 0; k < merged.nnan; k++)
+		mnans += merged.nan_cnt[k];
+	ck_assert_uint_eq(nans, mnans);
+	ck_assert_uint_eq(nans, gpu_nans);
+	ck_assert_uint_eq(whole.nan_equal, nan_equal);
+	ck_assert_uint_eq(merged.nan_equal, nan_equal);
+}
+END_TEST
+
+/* Synthetic GPU outputs for 65536 strided binary32 inputs to fp16: the
+ * emulator's own answers (scalar path) with planted differences, compared
+ * by the same function the runner uses; then the report's bytes against the
+ * recorded files. */
+START_TEST(test_convert_report)
+{
+	const emu_format *f = t_fmt("fp16");
+	const uint64_t stride = 65537, n = 65536;
+	uint16_t *got = malloc(n * sizeof *got);
+	ck_assert_ptr_nonnull(got);
+	emu_env env = EMU_ENV_DEFAULT;
+	uint64_t planted = 0;
+	for (uint64_t j = 0; j < n; j++) {
+		uint32_t bits = (uint32_t)(j * stride);
+		float x;
+		memcpy(&x, &bits, sizeof x);
+		emu_bits w = emu_from_float(f, x, &env).bits;
+		got[j] = (uint16_t)w;
+		if (emu_is_nan(f, w))
+			got[j] = 0x7fff; /* a NaN encoding of another payload: accepted */
+		else if (j % 9973 == 5 && (w & 0x7c00) != 0x7c00) {
+			got[j] = (uint16_t)(w ^ 1); /* one ulp off (or across zero) */
+			planted++;
+		} else if (j == 15000) {
+			got[j] = (uint16_t)(w ^ 0x8000);
+			planted++;
+		}
+	}
+	gpu_cmp row;
+	gpu_cmp_init(&row, "conv", "__float2half_rn", "fp16", "rn", f, (gpu_tol){0, true});
+	/* two chunks, as the runner feeds them */
+	gpu_cmp_convert(&row, f, &env, 0, stride, 30000, got);
+	gpu_cmp_convert(&row, f, &env, 30000, stride, n - 30000, got + 30000);
+	ck_assert_uint_eq(row.compared, n);
+	ck_assert_uint_eq(gpu_cmp_bad(&row), planted);
+	ck_assert_uint_gt(row.nan_equal, 0);
+
+	/* a row that finds nothing, and a note */
+	gpu_cmp ok;
+	gpu_cmp_init(&ok, "conv", "widen to float", "e4m3", "exact", t_fmt("fp32"),
+	             (gpu_tol){0, true});
+	for (emu_bits b = 0; b < 256; b++) {
+		emu_bits w = emu_convert(t_fmt("fp32"), t_fmt("e4m3"), b, &env).bits;
+		gpu_cmp_one(&ok, b, b, w, w);
+	}
+	mk_tmp();
+	gpu_report r;
+	char err[256];
+	gpu_report_init(&r, tmpdir, "report");
+	ck_assert_int_eq(gpu_report_add(&r, &row), 0);
+	ck_assert_int_eq(gpu_report_add(&r, &ok), 0);
+	ck_assert_int_eq(gpu_report_note(&r, "device: %s", "synthetic"), 0);
+	ck_assert_msg(gpu_report_write(&r, err, sizeof err) == 0, "%s", err);
+	gpu_report_free(&r);
+	static const char *const files[] = {"report.csv", "report-miss.csv"};
+	for (size_t i = 0; i < ARRAY_SIZE(files); i++) {
+		char path[128], rec[128];
+		snprintf(path, sizeof path, "%s/%s", tmpdir, files[i]);
+		snprintf(rec, sizeof rec, "gpu/testdata/%s", files[i]);
+		char *a = slurp(path), *b = slurp(rec);
+		ck_assert_msg(a && b, "cannot read %s or %s", path, rec);
+		ck_assert_msg(strcmp(a, b) == 0, "%s differs from the recorded %s:\n%s", path, rec, a);
+		free(a);
+		free(b);
+	}
+	char mdpath[128];
+	snprintf(mdpath, sizeof mdpath, "%s/report.md", tmpdir);
+	char *md = slurp(mdpath);
+	ck_assert_ptr_nonnull(md);
+	ck_assert_ptr_nonnull(strstr(md, "| MISMATCH |"));
+	ck_assert_ptr_nonnull(strstr(md, "| identical |"));
+	ck_assert_ptr_nonnull(strstr(md, "- device: synthetic"));
+	free(md);
+	/* an unwritable directory is an error line, not a crash */
+	gpu_report_init(&r, "/nonexistent/dir", "report");
+	ck_assert_int_ne(gpu_report_write(&r, err, sizeof err), 0);
+	ck_assert_ptr_nonnull(strstr(err, "cannot write"));
+	gpu_report_free(&r);
+	rm_tmp();
+	free(got);
+}
+END_TEST
+
+START_TEST(test_args)
+{
+	static const struct {
+		const char *argv[8];
+		int ok;
+		unsigned steps;
+		uint64_t stride;
+	} rows[] = {
+	    {{"x"}, 1, GPU_STEP_ALL, 1},
+	    {{"x", "--only", "conv,tc"}, 1, GPU_STEP_CONV | GPU_STEP_TC, 1},
+	    {{"x", "--only", "all"}, 1, GPU_STEP_ALL, 1},
+	    {{"x", "--only", "lt", "--stride", "65537"}, 1, GPU_STEP_LT, 65537},
+	    {{"x", "--only", "kern,arith"}, 1, GPU_STEP_KERN | GPU_STEP_ARITH, 1},
+	    {{"x", "--stride", "0x101"}, 1, GPU_STEP_ALL, 257},
+	    {{"x", "--only", "conv,"}, 0, 0, 0},
+	    {{"x", "--only", "gpu"}, 0, 0, 0},
+	    {{"x", "--only", ""}, 0, 0, 0},
+	    {{"x", "--stride", "0"}, 0, 0, 0},
+	    {{"x", "--stride", "-3"}, 0, 0, 0},
+	    {{"x", "--stride", "4294967296"}, 0, 0, 0},
+	    {{"x", "--chunk-log2", "31"}, 0, 0, 0},
+	    {{"x", "--chunk-log2", "12"}, 0, 0, 0},
+	    {{"x", "--pairs", "4294967297"}, 0, 0, 0},
+	    {{"x", "--out"}, 0, 0, 0},
+	    {{"x", "--frobnicate"}, 0, 0, 0},
+	    {{"x", "--seed", "1x"}, 0, 0, 0},
+	};
+	unsetenv("NANMAP_TC_VECTORS");
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		int argc = 0;
+		while (argc < 8 && rows[i].argv[argc])
+			argc++;
+		gpu_opts o;
+		char err[256] = "";
+		int rc = gpu_parse_args(argc, (char *const *)rows[i].argv, &o, err, sizeof err);
+		ck_assert_msg((rc == 0) == rows[i].ok, "row %zu: rc %d (%s)", i, rc, err);
+		if (!rows[i].ok) {
+			ck_assert_msg(err[0] != '\0', "row %zu: no reason given", i);
+			continue;
+		}
+		ck_assert_msg(o.steps == rows[i].steps, "row %zu: steps 0x%x", i, o.steps);
+		ck_assert_uint_eq(o.stride, rows[i].stride);
+		ck_assert_ptr_null(o.tc_vectors);
+		ck_assert(!o.quick && !o.help);
+	}
+	const char *full[] = {"x", "--out", "o", "--tc-vectors", "v", "--chunk-log2", "20",
+	                      "--pairs", "4294967296", "--seed", "7", "-h", "--quick",
+	                      "--gpu-tables", "t.txt"};
+	gpu_opts o;
+	char err[256];
+	ck_assert_int_eq(gpu_parse_args(15, (char *const *)full, &o, err, sizeof err), 0);
+	ck_assert(o.quick);
+	ck_assert_str_eq(o.gpu_tables, "t.txt");
+	ck_assert_str_eq(o.out_dir, "o");
+	ck_assert_str_eq(o.tc_vectors, "v");
+	ck_assert_int_eq(o.chunk_log2, 20);
+	ck_assert_uint_eq(o.pairs, 1ull << 32);
+	ck_assert_uint_eq(o.seed, 7);
+	ck_assert(o.help);
+	setenv("NANMAP_TC_VECTORS", "/from/env", 1);
+	ck_assert_int_eq(gpu_parse_args(1, (char *const *)full, &o, err, sizeof err), 0);
+	ck_assert_str_eq(o.tc_vectors, "/from/env");
+	unsetenv("NANMAP_TC_VECTORS");
+	ck_assert_str_eq(gpu_step_name(GPU_STEP_GEMMEX), "gemmex");
+	ck_assert_ptr_null(gpu_step_name(3));
+}
+END_TEST
+
+START_TEST(test_tables)
+{
+	static gpu_table t[2];
+	const emu_format *f16 = t_fmt("fp16"), *bf = t_fmt("bf16");
+	emu_env env = EMU_ENV_DEFAULT;
+	snprintf(t[0].func, sizeof t[0].func, "hexp");
+	snprintf(t[0].format, sizeof t[0].format, "fp16");
+	snprintf(t[1].func, sizeof t[1].func, "hsqrt");
+	snprintf(t[1].format, sizeof t[1].format, "bf16");
+	for (uint32_t x = 0; x < GPU_TABLE_N; x++) {
+		t[0].v[x] = (uint16_t)emu_exp(f16, x, &env).bits;
+		t[1].v[x] = (uint16_t)(x * 40503u); /* any pattern: the file must not care */
+	}
+	mk_tmp();
+	char path[128], err[256];
+	snprintf(path, sizeof path, "%s/gpu-tables.txt", tmpdir);
+	ck_assert_int_eq(gpu_tables_write(path, "synthetic, for the tests", t, 2, err, sizeof err), 0);
+	gpu_tables ts;
+	/* by directory, the runner's layout */
+	ck_assert_msg(gpu_tables_load(tmpdir, &ts, err, sizeof err) == 0, "%s", err);
+	ck_assert_uint_eq(ts.n, 2);
+	for (uint32_t x = 0; x < GPU_TABLE_N; x++) {
+		emu_bits a = 0xdead, b = 0xdead;
+		if (!gpu_tables_lookup(&ts, gpu_table_func(EMU_OP_EXP), f16, x, &a) ||
+		    !gpu_tables_lookup(&ts, "hsqrt", bf, x, &b) || a != t[0].v[x] || b != t[1].v[x])
+			ck_abort_msg("lookup of 0x%04x: 0x%x 0x%x", x, a, b);
+	}
+	emu_bits dummy;
+	ck_assert(!gpu_tables_lookup(&ts, "hlog", f16, 0, &dummy));
+	ck_assert(!gpu_tables_lookup(&ts, "hexp", bf, 0, &dummy));
+	ck_assert(!gpu_tables_lookup(&ts, "hexp", t_fmt("e4m3"), 0, &dummy));
+	ck_assert_ptr_null(gpu_table_func(EMU_OP_ADD));
+	gpu_tables_free(&ts);
+
+	/* malformed files, each with its reason */
+	char *good = slurp(path);
+	ck_assert_ptr_nonnull(good);
+	char *first_nl = strchr(strstr(good, "table hexp"), '\n');
+	size_t head = (size_t)(first_nl - good) + 1;
+	static const struct {
+		const char *what, *reason;
+	} bad[] = {
+	    {"short", "short"},           {"badhex", "not a 16-bit hex"}, {"dup", "given twice"},
+	    {"header", "expected 'table"}, {"orphan", "values before"},    {"empty", "no table"},
+	    {"long", "more than 65536"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		char p[160];
+		snprintf(p, sizeof p, "%s/bad-%s.txt", tmpdir, bad[i].what);
+		FILE *fp = fopen(p, "w");
+		ck_assert_ptr_nonnull(fp);
+		if (!strcmp(bad[i].what, "short"))
+			fwrite(good, 1, head + 80 * 10, fp);
+		else if (!strcmp(bad[i].what, "badhex")) {
+			fwrite(good, 1, head, fp);
+			fputs("00zz 0000\n", fp);
+		} else if (!strcmp(bad[i].what, "dup")) {
+			fputs(good, fp);
+			fputs(strstr(good, "table hexp"), fp);
+		} else if (!strcmp(bad[i].what, "header"))
+			fputs("table hexp fp16 100\n", fp);
+		else if (!strcmp(bad[i].what, "orphan"))
+			fputs("0000 0001\n", fp);
+		else if (!strcmp(bad[i].what, "empty"))
+			fputs("# nothing here\n", fp);
+		else {
+			fwrite(good, 1, strlen(good), fp);
+			fputs("0000\n", fp);
+		}
+		ck_assert_int_eq(fclose(fp), 0);
+		err[0] = '\0';
+		ck_assert_msg(gpu_tables_load(p, &ts, err, sizeof err) != 0, "%s accepted", bad[i].what);
+		ck_assert_msg(strstr(err, bad[i].reason) != NULL, "%s: reason '%s'", bad[i].what, err);
+		ck_assert_ptr_null(ts.t);
+	}
+	ck_assert_int_ne(gpu_tables_load("/nonexistent/gpu-tables.txt", &ts, err, sizeof err), 0);
+	free(good);
+	rm_tmp();
+}
+END_TEST
+
+START_TEST(test_tcv)
+{
+	gpu_tcv v;
+	char err[512];
+	int rc = gpu_tcv_load("gpu/testdata/tcv", "H200", "fp16", "fp32", &v, err, sizeof err);
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_eq(v.n, 2);
+	ck_assert_uint_eq(v.K, 16);
+	ck_assert_uint_eq(v.a[0], 0x3f800000);
+	ck_assert_uint_eq(v.b[16 + 15], 0xbf000000);
+	ck_assert_uint_eq(v.c[1], 0x3f800000);
+	/* case 0: sixteen 1*1 plus C = 0.5 -> 16.5; case 1: 16 * (0.5 * -0.5) + 1 = -3 */
+	ck_assert_uint_eq(v.d[0], 0x41840000);
+	ck_assert_uint_eq(v.d[1], 0xc0400000);
+	/* the model under the h200 preset agrees with the synthetic D */
+	emu_tc_model m;
+	const emu_format *in = t_fmt("fp16"), *out = t_fmt("fp32");
+	ck_assert_int_eq(emu_tc_preset("h200", in, out, &m), 0);
+	for (size_t i = 0; i < v.n; i++) {
+		emu_bits a[16], b[16];
+		emu_env env = EMU_ENV_DEFAULT;
+		for (int k = 0; k < 16; k++) {
+			float x, y;
+			memcpy(&x, &v.a[i * 16 + k], 4);
+			memcpy(&y, &v.b[i * 16 + k], 4);
+			a[k] = emu_from_float(in, x, &env).bits;
+			b[k] = emu_from_float(in, y, &env).bits;
+		}
+		ck_assert_uint_eq(emu_tc_dot(&m, in, out, a, b, 16, v.c[i]).bits, v.d[i]);
+	}
+	gpu_tcv_free(&v);
+	ck_assert_int_eq(gpu_tcv_load("gpu/testdata/tcv", "H200", "bf16", "fp32", &v, err, sizeof err),
+	                 1);
+	ck_assert_ptr_nonnull(strstr(err, "not found"));
+	ck_assert_int_eq(gpu_tcv_load("gpu/testdata/tcv", "H200", "fp16", "bad", &v, err, sizeof err),
+	                 -1);
+	ck_assert_ptr_nonnull(strstr(err, "binary string"));
+	ck_assert_ptr_null(v.a);
+}
+END_TEST
+
+/* The mirror of the CUDA softmax takes exp from the tables when given them:
+ * with every fp16 hexp one encoding up, the results move; with the correctly
+ * rounded table they are those without tables. */
+START_TEST(test_mirror_tables)
+{
+	const size_t R = 4, N = 16;
+	float x[4 * 16], g0[4 * 16], g1[4 * 16], g2[4 * 16], l0, l1, l2;
+	char err[256];
+	const emu_format *f16 = t_fmt("fp16");
+	emu_env env = EMU_ENV_DEFAULT;
+	for (size_t i = 0; i < R * N; i++)
+		x[i] = (float)((int)(t_rand(7, i) % 64) - 32) / 8.0f; /* exact in fp16 */
+	static gpu_table tab[2];
+	gpu_tables ts = {tab, 2};
+	snprintf(tab[0].func, sizeof tab[0].func, "hexp");
+	snprintf(tab[0].format, sizeof tab[0].format, "fp16");
+	snprintf(tab[1].func, sizeof tab[1].func, "hlog");
+	snprintf(tab[1].format, sizeof tab[1].format, "fp16");
+	for (uint32_t a = 0; a < GPU_TABLE_N; a++) {
+		tab[0].v[a] = (uint16_t)emu_exp(f16, a, &env).bits;
+		tab[1].v[a] = (uint16_t)emu_log(f16, a, &env).bits;
+	}
+	/* fp16 storage, compute and accumulator: GPU_K_F16 is 1 */
+	ck_assert_int_eq(gpu_mirror_softmax(NULL, 1, 1, 1, 1, x, R, N, g0, &l0, err, sizeof err), 0);
+	ck_assert_int_eq(gpu_mirror_softmax(&ts, 1, 1, 1, 1, x, R, N, g1, &l1, err, sizeof err), 0);
+	ck_assert_int_eq(memcmp(g0, g1, sizeof g0), 0);
+	ck_assert_int_eq(memcmp(&l0, &l1, sizeof l0), 0);
+	for (uint32_t a = 0; a < GPU_TABLE_N; a++)
+		if (!emu_is_nan(f16, tab[0].v[a]) && tab[0].v[a] != 0x7c00 && tab[0].v[a] != 0)
+			tab[0].v[a]++;
+	ck_assert_int_eq(gpu_mirror_softmax(&ts, 1, 1, 1, 1, x, R, N, g2, &l2, err, sizeof err), 0);
+	ck_assert_int_ne(memcmp(g0, g2, sizeof g0), 0);
+}
+END_TEST
+
+Suite *suite_gpuhost(void)
+{
+	Suite *s = suite_create("gpuhost");
+	TCase *tc = tcase_create("compare");
+	tcase_add_test(tc, test_ulp_dist);
+	tcase_add_test(tc, test_cmp_rules);
+	tcase_add_test(tc, test_cmp_merge);
+	tcase_add_test(tc, test_convert_report);
+	suite_add_tcase(s, tc);
+	TCase *tf = tcase_create("files");
+	tcase_add_test(tf, test_args);
+	tcase_add_test(tf, test_tables);
+	tcase_add_test(tf, test_tcv);
+	tcase_add_test(tf, test_mirror_tables);
+	suite_add_tcase(s, tf);
+	return s;
+}

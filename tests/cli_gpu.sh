@@ -1,0 +1,98 @@
+#!/bin/sh
+# tests/cli_gpu.sh — the runner end to end on the fake device (the emulator
+# standing in for the GPU, build/gpu/nanmap-gpu-fake: needs no nvcc), then
+# bin/nanmap-gpu's contract where no GPU is usable: one
+# line "nanmap-gpu: no CUDA device (<reason>)" on stderr, nothing on stdout,
+# exit 77; bad arguments: one line, exit 2, before any device is touched;
+# --help: the usage, exit 0. CUDA_VISIBLE_DEVICES is emptied so the check
+# is the same on a machine that has a GPU (the full run is gpu/check.sh).
+# Run from the repository root: sh tests/cli_gpu.sh (NANMAP_GPU overrides
+# the binary). Skips, saying so, when the binary was not built.
+set -u
+
+G=${NANMAP_GPU:-bin/nanmap-gpu}
+F=${NANMAP_GPU_FAKE:-build/gpu/nanmap-gpu-fake}
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0
+
+fail() {
+	printf 'cli_gpu: FAIL: %s\n' "$1" >&2
+	printf 'cli_gpu: stdout was:\n' >&2
+	cat "$tmp/out" >&2
+	printf 'cli_gpu: stderr was:\n' >&2
+	cat "$tmp/err" >&2
+	exit 1
+}
+
+run() {
+	rc=0
+	CUDA_VISIBLE_DEVICES='' "$G" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+}
+
+# ---- the fake device: every step, small sizes ----
+# The device is the emulator, so every row must be identical, except the
+# cuBLASLt promotion search, where exactly the interval the fake uses (128,
+# none with FAST_ACCUM) must match and every other candidate must not: that
+# proves the crafted inputs tell the intervals apart. The fake's softmax_ce,
+# layernorm and backward mirror gpu/kern.cu line by line with the
+# emulator's operations, so identical kern rows prove the CUDA code keeps
+# the order of emu/softmax.c, emu/layernorm.c and emu/backward.c.
+[ -x "$F" ] || { echo "cli_gpu: $F not built (make $F)" >&2; exit 1; }
+rc=0
+"$F" --out "$tmp/fake" --quick --stride 16777259 --pairs 4096 --tc-vectors gpu/testdata/tcv \
+	>"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 0 ] || fail "fake run: exit $rc"
+csv=$tmp/fake/nanmap-gpu.csv
+[ -f "$csv" ] || fail "fake run: no $csv"
+head -n 1 "$csv" | grep -q '^step,kernel,format,mode,compared,identical,' || fail "fake run: CSV header"
+rows=$(tail -n +2 "$csv" | wc -l)
+[ "$rows" -eq 327 ] || fail "fake run: $rows rows, want 327 (14 conv, 13 tables, 6 arith, 2 tc, 10 gemm, 2 gemmex, 28 lt, 168 kern, 84 kern replay)"
+[ "$(grep -c '^kern,[^,]* replay,' "$csv")" -eq 84 ] || fail "fake run: kern replay rows missing"
+for step in conv tables arith tc gemm gemmex lt kern; do
+	grep -q "^$step," "$csv" || fail "fake run: no $step rows"
+done
+bad=$(awk -F, 'NR > 1 && NF != 13' "$csv" | wc -l)
+[ "$bad" -eq 0 ] || fail "fake run: $bad CSV rows without 13 fields"
+bad=$(awk -F, 'NR > 1 && $1 != "lt" && $13 != "identical"' "$csv" | wc -l)
+[ "$bad" -eq 0 ] || fail "fake run: $bad rows not identical outside lt"
+lt_ok=$(awk -F, '$1 == "lt" && $13 == "identical" { print $2 "/" $4 }' "$csv" | sort | tr '\n' ' ')
+want="cublasLt e4m3xe4m3 FAST_ACCUM=0/model promote=128 cublasLt e4m3xe4m3 FAST_ACCUM=1/model promote=0 cublasLt e4m3xe5m2 FAST_ACCUM=0/model promote=128 cublasLt e4m3xe5m2 FAST_ACCUM=1/model promote=0 "
+[ "$lt_ok" = "$want" ] || fail "fake run: lt rows identical: '$lt_ok', want '$want'"
+[ "$(grep -c '^table ' "$tmp/fake/gpu-tables.txt")" -eq 12 ] || fail "fake run: gpu-tables.txt"
+grep -q '^| conv | __float2half_rn | fp16 | rn |' "$tmp/fake/nanmap-gpu.md" || fail "fake run: report table"
+grep -q 'tc: SKIPPED bf16->fp32' "$tmp/fake/nanmap-gpu.md" || fail "fake run: tc skip not reported"
+pass=$((pass + 1))
+
+if [ ! -x "$G" ]; then
+	echo "cli_gpu: $pass checks passed; SKIPPED the rest: $G not built (make gpu needs the CUDA toolkit)"
+	exit 0
+fi
+
+# no device: exit 77 and exactly one line
+run --out "$tmp/o"
+[ "$rc" = 77 ] || fail "no device: exit $rc, want 77"
+[ ! -s "$tmp/out" ] || fail "no device: something on stdout"
+[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "no device: want one line on stderr"
+grep -q '^nanmap-gpu: no CUDA device (..*)$' "$tmp/err" || fail "no device: wrong line"
+[ ! -e "$tmp/o" ] || fail "no device: the output directory was created"
+pass=$((pass + 1))
+
+# bad arguments: exit 2, one line, checked before the device
+for args in "--bogus" "--only nothing" "--stride 0" "--chunk-log2 40" "--out"; do
+	# shellcheck disable=SC2086
+	run $args
+	[ "$rc" = 2 ] || fail "'$args': exit $rc, want 2"
+	[ ! -s "$tmp/out" ] || fail "'$args': something on stdout"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "'$args': want one line on stderr"
+	grep -q '^nanmap-gpu: ' "$tmp/err" || fail "'$args': no 'nanmap-gpu:' prefix"
+	pass=$((pass + 1))
+done
+
+# help
+run --help
+[ "$rc" = 0 ] || fail "--help: exit $rc"
+grep -q '^usage: nanmap-gpu' "$tmp/out" || fail "--help: no usage"
+pass=$((pass + 1))
+
+echo "cli_gpu: $pass checks passed"

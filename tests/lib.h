@@ -35,5 +35,7 @@ Suite *suite_backward(void);
 Suite *suite_layernorm(void);
 Suite *suite_accum(void);
 Suite *suite_tc(void);
+Suite *suite_point(void);
+Suite *suite_thresh(void);
 
 #endif

@@ -60,6 +60,8 @@ int main(void)
 	srunner_add_suite(sr, suite_layernorm());
 	srunner_add_suite(sr, suite_accum());
 	srunner_add_suite(sr, suite_tc());
+	srunner_add_suite(sr, suite_point());
+	srunner_add_suite(sr, suite_thresh());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	srunner_run_all(sr, CK_NORMAL);

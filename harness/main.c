@@ -19,6 +19,7 @@
 #include "nm_dot.h"
 #include "nm_parse.h"
 #include "nm_run.h"
+#include "nm_sweep.h"
 
 #ifndef NM_VERSION
 #define NM_VERSION "0.1.0"
@@ -50,7 +51,10 @@ static const char nm_usage[] =
     "             [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
     "      a training kernel on the fast, exact-format and truth backends:\n"
     "      status, outputs, errors, flags (docs/run.md; nanmap run --help)\n"
-    "  nanmap sweep ...   (no cases yet)\n"
+    "  nanmap sweep [--quick] [--fresh] [--quiet] [-j N] [--out DIR] [--plots DIR]\n"
+    "               [--docs DIR] [--only NAME] PATH...\n"
+    "      run the case files (cases/README.md) at every point: results/<case>.csv,\n"
+    "      thresholds, plots; resumes an interrupted run (docs/sweep.md)\n"
     "  nanmap help | --help | --version\n"
     "\n"
     "FMT: a built-in name (nanmap formats) or a spec such as\n"
@@ -838,13 +842,6 @@ static int nm_cmd_op(struct nm_opts *o)
 
 /* ---- dispatch ---- */
 
-static int nm_cmd_sweep(void)
-{
-	/* Sweeps over case files come later; make sweep relies on this line. */
-	puts("no cases yet");
-	return nm_flush();
-}
-
 static int nm_help(void)
 {
 	fputs(nm_usage, stdout);
@@ -904,7 +901,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "run"))
 		return nm_run_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "sweep"))
-		return nm_cmd_sweep();
+		return nm_sweep_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "dot"))
 		return nm_dot_main(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(nm_cmds) / sizeof(nm_cmds[0]); i++)

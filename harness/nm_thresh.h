@@ -20,6 +20,7 @@ typedef struct {
 	char axis[96];        /* "NAME", or "NAME@OTHER=VALUE" on a 2-D case */
 	char event[32];       /* status at first_bad, or "FROM->TO" when neither is ok */
 	double last_ok, first_bad;
+	char last_hex[72], first_hex[72]; /* exact forms for the table ("fp16 0x498b", "0x1.8p+3") */
 	double real_boundary; /* NAN when it cannot be defined */
 	char first_op[64];    /* "KIND@STEP", "-", or "unconfirmed" */
 	/* not written to the CSV: how the row was found */

@@ -561,8 +561,9 @@ static int nc_policies(struct nc_ctx *x)
 			char ferr[256] = "";
 
 			if (emu_format_parse(fmts[i], &f, ferr, sizeof(ferr)) != EMU_OK)
-				return nc_err(x, x->formats.line, "formats", "unknown format '%s'%s%s",
-				              fmts[i], ferr[0] ? ": " : "", ferr);
+				return ferr[0] ? nc_err(x, x->formats.line, "formats", "%s", ferr)
+				               : nc_err(x, x->formats.line, "formats",
+				                        "unknown format '%s'", fmts[i]);
 		}
 	}
 	if (x->npolicy == 0)

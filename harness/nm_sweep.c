@@ -1345,6 +1345,18 @@ static int sw_load_all(struct sw_all *s)
 			break;
 		}
 		s->cases[s->ncases++] = c;
+#ifdef SW_HAVE_PLOT
+		if (nm_plot_check(c, err, sizeof(err))) {
+			rc = nm_fail("%s", err);
+			break;
+		}
+#endif
+#ifdef SW_HAVE_CLAIMS
+		if (nm_claims_check(c, err, sizeof(err))) {
+			rc = nm_fail("%s", err);
+			break;
+		}
+#endif
 		for (size_t j = 0; j + 1 < s->ncases; j++)
 			if (!strcmp(s->cases[j]->name, c->name)) {
 				rc = nm_fail("%s: a case named '%s' is also %s (outputs would collide)",

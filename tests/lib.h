@@ -37,5 +37,6 @@ Suite *suite_accum(void);
 Suite *suite_tc(void);
 Suite *suite_point(void);
 Suite *suite_thresh(void);
+Suite *suite_case(void);
 
 #endif

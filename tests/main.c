@@ -62,6 +62,7 @@ int main(void)
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_point());
 	srunner_add_suite(sr, suite_thresh());
+	srunner_add_suite(sr, suite_case());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	srunner_run_all(sr, CK_NORMAL);

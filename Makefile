@@ -106,7 +106,7 @@ asan:
 	sh tests/cli_run.sh
 	$(MAKE) --no-print-directory clean
 
-# fuzz: libFuzzer on the .npy reader for FUZZ_SECONDS (default 60); needs clang.
+# fuzz: libFuzzer on the .npy and case-file readers, FUZZ_SECONDS each (default 60); needs clang.
 fuzz:
 	sh tests/fuzz/run.sh
 

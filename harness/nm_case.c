@@ -666,13 +666,6 @@ static int nc_params(struct nc_ctx *x)
 
 /* ---- axes ---- */
 
-static int nc_cmp_double(const void *a, const void *b)
-{
-	double u = *(const double *)a, v = *(const double *)b;
-
-	return (u > v) - (u < v);
-}
-
 /* Parse "lin A B N", "log A B N", "list V...", "pow2 A B" into a malloc'd
  * ascending array. Integer targets round to whole numbers and drop repeats. */
 static int nc_grid(struct nc_ctx *x, const struct nc_raw *r, const char *key, bool integer,
@@ -775,7 +768,12 @@ static int nc_grid(struct nc_ctx *x, const struct nc_raw *r, const char *key, bo
 		}
 		n = m;
 	}
-	qsort(v, n, sizeof(*v), nc_cmp_double); /* already ascending; rounding can't reorder */
+	/* lin and log over extreme or tiny ranges can give inf, NaN or repeats */
+	for (size_t i = 0; i < n && !integer; i++)
+		if (!isfinite(v[i]) || (i && !(v[i] > v[i - 1]))) {
+			nc_err(x, r->line, key, "the grid's values are not finite and strictly ascending");
+			goto fail;
+		}
 	free(text);
 	*out = v;
 	*nout = n;

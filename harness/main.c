@@ -18,6 +18,7 @@
 #include "emu.h"
 #include "nm_dot.h"
 #include "nm_parse.h"
+#include "nm_plot.h"
 #include "nm_run.h"
 #include "nm_sweep.h"
 
@@ -55,6 +56,8 @@ static const char nm_usage[] =
     "               [--docs DIR] [--only NAME] PATH...\n"
     "      run the case files (cases/README.md) at every point: results/<case>.csv,\n"
     "      thresholds, plots; resumes an interrupted run (docs/sweep.md)\n"
+    "  nanmap plot CASE.case [--results DIR] [--plots DIR]\n"
+    "      redraw one case's plots/<case>.png and .svg from its results CSV\n"
     "  nanmap help | --help | --version\n"
     "\n"
     "FMT: a built-in name (nanmap formats) or a spec such as\n"
@@ -904,6 +907,8 @@ int main(int argc, char **argv)
 		return nm_sweep_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "dot"))
 		return nm_dot_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "plot"))
+		return nm_plot_main(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(nm_cmds) / sizeof(nm_cmds[0]); i++)
 		if (!strcmp(cmd, nm_cmds[i].name))
 			return nm_run(&nm_cmds[i], argc - 2, argv + 2);

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "nm_parse.h"
 #include "nm_plot.h"
 
 static int perr(char *err, size_t errlen, const char *fmt, ...)
@@ -393,7 +394,7 @@ typedef struct {
 	const char *ycol, *title, *xlabel, *ylabel;
 	bool logx, logy, heat, ystatus;
 	double floor, ceil; /* where zero and non-finite y are drawn */
-	double xlo, xhi;
+	double hx0, hx1, hy0, hy1; /* heat map: the outer cell edges */
 	size_t nvar, npol; /* distinct variants / policies present (heat map layout) */
 	const char *xname, *zname;
 	bool zlog;
@@ -453,8 +454,10 @@ static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *d
 		         sp->title);
 	gq(f, t);
 	fprintf(f, "\nset key off\nunset grid\n");
-	fprintf(f, sp->logx ? "set logscale x\nset format x '%%.0e'\n" : "unset logscale x\n");
-	fprintf(f, sp->logy ? "set logscale y\nset format y '%%.0e'\n" : "unset logscale y\n");
+	fprintf(f, sp->logx ? "set logscale x\nset format x '1e%%L'\n" : "unset logscale x\n");
+	fprintf(f, sp->logy ? "set logscale y\nset format y '1e%%L'\n" : "unset logscale y\n");
+	fprintf(f, "set xrange [%.17g:%.17g]\nset yrange [%.17g:%.17g]\nset xtics rotate by -45\n",
+	        sp->hx0, sp->hx1, sp->hy0, sp->hy1);
 	if (sp->zname) {
 		fprintf(f, "set palette rgbformulae 33,13,10\n");
 		fprintf(f, sp->zlog ? "set logscale cb\nset format cb '%%.0e'\n" : "unset logscale cb\n");
@@ -538,15 +541,20 @@ static size_t find_d(const double *v, size_t n, double x)
 	return 0;
 }
 
-static int write_heat_data(FILE *f, const pl_spec *sp, const pl_set *s)
+static int write_heat_data(FILE *f, pl_spec *sp, const pl_set *s)
 {
 	size_t nx, ny;
 	double *vx = distinct(s, false, &nx), *vy = distinct(s, true, &ny);
-	if (!vx || !vy) {
+	if (!vx || !vy || !nx || !ny) {
 		free(vx);
 		free(vy);
 		return -1;
 	}
+	double t;
+	edges(vx, nx, sp->logx, 0, &sp->hx0, &t);
+	edges(vx, nx, sp->logx, nx - 1, &t, &sp->hx1);
+	edges(vy, ny, sp->logy, 0, &sp->hy0, &t);
+	edges(vy, ny, sp->logy, ny - 1, &t, &sp->hy1);
 	for (size_t i = 0; i < s->n; i++) {
 		const pl_group *g = &s->g[i];
 		/* block 2i: finite metric cells; block 2i+1: the others (status colours) */
@@ -935,4 +943,44 @@ out:
 	set_free(&s);
 	nm_csv_free(&t);
 	return rc;
+}
+
+/* ---- nanmap plot ---- */
+
+static const char plot_usage[] =
+    "usage: nanmap plot CASE.case [--results DIR] [--plots DIR]\n"
+    "\n"
+    "Redraw DIR/<case>.png and .svg (default plots/) from the sweep's CSV of\n"
+    "the case (default results/<case>.csv) with gnuplot, as its [plot]\n"
+    "section asks (cases/README.md). Nothing is recomputed.\n";
+
+int nm_plot_main(int argc, char **argv)
+{
+	const char *path = NULL, *results = "results", *plots = "plots";
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(plot_usage, stdout);
+			return fflush(stdout) ? nm_fail("write error: %s", strerror(errno)) : 0;
+		}
+		if (!strcmp(argv[i], "--results") || !strcmp(argv[i], "--plots")) {
+			if (i + 1 >= argc)
+				return nm_fail("%s needs a directory", argv[i]);
+			*(argv[i][2] == 'r' ? &results : &plots) = argv[i + 1];
+			i++;
+		} else if (argv[i][0] == '-' && argv[i][1])
+			return nm_fail("plot: unknown option '%s' (try: nanmap plot --help)", argv[i]);
+		else if (path)
+			return nm_fail("plot: one case file at a time ('%s' and '%s')", path, argv[i]);
+		else
+			path = argv[i];
+	}
+	if (!path)
+		return nm_fail("plot: missing CASE.case (try: nanmap plot --help)");
+	nm_case c;
+	char err[768];
+	if (nm_case_load(path, &c, err, sizeof err))
+		return nm_fail("%s", err);
+	int rc = nm_plot_case(&c, results, plots, err, sizeof err);
+	nm_case_free(&c);
+	return rc ? nm_fail("%s", err) : 0;
 }

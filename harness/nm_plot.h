@@ -42,4 +42,8 @@ int nm_plot_check(const nm_case *c, char *err, size_t errlen);
 int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_dir, char *err,
                  size_t errlen);
 
+/* `nanmap plot CASE.case [--results DIR] [--plots DIR]`; argv[0] is "plot".
+ * The exit status: 0, or 2 after one error line. */
+int nm_plot_main(int argc, char **argv);
+
 #endif

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #define TH_MAX_STEPS 70    /* a guard; the domains need at most 64 */
 #define TH_REAL_STEPS 60   /* real boundary: at most this many TRUTH steps */
 #define TH_REAL_REL 1e-12  /* ... or until the bracket is this narrow, relatively */
+#define TH_REAL_REL_QUICK 1e-6 /* the same for --quick */
 
 /* ---- the values a domain allows ---- */
 
@@ -182,6 +184,15 @@ static int th_truth_event(th_task *t, const double *ax, emu_run_status to)
 	return (r.flags & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID)) != 0;
 }
 
+/* th_truth_event at axis k = x, counted in row. */
+static int th_truth_at(th_task *t, double *ax, size_t k, double x, emu_run_status to,
+                       nm_thresh_row *row)
+{
+	ax[k] = x;
+	row->truth_steps++;
+	return th_truth_event(t, ax, to);
+}
+
 /* The shortest %g that reads back as x. */
 static void th_short(double x, char *buf, size_t len)
 {
@@ -232,8 +243,8 @@ static nm_thresh_row *th_new_row(th_task *t)
  * The boundary between grid points ax[k] = a (status sa) and b (status sb)
  * along axis k (the other axis fixed at ax[1-k]).
  */
-static int th_search(th_task *t, size_t k, double *ax, double a, double b, emu_run_status sa,
-                     emu_run_status sb, const char *label)
+static int th_search1(th_task *t, size_t k, double *ax, double a, double b, emu_run_status sa,
+                      emu_run_status sb, const char *label)
 {
 	const nm_case *c = t->c;
 	const nm_axis *axis = &c->axes[k];
@@ -321,31 +332,46 @@ static int th_search(th_task *t, size_t k, double *ax, double a, double b, emu_r
 	}
 
 	/* the real boundary: where the exact computation shows the event,
-	 * bisected over the grid bracket */
+	 * bisected from last_ok..first_bad when the event happens between
+	 * them, else from the part of the grid bracket where it does */
 	row->real_boundary = NAN;
 	/* an integer axis (a shape, a count parameter) has no values between */
 	bool integral = d.dom == NM_DOM_INT;
-	double u = fmin(a, b), w = fmax(a, b);
-	ax[k] = u;
-	int tu = th_truth_event(t, ax, shi);
-	ax[k] = w;
-	int tw = tu < 0 ? -1 : th_truth_event(t, ax, shi);
-	if (tu < 0 || tw < 0)
+	double rel = t->quick ? TH_REAL_REL_QUICK : TH_REAL_REL;
+	double u = fmin(lo, hi), w = fmax(lo, hi), ga = fmin(a, b), gb = fmax(a, b);
+	int tu, tw, tg;
+	if ((tu = th_truth_at(t, ax, k, u, shi, row)) < 0 ||
+	    (tw = th_truth_at(t, ax, k, w, shi, row)) < 0)
 		return -1;
-	row->truth_steps = 2;
-	if (tu == tw)
-		return 0;
+	if (tu == tw) {
+		if (ga < u) { /* below last_ok..first_bad */
+			if ((tg = th_truth_at(t, ax, k, ga, shi, row)) < 0)
+				return -1;
+			if (tg != tu) {
+				w = u, tw = tu;
+				u = ga, tu = tg;
+			}
+		}
+		if (tu == tw && gb > w) { /* above it */
+			if ((tg = th_truth_at(t, ax, k, gb, shi, row)) < 0)
+				return -1;
+			if (tg != tw) {
+				u = w, tu = tw;
+				w = gb, tw = tg;
+			}
+		}
+		if (tu == tw)
+			return 0;
+	}
 	th_dom rd = {integral ? NM_DOM_INT : NM_DOM_REAL, NULL};
 	for (int s = 0; s < TH_REAL_STEPS; s++) {
-		if (!integral && w - u <= TH_REAL_REL * fmax(fabs(u), fabs(w)))
+		if (!integral && w - u <= rel * fmax(fabs(u), fabs(w)))
 			break;
 		if (!th_mid(&rd, u, w, &mid))
 			break;
-		ax[k] = mid;
-		int tm = th_truth_event(t, ax, shi);
+		int tm = th_truth_at(t, ax, k, mid, shi, row);
 		if (tm < 0)
 			return -1;
-		row->truth_steps++;
 		if (tm == tu)
 			u = mid;
 		else
@@ -354,6 +380,17 @@ static int th_search(th_task *t, size_t k, double *ax, double a, double b, emu_r
 	/* the side where the exact computation shows the event */
 	row->real_boundary = tw ? w : u;
 	return 0;
+}
+
+static int th_search(th_task *t, size_t k, double *ax, double a, double b, emu_run_status sa,
+                     emu_run_status sb, const char *label)
+{
+	double t0 = omp_get_wtime();
+	size_t n0 = t->n;
+	int rc = th_search1(t, k, ax, a, b, sa, sb, label);
+	if (t->n > n0)
+		t->rows[t->n - 1].seconds = omp_get_wtime() - t0;
+	return rc;
 }
 
 static int th_run_task(th_task *t)

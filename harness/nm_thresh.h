@@ -29,6 +29,7 @@ typedef struct {
 	int steps;            /* fast evaluations of the bisection */
 	int truth_steps;      /* TRUTH-with-ranges evaluations */
 	bool confirmed;
+	double seconds;       /* wall time of the search (for benchmarks; varies) */
 } nm_thresh_row;
 
 /*

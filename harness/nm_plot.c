@@ -476,12 +476,12 @@ static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *d
 		gq(f, dat);
 		if (sp->zname)
 			fprintf(f, " index %zu using 1:2:3:4:5:6:7 with boxxyerror fs solid 1.0 noborder "
-			           "lc palette, '' index %zu using 1:2:3:4:5:6:8 with boxxyerror fs solid "
-			           "1.0 noborder lc rgb variable\n",
+			           "lc palette notitle, '' index %zu using 1:2:3:4:5:6:8 with boxxyerror fs "
+			           "solid 1.0 noborder lc rgb variable notitle\n",
 			        2 * i, 2 * i + 1);
 		else
 			fprintf(f, " index %zu using 1:2:3:4:5:6:8 with boxxyerror fs solid 1.0 noborder "
-			           "lc rgb variable\n",
+			           "lc rgb variable notitle\n",
 			        2 * i + 1);
 	}
 	fprintf(f, "unset multiplot\n");

@@ -38,5 +38,7 @@ Suite *suite_tc(void);
 Suite *suite_point(void);
 Suite *suite_thresh(void);
 Suite *suite_case(void);
+Suite *suite_plot(void);
+Suite *suite_claims(void);
 
 #endif

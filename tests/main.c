@@ -63,6 +63,8 @@ int main(void)
 	srunner_add_suite(sr, suite_point());
 	srunner_add_suite(sr, suite_thresh());
 	srunner_add_suite(sr, suite_case());
+	srunner_add_suite(sr, suite_plot());
+	srunner_add_suite(sr, suite_claims());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	srunner_run_all(sr, CK_NORMAL);

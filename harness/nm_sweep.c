@@ -1213,7 +1213,7 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 	FILE *journal = NULL;
 	nm_thresh_row *rows = NULL;
 	size_t nrows = 0, ndone = 0, ncomputed = 0;
-	double t0 = sw_now();
+	double t0 = sw_now(), t1;
 	int rc = -1, skip = 0;
 	char dir[1100];
 
@@ -1251,6 +1251,7 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 	}
 	fclose(journal);
 	journal = NULL;
+	t1 = sw_now();
 	snprintf(dir, sizeof(dir), "%s/.state", s->o.out);
 	if (sw_write_csv(&cr, s->err, sizeof(s->err)) || sw_mkdirs(dir, s->err, sizeof(s->err)))
 		goto out;
@@ -1286,8 +1287,9 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 	}
 	remove(cr.journal);
 	if (!s->o.quiet)
-		fprintf(stderr, "sweep: %s %zu points (%zu computed, %zu resumed) in %.1f s\n",
-		        c->name, cr.npoints, ncomputed, ndone, sw_now() - t0);
+		fprintf(stderr,
+		        "sweep: %s %zu points (%zu computed, %zu resumed) in %.1f s, thresholds %.1f s\n",
+		        c->name, cr.npoints, ncomputed, ndone, t1 - t0, sw_now() - t1);
 plot:
 	rc = 0;
 #ifdef SW_HAVE_PLOT

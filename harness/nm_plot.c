@@ -392,7 +392,7 @@ static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"
 typedef struct {
 	const nm_case *c;
 	const char *ycol, *title, *xlabel, *ylabel;
-	bool logx, logy, heat, ystatus;
+	bool logx, logy, heat, ystatus, series; /* series: lines only, no status */
 	double floor, ceil; /* where zero and non-finite y are drawn */
 	double hx0, hx1, hy0, hy1; /* heat map: the outer cell edges */
 	size_t nvar, npol; /* distinct variants / policies present (heat map layout) */
@@ -430,14 +430,15 @@ static void lines_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *
 		fprintf(f, " index %zu using 1:2 with lines lw 1.5 dt %zu lc rgb '%s' title ", i,
 		        g->variant % 5 + 1, rgb);
 		gq(f, g->label);
-		fprintf(f, ", '' index %zu using 1:2:3 with points pt variable ps 0.8 lc rgb '%s' "
-		           "notitle",
-		        i, rgb);
+		if (!sp->series)
+			fprintf(f, ", '' index %zu using 1:2:3 with points pt variable ps 0.8 lc rgb '%s' "
+			           "notitle",
+			        i, rgb);
 	}
-	for (int st = 0; st < 5; st++)
+	for (int st = 0; st < 5 && !sp->series; st++)
 		fprintf(f, ", NaN with points pt %d lc rgb 'black' title 'point: %s'", st_pt[st],
 		        st_names[st]);
-	if (!sp->ystatus)
+	if (!sp->ystatus && !sp->series)
 		fprintf(f, ", NaN with dots lc rgb 'white' title 'top edge: inf/nan, bottom: 0'");
 	fprintf(f, "\n");
 }
@@ -776,6 +777,7 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	const char *backend = kv_get(c, "backend");
 	if (!backend)
 		backend = "fast";
+	sp.series = series != NULL;
 	sp.heat = !series && (type ? strcmp(type, "heatmap") == 0 : c->naxes == 2);
 	sp.ycol = kv_get(c, "y");
 	sp.xname = kv_get(c, "x");

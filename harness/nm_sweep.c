@@ -335,7 +335,8 @@ static void sw_list_free(struct sw_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
-/* The .case files in dir, sorted, and those of its subdirectories when depth > 0. */
+/* The .case files in dir, sorted, then those of its subdirectories (sorted)
+ * when depth > 0: cases/ before cases/claims/. */
 static int sw_scan(const char *dir, int depth, struct sw_list *out)
 {
 	struct sw_list names = {0};
@@ -353,21 +354,21 @@ static int sw_scan(const char *dir, int depth, struct sw_list *out)
 		}
 	closedir(d);
 	qsort(names.v, names.n, sizeof(*names.v), sw_cmp_str);
-	for (size_t i = 0; i < names.n && !rc; i++) {
-		char p[1024];
-		struct stat st;
+	for (int pass = 0; pass < 2 && !rc; pass++)
+		for (size_t i = 0; i < names.n && !rc; i++) {
+			char p[1024];
+			struct stat st;
 
-		snprintf(p, sizeof(p), "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
-		         names.v[i]);
-		if (stat(p, &st) != 0)
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			if (depth > 0)
+			snprintf(p, sizeof(p), "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+			         names.v[i]);
+			if (stat(p, &st) != 0)
+				continue;
+			if (pass == 1 && S_ISDIR(st.st_mode) && depth > 0)
 				rc = sw_scan(p, depth - 1, out);
-		} else if (sw_is_case(names.v[i]) && sw_list_add(out, p)) {
-			rc = nm_fail("out of memory");
+			else if (pass == 0 && !S_ISDIR(st.st_mode) && sw_is_case(names.v[i]) &&
+			         sw_list_add(out, p))
+				rc = nm_fail("out of memory");
 		}
-	}
 	sw_list_free(&names);
 	return rc;
 }
@@ -1206,6 +1207,20 @@ static int sw_bcast_int(const struct sw_all *s, int v)
 	return v;
 }
 
+#ifdef SW_HAVE_PLOT
+/* An up-to-date case is skipped entirely when both its plots are there too. */
+static bool sw_plotted(const struct sw_all *s, const nm_case *c)
+{
+	char p[1100];
+	bool ok;
+
+	snprintf(p, sizeof(p), "%s/%s.png", s->o.plots, c->name);
+	ok = sw_exists(p);
+	snprintf(p, sizeof(p), "%s/%s.svg", s->o.plots, c->name);
+	return ok && sw_exists(p);
+}
+#endif
+
 /* One case: points, CSV, thresholds, plot. Ranks other than 0 only compute. */
 static int sw_case(struct sw_all *s, const nm_case *c)
 {
@@ -1293,7 +1308,7 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 plot:
 	rc = 0;
 #ifdef SW_HAVE_PLOT
-	if (s->rank == 0) {
+	if (s->rank == 0 && !(skip && sw_plotted(s, c))) {
 		char perr[SW_ERR_LEN] = "";
 
 		if (nm_plot_case(c, s->o.out, s->o.plots, perr, sizeof(perr))) {

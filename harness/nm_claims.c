@@ -256,11 +256,6 @@ static double thr_num(const cl_ctx *x, long row, const char *col)
 	return nm_csv_num(nm_csv_get(&x->thr, (size_t)row, nm_csv_col(&x->thr, col)));
 }
 
-static const char *thr_str(const cl_ctx *x, long row, const char *col)
-{
-	return nm_csv_get(&x->thr, (size_t)row, nm_csv_col(&x->thr, col));
-}
-
 /* Where a 1-D sweep of (variant, policy) first reaches a status for which
  * bad() holds, walking up the axis: the grid bracket (last good value,
  * first bad value); NAN, NAN when it never does. */
@@ -330,20 +325,28 @@ static cl_verdict claim1(cl_ctx *x)
 	long t = thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "inf");
 	if (t < 0)
 		t = thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "overflow");
+	double ov_real = NAN, un_real = NAN;
 	if (t >= 0) {
 		ov_ok = thr_num(x, t, "last_ok");
 		ov_bad = thr_num(x, t, "first_bad");
+		ov_real = thr_num(x, t, "real_boundary");
 	}
 	long u = thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "underflow");
 	if (u >= 0) {
 		un_ok = thr_num(x, u, "last_ok");
 		un_bad = thr_num(x, u, "first_bad");
+		un_real = thr_num(x, u, "real_boundary");
 	}
-	bput(&x->num, "- case `%s` (%s): a value stored into an fp16 accumulator overflows from "
-	              "%.9g (%.9g is still finite)%s\n",
-	     r.c->name, pol, ov_bad, ov_ok, t >= 0 ? ", bisected" : ", grid bracket");
-	bput(&x->num, "- it becomes 0 (status underflow) up to %.9g; %.9g survives%s\n", un_bad, un_ok,
-	     u >= 0 ? ", bisected" : ", grid bracket");
+	bput(&x->num, "- case `%s` (`%s`): a value stored into an fp16 accumulator overflows from "
+	              "%.17g on; %.17g is still finite (%s)",
+	     r.c->name, pol, ov_bad, ov_ok, t >= 0 ? "bisected" : "grid bracket");
+	if (!isnan(ov_real))
+		bput(&x->num, "; exact boundary %.9g", ov_real);
+	bput(&x->num, "\n- it becomes 0 (status underflow) up to %.17g; %.17g survives (%s)", un_bad,
+	     un_ok, u >= 0 ? "bisected" : "grid bracket");
+	if (!isnan(un_real))
+		bput(&x->num, "; exact boundary %.9g", un_real);
+	bput(&x->num, "\n");
 	/* precision in the subnormal range: the largest relative error there */
 	double sub_err = 0, sub_at = NAN;
 	const char *ecol = has_col(&r, "result.rel_err") ? "result.rel_err" : NULL;
@@ -365,11 +368,11 @@ static cl_verdict claim1(cl_ctx *x)
 	bool lower = fabs(lo_end / 6e-5 - 1) < 0.5;
 	bool normal_lower = fabs(h->min_normal / 6e-5 - 1) < 0.05;
 	bput(&x->why,
-	     "The upper end %s: fp16 overflows from %.9g on (its largest value is %.9g). The lower "
+	     "The upper end %s: fp16 overflows from %.6g on (its largest value is %.9g). The lower "
 	     "end %s: %.3g is the smallest *normal* number (2^%d)%s, but values survive down to "
 	     "%.3g, the subnormal range (2^%d), with ever fewer significant bits; only below "
 	     "that do they become 0. ",
-	     upper ? "is right" : "is wrong", ov_bad, h->max, lower ? "is right" : "is not",
+	     upper ? "is right" : "is wrong", isnan(ov_real) ? ov_bad : ov_real, h->max, lower ? "is right" : "is not",
 	     h->min_normal, h->emin, normal_lower ? ", which is what 6e-5 names" : "", lo_end,
 	     h->emin - h->p + 1);
 	return upper && lower ? V_TRUE : upper || lower ? V_PARTLY : V_FALSE;
@@ -396,9 +399,13 @@ static cl_verdict claim2(cl_ctx *x)
 				at = s;
 				bad[p] = overflowed(status(&r, i));
 				val[p] = num(&r, i, "grad.maxabs");
-				bput(&x->num, "- scale %.9g, %s (`%s`): status %s, |scaled loss| %s%.9g\n", s,
-				     what[p], pols[p], stname(status(&r, i)), bad[p] ? "(largest finite) " : "",
-				     val[p]);
+				if (bad[p])
+					bput(&x->num, "- scale %.9g, %s (`%s`): status %s, the scaled loss is not "
+					              "finite\n",
+					     s, what[p], pols[p], stname(status(&r, i)));
+				else
+					bput(&x->num, "- scale %.9g, %s (`%s`): status %s, scaled loss %.9g\n", s,
+					     what[p], pols[p], stname(status(&r, i)), val[p]);
 			}
 	unload(&r);
 	if (!seen[0] || (!seen[1] && !seen[2])) {
@@ -409,10 +416,11 @@ static cl_verdict claim2(cl_ctx *x)
 	bool fp16bad = bad[1] || bad[2];
 	bput(&x->why,
 	     "15 × %.9g = %.9g. In fp32, where autocast computes every loss (cross_entropy runs as "
-	     "log_softmax + nll_loss in fp32), the scaled loss is %s. It overflows only when the "
+	     "log_softmax + nll_loss in fp32), the scaled loss is %s. It can overflow only when the "
 	     "loss itself is held in fp16 (%s), which a GradScaler run under autocast does not "
 	     "do. ",
-	     at, 15 * at, bad[0] ? "infinite" : "finite", fp16bad ? "then it does" : "and even then not");
+	     at, 15 * at, bad[0] ? "not finite" : "finite",
+	     fp16bad ? "there it is not finite" : "and not even there");
 	return bad[0] ? V_TRUE : fp16bad ? V_PARTLY : V_FALSE;
 }
 
@@ -424,53 +432,83 @@ static cl_verdict claim3(cl_ctx *x)
 	const char *h = "storage=fp16", *f = "storage=fp16,compute=fp32";
 	const char *vars[] = {"naive", "maxsub", "lse"};
 	double lim = emu_format_by_name("fp16")->max;
-	double maxerr[2][3], firstbad[2][3];
-	bool anybad[2][3];
+	double maxerr[2][3], firstbad[2][3], firstunder = NAN;
+	bool anybad[2][3], seen = false;
 	for (int p = 0; p < 2; p++)
 		for (int v = 0; v < 3; v++) {
+			const char *pol = p ? f : h;
 			maxerr[p][v] = 0;
 			firstbad[p][v] = NAN;
 			anybad[p][v] = false;
 			for (size_t i = 0; i < nrows(&r); i++) {
-				if (!match(&r, i, vars[v], p ? f : h) || !(axis(&r, i, 0) <= lim))
+				double z = axis(&r, i, 0), e = num(&r, i, "loss.rel_err");
+				if (!match(&r, i, vars[v], pol) || !(z <= lim))
 					continue;
-				double e = num(&r, i, "loss.rel_err");
-				if (status(&r, i) != 0 && !anybad[p][v]) {
+				seen = true;
+				int st = status(&r, i);
+				if (overflowed(st) && !anybad[p][v]) {
 					anybad[p][v] = true;
-					firstbad[p][v] = axis(&r, i, 0);
+					firstbad[p][v] = z;
 				}
-				if (!(e <= maxerr[p][v]))
+				if (st == 1 && !(firstunder <= z))
+					firstunder = z;
+				if (!overflowed(st) && isfinite(e) && e > maxerr[p][v])
 					maxerr[p][v] = e;
 			}
-			long t = thr_find(x, r.c, vars[v], p ? f : h, r.c->axes[0].name, NULL);
-			if (t >= 0 && anybad[p][v])
-				firstbad[p][v] = thr_num(x, t, "first_bad");
+			/* the sharpest overflow boundary the thresholds have */
+			const char *ev = NULL;
+			const char *evs[] = {"overflow", "inf", "nan"};
+			for (int k = 0; k < 3 && anybad[p][v]; k++) {
+				long t = thr_find(x, r.c, vars[v], pol, r.c->axes[0].name, evs[k]);
+				if (t >= 0 && (!ev || thr_num(x, t, "first_bad") < firstbad[p][v])) {
+					firstbad[p][v] = thr_num(x, t, "first_bad");
+					ev = evs[k];
+				}
+			}
 			if (anybad[p][v])
-				bput(&x->num, "- %s, `%s`: fails (%s) from max |logit| %.9g%s\n", vars[v],
-				     p ? f : h, t >= 0 ? thr_str(x, t, "event") : "not ok", firstbad[p][v],
-				     t >= 0 ? " (bisected)" : " (grid)");
+				bput(&x->num, "- %s, `%s`: the loss overflows (%s) from a largest |logit| of "
+				              "%.9g%s; before that its relative error is at most %.3g\n",
+				     vars[v], pol, ev ? ev : "grid", firstbad[p][v], ev ? " (bisected)" : "",
+				     maxerr[p][v]);
 			else
-				bput(&x->num, "- %s, `%s`: ok up to max |logit| %.9g, largest loss relative "
-				              "error %.3g\n",
-				     vars[v], p ? f : h, lim, maxerr[p][v]);
+				bput(&x->num, "- %s, `%s`: finite up to a largest |logit| of %.9g; loss "
+				              "relative error at most %.3g\n",
+				     vars[v], pol, lim, maxerr[p][v]);
 		}
 	unload(&r);
-	/* unstable in fp16: some fp16-compute variant fails or loses more than 1 % */
+	if (!seen) {
+		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", h, f);
+		return V_UNSETTLED;
+	}
+	if (!isnan(firstunder))
+		bput(&x->num, "- some gradients (classes with tiny probability) are stored as 0 in fp16 "
+		              "(status underflow) from a largest |logit| of %.6g on, in every policy "
+		              "alike: the gradient is an fp16 tensor either way\n",
+		     firstunder);
+	/* unstable in fp16: some fp16-arithmetic variant overflows or loses more than 1 % */
 	bool unstable = false;
 	for (int v = 0; v < 3; v++)
 		unstable |= anybad[0][v] || maxerr[0][v] > 1e-2;
-	/* fixed by .float(): the log-softmax PyTorch runs, in fp32, is ok everywhere */
+	/* fixed by .float(): the log-softmax PyTorch runs, in fp32, never overflows and is accurate */
 	bool fixed = !anybad[1][2] && maxerr[1][2] <= 1e-3;
-	bput(&x->why,
-	     "With fp16 arithmetic the naive formula overflows from a largest logit of %.6g "
-	     "(exp leaves fp16), and the max-subtracted and log-sum-exp forms %s (largest loss "
-	     "error %.3g and %.3g). Computing on `logits.float()` with PyTorch's formula "
-	     "(log-sum-exp) %s over every fp16 logit up to %.9g (largest error %.3g). The fix "
-	     "is the formula as much as the format: the naive formula in fp32 still fails from "
-	     "%.6g. ",
-	     firstbad[0][0], anybad[0][1] || anybad[0][2] ? "fail too" : "stay finite",
-	     maxerr[0][1], maxerr[0][2], fixed ? "is ok" : "is not ok", lim, maxerr[1][2],
-	     firstbad[1][0]);
+	bput(&x->why, "With fp16 arithmetic the naive formula ");
+	if (anybad[0][0])
+		bput(&x->why, "overflows from a largest logit of %.6g (the exponentials or their sum "
+		              "leave fp16)",
+		     firstbad[0][0]);
+	else
+		bput(&x->why, "never overflows here");
+	bput(&x->why, "; the max-subtracted and log-sum-exp forms %s, with loss errors up to %.3g "
+	              "and %.3g (the fp16 sum of many exponentials loses digits). ",
+	     anybad[0][1] || anybad[0][2] ? "overflow too" : "stay finite", maxerr[0][1],
+	     maxerr[0][2]);
+	bput(&x->why, "Computing on `logits.float()` with PyTorch's formula (log-sum-exp) %s over "
+	              "every fp16 logit up to %.9g, with loss error at most %.3g. ",
+	     fixed ? "is finite and accurate" : "is not enough", lim, maxerr[1][2]);
+	if (anybad[1][0])
+		bput(&x->why, "The formula matters as much as the format: the naive formula in fp32 "
+		              "still overflows from %.6g. ",
+		     firstbad[1][0]);
 	return unstable && fixed ? V_TRUE : unstable || fixed ? V_PARTLY : V_FALSE;
 }
 
@@ -694,10 +732,13 @@ static cl_verdict claim8(cl_ctx *x)
 			snprintf(x->missing, sizeof x->missing, "no e4m3 policy with scale=%s", rec[k]);
 			return V_UNSETTLED;
 		}
-	for (int k = 0; k < 4; k++)
-		bput(&x->num, "- e4m3, scale=%s: %zu of %zu magnitudes overflow%s%.3g\n", rec[k], bad[k],
-		     tot[k], bad[k] ? " (status overflow, inf or nan), the first at " : "",
-		     bad[k] ? first[k] : NAN);
+	for (int k = 0; k < 4; k++) {
+		bput(&x->num, "- e4m3, scale=%s: %zu of %zu standard deviations overflow", rec[k], bad[k],
+		     tot[k]);
+		if (bad[k])
+			bput(&x->num, " (status overflow, inf or nan), the first at sd %.3g", first[k]);
+		bput(&x->num, "\n");
+	}
 	bool a = bad[0] > 0 && bad[1] == 0;
 	int mx_ok = (bad[2] == 0) + (bad[3] == 0);
 	bput(&x->why,

@@ -409,7 +409,7 @@ static void lines_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *
 	fprintf(f, "\nset ylabel ");
 	gq(f, sp->ylabel);
 	fprintf(f, "\nset key outside right top spacing 0.9\nset grid\n");
-	fprintf(f, sp->logx ? "set logscale x\n" : "unset logscale x\n");
+	fprintf(f, sp->logx ? "set logscale x\nset format x '%%g'\n" : "unset logscale x\n");
 	fprintf(f, sp->logy ? "set logscale y\nset format y '%%.0e'\n" : "unset logscale y\n");
 	if (sp->ystatus)
 		fprintf(f, "set yrange [-0.5:4.5]\nset ytics ('ok' 0, 'underflow' 1, 'overflow' 2, "

@@ -104,6 +104,7 @@ asan:
 	NANMAP_QUICK=1 CK_FORK=no $(TESTBIN)
 	sh tests/cli.sh
 	sh tests/cli_run.sh
+	sh tests/cli_sweep.sh
 	$(MAKE) --no-print-directory clean
 
 # fuzz: libFuzzer on the .npy and case-file readers, FUZZ_SECONDS each (default 60); needs clang.

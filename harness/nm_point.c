@@ -162,33 +162,47 @@ static void np_fill(nm_point_result *r, const emu_run *run, const emu_run *truth
 	r->has_fractions = emu_backward_fractions(run, truth, r->fractions) == 0;
 }
 
-int nm_point_eval(const nm_point *p, emu_be_kind kind, bool truth, nm_point_result *r,
-                  char *err, size_t errlen)
+int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, bool truth,
+                        nm_point_result *r, char *err, size_t errlen)
 {
 	emu_kparam params[NM_CASE_MAX_PARAMS + NM_CASE_MAX_AXES];
 	emu_kin in;
-	emu_run t, run;
+	emu_run t;
 	int rc = -1;
 
-	memset(r, 0, sizeof *r);
+	memset(r, 0, nk * sizeof *r);
 	if (np_setup(p, &in, params, err, errlen))
 		return -1;
+	bool need = false; /* a truth run, unless truth is all that is asked */
+	for (size_t k = 0; k < nk; k++)
+		need |= truth && kinds[k] != EMU_BE_TRUTH;
 	memset(&t, 0, sizeof t);
-	memset(&run, 0, sizeof run);
-	if (truth && kind != EMU_BE_TRUTH && np_run(p, &in, EMU_BE_TRUTH, &t, err, errlen))
+	if (need && np_run(p, &in, EMU_BE_TRUTH, &t, err, errlen))
 		goto out;
-	if (np_run(p, &in, kind, &run, err, errlen))
-		goto out;
-	bool cmp = truth && kind != EMU_BE_TRUTH;
-	if (cmp)
-		emu_run_compare(&run, &t);
-	np_fill(r, &run, cmp ? &t : NULL);
+	for (size_t k = 0; k < nk; k++) {
+		emu_run run;
+		bool cmp = truth && kinds[k] != EMU_BE_TRUTH;
+		int bad = np_run(p, &in, kinds[k], &run, err, errlen);
+		if (!bad) {
+			if (cmp)
+				emu_run_compare(&run, &t);
+			np_fill(&r[k], &run, cmp ? &t : NULL);
+		}
+		emu_run_free(&run);
+		if (bad)
+			goto out;
+	}
 	rc = 0;
 out:
-	emu_run_free(&run);
 	emu_run_free(&t);
 	free((double *)in.x);
 	return rc;
+}
+
+int nm_point_eval(const nm_point *p, emu_be_kind kind, bool truth, nm_point_result *r,
+                  char *err, size_t errlen)
+{
+	return nm_point_eval_kinds(p, &kind, 1, truth, r, err, errlen);
 }
 
 int nm_point_series(const nm_point *p, emu_be_kind kind, const char *name, double **vals,

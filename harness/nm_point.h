@@ -39,6 +39,12 @@ typedef struct {
 int nm_point_eval(const nm_point *p, emu_be_kind kind, bool truth, nm_point_result *r,
                   char *err, size_t errlen);
 
+/* p on each of the nk backends kinds[] (FAST, EXACT) into r[0..nk-1], with
+ * ONE truth run shared by all of them when truth is set (nm_point_eval runs
+ * truth each time). 0, or -1 with a reason. */
+int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, bool truth,
+                        nm_point_result *r, char *err, size_t errlen);
+
 /* The input tensor of p (rows × cols, malloc'd) and its shape. */
 int nm_point_input(const nm_point *p, double **x, size_t *rows, size_t *cols, char *err,
                    size_t errlen);

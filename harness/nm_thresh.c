@@ -308,32 +308,37 @@ static int th_search1(th_task *t, size_t k, double *ax, double a, double b, emu_
 	row->domain = d.dom;
 	row->steps = steps;
 
-	/* the first failing operation, and confirmation on the exact backend */
-	nm_point_result fb, el, eh;
-	ax[k] = hi;
-	if (th_eval(t, ax, EMU_BE_FAST, truth, &fb) || th_eval(t, ax, EMU_BE_EXACT, truth, &eh))
+	/* the first failing operation, and confirmation on the exact backend
+	 * (first_bad on both backends sharing one truth run) */
+	nm_point_result fe[2], el;
+	static const emu_be_kind both[2] = {EMU_BE_FAST, EMU_BE_EXACT};
+	nm_point pt = {t->c, t->v, t->p, {ax[0], ax[1]}};
+	pt.axis[k] = hi;
+	if (nm_point_eval_kinds(&pt, both, 2, truth, fe, t->err, sizeof t->err))
 		return -1;
 	ax[k] = lo;
 	if (th_eval(t, ax, EMU_BE_EXACT, truth, &el))
 		return -1;
-	row->confirmed = fb.status == shi && eh.status == shi && el.status == slo;
+	const nm_point_result *fb = &fe[0], *eh = &fe[1];
+	row->confirmed = fb->status == shi && eh->status == shi && el.status == slo;
 	if (!row->confirmed) {
 		snprintf(row->first_op, sizeof row->first_op, "unconfirmed");
 		fprintf(stderr,
 		        "nanmap: warning: %s %s [%s] %s: fast says %s at %.17g and %s at %.17g, "
 		        "exact says %s and %s\n",
 		        c->name, row->variant, row->policy, label, emu_run_status_name(slo), lo,
-		        emu_run_status_name(fb.status), hi, emu_run_status_name(el.status),
-		        emu_run_status_name(eh.status));
-	} else if (fb.has_first) {
-		snprintf(row->first_op, sizeof row->first_op, "%s@%s", fb.first_op, fb.first_step);
+		        emu_run_status_name(fb->status), hi, emu_run_status_name(el.status),
+		        emu_run_status_name(eh->status));
+	} else if (fb->has_first) {
+		snprintf(row->first_op, sizeof row->first_op, "%s@%s", fb->first_op, fb->first_step);
 	} else {
 		snprintf(row->first_op, sizeof row->first_op, "-");
 	}
 
 	/* the real boundary: where the exact computation shows the event,
 	 * bisected from last_ok..first_bad when the event happens between
-	 * them, else from the part of the grid bracket where it does */
+	 * them, else (not under --quick) from the part of the grid bracket
+	 * where it does */
 	row->real_boundary = NAN;
 	/* an integer axis (a shape, a count parameter) has no values between */
 	bool integral = d.dom == NM_DOM_INT;
@@ -343,6 +348,8 @@ static int th_search1(th_task *t, size_t k, double *ax, double a, double b, emu_
 	if ((tu = th_truth_at(t, ax, k, u, shi, row)) < 0 ||
 	    (tw = th_truth_at(t, ax, k, w, shi, row)) < 0)
 		return -1;
+	if (tu == tw && t->quick)
+		return 0;
 	if (tu == tw) {
 		if (ga < u) { /* below last_ok..first_bad */
 			if ((tg = th_truth_at(t, ax, k, ga, shi, row)) < 0)

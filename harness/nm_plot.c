@@ -393,6 +393,7 @@ typedef struct {
 	const nm_case *c;
 	const char *ycol, *title, *xlabel, *ylabel;
 	bool logx, logy, heat, ystatus, series; /* series: lines only, no status */
+	const pl_set *strip; /* a status strip: one row per line of these groups */
 	double floor, ceil; /* where zero and non-finite y are drawn */
 	double hx0, hx1, hy0, hy1; /* heat map: the outer cell edges */
 	size_t nvar, npol; /* distinct variants / policies present (heat map layout) */
@@ -470,6 +471,16 @@ static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *d
 	fprintf(f, "\nset ylabel ");
 	gq(f, sp->ylabel);
 	fprintf(f, "\n");
+	if (sp->strip) {
+		/* one row per line, the first on top */
+		fprintf(f, "set yrange [%.17g:%.17g]\nset ytics (", sp->hy1, sp->hy0);
+		for (size_t i = 0; i < sp->strip->n; i++) {
+			fprintf(f, "%s", i ? ", " : "");
+			gq(f, sp->strip->g[i].label);
+			fprintf(f, " %zu", i);
+		}
+		fprintf(f, ")\nset ytics scale 0\n");
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		fprintf(f, "set title ");
 		gq(f, s->g[i].label);
@@ -814,6 +825,30 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	FILE *fd = NULL, *fs = NULL;
 	if (rc)
 		goto out;
+	pl_set strip = {0};
+	if (!sp.heat && sp.ystatus && !series) {
+		/* status along one axis: a strip chart, a row of cells per line */
+		pl_group *g = set_find(&strip, "");
+		for (size_t i = 0; g && i < s.n; i++)
+			for (size_t j = 0; j < s.g[i].n; j++) {
+				pl_pt p = s.g[i].p[j];
+				p.z = (double)i;
+				if (group_add(g, p)) {
+					g = NULL;
+					break;
+				}
+			}
+		if (!g) {
+			rc = perr(err, errlen, "out of memory");
+			set_free(&strip);
+			goto out;
+		}
+		pl_set t2 = s;
+		s = strip;
+		strip = t2; /* keeps the lines' labels */
+		sp.strip = &strip;
+		sp.heat = true;
+	}
 	/* ranges */
 	double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
 	double zmin = INFINITY, zmax = -INFINITY, ypos = INFINITY;
@@ -836,7 +871,7 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	const char *lx = kv_get(c, "logx"), *ly = kv_get(c, "logy");
 	sp.logx = want_log(lx, xmin, xmax);
 	if (sp.heat) {
-		sp.logy = want_log(ly, zmin, zmax);
+		sp.logy = !sp.strip && want_log(ly, zmin, zmax);
 		sp.zlog = sp.zname && ypos < INFINITY && want_log(NULL, ypos, ymax);
 	} else if (!sp.ystatus) {
 		sp.logy = ypos < INFINITY && want_log(ly, ypos, ymax) &&
@@ -860,8 +895,13 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 		sp.xlabel = series ? "step" : sp.xname ? sp.xname : "";
 	sp.ylabel = kv_get(c, "ylabel");
 	if (!sp.ylabel)
-		sp.ylabel = series ? series : sp.heat ? (c->naxes == 2 ? c->axes[1].name : "") : sp.ycol;
-	if (sp.heat) {
+		sp.ylabel = series ? series
+		            : sp.strip ? ""
+		            : sp.heat ? (c->naxes == 2 ? c->axes[1].name : "")
+		                       : sp.ycol;
+	if (sp.strip) {
+		sp.nvar = sp.npol = 1;
+	} else if (sp.heat) {
 		/* panels: rows = variants, columns = policies present */
 		bool vs[256] = {false}, ps[256] = {false};
 		for (size_t i = 0; i < s.n; i++) {
@@ -896,7 +936,10 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	snprintf(tpng, sizeof tpng, "%s/.%s.png.tmp", plots_dir, c->name);
 	snprintf(tsvg, sizeof tsvg, "%s/.%s.svg.tmp", plots_dir, c->name);
 	int w, h;
-	if (sp.heat) {
+	if (sp.strip) {
+		w = 1100;
+		h = (int)(sp.strip->n * 16 + 150);
+	} else if (sp.heat) {
 		w = (int)(sp.npol * 330 + 60);
 		h = (int)(sp.nvar * 280 + 70);
 	} else {
@@ -943,6 +986,8 @@ out:
 	if (*gp)
 		unlink(gp);
 	set_free(&s);
+	if (sp.strip)
+		set_free(&strip);
 	nm_csv_free(&t);
 	return rc;
 }

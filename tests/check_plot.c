@@ -150,6 +150,24 @@ START_TEST(lines_deterministic)
 }
 END_TEST
 
+/* y = status on one axis: a strip chart, one row of cells per line */
+START_TEST(strip_deterministic)
+{
+	char text[1024];
+	snprintf(text, sizeof text, "%s", case1);
+	char *y = strstr(text, "y = result.rel_err");
+	ck_assert_ptr_nonnull(y);
+	memcpy(y, "y = status        ", 18);
+	put("p3.case", text);
+	char csv[4096];
+	snprintf(csv, sizeof csv, "%s", csv1);
+	for (char *q = strstr(csv, "p1,"); q; q = strstr(q + 1, "p1,"))
+		q[1] = '3';
+	put("p3.csv", csv);
+	twice("p3.case", "p3");
+}
+END_TEST
+
 START_TEST(heatmap_deterministic)
 {
 	put("p2.case", "[case]\nkernel = layernorm\npolicy = storage=fp16\npolicy = storage=bf16\n"
@@ -235,6 +253,7 @@ Suite *suite_plot(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, csv_quoting);
 	tcase_add_test(tc, lines_deterministic);
+	tcase_add_test(tc, strip_deterministic);
 	tcase_add_test(tc, heatmap_deterministic);
 	tcase_add_test(tc, no_gnuplot);
 	tcase_add_test(tc, bad_plot_keys);

@@ -37,7 +37,7 @@
 #define TH_MAX_STEPS 70    /* a guard; the domains need at most 64 */
 #define TH_REAL_STEPS 60   /* real boundary: at most this many TRUTH steps */
 #define TH_REAL_REL 1e-12  /* ... or until the bracket is this narrow, relatively */
-#define TH_REAL_REL_QUICK 1e-6 /* the same for --quick */
+#define TH_REAL_REL_QUICK 1e-3 /* the same for --quick (a smoke test) */
 
 /* ---- the values a domain allows ---- */
 

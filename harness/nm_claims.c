@@ -830,6 +830,9 @@ int nm_claims_write(nm_case *const *cases, size_t n, const char *results_dir, co
 		if (v == V_UNSETTLED)
 			bput(&body, "Not settled: %s.\n", x.missing);
 		else {
+			/* the paragraph's sentences each end in a blank */
+			while (x.why.s && x.why.len && x.why.s[x.why.len - 1] == ' ')
+				x.why.s[--x.why.len] = 0;
 			bput(&body, "Numbers (case%s %s):\n\n%s\n%s\n", strchr(x.used, ',') ? "s" : "",
 			     x.used, x.num.s ? x.num.s : "", x.why.s ? x.why.s : "");
 		}

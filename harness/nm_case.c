@@ -1033,6 +1033,23 @@ int nm_case_load(const char *path, nm_case *c, char *err, size_t errlen)
 	for (size_t i = 0; i < x->naxis; i++)
 		if (nc_axis(x, i))
 			goto out;
+	{
+		/* the largest input any point makes must be one that can be allocated */
+		double r = (double)c->rows, k = (double)c->cols;
+
+		for (size_t i = 0; i < c->naxes; i++) {
+			const nm_axis *a = &c->axes[i];
+
+			if (a->target == NM_SET_ROWS)
+				r = a->values[a->nvalues - 1];
+			if (a->target == NM_SET_COLS)
+				k = a->values[a->nvalues - 1];
+		}
+		if (r * k > 0x1p28) {
+			nc_err(x, 0, NULL, "inputs of up to %.0f x %.0f values (at most 2^28)", r, k);
+			goto out;
+		}
+	}
 	rc = 0;
 out:
 	if (rc)

@@ -327,6 +327,8 @@ static const struct {
     {0, "[axis y]\nsets = scale\ngrid = list 1 2", ":12: key 'sets': axis 'x' sets the same thing"},
     {0, "[axis y]\nsets = rows\ngrid = list 1 2\n[axis z]", ":14: section 'axis z': at most 2 axes"},
     {0, "[axis bad-name]", ":11: section 'axis bad-name': an axis name is 1 to 31 letters, digits or _"},
+    {7, "cols = 16\nrows = 0x1000000\n[axis n]\nsets = cols\ngrid = pow2 1 32",
+     ": inputs of up to 16777216 x 32 values (at most 2^28)"},
     {7, "cols 16", ":7: not a section header, key = value, or comment"},
     {7, "cols = 16\n[input", ":8: not a section header, key = value, or comment"},
 };

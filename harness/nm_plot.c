@@ -297,6 +297,7 @@ typedef struct {
 typedef struct {
 	char label[256];
 	size_t variant, policy; /* indexes of the first row's names */
+	size_t other;           /* 2-D lines: index of the other axis's value */
 	pl_pt *p;
 	size_t n, cap;
 } pl_group;
@@ -417,19 +418,18 @@ static void lines_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *
 		           "'inf' 3, 'nan' 4)\n");
 	else
 		fprintf(f, "set yrange [%.17g:%.17g]\n", sp->floor, sp->ceil);
-	fprintf(f, "plot ");
+	fprintf(f, "set autoscale xfix\nplot ");
+	/* colour: the policy (or the line, for one policy); dashes: the variant and
+	 * the other axis's value */
 	size_t nv = sp->c->nvariants ? sp->c->nvariants : 1;
-	size_t k = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		const pl_group *g = &s->g[i];
-		size_t col = nv > 1 ? k++ : i;
-		if (nv > 1 && i + 1 < s->n && s->g[i + 1].variant != g->variant)
-			k = 0;
+		size_t col = sp->c->npolicies > 1 ? g->policy : i;
 		const char *rgb = colours[col % NCOLOURS];
 		fprintf(f, "%s", i ? ", \\\n  " : "");
 		gq(f, dat);
 		fprintf(f, " index %zu using 1:2 with lines lw 1.5 dt %zu lc rgb '%s' title ", i,
-		        g->variant % 5 + 1, rgb);
+		        (g->other * nv + g->variant) % 5 + 1, rgb);
 		gq(f, g->label);
 		if (!sp->series)
 			fprintf(f, ", '' index %zu using 1:2:3 with points pt variable ps 0.8 lc rgb '%s' "
@@ -748,6 +748,13 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 		if (g->n == 1) {
 			g->variant = name_index(c->variants, c->nvariants, v);
 			g->policy = name_index(c->policy_specs, c->npolicies, p);
+			const nm_axis *o = c->naxes == 2 ? &c->axes[1 - xa] : NULL;
+			for (size_t k = 0; o && !series && k < o->nvalues; k++)
+				if (o->values[k] == pt.z)
+					g->other = k;
+			for (size_t k = 0; o && !series && k < o->nquick; k++)
+				if (o->quick[k] == pt.z)
+					g->other = k;
 		}
 	}
 	if (s->n == 0)

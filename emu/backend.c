@@ -157,12 +157,28 @@ unsigned emu_k_range(const emu_be *be, const emu_val *v, const emu_format *f)
 	return be->kind == EMU_BE_TRUTH && f ? range_flags(v->m, f, &be->env) : 0;
 }
 
+/* range_peak: log2 |v| from MPFR's exponent, so exp(1e6) does not overflow */
+static unsigned range_note(emu_be *be, const emu_val *v, const emu_format *f)
+{
+	if (!f)
+		return 0;
+	if (mpfr_number_p(v->m) && !mpfr_zero_p(v->m)) {
+		long e;
+		double m = mpfr_get_d_2exp(&e, v->m, MPFR_RNDN);
+		double t = f->max + ldexp(1, f->emax - f->p); /* the RNE threshold */
+		double peak = (double)e + log2(fabs(m)) - log2(t);
+		if (peak > be->range_peak)
+			be->range_peak = peak;
+	}
+	return emu_k_range(be, v, f);
+}
+
 void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const char *step,
                  uint64_t i)
 {
 	if (be->kind == EMU_BE_TRUTH && be->range) { /* the exact input, judged */
 		mpfr_set_d(dst->m, x, MPFR_RNDN);
-		emu_k_note(be, EMU_OP_CVT, emu_k_range(be, dst, f), step, i);
+		emu_k_note(be, EMU_OP_CVT, range_note(be, dst, f), step, i);
 		return;
 	}
 	emu_env env = be->env;
@@ -280,7 +296,7 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 		if (mpfr_nan_p(dst->m))
 			fl |= EMU_FLAG_INVALID;
 		if (be->range)
-			fl |= emu_k_range(be, dst, f);
+			fl |= range_note(be, dst, f);
 		emu_k_note(be, op, fl, step, i);
 		return;
 	}

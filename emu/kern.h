@@ -55,6 +55,10 @@ typedef struct emu_be {
 	 * overflow and underflow its format would (emu_k_range), so a run finds
 	 * where the exact computation leaves the formats' ranges */
 	bool range;
+	/* with range: the largest log2(|v| / (max + ulp(max)/2)) over the
+	 * values checked, a continuous measure of how far the run is from (or
+	 * beyond) an overflow; set it to -INFINITY together with range */
+	double range_peak;
 	/* everything emu_k_vec allocated, freed by emu_be_free */
 	void **allocs;
 	size_t nallocs, capallocs;

@@ -260,9 +260,11 @@ int nm_point_truth_range(const nm_point *p, nm_point_range *r, char *err, size_t
 	memset(&run, 0, sizeof run);
 	emu_be_init(&run.be, EMU_BE_TRUTH, &pol->env);
 	run.be.range = true;
+	run.be.range_peak = -INFINITY;
 	if (c->kernel->run(&run.be, pol, c->variants[p->variant], &in, &run.out, err, errlen))
 		goto out;
 	r->flags = run.be.st.all_flags;
+	r->peak = run.be.range_peak;
 	np_first(&run.be.st, &r->has_first, r->first_op, sizeof r->first_op, r->first_step,
 	         sizeof r->first_step, &r->first_index);
 	for (int i = 0; i < run.out.n && !r->lost; i++) {

@@ -64,6 +64,7 @@ typedef struct {
 	char first_op[16], first_step[32];
 	uint64_t first_index;
 	bool lost;                       /* an output nonzero in truth rounds to 0 in its format */
+	double peak;                     /* emu_be.range_peak: log2 of the largest |v| / threshold */
 } nm_point_range;
 int nm_point_truth_range(const nm_point *p, nm_point_range *r, char *err, size_t errlen);
 

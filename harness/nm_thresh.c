@@ -173,12 +173,13 @@ static int th_eval(th_task *t, const double *ax, emu_be_kind kind, bool truth,
 
 /* Does the exact computation at ax show the event the fast status `to`
  * stands for? -1 on error. */
-static int th_truth_event(th_task *t, const double *ax, emu_run_status to)
+static int th_truth_event(th_task *t, const double *ax, emu_run_status to, double *peak)
 {
 	nm_point p = {t->c, t->v, t->p, {ax[0], ax[1]}};
 	nm_point_range r;
 	if (nm_point_truth_range(&p, &r, t->err, sizeof t->err))
 		return -1;
+	*peak = r.peak;
 	if (to == EMU_ST_UNDERFLOW)
 		return r.lost;
 	return (r.flags & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID)) != 0;
@@ -186,11 +187,11 @@ static int th_truth_event(th_task *t, const double *ax, emu_run_status to)
 
 /* th_truth_event at axis k = x, counted in row. */
 static int th_truth_at(th_task *t, double *ax, size_t k, double x, emu_run_status to,
-                       nm_thresh_row *row)
+                       nm_thresh_row *row, double *peak)
 {
 	ax[k] = x;
 	row->truth_steps++;
-	return th_truth_event(t, ax, to);
+	return th_truth_event(t, ax, to, peak);
 }
 
 /* The shortest %g that reads back as x. */
@@ -344,45 +345,79 @@ static int th_search1(th_task *t, size_t k, double *ax, double a, double b, emu_
 	bool integral = d.dom == NM_DOM_INT;
 	double rel = t->quick ? TH_REAL_REL_QUICK : TH_REAL_REL;
 	double u = fmin(lo, hi), w = fmax(lo, hi), ga = fmin(a, b), gb = fmax(a, b);
+	double fu, fw, fg;
 	int tu, tw, tg;
-	if ((tu = th_truth_at(t, ax, k, u, shi, row)) < 0 ||
-	    (tw = th_truth_at(t, ax, k, w, shi, row)) < 0)
+	if ((tu = th_truth_at(t, ax, k, u, shi, row, &fu)) < 0 ||
+	    (tw = th_truth_at(t, ax, k, w, shi, row, &fw)) < 0)
 		return -1;
 	if (tu == tw && t->quick)
 		return 0;
 	if (tu == tw) {
 		if (ga < u) { /* below last_ok..first_bad */
-			if ((tg = th_truth_at(t, ax, k, ga, shi, row)) < 0)
+			if ((tg = th_truth_at(t, ax, k, ga, shi, row, &fg)) < 0)
 				return -1;
 			if (tg != tu) {
-				w = u, tw = tu;
-				u = ga, tu = tg;
+				w = u, tw = tu, fw = fu;
+				u = ga, tu = tg, fu = fg;
 			}
 		}
 		if (tu == tw && gb > w) { /* above it */
-			if ((tg = th_truth_at(t, ax, k, gb, shi, row)) < 0)
+			if ((tg = th_truth_at(t, ax, k, gb, shi, row, &fg)) < 0)
 				return -1;
 			if (tg != tw) {
-				u = w, tu = tw;
-				w = gb, tw = tg;
+				u = w, tu = tw, fu = fw;
+				w = gb, tw = tg, fw = fg;
 			}
 		}
 		if (tu == tw)
 			return 0;
 	}
+	/*
+	 * Overflow events: the run's peak (log2 of the largest |value| over
+	 * its format's threshold) is a continuous function of the axis that
+	 * crosses 0 where the event starts, so the next point is where the
+	 * line through the ends' peaks crosses 0 (regula falsi, Illinois: the
+	 * end kept twice in a row has its peak halved). The bracket is still
+	 * decided by the event itself; a step that leaves the bracket, peaks of
+	 * one sign, or two steps that did not halve it fall back to bisection.
+	 */
+	bool guide = shi != EMU_ST_UNDERFLOW && !integral;
 	th_dom rd = {integral ? NM_DOM_INT : NM_DOM_REAL, NULL};
+	int last = 0, slow = 0;
 	for (int s = 0; s < TH_REAL_STEPS; s++) {
-		if (!integral && w - u <= rel * fmax(fabs(u), fabs(w)))
+		double width = w - u, fm;
+		if (!integral && width <= rel * fmax(fabs(u), fabs(w)))
 			break;
-		if (!th_mid(&rd, u, w, &mid))
-			break;
-		int tm = th_truth_at(t, ax, k, mid, shi, row);
+		mid = NAN;
+		if (guide && slow < 2 && isfinite(fu) && isfinite(fw) && (fu <= 0) != (fw <= 0)) {
+			/* at least a quarter of the tolerance from either end, so a
+			 * converged estimate closes the bracket on its other side */
+			double d = 0.25 * rel * fmax(fabs(u), fabs(w));
+			mid = u + width * (fu / (fu - fw));
+			if (width > 4 * d)
+				mid = fmin(fmax(mid, u + d), w - d);
+		}
+		if (!(mid > u && mid < w)) {
+			if (!th_mid(&rd, u, w, &mid))
+				break;
+			slow = 0;
+		}
+		int tm = th_truth_at(t, ax, k, mid, shi, row, &fm);
 		if (tm < 0)
 			return -1;
-		if (tm == tu)
-			u = mid;
-		else
-			w = mid;
+
+		if (tm == tu) {
+			u = mid, fu = fm;
+			if (last < 0)
+				fw /= 2;
+			last = -1;
+		} else {
+			w = mid, fw = fm;
+			if (last > 0)
+				fu /= 2;
+			last = 1;
+		}
+		slow = w - u > width / 2 ? slow + 1 : 0;
 	}
 	/* the side where the exact computation shows the event */
 	row->real_boundary = tw ? w : u;

@@ -304,6 +304,7 @@ static int nc_number(struct nc_ctx *x, const char *key, const char *s, int line,
 {
 	nm_number n;
 
+	*out = 0;
 	if (nm_parse_number(s, &n) != NM_OK || n.kind == NM_NUM_NAN)
 		return nc_err(x, line, key, "bad number '%s'", s);
 	*out = strtod(s, NULL);
@@ -725,7 +726,7 @@ static int nc_grid(struct nc_ctx *x, const struct nc_raw *r, const char *key, bo
 			nc_err(x, r->line, key, "pow2 wants powers of two A <= B");
 			goto fail;
 		}
-		cap = (size_t)(eb - ea + 1);
+		cap = (size_t)(eb - ea) + 1;
 		v = malloc(cap * sizeof(*v));
 		if (!v) {
 			nc_oom(x);
@@ -830,7 +831,7 @@ static int nc_axis(struct nc_ctx *x, size_t i)
 	if (r->domain.text) {
 		size_t k = 0;
 
-		while (k < 5 && strcmp(dom[k], r->domain.text))
+		while (k < 5 && strcmp(dom[k], r->domain.text) != 0)
 			k++;
 		if (k == 5)
 			return nc_err(x, r->domain.line, "domain",
@@ -850,7 +851,7 @@ static int nc_axis(struct nc_ctx *x, size_t i)
 	} else {
 		size_t n = a->nvalues, k = n <= NC_QUICK_PICKS ? n : NC_QUICK_PICKS;
 
-		a->quick = malloc(k * sizeof(*a->quick));
+		a->quick = malloc((k ? k : 1) * sizeof(*a->quick));
 		if (!a->quick)
 			return nc_oom(x);
 		for (size_t j = 0; j < k; j++)

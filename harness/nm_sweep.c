@@ -73,36 +73,38 @@ struct sw_buf {
 
 __attribute__((format(printf, 2, 3))) static void sw_printf(struct sw_buf *b, const char *fmt, ...)
 {
-	va_list ap;
+	va_list ap, aq;
 	int w;
 
 	if (b->oom)
 		return;
-	for (;;) {
-		size_t room = b->cap - b->n;
+	va_start(ap, fmt);
+	va_copy(aq, ap);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive */
+	w = vsnprintf(b->s ? b->s + b->n : NULL, b->cap - b->n, fmt, aq);
+	va_end(aq);
+	if (w >= 0 && (size_t)w >= b->cap - b->n) {
+		/* too long for the room left: grow, then print again */
+		size_t cap = b->cap ? b->cap : 256;
+		char *s;
 
-		va_start(ap, fmt);
-		w = vsnprintf(b->s ? b->s + b->n : NULL, room, fmt, ap);
-		va_end(ap);
-		if (w < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)w < room) {
-			b->n += (size_t)w;
-			return;
-		}
-		size_t cap = b->cap ? b->cap * 2 : 256;
 		while (cap - b->n <= (size_t)w)
 			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (!s) {
-			b->oom = true;
-			return;
+		s = realloc(b->s, cap);
+		if (s) {
+			b->s = s;
+			b->cap = cap;
+			/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive */
+			w = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+		} else {
+			w = -1;
 		}
-		b->s = s;
-		b->cap = cap;
 	}
+	va_end(ap);
+	if (w < 0)
+		b->oom = true;
+	else
+		b->n += (size_t)w;
 }
 
 static void sw_buf_free(struct sw_buf *b)
@@ -353,7 +355,8 @@ static int sw_scan(const char *dir, int depth, struct sw_list *out)
 			return nm_fail("out of memory");
 		}
 	closedir(d);
-	qsort(names.v, names.n, sizeof(*names.v), sw_cmp_str);
+	if (names.n)
+		qsort(names.v, names.n, sizeof(*names.v), sw_cmp_str);
 	for (int pass = 0; pass < 2 && !rc; pass++)
 		for (size_t i = 0; i < names.n && !rc; i++) {
 			char p[1024];
@@ -651,7 +654,7 @@ static int sw_eval(const struct sw_case_run *cr, size_t idx, struct sw_pt *pt, c
 
 	sw_point_of(cr, idx, &p);
 	memset(pt, 0, sizeof(*pt));
-	for (int k = 0; k < cr->nbe; k++) {
+	for (int k = 0; k < cr->nbe && k < SW_NBE; k++) {
 		if (nm_point_eval(&p, kinds[k], cr->c->truth, &pt->r[k], err, errlen))
 			return -1;
 #ifdef NM_POINT_SERIES
@@ -855,7 +858,7 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 		sw_printf(&b, ",frac_zero,frac_subnormal,frac_lost,frac_overflow");
 	sw_printf(&b, "\n");
 	for (size_t idx = 0; idx < cr->npoints; idx++)
-		for (int k = 0; k < cr->nbe; k++) {
+		for (int k = 0; k < cr->nbe && k < SW_NBE; k++) {
 			const nm_point_result *r = &cr->pts[idx].r[k];
 
 			sw_csv_lead(&b, cr, idx);
@@ -872,7 +875,7 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 				size_t j = 0;
 
 				/* the same output by name (a variant may order them otherwise) */
-				while (j < r->nout && strcmp(r->out[j].name, r0->out[i].name))
+				while (j < r->nout && strcmp(r->out[j].name, r0->out[i].name) != 0)
 					j++;
 				if (j == r->nout) {
 					sw_printf(&b, ",,,,");
@@ -977,7 +980,7 @@ static int sw_thresh_load(const struct sw_case_run *cr, nm_thresh_row **rows, si
 		return -1;
 	nl = memchr(text, '\n', len);
 	snprintf(head, sizeof(head), "%s rows ", cr->tag);
-	if (!nl || strncmp(text, head, strlen(head)) ||
+	if (!nl || strncmp(text, head, strlen(head)) != 0 ||
 	    sscanf(text + strlen(head), "%zu size %zu", &cnt, &size) != 2 ||
 	    size != sizeof(**rows) || len - (size_t)(nl + 1 - text) != cnt * size) {
 		free(text);
@@ -1334,6 +1337,8 @@ static int sw_load_all(struct sw_all *s)
 		struct stat st;
 		const char *p = s->o.paths[i];
 
+		if (!p)
+			break;
 		if (stat(p, &st) != 0)
 			rc = nm_fail("%s: %s", p, strerror(errno));
 		else if (S_ISDIR(st.st_mode))
@@ -1384,7 +1389,7 @@ static int sw_load_all(struct sw_all *s)
 	if (!rc && s->o.only) {
 		size_t j = 0;
 
-		while (j < s->ncases && strcmp(s->cases[j]->name, s->o.only))
+		while (j < s->ncases && strcmp(s->cases[j]->name, s->o.only) != 0)
 			j++;
 		if (j == s->ncases)
 			rc = nm_fail("--only %s: no such case", s->o.only);
@@ -1470,7 +1475,7 @@ int nm_sweep_main(int argc, char **argv)
 		rc = nm_fail("%s", s->err);
 	rc = sw_bcast_int(s, rc);
 	for (size_t i = 0; i < s->ncases && !rc; i++) {
-		if (s->o.only && strcmp(s->cases[i]->name, s->o.only)) {
+		if (s->o.only && strcmp(s->cases[i]->name, s->o.only) != 0) {
 			/* not run: its cached thresholds still belong in the table */
 			struct sw_case_run cr;
 			nm_thresh_row *rows;

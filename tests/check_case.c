@@ -257,7 +257,7 @@ START_TEST(test_grids)
 	ck_assert_msg(nm_case_load(path, &c, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_uint_eq(c.axes[0].nvalues, 15);
 	for (int i = 0; i < 15; i += 2)
-		CK_D(c.axes[0].values[i], i == 0 ? 0.1 : pow(10.0, i / 2 - 1));
+		CK_D(c.axes[0].values[i], i == 0 ? 0.1 : pow(10.0, (double)(i / 2 - 1)));
 	CK_D(c.axes[0].values[1], 0.31622776601683794);
 	nm_case_free(&c);
 	t_case_rm(path);

@@ -730,6 +730,7 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 				l += snprintf(label + l, sizeof label - (size_t)l, "%s=%s ", c->axes[a].name,
 				              nm_csv_get(t, r, ca[a]));
 			pt.x = nm_csv_num(nm_csv_get(t, r, ci)) + 1;
+			pt.z = c->naxes ? nm_csv_num(nm_csv_get(t, r, ca[0])) : 0;
 			pt.st = -1;
 		} else {
 			if (!sp->heat && c->naxes == 2)
@@ -748,11 +749,14 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 		if (g->n == 1) {
 			g->variant = name_index(c->variants, c->nvariants, v);
 			g->policy = name_index(c->policy_specs, c->npolicies, p);
-			const nm_axis *o = c->naxes == 2 ? &c->axes[1 - xa] : NULL;
-			for (size_t k = 0; o && !series && k < o->nvalues; k++)
+			/* a series line: its first axis's value; 2-D lines: the other axis's */
+			const nm_axis *o = series && c->naxes ? &c->axes[0]
+			                   : c->naxes == 2    ? &c->axes[1 - xa]
+			                                      : NULL;
+			for (size_t k = 0; o && k < o->nvalues; k++)
 				if (o->values[k] == pt.z)
 					g->other = k;
-			for (size_t k = 0; o && !series && k < o->nquick; k++)
+			for (size_t k = 0; o && k < o->nquick; k++)
 				if (o->quick[k] == pt.z)
 					g->other = k;
 		}

@@ -1172,8 +1172,12 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 				if (s->rank == 0) {
 					fwrite(line.s, 1, line.n, journal);
 					fflush(journal);
-					if (++journalled == stop_after)
+					if (++journalled == stop_after) {
+						/* as Ctrl-C would, even where the shell
+						 * started us with SIGINT ignored */
+						signal(SIGINT, SIG_DFL);
 						raise(SIGINT);
+					}
 				} else {
 					sw_printf(&sendbuf, "%.*s", (int)line.n, line.s);
 					if (sendbuf.oom) {

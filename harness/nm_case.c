@@ -236,6 +236,8 @@ static int nc_handler(void *user, const char *section, const char *name, const c
 
 	if (x->failed)
 		return 0;
+	if (!name[0])
+		return nc_err(x, x->line, NULL, "'= %s' has no key", value), 0;
 	if (!strcmp(section, "case")) {
 		if (!strcmp(name, "policy")) {
 			if (x->npolicy == NC_MAX_LIST)
@@ -378,6 +380,8 @@ static bool nc_kernel_reads(const emu_kernel *k, const char *name)
 	size_t n = strlen(name);
 	const char *doc = k->params_doc ? k->params_doc : "";
 
+	if (n == 0)
+		return false;
 	for (const char *p = strstr(doc, name); p; p = strstr(p + 1, name)) {
 		bool start =
 		    p == doc || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||

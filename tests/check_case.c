@@ -329,6 +329,7 @@ static const struct {
     {0, "[axis bad-name]", ":11: section 'axis bad-name': an axis name is 1 to 31 letters, digits or _"},
     {7, "cols = 16\nrows = 0x1000000\n[axis n]\nsets = cols\ngrid = pow2 1 32",
      ": inputs of up to 16777216 x 32 values (at most 2^28)"},
+    {0, "[param]\n = 2", ":12: '= 2' has no key"},
     {7, "cols 16", ":7: not a section header, key = value, or comment"},
     {7, "cols = 16\n[input", ":8: not a section header, key = value, or comment"},
 };

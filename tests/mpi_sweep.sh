@@ -40,20 +40,20 @@ same() {
 	echo "mpi_sweep: $3: $n files identical"
 }
 
-dirs() { echo "--out $1/results --plots $1/plots --docs $1/docs"; }
+outdirs() { echo "--out $1/results --plots $1/plots --docs $1/docs"; }
 
 # shellcheck disable=SC2046
-"$N" sweep --quiet $(dirs "$tmp/one") "$CASE" 2>"$tmp/err" || fail "single process"
+"$N" sweep --quiet $(outdirs "$tmp/one") "$CASE" 2>"$tmp/err" || fail "single process"
 # shellcheck disable=SC2046
-"$MPIRUN" $asroot --oversubscribe -np 2 "$M" sweep --quiet $(dirs "$tmp/two") "$CASE" \
+"$MPIRUN" $asroot --oversubscribe -np 2 "$M" sweep --quiet $(outdirs "$tmp/two") "$CASE" \
 	>"$tmp/out" 2>"$tmp/err" || fail "2 ranks"
 same "$tmp/one" "$tmp/two" "2 ranks"
 
 # interrupted on one process, finished by 2 ranks
 # shellcheck disable=SC2046
-NANMAP_SWEEP_INTERRUPT_AFTER=20 "$N" sweep --quiet -j 1 $(dirs "$tmp/three") "$CASE" 2>/dev/null
+NANMAP_SWEEP_INTERRUPT_AFTER=20 "$N" sweep --quiet -j 1 $(outdirs "$tmp/three") "$CASE" 2>/dev/null
 # shellcheck disable=SC2046
-"$MPIRUN" $asroot --oversubscribe -np 2 "$M" sweep --quiet $(dirs "$tmp/three") "$CASE" \
+"$MPIRUN" $asroot --oversubscribe -np 2 "$M" sweep --quiet $(outdirs "$tmp/three") "$CASE" \
 	>"$tmp/out" 2>"$tmp/err" || fail "2 ranks resuming"
 same "$tmp/one" "$tmp/three" "2 ranks resuming"
 echo "mpi_sweep: passed"

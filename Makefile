@@ -10,7 +10,7 @@ WARN += -Werror
 endif
 BASE_CFLAGS := -std=c11 -O2 $(WARN) -ffp-contract=off -fopenmp -D_POSIX_C_SOURCE=200809L -DNM_VERSION='"$(VERSION)"' -Iemu -Iharness
 NM_CFLAGS := $(BASE_CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) $(CFLAGS)
-NM_LDLIBS := -lmpfr -lgmp -lm -fopenmp $(LDLIBS)
+NM_LDLIBS := -linih -lmpfr -lgmp -lm -fopenmp $(LDLIBS)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
 
 EMU_SRC := $(sort $(wildcard emu/*.c))
@@ -40,9 +40,10 @@ LIB := lib/libnanmap.a
 BIN := bin/nanmap
 TESTBIN := build/tests/check_nanmap
 
-DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev check libinih-dev gnuplot-nox
+DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev check libinih-dev gnuplot-nox \
+  libopenmpi-dev openmpi-bin
 
-.PHONY: all deps test test-exhaustive asan bench install uninstall clean format lint sweep sweep-quick check fuzz gpu
+.PHONY: all deps test test-exhaustive test-mpi asan bench install uninstall clean format lint sweep sweep-quick check fuzz gpu
 all: $(LIB) $(BIN) nanmap.pc
 
 # deps: install Debian packages when root; otherwise name them.
@@ -61,9 +62,30 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p lib
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN): build/harness/main.o $(LIB)
+# MPI=1: bin/nanmap linked by mpicc with the sweep built for MPI ranks
+# (nm_sweep.c with -DNM_MPI, placed before the library so it wins).
+MPICC ?= mpicc
+MPI_SWEEP_OBJ := build/mpi/harness/nm_sweep.o
+LINK_MODE := $(if $(filter 1,$(MPI)),mpi,plain)
+$(shell mkdir -p build && { [ "$$(cat build/link.mode 2>/dev/null)" = "$(LINK_MODE)" ] || echo $(LINK_MODE) > build/link.mode; })
+
+$(MPI_SWEEP_OBJ): harness/nm_sweep.c $(wildcard emu/*.h harness/*.h)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(NM_CFLAGS) -DNM_MPI -c $< -o $@
+
+ifeq ($(MPI),1)
+$(BIN): build/harness/main.o $(MPI_SWEEP_OBJ) $(LIB) build/link.mode
 	@mkdir -p bin
-	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
+	$(MPICC) $(NM_CFLAGS) -o $@ build/harness/main.o $(MPI_SWEEP_OBJ) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+else
+$(BIN): build/harness/main.o $(LIB) build/link.mode
+	@mkdir -p bin
+	$(CC) $(NM_CFLAGS) -o $@ build/harness/main.o $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+endif
+
+# The MPI build for make test-mpi, beside the plain bin/nanmap it is compared with.
+build/mpi/nanmap: build/harness/main.o $(MPI_SWEEP_OBJ) $(LIB)
+	$(MPICC) $(NM_CFLAGS) -o $@ build/harness/main.o $(MPI_SWEEP_OBJ) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 
 $(TESTBIN): $(TEST_OBJ) $(GPU_HOST_OBJ) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(GPU_HOST_OBJ) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
@@ -78,11 +100,17 @@ test: deps
 	sh tests/cli.sh
 	sh tests/cli_run.sh
 	sh tests/cli_golden.sh
+	sh tests/cli_sweep.sh
 	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory gpu; \
 	else echo "gpu: SKIPPED the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi
 	sh tests/cli_gpu.sh
 
 check: test
+
+# test-mpi: a small sweep on 2 ranks must write the same bytes as one process.
+test-mpi: deps
+	$(MAKE) --no-print-directory $(BIN) build/mpi/nanmap
+	sh tests/mpi_sweep.sh
 
 test-exhaustive: deps
 	$(MAKE) --no-print-directory $(TESTBIN)
@@ -96,9 +124,10 @@ asan:
 	sh tests/cli.sh
 	sh tests/cli_run.sh
 	sh tests/cli_golden.sh
+	sh tests/cli_sweep.sh
 	$(MAKE) --no-print-directory clean
 
-# fuzz: libFuzzer on the .npy reader and the golden-file and actual-output
+# fuzz: libFuzzer on the .npy, golden-file, actual-output and case-file
 # readers, FUZZ_SECONDS each (default 60); needs clang.
 fuzz:
 	sh tests/fuzz/run.sh
@@ -132,11 +161,13 @@ bench/nanmap-bench: $(BENCH_SRC) $(LIB)
 bench: deps bench/nanmap-bench
 	bench/nanmap-bench
 
+# sweep: every case in cases/ and cases/claims/; sweep-quick: their coarse
+# grids, written under build/sweep-quick/ (CI runs it).
 sweep: deps all
-	@if ls cases/*.case >/dev/null 2>&1; then $(BIN) sweep cases; else echo "no cases yet"; fi
+	$(BIN) sweep cases
 
 sweep-quick: deps all
-	@if ls cases/*.case >/dev/null 2>&1; then $(BIN) sweep --quick cases; else echo "no cases yet"; fi
+	$(BIN) sweep --quick cases
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/nanmap $(DESTDIR)$(PREFIX)/lib/pkgconfig

@@ -11,6 +11,7 @@
  *   op,format,mode,fast_melem_s,mpfr_melem_s,speedup
  * Tables 5 and 6 (bench/bench_kernels.c): softmax_ce on the fast backend
  * against native float, and the exact backend over the fast one.
+ * Table 7 (bench/bench_sweep.c): points per second of the default sweep cases.
  * Tables are separated by one blank line. Diagnostics go to stderr.
  * Single thread. Numbers are measured, never asserted; docs/bench.md.
  */
@@ -28,6 +29,8 @@
 
 /* bench/bench_kernels.c: tables 5 and 6, the kernels end to end. */
 void bench_kernels(int reps);
+/* bench/bench_sweep.c: table 7, points of the default sweep cases. */
+void bench_sweep(int reps);
 
 #define N_BIG (1u << 20)
 #define N_SMALL (1u << 16)
@@ -365,13 +368,13 @@ static void report_share(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] "
-	                "[--kernels-only]\n");
+	                "[--kernels-only] [--sweep-only]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	bool mpfr = true, kernels_only = false;
+	bool mpfr = true, kernels_only = false, sweep_only = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			reps = 2;
@@ -381,6 +384,8 @@ int main(int argc, char **argv)
 			mpfr = false;
 		else if (!strcmp(argv[i], "--kernels-only"))
 			kernels_only = true;
+		else if (!strcmp(argv[i], "--sweep-only"))
+			sweep_only = true;
 		else
 			usage();
 	}
@@ -393,6 +398,10 @@ int main(int argc, char **argv)
 		bench_kernels(reps);
 		return 0;
 	}
+	if (sweep_only) {
+		bench_sweep(reps);
+		return 0;
+	}
 	throughput_table(N_BIG, false);
 	printf("\n");
 	throughput_table(N_SMALL, true);
@@ -402,6 +411,8 @@ int main(int argc, char **argv)
 	}
 	printf("\n");
 	bench_kernels(reps);
+	printf("\n");
+	bench_sweep(reps);
 	report_share();
 	return 0;
 }

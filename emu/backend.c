@@ -123,9 +123,64 @@ void emu_k_note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i
 	}
 }
 
+/*
+ * Range check of an exact value. Rounding v to f depends only on which side
+ * of f's values and midpoints v lies, and those are doubles (p <= 24): so v
+ * is replaced by its nearest double x plus a tail that only carries the
+ * sign of v − x (|tail| far below ulp(x)/2), which emu_round_value rounds
+ * exactly as it would round v, in every mode. Magnitudes beyond 2^±900 lie
+ * beyond every format's range and are clamped there.
+ */
+static unsigned range_flags(mpfr_srcptr v, const emu_format *f, const emu_env *env)
+{
+	if (!mpfr_number_p(v) || mpfr_zero_p(v))
+		return 0;
+	double x, tail = 0;
+	mpfr_exp_t e = mpfr_get_exp(v);
+	if (e > 900 || e < -900) {
+		x = ldexp(mpfr_sgn(v) < 0 ? -1.0 : 1.0, e > 0 ? 900 : -900);
+	} else {
+		x = mpfr_get_d(v, MPFR_RNDN);
+		int c = mpfr_cmp_d(v, x);
+		if (c)
+			tail = ldexp(c < 0 ? -fabs(x) : fabs(x), -80);
+	}
+	emu_env e2 = *env;
+	e2.daz = false;
+	unsigned fl = 0;
+	double r = emu_round_value(f, x, tail, &e2, &fl);
+	return (fl & EMU_FLAG_OVERFLOW) | (r == 0 ? EMU_FLAG_UNDERFLOW : 0);
+}
+
+unsigned emu_k_range(const emu_be *be, const emu_val *v, const emu_format *f)
+{
+	return be->kind == EMU_BE_TRUTH && f ? range_flags(v->m, f, &be->env) : 0;
+}
+
+/* range_peak: log2 |v| from MPFR's exponent, so exp(1e6) does not overflow */
+static unsigned range_note(emu_be *be, const emu_val *v, const emu_format *f)
+{
+	if (!f)
+		return 0;
+	if (mpfr_number_p(v->m) && !mpfr_zero_p(v->m)) {
+		long e;
+		double m = mpfr_get_d_2exp(&e, v->m, MPFR_RNDN);
+		double t = f->max + ldexp(1, f->emax - f->p); /* the RNE threshold */
+		double peak = (double)e + log2(fabs(m)) - log2(t);
+		if (peak > be->range_peak)
+			be->range_peak = peak;
+	}
+	return emu_k_range(be, v, f);
+}
+
 void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const char *step,
                  uint64_t i)
 {
+	if (be->kind == EMU_BE_TRUTH && be->range) { /* the exact input, judged */
+		mpfr_set_d(dst->m, x, MPFR_RNDN);
+		emu_k_note(be, EMU_OP_CVT, range_note(be, dst, f), step, i);
+		return;
+	}
 	emu_env env = be->env;
 	env.daz = false;
 	double v;
@@ -240,6 +295,8 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 		truth_op(op, dst->m, a->m, b ? b->m : NULL, c ? c->m : NULL);
 		if (mpfr_nan_p(dst->m))
 			fl |= EMU_FLAG_INVALID;
+		if (be->range)
+			fl |= range_note(be, dst, f);
 		emu_k_note(be, op, fl, step, i);
 		return;
 	}

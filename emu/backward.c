@@ -312,13 +312,15 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	double gf = emu_kparam_get(in, "gfmt", 0), mf = emu_kparam_get(in, "mfmt", 0);
 	double ne = emu_kparam_get(in, "elems", 1);
 	c.spread = emu_kparam_get(in, "spread", c.spread);
+	double drift = emu_kparam_get(in, "drift", 0);
 	c.seed = in->seed;
 	if (!(iv >= 1 && iv <= 2147483647.0 && iv == floor(iv)) ||
 	    !(ne >= 1 && ne <= 1e6 && ne == floor(ne)) || !(gf == 0 || gf == 16 || gf == 32) ||
-	    !(mf == 0 || mf == 16 || mf == 32)) {
+	    !(mf == 0 || mf == 16 || mf == 32) || !(drift >= 0 && drift <= 10)) {
 		snprintf(err, errlen,
 		         "gradscaler: interval must be an integer >= 1, elems an integer in "
-		         "1..1e6, gfmt 0 (storage), 16 or 32, mfmt 0 (gfmt), 16 or 32");
+		         "1..1e6, gfmt 0 (storage), 16 or 32, mfmt 0 (gfmt), 16 or 32, drift in "
+		         "[0, 10]");
 		return -1;
 	}
 	c.growth_interval = (int32_t)iv;
@@ -342,9 +344,17 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 		snprintf(err, errlen, "gradscaler: out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++)
-		g[i] = fabs(in->x[i]);
-	int rc = emu_gs_simulate(&c, g, n, st, err, errlen) == EMU_GS_OK ? 0 : -1;
+	/* drift=SIGMA: a drifting gradient distribution, the input times a
+	 * log-normal random walk from 1 (emu_gs_traj_fill, seeded by the seed). */
+	int rc = 0;
+	if (drift > 0) {
+		emu_gs_traj tr = {.kind = EMU_GS_DRIFT, .g = 1, .sigma = drift, .seed = in->seed};
+		rc = emu_gs_traj_fill(&tr, g, n, err, errlen) == EMU_GS_OK ? 0 : -1;
+	}
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		g[i] = drift > 0 ? fabs(in->x[i]) * g[i] : fabs(in->x[i]);
+	if (rc == 0)
+		rc = emu_gs_simulate(&c, g, n, st, err, errlen) == EMU_GS_OK ? 0 : -1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		emu_k_const(be, &sc[i], emu_gs_value(st[i].scale));
 		emu_k_const(be, &sk[i], st[i].skipped ? 1 : 0);
@@ -360,6 +370,7 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 const emu_kernel emu_kernel_gradscaler = {
 	"gradscaler", gs_variants,
 	"init=65536 growth=2 backoff=0.5 interval=2000 gfmt=0|16|32 (0: storage) "
-	"mfmt=0|16|32 (0: gfmt) elems=1 spread=6",
+	"mfmt=0|16|32 (0: gfmt) elems=1 spread=6 drift=0 (log sd per step of a random walk "
+	"that multiplies the input)",
 	gs_run,
 };

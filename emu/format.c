@@ -159,7 +159,8 @@ emu_status emu_format_parse(const char *spec, emu_format *out, char *err, size_t
 				return bad(err, errlen, EMU_ERR_BAD_SPEC, "bad precision in format spec '%s'", spec);
 		} else if (strncmp(tok, "emax=", 5) == 0) {
 			emax = strtol(tok + 5, &end, 10);
-			if (end == tok + 5 || *end)
+			/* bounded first: emax ± 1 below must not overflow a long */
+			if (end == tok + 5 || *end || emax < -(1L << 20) || emax > (1L << 20))
 				return bad(err, errlen, EMU_ERR_BAD_SPEC, "bad emax in format spec '%s'", spec);
 		} else if (strcmp(tok, "noinf") == 0) {
 			inf = false;

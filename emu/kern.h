@@ -50,6 +50,15 @@ typedef struct emu_be {
 	emu_be_kind kind;
 	emu_env env; /* mode, sat, ftz, daz, seed; env.index counts operations */
 	emu_be_stats st;
+	/* TRUTH only, set after emu_be_init: values stay exact (inputs too, not
+	 * stored first), and every emu_k_input / emu_k_op also raises the
+	 * overflow and underflow its format would (emu_k_range), so a run finds
+	 * where the exact computation leaves the formats' ranges */
+	bool range;
+	/* with range: the largest log2(|v| / (max + ulp(max)/2)) over the
+	 * values checked, a continuous measure of how far the run is from (or
+	 * beyond) an overflow; set it to -INFINITY together with range */
+	double range_peak;
 	/* everything emu_k_vec allocated, freed by emu_be_free */
 	void **allocs;
 	size_t nallocs, capallocs;
@@ -76,6 +85,11 @@ void emu_k_copy(emu_be *be, emu_val *dst, const emu_val *a);
 /* Record an operation a kernel computed outside emu_k_op (a Tensor Core
  * block): its flags, and the first overflow/invalid/divbyzero site. */
 void emu_k_note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i);
+/* What rounding the exact value v to f under be's environment would raise:
+ * EMU_FLAG_OVERFLOW as the format's rounding decides it (RNE: |v| at or
+ * above max + ulp(max)/2), EMU_FLAG_UNDERFLOW when v is nonzero and rounds
+ * to zero. 0 for zero, infinities and NaN. TRUTH values only. */
+unsigned emu_k_range(const emu_be *be, const emu_val *v, const emu_format *f);
 /* Nearest double (TRUTH rounds to nearest). */
 double emu_k_d(const emu_be *be, const emu_val *v);
 /* -1, 0, 1, or 2 when unordered. */

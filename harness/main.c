@@ -19,7 +19,9 @@
 #include "nm_dot.h"
 #include "nm_goldcmd.h"
 #include "nm_parse.h"
+#include "nm_plot.h"
 #include "nm_run.h"
+#include "nm_sweep.h"
 
 #ifndef NM_VERSION
 #define NM_VERSION "0.1.0"
@@ -57,7 +59,12 @@ static const char nm_usage[] =
     "  nanmap check GOLDEN ACTUAL [--ulp N] [--nan-sign ignore|strict] [--csv]\n"
     "      compare a kernel's outputs with a golden output; exit 0 all match,\n"
     "      1 mismatches, 2 bad input (docs/golden.md; nanmap check --help)\n"
-    "  nanmap sweep ...   (no cases yet)\n"
+    "  nanmap sweep [--quick] [--fresh] [--quiet] [-j N] [--out DIR] [--plots DIR]\n"
+    "               [--docs DIR] [--only NAME] PATH...\n"
+    "      run the case files (cases/README.md) at every point: results/<case>.csv,\n"
+    "      thresholds, plots; resumes an interrupted run (docs/sweep.md)\n"
+    "  nanmap plot CASE.case [--results DIR] [--plots DIR]\n"
+    "      redraw one case's plots/<case>.png and .svg from its results CSV\n"
     "  nanmap help | --help | --version\n"
     "\n"
     "FMT: a built-in name (nanmap formats) or a spec such as\n"
@@ -845,13 +852,6 @@ static int nm_cmd_op(struct nm_opts *o)
 
 /* ---- dispatch ---- */
 
-static int nm_cmd_sweep(void)
-{
-	/* Sweeps over case files come later; make sweep relies on this line. */
-	puts("no cases yet");
-	return nm_flush();
-}
-
 static int nm_help(void)
 {
 	fputs(nm_usage, stdout);
@@ -911,13 +911,15 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "run"))
 		return nm_run_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "sweep"))
-		return nm_cmd_sweep();
+		return nm_sweep_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "dot"))
 		return nm_dot_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "golden"))
 		return nm_golden_main(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return nm_check_main(argc - 1, argv + 1);
+	if (!strcmp(cmd, "plot"))
+		return nm_plot_main(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(nm_cmds) / sizeof(nm_cmds[0]); i++)
 		if (!strcmp(cmd, nm_cmds[i].name))
 			return nm_run(&nm_cmds[i], argc - 2, argv + 2);

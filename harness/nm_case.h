@@ -1,5 +1,5 @@
 /*
- * nm_case.h — a sweep case file (cases/*.case, INI read with inih;
+ * nm_case.h — a sweep case file (cases/NAME.case, INI read with inih;
  * cases/README.md is the reference): one kernel, its variants, a list of
  * precision policies, the input generator, fixed parameters and one or two
  * axes. Every (variant, policy, axis value[, axis value]) is a point.

@@ -39,8 +39,33 @@ typedef struct {
 int nm_point_eval(const nm_point *p, emu_be_kind kind, bool truth, nm_point_result *r,
                   char *err, size_t errlen);
 
+/* p on each of the nk backends kinds[] (FAST, EXACT) into r[0..nk-1], with
+ * ONE truth run shared by all of them when truth is set (nm_point_eval runs
+ * truth each time). 0, or -1 with a reason. */
+int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, bool truth,
+                        nm_point_result *r, char *err, size_t errlen);
+
 /* The input tensor of p (rows × cols, malloc'd) and its shape. */
 int nm_point_input(const nm_point *p, double **x, size_t *rows, size_t *cols, char *err,
                    size_t errlen);
+
+/* The values of output `name` of p on backend kind (malloc'd, *n of them;
+ * the caller frees). 0, or -1 with a reason (no such output). */
+#define NM_POINT_SERIES 1
+int nm_point_series(const nm_point *p, emu_be_kind kind, const char *name, double **vals,
+                    size_t *n, char *err, size_t errlen);
+
+/* p on TRUTH with format ranges (kern.h, emu_be.range): the exact
+ * computation on the exact input, with the overflow and underflow each
+ * value would raise in the format its operation names. */
+typedef struct {
+	unsigned flags;                  /* every flag the run raised (EMU_FLAG_*) */
+	bool has_first;                  /* a value left its format's range (or NaN) */
+	char first_op[16], first_step[32];
+	uint64_t first_index;
+	bool lost;                       /* an output nonzero in truth rounds to 0 in its format */
+	double peak;                     /* emu_be.range_peak: log2 of the largest |v| / threshold */
+} nm_point_range;
+int nm_point_truth_range(const nm_point *p, nm_point_range *r, char *err, size_t errlen);
 
 #endif

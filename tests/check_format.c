@@ -96,7 +96,8 @@ START_TEST(test_bad_specs)
 {
 	static const char *bad[] = {"fp17", "p=", "p=0,emax=15", "p=25,emax=15", "p=5,emax=14",
 	                            "p=5,emax=15,nan=weird", "p=5,emax=15,bogus", "p=x,emax=15",
-	                            "p=5,emax=512", ""};
+	                            "p=5,emax=512", "p=5,emax=9223372036854775807",
+	                            "p=5,emax=-9223372036854775808,nan=fn", ""};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		emu_format c;
 		char err[128] = "";

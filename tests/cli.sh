@@ -119,8 +119,9 @@ ok_grep "--help" '^usage: nanmap' --help
 ok_grep "help" 'nanmap op OP' help
 ok_grep "-h after a command" '^usage: nanmap' round -h
 ok_grep "--version" '^nanmap [0-9][0-9.]*$' --version
-ok "sweep" "no cases yet" sweep
-ok "sweep with a directory" "no cases yet" sweep cases
+# (the sweep itself: tests/cli_sweep.sh)
+ok_grep "sweep --help" '^usage: nanmap sweep' sweep --help
+bad "sweep without a PATH" "nanmap: sweep needs a PATH (a .case file or a directory, e.g. cases)" sweep
 
 # ---- formats ----
 run formats --csv

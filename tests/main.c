@@ -62,6 +62,11 @@ int main(void)
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_golden());
 	srunner_add_suite(sr, suite_gpuhost());
+	srunner_add_suite(sr, suite_point());
+	srunner_add_suite(sr, suite_thresh());
+	srunner_add_suite(sr, suite_case());
+	srunner_add_suite(sr, suite_plot());
+	srunner_add_suite(sr, suite_claims());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	srunner_run_all(sr, CK_NORMAL);

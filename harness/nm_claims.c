@@ -1,0 +1,874 @@
+/*
+ * nm_claims.c — docs/claims.md, every verdict computed from numbers.
+ *
+ * Each claim has one function that reads the results of its claim cases
+ * (found by [claim] id and part, so the case files may be renamed), pulls
+ * out the few numbers that decide it, writes them, decides the verdict by a
+ * rule stated in docs/claims-method.md, and writes a paragraph built from
+ * the same numbers. Nothing in a paragraph is a number typed by hand except
+ * the statement's own (6e-5, 65536, ...), which the rules compare against.
+ * A missing case or CSV makes the claim "unsettled", never a guess.
+ *
+ * Policies are matched by their spec string as the case writes it
+ * ("storage=fp16,compute=fp32"); variants by name; axes by value.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu.h"
+#include "nm_claims.h"
+#include "nm_plot.h"
+
+static const char *const statements[NM_CLAIMS_N] = {
+	"FP16's dynamic range is about 6e-5 to 6.5e4.",
+	"With GradScaler's default scale 65536 growing to 131072, a loss of 15 overflows when "
+	"scaled, before backward runs.",
+	"Cross-entropy on FP16 logits is unstable; computing it on `logits.float()` fixes it.",
+	"Layer norm with variance 1e-7 and eps 1e-5 produces values above 65504 in FP16; eps 1e-3 "
+	"fixes it.",
+	"Dividing the loss by the number of accumulation steps makes the effective loss scale "
+	"steps × 65536 and overflows.",
+	"BF16 cannot overflow where FP32 does not, and is better than FP16 in every way.",
+	"Sums accumulated in FP16 stop growing; FP32 accumulation fixes it.",
+	"FP8 E4M3 needs per-tensor scaling to train; MX block scaling removes overflow entirely.",
+};
+
+/* ---- a growing markdown buffer ---- */
+
+typedef struct {
+	char *s;
+	size_t len, cap;
+	bool oom;
+} cl_buf;
+
+static void bput(cl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bput(cl_buf *b, const char *fmt, ...)
+{
+	if (b->oom)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (b->len + (size_t)n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap < b->len + (size_t)n + 1)
+			cap *= 2;
+		char *t = realloc(b->s, cap);
+		if (!t) {
+			b->oom = true;
+			return;
+		}
+		b->s = t;
+		b->cap = cap;
+	}
+	va_start(ap, fmt);
+	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	b->len += (size_t)n;
+}
+
+/* ---- the [claim] section ---- */
+
+static const char *kv(const nm_case *c, const char *key)
+{
+	for (size_t i = 0; i < c->nkv; i++)
+		if (strcmp(c->kv[i].section, "claim") == 0 && strcmp(c->kv[i].key, key) == 0)
+			return c->kv[i].value ? c->kv[i].value : "";
+	return NULL;
+}
+
+static int claim_id(const nm_case *c)
+{
+	const char *v = kv(c, "id");
+	if (!v)
+		return 0;
+	char *end;
+	long id = strtol(v, &end, 10);
+	return *end || id < 1 || id > NM_CLAIMS_N ? -1 : (int)id;
+}
+
+int nm_claims_check(const nm_case *c, char *err, size_t errlen)
+{
+	bool any = false;
+	int line = 0;
+	for (size_t i = 0; i < c->nkv; i++) {
+		const nm_case_kv *k = &c->kv[i];
+		if (strcmp(k->section, "claim") != 0)
+			continue;
+		any = true;
+		line = line ? line : k->line;
+		if (strcmp(k->key, "id") != 0 && strcmp(k->key, "statement") != 0 &&
+		    strcmp(k->key, "part") != 0) {
+			snprintf(err, errlen, "%s:%d: key '%s': unknown in [claim] (id statement part)",
+			         c->path, k->line, k->key);
+			return -1;
+		}
+		if (strcmp(k->key, "id") == 0 && claim_id(c) < 0) {
+			snprintf(err, errlen, "%s:%d: key 'id': '%s' is not a claim number 1..%d", c->path,
+			         k->line, k->value ? k->value : "", NM_CLAIMS_N);
+			return -1;
+		}
+	}
+	if (any && claim_id(c) == 0) {
+		snprintf(err, errlen, "%s:%d: key 'id': missing in [claim]", c->path, line);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- what one claim sees ---- */
+
+typedef struct {
+	nm_case *const *cases;
+	size_t n;
+	const char *dir;
+	nm_csv thr;
+	bool have_thr;
+	cl_buf num, why;     /* the numbers (bullets) and the paragraph */
+	char missing[512];   /* why the claim is unsettled */
+	char used[512];      /* the cases read */
+} cl_ctx;
+
+typedef struct {
+	const nm_case *c;
+	nm_csv t;
+	int cv, cp, cb, cs, ca[NM_CASE_MAX_AXES];
+} cl_res;
+
+static bool load(cl_ctx *x, int id, const char *part, cl_res *r)
+{
+	memset(r, 0, sizeof *r);
+	for (size_t i = 0; i < x->n && !r->c; i++) {
+		const char *p = kv(x->cases[i], "part");
+		if (claim_id(x->cases[i]) == id && (!part || (p && strcmp(p, part) == 0)))
+			r->c = x->cases[i];
+	}
+	if (!r->c) {
+		if (!*x->missing)
+			snprintf(x->missing, sizeof x->missing, "no claim case with id = %d%s%s", id,
+			         part ? ", part = " : "", part ? part : "");
+		return false;
+	}
+	char path[1024], err[512];
+	snprintf(path, sizeof path, "%s/%s.csv", x->dir, r->c->name);
+	if (nm_csv_read(path, &r->t, err, sizeof err)) {
+		if (!*x->missing)
+			snprintf(x->missing, sizeof x->missing, "%s", err);
+		r->c = NULL;
+		return false;
+	}
+	size_t ul = strlen(x->used);
+	snprintf(x->used + ul, sizeof x->used - ul, "%s`%s`", ul ? ", " : "", r->c->name);
+	r->cv = nm_csv_col(&r->t, "variant");
+	r->cp = nm_csv_col(&r->t, "policy");
+	r->cb = nm_csv_col(&r->t, "backend");
+	r->cs = nm_csv_col(&r->t, "status");
+	for (size_t a = 0; a < r->c->naxes; a++)
+		r->ca[a] = nm_csv_col(&r->t, r->c->axes[a].name);
+	return true;
+}
+
+static void unload(cl_res *r)
+{
+	nm_csv_free(&r->t);
+}
+
+static size_t nrows(const cl_res *r)
+{
+	return r->t.nrec ? r->t.nrec - 1 : 0;
+}
+
+/* Row i is on the fast backend and matches variant / policy (NULL: any). */
+static bool match(const cl_res *r, size_t i, const char *variant, const char *policy)
+{
+	if (r->cb >= 0 && strcmp(nm_csv_get(&r->t, i, r->cb), "fast") != 0)
+		return false;
+	if (variant && strcmp(nm_csv_get(&r->t, i, r->cv), variant) != 0)
+		return false;
+	return !policy || strcmp(nm_csv_get(&r->t, i, r->cp), policy) == 0;
+}
+
+static double axis(const cl_res *r, size_t i, size_t a)
+{
+	return a < r->c->naxes ? nm_csv_num(nm_csv_get(&r->t, i, r->ca[a])) : NAN;
+}
+
+static int status(const cl_res *r, size_t i)
+{
+	return nm_status_code(nm_csv_get(&r->t, i, r->cs));
+}
+
+static double num(const cl_res *r, size_t i, const char *col)
+{
+	return nm_csv_num(nm_csv_get(&r->t, i, nm_csv_col(&r->t, col)));
+}
+
+static bool has_col(const cl_res *r, const char *col)
+{
+	return nm_csv_col(&r->t, col) >= 0;
+}
+
+/* A status that says the format broke by overflow (not underflow). */
+static bool overflowed(int st)
+{
+	return st >= 2;
+}
+
+static const char *stname(int st)
+{
+	static const char *const n[] = {"ok", "underflow", "overflow", "inf", "nan"};
+	return st >= 0 && st < 5 ? n[st] : "?";
+}
+
+/* The threshold row of case c, variant, policy whose axis starts with name;
+ * its event must satisfy want (NULL: any). -1 when none. */
+static long thr_find(const cl_ctx *x, const nm_case *c, const char *variant, const char *policy,
+                     const char *axname, const char *event)
+{
+	if (!x->have_thr)
+		return -1;
+	const nm_csv *t = &x->thr;
+	int cc = nm_csv_col(t, "case"), cv = nm_csv_col(t, "variant"), cp = nm_csv_col(t, "policy");
+	int ca = nm_csv_col(t, "axis"), ce = nm_csv_col(t, "event");
+	size_t al = strlen(axname);
+	for (size_t i = 0; i + 1 < t->nrec; i++) {
+		const char *a = nm_csv_get(t, i, ca);
+		if (strcmp(nm_csv_get(t, i, cc), c->name) == 0 &&
+		    (!variant || strcmp(nm_csv_get(t, i, cv), variant) == 0) &&
+		    (!policy || strcmp(nm_csv_get(t, i, cp), policy) == 0) && strncmp(a, axname, al) == 0 &&
+		    (a[al] == 0 || a[al] == '@') && (!event || strstr(nm_csv_get(t, i, ce), event)))
+			return (long)i;
+	}
+	return -1;
+}
+
+static double thr_num(const cl_ctx *x, long row, const char *col)
+{
+	return nm_csv_num(nm_csv_get(&x->thr, (size_t)row, nm_csv_col(&x->thr, col)));
+}
+
+/* Where a 1-D sweep of (variant, policy) first reaches a status for which
+ * bad() holds, walking up the axis: the grid bracket (last good value,
+ * first bad value); NAN, NAN when it never does. */
+static void grid_first(const cl_res *r, const char *variant, const char *policy,
+                       bool (*bad)(int), double *last_ok, double *first_bad)
+{
+	*last_ok = NAN;
+	*first_bad = NAN;
+	for (size_t i = 0; i < nrows(r); i++) {
+		if (!match(r, i, variant, policy))
+			continue;
+		if (bad(status(r, i))) {
+			*first_bad = axis(r, i, 0);
+			return;
+		}
+		*last_ok = axis(r, i, 0);
+	}
+}
+
+/* The largest axis value at which the status is bad, walking up (for a
+ * status that holds at the bottom of the axis, such as underflow). */
+static void grid_last(const cl_res *r, const char *variant, const char *policy, bool (*bad)(int),
+                      double *last_bad, double *first_ok)
+{
+	*last_bad = NAN;
+	*first_ok = NAN;
+	for (size_t i = 0; i < nrows(r); i++) {
+		if (!match(r, i, variant, policy))
+			continue;
+		if (bad(status(r, i))) {
+			*last_bad = axis(r, i, 0);
+			*first_ok = NAN;
+		} else if (isnan(*first_ok))
+			*first_ok = axis(r, i, 0);
+	}
+}
+
+static bool is_underflow(int st)
+{
+	return st == 1;
+}
+
+/* Overflow threshold under RNE: max + half an ulp of max. */
+static double ovf_threshold(const emu_format *f)
+{
+	return ldexp(2 - ldexp(1, -f->p), f->emax);
+}
+
+/* ---- the claims ---- */
+
+typedef enum { V_UNSETTLED = 0, V_TRUE, V_FALSE, V_PARTLY } cl_verdict;
+
+static cl_verdict claim1(cl_ctx *x)
+{
+	const emu_format *h = emu_format_by_name("fp16");
+	cl_res r;
+	if (!h || !load(x, 1, NULL, &r))
+		return V_UNSETTLED;
+	const char *pol = r.c->npolicies ? r.c->policy_specs[0] : "";
+	bput(&x->num, "- fp16 format (descriptor): largest finite %.9g, smallest normal 2^%d = %.6g, "
+	              "smallest subnormal 2^%d = %.6g, overflow threshold under RNE %.9g\n",
+	     h->max, h->emin, h->min_normal, h->emin - h->p + 1, h->min_subnormal, ovf_threshold(h));
+	/* overflow: from the thresholds when found, else the grid bracket */
+	double ov_ok, ov_bad, un_bad, un_ok;
+	grid_first(&r, NULL, pol, overflowed, &ov_ok, &ov_bad);
+	grid_last(&r, NULL, pol, is_underflow, &un_bad, &un_ok);
+	long t = thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "inf");
+	if (t < 0)
+		t = thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "overflow");
+	double ov_real = NAN, un_real = NAN;
+	if (t >= 0) {
+		ov_ok = thr_num(x, t, "last_ok");
+		ov_bad = thr_num(x, t, "first_bad");
+		ov_real = thr_num(x, t, "real_boundary");
+	}
+	long u = thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "underflow");
+	if (u >= 0) {
+		un_ok = thr_num(x, u, "last_ok");
+		un_bad = thr_num(x, u, "first_bad");
+		un_real = thr_num(x, u, "real_boundary");
+	}
+	bput(&x->num, "- case `%s` (`%s`): a value stored into an fp16 accumulator overflows from "
+	              "%.17g on; %.17g is still finite (%s)",
+	     r.c->name, pol, ov_bad, ov_ok, t >= 0 ? "bisected" : "grid bracket");
+	if (!isnan(ov_real))
+		bput(&x->num, "; exact boundary %.9g", ov_real);
+	bput(&x->num, "\n- it becomes 0 (status underflow) up to %.17g; %.17g survives (%s)", un_bad,
+	     un_ok, u >= 0 ? "bisected" : "grid bracket");
+	if (!isnan(un_real))
+		bput(&x->num, "; exact boundary %.9g", un_real);
+	bput(&x->num, "\n");
+	/* precision in the subnormal range: the largest relative error there */
+	double sub_err = 0, sub_at = NAN;
+	const char *ecol = has_col(&r, "result.rel_err") ? "result.rel_err" : NULL;
+	for (size_t i = 0; ecol && i < nrows(&r); i++) {
+		double v = axis(&r, i, 0), e = num(&r, i, ecol);
+		if (match(&r, i, NULL, pol) && status(&r, i) == 0 && v < h->min_normal && e > sub_err) {
+			sub_err = e;
+			sub_at = v;
+		}
+	}
+	if (ecol)
+		bput(&x->num, "- below the smallest normal, values survive with fewer bits: relative "
+		              "error up to %.3g (at %.3g)\n",
+		     sub_err, sub_at);
+	unload(&r);
+	/* the statement's ends against the computed ones (2 % slack) */
+	bool upper = 6.5e4 >= ov_ok * 0.98 && 6.5e4 <= ov_bad * 1.02;
+	double lo_end = isnan(un_ok) ? un_bad : un_ok;
+	bool lower = fabs(lo_end / 6e-5 - 1) < 0.5;
+	bool normal_lower = fabs(h->min_normal / 6e-5 - 1) < 0.05;
+	bput(&x->why,
+	     "The upper end %s: fp16 overflows from %.6g on (its largest value is %.9g). The lower "
+	     "end %s: %.3g is the smallest *normal* number (2^%d)%s, but values survive down to "
+	     "%.3g, the subnormal range (2^%d), with ever fewer significant bits; only below "
+	     "that do they become 0. ",
+	     upper ? "is right" : "is wrong", isnan(ov_real) ? ov_bad : ov_real, h->max, lower ? "is right" : "is not",
+	     h->min_normal, h->emin, normal_lower ? ", which is what 6e-5 names" : "", lo_end,
+	     h->emin - h->p + 1);
+	return upper && lower ? V_TRUE : upper || lower ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim2(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 2, NULL, &r))
+		return V_UNSETTLED;
+	const char *pols[] = {"storage=fp32", "storage=fp16,compute=fp32", "storage=fp16"};
+	const char *what[] = {"fp32 loss (autocast: every loss runs in fp32)",
+	                      "fp32 arithmetic, result held in fp16 (`loss.half()`)",
+	                      "fp16 loss and fp16 arithmetic (a `.half()` model without autocast)"};
+	bool bad[3] = {false, false, false}, seen[3] = {false, false, false};
+	double at = NAN, val[3] = {NAN, NAN, NAN};
+	for (size_t i = 0; i < nrows(&r); i++)
+		for (int p = 0; p < 3; p++)
+			if (match(&r, i, NULL, pols[p])) {
+				double s = axis(&r, i, 0);
+				if (!(s >= 131072))
+					continue;
+				seen[p] = true;
+				at = s;
+				bad[p] = overflowed(status(&r, i));
+				val[p] = num(&r, i, "grad.maxabs");
+				if (bad[p])
+					bput(&x->num, "- scale %.9g, %s (`%s`): status %s, the scaled loss is not "
+					              "finite\n",
+					     s, what[p], pols[p], stname(status(&r, i)));
+				else
+					bput(&x->num, "- scale %.9g, %s (`%s`): status %s, scaled loss %.9g\n", s,
+					     what[p], pols[p], stname(status(&r, i)), val[p]);
+			}
+	unload(&r);
+	if (!seen[0] || (!seen[1] && !seen[2])) {
+		snprintf(x->missing, sizeof x->missing,
+		         "the case needs the policies storage=fp32 and storage=fp16 at scale 131072");
+		return V_UNSETTLED;
+	}
+	bool fp16bad = bad[1] || bad[2];
+	bput(&x->why,
+	     "15 × %.9g = %.9g. In fp32, where autocast computes every loss (cross_entropy runs as "
+	     "log_softmax + nll_loss in fp32), the scaled loss is %s. It can overflow only when the "
+	     "loss itself is held in fp16 (%s), which a GradScaler run under autocast does not "
+	     "do. ",
+	     at, 15 * at, bad[0] ? "not finite" : "finite",
+	     fp16bad ? "there it is not finite" : "and not even there");
+	return bad[0] ? V_TRUE : fp16bad ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim3(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 3, NULL, &r))
+		return V_UNSETTLED;
+	const char *h = "storage=fp16", *f = "storage=fp16,compute=fp32";
+	const char *vars[] = {"naive", "maxsub", "lse"};
+	double lim = emu_format_by_name("fp16")->max;
+	double maxerr[2][3], firstbad[2][3], firstunder = NAN;
+	bool anybad[2][3], seen = false;
+	for (int p = 0; p < 2; p++)
+		for (int v = 0; v < 3; v++) {
+			const char *pol = p ? f : h;
+			maxerr[p][v] = 0;
+			firstbad[p][v] = NAN;
+			anybad[p][v] = false;
+			for (size_t i = 0; i < nrows(&r); i++) {
+				double z = axis(&r, i, 0), e = num(&r, i, "loss.rel_err");
+				if (!match(&r, i, vars[v], pol) || !(z <= lim))
+					continue;
+				seen = true;
+				int st = status(&r, i);
+				if (overflowed(st) && !anybad[p][v]) {
+					anybad[p][v] = true;
+					firstbad[p][v] = z;
+				}
+				if (st == 1 && !(firstunder <= z))
+					firstunder = z;
+				if (!overflowed(st) && isfinite(e) && e > maxerr[p][v])
+					maxerr[p][v] = e;
+			}
+			/* the sharpest overflow boundary the thresholds have */
+			const char *ev = NULL;
+			const char *evs[] = {"overflow", "inf", "nan"};
+			for (int k = 0; k < 3 && anybad[p][v]; k++) {
+				long t = thr_find(x, r.c, vars[v], pol, r.c->axes[0].name, evs[k]);
+				if (t >= 0 && (!ev || thr_num(x, t, "first_bad") < firstbad[p][v])) {
+					firstbad[p][v] = thr_num(x, t, "first_bad");
+					ev = evs[k];
+				}
+			}
+			if (anybad[p][v])
+				bput(&x->num, "- %s, `%s`: the loss overflows (%s) from a largest |logit| of "
+				              "%.9g%s; before that its relative error is at most %.3g\n",
+				     vars[v], pol, ev ? ev : "grid", firstbad[p][v], ev ? " (bisected)" : "",
+				     maxerr[p][v]);
+			else
+				bput(&x->num, "- %s, `%s`: finite up to a largest |logit| of %.9g; loss "
+				              "relative error at most %.3g\n",
+				     vars[v], pol, lim, maxerr[p][v]);
+		}
+	unload(&r);
+	if (!seen) {
+		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", h, f);
+		return V_UNSETTLED;
+	}
+	if (!isnan(firstunder))
+		bput(&x->num, "- some gradients (classes with tiny probability) are stored as 0 in fp16 "
+		              "(status underflow) from a largest |logit| of %.6g on, in every policy "
+		              "alike: the gradient is an fp16 tensor either way\n",
+		     firstunder);
+	/* unstable in fp16: some fp16-arithmetic variant overflows or loses more than 1 % */
+	bool unstable = false;
+	for (int v = 0; v < 3; v++)
+		unstable |= anybad[0][v] || maxerr[0][v] > 1e-2;
+	/* fixed by .float(): the log-softmax PyTorch runs, in fp32, never overflows and is accurate */
+	bool fixed = !anybad[1][2] && maxerr[1][2] <= 1e-3;
+	bput(&x->why, "With fp16 arithmetic the naive formula ");
+	if (anybad[0][0])
+		bput(&x->why, "overflows from a largest logit of %.6g (the exponentials or their sum "
+		              "leave fp16)",
+		     firstbad[0][0]);
+	else
+		bput(&x->why, "never overflows here");
+	bput(&x->why, "; the max-subtracted and log-sum-exp forms %s, with loss errors up to %.3g "
+	              "and %.3g (the fp16 sum of many exponentials loses digits). ",
+	     anybad[0][1] || anybad[0][2] ? "overflow too" : "stay finite", maxerr[0][1],
+	     maxerr[0][2]);
+	bput(&x->why, "Computing on `logits.float()` with PyTorch's formula (log-sum-exp) %s over "
+	              "every fp16 logit up to %.9g, with loss error at most %.3g. ",
+	     fixed ? "is finite and accurate" : "is not enough", lim, maxerr[1][2]);
+	if (anybad[1][0])
+		bput(&x->why, "The formula matters as much as the format: the naive formula in fp32 "
+		              "still overflows from %.6g. ",
+		     firstbad[1][0]);
+	return unstable && fixed ? V_TRUE : unstable || fixed ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim4(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 4, NULL, &r))
+		return V_UNSETTLED;
+	double lim = emu_format_by_name("fp16")->max;
+	bool big_small = false, bad_large = false, seen_small = false, seen_large = false;
+	double ymax_small = 0, ymax_large = 0;
+	for (size_t i = 0; i < nrows(&r); i++) {
+		if (!match(&r, i, NULL, NULL))
+			continue;
+		double eps = axis(&r, i, 0), y = num(&r, i, "y.maxabs"), dx = num(&r, i, "dx.maxabs");
+		int st = status(&r, i);
+		double m = fmax(isnan(y) ? 0 : y, isnan(dx) ? 0 : dx);
+		bool big = m > lim || overflowed(st);
+		bput(&x->num, "- eps %.3g, %s, `%s`: status %s, largest |y| %.6g, largest |dx| %.6g\n",
+		     eps, nm_csv_get(&r.t, i, r.cv), nm_csv_get(&r.t, i, r.cp), stname(st), y, dx);
+		if (fabs(eps / 1e-5 - 1) < 1e-3) {
+			seen_small = true;
+			big_small |= big;
+			ymax_small = fmax(ymax_small, m);
+		} else if (fabs(eps / 1e-3 - 1) < 1e-3) {
+			seen_large = true;
+			bad_large |= big || st != 0;
+			ymax_large = fmax(ymax_large, m);
+		}
+	}
+	unload(&r);
+	if (!seen_small || !seen_large) {
+		snprintf(x->missing, sizeof x->missing, "the case needs eps = 1e-5 and eps = 1e-3");
+		return V_UNSETTLED;
+	}
+	bput(&x->why,
+	     "With variance 1e-7 and eps 1e-5, var + eps ≈ 1.01e-5, so 1/sqrt(var + eps) ≈ 314 and "
+	     "the normalised values are about sqrt(var/(var + eps)) ≈ 0.1 times a standard normal: "
+	     "the largest |output| (y or dx) computed is %.6g, %s 65504. At eps 1e-3 it is %.6g. "
+	     "eps keeps 1/sqrt(var + eps) at most 1/sqrt(eps), so outputs grow large only when eps "
+	     "is tiny (or rounds to 0) and the variance underflows. ",
+	     ymax_small, big_small ? "above" : "far below", ymax_large);
+	return big_small && !bad_large ? V_TRUE : !big_small ? V_FALSE : V_PARTLY;
+}
+
+static cl_verdict claim5(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 5, NULL, &r))
+		return V_UNSETTLED;
+	if (r.c->naxes != 2) {
+		snprintf(x->missing, sizeof x->missing, "case %s needs the axes m and divide", r.c->name);
+		unload(&r);
+		return V_UNSETTLED;
+	}
+	size_t am = strcmp(r.c->axes[0].name, "divide") == 0 ? 1 : 0;
+	const char *pol = r.c->npolicies ? r.c->policy_specs[0] : "";
+	double first[2] = {NAN, NAN}, gmax[2] = {0, 0}, mmax = 0;
+	for (size_t i = 0; i < nrows(&r); i++) {
+		if (!match(&r, i, NULL, pol))
+			continue;
+		int d = axis(&r, i, 1 - am) != 0;
+		double m = axis(&r, i, am), g = num(&r, i, "grad.maxabs");
+		if (overflowed(status(&r, i)) && !(first[d] <= m))
+			first[d] = m;
+		if (m >= mmax) {
+			mmax = m;
+			gmax[d] = g;
+		}
+	}
+	unload(&r);
+	bput(&x->num, "- `%s`, loss scale 65536, gradients accumulated over m micro-batches:\n", pol);
+	for (int d = 1; d >= 0; d--) {
+		if (isnan(first[d]))
+			bput(&x->num, "  - %s: no overflow for m up to %.0f (largest |grad| at m = %.0f: "
+			              "%.6g)\n",
+			     d ? "loss / m" : "loss not divided", mmax, mmax, gmax[d]);
+		else
+			bput(&x->num, "  - %s: overflows from m = %.0f\n", d ? "loss / m" : "loss not divided",
+			     first[d]);
+	}
+	bool d1 = !isnan(first[1]), d0 = !isnan(first[0]);
+	bput(&x->why,
+	     "Dividing the loss by m divides each micro-batch's gradient by m, so the accumulated "
+	     "gradient carries the scale 65536 once: %s. Not dividing is what multiplies the "
+	     "effective scale by m: %s. The statement has the cause backwards. ",
+	     d1 ? "yet it overflowed here" : "it never overflows here",
+	     d0 ? "that overflows here" : "even that did not overflow here");
+	return d1 && !d0 ? V_TRUE : !d1 ? V_FALSE : V_PARTLY;
+}
+
+static cl_verdict claim6(cl_ctx *x)
+{
+	const emu_format *b = emu_format_by_name("bf16"), *s = emu_format_by_name("fp32");
+	cl_res r, q;
+	if (!b || !s || !load(x, 6, "range", &r))
+		return V_UNSETTLED;
+	const char *pb = "storage=fp32,accum=bf16", *ps = "storage=fp32,accum=fp32";
+	bput(&x->num, "- descriptors: bf16 largest %.9g, overflows from %.9g; fp32 largest %.9g, "
+	              "overflows from %.9g\n",
+	     b->max, ovf_threshold(b), s->max, ovf_threshold(s));
+	/* range: a value where bf16 fails and fp32 does not */
+	size_t margin = 0;
+	double mfirst = NAN, mlast = NAN;
+	for (size_t i = 0; i < nrows(&r); i++) {
+		if (!match(&r, i, NULL, pb) || !overflowed(status(&r, i)))
+			continue;
+		double v = axis(&r, i, 0);
+		for (size_t j = 0; j < nrows(&r); j++)
+			if (match(&r, j, NULL, ps) && axis(&r, j, 0) == v && status(&r, j) == 0) {
+				margin++;
+				mfirst = isnan(mfirst) ? v : mfirst;
+				mlast = v;
+			}
+	}
+	long t = thr_find(x, r.c, NULL, pb, r.c->axes[0].name, NULL);
+	bput(&x->num, "- case `%s`: %zu values overflow bf16 but not fp32 (from %.9g to %.9g)%s%.9g\n",
+	     r.c->name, margin, mfirst, mlast, t >= 0 ? "; bf16's bisected first_bad " : "",
+	     t >= 0 ? thr_num(x, t, "first_bad") : NAN);
+	unload(&r);
+	/* precision: an accumulation where fp16 is more accurate than bf16 */
+	size_t worse = 0, total = 0;
+	double eb = NAN, eh = NAN, at = NAN;
+	if (!load(x, 6, "precision", &q))
+		return V_UNSETTLED;
+	const char *qb = "storage=fp32,accum=bf16", *qh = "storage=fp32,accum=fp16";
+	for (size_t i = 0; i < nrows(&q); i++) {
+		if (!match(&q, i, NULL, qb))
+			continue;
+		for (size_t j = 0; j < nrows(&q); j++)
+			if (match(&q, j, NULL, qh) && axis(&q, j, 0) == axis(&q, i, 0)) {
+				double e1 = num(&q, i, "result.rel_err"), e2 = num(&q, j, "result.rel_err");
+				total++;
+				if (e2 < e1) {
+					worse++;
+					eb = e1;
+					eh = e2;
+					at = axis(&q, i, 0);
+				}
+			}
+	}
+	bput(&x->num, "- case `%s`: bf16 sums less accurate than fp16 at %zu of %zu lengths (at "
+	              "%.0f: relative error %.3g against %.3g); bf16 has p = %d, fp16 p = %d\n",
+	     q.c->name, worse, total, at, eb, eh, b->p, emu_format_by_name("fp16")->p);
+	unload(&q);
+	bool a_false = margin > 0, b_false = worse > 0;
+	bput(&x->why,
+	     "bf16 has fp32's exponent range but rounds to 8 bits, so its largest value (%.6g) is "
+	     "below fp32's and values from %.9g to fp32's threshold %.9g overflow in bf16 only: "
+	     "%s at the margin. And its 8-bit precision loses to fp16's 11 bits wherever fp16 does "
+	     "not overflow or underflow: %s. bf16 wins on range, not on precision. ",
+	     b->max, ovf_threshold(b), ovf_threshold(s), a_false ? "false" : "not shown",
+	     b_false ? "so not better in every way" : "not shown here");
+	return !a_false && !b_false ? V_TRUE : a_false && b_false ? V_FALSE : V_PARTLY;
+}
+
+static cl_verdict claim7(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 7, NULL, &r))
+		return V_UNSETTLED;
+	const char *ph = "storage=fp16", *ps = "storage=fp16,accum=fp32";
+	double stall[2] = {NAN, NAN}, nmax = 0;
+	bool seen[2] = {false, false};
+	for (int p = 0; p < 2; p++) {
+		bput(&x->num, "- `%s`, sequential sum of N ones:", p ? ps : ph);
+		for (size_t i = 0; i < nrows(&r); i++) {
+			if (!match(&r, i, NULL, p ? ps : ph))
+				continue;
+			double n = axis(&r, i, 0), s = num(&r, i, "result.maxabs");
+			seen[p] = true;
+			nmax = fmax(nmax, n);
+			bput(&x->num, " N = %.0f → %.9g;", n, s);
+			if (s < n && isnan(stall[p]))
+				stall[p] = s;
+		}
+		bput(&x->num, "\n");
+	}
+	unload(&r);
+	if (!seen[0] || !seen[1]) {
+		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", ph, ps);
+		return V_UNSETTLED;
+	}
+	bool a = !isnan(stall[0]), b = isnan(stall[1]);
+	bput(&x->why, "A running sum of ones in fp16 %s %.9g%s. An fp32 accumulator %s %.9g. ",
+	     a ? "stops at" : "never stopped up to N =", a ? stall[0] : nmax,
+	     a ? ": from there s + 1 rounds back to s" : "",
+	     b ? "kept counting up to N =" : "stops too, at", b ? nmax : stall[1]);
+	if (!b)
+		bput(&x->why, "So fp32 accumulation moves the wall (to 2^%d elements) rather than "
+		              "removing it; pairwise or blocked orders remove it. ",
+		     emu_format_by_name("fp32")->p);
+	return a && b ? V_TRUE : a ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim8(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 8, NULL, &r))
+		return V_UNSETTLED;
+	const char *rec[] = {"none", "tensor", "mx32:floor", "mx32:rceil"};
+	size_t bad[4] = {0}, tot[4] = {0};
+	double first[4] = {NAN, NAN, NAN, NAN};
+	for (size_t i = 0; i < nrows(&r); i++) {
+		const char *p = nm_csv_get(&r.t, i, r.cp), *sc = strstr(p, "scale=");
+		if (!match(&r, i, NULL, NULL) || !strstr(p, "e4m3"))
+			continue;
+		for (int k = 0; k < 4; k++)
+			if (sc ? strcmp(sc + 6, rec[k]) == 0 : k == 0) {
+				tot[k]++;
+				if (overflowed(status(&r, i))) {
+					bad[k]++;
+					if (isnan(first[k]))
+						first[k] = axis(&r, i, 0);
+				}
+			}
+	}
+	unload(&r);
+	for (int k = 0; k < 4; k++)
+		if (tot[k] == 0) {
+			snprintf(x->missing, sizeof x->missing, "no e4m3 policy with scale=%s", rec[k]);
+			return V_UNSETTLED;
+		}
+	for (int k = 0; k < 4; k++) {
+		bput(&x->num, "- e4m3, scale=%s: %zu of %zu standard deviations overflow", rec[k], bad[k],
+		     tot[k]);
+		if (bad[k])
+			bput(&x->num, " (status overflow, inf or nan), the first at sd %.3g", first[k]);
+		bput(&x->num, "\n");
+	}
+	bool a = bad[0] > 0 && bad[1] == 0;
+	int mx_ok = (bad[2] == 0) + (bad[3] == 0);
+	bput(&x->why,
+	     "Without scaling, e4m3 (largest 448, no infinity) breaks once values pass 448. "
+	     "Per-tensor scaling %s. MX block scaling with the OCP specification's floor-rounded "
+	     "E8M0 scale %s: floor(log2 amax) − 8 leaves a block maximum whose significand is "
+	     "at least 1.8125 above 448, where it overflows or saturates. The ceiling rounding "
+	     "that Transformer Engine and cuBLAS use %s. ",
+	     bad[1] ? "still overflowed here" : "never overflowed here",
+	     bad[2] ? "still overflows" : "did not overflow here",
+	     bad[3] ? "overflows too" : "never overflowed");
+	return a && mx_ok == 2 ? V_TRUE : !a && mx_ok == 0 ? V_FALSE : V_PARTLY;
+}
+
+static cl_verdict (*const claim_fn[NM_CLAIMS_N])(cl_ctx *) = {
+	claim1, claim2, claim3, claim4, claim5, claim6, claim7, claim8,
+};
+
+static const char *vname(cl_verdict v)
+{
+	return v == V_TRUE ? "true" : v == V_FALSE ? "false" : v == V_PARTLY ? "partly" : "unsettled";
+}
+
+static cl_verdict run_claim(int id, cl_ctx *x)
+{
+	cl_verdict v = claim_fn[id - 1](x);
+	if (v == V_UNSETTLED && !*x->missing)
+		snprintf(x->missing, sizeof x->missing, "results missing");
+	return v;
+}
+
+static void ctx_init(cl_ctx *x, nm_case *const *cases, size_t n, const char *dir)
+{
+	memset(x, 0, sizeof *x);
+	x->cases = cases;
+	x->n = n;
+	x->dir = dir;
+	char path[1024], err[256];
+	snprintf(path, sizeof path, "%s/thresholds.csv", dir);
+	x->have_thr = nm_csv_read(path, &x->thr, err, sizeof err) == 0;
+}
+
+static void ctx_reset(cl_ctx *x)
+{
+	free(x->num.s);
+	free(x->why.s);
+	memset(&x->num, 0, sizeof x->num);
+	memset(&x->why, 0, sizeof x->why);
+	*x->missing = 0;
+	*x->used = 0;
+}
+
+const char *nm_claim_verdict(int id, nm_case *const *cases, size_t n, const char *results_dir)
+{
+	if (id < 1 || id > NM_CLAIMS_N)
+		return "unsettled";
+	cl_ctx x;
+	ctx_init(&x, cases, n, results_dir);
+	const char *v = vname(run_claim(id, &x));
+	ctx_reset(&x);
+	if (x.have_thr)
+		nm_csv_free(&x.thr);
+	return v;
+}
+
+int nm_claims_write(nm_case *const *cases, size_t n, const char *results_dir, const char *md_path,
+                    char *err, size_t errlen)
+{
+	cl_ctx x;
+	ctx_init(&x, cases, n, results_dir);
+	cl_buf md = {0}, body = {0};
+	bput(&md, "# Claims about mixed precision, settled by computation\n\n"
+	          "Generated by `make sweep` (harness/nm_claims.c) from the claim cases in "
+	          "`cases/claims/` and the format descriptors; do not edit. Every number below was "
+	          "computed by nanmap, and every verdict by a rule applied to those numbers "
+	          "([claims-method.md](claims-method.md) states each rule). Thresholds marked "
+	          "*bisected* come from [thresholds.md](thresholds.md).\n\n"
+	          "| # | statement | verdict |\n| --- | --- | --- |\n");
+	for (int id = 1; id <= NM_CLAIMS_N; id++) {
+		ctx_reset(&x);
+		cl_verdict v = run_claim(id, &x);
+		const char *stmt = statements[id - 1];
+		for (size_t i = 0; i < n; i++)
+			if (claim_id(cases[i]) == id && kv(cases[i], "statement") &&
+			    *kv(cases[i], "statement"))
+				stmt = kv(cases[i], "statement");
+		bput(&md, "| %d | %s | **%s** |\n", id, stmt, vname(v));
+		bput(&body, "\n## %d. %s\n\n**Verdict: %s.**\n\n", id, stmt, vname(v));
+		if (v == V_UNSETTLED)
+			bput(&body, "Not settled: %s.\n", x.missing);
+		else {
+			/* the paragraph's sentences each end in a blank */
+			while (x.why.s && x.why.len && x.why.s[x.why.len - 1] == ' ')
+				x.why.s[--x.why.len] = 0;
+			bput(&body, "Numbers (case%s %s):\n\n%s\n%s\n", strchr(x.used, ',') ? "s" : "",
+			     x.used, x.num.s ? x.num.s : "", x.why.s ? x.why.s : "");
+		}
+	}
+	ctx_reset(&x);
+	if (x.have_thr)
+		nm_csv_free(&x.thr);
+	bput(&md, "%s", body.s ? body.s : "");
+	free(body.s);
+	if (md.oom || body.oom) {
+		free(md.s);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	size_t pl = strlen(md_path);
+	char *tmp = malloc(pl + 16);
+	int rc = -1;
+	if (tmp) {
+		memcpy(tmp, md_path, pl);
+		memcpy(tmp + pl, ".tmp.XXXXXX", 12);
+		int fd = mkstemp(tmp);
+		FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (f) {
+			bool ok = fwrite(md.s, 1, md.len, f) == md.len;
+			ok &= fclose(f) == 0;
+			if (ok && rename(tmp, md_path) == 0)
+				rc = 0;
+		} else if (fd >= 0)
+			close(fd);
+		if (rc)
+			snprintf(err, errlen, "%s: cannot write: %s", md_path, strerror(errno));
+		if (rc && fd >= 0)
+			unlink(tmp);
+		free(tmp);
+	} else
+		snprintf(err, errlen, "out of memory");
+	free(md.s);
+	return rc;
+}

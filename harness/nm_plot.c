@@ -1,0 +1,1044 @@
+/*
+ * nm_plot.c — plots/<case>.png and .svg from the sweep's CSV, by gnuplot.
+ *
+ * Why the data are reshaped here and not in gnuplot: inf, NaN and zero
+ * cannot sit on a log axis, and those are exactly the points a stability
+ * plot is about. So C clamps them to the plot's edges (non-finite to the
+ * top, zero to the bottom) and the point's symbol says the status; gnuplot
+ * only draws. Heat map cells are drawn as boxes whose edges C computes
+ * (midpoints, in log space for a log axis), so any grid works, lists too.
+ *
+ * Determinism: the pngcairo and svg terminals write no date or host; the
+ * size and the font are fixed; the data are printed with %.17g. A rerun on
+ * the same CSV rewrites the same bytes (tests/check_plot.c compares them).
+ * Script and data go through temporary files next to the outputs, and each
+ * output is written to a temporary name and renamed into place.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "nm_parse.h"
+#include "nm_plot.h"
+
+static int perr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int perr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- CSV (RFC 4180) ---- */
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *s = malloc(cap);
+	while (s) {
+		if (n + 4096 + 1 > cap) {
+			char *t = realloc(s, cap *= 2);
+			if (!t) {
+				free(s);
+				s = NULL;
+				break;
+			}
+			s = t;
+		}
+		size_t k = fread(s + n, 1, cap - n - 1, f);
+		n += k;
+		if (k == 0)
+			break;
+	}
+	if (s && ferror(f)) {
+		free(s);
+		s = NULL;
+	}
+	fclose(f);
+	if (s) {
+		s[n] = 0;
+		*len = n;
+	}
+	return s;
+}
+
+void nm_csv_free(nm_csv *t)
+{
+	if (t->cell)
+		for (size_t i = 0; i < t->nrec * t->ncols; i++)
+			free(t->cell[i]);
+	free(t->cell);
+	memset(t, 0, sizeof *t);
+}
+
+int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof *t);
+	size_t len;
+	char *s = slurp(path, &len);
+	if (!s)
+		return perr(err, errlen, "%s: %s", path, strerror(errno ? errno : ENOMEM));
+	size_t cap = 0, n = 0, line = 1, fields = 0;
+	char *fbuf = malloc(len + 1);
+	int rc = fbuf ? 0 : perr(err, errlen, "%s: out of memory", path);
+	size_t i = 0;
+	while (rc == 0 && i < len) {
+		/* one field */
+		size_t fl = 0;
+		if (s[i] == '"') {
+			for (i++;; i++) {
+				if (i >= len) {
+					rc = perr(err, errlen, "%s:%zu: unterminated quoted field", path, line);
+					break;
+				}
+				if (s[i] == '"') {
+					if (i + 1 < len && s[i + 1] == '"')
+						fbuf[fl++] = s[i++];
+					else {
+						i++;
+						break;
+					}
+				} else {
+					if (s[i] == '\n')
+						line++;
+					fbuf[fl++] = s[i];
+				}
+			}
+		} else {
+			while (i < len && s[i] != ',' && s[i] != '\n' && s[i] != '\r')
+				fbuf[fl++] = s[i++];
+		}
+		if (rc)
+			break;
+		fbuf[fl] = 0;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 256;
+			char **c = realloc(t->cell, cap * sizeof *c);
+			if (!c) {
+				rc = perr(err, errlen, "%s: out of memory", path);
+				break;
+			}
+			t->cell = c;
+		}
+		if (!(t->cell[n] = strdup(fbuf))) {
+			rc = perr(err, errlen, "%s: out of memory", path);
+			break;
+		}
+		n++;
+		fields++;
+		if (i < len && s[i] == ',') {
+			i++;
+			continue;
+		}
+		/* end of record */
+		if (i < len && s[i] == '\r')
+			i++;
+		if (i < len && s[i] == '\n')
+			i++;
+		if (t->nrec == 0)
+			t->ncols = fields;
+		else if (fields != t->ncols)
+			rc = perr(err, errlen, "%s:%zu: %zu fields, the header has %zu", path, line,
+			          fields, t->ncols);
+		t->nrec++;
+		fields = 0;
+		line++;
+	}
+	if (rc == 0 && fields)
+		rc = perr(err, errlen, "%s:%zu: incomplete record", path, line);
+	if (rc == 0 && t->nrec == 0)
+		rc = perr(err, errlen, "%s: empty file (no header)", path);
+	free(fbuf);
+	free(s);
+	if (rc) {
+		for (size_t k = 0; k < n; k++)
+			free(t->cell[k]);
+		free(t->cell);
+		memset(t, 0, sizeof *t);
+	}
+	return rc;
+}
+
+int nm_csv_col(const nm_csv *t, const char *name)
+{
+	for (size_t j = 0; j < t->ncols; j++)
+		if (strcmp(t->cell[j], name) == 0)
+			return (int)j;
+	return -1;
+}
+
+const char *nm_csv_get(const nm_csv *t, size_t r, int col)
+{
+	if (col < 0 || (size_t)col >= t->ncols || r + 1 >= t->nrec)
+		return "";
+	return t->cell[(r + 1) * t->ncols + (size_t)col];
+}
+
+double nm_csv_num(const char *s)
+{
+	if (!s || !*s)
+		return NAN;
+	char *end;
+	double v = strtod(s, &end);
+	return *end ? NAN : v;
+}
+
+static const char *const st_names[] = {"ok", "underflow", "overflow", "inf", "nan"};
+
+int nm_status_code(const char *s)
+{
+	for (int i = 0; i < 5; i++)
+		if (strcmp(s, st_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- the [plot] section ---- */
+
+static const char *const plot_keys[] = {"type", "y", "x", "logx", "logy", "series",
+                                        "title", "xlabel", "ylabel", "backend", NULL};
+
+static const char *kv_get(const nm_case *c, const char *key)
+{
+	for (size_t i = 0; i < c->nkv; i++)
+		if (strcmp(c->kv[i].section, "plot") == 0 && strcmp(c->kv[i].key, key) == 0)
+			return c->kv[i].value;
+	return NULL;
+}
+
+static bool is_ident(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!(*s == '_' || *s == '.' || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') ||
+		      (*s >= 'A' && *s <= 'Z')))
+			return false;
+	return true;
+}
+
+static int check_one(const nm_case *c, const nm_case_kv *kv, char *err, size_t errlen)
+{
+	const char *v = kv->value ? kv->value : "";
+	bool known = false;
+	for (int k = 0; plot_keys[k]; k++)
+		known |= strcmp(kv->key, plot_keys[k]) == 0;
+	if (!known)
+		return perr(err, errlen,
+		            "%s:%d: key '%s': unknown in [plot] (type y x logx logy series title "
+		            "xlabel ylabel backend)",
+		            c->path, kv->line, kv->key);
+	if (strcmp(kv->key, "type") == 0 && strcmp(v, "lines") != 0 && strcmp(v, "heatmap") != 0)
+		return perr(err, errlen, "%s:%d: key 'type': '%s' is not lines or heatmap", c->path,
+		            kv->line, v);
+	if (strcmp(kv->key, "type") == 0 && strcmp(v, "heatmap") == 0 && c->naxes != 2)
+		return perr(err, errlen, "%s:%d: key 'type': a heat map needs two axes", c->path,
+		            kv->line);
+	if ((strcmp(kv->key, "logx") == 0 || strcmp(kv->key, "logy") == 0) &&
+	    strcmp(v, "yes") != 0 && strcmp(v, "no") != 0 && strcmp(v, "auto") != 0)
+		return perr(err, errlen, "%s:%d: key '%s': '%s' is not yes, no or auto", c->path,
+		            kv->line, kv->key, v);
+	if (strcmp(kv->key, "y") == 0 && !is_ident(v))
+		return perr(err, errlen,
+		            "%s:%d: key 'y': '%s' is not a results column (status, NAME.rel_err, ...)",
+		            c->path, kv->line, v);
+	if (strcmp(kv->key, "backend") == 0 && strcmp(v, "fast") != 0 && strcmp(v, "exact") != 0)
+		return perr(err, errlen, "%s:%d: key 'backend': '%s' is not fast or exact", c->path,
+		            kv->line, v);
+	if (strcmp(kv->key, "x") == 0) {
+		bool found = false;
+		for (size_t a = 0; a < c->naxes; a++)
+			found |= strcmp(c->axes[a].name, v) == 0;
+		if (!found)
+			return perr(err, errlen, "%s:%d: key 'x': '%s' is not an axis of the case",
+			            c->path, kv->line, v);
+	}
+	if (strcmp(kv->key, "series") == 0) {
+		bool found = false;
+		for (size_t s = 0; s < c->nseries; s++)
+			found |= strcmp(c->series[s], v) == 0;
+		if (!found)
+			return perr(err, errlen,
+			            "%s:%d: key 'series': '%s' is not in the case's series list",
+			            c->path, kv->line, v);
+	}
+	return 0;
+}
+
+int nm_plot_check(const nm_case *c, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < c->nkv; i++)
+		if (strcmp(c->kv[i].section, "plot") == 0 && check_one(c, &c->kv[i], err, errlen))
+			return -1;
+	return 0;
+}
+
+/* ---- groups of points ---- */
+
+typedef struct {
+	double x, y, z; /* z: the heat map's second axis */
+	int st;
+} pl_pt;
+
+typedef struct {
+	char label[256];
+	size_t variant, policy; /* indexes of the first row's names */
+	size_t other;           /* 2-D lines: index of the other axis's value */
+	pl_pt *p;
+	size_t n, cap;
+} pl_group;
+
+typedef struct {
+	pl_group *g;
+	size_t n;
+} pl_set;
+
+static void set_free(pl_set *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->g[i].p);
+	free(s->g);
+	memset(s, 0, sizeof *s);
+}
+
+static pl_group *set_find(pl_set *s, const char *label)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->g[i].label, label) == 0)
+			return &s->g[i];
+	pl_group *g = realloc(s->g, (s->n + 1) * sizeof *g);
+	if (!g)
+		return NULL;
+	s->g = g;
+	g = &s->g[s->n++];
+	memset(g, 0, sizeof *g);
+	snprintf(g->label, sizeof g->label, "%s", label);
+	return g;
+}
+
+static int group_add(pl_group *g, pl_pt p)
+{
+	if (g->n == g->cap) {
+		size_t cap = g->cap ? 2 * g->cap : 64;
+		pl_pt *q = realloc(g->p, cap * sizeof *q);
+		if (!q)
+			return -1;
+		g->p = q;
+		g->cap = cap;
+	}
+	g->p[g->n++] = p;
+	return 0;
+}
+
+static size_t name_index(char **names, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], s) == 0)
+			return i;
+	return 0;
+}
+
+/* A policy as a label: "storage=" is what every policy starts with. */
+static const char *short_policy(const char *p)
+{
+	return strncmp(p, "storage=", 8) == 0 ? p + 8 : p;
+}
+
+/* ---- gnuplot output helpers ---- */
+
+/* A gnuplot single-quoted string ('' is a quote). */
+static void gq(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputc('\'', f);
+		if (*s != '\n')
+			fputc(*s, f);
+	}
+	fputc('\'', f);
+}
+
+static bool want_log(const char *opt, double lo, double hi)
+{
+	if (opt && strcmp(opt, "yes") == 0)
+		return lo > 0;
+	if (opt && strcmp(opt, "no") == 0)
+		return false;
+	return lo > 0 && hi / lo >= 100;
+}
+
+/* Point types per status, drawn in every line's colour. */
+static const int st_pt[] = {7, 11, 9, 5, 3};
+static const char *const st_rgb[] = {"#4daf4a", "#80b1d3", "#ff7f00", "#e41a1c", "#6a3d9a"};
+static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
+                                      "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+                                      "#000080", "#006400"};
+#define NCOLOURS (sizeof colours / sizeof colours[0])
+
+typedef struct {
+	const nm_case *c;
+	const char *ycol, *title, *xlabel, *ylabel;
+	bool logx, logy, heat, ystatus, series; /* series: lines only, no status */
+	const pl_set *strip; /* a status strip: one row per line of these groups */
+	double floor, ceil; /* where zero and non-finite y are drawn */
+	double hx0, hx1, hy0, hy1; /* heat map: the outer cell edges */
+	size_t nvar, npol; /* distinct variants / policies present (heat map layout) */
+	const char *xname, *zname;
+	bool zlog;
+} pl_spec;
+
+static void lines_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *dat)
+{
+	fprintf(f, "set title ");
+	gq(f, sp->title);
+	fprintf(f, "\nset xlabel ");
+	gq(f, sp->xlabel);
+	fprintf(f, "\nset ylabel ");
+	gq(f, sp->ylabel);
+	fprintf(f, "\nset key outside right top spacing 0.9\nset grid\n");
+	fprintf(f, sp->logx ? "set logscale x\nset format x '%%g'\n" : "unset logscale x\n");
+	fprintf(f, sp->logy ? "set logscale y\nset format y '%%.0e'\n" : "unset logscale y\n");
+	if (sp->ystatus)
+		fprintf(f, "set yrange [-0.5:4.5]\nset ytics ('ok' 0, 'underflow' 1, 'overflow' 2, "
+		           "'inf' 3, 'nan' 4)\n");
+	else
+		fprintf(f, "set yrange [%.17g:%.17g]\n", sp->floor, sp->ceil);
+	fprintf(f, "set autoscale xfix\nplot ");
+	/* colour: the policy (or the line, for one policy); dashes: the variant and
+	 * the other axis's value */
+	size_t nv = sp->c->nvariants ? sp->c->nvariants : 1;
+	for (size_t i = 0; i < s->n; i++) {
+		const pl_group *g = &s->g[i];
+		size_t col = sp->c->npolicies > 1 ? g->policy : i;
+		const char *rgb = colours[col % NCOLOURS];
+		fprintf(f, "%s", i ? ", \\\n  " : "");
+		gq(f, dat);
+		fprintf(f, " index %zu using 1:2 with lines lw 1.5 dt %zu lc rgb '%s' title ", i,
+		        (g->other * nv + g->variant) % 5 + 1, rgb);
+		gq(f, g->label);
+		if (!sp->series)
+			fprintf(f, ", '' index %zu using 1:2:3 with points pt variable ps 0.8 lc rgb '%s' "
+			           "notitle",
+			        i, rgb);
+	}
+	for (int st = 0; st < 5 && !sp->series; st++)
+		fprintf(f, ", NaN with points pt %d lc rgb 'black' title 'point: %s'", st_pt[st],
+		        st_names[st]);
+	if (!sp->ystatus && !sp->series)
+		fprintf(f, ", NaN with dots lc rgb 'white' title 'top edge: inf/nan, bottom: 0'");
+	fprintf(f, "\n");
+}
+
+static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *dat)
+{
+	fprintf(f, "set multiplot layout %zu,%zu title ", sp->nvar, sp->npol);
+	char t[512];
+	if (sp->zname)
+		snprintf(t, sizeof t, "%s — colour: %s (grey: inf/nan)", sp->title, sp->zname);
+	else
+		snprintf(t, sizeof t,
+		         "%s — green ok, blue underflow, orange overflow, red inf, purple nan",
+		         sp->title);
+	gq(f, t);
+	fprintf(f, "\nset key off\nunset grid\n");
+	fprintf(f, sp->logx ? "set logscale x\nset format x '1e%%L'\n" : "unset logscale x\n");
+	fprintf(f, sp->logy ? "set logscale y\nset format y '1e%%L'\n" : "unset logscale y\n");
+	fprintf(f, "set xrange [%.17g:%.17g]\nset yrange [%.17g:%.17g]\nset xtics rotate by -45\n",
+	        sp->hx0, sp->hx1, sp->hy0, sp->hy1);
+	if (sp->zname) {
+		fprintf(f, "set palette rgbformulae 33,13,10\n");
+		fprintf(f, sp->zlog ? "set logscale cb\nset format cb '%%.0e'\n" : "unset logscale cb\n");
+		fprintf(f, "set colorbox\n");
+	} else
+		fprintf(f, "unset colorbox\n");
+	fprintf(f, "set xlabel ");
+	gq(f, sp->xlabel);
+	fprintf(f, "\nset ylabel ");
+	gq(f, sp->ylabel);
+	fprintf(f, "\n");
+	if (sp->strip) {
+		/* one row per line, the first on top */
+		fprintf(f, "set yrange [%.17g:%.17g]\nset ytics (", sp->hy1, sp->hy0);
+		for (size_t i = 0; i < sp->strip->n; i++) {
+			fprintf(f, "%s", i ? ", " : "");
+			gq(f, sp->strip->g[i].label);
+			fprintf(f, " %zu", i);
+		}
+		fprintf(f, ")\nset ytics scale 0\n");
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		fprintf(f, "set title ");
+		gq(f, s->g[i].label);
+		fprintf(f, "\nplot ");
+		gq(f, dat);
+		if (sp->zname)
+			fprintf(f, " index %zu using 1:2:3:4:5:6:7 with boxxyerror fs solid 1.0 noborder "
+			           "lc palette notitle, '' index %zu using 1:2:3:4:5:6:8 with boxxyerror fs "
+			           "solid 1.0 noborder lc rgb variable notitle\n",
+			        2 * i, 2 * i + 1);
+		else
+			fprintf(f, " index %zu using 1:2:3:4:5:6:8 with boxxyerror fs solid 1.0 noborder "
+			           "lc rgb variable notitle\n",
+			        2 * i + 1);
+	}
+	fprintf(f, "unset multiplot\n");
+}
+
+/* Cell edges of sorted distinct values v[0..n) (in log space when lg). */
+static void edges(const double *v, size_t n, bool lg, size_t i, double *lo, double *hi)
+{
+	double a = lg ? log(v[i]) : v[i];
+	double left, right;
+	if (n == 1) {
+		left = a - (lg ? log(2) : 0.5);
+		right = a + (lg ? log(2) : 0.5);
+	} else {
+		double prev = i ? (lg ? log(v[i - 1]) : v[i - 1]) : 0;
+		double next = i + 1 < n ? (lg ? log(v[i + 1]) : v[i + 1]) : 0;
+		left = i ? (a + prev) / 2 : a - ((lg ? log(v[1]) : v[1]) - a) / 2;
+		right = i + 1 < n ? (a + next) / 2 : a + (a - (lg ? log(v[n - 2]) : v[n - 2])) / 2;
+	}
+	*lo = lg ? exp(left) : left;
+	*hi = lg ? exp(right) : right;
+}
+
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Distinct sorted values of one coordinate of every point. */
+static double *distinct(const pl_set *s, bool second, size_t *n)
+{
+	size_t tot = 0;
+	for (size_t i = 0; i < s->n; i++)
+		tot += s->g[i].n;
+	double *v = malloc((tot ? tot : 1) * sizeof *v);
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t j = 0; j < s->g[i].n; j++)
+			v[k++] = second ? s->g[i].p[j].z : s->g[i].p[j].x;
+	qsort(v, k, sizeof *v, cmpd);
+	size_t m = 0;
+	for (size_t i = 0; i < k; i++)
+		if (m == 0 || v[m - 1] != v[i])
+			v[m++] = v[i];
+	*n = m;
+	return v;
+}
+
+static size_t find_d(const double *v, size_t n, double x)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return i;
+	return 0;
+}
+
+static int write_heat_data(FILE *f, pl_spec *sp, const pl_set *s)
+{
+	size_t nx, ny;
+	double *vx = distinct(s, false, &nx), *vy = distinct(s, true, &ny);
+	if (!vx || !vy || !nx || !ny) {
+		free(vx);
+		free(vy);
+		return -1;
+	}
+	double t;
+	edges(vx, nx, sp->logx, 0, &sp->hx0, &t);
+	edges(vx, nx, sp->logx, nx - 1, &t, &sp->hx1);
+	edges(vy, ny, sp->logy, 0, &sp->hy0, &t);
+	edges(vy, ny, sp->logy, ny - 1, &t, &sp->hy1);
+	for (size_t i = 0; i < s->n; i++) {
+		const pl_group *g = &s->g[i];
+		/* block 2i: finite metric cells; block 2i+1: the others (status colours) */
+		for (int pass = 0; pass < 2; pass++) {
+			size_t rows = 0;
+			for (size_t j = 0; j < g->n; j++) {
+				const pl_pt *p = &g->p[j];
+				bool fin = sp->zname && isfinite(p->y) && (!sp->zlog || p->y > 0);
+				if (fin != (pass == 0))
+					continue;
+				double xl, xh, yl, yh;
+				edges(vx, nx, sp->logx, find_d(vx, nx, p->x), &xl, &xh);
+				edges(vy, ny, sp->logy, find_d(vy, ny, p->z), &yl, &yh);
+				unsigned rgb = 0xbbbbbb;
+				if (!sp->zname && p->st >= 0)
+					rgb = (unsigned)strtoul(st_rgb[p->st] + 1, NULL, 16);
+				else if (sp->zname && isfinite(p->y) && p->y <= 0)
+					rgb = 0x000000;
+				fprintf(f, "%.17g %.17g %.17g %.17g %.17g %.17g %.17g %u\n", p->x, p->z, xl,
+				        xh, yl, yh, fin ? p->y : 0.0, rgb);
+				rows++;
+			}
+			if (rows == 0) /* gnuplot wants every block non-empty */
+				fprintf(f, "NaN NaN NaN NaN NaN NaN NaN 0\n");
+			fprintf(f, "\n\n");
+		}
+	}
+	free(vx);
+	free(vy);
+	return ferror(f) ? -1 : 0;
+}
+
+static int write_lines_data(FILE *f, const pl_spec *sp, const pl_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const pl_group *g = &s->g[i];
+		for (size_t j = 0; j < g->n; j++) {
+			const pl_pt *p = &g->p[j];
+			double y = p->y;
+			if (sp->ystatus)
+				y = p->st;
+			else if (!isfinite(y))
+				y = sp->ceil;
+			else if (sp->logy && y <= 0)
+				y = sp->floor;
+			fprintf(f, "%.17g %.17g %d\n", p->x, y, p->st >= 0 ? st_pt[p->st] : 1);
+		}
+		if (g->n == 0)
+			fprintf(f, "NaN NaN 1\n");
+		fprintf(f, "\n\n");
+	}
+	return ferror(f) ? -1 : 0;
+}
+
+/* ---- running gnuplot ---- */
+
+static bool find_prog(const char *name, char *out, size_t outlen)
+{
+	if (strchr(name, '/')) {
+		snprintf(out, outlen, "%s", name);
+		return access(name, X_OK) == 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/bin:/bin";
+	while (*path) {
+		size_t l = strcspn(path, ":");
+		snprintf(out, outlen, "%.*s/%s", (int)l, path, name);
+		if (l && access(out, X_OK) == 0)
+			return true;
+		path += l + (path[l] == ':');
+	}
+	return false;
+}
+
+static int run_gnuplot(const char *prog, const char *script, const char *errpath, char *err,
+                       size_t errlen)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return perr(err, errlen, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execl(prog, prog, script, (char *)NULL);
+		_exit(127);
+	}
+	int ws;
+	while (waitpid(pid, &ws, 0) < 0)
+		if (errno != EINTR)
+			return perr(err, errlen, "waitpid: %s", strerror(errno));
+	if (WIFEXITED(ws) && WEXITSTATUS(ws) == 0)
+		return 0;
+	/* the last line gnuplot printed says why */
+	char last[400] = "", line[400];
+	FILE *e = fopen(errpath, "r");
+	while (e && fgets(line, sizeof line, e))
+		if (strspn(line, " \t\r\n^") < strlen(line))
+			snprintf(last, sizeof last, "%s", line);
+	if (e)
+		fclose(e);
+	last[strcspn(last, "\r\n")] = 0;
+	return perr(err, errlen, "gnuplot failed (%s %d)%s%s",
+	            WIFEXITED(ws) ? "exit status" : "signal",
+	            WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), *last ? ": " : "", last);
+}
+
+/* ---- reading the results into groups ---- */
+
+static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, const char *series,
+                       const char *backend, pl_set *s, const char *path, char *err,
+                       size_t errlen)
+{
+	int cv = nm_csv_col(t, "variant"), cp = nm_csv_col(t, "policy");
+	int cb = nm_csv_col(t, "backend"), cs = nm_csv_col(t, "status");
+	int ca[NM_CASE_MAX_AXES];
+	if (cv < 0 || cp < 0)
+		return perr(err, errlen, "%s: no variant or policy column", path);
+	size_t xa = 0;
+	for (size_t a = 0; a < c->naxes; a++) {
+		ca[a] = nm_csv_col(t, c->axes[a].name);
+		if (ca[a] < 0)
+			return perr(err, errlen, "%s: no column for axis '%s'", path, c->axes[a].name);
+		if (sp->xname && strcmp(sp->xname, c->axes[a].name) == 0)
+			xa = a;
+	}
+	int cy = -1, co = -1, ci = -1;
+	if (series) {
+		co = nm_csv_col(t, "output");
+		ci = nm_csv_col(t, "index");
+		cy = nm_csv_col(t, "value");
+		if (co < 0 || ci < 0 || cy < 0)
+			return perr(err, errlen, "%s: no output, index or value column", path);
+	} else if (!sp->ystatus) {
+		cy = nm_csv_col(t, sp->ycol);
+		if (cy < 0)
+			return perr(err, errlen, "%s: no column '%s' (the [plot] y of %s)", path,
+			            sp->ycol, c->path);
+	}
+	if (!series && cs < 0)
+		return perr(err, errlen, "%s: no status column", path);
+	for (size_t r = 0; r + 1 < t->nrec; r++) {
+		if (cb >= 0 && strcmp(nm_csv_get(t, r, cb), backend) != 0)
+			continue;
+		if (series && strcmp(nm_csv_get(t, r, co), series) != 0)
+			continue;
+		const char *v = nm_csv_get(t, r, cv), *p = nm_csv_get(t, r, cp);
+		char label[256];
+		int l = 0;
+		if (c->nvariants > 1)
+			l += snprintf(label + l, sizeof label - (size_t)l, "%s ", v);
+		if (c->npolicies > 1 || c->nvariants <= 1)
+			l += snprintf(label + l, sizeof label - (size_t)l, "%s ", short_policy(p));
+		pl_pt pt = {0};
+		if (series) {
+			for (size_t a = 0; a < c->naxes; a++)
+				l += snprintf(label + l, sizeof label - (size_t)l, "%s=%s ", c->axes[a].name,
+				              nm_csv_get(t, r, ca[a]));
+			pt.x = nm_csv_num(nm_csv_get(t, r, ci)) + 1;
+			pt.z = c->naxes ? nm_csv_num(nm_csv_get(t, r, ca[0])) : 0;
+			pt.st = -1;
+		} else {
+			if (!sp->heat && c->naxes == 2)
+				l += snprintf(label + l, sizeof label - (size_t)l, "%s=%s ",
+				              c->axes[1 - xa].name, nm_csv_get(t, r, ca[1 - xa]));
+			pt.x = c->naxes ? nm_csv_num(nm_csv_get(t, r, ca[xa])) : 0;
+			pt.z = c->naxes == 2 ? nm_csv_num(nm_csv_get(t, r, ca[1 - xa])) : 0;
+			pt.st = nm_status_code(nm_csv_get(t, r, cs));
+		}
+		if (l > 0 && label[l - 1] == ' ')
+			label[--l] = 0;
+		pt.y = cy >= 0 ? nm_csv_num(nm_csv_get(t, r, cy)) : pt.st;
+		pl_group *g = set_find(s, label);
+		if (!g || group_add(g, pt))
+			return perr(err, errlen, "out of memory");
+		if (g->n == 1) {
+			g->variant = name_index(c->variants, c->nvariants, v);
+			g->policy = name_index(c->policy_specs, c->npolicies, p);
+			/* a series line: its first axis's value; 2-D lines: the other axis's */
+			const nm_axis *o = series && c->naxes ? &c->axes[0]
+			                   : c->naxes == 2    ? &c->axes[1 - xa]
+			                                      : NULL;
+			for (size_t k = 0; o && k < o->nvalues; k++)
+				if (o->values[k] == pt.z)
+					g->other = k;
+			for (size_t k = 0; o && k < o->nquick; k++)
+				if (o->quick[k] == pt.z)
+					g->other = k;
+		}
+	}
+	if (s->n == 0)
+		return perr(err, errlen, "%s: no rows for backend %s", path, backend);
+	return 0;
+}
+
+static int make_tmp(char *buf, size_t len, const char *dir, const char *name, const char *what,
+                    FILE **f)
+{
+	snprintf(buf, len, "%s/.%s.%s.XXXXXX", dir, name, what);
+	int fd = mkstemp(buf);
+	if (fd < 0)
+		return -1;
+	*f = fdopen(fd, "w");
+	if (!*f) {
+		close(fd);
+		unlink(buf);
+		return -1;
+	}
+	return 0;
+}
+
+int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_dir, char *err,
+                 size_t errlen)
+{
+	const char *gpname = getenv("NANMAP_GNUPLOT");
+	char prog[1024];
+	if (!find_prog(gpname && *gpname ? gpname : "gnuplot", prog, sizeof prog))
+		return perr(err, errlen,
+		            "gnuplot not found%s%s (install the Debian package gnuplot-nox)",
+		            gpname && *gpname ? ": " : "", gpname && *gpname ? gpname : "");
+	if (nm_plot_check(c, err, errlen))
+		return -1;
+	pl_spec sp = {.c = c};
+	const char *series = kv_get(c, "series");
+	const char *type = kv_get(c, "type");
+	const char *backend = kv_get(c, "backend");
+	if (!backend)
+		backend = "fast";
+	sp.series = series != NULL;
+	sp.heat = !series && (type ? strcmp(type, "heatmap") == 0 : c->naxes == 2);
+	sp.ycol = kv_get(c, "y");
+	sp.xname = kv_get(c, "x");
+	if (!sp.xname && c->naxes)
+		sp.xname = c->axes[0].name;
+	sp.title = kv_get(c, "title");
+	if (!sp.title)
+		sp.title = *c->title ? c->title : c->name;
+
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s%s.csv", results_dir, c->name, series ? "-series" : "");
+	nm_csv t;
+	if (nm_csv_read(path, &t, err, errlen))
+		return -1;
+	if (!sp.ycol && !series) {
+		/* default: heat maps show the status, lines the first relative error */
+		sp.ycol = "status";
+		for (size_t j = 0; !sp.heat && j < t.ncols; j++) {
+			size_t l = strlen(t.cell[j]);
+			if (l > 8 && strcmp(t.cell[j] + l - 8, ".rel_err") == 0) {
+				sp.ycol = t.cell[j];
+				break;
+			}
+		}
+	}
+	sp.ystatus = !series && strcmp(sp.ycol, "status") == 0;
+	if (sp.heat && !sp.ystatus)
+		sp.zname = sp.ycol;
+
+	pl_set s = {0};
+	int rc = load_points(&sp, c, &t, series, backend, &s, path, err, errlen);
+	char dat[1100] = "", gp[1100] = "", elog[1100] = "", tpng[1100], tsvg[1100];
+	char opng[1100], osvg[1100];
+	FILE *fd = NULL, *fs = NULL;
+	if (rc)
+		goto out;
+	pl_set strip = {0};
+	if (!sp.heat && sp.ystatus && !series) {
+		/* status along one axis: a strip chart, a row of cells per line */
+		pl_group *g = set_find(&strip, "");
+		for (size_t i = 0; g && i < s.n; i++)
+			for (size_t j = 0; j < s.g[i].n; j++) {
+				pl_pt p = s.g[i].p[j];
+				p.z = (double)i;
+				if (group_add(g, p)) {
+					g = NULL;
+					break;
+				}
+			}
+		if (!g) {
+			rc = perr(err, errlen, "out of memory");
+			set_free(&strip);
+			goto out;
+		}
+		pl_set t2 = s;
+		s = strip;
+		strip = t2; /* keeps the lines' labels */
+		sp.strip = &strip;
+		sp.heat = true;
+	}
+	/* ranges */
+	double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+	double zmin = INFINITY, zmax = -INFINITY, ypos = INFINITY;
+	bool any_y = false;
+	for (size_t i = 0; i < s.n; i++)
+		for (size_t j = 0; j < s.g[i].n; j++) {
+			const pl_pt *p = &s.g[i].p[j];
+			xmin = fmin(xmin, p->x);
+			xmax = fmax(xmax, p->x);
+			zmin = fmin(zmin, p->z);
+			zmax = fmax(zmax, p->z);
+			if (isfinite(p->y)) {
+				any_y = true;
+				ymin = fmin(ymin, p->y);
+				ymax = fmax(ymax, p->y);
+				if (p->y > 0)
+					ypos = fmin(ypos, p->y);
+			}
+		}
+	const char *lx = kv_get(c, "logx"), *ly = kv_get(c, "logy");
+	sp.logx = want_log(lx, xmin, xmax);
+	if (sp.heat) {
+		sp.logy = !sp.strip && want_log(ly, zmin, zmax);
+		sp.zlog = sp.zname && ypos < INFINITY && want_log(NULL, ypos, ymax);
+	} else if (!sp.ystatus) {
+		sp.logy = ypos < INFINITY && want_log(ly, ypos, ymax) &&
+		          !(ly && strcmp(ly, "no") == 0);
+		if (ly && strcmp(ly, "yes") == 0 && ypos < INFINITY)
+			sp.logy = true;
+		if (!any_y) {
+			sp.floor = sp.logy ? 0.1 : -1;
+			sp.ceil = sp.logy ? 10 : 1;
+		} else if (sp.logy) {
+			sp.floor = ypos / 10;
+			sp.ceil = ymax * 10;
+		} else {
+			double span = ymax > ymin ? ymax - ymin : fabs(ymax) > 0 ? fabs(ymax) : 1;
+			sp.floor = ymin - 0.08 * span;
+			sp.ceil = ymax + 0.08 * span;
+		}
+	}
+	sp.xlabel = kv_get(c, "xlabel");
+	if (!sp.xlabel)
+		sp.xlabel = series ? "step" : sp.xname ? sp.xname : "";
+	sp.ylabel = kv_get(c, "ylabel");
+	if (!sp.ylabel)
+		sp.ylabel = series ? series
+		            : sp.strip ? ""
+		            : sp.heat ? (c->naxes == 2 ? c->axes[1].name : "")
+		                       : sp.ycol;
+	if (sp.strip) {
+		sp.nvar = sp.npol = 1;
+	} else if (sp.heat) {
+		/* panels: rows = variants, columns = policies present */
+		bool vs[256] = {false}, ps[256] = {false};
+		for (size_t i = 0; i < s.n; i++) {
+			vs[s.g[i].variant % 256] = true;
+			ps[s.g[i].policy % 256] = true;
+		}
+		for (size_t i = 0; i < 256; i++) {
+			sp.nvar += vs[i];
+			sp.npol += ps[i];
+		}
+		if (sp.nvar * sp.npol < s.n) {
+			sp.nvar = 1;
+			sp.npol = s.n;
+		}
+	}
+
+	if (make_tmp(dat, sizeof dat, plots_dir, c->name, "dat", &fd) ||
+	    make_tmp(gp, sizeof gp, plots_dir, c->name, "gp", &fs)) {
+		rc = perr(err, errlen, "%s: cannot create a temporary file: %s", plots_dir,
+		          strerror(errno));
+		goto out;
+	}
+	rc = sp.heat ? write_heat_data(fd, &sp, &s) : write_lines_data(fd, &sp, &s);
+	if (fclose(fd) != 0 || rc) {
+		fd = NULL;
+		rc = perr(err, errlen, "%s: write failed", dat);
+		goto out;
+	}
+	fd = NULL;
+	snprintf(opng, sizeof opng, "%s/%s.png", plots_dir, c->name);
+	snprintf(osvg, sizeof osvg, "%s/%s.svg", plots_dir, c->name);
+	snprintf(tpng, sizeof tpng, "%s/.%s.png.tmp", plots_dir, c->name);
+	snprintf(tsvg, sizeof tsvg, "%s/.%s.svg.tmp", plots_dir, c->name);
+	int w, h;
+	if (sp.strip) {
+		w = 1100;
+		h = (int)(sp.strip->n * 16 + 150);
+	} else if (sp.heat) {
+		w = (int)(sp.npol * 330 + 60);
+		h = (int)(sp.nvar * 280 + 70);
+	} else {
+		w = 1100;
+		h = 560 + (s.n > 24 ? (int)(s.n - 24) * 14 : 0);
+	}
+	for (int term = 0; term < 2; term++) {
+		if (term == 0)
+			fprintf(fs, "set terminal pngcairo size %d,%d font 'DejaVu Sans,9' noenhanced "
+			            "background rgb 'white'\nset output ",
+			        w, h);
+		else
+			fprintf(fs, "reset\nset terminal svg size %d,%d fixed font 'DejaVu Sans,9' "
+			            "noenhanced background rgb 'white'\nset output ",
+			        w, h);
+		gq(fs, term == 0 ? tpng : tsvg);
+		fprintf(fs, "\n");
+		if (sp.heat)
+			heat_body(fs, &sp, &s, dat);
+		else
+			lines_body(fs, &sp, &s, dat);
+		fprintf(fs, "unset output\n");
+	}
+	if (fclose(fs) != 0) {
+		fs = NULL;
+		rc = perr(err, errlen, "%s: write failed", gp);
+		goto out;
+	}
+	fs = NULL;
+	snprintf(elog, sizeof elog, "%s/.%s.log", plots_dir, c->name);
+	rc = run_gnuplot(prog, gp, elog, err, errlen);
+	if (rc == 0 && (rename(tpng, opng) != 0 || rename(tsvg, osvg) != 0))
+		rc = perr(err, errlen, "%s: rename failed: %s", plots_dir, strerror(errno));
+	unlink(tpng);
+	unlink(tsvg);
+	unlink(elog);
+out:
+	if (fd)
+		fclose(fd);
+	if (fs)
+		fclose(fs);
+	if (*dat)
+		unlink(dat);
+	if (*gp)
+		unlink(gp);
+	set_free(&s);
+	if (sp.strip)
+		set_free(&strip);
+	nm_csv_free(&t);
+	return rc;
+}
+
+/* ---- nanmap plot ---- */
+
+static const char plot_usage[] =
+    "usage: nanmap plot CASE.case [--results DIR] [--plots DIR]\n"
+    "\n"
+    "Redraw DIR/<case>.png and .svg (default plots/) from the sweep's CSV of\n"
+    "the case (default results/<case>.csv) with gnuplot, as its [plot]\n"
+    "section asks (cases/README.md). Nothing is recomputed.\n";
+
+int nm_plot_main(int argc, char **argv)
+{
+	const char *path = NULL, *results = "results", *plots = "plots";
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(plot_usage, stdout);
+			return fflush(stdout) ? nm_fail("write error: %s", strerror(errno)) : 0;
+		}
+		if (!strcmp(argv[i], "--results") || !strcmp(argv[i], "--plots")) {
+			if (i + 1 >= argc)
+				return nm_fail("%s needs a directory", argv[i]);
+			*(argv[i][2] == 'r' ? &results : &plots) = argv[i + 1];
+			i++;
+		} else if (argv[i][0] == '-' && argv[i][1])
+			return nm_fail("plot: unknown option '%s' (try: nanmap plot --help)", argv[i]);
+		else if (path)
+			return nm_fail("plot: one case file at a time ('%s' and '%s')", path, argv[i]);
+		else
+			path = argv[i];
+	}
+	if (!path)
+		return nm_fail("plot: missing CASE.case (try: nanmap plot --help)");
+	nm_case c;
+	char err[768];
+	if (nm_case_load(path, &c, err, sizeof err))
+		return nm_fail("%s", err);
+	int rc = nm_plot_case(&c, results, plots, err, sizeof err);
+	nm_case_free(&c);
+	return rc ? nm_fail("%s", err) : 0;
+}

@@ -1,0 +1,321 @@
+/*
+ * check_claims.c — the claims report (harness/nm_claims.c) decides each
+ * verdict from numbers: synthetic results for the real claim cases
+ * (cases/claims/, read from the source tree) give one verdict, and changing
+ * the number the rule turns on flips it. The report is written atomically
+ * and a rewrite of the same results gives the same bytes.
+ */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib.h"
+#include "nm_case.h"
+#include "nm_claims.h"
+
+static char tdir[] = "/tmp/nanmap-claims-XXXXXX";
+
+static const char *const claim_files[] = {
+    "fp16_range", "scaled_loss", "ce_logits", "layernorm_eps", "gradacc_divide",
+    "bf16_range", "bf16_precision", "sum_stall", "fp8_scaling",
+};
+#define NCASES ARRAY_SIZE(claim_files)
+static nm_case cases[NCASES];
+static nm_case *ptrs[NCASES];
+
+static void setup(void)
+{
+	strcpy(tdir, "/tmp/nanmap-claims-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tdir));
+	for (size_t i = 0; i < NCASES; i++) {
+		char p[256], err[512];
+		snprintf(p, sizeof p, "cases/claims/%s.case", claim_files[i]);
+		ck_assert_msg(nm_case_load(p, &cases[i], err, sizeof err) == 0,
+		              "%s (the suite runs from the source tree's root)", err);
+		ck_assert_msg(nm_claims_check(&cases[i], err, sizeof err) == 0, "%s", err);
+		ptrs[i] = &cases[i];
+	}
+}
+
+static void teardown(void)
+{
+	for (size_t i = 0; i < NCASES; i++)
+		nm_case_free(&cases[i]);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Write tdir/NAME.csv: the header, then the rows, up to a NULL. */
+static void csv(const char *name, const char *header, ...)
+{
+	char p[256];
+	snprintf(p, sizeof p, "%s/%s.csv", tdir, name);
+	FILE *f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%s\n", header);
+	va_list ap;
+	va_start(ap, header);
+	for (const char *r = va_arg(ap, const char *); r; r = va_arg(ap, const char *))
+		fprintf(f, "%s\n", r);
+	va_end(ap);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static void verdict(int id, const char *want)
+{
+	const char *got = nm_claim_verdict(id, ptrs, NCASES, tdir);
+	ck_assert_msg(strcmp(got, want) == 0, "claim %d: want %s, got %s", id, want, got);
+}
+
+#define THR_HDR "case,kernel,variant,policy,axis,event,last_ok,first_bad,real_boundary,first_failing_op"
+#define R1_HDR "case,kernel,variant,policy,x,backend,status,result.rel_err,result.maxabs"
+
+START_TEST(claim1_fp16_range)
+{
+	csv("fp16_range", R1_HDR,
+	    "fp16_range,accum,sum:seq,\"storage=fp32,accum=fp16\",1e-09,fast,underflow,1,0",
+	    "fp16_range,accum,sum:seq,\"storage=fp32,accum=fp16\",1e-07,fast,ok,0.1,1e-07",
+	    "fp16_range,accum,sum:seq,\"storage=fp32,accum=fp16\",1e-05,fast,ok,0.001,1e-05",
+	    "fp16_range,accum,sum:seq,\"storage=fp32,accum=fp16\",10000,fast,ok,0,10000",
+	    "fp16_range,accum,sum:seq,\"storage=fp32,accum=fp16\",100000,fast,inf,inf,0", NULL);
+	csv("thresholds", THR_HDR,
+	    "fp16_range,accum,sum:seq,\"storage=fp32,accum=fp16\",x,underflow,2.9802324164052159e-08,"
+	    "2.9802324164052152e-08,2.98e-08,-",
+	    "fp16_range,accum,sum:seq,\"storage=fp32,accum=fp16\",x,inf,65519.998046874993,"
+	    "65519.998046875,65520,cvt@to_accum",
+	    NULL);
+	verdict(1, "partly");
+	/* if values vanished right below 6e-5, the statement would hold */
+	csv("thresholds", THR_HDR,
+	    "fp16_range,accum,sum:seq,\"storage=fp32,accum=fp16\",x,underflow,6.1e-05,6.0e-05,6e-05,-",
+	    "fp16_range,accum,sum:seq,\"storage=fp32,accum=fp16\",x,inf,65519.998046874993,"
+	    "65519.998046875,65520,cvt@to_accum",
+	    NULL);
+	verdict(1, "true");
+}
+END_TEST
+
+#define R2_HDR "case,kernel,variant,policy,S,backend,status,grad.maxabs"
+
+START_TEST(claim2_scaled_loss)
+{
+	csv("scaled_loss", R2_HDR, "scaled_loss,accum,gradacc,storage=fp32,131072,fast,ok,1966080",
+	    "scaled_loss,accum,gradacc,\"storage=fp16,compute=fp32\",131072,fast,inf,0",
+	    "scaled_loss,accum,gradacc,storage=fp16,131072,fast,inf,0", NULL);
+	verdict(2, "partly");
+	csv("scaled_loss", R2_HDR, "scaled_loss,accum,gradacc,storage=fp32,131072,fast,inf,0",
+	    "scaled_loss,accum,gradacc,storage=fp16,131072,fast,inf,0", NULL);
+	verdict(2, "true");
+	csv("scaled_loss", R2_HDR, "scaled_loss,accum,gradacc,storage=fp32,131072,fast,ok,1966080",
+	    "scaled_loss,accum,gradacc,storage=fp16,131072,fast,ok,1966080", NULL);
+	verdict(2, "false");
+}
+END_TEST
+
+#define R3_HDR "case,kernel,variant,policy,logit_max,backend,status,loss.rel_err"
+
+START_TEST(claim3_ce)
+{
+	csv("ce_logits", R3_HDR, "ce_logits,softmax_ce,naive,storage=fp16,8,fast,ok,0.001",
+	    "ce_logits,softmax_ce,naive,storage=fp16,16,fast,nan,nan",
+	    "ce_logits,softmax_ce,lse,storage=fp16,16,fast,ok,0.05",
+	    "ce_logits,softmax_ce,maxsub,storage=fp16,16,fast,ok,0.05",
+	    "ce_logits,softmax_ce,naive,\"storage=fp16,compute=fp32\",100,fast,inf,inf",
+	    "ce_logits,softmax_ce,maxsub,\"storage=fp16,compute=fp32\",100,fast,ok,1e-8",
+	    "ce_logits,softmax_ce,lse,\"storage=fp16,compute=fp32\",100,fast,ok,1e-8", NULL);
+	verdict(3, "true");
+	csv("ce_logits", R3_HDR, "ce_logits,softmax_ce,naive,storage=fp16,16,fast,nan,nan",
+	    "ce_logits,softmax_ce,lse,\"storage=fp16,compute=fp32\",100,fast,overflow,1e-8", NULL);
+	verdict(3, "partly");
+}
+END_TEST
+
+#define R4_HDR "case,kernel,variant,policy,eps,backend,status,y.maxabs,dx.maxabs"
+
+START_TEST(claim4_layernorm)
+{
+	csv("layernorm_eps", R4_HDR, "layernorm_eps,layernorm,twopass,storage=fp16,1.0000000000000001e-05,fast,ok,0.357,328",
+	    "layernorm_eps,layernorm,twopass,storage=fp16,0.001,fast,ok,0.04,30", NULL);
+	verdict(4, "false");
+	csv("layernorm_eps", R4_HDR, "layernorm_eps,layernorm,twopass,storage=fp16,1.0000000000000001e-05,fast,ok,65504,328",
+	    "layernorm_eps,layernorm,twopass,storage=fp16,0.001,fast,ok,0.04,30", NULL);
+	verdict(4, "false"); /* 65504 is not above 65504 */
+	csv("layernorm_eps", R4_HDR, "layernorm_eps,layernorm,twopass,storage=fp16,1.0000000000000001e-05,fast,inf,0.357,328",
+	    "layernorm_eps,layernorm,twopass,storage=fp16,0.001,fast,ok,0.04,30", NULL);
+	verdict(4, "true");
+}
+END_TEST
+
+#define R5_HDR "case,kernel,variant,policy,m,divide,backend,status,grad.maxabs"
+#define P5 "\"storage=fp16,compute=fp32,accum=fp16\""
+
+START_TEST(claim5_gradacc)
+{
+	csv("gradacc_divide", R5_HDR, "gradacc_divide,accum,gradacc," P5 ",1,0,fast,ok,2000",
+	    "gradacc_divide,accum,gradacc," P5 ",1,1,fast,ok,2000",
+	    "gradacc_divide,accum,gradacc," P5 ",64,0,fast,inf,0",
+	    "gradacc_divide,accum,gradacc," P5 ",64,1,fast,ok,2000", NULL);
+	verdict(5, "false");
+	csv("gradacc_divide", R5_HDR, "gradacc_divide,accum,gradacc," P5 ",1,0,fast,ok,2000",
+	    "gradacc_divide,accum,gradacc," P5 ",1,1,fast,ok,2000",
+	    "gradacc_divide,accum,gradacc," P5 ",64,0,fast,ok,2000",
+	    "gradacc_divide,accum,gradacc," P5 ",64,1,fast,inf,0", NULL);
+	verdict(5, "true");
+}
+END_TEST
+
+#define R6_HDR "case,kernel,variant,policy,x,backend,status"
+#define R6P_HDR "case,kernel,variant,policy,n,backend,status,result.rel_err"
+
+START_TEST(claim6_bf16)
+{
+	csv("bf16_range", R6_HDR, "bf16_range,accum,sum:seq,\"storage=fp32,accum=bf16\",3.39e+38,fast,ok",
+	    "bf16_range,accum,sum:seq,\"storage=fp32,accum=bf16\",3.4e+38,fast,inf",
+	    "bf16_range,accum,sum:seq,\"storage=fp32,accum=fp32\",3.39e+38,fast,ok",
+	    "bf16_range,accum,sum:seq,\"storage=fp32,accum=fp32\",3.4e+38,fast,ok", NULL);
+	csv("bf16_precision", R6P_HDR,
+	    "bf16_precision,accum,sum:seq,\"storage=fp32,accum=bf16\",1024,fast,ok,0.01",
+	    "bf16_precision,accum,sum:seq,\"storage=fp32,accum=fp16\",1024,fast,ok,0.001", NULL);
+	verdict(6, "false");
+	csv("bf16_range", R6_HDR, "bf16_range,accum,sum:seq,\"storage=fp32,accum=bf16\",3.4e+38,fast,ok",
+	    "bf16_range,accum,sum:seq,\"storage=fp32,accum=fp32\",3.4e+38,fast,ok", NULL);
+	verdict(6, "partly");
+	csv("bf16_precision", R6P_HDR,
+	    "bf16_precision,accum,sum:seq,\"storage=fp32,accum=bf16\",1024,fast,ok,0.001",
+	    "bf16_precision,accum,sum:seq,\"storage=fp32,accum=fp16\",1024,fast,ok,0.01", NULL);
+	verdict(6, "true");
+}
+END_TEST
+
+#define R7_HDR "case,kernel,variant,policy,n,backend,status,result.rel_err,result.maxabs"
+
+START_TEST(claim7_sum_stall)
+{
+	csv("sum_stall", R7_HDR, "sum_stall,accum,sum:seq,storage=fp16,1024,fast,ok,nan,1024",
+	    "sum_stall,accum,sum:seq,storage=fp16,4096,fast,ok,nan,2048",
+	    "sum_stall,accum,sum:seq,\"storage=fp16,accum=fp32\",16777216,fast,ok,nan,16777216",
+	    "sum_stall,accum,sum:seq,\"storage=fp16,accum=fp32\",33554432,fast,ok,nan,16777216", NULL);
+	verdict(7, "partly");
+	csv("sum_stall", R7_HDR, "sum_stall,accum,sum:seq,storage=fp16,1024,fast,ok,nan,1024",
+	    "sum_stall,accum,sum:seq,storage=fp16,4096,fast,ok,nan,2048",
+	    "sum_stall,accum,sum:seq,\"storage=fp16,accum=fp32\",16777216,fast,ok,nan,16777216",
+	    "sum_stall,accum,sum:seq,\"storage=fp16,accum=fp32\",33554432,fast,ok,nan,33554432", NULL);
+	verdict(7, "true");
+	csv("sum_stall", R7_HDR, "sum_stall,accum,sum:seq,storage=fp16,4096,fast,ok,nan,4096",
+	    "sum_stall,accum,sum:seq,\"storage=fp16,accum=fp32\",4096,fast,ok,nan,4096", NULL);
+	verdict(7, "false");
+	/* a missing results file: unsettled, not a guess */
+	char p[300];
+	snprintf(p, sizeof p, "%s/sum_stall.csv", tdir);
+	ck_assert_int_eq(unlink(p), 0);
+	verdict(7, "unsettled");
+}
+END_TEST
+
+#define R8_HDR "case,kernel,variant,policy,sd,backend,status"
+#define E8(s) "\"storage=e4m3,compute=fp32,scale=" s "\""
+
+START_TEST(claim8_fp8)
+{
+	csv("fp8_scaling", R8_HDR, "fp8_scaling,accum,sum:seq," E8("none") ",1,fast,ok",
+	    "fp8_scaling,accum,sum:seq," E8("none") ",1000,fast,nan",
+	    "fp8_scaling,accum,sum:seq," E8("tensor") ",1000,fast,ok",
+	    "fp8_scaling,accum,sum:seq," E8("mx32:floor") ",1,fast,overflow",
+	    "fp8_scaling,accum,sum:seq," E8("mx32:rceil") ",1,fast,ok", NULL);
+	verdict(8, "partly");
+	csv("fp8_scaling", R8_HDR, "fp8_scaling,accum,sum:seq," E8("none") ",1000,fast,nan",
+	    "fp8_scaling,accum,sum:seq," E8("tensor") ",1000,fast,ok",
+	    "fp8_scaling,accum,sum:seq," E8("mx32:floor") ",1,fast,ok",
+	    "fp8_scaling,accum,sum:seq," E8("mx32:rceil") ",1,fast,ok", NULL);
+	verdict(8, "true");
+}
+END_TEST
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_msg(f != NULL, "%s missing", path);
+	static char buf[1 << 17];
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+START_TEST(write_report)
+{
+	csv("sum_stall", R7_HDR, "sum_stall,accum,sum:seq,storage=fp16,4096,fast,ok,nan,2048",
+	    "sum_stall,accum,sum:seq,\"storage=fp16,accum=fp32\",33554432,fast,ok,nan,16777216", NULL);
+	char md[300], err[512];
+	snprintf(md, sizeof md, "%s/claims.md", tdir);
+	ck_assert_msg(nm_claims_write(ptrs, NCASES, tdir, md, err, sizeof err) == 0, "%s", err);
+	char *a = slurp(md);
+	ck_assert_msg(strstr(a, "| 7 | Sums accumulated in FP16 stop growing; FP32 accumulation "
+	                        "fixes it. | **partly** |"),
+	              "%s", a);
+	ck_assert_msg(strstr(a, "| 1 | FP16's dynamic range is about 6e-5 to 6.5e4. | **unsettled** |"),
+	              "%s", a);
+	ck_assert_msg(strstr(a, "stops at 2048") && strstr(a, "stops too, at 16777216"), "%s", a);
+	ck_assert_msg(nm_claims_write(ptrs, NCASES, tdir, md, err, sizeof err) == 0, "%s", err);
+	char *b = slurp(md);
+	ck_assert_msg(strcmp(a, b) == 0, "a rewrite changed claims.md");
+	free(a);
+	free(b);
+	/* an unwritable destination is an error naming it */
+	ck_assert_int_eq(nm_claims_write(ptrs, NCASES, tdir, "/nonexistent/dir/claims.md", err,
+	                                 sizeof err), -1);
+	ck_assert_msg(strstr(err, "/nonexistent/dir/claims.md"), "%s", err);
+}
+END_TEST
+
+START_TEST(bad_claim_keys)
+{
+	static const struct {
+		const char *claim, *want;
+	} rows[] = {
+	    {"id = 9\n", ":14: key 'id': '9' is not a claim number 1..8"},
+	    {"id = 2\nverdict = true\n", ":15: key 'verdict': unknown in [claim]"},
+	    {"statement = x\n", ":14: key 'id': missing in [claim]"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		char p[300], err[512];
+		snprintf(p, sizeof p, "%s/bad.case", tdir);
+		FILE *f = fopen(p, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "[case]\nkernel = accum\nvariants = sum:seq\npolicy = storage=fp16\n"
+		           "[input]\ngen = ones\nrows = 1\ncols = 1\nseed = 1\n"
+		           "[axis n]\nsets = cols\ngrid = list 1 100\n[claim]\n%s",
+		        rows[i].claim);
+		fclose(f);
+		nm_case c;
+		ck_assert_msg(nm_case_load(p, &c, err, sizeof err) == 0, "row %zu: %s", i, err);
+		int rc = nm_claims_check(&c, err, sizeof err);
+		nm_case_free(&c);
+		ck_assert_msg(rc == -1 && strstr(err, rows[i].want), "row %zu: want '%s', got '%s'", i,
+		              rows[i].want, rc ? err : "no error");
+	}
+}
+END_TEST
+
+Suite *suite_claims(void)
+{
+	Suite *s = suite_create("claims");
+	TCase *tc = tcase_create("claims");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, claim1_fp16_range);
+	tcase_add_test(tc, claim2_scaled_loss);
+	tcase_add_test(tc, claim3_ce);
+	tcase_add_test(tc, claim4_layernorm);
+	tcase_add_test(tc, claim5_gradacc);
+	tcase_add_test(tc, claim6_bf16);
+	tcase_add_test(tc, claim7_sum_stall);
+	tcase_add_test(tc, claim8_fp8);
+	tcase_add_test(tc, write_report);
+	tcase_add_test(tc, bad_claim_keys);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,362 @@
+/*
+ * check_point.c — harness/nm_point.c and the TRUTH backend with format
+ * ranges (emu_be.range, emu_k_range): the input a point builds, its status
+ * on the fast and exact-format backends, and the real-valued boundary of
+ * naive fp16 softmax_ce, where exp(x) crosses fp16's overflow threshold
+ * 65520 = 65504 + ulp/2 at x = ln 65520 = 11.0901...
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <mpfr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "lib.h"
+#include "nm_point.h"
+
+/* A case filled by hand (one variant, one policy, one axis); the nm_case
+ * points into the struct, so it must not be copied once built. */
+typedef struct {
+	nm_case c;
+	char *vars[1], *specs[1];
+	char var[48], spec[192];
+	emu_policy pol;
+	double vals[8];
+} tcase;
+
+static void mk_case(tcase *t, const char *kernel, const char *variant, const char *policy,
+                    nm_gen_dist dist, uint64_t seed, size_t rows, size_t cols, bool maxabs,
+                    nm_axis_target target, nm_axis_domain dom)
+{
+	char err[256] = "";
+	memset(t, 0, sizeof *t);
+	nm_case *c = &t->c;
+	snprintf(c->name, sizeof c->name, "t_%s", kernel);
+	c->kernel = emu_kernel_by_name(kernel);
+	ck_assert_ptr_nonnull(c->kernel);
+	snprintf(t->var, sizeof t->var, "%s", variant);
+	snprintf(t->spec, sizeof t->spec, "%s", policy);
+	t->vars[0] = t->var;
+	t->specs[0] = t->spec;
+	c->variants = t->vars;
+	c->nvariants = 1;
+	ck_assert_msg(emu_policy_parse(policy, &t->pol, err, sizeof err) == EMU_OK, "%s", err);
+	c->policy_specs = t->specs;
+	c->policies = &t->pol;
+	c->npolicies = 1;
+	c->gen = (nm_gen){dist, 1, 1e-3, 1, seed};
+	c->rows = rows;
+	c->cols = cols;
+	c->maxabs = maxabs;
+	c->naxes = 1;
+	nm_axis *a = &c->axes[0];
+	snprintf(a->name, sizeof a->name, "x");
+	a->target = target;
+	a->domain = dom;
+	a->monotone = true;
+	a->values = t->vals;
+	a->nvalues = 1;
+	a->quick = t->vals;
+	a->nquick = 1;
+	c->truth = true;
+}
+
+static uint64_t bits(double x)
+{
+	uint64_t u;
+	memcpy(&u, &x, sizeof u);
+	return u;
+}
+
+/* ---- emu_k_range on exact values ---- */
+
+struct range_row {
+	const char *fmt;
+	emu_mode mode;
+	const char *value; /* decimal or hex, parsed by MPFR exactly at 256 bits */
+	unsigned want;
+};
+
+static const struct range_row range_rows[] = {
+	{"fp16", EMU_RNE, "65519.99", 0},
+	{"fp16", EMU_RNE, "0x1.ffdfffffffffffffffffffffp+15", 0}, /* 65520 − 2^-81 */
+	{"fp16", EMU_RNE, "0x1.ffe000000000000000000001p+15", EMU_FLAG_OVERFLOW},
+	{"fp16", EMU_RNE, "65520", EMU_FLAG_OVERFLOW},
+	{"fp16", EMU_RNE, "-65520", EMU_FLAG_OVERFLOW},
+	{"fp16", EMU_RTZ, "65535.999", 0},
+	{"fp16", EMU_RTZ, "65536", EMU_FLAG_OVERFLOW},
+	{"fp16", EMU_UP, "65504.001", EMU_FLAG_OVERFLOW},
+	{"fp16", EMU_UP, "-65535", 0},
+	{"fp16", EMU_DOWN, "-65504.001", EMU_FLAG_OVERFLOW},
+	/* 2^-25 is half of fp16's smallest subnormal: a tie, to even (zero) */
+	{"fp16", EMU_RNE, "0x1p-25", EMU_FLAG_UNDERFLOW},
+	{"fp16", EMU_RNE, "0x1.00000000000000000001p-25", 0},
+	{"fp16", EMU_RTZ, "0x1.fffffp-25", EMU_FLAG_UNDERFLOW},
+	{"fp16", EMU_UP, "0x1p-200", 0},
+	{"fp16", EMU_RNE, "1e-300", EMU_FLAG_UNDERFLOW},
+	{"fp16", EMU_RNE, "1e300", EMU_FLAG_OVERFLOW},
+	{"fp32", EMU_RNE, "65520", 0},
+	{"bf16", EMU_RNE, "1e38", 0},
+	{"bf16", EMU_RNE, "3.4e38", EMU_FLAG_OVERFLOW},
+	{"e5m2", EMU_RNE, "61439", 0},
+	{"e5m2", EMU_RNE, "61440", EMU_FLAG_OVERFLOW},
+	{"fp16", EMU_RNE, "0", 0},
+};
+
+START_TEST(test_range_flags)
+{
+	const struct range_row *row = &range_rows[_i];
+	emu_env env = EMU_ENV_DEFAULT;
+	env.mode = row->mode;
+	emu_be be;
+	emu_be_init(&be, EMU_BE_TRUTH, &env);
+	be.range = true;
+	emu_val *v = emu_k_vec(&be, 1);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_int_eq(mpfr_set_str(v->m, row->value, 0, MPFR_RNDN), 0);
+	unsigned got = emu_k_range(&be, v, t_fmt(row->fmt));
+	char a[48], b[48];
+	ck_assert_msg(got == row->want, "%s %s %s: flags %s, want %s", row->fmt,
+	              emu_mode_name(row->mode), row->value, emu_flags_str(got, a, sizeof a),
+	              emu_flags_str(row->want, b, sizeof b));
+	emu_be_free(&be);
+}
+END_TEST
+
+/* Without range, TRUTH raises nothing on a value beyond a format. */
+START_TEST(test_range_off)
+{
+	emu_env env = EMU_ENV_DEFAULT;
+	emu_be be;
+	emu_be_init(&be, EMU_BE_TRUTH, &env);
+	emu_val *v = emu_k_vec(&be, 2);
+	ck_assert_ptr_nonnull(v);
+	emu_k_const(&be, &v[0], 12);
+	emu_k_op(&be, EMU_OP_EXP, &v[1], &v[0], NULL, NULL, t_fmt("fp16"), "exp", 0);
+	ck_assert_uint_eq(be.st.all_flags, 0);
+	be.range = true;
+	emu_k_op(&be, EMU_OP_EXP, &v[1], &v[0], NULL, NULL, t_fmt("fp16"), "exp", 1);
+	ck_assert_uint_eq(be.st.all_flags, EMU_FLAG_OVERFLOW);
+	ck_assert(be.st.first_set);
+	ck_assert_int_eq(be.st.first_op, EMU_OP_EXP);
+	ck_assert_uint_eq(be.st.first_index, 1);
+	/* the value stays exact: e^12 = 162754.79... */
+	ck_assert_uint_eq(bits(emu_k_d(&be, &v[1])), bits(exp(12.0)));
+	emu_be_free(&be);
+}
+END_TEST
+
+/* ---- points ---- */
+
+/* naive fp16 softmax_ce on one logit x: ok at 11.0859375, NaN at the next
+ * fp16 value 11.09375 (exp overflows first), the same on both backends. */
+START_TEST(test_softmax_fp16_status)
+{
+	tcase t;
+	char err[256] = "";
+	mk_case(&t, "softmax_ce", "naive", "storage=fp16", NM_GEN_ONES, 1, 1, 1, true,
+	        NM_SET_SCALE, NM_DOM_STORAGE);
+	static const struct {
+		double x;
+		emu_run_status st;
+	} rows[] = {{11.0859375, EMU_ST_OK}, {11.09375, EMU_ST_NAN}};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
+		for (int k = EMU_BE_FAST; k <= EMU_BE_EXACT; k++) {
+			nm_point p = {&t.c, 0, 0, {rows[i].x, 0}};
+			nm_point_result r;
+			ck_assert_msg(nm_point_eval(&p, (emu_be_kind)k, true, &r, err, sizeof err) == 0,
+			              "%s", err);
+			ck_assert_msg(r.status == rows[i].st, "x=%a %s: status %s, want %s", rows[i].x,
+			              emu_be_name((emu_be_kind)k), emu_run_status_name(r.status),
+			              emu_run_status_name(rows[i].st));
+			ck_assert_int_eq(r.has_first, rows[i].st != EMU_ST_OK);
+			if (r.has_first) {
+				ck_assert_str_eq(r.first_op, "exp");
+				ck_assert_str_eq(r.first_step, "exp");
+			}
+			ck_assert_uint_eq(r.nout, 2);
+			ck_assert_str_eq(r.out[0].name, "loss");
+			ck_assert(!isnan(r.out[0].rel_err));
+		}
+}
+END_TEST
+
+/* The truth-range flags flip exactly at ln 65520: the doubles just below
+ * and just above it (MPFR's log rounded down and up). */
+START_TEST(test_softmax_truth_range_boundary)
+{
+	tcase t;
+	char err[256] = "";
+	mk_case(&t, "softmax_ce", "naive", "storage=fp16", NM_GEN_ONES, 1, 1, 1, true,
+	        NM_SET_SCALE, NM_DOM_STORAGE);
+	mpfr_t l;
+	mpfr_init2(l, 256);
+	mpfr_set_ui(l, 65520, MPFR_RNDN);
+	mpfr_log(l, l, MPFR_RNDN);
+	double lo = mpfr_get_d(l, MPFR_RNDD), hi = mpfr_get_d(l, MPFR_RNDU);
+	mpfr_clear(l);
+	ck_assert(lo < hi && nextafter(lo, 20) == hi);
+	nm_point p = {&t.c, 0, 0, {lo, 0}};
+	nm_point_range r;
+	ck_assert_msg(nm_point_truth_range(&p, &r, err, sizeof err) == 0, "%s", err);
+	ck_assert_msg(!(r.flags & EMU_FLAG_OVERFLOW), "overflow at %a", lo);
+	ck_assert(!r.has_first && !r.lost);
+	p.axis[0] = hi;
+	ck_assert_msg(nm_point_truth_range(&p, &r, err, sizeof err) == 0, "%s", err);
+	ck_assert_msg(r.flags & EMU_FLAG_OVERFLOW, "no overflow at %a", hi);
+	ck_assert(r.has_first);
+	ck_assert_str_eq(r.first_op, "exp");
+	ck_assert_str_eq(r.first_step, "exp");
+	/* the input itself is exact: 11.09 is no fp16 value, and TRUTH without
+	 * range would have stored it as 11.09375 (overflowing at 11.0898...) */
+	p.axis[0] = 11.0899;
+	ck_assert_msg(nm_point_truth_range(&p, &r, err, sizeof err) == 0, "%s", err);
+	ck_assert(!(r.flags & EMU_FLAG_OVERFLOW));
+}
+END_TEST
+
+/* An output nonzero in truth that rounds to zero in its format: softmax's
+ * gradient of a two-class row whose probability is below fp16's range. */
+START_TEST(test_truth_range_lost)
+{
+	tcase t;
+	char err[256] = "";
+	mk_case(&t, "softmax_ce", "lse", "storage=fp16,compute=fp32", NM_GEN_NORMAL, 3, 1, 2,
+	        true, NM_SET_SCALE, NM_DOM_REAL);
+	/* the label on the larger logit: both gradients are ±p_small */
+	snprintf(t.c.param_names[0], sizeof t.c.param_names[0], "label");
+	t.c.params[0] = (emu_kparam){t.c.param_names[0], 1};
+	t.c.nparams = 1;
+	nm_point p = {&t.c, 0, 0, {1, 0}};
+	nm_point_range r;
+	ck_assert_msg(nm_point_truth_range(&p, &r, err, sizeof err) == 0, "%s", err);
+	ck_assert(!r.lost);
+	p.axis[0] = 40; /* the two logits differ by > 17: p_small < 2^-25 */
+	double *x;
+	size_t R, N;
+	ck_assert_int_eq(nm_point_input(&p, &x, &R, &N, err, sizeof err), 0);
+	double gap = fabs(x[0] - x[1]);
+	free(x);
+	ck_assert_msg(gap > 18, "gap %g", gap);
+	ck_assert_msg(nm_point_truth_range(&p, &r, err, sizeof err) == 0, "%s", err);
+	ck_assert(r.lost);
+}
+END_TEST
+
+/* maxabs: the largest |x| is exactly the axis value, the rest scaled. */
+START_TEST(test_input_maxabs)
+{
+	tcase t;
+	char err[256] = "";
+	mk_case(&t, "softmax_ce", "naive", "storage=fp16", NM_GEN_NORMAL, 42, 3, 100, true,
+	        NM_SET_SCALE, NM_DOM_REAL);
+	static const double vals[] = {0.1, 1, 11.0859375, 1e6, 0x1.fffffffffffffp+1023 / 4};
+	for (size_t i = 0; i < ARRAY_SIZE(vals); i++) {
+		nm_point p = {&t.c, 0, 0, {vals[i], 0}};
+		double *x, m = 0;
+		size_t R, N;
+		ck_assert_msg(nm_point_input(&p, &x, &R, &N, err, sizeof err) == 0, "%s", err);
+		ck_assert_uint_eq(R, 3);
+		ck_assert_uint_eq(N, 100);
+		for (size_t j = 0; j < R * N; j++)
+			if (fabs(x[j]) > m)
+				m = fabs(x[j]);
+		ck_assert_msg(bits(m) == bits(vals[i]), "max |x| %a, want %a", m, vals[i]);
+		free(x);
+	}
+	/* without maxabs the axis is the generator's scale: ones → all equal */
+	mk_case(&t, "accum", "sum:seq", "storage=fp16", NM_GEN_ONES, 1, 2, 5, false,
+	        NM_SET_SCALE, NM_DOM_REAL);
+	nm_point p = {&t.c, 0, 0, {3.5, 0}};
+	double *x;
+	size_t R, N;
+	ck_assert_int_eq(nm_point_input(&p, &x, &R, &N, err, sizeof err), 0);
+	for (size_t j = 0; j < R * N; j++)
+		ck_assert_uint_eq(bits(x[j]), bits(3.5));
+	free(x);
+}
+END_TEST
+
+/* Shape axes, parameter axes, the series, and the errors. */
+START_TEST(test_axes_and_series)
+{
+	tcase t;
+	char err[256] = "";
+	mk_case(&t, "accum", "sum:seq", "storage=fp16", NM_GEN_ONES, 1, 1, 0, false, NM_SET_COLS,
+	        NM_DOM_INT);
+	/* fp16 sums of ones stall at 2048 = 2^11 */
+	static const struct {
+		double n, sum;
+	} rows[] = {{1, 1}, {2047, 2047}, {2048, 2048}, {2049, 2048}, {5000, 2048}};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		nm_point p = {&t.c, 0, 0, {rows[i].n, 0}};
+		double *v;
+		size_t n;
+		ck_assert_msg(nm_point_series(&p, EMU_BE_FAST, "result", &v, &n, err, sizeof err) == 0,
+		              "%s", err);
+		ck_assert_uint_eq(n, 1);
+		ck_assert_msg(bits(v[0]) == bits(rows[i].sum), "N=%g: sum %a, want %a", rows[i].n,
+		              v[0], rows[i].sum);
+		free(v);
+	}
+	nm_point p = {&t.c, 0, 0, {2.5, 0}};
+	nm_point_result r;
+	ck_assert_int_eq(nm_point_eval(&p, EMU_BE_FAST, false, &r, err, sizeof err), -1);
+	ck_assert_msg(strstr(err, "integer") != NULL, "%s", err);
+	double *v;
+	size_t n;
+	p.axis[0] = 4;
+	ck_assert_int_eq(nm_point_series(&p, EMU_BE_FAST, "nope", &v, &n, err, sizeof err), -1);
+	ck_assert_ptr_null(v);
+	/* a parameter axis: gradacc's m micro-batches, each x/m, added m times */
+	mk_case(&t, "accum", "gradacc", "storage=fp16", NM_GEN_ONES, 1, 1, 1, false, NM_SET_PARAM,
+	        NM_DOM_INT);
+	snprintf(t.c.axes[0].param, sizeof t.c.axes[0].param, "m");
+	t.c.gen.scale = 3;
+	p = (nm_point){&t.c, 0, 0, {4, 0}};
+	ck_assert_msg(nm_point_series(&p, EMU_BE_FAST, "grad", &v, &n, err, sizeof err) == 0, "%s",
+	              err);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(bits(v[0]), bits(3.0)); /* 4 × 0.75 */
+	free(v);
+	ck_assert_int_eq(nm_point_eval(&p, EMU_BE_FAST, false, &r, err, sizeof err), 0);
+	ck_assert(isnan(r.out[0].max_ulp)); /* no truth, no metrics */
+	ck_assert_uint_eq(r.status, EMU_ST_OK);
+}
+END_TEST
+
+/* backward: the gradient fractions come with the result. */
+START_TEST(test_backward_fractions)
+{
+	tcase t;
+	char err[256] = "";
+	mk_case(&t, "backward", "maxsub", "storage=fp16,compute=fp32", NM_GEN_NORMAL, 5, 4, 8,
+	        false, NM_SET_PARAM, NM_DOM_POW2);
+	snprintf(t.c.axes[0].param, sizeof t.c.axes[0].param, "scale");
+	nm_point p = {&t.c, 0, 0, {0x1p40, 0}};
+	nm_point_result r;
+	ck_assert_msg(nm_point_eval(&p, EMU_BE_FAST, true, &r, err, sizeof err) == 0, "%s", err);
+	ck_assert(r.has_fractions);
+	ck_assert_msg(r.fractions[3] > 0, "overflowed fraction %g", r.fractions[3]);
+	ck_assert(r.status >= EMU_ST_OVERFLOW);
+}
+END_TEST
+
+Suite *suite_point(void)
+{
+	Suite *s = suite_create("point");
+	TCase *tc = tcase_create("point");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, test_range_flags, 0, (int)ARRAY_SIZE(range_rows));
+	tcase_add_test(tc, test_range_off);
+	tcase_add_test(tc, test_softmax_fp16_status);
+	tcase_add_test(tc, test_softmax_truth_range_boundary);
+	tcase_add_test(tc, test_truth_range_lost);
+	tcase_add_test(tc, test_input_maxabs);
+	tcase_add_test(tc, test_axes_and_series);
+	tcase_add_test(tc, test_backward_fractions);
+	suite_add_tcase(s, tc);
+	return s;
+}

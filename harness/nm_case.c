@@ -73,7 +73,7 @@ __attribute__((format(printf, 4, 5))) static int nc_err(struct nc_ctx *x, int li
 		return -1;
 	x->failed = true;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
 	va_end(ap);
 	if (line > 0 && key)
 		snprintf(x->err, x->errlen, "%s:%d: key '%s': %s", x->path, line, key, msg);

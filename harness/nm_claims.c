@@ -54,7 +54,7 @@ static void bput(cl_buf *b, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	int n = vsnprintf(NULL, 0, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
 	va_end(ap);
 	if (n < 0)
 		return;

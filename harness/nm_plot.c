@@ -35,7 +35,7 @@ static int perr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	vsnprintf(err, errlen, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
 	va_end(ap);
 	return -1;
 }
@@ -49,12 +49,12 @@ static char *slurp(const char *path, size_t *len)
 		return NULL;
 	size_t cap = 1 << 16, n = 0;
 	char *s = malloc(cap);
-	while (s) {
+	bool failed = !s;
+	while (!failed) {
 		if (n + 4096 + 1 > cap) {
 			char *t = realloc(s, cap *= 2);
 			if (!t) {
-				free(s);
-				s = NULL;
+				failed = true;
 				break;
 			}
 			s = t;
@@ -63,6 +63,10 @@ static char *slurp(const char *path, size_t *len)
 		n += k;
 		if (k == 0)
 			break;
+	}
+	if (failed) {
+		free(s);
+		s = NULL;
 	}
 	if (s && ferror(f)) {
 		free(s);
@@ -94,7 +98,11 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 		return perr(err, errlen, "%s: %s", path, strerror(errno ? errno : ENOMEM));
 	size_t cap = 0, n = 0, line = 1, fields = 0;
 	char *fbuf = malloc(len + 1);
-	int rc = fbuf ? 0 : perr(err, errlen, "%s: out of memory", path);
+	if (!fbuf) {
+		free(s);
+		return perr(err, errlen, "%s: out of memory", path);
+	}
+	int rc = 0;
 	size_t i = 0;
 	while (rc == 0 && i < len) {
 		/* one field */

@@ -440,14 +440,15 @@ static int th_run_task(th_task *t)
 	const nm_case *c = t->c;
 	size_t n[NM_CASE_MAX_AXES] = {1, 1};
 	const double *g[NM_CASE_MAX_AXES] = {NULL, NULL};
-	for (size_t k = 0; k < c->naxes; k++)
+	size_t naxes = c->naxes < NM_CASE_MAX_AXES ? c->naxes : NM_CASE_MAX_AXES;
+	for (size_t k = 0; k < naxes; k++)
 		g[k] = th_grid(&c->axes[k], t->quick, &n[k]);
 	size_t base = (t->v * c->npolicies + t->p) * n[0] * n[1];
-	for (size_t k = 0; k < c->naxes; k++) {
+	for (size_t k = 0; k < naxes; k++) {
 		if (!c->axes[k].monotone)
 			continue;
 		size_t o = 1 - k; /* the other axis, when there is one */
-		size_t lines = c->naxes == 2 ? n[o] : 1;
+		size_t lines = naxes == 2 ? n[o] : 1;
 		for (size_t j = 0; j < lines; j++) {
 			char label[96];
 			double ax[NM_CASE_MAX_AXES] = {0, 0};

@@ -29,6 +29,23 @@ const emu_kernel *emu_kernel_by_name(const char *name)
 	return NULL;
 }
 
+bool emu_kernel_reads_param(const emu_kernel *k, const char *name)
+{
+	size_t n = strlen(name);
+	const char *doc = k->params_doc ? k->params_doc : "";
+
+	if (n == 0)
+		return false;
+	for (const char *p = strstr(doc, name); p; p = strstr(p + 1, name)) {
+		bool start =
+		    p == doc || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
+		                  (p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= '0' && p[-1] <= '9'));
+		if (start && p[n] == '=')
+			return true;
+	}
+	return false;
+}
+
 double emu_kparam_get(const emu_kin *in, const char *name, double dflt)
 {
 	for (size_t i = 0; i < in->nparams; i++)

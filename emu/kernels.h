@@ -48,6 +48,9 @@ typedef struct emu_kernel {
 const emu_kernel *emu_kernel_by_name(const char *name);
 size_t emu_kernel_count(void);
 const emu_kernel *emu_kernel_at(size_t i);
+/* Does k read the parameter `name`: does its params_doc line name it as
+ * "name=" (a whole word)? The command line and case files check with it. */
+bool emu_kernel_reads_param(const emu_kernel *k, const char *name);
 /* A parameter's value, or dflt when absent. */
 double emu_kparam_get(const emu_kin *in, const char *name, double dflt);
 /* Add an output array (n values of fmt) to out; NULL when full or out of memory. */

@@ -373,25 +373,6 @@ static char *nc_dup(const char *s)
 
 /* ---- [case] ---- */
 
-/* Does the kernel's parameter line name `name` as "name=" (a whole word)?
- * (The same reading as nanmap run's --param check.) */
-static bool nc_kernel_reads(const emu_kernel *k, const char *name)
-{
-	size_t n = strlen(name);
-	const char *doc = k->params_doc ? k->params_doc : "";
-
-	if (n == 0)
-		return false;
-	for (const char *p = strstr(doc, name); p; p = strstr(p + 1, name)) {
-		bool start =
-		    p == doc || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
-		                  (p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= '0' && p[-1] <= '9'));
-		if (start && p[n] == '=')
-			return true;
-	}
-	return false;
-}
-
 static void nc_list(char *buf, size_t len, const char *const *v)
 {
 	size_t n = 0;
@@ -656,7 +637,7 @@ static int nc_params(struct nc_ctx *x)
 	                      ? c->kernel->params_doc : "none";
 
 	for (size_t i = 0; i < x->nparam; i++) {
-		if (!nc_kernel_reads(c->kernel, x->param_name[i]))
+		if (!emu_kernel_reads_param(c->kernel, x->param_name[i]))
 			return nc_err(x, x->param_text[i].line, x->param_name[i],
 			              "unknown parameter for %s (it reads: %s)", c->kernel->name, doc);
 		if (nc_number(x, x->param_name[i], x->param_text[i].text, x->param_text[i].line,
@@ -813,7 +794,7 @@ static int nc_axis(struct nc_ctx *x, size_t i)
 		const char *p = r->sets.text + 6;
 
 		a->target = NM_SET_PARAM;
-		if (!p[0] || strlen(p) >= sizeof(a->param) || !nc_kernel_reads(c->kernel, p))
+		if (!p[0] || strlen(p) >= sizeof(a->param) || !emu_kernel_reads_param(c->kernel, p))
 			return nc_err(x, r->sets.line, "sets", "'%s' is not a parameter of %s (it reads: %s)",
 			              p, c->kernel->name, c->kernel->params_doc);
 		strcpy(a->param, p);
@@ -959,17 +940,6 @@ static int nc_read(struct nc_ctx *x, char **buf, size_t *len)
 	return 0;
 }
 
-static uint64_t nc_fnv1a(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static void nc_name(nm_case *c, const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -1015,7 +985,7 @@ int nm_case_load(const char *path, nm_case *c, char *err, size_t errlen)
 	}
 	if (nc_read(x, &buf, &len))
 		goto out;
-	c->hash = nc_fnv1a(buf, len);
+	c->hash = nm_fnv1a(buf, len);
 	x->buf = buf;
 	x->len = len;
 	irc = ini_parse_stream(nc_reader, x, nc_handler, x);

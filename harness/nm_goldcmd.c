@@ -84,15 +84,6 @@ size_t nm_gold_case_count(void)
 	return n;
 }
 
-/* 64-bit FNV-1a */
-static uint64_t ng_fnv(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 void nm_gold_case_at(size_t i, nm_gold_case *c)
 {
 	size_t k = 0;
@@ -122,7 +113,7 @@ void nm_gold_case_at(size_t i, nm_gold_case *c)
 	c->rows = p->rows;
 	c->cols = p->cols;
 	c->scale = set == 0 ? 2.0 : set == 1 ? f->max : 8 * f->min_normal;
-	c->seed = ng_fnv(c->id);
+	c->seed = nm_fnv1a(c->id, strlen(c->id));
 }
 
 /* ---- text in memory ---- */

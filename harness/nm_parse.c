@@ -363,15 +363,30 @@ nm_status nm_split_fields(char *line, size_t len, char **fields, size_t max, siz
 	}
 }
 
-const char *nm_fmt_double(double v, char *buf, size_t len)
+const char *nm_fmt_g(double v, int prec, char *buf, size_t len)
 {
 	if (isnan(v))
 		snprintf(buf, len, "nan");
 	else if (isinf(v))
 		snprintf(buf, len, "%s", v < 0 ? "-inf" : "inf");
 	else
-		snprintf(buf, len, "%.17g", v);
+		snprintf(buf, len, "%.*g", prec, v);
 	return buf;
+}
+
+const char *nm_fmt_double(double v, char *buf, size_t len)
+{
+	return nm_fmt_g(v, 17, buf, len);
+}
+
+uint64_t nm_fnv1a(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 0x100000001b3ull;
+	return h;
 }
 
 const char *nm_fmt_bits(const emu_format *f, emu_bits b, char *buf, size_t len)

@@ -104,6 +104,10 @@ nm_status nm_split_fields(char *line, size_t len, char **fields, size_t max, siz
 /* Text forms. NM_NUM_LEN holds any of them. */
 #define NM_NUM_LEN 40
 /* %.17g, but "inf", "-inf" and "nan" whatever the sign of the NaN. */
+/* v as %.*g with prec digits, or inf, -inf, nan (CSV and reports). */
+const char *nm_fmt_g(double v, int prec, char *buf, size_t len);
+/* 64-bit FNV-1a of n bytes: case-file hashes, journal line checks, golden seeds. */
+uint64_t nm_fnv1a(const void *p, size_t n);
 const char *nm_fmt_double(double v, char *buf, size_t len);
 /* 0x-prefixed lowercase hex, zero-padded to ceil(f->bits / 4) digits. */
 const char *nm_fmt_bits(const emu_format *f, emu_bits b, char *buf, size_t len);

@@ -425,22 +425,6 @@ static void nr_variant_list(const emu_kernel *k, char *buf, size_t len)
 	}
 }
 
-/* Does the kernel's parameter line name `name` as "name=" (a whole word)? */
-static bool nr_kernel_reads(const emu_kernel *k, const char *name)
-{
-	size_t n = strlen(name);
-	const char *doc = k->params_doc ? k->params_doc : "";
-
-	for (const char *p = strstr(doc, name); p; p = strstr(p + 1, name)) {
-		bool start =
-		    p == doc || !(p[-1] == '_' || (p[-1] >= 'a' && p[-1] <= 'z') ||
-		                  (p[-1] >= 'A' && p[-1] <= 'Z') || (p[-1] >= '0' && p[-1] <= '9'));
-		if (start && p[n] == '=')
-			return true;
-	}
-	return false;
-}
-
 struct nr_run_setup {
 	const emu_kernel *k;
 	const char *variant;
@@ -477,7 +461,7 @@ static int nr_resolve(const struct nr_opts *o, struct nr_run_setup *s)
 	if (emu_policy_parse(o->policy_spec, &s->pol, err, sizeof(err)) != EMU_OK)
 		return nm_fail("bad policy '%s': %s", o->policy_spec, err[0] ? err : "bad spec");
 	for (size_t i = 0; i < o->nparams; i++)
-		if (!nr_kernel_reads(s->k, o->params[i].name))
+		if (!emu_kernel_reads_param(s->k, o->params[i].name))
 			return nm_fail("unknown parameter '%s' for %s (it reads: %s)",
 			               o->params[i].name, s->k->name,
 			               s->k->params_doc && s->k->params_doc[0] ? s->k->params_doc
@@ -762,18 +746,6 @@ static bool nr_op_has_flags(const emu_be_stats *st, int op)
 	return false;
 }
 
-/* A metric or summary number: %.*g, or inf, -inf, nan. */
-static const char *nr_g(double v, int prec, char *buf, size_t len)
-{
-	if (isnan(v))
-		snprintf(buf, len, "nan");
-	else if (isinf(v))
-		snprintf(buf, len, "%s", v < 0 ? "-inf" : "inf");
-	else
-		snprintf(buf, len, "%.*g", prec, v);
-	return buf;
-}
-
 struct nr_summary {
 	double min, max;
 	size_t nans;
@@ -844,8 +816,8 @@ static void nr_text_backend(struct nr_buf *b, const struct nr_report *r, emu_be_
 		if (run->have_metrics) {
 			const emu_item_metrics *m = &run->m[i];
 			nr_printf(b, "  %-*s max_ulp %s  rel_err %s", w, "",
-			          nr_g(m->max_ulp, 4, g1, sizeof(g1)),
-			          nr_g(m->rel_err, 4, g2, sizeof(g2)));
+			          nm_fmt_g(m->max_ulp, 4, g1, sizeof(g1)),
+			          nm_fmt_g(m->rel_err, 4, g2, sizeof(g2)));
 			if (m->lost)
 				nr_printf(b, "  lost %zu", m->lost);
 			nr_putc(b, '\n');

@@ -423,17 +423,6 @@ static void sw_put_str(struct sw_buf *b, const char *s)
 	}
 }
 
-static uint64_t sw_fnv(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static void sw_encode(struct sw_buf *b, size_t idx, const struct sw_pt *p, int nbe)
 {
 	size_t start = b->n;
@@ -462,7 +451,7 @@ static void sw_encode(struct sw_buf *b, size_t idx, const struct sw_pt *p, int n
 		}
 	}
 	if (!b->oom)
-		sw_printf(b, " #%016" PRIx64 "\n", sw_fnv(b->s + start, b->n - start));
+		sw_printf(b, " #%016" PRIx64 "\n", nm_fnv1a(b->s + start, b->n - start));
 }
 
 /* A token reader over one line. */
@@ -565,7 +554,7 @@ static int sw_decode(char *line, size_t npoints, int nbe, size_t *idx, struct sw
 	if (!hash || hash == line || hash[-1] != ' ')
 		return -1;
 	h = strtoull(hash + 1, &end, 16);
-	if (*end || strlen(hash + 1) != 16 || h != sw_fnv(line, (size_t)(hash - 1 - line)))
+	if (*end || strlen(hash + 1) != 16 || h != nm_fnv1a(line, (size_t)(hash - 1 - line)))
 		return -1;
 	hash[-1] = '\0';
 	tag = sw_next(&t);

@@ -533,18 +533,6 @@ int nm_thresh_case(const nm_case *c, bool quick, const emu_run_status *grid, nm_
 
 /* ---- writing ---- */
 
-/* A number as the CSV has it: %.17g, or inf, -inf, nan. */
-static const char *th_num(double x, char *buf, size_t len, int prec)
-{
-	if (isnan(x))
-		snprintf(buf, len, "nan");
-	else if (isinf(x))
-		snprintf(buf, len, "%s", x < 0 ? "-inf" : "inf");
-	else
-		snprintf(buf, len, "%.*g", prec, x);
-	return buf;
-}
-
 /* An RFC 4180 field: quoted when it holds a comma, a quote or a line break. */
 static void th_field(FILE *fp, const char *s)
 {
@@ -580,9 +568,9 @@ static void th_write_csv(FILE *fp, const nm_thresh_row *rows, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const nm_thresh_row *t = &rows[i];
 		const char *f[] = {t->case_name, t->kernel, t->variant, t->policy, t->axis, t->event,
-		                   th_num(t->last_ok, a, sizeof a, 17),
-		                   th_num(t->first_bad, b, sizeof b, 17),
-		                   th_num(t->real_boundary, r, sizeof r, 17), t->first_op};
+		                   nm_fmt_g(t->last_ok, 17, a, sizeof a),
+		                   nm_fmt_g(t->first_bad, 17, b, sizeof b),
+		                   nm_fmt_g(t->real_boundary, 17, r, sizeof r), t->first_op};
 		for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
 			if (k)
 				fputc(',', fp);
@@ -623,9 +611,9 @@ static void th_write_md(FILE *fp, const nm_thresh_row *rows, size_t n)
 		fputs("` | ", fp);
 		th_cell(fp, t->axis);
 		fprintf(fp, " | %s | %s (%s) | %s (%s) | %s | %s |\n", t->event,
-		        th_num(t->last_ok, a, sizeof a, 6), t->last_hex,
-		        th_num(t->first_bad, b, sizeof b, 6), t->first_hex,
-		        th_num(t->real_boundary, r, sizeof r, 6), t->first_op);
+		        nm_fmt_g(t->last_ok, 6, a, sizeof a), t->last_hex,
+		        nm_fmt_g(t->first_bad, 6, b, sizeof b), t->first_hex,
+		        nm_fmt_g(t->real_boundary, 6, r, sizeof r), t->first_op);
 	}
 }
 

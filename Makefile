@@ -35,7 +35,7 @@ ifeq ($(WERROR),1)
 NVCC_WARN += -Werror all-warnings -Xcompiler -Werror
 endif
 NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) -Iemu -Igpu $(NVCCFLAGS)
-PUBLIC_H := emu/emu.h emu/kern.h emu/kernels.h emu/tc.h emu/gradscaler.h emu/hw.h harness/nm_golden.h
+PUBLIC_H := emu/emu.h emu/gputab.h emu/kern.h emu/kernels.h emu/tc.h emu/gradscaler.h emu/hw.h harness/nm_golden.h
 LIB := lib/libnanmap.a
 BIN := bin/nanmap
 TESTBIN := build/tests/check_nanmap

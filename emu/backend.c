@@ -106,6 +106,22 @@ static double decode(const emu_format *f, emu_bits b)
 	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
 }
 
+/* Flags of a table result v that is not the correctly rounded one (so
+ * never exact): docs/gpu.md. */
+static unsigned table_flags(const emu_format *f, double x, double v)
+{
+	if (isnan(v))
+		return isnan(x) ? 0 : EMU_FLAG_INVALID;
+	if (x == 0 || isinf(x)) /* the exact cases: only a pole is signalled */
+		return isinf(v) && x == 0 ? EMU_FLAG_DIVBYZERO : 0;
+	unsigned fl = EMU_FLAG_INEXACT;
+	if (isinf(v) && isfinite(x))
+		fl |= EMU_FLAG_OVERFLOW;
+	if (fabs(v) < f->min_normal)
+		fl |= EMU_FLAG_UNDERFLOW;
+	return fl;
+}
+
 void emu_k_note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i)
 {
 	be->st.ops[op]++;
@@ -331,6 +347,13 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 			                    ar > 2 ? emu_encode(f, z) : 0};
 			emu_result res = emu_apply(op, f, NULL, args, env);
 			fl = res.flags;
+			emu_bits t;
+			if (be->tables && emu_gpu_tables_lookup(be->tables, emu_gpu_table_func(op), f,
+			                                        args[0], &t) &&
+			    t != res.bits) {
+				res.bits = t;
+				fl = table_flags(f, x, decode(f, t));
+			}
 			r = decode(f, res.bits);
 		}
 		}

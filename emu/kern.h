@@ -21,6 +21,7 @@
 #include <mpfr.h>
 
 #include "emu.h"
+#include "gputab.h"
 
 #define EMU_TRUTH_PREC 256
 
@@ -59,6 +60,15 @@ typedef struct emu_be {
 	 * values checked, a continuous measure of how far the run is from (or
 	 * beyond) an overflow; set it to -INFINITY together with range */
 	double range_peak;
+	/* FAST only, NULL by default (set after emu_be_init; not owned): fp16
+	 * and bf16 exp, log, exp2, rsqrt and sqrt are the table's encoding for
+	 * the operand's, as the GPU computes them (docs/gpu.md). The policy's
+	 * rounding mode, overflow=sat and ftz/daz do not apply to them. Flags:
+	 * the correctly rounded op's when the table agrees with it; otherwise
+	 * invalid for NaN from non-NaN; from ±0 or ±inf, divbyzero for inf
+	 * from 0, else none; otherwise inexact, plus overflow for inf and
+	 * underflow for a zero or subnormal result. */
+	const emu_gpu_tables *tables;
 	/* everything emu_k_vec allocated, freed by emu_be_free */
 	void **allocs;
 	size_t nallocs, capallocs;

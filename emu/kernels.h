@@ -90,6 +90,11 @@ typedef struct {
  * Free with emu_run_free even on failure. */
 int emu_run_kernel(const emu_kernel *k, const emu_policy *pol, const char *variant,
                    const emu_kin *in, emu_be_kind kind, emu_run *r, char *err, size_t errlen);
+/* The same, with the GPU's transcendental tables replayed when kind is
+ * EMU_BE_FAST (emu_be.tables; NULL: none). */
+int emu_run_kernel_tables(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                          const emu_kin *in, emu_be_kind kind, const emu_gpu_tables *tables,
+                          emu_run *r, char *err, size_t errlen);
 /* Metrics and the underflow status of r against a TRUTH run. */
 void emu_run_compare(emu_run *r, const emu_run *truth);
 void emu_run_free(emu_run *r);

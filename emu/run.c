@@ -18,8 +18,17 @@ const char *emu_run_status_name(emu_run_status s)
 int emu_run_kernel(const emu_kernel *k, const emu_policy *pol, const char *variant,
                    const emu_kin *in, emu_be_kind kind, emu_run *r, char *err, size_t errlen)
 {
+	return emu_run_kernel_tables(k, pol, variant, in, kind, NULL, r, err, errlen);
+}
+
+int emu_run_kernel_tables(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                          const emu_kin *in, emu_be_kind kind, const emu_gpu_tables *tables,
+                          emu_run *r, char *err, size_t errlen)
+{
 	memset(r, 0, sizeof *r);
 	emu_be_init(&r->be, kind, &pol->env);
+	if (kind == EMU_BE_FAST)
+		r->be.tables = tables;
 	if (k->run(&r->be, pol, variant, in, &r->out, err, errlen) != 0)
 		return -1;
 	emu_run_status st = EMU_ST_OK;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "emu.h"
+#include "gputab.h"
 
 /* Exit status when no CUDA device is usable (the automake "skipped" code). */
 #define GPU_EXIT_SKIP 77
@@ -134,34 +135,19 @@ const char *gpu_report_csv_header(void);
 /* Write text to path through path.tmp and rename(). 0, or -1 with err. */
 int gpu_write_atomic(const char *path, const char *text, size_t n, char *err, size_t len);
 
-/* ---- transcendental tables measured on the GPU (gpu/host_tables.c) ---- */
-/* One file holds any number of tables; each is a line
- *   table <func> <format> 65536
- * followed by 4096 lines of 16 encodings in hex (input order 0..65535).
- * Lines starting with '#' are comments (provenance). */
-#define GPU_TABLE_N 65536
-typedef struct {
-	char func[16];   /* hexp hlog hexp2 hrcp hrsqrt hsqrt */
-	char format[16]; /* fp16 bf16 */
-	uint16_t v[GPU_TABLE_N];
-} gpu_table;
-
-typedef struct {
-	gpu_table *t;
-	size_t n;
-} gpu_tables;
-
-/* The CUDA function that stands for an emulator op (EMU_OP_EXP -> "hexp"), or NULL. */
-const char *gpu_table_func(emu_op op);
+/* ---- transcendental tables measured on the GPU ---- */
+/* The loader and lookup are the library's (emu/gputab.h: file format there);
+ * gpu/host_tables.c only writes them. The old names stay for gpu/ code. */
+#define GPU_TABLE_N EMU_GPU_TABLE_N
+typedef emu_gpu_table gpu_table;
+typedef emu_gpu_tables gpu_tables;
+#define gpu_table_func emu_gpu_table_func
+#define gpu_tables_load emu_gpu_tables_load
+#define gpu_tables_find emu_gpu_tables_find
+#define gpu_tables_lookup emu_gpu_tables_lookup
+#define gpu_tables_free emu_gpu_tables_free
 int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, size_t n,
                      char *err, size_t len);
-/* path is a file, or a directory holding gpu-tables.txt. 0, or -1 with err. */
-int gpu_tables_load(const char *path, gpu_tables *ts, char *err, size_t len);
-const gpu_table *gpu_tables_find(const gpu_tables *ts, const char *func, const char *format);
-/* The GPU's result for func(a) in f (looked up by f->name), or false. */
-bool gpu_tables_lookup(const gpu_tables *ts, const char *func, const emu_format *f, emu_bits a,
-                       emu_bits *out);
-void gpu_tables_free(gpu_tables *ts);
 
 /* ---- gpu/kern.cu on the host (gpu/host_mirror.c) ---- */
 /* The same arguments as gpu_dev_softmax, gpu_dev_layernorm and

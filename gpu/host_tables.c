@@ -1,36 +1,15 @@
 /*
- * host_tables.c — the GPU's fp16/bf16 transcendental results, one table of
- * 65536 encodings per function and format, so the emulator can replay
- * hexp, hlog, ... bit for bit where the hardware's approximation is not
- * documented (FACTS §2). Text, so a table can be diffed and its provenance
- * kept in '#' lines; the loader refuses anything short, long or malformed.
+ * host_tables.c — writes the GPU's fp16/bf16 transcendental results, one
+ * table of 65536 encodings per function and format, so the emulator can
+ * replay hexp, hlog, ... bit for bit where the hardware's approximation is
+ * not documented (FACTS §2). The reader is the library's (emu/gputab.c).
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "gpu_host.h"
-
-const char *gpu_table_func(emu_op op)
-{
-	switch (op) {
-	case EMU_OP_EXP:
-		return "hexp";
-	case EMU_OP_LOG:
-		return "hlog";
-	case EMU_OP_EXP2:
-		return "hexp2";
-	case EMU_OP_RSQRT:
-		return "hrsqrt";
-	case EMU_OP_SQRT:
-		return "hsqrt";
-	default:
-		return NULL;
-	}
-}
 
 int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, size_t n,
                      char *err, size_t len)
@@ -52,115 +31,4 @@ int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, 
 	int rc = gpu_write_atomic(path, s, (size_t)(p - s), err, len);
 	free(s);
 	return rc;
-}
-
-void gpu_tables_free(gpu_tables *ts)
-{
-	free(ts->t);
-	ts->t = NULL;
-	ts->n = 0;
-}
-
-static int bad(gpu_tables *ts, FILE *fp, char *err, size_t len, const char *path, long line,
-               const char *why)
-{
-	snprintf(err, len, "%s:%ld: %s", path, line, why);
-	fclose(fp);
-	gpu_tables_free(ts);
-	return -1;
-}
-
-int gpu_tables_load(const char *path, gpu_tables *ts, char *err, size_t len)
-{
-	char file[1024];
-	struct stat st;
-	ts->t = NULL;
-	ts->n = 0;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		snprintf(file, sizeof file, "%s/gpu-tables.txt", path);
-	else
-		snprintf(file, sizeof file, "%s", path);
-	FILE *fp = fopen(file, "r");
-	if (!fp) {
-		snprintf(err, len, "cannot read %s: %s", file, strerror(errno));
-		return -1;
-	}
-	char buf[256];
-	long line = 0;
-	gpu_table *cur = NULL;
-	int filled = 0;
-	while (fgets(buf, sizeof buf, fp)) {
-		line++;
-		if (!strchr(buf, '\n') && !feof(fp))
-			return bad(ts, fp, err, len, file, line, "line too long");
-		if (buf[0] == '#' || buf[0] == '\n')
-			continue;
-		if (strncmp(buf, "table ", 6) == 0) {
-			if (cur && filled != GPU_TABLE_N)
-				return bad(ts, fp, err, len, file, line, "previous table is short");
-			char func[16], fmt[16];
-			int n, used = 0;
-			if (sscanf(buf, "table %15s %15s %d %n", func, fmt, &n, &used) != 3 ||
-			    buf[used] != '\0' || n != GPU_TABLE_N)
-				return bad(ts, fp, err, len, file, line,
-				           "expected 'table <func> <format> 65536'");
-			if (gpu_tables_find(ts, func, fmt))
-				return bad(ts, fp, err, len, file, line, "table given twice");
-			gpu_table *p = realloc(ts->t, (ts->n + 1) * sizeof *p);
-			if (!p)
-				return bad(ts, fp, err, len, file, line, "out of memory");
-			ts->t = p;
-			cur = &ts->t[ts->n++];
-			snprintf(cur->func, sizeof cur->func, "%s", func);
-			snprintf(cur->format, sizeof cur->format, "%s", fmt);
-			filled = 0;
-			continue;
-		}
-		if (!cur)
-			return bad(ts, fp, err, len, file, line, "values before a 'table' line");
-		char *s = buf;
-		for (;;) {
-			while (*s == ' ' || *s == '\t')
-				s++;
-			if (*s == '\n' || *s == '\0')
-				break;
-			char *end;
-			errno = 0;
-			unsigned long v = strtoul(s, &end, 16);
-			if (end == s || errno || v > 0xffff || (*end != ' ' && *end != '\n' && *end))
-				return bad(ts, fp, err, len, file, line, "not a 16-bit hex encoding");
-			if (filled == GPU_TABLE_N)
-				return bad(ts, fp, err, len, file, line, "more than 65536 values");
-			cur->v[filled++] = (uint16_t)v;
-			s = end;
-		}
-	}
-	if (ferror(fp))
-		return bad(ts, fp, err, len, file, line, "read error");
-	if (cur && filled != GPU_TABLE_N)
-		return bad(ts, fp, err, len, file, line, "last table is short");
-	if (!ts->n)
-		return bad(ts, fp, err, len, file, line, "no table in the file");
-	fclose(fp);
-	return 0;
-}
-
-const gpu_table *gpu_tables_find(const gpu_tables *ts, const char *func, const char *format)
-{
-	for (size_t i = 0; i < ts->n; i++)
-		if (strcmp(ts->t[i].func, func) == 0 && strcmp(ts->t[i].format, format) == 0)
-			return &ts->t[i];
-	return NULL;
-}
-
-bool gpu_tables_lookup(const gpu_tables *ts, const char *func, const emu_format *f, emu_bits a,
-                       emu_bits *out)
-{
-	if (f->bits != 16 || !func)
-		return false;
-	const gpu_table *t = gpu_tables_find(ts, func, f->name);
-	if (!t)
-		return false;
-	*out = t->v[a & 0xffff];
-	return true;
 }

@@ -37,6 +37,7 @@ Suite *suite_accum(void);
 Suite *suite_tc(void);
 Suite *suite_golden(void);
 Suite *suite_gpuhost(void);
+Suite *suite_gputab(void);
 Suite *suite_point(void);
 Suite *suite_thresh(void);
 Suite *suite_case(void);

@@ -62,6 +62,7 @@ int main(void)
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_golden());
 	srunner_add_suite(sr, suite_gpuhost());
+	srunner_add_suite(sr, suite_gputab());
 	srunner_add_suite(sr, suite_point());
 	srunner_add_suite(sr, suite_thresh());
 	srunner_add_suite(sr, suite_case());

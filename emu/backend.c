@@ -348,8 +348,9 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 			emu_result res = emu_apply(op, f, NULL, args, env);
 			fl = res.flags;
 			emu_bits t;
-			if (be->tables && emu_gpu_tables_lookup(be->tables, emu_gpu_table_func(op), f,
-			                                        args[0], &t) &&
+			if (be->tables &&
+			    emu_gpu_tables_lookup(be->tables, emu_gpu_table_func(op), f, args[0],
+			                          &t) &&
 			    t != res.bits) {
 				res.bits = t;
 				fl = table_flags(f, x, decode(f, t));

@@ -138,6 +138,7 @@ enum nr_optid {
 	NR_O_NO_TRUTH,
 	NR_O_CSV,
 	NR_O_JSON,
+	NR_O_GPU_TABLES,
 };
 
 struct nr_optdef {
@@ -162,6 +163,7 @@ static const struct nr_optdef nr_optdefs[] = {
     {"--no-truth", NR_O_NO_TRUTH, false},
     {"--csv", NR_O_CSV, false},
     {"--json", NR_O_JSON, false},
+    {"--gpu-tables", NR_O_GPU_TABLES, true},
 };
 
 struct nr_param {
@@ -183,6 +185,7 @@ struct nr_opts {
 	double scale, lo, hi;
 	bool want[EMU_NBE], no_truth, all;
 	enum nr_style style;
+	const char *gpu_tables; /* FILE|DIR: the fast backend replays the GPU's tables */
 };
 
 /* A whole token that is a number (nm_parse_number's syntax), as the nearest
@@ -332,6 +335,9 @@ static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg
 		return 0;
 	case NR_O_JSON:
 		o->style = NR_JSON;
+		return 0;
+	case NR_O_GPU_TABLES:
+		o->gpu_tables = arg;
 		return 0;
 	}
 	return 0;
@@ -640,6 +646,10 @@ struct nr_report {
 	bool ran[EMU_NBE], shown[EMU_NBE];
 	bool compared; /* fast and exact both ran */
 	bool agree;
+	/* fast replayed the GPU's tables: it is not meant to agree with exact,
+	 * so the two are not compared */
+	bool tabled;
+	emu_gpu_tables tables;
 	char why[NR_ERR_LEN]; /* the first difference */
 };
 
@@ -705,6 +715,8 @@ static int nr_execute(struct nr_report *r)
 		return nm_fail("--no-truth and --backend truth exclude each other");
 	if (o->no_truth)
 		want[EMU_BE_TRUTH] = false;
+	if (o->gpu_tables && emu_gpu_tables_load(o->gpu_tables, &r->tables, err, sizeof(err)))
+		return nm_fail("%s", err);
 	memcpy(r->shown, want, sizeof(want));
 	if (!o->no_truth && (want[EMU_BE_FAST] || want[EMU_BE_EXACT]))
 		want[EMU_BE_TRUTH] = true; /* the metrics need it */
@@ -714,13 +726,16 @@ static int nr_execute(struct nr_report *r)
 			continue;
 		err[0] = '\0';
 		r->ran[k] = true;
-		if (emu_run_kernel(r->s->k, &r->s->pol, r->s->variant, &kin, k, &r->runs[k], err,
-		                   sizeof(err)) != 0)
+		if (emu_run_kernel_tables(r->s->k, &r->s->pol, r->s->variant, &kin, k,
+		                          o->gpu_tables ? &r->tables : NULL, &r->runs[k], err,
+		                          sizeof(err)) != 0)
 			return nm_fail("%s", err[0] ? err : "the kernel failed");
 		if (k != EMU_BE_TRUTH && r->ran[EMU_BE_TRUTH])
 			emu_run_compare(&r->runs[k], &r->runs[EMU_BE_TRUTH]);
 	}
-	if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT])
+	if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT] && o->gpu_tables)
+		r->tabled = true;
+	else if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT])
 		nr_agree(r);
 	return 0;
 }
@@ -866,6 +881,8 @@ static void nr_text(struct nr_buf *b, const struct nr_report *r)
 			nr_putc(b, '\n');
 			nr_text_backend(b, r, order[i]);
 		}
+	if (r->tabled)
+		nr_put(b, "\nfast == exact: not compared (--gpu-tables)\n");
 	if (r->compared) {
 		nr_printf(b, "\nfast == exact: %s", r->agree ? "yes" : "no");
 		if (!r->agree)
@@ -997,6 +1014,8 @@ static void nr_csv(struct nr_buf *b, const struct nr_report *r)
 			nr_csv_backend(b, r, order[i]);
 	if (r->compared)
 		nr_csv_row(b, "", "agree", "fast==exact", r->agree ? "yes" : "no");
+	else if (r->tabled)
+		nr_csv_row(b, "", "agree", "fast==exact", "not compared (--gpu-tables)");
 }
 
 /* ---- JSON ---- */
@@ -1148,6 +1167,8 @@ static void nr_json(struct nr_buf *b, const struct nr_report *r)
 	nr_put(b, "\n  },\n  \"fast_equals_exact\": ");
 	if (!r->compared) {
 		nr_put(b, "null");
+		if (r->tabled)
+			nr_put(b, ",\n  \"not_compared\": \"--gpu-tables\"");
 	} else {
 		nr_put(b, r->agree ? "true" : "false");
 		if (!r->agree) {
@@ -1165,6 +1186,7 @@ static const char nr_usage[] =
     "                  (--input FILE.npy | --values V1,V2,... | --gen DIST --n N)\n"
     "                  [--rows R] [--seed S] [--scale X] [--range LO,HI]\n"
     "                  [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
+    "                  [--gpu-tables FILE|DIR]\n"
     "\n"
     "Run a training kernel on the fast emulator (default), the exact-format MPFR\n"
     "backend (exact), the 256-bit MPFR truth (truth), or all three; report each\n"
@@ -1188,6 +1210,9 @@ static const char nr_usage[] =
     "  --seed S        the generator's seed and the kernel's (default 0)\n"
     "  --no-truth      skip the truth run (no metrics; it is slow on big inputs)\n"
     "  --csv           rows backend,kind,key,value; --json: one object\n"
+    "  --gpu-tables F  the fast backend takes fp16/bf16 exp, log, exp2, rsqrt and\n"
+    "                  sqrt from the GPU's tables (bin/nanmap-gpu's gpu-tables.txt,\n"
+    "                  or its directory); fast and exact are then not compared\n"
     "\n"
     "Kernels (variants; parameters):\n";
 
@@ -1270,6 +1295,7 @@ int nm_run_main(int argc, char **argv)
 	for (int i = 0; i < EMU_NBE; i++)
 		if (r.ran[i])
 			emu_run_free(&r.runs[i]);
+	emu_gpu_tables_free(&r.tables);
 	free(in.x);
 	nr_opts_free(&o);
 	return rc;

@@ -145,7 +145,8 @@ static emu_bits grad0_expected(emu_bits e0)
 	const emu_format *f16 = t_fmt("fp16");
 	emu_env env = EMU_ENV_DEFAULT;
 	unsigned fl = 0;
-	double s = emu_round_value(f16, emu_decode(f16, e0) + 1.0, 0, &env, &fl); /* exact in fp32 */
+	/* e0 + 1 is exact in the fp32 accumulator (and in a double) */
+	double s = emu_round_value(f16, emu_decode(f16, e0) + 1.0, 0, &env, &fl);
 	emu_bits args[3] = {e0, emu_encode(f16, s), 0};
 	return emu_apply(EMU_OP_DIV, f16, NULL, args, &env).bits;
 }

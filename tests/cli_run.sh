@@ -372,4 +372,17 @@ bad "unknown option" "nanmap: unknown option '--frob' for run (try: nanmap run -
 bad "option without a value" "nanmap: option '--values' needs a value" \
 	run softmax_ce --policy "$P16" --values
 
+# --gpu-tables: the fast backend replays a table (here every fp16 hexp is
+# 1.0, so exp(11.09375) no longer overflows); fast and exact are not compared
+awk 'BEGIN { print "table hexp fp16 65536"; for (i = 0; i < 4096; i++) {
+	for (j = 0; j < 16; j++) printf "3c00%s", j < 15 ? " " : "\n" } }' >"$tmp/gt.txt"
+ok_has "--gpu-tables replays the table in fast" \
+	"$SM --values 11.09375,0 --backend all --gpu-tables $tmp/gt.txt" \
+	'fast: ok' 'exact: nan' 'fast == exact: not compared (--gpu-tables)'
+bad "--gpu-tables, missing file" "nanmap: cannot read $tmp/none.txt: No such file or directory" \
+	run softmax_ce --policy "$P16" --values 1 --gpu-tables "$tmp/none.txt"
+head -n 3 "$tmp/gt.txt" >"$tmp/short.txt"
+bad "--gpu-tables, short table" "nanmap: $tmp/short.txt:3: last table is short" \
+	run softmax_ce --policy "$P16" --values 1 --gpu-tables "$tmp/short.txt"
+
 echo "cli_run: $pass checks passed"

@@ -11,29 +11,8 @@
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
-N=${NANMAP:-bin/nanmap}
-[ -x "$N" ] || { echo "cli_golden: $N not built (run make)" >&2; exit 1; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0
-
-fail() {
-	printf 'cli_golden: FAIL: %s\n' "$1" >&2
-	if [ -s "$tmp/err" ]; then
-		printf 'cli_golden: stderr was:\n' >&2
-		cat "$tmp/err" >&2
-	fi
-	if [ -s "$tmp/out" ]; then
-		printf 'cli_golden: stdout was:\n' >&2
-		head -n 20 "$tmp/out" >&2
-	fi
-	exit 1
-}
-
-run() {
-	rc=0
-	"$N" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-}
+T=cli_golden
+. tests/cli_lib.sh
 
 # status WANT DESC LINE...: the last run exited WANT, wrote nothing on
 # stderr, and every LINE is a whole line of its stdout.

@@ -8,26 +8,8 @@
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
-N=${NANMAP:-bin/nanmap}
-[ -x "$N" ] || { echo "cli_run: $N not built (run make)" >&2; exit 1; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0
-
-fail() {
-	printf 'cli_run: FAIL: %s\n' "$1" >&2
-	if [ -s "$tmp/err" ]; then
-		printf 'cli_run: stderr was:\n' >&2
-		cat "$tmp/err" >&2
-	fi
-	exit 1
-}
-
-# run ARGS...: run the binary, keep stdout, stderr and the status.
-run() {
-	rc=0
-	"$N" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
-}
+T=cli_run
+. tests/cli_lib.sh
 
 # succeeded DESC: the last run exited 0 and wrote nothing on stderr.
 succeeded() {

@@ -10,21 +10,9 @@
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
-N=${NANMAP:-bin/nanmap}
-[ -x "$N" ] || { echo "cli_sweep: $N not built (run make)" >&2; exit 1; }
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
-pass=0
+T=cli_sweep
+. tests/cli_lib.sh
 CASE=tests/data/sweep_tiny.case
-
-fail() {
-	printf 'cli_sweep: FAIL: %s\n' "$1" >&2
-	if [ -s "$tmp/err" ]; then
-		printf 'cli_sweep: stderr was:\n' >&2
-		cat "$tmp/err" >&2
-	fi
-	exit 1
-}
 
 # sweep DIR ARGS...: nanmap sweep writing everything under DIR.
 sweep() {

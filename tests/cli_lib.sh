@@ -1,0 +1,31 @@
+# tests/cli_lib.sh — what every CLI test script starts with, sourced after
+# setting T (the script's name in messages): the binary N (NANMAP overrides
+# it), a temporary directory tmp removed on exit, the pass counter, fail and
+# run. Each script adds its own checks on top.
+
+N=${NANMAP:-bin/nanmap}
+[ -x "$N" ] || { echo "$T: $N not built (run make)" >&2; exit 1; }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+pass=0
+
+# fail DESC: say what failed, with the last run's stderr and the head of its
+# stdout, and stop.
+fail() {
+	printf '%s: FAIL: %s\n' "$T" "$1" >&2
+	if [ -s "$tmp/err" ]; then
+		printf '%s: stderr was:\n' "$T" >&2
+		cat "$tmp/err" >&2
+	fi
+	if [ -s "$tmp/out" ]; then
+		printf '%s: stdout was:\n' "$T" >&2
+		head -n 20 "$tmp/out" >&2
+	fi
+	exit 1
+}
+
+# run ARGS...: run the binary, keep stdout, stderr and the status.
+run() {
+	rc=0
+	"$N" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+}

@@ -181,12 +181,32 @@ static int nm_append(nm_vecs *v, size_t *used, size_t *cap, emu_bits x)
 	return 0;
 }
 
+/* The end of a reader: got is nm_next_line's last result (0 at the end of
+ * the file, -1 after an error, as for a bad line); a file without a line
+ * is an error ("no WHAT"). On success *out takes v; otherwise v is freed. */
+static int nm_vecs_finish(struct nm_lines *r, nm_vecs *v, int got, const char *what,
+                          nm_vecs *out, char *err, size_t errlen)
+{
+	int rc = got;
+
+	if (rc == 0 && v->count == 0) {
+		snprintf(err, errlen, "%s: no %s", r->path, what);
+		rc = -1;
+	}
+	nm_lines_close(r);
+	if (rc)
+		nm_vecs_free(v);
+	else
+		*out = *v;
+	return rc;
+}
+
 int nm_read_hex_vectors(const char *path, nm_vecs *out, char *err, size_t errlen)
 {
 	struct nm_lines r;
 	nm_vecs v = {0};
 	size_t used = 0, cap = 0;
-	int rc = -1, got;
+	int got;
 
 	if (nm_lines_open(&r, path, err, errlen))
 		return -1;
@@ -207,41 +227,30 @@ int nm_read_hex_vectors(const char *path, nm_vecs *out, char *err, size_t errlen
 				         "hex",
 				         path, r.lineno, k + 1, (int)(i - start > 20 ? 20 : i - start),
 				         r.buf + start);
-				goto done;
+				goto fail;
 			}
 			if (nm_append(&v, &used, &cap, x)) {
 				snprintf(err, errlen, "out of memory");
-				goto done;
+				goto fail;
 			}
 			k++;
 		}
 		if (k == 0) {
 			snprintf(err, errlen, "%s:%zu: empty line", path, r.lineno);
-			goto done;
+			goto fail;
 		}
 		if (v.count == 0) {
 			v.K = k;
 		} else if (k != v.K) {
 			snprintf(err, errlen, "%s:%zu: %zu values, the first line has %zu", path,
 			         r.lineno, k, v.K);
-			goto done;
+			goto fail;
 		}
 		v.count++;
 	}
-	if (got < 0)
-		goto done;
-	if (v.count == 0) {
-		snprintf(err, errlen, "%s: no vectors", path);
-		goto done;
-	}
-	rc = 0;
-done:
-	nm_lines_close(&r);
-	if (rc)
-		nm_vecs_free(&v);
-	else
-		*out = v;
-	return rc;
+	return nm_vecs_finish(&r, &v, got, "vectors", out, err, errlen);
+fail:
+	return nm_vecs_finish(&r, &v, -1, NULL, out, err, errlen);
 }
 
 int nm_read_bin_scalars(const char *path, nm_vecs *out, char *err, size_t errlen)
@@ -249,7 +258,7 @@ int nm_read_bin_scalars(const char *path, nm_vecs *out, char *err, size_t errlen
 	struct nm_lines r;
 	nm_vecs v = {0};
 	size_t used = 0, cap = 0;
-	int rc = -1, got;
+	int got;
 
 	if (nm_lines_open(&r, path, err, errlen))
 		return -1;
@@ -269,28 +278,17 @@ int nm_read_bin_scalars(const char *path, nm_vecs *out, char *err, size_t errlen
 			snprintf(err, errlen,
 			         "%s:%zu: expected a binary32 as 32 characters 0/1, got '%.*s'%s", path,
 			         r.lineno, (int)(n > 40 ? 40 : n), r.buf, n > 40 ? "..." : "");
-			goto done;
+			goto fail;
 		}
 		if (nm_append(&v, &used, &cap, x)) {
 			snprintf(err, errlen, "out of memory");
-			goto done;
+			goto fail;
 		}
 		v.count++;
 	}
-	if (got < 0)
-		goto done;
-	if (v.count == 0) {
-		snprintf(err, errlen, "%s: no values", path);
-		goto done;
-	}
-	rc = 0;
-done:
-	nm_lines_close(&r);
-	if (rc)
-		nm_vecs_free(&v);
-	else
-		*out = v;
-	return rc;
+	return nm_vecs_finish(&r, &v, got, "values", out, err, errlen);
+fail:
+	return nm_vecs_finish(&r, &v, -1, NULL, out, err, errlen);
 }
 
 /* ---- the command ---- */

@@ -48,30 +48,6 @@ ok_in() {
 	expect "$desc" "$want"
 }
 
-# expect_err DESC [MESSAGE]: exit 2, no stdout, exactly one stderr line
-# (equal to MESSAGE when given).
-expect_err() {
-	[ "$rc" -eq 2 ] || fail "$1: exit status $rc, want 2"
-	[ ! -s "$tmp/out" ] || fail "$1: wrote to stdout"
-	lines=$(awk 'END { print NR }' "$tmp/err")
-	if [ "$lines" -ne 1 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
-		fail "$1: want exactly one stderr line, got $lines"
-	fi
-	if [ $# -ge 2 ] && [ "$(cat "$tmp/err")" != "$2" ]; then
-		fail "$1: message '$(cat "$tmp/err")', want '$2'"
-	fi
-	pass=$((pass + 1))
-}
-
-# bad DESC MESSAGE ARGS... (MESSAGE "" = any single line)
-bad() {
-	desc=$1
-	msg=$2
-	shift 2
-	run "$@"
-	if [ -n "$msg" ]; then expect_err "$desc" "$msg"; else expect_err "$desc"; fi
-}
-
 # bad_in DESC MESSAGE INPUT ARGS...
 bad_in() {
 	desc=$1

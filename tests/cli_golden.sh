@@ -30,6 +30,7 @@ status() {
 
 # bad DESC PATTERN ARGS...: exit 2, no stdout, one stderr line matching the
 # grep pattern.
+# (replaces cli_lib.sh's bad: here the message is matched by a pattern)
 bad() {
 	desc=$1
 	pat=$2

@@ -53,25 +53,6 @@ ok_has() {
 	has "$desc" "$@"
 }
 
-# bad DESC MESSAGE ARGS...: exit 2, no stdout, exactly one stderr line
-# (equal to MESSAGE unless it is "").
-bad() {
-	desc=$1
-	msg=$2
-	shift 2
-	run "$@"
-	[ "$rc" -eq 2 ] || fail "$desc: exit status $rc, want 2"
-	[ ! -s "$tmp/out" ] || fail "$desc: wrote to stdout"
-	lines=$(awk 'END { print NR }' "$tmp/err")
-	if [ "$lines" -ne 1 ] || [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
-		fail "$desc: want exactly one stderr line, got $lines"
-	fi
-	if [ -n "$msg" ] && [ "$(cat "$tmp/err")" != "$msg" ]; then
-		fail "$desc: message '$(cat "$tmp/err")', want '$msg'"
-	fi
-	pass=$((pass + 1))
-}
-
 # npy FILE DESCR SHAPE DATA: a .npy version 1.0 file as NumPy writes it (the
 # header padded with blanks so that 10 + its length is a multiple of 64);
 # DATA are the little-endian bytes as printf %b escapes.

@@ -144,6 +144,7 @@ pass=$((pass + 1))
 # ---- malformed case files: one line FILE:LINE: ..., exit 2, nothing written ----
 # bad NAME LINE TEXT WANT_ERROR: a copy of the tiny case with line LINE
 # replaced by TEXT (LINE 0: TEXT appended) must fail with exactly WANT_ERROR.
+# (replaces cli_lib.sh's bad: here the bad input is a case file)
 bad() {
 	mkdir -p "$tmp/bad"
 	f="$tmp/bad/$1.case"

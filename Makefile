@@ -99,6 +99,7 @@ test: deps
 	$(TESTBIN)
 	sh tests/cli.sh
 	sh tests/cli_run.sh
+	sh tests/cli_metrics.sh
 	sh tests/cli_golden.sh
 	sh tests/cli_sweep.sh
 	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory gpu; \
@@ -123,6 +124,7 @@ asan:
 	NANMAP_QUICK=1 CK_FORK=no $(TESTBIN)
 	sh tests/cli.sh
 	sh tests/cli_run.sh
+	sh tests/cli_metrics.sh
 	sh tests/cli_golden.sh
 	sh tests/cli_sweep.sh
 	$(MAKE) --no-print-directory clean

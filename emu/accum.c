@@ -120,8 +120,7 @@ static bool int_param(const emu_kin *in, const char *name, double lo, double hi,
 static void note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i)
 {
 	emu_k_note(be, op, fl, step, i);
-	if (be->kind != EMU_BE_TRUTH) /* as emu_k_op: TRUTH does not count */
-		be->env.index++;
+	be->env.index++; /* as emu_k_op */
 }
 
 /* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */

@@ -189,12 +189,30 @@ static unsigned range_note(emu_be *be, const emu_val *v, const emu_format *f)
 	return emu_k_range(be, v, f);
 }
 
+void emu_k_note_input(emu_be *be, double x, double v, unsigned fl)
+{
+	emu_be_stats *st = &be->st;
+	st->in_n++;
+	if (isnan(x) ? !isnan(v) : !(v == x && signbit(v) == signbit(x)))
+		st->in_changed++;
+	if ((fl & EMU_FLAG_OVERFLOW) || (isfinite(x) && !isfinite(v)))
+		st->in_overflow++;
+	if (v == 0 && x != 0 && isfinite(x))
+		st->in_flushed++;
+}
+
 void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const char *step,
                  uint64_t i)
 {
 	if (be->kind == EMU_BE_TRUTH && be->range) { /* the exact input, judged */
 		mpfr_set_d(dst->m, x, MPFR_RNDN);
 		emu_k_note(be, EMU_OP_CVT, range_note(be, dst, f), step, i);
+		return;
+	}
+	if (be->kind == EMU_BE_TRUTH && be->exact_inputs) { /* the original input */
+		mpfr_set_d(dst->m, x, MPFR_RNDN);
+		be->env.index++;
+		emu_k_note(be, EMU_OP_CVT, 0, step, i);
 		return;
 	}
 	emu_env env = be->env;
@@ -214,6 +232,8 @@ void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const 
 	else
 		dst->d = v;
 	emu_k_note(be, EMU_OP_CVT, rfl, step, i);
+	if (!be->loading)
+		emu_k_note_input(be, x, v, rfl);
 }
 
 void emu_k_const(emu_be *be, emu_val *dst, double x)
@@ -313,6 +333,7 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 			fl |= EMU_FLAG_INVALID;
 		if (be->range)
 			fl |= range_note(be, dst, f);
+		be->env.index++; /* as the other backends: a stored-input load replays SR */
 		emu_k_note(be, op, fl, step, i);
 		return;
 	}

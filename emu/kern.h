@@ -7,9 +7,11 @@
  *                values; every operation is one emu_* call;
  *   EMU_BE_EXACT MPFR in the format (emu_mp_apply) on the same doubles; must
  *                agree with FAST bit for bit and flag for flag;
- *   EMU_BE_TRUTH MPFR at EMU_TRUTH_PREC bits, formats ignored (except that
- *                inputs are first stored in the storage format): the answer
- *                errors and overflow are judged by.
+ *   EMU_BE_TRUTH MPFR at EMU_TRUTH_PREC bits, formats ignored: the answer
+ *                errors are judged by. Two kinds of truth run: from the
+ *                inputs as stored (emu_k_input and emu_k_load give what the
+ *                kernel's own load gives) and, with emu_be.exact_inputs,
+ *                from the original inputs (nothing stored, no recipe).
  * Every operation names the kernel step and element index it belongs to, so
  * a run can say which operation raised overflow, invalid or divbyzero first.
  * Stochastic rounding draws are keyed by the run's seed and a counter of
@@ -45,6 +47,12 @@ typedef struct {
 	unsigned first_flags;
 	const char *first_step;
 	uint64_t first_index;
+	/* input elements as stored (emu_k_input, emu_k_load): how many were
+	 * stored, changed by storing (value differs, or NaN for a number),
+	 * raised overflow (saturated, or inf/NaN from a finite value), and
+	 * became zero from a nonzero finite value (flushed). TRUTH with
+	 * exact_inputs or range stores nothing: all 0. */
+	uint64_t in_n, in_changed, in_overflow, in_flushed;
 } emu_be_stats;
 
 typedef struct emu_be {
@@ -56,6 +64,13 @@ typedef struct emu_be {
 	 * overflow and underflow its format would (emu_k_range), so a run finds
 	 * where the exact computation leaves the formats' ranges */
 	bool range;
+	/* TRUTH only, set after emu_be_init: inputs are the exact doubles given,
+	 * not stored and not passed through the scaling recipe (the truth of
+	 * the original inputs, for end-to-end errors) */
+	bool exact_inputs;
+	/* set by emu_k_load while it loads: it counts the elements it stores
+	 * itself (emu_k_note_input), so emu_k_input does not */
+	bool loading;
 	/* with range: the largest log2(|v| / (max + ulp(max)/2)) over the
 	 * values checked, a continuous measure of how far the run is from (or
 	 * beyond) an overflow; set it to -INFINITY together with range */
@@ -82,7 +97,8 @@ emu_be_kind emu_be_by_name(const char *name); /* EMU_NBE if unknown */
 /* n values, all +0. Freed with the backend. NULL on allocation failure. */
 emu_val *emu_k_vec(emu_be *be, size_t n);
 /* x stored in f: rounded by the policy's mode in every backend (an input
- * tensor is what it is in storage). */
+ * tensor is what it is in storage), except TRUTH with range or exact_inputs,
+ * which keeps x. Counted in emu_be_stats.in_*. */
 void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const char *step,
                  uint64_t i);
 /* A constant exactly representable in the formats it meets (0, 1, 0.5, N). */
@@ -92,6 +108,9 @@ void emu_k_const(emu_be *be, emu_val *dst, double x);
 void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_val *b,
               const emu_val *c, const emu_format *f, const char *step, uint64_t i);
 void emu_k_copy(emu_be *be, emu_val *dst, const emu_val *a);
+/* Count one input element stored: x the original, v its stored value,
+ * fl the flags storing raised (emu_be_stats.in_*). */
+void emu_k_note_input(emu_be *be, double x, double v, unsigned fl);
 /* Record an operation a kernel computed outside emu_k_op (a Tensor Core
  * block): its flags, and the first overflow/invalid/divbyzero site. */
 void emu_k_note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i);

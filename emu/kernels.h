@@ -66,16 +66,25 @@ int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, 
 /* ---- running a kernel on one backend and measuring it (emu/run.c) ---- */
 typedef enum {
 	EMU_ST_OK = 0,
-	EMU_ST_UNDERFLOW, /* an output nonzero in truth is zero here */
-	EMU_ST_OVERFLOW,  /* an operation overflowed (outputs still finite) */
+	EMU_ST_UNDERFLOW, /* an output nonzero in truth is zero here, or an input
+	                     became zero when stored */
+	EMU_ST_OVERFLOW,  /* an operation, or storing an input, overflowed
+	                     (outputs still finite) */
 	EMU_ST_INF,       /* an output is infinite */
 	EMU_ST_NAN,       /* an output is NaN */
 } emu_run_status;
 
+/* Errors of one output (docs/run.md): end to end, against the truth of the
+ * original inputs (storage, scaling recipe and arithmetic together), and
+ * arith_*, against the truth of the inputs as stored (the kernel's
+ * arithmetic alone). A NaN or infinite output against a finite truth has
+ * error inf. */
 typedef struct {
-	double max_ulp; /* largest |v − truth| in ulps of the item's format */
-	double rel_err; /* ||v − truth||_2 / ||truth||_2 */
-	size_t lost;    /* elements zero here but not in truth */
+	double max_ulp;       /* largest |v − truth| in ulps of the item's format */
+	double rel_err;       /* ||v − truth||_2 / ||truth||_2 */
+	size_t lost;          /* elements zero here but not in truth */
+	double arith_max_ulp; /* the same two against the stored-input truth */
+	double arith_rel_err;
 } emu_item_metrics;
 
 typedef struct {
@@ -95,8 +104,21 @@ int emu_run_kernel(const emu_kernel *k, const emu_policy *pol, const char *varia
 int emu_run_kernel_tables(const emu_kernel *k, const emu_policy *pol, const char *variant,
                           const emu_kin *in, emu_be_kind kind, const emu_gpu_tables *tables,
                           emu_run *r, char *err, size_t errlen);
-/* Metrics and the underflow status of r against a TRUTH run. */
-void emu_run_compare(emu_run *r, const emu_run *truth);
+/* The truth of a kernel run, twice: from the inputs as stored (stored:
+ * the kernel's load, its recipe included) and from the original inputs
+ * (e2e: emu_be.exact_inputs). When storing changed no input the two are
+ * one run (same; e2e is not run). Free with emu_truth_free even on failure. */
+typedef struct {
+	emu_run stored, e2e;
+	bool same;
+} emu_truth;
+int emu_run_truth(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                  const emu_kin *in, emu_truth *t, char *err, size_t errlen);
+/* The truth of the original inputs (stored when they are one run). */
+const emu_run *emu_truth_e2e(const emu_truth *t);
+void emu_truth_free(emu_truth *t);
+/* Metrics and the underflow status of r against both truths. */
+void emu_run_compare(emu_run *r, const emu_truth *t);
 void emu_run_free(emu_run *r);
 const char *emu_run_status_name(emu_run_status s);
 

@@ -21,14 +21,15 @@ int emu_run_kernel(const emu_kernel *k, const emu_policy *pol, const char *varia
 	return emu_run_kernel_tables(k, pol, variant, in, kind, NULL, r, err, errlen);
 }
 
-int emu_run_kernel_tables(const emu_kernel *k, const emu_policy *pol, const char *variant,
-                          const emu_kin *in, emu_be_kind kind, const emu_gpu_tables *tables,
-                          emu_run *r, char *err, size_t errlen)
+static int run_on(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                  const emu_kin *in, emu_be_kind kind, const emu_gpu_tables *tables,
+                  bool exact_inputs, emu_run *r, char *err, size_t errlen)
 {
 	memset(r, 0, sizeof *r);
 	emu_be_init(&r->be, kind, &pol->env);
 	if (kind == EMU_BE_FAST)
 		r->be.tables = tables;
+	r->be.exact_inputs = kind == EMU_BE_TRUTH && exact_inputs;
 	if (k->run(&r->be, pol, variant, in, &r->out, err, errlen) != 0)
 		return -1;
 	emu_run_status st = EMU_ST_OK;
@@ -42,8 +43,48 @@ int emu_run_kernel_tables(const emu_kernel *k, const emu_policy *pol, const char
 			else if (isinf(v) && st < EMU_ST_INF)
 				st = EMU_ST_INF;
 		}
+	/* inputs the storage (and its recipe) could not hold */
+	if (r->be.st.in_overflow && st < EMU_ST_OVERFLOW)
+		st = EMU_ST_OVERFLOW;
+	if (r->be.st.in_flushed && st < EMU_ST_UNDERFLOW)
+		st = EMU_ST_UNDERFLOW;
 	r->status = st;
 	return 0;
+}
+
+int emu_run_kernel_tables(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                          const emu_kin *in, emu_be_kind kind, const emu_gpu_tables *tables,
+                          emu_run *r, char *err, size_t errlen)
+{
+	return run_on(k, pol, variant, in, kind, tables, false, r, err, errlen);
+}
+
+int emu_run_truth(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                  const emu_kin *in, emu_truth *t, char *err, size_t errlen)
+{
+	memset(t, 0, sizeof *t);
+	/* the stored inputs first: when storing changed none of them, the run
+	 * from the original inputs would compute the very same values */
+	if (emu_run_kernel(k, pol, variant, in, EMU_BE_TRUTH, &t->stored, err, errlen) != 0)
+		return -1;
+	if (t->stored.be.st.in_changed == 0) {
+		t->same = true;
+		return 0;
+	}
+	return run_on(k, pol, variant, in, EMU_BE_TRUTH, NULL, true, &t->e2e, err, errlen);
+}
+
+const emu_run *emu_truth_e2e(const emu_truth *t)
+{
+	return t->same ? &t->stored : &t->e2e;
+}
+
+void emu_truth_free(emu_truth *t)
+{
+	emu_run_free(&t->stored);
+	if (!t->same)
+		emu_run_free(&t->e2e);
+	memset(t, 0, sizeof *t);
 }
 
 /* ulp of t in f: 2^(max(e, emin) − p + 1) */
@@ -55,29 +96,63 @@ static double ulp_in(const emu_format *f, double t)
 	return ldexp(1.0, e - f->p + 1);
 }
 
-void emu_run_compare(emu_run *r, const emu_run *truth)
+/*
+ * One output against one truth. Element by element: a NaN against a NaN
+ * truth, or an infinity against the same infinity (the truth beyond the
+ * double range counts as its nearest double, ±inf), agrees exactly; any
+ * other NaN or infinity on either side has error inf (max_ulp and
+ * rel_err), so a NaN output never passes for accurate. Otherwise
+ * d = |v − t| in ulps of the item's format at t, and rel_err =
+ * ‖v − t‖₂ / ‖t‖₂ over the elements (0 when both are all zero, inf when
+ * the truth is all zero and the output is not).
+ */
+static void compare_item(const emu_be *be, const emu_kout_item *a, const emu_be *tbe,
+                         const emu_kout_item *t, double *max_ulp, double *rel_err, size_t *lost)
 {
-	for (int i = 0; i < r->out.n && i < truth->out.n; i++) {
-		const emu_kout_item *a = &r->out.item[i], *t = &truth->out.item[i];
-		emu_item_metrics m = {0, 0, 0};
-		double num = 0, den = 0;
-		for (size_t j = 0; j < a->n && j < t->n; j++) {
-			double v = emu_k_d(&r->be, &a->v[j]), w = emu_k_d(&truth->be, &t->v[j]);
-			double d = fabs(v - w);
-			double u = d / ulp_in(a->fmt, w);
-			if (isnan(u) || u > m.max_ulp)
-				m.max_ulp = isnan(u) ? INFINITY : u;
-			num += d * d;
-			den += w * w;
-			/* nonzero in truth even below the double range (exp(−1000)) */
-			bool tnz = truth->be.kind == EMU_BE_TRUTH ? mpfr_regular_p(t->v[j].m) != 0
-			                                          : w != 0 && isfinite(w);
-			if (v == 0 && tnz)
-				m.lost++;
+	double mu = 0;
+	long double num = 0, den = 0; /* truth may reach 2^1023: its square needs the range */
+	bool bad = false;
+	size_t nl = 0;
+	for (size_t j = 0; j < a->n && j < t->n; j++) {
+		double v = emu_k_d(be, &a->v[j]), w = emu_k_d(tbe, &t->v[j]);
+		/* nonzero in truth even below the double range (exp(−1000)) */
+		bool tnz = tbe->kind == EMU_BE_TRUTH ? mpfr_regular_p(t->v[j].m) != 0
+		                                     : w != 0 && isfinite(w);
+		if (v == 0 && tnz)
+			nl++;
+		if (!isfinite(v) || !isfinite(w)) {
+			bool same = isnan(v) ? isnan(w) : v == w; /* same infinity */
+			if (!same)
+				bad = true;
+			continue;
 		}
-		m.rel_err = den > 0 ? sqrt(num) / sqrt(den) : (num > 0 ? INFINITY : 0);
-		if (isnan(m.rel_err))
-			m.rel_err = INFINITY;
+		double d = fabs(v - w);
+		double u = d / ulp_in(a->fmt, w);
+		if (u > mu)
+			mu = u;
+		num += (long double)d * d;
+		den += (long double)w * w;
+	}
+	if (bad) {
+		*max_ulp = *rel_err = INFINITY;
+	} else {
+		*max_ulp = mu;
+		*rel_err = den > 0 ? (double)(sqrtl(num) / sqrtl(den)) : (num > 0 ? INFINITY : 0);
+	}
+	*lost = nl;
+}
+
+void emu_run_compare(emu_run *r, const emu_truth *t)
+{
+	const emu_run *e2e = emu_truth_e2e(t), *st = &t->stored;
+	for (int i = 0; i < r->out.n && i < e2e->out.n && i < st->out.n; i++) {
+		const emu_kout_item *a = &r->out.item[i];
+		emu_item_metrics m;
+		size_t lost_stored;
+		compare_item(&r->be, a, &e2e->be, &e2e->out.item[i], &m.max_ulp, &m.rel_err,
+		             &m.lost);
+		compare_item(&r->be, a, &st->be, &st->out.item[i], &m.arith_max_ulp,
+		             &m.arith_rel_err, &lost_stored);
 		r->m[i] = m;
 		if (m.lost && r->status < EMU_ST_UNDERFLOW)
 			r->status = EMU_ST_UNDERFLOW;

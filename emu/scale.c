@@ -17,6 +17,11 @@
  * activation), q = S(fp32(x · s)) and the kernel sees C(q) · fp32(1/s)
  * (TE's scale_inv; exact for the power-of-two MX scales).
  * Scale arithmetic is metadata computed in double then rounded once to fp32.
+ *
+ * TRUTH loads in one of three ways: exact_inputs, the original inputs as
+ * given (no storage, no recipe); range, the recipe's steps computed exactly
+ * and judged against the formats' ranges; otherwise the stored inputs, the
+ * very values the kernel's load gives (load_stored_truth).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -71,9 +76,66 @@ static double group_scale(const emu_policy *pol, double amax, double hist)
 	}
 }
 
+/* TRUTH from the stored inputs: the values the kernel's load gives, from
+ * the same load on the fast backend (equal to the exact one, bit for bit),
+ * with its operation counts, flags and SR draws, so the truth run starts
+ * where the kernel's own arithmetic starts. */
+static int load_stored_truth(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
+                             size_t cols, emu_val *out)
+{
+	size_t n = rows * cols;
+	emu_be fb;
+	emu_be_init(&fb, EMU_BE_FAST, &be->env);
+	fb.env.index = be->env.index;
+	emu_val *v = emu_k_vec(&fb, n);
+	int rc = v ? emu_k_load(&fb, pol, x, rows, cols, v) : -1;
+	if (rc == 0) {
+		emu_be_stats *st = &be->st;
+		const emu_be_stats *fs = &fb.st;
+		for (size_t i = 0; i < n; i++)
+			mpfr_set_d(out[i].m, v[i].d, MPFR_RNDN);
+		for (int op = 0; op < EMU_NOPS; op++) {
+			st->ops[op] += fs->ops[op];
+			for (int k = 0; k < EMU_NFLAGS; k++)
+				st->flags[op][k] += fs->flags[op][k];
+		}
+		st->all_flags |= fs->all_flags;
+		if (fs->first_set && !st->first_set) {
+			st->first_set = true;
+			st->first_op = fs->first_op;
+			st->first_flags = fs->first_flags;
+			st->first_step = fs->first_step;
+			st->first_index = fs->first_index;
+		}
+		st->in_n += fs->in_n;
+		st->in_changed += fs->in_changed;
+		st->in_overflow += fs->in_overflow;
+		st->in_flushed += fs->in_flushed;
+		be->env.index = fb.env.index;
+	}
+	emu_be_free(&fb);
+	return rc;
+}
+
+/* how many operations raised overflow so far */
+static uint64_t overflows(const emu_be *be)
+{
+	uint64_t n = 0;
+	for (int op = 0; op < EMU_NOPS; op++)
+		n += be->st.flags[op][2]; /* bit 2: EMU_FLAG_OVERFLOW */
+	return n;
+}
+
 int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                emu_val *out)
 {
+	if (be->kind == EMU_BE_TRUTH && be->exact_inputs) { /* the original inputs */
+		for (size_t i = 0; i < rows * cols; i++)
+			emu_k_input(be, &out[i], x[i], &pol->storage, "input", i);
+		return 0;
+	}
+	if (be->kind == EMU_BE_TRUTH && !be->range)
+		return load_stored_truth(be, pol, x, rows, cols, out);
 	const emu_format *S = &pol->storage, *C = &pol->compute;
 	const emu_format *f32 = emu_format_by_name("fp32");
 	size_t group = pol->scale == EMU_SCALE_MX32 ? 32 : pol->scale == EMU_SCALE_TILE128 ? 128 : cols;
@@ -113,8 +175,11 @@ int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, 
 			double s = group_scale(pol, amax_of(xr + g0, n), hist);
 			emu_env sat = be->env;
 			for (size_t j = 0; j < n; j++) {
+				uint64_t ov = overflows(be);
 				/* x held in fp32, scaled in fp32, cast to storage */
+				be->loading = true;
 				emu_k_input(be, &tmp[0], xr[g0 + j], f32, "input", at + j);
+				be->loading = false;
 				emu_k_const(be, &tmp[1], fp32(s));
 				emu_k_op(be, EMU_OP_MUL, &tmp[0], &tmp[0], &tmp[1], NULL, f32, "scale", at + j);
 				if (pol->scale == EMU_SCALE_MX32)
@@ -129,6 +194,10 @@ int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, 
 				emu_k_op(be, EMU_OP_CVT, &tmp[1], &tmp[1], NULL, NULL, C, "to_compute", at + j);
 				emu_k_op(be, EMU_OP_MUL, &out[at + j], &out[at + j], &tmp[1], NULL, C,
 				         "dequantize", at + j);
+				/* the element as the kernel receives it */
+				if (be->kind != EMU_BE_TRUTH)
+					emu_k_note_input(be, xr[g0 + j], out[at + j].d,
+					                 overflows(be) > ov ? EMU_FLAG_OVERFLOW : 0);
 			}
 		}
 	}

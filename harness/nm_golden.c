@@ -301,7 +301,7 @@ static nm_golden_status ng_case(struct ng_parse *p, char **f, size_t n)
 
 static nm_golden_status ng_status(struct ng_parse *p, char **f, size_t n)
 {
-	static const char *const names[] = {"ok", "overflow", "inf", "nan"};
+	static const char *const names[] = {"ok", "underflow", "overflow", "inf", "nan"};
 	nm_golden_case *c;
 	size_t k = 0;
 
@@ -313,7 +313,7 @@ static nm_golden_status ng_status(struct ng_parse *p, char **f, size_t n)
 	while (k < sizeof names / sizeof names[0] && strcmp(names[k], f[2]) != 0)
 		k++;
 	if (k == sizeof names / sizeof names[0])
-		return NG_BAD(p, "unknown status '%s' (ok overflow inf nan)", f[2]);
+		return NG_BAD(p, "unknown status '%s' (ok underflow overflow inf nan)", f[2]);
 	c->status = names[k];
 	return NM_GOLDEN_OK;
 }

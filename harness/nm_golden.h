@@ -53,7 +53,7 @@ typedef struct nm_golden_case {
 	const char *gen;    /* generator distribution ("uniform") */
 	double scale;       /* its scale X */
 	uint64_t seed;      /* the generator's seed and the kernel's */
-	const char *status; /* the run's status: ok overflow inf nan */
+	const char *status; /* the run's status: ok underflow overflow inf nan */
 } nm_golden_case;
 
 /* One output of a case. */

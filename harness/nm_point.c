@@ -137,8 +137,9 @@ static void np_first(const emu_be_stats *st, bool *has, char *op, size_t oplen, 
 	*index = st->first_index;
 }
 
-static void np_fill(nm_point_result *r, const emu_run *run, const emu_run *truth)
+static void np_fill(nm_point_result *r, const emu_run *run, const emu_truth *tr)
 {
+	const emu_run *truth = tr ? emu_truth_e2e(tr) : NULL;
 	memset(r, 0, sizeof *r);
 	r->status = run->status;
 	np_first(&run->be.st, &r->has_first, r->first_op, sizeof r->first_op, r->first_step,
@@ -157,6 +158,8 @@ static void np_fill(nm_point_result *r, const emu_run *run, const emu_run *truth
 		r->out[i].n = it->n;
 		r->out[i].max_ulp = truth ? run->m[i].max_ulp : NAN;
 		r->out[i].rel_err = truth ? run->m[i].rel_err : NAN;
+		r->out[i].arith_max_ulp = truth ? run->m[i].arith_max_ulp : NAN;
+		r->out[i].arith_rel_err = truth ? run->m[i].arith_rel_err : NAN;
 		r->out[i].lost = truth ? run->m[i].lost : 0;
 	}
 	r->has_fractions = emu_backward_fractions(run, truth, r->fractions) == 0;
@@ -167,7 +170,7 @@ int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, 
 {
 	emu_kparam params[NM_CASE_MAX_PARAMS + NM_CASE_MAX_AXES];
 	emu_kin in;
-	emu_run t;
+	emu_truth t;
 	int rc = -1;
 
 	memset(r, 0, nk * sizeof *r);
@@ -177,7 +180,8 @@ int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, 
 	for (size_t k = 0; k < nk; k++)
 		need |= truth && kinds[k] != EMU_BE_TRUTH;
 	memset(&t, 0, sizeof t);
-	if (need && np_run(p, &in, EMU_BE_TRUTH, &t, err, errlen))
+	if (need && emu_run_truth(p->c->kernel, &p->c->policies[p->policy],
+	                          p->c->variants[p->variant], &in, &t, err, errlen))
 		goto out;
 	for (size_t k = 0; k < nk; k++) {
 		emu_run run;
@@ -194,7 +198,7 @@ int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, 
 	}
 	rc = 0;
 out:
-	emu_run_free(&t);
+	emu_truth_free(&t);
 	free((double *)in.x);
 	return rc;
 }

@@ -24,7 +24,8 @@ typedef struct {
 	size_t nout;
 	struct {
 		char name[24];
-		double max_ulp, rel_err;     /* NAN without truth */
+		double max_ulp, rel_err;     /* end to end (docs/run.md); NAN without truth */
+		double arith_max_ulp, arith_rel_err; /* against the stored inputs' truth */
 		size_t lost;
 		double maxabs;               /* largest finite |value| on this backend */
 		size_t n;

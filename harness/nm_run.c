@@ -642,7 +642,8 @@ struct nr_report {
 	const struct nr_opts *o;
 	const struct nr_run_setup *s;
 	const struct nr_input *in;
-	emu_run runs[EMU_NBE];
+	emu_run runs[EMU_NBE]; /* runs[EMU_BE_TRUTH] unused: truth is below */
+	emu_truth truth;       /* both truth runs (emu_run_truth) */
 	bool ran[EMU_NBE], shown[EMU_NBE];
 	bool compared; /* fast and exact both ran */
 	bool agree;
@@ -657,10 +658,18 @@ static bool nr_same_stats(const emu_be_stats *a, const emu_be_stats *b)
 {
 	return memcmp(a->ops, b->ops, sizeof(a->ops)) == 0 &&
 	       memcmp(a->flags, b->flags, sizeof(a->flags)) == 0 && a->all_flags == b->all_flags &&
-	       a->first_set == b->first_set &&
+	       a->first_set == b->first_set && a->in_n == b->in_n &&
+	       a->in_changed == b->in_changed && a->in_overflow == b->in_overflow &&
+	       a->in_flushed == b->in_flushed &&
 	       (!a->first_set ||
 	        (a->first_op == b->first_op && a->first_flags == b->first_flags &&
 	         a->first_index == b->first_index && strcmp(a->first_step, b->first_step) == 0));
+}
+
+/* The run shown for backend k: truth is the truth of the original inputs. */
+static const emu_run *nr_run_of(const struct nr_report *r, emu_be_kind k)
+{
+	return k == EMU_BE_TRUTH ? emu_truth_e2e(&r->truth) : &r->runs[k];
 }
 
 /* Fast against exact: every output's encodings, then the flag statistics. */
@@ -726,12 +735,16 @@ static int nr_execute(struct nr_report *r)
 			continue;
 		err[0] = '\0';
 		r->ran[k] = true;
-		if (emu_run_kernel_tables(r->s->k, &r->s->pol, r->s->variant, &kin, k,
-		                          o->gpu_tables ? &r->tables : NULL, &r->runs[k], err,
-		                          sizeof(err)) != 0)
+		int bad = k == EMU_BE_TRUTH
+		              ? emu_run_truth(r->s->k, &r->s->pol, r->s->variant, &kin, &r->truth,
+		                              err, sizeof(err))
+		              : emu_run_kernel_tables(r->s->k, &r->s->pol, r->s->variant, &kin, k,
+		                                      o->gpu_tables ? &r->tables : NULL,
+		                                      &r->runs[k], err, sizeof(err));
+		if (bad)
 			return nm_fail("%s", err[0] ? err : "the kernel failed");
 		if (k != EMU_BE_TRUTH && r->ran[EMU_BE_TRUTH])
-			emu_run_compare(&r->runs[k], &r->runs[EMU_BE_TRUTH]);
+			emu_run_compare(&r->runs[k], &r->truth);
 	}
 	if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT] && o->gpu_tables)
 		r->tabled = true;
@@ -811,7 +824,7 @@ static void nr_text_values(struct nr_buf *b, const emu_run *run, const emu_kout_
 
 static void nr_text_backend(struct nr_buf *b, const struct nr_report *r, emu_be_kind k)
 {
-	const emu_run *run = &r->runs[k];
+	const emu_run *run = nr_run_of(r, k);
 	const emu_be_stats *st = &run->be.st;
 	char g1[NM_NUM_LEN], g2[NM_NUM_LEN], fl[48];
 	int w = 5;
@@ -836,7 +849,22 @@ static void nr_text_backend(struct nr_buf *b, const struct nr_report *r, emu_be_
 			if (m->lost)
 				nr_printf(b, "  lost %zu", m->lost);
 			nr_putc(b, '\n');
+			/* storing changed the inputs: the kernel's arithmetic alone */
+			if (!r->truth.same)
+				nr_printf(b, "  %-*s arith_max_ulp %s  arith_rel_err %s\n", w, "",
+				          nm_fmt_g(m->arith_max_ulp, 4, g1, sizeof(g1)),
+				          nm_fmt_g(m->arith_rel_err, 4, g2, sizeof(g2)));
 		}
+	}
+	if (k != EMU_BE_TRUTH && (st->in_overflow || st->in_flushed)) {
+		nr_printf(b, "  %-*s %" PRIu64 " input%s:", w, "stored", st->in_n,
+		          st->in_n == 1 ? "" : "s");
+		if (st->in_overflow)
+			nr_printf(b, " overflow %" PRIu64 "%s", st->in_overflow,
+			          st->in_flushed ? "," : "");
+		if (st->in_flushed)
+			nr_printf(b, " flushed to zero %" PRIu64, st->in_flushed);
+		nr_putc(b, '\n');
 	}
 	for (int op = 0; op < EMU_NOPS; op++) {
 		if (!nr_op_has_flags(st, op))
@@ -924,7 +952,7 @@ static void nr_csv_row(struct nr_buf *b, const char *be, const char *kind, const
 
 static void nr_csv_backend(struct nr_buf *b, const struct nr_report *r, emu_be_kind k)
 {
-	const emu_run *run = &r->runs[k];
+	const emu_run *run = nr_run_of(r, k);
 	const emu_be_stats *st = &run->be.st;
 	const char *be = emu_be_name(k);
 	char key[128], val[NM_NUM_LEN + 64];
@@ -962,7 +990,21 @@ static void nr_csv_backend(struct nr_buf *b, const struct nr_report *r, emu_be_k
 			snprintf(key, sizeof(key), "%s.lost", name);
 			snprintf(val, sizeof(val), "%zu", run->m[i].lost);
 			nr_csv_row(b, be, "metric", key, val);
+			snprintf(key, sizeof(key), "%s.arith_max_ulp", name);
+			nr_csv_row(b, be, "metric", key,
+			           nm_fmt_double(run->m[i].arith_max_ulp, val, sizeof(val)));
+			snprintf(key, sizeof(key), "%s.arith_rel_err", name);
+			nr_csv_row(b, be, "metric", key,
+			           nm_fmt_double(run->m[i].arith_rel_err, val, sizeof(val)));
 		}
+	if (k != EMU_BE_TRUTH) {
+		static const char *const keys[4] = {"n", "changed", "overflow", "flushed"};
+		const uint64_t cnt[4] = {st->in_n, st->in_changed, st->in_overflow, st->in_flushed};
+		for (int i = 0; i < 4; i++) {
+			snprintf(val, sizeof(val), "%" PRIu64, cnt[i]);
+			nr_csv_row(b, be, "stored", keys[i], val);
+		}
+	}
 	for (int op = 0; op < EMU_NOPS; op++) {
 		if (!st->ops[op])
 			continue;
@@ -1049,7 +1091,7 @@ static void nr_json_num(struct nr_buf *b, double v)
 
 static void nr_json_backend(struct nr_buf *b, const struct nr_report *r, emu_be_kind k)
 {
-	const emu_run *run = &r->runs[k];
+	const emu_run *run = nr_run_of(r, k);
 	const emu_be_stats *st = &run->be.st;
 	char t[64];
 	bool first = true;
@@ -1072,6 +1114,10 @@ static void nr_json_backend(struct nr_buf *b, const struct nr_report *r, emu_be_
 			nr_put(b, ", \"rel_err\": ");
 			nr_json_num(b, run->m[i].rel_err);
 			nr_printf(b, ", \"lost\": %zu", run->m[i].lost);
+			nr_put(b, ", \"arith_max_ulp\": ");
+			nr_json_num(b, run->m[i].arith_max_ulp);
+			nr_put(b, ", \"arith_rel_err\": ");
+			nr_json_num(b, run->m[i].arith_rel_err);
 		}
 		nr_put(b, ",\n         \"values\": [");
 		for (size_t j = 0; j < it->n; j++) {
@@ -1092,7 +1138,13 @@ static void nr_json_backend(struct nr_buf *b, const struct nr_report *r, emu_be_
 		}
 		nr_put(b, "}");
 	}
-	nr_put(b, "],\n      \"ops\": {");
+	nr_put(b, "],");
+	if (k != EMU_BE_TRUTH)
+		nr_printf(b,
+		          "\n      \"stored\": {\"n\": %" PRIu64 ", \"changed\": %" PRIu64
+		          ", \"overflow\": %" PRIu64 ", \"flushed\": %" PRIu64 "},",
+		          st->in_n, st->in_changed, st->in_overflow, st->in_flushed);
+	nr_put(b, "\n      \"ops\": {");
 	for (int op = 0; op < EMU_NOPS; op++) {
 		if (!st->ops[op])
 			continue;
@@ -1293,8 +1345,10 @@ int nm_run_main(int argc, char **argv)
 	if (!rc)
 		rc = nr_report(&r);
 	for (int i = 0; i < EMU_NBE; i++)
-		if (r.ran[i])
+		if (r.ran[i] && i != EMU_BE_TRUTH)
 			emu_run_free(&r.runs[i]);
+	if (r.ran[EMU_BE_TRUTH])
+		emu_truth_free(&r.truth);
 	emu_gpu_tables_free(&r.tables);
 	free(in.x);
 	nr_opts_free(&o);

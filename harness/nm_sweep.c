@@ -437,8 +437,9 @@ static void sw_encode(struct sw_buf *b, size_t idx, const struct sw_pt *p, int n
 		sw_printf(b, " %" PRIu64 " %zu", r->first_index, r->nout);
 		for (size_t i = 0; i < r->nout && i < NM_POINT_MAX_OUT; i++) {
 			sw_put_str(b, r->out[i].name);
-			sw_printf(b, " %a %a %zu %a %zu", r->out[i].max_ulp, r->out[i].rel_err,
-			          r->out[i].lost, r->out[i].maxabs, r->out[i].n);
+			sw_printf(b, " %a %a %zu %a %zu %a %a", r->out[i].max_ulp, r->out[i].rel_err,
+			          r->out[i].lost, r->out[i].maxabs, r->out[i].n, r->out[i].arith_max_ulp,
+			          r->out[i].arith_rel_err);
 		}
 		sw_printf(b, " %d %a %a %a %a", r->has_fractions, r->fractions[0], r->fractions[1],
 		          r->fractions[2], r->fractions[3]);
@@ -579,6 +580,8 @@ static int sw_decode(char *line, size_t npoints, int nbe, size_t *idx, struct sw
 			r->out[i].lost = (size_t)sw_next_u(&t, SIZE_MAX);
 			r->out[i].maxabs = sw_next_d(&t);
 			r->out[i].n = (size_t)sw_next_u(&t, SIZE_MAX);
+			r->out[i].arith_max_ulp = sw_next_d(&t);
+			r->out[i].arith_rel_err = sw_next_d(&t);
 		}
 		r->has_fractions = sw_next_u(&t, 1);
 		for (int i = 0; i < 4; i++)
@@ -670,7 +673,9 @@ static void sw_case_paths(struct sw_case_run *cr, const struct sw_opts *o)
 	snprintf(cr->journal, sizeof(cr->journal), "%s/.partial/%s.journal", o->out, nm);
 	snprintf(cr->state, sizeof(cr->state), "%s/.state/%s.hash", o->out, nm);
 	snprintf(cr->thresh, sizeof(cr->thresh), "%s/.state/%s.thresh", o->out, nm);
-	snprintf(cr->tag, sizeof(cr->tag), "nanmap %s case %016" PRIx64 " grid %s points %zu x%d",
+	/* r2: the results' definitions (end-to-end and arithmetic errors); an
+	 * older journal or state is not reused */
+	snprintf(cr->tag, sizeof(cr->tag), "nanmap %s r2 case %016" PRIx64 " grid %s points %zu x%d",
 	         NM_VERSION, cr->c->hash, cr->quick ? "quick" : "full", cr->npoints, cr->nbe);
 }
 
@@ -841,8 +846,9 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 	}
 	sw_printf(&b, ",backend,status,first_op,first_step,first_index");
 	for (size_t i = 0; i < r0->nout; i++)
-		sw_printf(&b, ",%s.max_ulp,%s.rel_err,%s.lost,%s.maxabs", r0->out[i].name,
-		          r0->out[i].name, r0->out[i].name, r0->out[i].name);
+		sw_printf(&b, ",%s.max_ulp,%s.rel_err,%s.lost,%s.maxabs,%s.arith_max_ulp,%s.arith_rel_err",
+		          r0->out[i].name, r0->out[i].name, r0->out[i].name, r0->out[i].name,
+		          r0->out[i].name, r0->out[i].name);
 	if (r0->has_fractions)
 		sw_printf(&b, ",frac_zero,frac_subnormal,frac_lost,frac_overflow");
 	sw_printf(&b, "\n");
@@ -867,13 +873,15 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 				while (j < r->nout && strcmp(r->out[j].name, r0->out[i].name) != 0)
 					j++;
 				if (j == r->nout) {
-					sw_printf(&b, ",,,,");
+					sw_printf(&b, ",,,,,,");
 					continue;
 				}
 				sw_csv_num(&b, r->out[j].max_ulp);
 				sw_csv_num(&b, r->out[j].rel_err);
 				sw_printf(&b, ",%zu", r->out[j].lost);
 				sw_csv_num(&b, r->out[j].maxabs);
+				sw_csv_num(&b, r->out[j].arith_max_ulp);
+				sw_csv_num(&b, r->out[j].arith_rel_err);
 			}
 			if (r0->has_fractions) {
 				for (int i = 0; i < 4; i++) {

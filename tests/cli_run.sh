@@ -104,6 +104,10 @@ fast,output,grad[0],0
 fast,bits,grad[0],0x0000
 fast,output,grad[1],1.5318393707275391e-05
 fast,bits,grad[1],0x0101
+fast,stored,n,2
+fast,stored,changed,0
+fast,stored,overflow,0
+fast,stored,flushed,0
 fast,ops,cvt,12
 fast,ops,add,3
 fast,ops,sub,2

@@ -52,7 +52,7 @@ status 0 "first run"
 csv="$tmp/a/results/sweep_tiny.csv"
 [ -f "$csv" ] || fail "first run: no $csv"
 head -n 1 "$csv" >"$tmp/head"
-printf '%s\n' "case,kernel,variant,policy,logit_max,backend,status,first_op,first_step,first_index,loss.max_ulp,loss.rel_err,loss.lost,loss.maxabs,grad.max_ulp,grad.rel_err,grad.lost,grad.maxabs" |
+printf '%s\n' "case,kernel,variant,policy,logit_max,backend,status,first_op,first_step,first_index,loss.max_ulp,loss.rel_err,loss.lost,loss.maxabs,loss.arith_max_ulp,loss.arith_rel_err,grad.max_ulp,grad.rel_err,grad.lost,grad.maxabs,grad.arith_max_ulp,grad.arith_rel_err" |
 	cmp -s - "$tmp/head" || fail "first run: header is $(cat "$tmp/head")"
 [ "$(wc -l <"$csv")" -eq 55 ] || fail "first run: $(wc -l <"$csv") lines, want 1 + 54"
 # the policy with a comma is quoted; rows in (variant, policy, axis) order

@@ -43,5 +43,6 @@ Suite *suite_thresh(void);
 Suite *suite_case(void);
 Suite *suite_plot(void);
 Suite *suite_claims(void);
+Suite *suite_metrics(void);
 
 #endif

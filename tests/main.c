@@ -68,6 +68,7 @@ int main(void)
 	srunner_add_suite(sr, suite_case());
 	srunner_add_suite(sr, suite_plot());
 	srunner_add_suite(sr, suite_claims());
+	srunner_add_suite(sr, suite_metrics());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	srunner_run_all(sr, CK_NORMAL);

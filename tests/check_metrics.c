@@ -202,6 +202,32 @@ START_TEST(test_recipe_truths)
 }
 END_TEST
 
+/* Stochastically rounded storage: the stored-input truth replays the very
+ * draws the kernel's load made (an fp32 sum of five e4m3 values is exact,
+ * so arith_rel_err is 0 for every seed), and the seeds do differ. */
+START_TEST(test_sr_storage_replayed)
+{
+	const double x[5] = {0.3, 0.7, 1.1, 2.3, 0.01};
+	double first = NAN;
+	bool differ = false;
+	for (int seed = 1; seed <= 16; seed++) {
+		char spec[96];
+		snprintf(spec, sizeof spec, "storage=e4m3,compute=fp32,round=sr,seed=%d", seed);
+		struct mrun m;
+		mrun(&m, "accum", spec, "sum:seq", x, 1, 5, NULL, 0);
+		double v = emu_k_d(&m.f.be, &m.f.out.item[0].v[0]);
+		if (seed == 1)
+			first = v;
+		differ |= v != first;
+		ck_assert_msg(m.f.m[0].arith_rel_err == 0, "seed %d: %g", seed,
+		              m.f.m[0].arith_rel_err);
+		ck_assert(m.f.m[0].rel_err > 0);
+		mrun_free(&m);
+	}
+	ck_assert(differ);
+}
+END_TEST
+
 Suite *suite_metrics(void)
 {
 	Suite *s = suite_create("metrics");
@@ -213,6 +239,7 @@ Suite *suite_metrics(void)
 	tcase_add_test(tc, test_storage_overflow);
 	tcase_add_test(tc, test_exact_inputs_one_truth);
 	tcase_add_test(tc, test_recipe_truths);
+	tcase_add_test(tc, test_sr_storage_replayed);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,9 +8,10 @@
 #   sh tests/results.sh skip NAME REASON  a step not run: prints NAME: SKIPPED REASON
 #   sh tests/results.sh total             the closing line; exit 1 when any failed
 #
-# A step that exits non-zero without recording a failure of its own (a crash,
-# a script with no results line) counts as one failed check, so make test
-# still fails; the total names the failed steps. Results are written only
+# A step that writes no line of its own (make gpu) counts as one check,
+# passed or failed by its exit status; one that exits non-zero without
+# recording a failure (a crash) gets one failure added, so make test still
+# fails; the total names the failed steps. Results are written only
 # when NANMAP_RESULTS is set, so a script run by hand leaves no file.
 set -u
 R=${NANMAP_RESULTS:?tests/results.sh: NANMAP_RESULTS is not set}
@@ -23,7 +24,11 @@ run)
 	[ -f "$R" ] && before=$(wc -l <"$R")
 	rc=0
 	"$@" || rc=$?
-	if [ "$rc" -ne 0 ]; then
+	after=0
+	[ -f "$R" ] && after=$(wc -l <"$R")
+	if [ "$rc" -eq 0 ] && [ "$after" -eq "$before" ]; then
+		printf '%s\t1\t0\t0\n' "$name" >>"$R"
+	elif [ "$rc" -ne 0 ]; then
 		failed=0
 		[ -f "$R" ] && failed=$(awk -F'\t' -v n="$before" 'NR > n { f += $3 } END { print f + 0 }' "$R")
 		[ "$failed" -gt 0 ] || printf '%s\t0\t1\t0\n' "$name" >>"$R"

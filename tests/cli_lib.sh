@@ -14,7 +14,7 @@ cli_results() {
 	[ -z "${NANMAP_RESULTS:-}" ] ||
 		printf '%s\t%s\t%s\t%s\n' "$T" "$pass" "$(($1 != 0))" "$skipped" >>"$NANMAP_RESULTS"
 }
-trap 'st=$?; cli_results "$st"; rm -rf "$tmp"' EXIT
+trap 'cli_results $?; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM
 
 # skip N REASON: N checks not run; says so as "T: SKIPPED REASON".

@@ -42,19 +42,46 @@ TESTBIN := build/tests/check_nanmap
 
 DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev check libinih-dev gnuplot-nox \
   libopenmpi-dev openmpi-bin
+# what make all needs (checked once, before the first compile: build/deps.ok)
+BUILD_PKGS := build-essential libmpfr-dev libgmp-dev libinih-dev
+# without dpkg, a -dev package counts as present when the compiler finds its header
+DEP_HDR_build-essential := stdio.h
+DEP_HDR_libmpfr-dev := mpfr.h
+DEP_HDR_libgmp-dev := gmp.h
+DEP_HDR_libinih-dev := ini.h
+DEP_HDR_check := check.h
+# DEPS_INSTALL=no: only name the missing packages, even as root
+DEPS_INSTALL ?= yes
+
+# deps_check PKGS: install the missing Debian packages when root; otherwise
+# name them and the command, and fail. The one copy make deps and make all use.
+define deps_check
+missing=""; for p in $(foreach p,$(1),$(p)$(if $(DEP_HDR_$(p)),:$(DEP_HDR_$(p)))); do \
+	  pkg=$${p%%:*}; h=$${p#"$$pkg"}; h=$${h#:}; \
+	  dpkg -s $$pkg >/dev/null 2>&1 || { ! command -v dpkg >/dev/null 2>&1 && [ -n "$$h" ] && \
+	    printf '#include <%s>\n' "$$h" | $(CC) -E -x c - >/dev/null 2>&1; } || missing="$$missing $$pkg"; \
+	done; \
+	if [ -z "$$missing" ]; then echo "deps: all present"; \
+	elif [ "$(DEPS_INSTALL)" != no ] && [ "$$(id -u)" = 0 ]; then echo "deps: installing$$missing"; \
+	  (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >/dev/null || exit 1; \
+	else echo "deps: missing Debian packages:$$missing (run: sudo apt-get install$$missing)"; exit 1; fi
+endef
 
 .PHONY: all deps test test-exhaustive test-mpi asan bench install uninstall clean format lint sweep sweep-quick check fuzz gpu
 all: $(LIB) $(BIN) nanmap.pc
 
 # deps: install Debian packages when root; otherwise name them.
 deps:
-	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	if [ -z "$$missing" ]; then echo "deps: all present"; \
-	elif [ "$$(id -u)" = 0 ]; then echo "deps: installing$$missing"; \
-	  (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >/dev/null || exit 1; \
-	else echo "deps: missing Debian packages:$$missing (run: sudo apt-get install$$missing)"; exit 1; fi
+	@$(call deps_check,$(DEB_PKGS))
 
-build/%.o: %.c $(wildcard emu/*.h harness/*.h tests/*.h)
+# make all checks BUILD_PKGS before its first compile, not on every build:
+# a missing header is named as a package, not met as a compiler error.
+build/deps.ok:
+	@mkdir -p build
+	@$(call deps_check,$(BUILD_PKGS))
+	@echo "$(BUILD_PKGS)" > $@
+
+build/%.o: %.c $(wildcard emu/*.h harness/*.h tests/*.h) | build/deps.ok
 	@mkdir -p $(dir $@)
 	$(CC) $(NM_CFLAGS) -c $< -o $@
 
@@ -90,21 +117,32 @@ build/mpi/nanmap: build/harness/main.o $(MPI_SWEEP_OBJ) $(LIB)
 $(TESTBIN): $(TEST_OBJ) $(GPU_HOST_OBJ) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(GPU_HOST_OBJ) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
 
-nanmap.pc: nanmap.pc.in Makefile
+# nanmap.pc carries PREFIX: build/pc.vars changes when PREFIX or VERSION does
+$(shell mkdir -p build && { [ "$$(cat build/pc.vars 2>/dev/null)" = "$(PREFIX) $(VERSION)" ] || echo "$(PREFIX) $(VERSION)" > build/pc.vars; })
+nanmap.pc: nanmap.pc.in Makefile build/pc.vars
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # test: the Check suites (fast == MPFR, hardware oracles) and the CLI tests.
+# Every step runs, even after a failure, and adds its counts to build/tests/results.txt;
+# the last line is the total, "summary: N passed, N failed, N skipped" (tests/results.sh),
+# and make test fails when any step did.
+RESULTS := build/tests/results.txt
+STEP := NANMAP_RESULTS=$(RESULTS) sh tests/results.sh
 test: deps
 	$(MAKE) --no-print-directory $(TESTBIN) $(BIN) $(GPU_FAKE)
-	$(TESTBIN)
-	sh tests/cli.sh
-	sh tests/cli_run.sh
-	sh tests/cli_metrics.sh
-	sh tests/cli_golden.sh
-	sh tests/cli_sweep.sh
-	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory gpu; \
-	else echo "gpu: SKIPPED the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi
-	sh tests/cli_gpu.sh
+	@rm -f $(RESULTS)
+	$(STEP) run check_nanmap $(TESTBIN)
+	$(STEP) run cli sh tests/cli.sh
+	$(STEP) run cli_run sh tests/cli_run.sh
+	$(STEP) run cli_metrics sh tests/cli_metrics.sh
+	$(STEP) run cli_golden sh tests/cli_golden.sh
+	$(STEP) run cli_sweep sh tests/cli_sweep.sh
+	$(STEP) run readme sh tests/readme.sh
+	$(STEP) run install sh tests/install.sh
+	@if [ -x "$(NVCC)" ]; then $(STEP) run gpu $(MAKE) --no-print-directory gpu; \
+	else $(STEP) skip gpu "the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi
+	$(STEP) run cli_gpu sh tests/cli_gpu.sh
+	@$(STEP) total
 
 check: test
 

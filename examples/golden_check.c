@@ -2,7 +2,7 @@
  * golden_check.c — how a kernel's own test suite uses nanmap's golden files
  * (docs/golden.md walks through it).
  *
- *   cc -std=c11 golden_check.c $(pkg-config --cflags --libs --static nanmap)
+ *   cc -std=c11 golden_check.c $(pkg-config --cflags --libs nanmap)
  *   ./golden_check golden/softmax_ce.golden softmax_ce.naive.fp16-fp16.safe/grad out.bin
  *
  * Here the kernel's outputs come from a file (raw encodings, hex text or

@@ -406,8 +406,7 @@ END_TEST
 
 static void skip(emu_hw_feature f, const char *what)
 {
-	printf("hw: %s: skipped %s\n", emu_hw_absent_reason(f), what);
-	fflush(stdout);
+	t_skip("hw", "%s: %s", what, emu_hw_absent_reason(f));
 }
 
 Suite *suite_hw(void)

@@ -526,7 +526,7 @@ START_TEST(test_tc_hw_vectors)
 {
 	const char *dir = vectors_dir();
 	if (!is_dir(dir)) {
-		printf("tc: SKIPPED hardware vectors: %s not found (set NANMAP_TC_VECTORS)\n", dir);
+		t_skip("tc", "hardware vectors: %s not found (set NANMAP_TC_VECTORS)", dir);
 		return;
 	}
 	size_t files = 0;
@@ -565,7 +565,7 @@ START_TEST(test_tc_hw_fp8_fp16)
 	} rows[] = {{"E4M3", "e4m3", 3932}, {"E5M2", "e5m2", 4230}};
 	const char *dir = vectors_dir();
 	if (!is_dir(dir)) {
-		printf("tc: SKIPPED FP8 -> fp16 vectors: %s not found\n", dir);
+		t_skip("tc", "FP8 -> fp16 vectors: %s not found", dir);
 		return;
 	}
 	const emu_format *out = t_fmt("fp16");

@@ -13,8 +13,11 @@ set -u
 G=${NANMAP_GPU:-bin/nanmap-gpu}
 F=${NANMAP_GPU_FAKE:-build/gpu/nanmap-gpu-fake}
 tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
 pass=0
+skipped=0
+# the counts for make test's closing line (tests/results.sh)
+trap 'st=$?; [ -z "${NANMAP_RESULTS:-}" ] || printf "cli_gpu\t%s\t%s\t%s\n" "$pass" "$((st != 0))" "$skipped" >>"$NANMAP_RESULTS"; rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
 
 fail() {
 	printf 'cli_gpu: FAIL: %s\n' "$1" >&2
@@ -65,7 +68,8 @@ grep -q 'tc: SKIPPED bf16->fp32' "$tmp/fake/nanmap-gpu.md" || fail "fake run: tc
 pass=$((pass + 1))
 
 if [ ! -x "$G" ]; then
-	echo "cli_gpu: $pass checks passed; SKIPPED the rest: $G not built (make gpu needs the CUDA toolkit)"
+	skipped=7 # the checks below: no device, five bad arguments, --help
+	echo "cli_gpu: $pass checks passed; SKIPPED the other $skipped: $G not built (make gpu needs the CUDA toolkit)"
 	exit 0
 fi
 

@@ -1,13 +1,27 @@
 # tests/cli_lib.sh — what every CLI test script starts with, sourced after
 # setting T (the script's name in messages): the binary N (NANMAP overrides
-# it), a temporary directory tmp removed on exit, the pass counter, fail and
-# run. Each script adds its own checks on top.
+# it), a temporary directory tmp removed on exit, the pass and skipped
+# counters, fail, skip and run. Each script adds its own checks on top.
+# On exit the counts go to $NANMAP_RESULTS when make test set it
+# (tests/results.sh sums them): a script that stops at a failure has 1 failed.
 
 N=${NANMAP:-bin/nanmap}
 [ -x "$N" ] || { echo "$T: $N not built (run make)" >&2; exit 1; }
 tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
 pass=0
+skipped=0
+cli_results() {
+	[ -z "${NANMAP_RESULTS:-}" ] ||
+		printf '%s\t%s\t%s\t%s\n' "$T" "$pass" "$(($1 != 0))" "$skipped" >>"$NANMAP_RESULTS"
+}
+trap 'cli_results $?; rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM
+
+# skip N REASON: N checks not run; says so as "T: SKIPPED REASON".
+skip() {
+	skipped=$((skipped + $1))
+	printf '%s: SKIPPED %s\n' "$T" "$2"
+}
 
 # fail DESC: say what failed, with the last run's stderr and the head of its
 # stdout, and stop.

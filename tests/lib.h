@@ -19,6 +19,11 @@ uint64_t t_rand(uint64_t stream, uint64_t i);
 const emu_format *t_fmt(const char *name);
 /* Record how many cases a suite proved (printed in the summary). */
 void t_count(const char *what, uint64_t n);
+/* A test that cannot run here (missing data, CPU feature): prints
+ * "SUITE: SKIPPED REASON" and counts it, so the closing line says K skipped;
+ * called inside a test (which then returns) or by a suite for a test case it
+ * does not add. */
+void t_skip(const char *suite, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 Suite *suite_format(void);
 Suite *suite_round(void);

@@ -1,0 +1,108 @@
+#!/bin/sh
+# tests/install.sh — make's own set-up targets, end to end:
+#  - make all on a machine without a build dependency stops before the
+#    first compile and names the Debian package and the apt-get command
+#    (a package that does not exist stands in for the missing one);
+#  - make install PREFIX=$tmp installs a nanmap.pc that names $tmp, and
+#    pkg-config alone (PKG_CONFIG_PATH=$tmp/lib/pkgconfig, no -I/-L of the
+#    source tree, no --static) builds examples/golden_check.c against the
+#    installed static library, which then checks a golden output;
+#  - DESTDIR stages the files without changing the prefix in nanmap.pc;
+#  - make uninstall PREFIX=$tmp leaves no file behind;
+#  - the closing line of make test counts skipped checks as skipped.
+# Run from the repository root after make: sh tests/install.sh
+set -u
+
+T=install
+. tests/cli_lib.sh
+MAKE=${MAKE:-make}
+CC=${CC:-cc}
+# the makes below run on their own, not in make test's jobserver
+unset MAKEFLAGS MFLAGS
+
+# ---- make all names missing dependencies before compiling ----
+mkdir -p "$tmp/src"
+cp -R Makefile nanmap.pc.in emu harness "$tmp/src/"
+rc=0
+"$MAKE" -C "$tmp/src" all BUILD_PKGS="build-essential nanmap-no-such-dev" DEPS_INSTALL=no \
+	>"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -ne 0 ] || fail "make all with a missing package: exit status 0"
+grep -qxF "deps: missing Debian packages: nanmap-no-such-dev (run: sudo apt-get install nanmap-no-such-dev)" \
+	"$tmp/out" || fail "make all with a missing package: no line naming it and the command"
+[ -z "$(find "$tmp/src/build" -name '*.o' 2>/dev/null)" ] || fail "make all compiled before the deps check"
+pass=$((pass + 1))
+
+# ---- install into a temporary prefix ----
+P=$tmp/prefix
+rc=0
+"$MAKE" --no-print-directory install PREFIX="$P" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "make install PREFIX=$P: exit status $rc"
+for f in bin/nanmap lib/libnanmap.a include/nanmap/emu.h include/nanmap/nm_golden.h \
+	lib/pkgconfig/nanmap.pc; do
+	[ -f "$P/$f" ] || fail "make install: no $P/$f"
+done
+grep -qxF "prefix=$P" "$P/lib/pkgconfig/nanmap.pc" || fail "installed nanmap.pc: prefix is not $P"
+pass=$((pass + 1))
+
+# ---- the example, built with pkg-config alone ----
+export PKG_CONFIG_PATH="$P/lib/pkgconfig"
+flags=$(pkg-config --cflags --libs nanmap 2>"$tmp/err") || fail "pkg-config --cflags --libs nanmap"
+case " $flags " in
+*" -I$PWD"* | *" -L$PWD"*) fail "pkg-config names the source tree: $flags" ;;
+esac
+cp examples/golden_check.c "$tmp/golden_check.c"
+extra=""
+if nm lib/libnanmap.a 2>/dev/null | grep -q __asan_init; then
+	extra="-fsanitize=address,undefined"
+fi
+# shellcheck disable=SC2086
+(cd "$tmp" && "$CC" -std=c11 -Wall -Wextra -Werror $extra golden_check.c $flags -o golden_check) \
+	>"$tmp/out" 2>"$tmp/err" || fail "examples/golden_check.c does not build with: $flags"
+G=softmax_ce.naive.fp16-fp16.safe/grad
+awk -v t="$G" '$1 == t && NF == 4 { print $3 }' golden/softmax_ce.golden >"$tmp/actual.txt"
+rc=0
+"$tmp/golden_check" golden/softmax_ce.golden "$G" "$tmp/actual.txt" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "installed example: exit status $rc"
+grep -qxF "$G: 32 checked, 0 mismatched" "$tmp/out" || fail "installed example: wrong report"
+"$P/bin/nanmap" --version >"$tmp/out" 2>"$tmp/err" || fail "installed nanmap --version"
+pass=$((pass + 1))
+
+# ---- DESTDIR stages; the prefix stays the real one ----
+rc=0
+"$MAKE" --no-print-directory install DESTDIR="$tmp/stage" PREFIX=/opt/nanmap \
+	>"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "make install DESTDIR=: exit status $rc"
+grep -qxF "prefix=/opt/nanmap" "$tmp/stage/opt/nanmap/lib/pkgconfig/nanmap.pc" ||
+	fail "DESTDIR install: nanmap.pc prefix is not /opt/nanmap"
+pass=$((pass + 1))
+
+# ---- uninstall leaves nothing ----
+rc=0
+"$MAKE" --no-print-directory uninstall PREFIX="$P" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "make uninstall PREFIX=$P: exit status $rc"
+left=$(find "$P" ! -type d | head -n 5)
+[ -z "$left" ] || fail "make uninstall left: $left"
+[ ! -e "$P/include/nanmap" ] || fail "make uninstall left $P/include/nanmap"
+pass=$((pass + 1))
+
+# the tree's nanmap.pc back to the default prefix
+"$MAKE" --no-print-directory nanmap.pc >/dev/null 2>&1 || fail "make nanmap.pc"
+
+# ---- skipped checks are counted as skipped, not passed ----
+R=$tmp/results.txt
+NANMAP_RESULTS=$R NANMAP_TC_VECTORS=$tmp/no-vectors CK_RUN_SUITE=tc CK_RUN_CASE=hardware \
+	NANMAP_QUICK=1 NANMAP_COUNT_FILE=$tmp/counts.txt NANMAP_SKIP_FILE=$tmp/skipped.txt \
+	build/tests/check_nanmap >"$tmp/out" 2>"$tmp/err" || fail "check_nanmap, tc hardware"
+grep -qxF "check: 1 passed, 0 failed, 2 skipped" "$tmp/out" || fail "check's closing line"
+NANMAP_RESULTS=$R sh tests/results.sh skip demo "a step not run" >"$tmp/out" 2>"$tmp/err"
+NANMAP_RESULTS=$R sh tests/results.sh run crash sh -c 'exit 3' >>"$tmp/out" 2>"$tmp/err"
+NANMAP_RESULTS=$R sh tests/results.sh run quiet true >>"$tmp/out" 2>"$tmp/err"
+rc=0
+NANMAP_RESULTS=$R sh tests/results.sh total >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 1 ] || fail "results total with a failed step: exit status $rc, want 1"
+[ "$(tail -n 1 "$tmp/out")" = "summary: 2 passed, 1 failed, 3 skipped" ] ||
+	fail "results total: '$(tail -n 1 "$tmp/out")'"
+grep -qxF "failed: crash" "$tmp/out" || fail "results total does not name the failed step"
+pass=$((pass + 1))
+
+echo "install: $pass checks passed"

@@ -1,0 +1,56 @@
+#!/bin/sh
+# tests/results.sh — the closing line of make test. Every step of make test
+# (the Check binary, each CLI script, the GPU build) appends one line
+# "NAME<TAB>PASSED<TAB>FAILED<TAB>SKIPPED" to the file $NANMAP_RESULTS; this
+# script runs the steps and sums the lines:
+#
+#   sh tests/results.sh run NAME CMD...   run one step; exit 0 even when it fails
+#   sh tests/results.sh skip NAME REASON  a step not run: prints NAME: SKIPPED REASON
+#   sh tests/results.sh total             the closing line; exit 1 when any failed
+#
+# A step that writes no line of its own (make gpu) counts as one check,
+# passed or failed by its exit status; one that exits non-zero without
+# recording a failure (a crash) gets one failure added, so make test still
+# fails; the total names the failed steps. Results are written only
+# when NANMAP_RESULTS is set, so a script run by hand leaves no file.
+set -u
+R=${NANMAP_RESULTS:?tests/results.sh: NANMAP_RESULTS is not set}
+
+case ${1:-} in
+run)
+	name=$2
+	shift 2
+	before=0
+	[ -f "$R" ] && before=$(wc -l <"$R")
+	rc=0
+	"$@" || rc=$?
+	after=0
+	[ -f "$R" ] && after=$(wc -l <"$R")
+	if [ "$rc" -eq 0 ] && [ "$after" -eq "$before" ]; then
+		printf '%s\t1\t0\t0\n' "$name" >>"$R"
+	elif [ "$rc" -ne 0 ]; then
+		failed=0
+		[ -f "$R" ] && failed=$(awk -F'\t' -v n="$before" 'NR > n { f += $3 } END { print f + 0 }' "$R")
+		[ "$failed" -gt 0 ] || printf '%s\t0\t1\t0\n' "$name" >>"$R"
+		echo "$name: FAILED (exit status $rc)"
+	fi
+	;;
+skip)
+	echo "$2: SKIPPED $3"
+	printf '%s\t0\t0\t1\n' "$2" >>"$R"
+	;;
+total)
+	[ -f "$R" ] || { echo "tests/results.sh: no results in $R" >&2; exit 1; }
+	awk -F'\t' '
+		NF == 4 { p += $2; f += $3; s += $4; if ($3 > 0) bad = bad " " $1 }
+		END {
+			if (bad != "") print "failed:" bad
+			printf "summary: %d passed, %d failed, %d skipped\n", p, f, s
+			exit f > 0
+		}' "$R"
+	;;
+*)
+	echo "usage: tests/results.sh run NAME CMD... | skip NAME REASON | total" >&2
+	exit 2
+	;;
+esac

@@ -51,8 +51,9 @@ typedef struct emu_tc_model {
 	size_t promote_every; /* 0: never; N: fp32 promotion every N products */
 	bool sat;             /* an overflowing block gives ±max instead of ±inf */
 	bool c_late;          /* C joins after the products: each block rounds its
-	                         products' sum (its sub-blocks chained from +0),
-	                         then adds C with one more rounding, c_round */
+	                         products' sum (its sub-blocks chained, the first
+	                         without C), then adds C with one more rounding,
+	                         in c_round */
 	emu_mode c_round;     /* rounding of that addition: rne, rtz, up or down */
 	int split;            /* sub-blocks per block, chained, 1 = none: sub-block j
 	                         takes the block's products i with

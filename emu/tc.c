@@ -46,7 +46,10 @@ emu_tc_model emu_tc_default(void)
 	                      .block_prec = 0,
 	                      .promote_every = 0,
 	                      .sat = false,
-	                      .c_late = false};
+	                      .c_late = false,
+	                      .c_round = EMU_RNE,
+	                      .split = 1,
+	                      .group = 1};
 }
 
 /* The formats the presets know, told apart by their defining fields. */
@@ -73,10 +76,16 @@ static enum tc_kind tc_kind_of(const emu_format *f)
  * fp16 output, from their H100TC.m / B200TC.m; C pre-rounded to fp16 as
  * their CUDA drivers do with __float2half for fp16 output). FP8 → fp32
  * blocks round to 14 bits (an e8m13 result, their GEMM.m's "NoManBitsOut +
- * neab"), which the H200 vectors confirm. The h100 FP8 → fp16 row (c_late)
- * is this project's best fit to the H200 vectors, matching about 80% of
- * them, not a published model; Ada's FP8 → fp16 row is the published
- * parameters, unverified (docs/tensor-cores.md). */
+ * neab"), which the H200 vectors confirm; that is wgmma's native FP8 path.
+ * Hopper has no FP8 mma.sync: for FP8 → fp16 ptxas emits two chained fp16
+ * HMMAs over the products with k mod 4 in {0, 1} and then {2, 3}, and an
+ * HADD2 for C (the split, group and late-C columns; FACTS §3, nvdisasm of
+ * CUDA 13.0 SASS), which the H200 vectors confirm. B200's FP8 vectors were
+ * made with the legacy mma.sync: the fused dot of the 32 products with C = 0,
+ * then a separate RNE fp32 addition of C; "b200-tcgen05" keeps the tcgen05
+ * rule (MMA-Sim's kind::f16/tf32/f8f6f4: C inside the fused sum, 25 bits,
+ * RZ). Ada's FP8 → fp16 row is the published parameters, unverified
+ * (docs/tensor-cores.md). */
 struct tc_preset {
 	const char *gpu;
 	enum tc_kind in, out;
@@ -84,34 +93,39 @@ struct tc_preset {
 	emu_mode mode;
 	bool cpre;
 	int floor, prec;
-	bool late;
+	int split, group; /* 1, 1: one block per instruction */
+	bool late;        /* C after the block, added with an RNE rounding */
 };
 
 #define NF EMU_TC_NO_FLOOR
 static const struct tc_preset presets[] = {
-    {"v100", TK_FP16, TK_FP32, 4, 0, EMU_RTZ, false, NF, 0, false},
-    {"v100", TK_FP16, TK_FP16, 4, 0, EMU_RNE, true, NF, 0, false},
-    {"a100", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, false},
-    {"a100", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, false},
-    {"a100", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, false},
-    {"a100", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, false},
-    {"h100", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, false},
-    {"h100", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, false},
-    {"h100", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -133, 0, false},
-    {"h100", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, false},
-    {"h100", TK_E4M3, TK_FP32, 32, -10, EMU_RTZ, false, -133, 14, false},
-    {"h100", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -133, 0, true},
-    {"ada", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, false},
-    {"ada", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, false},
-    {"ada", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, false},
-    {"ada", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, false},
-    {"ada", TK_E4M3, TK_FP32, 16, -10, EMU_RTZ, false, NF, 14, false},
-    {"ada", TK_E4M3, TK_FP16, 16, -10, EMU_RNE, true, NF, 0, false},
-    {"b200", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, false},
-    {"b200", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, false},
-    {"b200", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, false},
-    {"b200", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, false},
-    {"b200", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, false},
+    {"v100", TK_FP16, TK_FP32, 4, 0, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"v100", TK_FP16, TK_FP16, 4, 0, EMU_RNE, true, NF, 0, 1, 1, false},
+    {"a100", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"a100", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"a100", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false},
+    {"a100", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"h100", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"h100", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"h100", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -133, 0, 1, 1, false},
+    {"h100", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"h100", TK_E4M3, TK_FP32, 32, -10, EMU_RTZ, false, -133, 14, 1, 1, false},
+    {"h100", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -133, 0, 2, 2, true},
+    {"ada", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"ada", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"ada", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false},
+    {"ada", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"ada", TK_E4M3, TK_FP32, 16, -10, EMU_RTZ, false, NF, 14, 1, 1, false},
+    {"ada", TK_E4M3, TK_FP16, 16, -10, EMU_RNE, true, NF, 0, 1, 1, false},
+    {"b200", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, 1, 1, false},
+    {"b200", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, true},
+    {"b200-tcgen05", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200-tcgen05", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200-tcgen05", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200-tcgen05", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
 };
 #undef NF
 
@@ -154,6 +168,9 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
 		m->exp_floor = p->floor;
 		m->block_prec = p->prec;
 		m->c_late = p->late;
+		m->c_round = EMU_RNE; /* HADD2, FADD: IEEE additions */
+		m->split = p->split;
+		m->group = p->group;
 		return EMU_OK;
 	}
 	return EMU_ERR_UNKNOWN_FORMAT;
@@ -211,11 +228,11 @@ static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err
 		if (!tc_int(val, EMU_TC_NEAB_MIN, EMU_TC_NEAB_MAX, &v))
 			goto bad;
 		m->neab = (int)v;
-	} else if (!strcmp(key, "final")) {
+	} else if (!strcmp(key, "final") || !strcmp(key, "cround")) {
 		emu_mode md = !strcmp(val, "rz") ? EMU_RTZ : emu_mode_by_name(val);
 		if (md != EMU_RNE && md != EMU_RTZ && md != EMU_UP && md != EMU_DOWN)
 			goto bad;
-		m->final_mode = md;
+		*(key[0] == 'f' ? &m->final_mode : &m->c_round) = md;
 	} else if (!strcmp(key, "cpre")) {
 		if (!tc_bool(val, &m->c_preround))
 			goto bad;
@@ -243,9 +260,15 @@ static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err
 	} else if (!strcmp(key, "clate")) {
 		if (!tc_bool(val, &m->c_late))
 			goto bad;
+	} else if (!strcmp(key, "split") || !strcmp(key, "group")) {
+		if (!tc_int(val, 1, EMU_TC_K_MAX, &v))
+			goto bad;
+		*(key[0] == 's' ? &m->split : &m->group) = (int)v;
 	} else {
 		tc_err(err, len,
-		       "unknown key '%s' (keys: k neab final cpre floor prec promote sat clate)", key);
+		       "unknown key '%s' (keys: k neab final cpre floor prec promote sat clate "
+		       "cround split group)",
+		       key);
 		return false;
 	}
 	return true;
@@ -292,7 +315,9 @@ emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format
 			emu_status st = emu_tc_preset(item, in, out, &r);
 			if (st == EMU_ERR_BAD_SPEC) {
 				tc_err(err, errlen,
-				       "unknown GPU '%s' (v100 a100 h100 h200 ada l40s b200)", item);
+				       "unknown GPU '%s' (v100 a100 h100 h200 ada l40s b200 "
+				       "b200-tcgen05)",
+				       item);
 				return st;
 			}
 			if (st != EMU_OK) {
@@ -322,9 +347,11 @@ const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len)
 	else
 		snprintf(pr, sizeof pr, "%d", m->block_prec);
 	snprintf(buf, len,
-	         "k=%d,neab=%d,final=%s,cpre=%d,floor=%s,prec=%s,promote=%zu,sat=%d,clate=%d", m->k,
-	         m->neab, emu_mode_name(m->final_mode), m->c_preround, fl, pr, m->promote_every,
-	         m->sat, m->c_late);
+	         "k=%d,neab=%d,final=%s,cpre=%d,floor=%s,prec=%s,promote=%zu,sat=%d,clate=%d,"
+	         "cround=%s,split=%d,group=%d",
+	         m->k, m->neab, emu_mode_name(m->final_mode), m->c_preround, fl, pr,
+	         m->promote_every, m->sat, m->c_late, emu_mode_name(m->c_round), m->split,
+	         m->group);
 	return buf;
 }
 
@@ -339,6 +366,12 @@ emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_f
 	else if (m->final_mode != EMU_RNE && m->final_mode != EMU_RTZ &&
 	         m->final_mode != EMU_UP && m->final_mode != EMU_DOWN)
 		why = "final rounding must be rne, rtz, up or down";
+	else if (m->c_round != EMU_RNE && m->c_round != EMU_RTZ && m->c_round != EMU_UP &&
+	         m->c_round != EMU_DOWN)
+		why = "cround must be rne, rtz, up or down";
+	else if (m->split < 1 || m->group < 1 || m->split > m->k || m->group > m->k ||
+	         m->k % ((long)m->split * m->group) != 0)
+		why = "k must be a multiple of split * group";
 	else if (m->block_prec != 0 && (m->block_prec < 2 || m->block_prec > out->p))
 		why = "prec must lie between 2 and the output's precision";
 	else if (m->exp_floor != EMU_TC_NO_FLOOR && (m->exp_floor < -10000 || m->exp_floor > 10000))
@@ -363,7 +396,19 @@ typedef struct {
 	const emu_format *in, *out, *fp32;
 	emu_format blk; /* the format each block rounds to */
 	emu_env env;    /* final_mode (and sat) */
+	emu_env env_c;  /* c_round (and sat): the late addition of C */
 } tc_ctx;
+
+/* Whether a sub-block takes the product at block position i: sub-block j of
+ * `split` takes the runs of `group` products numbered j mod split. */
+typedef struct {
+	size_t split, group, j;
+} tc_sub;
+
+static bool tc_in_sub(const tc_sub *s, size_t i)
+{
+	return (i / s->group) % s->split == s->j;
+}
 
 /* |x| = P·2^lsb with e = max(floor(log2|x|), emin) and lsb = e − (p − 1):
  * the significand as an integer at the format's grid. x finite, nonzero. */
@@ -414,11 +459,12 @@ static void tc_scan_term(tc_scan *s, bool neg, bool zero, int E)
 	s->any_term = true;
 }
 
-/* One block FMA: a[0..n)·b[0..n) (+ c when with_c), c a value of the chain
- * (binary32-representable, or ±inf, NaN). Returns the block's result as a
- * value of t->blk (and so of t->out). */
-static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n, double c,
-                       bool with_c, unsigned *flags)
+/* One block FMA: the products a[i]·b[i], i < n, that sub-block sub takes
+ * (+ c when with_c), c a value of the chain (binary32-representable, or
+ * ±inf, NaN). Returns the block's result as a value of t->blk (and so of
+ * t->out). */
+static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+                       const tc_sub *sub, double c, bool with_c, unsigned *flags)
 {
 	const emu_tc_model *m = t->m;
 	const emu_format *in = t->in;
@@ -440,6 +486,8 @@ static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 		tc_scan_term(&s, false, false, e);
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (!tc_in_sub(sub, i))
+			continue;
 		double x = emu_decode(in, a[i]), y = emu_decode(in, b[i]);
 		bool neg = (signbit(x) != 0) != (signbit(y) != 0);
 		if (isnan(x) || isnan(y)) {
@@ -479,7 +527,7 @@ static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 	}
 	for (size_t i = 0; i < n; i++) {
 		double x = emu_decode(in, a[i]), y = emu_decode(in, b[i]);
-		if (x == 0 || y == 0)
+		if (!tc_in_sub(sub, i) || x == 0 || y == 0)
 			continue;
 		uint64_t Pa, Pb;
 		int ea, eb, la, lb;
@@ -511,8 +559,9 @@ static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 	return r;
 }
 
-/* c_late: the block's rounded product sum r plus C, rounded once more. Both
- * are binary32-range values, so the core's adaptor (TwoSum) is exact. */
+/* c_late: the block's rounded product sum r plus C, rounded once more, with
+ * c_round. Both are binary32-range values, so the core's adaptor (TwoSum)
+ * is exact. */
 static double tc_late_add(const tc_ctx *t, double r, double c, unsigned *flags)
 {
 	if (isnan(r) || isnan(c))
@@ -523,25 +572,35 @@ static double tc_late_add(const tc_ctx *t, double r, double c, unsigned *flags)
 		return isinf(r) ? r : c;
 	}
 	unsigned fl = 0;
-	double s = emu_v_add(&t->blk, r, c, &t->env, &fl);
+	double s = emu_v_add(&t->blk, r, c, &t->env_c, &fl);
 	if ((fl & EMU_FLAG_OVERFLOW) && !t->m->sat && isfinite(s))
 		s = copysign(INFINITY, s);
 	*flags |= fl;
 	return s;
 }
 
-/* The chain of blocks over a[0..K) starting from C = c. */
+/* The chain of blocks over a[0..K) starting from C = c. Each block runs
+ * all its sub-blocks in turn (a short last block too: the instruction runs
+ * whole), each sub-block's result the next one's accumulator; with c_late
+ * the first starts without C and C is added after the last. */
 static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t K, double c,
                        unsigned *flags)
 {
 	size_t k = (size_t)t->m->k;
 	size_t i = 0;
+	tc_sub sub = {(size_t)t->m->split, (size_t)t->m->group, 0};
 	do {
 		size_t n = K - i < k ? K - i : k;
-		if (t->m->c_late)
-			c = tc_late_add(t, tc_block(t, a + i, b + i, n, c, false, flags), c, flags);
-		else
-			c = tc_block(t, a + i, b + i, n, c, true, flags);
+		if (t->m->c_late) {
+			sub.j = 0;
+			double h = tc_block(t, a + i, b + i, n, &sub, 0.0, false, flags);
+			for (sub.j = 1; sub.j < sub.split; sub.j++)
+				h = tc_block(t, a + i, b + i, n, &sub, h, true, flags);
+			c = tc_late_add(t, h, c, flags);
+		} else {
+			for (sub.j = 0; sub.j < sub.split; sub.j++)
+				c = tc_block(t, a + i, b + i, n, &sub, c, true, flags);
+		}
 		i += n;
 	} while (i < K);
 	return c;
@@ -565,6 +624,8 @@ static bool tc_ctx_init(tc_ctx *t, const emu_tc_model *m, const emu_format *in,
 	t->env = EMU_ENV_DEFAULT;
 	t->env.mode = m->final_mode;
 	t->env.sat = m->sat;
+	t->env_c = t->env;
+	t->env_c.mode = m->c_round;
 	return t->fp32 != NULL;
 }
 

@@ -15,6 +15,10 @@
  *     block's C. With promote_every = N, every N products the partial sum is
  *     added into a binary32 accumulator with an RNE addition and the chain
  *     restarts from +0 (DeepSeek-V3 §3.3.2).
+ * A block (one instruction) may be split into chained sub-blocks over an
+ * interleave of its products, and C may join once after the block's last
+ * sub-block with its own rounding (c_late): the shape of code a compiler
+ * emits for an instruction the unit lacks (Hopper's FP8 mma.sync, FACTS §3).
  *
  * Two implementations: emu_tc_dot (integer arithmetic) and emu_tc_mp_dot
  * (MPFR, written independently); the tests prove they agree bit for bit and
@@ -47,19 +51,27 @@ typedef struct emu_tc_model {
 	size_t promote_every; /* 0: never; N: fp32 promotion every N products */
 	bool sat;             /* an overflowing block gives ±max instead of ±inf */
 	bool c_late;          /* C joins after the products: each block rounds its
-	                         products' sum, then adds C with one more rounding
-	                         (final_mode); not a published model, see the docs */
+	                         products' sum (its sub-blocks chained, the first
+	                         without C), then adds C with one more rounding,
+	                         in c_round */
+	emu_mode c_round;     /* rounding of that addition: rne, rtz, up or down */
+	int split;            /* sub-blocks per block, chained, 1 = none: sub-block j
+	                         takes the block's products i with
+	                         (i / group) mod split == j */
+	int group;            /* run length of that interleave; k must be a
+	                         multiple of split * group */
 } emu_tc_model;
 
 /* What the model does when nothing is said: k=16, neab=2, final=rtz, no C
  * pre-rounding, no floor, the output's precision, no promotion, overflow to
- * inf, C inside the block. */
+ * inf, C inside the block (c_round rne for when it is not), no split. */
 emu_tc_model emu_tc_default(void);
 
 /*
- * The measured model of a GPU ("v100", "a100", "h100", "h200", "ada",
- * "b200") for inputs in and output out (matched on the descriptor's p and
- * ebits: fp16, bf16, tf32, e4m3, e5m2 in; fp32 or fp16 out).
+ * The measured model of a GPU ("v100", "a100", "h100", "h200", "ada", "l40s",
+ * "b200", and "b200-tcgen05": B200's tcgen05 rule, C inside the fused sum)
+ * for inputs in and output out (matched on the descriptor's p, ebits and
+ * bias: fp16, bf16, tf32, e4m3, e5m2 in; fp32 or fp16 out).
  * EMU_ERR_UNKNOWN_FORMAT: the GPU does not take that pair; EMU_ERR_BAD_SPEC:
  * no such GPU.
  */
@@ -70,7 +82,8 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
  * A model from text: comma-separated items, optionally starting with a GPU
  * name (its preset for in/out), then key=value overrides:
  *   k=N  neab=N  final=rne|rtz|rz|up|down  cpre=0|1  floor=N|none
- *   prec=N|out  promote=N  sat=0|1  clate=0|1
+ *   prec=N|out  promote=N  sat=0|1  clate=0|1  cround=rne|rtz|rz|up|down
+ *   split=N  group=N
  * e.g. "h100", "h100,promote=128", "k=16,neab=2,final=rz,cpre=1".
  * On error writes one line into err and returns non-zero.
  */
@@ -82,7 +95,8 @@ emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format
 const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len);
 
 /*
- * Whether m, in and out can be run: the limits above, final_mode not rna/sr,
+ * Whether m, in and out can be run: the limits above, final_mode and
+ * c_round not rna/sr, split and group >= 1 with k a multiple of split*group,
  * in with a sign and a zero, out an IEEE-style format (sign, inf, NaN,
  * subnormals) inside binary32's range. On error writes one line into err.
  */

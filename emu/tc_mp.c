@@ -139,12 +139,13 @@ static mpfr_rnd_t tc_rnd(emu_mode m)
 	}
 }
 
-/* Round the exact nonzero y once to g (precision g->p, g's exponent range),
- * as the model: overflow is ±inf, or ±max under sat. Result into r. */
-static void tc_round(const emu_tc_model *m, const emu_format *g, mpfr_srcptr y, tv *r,
-                     unsigned *flags)
+/* Round the exact nonzero y once to g (precision g->p, g's exponent range)
+ * in mode md, as the model: overflow is ±inf, or ±max under sat. Result
+ * into r. */
+static void tc_round(const emu_tc_model *m, emu_mode md, const emu_format *g, mpfr_srcptr y,
+                     tv *r, unsigned *flags)
 {
-	mpfr_rnd_t rnd = tc_rnd(m->final_mode);
+	mpfr_rnd_t rnd = tc_rnd(md);
 	bool neg = mpfr_signbit(y);
 	mpfr_t r1, maxv;
 	mpfr_init2(r1, g->p);
@@ -208,11 +209,20 @@ static void tc_add_chopped(mpfr_ptr sum, mpfr_srcptr x, long L, bool *chopped)
 	mpfr_clear(t);
 }
 
-/* One block FMA: the products of a and b, plus c when with_c; the result
- * replaces c (c is not read when !with_c). */
+/* Whether sub-block j of a block (the model's split and group) takes the
+ * product at block position i: i lies in the j-th of every split runs of
+ * group products. */
+static bool tc_mp_takes(const emu_tc_model *m, size_t j, size_t i)
+{
+	size_t run = i / (size_t)m->group;
+	return run - run / (size_t)m->split * (size_t)m->split == j;
+}
+
+/* One block FMA: the products of a and b that sub-block j takes, plus c
+ * when with_c; the result replaces c (c is not read when !with_c). */
 static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_format *g,
-                        const emu_bits *a, const emu_bits *b, size_t n, tv *c, bool with_c,
-                        unsigned *flags)
+                        const emu_bits *a, const emu_bits *b, size_t n, size_t j, tv *c,
+                        bool with_c, unsigned *flags)
 {
 	bool nan = with_c && c->kind == TK_NAN, pinf = false, ninf = false, invalid = false;
 	bool any = false, zpos = false, zneg = false;
@@ -235,6 +245,8 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 		any = true;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (!tc_mp_takes(m, j, i))
+			continue;
 		tv_decode(&x, in, a[i]);
 		tv_decode(&y, in, b[i]);
 		bool neg = x.neg != y.neg;
@@ -279,6 +291,8 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 	if (with_c && c->kind == TK_FIN)
 		tc_add_chopped(sum, c->v, L, &chopped);
 	for (size_t i = 0; i < n; i++) {
+		if (!tc_mp_takes(m, j, i))
+			continue;
 		tv_decode(&x, in, a[i]);
 		tv_decode(&y, in, b[i]);
 		if (x.kind != TK_FIN || y.kind != TK_FIN)
@@ -293,12 +307,12 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 		c->neg = m->final_mode == EMU_DOWN;
 		goto done;
 	}
-	tc_round(m, g, sum, c, flags);
+	tc_round(m, m->final_mode, g, sum, c, flags);
 done:
 	mpfr_clears(p, sum, x.v, y.v, (mpfr_ptr)0);
 }
 
-/* c_late: c = round(r + c) with the block's rounding; specials as a block's. */
+/* c_late: c = round(r + c) with c_round; specials as a block's. */
 static void tc_mp_late_add(const emu_tc_model *m, const emu_format *g, const tv *r, tv *c,
                            unsigned *flags)
 {
@@ -319,7 +333,7 @@ static void tc_mp_late_add(const emu_tc_model *m, const emu_format *g, const tv 
 		return;
 	}
 	if (r->kind == TK_ZERO && c->kind == TK_ZERO) {
-		c->neg = r->neg == c->neg ? r->neg : m->final_mode == EMU_DOWN;
+		c->neg = r->neg == c->neg ? r->neg : m->c_round == EMU_DOWN;
 		return;
 	}
 	mpfr_t s;
@@ -332,9 +346,9 @@ static void tc_mp_late_add(const emu_tc_model *m, const emu_format *g, const tv 
 		abort();
 	if (mpfr_zero_p(s)) {
 		c->kind = TK_ZERO;
-		c->neg = m->final_mode == EMU_DOWN;
+		c->neg = m->c_round == EMU_DOWN;
 	} else {
-		tc_round(m, g, s, c, flags);
+		tc_round(m, m->c_round, g, s, c, flags);
 	}
 	mpfr_clear(s);
 }
@@ -345,13 +359,16 @@ static void tc_mp_chain(const emu_tc_model *m, const emu_format *in, const emu_f
 	size_t k = (size_t)m->k, i = 0;
 	tv r;
 	tv_init(&r, SUM_PREC);
-	do {
+	do { /* every sub-block runs, even one a short last block leaves empty */
 		size_t n = K - i < k ? K - i : k;
 		if (m->c_late) {
-			tc_mp_block(m, in, g, a + i, b + i, n, &r, false, flags);
+			/* the sub-blocks chain from no C at all; C joins after the last */
+			for (size_t j = 0; j < (size_t)m->split; j++)
+				tc_mp_block(m, in, g, a + i, b + i, n, j, &r, j > 0, flags);
 			tc_mp_late_add(m, g, &r, c, flags);
 		} else {
-			tc_mp_block(m, in, g, a + i, b + i, n, c, true, flags);
+			for (size_t j = 0; j < (size_t)m->split; j++)
+				tc_mp_block(m, in, g, a + i, b + i, n, j, c, true, flags);
 		}
 		i += n;
 	} while (i < K);

@@ -6,6 +6,9 @@
  * promotion, every N products the tile's partial sum is added into binary32
  * registers with __fadd_rn and the chain restarts from +0 (DeepSeek-V3
  * §3.3.2; emu_tc_model.promote_every).
+ * sm_90 has no FP8 mma.sync: ptxas emulates one with FP8 -> fp16 unpacking
+ * and two chained fp16 HMMAs (FACTS §3), which the h200 FP8 -> fp16 preset
+ * models; wgmma is the native FP8 path that the FP8 -> fp32 preset models.
  *
  * Fragment layouts: PTX ISA, "Matrix fragments for mma.m16n8k16" (fp16,
  * bf16) and "mma.m16n8k32" (e4m3, e5m2): groupID = lane/4, tig = lane%4.

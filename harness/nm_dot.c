@@ -41,9 +41,10 @@ static const char nm_dot_usage[] =
     "  Output: one line per case, the result widened to binary32 as 32\n"
     "  characters 0/1 (the form of the hardware d files); with --bits the\n"
     "  result's own encoding in hex (0x3c00 for fp16 1.0).\n"
-    "MODEL: a GPU (v100 a100 h100 h200 ada l40s b200) and/or key=value items,\n"
-    "       e.g. h100  h100,promote=128  k=16,neab=2,final=rz,cpre=1\n"
-    "       keys: k neab final cpre floor prec promote sat (docs/tensor-cores.md)\n"
+    "MODEL: a GPU (v100 a100 h100 h200 ada l40s b200 b200-tcgen05) and/or\n"
+    "       key=value items, e.g. h100  h100,promote=128  k=16,neab=2,final=rz,cpre=1\n"
+    "       keys: k neab final cpre floor prec promote sat clate cround split group\n"
+    "       (docs/tensor-cores.md)\n"
     "Errors: one line on stderr, exit status 2.\n";
 
 /* ---- reading the vector files ---- */

@@ -50,7 +50,7 @@ csv=$tmp/fake/nanmap-gpu.csv
 [ -f "$csv" ] || fail "fake run: no $csv"
 head -n 1 "$csv" | grep -q '^step,kernel,format,mode,compared,identical,' || fail "fake run: CSV header"
 rows=$(tail -n +2 "$csv" | wc -l)
-[ "$rows" -eq 327 ] || fail "fake run: $rows rows, want 327 (14 conv, 13 tables, 6 arith, 2 tc, 10 gemm, 2 gemmex, 28 lt, 168 kern, 84 kern replay)"
+[ "$rows" -eq 329 ] || fail "fake run: $rows rows, want 329 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 168 kern, 84 kern replay)"
 [ "$(grep -c '^kern,[^,]* replay,' "$csv")" -eq 84 ] || fail "fake run: kern replay rows missing"
 for step in conv tables arith tc gemm gemmex lt kern; do
 	grep -q "^$step," "$csv" || fail "fake run: no $step rows"

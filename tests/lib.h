@@ -3,6 +3,7 @@
 #define NANMAP_TESTS_LIB_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "emu.h"
@@ -19,6 +20,9 @@ uint64_t t_rand(uint64_t stream, uint64_t i);
 const emu_format *t_fmt(const char *name);
 /* Record how many cases a suite proved (printed in the summary). */
 void t_count(const char *what, uint64_t n);
+/* The kernels' random-policy proof (check_kernels.c): the cases of make test,
+ * or (exhaustive, for suite_exhaustive) 20 times as many that follow them. */
+TCase *t_tcase_random_policies(bool exhaustive);
 
 Suite *suite_format(void);
 Suite *suite_round(void);

@@ -106,6 +106,15 @@ static double decode(const emu_format *f, emu_bits b)
 	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
 }
 
+/* DAZ in the value domain: x, a value of f, is read as a zero of its sign
+ * when it is subnormal in f (the operand's format, as emu_operand and the
+ * exact backend's decode read the encoding). Formats without subnormals
+ * have no such values; their values below 2^emin are zeros already. */
+static double daz_value(const emu_format *f, double x)
+{
+	return x != 0 && fabs(x) < f->min_normal ? copysign(0.0, x) : x;
+}
+
 /* Flags of a table result v that is not the correctly rounded one (so
  * never exact): docs/gpu.md. */
 static unsigned table_flags(const emu_format *f, double x, double v)
@@ -340,6 +349,14 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 	emu_env *env = &be->env;
 	double x = a->d, y = b ? b->d : 0, z = c ? c->d : 0, r;
 	if (be->kind == EMU_BE_FAST) {
+		/* emu_v_* take their operands as they are: read them here as
+		 * emu_operand does (the other ops decode their encodings) */
+		if (env->daz && (op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_MUL ||
+		                  op == EMU_OP_DIV || op == EMU_OP_FMA)) {
+			x = daz_value(f, x);
+			y = daz_value(f, y);
+			z = daz_value(f, z);
+		}
 		switch (op) {
 		case EMU_OP_ADD:
 			r = emu_v_add(f, x, y, env, &fl);

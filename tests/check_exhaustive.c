@@ -180,5 +180,6 @@ Suite *suite_exhaustive(void)
 	tcase_add_loop_test(tc, test_fp16_all_pairs_hw, 0, (int)(ARRAY_SIZE(ops) * 4));
 	tcase_add_loop_test(tc, test_stride_mpfr, 0, (int)(ARRAY_SIZE(ops) * 2));
 	suite_add_tcase(s, tc);
+	suite_add_tcase(s, t_tcase_random_policies(true));
 	return s;
 }

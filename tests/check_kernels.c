@@ -12,6 +12,7 @@
 
 #include "kernels.h"
 #include "lib.h"
+#include "nm_gen.h"
 
 static const char *const policies[] = {
 	"storage=fp16",
@@ -54,6 +55,38 @@ static void make_input(const emu_policy *p, uint64_t k, double *x, size_t n)
 	}
 }
 
+/* Run k on both backends and require the same bits of every output, the
+ * same flag counts per op and the same first failing op; `what` names the
+ * case in a failure message. false (and nothing compared) when the kernel
+ * refuses the policy or variant: then both backends must refuse it. */
+static bool same_runs(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                      const emu_kin *in, const char *what)
+{
+	char err[200], err2[200];
+	emu_run a, b;
+	int ra = emu_run_kernel(k, pol, variant, in, EMU_BE_FAST, &a, err, sizeof err);
+	int rb = emu_run_kernel(k, pol, variant, in, EMU_BE_EXACT, &b, err2, sizeof err2);
+	ck_assert_msg((ra == 0) == (rb == 0), "%s: fast %s, exact %s", what, ra ? err : "runs",
+	              rb ? err2 : "runs");
+	if (ra == 0) {
+		ck_assert_msg(a.out.n == b.out.n, "%s: output counts", what);
+		for (int i = 0; i < a.out.n; i++)
+			for (size_t j = 0; j < a.out.item[i].n; j++) {
+				const emu_format *f = a.out.item[i].fmt;
+				emu_bits ea = emu_encode(f, a.out.item[i].v[j].d);
+				emu_bits eb = emu_encode(f, b.out.item[i].v[j].d);
+				ck_assert_msg(ea == eb, "%s: %s[%zu]: fast 0x%x exact 0x%x", what,
+				              a.out.item[i].name, j, ea, eb);
+			}
+		ck_assert_msg(same_stats(&a.be.st, &b.be.st), "%s: flags differ", what);
+		ck_assert_msg(a.status == b.status, "%s: status %s vs %s", what,
+		              emu_run_status_name(a.status), emu_run_status_name(b.status));
+	}
+	emu_run_free(&a);
+	emu_run_free(&b);
+	return ra == 0;
+}
+
 START_TEST(test_fast_equals_exact)
 {
 	const emu_kernel *k = emu_kernel_at((size_t)_i / ARRAY_SIZE(policies));
@@ -69,23 +102,9 @@ START_TEST(test_fast_equals_exact)
 		for (int c = 0; c < ninputs; c++) {
 			make_input(&pol, (uint64_t)c, x, ROWS * COLS);
 			emu_kin in = {x, ROWS, COLS, NULL, 0, t_seed()};
-			emu_run a, b;
-			ck_assert(emu_run_kernel(k, &pol, *v, &in, EMU_BE_FAST, &a, err, sizeof err) == 0);
-			ck_assert(emu_run_kernel(k, &pol, *v, &in, EMU_BE_EXACT, &b, err, sizeof err) == 0);
-			ck_assert_msg(a.out.n == b.out.n, "%s: output counts", k->name);
-			for (int i = 0; i < a.out.n; i++)
-				for (size_t j = 0; j < a.out.item[i].n; j++) {
-					const emu_format *f = a.out.item[i].fmt;
-					emu_bits ea = emu_encode(f, a.out.item[i].v[j].d);
-					emu_bits eb = emu_encode(f, b.out.item[i].v[j].d);
-					ck_assert_msg(ea == eb, "%s %s [%s] input %d %s[%zu]: fast 0x%x exact 0x%x",
-					              k->name, *v, spec, c, a.out.item[i].name, j, ea, eb);
-				}
-			ck_assert_msg(same_stats(&a.be.st, &b.be.st), "%s %s [%s] input %d: flags differ",
-			              k->name, *v, spec, c);
-			ck_assert(a.status == b.status);
-			emu_run_free(&a);
-			emu_run_free(&b);
+			char what[300];
+			snprintf(what, sizeof what, "%s %s [%s] input %d", k->name, *v, spec, c);
+			ck_assert_msg(same_runs(k, &pol, *v, &in, what), "%s: refused", what);
 			cases++;
 		}
 	}
@@ -94,6 +113,109 @@ START_TEST(test_fast_equals_exact)
 	t_count(what, cases);
 }
 END_TEST
+
+/*
+ * Random policies, as a user's `nanmap run` draws them: every kernel and
+ * variant; storage, compute and (half the time) accum formats, built-in and
+ * custom (nosub, noinf, fn, fnuz, none); every mode (sr with a seed), overflow
+ * rule, subnormal option and scale recipe; shapes up to 3 x 64 from the
+ * CLI's generator (harness/nm_gen.c) with a scale from 1e-8 to 1e6. Case c
+ * depends only on (t_seed(), c), and a failure prints the `nanmap run`
+ * command that repeats it. Combinations the parser or the kernel refuses are
+ * counted, not compared.
+ */
+static const char *const rp_formats[] = {
+	"fp32",          "tf32",          "fp16",          "bf16",
+	"e4m3",          "e5m2",          "e4m3fnuz",      "e5m2fnuz",
+	"e3m2",          "e2m3",          "e2m1",          "e8m0",
+	"{p=5,emax=15}", "{p=4,emax=7}",  "{p=3,emax=15,nosub}", "{p=8,emax=31,noinf}",
+	"{p=4,emax=8,nan=fn}", "{p=6,emax=15,nan=fnuz}", "{p=3,emax=4,nan=none}", "{p=11,emax=63}",
+};
+static const char *const rp_modes[] = {"rne", "rtz", "up", "down", "rna", "sr"};
+static const char *const rp_subnormals[] = {"keep", "ftz", "daz", "ftzdaz"};
+static const char *const rp_scales[] = {"none", "tensor", "delayed", "mx32:floor", "mx32:rceil",
+                                        "tile128"};
+static const char *const rp_dists[] = {"normal", "uniform", "logspace"};
+enum { RP_CHUNK = 100, RP_CHUNKS = 200, RP_CHUNKS_EXH = 20 * RP_CHUNKS };
+
+#define RP_PICK(a, r) (a)[(r) % ARRAY_SIZE(a)]
+
+/* Case c: false when refused (by the parser or the kernel). */
+static bool random_policy_case(uint64_t c)
+{
+	uint64_t r[16];
+	for (int i = 0; i < 16; i++)
+		r[i] = t_rand(70, c * 16 + (uint64_t)i);
+	const emu_kernel *k = emu_kernel_at(r[0] % emu_kernel_count());
+	size_t nv = 0;
+	while (k->variants[nv])
+		nv++;
+	const char *variant = k->variants[r[1] % nv];
+	char spec[300];
+	int len = snprintf(spec, sizeof spec, "storage=%s,compute=%s", RP_PICK(rp_formats, r[2]),
+	                   RP_PICK(rp_formats, r[3]));
+	if (r[4] & 1)
+		len += snprintf(spec + len, sizeof spec - (size_t)len, ",accum=%s",
+		                RP_PICK(rp_formats, r[4] >> 1));
+	const char *mode = RP_PICK(rp_modes, r[5]);
+	len += snprintf(spec + len, sizeof spec - (size_t)len, ",round=%s", mode);
+	if (!strcmp(mode, "sr"))
+		len += snprintf(spec + len, sizeof spec - (size_t)len, ",seed=%u",
+		                (unsigned)(r[5] >> 8) % 1000);
+	len += snprintf(spec + len, sizeof spec - (size_t)len, ",overflow=%s,subnormals=%s",
+	                r[6] & 1 ? "sat" : "ieee", RP_PICK(rp_subnormals, r[6] >> 1));
+	const char *scale = RP_PICK(rp_scales, r[7]);
+	if (!strcmp(scale, "delayed"))
+		snprintf(spec + len, sizeof spec - (size_t)len, ",scale=delayed:%u:%u",
+		         1 + (unsigned)(r[7] >> 8) % 4, (unsigned)(r[7] >> 16) % 3);
+	else
+		snprintf(spec + len, sizeof spec - (size_t)len, ",scale=%s", scale);
+	emu_policy pol;
+	char err[200];
+	if (emu_policy_parse(spec, &pol, err, sizeof err) != EMU_OK)
+		return false;
+
+	nm_gen g = {(nm_gen_dist)(r[8] % ARRAY_SIZE(rp_dists)),
+	            pow(10, -8 + 14 * (double)(r[9] >> 11) * 0x1p-53), 0x1p-16, 0x1p16,
+	            r[10] % 1000};
+	size_t cols = 1 + r[11] % 64, rows = 1 + r[12] % 3;
+	double x[3 * 64];
+	nm_gen_fill(&g, x, rows * cols);
+	emu_kin in = {x, rows, cols, NULL, 0, g.seed};
+	char what[600];
+	snprintf(what, sizeof what,
+	         "case %" PRIu64 ": nanmap run %s --variant %s --policy '%s' --gen %s --n %zu "
+	         "--rows %zu --scale %.17g --seed %" PRIu64 " --backend all --no-truth",
+	         c, k->name, variant, spec, rp_dists[g.dist], cols, rows, g.scale, g.seed);
+	return same_runs(k, &pol, variant, &in, what);
+}
+
+START_TEST(test_random_policies)
+{
+	uint64_t ran = 0, refused = 0;
+	int n = t_quick() ? RP_CHUNK / 10 : RP_CHUNK;
+	for (int j = 0; j < n; j++) {
+		if (random_policy_case((uint64_t)_i * RP_CHUNK + (uint64_t)j))
+			ran++;
+		else
+			refused++;
+	}
+	t_count("kernels: random policies fast == exact (bits, flags per op)", ran);
+	t_count("kernels: random policies refused (parser or kernel)", refused);
+}
+END_TEST
+
+TCase *t_tcase_random_policies(bool exhaustive)
+{
+	TCase *tc = tcase_create(exhaustive ? "random-policies-exhaustive" : "random-policies");
+	tcase_set_timeout(tc, exhaustive ? 0 : 300);
+	/* the exhaustive cases follow the default ones: more cases, not the same */
+	if (exhaustive)
+		tcase_add_loop_test(tc, test_random_policies, RP_CHUNKS, RP_CHUNKS + RP_CHUNKS_EXH);
+	else
+		tcase_add_loop_test(tc, test_random_policies, 0, RP_CHUNKS);
+	return tc;
+}
 
 /* Run softmax_ce on one row and return its status and first failing step. */
 static emu_run_status softmax_row(const char *spec, const char *variant, double z0, double z1,
@@ -130,6 +252,33 @@ START_TEST(test_softmax_overflow_boundary)
 }
 END_TEST
 
+/* Formats without a zero (e8m0) store, never compute: a kernel's sum starts
+ * at 0, which e8m0 cannot hold (fast kept an exact 0 there, exact encoded
+ * it as 2^-127, and their flags differed). */
+START_TEST(test_policy_zeroless_refused)
+{
+	static const struct {
+		const char *spec, *msg;
+	} rows[] = {
+	    {"storage=e8m0", "compute format e8m0 has no zero (it can only be storage)"},
+	    {"storage=fp16,compute=e8m0", "compute format e8m0 has no zero (it can only be storage)"},
+	    {"storage=fp16,accum=e8m0", "accum format e8m0 has no zero (it can only be storage)"},
+	    {"storage=e8m0,compute=fp32", NULL},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		emu_policy pol;
+		char err[200] = "";
+		emu_status st = emu_policy_parse(rows[i].spec, &pol, err, sizeof err);
+		if (!rows[i].msg) {
+			ck_assert_msg(st == EMU_OK, "%s: %s", rows[i].spec, err);
+			continue;
+		}
+		ck_assert_msg(st == EMU_ERR_BAD_SPEC && strcmp(err, rows[i].msg) == 0, "%s: %d '%s'",
+		              rows[i].spec, (int)st, err);
+	}
+}
+END_TEST
+
 Suite *suite_kernels(void)
 {
 	Suite *s = suite_create("kernels");
@@ -138,6 +287,8 @@ Suite *suite_kernels(void)
 	tcase_add_loop_test(tc, test_fast_equals_exact, 0,
 	                    (int)(emu_kernel_count() * ARRAY_SIZE(policies)));
 	tcase_add_test(tc, test_softmax_overflow_boundary);
+	tcase_add_test(tc, test_policy_zeroless_refused);
 	suite_add_tcase(s, tc);
+	suite_add_tcase(s, t_tcase_random_policies(false));
 	return s;
 }

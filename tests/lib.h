@@ -3,6 +3,7 @@
 #define NANMAP_TESTS_LIB_H
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "emu.h"
@@ -24,6 +25,9 @@ void t_count(const char *what, uint64_t n);
  * called inside a test (which then returns) or by a suite for a test case it
  * does not add. */
 void t_skip(const char *suite, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The kernels' random-policy proof (check_kernels.c): the cases of make test,
+ * or (exhaustive, for suite_exhaustive) 20 times as many that follow them. */
+TCase *t_tcase_random_policies(bool exhaustive);
 
 Suite *suite_format(void);
 Suite *suite_round(void);

@@ -1,4 +1,6 @@
 /* kernels.c — the kernel registry and the helpers every kernel uses. */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -46,12 +48,73 @@ bool emu_kernel_reads_param(const emu_kernel *k, const char *name)
 	return false;
 }
 
-double emu_kparam_get(const emu_kin *in, const char *name, double dflt)
+static const emu_kparam *kparam_find(const emu_kin *in, const char *name)
 {
 	for (size_t i = 0; i < in->nparams; i++)
 		if (strcmp(in->params[i].name, name) == 0)
-			return in->params[i].value;
-	return dflt;
+			return &in->params[i];
+	return NULL;
+}
+
+double emu_kparam_get(const emu_kin *in, const char *name, double dflt)
+{
+	const emu_kparam *p = kparam_find(in, name);
+
+	return p ? p->value : dflt;
+}
+
+/*
+ * The range checks read the value as a double and compare before any
+ * conversion: a parameter such as label=1e300 must be refused here, since
+ * converting it to an integer type first would be undefined behaviour.
+ */
+bool emu_kparam_int(const emu_kin *in, const char *kernel, const char *name, double lo,
+                    double hi, double dflt, double *out, char *err, size_t errlen)
+{
+	const emu_kparam *p = kparam_find(in, name);
+
+	if (!p) {
+		*out = dflt;
+		return true;
+	}
+	if (!(p->value >= lo && p->value <= hi) || p->value != floor(p->value)) {
+		snprintf(err, errlen, "%s: %s=%g must be an integer in [%.17g, %.17g]", kernel, name,
+		         p->value, lo, hi);
+		return false;
+	}
+	*out = p->value;
+	return true;
+}
+
+bool emu_kparam_real(const emu_kin *in, const char *kernel, const char *name, double lo,
+                     double hi, unsigned open, double dflt, double *out, char *err,
+                     size_t errlen)
+{
+	const emu_kparam *p = kparam_find(in, name);
+	double v;
+	bool ok;
+
+	if (!p) {
+		*out = dflt;
+		return true;
+	}
+	v = p->value;
+	ok = isfinite(v) && ((open & EMU_KP_ABOVE_LO) ? v > lo : v >= lo) &&
+	     ((open & EMU_KP_BELOW_HI) ? v < hi : v <= hi);
+	if (ok) {
+		*out = v;
+		return true;
+	}
+	if (isinf(lo) && isinf(hi))
+		snprintf(err, errlen, "%s: %s=%g must be a finite number", kernel, name, v);
+	else if (isinf(hi))
+		snprintf(err, errlen, "%s: %s=%g must be finite and %s %.9g", kernel, name, v,
+		         (open & EMU_KP_ABOVE_LO) ? ">" : ">=", lo);
+	else
+		snprintf(err, errlen, "%s: %s=%g must be finite, in %c%.9g, %.9g%c", kernel, name,
+		         v, (open & EMU_KP_ABOVE_LO) ? '(' : '[', lo, hi,
+		         (open & EMU_KP_BELOW_HI) ? ')' : ']');
+	return false;
 }
 
 emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,

@@ -348,4 +348,38 @@ head -n 3 "$tmp/gt.txt" >"$tmp/short.txt"
 bad "--gpu-tables, short table" "nanmap: $tmp/short.txt:3: last table is short" \
 	run softmax_ce --policy "$P16" --values 1 --gpu-tables "$tmp/short.txt"
 
+# ---- kernel parameters: each checked against its range before any use ----
+# (label=1e300 was converted to size_t first: undefined behaviour)
+V2="--policy $P16 --values 1,2,3,4 --rows 2"
+for lab in 5 -1 0.5 nan 1e300; do
+	shown=$lab
+	[ "$lab" = 1e300 ] && shown=1e+300
+	bad "softmax_ce label=$lab" "nanmap: softmax_ce: label=$shown must be an integer in [0, 1]" \
+		run softmax_ce $V2 --param label=$lab
+done
+ok_has "softmax_ce label=1 (in range)" "run softmax_ce $V2 --param label=1" 'fast: ok'
+bad "layernorm eps=nan" "nanmap: layernorm: eps=nan must be finite and >= 0" \
+	run layernorm $V2 --param eps=nan
+bad "layernorm eps=-1" "nanmap: layernorm: eps=-1 must be finite and >= 0" \
+	run layernorm $V2 --param eps=-1
+bad "layernorm dy=inf" "nanmap: layernorm: dy=inf must be a finite number" \
+	run layernorm $V2 --param dy=inf
+bad "gradscaler init=nan" "nanmap: gradscaler: init=nan must be finite, in (0, 3.40282347e+38]" \
+	run gradscaler $V2 --param init=nan
+bad "gradscaler backoff=1" "nanmap: gradscaler: backoff=1 must be finite, in (0, 1)" \
+	run gradscaler $V2 --param backoff=1
+bad "gradscaler interval=2.5" \
+	"nanmap: gradscaler: interval=2.5 must be an integer in [1, 2147483647]" \
+	run gradscaler $V2 --param interval=2.5
+bad "gradscaler gfmt=8" "nanmap: gradscaler: gfmt=8 must be 0, 16 or 32" \
+	run gradscaler $V2 --param gfmt=8
+bad "backward classes=0" "nanmap: backward: classes=0 must be an integer in [1, 4096]" \
+	run backward $V2 --param classes=0
+bad "backward scale=-1" "nanmap: backward: scale=-1 must be finite, in (0, 3.40282347e+38]" \
+	run backward $V2 --param scale=-1
+bad "accum k=nan" "nanmap: accum: k=nan must be an integer in [1, 1000000000000]" \
+	run accum $V2 --param k=nan
+bad "accum gradacc scale=0" "nanmap: accum: scale=0 must be finite and > 0" \
+	run accum $V2 --variant gradacc --param scale=0
+
 echo "cli_run: $pass checks passed"

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mpfr.h>
 
@@ -395,14 +396,45 @@ const char *nm_fmt_bits(const emu_format *f, emu_bits b, char *buf, size_t len)
 	return buf;
 }
 
+size_t nm_fail_format(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	static const char prefix[] = "nanmap: ";
+	size_t n = sizeof(prefix) - 1;
+	int w;
+
+	if (len < n + 2)
+		return 0;
+	memcpy(buf, prefix, n);
+	w = vsnprintf(buf + n, len - n - 1, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
+	if (w > 0)
+		n += (size_t)w < len - n - 1 ? (size_t)w : len - n - 2; /* a long one is cut */
+	buf[n++] = '\n';
+	buf[n] = '\0';
+	return n;
+}
+
+/*
+ * One write(2) for the whole line: three stdio calls on an unbuffered stderr
+ * were three writes, and another process writing to the same pipe could land
+ * between them.
+ */
 int nm_fail(const char *fmt, ...)
 {
+	char buf[NM_FAIL_LEN];
 	va_list ap;
+	size_t n, off = 0;
 
-	fputs("nanmap: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
+	n = nm_fail_format(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fflush(stderr); /* anything stdio still holds goes first */
+	while (off < n) {
+		ssize_t w = write(STDERR_FILENO, buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
 	return NM_EXIT_ERR;
 }

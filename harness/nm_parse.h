@@ -12,6 +12,7 @@
 #ifndef NANMAP_NM_PARSE_H
 #define NANMAP_NM_PARSE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,8 +22,13 @@
 /* The exit status of every command-line error. */
 #define NM_EXIT_ERR 2
 
-/* Print one error line "nanmap: <message>" on stderr; returns NM_EXIT_ERR. */
+/* Print one error line "nanmap: <message>" on stderr with one write(2), so
+ * that it cannot interleave with other writers of a shared pipe; returns
+ * NM_EXIT_ERR. A message longer than NM_FAIL_LEN is cut, still one line. */
 int nm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define NM_FAIL_LEN 4096
+/* nm_fail's line, "nanmap: " message "\n", in buf (len >= 10); its length. */
+size_t nm_fail_format(char *buf, size_t len, const char *fmt, va_list ap);
 
 typedef enum nm_status {
 	NM_OK = 0,

@@ -6,6 +6,7 @@
  * seeded fuzz loop that must only ever see OK or a clean error.
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -756,6 +757,33 @@ static void fuzz_one(char *buf, size_t len)
 	ck_assert(st == NM_OK || st == NM_ERR_SYNTAX || st == NM_ERR_RANGE);
 }
 
+/* nm_fail's line is formatted whole, then written once: "nanmap: ", the
+ * message and one newline in one buffer, a long message cut, still one line. */
+static size_t fail_line(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	n = nm_fail_format(buf, len, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+START_TEST(test_fail_line)
+{
+	char buf[64], big[200];
+
+	ck_assert_uint_eq(fail_line(buf, sizeof(buf), "bad --n '%s'", "x"), 21);
+	ck_assert_str_eq(buf, "nanmap: bad --n 'x'\n");
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_uint_eq(fail_line(buf, sizeof(buf), "%s", big), sizeof(buf) - 1);
+	ck_assert(strncmp(buf, "nanmap: aaa", 11) == 0);
+	ck_assert(buf[sizeof(buf) - 2] == '\n' && strchr(buf, '\n') == &buf[sizeof(buf) - 2]);
+}
+END_TEST
+
 START_TEST(test_fuzz)
 {
 	uint64_t n = t_quick() ? 20000 : 100000;
@@ -786,6 +814,7 @@ Suite *suite_parse(void)
 	tcase_add_loop_test(tc, test_format_lists, 0, ARRAY_SIZE(lists));
 	tcase_add_loop_test(tc, test_lines, 0, ARRAY_SIZE(lines));
 	tcase_add_test(tc, test_text_forms);
+	tcase_add_test(tc, test_fail_line);
 	suite_add_tcase(s, tc);
 	tcase_add_loop_test(tx, test_rounds, 0, ARRAY_SIZE(rounds));
 	tcase_add_test(tx, test_agrees_with_from_double);

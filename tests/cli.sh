@@ -339,4 +339,17 @@ bad_in "NUL byte on stdin" "nanmap: stdin line 1: a NUL byte in the input" '1\00
 bad_in "op line arity" "nanmap: stdin line 2: add takes 2 operands, got 1" '1 2\n3\n' op add -
 bad_in "op stdin not representable" "" '1 0.1\n' op add -
 
+# The error line is one write(2) (it was three: "nanmap: ", the message and
+# the newline, which another process writing the same pipe could split).
+if command -v strace >/dev/null 2>&1; then
+	rc=0
+	strace -f -qq -e trace=write -o "$tmp/trace" "$N" round >/dev/null 2>"$tmp/err" || rc=$?
+	expect_err "error line under strace" "nanmap: round needs a VALUE (or '-' to read stdin)"
+	writes=$(grep -c '^[0-9]* *write(2,' "$tmp/trace")
+	[ "$writes" -eq 1 ] || fail "the error line took $writes writes to fd 2, want 1"
+	pass=$((pass + 1))
+else
+	echo "cli: strace not installed: the one-write check is left to check_parse" >&2
+fi
+
 echo "cli: $pass checks passed"

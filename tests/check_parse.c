@@ -774,7 +774,7 @@ START_TEST(test_fail_line)
 {
 	char buf[64], big[200];
 
-	ck_assert_uint_eq(fail_line(buf, sizeof(buf), "bad --n '%s'", "x"), 21);
+	ck_assert_uint_eq(fail_line(buf, sizeof(buf), "bad --n '%s'", "x"), 20);
 	ck_assert_str_eq(buf, "nanmap: bad --n 'x'\n");
 	memset(big, 'a', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';

@@ -18,6 +18,7 @@
 #include "emu.h"
 #include "nm_dot.h"
 #include "nm_goldcmd.h"
+#include "nm_npy.h"
 #include "nm_parse.h"
 #include "nm_plot.h"
 #include "nm_run.h"
@@ -380,10 +381,10 @@ static const struct {
     {NM_OPT_MODE, {NULL, "--sat", NM_O_SAT, 0, 0}},
     {NM_OPT_MODE, {NULL, "--ftz", NM_O_FTZ, 0, 0}},
     {NM_OPT_DAZ, {NULL, "--daz", NM_O_DAZ, 0, 0}},
-    {NM_OPT_BITS, {NULL, "--bits", NM_O_BITS, 0, 0}},
+    {NM_OPT_BITS, {NULL, "--bits", NM_O_BITS, 0, 2}}, /* --input holds values */
     {0, {NULL, "--csv", NM_O_CSV, 0, 1}},
     {0, {NULL, "--md", NM_O_MD, 0, 1}},
-    {NM_OPT_INPUT, {NULL, "--input", NM_O_INPUT, NM_OPTF_VALUE | NM_OPTF_REPEAT, 0}},
+    {NM_OPT_INPUT, {NULL, "--input", NM_O_INPUT, NM_OPTF_VALUE | NM_OPTF_REPEAT, 2}},
 };
 
 static int nm_take_opt(void *ctx, const nm_opt *d, const char *val)
@@ -595,24 +596,19 @@ struct nm_round_ctx {
 	uint64_t index; /* SR's element index: counts the values */
 };
 
-static int nm_round_one(struct nm_round_ctx *c, const char *text, size_t lineno)
+/* One row per format for the value x, shown as text in the input column. */
+static int nm_round_rows(struct nm_round_ctx *c, const nm_number *x, const char *text)
 {
-	nm_number x;
 	struct nm_cells cells;
 	emu_env env = c->o->env;
 	int rc = 0;
 
-	if (nm_parse_number(text, &x) != NM_OK) {
-		if (lineno)
-			return nm_fail("bad value '%s' (stdin line %zu)", text, lineno);
-		return nm_fail("bad value '%s'", text);
-	}
 	env.index = c->index++;
 	for (size_t i = 0; i < c->o->nfmts && !rc; i++) {
 		const emu_format *f = &c->o->fmts[i];
 		const char *row[6];
 
-		nm_result_cells(f, nm_round_number(f, &x, &env), &cells);
+		nm_result_cells(f, nm_round_number(f, x, &env), &cells);
 		row[0] = f->name;
 		row[1] = text;
 		row[2] = cells.bits;
@@ -621,6 +617,53 @@ static int nm_round_one(struct nm_round_ctx *c, const char *text, size_t lineno)
 		row[5] = cells.flags;
 		rc = nm_table_add(&c->t, row);
 	}
+	return rc;
+}
+
+static int nm_round_one(struct nm_round_ctx *c, const char *text, size_t lineno)
+{
+	nm_number x;
+
+	if (nm_parse_number(text, &x) != NM_OK) {
+		if (lineno)
+			return nm_fail("bad value '%s' (stdin line %zu)", text, lineno);
+		return nm_fail("bad value '%s'", text);
+	}
+	return nm_round_rows(c, &x, text);
+}
+
+/* A --input file: float16/32/64 (exact in double), 1-D or 2-D. */
+static int nm_read_npy(const char *path, nm_npy *a)
+{
+	char err[NM_ERR_LEN];
+
+	err[0] = '\0';
+	if (nm_npy_read(path, a, err, sizeof(err)) != NM_NPY_OK)
+		return nm_fail("%s", err[0] ? err : "cannot read the --input file");
+	if (a->dtype != NM_NPY_F2 && a->dtype != NM_NPY_F4 && a->dtype != NM_NPY_F8) {
+		nm_npy_dtype t = a->dtype;
+
+		nm_npy_free(a);
+		return nm_fail("%s: dtype %s (--input takes float16, float32 or float64)", path,
+		               nm_npy_dtype_name(t));
+	}
+	return 0;
+}
+
+/* Every element of a .npy file, in C order, as if given as a value: the
+ * input column shows it as %.17g (which reads back as the same double). */
+static int nm_round_file(struct nm_round_ctx *c, const char *path)
+{
+	nm_npy a = {0};
+	nm_number x;
+	char text[NM_NUM_LEN];
+	int rc = nm_read_npy(path, &a);
+
+	for (size_t i = 0; !rc && i < a.count; i++) {
+		nm_number_from_double(a.values[i], &x);
+		rc = nm_round_rows(c, &x, nm_fmt_double(a.values[i], text, sizeof(text)));
+	}
+	nm_npy_free(&a);
 	return rc;
 }
 
@@ -641,11 +684,13 @@ static int nm_cmd_round(struct nm_opts *o)
 	struct nm_round_ctx c = {.o = o};
 	int rc = 0;
 
-	if (o->nargs == 0)
-		return nm_fail("round needs a VALUE (or '-' to read stdin)");
+	if (o->nargs == 0 && o->ninputs == 0)
+		return nm_fail("round needs a VALUE (or '-' to read stdin, or --input FILE.npy)");
 	if (o->nfmts == 0)
 		rc = nm_default_formats(o, "fp16,bf16,e4m3,e5m2");
 	nm_table_init(&c.t, nm_round_head, 6);
+	for (size_t i = 0; i < o->ninputs && !rc; i++)
+		rc = nm_round_file(&c, o->inputs[i]);
 	for (size_t i = 0; i < o->nargs && !rc; i++) {
 		if (!strcmp(o->args[i], "-"))
 			rc = nm_read_lines(nm_round_line, &c);
@@ -702,25 +747,28 @@ static void nm_describe_neighbour(const emu_format *f, const nm_number *x, emu_r
 	         nm_fmt_bits(f, r.bits, b, sizeof(b)));
 }
 
-static int nm_not_representable(const emu_format *f, const char *text, const nm_number *x)
+/* where: "" or " (FILE element I)", after the message. */
+static int nm_not_representable(const emu_format *f, const char *text, const nm_number *x,
+                                const char *where)
 {
 	emu_env env = EMU_ENV_DEFAULT;
 	char lo[80], hi[80];
 
 	if (x->kind == NM_NUM_NAN)
-		return nm_fail("%s is not representable in %s (it has no NaN)", text, f->name);
+		return nm_fail("%s is not representable in %s (it has no NaN)%s", text, f->name,
+		               where);
 	if (x->kind == NM_NUM_INF)
-		return nm_fail("%s is not representable in %s (it has no infinities)", text,
-		               f->name);
+		return nm_fail("%s is not representable in %s (it has no infinities)%s", text,
+		               f->name, where);
 	if (x->neg && x->man && !f->has_sign)
-		return nm_fail("%s is not representable in %s (it has no negative values)", text,
-		               f->name);
+		return nm_fail("%s is not representable in %s (it has no negative values)%s", text,
+		               f->name, where);
 	env.mode = EMU_DOWN;
 	nm_describe_neighbour(f, x, nm_round_number(f, x, &env), -1, lo, sizeof(lo));
 	env.mode = EMU_UP;
 	nm_describe_neighbour(f, x, nm_round_number(f, x, &env), 1, hi, sizeof(hi));
-	return nm_fail("%s is not representable in %s (neighbours %s and %s)", text, f->name, lo,
-	               hi);
+	return nm_fail("%s is not representable in %s (neighbours %s and %s)%s", text, f->name, lo,
+	               hi, where);
 }
 
 /* One operand: an exact value of f, or with --bits an encoding. */
@@ -747,7 +795,7 @@ static int nm_operand(struct nm_op_ctx *c, const char *text, size_t lineno, emu_
 	if (nm_parse_number(text, &x) != NM_OK)
 		return nm_fail("bad value '%s'%s", text, where);
 	if (nm_exact_bits(f, &x, out) != NM_OK)
-		return nm_not_representable(f, text, &x);
+		return nm_not_representable(f, text, &x, "");
 	return 0;
 }
 
@@ -759,22 +807,16 @@ static void nm_operand_cell(const struct nm_op_ctx *c, emu_bits b, char *buf, si
 		nm_fmt_double(emu_decode(c->f, b), buf, len);
 }
 
-static int nm_op_one(struct nm_op_ctx *c, char **operands, size_t lineno)
+/* One operation on the encodings args[0..arity). */
+static int nm_op_bits(struct nm_op_ctx *c, const emu_bits *args)
 {
-	emu_bits args[3] = {0, 0, 0};
 	char echo[3][NM_NUM_LEN] = {"", "", ""};
 	struct nm_cells cells;
 	emu_env env = c->o->env;
 	const char *row[9];
-	int rc = 0;
 
-	for (int i = 0; i < c->arity && !rc; i++) {
-		rc = nm_operand(c, operands[i], lineno, &args[i]);
-		if (!rc)
-			nm_operand_cell(c, args[i], echo[i], sizeof(echo[i]));
-	}
-	if (rc)
-		return rc;
+	for (int i = 0; i < c->arity; i++)
+		nm_operand_cell(c, args[i], echo[i], sizeof(echo[i]));
 	env.index = c->index++;
 	nm_result_cells(c->f, emu_apply(c->op, c->f, NULL, args, &env), &cells);
 	row[0] = c->f->name;
@@ -786,6 +828,61 @@ static int nm_op_one(struct nm_op_ctx *c, char **operands, size_t lineno)
 	row[7] = cells.cls;
 	row[8] = cells.flags;
 	return nm_table_add(&c->t, row);
+}
+
+static int nm_op_one(struct nm_op_ctx *c, char **operands, size_t lineno)
+{
+	emu_bits args[3] = {0, 0, 0};
+	int rc = 0;
+
+	for (int i = 0; i < c->arity && !rc; i++)
+		rc = nm_operand(c, operands[i], lineno, &args[i]);
+	return rc ? rc : nm_op_bits(c, args);
+}
+
+/*
+ * --input A.npy [B.npy [C.npy]]: one file per operand, all of one shape;
+ * operation i takes element i of each (C order). Every element must be an
+ * exact value of the format, as on the command line.
+ */
+static int nm_op_files(struct nm_op_ctx *c)
+{
+	nm_npy a[3] = {{0}};
+	emu_bits args[3] = {0, 0, 0};
+	int rc = 0;
+
+	if (c->o->ninputs != (size_t)c->arity)
+		return nm_fail("%s takes %d operand%s, got %zu --input file%s", emu_op_name(c->op),
+		               c->arity, c->arity == 1 ? "" : "s", c->o->ninputs,
+		               c->o->ninputs == 1 ? "" : "s");
+	for (int k = 0; k < c->arity && !rc; k++) {
+		rc = nm_read_npy(c->o->inputs[k], &a[k]);
+		if (!rc && k > 0 &&
+		    (a[k].ndim != a[0].ndim || a[k].shape[0] != a[0].shape[0] ||
+		     a[k].shape[1] != a[0].shape[1]))
+			rc = nm_fail("%s: shape (%zu, %zu) differs from %s's (%zu, %zu)",
+			             c->o->inputs[k], a[k].shape[0], a[k].shape[1], c->o->inputs[0],
+			             a[0].shape[0], a[0].shape[1]);
+	}
+	for (size_t i = 0; !rc && i < a[0].count; i++) {
+		for (int k = 0; k < c->arity && !rc; k++) {
+			nm_number x;
+
+			nm_number_from_double(a[k].values[i], &x);
+			if (nm_exact_bits(c->f, &x, &args[k]) != NM_OK) {
+				char text[NM_NUM_LEN], where[NM_ERR_LEN];
+
+				snprintf(where, sizeof(where), " (%s element %zu)", c->o->inputs[k], i);
+				rc = nm_not_representable(
+				    c->f, nm_fmt_double(a[k].values[i], text, sizeof(text)), &x, where);
+			}
+		}
+		if (!rc)
+			rc = nm_op_bits(c, args);
+	}
+	for (int k = 0; k < 3; k++)
+		nm_npy_free(&a[k]);
+	return rc;
 }
 
 static int nm_op_line(void *ctx, char **fields, size_t n, size_t lineno)
@@ -829,7 +926,12 @@ static int nm_cmd_op(struct nm_opts *o)
 		return rc;
 	n = o->nargs - 1;
 	nm_table_init(&c.t, nm_op_head, 9);
-	if (n == 1 && !strcmp(o->args[1], "-"))
+	if (o->ninputs && n)
+		rc = nm_fail("%s: operands come from --input or from the command line, not both",
+		             emu_op_name(c.op));
+	else if (o->ninputs)
+		rc = nm_op_files(&c);
+	else if (n == 1 && !strcmp(o->args[1], "-"))
 		rc = nm_read_lines(nm_op_line, &c);
 	else if (n != (size_t)c.arity)
 		rc = nm_fail("%s takes %d operand%s, got %zu", emu_op_name(c.op), c.arity,

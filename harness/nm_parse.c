@@ -141,6 +141,29 @@ nm_status nm_parse_number(const char *s, nm_number *out)
 	return nm_parse_exact(s, out);
 }
 
+void nm_number_from_double(double d, nm_number *out)
+{
+	int e;
+	double m;
+
+	memset(out, 0, sizeof(*out));
+	out->neg = signbit(d) != 0;
+	if (isnan(d)) {
+		out->kind = NM_NUM_NAN;
+		return;
+	}
+	if (isinf(d)) {
+		out->kind = NM_NUM_INF;
+		return;
+	}
+	out->kind = NM_NUM_FINITE;
+	if (d == 0)
+		return;
+	m = frexp(fabs(d), &e); /* 1/2 <= m < 1, 53 bits: m * 2^64 is an exact integer */
+	out->man = (uint64_t)ldexp(m, NM_MAN_BITS);
+	out->exp = e - NM_MAN_BITS;
+}
+
 /* x's truncated value (man * 2^exp) in t, which has NM_MAN_BITS bits. */
 static void nm_number_to_mpfr(const nm_number *x, mpfr_t t)
 {

@@ -61,6 +61,9 @@ typedef struct nm_number {
  */
 nm_status nm_parse_number(const char *s, nm_number *out) __attribute__((warn_unused_result));
 
+/* d's exact value (a .npy element, say) as a number. */
+void nm_number_from_double(double d, nm_number *out);
+
 /* true, with *d set, when x is exactly a double (±inf and NaN included). */
 bool nm_number_to_double(const nm_number *x, double *d);
 

@@ -141,29 +141,23 @@ enum nr_optid {
 	NR_O_GPU_TABLES,
 };
 
-struct nr_optdef {
-	const char *name;
-	enum nr_optid id;
-	bool takes; /* a value: "--name VALUE" or "--name=VALUE" */
-};
-
-static const struct nr_optdef nr_optdefs[] = {
-    {"--policy", NR_O_POLICY, true},
-    {"--variant", NR_O_VARIANT, true},
-    {"--param", NR_O_PARAM, true},
-    {"--input", NR_O_INPUT, true},
-    {"--values", NR_O_VALUES, true},
-    {"--gen", NR_O_GEN, true},
-    {"--n", NR_O_N, true},
-    {"--rows", NR_O_ROWS, true},
-    {"--seed", NR_O_SEED, true},
-    {"--scale", NR_O_SCALE, true},
-    {"--range", NR_O_RANGE, true},
-    {"--backend", NR_O_BACKEND, true},
-    {"--no-truth", NR_O_NO_TRUTH, false},
-    {"--csv", NR_O_CSV, false},
-    {"--json", NR_O_JSON, false},
-    {"--gpu-tables", NR_O_GPU_TABLES, true},
+static const nm_opt nr_optdefs[] = {
+    {NULL, "--policy", NR_O_POLICY, NM_OPTF_VALUE, 0},
+    {NULL, "--variant", NR_O_VARIANT, NM_OPTF_VALUE, 0},
+    {NULL, "--param", NR_O_PARAM, NM_OPTF_VALUE | NM_OPTF_REPEAT, 0},
+    {NULL, "--input", NR_O_INPUT, NM_OPTF_VALUE, 0},
+    {NULL, "--values", NR_O_VALUES, NM_OPTF_VALUE, 0},
+    {NULL, "--gen", NR_O_GEN, NM_OPTF_VALUE, 0},
+    {NULL, "--n", NR_O_N, NM_OPTF_VALUE, 0},
+    {NULL, "--rows", NR_O_ROWS, NM_OPTF_VALUE, 0},
+    {NULL, "--seed", NR_O_SEED, NM_OPTF_VALUE, 0},
+    {NULL, "--scale", NR_O_SCALE, NM_OPTF_VALUE, 0},
+    {NULL, "--range", NR_O_RANGE, NM_OPTF_VALUE, 0},
+    {NULL, "--backend", NR_O_BACKEND, NM_OPTF_VALUE, 0},
+    {NULL, "--no-truth", NR_O_NO_TRUTH, 0, 0},
+    {NULL, "--csv", NR_O_CSV, 0, 1},
+    {NULL, "--json", NR_O_JSON, 0, 1},
+    {NULL, "--gpu-tables", NR_O_GPU_TABLES, NM_OPTF_VALUE, 0},
 };
 
 struct nr_param {
@@ -172,7 +166,7 @@ struct nr_param {
 };
 
 struct nr_opts {
-	unsigned seen; /* 1 << nr_optid of the options with a value given */
+	unsigned seen; /* 1 << nr_optid of the options given */
 	const char *kernel_name, *policy_spec, *variant;
 	struct nr_param params[NR_MAX_PARAMS];
 	emu_kparam kparams[NR_MAX_PARAMS];
@@ -202,9 +196,7 @@ static bool nr_number(const char *s, double *out)
 
 static int nr_count(const char *arg, const char *opt, uint64_t *out)
 {
-	if (nm_parse_u64(arg, out) != NM_OK || *out == 0)
-		return nm_fail("bad %s '%s' (a positive integer)", opt, arg);
-	return 0;
+	return nm_parse_count(opt, arg, 1, NR_MAX_ELEMS, out);
 }
 
 static int nr_opt_param(struct nr_opts *o, const char *arg)
@@ -289,13 +281,11 @@ static int nr_opt_backend(struct nr_opts *o, const char *arg)
 	return 0;
 }
 
-static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg)
+static int nr_take(void *ctx, const nm_opt *d, const char *arg)
 {
-	if (d->takes && d->id != NR_O_PARAM) { /* flags may repeat, as elsewhere */
-		if (o->seen & (1u << d->id))
-			return nm_fail("option '%s' given twice", d->name);
-		o->seen |= 1u << d->id;
-	}
+	struct nr_opts *o = ctx;
+
+	o->seen |= 1u << d->id; /* nm_opt_parse refused a second one */
 	switch (d->id) {
 	case NR_O_POLICY:
 		o->policy_spec = arg;
@@ -306,19 +296,17 @@ static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg
 	case NR_O_PARAM:
 		return nr_opt_param(o, arg);
 	case NR_O_INPUT:
-		return nr_opt_source(o, NR_SRC_INPUT, d->name, arg);
+		return nr_opt_source(o, NR_SRC_INPUT, d->lng, arg);
 	case NR_O_VALUES:
-		return nr_opt_source(o, NR_SRC_VALUES, d->name, arg);
+		return nr_opt_source(o, NR_SRC_VALUES, d->lng, arg);
 	case NR_O_GEN:
-		return nr_opt_source(o, NR_SRC_GEN, d->name, arg);
+		return nr_opt_source(o, NR_SRC_GEN, d->lng, arg);
 	case NR_O_N:
-		return nr_count(arg, d->name, &o->n);
+		return nr_count(arg, d->lng, &o->n);
 	case NR_O_ROWS:
-		return nr_count(arg, d->name, &o->rows);
+		return nr_count(arg, d->lng, &o->rows);
 	case NR_O_SEED:
-		if (nm_parse_u64(arg, &o->seed) != NM_OK)
-			return nm_fail("bad seed '%s' (an unsigned 64-bit integer)", arg);
-		return 0;
+		return nm_parse_count("--seed", arg, 0, UINT64_MAX, &o->seed);
 	case NR_O_SCALE:
 		if (!nr_number(arg, &o->scale) || !isfinite(o->scale))
 			return nm_fail("bad --scale '%s' (a finite number)", arg);
@@ -343,57 +331,28 @@ static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg
 	return 0;
 }
 
-static const struct nr_optdef *nr_find_opt(const char *a, const char **inline_arg)
+static int nr_take_kernel(void *ctx, const char *a)
 {
-	*inline_arg = NULL;
-	for (size_t i = 0; i < sizeof(nr_optdefs) / sizeof(nr_optdefs[0]); i++) {
-		const struct nr_optdef *d = &nr_optdefs[i];
-		size_t n = strlen(d->name);
+	struct nr_opts *o = ctx;
 
-		if (!strncmp(a, d->name, n) && (a[n] == '\0' || (a[n] == '=' && d->takes))) {
-			if (a[n] == '=')
-				*inline_arg = a + n + 1;
-			return d;
-		}
-	}
-	return NULL;
+	if (o->kernel_name)
+		return nm_fail("run takes one KERNEL, '%s' is a second one", a);
+	o->kernel_name = a;
+	return 0;
 }
 
 static int nr_parse_args(struct nr_opts *o, int argc, char **argv)
 {
-	bool only_args = false;
-
 	o->scale = 1;
 	o->lo = 0x1p-16;
 	o->hi = 0x1p16;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val;
-		const struct nr_optdef *d;
-		int rc;
-
-		if (!only_args && !strcmp(a, "--")) {
-			only_args = true;
-			continue;
-		}
-		if (only_args || a[0] != '-' || a[1] == '\0') {
-			if (o->kernel_name)
-				return nm_fail("run takes one KERNEL, '%s' is a second one", a);
-			o->kernel_name = a;
-			continue;
-		}
-		d = nr_find_opt(a, &val);
-		if (!d)
-			return nm_fail("unknown option '%s' for run (try: nanmap run --help)", a);
-		if (d->takes && !val) {
-			if (i + 1 >= argc)
-				return nm_fail("option '%s' needs a value", a);
-			val = argv[++i];
-		}
-		rc = nr_take(o, d, val ? val : ""); /* a flag gets "" */
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return nm_opt_parse(&(nm_optparser){.cmd = "run",
+	                                    .defs = nr_optdefs,
+	                                    .ndefs = sizeof(nr_optdefs) / sizeof(nr_optdefs[0]),
+	                                    .take = nr_take,
+	                                    .arg = nr_take_kernel,
+	                                    .ctx = o},
+	                    argc - 1, argv + 1);
 }
 
 static void nr_opts_free(struct nr_opts *o)
@@ -1232,17 +1191,6 @@ static int nr_help(void)
 	return 0;
 }
 
-static bool nr_wants_help(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
-			return false;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return true;
-	}
-	return false;
-}
-
 static int nr_report(struct nr_report *r)
 {
 	struct nr_buf b = {0};
@@ -1274,7 +1222,7 @@ int nm_run_main(int argc, char **argv)
 	struct nr_report r;
 	int rc;
 
-	if (nr_wants_help(argc, argv))
+	if (nm_wants_help(argc - 1, argv + 1))
 		return nr_help();
 	memset(&o, 0, sizeof(o));
 	memset(&s, 0, sizeof(s));

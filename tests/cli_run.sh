@@ -286,12 +286,24 @@ bad "--range without logspace" "nanmap: --range goes with --gen logspace (not --
 	run softmax_ce --policy "$P16" --gen normal --n 2 --range 1,2
 bad "bad --range" "nanmap: bad --range '2,1' (want LO,HI with 0 < LO <= HI, finite)" \
 	run softmax_ce --policy "$P16" --gen logspace --n 2 --range 2,1
-bad "bad --n" "nanmap: bad --n '0' (a positive integer)" run softmax_ce --policy "$P16" --gen ones --n 0
-bad "bad --rows" "nanmap: bad --rows 'x' (a positive integer)" \
+bad "bad --n" "nanmap: bad --n '0': too small (at least 1)" run softmax_ce --policy "$P16" --gen ones --n 0
+# one integer parser: it says whether a count is too large or not an integer
+bad "--n 1e12 is too large" "nanmap: bad --n '1e12': too large (at most 2147483648)" \
+	run softmax_ce --policy "$P16" --gen ones --n 1e12
+bad "--n 2.5 is not an integer" \
+	"nanmap: bad --n '2.5': not an integer (want an integer in [1, 2147483648])" \
+	run softmax_ce --policy "$P16" --gen ones --n 2.5
+bad "--n 1e30 is too large" "nanmap: bad --n '1e30': too large (at most 2147483648)" \
+	run softmax_ce --policy "$P16" --gen ones --n 1e30
+ok_has "--n 1e1 is ten" "$SM --gen ones --n 1e1 --no-truth" \
+	'softmax_ce naive, policy storage=fp16, input 1 x 10 (gen ones), seed 0'
+bad "bad --rows" "nanmap: bad --rows 'x': not a number (want an integer in [1, 2147483648])" \
 	run softmax_ce --policy "$P16" --values 1 --rows x
+bad "--rows -2" "nanmap: bad --rows '-2': too small (at least 1)" \
+	run softmax_ce --policy "$P16" --values 1 --rows -2
 bad "bad --scale" "nanmap: bad --scale 'inf' (a finite number)" \
 	run softmax_ce --policy "$P16" --gen ones --n 2 --scale inf
-bad "bad seed" "nanmap: bad seed '-1' (an unsigned 64-bit integer)" \
+bad "bad seed" "nanmap: bad --seed '-1': too small (at least 0)" \
 	run softmax_ce --policy "$P16" --values 1 --seed -1
 bad "too many elements" \
 	"nanmap: --n 100000 x --rows 100000 is too many elements (at most 2147483648)" \
@@ -313,6 +325,9 @@ bad "--no-truth with --backend truth" "nanmap: --no-truth and --backend truth ex
 	run softmax_ce --policy "$P16" --values 1 --backend truth --no-truth
 bad "option twice" "nanmap: option '--policy' given twice" \
 	run softmax_ce --policy "$P16" --values 1 --policy storage=bf16
+bad "--csv --json" "nanmap: --csv and --json exclude each other (give one)" \
+	run softmax_ce --policy "$P16" --values 1 --csv --json
+bad "--json --csv=" "" run softmax_ce --policy "$P16" --values 1 --json --csv
 bad "two kernels" "nanmap: run takes one KERNEL, 'lse' is a second one" \
 	run softmax_ce lse --policy "$P16" --values 1
 bad "unknown option" "nanmap: unknown option '--frob' for run (try: nanmap run --help)" \

@@ -389,6 +389,21 @@ bad "round --mode after -r" "nanmap: option '--mode' given twice" round -r rne -
 bad "op --seed twice" "nanmap: option '--seed' given twice" op add --seed 1 --seed 2 1 1
 bad "--csv --md" "nanmap: --csv and --md exclude each other (give one)" round --csv --md 1
 bad "--md --csv" "nanmap: --md and --csv exclude each other (give one)" formats --md --csv
+bad "dot --model twice" "nanmap: option '--model' given twice" \
+	dot --model h100 --model a100 --in fp16 --out fp32 a b
+bad "dot -m then --model" "nanmap: option '--model' given twice" \
+	dot -m h100 --model=a100 --in fp16 --out fp32 a b
+bad "sweep --out twice" "nanmap: option '--out' given twice" sweep --out a --out b cases
+bad "sweep -j twice" "nanmap: option '-j' given twice" sweep -j 1 -j 2 cases
+bad "sweep -j 0" "nanmap: bad -j '0': too small (at least 1)" sweep -j 0 cases
+bad "plot --plots twice" "nanmap: option '--plots' given twice" plot --plots a --plots b x.case
+bad "check --ulp twice" "nanmap: option '--ulp' given twice" check a b --ulp 1 --ulp=2
+bad "golden --dir twice" "nanmap: option '--dir' given twice" golden list --dir a --dir b
+bad "check --ulp 1e30" "nanmap: bad --ulp '1e30': too large (at most 18446744073709551615)" \
+	check a b --ulp 1e30
+bad "unknown option for golden" \
+	"nanmap: unknown option '--frob' for golden list (try: nanmap golden --help)" \
+	golden list --frob
 run round --sat --sat -f fp16 -f bf16 1
 [ "$rc" -eq 0 ] || fail "flags and -f may repeat: exit $rc"
 pass=$((pass + 1))

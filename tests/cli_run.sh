@@ -267,6 +267,14 @@ bad "no policy" "nanmap: run needs --policy SPEC (e.g. --policy storage=fp16,com
 bad "bad policy format" "nanmap: bad policy 'storage=fp17': unknown format 'fp17'" \
 	run softmax_ce --policy storage=fp17 --values 1
 bad "bad policy key" "" run softmax_ce --policy storage=fp16,colour=red --values 1
+bad "policy key twice" \
+	"nanmap: bad policy 'storage=fp16,compute=fp16,compute=bf16': policy key 'compute' given twice" \
+	run softmax_ce --policy storage=fp16,compute=fp16,compute=bf16 --values 1
+bad "policy seed=-3 (was 2^64 - 3)" \
+	"nanmap: bad policy 'storage=fp16,seed=-3': bad seed '-3' in policy (an unsigned 64-bit integer)" \
+	run softmax_ce --policy storage=fp16,seed=-3 --values 1
+bad "policy seed beyond 64 bits" "" \
+	run softmax_ce --policy storage=fp16,seed=18446744073709551616 --values 1
 bad "policy without storage" "" run softmax_ce --policy compute=fp32 --values 1
 bad "bad value" "nanmap: bad value '1.2.3' in --values (item 2)" \
 	run softmax_ce --policy "$P16" --values 1,1.2.3

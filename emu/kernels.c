@@ -128,3 +128,30 @@ emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
 	out->item[out->n++] = (emu_kout_item){name, v, n, fmt};
 	return v;
 }
+
+/*
+ * The values each kernel allocates (emu_k_vec and emu_kout_add, read off
+ * their run functions): the stored input, the outputs and the temporaries
+ * that grow with the input; fixed scratch of a few values is left out.
+ */
+double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const emu_kin *in)
+{
+	double R = (double)rows, N = (double)cols;
+
+	if (k == &emu_kernel_softmax_ce)
+		return 2 * R * N + N; /* X, grad; e */
+	if (k == &emu_kernel_layernorm)
+		return 3 * R * N + 2 * R + 3 * N; /* X, y, dx; rstd, var; yc, dy, counts */
+	if (k == &emu_kernel_accum)
+		return 2.5 * R * N + R; /* X, B or grad, dot's raw doubles; results */
+	if (k == &emu_kernel_backward) {
+		double K = in ? emu_kparam_get(in, "classes", 8) : 8;
+		if (!(K >= 1 && K <= 4096))
+			K = 8;
+		return 3 * R * N + 3 * N * K + R * K; /* x, dX, grad; w, dW; dl */
+	}
+	if (k == &emu_kernel_gradscaler)
+		return 5 * R * N; /* scale, skipped, lost; the gradients and steps */
+	return 4 * R * N;
+}
+

@@ -67,6 +67,10 @@ bool emu_kparam_int(const emu_kin *in, const char *kernel, const char *name, dou
 bool emu_kparam_real(const emu_kin *in, const char *kernel, const char *name, double lo,
                      double hi, unsigned open, double dflt, double *out, char *err,
                      size_t errlen);
+/* About how many values (emu_val, and the truth backend's MPFR numbers) k
+ * allocates on one backend for a rows x cols input with in's parameters
+ * (in may be NULL): what the command line checks memory with. */
+double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const emu_kin *in);
 /* Add an output array (n values of fmt) to out; NULL when full or out of memory. */
 emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
                       const emu_format *fmt);

@@ -390,4 +390,41 @@ bad "accum k=nan" "nanmap: accum: k=nan must be an integer in [1, 1000000000000]
 bad "accum gradacc scale=0" "nanmap: accum: scale=0 must be finite and > 0" \
 	run accum $V2 --variant gradacc --param scale=0
 
+# ---- memory: a run that cannot fit is refused before it allocates ----
+# (--n 2147483648 used to run for minutes and then say out of memory)
+# (NANMAP_MEMORY stands for the machine's available memory, in bytes)
+export NANMAP_MEMORY=24000000000
+bad "--n 2^31 with truth" \
+	"nanmap: --n 2147483648: the run needs about 739 GB (input 17 GB, fast 103 GB, truth 618 GB), more than the 24 GB of memory available (--no-truth skips truth)" \
+	run softmax_ce --policy "$P16" --gen ones --n 2147483648
+export NANMAP_MEMORY=24000000000
+bad "--n 2^31 --no-truth" \
+	"nanmap: --n 2147483648: the run needs about 120 GB (input 17 GB, fast 103 GB), more than the 24 GB of memory available" \
+	run softmax_ce --policy "$P16" --gen ones --n 2147483648 --no-truth
+export NANMAP_MEMORY=24000000000
+bad "--n x --rows, fast and exact" \
+	"nanmap: --n 65536 x --rows 32768: the run needs about 223 GB (input 17 GB, fast 103 GB, exact 103 GB), more than the 24 GB of memory available" \
+	run layernorm --policy "$P16" --gen ones --n 65536 --rows 32768 --no-truth --backend all
+export NANMAP_MEMORY=100
+bad "--values checked too" \
+	"nanmap: --values: the run needs about 1376 bytes (input 32 bytes, fast 192 bytes, truth 1152 bytes), more than the 100 bytes of memory available (--no-truth skips truth)" \
+	run softmax_ce --policy "$P16" --values 1,2,3,4
+export NANMAP_MEMORY=1000000
+ok_has "a small run fits" "$SM --values 1,2" 'fast: ok'
+unset NANMAP_MEMORY
+
+# ---- progress: on a terminal only, one line that the end erases ----
+if command -v script >/dev/null 2>&1; then
+	rc=0
+	script -qc "$N run accum --policy $P16 --gen ones --n 4194304 --no-truth >/dev/null" \
+		/dev/null >"$tmp/tty" 2>&1 || rc=$?
+	[ "$rc" -eq 0 ] || fail "progress on a terminal: exit status $rc"
+	tr '\r' '\n' <"$tmp/tty" | grep -q '^nanmap run: fast backend, [0-9.]* s elapsed' ||
+		fail "progress on a terminal: no phase line"
+	pass=$((pass + 1))
+fi
+run run accum --policy "$P16" --gen ones --n 4194304 --no-truth
+succeeded "no progress line when stderr is not a terminal"
+pass=$((pass + 1))
+
 echo "cli_run: $pass checks passed"

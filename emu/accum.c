@@ -106,14 +106,7 @@ static int parse_variant(const char *v, bool *dot, const char **spec)
 static bool int_param(const emu_kin *in, const char *name, double lo, double hi, double dflt,
                       double *out, char *err, size_t errlen)
 {
-	double v = emu_kparam_get(in, name, dflt);
-	if (!(v >= lo && v <= hi) || v != floor(v)) {
-		snprintf(err, errlen, "accum: %s=%g must be an integer in [%g, %g]", name, v, lo,
-		         hi);
-		return false;
-	}
-	*out = v;
-	return true;
+	return emu_kparam_int(in, "accum", name, lo, hi, dflt, out, err, errlen);
 }
 
 /* emu_k_note's bookkeeping, and the SR op counter emu_k_op advances. */
@@ -236,14 +229,12 @@ static int gradacc(emu_be *be, const emu_policy *pol, const emu_kin *in, emu_kou
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
 	size_t R = in->rows, N = in->cols;
 	double m, divide;
-	double scale = emu_kparam_get(in, "scale", 1);
+	double scale;
 	if (!int_param(in, "m", 1, 1e9, 4, &m, err, errlen) ||
-	    !int_param(in, "divide", 0, 1, 1, &divide, err, errlen))
+	    !int_param(in, "divide", 0, 1, 1, &divide, err, errlen) ||
+	    !emu_kparam_real(in, "accum", "scale", 0, INFINITY, EMU_KP_ABOVE_LO, 1, &scale, err,
+	                     errlen))
 		return -1;
-	if (!isfinite(scale) || scale == 0) {
-		snprintf(err, errlen, "accum: scale=%g must be finite and nonzero", scale);
-		return -1;
-	}
 	emu_val *grad = emu_kout_add(be, out, "grad", R * N, A);
 	emu_val *X = emu_k_vec(be, R * N), *t = emu_k_vec(be, 4);
 	if (!grad || !X || !t || emu_k_load(be, pol, in->x, R, N, X) != 0) {

@@ -58,6 +58,7 @@
  * all three backends run the same simulation and only store its results, so
  * TRUTH is not an independent reference for this kernel.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,20 +143,23 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		snprintf(err, errlen, "backward: unknown variant '%s' (maxsub)", variant);
 		return -1;
 	}
-	double nc = emu_kparam_get(in, "classes", 8);
-	if (in->cols == 0 || in->rows == 0 || !(nc >= 1 && nc <= 4096 && nc == floor(nc)) || !F32) {
+	if (in->cols == 0 || in->rows == 0 || !F32) {
 		snprintf(err, errlen, "backward: %s",
-		         !F32 ? "the fp32 format is missing"
-		         : in->cols == 0 || in->rows == 0
-		             ? "empty input"
-		             : "classes must be an integer in 1..4096");
+		         !F32 ? "the fp32 format is missing" : "empty input");
 		return -1;
 	}
+	double nc, wscale, scale;
+	if (!emu_kparam_int(in, "backward", "classes", 1, 4096, 8, &nc, err, errlen) ||
+	    !emu_kparam_real(in, "backward", "wscale", -INFINITY, INFINITY, 0,
+	                     1 / sqrt((double)in->cols), &wscale, err, errlen) ||
+	    !emu_kparam_real(in, "backward", "scale", 0, FLT_MAX, EMU_KP_ABOVE_LO, 1, &scale, err,
+	                     errlen))
+		return -1;
 	size_t R = in->rows, D = in->cols, K = (size_t)nc;
-	double wscale = emu_kparam_get(in, "wscale", 1 / sqrt((double)D));
-	double scale = to_fp32(emu_kparam_get(in, "scale", 1));
-	if (!isfinite(wscale) || !isfinite(scale)) {
-		snprintf(err, errlen, "backward: wscale and scale must be finite (scale in fp32)");
+	scale = to_fp32(scale); /* the loss scale is an fp32 tensor, as in PyTorch */
+	if (!isfinite(scale) || scale == 0) {
+		snprintf(err, errlen, "backward: scale=%g is %s in fp32", emu_kparam_get(in, "scale", 1),
+		         scale == 0 ? "0" : "infinite");
 		return -1;
 	}
 	emu_val *loss = emu_kout_add(be, out, "loss", 1, A);
@@ -305,22 +309,27 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	}
 	emu_gs_config c;
 	emu_gs_config_default(&c);
-	c.init_scale = emu_kparam_get(in, "init", c.init_scale);
-	c.growth_factor = emu_kparam_get(in, "growth", c.growth_factor);
-	c.backoff_factor = emu_kparam_get(in, "backoff", c.backoff_factor);
-	double iv = emu_kparam_get(in, "interval", c.growth_interval);
-	double gf = emu_kparam_get(in, "gfmt", 0), mf = emu_kparam_get(in, "mfmt", 0);
-	double ne = emu_kparam_get(in, "elems", 1);
-	c.spread = emu_kparam_get(in, "spread", c.spread);
-	double drift = emu_kparam_get(in, "drift", 0);
+	double iv, gf, mf, ne, drift;
+	const char *k = "gradscaler";
+	if (!emu_kparam_real(in, k, "init", 0, FLT_MAX, EMU_KP_ABOVE_LO, c.init_scale,
+	                     &c.init_scale, err, errlen) ||
+	    !emu_kparam_real(in, k, "growth", 1, FLT_MAX, EMU_KP_ABOVE_LO, c.growth_factor,
+	                     &c.growth_factor, err, errlen) ||
+	    !emu_kparam_real(in, k, "backoff", 0, 1, EMU_KP_ABOVE_LO | EMU_KP_BELOW_HI,
+	                     c.backoff_factor, &c.backoff_factor, err, errlen) ||
+	    !emu_kparam_int(in, k, "interval", 1, 2147483647.0, c.growth_interval, &iv, err,
+	                    errlen) ||
+	    !emu_kparam_int(in, k, "gfmt", 0, 32, 0, &gf, err, errlen) ||
+	    !emu_kparam_int(in, k, "mfmt", 0, 32, 0, &mf, err, errlen) ||
+	    !emu_kparam_int(in, k, "elems", 1, 1e6, 1, &ne, err, errlen) ||
+	    !emu_kparam_real(in, k, "spread", 0, INFINITY, 0, c.spread, &c.spread, err, errlen) ||
+	    !emu_kparam_real(in, k, "drift", 0, 10, 0, 0, &drift, err, errlen))
+		return -1;
 	c.seed = in->seed;
-	if (!(iv >= 1 && iv <= 2147483647.0 && iv == floor(iv)) ||
-	    !(ne >= 1 && ne <= 1e6 && ne == floor(ne)) || !(gf == 0 || gf == 16 || gf == 32) ||
-	    !(mf == 0 || mf == 16 || mf == 32) || !(drift >= 0 && drift <= 10)) {
-		snprintf(err, errlen,
-		         "gradscaler: interval must be an integer >= 1, elems an integer in "
-		         "1..1e6, gfmt 0 (storage), 16 or 32, mfmt 0 (gfmt), 16 or 32, drift in "
-		         "[0, 10]");
+	if (!(gf == 0 || gf == 16 || gf == 32) || !(mf == 0 || mf == 16 || mf == 32)) {
+		snprintf(err, errlen, "gradscaler: %s=%g must be 0, 16 or 32",
+		         gf == 0 || gf == 16 || gf == 32 ? "mfmt" : "gfmt",
+		         gf == 0 || gf == 16 || gf == 32 ? mf : gf);
 		return -1;
 	}
 	c.growth_interval = (int32_t)iv;

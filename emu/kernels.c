@@ -1,4 +1,6 @@
 /* kernels.c — the kernel registry and the helpers every kernel uses. */
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -46,12 +48,73 @@ bool emu_kernel_reads_param(const emu_kernel *k, const char *name)
 	return false;
 }
 
-double emu_kparam_get(const emu_kin *in, const char *name, double dflt)
+static const emu_kparam *kparam_find(const emu_kin *in, const char *name)
 {
 	for (size_t i = 0; i < in->nparams; i++)
 		if (strcmp(in->params[i].name, name) == 0)
-			return in->params[i].value;
-	return dflt;
+			return &in->params[i];
+	return NULL;
+}
+
+double emu_kparam_get(const emu_kin *in, const char *name, double dflt)
+{
+	const emu_kparam *p = kparam_find(in, name);
+
+	return p ? p->value : dflt;
+}
+
+/*
+ * The range checks read the value as a double and compare before any
+ * conversion: a parameter such as label=1e300 must be refused here, since
+ * converting it to an integer type first would be undefined behaviour.
+ */
+bool emu_kparam_int(const emu_kin *in, const char *kernel, const char *name, double lo,
+                    double hi, double dflt, double *out, char *err, size_t errlen)
+{
+	const emu_kparam *p = kparam_find(in, name);
+
+	if (!p) {
+		*out = dflt;
+		return true;
+	}
+	if (!(p->value >= lo && p->value <= hi) || p->value != floor(p->value)) {
+		snprintf(err, errlen, "%s: %s=%g must be an integer in [%.17g, %.17g]", kernel, name,
+		         p->value, lo, hi);
+		return false;
+	}
+	*out = p->value;
+	return true;
+}
+
+bool emu_kparam_real(const emu_kin *in, const char *kernel, const char *name, double lo,
+                     double hi, unsigned open, double dflt, double *out, char *err,
+                     size_t errlen)
+{
+	const emu_kparam *p = kparam_find(in, name);
+	double v;
+	bool ok;
+
+	if (!p) {
+		*out = dflt;
+		return true;
+	}
+	v = p->value;
+	ok = isfinite(v) && ((open & EMU_KP_ABOVE_LO) ? v > lo : v >= lo) &&
+	     ((open & EMU_KP_BELOW_HI) ? v < hi : v <= hi);
+	if (ok) {
+		*out = v;
+		return true;
+	}
+	if (isinf(lo) && isinf(hi))
+		snprintf(err, errlen, "%s: %s=%g must be a finite number", kernel, name, v);
+	else if (isinf(hi))
+		snprintf(err, errlen, "%s: %s=%g must be finite and %s %.9g", kernel, name, v,
+		         (open & EMU_KP_ABOVE_LO) ? ">" : ">=", lo);
+	else
+		snprintf(err, errlen, "%s: %s=%g must be finite, in %c%.9g, %.9g%c", kernel, name,
+		         v, (open & EMU_KP_ABOVE_LO) ? '(' : '[', lo, hi,
+		         (open & EMU_KP_BELOW_HI) ? ')' : ']');
+	return false;
 }
 
 emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
@@ -65,3 +128,30 @@ emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
 	out->item[out->n++] = (emu_kout_item){name, v, n, fmt};
 	return v;
 }
+
+/*
+ * The values each kernel allocates (emu_k_vec and emu_kout_add, read off
+ * their run functions): the stored input, the outputs and the temporaries
+ * that grow with the input; fixed scratch of a few values is left out.
+ */
+double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const emu_kin *in)
+{
+	double R = (double)rows, N = (double)cols;
+
+	if (k == &emu_kernel_softmax_ce)
+		return 2 * R * N + N; /* X, grad; e */
+	if (k == &emu_kernel_layernorm)
+		return 3 * R * N + 2 * R + 3 * N; /* X, y, dx; rstd, var; yc, dy, counts */
+	if (k == &emu_kernel_accum)
+		return 2.5 * R * N + R; /* X, B or grad, dot's raw doubles; results */
+	if (k == &emu_kernel_backward) {
+		double K = in ? emu_kparam_get(in, "classes", 8) : 8;
+		if (!(K >= 1 && K <= 4096))
+			K = 8;
+		return 3 * R * N + 3 * N * K + R * K; /* x, dX, grad; w, dW; dl */
+	}
+	if (k == &emu_kernel_gradscaler)
+		return 5 * R * N; /* scale, skipped, lost; the gradients and steps */
+	return 4 * R * N;
+}
+

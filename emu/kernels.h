@@ -51,8 +51,26 @@ const emu_kernel *emu_kernel_at(size_t i);
 /* Does k read the parameter `name`: does its params_doc line name it as
  * "name=" (a whole word)? The command line and case files check with it. */
 bool emu_kernel_reads_param(const emu_kernel *k, const char *name);
-/* A parameter's value, or dflt when absent. */
+/* A parameter's value, or dflt when absent (unchecked: prefer the two below). */
 double emu_kparam_get(const emu_kin *in, const char *name, double dflt);
+/*
+ * Checked parameters: true with the value in *out (dflt, unchecked, when the
+ * parameter is absent), or false with "KERNEL: NAME=V must be ..." naming
+ * the allowed range in err. _int: an integer in [lo, hi]. _real: a finite
+ * number in [lo, hi] (±inf: no bound), lo excluded with EMU_KP_ABOVE_LO, hi
+ * with EMU_KP_BELOW_HI (a scale is (0, inf): EMU_KP_ABOVE_LO).
+ */
+#define EMU_KP_ABOVE_LO 1u
+#define EMU_KP_BELOW_HI 2u
+bool emu_kparam_int(const emu_kin *in, const char *kernel, const char *name, double lo,
+                    double hi, double dflt, double *out, char *err, size_t errlen);
+bool emu_kparam_real(const emu_kin *in, const char *kernel, const char *name, double lo,
+                     double hi, unsigned open, double dflt, double *out, char *err,
+                     size_t errlen);
+/* About how many values (emu_val, and the truth backend's MPFR numbers) k
+ * allocates on one backend for a rows x cols input with in's parameters
+ * (in may be NULL): what the command line checks memory with. */
+double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const emu_kin *in);
 /* Add an output array (n values of fmt) to out; NULL when full or out of memory. */
 emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
                       const emu_format *fmt);

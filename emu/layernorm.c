@@ -70,8 +70,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		return -1;
 	}
 	size_t R = in->rows, N = in->cols;
-	double eps = emu_kparam_get(in, "eps", 1e-5);
-	double dyval = emu_kparam_get(in, "dy", NAN); /* NaN: the ±1 pattern */
+	double eps, dyval; /* dyval NaN: the ±1 pattern */
+	if (!emu_kparam_real(in, "layernorm", "eps", 0, INFINITY, 0, 1e-5, &eps, err, errlen) ||
+	    !emu_kparam_real(in, "layernorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err,
+	                     errlen))
+		return -1;
 	emu_val *y = emu_kout_add(be, out, "y", R * N, S);
 	emu_val *dx = emu_kout_add(be, out, "dx", R * N, S);
 	emu_val *rstd = emu_kout_add(be, out, "rstd", R, C);

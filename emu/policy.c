@@ -3,6 +3,7 @@
  * storage, compute and accumulator formats, the rounding mode, overflow
  * rule, subnormal handling and (for small formats) a scaling recipe.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,11 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 	char item[160];
 	if (strlen(spec) >= sizeof p.spec)
 		return fail(err, errlen, "policy too long: '%.60s...'", spec);
+	/* each key at most once: "compute=fp16,compute=bf16" is a mistake, not
+	 * a request for the last one */
+	static const char *const keys[] = {"storage",    "compute", "accum", "round",
+	                                   "overflow",   "subnormals", "seed", "scale"};
+	unsigned seen = 0;
 	for (const char *s = spec; *s;) {
 		s = next_item(s, item, sizeof item);
 		char *eq = strchr(item, '=');
@@ -65,6 +71,12 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 		*eq = 0;
 		const char *k = item, *v = eq + 1;
 		emu_status st = EMU_OK;
+		for (unsigned i = 0; i < sizeof keys / sizeof keys[0]; i++)
+			if (strcmp(k, keys[i]) == 0) {
+				if (seen & (1u << i))
+					return fail(err, errlen, "policy key '%s' given twice", k);
+				seen |= 1u << i;
+			}
 		if (strcmp(k, "storage") == 0) {
 			st = parse_fmt(v, &p.storage, err, errlen);
 			have_storage = true;
@@ -89,10 +101,16 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 			p.env.ftz = strstr(v, "ftz") != NULL;
 			p.env.daz = strstr(v, "daz") != NULL;
 		} else if (strcmp(k, "seed") == 0) {
+			/* digits (or 0x and hex digits) only: strtoull alone would take
+			 * "-3" as 2^64 - 3, and blanks and a '+' */
 			char *end;
-			p.env.seed = strtoull(v, &end, 0);
-			if (!*v || *end)
-				return fail(err, errlen, "bad seed '%s' in policy", v);
+			bool hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+			size_t ok = strspn(v + (hex ? 2 : 0), hex ? "0123456789abcdefABCDEF" : "0123456789");
+			errno = 0;
+			p.env.seed = strtoull(v, &end, hex ? 16 : 10);
+			if (ok == 0 || v[(hex ? 2 : 0) + ok] != '\0' || *end || errno == ERANGE)
+				return fail(err, errlen,
+				            "bad seed '%s' in policy (an unsigned 64-bit integer)", v);
 		} else if (strcmp(k, "scale") == 0) {
 			int L, m;
 			char tail;

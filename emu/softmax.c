@@ -34,7 +34,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		return -1;
 	}
 	size_t R = in->rows, N = in->cols;
-	double lab = emu_kparam_get(in, "label", -1);
+	double lab; /* -1: each row's label is its index mod N */
+	if (!emu_kparam_int(in, "softmax_ce", "label", 0, (double)(N - 1), -1, &lab, err, errlen))
+		return -1;
 	emu_val *loss = emu_kout_add(be, out, "loss", 1, A);
 	emu_val *grad = emu_kout_add(be, out, "grad", R * N, S);
 	emu_val *X = emu_k_vec(be, R * N), *e = emu_k_vec(be, N);
@@ -53,7 +55,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_k_op(be, EMU_OP_CVT, Rc, tmp, NULL, NULL, C, "to_compute", 0);
 	emu_k_op(be, EMU_OP_CVT, Ra, tmp, NULL, NULL, A, "to_accum", 0);
 	for (size_t r = 0; r < R; r++) {
-		size_t y = lab >= 0 ? (size_t)lab % N : r % N;
+		size_t y = lab >= 0 ? (size_t)lab : r % N;
 		emu_val *x = &X[r * N];
 		if (v >= 1) { /* m = max x */
 			emu_k_copy(be, m, &x[0]);

@@ -18,6 +18,7 @@
 #include "emu.h"
 #include "nm_dot.h"
 #include "nm_goldcmd.h"
+#include "nm_npy.h"
 #include "nm_parse.h"
 #include "nm_plot.h"
 #include "nm_run.h"
@@ -37,12 +38,12 @@ static const char nm_usage[] =
     "  nanmap formats [--csv|--md] [FMT...]\n"
     "      the built-in formats (or the given ones) and their limits\n"
     "  nanmap round [-f FMT[,FMT...]] [-r MODE] [--sat] [--ftz] [--seed N]\n"
-    "               [--csv|--md] VALUE...\n"
+    "               [--csv|--md] [--input FILE.npy]... [VALUE...]\n"
     "      round each VALUE (decimal, C99 hex float, inf, -inf, nan; '-' reads\n"
     "      one per line from stdin) once, exactly, to each format\n"
     "      default formats fp16,bf16,e4m3,e5m2\n"
     "  nanmap op OP [-f FMT] [-r MODE] [--sat] [--ftz] [--daz] [--seed N]\n"
-    "            [--bits] [--csv|--md] A [B [C]]\n"
+    "            [--bits] [--csv|--md] (A [B [C]] | --input A.npy...)\n"
     "      OP: add sub mul div sqrt fma exp log exp2 rsqrt min max\n"
     "      operands must be exact values of FMT (default fp16); with --bits\n"
     "      they are encodings in hex (0x3c00); '-' reads lines \"A [B [C]]\"\n"
@@ -65,13 +66,16 @@ static const char nm_usage[] =
     "      thresholds, plots; resumes an interrupted run (docs/sweep.md)\n"
     "  nanmap plot CASE.case [--results DIR] [--plots DIR]\n"
     "      redraw one case's plots/<case>.png and .svg from its results CSV\n"
-    "  nanmap help | --help | --version\n"
+    "  nanmap help [COMMAND] | --help | --version\n"
+    "      COMMAND --help: that command's own help\n"
     "\n"
     "FMT: a built-in name (nanmap formats) or a spec such as\n"
     "     p=5,emax=16,nan=fn,nosub; in a -f list a spec must start with p=\n"
     "     (or give -f once per format)\n"
     "MODE: rne (default) rtz up down rna sr; sr draws from (--seed, index)\n"
     "      where index counts the values (round) or operations (op) from 0\n"
+    "An option that takes one value may be given once; --csv, --md, --json\n"
+    "are output forms (give one).\n"
     "Errors: one line on stderr, exit status 2.\n";
 
 
@@ -280,6 +284,7 @@ enum {
 	NM_OPT_BITS = 1u << 2,   /* --bits */
 	NM_OPT_DAZ = 1u << 3,    /* --daz */
 	NM_OPT_LIST = 1u << 4,   /* -f takes a comma-separated list */
+	NM_OPT_INPUT = 1u << 5,  /* --input FILE.npy */
 };
 
 struct nm_opts {
@@ -292,6 +297,8 @@ struct nm_opts {
 	size_t nfmts;
 	char **args; /* positionals, in order */
 	size_t nargs;
+	const char **inputs; /* --input files, in order */
+	size_t ninputs;
 };
 
 static int nm_add_format(struct nm_opts *o, const char *spec)
@@ -354,112 +361,99 @@ static int nm_opt_mode(struct nm_opts *o, const char *arg)
 
 static int nm_opt_seed(struct nm_opts *o, const char *arg)
 {
-	if (nm_parse_u64(arg, &o->env.seed) != NM_OK)
-		return nm_fail("bad seed '%s' (an unsigned 64-bit integer)", arg);
-	return 0;
+	return nm_parse_count("--seed", arg, 0, UINT64_MAX, &o->env.seed);
 }
 
 /* A '-' followed by a digit, a point or a letter of inf/nan is a number. */
 static bool nm_is_value(const char *a)
 {
-	if (a[0] != '-' || a[1] == '\0')
-		return true;
 	return (a[1] >= '0' && a[1] <= '9') || a[1] == '.' || strchr("iInN", a[1]);
 }
 
-struct nm_optdef {
-	const char *shrt, *lng;
-	unsigned need; /* the NM_OPT_* bit the command must allow */
-	int (*take)(struct nm_opts *o, const char *arg); /* NULL: a flag */
+enum nm_optid { NM_O_FORMAT, NM_O_MODE, NM_O_SEED, NM_O_SAT, NM_O_FTZ, NM_O_DAZ, NM_O_BITS,
+	        NM_O_CSV, NM_O_MD, NM_O_INPUT };
+
+/* need: the NM_OPT_* bit a command must allow; the options parser's rows follow. */
+static const struct {
+	unsigned need;
+	nm_opt opt;
+} nm_optdefs[] = {
+    {NM_OPT_FORMAT, {"-f", "--format", NM_O_FORMAT, NM_OPTF_VALUE | NM_OPTF_REPEAT, 0}},
+    {NM_OPT_MODE, {"-r", "--mode", NM_O_MODE, NM_OPTF_VALUE, 0}},
+    {NM_OPT_MODE, {NULL, "--seed", NM_O_SEED, NM_OPTF_VALUE, 0}},
+    {NM_OPT_MODE, {NULL, "--sat", NM_O_SAT, 0, 0}},
+    {NM_OPT_MODE, {NULL, "--ftz", NM_O_FTZ, 0, 0}},
+    {NM_OPT_DAZ, {NULL, "--daz", NM_O_DAZ, 0, 0}},
+    {NM_OPT_BITS, {NULL, "--bits", NM_O_BITS, 0, 2}}, /* --input holds values */
+    {0, {NULL, "--csv", NM_O_CSV, 0, 1}},
+    {0, {NULL, "--md", NM_O_MD, 0, 1}},
+    {NM_OPT_INPUT, {NULL, "--input", NM_O_INPUT, NM_OPTF_VALUE | NM_OPTF_REPEAT, 2}},
 };
 
-static const struct nm_optdef nm_optdefs[] = {
-    {"-f", "--format", NM_OPT_FORMAT, nm_opt_format},
-    {"-r", "--mode", NM_OPT_MODE, nm_opt_mode},
-    {NULL, "--seed", NM_OPT_MODE, nm_opt_seed},
-    {NULL, "--sat", NM_OPT_MODE, NULL},
-    {NULL, "--ftz", NM_OPT_MODE, NULL},
-    {NULL, "--daz", NM_OPT_DAZ, NULL},
-    {NULL, "--bits", NM_OPT_BITS, NULL},
-    {NULL, "--csv", 0, NULL},
-    {NULL, "--md", 0, NULL},
-};
-
-static void nm_set_flag(struct nm_opts *o, const char *lng)
+static int nm_take_opt(void *ctx, const nm_opt *d, const char *val)
 {
-	if (!strcmp(lng, "--sat"))
+	struct nm_opts *o = ctx;
+
+	switch ((enum nm_optid)d->id) {
+	case NM_O_FORMAT:
+		return nm_opt_format(o, val);
+	case NM_O_MODE:
+		return nm_opt_mode(o, val);
+	case NM_O_SEED:
+		return nm_opt_seed(o, val);
+	case NM_O_SAT:
 		o->env.sat = true;
-	else if (!strcmp(lng, "--ftz"))
+		break;
+	case NM_O_FTZ:
 		o->env.ftz = true;
-	else if (!strcmp(lng, "--daz"))
+		break;
+	case NM_O_DAZ:
 		o->env.daz = true;
-	else if (!strcmp(lng, "--bits"))
+		break;
+	case NM_O_BITS:
 		o->bits = true;
-	else if (!strcmp(lng, "--csv"))
+		break;
+	case NM_O_CSV:
 		o->style = NM_STYLE_CSV;
-	else if (!strcmp(lng, "--md"))
+		break;
+	case NM_O_MD:
 		o->style = NM_STYLE_MD;
+		break;
+	case NM_O_INPUT:
+		o->inputs[o->ninputs++] = val; /* at most one per argument */
+		break;
+	}
+	return 0;
 }
 
-/* Which definition does argument a name? *inline_arg gets "--long=VALUE"'s value. */
-static const struct nm_optdef *nm_find_opt(const char *a, const char **inline_arg)
+static int nm_take_arg(void *ctx, const char *a)
 {
-	*inline_arg = NULL;
-	for (size_t i = 0; i < sizeof(nm_optdefs) / sizeof(nm_optdefs[0]); i++) {
-		const struct nm_optdef *d = &nm_optdefs[i];
-		size_t n = strlen(d->lng);
+	struct nm_opts *o = ctx;
 
-		if (d->shrt && !strcmp(a, d->shrt))
-			return d;
-		if (!strncmp(a, d->lng, n) && (a[n] == '\0' || (a[n] == '=' && d->take))) {
-			if (a[n] == '=')
-				*inline_arg = a + n + 1;
-			return d;
-		}
-	}
-	return NULL;
-}
-
-/* Handle the option at argv[*i]; advances *i past a separate value. */
-static int nm_take_opt(struct nm_opts *o, int argc, char **argv, int *i)
-{
-	const char *a = argv[*i], *val;
-	const struct nm_optdef *d = nm_find_opt(a, &val);
-
-	if (!d || (d->need & ~o->allowed))
-		return nm_fail("unknown option '%s' for %s (try: nanmap --help)", a, o->cmd);
-	if (!d->take) {
-		nm_set_flag(o, d->lng);
-		return 0;
-	}
-	if (!val) {
-		if (*i + 1 >= argc)
-			return nm_fail("option '%s' needs a value", a);
-		val = argv[++*i];
-	}
-	return d->take(o, val);
+	o->args[o->nargs++] = (char *)a;
+	return 0;
 }
 
 static int nm_parse_opts(struct nm_opts *o, int argc, char **argv)
 {
-	bool only_values = false;
-	int rc;
+	nm_opt defs[sizeof(nm_optdefs) / sizeof(nm_optdefs[0])];
+	size_t n = 0;
 
 	o->args = calloc((size_t)argc + 1, sizeof(*o->args));
-	if (!o->args)
+	o->inputs = calloc((size_t)argc + 1, sizeof(*o->inputs));
+	if (!o->args || !o->inputs)
 		return nm_oom();
-	for (int i = 0; i < argc; i++) {
-		if (!only_values && !strcmp(argv[i], "--")) {
-			only_values = true;
-		} else if (only_values || nm_is_value(argv[i])) {
-			o->args[o->nargs++] = argv[i];
-		} else {
-			rc = nm_take_opt(o, argc, argv, &i);
-			if (rc)
-				return rc;
-		}
-	}
-	return 0;
+	for (size_t i = 0; i < sizeof(nm_optdefs) / sizeof(nm_optdefs[0]); i++)
+		if (!(nm_optdefs[i].need & ~o->allowed))
+			defs[n++] = nm_optdefs[i].opt;
+	return nm_opt_parse(&(nm_optparser){.cmd = o->cmd,
+	                                    .defs = defs,
+	                                    .ndefs = n,
+	                                    .is_arg = nm_is_value,
+	                                    .take = nm_take_opt,
+	                                    .arg = nm_take_arg,
+	                                    .ctx = o},
+	                    argc, argv);
 }
 
 static void nm_opts_init(struct nm_opts *o, const char *cmd, unsigned allowed)
@@ -473,7 +467,9 @@ static void nm_opts_init(struct nm_opts *o, const char *cmd, unsigned allowed)
 static void nm_opts_free(struct nm_opts *o)
 {
 	free(o->args);
+	free(o->inputs);
 	o->args = NULL;
+	o->inputs = NULL;
 }
 
 /* ---- stdin ---- */
@@ -603,24 +599,19 @@ struct nm_round_ctx {
 	uint64_t index; /* SR's element index: counts the values */
 };
 
-static int nm_round_one(struct nm_round_ctx *c, const char *text, size_t lineno)
+/* One row per format for the value x, shown as text in the input column. */
+static int nm_round_rows(struct nm_round_ctx *c, const nm_number *x, const char *text)
 {
-	nm_number x;
 	struct nm_cells cells;
 	emu_env env = c->o->env;
 	int rc = 0;
 
-	if (nm_parse_number(text, &x) != NM_OK) {
-		if (lineno)
-			return nm_fail("bad value '%s' (stdin line %zu)", text, lineno);
-		return nm_fail("bad value '%s'", text);
-	}
 	env.index = c->index++;
 	for (size_t i = 0; i < c->o->nfmts && !rc; i++) {
 		const emu_format *f = &c->o->fmts[i];
 		const char *row[6];
 
-		nm_result_cells(f, nm_round_number(f, &x, &env), &cells);
+		nm_result_cells(f, nm_round_number(f, x, &env), &cells);
 		row[0] = f->name;
 		row[1] = text;
 		row[2] = cells.bits;
@@ -629,6 +620,53 @@ static int nm_round_one(struct nm_round_ctx *c, const char *text, size_t lineno)
 		row[5] = cells.flags;
 		rc = nm_table_add(&c->t, row);
 	}
+	return rc;
+}
+
+static int nm_round_one(struct nm_round_ctx *c, const char *text, size_t lineno)
+{
+	nm_number x;
+
+	if (nm_parse_number(text, &x) != NM_OK) {
+		if (lineno)
+			return nm_fail("bad value '%s' (stdin line %zu)", text, lineno);
+		return nm_fail("bad value '%s'", text);
+	}
+	return nm_round_rows(c, &x, text);
+}
+
+/* A --input file: float16/32/64 (exact in double), 1-D or 2-D. */
+static int nm_read_npy(const char *path, nm_npy *a)
+{
+	char err[NM_ERR_LEN];
+
+	err[0] = '\0';
+	if (nm_npy_read(path, a, err, sizeof(err)) != NM_NPY_OK)
+		return nm_fail("%s", err[0] ? err : "cannot read the --input file");
+	if (a->dtype != NM_NPY_F2 && a->dtype != NM_NPY_F4 && a->dtype != NM_NPY_F8) {
+		nm_npy_dtype t = a->dtype;
+
+		nm_npy_free(a);
+		return nm_fail("%s: dtype %s (--input takes float16, float32 or float64)", path,
+		               nm_npy_dtype_name(t));
+	}
+	return 0;
+}
+
+/* Every element of a .npy file, in C order, as if given as a value: the
+ * input column shows it as %.17g (which reads back as the same double). */
+static int nm_round_file(struct nm_round_ctx *c, const char *path)
+{
+	nm_npy a = {0};
+	nm_number x;
+	char text[NM_NUM_LEN];
+	int rc = nm_read_npy(path, &a);
+
+	for (size_t i = 0; !rc && i < a.count; i++) {
+		nm_number_from_double(a.values[i], &x);
+		rc = nm_round_rows(c, &x, nm_fmt_double(a.values[i], text, sizeof(text)));
+	}
+	nm_npy_free(&a);
 	return rc;
 }
 
@@ -649,11 +687,13 @@ static int nm_cmd_round(struct nm_opts *o)
 	struct nm_round_ctx c = {.o = o};
 	int rc = 0;
 
-	if (o->nargs == 0)
-		return nm_fail("round needs a VALUE (or '-' to read stdin)");
+	if (o->nargs == 0 && o->ninputs == 0)
+		return nm_fail("round needs a VALUE (or '-' to read stdin, or --input FILE.npy)");
 	if (o->nfmts == 0)
 		rc = nm_default_formats(o, "fp16,bf16,e4m3,e5m2");
 	nm_table_init(&c.t, nm_round_head, 6);
+	for (size_t i = 0; i < o->ninputs && !rc; i++)
+		rc = nm_round_file(&c, o->inputs[i]);
 	for (size_t i = 0; i < o->nargs && !rc; i++) {
 		if (!strcmp(o->args[i], "-"))
 			rc = nm_read_lines(nm_round_line, &c);
@@ -710,25 +750,28 @@ static void nm_describe_neighbour(const emu_format *f, const nm_number *x, emu_r
 	         nm_fmt_bits(f, r.bits, b, sizeof(b)));
 }
 
-static int nm_not_representable(const emu_format *f, const char *text, const nm_number *x)
+/* where: "" or " (FILE element I)", after the message. */
+static int nm_not_representable(const emu_format *f, const char *text, const nm_number *x,
+                                const char *where)
 {
 	emu_env env = EMU_ENV_DEFAULT;
 	char lo[80], hi[80];
 
 	if (x->kind == NM_NUM_NAN)
-		return nm_fail("%s is not representable in %s (it has no NaN)", text, f->name);
+		return nm_fail("%s is not representable in %s (it has no NaN)%s", text, f->name,
+		               where);
 	if (x->kind == NM_NUM_INF)
-		return nm_fail("%s is not representable in %s (it has no infinities)", text,
-		               f->name);
+		return nm_fail("%s is not representable in %s (it has no infinities)%s", text,
+		               f->name, where);
 	if (x->neg && x->man && !f->has_sign)
-		return nm_fail("%s is not representable in %s (it has no negative values)", text,
-		               f->name);
+		return nm_fail("%s is not representable in %s (it has no negative values)%s", text,
+		               f->name, where);
 	env.mode = EMU_DOWN;
 	nm_describe_neighbour(f, x, nm_round_number(f, x, &env), -1, lo, sizeof(lo));
 	env.mode = EMU_UP;
 	nm_describe_neighbour(f, x, nm_round_number(f, x, &env), 1, hi, sizeof(hi));
-	return nm_fail("%s is not representable in %s (neighbours %s and %s)", text, f->name, lo,
-	               hi);
+	return nm_fail("%s is not representable in %s (neighbours %s and %s)%s", text, f->name, lo,
+	               hi, where);
 }
 
 /* One operand: an exact value of f, or with --bits an encoding. */
@@ -755,7 +798,7 @@ static int nm_operand(struct nm_op_ctx *c, const char *text, size_t lineno, emu_
 	if (nm_parse_number(text, &x) != NM_OK)
 		return nm_fail("bad value '%s'%s", text, where);
 	if (nm_exact_bits(f, &x, out) != NM_OK)
-		return nm_not_representable(f, text, &x);
+		return nm_not_representable(f, text, &x, "");
 	return 0;
 }
 
@@ -767,22 +810,16 @@ static void nm_operand_cell(const struct nm_op_ctx *c, emu_bits b, char *buf, si
 		nm_fmt_double(emu_decode(c->f, b), buf, len);
 }
 
-static int nm_op_one(struct nm_op_ctx *c, char **operands, size_t lineno)
+/* One operation on the encodings args[0..arity). */
+static int nm_op_bits(struct nm_op_ctx *c, const emu_bits *args)
 {
-	emu_bits args[3] = {0, 0, 0};
 	char echo[3][NM_NUM_LEN] = {"", "", ""};
 	struct nm_cells cells;
 	emu_env env = c->o->env;
 	const char *row[9];
-	int rc = 0;
 
-	for (int i = 0; i < c->arity && !rc; i++) {
-		rc = nm_operand(c, operands[i], lineno, &args[i]);
-		if (!rc)
-			nm_operand_cell(c, args[i], echo[i], sizeof(echo[i]));
-	}
-	if (rc)
-		return rc;
+	for (int i = 0; i < c->arity; i++)
+		nm_operand_cell(c, args[i], echo[i], sizeof(echo[i]));
 	env.index = c->index++;
 	nm_result_cells(c->f, emu_apply(c->op, c->f, NULL, args, &env), &cells);
 	row[0] = c->f->name;
@@ -794,6 +831,61 @@ static int nm_op_one(struct nm_op_ctx *c, char **operands, size_t lineno)
 	row[7] = cells.cls;
 	row[8] = cells.flags;
 	return nm_table_add(&c->t, row);
+}
+
+static int nm_op_one(struct nm_op_ctx *c, char **operands, size_t lineno)
+{
+	emu_bits args[3] = {0, 0, 0};
+	int rc = 0;
+
+	for (int i = 0; i < c->arity && !rc; i++)
+		rc = nm_operand(c, operands[i], lineno, &args[i]);
+	return rc ? rc : nm_op_bits(c, args);
+}
+
+/*
+ * --input A.npy [B.npy [C.npy]]: one file per operand, all of one shape;
+ * operation i takes element i of each (C order). Every element must be an
+ * exact value of the format, as on the command line.
+ */
+static int nm_op_files(struct nm_op_ctx *c)
+{
+	nm_npy a[3] = {{0}};
+	emu_bits args[3] = {0, 0, 0};
+	int rc = 0;
+
+	if (c->o->ninputs != (size_t)c->arity)
+		return nm_fail("%s takes %d operand%s, got %zu --input file%s", emu_op_name(c->op),
+		               c->arity, c->arity == 1 ? "" : "s", c->o->ninputs,
+		               c->o->ninputs == 1 ? "" : "s");
+	for (int k = 0; k < c->arity && !rc; k++) {
+		rc = nm_read_npy(c->o->inputs[k], &a[k]);
+		if (!rc && k > 0 &&
+		    (a[k].ndim != a[0].ndim || a[k].shape[0] != a[0].shape[0] ||
+		     a[k].shape[1] != a[0].shape[1]))
+			rc = nm_fail("%s: shape (%zu, %zu) differs from %s's (%zu, %zu)",
+			             c->o->inputs[k], a[k].shape[0], a[k].shape[1], c->o->inputs[0],
+			             a[0].shape[0], a[0].shape[1]);
+	}
+	for (size_t i = 0; !rc && i < a[0].count; i++) {
+		for (int k = 0; k < c->arity && !rc; k++) {
+			nm_number x;
+
+			nm_number_from_double(a[k].values[i], &x);
+			if (nm_exact_bits(c->f, &x, &args[k]) != NM_OK) {
+				char text[NM_NUM_LEN], where[NM_ERR_LEN];
+
+				snprintf(where, sizeof(where), " (%s element %zu)", c->o->inputs[k], i);
+				rc = nm_not_representable(
+				    c->f, nm_fmt_double(a[k].values[i], text, sizeof(text)), &x, where);
+			}
+		}
+		if (!rc)
+			rc = nm_op_bits(c, args);
+	}
+	for (int k = 0; k < 3; k++)
+		nm_npy_free(&a[k]);
+	return rc;
 }
 
 static int nm_op_line(void *ctx, char **fields, size_t n, size_t lineno)
@@ -837,7 +929,12 @@ static int nm_cmd_op(struct nm_opts *o)
 		return rc;
 	n = o->nargs - 1;
 	nm_table_init(&c.t, nm_op_head, 9);
-	if (n == 1 && !strcmp(o->args[1], "-"))
+	if (o->ninputs && n)
+		rc = nm_fail("%s: operands come from --input or from the command line, not both",
+		             emu_op_name(c.op));
+	else if (o->ninputs)
+		rc = nm_op_files(&c);
+	else if (n == 1 && !strcmp(o->args[1], "-"))
 		rc = nm_read_lines(nm_op_line, &c);
 	else if (n != (size_t)c.arity)
 		rc = nm_fail("%s takes %d operand%s, got %zu", emu_op_name(c.op), c.arity,
@@ -858,28 +955,76 @@ static int nm_help(void)
 	return nm_flush();
 }
 
+static const char nm_formats_usage[] =
+    "usage: nanmap formats [--csv|--md] [FMT...]\n"
+    "\n"
+    "The built-in formats (or the given ones: names or specs) and their limits:\n"
+    "bits, precision, bias, emin, emax, max, min_normal, min_subnormal,\n"
+    "epsilon, whether they have infinities, their NaN encoding.\n"
+    "\n"
+    "  --csv        CSV for scripts (the default is an aligned table)\n"
+    "  --md         a Markdown table\n"
+    "\n"
+    "Example: nanmap formats --md fp16 e4m3 p=5,emax=16,nan=fn,nosub\n"
+    "Errors: one line on stderr, exit status 2.\n";
+
+static const char nm_round_usage[] =
+    "usage: nanmap round [-f FMT[,FMT...]] [-r MODE] [--sat] [--ftz] [--seed N]\n"
+    "                    [--csv|--md] [--input FILE.npy]... [VALUE...]\n"
+    "\n"
+    "Round each VALUE once, exactly (from its decimal text, not from the nearest\n"
+    "double), to each format; report bits, value, class and flags.\n"
+    "\n"
+    "  VALUE        decimal, C99 hex float, inf, -inf, nan; '-' reads one per line\n"
+    "               from stdin\n"
+    "  -f FMT,...   the formats (repeatable; default fp16,bf16,e4m3,e5m2)\n"
+    "  -r MODE      rne (default) rtz up down rna sr\n"
+    "  --sat        overflow saturates to the largest finite value\n"
+    "  --ftz        results below the normal range flush to zero\n"
+    "  --seed N     sr's seed; draws are keyed by (seed, index of the value)\n"
+    "  --input F    every element of a .npy file (float16/32/64, any shape, in\n"
+    "               C order), as if given as values (repeatable; before VALUEs)\n"
+    "  --csv, --md  CSV or Markdown instead of the aligned table\n"
+    "\n"
+    "Example: nanmap round -f fp16,e4m3 -r rtz 0.1 65520 -inf\n"
+    "Errors: one line on stderr, exit status 2.\n";
+
+static const char nm_op_usage[] =
+    "usage: nanmap op OP [-f FMT] [-r MODE] [--sat] [--ftz] [--daz] [--seed N]\n"
+    "                 [--bits] [--csv|--md] (A [B [C]] | - | --input A.npy...)\n"
+    "\n"
+    "One operation of FMT (default fp16), bit for bit, with its flags.\n"
+    "\n"
+    "  OP           add sub mul div sqrt fma exp log exp2 rsqrt min max\n"
+    "  A B C        exact values of FMT (an inexact operand is refused, with its\n"
+    "               neighbours); with --bits encodings in hex (0x3c00); '-' reads\n"
+    "               lines \"A [B [C]]\" from stdin\n"
+    "  -f FMT       the format (one)\n"
+    "  -r MODE      rne (default) rtz up down rna sr\n"
+    "  --sat, --ftz, --daz  saturate on overflow, flush results, flush inputs\n"
+    "  --seed N     sr's seed; draws are keyed by (seed, index of the operation)\n"
+    "  --input F    one .npy per operand (float16/32/64), all of one shape: the\n"
+    "               operation runs element by element; every element must be an\n"
+    "               exact value of FMT\n"
+    "  --csv, --md  CSV or Markdown instead of the aligned table\n"
+    "\n"
+    "Example: nanmap op fma -f bf16 -r rtz 1 0.00390625 -1\n"
+    "Errors: one line on stderr, exit status 2.\n";
+
 struct nm_cmd {
 	const char *name;
 	unsigned allowed;
 	int (*run)(struct nm_opts *o);
+	const char *usage;
 };
 
 static const struct nm_cmd nm_cmds[] = {
-    {"formats", 0, nm_cmd_formats},
-    {"round", NM_OPT_FORMAT | NM_OPT_MODE | NM_OPT_LIST, nm_cmd_round},
-    {"op", NM_OPT_FORMAT | NM_OPT_MODE | NM_OPT_BITS | NM_OPT_DAZ, nm_cmd_op},
+    {"formats", 0, nm_cmd_formats, nm_formats_usage},
+    {"round", NM_OPT_FORMAT | NM_OPT_MODE | NM_OPT_LIST | NM_OPT_INPUT, nm_cmd_round,
+     nm_round_usage},
+    {"op", NM_OPT_FORMAT | NM_OPT_MODE | NM_OPT_BITS | NM_OPT_DAZ | NM_OPT_INPUT, nm_cmd_op,
+     nm_op_usage},
 };
-
-static bool nm_wants_help(int argc, char **argv)
-{
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
-			return false;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return true;
-	}
-	return false;
-}
 
 static int nm_run(const struct nm_cmd *cmd, int argc, char **argv)
 {
@@ -887,7 +1032,7 @@ static int nm_run(const struct nm_cmd *cmd, int argc, char **argv)
 	int rc;
 
 	if (nm_wants_help(argc, argv))
-		return nm_help();
+		return nm_print_help(cmd->usage);
 	nm_opts_init(&o, cmd->name, cmd->allowed);
 	rc = nm_parse_opts(&o, argc, argv);
 	if (!rc)
@@ -896,32 +1041,43 @@ static int nm_run(const struct nm_cmd *cmd, int argc, char **argv)
 	return rc;
 }
 
+/* The commands with their own main (argv[0] is the command's name). */
+static const struct {
+	const char *name;
+	int (*main)(int argc, char **argv);
+} nm_mains[] = {
+    {"run", nm_run_main},     {"sweep", nm_sweep_main}, {"dot", nm_dot_main},
+    {"golden", nm_golden_main}, {"check", nm_check_main}, {"plot", nm_plot_main},
+};
+
+static int nm_dispatch(const char *cmd, int argc, char **argv)
+{
+	for (size_t i = 0; i < sizeof(nm_mains) / sizeof(nm_mains[0]); i++)
+		if (!strcmp(cmd, nm_mains[i].name))
+			return nm_mains[i].main(argc, argv);
+	for (size_t i = 0; i < sizeof(nm_cmds) / sizeof(nm_cmds[0]); i++)
+		if (!strcmp(cmd, nm_cmds[i].name))
+			return nm_run(&nm_cmds[i], argc - 1, argv + 1);
+	return nm_fail("unknown command '%s' (try: nanmap --help)", cmd);
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
 	if (!cmd)
 		return nm_fail("missing command (try: nanmap --help)");
+	if (!strcmp(cmd, "help") && argc == 3) { /* nanmap help CMD: CMD --help */
+		char *args[] = {argv[2], "--help", NULL};
+		return nm_dispatch(argv[2], 2, args);
+	}
+	if (!strcmp(cmd, "help") && argc > 3)
+		return nm_fail("help takes one COMMAND, '%s' is a second one", argv[3]);
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))
 		return nm_help();
 	if (!strcmp(cmd, "--version")) {
 		puts("nanmap " NM_VERSION);
 		return nm_flush();
 	}
-	if (!strcmp(cmd, "run"))
-		return nm_run_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "sweep"))
-		return nm_sweep_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "dot"))
-		return nm_dot_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "golden"))
-		return nm_golden_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "check"))
-		return nm_check_main(argc - 1, argv + 1);
-	if (!strcmp(cmd, "plot"))
-		return nm_plot_main(argc - 1, argv + 1);
-	for (size_t i = 0; i < sizeof(nm_cmds) / sizeof(nm_cmds[0]); i++)
-		if (!strcmp(cmd, nm_cmds[i].name))
-			return nm_run(&nm_cmds[i], argc - 2, argv + 2);
-	return nm_fail("unknown command '%s' (try: nanmap --help)", cmd);
+	return nm_dispatch(cmd, argc - 1, argv + 1);
 }

@@ -25,67 +25,63 @@ struct nc_opts {
 	const char *golden, *actual;
 	uint64_t ulp;
 	nm_golden_nan nan_sign;
-	bool csv, seen_ulp, seen_nan;
+	bool csv;
 };
+
+enum { NC_O_ULP, NC_O_NAN, NC_O_CSV };
+
+static const nm_opt nc_optdefs[] = {
+    {NULL, "--ulp", NC_O_ULP, NM_OPTF_VALUE, 0},
+    {NULL, "--nan-sign", NC_O_NAN, NM_OPTF_VALUE, 0},
+    {NULL, "--csv", NC_O_CSV, 0, 0},
+};
+
+static int nc_take(void *ctx, const nm_opt *d, const char *v)
+{
+	struct nc_opts *o = ctx;
+
+	if (d->id == NC_O_CSV) {
+		o->csv = true;
+	} else if (d->id == NC_O_ULP) {
+		return nm_parse_count("--ulp", v, 0, UINT64_MAX, &o->ulp);
+	} else if (!strcmp(v, "ignore")) {
+		o->nan_sign = NM_GOLDEN_NAN_IGNORE;
+	} else if (!strcmp(v, "strict")) {
+		o->nan_sign = NM_GOLDEN_NAN_STRICT;
+	} else {
+		return nm_fail("bad --nan-sign '%s' (ignore or strict)", v);
+	}
+	return 0;
+}
+
+static int nc_arg(void *ctx, const char *a)
+{
+	struct nc_opts *o = ctx;
+
+	if (!o->golden)
+		o->golden = a;
+	else if (!o->actual)
+		o->actual = a;
+	else
+		return nm_fail("check takes GOLDEN and ACTUAL, '%s' is a third argument", a);
+	return 0;
+}
 
 static int nc_parse(int argc, char **argv, struct nc_opts *o)
 {
-	bool only_args = false;
+	int rc;
 
 	memset(o, 0, sizeof *o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = NULL;
-		if (!only_args && !strcmp(a, "--")) {
-			only_args = true;
-			continue;
-		}
-		if (only_args || a[0] != '-' || a[1] == '\0') {
-			if (!o->golden)
-				o->golden = a;
-			else if (!o->actual)
-				o->actual = a;
-			else
-				return nm_fail(
-				    "check takes GOLDEN and ACTUAL, '%s' is a third argument", a);
-			continue;
-		}
-		if (!strcmp(a, "--csv")) {
-			o->csv = true;
-			continue;
-		}
-		bool is_ulp = !strncmp(a, "--ulp", 5) && (a[5] == '\0' || a[5] == '=');
-		bool is_nan = !strncmp(a, "--nan-sign", 10) && (a[10] == '\0' || a[10] == '=');
-		if (!is_ulp && !is_nan)
-			return nm_fail("unknown option '%s' for check (try: nanmap check --help)",
-			               a);
-		v = strchr(a, '=');
-		if (v)
-			v++;
-		else if (i + 1 < argc)
-			v = argv[++i];
-		else
-			return nm_fail("option '%s' needs a value", a);
-		if (is_ulp) {
-			if (o->seen_ulp)
-				return nm_fail("option '--ulp' given twice");
-			o->seen_ulp = true;
-			if (nm_parse_u64(v, &o->ulp) != NM_OK)
-				return nm_fail("bad --ulp '%s' (a whole number of ulps)", v);
-		} else {
-			if (o->seen_nan)
-				return nm_fail("option '--nan-sign' given twice");
-			o->seen_nan = true;
-			if (!strcmp(v, "ignore"))
-				o->nan_sign = NM_GOLDEN_NAN_IGNORE;
-			else if (!strcmp(v, "strict"))
-				o->nan_sign = NM_GOLDEN_NAN_STRICT;
-			else
-				return nm_fail("bad --nan-sign '%s' (ignore or strict)", v);
-		}
-	}
-	if (!o->golden || !o->actual)
-		return nm_fail("check needs GOLDEN and ACTUAL (nanmap check --help)");
-	return 0;
+	rc = nm_opt_parse(&(nm_optparser){.cmd = "check",
+	                                  .defs = nc_optdefs,
+	                                  .ndefs = sizeof(nc_optdefs) / sizeof(nc_optdefs[0]),
+	                                  .take = nc_take,
+	                                  .arg = nc_arg,
+	                                  .ctx = o},
+	                  argc - 1, argv + 1);
+	if (!rc && (!o->golden || !o->actual))
+		rc = nm_fail("check needs GOLDEN and ACTUAL (nanmap check --help)");
+	return rc;
 }
 
 /* Split GOLDEN into the file and the target (NULL: the file's only output). */
@@ -174,11 +170,8 @@ int nm_check_main(int argc, char **argv)
 	nm_golden_report rep;
 	int rc;
 
-	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(nc_usage, stdout);
-			return fflush(stdout) == 0 ? 0 : NM_EXIT_ERR;
-		}
+	if (nm_wants_help(argc - 1, argv + 1))
+		return nm_print_help(nc_usage);
 	rc = nc_parse(argc, argv, &o);
 	if (!rc)
 		rc = nc_resolve(o.golden, path, sizeof path, &target);

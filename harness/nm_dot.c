@@ -301,40 +301,51 @@ struct nm_dot_opts {
 	size_t nfiles;
 };
 
+enum { ND_O_MODEL, ND_O_IN, ND_O_OUT, ND_O_BITS };
+
+static const nm_opt nm_dot_optdefs[] = {
+    {"-m", "--model", ND_O_MODEL, NM_OPTF_VALUE, 0},
+    {NULL, "--in", ND_O_IN, NM_OPTF_VALUE, 0},
+    {NULL, "--out", ND_O_OUT, NM_OPTF_VALUE, 0},
+    {NULL, "--bits", ND_O_BITS, 0, 0},
+};
+
+static int nm_dot_take(void *ctx, const nm_opt *d, const char *v)
+{
+	struct nm_dot_opts *o = ctx;
+
+	if (d->id == ND_O_MODEL)
+		o->model = v;
+	else if (d->id == ND_O_IN)
+		o->in = v;
+	else if (d->id == ND_O_OUT)
+		o->out = v;
+	else
+		o->bits = true;
+	return 0;
+}
+
+static int nm_dot_file(void *ctx, const char *s)
+{
+	struct nm_dot_opts *o = ctx;
+
+	if (o->nfiles == 3)
+		return nm_fail("dot: too many files ('%s'): A_FILE B_FILE [C_FILE]", s);
+	o->files[o->nfiles++] = s;
+	return 0;
+}
+
 static int nm_dot_args(int argc, char **argv, struct nm_dot_opts *o)
 {
-	bool opts = true;
-
 	memset(o, 0, sizeof(*o));
-	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
-		const char **slot = NULL;
-		if (opts && !strcmp(s, "--")) {
-			opts = false;
-			continue;
-		}
-		if (opts && !strcmp(s, "--bits")) {
-			o->bits = true;
-			continue;
-		}
-		if (opts && (!strcmp(s, "--model") || !strcmp(s, "-m")))
-			slot = &o->model;
-		else if (opts && !strcmp(s, "--in"))
-			slot = &o->in;
-		else if (opts && !strcmp(s, "--out"))
-			slot = &o->out;
-		if (slot) {
-			if (i + 1 >= argc)
-				return nm_fail("dot: %s needs a value", s);
-			*slot = argv[++i];
-			continue;
-		}
-		if (opts && s[0] == '-' && s[1] != 0)
-			return nm_fail("dot: unknown option '%s' (try: nanmap dot --help)", s);
-		if (o->nfiles == 3)
-			return nm_fail("dot: too many files ('%s'): A_FILE B_FILE [C_FILE]", s);
-		o->files[o->nfiles++] = s;
-	}
+	if (nm_opt_parse(&(nm_optparser){.cmd = "dot",
+	                                 .defs = nm_dot_optdefs,
+	                                 .ndefs = sizeof(nm_dot_optdefs) / sizeof(nm_dot_optdefs[0]),
+	                                 .take = nm_dot_take,
+	                                 .arg = nm_dot_file,
+	                                 .ctx = o},
+	                 argc - 1, argv + 1))
+		return NM_EXIT_ERR;
 	if (!o->model)
 		return nm_fail("dot: --model is required (e.g. --model h100)");
 	if (!o->in || !o->out)
@@ -440,14 +451,8 @@ int nm_dot_main(int argc, char **argv)
 {
 	struct nm_dot_opts o;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
-			break;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(nm_dot_usage, stdout);
-			return fflush(stdout) ? NM_EXIT_ERR : 0;
-		}
-	}
+	if (nm_wants_help(argc - 1, argv + 1))
+		return nm_print_help(nm_dot_usage);
 	if (nm_dot_args(argc, argv, &o))
 		return NM_EXIT_ERR;
 	return nm_dot_run(&o);

@@ -329,45 +329,55 @@ struct ng_opts {
 	bool encodings;
 };
 
+enum { NG_O_DIR, NG_O_INPUTS, NG_O_ENCODINGS };
+
+static const nm_opt ng_optdefs[] = {
+    {NULL, "--dir", NG_O_DIR, NM_OPTF_VALUE, 0},
+    {NULL, "--inputs", NG_O_INPUTS, NM_OPTF_VALUE, 0},
+    {NULL, "--encodings", NG_O_ENCODINGS, 0, 0},
+};
+
+static int ng_take(void *ctx, const nm_opt *d, const char *v)
+{
+	struct ng_opts *o = ctx;
+
+	if (d->id == NG_O_DIR)
+		o->dir = v;
+	else if (d->id == NG_O_INPUTS)
+		o->inputs = v;
+	else
+		o->encodings = true;
+	return 0;
+}
+
+static int ng_arg(void *ctx, const char *a)
+{
+	struct ng_opts *o = ctx;
+
+	if (o->npos == 3)
+		return nm_fail("too many arguments for golden: '%s'", a);
+	o->pos[o->npos++] = a;
+	return 0;
+}
+
 static int ng_parse(const char *cmd, int argc, char **argv, struct ng_opts *o)
 {
+	char name[32];
+	int rc;
+
 	memset(o, 0, sizeof *o);
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char **slot = NULL;
-		if (!strcmp(a, "--encodings")) {
-			o->encodings = true;
-			continue;
-		}
-		if (!strncmp(a, "--dir", 5) && (a[5] == '\0' || a[5] == '='))
-			slot = &o->dir;
-		else if (!strncmp(a, "--inputs", 8) && (a[8] == '\0' || a[8] == '='))
-			slot = &o->inputs;
-		if (slot) {
-			const char *v = strchr(a, '=');
-			if (*slot)
-				return nm_fail("option '%.*s' given twice", (int)strcspn(a, "="),
-				               a);
-			if (v)
-				v++;
-			else if (i + 1 < argc)
-				v = argv[++i];
-			else
-				return nm_fail("option '%s' needs a value", a);
-			*slot = v;
-			continue;
-		}
-		if (a[0] == '-' && a[1])
-			return nm_fail(
-			    "unknown option '%s' for golden %s (try: nanmap golden --help)", a,
-			    cmd);
-		if (o->npos == 3)
-			return nm_fail("too many arguments for golden %s", cmd);
-		o->pos[o->npos++] = a;
-	}
+	snprintf(name, sizeof(name), "golden %s", cmd);
+	rc = nm_opt_parse(&(nm_optparser){.cmd = name,
+	                                  .help_cmd = "golden",
+	                                  .defs = ng_optdefs,
+	                                  .ndefs = sizeof(ng_optdefs) / sizeof(ng_optdefs[0]),
+	                                  .take = ng_take,
+	                                  .arg = ng_arg,
+	                                  .ctx = o},
+	                  argc - 1, argv + 1);
 	if (!o->dir)
 		o->dir = "golden";
-	return 0;
+	return rc;
 }
 
 static char *ng_path(const char *dir, const char *kernel)
@@ -577,10 +587,8 @@ int nm_golden_main(int argc, char **argv)
 	if (!sub)
 		return nm_fail(
 		    "golden needs a subcommand: update, list or export (nanmap golden --help)");
-	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-		fputs(ng_usage, stdout);
-		return fflush(stdout) == 0 ? 0 : NM_EXIT_ERR;
-	}
+	if (!strcmp(sub, "help") || nm_wants_help(argc - 1, argv + 1))
+		return nm_print_help(ng_usage);
 	rc = ng_parse(sub, argc - 1, argv + 1, &o);
 	if (rc)
 		return rc;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <mpfr.h>
 
@@ -138,6 +139,29 @@ nm_status nm_parse_number(const char *s, nm_number *out)
 	if (!nm_strtod_whole(s))
 		return NM_ERR_SYNTAX;
 	return nm_parse_exact(s, out);
+}
+
+void nm_number_from_double(double d, nm_number *out)
+{
+	int e;
+	double m;
+
+	memset(out, 0, sizeof(*out));
+	out->neg = signbit(d) != 0;
+	if (isnan(d)) {
+		out->kind = NM_NUM_NAN;
+		return;
+	}
+	if (isinf(d)) {
+		out->kind = NM_NUM_INF;
+		return;
+	}
+	out->kind = NM_NUM_FINITE;
+	if (d == 0)
+		return;
+	m = frexp(fabs(d), &e); /* 1/2 <= m < 1, 53 bits: m * 2^64 is an exact integer */
+	out->man = (uint64_t)ldexp(m, NM_MAN_BITS);
+	out->exp = e - NM_MAN_BITS;
 }
 
 /* x's truncated value (man * 2^exp) in t, which has NM_MAN_BITS bits. */
@@ -395,14 +419,185 @@ const char *nm_fmt_bits(const emu_format *f, emu_bits b, char *buf, size_t len)
 	return buf;
 }
 
+size_t nm_fail_format(char *buf, size_t len, const char *fmt, va_list ap)
+{
+	static const char prefix[] = "nanmap: ";
+	size_t n = sizeof(prefix) - 1;
+	int w;
+
+	if (len < n + 2)
+		return 0;
+	memcpy(buf, prefix, n);
+	w = vsnprintf(buf + n, len - n - 1, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
+	if (w > 0)
+		n += (size_t)w < len - n - 1 ? (size_t)w : len - n - 2; /* a long one is cut */
+	buf[n++] = '\n';
+	buf[n] = '\0';
+	return n;
+}
+
+/*
+ * One write(2) for the whole line: three stdio calls on an unbuffered stderr
+ * were three writes, and another process writing to the same pipe could land
+ * between them.
+ */
 int nm_fail(const char *fmt, ...)
 {
+	char buf[NM_FAIL_LEN];
 	va_list ap;
+	size_t n, off = 0;
 
-	fputs("nanmap: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
+	n = nm_fail_format(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fflush(stderr); /* anything stdio still holds goes first */
+	while (off < n) {
+		ssize_t w = write(STDERR_FILENO, buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
 	return NM_EXIT_ERR;
+}
+
+/* ---- the one option parser ---- */
+
+static const nm_opt *nm_opt_find(const nm_optparser *p, const char *a, const char **inline_val)
+{
+	*inline_val = NULL;
+	for (size_t i = 0; i < p->ndefs; i++) {
+		const nm_opt *d = &p->defs[i];
+		size_t n = d->lng ? strlen(d->lng) : 0;
+
+		if (d->shrt && !strcmp(a, d->shrt))
+			return d;
+		if (d->lng && !strncmp(a, d->lng, n) &&
+		    (a[n] == '\0' || (a[n] == '=' && (d->flags & NM_OPTF_VALUE)))) {
+			if (a[n] == '=')
+				*inline_val = a + n + 1;
+			return d;
+		}
+	}
+	return NULL;
+}
+
+/* The name as the command line spelt it, without "=VALUE". */
+static int nm_opt_name_len(const char *a)
+{
+	return (int)strcspn(a, "=");
+}
+
+int nm_opt_parse(const nm_optparser *p, int argc, char **argv)
+{
+	const char *hint = p->help_cmd ? p->help_cmd : p->cmd;
+	const char *given[64] = {0}; /* as typed, for each definition seen */
+	bool only_args = false;
+	int rc;
+
+	if (p->ndefs > 64)
+		return nm_fail("%s: too many option definitions", p->cmd);
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *val;
+		const nm_opt *d;
+		size_t k;
+
+		if (!only_args && !strcmp(a, "--")) {
+			only_args = true;
+			continue;
+		}
+		if (only_args || a[0] != '-' || a[1] == '\0' || (p->is_arg && p->is_arg(a))) {
+			rc = p->arg(p->ctx, a);
+			if (rc)
+				return rc;
+			continue;
+		}
+		d = nm_opt_find(p, a, &val);
+		if (!d)
+			return nm_fail("unknown option '%s' for %s (try: nanmap %s --help)", a, p->cmd,
+			               hint);
+		k = (size_t)(d - p->defs);
+		if (given[k] && (d->flags & NM_OPTF_VALUE) && !(d->flags & NM_OPTF_REPEAT))
+			return nm_fail("option '%.*s' given twice", nm_opt_name_len(a), a);
+		for (size_t j = 0; d->group && j < p->ndefs; j++)
+			if (j != k && given[j] && p->defs[j].group == d->group)
+				return nm_fail("%.*s and %.*s exclude each other (give one)",
+				               nm_opt_name_len(given[j]), given[j], nm_opt_name_len(a),
+				               a);
+		given[k] = a;
+		if ((d->flags & NM_OPTF_VALUE) && !val) {
+			if (i + 1 >= argc)
+				return nm_fail("option '%s' needs a value", a);
+			val = argv[++i];
+		}
+		rc = p->take(p->ctx, d, val);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+bool nm_wants_help(int argc, char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			return false;
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+			return true;
+	}
+	return false;
+}
+
+int nm_print_help(const char *text)
+{
+	fputs(text, stdout);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return nm_fail("cannot write the output: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * Any number form the command line takes for a value (so "1e3" is 1000),
+ * judged by its exact value: an error says whether the text is not a
+ * number, not an integer, or an integer out of range.
+ */
+int nm_parse_count(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	nm_number x;
+	uint64_t v = 0;
+	bool too_big = false;
+
+	if (nm_parse_number(arg, &x) != NM_OK)
+		return nm_fail("bad %s '%s': not a number (want an integer in [%" PRIu64 ", %" PRIu64
+		               "])",
+		               opt, arg, lo, hi);
+	if (x.kind != NM_NUM_FINITE)
+		goto not_integer;
+	too_big = x.man != 0 && x.exp >= 1; /* |x| >= 2^64, integer or not */
+	if (x.sticky && !too_big)
+		goto not_integer;
+	if (x.man != 0 && !too_big) {
+		if (x.exp <= -64) {
+			goto not_integer;
+		} else if (x.exp < 0) {
+			uint64_t frac = x.man & ((UINT64_C(1) << -x.exp) - 1);
+			if (frac)
+				goto not_integer;
+			v = x.man >> -x.exp;
+		} else {
+			v = x.man;
+		}
+	}
+	if (x.neg && x.man != 0)
+		return nm_fail("bad %s '%s': too small (at least %" PRIu64 ")", opt, arg, lo);
+	if (too_big || v > hi)
+		return nm_fail("bad %s '%s': too large (at most %" PRIu64 ")", opt, arg, hi);
+	if (v < lo)
+		return nm_fail("bad %s '%s': too small (at least %" PRIu64 ")", opt, arg, lo);
+	*out = v;
+	return 0;
+not_integer:
+	return nm_fail("bad %s '%s': not an integer (want an integer in [%" PRIu64 ", %" PRIu64 "])",
+	               opt, arg, lo, hi);
 }

@@ -12,6 +12,7 @@
 #ifndef NANMAP_NM_PARSE_H
 #define NANMAP_NM_PARSE_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,8 +22,13 @@
 /* The exit status of every command-line error. */
 #define NM_EXIT_ERR 2
 
-/* Print one error line "nanmap: <message>" on stderr; returns NM_EXIT_ERR. */
+/* Print one error line "nanmap: <message>" on stderr with one write(2), so
+ * that it cannot interleave with other writers of a shared pipe; returns
+ * NM_EXIT_ERR. A message longer than NM_FAIL_LEN is cut, still one line. */
 int nm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define NM_FAIL_LEN 4096
+/* nm_fail's line, "nanmap: " message "\n", in buf (len >= 10); its length. */
+size_t nm_fail_format(char *buf, size_t len, const char *fmt, va_list ap);
 
 typedef enum nm_status {
 	NM_OK = 0,
@@ -54,6 +60,9 @@ typedef struct nm_number {
  * -inf, nan, +nan, -nan in any case. Anything else is NM_ERR_SYNTAX.
  */
 nm_status nm_parse_number(const char *s, nm_number *out) __attribute__((warn_unused_result));
+
+/* d's exact value (a .npy element, say) as a number. */
+void nm_number_from_double(double d, nm_number *out);
 
 /* true, with *d set, when x is exactly a double (±inf and NaN included). */
 bool nm_number_to_double(const nm_number *x, double *d);
@@ -111,5 +120,56 @@ uint64_t nm_fnv1a(const void *p, size_t n);
 const char *nm_fmt_double(double v, char *buf, size_t len);
 /* 0x-prefixed lowercase hex, zero-padded to ceil(f->bits / 4) digits. */
 const char *nm_fmt_bits(const emu_format *f, emu_bits b, char *buf, size_t len);
+
+/* ---- the one option parser of every command ---- */
+
+/*
+ * The rules, the same for every command: "-x V", "--long V" and
+ * "--long=V" give a value; "--" ends the options; an option given twice is
+ * refused ("option '--out' given twice") unless it is NM_OPTF_REPEAT (-f,
+ * --param) or a flag without a value (--sat twice is --sat); two options of
+ * one nonzero group exclude each other (--csv and --json: one output form);
+ * an unknown option names the command's help.
+ */
+#define NM_OPTF_VALUE 1u  /* takes a value */
+#define NM_OPTF_REPEAT 2u /* may be given more than once */
+
+typedef struct nm_opt {
+	const char *shrt, *lng; /* either may be NULL */
+	int id;                 /* the command's own name for it */
+	unsigned flags;
+	int group; /* 0, or options that exclude each other share it */
+} nm_opt;
+
+typedef struct nm_optparser {
+	const char *cmd; /* "round", "golden update": messages and the help hint */
+	const char *help_cmd; /* "round": "try: nanmap round --help" (NULL: cmd) */
+	const nm_opt *defs;
+	size_t ndefs; /* at most 64 */
+	/* Is a word starting with '-' an argument (round's -1, -inf)? NULL: only "-". */
+	bool (*is_arg)(const char *a);
+	/* Each option in order, val NULL for a flag; 0 or nm_fail's status. */
+	int (*take)(void *ctx, const nm_opt *d, const char *val);
+	/* Each argument in order; 0 or nm_fail's status. */
+	int (*arg)(void *ctx, const char *a);
+	void *ctx;
+} nm_optparser;
+
+/* Parse argv[0..argc); 0, or the status of the first error (already printed). */
+int nm_opt_parse(const nm_optparser *p, int argc, char **argv);
+
+/* Does argv[0..argc) ask for help (-h or --help before any "--")? */
+bool nm_wants_help(int argc, char **argv);
+/* Print a command's help on stdout; 0, or an error line when stdout fails. */
+int nm_print_help(const char *text);
+
+/*
+ * An integer option's value: decimal digits (or 0x and hex digits) in
+ * [lo, hi]. The one error line names the option and says which is wrong:
+ * "--n '1e12' is not an integer (write the digits: 1000000000000)",
+ * "--n '2147483648000' is too large (at most 2147483648)", too small, or
+ * "--n 'x' is not an integer". 0 or nm_fail's status.
+ */
+int nm_parse_count(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
 
 #endif

@@ -1020,26 +1020,50 @@ static const char plot_usage[] =
     "the case (default results/<case>.csv) with gnuplot, as its [plot]\n"
     "section asks (cases/README.md). Nothing is recomputed.\n";
 
+enum { PL_O_RESULTS, PL_O_PLOTS };
+
+static const nm_opt plot_optdefs[] = {
+    {NULL, "--results", PL_O_RESULTS, NM_OPTF_VALUE, 0},
+    {NULL, "--plots", PL_O_PLOTS, NM_OPTF_VALUE, 0},
+};
+
+struct plot_opts {
+	const char *path, *results, *plots;
+};
+
+static int plot_take(void *ctx, const nm_opt *d, const char *v)
+{
+	struct plot_opts *o = ctx;
+
+	*(d->id == PL_O_RESULTS ? &o->results : &o->plots) = v;
+	return 0;
+}
+
+static int plot_arg(void *ctx, const char *a)
+{
+	struct plot_opts *o = ctx;
+
+	if (o->path)
+		return nm_fail("plot: one case file at a time ('%s' and '%s')", o->path, a);
+	o->path = a;
+	return 0;
+}
+
 int nm_plot_main(int argc, char **argv)
 {
-	const char *path = NULL, *results = "results", *plots = "plots";
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(plot_usage, stdout);
-			return fflush(stdout) ? nm_fail("write error: %s", strerror(errno)) : 0;
-		}
-		if (!strcmp(argv[i], "--results") || !strcmp(argv[i], "--plots")) {
-			if (i + 1 >= argc)
-				return nm_fail("%s needs a directory", argv[i]);
-			*(argv[i][2] == 'r' ? &results : &plots) = argv[i + 1];
-			i++;
-		} else if (argv[i][0] == '-' && argv[i][1])
-			return nm_fail("plot: unknown option '%s' (try: nanmap plot --help)", argv[i]);
-		else if (path)
-			return nm_fail("plot: one case file at a time ('%s' and '%s')", path, argv[i]);
-		else
-			path = argv[i];
-	}
+	struct plot_opts o = {NULL, "results", "plots"};
+
+	if (nm_wants_help(argc - 1, argv + 1))
+		return nm_print_help(plot_usage);
+	if (nm_opt_parse(&(nm_optparser){.cmd = "plot",
+	                                 .defs = plot_optdefs,
+	                                 .ndefs = sizeof(plot_optdefs) / sizeof(plot_optdefs[0]),
+	                                 .take = plot_take,
+	                                 .arg = plot_arg,
+	                                 .ctx = &o},
+	                 argc - 1, argv + 1))
+		return NM_EXIT_ERR;
+	const char *path = o.path, *results = o.results, *plots = o.plots;
 	if (!path)
 		return nm_fail("plot: missing CASE.case (try: nanmap plot --help)");
 	nm_case c;

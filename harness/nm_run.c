@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "kernels.h"
 #include "nm_npy.h"
@@ -141,29 +143,23 @@ enum nr_optid {
 	NR_O_GPU_TABLES,
 };
 
-struct nr_optdef {
-	const char *name;
-	enum nr_optid id;
-	bool takes; /* a value: "--name VALUE" or "--name=VALUE" */
-};
-
-static const struct nr_optdef nr_optdefs[] = {
-    {"--policy", NR_O_POLICY, true},
-    {"--variant", NR_O_VARIANT, true},
-    {"--param", NR_O_PARAM, true},
-    {"--input", NR_O_INPUT, true},
-    {"--values", NR_O_VALUES, true},
-    {"--gen", NR_O_GEN, true},
-    {"--n", NR_O_N, true},
-    {"--rows", NR_O_ROWS, true},
-    {"--seed", NR_O_SEED, true},
-    {"--scale", NR_O_SCALE, true},
-    {"--range", NR_O_RANGE, true},
-    {"--backend", NR_O_BACKEND, true},
-    {"--no-truth", NR_O_NO_TRUTH, false},
-    {"--csv", NR_O_CSV, false},
-    {"--json", NR_O_JSON, false},
-    {"--gpu-tables", NR_O_GPU_TABLES, true},
+static const nm_opt nr_optdefs[] = {
+    {NULL, "--policy", NR_O_POLICY, NM_OPTF_VALUE, 0},
+    {NULL, "--variant", NR_O_VARIANT, NM_OPTF_VALUE, 0},
+    {NULL, "--param", NR_O_PARAM, NM_OPTF_VALUE | NM_OPTF_REPEAT, 0},
+    {NULL, "--input", NR_O_INPUT, NM_OPTF_VALUE, 0},
+    {NULL, "--values", NR_O_VALUES, NM_OPTF_VALUE, 0},
+    {NULL, "--gen", NR_O_GEN, NM_OPTF_VALUE, 0},
+    {NULL, "--n", NR_O_N, NM_OPTF_VALUE, 0},
+    {NULL, "--rows", NR_O_ROWS, NM_OPTF_VALUE, 0},
+    {NULL, "--seed", NR_O_SEED, NM_OPTF_VALUE, 0},
+    {NULL, "--scale", NR_O_SCALE, NM_OPTF_VALUE, 0},
+    {NULL, "--range", NR_O_RANGE, NM_OPTF_VALUE, 0},
+    {NULL, "--backend", NR_O_BACKEND, NM_OPTF_VALUE, 0},
+    {NULL, "--no-truth", NR_O_NO_TRUTH, 0, 0},
+    {NULL, "--csv", NR_O_CSV, 0, 1},
+    {NULL, "--json", NR_O_JSON, 0, 1},
+    {NULL, "--gpu-tables", NR_O_GPU_TABLES, NM_OPTF_VALUE, 0},
 };
 
 struct nr_param {
@@ -172,7 +168,7 @@ struct nr_param {
 };
 
 struct nr_opts {
-	unsigned seen; /* 1 << nr_optid of the options with a value given */
+	unsigned seen; /* 1 << nr_optid of the options given */
 	const char *kernel_name, *policy_spec, *variant;
 	struct nr_param params[NR_MAX_PARAMS];
 	emu_kparam kparams[NR_MAX_PARAMS];
@@ -202,9 +198,7 @@ static bool nr_number(const char *s, double *out)
 
 static int nr_count(const char *arg, const char *opt, uint64_t *out)
 {
-	if (nm_parse_u64(arg, out) != NM_OK || *out == 0)
-		return nm_fail("bad %s '%s' (a positive integer)", opt, arg);
-	return 0;
+	return nm_parse_count(opt, arg, 1, NR_MAX_ELEMS, out);
 }
 
 static int nr_opt_param(struct nr_opts *o, const char *arg)
@@ -289,13 +283,11 @@ static int nr_opt_backend(struct nr_opts *o, const char *arg)
 	return 0;
 }
 
-static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg)
+static int nr_take(void *ctx, const nm_opt *d, const char *arg)
 {
-	if (d->takes && d->id != NR_O_PARAM) { /* flags may repeat, as elsewhere */
-		if (o->seen & (1u << d->id))
-			return nm_fail("option '%s' given twice", d->name);
-		o->seen |= 1u << d->id;
-	}
+	struct nr_opts *o = ctx;
+
+	o->seen |= 1u << d->id; /* nm_opt_parse refused a second one */
 	switch (d->id) {
 	case NR_O_POLICY:
 		o->policy_spec = arg;
@@ -306,19 +298,17 @@ static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg
 	case NR_O_PARAM:
 		return nr_opt_param(o, arg);
 	case NR_O_INPUT:
-		return nr_opt_source(o, NR_SRC_INPUT, d->name, arg);
+		return nr_opt_source(o, NR_SRC_INPUT, d->lng, arg);
 	case NR_O_VALUES:
-		return nr_opt_source(o, NR_SRC_VALUES, d->name, arg);
+		return nr_opt_source(o, NR_SRC_VALUES, d->lng, arg);
 	case NR_O_GEN:
-		return nr_opt_source(o, NR_SRC_GEN, d->name, arg);
+		return nr_opt_source(o, NR_SRC_GEN, d->lng, arg);
 	case NR_O_N:
-		return nr_count(arg, d->name, &o->n);
+		return nr_count(arg, d->lng, &o->n);
 	case NR_O_ROWS:
-		return nr_count(arg, d->name, &o->rows);
+		return nr_count(arg, d->lng, &o->rows);
 	case NR_O_SEED:
-		if (nm_parse_u64(arg, &o->seed) != NM_OK)
-			return nm_fail("bad seed '%s' (an unsigned 64-bit integer)", arg);
-		return 0;
+		return nm_parse_count("--seed", arg, 0, UINT64_MAX, &o->seed);
 	case NR_O_SCALE:
 		if (!nr_number(arg, &o->scale) || !isfinite(o->scale))
 			return nm_fail("bad --scale '%s' (a finite number)", arg);
@@ -343,57 +333,28 @@ static int nr_take(struct nr_opts *o, const struct nr_optdef *d, const char *arg
 	return 0;
 }
 
-static const struct nr_optdef *nr_find_opt(const char *a, const char **inline_arg)
+static int nr_take_kernel(void *ctx, const char *a)
 {
-	*inline_arg = NULL;
-	for (size_t i = 0; i < sizeof(nr_optdefs) / sizeof(nr_optdefs[0]); i++) {
-		const struct nr_optdef *d = &nr_optdefs[i];
-		size_t n = strlen(d->name);
+	struct nr_opts *o = ctx;
 
-		if (!strncmp(a, d->name, n) && (a[n] == '\0' || (a[n] == '=' && d->takes))) {
-			if (a[n] == '=')
-				*inline_arg = a + n + 1;
-			return d;
-		}
-	}
-	return NULL;
+	if (o->kernel_name)
+		return nm_fail("run takes one KERNEL, '%s' is a second one", a);
+	o->kernel_name = a;
+	return 0;
 }
 
 static int nr_parse_args(struct nr_opts *o, int argc, char **argv)
 {
-	bool only_args = false;
-
 	o->scale = 1;
 	o->lo = 0x1p-16;
 	o->hi = 0x1p16;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *val;
-		const struct nr_optdef *d;
-		int rc;
-
-		if (!only_args && !strcmp(a, "--")) {
-			only_args = true;
-			continue;
-		}
-		if (only_args || a[0] != '-' || a[1] == '\0') {
-			if (o->kernel_name)
-				return nm_fail("run takes one KERNEL, '%s' is a second one", a);
-			o->kernel_name = a;
-			continue;
-		}
-		d = nr_find_opt(a, &val);
-		if (!d)
-			return nm_fail("unknown option '%s' for run (try: nanmap run --help)", a);
-		if (d->takes && !val) {
-			if (i + 1 >= argc)
-				return nm_fail("option '%s' needs a value", a);
-			val = argv[++i];
-		}
-		rc = nr_take(o, d, val ? val : ""); /* a flag gets "" */
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return nm_opt_parse(&(nm_optparser){.cmd = "run",
+	                                    .defs = nr_optdefs,
+	                                    .ndefs = sizeof(nr_optdefs) / sizeof(nr_optdefs[0]),
+	                                    .take = nr_take,
+	                                    .arg = nr_take_kernel,
+	                                    .ctx = o},
+	                    argc - 1, argv + 1);
 }
 
 static void nr_opts_free(struct nr_opts *o)
@@ -709,6 +670,183 @@ static void nr_agree(struct nr_report *r)
 	r->agree = true;
 }
 
+/*
+ * Progress on a terminal: a big run (truth takes minutes on 2^27 elements)
+ * says which phase it is in, on one line of stderr that the next phase
+ * overwrites and the end erases. Nothing when stderr is not a terminal, so
+ * scripts and the error convention see no extra line.
+ */
+#define NR_PROGRESS_ELEMS ((uint64_t)1 << 22)
+
+static struct timespec nr_t0;
+static bool nr_progress_on;
+
+static void nr_progress_start(uint64_t elems)
+{
+	nr_progress_on = elems >= NR_PROGRESS_ELEMS && isatty(STDERR_FILENO);
+	clock_gettime(CLOCK_MONOTONIC, &nr_t0);
+}
+
+static void nr_progress(const struct nr_opts *o, const char *phase)
+{
+	struct timespec t;
+	char line[128];
+	int n;
+
+	(void)o;
+	if (!nr_progress_on)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	if (phase)
+		n = snprintf(line, sizeof(line), "\rnanmap run: %s, %.1f s elapsed\033[K", phase,
+		             (double)(t.tv_sec - nr_t0.tv_sec) + (t.tv_nsec - nr_t0.tv_nsec) / 1e9);
+	else
+		n = snprintf(line, sizeof(line), "\r\033[K");
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
+		nr_progress_on = false;
+}
+
+/* The backends shown (shown) and run (run: truth too when the metrics need
+ * it); 0, or an error for --no-truth with --backend truth. */
+static int nr_plan(const struct nr_opts *o, bool *shown, bool *run)
+{
+	memcpy(run, o->want, sizeof(o->want));
+	if (!run[EMU_BE_FAST] && !run[EMU_BE_EXACT] && !run[EMU_BE_TRUTH])
+		run[EMU_BE_FAST] = true;
+	if (o->no_truth && run[EMU_BE_TRUTH] && !o->all)
+		return nm_fail("--no-truth and --backend truth exclude each other");
+	if (o->no_truth)
+		run[EMU_BE_TRUTH] = false;
+	if (shown)
+		memcpy(shown, run, sizeof(o->want));
+	if (!o->no_truth && (run[EMU_BE_FAST] || run[EMU_BE_EXACT]))
+		run[EMU_BE_TRUTH] = true; /* the metrics need it */
+	return 0;
+}
+
+/*
+ * Memory, checked before anything is allocated: the input's doubles, and
+ * per backend the kernel's values (emu_kernel_values), which every backend
+ * keeps until the report is written (truth twice: its two runs). A fast or exact value is an emu_val
+ * (16 bytes); a truth value adds an mpfr_t and its limbs, a malloc block
+ * each (docs/run.md: about 230 bytes per input element for softmax_ce).
+ */
+#define NR_TRUTH_VALUE_BYTES \
+	(sizeof(emu_val) + sizeof(mpfr_t) + EMU_TRUTH_PREC / 8 + 16)
+
+/* MemAvailable, else the physical memory; NANMAP_MEMORY (bytes) overrides
+ * both, so that the check can be tested the same on every machine. */
+static double nr_memory_available(void)
+{
+	const char *env = getenv("NANMAP_MEMORY");
+	FILE *f;
+	char line[128];
+	double kb = -1;
+	uint64_t b;
+
+	if (env && nm_parse_u64(env, &b) == NM_OK)
+		return (double)b;
+	f = fopen("/proc/meminfo", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (kb >= 0)
+		return kb * 1024;
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	return pages > 0 && size > 0 ? (double)pages * (double)size : -1;
+}
+
+static const char *nr_bytes(double b, char *buf, size_t len)
+{
+	if (b >= 10e9)
+		snprintf(buf, len, "%.0f GB", b / 1e9);
+	else if (b >= 1e9)
+		snprintf(buf, len, "%.1f GB", b / 1e9);
+	else if (b >= 1e6)
+		snprintf(buf, len, "%.0f MB", b / 1e6);
+	else
+		snprintf(buf, len, "%.0f bytes", b);
+	return buf;
+}
+
+/* what names the input ("--n 2147483648", "--input x.npy") in the message. */
+static int nr_check_memory(const struct nr_opts *o, const struct nr_run_setup *s, double rows,
+                           double cols, const char *what)
+{
+	emu_kin kin = {NULL, 0, 0, o->kparams, o->nparams, o->seed};
+	bool run[EMU_NBE];
+	double per[EMU_NBE] = {0}, total, avail, vals;
+	char a[24], in_s[24], av[24], b[EMU_NBE][24], parts[160] = "";
+
+	if (nr_plan(o, NULL, run))
+		return NM_EXIT_ERR;
+	vals = emu_kernel_values(s->k, (size_t)rows, (size_t)cols, &kin);
+	total = rows * cols * sizeof(double);
+	for (int k = 0; k < EMU_NBE; k++) {
+		if (!run[k])
+			continue;
+		/* truth: two runs when storing changes the inputs (end to end and
+		 * stored), both kept for the report */
+		per[k] = vals * (double)(k == EMU_BE_TRUTH ? 2 * NR_TRUTH_VALUE_BYTES : sizeof(emu_val));
+		total += per[k];
+	}
+	avail = nr_memory_available();
+	if (avail < 0 || total <= avail)
+		return 0;
+	for (int k = 0, n = 0; k < EMU_NBE; k++)
+		if (run[k]) {
+			size_t used = strlen(parts);
+			snprintf(parts + used, sizeof(parts) - used, "%s%s %s", n++ ? ", " : "",
+			         emu_be_name((emu_be_kind)k), nr_bytes(per[k], b[k], sizeof(b[k])));
+		}
+	return nm_fail("%s: the run needs about %s (input %s, %s), more than the %s of memory "
+	               "available%s",
+	               what, nr_bytes(total, a, sizeof(a)),
+	               nr_bytes(rows * cols * sizeof(double), in_s, sizeof(in_s)), parts,
+	               nr_bytes(avail, av, sizeof(av)),
+	               run[EMU_BE_TRUTH] ? " (--no-truth skips truth)" : "");
+}
+
+/*
+ * Before --gen allocates (in NULL: its shape is --n x --rows), or once a
+ * file or --values is read (in: the shape read), the memory check; the
+ * progress line's clock starts here too.
+ */
+static int nr_input_memory(const struct nr_opts *o, const struct nr_run_setup *s,
+                           const struct nr_input *in)
+{
+	uint64_t rows = o->rows ? o->rows : 1;
+	char what[96];
+
+	if (!in) {
+		if (o->src != NR_SRC_GEN || !(o->seen & (1u << NR_O_N)) || rows > NR_MAX_ELEMS ||
+		    o->n > NR_MAX_ELEMS / rows)
+			return 0; /* nr_build_input says what is wrong */
+		if (o->rows)
+			snprintf(what, sizeof(what), "--n %" PRIu64 " x --rows %" PRIu64, o->n, rows);
+		else
+			snprintf(what, sizeof(what), "--n %" PRIu64, o->n);
+		if (nr_check_memory(o, s, (double)rows, (double)o->n, what))
+			return NM_EXIT_ERR;
+		nr_progress_start(o->n * rows);
+		nr_progress(o, "generating the input");
+		return 0;
+	}
+	if (o->src == NR_SRC_GEN)
+		return 0;
+	if (o->src == NR_SRC_INPUT)
+		snprintf(what, sizeof(what), "--input %s", o->input_path);
+	else
+		snprintf(what, sizeof(what), "--values");
+	if (nr_check_memory(o, s, (double)in->rows, (double)in->cols, what))
+		return NM_EXIT_ERR;
+	nr_progress_start((uint64_t)in->rows * in->cols);
+	return 0;
+}
+
 static int nr_execute(struct nr_report *r)
 {
 	const struct nr_opts *o = r->o;
@@ -717,35 +855,33 @@ static int nr_execute(struct nr_report *r)
 	static const emu_be_kind order[EMU_NBE] = {EMU_BE_TRUTH, EMU_BE_FAST, EMU_BE_EXACT};
 	char err[NR_ERR_LEN];
 
-	memcpy(want, o->want, sizeof(want));
-	if (!want[EMU_BE_FAST] && !want[EMU_BE_EXACT] && !want[EMU_BE_TRUTH])
-		want[EMU_BE_FAST] = true;
-	if (o->no_truth && want[EMU_BE_TRUTH] && !o->all)
-		return nm_fail("--no-truth and --backend truth exclude each other");
-	if (o->no_truth)
-		want[EMU_BE_TRUTH] = false;
+	if (nr_plan(o, r->shown, want))
+		return NM_EXIT_ERR;
 	if (o->gpu_tables && emu_gpu_tables_load(o->gpu_tables, &r->tables, err, sizeof(err)))
 		return nm_fail("%s", err);
-	memcpy(r->shown, want, sizeof(want));
-	if (!o->no_truth && (want[EMU_BE_FAST] || want[EMU_BE_EXACT]))
-		want[EMU_BE_TRUTH] = true; /* the metrics need it */
 	for (int i = 0; i < EMU_NBE; i++) {
 		emu_be_kind k = order[i];
 		if (!want[k])
 			continue;
 		err[0] = '\0';
 		r->ran[k] = true;
+		nr_progress(o, k == EMU_BE_TRUTH ? "truth backend (256-bit MPFR)"
+		               : k == EMU_BE_FAST ? "fast backend"
+		                                  : "exact backend (MPFR in the format)");
 		int bad = k == EMU_BE_TRUTH
 		              ? emu_run_truth(r->s->k, &r->s->pol, r->s->variant, &kin, &r->truth,
 		                              err, sizeof(err))
 		              : emu_run_kernel_tables(r->s->k, &r->s->pol, r->s->variant, &kin, k,
 		                                      o->gpu_tables ? &r->tables : NULL,
 		                                      &r->runs[k], err, sizeof(err));
-		if (bad)
+		if (bad) {
+			nr_progress(o, NULL); /* the error line starts at the left */
 			return nm_fail("%s", err[0] ? err : "the kernel failed");
+		}
 		if (k != EMU_BE_TRUTH && r->ran[EMU_BE_TRUTH])
 			emu_run_compare(&r->runs[k], &r->truth);
 	}
+	nr_progress(o, NULL);
 	if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT] && o->gpu_tables)
 		r->tabled = true;
 	else if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT])
@@ -1284,17 +1420,6 @@ static int nr_help(void)
 	return 0;
 }
 
-static bool nr_wants_help(int argc, char **argv)
-{
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--"))
-			return false;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
-			return true;
-	}
-	return false;
-}
-
 static int nr_report(struct nr_report *r)
 {
 	struct nr_buf b = {0};
@@ -1326,7 +1451,7 @@ int nm_run_main(int argc, char **argv)
 	struct nr_report r;
 	int rc;
 
-	if (nr_wants_help(argc, argv))
+	if (nm_wants_help(argc - 1, argv + 1))
 		return nr_help();
 	memset(&o, 0, sizeof(o));
 	memset(&s, 0, sizeof(s));
@@ -1339,7 +1464,11 @@ int nm_run_main(int argc, char **argv)
 	if (!rc)
 		rc = nr_resolve(&o, &s);
 	if (!rc)
+		rc = nr_input_memory(&o, &s, NULL);
+	if (!rc)
 		rc = nr_build_input(&o, &in);
+	if (!rc)
+		rc = nr_input_memory(&o, &s, &in);
 	if (!rc)
 		rc = nr_execute(&r);
 	if (!rc)

@@ -139,63 +139,67 @@ static const char sw_usage[] =
     "Every case file is checked before anything runs; an interrupted sweep\n"
     "resumes where it stopped (docs/sweep.md).\n";
 
+enum { SW_O_QUICK, SW_O_FRESH, SW_O_QUIET, SW_O_JOBS, SW_O_OUT, SW_O_PLOTS, SW_O_DOCS,
+       SW_O_ONLY };
+
+static const nm_opt sw_optdefs[] = {
+    {NULL, "--quick", SW_O_QUICK, 0, 0},
+    {NULL, "--fresh", SW_O_FRESH, 0, 0},
+    {NULL, "--quiet", SW_O_QUIET, 0, 0},
+    {"-j", NULL, SW_O_JOBS, NM_OPTF_VALUE, 0},
+    {NULL, "--out", SW_O_OUT, NM_OPTF_VALUE, 0},
+    {NULL, "--plots", SW_O_PLOTS, NM_OPTF_VALUE, 0},
+    {NULL, "--docs", SW_O_DOCS, NM_OPTF_VALUE, 0},
+    {NULL, "--only", SW_O_ONLY, NM_OPTF_VALUE, 0},
+};
+
+static int sw_take(void *ctx, const nm_opt *d, const char *v)
+{
+	struct sw_opts *o = ctx;
+	const char **dst = d->id == SW_O_OUT     ? &o->out
+	                   : d->id == SW_O_PLOTS ? &o->plots
+	                   : d->id == SW_O_DOCS  ? &o->docs
+	                   : d->id == SW_O_ONLY  ? &o->only
+	                                         : NULL;
+	uint64_t j;
+
+	if (dst) {
+		if (!v[0])
+			return nm_fail("sweep: %s needs a value", d->lng);
+		*dst = v;
+	} else if (d->id == SW_O_JOBS) {
+		if (nm_parse_count("-j", v, 1, 1024, &j))
+			return NM_EXIT_ERR;
+		o->jobs = (int)j;
+	} else {
+		*(d->id == SW_O_QUICK ? &o->quick : d->id == SW_O_FRESH ? &o->fresh : &o->quiet) =
+		    true;
+	}
+	return 0;
+}
+
+static int sw_take_path(void *ctx, const char *a)
+{
+	struct sw_opts *o = ctx;
+
+	o->paths[o->npaths++] = (char *)a;
+	return 0;
+}
+
 static int sw_parse_opts(struct sw_opts *o, int argc, char **argv)
 {
-	bool dashdash = false;
-
 	memset(o, 0, sizeof(*o));
 	o->paths = calloc((size_t)argc + 1, sizeof(*o->paths));
 	if (!o->paths)
 		return nm_fail("out of memory");
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char **dst = NULL;
-
-		if (dashdash || a[0] != '-' || !a[1]) {
-			o->paths[o->npaths++] = argv[i];
-			continue;
-		}
-		if (!strcmp(a, "--")) {
-			dashdash = true;
-			continue;
-		}
-		if (!strcmp(a, "--quick")) {
-			o->quick = true;
-			continue;
-		}
-		if (!strcmp(a, "--fresh")) {
-			o->fresh = true;
-			continue;
-		}
-		if (!strcmp(a, "--quiet")) {
-			o->quiet = true;
-			continue;
-		}
-		if (!strcmp(a, "--out"))
-			dst = &o->out;
-		else if (!strcmp(a, "--plots"))
-			dst = &o->plots;
-		else if (!strcmp(a, "--docs"))
-			dst = &o->docs;
-		else if (!strcmp(a, "--only"))
-			dst = &o->only;
-		else if (strcmp(a, "-j") != 0)
-			return nm_fail("sweep: unknown option '%s' (try: nanmap sweep --help)", a);
-		if (i + 1 >= argc)
-			return nm_fail("sweep: %s needs a value", a);
-		i++;
-		if (dst) {
-			if (!argv[i][0])
-				return nm_fail("sweep: %s needs a value", a);
-			*dst = argv[i];
-		} else {
-			uint64_t j;
-
-			if (nm_parse_u64(argv[i], &j) != NM_OK || j == 0 || j > 1024)
-				return nm_fail("sweep: bad -j '%s' (threads, 1 to 1024)", argv[i]);
-			o->jobs = (int)j;
-		}
-	}
+	if (nm_opt_parse(&(nm_optparser){.cmd = "sweep",
+	                                 .defs = sw_optdefs,
+	                                 .ndefs = sizeof(sw_optdefs) / sizeof(sw_optdefs[0]),
+	                                 .take = sw_take,
+	                                 .arg = sw_take_path,
+	                                 .ctx = o},
+	                 argc - 1, argv + 1))
+		return NM_EXIT_ERR;
 	if (o->npaths == 0)
 		return nm_fail("sweep needs a PATH (a .case file or a directory, e.g. cases)");
 	if (!o->out)
@@ -1445,12 +1449,10 @@ int nm_sweep_main(int argc, char **argv)
 	if (!s)
 		return nm_fail("out of memory");
 	s->size = 1;
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			free(s);
-			fputs(sw_usage, stdout);
-			return fflush(stdout) ? 1 : 0;
-		}
+	if (nm_wants_help(argc - 1, argv + 1)) {
+		free(s);
+		return nm_print_help(sw_usage);
+	}
 #ifdef NM_MPI
 	{
 		int provided;

@@ -6,11 +6,13 @@
  * seeded fuzz loop that must only ever see OK or a clean error.
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <mpfr.h>
 
@@ -756,6 +758,235 @@ static void fuzz_one(char *buf, size_t len)
 	ck_assert(st == NM_OK || st == NM_ERR_SYNTAX || st == NM_ERR_RANGE);
 }
 
+/* nm_fail's line is formatted whole, then written once: "nanmap: ", the
+ * message and one newline in one buffer, a long message cut, still one line. */
+static size_t fail_line(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	n = nm_fail_format(buf, len, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+START_TEST(test_fail_line)
+{
+	char buf[64], big[200];
+
+	ck_assert_uint_eq(fail_line(buf, sizeof(buf), "bad --n '%s'", "x"), 20);
+	ck_assert_str_eq(buf, "nanmap: bad --n 'x'\n");
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_uint_eq(fail_line(buf, sizeof(buf), "%s", big), sizeof(buf) - 1);
+	ck_assert(strncmp(buf, "nanmap: aaa", 11) == 0);
+	ck_assert(buf[sizeof(buf) - 2] == '\n' && strchr(buf, '\n') == &buf[sizeof(buf) - 2]);
+}
+END_TEST
+
+/* ---- nm_number_from_double: the same number the exact %a text gives ---- */
+
+START_TEST(test_number_from_double)
+{
+	static const double special[] = {0.0, -0.0, 0x1p-1074, -0x1p-1074, 0x1.fffffffffffffp1023,
+	                                 1.0, INFINITY, -INFINITY, NAN};
+	int n = t_quick() ? 300 : 3000;
+	char text[64];
+	nm_number x, y;
+
+	for (int i = 0; i < n + (int)ARRAY_SIZE(special); i++) {
+		double d = i < (int)ARRAY_SIZE(special) ? special[i] : rand_double(21, (uint64_t)i);
+		double back;
+
+		if (isnan(d))
+			snprintf(text, sizeof(text), "nan");
+		else if (isinf(d))
+			snprintf(text, sizeof(text), "%s", d < 0 ? "-inf" : "inf");
+		else
+			snprintf(text, sizeof(text), "%a", d);
+		ck_assert_msg(nm_parse_number(text, &y) == NM_OK, "'%s'", text);
+		nm_number_from_double(d, &x);
+		ck_assert_msg(x.kind == y.kind && (x.neg == y.neg || x.kind == NM_NUM_NAN) &&
+		                  (x.kind != NM_NUM_FINITE ||
+		                   (x.man == y.man && (x.man == 0 || x.exp == y.exp) && !x.sticky &&
+		                    !y.sticky)),
+		              "%s: man %016" PRIx64 " exp %d, want %016" PRIx64 " exp %d", text, x.man,
+		              x.exp, y.man, y.exp);
+		ck_assert(nm_number_to_double(&x, &back));
+		ck_assert_msg(isnan(d) ? isnan(back) : memcmp(&back, &d, sizeof(d)) == 0, "%s", text);
+	}
+}
+END_TEST
+
+/* ---- nm_parse_count: one integer parser, one line saying what is wrong ---- */
+
+/* Run fn with stderr sent to a temporary file; the line it wrote in line. */
+static int with_stderr(char *line, size_t len, int (*fn)(void *), void *arg)
+{
+	FILE *tmp = tmpfile();
+	int saved = dup(STDERR_FILENO), rc;
+
+	ck_assert(tmp && saved >= 0);
+	fflush(stderr);
+	dup2(fileno(tmp), STDERR_FILENO);
+	rc = fn(arg);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(tmp);
+	line[0] = '\0';
+	if (!fgets(line, (int)len, tmp))
+		line[0] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	fclose(tmp);
+	return rc;
+}
+
+static const struct {
+	const char *text;
+	uint64_t lo, hi, want; /* want: the value, when msg is NULL */
+	const char *msg;
+} counts[] = {
+    {"7", 1, 10, 7, NULL},
+    {"1e3", 0, UINT64_MAX, 1000, NULL},
+    {"0x10", 0, 100, 16, NULL},
+    {"-0", 0, 5, 0, NULL},
+    {"2147483648", 1, UINT64_C(1) << 31, UINT64_C(1) << 31, NULL},
+    {"18446744073709551615", 0, UINT64_MAX, UINT64_MAX, NULL},
+    {"1e12", 1, UINT64_C(1) << 31, 0, "nanmap: bad --n '1e12': too large (at most 2147483648)"},
+    {"1e30", 1, 9, 0, "nanmap: bad --n '1e30': too large (at most 9)"},
+    {"18446744073709551616", 0, UINT64_MAX, 0,
+     "nanmap: bad --n '18446744073709551616': too large (at most 18446744073709551615)"},
+    {"0", 1, 9, 0, "nanmap: bad --n '0': too small (at least 1)"},
+    {"-1", 0, 9, 0, "nanmap: bad --n '-1': too small (at least 0)"},
+    {"-1e30", 0, 9, 0, "nanmap: bad --n '-1e30': too small (at least 0)"},
+    {"2.5", 1, 9, 0, "nanmap: bad --n '2.5': not an integer (want an integer in [1, 9])"},
+    {"1e-300", 0, 9, 0, "nanmap: bad --n '1e-300': not an integer (want an integer in [0, 9])"},
+    {"inf", 0, 9, 0, "nanmap: bad --n 'inf': not an integer (want an integer in [0, 9])"},
+    {"nan", 0, 9, 0, "nanmap: bad --n 'nan': not an integer (want an integer in [0, 9])"},
+    {"x", 0, 9, 0, "nanmap: bad --n 'x': not a number (want an integer in [0, 9])"},
+    {"", 0, 9, 0, "nanmap: bad --n '': not a number (want an integer in [0, 9])"},
+    {" 1", 0, 9, 0, "nanmap: bad --n ' 1': not a number (want an integer in [0, 9])"},
+};
+
+static int count_row;
+static uint64_t count_got;
+
+static int parse_count_row(void *arg)
+{
+	(void)arg;
+	return nm_parse_count("--n", counts[count_row].text, counts[count_row].lo,
+	                      counts[count_row].hi, &count_got);
+}
+
+START_TEST(test_counts)
+{
+	char line[256];
+	int rc;
+
+	count_row = _i;
+	count_got = 12345;
+	rc = with_stderr(line, sizeof(line), parse_count_row, NULL);
+	if (!counts[_i].msg) {
+		ck_assert_msg(rc == 0 && line[0] == '\0', "'%s': %s", counts[_i].text, line);
+		ck_assert_msg(count_got == counts[_i].want, "'%s': %" PRIu64, counts[_i].text,
+		              count_got);
+	} else {
+		ck_assert_msg(rc == NM_EXIT_ERR, "'%s' accepted", counts[_i].text);
+		ck_assert_str_eq(line, counts[_i].msg);
+		ck_assert_msg(count_got == 12345, "'%s' wrote its output", counts[_i].text);
+	}
+}
+END_TEST
+
+/* ---- nm_opt_parse: the one option rule ---- */
+
+enum { O_ONE, O_MANY, O_FLAG, O_CSV, O_JSON };
+
+static const nm_opt opt_defs[] = {
+    {"-o", "--one", O_ONE, NM_OPTF_VALUE, 0},   {NULL, "--many", O_MANY, NM_OPTF_VALUE | NM_OPTF_REPEAT, 0},
+    {NULL, "--flag", O_FLAG, 0, 0},             {NULL, "--csv", O_CSV, 0, 1},
+    {NULL, "--json", O_JSON, 0, 1},
+};
+
+struct opt_seen {
+	char log[256];
+};
+
+static int opt_take(void *ctx, const nm_opt *d, const char *val)
+{
+	struct opt_seen *s = ctx;
+	size_t n = strlen(s->log);
+
+	snprintf(s->log + n, sizeof(s->log) - n, "%d=%s;", d->id, val ? val : "-");
+	return 0;
+}
+
+static int opt_arg(void *ctx, const char *a)
+{
+	struct opt_seen *s = ctx;
+	size_t n = strlen(s->log);
+
+	snprintf(s->log + n, sizeof(s->log) - n, "[%s];", a);
+	return 0;
+}
+
+static const struct {
+	const char *args; /* blank-separated */
+	const char *log, *msg; /* msg NULL: accepted, with this log */
+} opt_rows[] = {
+    {"-o 1 a --many=2 --many 3 --flag --flag", "0=1;[a];1=2;1=3;2=-;2=-;", NULL},
+    {"--one=x -- --one -", "0=x;[--one];[-];", NULL},
+    {"--csv --csv", "3=-;3=-;", NULL},
+    {"-o 1 -o 2", NULL, "nanmap: option '-o' given twice"},
+    {"-o 1 --one=2", NULL, "nanmap: option '--one' given twice"},
+    {"--csv --json", NULL, "nanmap: --csv and --json exclude each other (give one)"},
+    {"--json x --csv", NULL, "nanmap: --json and --csv exclude each other (give one)"},
+    {"--flag=1", NULL, "nanmap: unknown option '--flag=1' for t (try: nanmap t --help)"},
+    {"--on 1", NULL, "nanmap: unknown option '--on' for t (try: nanmap t --help)"},
+    {"a --one", NULL, "nanmap: option '--one' needs a value"},
+};
+
+static int opt_row;
+static struct opt_seen opt_log;
+
+static int parse_opt_row(void *arg)
+{
+	char buf[128], *argv[16];
+	int argc = 0;
+
+	(void)arg;
+	snprintf(buf, sizeof(buf), "%s", opt_rows[opt_row].args);
+	for (char *t = strtok(buf, " "); t && argc < 16; t = strtok(NULL, " "))
+		argv[argc++] = t;
+	memset(&opt_log, 0, sizeof(opt_log));
+	return nm_opt_parse(&(nm_optparser){.cmd = "t",
+	                                    .defs = opt_defs,
+	                                    .ndefs = ARRAY_SIZE(opt_defs),
+	                                    .take = opt_take,
+	                                    .arg = opt_arg,
+	                                    .ctx = &opt_log},
+	                    argc, argv);
+}
+
+START_TEST(test_options)
+{
+	char line[256];
+	int rc;
+
+	opt_row = _i;
+	rc = with_stderr(line, sizeof(line), parse_opt_row, NULL);
+	if (!opt_rows[_i].msg) {
+		ck_assert_msg(rc == 0, "'%s': %s", opt_rows[_i].args, line);
+		ck_assert_str_eq(opt_log.log, opt_rows[_i].log);
+	} else {
+		ck_assert_msg(rc == NM_EXIT_ERR, "'%s' accepted", opt_rows[_i].args);
+		ck_assert_str_eq(line, opt_rows[_i].msg);
+	}
+}
+END_TEST
+
 START_TEST(test_fuzz)
 {
 	uint64_t n = t_quick() ? 20000 : 100000;
@@ -786,6 +1017,10 @@ Suite *suite_parse(void)
 	tcase_add_loop_test(tc, test_format_lists, 0, ARRAY_SIZE(lists));
 	tcase_add_loop_test(tc, test_lines, 0, ARRAY_SIZE(lines));
 	tcase_add_test(tc, test_text_forms);
+	tcase_add_test(tc, test_fail_line);
+	tcase_add_test(tc, test_number_from_double);
+	tcase_add_loop_test(tc, test_counts, 0, ARRAY_SIZE(counts));
+	tcase_add_loop_test(tc, test_options, 0, ARRAY_SIZE(opt_rows));
 	suite_add_tcase(s, tc);
 	tcase_add_loop_test(tx, test_rounds, 0, ARRAY_SIZE(rounds));
 	tcase_add_test(tx, test_agrees_with_from_double);

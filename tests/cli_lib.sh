@@ -67,3 +67,18 @@ bad() {
 	run "$@"
 	if [ -n "$msg" ]; then expect_err "$desc" "$msg"; else expect_err "$desc"; fi
 }
+
+# npy FILE DESCR SHAPE DATA: a .npy version 1.0 file as NumPy writes it (the
+# header padded with blanks so that 10 + its length is a multiple of 64);
+# DATA are the little-endian bytes as printf %b escapes.
+npy() {
+	h="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
+	pad=$(((64 - (10 + ${#h} + 1) % 64) % 64))
+	hlen=$((${#h} + pad + 1))
+	{
+		printf '\223NUMPY\001\000'
+		printf '%b' "\\0$(printf %o $((hlen % 256)))\\0$(printf %o $((hlen / 256)))"
+		printf '%s%*s\n' "$h" "$pad" ''
+		printf '%b' "$4"
+	} >"$1"
+}

@@ -53,21 +53,6 @@ ok_has() {
 	has "$desc" "$@"
 }
 
-# npy FILE DESCR SHAPE DATA: a .npy version 1.0 file as NumPy writes it (the
-# header padded with blanks so that 10 + its length is a multiple of 64);
-# DATA are the little-endian bytes as printf %b escapes.
-npy() {
-	h="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
-	pad=$(((64 - (10 + ${#h} + 1) % 64) % 64))
-	hlen=$((${#h} + pad + 1))
-	{
-		printf '\223NUMPY\001\000'
-		printf '%b' "\\0$(printf %o $((hlen % 256)))\\0$(printf %o $((hlen / 256)))"
-		printf '%s%*s\n' "$h" "$pad" ''
-		printf '%b' "$4"
-	} >"$1"
-}
-
 P16=storage=fp16
 SM="run softmax_ce --policy $P16 --variant naive"
 
@@ -286,6 +271,14 @@ bad "no policy" "nanmap: run needs --policy SPEC (e.g. --policy storage=fp16,com
 bad "bad policy format" "nanmap: bad policy 'storage=fp17': unknown format 'fp17'" \
 	run softmax_ce --policy storage=fp17 --values 1
 bad "bad policy key" "" run softmax_ce --policy storage=fp16,colour=red --values 1
+bad "policy key twice" \
+	"nanmap: bad policy 'storage=fp16,compute=fp16,compute=bf16': policy key 'compute' given twice" \
+	run softmax_ce --policy storage=fp16,compute=fp16,compute=bf16 --values 1
+bad "policy seed=-3 (was 2^64 - 3)" \
+	"nanmap: bad policy 'storage=fp16,seed=-3': bad seed '-3' in policy (an unsigned 64-bit integer)" \
+	run softmax_ce --policy storage=fp16,seed=-3 --values 1
+bad "policy seed beyond 64 bits" "" \
+	run softmax_ce --policy storage=fp16,seed=18446744073709551616 --values 1
 bad "policy without storage" "" run softmax_ce --policy compute=fp32 --values 1
 bad "bad value" "nanmap: bad value '1.2.3' in --values (item 2)" \
 	run softmax_ce --policy "$P16" --values 1,1.2.3
@@ -305,12 +298,24 @@ bad "--range without logspace" "nanmap: --range goes with --gen logspace (not --
 	run softmax_ce --policy "$P16" --gen normal --n 2 --range 1,2
 bad "bad --range" "nanmap: bad --range '2,1' (want LO,HI with 0 < LO <= HI, finite)" \
 	run softmax_ce --policy "$P16" --gen logspace --n 2 --range 2,1
-bad "bad --n" "nanmap: bad --n '0' (a positive integer)" run softmax_ce --policy "$P16" --gen ones --n 0
-bad "bad --rows" "nanmap: bad --rows 'x' (a positive integer)" \
+bad "bad --n" "nanmap: bad --n '0': too small (at least 1)" run softmax_ce --policy "$P16" --gen ones --n 0
+# one integer parser: it says whether a count is too large or not an integer
+bad "--n 1e12 is too large" "nanmap: bad --n '1e12': too large (at most 2147483648)" \
+	run softmax_ce --policy "$P16" --gen ones --n 1e12
+bad "--n 2.5 is not an integer" \
+	"nanmap: bad --n '2.5': not an integer (want an integer in [1, 2147483648])" \
+	run softmax_ce --policy "$P16" --gen ones --n 2.5
+bad "--n 1e30 is too large" "nanmap: bad --n '1e30': too large (at most 2147483648)" \
+	run softmax_ce --policy "$P16" --gen ones --n 1e30
+ok_has "--n 1e1 is ten" "$SM --gen ones --n 1e1 --no-truth" \
+	'softmax_ce naive, policy storage=fp16, input 1 x 10 (gen ones), seed 0'
+bad "bad --rows" "nanmap: bad --rows 'x': not a number (want an integer in [1, 2147483648])" \
 	run softmax_ce --policy "$P16" --values 1 --rows x
+bad "--rows -2" "nanmap: bad --rows '-2': too small (at least 1)" \
+	run softmax_ce --policy "$P16" --values 1 --rows -2
 bad "bad --scale" "nanmap: bad --scale 'inf' (a finite number)" \
 	run softmax_ce --policy "$P16" --gen ones --n 2 --scale inf
-bad "bad seed" "nanmap: bad seed '-1' (an unsigned 64-bit integer)" \
+bad "bad seed" "nanmap: bad --seed '-1': too small (at least 0)" \
 	run softmax_ce --policy "$P16" --values 1 --seed -1
 bad "too many elements" \
 	"nanmap: --n 100000 x --rows 100000 is too many elements (at most 2147483648)" \
@@ -332,6 +337,9 @@ bad "--no-truth with --backend truth" "nanmap: --no-truth and --backend truth ex
 	run softmax_ce --policy "$P16" --values 1 --backend truth --no-truth
 bad "option twice" "nanmap: option '--policy' given twice" \
 	run softmax_ce --policy "$P16" --values 1 --policy storage=bf16
+bad "--csv --json" "nanmap: --csv and --json exclude each other (give one)" \
+	run softmax_ce --policy "$P16" --values 1 --csv --json
+bad "--json --csv=" "" run softmax_ce --policy "$P16" --values 1 --json --csv
 bad "two kernels" "nanmap: run takes one KERNEL, 'lse' is a second one" \
 	run softmax_ce lse --policy "$P16" --values 1
 bad "unknown option" "nanmap: unknown option '--frob' for run (try: nanmap run --help)" \
@@ -351,5 +359,76 @@ bad "--gpu-tables, missing file" "nanmap: cannot read $tmp/none.txt: No such fil
 head -n 3 "$tmp/gt.txt" >"$tmp/short.txt"
 bad "--gpu-tables, short table" "nanmap: $tmp/short.txt:3: last table is short" \
 	run softmax_ce --policy "$P16" --values 1 --gpu-tables "$tmp/short.txt"
+
+# ---- kernel parameters: each checked against its range before any use ----
+# (label=1e300 was converted to size_t first: undefined behaviour)
+V2="--policy $P16 --values 1,2,3,4 --rows 2"
+for lab in 5 -1 0.5 nan 1e300; do
+	shown=$lab
+	[ "$lab" = 1e300 ] && shown=1e+300
+	bad "softmax_ce label=$lab" "nanmap: softmax_ce: label=$shown must be an integer in [0, 1]" \
+		run softmax_ce $V2 --param label=$lab
+done
+ok_has "softmax_ce label=1 (in range)" "run softmax_ce $V2 --param label=1" 'fast: ok'
+bad "layernorm eps=nan" "nanmap: layernorm: eps=nan must be finite and >= 0" \
+	run layernorm $V2 --param eps=nan
+bad "layernorm eps=-1" "nanmap: layernorm: eps=-1 must be finite and >= 0" \
+	run layernorm $V2 --param eps=-1
+bad "layernorm dy=inf" "nanmap: layernorm: dy=inf must be a finite number" \
+	run layernorm $V2 --param dy=inf
+bad "gradscaler init=nan" "nanmap: gradscaler: init=nan must be finite, in (0, 3.40282347e+38]" \
+	run gradscaler $V2 --param init=nan
+bad "gradscaler backoff=1" "nanmap: gradscaler: backoff=1 must be finite, in (0, 1)" \
+	run gradscaler $V2 --param backoff=1
+bad "gradscaler interval=2.5" \
+	"nanmap: gradscaler: interval=2.5 must be an integer in [1, 2147483647]" \
+	run gradscaler $V2 --param interval=2.5
+bad "gradscaler gfmt=8" "nanmap: gradscaler: gfmt=8 must be 0, 16 or 32" \
+	run gradscaler $V2 --param gfmt=8
+bad "backward classes=0" "nanmap: backward: classes=0 must be an integer in [1, 4096]" \
+	run backward $V2 --param classes=0
+bad "backward scale=-1" "nanmap: backward: scale=-1 must be finite, in (0, 3.40282347e+38]" \
+	run backward $V2 --param scale=-1
+bad "accum k=nan" "nanmap: accum: k=nan must be an integer in [1, 1000000000000]" \
+	run accum $V2 --param k=nan
+bad "accum gradacc scale=0" "nanmap: accum: scale=0 must be finite and > 0" \
+	run accum $V2 --variant gradacc --param scale=0
+
+# ---- memory: a run that cannot fit is refused before it allocates ----
+# (--n 2147483648 used to run for minutes and then say out of memory)
+# (NANMAP_MEMORY stands for the machine's available memory, in bytes)
+export NANMAP_MEMORY=24000000000
+bad "--n 2^31 with truth" \
+	"nanmap: --n 2147483648: the run needs about 1357 GB (input 17 GB, fast 103 GB, truth 1237 GB), more than the 24 GB of memory available (--no-truth skips truth)" \
+	run softmax_ce --policy "$P16" --gen ones --n 2147483648
+export NANMAP_MEMORY=24000000000
+bad "--n 2^31 --no-truth" \
+	"nanmap: --n 2147483648: the run needs about 120 GB (input 17 GB, fast 103 GB), more than the 24 GB of memory available" \
+	run softmax_ce --policy "$P16" --gen ones --n 2147483648 --no-truth
+export NANMAP_MEMORY=24000000000
+bad "--n x --rows, fast and exact" \
+	"nanmap: --n 65536 x --rows 32768: the run needs about 223 GB (input 17 GB, fast 103 GB, exact 103 GB), more than the 24 GB of memory available" \
+	run layernorm --policy "$P16" --gen ones --n 65536 --rows 32768 --no-truth --backend all
+export NANMAP_MEMORY=100
+bad "--values checked too" \
+	"nanmap: --values: the run needs about 2528 bytes (input 32 bytes, fast 192 bytes, truth 2304 bytes), more than the 100 bytes of memory available (--no-truth skips truth)" \
+	run softmax_ce --policy "$P16" --values 1,2,3,4
+export NANMAP_MEMORY=1000000
+ok_has "a small run fits" "$SM --values 1,2" 'fast: ok'
+unset NANMAP_MEMORY
+
+# ---- progress: on a terminal only, one line that the end erases ----
+if command -v script >/dev/null 2>&1; then
+	rc=0
+	script -qc "$N run accum --policy $P16 --gen ones --n 4194304 --no-truth >/dev/null" \
+		/dev/null >"$tmp/tty" 2>&1 || rc=$?
+	[ "$rc" -eq 0 ] || fail "progress on a terminal: exit status $rc"
+	tr '\r' '\n' <"$tmp/tty" | grep -q '^nanmap run: fast backend, [0-9.]* s elapsed' ||
+		fail "progress on a terminal: no phase line"
+	pass=$((pass + 1))
+fi
+run run accum --policy "$P16" --gen ones --n 4194304 --no-truth
+succeeded "no progress line when stderr is not a terminal"
+pass=$((pass + 1))
 
 echo "cli_run: $pass checks passed"

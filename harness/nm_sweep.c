@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +42,7 @@
 #endif
 
 #include "nm_case.h"
+#include "nm_file.h"
 #include "nm_parse.h"
 #include "nm_point.h"
 #include "nm_thresh.h"
@@ -233,68 +236,82 @@ static int sw_mkdirs(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* Write len bytes to path through a temporary file and rename(). */
-static int sw_write_file(const char *path, const void *data, size_t len, char *err,
-                         size_t errlen)
-{
-	char tmp[1100];
-	FILE *f;
-	bool bad;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
-	f = fopen(tmp, "wb");
-	if (!f) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	bad = fwrite(data, 1, len, f) != len;
-	bad |= fflush(f) != 0;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path) != 0) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-		remove(tmp);
-		return -1;
-	}
-	return 0;
-}
-
-/* The whole file, NUL-terminated (malloc'd), or NULL. */
-static char *sw_slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *b = NULL;
-	size_t n = 0, cap = 0;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		if (cap - n < 4096) {
-			char *nb = realloc(b, cap ? cap * 2 : 8192);
-			if (!nb) {
-				free(b);
-				fclose(f);
-				return NULL;
-			}
-			b = nb;
-			cap = cap ? cap * 2 : 8192;
-		}
-		size_t got = fread(b + n, 1, cap - n - 1, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	fclose(f);
-	b[n] = '\0';
-	if (len)
-		*len = n;
-	return b;
-}
-
 static bool sw_exists(const char *path)
 {
 	struct stat st;
 
 	return stat(path, &st) == 0;
+}
+
+/* Take the output folder's lock ("DIR/.state/lock", flock LOCK_EX|LOCK_NB) for
+ * the whole run and write our pid and start time into it; *fd stays open
+ * until exit, which (a kill included) releases it. Two sweeps into one
+ * folder would rewrite each other's journals. A read-only folder is locked
+ * through its existing lock file, read-only; one without a lock file needs
+ * none (nothing can write there). 0, or -1 with err. */
+static int sw_lock(const char *dir, int *fd, char *err, size_t errlen)
+{
+	char path[1100], info[160] = "";
+	bool ro = false;
+	int e;
+
+	*fd = -1;
+	snprintf(path, sizeof(path), "%s/.state", dir);
+	if (sw_mkdirs(path, err, errlen))
+		return -1;
+	snprintf(path, sizeof(path), "%s/.state/lock", dir);
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (*fd < 0 && (errno == EROFS || errno == EACCES)) {
+		ro = true;
+		*fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (*fd < 0 && errno == ENOENT)
+			return 0;
+	}
+	if (*fd < 0) {
+		snprintf(err, errlen, "cannot lock %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+		e = errno;
+		if (e == EWOULDBLOCK) {
+			/* the holder writes its line just after it locks: wait for it */
+			for (int i = 0; i < 50 && !info[0]; i++) {
+				ssize_t n = pread(*fd, info, sizeof(info) - 1, 0);
+
+				info[n > 0 ? n : 0] = '\0';
+				info[strcspn(info, "\n")] = '\0';
+				if (!info[0])
+					nanosleep(&(struct timespec){0, 10000000}, NULL);
+			}
+			for (char *c = info; *c; c++)
+				if ((unsigned char)*c < ' ' || (unsigned char)*c > '~')
+					*c = '?';
+			snprintf(err, errlen, "%s is in use by another sweep (%s; lock %s)", dir,
+			         info[0] ? info : "holder unknown", path);
+		} else {
+			snprintf(err, errlen, "cannot lock %s: %s", path, strerror(e));
+		}
+		close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	if (!ro) {
+		time_t now = time(NULL);
+		struct tm tm;
+		char when[40] = "?";
+		int n;
+
+		if (gmtime_r(&now, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+		n = snprintf(info, sizeof(info), "pid %ld, started %s\n", (long)getpid(), when);
+		if (ftruncate(*fd, 0) != 0 || pwrite(*fd, info, (size_t)n, 0) != n) {
+			snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+			close(*fd);
+			*fd = -1;
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* ---- finding and loading the case files ---- */
@@ -715,7 +732,7 @@ static FILE *sw_journal_open(struct sw_case_run *cr, bool fresh, size_t *ndone, 
                              size_t errlen)
 {
 	struct sw_buf keep = {0};
-	char *text = fresh ? NULL : sw_slurp(cr->journal, NULL);
+	char *text = fresh ? NULL : nm_file_read(cr->journal, NULL);
 	FILE *f;
 
 	*ndone = 0;
@@ -744,7 +761,7 @@ static FILE *sw_journal_open(struct sw_case_run *cr, bool fresh, size_t *ndone, 
 		}
 		free(text);
 	}
-	if (keep.oom || sw_write_file(cr->journal, keep.s, keep.n, err, errlen)) {
+	if (keep.oom || nm_file_write(cr->journal, keep.s, keep.n, err, errlen)) {
 		if (keep.oom)
 			snprintf(err, errlen, "out of memory");
 		sw_buf_free(&keep);
@@ -897,7 +914,7 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	} else {
-		rc = sw_write_file(cr->csv, b.s, b.n, err, errlen);
+		rc = nm_file_write(cr->csv, b.s, b.n, err, errlen);
 	}
 	sw_buf_free(&b);
 	if (rc || !c->nseries)
@@ -926,7 +943,7 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	} else {
-		rc = sw_write_file(cr->series_csv, b.s, b.n, err, errlen);
+		rc = nm_file_write(cr->series_csv, b.s, b.n, err, errlen);
 	}
 	sw_buf_free(&b);
 	return rc;
@@ -958,7 +975,7 @@ static int sw_thresh_save(const struct sw_case_run *cr, const nm_thresh_row *row
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	} else {
-		rc = sw_write_file(cr->thresh, b.s, b.n, err, errlen);
+		rc = nm_file_write(cr->thresh, b.s, b.n, err, errlen);
 	}
 	sw_buf_free(&b);
 	return rc;
@@ -968,7 +985,7 @@ static int sw_thresh_save(const struct sw_case_run *cr, const nm_thresh_row *row
 static int sw_thresh_load(const struct sw_case_run *cr, nm_thresh_row **rows, size_t *n)
 {
 	size_t len, cnt, size;
-	char *text = sw_slurp(cr->thresh, &len), *nl;
+	char *text = nm_file_read(cr->thresh, &len), *nl;
 	char head[256];
 
 	*rows = NULL;
@@ -1026,7 +1043,7 @@ static int sw_add_rows(struct sw_all *s, nm_thresh_row *rows, size_t n)
 static bool sw_up_to_date(const struct sw_case_run *cr)
 {
 	size_t len;
-	char *st = sw_slurp(cr->state, &len);
+	char *st = nm_file_read(cr->state, &len);
 	bool ok = st && len == strlen(cr->tag) + 1 && !strncmp(st, cr->tag, strlen(cr->tag)) &&
 	          st[len - 1] == '\n' && sw_exists(cr->csv) &&
 	          (!cr->c->nseries || sw_exists(cr->series_csv));
@@ -1081,7 +1098,13 @@ static int sw_mpi_gather(struct sw_all *s, struct sw_case_run *cr, struct sw_buf
 			struct sw_pt p;
 			size_t idx;
 
-			fwrite(line, 1, (size_t)(nl + 1 - line), journal);
+			if (fwrite(line, 1, (size_t)(nl + 1 - line), journal) !=
+			    (size_t)(nl + 1 - line)) {
+				snprintf(s->err, sizeof(s->err), "cannot append to %s: %s",
+				         cr->journal, strerror(errno));
+				free(buf);
+				return -1;
+			}
 			*nl = '\0';
 			if (sw_decode(line, cr->npoints, cr->nbe, &idx, &p) || cr->pts[idx].done) {
 				free(buf);
@@ -1093,7 +1116,11 @@ static int sw_mpi_gather(struct sw_all *s, struct sw_case_run *cr, struct sw_buf
 			cr->pts[idx].done = true;
 		}
 		free(buf);
-		fflush(journal);
+		if (fflush(journal) != 0) {
+			snprintf(s->err, sizeof(s->err), "cannot append to %s: %s", cr->journal,
+			         strerror(errno));
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -1167,9 +1194,14 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 			} else {
 				cr->pts[mine[k]] = pt;
 				if (s->rank == 0) {
-					fwrite(line.s, 1, line.n, journal);
-					fflush(journal);
-					if (++journalled == stop_after) {
+					/* a point not journalled would be lost to a resume:
+					 * stop at the first failed append (ENOSPC) */
+					if (fwrite(line.s, 1, line.n, journal) != line.n ||
+					    fflush(journal) != 0) {
+						snprintf(s->err, sizeof(s->err), "cannot append to %s: %s",
+						         cr->journal, strerror(errno));
+						failed = 1;
+					} else if (++journalled == stop_after) {
 						/* as Ctrl-C would, even where the shell
 						 * started us with SIGINT ignored */
 						signal(SIGINT, SIG_DFL);
@@ -1268,8 +1300,16 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 		rc = 0;
 		goto out;
 	}
-	fclose(journal);
-	journal = NULL;
+	{
+		int bad = fclose(journal);
+
+		journal = NULL;
+		if (bad) {
+			snprintf(s->err, sizeof(s->err), "cannot append to %s: %s", cr.journal,
+			         strerror(errno));
+			goto out;
+		}
+	}
 	t1 = sw_now();
 	snprintf(dir, sizeof(dir), "%s/.state", s->o.out);
 	if (sw_write_csv(&cr, s->err, sizeof(s->err)) || sw_mkdirs(dir, s->err, sizeof(s->err)))
@@ -1301,7 +1341,7 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 		char line[200];
 		int n = snprintf(line, sizeof(line), "%s\n", cr.tag);
 
-		if (sw_write_file(cr.state, line, (size_t)n, s->err, sizeof(s->err)))
+		if (nm_file_write(cr.state, line, (size_t)n, s->err, sizeof(s->err)))
 			goto out;
 	}
 	remove(cr.journal);
@@ -1440,7 +1480,7 @@ static int sw_finish(struct sw_all *s)
 int nm_sweep_main(int argc, char **argv)
 {
 	struct sw_all *s = calloc(1, sizeof(*s));
-	int rc;
+	int rc, lockfd = -1;
 
 	if (!s)
 		return nm_fail("out of memory");
@@ -1472,8 +1512,21 @@ int nm_sweep_main(int argc, char **argv)
 #endif
 	if (!rc && s->rank == 0 &&
 	    (sw_mkdirs(s->o.out, s->err, sizeof(s->err)) ||
+	     sw_lock(s->o.out, &lockfd, s->err, sizeof(s->err)) ||
 	     sw_mkdirs(s->o.plots, s->err, sizeof(s->err))))
 		rc = nm_fail("%s", s->err);
+	if (!rc && s->rank == 0) {
+		/* what a killed run left half-written (never a live process's) */
+		const char *sub[] = {"", "/.partial", "/.state"};
+		char d[1100];
+
+		for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+			snprintf(d, sizeof(d), "%s%s", s->o.out, sub[i]);
+			(void)nm_file_clean(d);
+		}
+		(void)nm_file_clean(s->o.plots);
+		(void)nm_file_clean(s->o.docs);
+	}
 	rc = sw_bcast_int(s, rc);
 	for (size_t i = 0; i < s->ncases && !rc; i++) {
 		if (s->o.only && strcmp(s->cases[i]->name, s->o.only) != 0) {
@@ -1507,5 +1560,7 @@ int nm_sweep_main(int argc, char **argv)
 	free(s->rows);
 	free(s->o.paths);
 	free(s);
+	if (lockfd >= 0)
+		close(lockfd); /* the lock ends here */
 	return rc;
 }

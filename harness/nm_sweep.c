@@ -1040,16 +1040,132 @@ static int sw_add_rows(struct sw_all *s, nm_thresh_row *rows, size_t n)
 	return 0;
 }
 
-static bool sw_up_to_date(const struct sw_case_run *cr)
-{
-	size_t len;
-	char *st = nm_file_read(cr->state, &len);
-	bool ok = st && len == strlen(cr->tag) + 1 && !strncmp(st, cr->tag, strlen(cr->tag)) &&
-	          st[len - 1] == '\n' && sw_exists(cr->csv) &&
-	          (!cr->c->nseries || sw_exists(cr->series_csv));
+/* ---- the state file: what a finished case wrote, each file with its size
+ * and FNV-1a, so "up to date" is a fact about the files, not about their
+ * names: a CSV cut short or a plot broken by a full disk is redone ----
+ *
+ *   TAG
+ *   file SIZE HASH =PATH      the CSVs and the thresholds cache
+ *   plot SIZE HASH =PATH      the plots, added once they are drawn
+ */
 
+/* path's size and FNV-1a; -1 when it cannot be read. */
+static int sw_digest(const char *path, size_t *size, uint64_t *h)
+{
+	char *b = nm_file_read(path, size);
+
+	if (!b)
+		return -1;
+	*h = nm_fnv1a(b, *size);
+	free(b);
+	return 0;
+}
+
+static int sw_state_add(struct sw_buf *b, const char *kind, const char *path, char *err,
+                        size_t errlen)
+{
+	size_t size;
+	uint64_t h;
+
+	if (sw_digest(path, &size, &h)) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	sw_printf(b, "%s %zu %016" PRIx64, kind, size, h);
+	sw_put_str(b, path);
+	sw_printf(b, "\n");
+	return 0;
+}
+
+/* Write cr's state: its data files, and its plots under plots (NULL: none
+ * yet; a plot file that is not there is not recorded). */
+static int sw_state_write(const struct sw_case_run *cr, const char *plots, char *err,
+                          size_t errlen)
+{
+	struct sw_buf b = {0};
+	int rc;
+
+	sw_printf(&b, "%s\n", cr->tag);
+	rc = sw_state_add(&b, "file", cr->csv, err, errlen);
+	if (!rc && cr->c->nseries)
+		rc = sw_state_add(&b, "file", cr->series_csv, err, errlen);
+	if (!rc)
+		rc = sw_state_add(&b, "file", cr->thresh, err, errlen);
+	for (int k = 0; k < 2 && plots && !rc; k++) {
+		char p[1100];
+
+		snprintf(p, sizeof(p), "%s/%s.%s", plots, cr->c->name, k ? "svg" : "png");
+		if (sw_exists(p))
+			rc = sw_state_add(&b, "plot", p, err, errlen);
+	}
+	if (!rc && b.oom) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+	}
+	if (!rc)
+		rc = nm_file_write(cr->state, b.s, b.n, err, errlen);
+	sw_buf_free(&b);
+	return rc;
+}
+
+/* Does the state at path carry tag, and does every file of kind it lists
+ * hold the recorded bytes, the nneed paths in need[] among them? When not,
+ * why says which file did not match (empty: no state or another tag). */
+static bool sw_state_ok(const char *path, const char *tag, const char *kind,
+                        const char *const *need, size_t nneed, char *why, size_t whylen)
+{
+	size_t len, tl = strlen(tag), found = 0;
+	char *st = nm_file_read(path, &len), *line, *nl;
+	bool ok;
+
+	why[0] = '\0';
+	ok = st && len > tl && !strncmp(st, tag, tl) && st[tl] == '\n';
+	for (line = ok ? st + tl + 1 : NULL; ok && line && (nl = strchr(line, '\n'));
+	     line = nl + 1) {
+		struct sw_tok t = {line, false};
+		char name[1100] = "", *k, *hs, *end;
+		uint64_t want_size, want_h, h = 0;
+		size_t size = 0;
+
+		*nl = '\0';
+		k = sw_next(&t);
+		want_size = sw_next_u(&t, SIZE_MAX);
+		hs = sw_next(&t);
+		sw_next_str(&t, name, sizeof(name));
+		if (t.bad || sw_next(&t) || strlen(hs) != 16 ||
+		    (want_h = strtoull(hs, &end, 16), *end)) {
+			snprintf(why, whylen, "%s is damaged", path);
+			ok = false;
+			break;
+		}
+		if (strcmp(k, kind) != 0)
+			continue;
+		if (sw_digest(name, &size, &h)) {
+			snprintf(why, whylen, "%s is missing", name);
+			ok = false;
+		} else if (size != want_size || h != want_h) {
+			snprintf(why, whylen, "%s does not match the state (%zu bytes, %" PRIu64
+			         " recorded, or another checksum)", name, size, want_size);
+			ok = false;
+		}
+		for (size_t i = 0; i < nneed; i++)
+			found += !strcmp(need[i], name);
+	}
+	if (ok && found < nneed) {
+		ok = false;
+		if (st && len > tl)
+			snprintf(why, whylen, "%s has no record of every output", path);
+	}
 	free(st);
 	return ok;
+}
+
+/* Are cr's results what its state recorded? why: as sw_state_ok. */
+static bool sw_up_to_date(const struct sw_case_run *cr, char *why, size_t whylen)
+{
+	const char *need[3] = {cr->csv, cr->thresh, cr->series_csv};
+
+	return sw_state_ok(cr->state, cr->tag, "file", need, cr->c->nseries ? 3 : 2, why, whylen);
 }
 
 #ifdef NM_MPI
@@ -1245,15 +1361,19 @@ static int sw_bcast_int(const struct sw_all *s, int v)
 
 #ifdef SW_HAVE_PLOT
 /* An up-to-date case is skipped entirely when both its plots are there too. */
-static bool sw_plotted(const struct sw_all *s, const nm_case *c)
+static bool sw_plotted(const struct sw_all *s, const nm_case *c, const char *tag)
 {
-	char p[1100];
+	char png[1100], svg[1100], state[1100], why[1400];
+	const char *need[2] = {png, svg};
 	bool ok;
 
-	snprintf(p, sizeof(p), "%s/%s.png", s->o.plots, c->name);
-	ok = sw_exists(p);
-	snprintf(p, sizeof(p), "%s/%s.svg", s->o.plots, c->name);
-	return ok && sw_exists(p);
+	snprintf(png, sizeof(png), "%s/%s.png", s->o.plots, c->name);
+	snprintf(svg, sizeof(svg), "%s/%s.svg", s->o.plots, c->name);
+	snprintf(state, sizeof(state), "%s/.state/%s.hash", s->o.out, c->name);
+	ok = sw_state_ok(state, tag, "plot", need, 2, why, sizeof(why));
+	if (!ok && why[0] && !s->o.quiet)
+		fprintf(stderr, "sweep: %s: %s; plotting again\n", c->name, why);
+	return ok;
 }
 #endif
 
@@ -1272,9 +1392,14 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 		snprintf(s->err, sizeof(s->err), "out of memory");
 		return sw_bcast_int(s, -1);
 	}
-	if (s->rank == 0 && !s->o.fresh && sw_up_to_date(&cr) &&
-	    sw_thresh_load(&cr, &rows, &nrows) == 0)
-		skip = 1;
+	if (s->rank == 0 && !s->o.fresh) {
+		char why[1400];
+
+		if (sw_up_to_date(&cr, why, sizeof(why)) && sw_thresh_load(&cr, &rows, &nrows) == 0)
+			skip = 1;
+		else if (why[0] && !s->o.quiet)
+			fprintf(stderr, "sweep: %s: %s; computing again\n", c->name, why);
+	}
 	if (sw_bcast_int(s, skip)) {
 		if (s->rank == 0) {
 			rc = sw_add_rows(s, rows, nrows);
@@ -1337,13 +1462,8 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 			snprintf(s->err, sizeof(s->err), "out of memory");
 		goto out;
 	}
-	{
-		char line[200];
-		int n = snprintf(line, sizeof(line), "%s\n", cr.tag);
-
-		if (nm_file_write(cr.state, line, (size_t)n, s->err, sizeof(s->err)))
-			goto out;
-	}
+	if (sw_state_write(&cr, NULL, s->err, sizeof(s->err)))
+		goto out;
 	remove(cr.journal);
 	if (!s->o.quiet)
 		fprintf(stderr,
@@ -1352,11 +1472,13 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 plot:
 	rc = 0;
 #ifdef SW_HAVE_PLOT
-	if (s->rank == 0 && !(skip && sw_plotted(s, c))) {
+	if (s->rank == 0 && !(skip && sw_plotted(s, c, cr.tag))) {
 		char perr[SW_ERR_LEN] = "";
 
 		if (nm_plot_case(c, s->o.out, s->o.plots, perr, sizeof(perr))) {
 			snprintf(s->err, sizeof(s->err), "%s: plot: %s", c->name, perr);
+			rc = -1;
+		} else if (sw_state_write(&cr, s->o.plots, s->err, sizeof(s->err))) {
 			rc = -1;
 		}
 	}
@@ -1536,7 +1658,10 @@ int nm_sweep_main(int argc, char **argv)
 			size_t n;
 
 			if (s->rank == 0 && sw_case_init(&cr, s->cases[i], &s->o) == 0) {
-				if (sw_up_to_date(&cr) && sw_thresh_load(&cr, &rows, &n) == 0) {
+				char why[1400];
+
+				if (sw_up_to_date(&cr, why, sizeof(why)) &&
+				    sw_thresh_load(&cr, &rows, &n) == 0) {
 					(void)sw_add_rows(s, rows, n);
 					free(rows);
 				}

@@ -635,6 +635,7 @@ struct sw_case_run {
 	int nbe;
 	size_t n0, n1, npoints;
 	const double *g0, *g1;
+	const char *out; /* --out */
 	struct sw_pt *pts;
 	char journal[1100], csv[1100], series_csv[1100], state[1100], thresh[1100];
 	char tag[160]; /* version, hash, grid: what a journal or state must match */
@@ -685,6 +686,7 @@ static void sw_case_paths(struct sw_case_run *cr, const struct sw_opts *o)
 {
 	const char *nm = cr->c->name;
 
+	cr->out = o->out;
 	snprintf(cr->csv, sizeof(cr->csv), "%s/%s.csv", o->out, nm);
 	snprintf(cr->series_csv, sizeof(cr->series_csv), "%s/%s-series.csv", o->out, nm);
 	snprintf(cr->journal, sizeof(cr->journal), "%s/.partial/%s.journal", o->out, nm);
@@ -1045,8 +1047,11 @@ static int sw_add_rows(struct sw_all *s, nm_thresh_row *rows, size_t n)
  * names: a CSV cut short or a plot broken by a full disk is redone ----
  *
  *   TAG
- *   file SIZE HASH =PATH      the CSVs and the thresholds cache
- *   plot SIZE HASH =PATH      the plots, added once they are drawn
+ *   file SIZE HASH =PATH      the CSVs and the thresholds cache (PATH in --out)
+ *   plot SIZE HASH =PATH      the plots, added once they are drawn (in --plots)
+ *
+ * PATHs are relative to their folder, so a results folder copied or mounted
+ * elsewhere is still up to date.
  */
 
 /* path's size and FNV-1a; -1 when it cannot be read. */
@@ -1061,8 +1066,8 @@ static int sw_digest(const char *path, size_t *size, uint64_t *h)
 	return 0;
 }
 
-static int sw_state_add(struct sw_buf *b, const char *kind, const char *path, char *err,
-                        size_t errlen)
+static int sw_state_add(struct sw_buf *b, const char *kind, const char *dir, const char *path,
+                        char *err, size_t errlen)
 {
 	size_t size;
 	uint64_t h;
@@ -1072,7 +1077,7 @@ static int sw_state_add(struct sw_buf *b, const char *kind, const char *path, ch
 		return -1;
 	}
 	sw_printf(b, "%s %zu %016" PRIx64, kind, size, h);
-	sw_put_str(b, path);
+	sw_put_str(b, path + strlen(dir) + 1);
 	sw_printf(b, "\n");
 	return 0;
 }
@@ -1086,17 +1091,17 @@ static int sw_state_write(const struct sw_case_run *cr, const char *plots, char 
 	int rc;
 
 	sw_printf(&b, "%s\n", cr->tag);
-	rc = sw_state_add(&b, "file", cr->csv, err, errlen);
+	rc = sw_state_add(&b, "file", cr->out, cr->csv, err, errlen);
 	if (!rc && cr->c->nseries)
-		rc = sw_state_add(&b, "file", cr->series_csv, err, errlen);
+		rc = sw_state_add(&b, "file", cr->out, cr->series_csv, err, errlen);
 	if (!rc)
-		rc = sw_state_add(&b, "file", cr->thresh, err, errlen);
+		rc = sw_state_add(&b, "file", cr->out, cr->thresh, err, errlen);
 	for (int k = 0; k < 2 && plots && !rc; k++) {
 		char p[1100];
 
 		snprintf(p, sizeof(p), "%s/%s.%s", plots, cr->c->name, k ? "svg" : "png");
 		if (sw_exists(p))
-			rc = sw_state_add(&b, "plot", p, err, errlen);
+			rc = sw_state_add(&b, "plot", plots, p, err, errlen);
 	}
 	if (!rc && b.oom) {
 		snprintf(err, errlen, "out of memory");
@@ -1109,9 +1114,10 @@ static int sw_state_write(const struct sw_case_run *cr, const char *plots, char 
 }
 
 /* Does the state at path carry tag, and does every file of kind it lists
- * hold the recorded bytes, the nneed paths in need[] among them? When not,
- * why says which file did not match (empty: no state or another tag). */
-static bool sw_state_ok(const char *path, const char *tag, const char *kind,
+ * (in dir) hold the recorded bytes, the nneed paths in need[] among them?
+ * When not, why says which file did not match (empty: no state or another
+ * tag). */
+static bool sw_state_ok(const char *path, const char *tag, const char *kind, const char *dir,
                         const char *const *need, size_t nneed, char *why, size_t whylen)
 {
 	size_t len, tl = strlen(tag), found = 0;
@@ -1123,7 +1129,7 @@ static bool sw_state_ok(const char *path, const char *tag, const char *kind,
 	for (line = ok ? st + tl + 1 : NULL; ok && line && (nl = strchr(line, '\n'));
 	     line = nl + 1) {
 		struct sw_tok t = {line, false};
-		char name[1100] = "", *k, *hs, *end;
+		char rel[1100] = "", name[2300], *k, *hs, *end;
 		uint64_t want_size, want_h, h = 0;
 		size_t size = 0;
 
@@ -1131,7 +1137,7 @@ static bool sw_state_ok(const char *path, const char *tag, const char *kind,
 		k = sw_next(&t);
 		want_size = sw_next_u(&t, SIZE_MAX);
 		hs = sw_next(&t);
-		sw_next_str(&t, name, sizeof(name));
+		sw_next_str(&t, rel, sizeof(rel));
 		if (t.bad || sw_next(&t) || strlen(hs) != 16 ||
 		    (want_h = strtoull(hs, &end, 16), *end)) {
 			snprintf(why, whylen, "%s is damaged", path);
@@ -1140,6 +1146,7 @@ static bool sw_state_ok(const char *path, const char *tag, const char *kind,
 		}
 		if (strcmp(k, kind) != 0)
 			continue;
+		snprintf(name, sizeof(name), "%s/%s", dir, rel);
 		if (sw_digest(name, &size, &h)) {
 			snprintf(why, whylen, "%s is missing", name);
 			ok = false;
@@ -1165,7 +1172,8 @@ static bool sw_up_to_date(const struct sw_case_run *cr, char *why, size_t whylen
 {
 	const char *need[3] = {cr->csv, cr->thresh, cr->series_csv};
 
-	return sw_state_ok(cr->state, cr->tag, "file", need, cr->c->nseries ? 3 : 2, why, whylen);
+	return sw_state_ok(cr->state, cr->tag, "file", cr->out, need, cr->c->nseries ? 3 : 2, why,
+	                   whylen);
 }
 
 #ifdef NM_MPI
@@ -1363,14 +1371,14 @@ static int sw_bcast_int(const struct sw_all *s, int v)
 /* An up-to-date case is skipped entirely when both its plots are there too. */
 static bool sw_plotted(const struct sw_all *s, const nm_case *c, const char *tag)
 {
-	char png[1100], svg[1100], state[1100], why[1400];
+	char png[1100], svg[1100], state[1100], why[2600];
 	const char *need[2] = {png, svg};
 	bool ok;
 
 	snprintf(png, sizeof(png), "%s/%s.png", s->o.plots, c->name);
 	snprintf(svg, sizeof(svg), "%s/%s.svg", s->o.plots, c->name);
 	snprintf(state, sizeof(state), "%s/.state/%s.hash", s->o.out, c->name);
-	ok = sw_state_ok(state, tag, "plot", need, 2, why, sizeof(why));
+	ok = sw_state_ok(state, tag, "plot", s->o.plots, need, 2, why, sizeof(why));
 	if (!ok && why[0] && !s->o.quiet)
 		fprintf(stderr, "sweep: %s: %s; plotting again\n", c->name, why);
 	return ok;
@@ -1393,7 +1401,7 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 		return sw_bcast_int(s, -1);
 	}
 	if (s->rank == 0 && !s->o.fresh) {
-		char why[1400];
+		char why[2600];
 
 		if (sw_up_to_date(&cr, why, sizeof(why)) && sw_thresh_load(&cr, &rows, &nrows) == 0)
 			skip = 1;
@@ -1658,7 +1666,7 @@ int nm_sweep_main(int argc, char **argv)
 			size_t n;
 
 			if (s->rank == 0 && sw_case_init(&cr, s->cases[i], &s->o) == 0) {
-				char why[1400];
+				char why[2600];
 
 				if (sw_up_to_date(&cr, why, sizeof(why)) &&
 				    sw_thresh_load(&cr, &rows, &n) == 0) {

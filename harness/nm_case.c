@@ -1010,17 +1010,9 @@ int nm_case_load(const char *path, nm_case *c, char *err, size_t errlen)
 			goto out;
 	{
 		/* the largest input any point makes must be one that can be allocated */
-		double r = (double)c->rows, k = (double)c->cols;
+		double r, k;
 
-		for (size_t i = 0; i < c->naxes; i++) {
-			const nm_axis *a = &c->axes[i];
-
-			if (a->target == NM_SET_ROWS)
-				r = a->values[a->nvalues - 1];
-			if (a->target == NM_SET_COLS)
-				k = a->values[a->nvalues - 1];
-		}
-		if (r * k > 0x1p28) {
+		if (nm_case_max_input(c, &r, &k) > 0x1p28) {
 			nc_err(x, 0, NULL, "inputs of up to %.0f x %.0f values (at most 2^28)", r, k);
 			goto out;
 		}
@@ -1033,6 +1025,23 @@ out:
 	free(x);
 	free(buf);
 	return rc;
+}
+
+double nm_case_max_input(const nm_case *c, double *rows, double *cols)
+{
+	double r = (double)c->rows, k = (double)c->cols;
+
+	for (size_t i = 0; i < c->naxes; i++) {
+		const nm_axis *a = &c->axes[i];
+
+		if (a->target == NM_SET_ROWS)
+			r = a->values[a->nvalues - 1];
+		if (a->target == NM_SET_COLS)
+			k = a->values[a->nvalues - 1];
+	}
+	*rows = r;
+	*cols = k;
+	return r * k;
 }
 
 void nm_case_free(nm_case *c)

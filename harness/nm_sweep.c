@@ -65,6 +65,7 @@
 #define SW_MAX_CASES 256
 #define SW_MAX_SER 8
 #define SW_NBE 2
+#define SW_MAX_MEMORY 0x1p33 /* 8 GiB: --max-memory's default */
 
 /* ---- a growing string ---- */
 
@@ -121,6 +122,7 @@ static void sw_buf_free(struct sw_buf *b)
 struct sw_opts {
 	bool quick, fresh, quiet;
 	int jobs;
+	double max_memory; /* bytes a case's results may take (--max-memory) */
 	const char *out, *plots, *docs, *only;
 	char **paths;
 	size_t npaths;
@@ -128,7 +130,8 @@ struct sw_opts {
 
 static const char sw_usage[] =
     "usage: nanmap sweep [--quick] [--fresh] [--quiet] [-j N] [--out DIR]\n"
-    "                    [--plots DIR] [--docs DIR] [--only NAME] PATH...\n"
+    "                    [--plots DIR] [--docs DIR] [--only NAME] [--max-memory SIZE]\n"
+    "                    PATH...\n"
     "  PATH         a .case file, or a directory of them (and of its subdirectories,\n"
     "               one level down: cases/ includes cases/claims/)\n"
     "  --quick      the coarse grids; outputs default to build/sweep-quick/\n"
@@ -139,8 +142,30 @@ static const char sw_usage[] =
     "  --plots DIR  <case>.png and .svg (default plots)\n"
     "  --docs DIR   thresholds.md, claims.md (default docs)\n"
     "  --only NAME  run only the case NAME (every file is still checked)\n"
+    "  --max-memory SIZE  the most a case's results may take in memory, in bytes\n"
+    "               or with K, M, G, T (powers of 1024; default 8G)\n"
     "Every case file is checked before anything runs; an interrupted sweep\n"
     "resumes where it stopped (docs/sweep.md).\n";
+
+/* "123", "64K", "16G": bytes, or a whole number of KiB, MiB, GiB, TiB. */
+static int sw_parse_size(const char *a, double *bytes)
+{
+	static const char units[] = "KMGT";
+	char num[32];
+	size_t n = strlen(a);
+	const char *u = n ? strchr(units, a[n - 1]) : NULL;
+	uint64_t v;
+
+	if (!n || n >= sizeof(num) || (a[n - 1] && u && n == 1))
+		return -1;
+	memcpy(num, a, n + 1);
+	if (u && a[n - 1])
+		num[n - 1] = '\0';
+	if (nm_parse_u64(num, &v) != NM_OK || v == 0)
+		return -1;
+	*bytes = ldexp((double)v, u && a[n - 1] ? 10 * (int)(u - units + 1) : 0);
+	return 0;
+}
 
 static int sw_parse_opts(struct sw_opts *o, int argc, char **argv)
 {
@@ -182,7 +207,13 @@ static int sw_parse_opts(struct sw_opts *o, int argc, char **argv)
 			dst = &o->docs;
 		else if (!strcmp(a, "--only"))
 			dst = &o->only;
-		else if (strcmp(a, "-j") != 0)
+		else if (!strcmp(a, "--max-memory")) {
+			if (i + 1 >= argc || sw_parse_size(argv[i + 1], &o->max_memory))
+				return nm_fail("sweep: bad --max-memory '%s' (bytes, or a number with K, "
+				               "M, G or T)", i + 1 < argc ? argv[i + 1] : "");
+			i++;
+			continue;
+		} else if (strcmp(a, "-j") != 0)
 			return nm_fail("sweep: unknown option '%s' (try: nanmap sweep --help)", a);
 		if (i + 1 >= argc)
 			return nm_fail("sweep: %s needs a value", a);
@@ -201,6 +232,8 @@ static int sw_parse_opts(struct sw_opts *o, int argc, char **argv)
 	}
 	if (o->npaths == 0)
 		return nm_fail("sweep needs a PATH (a .case file or a directory, e.g. cases)");
+	if (o->max_memory == 0)
+		o->max_memory = SW_MAX_MEMORY;
 	if (!o->out)
 		o->out = o->quick ? "build/sweep-quick/results" : "results";
 	if (!o->plots)
@@ -698,21 +731,71 @@ static void sw_case_paths(struct sw_case_run *cr, const struct sw_opts *o)
 	         NM_VERSION, cr->c->hash, cr->quick ? "quick" : "full", cr->npoints, cr->nbe);
 }
 
+/* A case's grid sizes, as sw_case_init takes them. */
+static void sw_grid_sizes(const nm_case *c, bool quick, size_t *n0, size_t *n1)
+{
+	*n0 = *n1 = 1;
+	if (c->naxes > 0)
+		*n0 = quick ? c->axes[0].nquick : c->axes[0].nvalues;
+	if (c->naxes > 1)
+		*n1 = quick ? c->axes[1].nquick : c->axes[1].nvalues;
+}
+
+/* What one point's results take in memory, from above: its slot in the
+ * results array, its CSV rows and journal line (every output's numbers at
+ * up to 26 characters, 3000 bytes a backend), and its series at the size of
+ * the largest input, each value a double, a journal number and a row of the
+ * series CSV (240 bytes). */
+static double sw_point_bytes(const nm_case *c)
+{
+	double r, k, len = nm_case_max_input(c, &r, &k);
+	double nbe = c->exact ? 2 : 1;
+
+	return (double)sizeof(struct sw_pt) + nbe * (3000 + (double)c->nseries * len * 240);
+}
+
+static const char *sw_fmt_bytes(double b, char *buf, size_t len)
+{
+	static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	int u = 0;
+
+	while (b >= 1024 && u < 6)
+		b /= 1024, u++;
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+	return buf;
+}
+
+/* Refuse a case whose results would not fit in --max-memory, before any
+ * point runs (the alternative is a bare "out of memory" hours in). */
+static int sw_size_check(const struct sw_opts *o, const nm_case *c)
+{
+	size_t n0, n1;
+	double points, per = sw_point_bytes(c), need;
+	char a[40], b[40];
+
+	sw_grid_sizes(c, o->quick, &n0, &n1);
+	points = (double)c->nvariants * (double)c->npolicies * (double)n0 * (double)n1;
+	need = points * per;
+	if (need <= o->max_memory && points <= (double)(SIZE_MAX / sizeof(struct sw_pt)))
+		return 0;
+	return nm_fail("%s: case %s has %.0f points (%zu variants x %zu policies x %zu x %zu), "
+	               "about %s of results (%.0f bytes a point), more than the limit of %s "
+	               "(--max-memory SIZE raises it)",
+	               c->path, c->name, points, c->nvariants, c->npolicies, n0, n1,
+	               sw_fmt_bytes(need, a, sizeof(a)), per, sw_fmt_bytes(o->max_memory, b, sizeof(b)));
+}
+
 static int sw_case_init(struct sw_case_run *cr, const nm_case *c, const struct sw_opts *o)
 {
 	memset(cr, 0, sizeof(*cr));
 	cr->c = c;
 	cr->quick = o->quick;
 	cr->nbe = c->exact ? 2 : 1;
-	cr->n0 = cr->n1 = 1;
-	if (c->naxes > 0) {
+	sw_grid_sizes(c, o->quick, &cr->n0, &cr->n1);
+	if (c->naxes > 0)
 		cr->g0 = o->quick ? c->axes[0].quick : c->axes[0].values;
-		cr->n0 = o->quick ? c->axes[0].nquick : c->axes[0].nvalues;
-	}
-	if (c->naxes > 1) {
+	if (c->naxes > 1)
 		cr->g1 = o->quick ? c->axes[1].quick : c->axes[1].values;
-		cr->n1 = o->quick ? c->axes[1].nquick : c->axes[1].nvalues;
-	}
 	cr->npoints = c->nvariants * c->npolicies * cr->n0 * cr->n1;
 	sw_case_paths(cr, o);
 	cr->pts = calloc(cr->npoints, sizeof(*cr->pts));
@@ -1397,7 +1480,8 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 	char dir[1100];
 
 	if (sw_case_init(&cr, c, &s->o)) {
-		snprintf(s->err, sizeof(s->err), "out of memory");
+		snprintf(s->err, sizeof(s->err), "%s: out of memory for %zu points", c->name,
+		         cr.npoints);
 		return sw_bcast_int(s, -1);
 	}
 	if (s->rank == 0 && !s->o.fresh) {
@@ -1636,6 +1720,9 @@ int nm_sweep_main(int argc, char **argv)
 	rc = sw_parse_opts(&s->o, argc, argv);
 	if (!rc)
 		rc = sw_load_all(s);
+	for (size_t i = 0; i < s->ncases && !rc; i++)
+		if (!s->o.only || !strcmp(s->cases[i]->name, s->o.only))
+			rc = sw_size_check(&s->o, s->cases[i]);
 #ifdef _OPENMP
 	if (!rc && s->o.jobs)
 		omp_set_num_threads(s->o.jobs);

@@ -1125,6 +1125,17 @@ static int sw_add_rows(struct sw_all *s, nm_thresh_row *rows, size_t n)
 	return 0;
 }
 
+/* tests/faults_sweep.sh kills a run between the steps that finish a case
+ * (NANMAP_SWEEP_KILL_AT=journal, csv, thresh, state or plot: just after
+ * that step); a rerun must complete it to the same bytes. */
+static void sw_kill_at(const char *moment)
+{
+	const char *at = getenv("NANMAP_SWEEP_KILL_AT");
+
+	if (at && !strcmp(at, moment))
+		raise(SIGKILL);
+}
+
 /* ---- the state file: what a finished case wrote, each file with its size
  * and FNV-1a, so "up to date" is a fact about the files, not about their
  * names: a CSV cut short or a plot broken by a full disk is redone ----
@@ -1173,6 +1184,8 @@ static int sw_state_write(const struct sw_case_run *cr, const char *plots, char 
 	struct sw_buf b = {0};
 	int rc;
 
+	if (plots)
+		sw_kill_at("plot");
 	sw_printf(&b, "%s\n", cr->tag);
 	rc = sw_state_add(&b, "file", cr->out, cr->csv, err, errlen);
 	if (!rc && cr->c->nseries)
@@ -1344,6 +1357,12 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 	/* tests/cli_sweep.sh interrupts a run here, after that many journal lines */
 	const char *stop = getenv("NANMAP_SWEEP_INTERRUPT_AFTER");
 	size_t stop_after = stop ? (size_t)strtoull(stop, NULL, 10) : 0, journalled = 0;
+	/* and tests/faults_sweep.sh with SIGKILL (nothing cleaned up) or
+	 * SIGSTOP (a run that holds its folder while another starts) */
+	const char *sig = getenv("NANMAP_SWEEP_SIGNAL");
+	int stop_sig = sig && !strcmp(sig, "KILL")   ? SIGKILL
+	               : sig && !strcmp(sig, "STOP") ? SIGSTOP
+	                                             : SIGINT;
 
 	if (!todo) {
 		snprintf(s->err, sizeof(s->err), "out of memory");
@@ -1411,8 +1430,8 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 					} else if (++journalled == stop_after) {
 						/* as Ctrl-C would, even where the shell
 						 * started us with SIGINT ignored */
-						signal(SIGINT, SIG_DFL);
-						raise(SIGINT);
+						signal(stop_sig, SIG_DFL);
+						raise(stop_sig);
 					}
 				} else {
 					sw_printf(&sendbuf, "%.*s", (int)line.n, line.s);
@@ -1500,6 +1519,7 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 			if (!rc && !s->o.quiet)
 				fprintf(stderr, "sweep: %s up to date (%zu points)\n", c->name,
 				        cr.npoints);
+			(void)remove(cr.journal); /* of a run killed after its state */
 		}
 		goto plot;
 	}
@@ -1511,6 +1531,8 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 	}
 	if (sw_bcast_int(s, s->rank == 0 && !journal ? -1 : 0))
 		goto out;
+	if (s->rank == 0)
+		sw_kill_at("journal");
 	if (sw_points(s, &cr, journal, &ncomputed))
 		goto out;
 	if (s->rank != 0) {
@@ -1531,6 +1553,7 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 	snprintf(dir, sizeof(dir), "%s/.state", s->o.out);
 	if (sw_write_csv(&cr, s->err, sizeof(s->err)) || sw_mkdirs(dir, s->err, sizeof(s->err)))
 		goto out;
+	sw_kill_at("csv");
 	{
 		emu_run_status *grid = malloc((cr.npoints ? cr.npoints : 1) * sizeof(*grid));
 		char terr[SW_ERR_LEN] = "";
@@ -1554,8 +1577,10 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 			snprintf(s->err, sizeof(s->err), "out of memory");
 		goto out;
 	}
+	sw_kill_at("thresh");
 	if (sw_state_write(&cr, NULL, s->err, sizeof(s->err)))
 		goto out;
+	sw_kill_at("state");
 	remove(cr.journal);
 	if (!s->o.quiet)
 		fprintf(stderr,

@@ -156,14 +156,14 @@ static int sw_parse_size(const char *a, double *bytes)
 	const char *u = n ? strchr(units, a[n - 1]) : NULL;
 	uint64_t v;
 
-	if (!n || n >= sizeof(num) || (a[n - 1] && u && n == 1))
+	if (!n || n >= sizeof(num) || (u && n == 1))
 		return -1;
 	memcpy(num, a, n + 1);
-	if (u && a[n - 1])
+	if (u)
 		num[n - 1] = '\0';
 	if (nm_parse_u64(num, &v) != NM_OK || v == 0)
 		return -1;
-	*bytes = ldexp((double)v, u && a[n - 1] ? 10 * (int)(u - units + 1) : 0);
+	*bytes = ldexp((double)v, u ? 10 * (int)(u - units + 1) : 0);
 	return 0;
 }
 
@@ -1424,8 +1424,10 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 					 * stop at the first failed append (ENOSPC) */
 					if (fwrite(line.s, 1, line.n, journal) != line.n ||
 					    fflush(journal) != 0) {
-						snprintf(s->err, sizeof(s->err), "cannot append to %s: %s",
-						         cr->journal, strerror(errno));
+						if (!failed)
+							snprintf(s->err, sizeof(s->err),
+							         "cannot append to %s: %s", cr->journal,
+							         strerror(errno));
 						failed = 1;
 					} else if (++journalled == stop_after) {
 						/* as Ctrl-C would, even where the shell

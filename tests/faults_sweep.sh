@@ -247,6 +247,7 @@ bad "--max-memory 12Q" "nanmap: sweep: bad --max-memory '12Q' (bytes, or a numbe
 	sweep --max-memory 12Q "$CASE"
 
 # ---- a binary case file: named as such, its bytes escaped ----
+mkdir -p "$tmp/case"
 printf '[\223\001\377]\nx = 1\n' >"$tmp/case/bin1.case"
 bad "binary section name" \
 	"nanmap: $tmp/case/bin1.case:1: unknown section '[\\x93\\x01\\xFF]' (sections: case input param axis NAME plot claim)" \

@@ -14,7 +14,11 @@
  * whether they were computed here, on another rank, or in an earlier run.
  * A case is finished in this order: CSV (temp file, rename), thresholds
  * cache, state file, journal removed; a crash between two steps leaves a
- * state that a rerun completes without recomputing a point.
+ * state that a rerun completes without recomputing a point. The state file
+ * records every output's size and FNV-1a, so a file damaged afterwards (cut
+ * short, a full disk) makes its case out of date instead of "up to date".
+ * Every write is checked where it happens; the first failed journal append
+ * stops the sweep. One sweep at a time writes a --out folder (a flock).
  */
 #include "nm_sweep.h"
 

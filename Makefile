@@ -137,6 +137,7 @@ test: deps
 	$(STEP) run cli_metrics sh tests/cli_metrics.sh
 	$(STEP) run cli_golden sh tests/cli_golden.sh
 	$(STEP) run cli_sweep sh tests/cli_sweep.sh
+	$(STEP) run faults_sweep sh tests/faults_sweep.sh
 	$(STEP) run readme sh tests/readme.sh
 	$(STEP) run install sh tests/install.sh
 	@if [ -x "$(NVCC)" ]; then $(STEP) run gpu $(MAKE) --no-print-directory gpu; \

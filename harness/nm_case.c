@@ -63,18 +63,51 @@ struct nc_ctx {
 	size_t naxis;
 };
 
+/* Copy s to dst (len bytes) with every byte a terminal would not show as
+ * text written \xNN: control bytes, DEL, and bytes that are not part of a
+ * valid UTF-8 sequence. A message quoting a damaged or binary file then
+ * says what is there instead of echoing it. */
+static void nc_escape(char *dst, size_t len, const char *s)
+{
+	size_t n = 0;
+
+	while (*s && n + 5 < len) {
+		const unsigned char *u = (const unsigned char *)s;
+		size_t k = u[0] >= 0xc2 && u[0] <= 0xdf   ? 2
+		           : u[0] >= 0xe0 && u[0] <= 0xef ? 3
+		           : u[0] >= 0xf0 && u[0] <= 0xf4 ? 4
+		                                          : 1;
+		bool ok = u[0] >= 0x20 && u[0] != 0x7f && (u[0] < 0x80 || k > 1);
+
+		for (size_t i = 1; i < k && ok; i++)
+			ok = (u[i] & 0xc0) == 0x80;
+		if (!ok) {
+			n += (size_t)snprintf(dst + n, len - n, "\\x%02X", u[0]);
+			s++;
+		} else if (n + k < len) {
+			memcpy(dst + n, s, k);
+			n += k;
+			s += k;
+		} else {
+			break;
+		}
+	}
+	dst[n] = '\0';
+}
+
 __attribute__((format(printf, 4, 5))) static int nc_err(struct nc_ctx *x, int line,
                                                          const char *key, const char *fmt, ...)
 {
-	char msg[256];
+	char raw[256], msg[1024];
 	va_list ap;
 
 	if (x->failed)
 		return -1;
 	x->failed = true;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
+	vsnprintf(raw, sizeof(raw), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
 	va_end(ap);
+	nc_escape(msg, sizeof(msg), raw); /* it may quote the file's bytes */
 	if (line > 0 && key)
 		snprintf(x->err, x->errlen, "%s:%d: key '%s': %s", x->path, line, key, msg);
 	else if (line > 0)
@@ -985,6 +1018,18 @@ int nm_case_load(const char *path, nm_case *c, char *err, size_t errlen)
 	}
 	if (nc_read(x, &buf, &len))
 		goto out;
+	{
+		const char *nul = memchr(buf, '\0', len);
+
+		if (nul) {
+			int line = 1;
+
+			for (const char *p = buf; p < nul; p++)
+				line += *p == '\n';
+			nc_err(x, 0, NULL, "not a text file (a NUL byte on line %d)", line);
+			goto out;
+		}
+	}
 	c->hash = nm_fnv1a(buf, len);
 	x->buf = buf;
 	x->len = len;
@@ -1010,17 +1055,9 @@ int nm_case_load(const char *path, nm_case *c, char *err, size_t errlen)
 			goto out;
 	{
 		/* the largest input any point makes must be one that can be allocated */
-		double r = (double)c->rows, k = (double)c->cols;
+		double r, k;
 
-		for (size_t i = 0; i < c->naxes; i++) {
-			const nm_axis *a = &c->axes[i];
-
-			if (a->target == NM_SET_ROWS)
-				r = a->values[a->nvalues - 1];
-			if (a->target == NM_SET_COLS)
-				k = a->values[a->nvalues - 1];
-		}
-		if (r * k > 0x1p28) {
+		if (nm_case_max_input(c, &r, &k) > 0x1p28) {
 			nc_err(x, 0, NULL, "inputs of up to %.0f x %.0f values (at most 2^28)", r, k);
 			goto out;
 		}
@@ -1033,6 +1070,23 @@ out:
 	free(x);
 	free(buf);
 	return rc;
+}
+
+double nm_case_max_input(const nm_case *c, double *rows, double *cols)
+{
+	double r = (double)c->rows, k = (double)c->cols;
+
+	for (size_t i = 0; i < c->naxes; i++) {
+		const nm_axis *a = &c->axes[i];
+
+		if (a->target == NM_SET_ROWS)
+			r = a->values[a->nvalues - 1];
+		if (a->target == NM_SET_COLS)
+			k = a->values[a->nvalues - 1];
+	}
+	*rows = r;
+	*cols = k;
+	return r * k;
 }
 
 void nm_case_free(nm_case *c)

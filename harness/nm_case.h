@@ -86,6 +86,10 @@ typedef struct {
  * (or "FILE: reason") in err; c is then empty. */
 int nm_case_load(const char *path, nm_case *c, char *err, size_t errlen);
 void nm_case_free(nm_case *c);
+/* The largest input any point of c makes: rows × cols (each also returned),
+ * the axes' largest values where they set the shape. The sweep sizes a
+ * point's series by it. */
+double nm_case_max_input(const nm_case *c, double *rows, double *cols);
 /* The value of [section] key, or NULL. */
 const nm_case_kv *nm_case_get(const nm_case *c, const char *section, const char *key);
 

@@ -23,6 +23,7 @@
 
 #include "emu.h"
 #include "nm_claims.h"
+#include "nm_file.h"
 #include "nm_plot.h"
 
 static const char *const statements[NM_CLAIMS_N] = {
@@ -847,28 +848,8 @@ int nm_claims_write(nm_case *const *cases, size_t n, const char *results_dir, co
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	size_t pl = strlen(md_path);
-	char *tmp = malloc(pl + 16);
-	int rc = -1;
-	if (tmp) {
-		memcpy(tmp, md_path, pl);
-		memcpy(tmp + pl, ".tmp.XXXXXX", 12);
-		int fd = mkstemp(tmp);
-		FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (f) {
-			bool ok = fwrite(md.s, 1, md.len, f) == md.len;
-			ok &= fclose(f) == 0;
-			if (ok && rename(tmp, md_path) == 0)
-				rc = 0;
-		} else if (fd >= 0)
-			close(fd);
-		if (rc)
-			snprintf(err, errlen, "%s: cannot write: %s", md_path, strerror(errno));
-		if (rc && fd >= 0)
-			unlink(tmp);
-		free(tmp);
-	} else
-		snprintf(err, errlen, "out of memory");
+	/* through the one atomic writer; unchanged bytes are not rewritten */
+	int rc = nm_file_update(md_path, md.s, md.len, NULL, err, errlen);
 	free(md.s);
 	return rc;
 }

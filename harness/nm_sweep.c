@@ -14,12 +14,17 @@
  * whether they were computed here, on another rank, or in an earlier run.
  * A case is finished in this order: CSV (temp file, rename), thresholds
  * cache, state file, journal removed; a crash between two steps leaves a
- * state that a rerun completes without recomputing a point.
+ * state that a rerun completes without recomputing a point. The state file
+ * records every output's size and FNV-1a, so a file damaged afterwards (cut
+ * short, a full disk) makes its case out of date instead of "up to date".
+ * Every write is checked where it happens; the first failed journal append
+ * stops the sweep. One sweep at a time writes a --out folder (a flock).
  */
 #include "nm_sweep.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -28,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +46,7 @@
 #endif
 
 #include "nm_case.h"
+#include "nm_file.h"
 #include "nm_parse.h"
 #include "nm_point.h"
 #include "nm_thresh.h"
@@ -62,6 +69,7 @@
 #define SW_MAX_CASES 256
 #define SW_MAX_SER 8
 #define SW_NBE 2
+#define SW_MAX_MEMORY 0x1p33 /* 8 GiB: --max-memory's default */
 
 /* ---- a growing string ---- */
 
@@ -118,6 +126,7 @@ static void sw_buf_free(struct sw_buf *b)
 struct sw_opts {
 	bool quick, fresh, quiet;
 	int jobs;
+	double max_memory; /* bytes a case's results may take (--max-memory) */
 	const char *out, *plots, *docs, *only;
 	char **paths;
 	size_t npaths;
@@ -125,7 +134,8 @@ struct sw_opts {
 
 static const char sw_usage[] =
     "usage: nanmap sweep [--quick] [--fresh] [--quiet] [-j N] [--out DIR]\n"
-    "                    [--plots DIR] [--docs DIR] [--only NAME] PATH...\n"
+    "                    [--plots DIR] [--docs DIR] [--only NAME] [--max-memory SIZE]\n"
+    "                    PATH...\n"
     "  PATH         a .case file, or a directory of them (and of its subdirectories,\n"
     "               one level down: cases/ includes cases/claims/)\n"
     "  --quick      the coarse grids; outputs default to build/sweep-quick/\n"
@@ -136,11 +146,13 @@ static const char sw_usage[] =
     "  --plots DIR  <case>.png and .svg (default plots)\n"
     "  --docs DIR   thresholds.md, claims.md (default docs)\n"
     "  --only NAME  run only the case NAME (every file is still checked)\n"
+    "  --max-memory SIZE  the most a case's results may take in memory, in bytes\n"
+    "               or with K, M, G, T (powers of 1024; default 8G)\n"
     "Every case file is checked before anything runs; an interrupted sweep\n"
     "resumes where it stopped (docs/sweep.md).\n";
 
 enum { SW_O_QUICK, SW_O_FRESH, SW_O_QUIET, SW_O_JOBS, SW_O_OUT, SW_O_PLOTS, SW_O_DOCS,
-       SW_O_ONLY };
+       SW_O_ONLY, SW_O_MAXMEM };
 
 static const nm_opt sw_optdefs[] = {
     {NULL, "--quick", SW_O_QUICK, 0, 0},
@@ -151,7 +163,10 @@ static const nm_opt sw_optdefs[] = {
     {NULL, "--plots", SW_O_PLOTS, NM_OPTF_VALUE, 0},
     {NULL, "--docs", SW_O_DOCS, NM_OPTF_VALUE, 0},
     {NULL, "--only", SW_O_ONLY, NM_OPTF_VALUE, 0},
+    {NULL, "--max-memory", SW_O_MAXMEM, NM_OPTF_VALUE, 0},
 };
+
+static int sw_parse_size(const char *a, double *bytes);
 
 static int sw_take(void *ctx, const nm_opt *d, const char *v)
 {
@@ -167,6 +182,10 @@ static int sw_take(void *ctx, const nm_opt *d, const char *v)
 		if (!v[0])
 			return nm_fail("sweep: %s needs a value", d->lng);
 		*dst = v;
+	} else if (d->id == SW_O_MAXMEM) {
+		if (sw_parse_size(v, &o->max_memory))
+			return nm_fail("sweep: bad --max-memory '%s' (bytes, or a number with K, "
+			               "M, G or T)", v);
 	} else if (d->id == SW_O_JOBS) {
 		if (nm_parse_count("-j", v, 1, 1024, &j))
 			return NM_EXIT_ERR;
@@ -186,6 +205,26 @@ static int sw_take_path(void *ctx, const char *a)
 	return 0;
 }
 
+/* "123", "64K", "16G": bytes, or a whole number of KiB, MiB, GiB, TiB. */
+static int sw_parse_size(const char *a, double *bytes)
+{
+	static const char units[] = "KMGT";
+	char num[32];
+	size_t n = strlen(a);
+	const char *u = n ? strchr(units, a[n - 1]) : NULL;
+	uint64_t v;
+
+	if (!n || n >= sizeof(num) || (u && n == 1))
+		return -1;
+	memcpy(num, a, n + 1);
+	if (u)
+		num[n - 1] = '\0';
+	if (nm_parse_u64(num, &v) != NM_OK || v == 0)
+		return -1;
+	*bytes = ldexp((double)v, u ? 10 * (int)(u - units + 1) : 0);
+	return 0;
+}
+
 static int sw_parse_opts(struct sw_opts *o, int argc, char **argv)
 {
 	memset(o, 0, sizeof(*o));
@@ -202,6 +241,8 @@ static int sw_parse_opts(struct sw_opts *o, int argc, char **argv)
 		return NM_EXIT_ERR;
 	if (o->npaths == 0)
 		return nm_fail("sweep needs a PATH (a .case file or a directory, e.g. cases)");
+	if (o->max_memory == 0)
+		o->max_memory = SW_MAX_MEMORY;
 	if (!o->out)
 		o->out = o->quick ? "build/sweep-quick/results" : "results";
 	if (!o->plots)
@@ -237,68 +278,82 @@ static int sw_mkdirs(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-/* Write len bytes to path through a temporary file and rename(). */
-static int sw_write_file(const char *path, const void *data, size_t len, char *err,
-                         size_t errlen)
-{
-	char tmp[1100];
-	FILE *f;
-	bool bad;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp%ld", path, (long)getpid());
-	f = fopen(tmp, "wb");
-	if (!f) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	bad = fwrite(data, 1, len, f) != len;
-	bad |= fflush(f) != 0;
-	bad |= fclose(f) != 0;
-	if (bad || rename(tmp, path) != 0) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-		remove(tmp);
-		return -1;
-	}
-	return 0;
-}
-
-/* The whole file, NUL-terminated (malloc'd), or NULL. */
-static char *sw_slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *b = NULL;
-	size_t n = 0, cap = 0;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		if (cap - n < 4096) {
-			char *nb = realloc(b, cap ? cap * 2 : 8192);
-			if (!nb) {
-				free(b);
-				fclose(f);
-				return NULL;
-			}
-			b = nb;
-			cap = cap ? cap * 2 : 8192;
-		}
-		size_t got = fread(b + n, 1, cap - n - 1, f);
-		n += got;
-		if (got == 0)
-			break;
-	}
-	fclose(f);
-	b[n] = '\0';
-	if (len)
-		*len = n;
-	return b;
-}
-
 static bool sw_exists(const char *path)
 {
 	struct stat st;
 
 	return stat(path, &st) == 0;
+}
+
+/* Take the output folder's lock ("DIR/.state/lock", flock LOCK_EX|LOCK_NB) for
+ * the whole run and write our pid and start time into it; *fd stays open
+ * until exit, which (a kill included) releases it. Two sweeps into one
+ * folder would rewrite each other's journals. A read-only folder is locked
+ * through its existing lock file, read-only; one without a lock file needs
+ * none (nothing can write there). 0, or -1 with err. */
+static int sw_lock(const char *dir, int *fd, char *err, size_t errlen)
+{
+	char path[1100], info[160] = "";
+	bool ro = false;
+	int e;
+
+	*fd = -1;
+	snprintf(path, sizeof(path), "%s/.state", dir);
+	if (sw_mkdirs(path, err, errlen))
+		return -1;
+	snprintf(path, sizeof(path), "%s/.state/lock", dir);
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (*fd < 0 && (errno == EROFS || errno == EACCES)) {
+		ro = true;
+		*fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (*fd < 0 && errno == ENOENT)
+			return 0;
+	}
+	if (*fd < 0) {
+		snprintf(err, errlen, "cannot lock %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
+		e = errno;
+		if (e == EWOULDBLOCK) {
+			/* the holder writes its line just after it locks: wait for it */
+			for (int i = 0; i < 50 && !info[0]; i++) {
+				ssize_t n = pread(*fd, info, sizeof(info) - 1, 0);
+
+				info[n > 0 ? n : 0] = '\0';
+				info[strcspn(info, "\n")] = '\0';
+				if (!info[0])
+					nanosleep(&(struct timespec){0, 10000000}, NULL);
+			}
+			for (char *c = info; *c; c++)
+				if ((unsigned char)*c < ' ' || (unsigned char)*c > '~')
+					*c = '?';
+			snprintf(err, errlen, "%s is in use by another sweep (%s; lock %s)", dir,
+			         info[0] ? info : "holder unknown", path);
+		} else {
+			snprintf(err, errlen, "cannot lock %s: %s", path, strerror(e));
+		}
+		close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	if (!ro) {
+		time_t now = time(NULL);
+		struct tm tm;
+		char when[40] = "?";
+		int n;
+
+		if (gmtime_r(&now, &tm))
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+		n = snprintf(info, sizeof(info), "pid %ld, started %s\n", (long)getpid(), when);
+		if (ftruncate(*fd, 0) != 0 || pwrite(*fd, info, (size_t)n, 0) != n) {
+			snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+			close(*fd);
+			*fd = -1;
+			return -1;
+		}
+	}
+	return 0;
 }
 
 /* ---- finding and loading the case files ---- */
@@ -622,6 +677,7 @@ struct sw_case_run {
 	int nbe;
 	size_t n0, n1, npoints;
 	const double *g0, *g1;
+	const char *out; /* --out */
 	struct sw_pt *pts;
 	char journal[1100], csv[1100], series_csv[1100], state[1100], thresh[1100];
 	char tag[160]; /* version, hash, grid: what a journal or state must match */
@@ -672,6 +728,7 @@ static void sw_case_paths(struct sw_case_run *cr, const struct sw_opts *o)
 {
 	const char *nm = cr->c->name;
 
+	cr->out = o->out;
 	snprintf(cr->csv, sizeof(cr->csv), "%s/%s.csv", o->out, nm);
 	snprintf(cr->series_csv, sizeof(cr->series_csv), "%s/%s-series.csv", o->out, nm);
 	snprintf(cr->journal, sizeof(cr->journal), "%s/.partial/%s.journal", o->out, nm);
@@ -683,21 +740,71 @@ static void sw_case_paths(struct sw_case_run *cr, const struct sw_opts *o)
 	         NM_VERSION, cr->c->hash, cr->quick ? "quick" : "full", cr->npoints, cr->nbe);
 }
 
+/* A case's grid sizes, as sw_case_init takes them. */
+static void sw_grid_sizes(const nm_case *c, bool quick, size_t *n0, size_t *n1)
+{
+	*n0 = *n1 = 1;
+	if (c->naxes > 0)
+		*n0 = quick ? c->axes[0].nquick : c->axes[0].nvalues;
+	if (c->naxes > 1)
+		*n1 = quick ? c->axes[1].nquick : c->axes[1].nvalues;
+}
+
+/* What one point's results take in memory, from above: its slot in the
+ * results array, its CSV rows and journal line (every output's numbers at
+ * up to 26 characters, 3000 bytes a backend), and its series at the size of
+ * the largest input, each value a double, a journal number and a row of the
+ * series CSV (240 bytes). */
+static double sw_point_bytes(const nm_case *c)
+{
+	double r, k, len = nm_case_max_input(c, &r, &k);
+	double nbe = c->exact ? 2 : 1;
+
+	return (double)sizeof(struct sw_pt) + nbe * (3000 + (double)c->nseries * len * 240);
+}
+
+static const char *sw_fmt_bytes(double b, char *buf, size_t len)
+{
+	static const char *const unit[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	int u = 0;
+
+	while (b >= 1024 && u < 6)
+		b /= 1024, u++;
+	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+	return buf;
+}
+
+/* Refuse a case whose results would not fit in --max-memory, before any
+ * point runs (the alternative is a bare "out of memory" hours in). */
+static int sw_size_check(const struct sw_opts *o, const nm_case *c)
+{
+	size_t n0, n1;
+	double points, per = sw_point_bytes(c), need;
+	char a[40], b[40];
+
+	sw_grid_sizes(c, o->quick, &n0, &n1);
+	points = (double)c->nvariants * (double)c->npolicies * (double)n0 * (double)n1;
+	need = points * per;
+	if (need <= o->max_memory && points <= (double)(SIZE_MAX / sizeof(struct sw_pt)))
+		return 0;
+	return nm_fail("%s: case %s has %.0f points (%zu variants x %zu policies x %zu x %zu), "
+	               "about %s of results (%.0f bytes a point), more than the limit of %s "
+	               "(--max-memory SIZE raises it)",
+	               c->path, c->name, points, c->nvariants, c->npolicies, n0, n1,
+	               sw_fmt_bytes(need, a, sizeof(a)), per, sw_fmt_bytes(o->max_memory, b, sizeof(b)));
+}
+
 static int sw_case_init(struct sw_case_run *cr, const nm_case *c, const struct sw_opts *o)
 {
 	memset(cr, 0, sizeof(*cr));
 	cr->c = c;
 	cr->quick = o->quick;
 	cr->nbe = c->exact ? 2 : 1;
-	cr->n0 = cr->n1 = 1;
-	if (c->naxes > 0) {
+	sw_grid_sizes(c, o->quick, &cr->n0, &cr->n1);
+	if (c->naxes > 0)
 		cr->g0 = o->quick ? c->axes[0].quick : c->axes[0].values;
-		cr->n0 = o->quick ? c->axes[0].nquick : c->axes[0].nvalues;
-	}
-	if (c->naxes > 1) {
+	if (c->naxes > 1)
 		cr->g1 = o->quick ? c->axes[1].quick : c->axes[1].values;
-		cr->n1 = o->quick ? c->axes[1].nquick : c->axes[1].nvalues;
-	}
 	cr->npoints = c->nvariants * c->npolicies * cr->n0 * cr->n1;
 	sw_case_paths(cr, o);
 	cr->pts = calloc(cr->npoints, sizeof(*cr->pts));
@@ -719,7 +826,7 @@ static FILE *sw_journal_open(struct sw_case_run *cr, bool fresh, size_t *ndone, 
                              size_t errlen)
 {
 	struct sw_buf keep = {0};
-	char *text = fresh ? NULL : sw_slurp(cr->journal, NULL);
+	char *text = fresh ? NULL : nm_file_read(cr->journal, NULL);
 	FILE *f;
 
 	*ndone = 0;
@@ -748,7 +855,7 @@ static FILE *sw_journal_open(struct sw_case_run *cr, bool fresh, size_t *ndone, 
 		}
 		free(text);
 	}
-	if (keep.oom || sw_write_file(cr->journal, keep.s, keep.n, err, errlen)) {
+	if (keep.oom || nm_file_write(cr->journal, keep.s, keep.n, err, errlen)) {
 		if (keep.oom)
 			snprintf(err, errlen, "out of memory");
 		sw_buf_free(&keep);
@@ -901,7 +1008,7 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	} else {
-		rc = sw_write_file(cr->csv, b.s, b.n, err, errlen);
+		rc = nm_file_write(cr->csv, b.s, b.n, err, errlen);
 	}
 	sw_buf_free(&b);
 	if (rc || !c->nseries)
@@ -930,7 +1037,7 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	} else {
-		rc = sw_write_file(cr->series_csv, b.s, b.n, err, errlen);
+		rc = nm_file_write(cr->series_csv, b.s, b.n, err, errlen);
 	}
 	sw_buf_free(&b);
 	return rc;
@@ -962,7 +1069,7 @@ static int sw_thresh_save(const struct sw_case_run *cr, const nm_thresh_row *row
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	} else {
-		rc = sw_write_file(cr->thresh, b.s, b.n, err, errlen);
+		rc = nm_file_write(cr->thresh, b.s, b.n, err, errlen);
 	}
 	sw_buf_free(&b);
 	return rc;
@@ -972,7 +1079,7 @@ static int sw_thresh_save(const struct sw_case_run *cr, const nm_thresh_row *row
 static int sw_thresh_load(const struct sw_case_run *cr, nm_thresh_row **rows, size_t *n)
 {
 	size_t len, cnt, size;
-	char *text = sw_slurp(cr->thresh, &len), *nl;
+	char *text = nm_file_read(cr->thresh, &len), *nl;
 	char head[256];
 
 	*rows = NULL;
@@ -1027,16 +1134,151 @@ static int sw_add_rows(struct sw_all *s, nm_thresh_row *rows, size_t n)
 	return 0;
 }
 
-static bool sw_up_to_date(const struct sw_case_run *cr)
+/* tests/faults_sweep.sh kills a run between the steps that finish a case
+ * (NANMAP_SWEEP_KILL_AT=journal, csv, thresh, state or plot: just after
+ * that step); a rerun must complete it to the same bytes. */
+static void sw_kill_at(const char *moment)
 {
-	size_t len;
-	char *st = sw_slurp(cr->state, &len);
-	bool ok = st && len == strlen(cr->tag) + 1 && !strncmp(st, cr->tag, strlen(cr->tag)) &&
-	          st[len - 1] == '\n' && sw_exists(cr->csv) &&
-	          (!cr->c->nseries || sw_exists(cr->series_csv));
+	const char *at = getenv("NANMAP_SWEEP_KILL_AT");
 
+	if (at && !strcmp(at, moment))
+		raise(SIGKILL);
+}
+
+/* ---- the state file: what a finished case wrote, each file with its size
+ * and FNV-1a, so "up to date" is a fact about the files, not about their
+ * names: a CSV cut short or a plot broken by a full disk is redone ----
+ *
+ *   TAG
+ *   file SIZE HASH =PATH      the CSVs and the thresholds cache (PATH in --out)
+ *   plot SIZE HASH =PATH      the plots, added once they are drawn (in --plots)
+ *
+ * PATHs are relative to their folder, so a results folder copied or mounted
+ * elsewhere is still up to date.
+ */
+
+/* path's size and FNV-1a; -1 when it cannot be read. */
+static int sw_digest(const char *path, size_t *size, uint64_t *h)
+{
+	char *b = nm_file_read(path, size);
+
+	if (!b)
+		return -1;
+	*h = nm_fnv1a(b, *size);
+	free(b);
+	return 0;
+}
+
+static int sw_state_add(struct sw_buf *b, const char *kind, const char *dir, const char *path,
+                        char *err, size_t errlen)
+{
+	size_t size;
+	uint64_t h;
+
+	if (sw_digest(path, &size, &h)) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	sw_printf(b, "%s %zu %016" PRIx64, kind, size, h);
+	sw_put_str(b, path + strlen(dir) + 1);
+	sw_printf(b, "\n");
+	return 0;
+}
+
+/* Write cr's state: its data files, and its plots under plots (NULL: none
+ * yet; a plot file that is not there is not recorded). */
+static int sw_state_write(const struct sw_case_run *cr, const char *plots, char *err,
+                          size_t errlen)
+{
+	struct sw_buf b = {0};
+	int rc;
+
+	if (plots)
+		sw_kill_at("plot");
+	sw_printf(&b, "%s\n", cr->tag);
+	rc = sw_state_add(&b, "file", cr->out, cr->csv, err, errlen);
+	if (!rc && cr->c->nseries)
+		rc = sw_state_add(&b, "file", cr->out, cr->series_csv, err, errlen);
+	if (!rc)
+		rc = sw_state_add(&b, "file", cr->out, cr->thresh, err, errlen);
+	for (int k = 0; k < 2 && plots && !rc; k++) {
+		char p[1100];
+
+		snprintf(p, sizeof(p), "%s/%s.%s", plots, cr->c->name, k ? "svg" : "png");
+		if (sw_exists(p))
+			rc = sw_state_add(&b, "plot", plots, p, err, errlen);
+	}
+	if (!rc && b.oom) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+	}
+	if (!rc)
+		rc = nm_file_write(cr->state, b.s, b.n, err, errlen);
+	sw_buf_free(&b);
+	return rc;
+}
+
+/* Does the state at path carry tag, and does every file of kind it lists
+ * (in dir) hold the recorded bytes, the nneed paths in need[] among them?
+ * When not, why says which file did not match (empty: no state or another
+ * tag). */
+static bool sw_state_ok(const char *path, const char *tag, const char *kind, const char *dir,
+                        const char *const *need, size_t nneed, char *why, size_t whylen)
+{
+	size_t len, tl = strlen(tag), found = 0;
+	char *st = nm_file_read(path, &len), *line, *nl;
+	bool ok;
+
+	why[0] = '\0';
+	ok = st && len > tl && !strncmp(st, tag, tl) && st[tl] == '\n';
+	for (line = ok ? st + tl + 1 : NULL; ok && line && (nl = strchr(line, '\n'));
+	     line = nl + 1) {
+		struct sw_tok t = {line, false};
+		char rel[1100] = "", name[2300], *k, *hs, *end;
+		uint64_t want_size, want_h, h = 0;
+		size_t size = 0;
+
+		*nl = '\0';
+		k = sw_next(&t);
+		want_size = sw_next_u(&t, SIZE_MAX);
+		hs = sw_next(&t);
+		sw_next_str(&t, rel, sizeof(rel));
+		if (t.bad || sw_next(&t) || strlen(hs) != 16 ||
+		    (want_h = strtoull(hs, &end, 16), *end)) {
+			snprintf(why, whylen, "%s is damaged", path);
+			ok = false;
+			break;
+		}
+		if (strcmp(k, kind) != 0)
+			continue;
+		snprintf(name, sizeof(name), "%s/%s", dir, rel);
+		if (sw_digest(name, &size, &h)) {
+			snprintf(why, whylen, "%s is missing", name);
+			ok = false;
+		} else if (size != want_size || h != want_h) {
+			snprintf(why, whylen, "%s does not match the state (%zu bytes, %" PRIu64
+			         " recorded, or another checksum)", name, size, want_size);
+			ok = false;
+		}
+		for (size_t i = 0; i < nneed; i++)
+			found += !strcmp(need[i], name);
+	}
+	if (ok && found < nneed) {
+		ok = false;
+		if (st && len > tl)
+			snprintf(why, whylen, "%s has no record of every output", path);
+	}
 	free(st);
 	return ok;
+}
+
+/* Are cr's results what its state recorded? why: as sw_state_ok. */
+static bool sw_up_to_date(const struct sw_case_run *cr, char *why, size_t whylen)
+{
+	const char *need[3] = {cr->csv, cr->thresh, cr->series_csv};
+
+	return sw_state_ok(cr->state, cr->tag, "file", cr->out, need, cr->c->nseries ? 3 : 2, why,
+	                   whylen);
 }
 
 #ifdef NM_MPI
@@ -1085,7 +1327,13 @@ static int sw_mpi_gather(struct sw_all *s, struct sw_case_run *cr, struct sw_buf
 			struct sw_pt p;
 			size_t idx;
 
-			fwrite(line, 1, (size_t)(nl + 1 - line), journal);
+			if (fwrite(line, 1, (size_t)(nl + 1 - line), journal) !=
+			    (size_t)(nl + 1 - line)) {
+				snprintf(s->err, sizeof(s->err), "cannot append to %s: %s",
+				         cr->journal, strerror(errno));
+				free(buf);
+				return -1;
+			}
 			*nl = '\0';
 			if (sw_decode(line, cr->npoints, cr->nbe, &idx, &p) || cr->pts[idx].done) {
 				free(buf);
@@ -1097,7 +1345,11 @@ static int sw_mpi_gather(struct sw_all *s, struct sw_case_run *cr, struct sw_buf
 			cr->pts[idx].done = true;
 		}
 		free(buf);
-		fflush(journal);
+		if (fflush(journal) != 0) {
+			snprintf(s->err, sizeof(s->err), "cannot append to %s: %s", cr->journal,
+			         strerror(errno));
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -1114,6 +1366,12 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 	/* tests/cli_sweep.sh interrupts a run here, after that many journal lines */
 	const char *stop = getenv("NANMAP_SWEEP_INTERRUPT_AFTER");
 	size_t stop_after = stop ? (size_t)strtoull(stop, NULL, 10) : 0, journalled = 0;
+	/* and tests/faults_sweep.sh with SIGKILL (nothing cleaned up) or
+	 * SIGSTOP (a run that holds its folder while another starts) */
+	const char *sig = getenv("NANMAP_SWEEP_SIGNAL");
+	int stop_sig = sig && !strcmp(sig, "KILL")   ? SIGKILL
+	               : sig && !strcmp(sig, "STOP") ? SIGSTOP
+	                                             : SIGINT;
 
 	if (!todo) {
 		snprintf(s->err, sizeof(s->err), "out of memory");
@@ -1171,13 +1429,20 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 			} else {
 				cr->pts[mine[k]] = pt;
 				if (s->rank == 0) {
-					fwrite(line.s, 1, line.n, journal);
-					fflush(journal);
-					if (++journalled == stop_after) {
+					/* a point not journalled would be lost to a resume:
+					 * stop at the first failed append (ENOSPC) */
+					if (fwrite(line.s, 1, line.n, journal) != line.n ||
+					    fflush(journal) != 0) {
+						if (!failed)
+							snprintf(s->err, sizeof(s->err),
+							         "cannot append to %s: %s", cr->journal,
+							         strerror(errno));
+						failed = 1;
+					} else if (++journalled == stop_after) {
 						/* as Ctrl-C would, even where the shell
 						 * started us with SIGINT ignored */
-						signal(SIGINT, SIG_DFL);
-						raise(SIGINT);
+						signal(stop_sig, SIG_DFL);
+						raise(stop_sig);
 					}
 				} else {
 					sw_printf(&sendbuf, "%.*s", (int)line.n, line.s);
@@ -1217,15 +1482,19 @@ static int sw_bcast_int(const struct sw_all *s, int v)
 
 #ifdef SW_HAVE_PLOT
 /* An up-to-date case is skipped entirely when both its plots are there too. */
-static bool sw_plotted(const struct sw_all *s, const nm_case *c)
+static bool sw_plotted(const struct sw_all *s, const nm_case *c, const char *tag)
 {
-	char p[1100];
+	char png[1100], svg[1100], state[1100], why[2600];
+	const char *need[2] = {png, svg};
 	bool ok;
 
-	snprintf(p, sizeof(p), "%s/%s.png", s->o.plots, c->name);
-	ok = sw_exists(p);
-	snprintf(p, sizeof(p), "%s/%s.svg", s->o.plots, c->name);
-	return ok && sw_exists(p);
+	snprintf(png, sizeof(png), "%s/%s.png", s->o.plots, c->name);
+	snprintf(svg, sizeof(svg), "%s/%s.svg", s->o.plots, c->name);
+	snprintf(state, sizeof(state), "%s/.state/%s.hash", s->o.out, c->name);
+	ok = sw_state_ok(state, tag, "plot", s->o.plots, need, 2, why, sizeof(why));
+	if (!ok && why[0] && !s->o.quiet)
+		fprintf(stderr, "sweep: %s: %s; plotting again\n", c->name, why);
+	return ok;
 }
 #endif
 
@@ -1241,12 +1510,18 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 	char dir[1100];
 
 	if (sw_case_init(&cr, c, &s->o)) {
-		snprintf(s->err, sizeof(s->err), "out of memory");
+		snprintf(s->err, sizeof(s->err), "%s: out of memory for %zu points", c->name,
+		         cr.npoints);
 		return sw_bcast_int(s, -1);
 	}
-	if (s->rank == 0 && !s->o.fresh && sw_up_to_date(&cr) &&
-	    sw_thresh_load(&cr, &rows, &nrows) == 0)
-		skip = 1;
+	if (s->rank == 0 && !s->o.fresh) {
+		char why[2600];
+
+		if (sw_up_to_date(&cr, why, sizeof(why)) && sw_thresh_load(&cr, &rows, &nrows) == 0)
+			skip = 1;
+		else if (why[0] && !s->o.quiet)
+			fprintf(stderr, "sweep: %s: %s; computing again\n", c->name, why);
+	}
 	if (sw_bcast_int(s, skip)) {
 		if (s->rank == 0) {
 			rc = sw_add_rows(s, rows, nrows);
@@ -1255,6 +1530,7 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 			if (!rc && !s->o.quiet)
 				fprintf(stderr, "sweep: %s up to date (%zu points)\n", c->name,
 				        cr.npoints);
+			(void)remove(cr.journal); /* of a run killed after its state */
 		}
 		goto plot;
 	}
@@ -1266,18 +1542,29 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 	}
 	if (sw_bcast_int(s, s->rank == 0 && !journal ? -1 : 0))
 		goto out;
+	if (s->rank == 0)
+		sw_kill_at("journal");
 	if (sw_points(s, &cr, journal, &ncomputed))
 		goto out;
 	if (s->rank != 0) {
 		rc = 0;
 		goto out;
 	}
-	fclose(journal);
-	journal = NULL;
+	{
+		int bad = fclose(journal);
+
+		journal = NULL;
+		if (bad) {
+			snprintf(s->err, sizeof(s->err), "cannot append to %s: %s", cr.journal,
+			         strerror(errno));
+			goto out;
+		}
+	}
 	t1 = sw_now();
 	snprintf(dir, sizeof(dir), "%s/.state", s->o.out);
 	if (sw_write_csv(&cr, s->err, sizeof(s->err)) || sw_mkdirs(dir, s->err, sizeof(s->err)))
 		goto out;
+	sw_kill_at("csv");
 	{
 		emu_run_status *grid = malloc((cr.npoints ? cr.npoints : 1) * sizeof(*grid));
 		char terr[SW_ERR_LEN] = "";
@@ -1301,13 +1588,10 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 			snprintf(s->err, sizeof(s->err), "out of memory");
 		goto out;
 	}
-	{
-		char line[200];
-		int n = snprintf(line, sizeof(line), "%s\n", cr.tag);
-
-		if (sw_write_file(cr.state, line, (size_t)n, s->err, sizeof(s->err)))
-			goto out;
-	}
+	sw_kill_at("thresh");
+	if (sw_state_write(&cr, NULL, s->err, sizeof(s->err)))
+		goto out;
+	sw_kill_at("state");
 	remove(cr.journal);
 	if (!s->o.quiet)
 		fprintf(stderr,
@@ -1316,11 +1600,13 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 plot:
 	rc = 0;
 #ifdef SW_HAVE_PLOT
-	if (s->rank == 0 && !(skip && sw_plotted(s, c))) {
+	if (s->rank == 0 && !(skip && sw_plotted(s, c, cr.tag))) {
 		char perr[SW_ERR_LEN] = "";
 
 		if (nm_plot_case(c, s->o.out, s->o.plots, perr, sizeof(perr))) {
 			snprintf(s->err, sizeof(s->err), "%s: plot: %s", c->name, perr);
+			rc = -1;
+		} else if (sw_state_write(&cr, s->o.plots, s->err, sizeof(s->err))) {
 			rc = -1;
 		}
 	}
@@ -1444,7 +1730,7 @@ static int sw_finish(struct sw_all *s)
 int nm_sweep_main(int argc, char **argv)
 {
 	struct sw_all *s = calloc(1, sizeof(*s));
-	int rc;
+	int rc, lockfd = -1;
 
 	if (!s)
 		return nm_fail("out of memory");
@@ -1468,14 +1754,30 @@ int nm_sweep_main(int argc, char **argv)
 	rc = sw_parse_opts(&s->o, argc, argv);
 	if (!rc)
 		rc = sw_load_all(s);
+	for (size_t i = 0; i < s->ncases && !rc; i++)
+		if (!s->o.only || !strcmp(s->cases[i]->name, s->o.only))
+			rc = sw_size_check(&s->o, s->cases[i]);
 #ifdef _OPENMP
 	if (!rc && s->o.jobs)
 		omp_set_num_threads(s->o.jobs);
 #endif
 	if (!rc && s->rank == 0 &&
 	    (sw_mkdirs(s->o.out, s->err, sizeof(s->err)) ||
+	     sw_lock(s->o.out, &lockfd, s->err, sizeof(s->err)) ||
 	     sw_mkdirs(s->o.plots, s->err, sizeof(s->err))))
 		rc = nm_fail("%s", s->err);
+	if (!rc && s->rank == 0) {
+		/* what a killed run left half-written (never a live process's) */
+		const char *sub[] = {"", "/.partial", "/.state"};
+		char d[1100];
+
+		for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+			snprintf(d, sizeof(d), "%s%s", s->o.out, sub[i]);
+			(void)nm_file_clean(d);
+		}
+		(void)nm_file_clean(s->o.plots);
+		(void)nm_file_clean(s->o.docs);
+	}
 	rc = sw_bcast_int(s, rc);
 	for (size_t i = 0; i < s->ncases && !rc; i++) {
 		if (s->o.only && strcmp(s->cases[i]->name, s->o.only) != 0) {
@@ -1485,7 +1787,10 @@ int nm_sweep_main(int argc, char **argv)
 			size_t n;
 
 			if (s->rank == 0 && sw_case_init(&cr, s->cases[i], &s->o) == 0) {
-				if (sw_up_to_date(&cr) && sw_thresh_load(&cr, &rows, &n) == 0) {
+				char why[2600];
+
+				if (sw_up_to_date(&cr, why, sizeof(why)) &&
+				    sw_thresh_load(&cr, &rows, &n) == 0) {
 					(void)sw_add_rows(s, rows, n);
 					free(rows);
 				}
@@ -1509,5 +1814,7 @@ int nm_sweep_main(int argc, char **argv)
 	free(s->rows);
 	free(s->o.paths);
 	free(s);
+	if (lockfd >= 0)
+		close(lockfd); /* the lock ends here */
 	return rc;
 }

@@ -10,11 +10,12 @@
 
 /*
  * nanmap sweep [--quick] [--fresh] [--quiet] [-j N] [--out DIR] [--plots DIR]
- *              [--docs DIR] [--only NAME] PATH...
+ *              [--docs DIR] [--only NAME] [--max-memory SIZE] PATH...
  * PATH is a .case file or a directory of them (and of one level of
- * subdirectories). argv[0] is "sweep". Every case file is read and checked
- * before any point runs. Returns the exit status: 0, or 2 after exactly one
- * line on stderr.
+ * subdirectories). argv[0] is "sweep". Every case file is read and checked,
+ * and every case sized against --max-memory, before any point runs; the
+ * --out folder is locked for the whole run. Returns the exit status: 0, or
+ * 2 after exactly one line on stderr.
  */
 int nm_sweep_main(int argc, char **argv);
 

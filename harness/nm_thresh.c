@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nm_file.h"
 #include "nm_parse.h"
 #include "nm_point.h"
 #include "nm_thresh.h"
@@ -617,34 +618,31 @@ static void th_write_md(FILE *fp, const nm_thresh_row *rows, size_t n)
 	}
 }
 
-/* Write through path.tmp.PID and rename, so a reader never sees half a file. */
+/* Format into memory, then nm_file_update: a reader never sees half a file,
+ * and a file that already holds these bytes is not written at all (an
+ * up-to-date sweep into a read-only folder succeeds). */
 static int th_atomic(const char *path, const nm_thresh_row *rows, size_t n,
                      void (*fn)(FILE *, const nm_thresh_row *, size_t), char *err,
                      size_t errlen)
 {
-	char tmp[1024];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp) {
-		snprintf(err, errlen, "%s: path too long", path);
-		return -1;
-	}
-	FILE *fp = fopen(tmp, "w");
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
+	int rc;
+
 	if (!fp) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
 		return -1;
 	}
 	fn(fp, rows, n);
-	bool bad = ferror(fp) != 0;
-	if (fclose(fp) != 0 || bad) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(errno));
-		remove(tmp);
+	if (ferror(fp) | fclose(fp)) {
+		snprintf(err, errlen, "cannot write %s: out of memory", path);
+		free(buf);
 		return -1;
 	}
-	if (rename(tmp, path) != 0) {
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-		remove(tmp);
-		return -1;
-	}
-	return 0;
+	rc = nm_file_update(path, buf, len, NULL, err, errlen);
+	free(buf);
+	return rc;
 }
 
 int nm_thresh_write(const nm_thresh_row *rows, size_t n, const char *csv_path,

@@ -47,9 +47,9 @@ int nm_thresh_case(const nm_case *c, bool quick, const emu_run_status *grid, nm_
 /*
  * Write rows (of every case, in the order given) to csv_path
  * (case,kernel,variant,policy,axis,event,last_ok,first_bad,real_boundary,
- * first_failing_op) and md_path (one table per case), each through a
- * temporary file and rename(); either path may be NULL. 0, or -1 with a
- * reason in err.
+ * first_failing_op) and md_path (one table per case), each through
+ * nm_file_update (not written when it already holds these bytes); either
+ * path may be NULL. 0, or -1 with a reason in err.
  */
 int nm_thresh_write(const nm_thresh_row *rows, size_t n, const char *csv_path,
                     const char *md_path, char *err, size_t errlen);

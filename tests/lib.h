@@ -50,6 +50,7 @@ Suite *suite_gputab(void);
 Suite *suite_point(void);
 Suite *suite_thresh(void);
 Suite *suite_case(void);
+Suite *suite_file(void);
 Suite *suite_plot(void);
 Suite *suite_claims(void);
 Suite *suite_metrics(void);

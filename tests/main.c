@@ -91,6 +91,7 @@ int main(void)
 	srunner_add_suite(sr, suite_point());
 	srunner_add_suite(sr, suite_thresh());
 	srunner_add_suite(sr, suite_case());
+	srunner_add_suite(sr, suite_file());
 	srunner_add_suite(sr, suite_plot());
 	srunner_add_suite(sr, suite_claims());
 	srunner_add_suite(sr, suite_metrics());

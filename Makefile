@@ -102,6 +102,7 @@ test: deps
 	sh tests/cli_metrics.sh
 	sh tests/cli_golden.sh
 	sh tests/cli_sweep.sh
+	sh tests/faults_plot.sh
 	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory gpu; \
 	else echo "gpu: SKIPPED the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi
 	sh tests/cli_gpu.sh

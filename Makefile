@@ -130,8 +130,8 @@ asan:
 	sh tests/cli_sweep.sh
 	$(MAKE) --no-print-directory clean
 
-# fuzz: libFuzzer on the .npy, golden-file, actual-output and case-file
-# readers, FUZZ_SECONDS each (default 60); needs clang.
+# fuzz: libFuzzer on the .npy, golden-file, actual-output, case-file and plot results
+# CSV readers, FUZZ_SECONDS each (default 60); needs clang.
 fuzz:
 	sh tests/fuzz/run.sh
 

@@ -474,6 +474,26 @@ size_t nm_plot_clean_stale(const char *dir, const char *name)
 
 /* ---- checking the results CSV against its case ---- */
 
+/* A field as an error line shows it: control and non-ASCII bytes as \xHH,
+ * cut after 60 bytes. Four rotating buffers: one message shows at most
+ * three fields (the plot runs on one thread). */
+static const char *vis(const char *s)
+{
+	static char buf[4][260];
+	static int k;
+	char *b = buf[k = (k + 1) % 4];
+	size_t n = 0, i = 0;
+	for (; s[i] && i < 60; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < 0x20 || ch >= 0x7f)
+			n += (size_t)snprintf(b + n, sizeof buf[0] - n, "\\x%02x", ch);
+		else
+			b[n++] = (char)ch;
+	}
+	snprintf(b + n, sizeof buf[0] - n, "%s", s[i] ? "..." : "");
+	return b;
+}
+
 /* A number as the sweep writes it: %.17g, inf, -inf or nan; empty when the
  * sweep leaves a cell empty (an output a variant lacks). */
 static bool num_ok(const char *s, bool empty_ok)
@@ -492,7 +512,8 @@ static bool uint_ok(const char *s, bool empty_ok)
 {
 	if (!*s)
 		return empty_ok;
-	return strspn(s, "0123456789") == strlen(s) && strlen(s) <= 20;
+	/* as %zu writes it: no sign, no leading zero */
+	return strspn(s, "0123456789") == strlen(s) && strlen(s) <= 19 && (s[0] != '0' || !s[1]);
 }
 
 typedef struct {
@@ -548,7 +569,7 @@ static int check_header(const nm_case *c, const nm_plot_cols *k, bool series, co
 	for (size_t j = 0; j < n && j < t->ncols; j++)
 		if (strcmp(t->cell[j], h[j]) != 0)
 			return perr(err, errlen, "%s:1: column %zu is '%s', case %s's results have '%s'",
-			            path, j + 1, t->cell[j], c->name, h[j]);
+			            path, j + 1, vis(t->cell[j]), c->name, h[j]);
 	if (t->ncols != n)
 		return perr(err, errlen, "%s:1: %zu columns, case %s's results have %zu", path,
 		            t->ncols, c->name, n);
@@ -565,9 +586,10 @@ static int check_lead(const nm_case *c, const nm_csv *t, size_t r, size_t var, s
 	size_t line = t->line[r + 1];
 	const char *s;
 	if (strcmp(s = nm_csv_get(t, r, 0), c->name) != 0)
-		return perr(err, errlen, "%s:%zu: case '%s', expected '%s'", path, line, s, c->name);
+		return perr(err, errlen, "%s:%zu: case '%s', expected '%s'", path, line, vis(s),
+		            c->name);
 	if (strcmp(s = nm_csv_get(t, r, 1), c->kernel->name) != 0)
-		return perr(err, errlen, "%s:%zu: kernel '%s', expected '%s'", path, line, s,
+		return perr(err, errlen, "%s:%zu: kernel '%s', expected '%s'", path, line, vis(s),
 		            c->kernel->name);
 	s = nm_csv_get(t, r, 2);
 	if (var == SIZE_MAX) {
@@ -576,9 +598,9 @@ static int check_lead(const nm_case *c, const nm_csv *t, size_t r, size_t var, s
 			ok |= strcmp(s, c->variants[i]) == 0;
 		if (!ok)
 			return perr(err, errlen, "%s:%zu: variant '%s' is not one of the case's", path,
-			            line, s);
+			            line, vis(s));
 	} else if (strcmp(s, c->variants[var]) != 0)
-		return perr(err, errlen, "%s:%zu: variant '%s', expected '%s'", path, line, s,
+		return perr(err, errlen, "%s:%zu: variant '%s', expected '%s'", path, line, vis(s),
 		            c->variants[var]);
 	s = nm_csv_get(t, r, 3);
 	if (pol == SIZE_MAX) {
@@ -587,26 +609,26 @@ static int check_lead(const nm_case *c, const nm_csv *t, size_t r, size_t var, s
 			ok |= strcmp(s, c->policy_specs[i]) == 0;
 		if (!ok)
 			return perr(err, errlen, "%s:%zu: policy '%s' is not one of the case's", path,
-			            line, s);
+			            line, vis(s));
 	} else if (strcmp(s, c->policy_specs[pol]) != 0)
-		return perr(err, errlen, "%s:%zu: policy '%s', expected '%s'", path, line, s,
+		return perr(err, errlen, "%s:%zu: policy '%s', expected '%s'", path, line, vis(s),
 		            c->policy_specs[pol]);
 	for (size_t a = 0; a < c->naxes; a++) {
 		char want[NM_NUM_LEN];
 		s = nm_csv_get(t, r, 4 + (int)a);
 		if (!ax && !num_ok(s, false))
 			return perr(err, errlen, "%s:%zu: %s '%s' is not a number", path, line,
-			            c->axes[a].name, s);
+			            c->axes[a].name, vis(s));
 		/* the same double (its encoding), however it is spelled */
 		double v = nm_csv_num(s);
 		if (ax && (!num_ok(s, false) || memcmp(&v, &ax[a], sizeof v) != 0) &&
 		    nm_fmt_double(ax[a], want, sizeof want))
 			return perr(err, errlen, "%s:%zu: %s '%s', expected '%s'", path, line,
-			            c->axes[a].name, s, want);
+			            c->axes[a].name, vis(s), want);
 	}
 	s = nm_csv_get(t, r, 4 + (int)c->naxes);
 	if (be ? strcmp(s, be) != 0 : strcmp(s, "fast") != 0 && (!c->exact || strcmp(s, "exact")))
-		return perr(err, errlen, "%s:%zu: backend '%s', expected %s", path, line, s,
+		return perr(err, errlen, "%s:%zu: backend '%s', expected %s", path, line, vis(s),
 		            be ? be : c->exact ? "fast or exact" : "fast");
 	return 0;
 }
@@ -635,11 +657,11 @@ static size_t check_rows(const nm_case *c, const pl_grid *g, const nm_csv *t, co
 		if (nm_status_code(s) < 0)
 			return perr(err, errlen,
 			            "%s:%zu: status '%s' is not ok, underflow, overflow, inf or nan", path,
-			            line, s),
+			            line, vis(s)),
 			       line;
 		if (!uint_ok(s = nm_csv_get(t, r, base + 3), true))
 			return perr(err, errlen, "%s:%zu: first_index '%s' is not a whole number", path,
-			            line, s),
+			            line, vis(s)),
 			       line;
 		for (size_t j = (size_t)base + 4; j < t->ncols; j++) {
 			const char *name = t->cell[j];
@@ -647,8 +669,8 @@ static size_t check_rows(const nm_case *c, const pl_grid *g, const nm_csv *t, co
 			bool lost = l > 5 && strcmp(name + l - 5, ".lost") == 0;
 			s = nm_csv_get(t, r, (int)j);
 			if (lost ? !uint_ok(s, true) : !num_ok(s, true))
-				return perr(err, errlen, "%s:%zu: %s '%s' is not a %s", path, line, name, s,
-				            lost ? "whole number" : "number"),
+				return perr(err, errlen, "%s:%zu: %s '%s' is not a %s", path, line,
+				            vis(name), vis(s), lost ? "whole number" : "number"),
 				       line;
 		}
 	}
@@ -673,15 +695,15 @@ static size_t check_series_rows(const nm_case *c, const pl_grid *g, const nm_csv
 			ok |= strcmp(s, c->series[i]) == 0;
 		if (!ok)
 			return perr(err, errlen, "%s:%zu: output '%s' is not in the case's series list",
-			            path, line, s),
+			            path, line, vis(s)),
 			       line;
 		const char *ix = nm_csv_get(t, r, co + 1);
 		if (!uint_ok(ix, false))
 			return perr(err, errlen, "%s:%zu: index '%s' is not a whole number", path, line,
-			            ix),
+			            vis(ix)),
 			       line;
 		if (!num_ok(s = nm_csv_get(t, r, co + 2), false))
-			return perr(err, errlen, "%s:%zu: value '%s' is not a number", path, line, s),
+			return perr(err, errlen, "%s:%zu: value '%s' is not a number", path, line, vis(s)),
 			       line;
 		unsigned long long i = strtoull(ix, NULL, 10);
 		if (i == 0) {
@@ -693,7 +715,7 @@ static size_t check_series_rows(const nm_case *c, const pl_grid *g, const nm_csv
 			same = strcmp(nm_csv_get(t, r, j), nm_csv_get(t, r - 1, j)) == 0;
 		if (!same || strtoull(nm_csv_get(t, r - 1, co + 1), NULL, 10) + 1 != i)
 			return perr(err, errlen, "%s:%zu: index %s does not follow the row before", path,
-			            line, ix),
+			            line, vis(ix)),
 			       line;
 	}
 	(void)g;
@@ -1148,6 +1170,18 @@ static int run_gnuplot(const char *prog, const char *script, const char *errpath
 	            WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), *last ? ": " : "", last);
 }
 
+int nm_plot_read_results(const nm_case *c, const nm_plot_cols *cols, const char *path,
+                         bool series, nm_csv *t, char *err, size_t errlen)
+{
+	if (nm_csv_read(path, t, err, errlen))
+		return -1;
+	if (check_results(c, cols, series, t, path, err, errlen)) {
+		nm_csv_free(t);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- what gnuplot wrote ---- */
 
 /* gnuplot exits 0 when its output could not be written (a full disk), so
@@ -1384,18 +1418,12 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	snprintf(path, sizeof path, "%s/%s%s.csv", results_dir, c->name, series ? "-series" : "");
 	nm_csv t;
 	nm_plot_cols kc;
-	if (nm_csv_read(path, &t, err, errlen))
-		return -1;
 	char why[512];
-	if (nm_plot_columns(c, &kc, why, sizeof why)) {
-		nm_csv_free(&t);
+	if (nm_plot_columns(c, &kc, why, sizeof why))
 		return perr(err, errlen, "%s: the kernel's outputs (one run of the first point): %s",
 		            c->path, why);
-	}
-	if (check_results(c, &kc, series != NULL, &t, path, err, errlen)) {
-		nm_csv_free(&t);
+	if (nm_plot_read_results(c, &kc, path, series != NULL, &t, err, errlen))
 		return -1;
-	}
 	if (!sp.ycol && !series) {
 		/* default: heat maps show the status, lines the first relative error */
 		sp.ycol = "status";

@@ -48,6 +48,15 @@ typedef struct {
 } nm_plot_cols;
 int nm_plot_columns(const nm_case *c, nm_plot_cols *cols, char *err, size_t errlen);
 
+/* Read path, the results CSV of c (series: <case>-series.csv) with the
+ * columns cols, and check it as nm_plot_case does: the header exactly the
+ * case's, as many rows as its full or quick grid gives, each row's case,
+ * kernel, variant, policy, axis values and backend those of its point,
+ * known statuses, numbers that parse. 0, or -1 with "PATH:LINE: reason"
+ * and t empty. */
+int nm_plot_read_results(const nm_case *c, const nm_plot_cols *cols, const char *path,
+                         bool series, nm_csv *t, char *err, size_t errlen);
+
 /* nm_plot_check, and the names the plot and the series take from the
  * results: [plot] y a column of the CSV, [case] series outputs of the
  * kernel. What the sweep runs before any point. 0, or -1 with one line. */

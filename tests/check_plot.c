@@ -284,6 +284,9 @@ START_TEST(damaged_csv)
 	     "p1.csv:3: result.lost '-1' is not a whole number"},
 	    {"100,fast,ok,,,,0,0,0,100,", "100,fast,ok,,,x,0,0,0,100,",
 	     "p1.csv:3: first_index 'x' is not a whole number"},
+	    /* a field's bytes are shown escaped: the error stays one line */
+	    {",100,fast,ok,", ",100,fast,\"o\nk\xff\",",
+	     "p1.csv:3: status 'o\\x0ak\\xff' is not ok, underflow, overflow, inf or nan"},
 	};
 	char p[256], err[768];
 	nm_case c;

@@ -1330,6 +1330,8 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 plot:
 	rc = 0;
 #ifdef SW_HAVE_PLOT
+	if (s->rank == 0) /* what a run killed during gnuplot left, even with nothing to draw */
+		nm_plot_clean_stale(s->o.plots, c->name);
 	if (s->rank == 0 && !(skip && sw_plotted(s, c))) {
 		char perr[SW_ERR_LEN] = "";
 

@@ -175,6 +175,27 @@ kill "$live_pid" 2>/dev/null
 live_pid=""
 cmp -s "$tmp/k/plots/fp.png" "$tmp/a0/plots/fp.png" || fail "the rerun's PNG differs"
 pass=$((pass + 1))
+# the same in a sweep: killed while it draws, the case is up to date (its
+# state is written before the plot) and its earlier plots are there, so the
+# rerun draws nothing, and still removes the leftovers
+rm -f "$tmp/slow/started"
+cp -R "$tmp/a0" "$tmp/k2"
+rm -f "$tmp/k2/results/.state/"*
+PATH="$tmp/slow:$PATH" "$N" sweep --quiet --out "$tmp/k2/results" --plots "$tmp/k2/plots" \
+	--docs "$tmp/k2/docs" "$CASE" >/dev/null 2>&1 &
+nm_pid=$!
+i=0
+while [ ! -s "$tmp/slow/started" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+[ -s "$tmp/slow/started" ] || fail "kill the sweep: gnuplot never started"
+slow_pid=$(cat "$tmp/slow/started")
+kill -9 "$nm_pid"
+wait "$nm_pid" 2>/dev/null
+kill "$slow_pid" 2>/dev/null
+slow_pid=""
+ls -A "$tmp/k2/plots" | grep -q "^\.fp\.gp\.$nm_pid\." || fail "kill the sweep: no temporaries (the test is void)"
+sweep "$tmp/k2" "$CASE"
+[ "$rc" -eq 0 ] || fail "the sweep's rerun after kill -9: exit status $rc"
+nothing_left "$tmp/k2/plots" "the sweep's rerun after kill -9"
 
 # ---- damaged results CSVs ----
 mkdir -p "$tmp/e/results" "$tmp/e/plots"

@@ -13,6 +13,13 @@
  * the same CSV rewrites the same bytes (tests/check_plot.c compares them).
  * Script and data go through temporary files next to the outputs, and each
  * output is written to a temporary name and renamed into place.
+ *
+ * Why everything is checked around gnuplot and not trusted: the CSV may be
+ * cut or edited (it is checked against what the case implies, as the other
+ * readers check theirs), and gnuplot exits 0 when its output could not be
+ * written, so the PNG's chunks and the SVG's end are read back before the
+ * rename. The temporaries carry the pid, so a later run can tell a killed
+ * run's leftovers from a live run's files.
  */
 #include <errno.h>
 #include <math.h>

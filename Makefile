@@ -138,6 +138,7 @@ test: deps
 	$(STEP) run cli_golden sh tests/cli_golden.sh
 	$(STEP) run cli_sweep sh tests/cli_sweep.sh
 	$(STEP) run faults_sweep sh tests/faults_sweep.sh
+	$(STEP) run faults_plot sh tests/faults_plot.sh
 	$(STEP) run readme sh tests/readme.sh
 	$(STEP) run install sh tests/install.sh
 	@if [ -x "$(NVCC)" ]; then $(STEP) run gpu $(MAKE) --no-print-directory gpu; \
@@ -168,8 +169,8 @@ asan:
 	sh tests/cli_sweep.sh
 	$(MAKE) --no-print-directory clean
 
-# fuzz: libFuzzer on the .npy, golden-file, actual-output and case-file
-# readers, FUZZ_SECONDS each (default 60); needs clang.
+# fuzz: libFuzzer on the .npy, golden-file, actual-output, case-file and plot results
+# CSV readers, FUZZ_SECONDS each (default 60); needs clang.
 fuzz:
 	sh tests/fuzz/run.sh
 

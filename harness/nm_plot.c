@@ -13,6 +13,13 @@
  * the same CSV rewrites the same bytes (tests/check_plot.c compares them).
  * Script and data go through temporary files next to the outputs, and each
  * output is written to a temporary name and renamed into place.
+ *
+ * Why everything is checked around gnuplot and not trusted: the CSV may be
+ * cut or edited (it is checked against what the case implies, as the other
+ * readers check theirs), and gnuplot exits 0 when its output could not be
+ * written, so the PNG's chunks and the SVG's end are read back before the
+ * rename. The temporaries carry the pid, so a later run can tell a killed
+ * run's leftovers from a live run's files.
  */
 #include <errno.h>
 #include <math.h>
@@ -21,13 +28,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "nm_parse.h"
 #include "nm_plot.h"
+#include "nm_point.h"
 
 static int perr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -86,6 +98,7 @@ void nm_csv_free(nm_csv *t)
 		for (size_t i = 0; i < t->nrec * t->ncols; i++)
 			free(t->cell[i]);
 	free(t->cell);
+	free(t->line);
 	memset(t, 0, sizeof *t);
 }
 
@@ -96,7 +109,7 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 	char *s = slurp(path, &len);
 	if (!s)
 		return perr(err, errlen, "%s: %s", path, strerror(errno ? errno : ENOMEM));
-	size_t cap = 0, n = 0, line = 1, fields = 0;
+	size_t cap = 0, n = 0, line = 1, fields = 0, lcap = 0, rec_line = 1;
 	char *fbuf = malloc(len + 1);
 	if (!fbuf) {
 		free(s);
@@ -107,6 +120,8 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 	while (rc == 0 && i < len) {
 		/* one field */
 		size_t fl = 0;
+		if (fields == 0)
+			rec_line = line;
 		if (s[i] == '"') {
 			for (i++;; i++) {
 				if (i >= len) {
@@ -157,6 +172,16 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 			i++;
 		if (i < len && s[i] == '\n')
 			i++;
+		if (t->nrec == lcap) {
+			lcap = lcap ? 2 * lcap : 256;
+			size_t *l = realloc(t->line, lcap * sizeof *l);
+			if (!l) {
+				rc = perr(err, errlen, "%s: out of memory", path);
+				break;
+			}
+			t->line = l;
+		}
+		t->line[t->nrec] = rec_line;
 		if (t->nrec == 0)
 			t->ncols = fields;
 		else if (fields != t->ncols)
@@ -176,6 +201,7 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 		for (size_t k = 0; k < n; k++)
 			free(t->cell[k]);
 		free(t->cell);
+		free(t->line);
 		memset(t, 0, sizeof *t);
 	}
 	return rc;
@@ -293,6 +319,471 @@ int nm_plot_check(const nm_case *c, char *err, size_t errlen)
 		if (strcmp(c->kv[i].section, "plot") == 0 && check_one(c, &c->kv[i], err, errlen))
 			return -1;
 	return 0;
+}
+
+/* ---- the results' columns, before anything runs ---- */
+
+int nm_plot_columns(const nm_case *c, nm_plot_cols *cols, char *err, size_t errlen)
+{
+	/* the sweep's header is point 0's fast run (variant 0, policy 0, the
+	 * first value of each axis); without truth the names are the same */
+	nm_point p = {.c = c};
+	nm_point_result r;
+	memset(cols, 0, sizeof *cols);
+	for (size_t a = 0; a < c->naxes; a++)
+		p.axis[a] = c->axes[a].values[0];
+	if (nm_point_eval(&p, EMU_BE_FAST, false, &r, err, errlen))
+		return -1;
+	cols->nout = r.nout < EMU_KOUT_MAX ? r.nout : EMU_KOUT_MAX;
+	for (size_t i = 0; i < cols->nout; i++)
+		snprintf(cols->out[i], sizeof cols->out[i], "%s", r.out[i].name);
+	cols->fractions = r.has_fractions;
+	return 0;
+}
+
+static const char *const metric_suffix[] = {".max_ulp",       ".rel_err",
+                                            ".lost",          ".maxabs",
+                                            ".arith_max_ulp", ".arith_rel_err"};
+static const char *const frac_names[] = {"frac_zero", "frac_subnormal", "frac_lost",
+                                         "frac_overflow"};
+#define NMETRIC 6
+
+static bool is_column(const nm_plot_cols *k, const char *y)
+{
+	for (size_t i = 0; i < k->nout; i++) {
+		size_t l = strlen(k->out[i]);
+		if (strncmp(y, k->out[i], l) == 0)
+			for (int m = 0; m < NMETRIC; m++)
+				if (strcmp(y + l, metric_suffix[m]) == 0)
+					return true;
+	}
+	for (int i = 0; i < 4 && k->fractions; i++)
+		if (strcmp(y, frac_names[i]) == 0)
+			return true;
+	return strcmp(y, "status") == 0;
+}
+
+static bool is_output(const nm_plot_cols *k, const char *name)
+{
+	for (size_t i = 0; i < k->nout; i++)
+		if (strcmp(k->out[i], name) == 0)
+			return true;
+	return false;
+}
+
+static void list_outputs(const nm_plot_cols *k, char *buf, size_t len)
+{
+	size_t l = 0;
+	buf[0] = 0;
+	for (size_t i = 0; i < k->nout && l < len; i++)
+		l += (size_t)snprintf(buf + l, len - l, "%s%s", i ? " " : "", k->out[i]);
+}
+
+int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen)
+{
+	if (nm_plot_check(c, err, errlen))
+		return -1;
+	const nm_case_kv *y = nm_case_get(c, "plot", "y");
+	if (!y && !c->nseries)
+		return 0;
+	nm_plot_cols k;
+	char why[512], outs[256];
+	if (nm_plot_columns(c, &k, why, sizeof why))
+		return perr(err, errlen, "%s: the kernel's outputs (one run of the first point): %s",
+		            c->path, why);
+	list_outputs(&k, outs, sizeof outs);
+	if (y && !kv_get(c, "series") && !is_column(&k, y->value))
+		return perr(err, errlen,
+		            "%s:%d: key 'y': '%s' is not a results column (status, OUT.rel_err, "
+		            "OUT.max_ulp, ... for an output OUT of %s: %s)",
+		            c->path, y->line, y->value, c->kernel->name, outs);
+	for (size_t i = 0; i < c->nseries; i++)
+		if (!is_output(&k, c->series[i]))
+			return perr(err, errlen,
+			            "%s: key 'series': '%s' is not an output of kernel %s (%s)", c->path,
+			            c->series[i], c->kernel->name, outs);
+	return 0;
+}
+
+/* ---- output directories and stale temporaries ---- */
+
+int nm_dir_writable(const char *dir, char *err, size_t errlen)
+{
+	char p[1100];
+	if (access(dir, W_OK | X_OK) != 0)
+		return perr(err, errlen, "%s: not writable: %s", dir, strerror(errno));
+	snprintf(p, sizeof p, "%s/.nanmap-probe.%ld.XXXXXX", dir, (long)getpid());
+	int fd = mkstemp(p);
+	if (fd < 0)
+		return perr(err, errlen, "%s: not writable: %s", dir, strerror(errno));
+	int e = 0;
+	if (write(fd, "x", 1) != 1)
+		e = errno ? errno : EIO;
+	if (close(fd) != 0 && !e)
+		e = errno;
+	unlink(p);
+	if (e)
+		return perr(err, errlen, "%s: not writable: %s", dir, strerror(e));
+	return 0;
+}
+
+static const char *const tmp_whats[] = {"dat", "gp", "png", "svg", "log"};
+
+/* Is f exactly .NAME.WHAT.PID.XXXXXX (mkstemp's six letters and digits)?
+ * Then its PID. */
+static bool tmp_match(const char *f, const char *name, long *pid)
+{
+	size_t l = strlen(name);
+	if (f[0] != '.' || strncmp(f + 1, name, l) != 0 || f[1 + l] != '.')
+		return false;
+	f += 2 + l;
+	size_t w = strcspn(f, ".");
+	bool known = false;
+	for (size_t i = 0; i < sizeof tmp_whats / sizeof *tmp_whats; i++)
+		known |= strlen(tmp_whats[i]) == w && strncmp(f, tmp_whats[i], w) == 0;
+	if (!known || f[w] != '.')
+		return false;
+	f += w + 1;
+	size_t d = strspn(f, "0123456789");
+	if (d == 0 || d > 9 || f[d] != '.')
+		return false;
+	*pid = strtol(f, NULL, 10);
+	f += d + 1;
+	if (strlen(f) != 6)
+		return false;
+	for (; *f; f++)
+		if (!((*f >= '0' && *f <= '9') || (*f >= 'a' && *f <= 'z') || (*f >= 'A' && *f <= 'Z')))
+			return false;
+	return *pid > 0;
+}
+
+size_t nm_plot_clean_stale(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	size_t n = 0;
+	if (!d)
+		return 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		long pid;
+		char p[1100];
+		if (!tmp_match(e->d_name, name, &pid) || pid == (long)getpid())
+			continue;
+		/* a live run's files stay (EPERM: alive, another user's) */
+		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		if (unlink(p) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* ---- checking the results CSV against its case ---- */
+
+/* A field as an error line shows it: control and non-ASCII bytes as \xHH,
+ * cut after 60 bytes. Four rotating buffers: one message shows at most
+ * three fields (the plot runs on one thread). */
+static const char *vis(const char *s)
+{
+	static char buf[4][260];
+	static int k;
+	char *b = buf[k = (k + 1) % 4];
+	size_t n = 0, i = 0;
+	for (; s[i] && i < 60; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < 0x20 || ch >= 0x7f)
+			n += (size_t)snprintf(b + n, sizeof buf[0] - n, "\\x%02x", ch);
+		else
+			b[n++] = (char)ch;
+	}
+	snprintf(b + n, sizeof buf[0] - n, "%s", s[i] ? "..." : "");
+	return b;
+}
+
+/* A number as the sweep writes it: %.17g, inf, -inf or nan; empty when the
+ * sweep leaves a cell empty (an output a variant lacks). */
+static bool num_ok(const char *s, bool empty_ok)
+{
+	if (!*s)
+		return empty_ok;
+	if (!strcmp(s, "inf") || !strcmp(s, "-inf") || !strcmp(s, "nan"))
+		return true;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	return !*end && isfinite(v) && strspn(s, "+-0123456789.e") == strlen(s);
+}
+
+static bool uint_ok(const char *s, bool empty_ok)
+{
+	if (!*s)
+		return empty_ok;
+	/* as %zu writes it: no sign, no leading zero */
+	return strspn(s, "0123456789") == strlen(s) && strlen(s) <= 19 && (s[0] != '0' || !s[1]);
+}
+
+typedef struct {
+	const double *g[NM_CASE_MAX_AXES];
+	size_t n[NM_CASE_MAX_AXES];
+	const char *name;
+} pl_grid;
+
+static size_t grid_points(const nm_case *c, const pl_grid *g)
+{
+	size_t n = c->nvariants * c->npolicies;
+	for (size_t a = 0; a < c->naxes; a++)
+		n *= g->n[a];
+	return n;
+}
+
+/* The expected header, field j (ncols: how many). */
+static size_t header_of(const nm_case *c, const nm_plot_cols *k, bool series, char (*h)[64],
+                        size_t max)
+{
+	static const char *const lead[] = {"case", "kernel", "variant", "policy"};
+	size_t n = 0;
+#define H(...) (n < max ? (void)snprintf(h[n++], 64, __VA_ARGS__) : (void)0)
+	for (int i = 0; i < 4; i++)
+		H("%s", lead[i]);
+	for (size_t a = 0; a < c->naxes; a++)
+		H("%s", c->axes[a].name);
+	H("backend");
+	if (series) {
+		H("output");
+		H("index");
+		H("value");
+		return n;
+	}
+	H("status");
+	H("first_op");
+	H("first_step");
+	H("first_index");
+	for (size_t i = 0; i < k->nout; i++)
+		for (int m = 0; m < NMETRIC; m++)
+			H("%s%s", k->out[i], metric_suffix[m]);
+	for (int i = 0; i < 4 && k->fractions; i++)
+		H("%s", frac_names[i]);
+#undef H
+	return n;
+}
+
+static int check_header(const nm_case *c, const nm_plot_cols *k, bool series, const nm_csv *t,
+                        const char *path, char *err, size_t errlen)
+{
+	char h[8 + NM_CASE_MAX_AXES + 4 + EMU_KOUT_MAX * NMETRIC + 4][64];
+	size_t n = header_of(c, k, series, h, sizeof h / sizeof *h);
+	for (size_t j = 0; j < n && j < t->ncols; j++)
+		if (strcmp(t->cell[j], h[j]) != 0)
+			return perr(err, errlen, "%s:1: column %zu is '%s', case %s's results have '%s'",
+			            path, j + 1, vis(t->cell[j]), c->name, h[j]);
+	if (t->ncols != n)
+		return perr(err, errlen, "%s:1: %zu columns, case %s's results have %zu", path,
+		            t->ncols, c->name, n);
+	return 0;
+}
+
+/* The fields every row starts with. var, pol: expected indexes, or SIZE_MAX
+ * for any of the case's; ax: the expected axis values, or NULL for any
+ * number; be: the expected backend, or NULL for one the case runs. */
+static int check_lead(const nm_case *c, const nm_csv *t, size_t r, size_t var, size_t pol,
+                      const double *ax, const char *be, const char *path, char *err,
+                      size_t errlen)
+{
+	size_t line = t->line[r + 1];
+	const char *s;
+	if (strcmp(s = nm_csv_get(t, r, 0), c->name) != 0)
+		return perr(err, errlen, "%s:%zu: case '%s', expected '%s'", path, line, vis(s),
+		            c->name);
+	if (strcmp(s = nm_csv_get(t, r, 1), c->kernel->name) != 0)
+		return perr(err, errlen, "%s:%zu: kernel '%s', expected '%s'", path, line, vis(s),
+		            c->kernel->name);
+	s = nm_csv_get(t, r, 2);
+	if (var == SIZE_MAX) {
+		bool ok = false;
+		for (size_t i = 0; i < c->nvariants; i++)
+			ok |= strcmp(s, c->variants[i]) == 0;
+		if (!ok)
+			return perr(err, errlen, "%s:%zu: variant '%s' is not one of the case's", path,
+			            line, vis(s));
+	} else if (strcmp(s, c->variants[var]) != 0)
+		return perr(err, errlen, "%s:%zu: variant '%s', expected '%s'", path, line, vis(s),
+		            c->variants[var]);
+	s = nm_csv_get(t, r, 3);
+	if (pol == SIZE_MAX) {
+		bool ok = false;
+		for (size_t i = 0; i < c->npolicies; i++)
+			ok |= strcmp(s, c->policy_specs[i]) == 0;
+		if (!ok)
+			return perr(err, errlen, "%s:%zu: policy '%s' is not one of the case's", path,
+			            line, vis(s));
+	} else if (strcmp(s, c->policy_specs[pol]) != 0)
+		return perr(err, errlen, "%s:%zu: policy '%s', expected '%s'", path, line, vis(s),
+		            c->policy_specs[pol]);
+	for (size_t a = 0; a < c->naxes; a++) {
+		char want[NM_NUM_LEN];
+		s = nm_csv_get(t, r, 4 + (int)a);
+		if (!ax && !num_ok(s, false))
+			return perr(err, errlen, "%s:%zu: %s '%s' is not a number", path, line,
+			            c->axes[a].name, vis(s));
+		/* the same double (its encoding), however it is spelled */
+		double v = nm_csv_num(s);
+		if (ax && (!num_ok(s, false) || memcmp(&v, &ax[a], sizeof v) != 0) &&
+		    nm_fmt_double(ax[a], want, sizeof want))
+			return perr(err, errlen, "%s:%zu: %s '%s', expected '%s'", path, line,
+			            c->axes[a].name, vis(s), want);
+	}
+	s = nm_csv_get(t, r, 4 + (int)c->naxes);
+	if (be ? strcmp(s, be) != 0 : strcmp(s, "fast") != 0 && (!c->exact || strcmp(s, "exact")))
+		return perr(err, errlen, "%s:%zu: backend '%s', expected %s", path, line, vis(s),
+		            be ? be : c->exact ? "fast or exact" : "fast");
+	return 0;
+}
+
+/* Every row of the results CSV in point order on grid g. 0, or the line of
+ * the first wrong row (err says why). */
+static size_t check_rows(const nm_case *c, const pl_grid *g, const nm_csv *t, const char *path,
+                         char *err, size_t errlen)
+{
+	size_t nbe = c->exact ? 2 : 1, n0 = c->naxes > 0 ? g->n[0] : 1,
+	       n1 = c->naxes > 1 ? g->n[1] : 1;
+	int base = 5 + (int)c->naxes; /* status */
+	for (size_t r = 0; r + 1 < t->nrec; r++) {
+		size_t idx = r / nbe, i1 = idx % n1, q = idx / n1, i0 = q % n0;
+		double ax[NM_CASE_MAX_AXES] = {0};
+		size_t line = t->line[r + 1];
+		q /= n0;
+		if (c->naxes > 0)
+			ax[0] = g->g[0][i0];
+		if (c->naxes > 1)
+			ax[1] = g->g[1][i1];
+		if (check_lead(c, t, r, q / c->npolicies, q % c->npolicies, ax,
+		               r % nbe ? "exact" : "fast", path, err, errlen))
+			return line;
+		const char *s = nm_csv_get(t, r, base);
+		if (nm_status_code(s) < 0)
+			return perr(err, errlen,
+			            "%s:%zu: status '%s' is not ok, underflow, overflow, inf or nan", path,
+			            line, vis(s)),
+			       line;
+		if (!uint_ok(s = nm_csv_get(t, r, base + 3), true))
+			return perr(err, errlen, "%s:%zu: first_index '%s' is not a whole number", path,
+			            line, vis(s)),
+			       line;
+		for (size_t j = (size_t)base + 4; j < t->ncols; j++) {
+			const char *name = t->cell[j];
+			size_t l = strlen(name);
+			bool lost = l > 5 && strcmp(name + l - 5, ".lost") == 0;
+			s = nm_csv_get(t, r, (int)j);
+			if (lost ? !uint_ok(s, true) : !num_ok(s, true))
+				return perr(err, errlen, "%s:%zu: %s '%s' is not a %s", path, line,
+				            vis(name), vis(s), lost ? "whole number" : "number"),
+				       line;
+		}
+	}
+	return 0;
+}
+
+/* The series CSV: every row a point of the case, its output one of the
+ * case's series, indexes 0, 1, ... per (point, backend, output); as many
+ * of those runs as grid g gives. */
+static size_t check_series_rows(const nm_case *c, const pl_grid *g, const nm_csv *t,
+                                const char *path, size_t *runs, char *err, size_t errlen)
+{
+	int co = 5 + (int)c->naxes;
+	*runs = 0;
+	for (size_t r = 0; r + 1 < t->nrec; r++) {
+		size_t line = t->line[r + 1];
+		if (check_lead(c, t, r, SIZE_MAX, SIZE_MAX, NULL, NULL, path, err, errlen))
+			return line;
+		const char *s = nm_csv_get(t, r, co);
+		bool ok = false;
+		for (size_t i = 0; i < c->nseries; i++)
+			ok |= strcmp(s, c->series[i]) == 0;
+		if (!ok)
+			return perr(err, errlen, "%s:%zu: output '%s' is not in the case's series list",
+			            path, line, vis(s)),
+			       line;
+		const char *ix = nm_csv_get(t, r, co + 1);
+		if (!uint_ok(ix, false))
+			return perr(err, errlen, "%s:%zu: index '%s' is not a whole number", path, line,
+			            vis(ix)),
+			       line;
+		if (!num_ok(s = nm_csv_get(t, r, co + 2), false))
+			return perr(err, errlen, "%s:%zu: value '%s' is not a number", path, line, vis(s)),
+			       line;
+		unsigned long long i = strtoull(ix, NULL, 10);
+		if (i == 0) {
+			(*runs)++;
+			continue;
+		}
+		bool same = r > 0;
+		for (int j = 0; same && j <= co; j++)
+			same = strcmp(nm_csv_get(t, r, j), nm_csv_get(t, r - 1, j)) == 0;
+		if (!same || strtoull(nm_csv_get(t, r - 1, co + 1), NULL, 10) + 1 != i)
+			return perr(err, errlen, "%s:%zu: index %s does not follow the row before", path,
+			            line, vis(ix)),
+			       line;
+	}
+	(void)g;
+	return 0;
+}
+
+/* The CSV of c as the sweep writes it, on its full or its quick grid. */
+static int check_results(const nm_case *c, const nm_plot_cols *k, bool series, const nm_csv *t,
+                         const char *path, char *err, size_t errlen)
+{
+	if (check_header(c, k, series, t, path, err, errlen))
+		return -1;
+	pl_grid gr[2] = {{.name = "full"}, {.name = "quick"}};
+	for (size_t a = 0; a < c->naxes; a++) {
+		gr[0].g[a] = c->axes[a].values;
+		gr[0].n[a] = c->axes[a].nvalues;
+		gr[1].g[a] = c->axes[a].quick;
+		gr[1].n[a] = c->axes[a].nquick;
+	}
+	size_t nbe = c->exact ? 2 : 1, rows = t->nrec - 1;
+	size_t last = t->line[t->nrec - 1];
+	size_t want[2] = {grid_points(c, &gr[0]) * nbe, grid_points(c, &gr[1]) * nbe};
+	if (series) {
+		size_t runs;
+		if (rows == 0)
+			return perr(err, errlen, "%s:%zu: no rows", path, last);
+		if (check_series_rows(c, &gr[0], t, path, &runs, err, errlen))
+			return -1;
+		for (int i = 0; i < 2; i++)
+			if (runs == want[i] * c->nseries)
+				return 0;
+		return perr(err, errlen,
+		            "%s:%zu: %zu series (point, backend, output), expected %zu (the full "
+		            "grid) or %zu (the quick grid)",
+		            path, last, runs, want[0] * c->nseries, want[1] * c->nseries);
+	}
+	/* the grid whose row count fits; when both do, the one that fits further */
+	char best[768] = "";
+	size_t best_line = 0;
+	bool tried = false;
+	for (int i = 0; i < 2; i++) {
+		if (rows != want[i])
+			continue;
+		char e[768];
+		size_t bad = check_rows(c, &gr[i], t, path, e, sizeof e);
+		if (!bad)
+			return 0;
+		if (!tried || bad > best_line) {
+			snprintf(best, sizeof best, "%s", e);
+			best_line = bad;
+		}
+		tried = true;
+	}
+	if (tried)
+		return perr(err, errlen, "%s", best);
+	if (want[0] == want[1])
+		return perr(err, errlen, "%s:%zu: %zu rows, case %s's grid gives %zu", path, last,
+		            rows, c->name, want[0]);
+	return perr(err, errlen,
+	            "%s:%zu: %zu rows, case %s's grid gives %zu (full) or %zu (quick)", path, last,
+	            rows, c->name, want[0], want[1]);
 }
 
 /* ---- groups of points ---- */
@@ -686,6 +1177,104 @@ static int run_gnuplot(const char *prog, const char *script, const char *errpath
 	            WIFEXITED(ws) ? WEXITSTATUS(ws) : WTERMSIG(ws), *last ? ": " : "", last);
 }
 
+int nm_plot_read_results(const nm_case *c, const nm_plot_cols *cols, const char *path,
+                         bool series, nm_csv *t, char *err, size_t errlen)
+{
+	if (nm_csv_read(path, t, err, errlen))
+		return -1;
+	if (check_results(c, cols, series, t, path, err, errlen)) {
+		nm_csv_free(t);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- what gnuplot wrote ---- */
+
+/* gnuplot exits 0 when its output could not be written (a full disk), so
+ * its files are read back before they are renamed into place. */
+
+static uint32_t crc32_png(const unsigned char *p, size_t n)
+{
+	/* ISO 3309 / PNG specification, Annex D */
+	static uint32_t tab[256];
+	static bool init;
+	if (!init) {
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+			for (int k = 0; k < 8; k++)
+				c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			tab[i] = c;
+		}
+		init = true;
+	}
+	uint32_t c = 0xffffffffu;
+	for (size_t i = 0; i < n; i++)
+		c = tab[(c ^ p[i]) & 0xff] ^ (c >> 8);
+	return c ^ 0xffffffffu;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* NULL when s[0..n) is a whole PNG: the signature, IHDR first, chunks whose
+ * lengths and CRCs hold, IEND last and nothing after it; else why not. */
+static const char *png_whole(const unsigned char *s, size_t n)
+{
+	if (n == 0)
+		return "empty";
+	if (n < 8 || memcmp(s, "\x89PNG\r\n\x1a\n", 8) != 0)
+		return "no PNG signature";
+	size_t i = 8;
+	for (int first = 1;; first = 0) {
+		if (n - i < 12)
+			return "cut short (no IEND chunk)";
+		uint32_t len = be32(s + i);
+		if (len > 0x7fffffffu || len > n - i - 12)
+			return "cut short (a chunk runs past the end)";
+		const unsigned char *type = s + i + 4;
+		if (first && memcmp(type, "IHDR", 4) != 0)
+			return "no IHDR chunk first";
+		if (crc32_png(type, 4 + (size_t)len) != be32(s + i + 8 + len))
+			return "a chunk's CRC does not match";
+		i += 12 + (size_t)len;
+		if (memcmp(type, "IEND", 4) == 0)
+			return i == n ? NULL : "bytes after IEND";
+	}
+}
+
+/* NULL when s is a whole SVG: it ends with </svg> (and white space). */
+static const char *svg_whole(const char *s, size_t n)
+{
+	if (n == 0)
+		return "empty";
+	while (n && strchr(" \t\r\n", s[n - 1]))
+		n--;
+	if (n < 6 || memcmp(s + n - 6, "</svg>", 6) != 0)
+		return "cut short (no closing </svg>)";
+	return NULL;
+}
+
+/* tmp as gnuplot left it, to become out: 0, or -1 naming out. */
+static int check_written(const char *tmp, const char *out, bool png, char *err, size_t errlen)
+{
+	size_t n = 0;
+	errno = 0;
+	char *s = slurp(tmp, &n);
+	if (!s)
+		return perr(err, errlen, "%s: gnuplot wrote nothing readable: %s", out,
+		            strerror(errno ? errno : ENOMEM));
+	const char *why = png ? png_whole((const unsigned char *)s, n) : svg_whole(s, n);
+	free(s);
+	if (why)
+		return perr(err, errlen,
+		            "%s: gnuplot's output is not whole: %s (%zu bytes; is the disk full?)", out,
+		            why, n);
+	return 0;
+}
+
 /* ---- reading the results into groups ---- */
 
 static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, const char *series,
@@ -774,13 +1363,27 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 	return 0;
 }
 
+/* dir/.NAME.WHAT.PID.XXXXXX, created (nm_plot_clean_stale knows the
+ * pattern); f: open for writing, or NULL to leave it closed and empty. */
 static int make_tmp(char *buf, size_t len, const char *dir, const char *name, const char *what,
                     FILE **f)
 {
-	snprintf(buf, len, "%s/.%s.%s.XXXXXX", dir, name, what);
+	snprintf(buf, len, "%s/.%s.%s.%ld.XXXXXX", dir, name, what, (long)getpid());
 	int fd = mkstemp(buf);
-	if (fd < 0)
+	if (fd < 0) {
+		*buf = 0;
 		return -1;
+	}
+	if (!f) {
+		/* the plots get the mode a new file gets (mkstemp's is 0600) */
+		mode_t um = umask(0);
+		umask(um);
+		if (fchmod(fd, 0666 & ~um) != 0) {
+			close(fd);
+			return -1;
+		}
+		return close(fd);
+	}
 	*f = fdopen(fd, "w");
 	if (!*f) {
 		close(fd);
@@ -801,6 +1404,7 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 		            gpname && *gpname ? ": " : "", gpname && *gpname ? gpname : "");
 	if (nm_plot_check(c, err, errlen))
 		return -1;
+	nm_plot_clean_stale(plots_dir, c->name); /* of runs killed before they ended */
 	pl_spec sp = {.c = c};
 	const char *series = kv_get(c, "series");
 	const char *type = kv_get(c, "type");
@@ -820,7 +1424,12 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	char path[1024];
 	snprintf(path, sizeof path, "%s/%s%s.csv", results_dir, c->name, series ? "-series" : "");
 	nm_csv t;
-	if (nm_csv_read(path, &t, err, errlen))
+	nm_plot_cols kc;
+	char why[512];
+	if (nm_plot_columns(c, &kc, why, sizeof why))
+		return perr(err, errlen, "%s: the kernel's outputs (one run of the first point): %s",
+		            c->path, why);
+	if (nm_plot_read_results(c, &kc, path, series != NULL, &t, err, errlen))
 		return -1;
 	if (!sp.ycol && !series) {
 		/* default: heat maps show the status, lines the first relative error */
@@ -839,7 +1448,7 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 
 	pl_set s = {0};
 	int rc = load_points(&sp, c, &t, series, backend, &s, path, err, errlen);
-	char dat[1100] = "", gp[1100] = "", elog[1100] = "", tpng[1100], tsvg[1100];
+	char dat[1100] = "", gp[1100] = "", elog[1100] = "", tpng[1100] = "", tsvg[1100] = "";
 	char opng[1100], osvg[1100];
 	FILE *fd = NULL, *fs = NULL;
 	if (rc)
@@ -943,17 +1552,29 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 		          strerror(errno));
 		goto out;
 	}
+	errno = 0;
 	rc = sp.heat ? write_heat_data(fd, &sp, &s) : write_lines_data(fd, &sp, &s);
-	if (fclose(fd) != 0 || rc) {
-		fd = NULL;
-		rc = perr(err, errlen, "%s: write failed", dat);
+	if (rc || fflush(fd) != 0 || ferror(fd)) {
+		rc = perr(err, errlen, "%s: write failed: %s", dat, strerror(errno ? errno : EIO));
 		goto out;
 	}
-	fd = NULL;
+	{
+		FILE *f = fd;
+		fd = NULL;
+		if (fclose(f) != 0) {
+			rc = perr(err, errlen, "%s: write failed: %s", dat, strerror(errno));
+			goto out;
+		}
+	}
 	snprintf(opng, sizeof opng, "%s/%s.png", plots_dir, c->name);
 	snprintf(osvg, sizeof osvg, "%s/%s.svg", plots_dir, c->name);
-	snprintf(tpng, sizeof tpng, "%s/.%s.png.tmp", plots_dir, c->name);
-	snprintf(tsvg, sizeof tsvg, "%s/.%s.svg.tmp", plots_dir, c->name);
+	if (make_tmp(tpng, sizeof tpng, plots_dir, c->name, "png", NULL) ||
+	    make_tmp(tsvg, sizeof tsvg, plots_dir, c->name, "svg", NULL) ||
+	    make_tmp(elog, sizeof elog, plots_dir, c->name, "log", NULL)) {
+		rc = perr(err, errlen, "%s: cannot create a temporary file: %s", plots_dir,
+		          strerror(errno));
+		goto out;
+	}
 	int w, h;
 	if (sp.strip) {
 		w = 1100;
@@ -982,20 +1603,33 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 			lines_body(fs, &sp, &s, dat);
 		fprintf(fs, "unset output\n");
 	}
-	if (fclose(fs) != 0) {
-		fs = NULL;
-		rc = perr(err, errlen, "%s: write failed", gp);
+	errno = 0;
+	if (fflush(fs) != 0 || ferror(fs)) {
+		rc = perr(err, errlen, "%s: write failed: %s", gp, strerror(errno ? errno : EIO));
 		goto out;
 	}
-	fs = NULL;
-	snprintf(elog, sizeof elog, "%s/.%s.log", plots_dir, c->name);
+	{
+		FILE *f = fs;
+		fs = NULL;
+		if (fclose(f) != 0) {
+			rc = perr(err, errlen, "%s: write failed: %s", gp, strerror(errno));
+			goto out;
+		}
+	}
 	rc = run_gnuplot(prog, gp, elog, err, errlen);
+	if (rc == 0)
+		rc = check_written(tpng, opng, true, err, errlen);
+	if (rc == 0)
+		rc = check_written(tsvg, osvg, false, err, errlen);
 	if (rc == 0 && (rename(tpng, opng) != 0 || rename(tsvg, osvg) != 0))
 		rc = perr(err, errlen, "%s: rename failed: %s", plots_dir, strerror(errno));
-	unlink(tpng);
-	unlink(tsvg);
-	unlink(elog);
 out:
+	if (*tpng)
+		unlink(tpng);
+	if (*tsvg)
+		unlink(tsvg);
+	if (*elog)
+		unlink(elog);
 	if (fd)
 		fclose(fd);
 	if (fs)

@@ -10,6 +10,7 @@
 #ifndef NANMAP_NM_PLOT_H
 #define NANMAP_NM_PLOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "nm_case.h"
@@ -18,6 +19,7 @@
 typedef struct {
 	char **cell; /* nrec × ncols, row-major */
 	size_t ncols, nrec;
+	size_t *line; /* nrec: the line each record starts on (1 = the header) */
 } nm_csv;
 
 /* Read path; every record must have the header's field count. 0, or -1
@@ -36,8 +38,45 @@ int nm_status_code(const char *s);
 /* Check c's [plot] keys: 0, or -1 with "FILE:LINE: key 'K': reason". */
 int nm_plot_check(const nm_case *c, char *err, size_t errlen);
 
+/* The columns a case's results CSV has, known before any point runs: the
+ * kernel's output names (in the order it adds them) from one fast run of the
+ * case's first point, and whether it is a backward run (frac_* columns). */
+typedef struct {
+	char out[EMU_KOUT_MAX][24];
+	size_t nout;
+	bool fractions;
+} nm_plot_cols;
+int nm_plot_columns(const nm_case *c, nm_plot_cols *cols, char *err, size_t errlen);
+
+/* Read path, the results CSV of c (series: <case>-series.csv) with the
+ * columns cols, and check it as nm_plot_case does: the header exactly the
+ * case's, as many rows as its full or quick grid gives, each row's case,
+ * kernel, variant, policy, axis values and backend those of its point,
+ * known statuses, numbers that parse. 0, or -1 with "PATH:LINE: reason"
+ * and t empty. */
+int nm_plot_read_results(const nm_case *c, const nm_plot_cols *cols, const char *path,
+                         bool series, nm_csv *t, char *err, size_t errlen);
+
+/* nm_plot_check, and the names the plot and the series take from the
+ * results: [plot] y a column of the CSV, [case] series outputs of the
+ * kernel. What the sweep runs before any point. 0, or -1 with one line. */
+int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen);
+
+/* Can files be created in dir: access(W_OK), then a temporary file made
+ * and removed (root passes access on a read-only mount). 0, or -1 with
+ * "DIR: not writable: reason". */
+int nm_dir_writable(const char *dir, char *err, size_t errlen);
+
+/* Remove dir's temporaries of case name left by nm_plot_case runs that are
+ * gone: .NAME.WHAT.PID.XXXXXX (WHAT: dat gp png svg log) whose PID is not a
+ * live process. Returns how many were removed. */
+size_t nm_plot_clean_stale(const char *dir, const char *name);
+
 /* Render plots_dir/<c->name>.png and .svg from results_dir. 0, or -1 with a
- * reason in err (gnuplot absent: names the Debian package). The gnuplot
+ * reason in err (gnuplot absent: names the Debian package). The CSV is
+ * checked first (header, row count, names, statuses, numbers: "FILE:LINE:
+ * reason"), and what gnuplot wrote before it is renamed into place (a whole
+ * PNG ending in IEND, an SVG ending in </svg>). The gnuplot
  * program is $NANMAP_GNUPLOT when set, else "gnuplot" on PATH. */
 int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_dir, char *err,
                  size_t errlen);

@@ -1117,6 +1117,7 @@ struct sw_all {
 	nm_thresh_row *rows;
 	size_t nrows;
 	char err[SW_ERR_LEN];
+	bool dirs_ok; /* sw_dirs_writable passed */
 };
 
 static int sw_add_rows(struct sw_all *s, nm_thresh_row *rows, size_t n)
@@ -1498,6 +1499,23 @@ static bool sw_plotted(const struct sw_all *s, const nm_case *c, const char *tag
 }
 #endif
 
+/* Before the first point is computed (once a case has any to compute):
+ * every output folder takes files, or the error comes now, not after. */
+static int sw_dirs_writable(struct sw_all *s)
+{
+	const char *dirs[] = {s->o.out, s->o.plots, s->o.docs};
+
+	for (size_t i = 0; i < 3 && !s->dirs_ok; i++)
+		if (sw_mkdirs(dirs[i], s->err, sizeof(s->err))
+#ifdef SW_HAVE_PLOT
+		    || nm_dir_writable(dirs[i], s->err, sizeof(s->err))
+#endif
+		)
+			return -1;
+	s->dirs_ok = true;
+	return 0;
+}
+
 /* One case: points, CSV, thresholds, plot. Ranks other than 0 only compute. */
 static int sw_case(struct sw_all *s, const nm_case *c)
 {
@@ -1536,7 +1554,7 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 	}
 	if (s->rank == 0) {
 		snprintf(dir, sizeof(dir), "%s/.partial", s->o.out);
-		if (!sw_mkdirs(dir, s->err, sizeof(s->err)))
+		if (!sw_dirs_writable(s) && !sw_mkdirs(dir, s->err, sizeof(s->err)))
 			journal = sw_journal_open(&cr, s->o.fresh, &ndone, s->err, sizeof(s->err));
 		remove(cr.state); /* the state is stale from here until the CSV is whole */
 	}
@@ -1600,6 +1618,8 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 plot:
 	rc = 0;
 #ifdef SW_HAVE_PLOT
+	if (s->rank == 0) /* what a run killed during gnuplot left, even with nothing to draw */
+		nm_plot_clean_stale(s->o.plots, c->name);
 	if (s->rank == 0 && !(skip && sw_plotted(s, c, cr.tag))) {
 		char perr[SW_ERR_LEN] = "";
 
@@ -1659,7 +1679,7 @@ static int sw_load_all(struct sw_all *s)
 		}
 		s->cases[s->ncases++] = c;
 #ifdef SW_HAVE_PLOT
-		if (nm_plot_check(c, err, sizeof(err))) {
+		if (nm_plot_check_columns(c, err, sizeof(err))) {
 			rc = nm_fail("%s", err);
 			break;
 		}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib.h"
@@ -91,19 +92,20 @@ static const char case1[] = "[case]\nkernel = accum\nvariants = sum:seq sum:pair
 
 static const char csv1[] =
     "case,kernel,variant,policy,n,backend,status,first_op,first_step,first_index,"
-    "result.max_ulp,result.rel_err,result.lost,result.maxabs\n"
-    "p1,accum,sum:seq,storage=fp16,1,fast,ok,,,,0,0,0,1\n"
-    "p1,accum,sum:seq,storage=fp16,100,fast,ok,,,,0,0,0,100\n"
-    "p1,accum,sum:seq,storage=fp16,10000,fast,inf,,,,inf,inf,0,inf\n"
-    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",1,fast,ok,,,,0,0,0,1\n"
-    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",100,fast,ok,,,,0,1e-7,0,100\n"
-    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",10000,fast,ok,,,,0,1e-3,0,10000\n"
-    "p1,accum,sum:pairwise,storage=fp16,1,fast,ok,,,,0,0,0,1\n"
-    "p1,accum,sum:pairwise,storage=fp16,100,fast,underflow,,,,0,0.5,0,100\n"
-    "p1,accum,sum:pairwise,storage=fp16,10000,fast,nan,,,,nan,nan,0,nan\n"
-    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",1,fast,ok,,,,0,0,0,1\n"
-    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",100,fast,ok,,,,0,0,0,100\n"
-    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",10000,fast,ok,,,,0,0,0,10000\n";
+    "result.max_ulp,result.rel_err,result.lost,result.maxabs,result.arith_max_ulp,"
+    "result.arith_rel_err\n"
+    "p1,accum,sum:seq,storage=fp16,1,fast,ok,,,,0,0,0,1,0,0\n"
+    "p1,accum,sum:seq,storage=fp16,100,fast,ok,,,,0,0,0,100,0,0\n"
+    "p1,accum,sum:seq,storage=fp16,10000,fast,inf,,,,inf,inf,0,inf,0,0\n"
+    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",1,fast,ok,,,,0,0,0,1,0,0\n"
+    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",100,fast,ok,,,,0,1e-7,0,100,0,0\n"
+    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",10000,fast,ok,,,,0,1e-3,0,10000,0,0\n"
+    "p1,accum,sum:pairwise,storage=fp16,1,fast,ok,,,,0,0,0,1,0,0\n"
+    "p1,accum,sum:pairwise,storage=fp16,100,fast,underflow,,,,0,0.5,0,100,0,0\n"
+    "p1,accum,sum:pairwise,storage=fp16,10000,fast,nan,,,,nan,nan,0,nan,0,0\n"
+    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",1,fast,ok,,,,0,0,0,1,0,0\n"
+    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",100,fast,ok,,,,0,0,0,100,0,0\n"
+    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",10000,fast,ok,,,,0,0,0,10000,0,0\n";
 
 static void render(const char *casefile, const char *name, char **png, size_t *npng, char **svg,
                    size_t *nsvg)
@@ -175,16 +177,26 @@ START_TEST(heatmap_deterministic)
 	               "[axis eps]\nsets = param:eps\ngrid = list 1e-12 1e-6 1e-1\n"
 	               "[axis sd]\nsets = scale\ngrid = list 1e-8 1\n[plot]\ntype = heatmap\n");
 	const char *st[] = {"ok", "underflow", "inf", "nan", "ok", "overflow"};
-	char csv[4096];
-	int l = snprintf(csv, sizeof csv, "case,kernel,variant,policy,eps,sd,backend,status\n");
+	static const char metrics4[] = "0,1e-3,0,1,0,1e-3,0,1e-3,0,1,0,1e-3,"
+	                               "0,1e-3,0,1,0,1e-3,0,1e-3,0,1,0,1e-3";
+	char csv[8192];
+	int l = snprintf(csv, sizeof csv, "case,kernel,variant,policy,eps,sd,backend,status,"
+	                                  "first_op,first_step,first_index");
+	static const char *const outs[] = {"y", "dx", "rstd", "var"};
+	for (int o = 0; o < 4; o++)
+		l += snprintf(csv + l, sizeof csv - (size_t)l,
+		              ",%s.max_ulp,%s.rel_err,%s.lost,%s.maxabs,%s.arith_max_ulp,%s.arith_rel_err",
+		              outs[o], outs[o], outs[o], outs[o], outs[o], outs[o]);
+	l += snprintf(csv + l, sizeof csv - (size_t)l, "\n");
 	const char *pol[] = {"storage=fp16", "storage=bf16"};
 	const char *eps[] = {"1e-12", "9.9999999999999995e-07", "0.10000000000000001"};
 	const char *sd[] = {"1e-08", "1"};
 	for (int p = 0, k = 0; p < 2; p++)
 		for (int e = 0; e < 3; e++)
 			for (int s = 0; s < 2; s++, k++)
-				l += snprintf(csv + l, sizeof csv - (size_t)l, "p2,layernorm,twopass,%s,%s,%s,fast,%s\n",
-				              pol[p], eps[e], sd[s], st[k % 6]);
+				l += snprintf(csv + l, sizeof csv - (size_t)l,
+				              "p2,layernorm,twopass,%s,%s,%s,fast,%s,,,,%s\n", pol[p], eps[e],
+				              sd[s], st[k % 6], metrics4);
 	put("p2.csv", csv);
 	twice("p2.case", "p2");
 }
@@ -203,11 +215,11 @@ START_TEST(no_gnuplot)
 	unsetenv("NANMAP_GNUPLOT");
 	ck_assert_int_eq(rc, -1);
 	ck_assert_msg(strstr(err, "gnuplot not found") && strstr(err, "gnuplot-nox"), "got: %s", err);
-	/* a results file without the asked column: the error names it */
+	/* a results file without the kernel's columns: the error names the header */
 	put("p1.csv", "case,kernel,variant,policy,n,backend,status\np1,accum,sum:seq,storage=fp16,1,fast,ok\n");
 	rc = nm_plot_case(&c, tdir, tdir, err, sizeof err);
 	ck_assert_int_eq(rc, -1);
-	ck_assert_msg(strstr(err, "no column 'result.rel_err'"), "got: %s", err);
+	ck_assert_msg(strstr(err, "p1.csv:1: 7 columns, case p1's results have 16"), "got: %s", err);
 	nm_case_free(&c);
 }
 END_TEST
@@ -245,6 +257,205 @@ START_TEST(bad_plot_keys)
 }
 END_TEST
 
+/* A damaged results CSV is one error naming file:line, and nothing is drawn. */
+START_TEST(damaged_csv)
+{
+	static const struct {
+		const char *from, *to; /* the first occurrence of from becomes to */
+		const char *want;
+	} rows[] = {
+	    {"result.rel_err,", "result.relerr,",
+	     "p1.csv:1: column 12 is 'result.relerr', case p1's results have 'result.rel_err'"},
+	    {",100,fast,ok,", ",100,fast,okay,",
+	     "p1.csv:3: status 'okay' is not ok, underflow, overflow, inf or nan"},
+	    {"p1,accum,sum:seq,storage=fp16,100,", "p9,accum,sum:seq,storage=fp16,100,",
+	     "p1.csv:3: case 'p9', expected 'p1'"},
+	    {"p1,accum,sum:seq,storage=fp16,100,", "p1,softmax_ce,sum:seq,storage=fp16,100,",
+	     "p1.csv:3: kernel 'softmax_ce', expected 'accum'"},
+	    {"sum:seq,storage=fp16,100,", "sum:seq,storage=fp16,1000,",
+	     "p1.csv:3: n '1000', expected '100'"},
+	    {"sum:seq,storage=fp16,100,", "sum:pairwise,storage=fp16,100,",
+	     "p1.csv:3: variant 'sum:pairwise', expected 'sum:seq'"},
+	    {"100,fast,ok,,,,0,0,0,100,", "100,exact,ok,,,,0,0,0,100,",
+	     "p1.csv:3: backend 'exact', expected fast"},
+	    {"100,fast,ok,,,,0,0,0,100,", "100,fast,ok,,,,0,0x,0,100,",
+	     "p1.csv:3: result.rel_err '0x' is not a number"},
+	    {"100,fast,ok,,,,0,0,0,100,", "100,fast,ok,,,,0,0,-1,100,",
+	     "p1.csv:3: result.lost '-1' is not a whole number"},
+	    {"100,fast,ok,,,,0,0,0,100,", "100,fast,ok,,,x,0,0,0,100,",
+	     "p1.csv:3: first_index 'x' is not a whole number"},
+	    /* a field's bytes are shown escaped: the error stays one line */
+	    {",100,fast,ok,", ",100,fast,\"o\nk\xff\",",
+	     "p1.csv:3: status 'o\\x0ak\\xff' is not ok, underflow, overflow, inf or nan"},
+	};
+	char p[256], err[768];
+	nm_case c;
+	put("p1.case", case1);
+	snprintf(p, sizeof p, "%s/p1.case", tdir);
+	ck_assert_msg(nm_case_load(p, &c, err, sizeof err) == 0, "%s", err);
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		char csv[4096];
+		const char *at = strstr(csv1, rows[i].from);
+		ck_assert_msg(at != NULL, "row %zu: '%s' not in the CSV", i, rows[i].from);
+		snprintf(csv, sizeof csv, "%.*s%s%s", (int)(at - csv1), csv1, rows[i].to,
+		         at + strlen(rows[i].from));
+		put("p1.csv", csv);
+		int rc = nm_plot_case(&c, tdir, tdir, err, sizeof err);
+		ck_assert_msg(rc == -1 && strstr(err, rows[i].want) && !strchr(err, '\n'),
+		              "row %zu: want '%s', got '%s'", i, rows[i].want, rc ? err : "no error");
+		ck_assert_msg(access(p, F_OK) == 0 && system("true") == 0, "row %zu", i);
+	}
+	/* cut to 4 rows (the header and 3) */
+	char csv[4096];
+	const char *cut = csv1;
+	for (int k = 0; k < 4; k++)
+		cut = strchr(cut, '\n') + 1;
+	snprintf(csv, sizeof csv, "%.*s", (int)(cut - csv1), csv1);
+	put("p1.csv", csv);
+	ck_assert_int_eq(nm_plot_case(&c, tdir, tdir, err, sizeof err), -1);
+	ck_assert_msg(strstr(err, "p1.csv:4: 3 rows, case p1's grid gives 12"), "got: %s", err);
+	nm_case_free(&c);
+	/* nothing was drawn */
+	char q[256];
+	snprintf(q, sizeof q, "%s/p1.png", tdir);
+	ck_assert_msg(access(q, F_OK) != 0, "a plot was drawn from a damaged CSV");
+}
+END_TEST
+
+/* The plot's y and the case's series are checked against the kernel's
+ * outputs before any point runs. */
+START_TEST(columns_before_running)
+{
+	static const struct {
+		const char *extra, *plot, *want; /* want NULL: accepted */
+	} rows[] = {
+	    {"", "y = result.rel_err\n", NULL},
+	    {"", "y = result.arith_max_ulp\n", NULL},
+	    {"", "y = status\n", NULL},
+	    {"", "y = frob\n", ":15: key 'y': 'frob' is not a results column"},
+	    {"", "y = result.frob\n", ":15: key 'y': 'result.frob' is not a results column"},
+	    {"", "y = grad.rel_err\n", "for an output OUT of accum: result)"},
+	    {"series = result\n", "series = result\n", NULL},
+	    {"series = frob\n", "series = frob\n",
+	     "key 'series': 'frob' is not an output of kernel accum (result)"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		char text[1024], p[256], err[768];
+		snprintf(text, sizeof text,
+		         "[case]\nkernel = accum\nvariants = sum:seq\npolicy = storage=fp16\n%s"
+		         "[input]\ngen = ones\nrows = 1\ncols = 1\nseed = 1\n"
+		         "[axis n]\nsets = cols\ngrid = list 1 100\n%s[plot]\n%s",
+		         rows[i].extra, *rows[i].extra ? "" : "\n", rows[i].plot);
+		put("col.case", text);
+		snprintf(p, sizeof p, "%s/col.case", tdir);
+		nm_case c;
+		ck_assert_msg(nm_case_load(p, &c, err, sizeof err) == 0, "row %zu: %s", i, err);
+		int rc = nm_plot_check_columns(&c, err, sizeof err);
+		nm_case_free(&c);
+		if (!rows[i].want)
+			ck_assert_msg(rc == 0, "row %zu: %s", i, err);
+		else
+			ck_assert_msg(rc == -1 && strstr(err, rows[i].want), "row %zu: want '%s', got '%s'",
+			              i, rows[i].want, rc ? err : "no error");
+	}
+}
+END_TEST
+
+/* gnuplot exits 0 after a failed write: a fake one that runs the real one,
+ * then damages what it wrote. The plot is an error naming the file, and the
+ * earlier plot stays. */
+START_TEST(broken_output)
+{
+	static const struct {
+		const char *damage, *want;
+	} rows[] = {
+	    {"truncate -s 0 \"$d\"/.p1.svg.*", "p1.svg: gnuplot's output is not whole: empty"},
+	    {"truncate -s 36864 \"$d\"/.p1.png.*", "p1.png: gnuplot's output is not whole: cut short"},
+	    {"f=$(ls \"$d\"/.p1.png.*); s=$(stat -c %s \"$f\"); truncate -s $((s - 12)) \"$f\"",
+	     "p1.png: gnuplot's output is not whole: cut short (no IEND chunk)"},
+	    {"printf X | dd of=\"$(ls \"$d\"/.p1.png.*)\" bs=1 seek=200 conv=notrunc 2>/dev/null",
+	     "p1.png: gnuplot's output is not whole: a chunk's CRC does not match"},
+	    {"printf 'not a png' >\"$(ls \"$d\"/.p1.png.*)\"", "no PNG signature"},
+	    {"truncate -s -20 \"$d\"/.p1.svg.*", "p1.svg: gnuplot's output is not whole: cut short (no closing </svg>)"},
+	};
+	char p[256], err[768], fake[300], *png0, *png1, *svg0;
+	size_t n0, n1, ns;
+	nm_case c;
+	put("p1.case", case1);
+	put("p1.csv", csv1);
+	render("p1.case", "p1", &png0, &n0, &svg0, &ns);
+	snprintf(p, sizeof p, "%s/p1.case", tdir);
+	ck_assert_msg(nm_case_load(p, &c, err, sizeof err) == 0, "%s", err);
+	snprintf(fake, sizeof fake, "%s/fake-gnuplot", tdir);
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		char text[1024];
+		snprintf(text, sizeof text, "#!/bin/sh\ngnuplot \"$1\" || exit\nd=$(dirname \"$1\")\n%s\n",
+		         rows[i].damage);
+		put("fake-gnuplot", text);
+		ck_assert_int_eq(chmod(fake, 0755), 0);
+		setenv("NANMAP_GNUPLOT", fake, 1);
+		int rc = nm_plot_case(&c, tdir, tdir, err, sizeof err);
+		unsetenv("NANMAP_GNUPLOT");
+		ck_assert_msg(rc == -1 && strstr(err, rows[i].want), "row %zu: want '%s', got '%s'", i,
+		              rows[i].want, rc ? err : "no error");
+		png1 = get("p1.png", &n1);
+		ck_assert_msg(n1 == n0 && memcmp(png0, png1, n0) == 0, "row %zu: p1.png changed", i);
+		free(png1);
+	}
+	nm_case_free(&c);
+	free(png0);
+	free(svg0);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "ls -A '%s' | grep -q '^\\.'", tdir);
+	ck_assert_msg(system(cmd) != 0, "a temporary file was left in %s", tdir);
+}
+END_TEST
+
+/* Temporaries of a run that is gone are removed; a live run's, and names
+ * nanmap does not make, stay. */
+START_TEST(stale_temporaries)
+{
+	static const struct {
+		const char *name;
+		bool stays;
+	} rows[] = {
+	    {".p1.dat.999999999.aB3xYz", false}, {".p1.gp.999999998.000000", false},
+	    {".p1.png.999999997.zzzzzz", false}, {".p1.svg.999999997.Q1w2E3", false},
+	    {".p1.log.999999996.abcdef", false}, {".p1.dat.1.aB3xYz", true}, /* pid 1 lives */
+	    {".p1.dat.999999999.aB3xY", true},   {".p1.dat.999999999.aB3xYz.x", true},
+	    {".p1.csv.999999999.aB3xYz", true},  {".p2.dat.999999999.aB3xYz", true},
+	    {".p1.dat.9x9.aB3xYz", true},        {".p1.dat.aB3xYz", true},
+	    {"p1.dat.999999999.aB3xYz", true},   {".p1.x.dat.999999999.aB3xYz", true},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++)
+		put(rows[i].name, "x");
+	ck_assert_uint_eq(nm_plot_clean_stale(tdir, "p1"), 5);
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		char p[256];
+		snprintf(p, sizeof p, "%s/%s", tdir, rows[i].name);
+		ck_assert_msg((access(p, F_OK) == 0) == rows[i].stays, "%s: %s", rows[i].name,
+		              rows[i].stays ? "removed" : "left");
+	}
+	/* a plot of the case cleans them too */
+	put(".p1.gp.999999995.abcdef", "x");
+	put("p1.case", case1);
+	put("p1.csv", csv1);
+	char *a, *b;
+	size_t na, nb;
+	render("p1.case", "p1", &a, &na, &b, &nb);
+	free(a);
+	free(b);
+	char p[256];
+	snprintf(p, sizeof p, "%s/.p1.gp.999999995.abcdef", tdir);
+	ck_assert_msg(access(p, F_OK) != 0, "a stale temporary stayed after a plot");
+	char err[300];
+	ck_assert_int_eq(nm_dir_writable(tdir, err, sizeof err), 0);
+	snprintf(p, sizeof p, "%s/none", tdir);
+	ck_assert_int_eq(nm_dir_writable(p, err, sizeof err), -1);
+	ck_assert_msg(strstr(err, "/none: not writable: No such file"), "got: %s", err);
+}
+END_TEST
+
 Suite *suite_plot(void)
 {
 	Suite *s = suite_create("plot");
@@ -257,6 +468,10 @@ Suite *suite_plot(void)
 	tcase_add_test(tc, heatmap_deterministic);
 	tcase_add_test(tc, no_gnuplot);
 	tcase_add_test(tc, bad_plot_keys);
+	tcase_add_test(tc, damaged_csv);
+	tcase_add_test(tc, columns_before_running);
+	tcase_add_test(tc, broken_output);
+	tcase_add_test(tc, stale_temporaries);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -40,14 +40,14 @@ double emu_v_add(const emu_format *f, double a, double b, const emu_env *env, un
 
 emu_result emu_add(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, a) | emu_snan_flag(f, b);
 	double r = v_add(f, emu_operand(f, a, env), emu_operand(f, b, env), env, &fl);
 	return emu_pack(f, r, fl);
 }
 
 emu_result emu_sub(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, a) | emu_snan_flag(f, b);
 	double r = v_add(f, emu_operand(f, a, env), -emu_operand(f, b, env), env, &fl);
 	return emu_pack(f, r, fl);
 }

@@ -153,6 +153,11 @@ emu_class emu_classify(const emu_format *f, emu_bits b);
 emu_bits emu_encode(const emu_format *f, double v);
 /* true when b is any NaN encoding of f */
 bool emu_is_nan(const emu_format *f, emu_bits b);
+/* true when b is a signaling NaN of f: ieee style, quiet bit (the top
+ * fraction bit) clear. Formats with one NaN have none. */
+bool emu_is_snan(const emu_format *f, emu_bits b);
+/* true when x is a signaling binary64 NaN (bit 51 clear). */
+bool emu_is_snan_double(double x);
 /* Next encoding toward +inf / -inf (for neighbours in error messages). */
 emu_bits emu_next_up(const emu_format *f, emu_bits b);
 emu_bits emu_next_down(const emu_format *f, emu_bits b);

@@ -23,6 +23,12 @@ double emu_zero_result(const emu_format *f, bool neg, unsigned *flags);
 double emu_round_exact(const emu_format *f, double x, const emu_env *env, unsigned *flags);
 /* An operand: decoded, with DAZ applied. */
 double emu_operand(const emu_format *f, emu_bits b, const emu_env *env);
+/* invalid for a signaling NaN operand (IEEE 754-2019 §7.2(a)); the result
+ * is the produced NaN, which is quiet, so quieting needs nothing else. */
+static inline unsigned emu_snan_flag(const emu_format *f, emu_bits b)
+{
+	return emu_is_snan(f, b) ? EMU_FLAG_INVALID : 0;
+}
 /* The sign of an exact zero sum: -0 only in mode down (IEEE 754 §6.3). */
 static inline bool emu_zero_sum_neg(const emu_env *env)
 {

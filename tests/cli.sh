@@ -198,6 +198,18 @@ fp16    65519.99  0x7bff  65504  normal  inexact" \
 ok "op add --bits" "$O
 fp16,add,0x3c00,0x3c00,,0x4000,2,normal,-" \
 	op add -f fp16 --bits --csv 0x3c00 0x3c00
+ok "a signaling NaN operand raises invalid and gives the quiet NaN" "$O
+fp16,add,0x7c1b,0x3c00,,0x7e00,nan,nan,invalid" \
+	op add --bits --csv 0x7c1b 0x3c00
+ok "a quiet NaN operand raises nothing" "$O
+fp16,add,0x7e00,0x3c00,,0x7e00,nan,nan,-" \
+	op add --bits --csv 0x7e00 0x3c00
+ok "min with a signaling NaN returns the number and raises invalid" "$O
+fp16,min,0x7c1b,0x3c00,,0x3c00,1,normal,invalid" \
+	op min --bits --csv 0x7c1b 0x3c00
+ok "e5m2 fma with a signaling NaN addend" "$O
+e5m2,fma,0x3c,0x3c,0x7d,0x7e,nan,nan,invalid" \
+	op fma -f e5m2 --bits --csv 0x3c 0x3c 0x7d
 ok "op div 1 0 is inf with divbyzero only" "$O
 fp16,div,1,0,,0x7c00,inf,inf,divbyzero" \
 	op div --csv 1 0

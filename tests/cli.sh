@@ -332,6 +332,16 @@ bad "no NaN in e2m1" "nanmap: nan is not representable in e2m1 (it has no NaN)" 
 	op sqrt -f e2m1 nan
 bad "no negatives in e8m0" "nanmap: -1 is not representable in e8m0 (it has no negative values)" \
 	op sqrt -f e8m0 -1
+bad "one exponent bit is refused" \
+	"nanmap: format spec 'p=4,emax=0': emax must give 2..8 exponent bits (ieee/fnuz: emax = 2^k-1, fn/none: emax = 2^k, 1 <= k <= 7)" \
+	formats p=4,emax=0
+bad "one exponent bit is refused in round" "" round -f p=4,emax=0 --csv 1.875 1.9
+bad "p=1 with nan=fn is refused" \
+	"nanmap: format spec 'p=1,emax=2,nan=fn': p=1 with nan=fn leaves the top binade to the NaN (use nan=none or fnuz)" \
+	formats p=1,emax=2,nan=fn
+bad "a spec key twice" "nanmap: format spec 'p=4,p=5,emax=7' gives 'p' twice" formats p=4,p=5,emax=7
+bad "a trailing comma in a spec" \
+	"nanmap: format spec 'p=4,emax=7,' has an empty item (a stray comma)" formats p=4,emax=7,
 bad "missing op" "" op
 bad "unknown op" \
 	"nanmap: unknown op 'pow' (ops: add sub mul div sqrt fma exp log exp2 rsqrt min max)" \

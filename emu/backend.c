@@ -324,7 +324,7 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 			r = emu_v_add(f, x, y, env, &fl);
 			break;
 		case EMU_OP_SUB:
-			r = emu_v_add(f, x, -y, env, &fl);
+			r = emu_v_sub(f, x, y, env, &fl);
 			break;
 		case EMU_OP_MUL:
 			r = emu_v_mul(f, x, y, env, &fl);

@@ -19,6 +19,8 @@ static void norm53(double x, uint64_t *m, int *e)
 
 double emu_v_div(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl)
 {
+	a = emu_v_arg(f, a);
+	b = emu_v_arg(f, b);
 	if (isnan(a) || isnan(b))
 		return emu_nan_result(f, false, fl);
 	bool neg = signbit(a) != signbit(b);

@@ -9,6 +9,9 @@
 double emu_v_fma(const emu_format *f, double a, double b, double c, const emu_env *env,
                  unsigned *fl)
 {
+	a = emu_v_arg(f, a);
+	b = emu_v_arg(f, b);
+	c = emu_v_arg(f, c);
 	bool pinf = isinf(a) || isinf(b);
 	if ((pinf && (a == 0 || b == 0)))
 		return emu_nan_result(f, true, fl);

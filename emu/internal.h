@@ -29,6 +29,14 @@ static inline unsigned emu_snan_flag(const emu_format *f, emu_bits b)
 {
 	return emu_is_snan(f, b) ? EMU_FLAG_INVALID : 0;
 }
+/* A value-domain operand that is not a value of f because f has no zero
+ * (e8m0: a kernel's constant 0, an accumulator's start) is read as what
+ * emu_encode makes of it, code 0 = 2^emin, so the value helpers and the
+ * encoding API (and the MPFR backend, which sees encodings) agree. */
+static inline double emu_v_arg(const emu_format *f, double x)
+{
+	return !f->has_zero && x == 0 ? f->min_normal : x;
+}
 /* The sign of an exact zero sum: -0 only in mode down (IEEE 754 §6.3). */
 static inline bool emu_zero_sum_neg(const emu_env *env)
 {

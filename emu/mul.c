@@ -7,6 +7,8 @@
 
 double emu_v_mul(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl)
 {
+	a = emu_v_arg(f, a);
+	b = emu_v_arg(f, b);
 	if (isnan(a) || isnan(b))
 		return emu_nan_result(f, false, fl);
 	bool neg = signbit(a) != signbit(b);

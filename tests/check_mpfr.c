@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kern.h"
 #include "lib.h"
 
 typedef struct {
@@ -286,6 +287,64 @@ START_TEST(test_custom_cvt_in)
 }
 END_TEST
 
+/* ---- the kernel backends on a format without zero ---- */
+/* The fast and exact kernel backends (emu_k_op), which a kernel feeds
+ * values, not encodings: every pair of e8m0 values and the kernel constant
+ * 0 (an accumulator's start, not a value of e8m0), each operation with
+ * rounding, every mode and overflow rule. Results and flag counts must
+ * agree after every operation. */
+START_TEST(test_kernel_no_zero)
+{
+	const emu_format *f = t_fmt("e8m0");
+	static const emu_op ops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV, EMU_OP_FMA};
+	const unsigned nv = (1u << f->bits) + 1; /* the last one is the constant 0 */
+	const unsigned step = t_quick() ? 7 : 1;
+	uint64_t n = 0, bad = 0;
+	char first[300] = "";
+	for (unsigned v = 0; v < 12; v++) {
+		emu_env env = EMU_ENV_DEFAULT;
+		env.mode = (emu_mode)(v % 6);
+		env.sat = v >= 6;
+		env.seed = t_seed();
+		emu_be be[2];
+		emu_be_init(&be[0], EMU_BE_FAST, &env);
+		emu_be_init(&be[1], EMU_BE_EXACT, &env);
+		emu_val *x[2] = {emu_k_vec(&be[0], 3), emu_k_vec(&be[1], 3)};
+		ck_assert(x[0] && x[1]);
+		for (size_t o = 0; o < ARRAY_SIZE(ops); o++)
+			for (unsigned a = 0; a < nv; a++)
+				for (unsigned b = a % step; b < nv; b += step) {
+					for (int k = 0; k < 2; k++) {
+						emu_k_const(&be[k], &x[k][0], a + 1 < nv ? emu_decode(f, a) : 0.0);
+						emu_k_const(&be[k], &x[k][1], b + 1 < nv ? emu_decode(f, b) : 0.0);
+						emu_k_op(&be[k], ops[o], &x[k][2], &x[k][0], &x[k][1], &x[k][0], f,
+						         "t", 0);
+					}
+					n++;
+					bool same = emu_encode(f, x[0][2].d) == emu_encode(f, x[1][2].d) &&
+					            memcmp(be[0].st.flags[ops[o]], be[1].st.flags[ops[o]],
+					                   sizeof be[0].st.flags[0]) == 0;
+					if (!same && !bad++)
+						snprintf(first, sizeof first,
+						         "%s %s(%s, %s) %s%s: fast %a, exact %a (flag counts differ: %d)",
+						         f->name, emu_op_name(ops[o]),
+						         a + 1 < nv ? "code" : "const 0", b + 1 < nv ? "code" : "const 0",
+						         emu_mode_name(env.mode), env.sat ? " sat" : "", x[0][2].d,
+						         x[1][2].d,
+						         memcmp(be[0].st.flags[ops[o]], be[1].st.flags[ops[o]],
+						                sizeof be[0].st.flags[0]) != 0);
+					if (!same) /* realign the counts so later cases are judged alone */
+						memcpy(be[1].st.flags[ops[o]], be[0].st.flags[ops[o]],
+						       sizeof be[0].st.flags[0]);
+				}
+		emu_be_free(&be[0]);
+		emu_be_free(&be[1]);
+	}
+	t_count("e8m0: kernel backends fast == exact, pairs and the constant 0", n);
+	ck_assert_msg(bad == 0, "%" PRIu64 " of %" PRIu64 " differ; first: %s", bad, n, first);
+}
+END_TEST
+
 /* ---- binary32 near every boundary and midpoint of each format ---- */
 typedef struct {
 	const emu_format *f;
@@ -436,6 +495,7 @@ Suite *suite_mpfr(void)
 	tcase_add_test(tc, test_random_inrange);
 	tcase_add_loop_test(tc, test_pairs16, 0, ARRAY_SIZE(pair_ops));
 	tcase_add_loop_test(tc, test_custom_pairs, 0, ARRAY_SIZE(custom_specs));
+	tcase_add_test(tc, test_kernel_no_zero);
 	tcase_add_loop_test(tc, test_custom_cvt_in, 0, ARRAY_SIZE(custom_specs));
 	suite_add_tcase(s, tc);
 	return s;

@@ -342,6 +342,13 @@ bad "p=1 with nan=fn is refused" \
 bad "a spec key twice" "nanmap: format spec 'p=4,p=5,emax=7' gives 'p' twice" formats p=4,p=5,emax=7
 bad "a trailing comma in a spec" \
 	"nanmap: format spec 'p=4,emax=7,' has an empty item (a stray comma)" formats p=4,emax=7,
+# e8m0 has no zero: an accumulator's start 0 is code 0 = 2^-127 in both backends
+ok_grep "e8m0 sum from 0: fast == exact" '^fast == exact: yes' \
+	run accum --policy storage=e8m0 --values 0x1p-127 --backend all
+ok_grep "e8m0 sum from 0 is 2^-126 (the start value counts)" '^  result e8m0\[1\]  1.1754943508222875e-38' \
+	run accum --policy storage=e8m0 --values 0x1p-127 --backend fast
+ok_grep "e8m0 1+2: the flag counts agree too" '^fast == exact: yes' \
+	run accum --policy storage=e8m0 --values 1,2 --backend all
 bad "missing op" "" op
 bad "unknown op" \
 	"nanmap: unknown op 'pow' (ops: add sub mul div sqrt fma exp log exp2 rsqrt min max)" \

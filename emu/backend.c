@@ -206,7 +206,7 @@ void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const 
 		v = decode(f, r.bits);
 		rfl = r.flags;
 	} else {
-		v = emu_round_exact(f, x, &env, &rfl); /* the value domain: no encode/decode */
+		v = emu_v_from_double(f, x, &env, &rfl); /* the value domain: no encode/decode */
 	}
 	be->env.index++;
 	if (be->kind == EMU_BE_TRUTH)

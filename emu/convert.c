@@ -6,13 +6,20 @@
  */
 #include "internal.h"
 
-emu_result emu_from_double(const emu_format *f, double x, const emu_env *env)
+double emu_v_from_double(const emu_format *f, double x, const emu_env *env, unsigned *fl)
 {
 	/* a signaling binary64 NaN is a signaling source: invalid (IEEE 754-2019 §7.2(a)) */
-	unsigned fl = emu_is_snan_double(x) ? EMU_FLAG_INVALID : 0;
+	if (emu_is_snan_double(x))
+		*fl |= EMU_FLAG_INVALID;
 	if (env->daz && fpclassify(x) == FP_SUBNORMAL) /* DAZ reads the source's subnormals */
 		x = copysign(0.0, x);
-	double r = emu_round_exact(f, x, env, &fl);
+	return emu_round_exact(f, x, env, fl);
+}
+
+emu_result emu_from_double(const emu_format *f, double x, const emu_env *env)
+{
+	unsigned fl = 0;
+	double r = emu_v_from_double(f, x, env, &fl);
 	return emu_pack(f, r, fl);
 }
 

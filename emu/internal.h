@@ -21,6 +21,9 @@ double emu_inf_result(const emu_format *f, bool neg, bool dbz, const emu_env *en
 double emu_zero_result(const emu_format *f, bool neg, unsigned *flags);
 /* An exact real result that may need rounding: x exact in double. */
 double emu_round_exact(const emu_format *f, double x, const emu_env *env, unsigned *flags);
+/* A binary64 source rounded into f (emu_from_double in the value domain):
+ * daz on the source, invalid for a signaling NaN. */
+double emu_v_from_double(const emu_format *f, double x, const emu_env *env, unsigned *flags);
 /* An operand: decoded, with DAZ applied. */
 double emu_operand(const emu_format *f, emu_bits b, const emu_env *env);
 /* invalid for a signaling NaN operand (IEEE 754-2019 §7.2(a)); the result

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kern.h"
 #include "lib.h"
 
 static double emu_bitsd_t(uint64_t u)
@@ -287,6 +288,19 @@ START_TEST(test_snan_double)
 				ck_assert_msg(r[i].bits == f->nan_bits && r[i].flags == EMU_FLAG_INVALID,
 				              "%s %s path %d: 0x%x flags %x", f->name, emu_mode_name(env.mode),
 				              i, r[i].bits, r[i].flags);
+			/* a kernel's input: both kernel backends count the invalid */
+			emu_be be[2];
+			for (int k = 0; k < 2; k++) {
+				emu_be_init(&be[k], k ? EMU_BE_EXACT : EMU_BE_FAST, &env);
+				emu_val *x = emu_k_vec(&be[k], 1);
+				ck_assert(x != NULL);
+				emu_k_input(&be[k], x, snan, f, "input", 0);
+				ck_assert_msg(be[k].st.flags[EMU_OP_CVT][0] == 1 &&
+				                  emu_encode(f, x->d) == f->nan_bits,
+				              "%s kernel input, %s backend: invalid counted %d times", f->name,
+				              k ? "exact" : "fast", (int)be[k].st.flags[EMU_OP_CVT][0]);
+				emu_be_free(&be[k]);
+			}
 			emu_result q = emu_from_double(f, qnan, &env);
 			ck_assert_msg(q.bits == f->nan_bits && q.flags == nanfl, "%s qnan: 0x%x %x", f->name,
 			              q.bits, q.flags);

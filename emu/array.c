@@ -106,8 +106,8 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 		fnan |= isnan_;
 		fsnan |= isnan_ & !((a >> 51) & 1); /* a signaling binary64 NaN */
 	}
-	unsigned special = (finf ? inf_flags : 0) | (fnan ? nan_flags : 0) |
-	                   (fsnan ? EMU_FLAG_INVALID : 0);
+	unsigned special =
+	    (finf ? inf_flags : 0) | (fnan ? nan_flags : 0) | (fsnan ? EMU_FLAG_INVALID : 0);
 	unsigned fl = special;
 	if (fix)
 		fl |= EMU_FLAG_INEXACT;

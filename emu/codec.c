@@ -35,8 +35,7 @@ bool emu_is_nan(const emu_format *f, emu_bits b)
  * fn, fnuz and e8m0 is quiet. */
 bool emu_is_snan(const emu_format *f, emu_bits b)
 {
-	return f->nan == EMU_NAN_IEEE && f->p >= 2 && emu_is_nan(f, b) &&
-	       !(b & (1u << (f->p - 2)));
+	return f->nan == EMU_NAN_IEEE && f->p >= 2 && emu_is_nan(f, b) && !(b & (1u << (f->p - 2)));
 }
 
 bool emu_is_snan_double(double x)

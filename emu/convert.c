@@ -1,8 +1,9 @@
 /*
  * convert.c — conversions: from double and float (exact inputs: one
- * rounding; DAZ reads double or float subnormals as zero) and from any format to any format (exact decode of the source,
- * DAZ on the source, then one rounding into the destination). A signaling
- * NaN source (the format's, a binary64's or a binary32's) raises invalid.
+ * rounding; DAZ reads double or float subnormals as zero) and from any
+ * format to any format (exact decode of the source, DAZ on the source, then
+ * one rounding into the destination). A signaling NaN source (the format's,
+ * a binary64's or a binary32's) raises invalid.
  */
 #include "internal.h"
 

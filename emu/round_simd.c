@@ -145,7 +145,7 @@ struct acc {
 		/* tiny after rounding: the p-bit rounding (unbounded exponent) */                 \
 		uf |= (uint64_t)(r < r_minnorm) & inexact;                                         \
 		inf_in |= m_special & ~m_nan & 1;                                                  \
-		snan |= m_nan & ~(a >> 51) & 1; /* signaling binary64 NaN: invalid */          \
+		snan |= m_nan & ~(a >> 51) & 1; /* signaling binary64 NaN: invalid */              \
                                                                                                    \
 	} while (0)
 

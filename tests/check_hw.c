@@ -1,7 +1,8 @@
 /*
  * check_hw.c — the emulator's fast backend against x86 hardware.
  *
- * Oracles (emu/hw.h): F16C conversions fp16 <-> fp32 in RNE/RTZ/UP/DOWN,
+ * Oracles (emu/hw.h): F16C conversions fp16 <-> fp32 in RNE/RTZ/UP/DOWN
+ * (and, for NaN inputs, MXCSR's invalid flag: signaling NaNs),
  * AVX-512 FP16 arithmetic in the same four modes, AVX-512 BF16 fp32 -> bf16
  * (RNE). A missing feature is reported once on stdout with the CPUID bit that
  * says so, and its tests are not added (they are not counted as passes).
@@ -219,7 +220,8 @@ START_TEST(test_f16c_snan)
 		n++;
 		if (!ok && !bad++)
 			snprintf(first, sizeof first,
-			         "0x%04x: hw 0x%08x invalid %d, emu 0x%08x flags %x, mpfr 0x%08x flags %x",
+			         "0x%04x: hw 0x%08x invalid %d, emu 0x%08x flags %x, mpfr 0x%08x "
+			         "flags %x",
 			         (unsigned)h, (unsigned)f2u(out), hw_inv, (unsigned)r.bits, r.flags,
 			         (unsigned)m.bits, m.flags);
 	}

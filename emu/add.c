@@ -35,19 +35,26 @@ static double v_add(const emu_format *f, double a, double b, const emu_env *env,
 
 double emu_v_add(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl)
 {
-	return v_add(f, a, b, env, fl);
+	return v_add(f, emu_v_arg(f, a), emu_v_arg(f, b), env, fl);
+}
+
+/* a − b, not a + (−b) with the negation done by the caller: a constant 0
+ * in a format without zero is code 0 = +2^emin before it is negated */
+double emu_v_sub(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl)
+{
+	return v_add(f, emu_v_arg(f, a), -emu_v_arg(f, b), env, fl);
 }
 
 emu_result emu_add(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, a) | emu_snan_flag(f, b);
 	double r = v_add(f, emu_operand(f, a, env), emu_operand(f, b, env), env, &fl);
 	return emu_pack(f, r, fl);
 }
 
 emu_result emu_sub(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, a) | emu_snan_flag(f, b);
 	double r = v_add(f, emu_operand(f, a, env), -emu_operand(f, b, env), env, &fl);
 	return emu_pack(f, r, fl);
 }

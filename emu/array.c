@@ -11,7 +11,8 @@
  *                  increment, shift: the carry walks into the exponent;
  *   below 2^emin:  |x| + 2^(emin+52-m) rounds (in the FPU, RNE) to the
  *                  subnormal quantum; its low bits are the encoding.
- * Flags and the overflow rule are applied with selects. Every other mode,
+ * Flags and the overflow rule are applied with selects; a signaling
+ * binary64 NaN raises invalid, as emu_from_double does. Every other mode,
  * and formats without a zero (e8m0), take the scalar path. The tests prove
  * both paths give identical bits and flags.
  */
@@ -25,7 +26,7 @@ static unsigned round_array_scalar(const emu_format *f, const double *in, emu_bi
 	unsigned all = 0;
 	emu_env e = *env;
 	for (size_t i = 0; i < n; i++) {
-		unsigned fl = 0;
+		unsigned fl = emu_is_snan_double(in[i]) ? EMU_FLAG_INVALID : 0;
 		e.index = env->index + i;
 		out[i] = emu_encode(f, emu_round_exact(f, in[i], &e, &fl));
 		all |= fl;
@@ -66,7 +67,7 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 	const uint64_t inf_res = inf_bits;
 	const uint64_t inf_sign = (of_signed || inf_bits != nan_out) ? sign_mask : 0;
 	const uint64_t of_sign = of_signed ? sign_mask : 0;
-	uint64_t fix = 0, fuf = 0, fof = 0, finf = 0, fnan = 0;
+	uint64_t fix = 0, fuf = 0, fof = 0, finf = 0, fnan = 0, fsnan = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t u = emu_dbits(in[i]);
 		uint64_t a = u & absmask;
@@ -103,8 +104,10 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 		fof |= of;
 		finf |= isinf_;
 		fnan |= isnan_;
+		fsnan |= isnan_ & !((a >> 51) & 1); /* a signaling binary64 NaN */
 	}
-	unsigned special = (finf ? inf_flags : 0) | (fnan ? nan_flags : 0);
+	unsigned special =
+	    (finf ? inf_flags : 0) | (fnan ? nan_flags : 0) | (fsnan ? EMU_FLAG_INVALID : 0);
 	unsigned fl = special;
 	if (fix)
 		fl |= EMU_FLAG_INEXACT;

@@ -233,7 +233,7 @@ void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const 
 		v = decode(f, r.bits);
 		rfl = r.flags;
 	} else {
-		v = emu_round_exact(f, x, &env, &rfl); /* the value domain: no encode/decode */
+		v = emu_v_from_double(f, x, &env, &rfl); /* the value domain: no encode/decode */
 	}
 	be->env.index++;
 	if (be->kind == EMU_BE_TRUTH)
@@ -362,7 +362,7 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 			r = emu_v_add(f, x, y, env, &fl);
 			break;
 		case EMU_OP_SUB:
-			r = emu_v_add(f, x, -y, env, &fl);
+			r = emu_v_sub(f, x, y, env, &fl);
 			break;
 		case EMU_OP_MUL:
 			r = emu_v_mul(f, x, y, env, &fl);

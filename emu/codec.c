@@ -30,6 +30,21 @@ bool emu_is_nan(const emu_format *f, emu_bits b)
 	return false;
 }
 
+/* IEEE 754-2019 §6.2.1: the quiet bit is the top fraction bit (set =
+ * quiet). Only ieee-style formats have room for both kinds; the one NaN of
+ * fn, fnuz and e8m0 is quiet. */
+bool emu_is_snan(const emu_format *f, emu_bits b)
+{
+	return f->nan == EMU_NAN_IEEE && f->p >= 2 && emu_is_nan(f, b) && !(b & (1u << (f->p - 2)));
+}
+
+bool emu_is_snan_double(double x)
+{
+	uint64_t u = emu_dbits(x);
+	return (u & 0x7ff0000000000000ull) == 0x7ff0000000000000ull &&
+	       (u & 0x000fffffffffffffull) != 0 && !(u & 0x0008000000000000ull);
+}
+
 emu_class emu_classify(const emu_format *f, emu_bits b)
 {
 	if (emu_is_nan(f, b))

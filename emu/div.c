@@ -19,6 +19,8 @@ static void norm53(double x, uint64_t *m, int *e)
 
 double emu_v_div(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl)
 {
+	a = emu_v_arg(f, a);
+	b = emu_v_arg(f, b);
 	if (isnan(a) || isnan(b))
 		return emu_nan_result(f, false, fl);
 	bool neg = signbit(a) != signbit(b);
@@ -48,7 +50,7 @@ double emu_v_div(const emu_format *f, double a, double b, const emu_env *env, un
 
 emu_result emu_div(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, a) | emu_snan_flag(f, b);
 	double r = emu_v_div(f, emu_operand(f, a, env), emu_operand(f, b, env), env, &fl);
 	return emu_pack(f, r, fl);
 }

@@ -153,6 +153,11 @@ emu_class emu_classify(const emu_format *f, emu_bits b);
 emu_bits emu_encode(const emu_format *f, double v);
 /* true when b is any NaN encoding of f */
 bool emu_is_nan(const emu_format *f, emu_bits b);
+/* true when b is a signaling NaN of f: ieee style, quiet bit (the top
+ * fraction bit) clear. Formats with one NaN have none. */
+bool emu_is_snan(const emu_format *f, emu_bits b);
+/* true when x is a signaling binary64 NaN (bit 51 clear). */
+bool emu_is_snan_double(double x);
 /* Next encoding toward +inf / -inf (for neighbours in error messages). */
 emu_bits emu_next_up(const emu_format *f, emu_bits b);
 emu_bits emu_next_down(const emu_format *f, emu_bits b);
@@ -202,8 +207,10 @@ emu_op emu_op_by_name(const char *name); /* EMU_NOPS if unknown */
 emu_result emu_apply(emu_op op, const emu_format *f, const emu_format *src,
                      const emu_bits *args, const emu_env *env);
 
-/* Value-domain helpers for the kernels: operands are exact values of f. */
+/* Value-domain helpers for the kernels: operands are exact values of f, or
+ * ±0 in a format without zero, read as code 0 (2^emin) as emu_encode makes it. */
 double emu_v_add(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl);
+double emu_v_sub(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl);
 double emu_v_mul(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl);
 double emu_v_div(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl);
 double emu_v_fma(const emu_format *f, double a, double b, double c, const emu_env *env,

@@ -9,6 +9,9 @@
 double emu_v_fma(const emu_format *f, double a, double b, double c, const emu_env *env,
                  unsigned *fl)
 {
+	a = emu_v_arg(f, a);
+	b = emu_v_arg(f, b);
+	c = emu_v_arg(f, c);
 	bool pinf = isinf(a) || isinf(b);
 	if ((pinf && (a == 0 || b == 0)))
 		return emu_nan_result(f, true, fl);
@@ -42,7 +45,7 @@ double emu_v_fma(const emu_format *f, double a, double b, double c, const emu_en
 
 emu_result emu_fma(const emu_format *f, emu_bits a, emu_bits b, emu_bits c, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, a) | emu_snan_flag(f, b) | emu_snan_flag(f, c);
 	double r = emu_v_fma(f, emu_operand(f, a, env), emu_operand(f, b, env),
 	                     emu_operand(f, c, env), env, &fl);
 	return emu_pack(f, r, fl);

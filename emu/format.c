@@ -68,7 +68,9 @@ const emu_format *emu_format_by_name(const char *name)
 
 emu_status emu_format_init(emu_format *f)
 {
-	if (f->p < 1 || f->p > 24 || f->ebits < 1 || f->ebits > 8)
+	/* ebits >= 2: with one exponent bit an ieee format has no normal
+	 * binade (code 1 is inf/NaN) and every limit below would be wrong */
+	if (f->p < 1 || f->p > 24 || f->ebits < 2 || f->ebits > 8)
 		return EMU_ERR_RANGE;
 	if (f->nan == EMU_NAN_IEEE && f->p < 2)
 		return EMU_ERR_RANGE; /* no room to tell inf from NaN */
@@ -128,7 +130,8 @@ static emu_status bad(char *err, size_t len, emu_status st, const char *fmt, con
 }
 
 /*
- * Custom specs: "p=P,emax=E[,noinf][,nan=ieee|fn|fnuz|none][,nosub]".
+ * Custom specs: "p=P,emax=E[,noinf][,nan=ieee|fn|fnuz|none][,nosub]", each
+ * item once, no empty items.
  * ebits and bias follow from emax and the NaN style the way the built-ins do:
  *   ieee: bias = emax = 2^(ebits-1) - 1       fn:   bias = 2^(ebits-1) - 1, emax = bias + 1
  *   fnuz: bias = 2^(ebits-1), emax = bias - 1  none: as fn
@@ -150,33 +153,59 @@ emu_status emu_format_parse(const char *spec, emu_format *out, char *err, size_t
 	long p = -1, emax = -1000;
 	bool inf = true, sub = true;
 	emu_nan_style nan = EMU_NAN_IEEE;
-	char *save = NULL;
-	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	/* each key at most once; no empty items (strtok would skip them) */
+	enum { K_P, K_EMAX, K_NOINF, K_NOSUB, K_NAN, NKEYS };
+	static const char *const key_name[NKEYS] = {"p", "emax", "noinf", "nosub", "nan"};
+	bool seen[NKEYS] = {false};
+	for (char *tok = buf, *next; tok; tok = next) {
+		char *comma = strchr(tok, ',');
+		next = comma ? comma + 1 : NULL;
+		if (comma)
+			*comma = '\0';
+		if (!*tok)
+			return bad(err, errlen, EMU_ERR_BAD_SPEC,
+			           "format spec '%s' has an empty item (a stray comma)", spec);
 		char *end;
+		int key;
 		if (strncmp(tok, "p=", 2) == 0) {
+			key = K_P;
 			p = strtol(tok + 2, &end, 10);
 			if (end == tok + 2 || *end)
 				return bad(err, errlen, EMU_ERR_BAD_SPEC, "bad precision in format spec '%s'", spec);
 		} else if (strncmp(tok, "emax=", 5) == 0) {
+			key = K_EMAX;
 			emax = strtol(tok + 5, &end, 10);
 			/* bounded first: emax ± 1 below must not overflow a long */
 			if (end == tok + 5 || *end || emax < -(1L << 20) || emax > (1L << 20))
 				return bad(err, errlen, EMU_ERR_BAD_SPEC, "bad emax in format spec '%s'", spec);
 		} else if (strcmp(tok, "noinf") == 0) {
+			key = K_NOINF;
 			inf = false;
 		} else if (strcmp(tok, "nosub") == 0) {
+			key = K_NOSUB;
 			sub = false;
 		} else if (strcmp(tok, "nan=ieee") == 0) {
+			key = K_NAN;
 			nan = EMU_NAN_IEEE;
 		} else if (strcmp(tok, "nan=fn") == 0) {
+			key = K_NAN;
 			nan = EMU_NAN_FN;
 		} else if (strcmp(tok, "nan=fnuz") == 0) {
+			key = K_NAN;
 			nan = EMU_NAN_FNUZ;
 		} else if (strcmp(tok, "nan=none") == 0) {
+			key = K_NAN;
 			nan = EMU_NAN_NONE;
 		} else {
 			return bad(err, errlen, EMU_ERR_BAD_SPEC, "unknown option in format spec '%s'", spec);
 		}
+		if (seen[key]) {
+			if (err && errlen)
+				snprintf(err, errlen, "format spec '%s' gives '%s' twice", spec,
+				         key_name[key]);
+			return EMU_ERR_BAD_SPEC;
+		}
+		seen[key] = true;
 	}
 	if (p < 1 || p > 24)
 		return bad(err, errlen, EMU_ERR_BAD_SPEC, "format spec '%s': need 1 <= p <= 24", spec);
@@ -198,9 +227,11 @@ emu_status emu_format_parse(const char *spec, emu_format *out, char *err, size_t
 		bias = emax - 1;
 		break;
 	}
-	if (k < 0 || k > 7)
+	/* k = 0 (one exponent bit) leaves no normal binade in ieee style and
+	 * only the top binade otherwise: refused, as emu_format_init does */
+	if (k < 1 || k > 7)
 		return bad(err, errlen, EMU_ERR_BAD_SPEC,
-		           "format spec '%s': emax must give 2..8 exponent bits (ieee/fnuz: emax = 2^k-1; fn/none: 2^k)",
+		           "format spec '%s': emax must give 2..8 exponent bits (ieee/fnuz: emax = 2^k-1, fn/none: emax = 2^k, 1 <= k <= 7)",
 		           spec);
 	emu_format f = {0};
 	snprintf(f.name, sizeof(f.name), "%s", spec);
@@ -214,6 +245,10 @@ emu_status emu_format_parse(const char *spec, emu_format *out, char *err, size_t
 	f.nan = nan;
 	if (emu_format_init(&f) != EMU_OK)
 		return bad(err, errlen, EMU_ERR_BAD_SPEC, "format spec '%s' is not a valid format", spec);
+	if (f.emax != emax) /* p=1 with nan=fn: the top binade holds only the NaN */
+		return bad(err, errlen, EMU_ERR_BAD_SPEC,
+		           "format spec '%s': p=1 with nan=fn leaves the top binade to the NaN (use nan=none or fnuz)",
+		           spec);
 	*out = f;
 	return EMU_OK;
 }

@@ -21,8 +21,25 @@ double emu_inf_result(const emu_format *f, bool neg, bool dbz, const emu_env *en
 double emu_zero_result(const emu_format *f, bool neg, unsigned *flags);
 /* An exact real result that may need rounding: x exact in double. */
 double emu_round_exact(const emu_format *f, double x, const emu_env *env, unsigned *flags);
+/* A binary64 source rounded into f (emu_from_double in the value domain):
+ * daz on the source, invalid for a signaling NaN. */
+double emu_v_from_double(const emu_format *f, double x, const emu_env *env, unsigned *flags);
 /* An operand: decoded, with DAZ applied. */
 double emu_operand(const emu_format *f, emu_bits b, const emu_env *env);
+/* invalid for a signaling NaN operand (IEEE 754-2019 §7.2(a)); the result
+ * is the produced NaN, which is quiet, so quieting needs nothing else. */
+static inline unsigned emu_snan_flag(const emu_format *f, emu_bits b)
+{
+	return emu_is_snan(f, b) ? EMU_FLAG_INVALID : 0;
+}
+/* A value-domain operand that is not a value of f because f has no zero
+ * (e8m0: a kernel's constant 0, an accumulator's start) is read as what
+ * emu_encode makes of it, code 0 = 2^emin, so the value helpers and the
+ * encoding API (and the MPFR backend, which sees encodings) agree. */
+static inline double emu_v_arg(const emu_format *f, double x)
+{
+	return !f->has_zero && x == 0 ? f->min_normal : x;
+}
 /* The sign of an exact zero sum: -0 only in mode down (IEEE 754 §6.3). */
 static inline bool emu_zero_sum_neg(const emu_env *env)
 {

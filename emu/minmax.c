@@ -3,13 +3,17 @@
  * maximumNumber (IEEE 754-2019 §9.6; C fmin/fmax, CUDA __hmin/__hmax: a NaN
  * operand is ignored, −0 < +0), neg, abs and the quiet comparison. They
  * return an operand, so they never round and raise no flags (except neg in
- * a format without a sign, which cannot hold the result: NaN, invalid).
+ * a format without a sign, which cannot hold the result: NaN, invalid; and
+ * min/max with a signaling NaN operand: invalid).
  */
 #include "internal.h"
 
+/* IEEE 754-2019 §9.6: a signaling NaN operand signals invalid, but unless
+ * both operands are NaNs it is otherwise ignored like a quiet one (the
+ * number is returned, not a NaN). */
 static emu_result pick(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env, bool max)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, a) | emu_snan_flag(f, b);
 	double x = emu_operand(f, a, env), y = emu_operand(f, b, env);
 	if (isnan(x) && isnan(y)) {
 		double r = emu_nan_result(f, false, &fl);

@@ -38,6 +38,12 @@
  * then IEEE 754-2019):
  *  - NaN results are the format's produced NaN (nan_bits), never a payload;
  *    formats with no NaN give +0 with invalid, also for a NaN operand.
+ *  - Signaling NaNs (IEEE 754-2019 §6.2): ieee-style NaNs with the top
+ *    fraction bit clear, and binary64 NaNs with bit 51 clear. Any such
+ *    operand of a computational operation or conversion adds invalid; the
+ *    result is the produced NaN, which is quiet. min/max signal invalid
+ *    and otherwise treat it as a quiet NaN (§9.6: the number is returned).
+ *    neg/abs (§5.5.1) signal nothing.
  *  - An overflowing or infinite result that becomes NaN keeps its sign
  *    where the format has a signed NaN: e4m3 0x7f/0xff (CUDA __NV_NOSAT
  *    also maps −inf to 0xff), fnuz 0x80, e8m0 0xff.
@@ -71,6 +77,7 @@
 #include <mpfr.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "emu.h"
 
@@ -115,6 +122,7 @@ typedef struct {
 typedef struct {
 	int kind;
 	bool neg;
+	bool snan; /* a signaling NaN: decided from the encoding (MPFR has none) */
 	mpv v;
 } operand;
 
@@ -219,11 +227,14 @@ static void decode(const emu_format *f, emu_bits b, bool daz, operand *o, mpfr_p
 {
 	int m = f->p - 1;
 	mpv_init(&o->v, prec);
+	o->snan = false;
 	b &= width_mask(f);
 	o->neg = f->has_sign && (b & f->sign_mask);
 	if (mp_is_nan(f, b)) {
 		o->kind = K_NAN;
 		o->neg = false;
+		/* ieee style with a fraction: its top bit set means quiet */
+		o->snan = f->nan == EMU_NAN_IEEE && m >= 1 && ((b >> (m - 1)) & 1) == 0;
 		return;
 	}
 	emu_bits mag = b & ~f->sign_mask;
@@ -250,9 +261,13 @@ static void decode_double(double x, bool daz, operand *o)
 {
 	mpv_init(&o->v, 64);
 	o->neg = signbit(x) != 0;
+	o->snan = false;
 	if (isnan(x)) {
+		uint64_t u;
+		memcpy(&u, &x, sizeof u);
 		o->kind = K_NAN;
 		o->neg = false;
+		o->snan = ((u >> 51) & 1) == 0; /* binary64's quiet bit */
 	} else if (isinf(x)) {
 		o->kind = K_INF;
 	} else if (x == 0 || (daz && fpclassify(x) == FP_SUBNORMAL)) {
@@ -798,6 +813,9 @@ static emu_result mp_apply(emu_op op, const emu_format *f, const emu_format *src
 		}
 		res = finish(&c, &r);
 	}
+	for (int i = 0; i < n; i++)
+		if (o[i].snan)
+			res.flags |= EMU_FLAG_INVALID;
 	mp_leave(&saved);
 	return res;
 }
@@ -815,6 +833,8 @@ static emu_result mp_from_double(const emu_format *f, double x, const emu_env *e
 	mpv_init(&r.y, c.wp);
 	op_cvt(&r, &a);
 	emu_result res = finish(&c, &r);
+	if (a.snan)
+		res.flags |= EMU_FLAG_INVALID;
 	mp_leave(&saved);
 	return res;
 }

@@ -7,6 +7,8 @@
 
 double emu_v_mul(const emu_format *f, double a, double b, const emu_env *env, unsigned *fl)
 {
+	a = emu_v_arg(f, a);
+	b = emu_v_arg(f, b);
 	if (isnan(a) || isnan(b))
 		return emu_nan_result(f, false, fl);
 	bool neg = signbit(a) != signbit(b);
@@ -22,7 +24,7 @@ double emu_v_mul(const emu_format *f, double a, double b, const emu_env *env, un
 
 emu_result emu_mul(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, a) | emu_snan_flag(f, b);
 	double r = emu_v_mul(f, emu_operand(f, a, env), emu_operand(f, b, env), env, &fl);
 	return emu_pack(f, r, fl);
 }

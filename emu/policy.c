@@ -144,14 +144,6 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 		p.compute = p.storage;
 	if (!have_accum)
 		p.accum = p.compute;
-	/* kernels start sums at 0 and subtract: a format without a zero (e8m0)
-	 * can store values (scales), never compute or accumulate them */
-	if (!p.compute.has_zero)
-		return fail(err, errlen, "compute format %s has no zero (it can only be storage)",
-		            p.compute.name);
-	if (!p.accum.has_zero)
-		return fail(err, errlen, "accum format %s has no zero (it can only be storage)",
-		            p.accum.name);
 	snprintf(p.spec, sizeof p.spec, "%s", spec);
 	*out = p;
 	return EMU_OK;

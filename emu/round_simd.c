@@ -93,7 +93,7 @@ static bool setup(const emu_format *f, const emu_env *env, struct consts *c)
 #define SEL(m, x, y) (((x) & (m)) | ((y) & ~(m)))
 
 struct acc {
-	uint64_t ix, ov, uf, inf_in;
+	uint64_t ix, ov, uf, inf_in, snan;
 };
 
 #define ELEMENT(SR_)                                                                               \
@@ -145,6 +145,7 @@ struct acc {
 		/* tiny after rounding: the p-bit rounding (unbounded exponent) */                 \
 		uf |= (uint64_t)(r < r_minnorm) & inexact;                                         \
 		inf_in |= m_special & ~m_nan & 1;                                                  \
+		snan |= m_nan & ~(a >> 51) & 1; /* signaling binary64 NaN: invalid */              \
                                                                                                    \
 	} while (0)
 
@@ -162,7 +163,7 @@ static inline __attribute__((always_inline)) void kern(const int S, const bool s
 	const uint64_t nan_bits = cp->nan_bits;
 	const double magic = cp->magic, inv_quantum = cp->inv_quantum;
 	const uint64_t infbits = 0x7ff0000000000000ull;
-	uint64_t ix = 0, ov = 0, uf = 0, inf_in = 0;
+	uint64_t ix = 0, ov = 0, uf = 0, inf_in = 0, snan = 0;
 	/* Plain loops: GCC vectorizes both at -O3 (see CLONES). SR's draw needs
 	 * 64-bit multiplies, which only AVX-512DQ has as one instruction
 	 * (vpmullq): in the AVX2 clone SR stays slow. */
@@ -173,7 +174,7 @@ static inline __attribute__((always_inline)) void kern(const int S, const bool s
 		for (size_t i = 0; i < n; i++)
 			ELEMENT(false);
 	}
-	acc->ix |= ix, acc->ov |= ov, acc->uf |= uf, acc->inf_in |= inf_in;
+	acc->ix |= ix, acc->ov |= ov, acc->uf |= uf, acc->inf_in |= inf_in, acc->snan |= snan;
 }
 
 #define CASES(SR)                                                                                  \
@@ -225,10 +226,12 @@ bool emu_round_array_simd(const emu_format *f, const double *in, emu_bits *out, 
 	struct consts c;
 	if (!setup(f, env, &c))
 		return false;
-	struct acc acc = {0, 0, 0, 0};
+	struct acc acc = {0, 0, 0, 0, 0};
 	if (!loops(f->p, env->mode == EMU_SR, &c, in, out, n, env->seed, env->index, &acc))
 		return false;
 	unsigned fl = acc.inf_in ? c.inf_in_flags : 0;
+	if (acc.snan)
+		fl |= EMU_FLAG_INVALID;
 	if (acc.ix)
 		fl |= EMU_FLAG_INEXACT;
 	if (acc.ov)

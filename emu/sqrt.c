@@ -20,7 +20,7 @@ static uint64_t isqrt128(unsigned __int128 n)
 
 emu_result emu_sqrt(const emu_format *f, emu_bits ab, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, ab);
 	double a = emu_operand(f, ab, env), r;
 	if (isnan(a)) {
 		r = emu_nan_result(f, false, &fl);

@@ -132,7 +132,7 @@ static double beyond(const emu_format *f, int e, const emu_env *env, unsigned *f
 
 emu_result emu_exp(const emu_format *f, emu_bits ab, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, ab);
 	double x = emu_operand(f, ab, env), r;
 	if (isnan(x))
 		r = emu_nan_result(f, false, &fl);
@@ -151,7 +151,7 @@ emu_result emu_exp(const emu_format *f, emu_bits ab, const emu_env *env)
 
 emu_result emu_exp2(const emu_format *f, emu_bits ab, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, ab);
 	double x = emu_operand(f, ab, env), r;
 	if (isnan(x))
 		r = emu_nan_result(f, false, &fl);
@@ -170,7 +170,7 @@ emu_result emu_exp2(const emu_format *f, emu_bits ab, const emu_env *env)
 
 emu_result emu_log(const emu_format *f, emu_bits ab, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, ab);
 	double x = emu_operand(f, ab, env), r;
 	if (isnan(x))
 		r = emu_nan_result(f, false, &fl);
@@ -189,7 +189,7 @@ emu_result emu_log(const emu_format *f, emu_bits ab, const emu_env *env)
 
 emu_result emu_rsqrt(const emu_format *f, emu_bits ab, const emu_env *env)
 {
-	unsigned fl = 0;
+	unsigned fl = emu_snan_flag(f, ab);
 	double x = emu_operand(f, ab, env), r;
 	int e;
 	if (isnan(x)) {

@@ -1,5 +1,6 @@
 /* check_format.c — the format table against FACTS §1 and the custom specs. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "lib.h"
@@ -97,7 +98,16 @@ START_TEST(test_bad_specs)
 	static const char *bad[] = {"fp17", "p=", "p=0,emax=15", "p=25,emax=15", "p=5,emax=14",
 	                            "p=5,emax=15,nan=weird", "p=5,emax=15,bogus", "p=x,emax=15",
 	                            "p=5,emax=512", "p=5,emax=9223372036854775807",
-	                            "p=5,emax=-9223372036854775808,nan=fn", ""};
+	                            "p=5,emax=-9223372036854775808,nan=fn", "",
+	                            /* one exponent bit */
+	                            "p=4,emax=0", "p=4,emax=0,noinf", "p=2,emax=0,nan=fnuz",
+	                            "p=1,emax=1,nan=fn", "p=3,emax=1,nan=none",
+	                            /* p=1, fn: the top binade is the NaN alone */
+	                            "p=1,emax=2,nan=fn", "p=1,emax=128,nan=fn",
+	                            /* items twice, empty items */
+	                            "p=4,p=5,emax=7", "p=4,emax=7,emax=7", "p=4,emax=7,nosub,nosub",
+	                            "p=4,emax=8,nan=fn,nan=fn", "p=4,emax=7,noinf,noinf",
+	                            "p=4,emax=7,", "p=4,,emax=7", "p=4,emax=7,,"};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		emu_format c;
 		char err[128] = "";
@@ -107,9 +117,72 @@ START_TEST(test_bad_specs)
 		              bad[i]);
 	}
 	emu_format c;
-	char err[128];
+	char err[160];
+	static const struct {
+		const char *spec, *says;
+	} named[] = {
+	    {"p=4,p=5,emax=7", "gives 'p' twice"},
+	    {"p=4,emax=8,nan=fn,nan=ieee", "gives 'nan' twice"},
+	    {"p=4,emax=7,", "has an empty item"},
+	    {"p=4,emax=0", "2..8 exponent bits"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(named); i++) {
+		ck_assert(emu_format_parse(named[i].spec, &c, err, sizeof err) != EMU_OK);
+		ck_assert_msg(strstr(err, named[i].says) && strstr(err, named[i].spec), "'%s': %s",
+		              named[i].spec, err);
+	}
 	ck_assert(emu_format_parse("p=5,emax=15,nosub,noinf", &c, err, sizeof err) == EMU_OK);
 	ck_assert(!c.has_subnormals && !c.has_inf && c.min_subnormal == c.min_normal);
+}
+END_TEST
+
+/* Every spec the parser accepts (p <= 8 and all emax, NaN, inf and subnormal
+ * choices) describes the format it claims: emax as given, max and
+ * min_normal are the values of their encodings, max_bits is the largest
+ * finite encoding, and max, min_normal, min_subnormal convert exactly. */
+START_TEST(test_every_spec)
+{
+	static const char *const nans[] = {"ieee", "fn", "fnuz", "none"};
+	uint64_t accepted = 0, refused = 0;
+	for (int p = 1; p <= 8; p++)
+		for (long emax = -2; emax <= 260; emax++)
+			for (int v = 0; v < 16; v++) {
+				char spec[96];
+				snprintf(spec, sizeof spec, "p=%d,emax=%ld,nan=%s%s%s", p, emax, nans[v & 3],
+				         v & 4 ? ",noinf" : "", v & 8 ? ",nosub" : "");
+				emu_format f;
+				char err[200];
+				if (emu_format_parse(spec, &f, err, sizeof err) != EMU_OK) {
+					ck_assert_msg(strlen(err) > 0 && !strchr(err, '\n'), "%s: %s", spec, err);
+					refused++;
+					continue;
+				}
+				accepted++;
+				ck_assert_msg(f.ebits >= 2 && f.emax == emax, "%s: ebits %d emax %d", spec,
+				              f.ebits, f.emax);
+				ck_assert_msg(emu_classify(&f, f.max_bits) == EMU_CLASS_NORMAL &&
+				                  emu_decode(&f, f.max_bits) == f.max,
+				              "%s: max_bits 0x%x decodes to %a, max %a", spec, f.max_bits,
+				              emu_decode(&f, f.max_bits), f.max);
+				emu_bits up = f.max_bits + 1;
+				ck_assert_msg(emu_is_nan(&f, up) || (f.has_inf && up == f.inf_bits) ||
+				                  up > (f.exp_mask | f.man_mask),
+				              "%s: 0x%x above max_bits is finite", spec, up);
+				emu_bits mn = (emu_bits)(f.emin + f.bias) << (f.p - 1);
+				ck_assert_msg(emu_decode(&f, mn) == f.min_normal, "%s: min_normal", spec);
+				emu_env env = EMU_ENV_DEFAULT;
+				const double v3[3] = {f.max, f.min_normal, f.min_subnormal};
+				for (int k = 0; k < 3; k++) {
+					emu_result r = emu_from_double(&f, v3[k], &env);
+					emu_result m = emu_mp_from_double(&f, v3[k], &env);
+					ck_assert_msg(r.flags == 0 && m.flags == 0 && r.bits == m.bits &&
+					                  emu_decode(&f, r.bits) == v3[k],
+					              "%s: %a converts to 0x%x flags %x (mpfr 0x%x %x)", spec,
+					              v3[k], r.bits, r.flags, m.bits, m.flags);
+				}
+			}
+	t_count("format: accepted specs describe their format", accepted);
+	ck_assert(accepted > 300 && refused > accepted);
 }
 END_TEST
 
@@ -121,6 +194,7 @@ Suite *suite_format(void)
 	tcase_add_loop_test(tc, test_codec_roundtrip, 0, (int)emu_format_count());
 	tcase_add_loop_test(tc, test_custom_specs, 0, ARRAY_SIZE(customs));
 	tcase_add_test(tc, test_bad_specs);
+	tcase_add_test(tc, test_every_spec);
 	suite_add_tcase(s, tc);
 	return s;
 }

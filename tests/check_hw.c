@@ -1,7 +1,8 @@
 /*
  * check_hw.c — the emulator's fast backend against x86 hardware.
  *
- * Oracles (emu/hw.h): F16C conversions fp16 <-> fp32 in RNE/RTZ/UP/DOWN,
+ * Oracles (emu/hw.h): F16C conversions fp16 <-> fp32 in RNE/RTZ/UP/DOWN
+ * (and, for NaN inputs, MXCSR's invalid flag: signaling NaNs),
  * AVX-512 FP16 arithmetic in the same four modes, AVX-512 BF16 fp32 -> bf16
  * (RNE). A missing feature is reported once on stdout with the CPUID bit that
  * says so, and its tests are not added (they are not counted as passes).
@@ -17,6 +18,7 @@
  * Inputs are built from bit patterns, not from emulator calls, so the oracle
  * side stays independent of the code under test.
  */
+#include <fenv.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,6 +184,74 @@ START_TEST(test_f16c_to_float)
 	}
 	t_count("f16c fp16->float", 1u << 16);
 	ck_assert_msg(bad == 0, "f16c fp16->fp32: %zu mismatches, first %s", bad, first);
+}
+END_TEST
+
+/* Signaling NaNs (IEEE 754-2019 §7.2): every fp16 NaN through vcvtph2ps and
+ * a set of fp32 NaNs through vcvtps2ph, one at a time, with the host's
+ * invalid flag (MXCSR, read by fetestexcept) as the oracle: the hardware
+ * raises invalid exactly for signaling inputs and returns a quiet NaN; the
+ * emulator must raise invalid for the same inputs and return a quiet NaN. */
+static bool f16_quiet_nan(uint32_t h)
+{
+	return (h & 0x7c00u) == 0x7c00u && (h & 0x0200u);
+}
+
+START_TEST(test_f16c_snan)
+{
+	const emu_format *fp16 = t_fmt("fp16"), *fp32 = t_fmt("fp32");
+	emu_env env = EMU_ENV_DEFAULT;
+	size_t n = 0, bad = 0, nsig = 0;
+	char first[200] = "";
+	for (uint32_t h = 0; h < (1u << 16); h++) {
+		if ((h & 0x7c00u) != 0x7c00u || !(h & 0x3ffu))
+			continue;
+		uint16_t in = (uint16_t)h;
+		float out;
+		feclearexcept(FE_ALL_EXCEPT);
+		ck_assert(emu_hw_f16c_to_float(&in, &out, 1));
+		bool hw_inv = fetestexcept(FE_INVALID) != 0;
+		emu_result r = emu_convert(fp32, fp16, h, &env);
+		emu_result m = emu_mp_apply(EMU_OP_CVT, fp32, fp16, (emu_bits[]){h, 0, 0}, &env);
+		bool ok = (hw_inv == !!(r.flags & EMU_FLAG_INVALID)) && r.flags == m.flags &&
+		          r.bits == m.bits && f32_nan(f2u(out)) && (f2u(out) & 0x00400000u) &&
+		          (r.bits & 0x00400000u) && f32_nan(r.bits);
+		nsig += hw_inv;
+		n++;
+		if (!ok && !bad++)
+			snprintf(first, sizeof first,
+			         "0x%04x: hw 0x%08x invalid %d, emu 0x%08x flags %x, mpfr 0x%08x "
+			         "flags %x",
+			         (unsigned)h, (unsigned)f2u(out), hw_inv, (unsigned)r.bits, r.flags,
+			         (unsigned)m.bits, m.flags);
+	}
+	/* fp32 -> fp16: signaling and quiet NaNs of both signs, payloads from
+	 * one bit to all ones */
+	for (uint32_t k = 0; k < 2 * 2 * 23; k++) {
+		uint32_t payload = k % 23 ? (1u << (k % 23)) - 1 : 1u;
+		uint32_t u = 0x7f800000u | ((k / 23) & 1 ? 0x00400000u : 0) | (payload & 0x3fffffu) |
+		             (k / 46 ? 0x80000000u : 0);
+		if (!(u & 0x007fffffu))
+			u |= 1;
+		float in = u2f(u);
+		uint16_t out;
+		feclearexcept(FE_ALL_EXCEPT);
+		ck_assert(emu_hw_f16c_from_float(&in, &out, 1, EMU_RNE));
+		bool hw_inv = fetestexcept(FE_INVALID) != 0;
+		emu_result r = emu_from_float(fp16, in, &env);
+		emu_result c = emu_convert(fp16, fp32, u, &env);
+		bool ok = (hw_inv == !!(r.flags & EMU_FLAG_INVALID)) && r.flags == c.flags &&
+		          r.bits == c.bits && f16_quiet_nan(out) && f16_quiet_nan(r.bits);
+		nsig += hw_inv;
+		n++;
+		if (!ok && !bad++)
+			snprintf(first, sizeof first,
+			         "fp32 0x%08x: hw 0x%04x invalid %d, emu 0x%04x flags %x, cvt flags %x",
+			         (unsigned)u, (unsigned)out, hw_inv, (unsigned)r.bits, r.flags, c.flags);
+	}
+	t_count("f16c NaN conversions with the invalid flag", n);
+	ck_assert_msg(bad == 0, "f16c sNaN: %zu of %zu mismatch, first %s", bad, n, first);
+	ck_assert_msg(nsig == 2 * 511 + 46, "hardware signalled %zu times", nsig);
 }
 END_TEST
 
@@ -417,6 +487,7 @@ Suite *suite_hw(void)
 		TCase *tc = tcase_create("f16c");
 		tcase_set_timeout(tc, 60);
 		tcase_add_test(tc, test_f16c_to_float);
+		tcase_add_test(tc, test_f16c_snan);
 		tcase_add_loop_test(tc, test_f16c_from_float_boundaries, 0, NMODES);
 		tcase_add_loop_test(tc, test_f16c_from_float_random, 0, NMODES);
 		suite_add_tcase(s, tc);

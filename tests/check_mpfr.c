@@ -6,7 +6,11 @@
  *   - every 16-bit value, every unary operation and conversion;
  *   - every binary32 within 3 ulps of each rounding boundary and midpoint of
  *     each format, and 10^7 random binary32 and 10^7 binary64 inputs;
- *   - 10^7 random 16-bit pairs per binary operation.
+ *   - 10^7 random 16-bit pairs per binary operation;
+ *   - a sample of custom formats (the smallest of each NaN style, p = 1,
+ *     no inf, no subnormals): every pair, fma, unary op and conversion.
+ * e5m2 and the custom ieee formats have signaling NaNs, so the pairs prove
+ * both backends tell them apart (invalid) the same way.
  * Encodings are compared exactly: both backends produce the format's one
  * NaN (sign kept only on overflow), so bit equality is the NaN policy too.
  */
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kern.h"
 #include "lib.h"
 
 typedef struct {
@@ -183,7 +188,7 @@ START_TEST(test_unary_small)
 	uint64_t n = (1ull << f->bits) * ARRAY_SIZE(unops) * NVARIANT;
 	char what[96];
 	snprintf(what, sizeof what, "%s: every value x 7 unary ops x 14 env", f->name);
-	prove(what, n, gen_unary, f);
+	prove(what, t_quick() ? n / 7 : n, gen_unary, f);
 }
 END_TEST
 
@@ -209,6 +214,134 @@ START_TEST(test_convert_all)
 	char what[96];
 	snprintf(what, sizeof what, "cvt from every %s value to 12 formats x 14 env", src->name);
 	prove(what, t_quick() ? n / 97 : n, gen_cvt, src);
+}
+END_TEST
+
+/* ---- custom formats: a sample of what the spec parser accepts ---- */
+/* The smallest of each NaN style (3-4 bits), without inf or subnormals,
+ * p = 1 (nothing but powers of two), and a few mid-sized ones; all <= 7
+ * bits so every pair stays cheap. */
+static const char *const custom_specs[] = {
+	"p=2,emax=1",           "p=2,emax=1,noinf",         "p=3,emax=1,noinf,nosub",
+	"p=1,emax=2,nan=none",  "p=1,emax=4,nan=none,nosub", "p=1,emax=1,nan=fnuz",
+	"p=2,emax=2,nan=fn",    "p=4,emax=3,nan=fnuz,nosub", "p=3,emax=4,nan=fn,nosub",
+	"p=4,emax=3",           "p=2,emax=7,nosub",          "p=4,emax=2,nan=none",
+};
+
+static const emu_format *custom_fmt(int i)
+{
+	static emu_format f[ARRAY_SIZE(custom_specs)];
+	char err[200];
+	ck_assert_msg(emu_format_parse(custom_specs[i], &f[i], err, sizeof err) == EMU_OK, "%s: %s",
+	              custom_specs[i], err);
+	return &f[i];
+}
+
+START_TEST(test_custom_pairs)
+{
+	const emu_format *f = custom_fmt(_i);
+	uint64_t n = (1ull << (2 * f->bits)) * ARRAY_SIZE(binops) * NVARIANT;
+	char what[96];
+	snprintf(what, sizeof what, "%s: all pairs x 6 binary ops x 14 env", f->name);
+	prove(what, t_quick() ? n / 7 : n, gen_pairs, f);
+	n = (1ull << (2 * f->bits)) * ((1u << f->bits) / 16 + 4) * NVARIANT;
+	snprintf(what, sizeof what, "%s: fma all pairs x addends x 14 env", f->name);
+	prove(what, t_quick() ? n / 7 : n, gen_fma_pairs, f);
+	n = (1ull << f->bits) * ARRAY_SIZE(unops) * NVARIANT;
+	snprintf(what, sizeof what, "%s: every value x 7 unary ops x 14 env", f->name);
+	prove(what, t_quick() ? n / 7 : n, gen_unary, f);
+	/* to every built-in format */
+	n = (1ull << f->bits) * emu_format_count() * NVARIANT;
+	snprintf(what, sizeof what, "cvt from every %s value to 12 formats x 14 env", f->name);
+	prove(what, t_quick() ? n / 7 : n, gen_cvt, f);
+}
+END_TEST
+
+/* into the custom format: every value of every built-in of <= 16 bits
+ * (fp16 and bf16 by a prime stride) */
+typedef struct {
+	const emu_format *dst;
+	uint64_t per_src;
+} cvt_in_ctx;
+
+static void gen_cvt_in(uint64_t i, const void *ctx, tcase *c)
+{
+	const cvt_in_ctx *x = ctx;
+	uint64_t k = i % x->per_src, rest = i / x->per_src;
+	const emu_format *src = emu_format_at(rest % emu_format_count());
+	c->f = x->dst;
+	c->op = EMU_OP_CVT;
+	c->src = src;
+	c->a[0] = (emu_bits)((k * (src->bits > 8 ? 61u : 1u)) & ((1ull << src->bits) - 1));
+	set_variant(c, (unsigned)(rest / emu_format_count()), i);
+}
+
+START_TEST(test_custom_cvt_in)
+{
+	cvt_in_ctx x = {custom_fmt(_i), 1u << 10};
+	uint64_t n = x.per_src * emu_format_count() * NVARIANT;
+	char what[96];
+	snprintf(what, sizeof what, "cvt into %s from 1024 values of 12 formats x 14 env",
+	         x.dst->name);
+	prove(what, t_quick() ? n / 7 : n, gen_cvt_in, &x);
+}
+END_TEST
+
+/* ---- the kernel backends on a format without zero ---- */
+/* The fast and exact kernel backends (emu_k_op), which a kernel feeds
+ * values, not encodings: every pair of e8m0 values and the kernel constant
+ * 0 (an accumulator's start, not a value of e8m0), each operation with
+ * rounding, every mode and overflow rule. Results and flag counts must
+ * agree after every operation. */
+START_TEST(test_kernel_no_zero)
+{
+	const emu_format *f = t_fmt("e8m0");
+	static const emu_op ops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV, EMU_OP_FMA};
+	const unsigned nv = (1u << f->bits) + 1; /* the last one is the constant 0 */
+	const unsigned step = t_quick() ? 7 : 1;
+	uint64_t n = 0, bad = 0;
+	char first[300] = "";
+	for (unsigned v = 0; v < 12; v++) {
+		emu_env env = EMU_ENV_DEFAULT;
+		env.mode = (emu_mode)(v % 6);
+		env.sat = v >= 6;
+		env.seed = t_seed();
+		emu_be be[2];
+		emu_be_init(&be[0], EMU_BE_FAST, &env);
+		emu_be_init(&be[1], EMU_BE_EXACT, &env);
+		emu_val *x[2] = {emu_k_vec(&be[0], 3), emu_k_vec(&be[1], 3)};
+		ck_assert(x[0] && x[1]);
+		for (size_t o = 0; o < ARRAY_SIZE(ops); o++)
+			for (unsigned a = 0; a < nv; a++)
+				for (unsigned b = a % step; b < nv; b += step) {
+					for (int k = 0; k < 2; k++) {
+						emu_k_const(&be[k], &x[k][0], a + 1 < nv ? emu_decode(f, a) : 0.0);
+						emu_k_const(&be[k], &x[k][1], b + 1 < nv ? emu_decode(f, b) : 0.0);
+						emu_k_op(&be[k], ops[o], &x[k][2], &x[k][0], &x[k][1], &x[k][0], f,
+						         "t", 0);
+					}
+					n++;
+					bool same = emu_encode(f, x[0][2].d) == emu_encode(f, x[1][2].d) &&
+					            memcmp(be[0].st.flags[ops[o]], be[1].st.flags[ops[o]],
+					                   sizeof be[0].st.flags[0]) == 0;
+					if (!same && !bad++)
+						snprintf(first, sizeof first,
+						         "%s %s(%s, %s) %s%s: fast %a, exact %a (flag counts differ: %d)",
+						         f->name, emu_op_name(ops[o]),
+						         a + 1 < nv ? "code" : "const 0", b + 1 < nv ? "code" : "const 0",
+						         emu_mode_name(env.mode), env.sat ? " sat" : "", x[0][2].d,
+						         x[1][2].d,
+						         memcmp(be[0].st.flags[ops[o]], be[1].st.flags[ops[o]],
+						                sizeof be[0].st.flags[0]) != 0);
+					if (!same) /* realign the counts so later cases are judged alone */
+						memcpy(be[1].st.flags[ops[o]], be[0].st.flags[ops[o]],
+						       sizeof be[0].st.flags[0]);
+				}
+		emu_be_free(&be[0]);
+		emu_be_free(&be[1]);
+	}
+	t_count("e8m0: kernel backends fast == exact, pairs and the constant 0", n);
+	ck_assert_msg(bad == 0, "%" PRIu64 " of %" PRIu64 " differ; first: %s", bad, n, first);
 }
 END_TEST
 
@@ -361,6 +494,9 @@ Suite *suite_mpfr(void)
 	tcase_add_loop_test(tc, test_random_floats, 0, 2);
 	tcase_add_test(tc, test_random_inrange);
 	tcase_add_loop_test(tc, test_pairs16, 0, ARRAY_SIZE(pair_ops));
+	tcase_add_loop_test(tc, test_custom_pairs, 0, ARRAY_SIZE(custom_specs));
+	tcase_add_test(tc, test_kernel_no_zero);
+	tcase_add_loop_test(tc, test_custom_cvt_in, 0, ARRAY_SIZE(custom_specs));
 	suite_add_tcase(s, tc);
 	return s;
 }

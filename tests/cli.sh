@@ -198,6 +198,18 @@ fp16    65519.99  0x7bff  65504  normal  inexact" \
 ok "op add --bits" "$O
 fp16,add,0x3c00,0x3c00,,0x4000,2,normal,-" \
 	op add -f fp16 --bits --csv 0x3c00 0x3c00
+ok "a signaling NaN operand raises invalid and gives the quiet NaN" "$O
+fp16,add,0x7c1b,0x3c00,,0x7e00,nan,nan,invalid" \
+	op add --bits --csv 0x7c1b 0x3c00
+ok "a quiet NaN operand raises nothing" "$O
+fp16,add,0x7e00,0x3c00,,0x7e00,nan,nan,-" \
+	op add --bits --csv 0x7e00 0x3c00
+ok "min with a signaling NaN returns the number and raises invalid" "$O
+fp16,min,0x7c1b,0x3c00,,0x3c00,1,normal,invalid" \
+	op min --bits --csv 0x7c1b 0x3c00
+ok "e5m2 fma with a signaling NaN addend" "$O
+e5m2,fma,0x3c,0x3c,0x7d,0x7e,nan,nan,invalid" \
+	op fma -f e5m2 --bits --csv 0x3c 0x3c 0x7d
 ok "op div 1 0 is inf with divbyzero only" "$O
 fp16,div,1,0,,0x7c00,inf,inf,divbyzero" \
 	op div --csv 1 0
@@ -323,6 +335,23 @@ bad "no NaN in e2m1" "nanmap: nan is not representable in e2m1 (it has no NaN)" 
 	op sqrt -f e2m1 nan
 bad "no negatives in e8m0" "nanmap: -1 is not representable in e8m0 (it has no negative values)" \
 	op sqrt -f e8m0 -1
+bad "one exponent bit is refused" \
+	"nanmap: format spec 'p=4,emax=0': emax must give 2..8 exponent bits (ieee/fnuz: emax = 2^k-1, fn/none: emax = 2^k, 1 <= k <= 7)" \
+	formats p=4,emax=0
+bad "one exponent bit is refused in round" "" round -f p=4,emax=0 --csv 1.875 1.9
+bad "p=1 with nan=fn is refused" \
+	"nanmap: format spec 'p=1,emax=2,nan=fn': p=1 with nan=fn leaves the top binade to the NaN (use nan=none or fnuz)" \
+	formats p=1,emax=2,nan=fn
+bad "a spec key twice" "nanmap: format spec 'p=4,p=5,emax=7' gives 'p' twice" formats p=4,p=5,emax=7
+bad "a trailing comma in a spec" \
+	"nanmap: format spec 'p=4,emax=7,' has an empty item (a stray comma)" formats p=4,emax=7,
+# e8m0 has no zero: an accumulator's start 0 is code 0 = 2^-127 in both backends
+ok_grep "e8m0 sum from 0: fast == exact" '^fast == exact: yes' \
+	run accum --policy storage=e8m0 --values 0x1p-127 --backend all
+ok_grep "e8m0 sum from 0 is 2^-126 (the start value counts)" '^  result e8m0\[1\]  1.1754943508222875e-38' \
+	run accum --policy storage=e8m0 --values 0x1p-127 --backend fast
+ok_grep "e8m0 1+2: the flag counts agree too" '^fast == exact: yes' \
+	run accum --policy storage=e8m0 --values 1,2 --backend all
 bad "missing op" "" op
 bad "unknown op" \
 	"nanmap: unknown op 'pow' (ops: add sub mul div sqrt fma exp log exp2 rsqrt min max)" \

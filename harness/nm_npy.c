@@ -613,7 +613,7 @@ nm_npy_status nm_npy_read(const char *path, nm_npy *out, char *err, size_t errle
 	size_t len = 0, cap = 0;
 	nm_npy_status st = NM_NPY_OK;
 	struct npy_meta m;
-	bool ok = read_more(fp, &buf, &len, &cap, 12);
+	bool ok = read_more(fp, &buf, &len, &cap, 12), data = false;
 	if (ok && len >= 12 && !memcmp(buf, "\x93NUMPY", 6) && (buf[6] == 1 || buf[6] == 2 ||
 	                                                          buf[6] == 3)) {
 		size_t lb = buf[6] == 1 ? 2 : 4;
@@ -623,13 +623,13 @@ nm_npy_status nm_npy_read(const char *path, nm_npy *out, char *err, size_t errle
 		if (ok && hlen <= NM_NPY_MAX_HEADER && len == 8 + lb + hlen &&
 		    npy_meta(buf, len, path, &m, NULL, 0) == NM_NPY_OK)
 			/* the data and at most 64 KiB more, to say how many trail */
-			ok = read_more(fp, &buf, &len, &cap, m.need + 65536);
+			ok = data = read_more(fp, &buf, &len, &cap, m.need + 65536);
 	}
 	if (!ok)
 		st = fail(err, errlen, path, NM_NPY_ERR_NOMEM, "out of memory reading the file");
 	else if (ferror(fp))
 		st = fail(err, errlen, path, NM_NPY_ERR_IO, "read error: %s", strerror(errno));
-	else if (getc(fp) != EOF)
+	else if (data && len == m.start + m.need + 65536 && getc(fp) != EOF)
 		st = fail(err, errlen, path, NM_NPY_ERR_DATA,
 		          "more than 65536 trailing bytes after the data the shape says");
 	fclose(fp);

@@ -166,10 +166,10 @@ static bool nm_hex32(const char *s, size_t n, uint32_t *out)
 	return true;
 }
 
-/* The most values one input file may hold (A, B or C): 2^26, 256 MiB of
+/* The most values one input file may hold (A, B or C): 2^24, 64 MiB of
  * encodings, far beyond any vector file; a stream that never ends is
  * refused there. */
-#define NM_DOT_MAX_VALUES ((size_t)1 << 26)
+#define NM_DOT_MAX_VALUES ((size_t)1 << 24)
 
 /* Append one value, growing the array geometrically; -1 out of memory,
  * -2 past NM_DOT_MAX_VALUES. */

@@ -12,6 +12,7 @@
  * Tables 5 and 6 (bench/bench_kernels.c): softmax_ce on the fast backend
  * against native float, and the exact backend over the fast one.
  * Table 7 (bench/bench_sweep.c): points per second of the default sweep cases.
+ * Table 8 (bench/bench_golden.c): reading a 1 GB golden file against fread.
  * Tables are separated by one blank line. Diagnostics go to stderr.
  * Single thread. Numbers are measured, never asserted; docs/bench.md.
  */
@@ -31,6 +32,8 @@
 void bench_kernels(int reps);
 /* bench/bench_sweep.c: table 7, points of the default sweep cases. */
 void bench_sweep(int reps);
+/* bench/bench_golden.c: table 8, a golden file of mb MB read. */
+void bench_golden(int reps, size_t mb);
 
 #define N_BIG (1u << 20)
 #define N_SMALL (1u << 16)
@@ -368,13 +371,14 @@ static void report_share(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] "
-	                "[--kernels-only] [--sweep-only]\n");
+	                "[--kernels-only] [--sweep-only] [--golden-only] [--golden-mb N]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	bool mpfr = true, kernels_only = false, sweep_only = false;
+	bool mpfr = true, kernels_only = false, sweep_only = false, golden_only = false;
+	long golden_mb = 1000;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
 			reps = 2;
@@ -386,10 +390,14 @@ int main(int argc, char **argv)
 			kernels_only = true;
 		else if (!strcmp(argv[i], "--sweep-only"))
 			sweep_only = true;
+		else if (!strcmp(argv[i], "--golden-only"))
+			golden_only = true;
+		else if (!strcmp(argv[i], "--golden-mb") && i + 1 < argc)
+			golden_mb = atol(argv[++i]);
 		else
 			usage();
 	}
-	if (reps < 1)
+	if (reps < 1 || golden_mb < 1)
 		usage();
 #ifdef _OPENMP
 	omp_set_num_threads(1); /* the numbers are single-thread numbers */
@@ -400,6 +408,10 @@ int main(int argc, char **argv)
 	}
 	if (sweep_only) {
 		bench_sweep(reps);
+		return 0;
+	}
+	if (golden_only) {
+		bench_golden(reps, (size_t)golden_mb);
 		return 0;
 	}
 	throughput_table(N_BIG, false);
@@ -413,6 +425,8 @@ int main(int argc, char **argv)
 	bench_kernels(reps);
 	printf("\n");
 	bench_sweep(reps);
+	printf("\n");
+	bench_golden(reps, (size_t)golden_mb);
 	report_share();
 	return 0;
 }

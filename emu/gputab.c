@@ -11,6 +11,9 @@
 
 #include "gputab.h"
 
+/* A bound on what a file (or a stream) can make the reader hold. */
+#define EMU_GPU_TABLES_MAX 64
+
 const char *emu_gpu_table_func(emu_op op)
 {
 	switch (op) {
@@ -36,11 +39,14 @@ void emu_gpu_tables_free(emu_gpu_tables *ts)
 	ts->n = 0;
 }
 
-static int bad(emu_gpu_tables *ts, FILE *fp, char *err, size_t len, const char *path, long line,
+/* line 0: a reason about the whole file, named without a line */
+static int bad(emu_gpu_tables *ts, char *err, size_t len, const char *path, long line,
                const char *why)
 {
-	snprintf(err, len, "%s:%ld: %s", path, line, why);
-	fclose(fp);
+	if (line > 0)
+		snprintf(err, len, "%s:%ld: %s", path, line, why);
+	else
+		snprintf(err, len, "%s: %s", path, why);
 	emu_gpu_tables_free(ts);
 	return -1;
 }
@@ -60,6 +66,15 @@ int emu_gpu_tables_load(const char *path, emu_gpu_tables *ts, char *err, size_t 
 		snprintf(err, len, "cannot read %s: %s", file, strerror(errno));
 		return -1;
 	}
+	int rc = emu_gpu_tables_read(fp, file, ts, err, len);
+	fclose(fp);
+	return rc;
+}
+
+int emu_gpu_tables_read(FILE *fp, const char *file, emu_gpu_tables *ts, char *err, size_t len)
+{
+	ts->t = NULL;
+	ts->n = 0;
 	char buf[256];
 	long line = 0;
 	emu_gpu_table *cur = NULL;
@@ -67,23 +82,26 @@ int emu_gpu_tables_load(const char *path, emu_gpu_tables *ts, char *err, size_t 
 	while (fgets(buf, sizeof buf, fp)) {
 		line++;
 		if (!strchr(buf, '\n') && !feof(fp))
-			return bad(ts, fp, err, len, file, line, "line too long");
+			return bad(ts, err, len, file, line, "line too long");
 		if (buf[0] == '#' || buf[0] == '\n')
 			continue;
 		if (strncmp(buf, "table ", 6) == 0) {
 			if (cur && filled != EMU_GPU_TABLE_N)
-				return bad(ts, fp, err, len, file, line, "previous table is short");
+				return bad(ts, err, len, file, line, "previous table is short");
 			char func[16], fmt[16];
 			int n, used = 0;
 			if (sscanf(buf, "table %15s %15s %d %n", func, fmt, &n, &used) != 3 ||
 			    buf[used] != '\0' || n != EMU_GPU_TABLE_N)
-				return bad(ts, fp, err, len, file, line,
+				return bad(ts, err, len, file, line,
 				           "expected 'table <func> <format> 65536'");
 			if (emu_gpu_tables_find(ts, func, fmt))
-				return bad(ts, fp, err, len, file, line, "table given twice");
+				return bad(ts, err, len, file, line, "table given twice");
+			if (ts->n == EMU_GPU_TABLES_MAX)
+				return bad(ts, err, len, file, line,
+				           "more than 64 tables (6 functions x 2 formats are known)");
 			emu_gpu_table *p = realloc(ts->t, (ts->n + 1) * sizeof *p);
 			if (!p)
-				return bad(ts, fp, err, len, file, line, "out of memory");
+				return bad(ts, err, len, file, line, "out of memory");
 			ts->t = p;
 			cur = &ts->t[ts->n++];
 			snprintf(cur->func, sizeof cur->func, "%s", func);
@@ -92,7 +110,7 @@ int emu_gpu_tables_load(const char *path, emu_gpu_tables *ts, char *err, size_t 
 			continue;
 		}
 		if (!cur)
-			return bad(ts, fp, err, len, file, line, "values before a 'table' line");
+			return bad(ts, err, len, file, line, "values before a 'table' line");
 		char *s = buf;
 		for (;;) {
 			while (*s == ' ' || *s == '\t')
@@ -104,21 +122,22 @@ int emu_gpu_tables_load(const char *path, emu_gpu_tables *ts, char *err, size_t 
 			unsigned long v = strtoul(s, &end, 16);
 			if (end == s || errno || v > 0xffff ||
 			    (*end != ' ' && *end != '\n' && *end))
-				return bad(ts, fp, err, len, file, line,
+				return bad(ts, err, len, file, line,
 				           "not a 16-bit hex encoding");
 			if (filled == EMU_GPU_TABLE_N)
-				return bad(ts, fp, err, len, file, line, "more than 65536 values");
+				return bad(ts, err, len, file, line, "more than 65536 values");
 			cur->v[filled++] = (uint16_t)v;
 			s = end;
 		}
 	}
 	if (ferror(fp))
-		return bad(ts, fp, err, len, file, line, "read error");
+		return bad(ts, err, len, file, line, "read error");
 	if (cur && filled != EMU_GPU_TABLE_N)
-		return bad(ts, fp, err, len, file, line, "last table is short");
+		return bad(ts, err, len, file, line, "last table is short");
+	if (line == 0)
+		return bad(ts, err, len, file, 0, "an empty file, no table");
 	if (!ts->n)
-		return bad(ts, fp, err, len, file, line, "no table in the file");
-	fclose(fp);
+		return bad(ts, err, len, file, 0, "no table in the file (only comments and blank lines)");
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "emu.h"
 
@@ -39,6 +40,9 @@ const char *emu_gpu_table_func(emu_op op);
 /* path is a file, or a directory holding gpu-tables.txt. 0, or -1 with a
  * one-line reason in err ("FILE:LINE: why" for a malformed file). */
 int emu_gpu_tables_load(const char *path, emu_gpu_tables *ts, char *err, size_t len)
+    __attribute__((warn_unused_result));
+/* The same from an open stream; file names it in messages. */
+int emu_gpu_tables_read(FILE *fp, const char *file, emu_gpu_tables *ts, char *err, size_t len)
     __attribute__((warn_unused_result));
 const emu_gpu_table *emu_gpu_tables_find(const emu_gpu_tables *ts, const char *func,
                                          const char *format);

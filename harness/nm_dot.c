@@ -167,9 +167,17 @@ static bool nm_hex32(const char *s, size_t n, uint32_t *out)
 	return true;
 }
 
-/* Append one value, growing the array geometrically. */
+/* The most values one input file may hold (A, B or C): 2^24, 64 MiB of
+ * encodings, far beyond any vector file; a stream that never ends is
+ * refused there. */
+#define NM_DOT_MAX_VALUES ((size_t)1 << 24)
+
+/* Append one value, growing the array geometrically; -1 out of memory,
+ * -2 past NM_DOT_MAX_VALUES. */
 static int nm_append(nm_vecs *v, size_t *used, size_t *cap, emu_bits x)
 {
+	if (*used == NM_DOT_MAX_VALUES)
+		return -2;
 	if (*used == *cap) {
 		size_t nc = *cap ? *cap * 2 : 4096;
 		emu_bits *p = realloc(v->v, nc * sizeof(*p));
@@ -180,6 +188,15 @@ static int nm_append(nm_vecs *v, size_t *used, size_t *cap, emu_bits x)
 	}
 	v->v[(*used)++] = x;
 	return 0;
+}
+
+static void nm_append_fail(int ap, const struct nm_lines *r, char *err, size_t errlen)
+{
+	if (ap == -2)
+		snprintf(err, errlen, "%s:%zu: more than %zu values, the limit of an input file",
+		         r->path, r->lineno, NM_DOT_MAX_VALUES);
+	else
+		snprintf(err, errlen, "out of memory");
 }
 
 /* The end of a reader: got is nm_next_line's last result (0 at the end of
@@ -230,8 +247,9 @@ int nm_read_hex_vectors(const char *path, nm_vecs *out, char *err, size_t errlen
 				         r.buf + start);
 				goto fail;
 			}
-			if (nm_append(&v, &used, &cap, x)) {
-				snprintf(err, errlen, "out of memory");
+			int ap = nm_append(&v, &used, &cap, x);
+			if (ap) {
+				nm_append_fail(ap, &r, err, errlen);
 				goto fail;
 			}
 			k++;
@@ -281,8 +299,9 @@ int nm_read_bin_scalars(const char *path, nm_vecs *out, char *err, size_t errlen
 			         r.lineno, (int)(n > 40 ? 40 : n), r.buf, n > 40 ? "..." : "");
 			goto fail;
 		}
-		if (nm_append(&v, &used, &cap, x)) {
-			snprintf(err, errlen, "out of memory");
+		int ap = nm_append(&v, &used, &cap, x);
+		if (ap) {
+			nm_append_fail(ap, &r, err, errlen);
 			goto fail;
 		}
 		v.count++;

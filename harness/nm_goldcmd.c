@@ -10,9 +10,11 @@
  * other case's input (and records) unchanged, so a diff shows only what
  * changed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <mpfr.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +201,7 @@ static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kin
 		emu_run_free(&r);
 		return -1;
 	}
+	size_t start = b->len + 1; /* the case's lines, for its checksum */
 	ng_printf(b,
 	          "\ncase %s kernel=%s variant=%s policy=%s rows=%zu cols=%zu gen=uniform scale=%a "
 	          "seed=%" PRIu64 "\n",
@@ -239,6 +242,8 @@ static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kin
 		*nrecords += it->n;
 	}
 	emu_run_free(&r);
+	if (!b->oom)
+		ng_printf(b, "end %s %016" PRIx64 "\n", c->id, nm_fnv1a(b->s + start, b->len - start));
 	return 0;
 }
 
@@ -251,13 +256,13 @@ int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len,
 	*text = NULL;
 	*len = *ncases = *nrecords = 0;
 	ng_printf(&b,
-	          "# nanmap golden file, format 1 (golden/README.md describes it)\n"
+	          "# nanmap golden file, format %d (golden/README.md describes it)\n"
 	          "# nanmap %s\n"
 	          "# MPFR %s\n"
 	          "# command: nanmap golden update\n"
 	          "# expected outputs: the exact backend (MPFR in each format)\n"
 	          "# kernel: %s\n",
-	          NM_VERSION, mpfr_get_version(), kernel);
+	          NM_GOLDEN_FORMAT, NM_VERSION, mpfr_get_version(), kernel);
 	for (size_t i = 0; i < nm_gold_case_count(); i++) {
 		nm_gold_case_at(i, &c);
 		if (strcmp(c.kernel, kernel) != 0)
@@ -281,22 +286,23 @@ int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len,
 
 /* ---- files ---- */
 
-/* Write len bytes to path through "PATH.tmp.XXXXXX" and rename(). */
-static int ng_write_file(const char *path, const void *buf, size_t len)
+/* Write len bytes to a new temporary "PATH.tmp.PID.XXXXXX" (*tmp, malloc'ed),
+ * flushed to disk; the caller renames or unlinks it. */
+static int ng_write_tmp(const char *path, const void *buf, size_t len, char **tmp)
 {
 	size_t pl = strlen(path);
-	char *tmp = malloc(pl + 16);
+	char *t = malloc(pl + 48);
 	int fd;
 	FILE *fp;
 
-	if (!tmp)
+	*tmp = NULL;
+	if (!t)
 		return nm_fail("out of memory");
-	memcpy(tmp, path, pl);
-	memcpy(tmp + pl, ".tmp.XXXXXX", 12);
-	fd = mkstemp(tmp);
+	snprintf(t, pl + 48, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
+	fd = mkstemp(t);
 	if (fd < 0) {
 		int rc = nm_fail("%s: cannot create a temporary file: %s", path, strerror(errno));
-		free(tmp);
+		free(t);
 		return rc;
 	}
 	fp = fdopen(fd, "wb");
@@ -307,18 +313,66 @@ static int ng_write_file(const char *path, const void *buf, size_t len)
 			fclose(fp);
 		else
 			close(fd);
-		unlink(tmp);
-		free(tmp);
+		unlink(t);
+		free(t);
 		return rc;
 	}
-	if (fclose(fp) != 0 || rename(tmp, path) != 0) {
+	if (fclose(fp) != 0) {
 		int rc = nm_fail("%s: cannot write: %s", path, strerror(errno));
-		unlink(tmp);
-		free(tmp);
+		unlink(t);
+		free(t);
 		return rc;
+	}
+	*tmp = t;
+	return 0;
+}
+
+/* Write len bytes to path through a temporary file and rename(). */
+static int ng_write_file(const char *path, const void *buf, size_t len)
+{
+	char *tmp;
+	int rc = ng_write_tmp(path, buf, len, &tmp);
+
+	if (rc)
+		return rc;
+	if (rename(tmp, path) != 0) {
+		rc = nm_fail("%s: cannot write: %s", path, strerror(errno));
+		unlink(tmp);
 	}
 	free(tmp);
-	return 0;
+	return rc;
+}
+
+/* Remove DIR/KERNEL.golden.tmp.PID.XXXXXX left by an update that was
+ * killed: only names of that pattern, only when process PID is gone. */
+static void ng_clean_stale(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		const char *t = strstr(e->d_name, ".golden.tmp.");
+		char *end;
+		if (!t)
+			continue;
+		errno = 0;
+		long pid = strtol(t + 12, &end, 10);
+		if (errno || pid <= 0 || *end != '.' || strlen(end + 1) != 6 ||
+		    (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;
+		size_t n = strlen(dir) + strlen(e->d_name) + 2;
+		char *p = malloc(n);
+		if (!p)
+			break;
+		snprintf(p, n, "%s/%s", dir, e->d_name);
+		if (unlink(p) == 0)
+			fprintf(stderr, "nanmap: removed %s, left by an update that did not finish\n",
+			        p);
+		free(p);
+	}
+	closedir(d);
 }
 
 /* ---- options ---- */
@@ -392,33 +446,74 @@ static char *ng_path(const char *dir, const char *kernel)
 	return p;
 }
 
+/* Every golden file as a set: all texts made, all written to temporaries
+ * and read back through the reader (which checks every line and checksum),
+ * and only then all renamed into place. An error or a kill before the
+ * renames leaves every old file as it was. */
 static int ng_update(const struct ng_opts *o)
 {
-	size_t total_cases = 0, total_records = 0;
+	size_t total_cases = 0, total_records = 0, nk = nm_gold_kernel_count();
 	struct timespec t0, t1;
+	char **tmp = calloc(nk, sizeof *tmp), **path = calloc(nk, sizeof *path);
+	size_t *nc = calloc(nk, sizeof *nc), *nr = calloc(nk, sizeof *nr);
+	int rc = 0;
 
 	if (o->npos || o->inputs || o->encodings)
-		return nm_fail("golden update takes only --dir DIR");
+		rc = nm_fail("golden update takes only --dir DIR");
+	else if (!tmp || !path || !nc || !nr)
+		rc = nm_fail("out of memory");
+	if (!rc)
+		ng_clean_stale(o->dir);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (size_t k = 0; k < nm_gold_kernel_count(); k++) {
+	for (size_t k = 0; k < nk && !rc; k++) {
 		const char *kernel = nm_gold_kernel_at(k);
-		char err[NG_ERR_LEN], *text, *path;
-		size_t len, nc, nr;
-		int rc;
-		if (nm_gold_text(kernel, EMU_BE_EXACT, &text, &len, &nc, &nr, err, sizeof err) != 0)
-			return nm_fail("golden update: %s", err);
-		path = ng_path(o->dir, kernel);
-		rc = path ? ng_write_file(path, text, len) : nm_fail("out of memory");
-		free(text);
-		if (rc) {
-			free(path);
-			return rc;
+		char err[NG_ERR_LEN], *text;
+		size_t len;
+		nm_golden *g;
+		if (nm_gold_text(kernel, EMU_BE_EXACT, &text, &len, &nc[k], &nr[k], err,
+		                 sizeof err) != 0) {
+			rc = nm_fail("golden update: %s", err);
+			break;
 		}
-		printf("%s: %zu cases, %zu records\n", path, nc, nr);
-		free(path);
-		total_cases += nc;
-		total_records += nr;
+		path[k] = ng_path(o->dir, kernel);
+		rc = path[k] ? ng_write_tmp(path[k], text, len, &tmp[k]) : nm_fail("out of memory");
+		free(text);
+		if (!rc && nm_golden_open(tmp[k], &g, err, sizeof err) != NM_GOLDEN_OK)
+			rc = nm_fail("golden update: %s does not read back: %s", tmp[k], err);
+		else if (!rc)
+			nm_golden_close(g);
 	}
+	/* a target rename() would refuse (a folder) fails the set before any
+	 * file is replaced */
+	for (size_t k = 0; k < nk && !rc; k++) {
+		struct stat sb;
+		if (lstat(path[k], &sb) == 0 && !S_ISREG(sb.st_mode))
+			rc = nm_fail("%s: not a regular file; no golden file was changed", path[k]);
+	}
+	for (size_t k = 0; k < nk && !rc; k++)
+		if (rename(tmp[k], path[k]) != 0)
+			rc = nm_fail("%s: cannot write: %s", path[k], strerror(errno));
+		else {
+			free(tmp[k]);
+			tmp[k] = NULL;
+		}
+	for (size_t k = 0; tmp && path && k < nk; k++) {
+		if (tmp && tmp[k])
+			unlink(tmp[k]);
+		if (!rc) {
+			printf("%s: %zu cases, %zu records\n", path[k], nc[k], nr[k]);
+			total_cases += nc[k];
+			total_records += nr[k];
+		}
+		free(tmp[k]);
+		free(path[k]);
+	}
+	free(tmp);
+	free(path);
+	free(nc);
+	free(nr);
+	if (rc)
+		return rc;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("golden: %zu cases, %zu records in %.1f s\n", total_cases, total_records,
 	       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));

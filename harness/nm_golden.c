@@ -19,14 +19,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "emu.h"
+#include "kern.h"
 #include "nm_golden.h"
 #include "nm_npy.h"
 #include "nm_parse.h"
 
 #define NG_MAGIC "# nanmap golden file"
 #define NG_MAX_FIELDS 16
+
+/* The longest golden file the reader takes (nm_golden.h). */
+#define NG_MAX_BYTES NM_GOLDEN_MAX_BYTES
 
 struct ng_out {
 	nm_golden_output pub;
@@ -35,13 +40,75 @@ struct ng_out {
 	size_t filled;
 };
 
+struct ng_case {
+	nm_golden_case pub;
+	size_t first_out, nouts; /* its outputs, contiguous in outs */
+	emu_format storage, compute, accum; /* its policy's */
+};
+
+/* One hash table of strings to indices, open addressing, linear probing;
+ * the keys point into the file's text. Lookups by case id and by target
+ * cost O(1), so a file of many cases reads in time linear in its size. */
+struct ng_slot {
+	const char *key;
+	size_t idx;
+};
+
+struct ng_map {
+	struct ng_slot *s;
+	size_t cap, n; /* cap a power of two, or 0 */
+};
+
 struct nm_golden {
 	char *text; /* the file, split in place: the strings point into it */
-	nm_golden_case *cases;
+	struct ng_case *cases;
 	size_t ncases, capcases;
 	struct ng_out *outs;
 	size_t nouts, capouts;
+	struct ng_map by_id, by_target;
 };
+
+#define NG_NONE ((size_t)-1)
+
+static size_t ng_map_get(const struct ng_map *m, const char *key)
+{
+	if (!m->cap)
+		return NG_NONE;
+	size_t mask = m->cap - 1, i = (size_t)nm_fnv1a(key, strlen(key)) & mask;
+	for (; m->s[i].key; i = (i + 1) & mask)
+		if (!strcmp(m->s[i].key, key))
+			return m->s[i].idx;
+	return NG_NONE;
+}
+
+/* Insert a key that is not there; false when out of memory. */
+static bool ng_map_put(struct ng_map *m, const char *key, size_t idx)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 64;
+		struct ng_slot *s = calloc(cap, sizeof *s);
+		if (!s)
+			return false;
+		for (size_t j = 0; j < m->cap; j++)
+			if (m->s[j].key) {
+				size_t i = (size_t)nm_fnv1a(m->s[j].key, strlen(m->s[j].key)) &
+				           (cap - 1);
+				while (s[i].key)
+					i = (i + 1) & (cap - 1);
+				s[i] = m->s[j];
+			}
+		free(m->s);
+		m->s = s;
+		m->cap = cap;
+	}
+	size_t mask = m->cap - 1, i = (size_t)nm_fnv1a(key, strlen(key)) & mask;
+	while (m->s[i].key)
+		i = (i + 1) & mask;
+	m->s[i].key = key;
+	m->s[i].idx = idx;
+	m->n++;
+	return true;
+}
 
 static nm_golden_status ng_fail(char *err, size_t errlen, nm_golden_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -92,6 +159,13 @@ static const char *ng_class(const emu_format *f, uint32_t b)
 	}
 }
 
+static bool ng_fmt_eq(const emu_format *a, const emu_format *b)
+{
+	return a->p == b->p && a->ebits == b->ebits && a->bias == b->bias && a->bits == b->bits &&
+	       a->nan == b->nan && a->has_inf == b->has_inf &&
+	       a->has_subnormals == b->has_subnormals && a->has_sign == b->has_sign;
+}
+
 static int64_t ng_ord(const emu_format *f, uint32_t b)
 {
 	uint32_t mag = f->has_sign ? b & ~f->sign_mask : b;
@@ -133,6 +207,10 @@ struct ng_parse {
 	size_t errlen;
 	struct ng_out *cur; /* the output whose records come next */
 	size_t bytes_left;  /* bounds a declared length before allocating */
+	const char *orig;   /* the bytes as given, for the checksums */
+	size_t line_off;    /* where the current line starts in them */
+	size_t case_off;    /* where the open case's line starts */
+	bool open;          /* the last case has no end line yet */
 };
 
 #define NG_BAD(P, ...) ng_bad(P, __VA_ARGS__)
@@ -187,10 +265,29 @@ static bool ng_hex(const char *s, size_t len, int bits, uint32_t *out)
 
 static nm_golden_case *ng_case_by_id(nm_golden *g, const char *id)
 {
-	for (size_t i = g->ncases; i-- > 0;)
-		if (!strcmp(g->cases[i].id, id))
-			return &g->cases[i];
-	return NULL;
+	size_t i = ng_map_get(&g->by_id, id);
+	return i == NG_NONE ? NULL : &g->cases[i].pub;
+}
+
+static nm_golden_status ng_nomem(struct ng_parse *p)
+{
+	return ng_fail(p->err, p->errlen, NM_GOLDEN_ERR_NOMEM, "%s: out of memory", p->name);
+}
+
+/* The open case, the one the lines of f[1] must belong to. */
+static nm_golden_case *ng_open_case(struct ng_parse *p, const char *what, const char *id)
+{
+	nm_golden *g = p->g;
+	if (!p->open || strcmp(g->cases[g->ncases - 1].pub.id, id) != 0) {
+		if (!p->open)
+			NG_BAD(p, "%s of '%s' outside a case (after its end line, or before any)",
+			       what, id);
+		else
+			NG_BAD(p, "%s of '%s' inside case %s", what, id,
+			       g->cases[g->ncases - 1].pub.id);
+		return NULL;
+	}
+	return &g->cases[g->ncases - 1].pub;
 }
 
 static nm_golden_status ng_complete(struct ng_parse *p)
@@ -224,6 +321,9 @@ static nm_golden_status ng_case(struct ng_parse *p, char **f, size_t n)
 	                                   "cols",   "gen",     "scale",  "seed"};
 
 	memset(&c, 0, sizeof c);
+	if (p->open)
+		return NG_BAD(p, "case %s has no end line before the next case",
+		              g->cases[g->ncases - 1].pub.id);
 	if (n < 2 || !ng_valid_id(f[1]))
 		return NG_BAD(p, "a case needs an id of letters, digits, '.', '-' and '_'");
 	if (ng_case_by_id(g, f[1]))
@@ -286,16 +386,29 @@ static nm_golden_status ng_case(struct ng_parse *p, char **f, size_t n)
 	if (c.rows > ((uint64_t)1 << 31) / c.cols)
 		return NG_BAD(p, "case %s: rows x cols is too large", c.id);
 	c.status = "?";
+	emu_policy pol;
+	char pe[128] = "";
+	if (emu_policy_parse(c.policy, &pol, pe, sizeof pe) != EMU_OK)
+		return NG_BAD(p, "case %s: bad policy '%s': %s", c.id, c.policy, pe);
 	if (g->ncases == g->capcases) {
 		size_t cap = g->capcases ? 2 * g->capcases : 16;
-		nm_golden_case *a = realloc(g->cases, cap * sizeof *a);
+		struct ng_case *a = realloc(g->cases, cap * sizeof *a);
 		if (!a)
-			return ng_fail(p->err, p->errlen, NM_GOLDEN_ERR_NOMEM, "%s: out of memory",
-			               p->name);
+			return ng_nomem(p);
 		g->cases = a;
 		g->capcases = cap;
 	}
-	g->cases[g->ncases++] = c;
+	if (!ng_map_put(&g->by_id, c.id, g->ncases))
+		return ng_nomem(p);
+	struct ng_case *nc = &g->cases[g->ncases++];
+	memset(nc, 0, sizeof *nc);
+	nc->pub = c;
+	nc->first_out = g->nouts;
+	nc->storage = pol.storage;
+	nc->compute = pol.compute;
+	nc->accum = pol.accum;
+	p->open = true;
+	p->case_off = p->line_off;
 	return NM_GOLDEN_OK;
 }
 
@@ -307,9 +420,9 @@ static nm_golden_status ng_status(struct ng_parse *p, char **f, size_t n)
 
 	if (n != 3)
 		return NG_BAD(p, "want: status CASE STATUS");
-	c = ng_case_by_id(p->g, f[1]);
+	c = ng_open_case(p, "status", f[1]);
 	if (!c)
-		return NG_BAD(p, "status of an unknown case '%s'", f[1]);
+		return NM_GOLDEN_ERR_FORMAT;
 	while (k < sizeof names / sizeof names[0] && strcmp(names[k], f[2]) != 0)
 		k++;
 	if (k == sizeof names / sizeof names[0])
@@ -325,8 +438,10 @@ static nm_golden_status ng_stats(struct ng_parse *p, char **f, size_t n)
 {
 	uint64_t u;
 
-	if (n < 3 || !ng_case_by_id(p->g, f[1]))
-		return NG_BAD(p, "%s of an unknown case", f[0]);
+	if (n < 3)
+		return NG_BAD(p, "%s without a case", f[0]);
+	if (!ng_open_case(p, f[0], f[1]))
+		return NM_GOLDEN_ERR_FORMAT;
 	if (!strcmp(f[0], "first")) {
 		if (n != 6 || !ng_u64(f[4], &u))
 			return NG_BAD(p, "want: first CASE OP STEP INDEX FLAGS");
@@ -355,16 +470,23 @@ static nm_golden_status ng_output(struct ng_parse *p, char **f, size_t n)
 	if (!slash || strchr(slash + 1, '/') || !ng_valid_id(slash + 1))
 		return NG_BAD(p, "bad output '%s' (CASE/NAME)", f[1]);
 	*slash = '\0';
-	if (g->ncases == 0 || strcmp(g->cases[g->ncases - 1].id, f[1]) != 0)
+	if (!p->open || strcmp(g->cases[g->ncases - 1].pub.id, f[1]) != 0)
 		return NG_BAD(p, "output of '%s', which is not the case just declared", f[1]);
 	*slash = '/';
-	for (size_t i = 0; i < g->nouts; i++)
-		if (g->outs[i].pub.case_index == g->ncases - 1 &&
-		    !strcmp(g->outs[i].pub.target, f[1]))
-			return NG_BAD(p, "output %s given twice", f[1]);
+	if (ng_map_get(&g->by_target, f[1]) != NG_NONE)
+		return NG_BAD(p, "output %s given twice", f[1]);
 	fmt = emu_format_by_name(f[2]);
 	if (!fmt)
 		return NG_BAD(p, "unknown format '%s' (a built-in name)", f[2]);
+	/* a kernel holds its outputs in the policy's formats, or fp32 (the
+	 * master copies and scales PyTorch keeps in fp32) */
+	struct ng_case *c = &g->cases[g->ncases - 1];
+	if (!ng_fmt_eq(fmt, &c->storage) && !ng_fmt_eq(fmt, &c->compute) &&
+	    !ng_fmt_eq(fmt, &c->accum) && strcmp(fmt->name, "fp32") != 0)
+		return NG_BAD(p,
+		              "output %s in %s, a format its case's policy %s has no place for "
+		              "(storage, compute, accum or fp32)",
+		              f[1], fmt->name, c->pub.policy);
 	/* every record takes at least 8 bytes: refuse lengths the rest of the
 	 * file cannot hold before allocating them */
 	if (!ng_u64(f[3], &len) || len == 0 || len > p->bytes_left / 8)
@@ -373,8 +495,7 @@ static nm_golden_status ng_output(struct ng_parse *p, char **f, size_t n)
 		size_t cap = g->capouts ? 2 * g->capouts : 16;
 		struct ng_out *a = realloc(g->outs, cap * sizeof *a);
 		if (!a)
-			return ng_fail(p->err, p->errlen, NM_GOLDEN_ERR_NOMEM, "%s: out of memory",
-			               p->name);
+			return ng_nomem(p);
 		g->outs = a;
 		g->capouts = cap;
 	}
@@ -382,9 +503,13 @@ static nm_golden_status ng_output(struct ng_parse *p, char **f, size_t n)
 	memset(o, 0, sizeof *o);
 	o->exp = malloc((size_t)len * sizeof *o->exp);
 	if (!o->exp)
-		return ng_fail(p->err, p->errlen, NM_GOLDEN_ERR_NOMEM, "%s: out of memory",
-		               p->name);
+		return ng_nomem(p);
+	if (!ng_map_put(&g->by_target, f[1], g->nouts)) {
+		free(o->exp);
+		return ng_nomem(p);
+	}
 	g->nouts++;
+	c->nouts++;
 	o->fmt = fmt;
 	o->pub.target = f[1];
 	o->pub.name = slash + 1;
@@ -426,18 +551,72 @@ static nm_golden_status ng_record(struct ng_parse *p, char **f, size_t n)
 	return NM_GOLDEN_OK;
 }
 
+/* "end CASE FNV": the case's checksum, the 64-bit FNV-1a of its bytes from
+ * the start of its case line to the start of this line, in 16 hex digits. */
+static nm_golden_status ng_end(struct ng_parse *p, char **f, size_t n)
+{
+	nm_golden *g = p->g;
+	uint32_t hi, lo;
+
+	if (n != 3 || strlen(f[2]) != 16 || strspn(f[2], "0123456789abcdef") != 16 ||
+	    !ng_hex(f[2], 8, 32, &hi) || !ng_hex(f[2] + 8, 8, 32, &lo))
+		return NG_BAD(p, "want: end CASE FNV (16 hex digits)");
+	if (!ng_open_case(p, "end", f[1]))
+		return NM_GOLDEN_ERR_FORMAT;
+	struct ng_case *c = &g->cases[g->ncases - 1];
+	if (c->nouts == 0)
+		return NG_BAD(p, "case %s has no outputs", c->pub.id);
+	uint64_t want = (uint64_t)hi << 32 | lo;
+	uint64_t got = nm_fnv1a(p->orig + p->case_off, p->line_off - p->case_off);
+	if (got != want)
+		return NG_BAD(p,
+		              "case %s: its lines do not match its checksum (%016llx, the lines "
+		              "give %016llx): the file was edited or damaged; regenerate it with "
+		              "nanmap golden update",
+		              c->pub.id, (unsigned long long)want, (unsigned long long)got);
+	p->open = false;
+	return NM_GOLDEN_OK;
+}
+
+static bool ng_keyword(const char *s)
+{
+	return !strcmp(s, "case") || !strcmp(s, "status") || !strcmp(s, "ops") ||
+	       !strcmp(s, "first") || !strcmp(s, "output") || !strcmp(s, "end");
+}
+
+/* The first line: the magic and the format's version. */
+static nm_golden_status ng_magic(struct ng_parse *p, const char *line, size_t len)
+{
+	size_t m = strlen(NG_MAGIC), k = strlen(", format ");
+	uint64_t v = 0;
+	size_t i;
+
+	if (len < m || memcmp(line, NG_MAGIC, m) != 0)
+		return NG_BAD(p, "not a golden file (the first line must start with '%s')",
+		              NG_MAGIC);
+	if (len < m + k + 1 || memcmp(line + m, ", format ", k) != 0 || line[m + k] < '0' ||
+	    line[m + k] > '9')
+		return NG_BAD(p, "no format version (the first line must start with '%s, format "
+		                 "%d')",
+		              NG_MAGIC, NM_GOLDEN_FORMAT);
+	for (i = m + k; i < len && line[i] >= '0' && line[i] <= '9' && v < 1000000; i++)
+		v = v * 10 + (uint64_t)(line[i] - '0');
+	if (v != NM_GOLDEN_FORMAT)
+		return NG_BAD(p,
+		              "format %llu, but this nanmap reads format %d (regenerate the file "
+		              "with nanmap golden update)",
+		              (unsigned long long)v, NM_GOLDEN_FORMAT);
+	return NM_GOLDEN_OK;
+}
+
 static nm_golden_status ng_line(struct ng_parse *p, char *line, size_t len)
 {
 	char *f[NG_MAX_FIELDS];
 	size_t n;
 	nm_status st;
 
-	if (p->line == 1) {
-		if (len < strlen(NG_MAGIC) || memcmp(line, NG_MAGIC, strlen(NG_MAGIC)) != 0)
-			return NG_BAD(p, "not a golden file (the first line must start with '%s')",
-			              NG_MAGIC);
-		return NM_GOLDEN_OK;
-	}
+	if (p->line == 1)
+		return ng_magic(p, line, len);
 	st = nm_split_fields(line, len, f, NG_MAX_FIELDS, &n);
 	if (st == NM_ERR_SYNTAX)
 		return NG_BAD(p, "a NUL byte");
@@ -445,8 +624,12 @@ static nm_golden_status ng_line(struct ng_parse *p, char *line, size_t len)
 		return NG_BAD(p, "too many fields");
 	if (n == 0 || f[0][0] == '#')
 		return NM_GOLDEN_OK;
-	if (p->cur)
+	if (p->cur && !ng_keyword(f[0]))
 		return ng_record(p, f, n);
+	if (p->cur && ng_complete(p) != NM_GOLDEN_OK)
+		return NM_GOLDEN_ERR_FORMAT;
+	if (!strcmp(f[0], "end"))
+		return ng_end(p, f, n);
 	if (!strcmp(f[0], "case"))
 		return ng_case(p, f, n);
 	if (!strcmp(f[0], "status"))
@@ -466,6 +649,8 @@ void nm_golden_close(nm_golden *g)
 		free(g->outs[i].exp);
 	free(g->outs);
 	free(g->cases);
+	free(g->by_id.s);
+	free(g->by_target.s);
 	free(g->text);
 	free(g);
 }
@@ -492,6 +677,7 @@ nm_golden_status nm_golden_parse(const void *buf, size_t len, const char *name, 
 	p.name = name;
 	p.err = err;
 	p.errlen = errlen;
+	p.orig = buf;
 	char *s = g->text, *end = g->text + len;
 	if (len == 0) {
 		p.line = 1;
@@ -502,11 +688,15 @@ nm_golden_status nm_golden_parse(const void *buf, size_t len, const char *name, 
 		size_t l = nl ? (size_t)(nl - s) : (size_t)(end - s);
 		p.line++;
 		p.bytes_left = (size_t)(end - s) - l;
+		p.line_off = (size_t)(s - g->text);
 		st = ng_line(&p, s, l);
 		s += l + (nl != NULL);
 	}
 	if (st == NM_GOLDEN_OK)
 		st = ng_complete(&p);
+	if (st == NM_GOLDEN_OK && p.open)
+		st = NG_BAD(&p, "case %s has no end line (a truncated file?)",
+		            g->cases[g->ncases - 1].pub.id);
 	if (st == NM_GOLDEN_OK && g->nouts == 0)
 		st = NG_BAD(&p, "no outputs");
 	if (st != NM_GOLDEN_OK) {
@@ -517,8 +707,12 @@ nm_golden_status nm_golden_parse(const void *buf, size_t len, const char *name, 
 	return NM_GOLDEN_OK;
 }
 
-/* The whole file in memory; *len its size. */
-static nm_golden_status ng_slurp(const char *path, char **buf, size_t *len, char *err,
+/* The whole file in memory, *len its size: at most cap bytes, else an error
+ * naming the file and the limit (what says what the limit is for). With
+ * magic, the first bytes must be it, so a stream that is not a golden file
+ * (/dev/zero) is refused at its first block, not at the cap. */
+static nm_golden_status ng_slurp(const char *path, size_t cap_bytes, const char *what,
+                                 const char *magic, char **buf, size_t *len, char *err,
                                  size_t errlen)
 {
 	FILE *fp = fopen(path, "rb");
@@ -533,16 +727,26 @@ static nm_golden_status ng_slurp(const char *path, char **buf, size_t *len, char
 	b = malloc(cap);
 	while (b) {
 		n += fread(b + n, 1, cap - n, fp);
+		if (magic && n >= strlen(magic) && memcmp(b, magic, strlen(magic)) != 0)
+			break; /* the parser says what is wrong */
 		if (n < cap)
 			break;
-		char *nb = cap < ((size_t)1 << 40) ? realloc(b, cap * 2) : NULL;
+		if (n > cap_bytes) {
+			free(b);
+			fclose(fp);
+			return ng_fail(err, errlen, NM_GOLDEN_ERR_FORMAT,
+			               "%s: larger than %zu bytes, the limit for %s", path,
+			               cap_bytes, what);
+		}
+		size_t nc = cap * 2 > cap_bytes + 1 ? cap_bytes + 1 : cap * 2;
+		char *nb = realloc(b, nc);
 		if (!nb) {
 			free(b);
 			b = NULL;
 			break;
 		}
 		b = nb;
-		cap *= 2;
+		cap = nc;
 	}
 	if (!b) {
 		fclose(fp);
@@ -556,6 +760,12 @@ static nm_golden_status ng_slurp(const char *path, char **buf, size_t *len, char
 		               strerror(e));
 	}
 	fclose(fp);
+	if (n > cap_bytes) {
+		free(b);
+		return ng_fail(err, errlen, NM_GOLDEN_ERR_FORMAT,
+		               "%s: larger than %zu bytes, the limit for %s", path, cap_bytes,
+		               what);
+	}
 	*buf = b;
 	*len = n;
 	return NM_GOLDEN_OK;
@@ -568,7 +778,7 @@ nm_golden_status nm_golden_open(const char *path, nm_golden **out, char *err, si
 	nm_golden_status st;
 
 	*out = NULL;
-	st = ng_slurp(path, &buf, &len, err, errlen);
+	st = ng_slurp(path, NG_MAX_BYTES, "a golden file", NG_MAGIC, &buf, &len, err, errlen);
 	if (st != NM_GOLDEN_OK)
 		return st;
 	st = nm_golden_parse(buf, len, path, out, err, errlen);
@@ -583,7 +793,7 @@ size_t nm_golden_case_count(const nm_golden *g)
 
 const nm_golden_case *nm_golden_case_at(const nm_golden *g, size_t i)
 {
-	return i < g->ncases ? &g->cases[i] : NULL;
+	return i < g->ncases ? &g->cases[i].pub : NULL;
 }
 
 size_t nm_golden_output_count(const nm_golden *g)
@@ -598,19 +808,14 @@ const nm_golden_output *nm_golden_output_at(const nm_golden *g, size_t i)
 
 const nm_golden_output *nm_golden_find(const nm_golden *g, const char *target)
 {
-	const nm_golden_output *only = NULL;
-	size_t hits = 0;
+	size_t i = ng_map_get(&g->by_target, target);
 
-	for (size_t i = 0; i < g->nouts; i++) {
-		const nm_golden_output *o = &g->outs[i].pub;
-		if (!strcmp(o->target, target))
-			return o;
-		if (!strcmp(g->cases[o->case_index].id, target)) {
-			only = o;
-			hits++;
-		}
-	}
-	return hits == 1 ? only : NULL;
+	if (i != NG_NONE)
+		return &g->outs[i].pub;
+	i = ng_map_get(&g->by_id, target);
+	if (i != NG_NONE && g->cases[i].nouts == 1)
+		return &g->outs[g->cases[i].first_out].pub;
+	return NULL;
 }
 
 /* ---- comparing ---- */
@@ -685,13 +890,15 @@ static bool ng_same_format(const emu_format *a, const char *name)
 	       a->has_subnormals == b->has_subnormals && a->has_sign == b->has_sign;
 }
 
-static nm_golden_status ng_act_npy(const void *buf, size_t len, const char *name,
+/* A .npy read (from a file when path, else from memory) as encodings of f. */
+static nm_golden_status ng_act_npy(const char *path, const void *buf, size_t len, const char *name,
                                    const emu_format *f, uint32_t **vals, size_t *n, char *err,
                                    size_t errlen)
 {
 	nm_npy a;
 	char e[256];
-	nm_npy_status st = nm_npy_read_mem(buf, len, name, &a, e, sizeof e);
+	nm_npy_status st = path ? nm_npy_read(path, &a, e, sizeof e)
+	                        : nm_npy_read_mem(buf, len, name, &a, e, sizeof e);
 
 	if (st == NM_NPY_ERR_NOMEM)
 		return ng_fail(err, errlen, NM_GOLDEN_ERR_NOMEM, "%s", e);
@@ -848,7 +1055,7 @@ nm_golden_status nm_golden_read_actual_mem(const void *buf, size_t len, const ch
 		               o->format);
 	switch (kind) {
 	case NM_GOLDEN_ACT_NPY:
-		return ng_act_npy(buf, len, name, f, vals, n, err, errlen);
+		return ng_act_npy(NULL, buf, len, name, f, vals, n, err, errlen);
 	case NM_GOLDEN_ACT_HEX:
 		return ng_act_hex(buf, len, name, f, vals, n, err, errlen);
 	default:
@@ -865,21 +1072,47 @@ static bool ng_ends_with(const char *s, const char *tail)
 nm_golden_status nm_golden_read_actual(const char *path, const nm_golden_output *o, uint32_t **vals,
                                        size_t *n, char *err, size_t errlen)
 {
-	char *buf;
-	size_t len;
+	char *buf, head[6], what[160];
+	size_t len, cap;
 	nm_golden_act_kind kind = NM_GOLDEN_ACT_RAW;
-	nm_golden_status st = ng_slurp(path, &buf, &len, err, errlen);
+	const emu_format *f = emu_format_by_name(o->format);
+	FILE *fp;
 
 	*vals = NULL;
 	*n = 0;
-	if (st != NM_GOLDEN_OK)
-		return st;
-	if (len >= 6 && !memcmp(buf, "\x93NUMPY", 6))
-		kind = NM_GOLDEN_ACT_NPY;
+	if (!f)
+		return ng_fail(err, errlen, NM_GOLDEN_ERR_NOTFOUND, "%s: unknown format '%s'", path,
+		               o->format);
+	/* the kind from the first bytes (the file may be a pipe: open it once
+	 * here only when it is not one the readers below open again) */
+	if (ng_ends_with(path, ".npy"))
+		kind = NM_GOLDEN_ACT_NPY; /* the reader names what is wrong with it */
 	else if (ng_ends_with(path, ".txt") || ng_ends_with(path, ".hex"))
 		kind = NM_GOLDEN_ACT_HEX;
-	else if (ng_ends_with(path, ".npy"))
-		kind = NM_GOLDEN_ACT_NPY; /* the reader names what is wrong with it */
+	else if ((fp = fopen(path, "rb")) != NULL) {
+		struct stat sb;
+		if (fstat(fileno(fp), &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    fread(head, 1, 6, fp) == 6 && !memcmp(head, "\x93NUMPY", 6))
+			kind = NM_GOLDEN_ACT_NPY;
+		fclose(fp);
+	}
+	if (kind == NM_GOLDEN_ACT_NPY)
+		return ng_act_npy(path, NULL, 0, path, f, vals, n, err, errlen);
+	/* read no more than the output can take: raw, its n encodings; hex
+	 * text, 32 bytes an encoding and 64 KiB of comments */
+	size_t w = (size_t)ng_width_bytes(f->bits);
+	if (kind == NM_GOLDEN_ACT_RAW) {
+		cap = o->n * w;
+		snprintf(what, sizeof what, "%s (%zu encodings of %zu byte%s)", o->target, o->n, w,
+		         w == 1 ? "" : "s");
+	} else {
+		cap = ((size_t)1 << 16) + 32 * o->n;
+		snprintf(what, sizeof what, "a hex file of %s's %zu encodings (64 KiB + 32 bytes "
+		         "each)", o->target, o->n);
+	}
+	nm_golden_status st = ng_slurp(path, cap, what, NULL, &buf, &len, err, errlen);
+	if (st != NM_GOLDEN_OK)
+		return st;
 	st = nm_golden_read_actual_mem(buf, len, path, kind, o, vals, n, err, errlen);
 	free(buf);
 	return st;

@@ -44,6 +44,13 @@ typedef enum nm_golden_status {
 
 typedef struct nm_golden nm_golden; /* a parsed file; opaque */
 
+/* The format version the reader takes: the first line of a golden file is
+ * "# nanmap golden file, format 2"; any other version is refused. */
+#define NM_GOLDEN_FORMAT 2
+/* The largest golden file nm_golden_open reads (4 GiB); a larger file or
+ * stream is an error naming it and the limit. */
+#define NM_GOLDEN_MAX_BYTES ((size_t)1 << 32)
+
 /* One case: what was run (the generator's parameters let anyone redraw the
  * input; `nanmap golden export` writes it). Strings live as long as g. */
 typedef struct nm_golden_case {
@@ -143,7 +150,10 @@ const char *nm_golden_class(const nm_golden_output *o, uint32_t bits);
  *    (0x optional), blank lines and lines starting with '#' skipped;
  *  - anything else: raw little-endian encodings, 1 byte each for formats of
  *    up to 8 bits, 2 up to 16, 4 up to 32; the size must be a multiple.
- * o says the width and format. *vals is malloc'ed, *n its length.
+ * o says the width and format. *vals is malloc'ed, *n its length. No more
+ * is read than the output can hold: a raw file of more than o->n encodings,
+ * a hex file over 64 KiB + 32 bytes per encoding, or a .npy of more than
+ * 2^31 elements is refused (a stream such as /dev/zero ends there).
  */
 nm_golden_status nm_golden_read_actual(const char *path, const nm_golden_output *o, uint32_t **vals,
                                        size_t *n, char *err, size_t errlen)

@@ -397,16 +397,44 @@ static uint64_t load(const unsigned char *p, size_t size, bool big)
 	return v;
 }
 
-nm_npy_status nm_npy_read_mem(const void *buf, size_t len, const char *name, nm_npy *out, char *err,
-                              size_t errlen)
+/* What a file starts with, for the bad-magic message: up to 6 bytes,
+ * printable ones as they are, the others as \xHH. */
+static const char *show_start(const unsigned char *b, size_t len, char *buf, size_t n)
 {
-	memset(out, 0, sizeof *out);
-	const unsigned char *b = buf;
-	if (!b && len)
-		return fail(err, errlen, name, NM_NPY_ERR_IO, "no buffer");
+	size_t k = 0;
+	if (len == 0)
+		return "nothing: the file is empty";
+	buf[k++] = '\'';
+	for (size_t i = 0; i < len && i < 6 && k + 6 < n; i++) {
+		if (b[i] >= 0x20 && b[i] < 0x7f && b[i] != '\\' && b[i] != '\'')
+			buf[k++] = (char)b[i];
+		else
+			k += (size_t)snprintf(buf + k, n - k, "\\x%02x", b[i]);
+	}
+	buf[k++] = '\'';
+	buf[k] = '\0';
+	return buf;
+}
+
+/* The header of a .npy in the first len bytes of b: everything but the
+ * data's length is checked; *start the data's offset, *need its bytes. */
+struct npy_meta {
+	nm_npy_dtype t;
+	bool big;
+	int major, ndim;
+	uint64_t s0, s1;
+	size_t count, isz, start, need;
+};
+
+static nm_npy_status npy_meta(const unsigned char *b, size_t len, const char *name,
+                              struct npy_meta *m, char *err, size_t errlen)
+{
+	char shown[40];
 	if (len < 6 || memcmp(b, "\x93NUMPY", 6) != 0)
 		return fail(err, errlen, name, NM_NPY_ERR_FORMAT,
-		            "bad magic: not a .npy file (it starts with \\x93NUMPY)");
+		            "bad magic: not a .npy file (it starts with %s, a .npy file with "
+		            "\\x93NUMPY)",
+		            show_start(b, len, shown, sizeof shown));
 	if (len < 8)
 		return fail(err, errlen, name, NM_NPY_ERR_FORMAT,
 		            "truncated header: %zu bytes, no version", len);
@@ -456,7 +484,38 @@ nm_npy_status nm_npy_read_mem(const void *buf, size_t len, const char *name, nm_
 	if (count > SIZE_MAX / isz || count > SIZE_MAX / sizeof(double))
 		return fail(err, errlen, name, NM_NPY_ERR_RANGE,
 		            "overflow: %zu elements of %zu bytes", count, isz);
-	size_t need = count * isz, have = len - start - (size_t)hlen;
+	if (count > NM_NPY_MAX_ELEMS)
+		return fail(err, errlen, name, NM_NPY_ERR_RANGE,
+		            "%zu elements, more than the %llu nanmap takes", count,
+		            (unsigned long long)NM_NPY_MAX_ELEMS);
+	m->t = t;
+	m->big = big;
+	m->major = major;
+	m->ndim = d.ndim;
+	m->s0 = s0;
+	m->s1 = s1;
+	m->count = count;
+	m->isz = isz;
+	m->start = start + (size_t)hlen;
+	m->need = count * isz;
+	return NM_NPY_OK;
+}
+
+nm_npy_status nm_npy_read_mem(const void *buf, size_t len, const char *name, nm_npy *out, char *err,
+                              size_t errlen)
+{
+	memset(out, 0, sizeof *out);
+	const unsigned char *b = buf;
+	if (!b && len)
+		return fail(err, errlen, name, NM_NPY_ERR_IO, "no buffer");
+	struct npy_meta m;
+	nm_npy_status ms = npy_meta(b, len, name, &m, err, errlen);
+	if (ms != NM_NPY_OK)
+		return ms;
+	nm_npy_dtype t = m.t;
+	bool big = m.big;
+	size_t count = m.count, isz = m.isz;
+	size_t need = m.need, have = len - m.start;
 	if (have < need)
 		return fail(err, errlen, name, NM_NPY_ERR_DATA,
 		            "data shorter than the shape says: %zu bytes, expected %zu", have,
@@ -476,7 +535,7 @@ nm_npy_status nm_npy_read_mem(const void *buf, size_t len, const char *name, nm_
 		            count);
 	}
 	const emu_format *f16 = emu_format_by_name("fp16"), *f32 = emu_format_by_name("fp32");
-	const unsigned char *p = b + start + hlen;
+	const unsigned char *p = b + m.start;
 	for (size_t i = 0; i < count; i++, p += isz) {
 		uint64_t v = load(p, isz, big);
 		switch (t) {
@@ -498,10 +557,10 @@ nm_npy_status nm_npy_read_mem(const void *buf, size_t len, const char *name, nm_
 	}
 	out->dtype = t;
 	out->big_endian = big;
-	out->version = major;
-	out->ndim = d.ndim;
-	out->shape[0] = (size_t)s0;
-	out->shape[1] = (size_t)s1;
+	out->version = m.major;
+	out->ndim = m.ndim;
+	out->shape[0] = (size_t)m.s0;
+	out->shape[1] = (size_t)m.s1;
 	out->count = count;
 	out->values = vals;
 	out->raw = raw;
@@ -517,36 +576,62 @@ void nm_npy_free(nm_npy *a)
 	memset(a, 0, sizeof *a);
 }
 
+/* Read up to want more bytes of fp into *buf (length *len, room *cap),
+ * growing it as the bytes arrive, so a header that claims more than the
+ * file holds costs no more memory than the file. false when out of memory. */
+static bool read_more(FILE *fp, unsigned char **buf, size_t *len, size_t *cap, size_t want)
+{
+	while (want > 0) {
+		if (*len == *cap) {
+			size_t nc = *cap < 4096 ? 4096 : *cap * 2;
+			unsigned char *nb = realloc(*buf, nc);
+			if (!nb)
+				return false;
+			*buf = nb;
+			*cap = nc;
+		}
+		size_t chunk = *cap - *len < want ? *cap - *len : want;
+		size_t got = fread(*buf + *len, 1, chunk, fp);
+		*len += got;
+		want -= got;
+		if (got < chunk)
+			break;
+	}
+	return true;
+}
+
+/* A file is read as far as its header says and no further (a stream such
+ * as /dev/zero is refused at its magic); the bytes then go through
+ * nm_npy_read_mem, so the two readers give the same answers. */
 nm_npy_status nm_npy_read(const char *path, nm_npy *out, char *err, size_t errlen)
 {
 	memset(out, 0, sizeof *out);
 	FILE *fp = fopen(path, "rb");
 	if (!fp)
 		return fail(err, errlen, path, NM_NPY_ERR_IO, "cannot open: %s", strerror(errno));
-	size_t cap = 1 << 16, len = 0;
-	unsigned char *buf = malloc(cap);
+	unsigned char *buf = NULL;
+	size_t len = 0, cap = 0;
 	nm_npy_status st = NM_NPY_OK;
-	while (buf) {
-		len += fread(buf + len, 1, cap - len, fp);
-		if (len < cap)
-			break;
-		if (cap > SIZE_MAX / 2) {
-			st = fail(err, errlen, path, NM_NPY_ERR_RANGE, "file too large");
-			break;
-		}
-		unsigned char *nb = realloc(buf, cap * 2);
-		if (!nb) {
-			free(buf);
-			buf = NULL;
-			break;
-		}
-		buf = nb;
-		cap *= 2;
+	struct npy_meta m;
+	bool ok = read_more(fp, &buf, &len, &cap, 12), data = false;
+	if (ok && len >= 12 && !memcmp(buf, "\x93NUMPY", 6) && (buf[6] == 1 || buf[6] == 2 ||
+	                                                          buf[6] == 3)) {
+		size_t lb = buf[6] == 1 ? 2 : 4;
+		uint64_t hlen = load(buf + 8, lb, false);
+		if (hlen <= NM_NPY_MAX_HEADER)
+			ok = read_more(fp, &buf, &len, &cap, 8 + lb + (size_t)hlen - len);
+		if (ok && hlen <= NM_NPY_MAX_HEADER && len == 8 + lb + hlen &&
+		    npy_meta(buf, len, path, &m, NULL, 0) == NM_NPY_OK)
+			/* the data and at most 64 KiB more, to say how many trail */
+			ok = data = read_more(fp, &buf, &len, &cap, m.need + 65536);
 	}
-	if (st == NM_NPY_OK && !buf)
+	if (!ok)
 		st = fail(err, errlen, path, NM_NPY_ERR_NOMEM, "out of memory reading the file");
-	if (st == NM_NPY_OK && ferror(fp))
+	else if (ferror(fp))
 		st = fail(err, errlen, path, NM_NPY_ERR_IO, "read error: %s", strerror(errno));
+	else if (data && len == m.start + m.need + 65536 && getc(fp) != EOF)
+		st = fail(err, errlen, path, NM_NPY_ERR_DATA,
+		          "more than 65536 trailing bytes after the data the shape says");
 	fclose(fp);
 	if (st == NM_NPY_OK)
 		st = nm_npy_read_mem(buf, len, path, out, err, errlen);

@@ -51,6 +51,11 @@ size_t nm_npy_dtype_size(nm_npy_dtype t);
 /* The longest header the reader accepts, as NumPy's read_array_header
  * (max_header_size = 10000). */
 #define NM_NPY_MAX_HEADER 10000
+/* The most elements the reader accepts: the largest input nanmap takes
+ * (2^31, as nanmap run's --n x --rows). nm_npy_read reads a file only as
+ * far as its header says (and 64 KiB more to count trailing bytes), so a
+ * stream that never ends is refused, not read into memory. */
+#define NM_NPY_MAX_ELEMS ((uint64_t)1 << 31)
 
 typedef struct nm_npy {
 	nm_npy_dtype dtype;

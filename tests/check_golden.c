@@ -21,6 +21,7 @@
 #include "nm_goldcmd.h"
 #include "nm_golden.h"
 #include "nm_npy.h"
+#include "nm_parse.h"
 
 #define CHECK(cond, ...)                                                                           \
 	do {                                                                                       \
@@ -167,8 +168,8 @@ START_TEST(test_self_and_one_ulp)
 END_TEST
 
 /* A hand-made file with one element of each class, fp16. */
-static const char small[] =
-    "# nanmap golden file, format 1\n"
+static const char small_text[] =
+    "# nanmap golden file, format 2\n"
     "# a hand-made case\n"
     "case t.one kernel=k variant=v policy=storage=fp16 rows=1 cols=8 gen=uniform scale=2 "
     "seed=7\n"
@@ -184,6 +185,44 @@ static const char small[] =
     "t.one/y 5 0xfc00 -inf\n"
     "t.one/y 6 0x0001 sub\n"
     "t.one/y 7 0xfe00 -nan\n";
+
+/* text with an "end ID FNV" line after each case (before the next case
+ * line, or at the end), as nanmap golden update writes them: the FNV-1a of
+ * the bytes from the case line to the end line. Static storage, one at a
+ * time. */
+static const char *seal(const char *text)
+{
+	static char out[8192];
+	size_t k = 0, start = 0;
+	char id[128] = "";
+	const char *s = text;
+
+	for (;;) {
+		bool at_case = !strncmp(s, "case ", 5) || !*s;
+		if (at_case && id[0]) {
+			k += (size_t)snprintf(out + k, sizeof out - k, "end %s %016llx\n", id,
+			                      (unsigned long long)nm_fnv1a(out + start, k - start));
+			id[0] = '\0';
+		}
+		if (!*s)
+			break;
+		if (!strncmp(s, "case ", 5)) {
+			start = k;
+			sscanf(s + 5, "%127s", id);
+		}
+		const char *nl = strchr(s, '\n');
+		size_t l = nl ? (size_t)(nl - s) + 1 : strlen(s);
+		ck_assert(k + l + 64 < sizeof out);
+		memcpy(out + k, s, l);
+		k += l;
+		out[k] = '\0';
+		s += l;
+	}
+	out[k] = '\0';
+	return out;
+}
+
+#define small seal(small_text)
 
 static const uint32_t small_want[8] = {0x3c00, 0x0000, 0x8000, 0x7bff,
                                        0x7e00, 0xfc00, 0x0001, 0xfe00};
@@ -289,38 +328,61 @@ static const struct {
 	const char *what, *text, *reason;
 } damaged[] = {
     {"no magic", "# golden\n", "small:1: not a golden file"},
+    {"format 99", "# nanmap golden file, format 99\n", "small:1: format 99, but this nanmap reads format 2"},
+    {"format 1", "# nanmap golden file, format 1 (golden/README.md describes it)\n", "small:1: format 1, but"},
+    {"no version", "# nanmap golden file\n", "small:1: no format version"},
+    {"output one record short",
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 "
+     "gen=uniform scale=1 seed=1\noutput a/y fp16 2\na/y 0 0x0000 0\noutput a/z fp16 1\n",
+     "small:5: output a/y has 1 of its 2 records"},
+    {"output format against the policy",
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=e4m3 rows=1 cols=2 "
+     "gen=uniform scale=1 seed=1\noutput a/y fp16 1\na/y 0 0x0000 0\n",
+     "small:3: output a/y in fp16, a format its case's policy storage=e4m3 has no place for"},
+    {"no end line",
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 "
+     "gen=uniform scale=1 seed=1\noutput a/y fp16 1\na/y 0 0x0000 0\n",
+     "small:4: case a has no end line (a truncated file?)"},
+    {"bad checksum",
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 "
+     "gen=uniform scale=1 seed=1\noutput a/y fp16 1\na/y 0 0x0000 0\nend a 0123456789abcdef\n",
+     "small:5: case a: its lines do not match its checksum"},
+    {"status of another case",
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 "
+     "gen=uniform scale=1 seed=1\nstatus b ok\n",
+     "small:3: status of 'b' inside case a"},
     {"empty", "", "small:1: an empty file"},
-    {"record before output", "# nanmap golden file\nx/y 0 0x0 0\n", "small:2: a record outside"},
+    {"record before output", "# nanmap golden file, format 2\nx/y 0 0x0 0\n", "small:2: a record outside"},
     {"index out of order",
-     "# nanmap golden file\ncase a kernel=k variant=v policy=p rows=1 cols=2 gen=uniform "
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 gen=uniform "
      "scale=1 seed=1\noutput a/y fp16 2\na/y 1 0x0000 0\n",
      "small:4: index '1' where 0"},
     {"wrong class",
-     "# nanmap golden file\ncase a kernel=k variant=v policy=p rows=1 cols=2 gen=uniform "
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 gen=uniform "
      "scale=1 seed=1\noutput a/y fp16 1\na/y 0 0x7c00 normal\n",
      "small:4: class 'normal' for 0x7c00, which is inf"},
     {"too wide",
-     "# nanmap golden file\ncase a kernel=k variant=v policy=p rows=1 cols=2 gen=uniform "
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=e4m3 rows=1 cols=2 gen=uniform "
      "scale=1 seed=1\noutput a/y e4m3 1\na/y 0 0x100 normal\n",
      "small:4: bad encoding '0x100'"},
     {"truncated output",
-     "# nanmap golden file\ncase a kernel=k variant=v policy=p rows=1 cols=2 gen=uniform "
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 gen=uniform "
      "scale=1 seed=1\noutput a/y fp16 2\na/y 0 0x0000 0\n",
      "has 1 of its 2 records"},
     {"unknown format",
-     "# nanmap golden file\ncase a kernel=k variant=v policy=p rows=1 cols=2 gen=uniform "
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 gen=uniform "
      "scale=1 seed=1\noutput a/y fp17 1\n",
      "small:3: unknown format 'fp17'"},
-    {"missing key", "# nanmap golden file\ncase a kernel=k\n", "small:2: case a lacks a key"},
+    {"missing key", "# nanmap golden file, format 2\ncase a kernel=k\n", "small:2: case a lacks a key"},
     {"huge length",
-     "# nanmap golden file\ncase a kernel=k variant=v policy=p rows=1 cols=2 gen=uniform "
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 gen=uniform "
      "scale=1 seed=1\noutput a/y fp16 99999999999\n",
      "small:3: bad length"},
     {"output of another case",
-     "# nanmap golden file\ncase a kernel=k variant=v policy=p rows=1 cols=2 gen=uniform "
+     "# nanmap golden file, format 2\ncase a kernel=k variant=v policy=storage=fp16 rows=1 cols=2 gen=uniform "
      "scale=1 seed=1\noutput b/y fp16 1\n",
      "small:3: output of 'b'"},
-    {"no outputs", "# nanmap golden file\n# nothing\n", "no outputs"},
+    {"no outputs", "# nanmap golden file, format 2\n# nothing\n", "no outputs"},
 };
 
 START_TEST(test_damaged)
@@ -334,6 +396,28 @@ START_TEST(test_damaged)
 	ck_assert(g == NULL);
 	ck_assert_msg(strstr(err, damaged[_i].reason) && !strchr(err, '\n'),
 	              "%s: reason '%s', want '%s'", damaged[_i].what, err, damaged[_i].reason);
+}
+END_TEST
+
+/* An edit of a real golden file that keeps bits and class consistent is a
+ * damaged file (FORMAT, exit 2 in nanmap check), not a kernel mismatch. */
+START_TEST(test_edit_caught)
+{
+	size_t len;
+	char err[512], *text = slurp("golden/softmax_ce.golden", &len);
+	nm_golden *g;
+
+	ck_assert_msg(text != NULL, "golden/softmax_ce.golden: cannot read");
+	ck_assert_msg(nm_golden_parse(text, len, "sm", &g, err, sizeof err) == NM_GOLDEN_OK, "%s",
+	              err);
+	nm_golden_close(g);
+	char *rec = strstr(text, "/loss 0 0x");
+	ck_assert(rec != NULL);
+	char *hex = rec + strlen("/loss 0 0x");
+	hex[3] = hex[3] == '0' ? '2' : '0'; /* a normal value stays normal */
+	ck_assert(nm_golden_parse(text, len, "sm", &g, err, sizeof err) == NM_GOLDEN_ERR_FORMAT);
+	ck_assert_msg(strstr(err, "its lines do not match its checksum") != NULL, "%s", err);
+	free(text);
 }
 END_TEST
 
@@ -400,7 +484,14 @@ START_TEST(test_actual_readers)
 		}
 		free(buf);
 	}
+	/* from a stream: no more than the output holds */
+	ck_assert(nm_golden_read_actual("/dev/zero", o, &v, &n, err, sizeof err) ==
+	          NM_GOLDEN_ERR_FORMAT);
+	ck_assert_msg(strstr(err, "/dev/zero: larger than 16 bytes, the limit for t.one/y") != NULL,
+	              "%s", err);
 	nm_golden_close(g);
+	ck_assert(nm_golden_open("/dev/zero", &g, err, sizeof err) == NM_GOLDEN_ERR_FORMAT);
+	ck_assert_msg(strstr(err, "/dev/zero:1: not a golden file") != NULL, "%s", err);
 }
 END_TEST
 
@@ -438,6 +529,7 @@ Suite *suite_golden(void)
 	tcase_add_test(tm, test_compare_errors);
 	tcase_add_loop_test(tm, test_damaged, 0, ARRAY_SIZE(damaged));
 	tcase_add_test(tm, test_actual_readers);
+	tcase_add_test(tm, test_edit_caught);
 	suite_add_tcase(s, tm);
 	return s;
 }

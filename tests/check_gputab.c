@@ -199,8 +199,9 @@ START_TEST(test_malformed)
 	static const struct {
 		const char *text, *where;
 	} bad[] = {
-	    {"", ":0: no table in the file"},
-	    {"# only a comment\n", ":1: no table in the file"},
+	    {"", ": an empty file, no table"},
+	    {"# only a comment\n", ": no table in the file (only comments and blank lines)"},
+	    {"\n\n", ": no table in the file (only comments and blank lines)"},
 	    {"0000 0001\n", ":1: values before a 'table' line"},
 	    {"table hexp fp16 100\n", ":1: expected 'table <func> <format> 65536'"},
 	    {"table hexp fp16 65536\n0000 zz00\n", ":2: not a 16-bit hex encoding"},
@@ -223,6 +224,21 @@ START_TEST(test_malformed)
 	}
 	emu_gpu_tables ts;
 	char err[300];
+	/* a stream that is no table file: refused at its first line, not read whole */
+	ck_assert_int_ne(emu_gpu_tables_load("/dev/zero", &ts, err, sizeof err), 0);
+	ck_assert_str_eq(err, "/dev/zero:1: line too long");
+	/* more tables than any GPU has: refused before memory runs out */
+	FILE *fp = fopen(path, "w");
+	ck_assert_ptr_nonnull(fp);
+	for (int t = 0; t < 65; t++) {
+		fprintf(fp, "table f%d fp16 65536\n", t);
+		for (int l = 0; l < EMU_GPU_TABLE_N / 16; l++)
+			fputs("0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n", fp);
+	}
+	ck_assert_int_eq(fclose(fp), 0);
+	ck_assert_int_ne(emu_gpu_tables_load(path, &ts, err, sizeof err), 0);
+	ck_assert_msg(strstr(err, ":262209: more than 64 tables") != NULL, "%s", err);
+	ck_assert_ptr_null(ts.t);
 	ck_assert_int_ne(emu_gpu_tables_load("/nonexistent/t.txt", &ts, err, sizeof err), 0);
 	ck_assert_str_eq(err, "cannot read /nonexistent/t.txt: No such file or directory");
 	rm_dir();

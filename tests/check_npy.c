@@ -589,6 +589,28 @@ START_TEST(test_malformed_file)
 	snprintf(want, sizeof want, "%s: data shorter than the shape says: 11 bytes, expected 12",
 	         path);
 	ck_assert_str_eq(err, want);
+	/* a stream is read as far as its header says: /dev/zero is refused at its
+	 * magic, naming what it starts with */
+	ck_assert_int_eq(nm_npy_read("/dev/zero", &a, err, sizeof err), NM_NPY_ERR_FORMAT);
+	ck_assert_str_eq(err, "/dev/zero: bad magic: not a .npy file (it starts with "
+	                      "'\\x00\\x00\\x00\\x00\\x00\\x00', a .npy file with \\x93NUMPY)");
+	/* a valid header followed by endless data: refused after 64 KiB more */
+	snprintf(path, sizeof path, "%s/long.npy", tmpdir);
+	b = build(1, 0, H("|u1", "False", "(4,)"), 4, -1, &len);
+	fp = fopen(path, "wb");
+	ck_assert(fp != NULL);
+	ck_assert(fwrite(b, 1, len, fp) == len);
+	static unsigned char zeros[70000];
+	ck_assert(fwrite(zeros, 1, sizeof zeros, fp) == sizeof zeros);
+	fclose(fp);
+	free(b);
+	ck_assert_int_eq(nm_npy_read(path, &a, err, sizeof err), NM_NPY_ERR_DATA);
+	ck_assert_msg(strstr(err, "more than 65536 trailing bytes") != NULL, "%s", err);
+	/* more elements than nanmap takes */
+	b = build(1, 0, H("|u1", "False", "(2147483649,)"), 0, -1, &len);
+	ck_assert_int_eq(nm_npy_read_mem(b, len, "big", &a, err, sizeof err), NM_NPY_ERR_RANGE);
+	ck_assert_msg(strstr(err, "more than the 2147483648 nanmap takes") != NULL, "%s", err);
+	free(b);
 	clear_tmpdir(true);
 	t_count("npy: hand-built files", 1);
 }

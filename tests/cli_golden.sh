@@ -98,6 +98,66 @@ ls "$tmp/g1" | grep -v '\.golden$' | grep -q . && fail "update left other files 
 pass=$((pass + 1))
 bad "update into a missing folder" "$tmp/none/softmax_ce.golden" golden update --dir "$tmp/none"
 
+# ---- update as a whole set; stale temporaries of dead updates removed ----
+mkdir "$tmp/g4"
+for f in golden/*.golden; do
+	{ cat "$f"; echo "# old"; } >"$tmp/g4/$(basename "$f")"
+done
+cp -p "$tmp/g4/softmax_ce.golden" "$tmp/old_sm"
+rm "$tmp/g4/gradscaler.golden"
+mkdir "$tmp/g4/gradscaler.golden" # the last file cannot be replaced
+bad "update with one file that cannot be replaced" "gradscaler.golden: not a regular file" \
+	golden update --dir "$tmp/g4"
+cmp -s "$tmp/old_sm" "$tmp/g4/softmax_ce.golden" ||
+	fail "update replaced softmax_ce.golden although the set could not be written"
+ls "$tmp/g4" | grep -q '\.tmp\.' && fail "failed update left temporaries"
+rmdir "$tmp/g4/gradscaler.golden"
+sh -c 'exit 0' &
+dead=$!
+wait "$dead"
+: >"$tmp/g4/accum.golden.tmp.$dead.AbC123"
+: >"$tmp/g4/accum.golden.tmp.$$.AbC123" # a live process's: kept
+: >"$tmp/g4/notes.tmp.$dead.AbC123"     # not nanmap's pattern: kept
+run golden update --dir "$tmp/g4"
+[ "$rc" -eq 0 ] || fail "update after a killed one: exit $rc"
+grep -q "removed $tmp/g4/accum.golden.tmp.$dead.AbC123" "$tmp/err" || fail "stale temporary not reported"
+[ ! -e "$tmp/g4/accum.golden.tmp.$dead.AbC123" ] || fail "stale temporary of a dead update kept"
+[ -e "$tmp/g4/accum.golden.tmp.$$.AbC123" ] || fail "a live update's temporary removed"
+[ -e "$tmp/g4/notes.tmp.$dead.AbC123" ] || fail "a file of another pattern removed"
+for f in golden/*.golden; do
+	grep -v '^#' "$f" >"$tmp/want"
+	grep -v '^#' "$tmp/g4/$(basename "$f")" >"$tmp/got"
+	cmp -s "$tmp/want" "$tmp/got" || fail "update after a killed one: $f differs"
+done
+pass=$((pass + 1))
+
+# ---- damaged golden files: exit 2 (bad input), never 1 (a mismatch) ----
+L=softmax_ce.naive.fp16-fp16.safe/loss
+records "$L" >"$tmp/l.txt"
+{ echo "# nanmap golden file, format 99"; sed 1d golden/softmax_ce.golden; } >"$tmp/f99.golden"
+bad "golden file of format 99" "$tmp/f99.golden:1: format 99, but this nanmap reads format 2" \
+	check "$tmp/f99.golden:$L" "$tmp/l.txt"
+# the record's bits and class edited together: the checksum catches it
+awk -v t="$L" '$1 == t && $2 == 0 { $3 = "0x4144" } { print }' golden/softmax_ce.golden >"$tmp/ed.golden"
+grep -q "^$L 0 0x4144 normal" "$tmp/ed.golden" || fail "the edit did not apply"
+bad "consistent edit of a record" "its lines do not match its checksum" \
+	check "$tmp/ed.golden:$L" "$tmp/l.txt"
+bad "golden file from /dev/zero" "/dev/zero:1: not a golden file" check "/dev/zero:$L" "$tmp/l.txt"
+
+# ---- streams: read with a limit, never whole ----
+bad "actual from /dev/zero" "/dev/zero: larger than 2 bytes, the limit for $L" \
+	check "$L" /dev/zero
+mkfifo "$tmp/fifo"
+yes 0x0000 >"$tmp/fifo" 2>/dev/null &
+bad "actual from an endless pipe" "$tmp/fifo: larger than 2 bytes" check "$L" "$tmp/fifo"
+wait
+bad "run --input /dev/zero" "/dev/zero: bad magic: not a .npy file (it starts with" \
+	run softmax_ce --policy storage=fp16 --input /dev/zero
+yes 3f800000 >"$tmp/fifo" 2>/dev/null &
+bad "dot from an endless pipe" "$tmp/fifo:16777217: more than 16777216 values" \
+	dot --model h100 --in fp16 --out fp32 "$tmp/fifo" "$tmp/fifo"
+wait
+
 # ---- list and help ----
 run golden list
 status 0 "golden list" \

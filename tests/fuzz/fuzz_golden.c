@@ -2,9 +2,12 @@
  * fuzz_golden.c — libFuzzer harness for the golden-file reader and the
  * readers of a kernel's actual outputs (harness/nm_golden.c).
  *
- * The first byte picks the reader: 0 the golden-file reader on the rest;
- * 1, 2, 3 the hex, raw and .npy readers of actual outputs, for the format
- * the second byte picks (fp16, bf16, e4m3, e5m2, fp32), on the rest.
+ * The first byte picks the reader (its value mod 4): 0 the golden-file
+ * reader on the rest; 1, 2, 3 the hex, raw and .npy readers of actual
+ * outputs, for the format the second byte picks (fp16, bf16, e4m3, e5m2,
+ * fp32), on the rest. A golden file whose first byte is 128 or more is
+ * sealed first: every "end CASE HEX" line with 16 hex digits gets the
+ * checksum of its case's lines, so mutations reach past the checksum.
  * A failure must come with one line that starts with the name; a golden
  * file that reads must be self-consistent: every output matches its own
  * expected encodings, a one-bit change is found at its index, and lookups by
@@ -18,6 +21,7 @@
 #include <string.h>
 
 #include "nm_golden.h"
+#include "nm_parse.h"
 
 #define REQUIRE(cond)                                                                              \
 	do {                                                                                       \
@@ -82,6 +86,30 @@ static void golden(const uint8_t *data, size_t size)
 	nm_golden_close(g);
 }
 
+/* A copy of the text with each end line's checksum made right. */
+static uint8_t *seal(const uint8_t *data, size_t size)
+{
+	uint8_t *b = malloc(size ? size : 1);
+	size_t case_off = 0, i = 0;
+
+	REQUIRE(b != NULL);
+	memcpy(b, data, size);
+	while (i < size) {
+		uint8_t *nl = memchr(b + i, '\n', size - i);
+		size_t l = nl ? (size_t)(nl - (b + i)) : size - i;
+		if (l >= 5 && !memcmp(b + i, "case ", 5))
+			case_off = i;
+		if (l >= 4 + 16 + 2 && !memcmp(b + i, "end ", 4) && b[i + l - 17] == ' ') {
+			char hex[17];
+			snprintf(hex, sizeof hex, "%016llx",
+			         (unsigned long long)nm_fnv1a(b + case_off, i - case_off));
+			memcpy(b + i + l - 16, hex, 16);
+		}
+		i += l + 1;
+	}
+	return b;
+}
+
 static void actual(int kind, const uint8_t *data, size_t size)
 {
 	static const struct {
@@ -121,7 +149,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	if (data[0] % 4 == 0)
+	if (data[0] % 4 == 0 && data[0] >= 128) {
+		uint8_t *b = seal(data + 1, size - 1);
+		golden(b, size - 1);
+		free(b);
+	} else if (data[0] % 4 == 0)
 		golden(data + 1, size - 1);
 	else
 		actual(data[0] % 4, data + 1, size - 1);

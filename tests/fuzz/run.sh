@@ -2,20 +2,24 @@
 # tests/fuzz/run.sh — build the libFuzzer harnesses for the readers of outside
 # input and run each for a bounded time: the .npy reader (npy), the
 # golden-file and actual-output readers (golden), the case-file reader
-# (case) and the plot's results-CSV reader (plot). From the repository root (or anywhere):
+# (case), the plot's results-CSV reader (plot) and the GPU-tables reader
+# (gputab). From the repository root (or anywhere):
 #
 #   sh tests/fuzz/run.sh                          # 60 s each
 #   FUZZ_SECONDS=600 sh tests/fuzz/run.sh
-#   FUZZ_TARGETS=golden sh tests/fuzz/run.sh      # some of: npy golden case plot
+#   FUZZ_TARGETS=golden sh tests/fuzz/run.sh      # some of: npy golden case plot gputab
 #
 # Environment: FUZZ_SECONDS (default 60, per harness), FUZZ_CC (default clang;
 # it needs libFuzzer: clang -fsanitize=fuzzer), FUZZ_ARGS (more libFuzzer
-# flags), FUZZ_TARGETS (default "npy golden case plot"; FUZZ_ONLY is read too).
+# flags), FUZZ_TARGETS (default "npy golden case plot gputab"; FUZZ_ONLY is
+# read too).
 # Output in build/fuzz/NAME/: the binary, the growing corpus (corpus/), crash
 # inputs (artifacts/) and the log (fuzz.log). Seeds: tests/fuzz/corpus/
 # (files written by NumPy), tests/fuzz/corpus_golden/ (a first byte choosing
 # the reader, see fuzz_golden.c), tests/fuzz/corpus_case/ (case files),
 # tests/fuzz/corpus_plot/ (results CSVs, a first byte choosing the case);
+# tests/fuzz/corpus_gputab/ (a first byte choosing the mode, see
+# fuzz_gputab.c);
 # tokens: tests/fuzz/NAME.dict. Exit status 0 when every run ended without a
 # crash, leak or timeout, nonzero otherwise.
 set -eu
@@ -29,9 +33,9 @@ if ! command -v "$CC_FUZZ" >/dev/null 2>&1; then
 	echo "run.sh: $CC_FUZZ not found (the fuzzer needs clang with libFuzzer; apt-get install clang)" >&2
 	exit 2
 fi
-TARGETS=${FUZZ_TARGETS:-${FUZZ_ONLY:-npy golden case plot}}
+TARGETS=${FUZZ_TARGETS:-${FUZZ_ONLY:-npy golden case plot gputab}}
 for t in $TARGETS; do
-	case "$t" in npy | golden | case | plot) ;; *) echo "run.sh: unknown target '$t' in FUZZ_TARGETS (npy golden case plot)" >&2; exit 2 ;; esac
+	case "$t" in npy | golden | case | plot | gputab) ;; *) echo "run.sh: unknown target '$t' in FUZZ_TARGETS (npy golden case plot gputab)" >&2; exit 2 ;; esac
 done
 
 # fuzz NAME WHAT MAXLEN SEEDS SOURCES... : build build/fuzz/NAME/fuzz and run it.
@@ -81,5 +85,9 @@ for t in $TARGETS; do
 		fuzz plot "the plot's results reader" 16384 tests/fuzz/corpus_plot \
 			tests/fuzz/fuzz_plot.c harness/nm_plot.c harness/nm_point.c harness/nm_case.c \
 			harness/nm_parse.c harness/nm_gen.c $(ls emu/*.c) -linih -lmpfr -lgmp -lm ;;
+	gputab) # the loader and the format table it names formats by
+		fuzz gputab "the GPU-tables reader" 4096 tests/fuzz/corpus_gputab \
+			tests/fuzz/fuzz_gputab.c emu/gputab.c \
+			emu/format.c emu/codec.c emu/convert.c emu/round.c -lm ;;
 	esac
 done

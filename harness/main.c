@@ -477,10 +477,13 @@ static void nm_opts_free(struct nm_opts *o)
 /* Called for each non-blank line of stdin with its fields; lineno from 1. */
 typedef int (*nm_line_fn)(void *ctx, char **fields, size_t n, size_t lineno);
 
-static int nm_read_lines(nm_line_fn fn, void *ctx)
+/* what names a line's content for the error an input without any gets
+ * ("a value", "an operation"): '-' with nothing to read is an error, as
+ * the command without a VALUE is. */
+static int nm_read_lines(nm_line_fn fn, void *ctx, const char *what)
 {
 	char *line = NULL, *fields[NM_MAX_FIELDS];
-	size_t cap = 0, n, lineno = 0;
+	size_t cap = 0, n, lineno = 0, used = 0;
 	ssize_t len;
 	int rc = 0;
 
@@ -489,6 +492,7 @@ static int nm_read_lines(nm_line_fn fn, void *ctx)
 		switch (nm_split_fields(line, (size_t)len, fields, NM_MAX_FIELDS, &n)) {
 		case NM_OK:
 			rc = n ? fn(ctx, fields, n, lineno) : 0;
+			used += n > 0;
 			break;
 		case NM_ERR_RANGE:
 			rc = nm_fail("stdin line %zu: too many fields", lineno);
@@ -500,6 +504,11 @@ static int nm_read_lines(nm_line_fn fn, void *ctx)
 	}
 	if (!rc && ferror(stdin))
 		rc = nm_fail("cannot read stdin: %s", strerror(errno));
+	else if (!rc && used == 0 && lineno == 0)
+		rc = nm_fail("'-': stdin is empty (no %s to read)", what);
+	else if (!rc && used == 0)
+		rc = nm_fail("'-': stdin holds no %s (%zu line%s, all blank)", what, lineno,
+		             lineno == 1 ? "" : "s");
 	free(line);
 	return rc;
 }
@@ -696,7 +705,7 @@ static int nm_cmd_round(struct nm_opts *o)
 		rc = nm_round_file(&c, o->inputs[i]);
 	for (size_t i = 0; i < o->nargs && !rc; i++) {
 		if (!strcmp(o->args[i], "-"))
-			rc = nm_read_lines(nm_round_line, &c);
+			rc = nm_read_lines(nm_round_line, &c, "value");
 		else
 			rc = nm_round_one(&c, o->args[i], 0);
 	}
@@ -935,7 +944,7 @@ static int nm_cmd_op(struct nm_opts *o)
 	else if (o->ninputs)
 		rc = nm_op_files(&c);
 	else if (n == 1 && !strcmp(o->args[1], "-"))
-		rc = nm_read_lines(nm_op_line, &c);
+		rc = nm_read_lines(nm_op_line, &c, "operation");
 	else if (n != (size_t)c.arity)
 		rc = nm_fail("%s takes %d operand%s, got %zu", emu_op_name(c.op), c.arity,
 		             c.arity == 1 ? "" : "s", n);

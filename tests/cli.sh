@@ -369,6 +369,10 @@ bad_in "two values on a round line" "nanmap: stdin line 1: one value per line, g
 	'1 2\n' round -
 bad_in "NUL byte on stdin" "nanmap: stdin line 1: a NUL byte in the input" '1\00002\n' round -
 bad_in "op line arity" "nanmap: stdin line 2: add takes 2 operands, got 1" '1 2\n3\n' op add -
+# '-' with nothing to read is an error, as no VALUE is (it exited 0 with a header)
+bad_in "round, empty stdin" "nanmap: '-': stdin is empty (no value to read)" '' round -
+bad_in "round, blank stdin" "nanmap: '-': stdin holds no value (2 lines, all blank)" '\n  \n' round -
+bad_in "op, empty stdin" "nanmap: '-': stdin is empty (no operation to read)" '' op add -
 bad_in "op stdin not representable" "" '1 0.1\n' op add -
 
 # ---- .npy inputs: round and op read every element, exactly as typed values ----

@@ -180,7 +180,7 @@ gpu:
 	else echo "gpu: nvcc not found at $(NVCC): install the CUDA toolkit or set NVCC="; exit 1; fi
 
 # gpu/ headers concern only gpu/ and its test: no rebuild of the library when they change
-build/gpu/%.o: gpu/%.c $(wildcard emu/*.h gpu/*.h)
+build/gpu/%.o: gpu/%.c $(wildcard emu/*.h gpu/*.h) harness/nm_file.h
 	@mkdir -p $(dir $@)
 	$(CC) $(NM_CFLAGS) -c $< -o $@
 

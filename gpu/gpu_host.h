@@ -132,8 +132,6 @@ int gpu_report_write(const gpu_report *r, char *err, size_t len);
 void gpu_report_free(gpu_report *r);
 /* The CSV header line of DIR/<base>.csv (without newline). */
 const char *gpu_report_csv_header(void);
-/* Write text to path through path.tmp and rename(). 0, or -1 with err. */
-int gpu_write_atomic(const char *path, const char *text, size_t n, char *err, size_t len);
 
 /* ---- transcendental tables measured on the GPU ---- */
 /* The loader and lookup are the library's (emu/gputab.h: file format there);

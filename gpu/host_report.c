@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "gpu_host.h"
+#include "nm_file.h"
 
 void gpu_report_init(gpu_report *r, const char *dir, const char *base)
 {
@@ -162,7 +163,7 @@ static int write_sb(const gpu_report *r, const char *suffix, sbuf *b, char *err,
 		return -1;
 	}
 	snprintf(path, sizeof path, "%s/%s%s", r->dir, r->base, suffix);
-	return gpu_write_atomic(path, b->s ? b->s : "", b->n, err, len);
+	return nm_file_write(path, b->s ? b->s : "", b->n, err, len);
 }
 
 int gpu_report_write(const gpu_report *r, char *err, size_t len)
@@ -223,23 +224,4 @@ int gpu_report_write(const gpu_report *r, char *err, size_t len)
 	free(miss.s);
 	free(md.s);
 	return rc;
-}
-
-int gpu_write_atomic(const char *path, const char *text, size_t n, char *err, size_t len)
-{
-	char tmp[1024];
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *fp = fopen(tmp, "wb");
-	if (!fp) {
-		snprintf(err, len, "cannot write %s: %s", tmp, strerror(errno));
-		return -1;
-	}
-	bool ok = fwrite(text, 1, n, fp) == n;
-	ok = (fclose(fp) == 0) && ok;
-	if (!ok || rename(tmp, path) != 0) {
-		snprintf(err, len, "cannot write %s: %s", path, strerror(errno));
-		remove(tmp);
-		return -1;
-	}
-	return 0;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "gpu_host.h"
+#include "nm_file.h"
 
 int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, size_t n,
                      char *err, size_t len)
@@ -28,7 +29,7 @@ int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, 
 		for (int j = 0; j < GPU_TABLE_N; j++)
 			p += sprintf(p, "%04" PRIx16 "%c", t[i].v[j], (j & 15) == 15 ? '\n' : ' ');
 	}
-	int rc = gpu_write_atomic(path, s, (size_t)(p - s), err, len);
+	int rc = nm_file_write(path, s, (size_t)(p - s), err, len);
 	free(s);
 	return rc;
 }

@@ -20,22 +20,27 @@
 
 #define NF_TMP ".tmp."
 
-int nm_file_write(const char *path, const void *data, size_t len, char *err, size_t errlen)
+int nm_file_stage(const char *path, const void *data, size_t len, char **tmp, char *err,
+                  size_t errlen)
 {
 	size_t pl = strlen(path);
-	char *tmp = malloc(pl + sizeof(NF_TMP) + 24);
+	char *t = malloc(pl + sizeof(NF_TMP) + 24);
 	const char *p = data;
 	int fd, e = 0;
 
-	if (!tmp) {
+	*tmp = NULL;
+	if (!t) {
 		snprintf(err, errlen, "cannot write %s: out of memory", path);
+		errno = ENOMEM;
 		return -1;
 	}
-	snprintf(tmp, pl + sizeof(NF_TMP) + 24, "%s" NF_TMP "%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	snprintf(t, pl + sizeof(NF_TMP) + 24, "%s" NF_TMP "%ld", path, (long)getpid());
+	fd = open(t, O_WRONLY | O_CREAT | O_TRUNC, 0666);
 	if (fd < 0) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-		free(tmp);
+		e = errno;
+		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+		free(t);
+		errno = e;
 		return -1;
 	}
 	while (len > 0 && !e) {
@@ -52,14 +57,50 @@ int nm_file_write(const char *path, const void *data, size_t len, char *err, siz
 		e = errno;
 	if (close(fd) != 0 && !e)
 		e = errno;
-	if (!e && rename(tmp, path) != 0)
-		e = errno;
 	if (e) {
 		snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
-		unlink(tmp);
+		unlink(t);
+		free(t);
+		errno = e;
+		return -1;
 	}
-	free(tmp);
-	return e ? -1 : 0;
+	*tmp = t;
+	return 0;
+}
+
+int nm_file_commit(const char *tmp, const char *path, char *err, size_t errlen)
+{
+	int e;
+
+	if (rename(tmp, path) == 0)
+		return 0;
+	e = errno;
+	snprintf(err, errlen, "cannot write %s: %s", path, strerror(e));
+	unlink(tmp);
+	errno = e;
+	return -1;
+}
+
+void nm_file_discard(const char *tmp)
+{
+	if (tmp && *tmp) {
+		int e = errno;
+
+		unlink(tmp);
+		errno = e; /* the cause of the failure that discards it stays */
+	}
+}
+
+int nm_file_write(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+	char *tmp;
+	int rc = nm_file_stage(path, data, len, &tmp, err, errlen);
+
+	if (rc == 0) {
+		rc = nm_file_commit(tmp, path, err, errlen);
+		free(tmp);
+	}
+	return rc;
 }
 
 char *nm_file_read(const char *path, size_t *len)
@@ -115,26 +156,51 @@ int nm_file_update(const char *path, const void *data, size_t len, bool *written
 	return same ? 0 : nm_file_write(path, data, len, err, errlen);
 }
 
-/* Is name "SOMETHING.tmp.PID" with PID all digits? The PID, or 0. */
-static long nf_tmp_pid(const char *name)
+/* Does name match pattern (nm_file_clean_match's language)? Then *pid is
+ * its "%p" (0 when the pattern has none). */
+static bool nf_match(const char *pat, const char *name, long *pid)
 {
-	const char *t = NULL, *s;
-	char *end;
-	long pid;
+	for (;;) {
+		if (!*pat)
+			return !*name;
+		if (*pat == '*') {
+			/* one or more bytes: try every length, longest last */
+			for (const char *s = name + 1; s <= name + strlen(name); s++)
+				if (*name && nf_match(pat + 1, s, pid))
+					return true;
+			return false;
+		}
+		if (pat[0] == '%' && pat[1] == 'p') {
+			size_t d = strspn(name, "0123456789");
+			long v = 0;
 
-	for (s = strstr(name, NF_TMP); s; s = strstr(s + 1, NF_TMP))
-		t = s; /* the last one */
-	if (!t || t == name || !t[sizeof(NF_TMP) - 1])
-		return 0;
-	t += sizeof(NF_TMP) - 1;
-	if (strspn(t, "0123456789") != strlen(t))
-		return 0;
-	errno = 0;
-	pid = strtol(t, &end, 10);
-	return errno || pid <= 0 ? 0 : pid;
+			if (d == 0 || d > 9)
+				return false;
+			for (size_t i = 0; i < d; i++)
+				v = v * 10 + (name[i] - '0');
+			if (v <= 0)
+				return false;
+			*pid = v;
+			pat += 2, name += d;
+			continue;
+		}
+		if (pat[0] == '%' && pat[1] == 'x') {
+			for (int i = 0; i < 6; i++)
+				if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'z') ||
+				      (name[i] >= 'A' && name[i] <= 'Z')))
+					return false;
+			pat += 2, name += 6;
+			continue;
+		}
+		if (pat[0] == '%' && pat[1])
+			pat++;
+		if (*pat != *name)
+			return false;
+		pat++, name++;
+	}
 }
 
-int nm_file_clean(const char *dir)
+int nm_file_clean_match(const char *dir, const char *pattern, const char *report)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -143,18 +209,27 @@ int nm_file_clean(const char *dir)
 	if (!d)
 		return errno == ENOENT ? 0 : -1;
 	while ((e = readdir(d))) {
-		long pid = nf_tmp_pid(e->d_name);
+		long pid = 0;
 		char p[1200];
 		struct stat st;
 
-		if (!pid || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+		if (!nf_match(pattern, e->d_name, &pid) || !pid || kill((pid_t)pid, 0) == 0 ||
+		    errno != ESRCH)
 			continue; /* not ours, or its writer may still be running */
 		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= (int)sizeof(p) ||
 		    lstat(p, &st) != 0 || !S_ISREG(st.st_mode))
 			continue;
-		if (unlink(p) == 0)
+		if (unlink(p) == 0) {
 			n++;
+			if (report)
+				fprintf(stderr, "nanmap: removed %s, %s\n", p, report);
+		}
 	}
 	closedir(d);
 	return n;
+}
+
+int nm_file_clean(const char *dir)
+{
+	return nm_file_clean_match(dir, NM_FILE_TMP_PATTERN, NULL);
 }

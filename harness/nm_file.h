@@ -13,8 +13,24 @@
 #include <stdint.h>
 
 /* Write len bytes to path through a temporary file and rename(). 0, or -1
- * with "cannot write PATH: REASON" in err (the temporary is removed). */
+ * with "cannot write PATH: REASON" in err and errno set to the cause (the
+ * temporary is removed). nm_file_stage then nm_file_commit. */
 int nm_file_write(const char *path, const void *data, size_t len, char *err, size_t errlen);
+
+/* The first half of nm_file_write, for files that are put in place as a
+ * set (all written and checked before any is renamed): the bytes written,
+ * synced and closed as "PATH.tmp.PID", its name (malloc'd) in *tmp. 0, or
+ * -1 with err and errno as nm_file_write's and *tmp NULL (nothing left). */
+int nm_file_stage(const char *path, const void *data, size_t len, char **tmp, char *err,
+                  size_t errlen);
+
+/* rename(tmp, path): 0, or -1 with "cannot write PATH: REASON" in err and
+ * errno set, and tmp removed. tmp may be any whole file (one gnuplot wrote
+ * too); it is not freed. */
+int nm_file_commit(const char *tmp, const char *path, char *err, size_t errlen);
+
+/* Remove a temporary that is not to be committed; NULL or "" is nothing. */
+void nm_file_discard(const char *tmp);
 
 /* nm_file_write, unless path already holds exactly these bytes: then
  * nothing is written (a read-only folder with nothing new is no error).
@@ -26,9 +42,20 @@ int nm_file_update(const char *path, const void *data, size_t len, bool *written
  * NULL); NULL when it cannot be read (errno says why). */
 char *nm_file_read(const char *path, size_t *len);
 
-/* Remove the temporaries nm_file_write left in dir ("NAME.tmp.PID" whose
- * PID is not a live process). The number removed, or -1 when dir cannot be
- * read (a missing dir is 0). */
+/* The names nm_file_stage gives its temporaries, as an nm_file_clean_match
+ * pattern. */
+#define NM_FILE_TMP_PATTERN "*.tmp.%p"
+
+/* Remove the regular files in dir whose names match pattern and whose PID
+ * is not a live process: what a killed writer left. In pattern "%p" is the
+ * PID (1 to 9 digits), "%x" six letters or digits (mkstemp's), "*" one or
+ * more of any byte, "%" before any other byte that byte; the rest stands
+ * for itself and the whole name must match. With report, each removal is
+ * said on stderr as "nanmap: removed PATH, REPORT". The number removed, or
+ * -1 when dir cannot be read (a missing dir is 0). */
+int nm_file_clean_match(const char *dir, const char *pattern, const char *report);
+
+/* nm_file_clean_match(dir, NM_FILE_TMP_PATTERN, NULL). */
 int nm_file_clean(const char *dir);
 
 #endif

@@ -10,11 +10,9 @@
  * other case's input (and records) unchanged, so a diff shows only what
  * changed.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <mpfr.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +23,7 @@
 
 #include "kernels.h"
 #include "nm_gen.h"
+#include "nm_file.h"
 #include "nm_goldcmd.h"
 #include "nm_golden.h"
 #include "nm_npy.h"
@@ -286,93 +285,17 @@ int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len,
 
 /* ---- files ---- */
 
-/* Write len bytes to a new temporary "PATH.tmp.PID.XXXXXX" (*tmp, malloc'ed),
- * flushed to disk; the caller renames or unlinks it. */
-static int ng_write_tmp(const char *path, const void *buf, size_t len, char **tmp)
-{
-	size_t pl = strlen(path);
-	char *t = malloc(pl + 48);
-	int fd;
-	FILE *fp;
+/* The golden files' temporaries: nm_file_stage's "KERNEL.golden.tmp.PID",
+ * and "KERNEL.golden.tmp.PID.XXXXXX" that earlier updates made. */
+static const char *const ng_tmp_patterns[] = {"*.golden.tmp.%p", "*.golden.tmp.%p.%x"};
 
-	*tmp = NULL;
-	if (!t)
-		return nm_fail("out of memory");
-	snprintf(t, pl + 48, "%s.tmp.%ld.XXXXXX", path, (long)getpid());
-	fd = mkstemp(t);
-	if (fd < 0) {
-		int rc = nm_fail("%s: cannot create a temporary file: %s", path, strerror(errno));
-		free(t);
-		return rc;
-	}
-	fp = fdopen(fd, "wb");
-	if (!fp || fwrite(buf, 1, len, fp) != len || fflush(fp) != 0 || fsync(fd) != 0 ||
-	    fchmod(fd, 0644) != 0) {
-		int rc = nm_fail("%s: cannot write: %s", path, strerror(errno));
-		if (fp)
-			fclose(fp);
-		else
-			close(fd);
-		unlink(t);
-		free(t);
-		return rc;
-	}
-	if (fclose(fp) != 0) {
-		int rc = nm_fail("%s: cannot write: %s", path, strerror(errno));
-		unlink(t);
-		free(t);
-		return rc;
-	}
-	*tmp = t;
-	return 0;
-}
-
-/* Write len bytes to path through a temporary file and rename(). */
-static int ng_write_file(const char *path, const void *buf, size_t len)
-{
-	char *tmp;
-	int rc = ng_write_tmp(path, buf, len, &tmp);
-
-	if (rc)
-		return rc;
-	if (rename(tmp, path) != 0) {
-		rc = nm_fail("%s: cannot write: %s", path, strerror(errno));
-		unlink(tmp);
-	}
-	free(tmp);
-	return rc;
-}
-
-/* Remove DIR/KERNEL.golden.tmp.PID.XXXXXX left by an update that was
- * killed: only names of that pattern, only when process PID is gone. */
+/* Remove the temporaries of an update that was killed: only names of those
+ * patterns, only when process PID is gone; each one is said. */
 static void ng_clean_stale(const char *dir)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-
-	if (!d)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		const char *t = strstr(e->d_name, ".golden.tmp.");
-		char *end;
-		if (!t)
-			continue;
-		errno = 0;
-		long pid = strtol(t + 12, &end, 10);
-		if (errno || pid <= 0 || *end != '.' || strlen(end + 1) != 6 ||
-		    (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
-			continue;
-		size_t n = strlen(dir) + strlen(e->d_name) + 2;
-		char *p = malloc(n);
-		if (!p)
-			break;
-		snprintf(p, n, "%s/%s", dir, e->d_name);
-		if (unlink(p) == 0)
-			fprintf(stderr, "nanmap: removed %s, left by an update that did not finish\n",
-			        p);
-		free(p);
-	}
-	closedir(d);
+	for (size_t i = 0; i < sizeof ng_tmp_patterns / sizeof *ng_tmp_patterns; i++)
+		(void)nm_file_clean_match(dir, ng_tmp_patterns[i],
+		                          "left by an update that did not finish");
 }
 
 /* ---- options ---- */
@@ -476,7 +399,10 @@ static int ng_update(const struct ng_opts *o)
 			break;
 		}
 		path[k] = ng_path(o->dir, kernel);
-		rc = path[k] ? ng_write_tmp(path[k], text, len, &tmp[k]) : nm_fail("out of memory");
+		if (!path[k])
+			rc = nm_fail("out of memory");
+		else if (nm_file_stage(path[k], text, len, &tmp[k], err, sizeof err) != 0)
+			rc = nm_fail("%s", err);
 		free(text);
 		if (!rc && nm_golden_open(tmp[k], &g, err, sizeof err) != NM_GOLDEN_OK)
 			rc = nm_fail("golden update: %s does not read back: %s", tmp[k], err);
@@ -490,16 +416,15 @@ static int ng_update(const struct ng_opts *o)
 		if (lstat(path[k], &sb) == 0 && !S_ISREG(sb.st_mode))
 			rc = nm_fail("%s: not a regular file; no golden file was changed", path[k]);
 	}
-	for (size_t k = 0; k < nk && !rc; k++)
-		if (rename(tmp[k], path[k]) != 0)
-			rc = nm_fail("%s: cannot write: %s", path[k], strerror(errno));
-		else {
-			free(tmp[k]);
-			tmp[k] = NULL;
-		}
+	for (size_t k = 0; k < nk && !rc; k++) {
+		char err[NG_ERR_LEN];
+		if (nm_file_commit(tmp[k], path[k], err, sizeof err) != 0)
+			rc = nm_fail("%s", err);
+		free(tmp[k]);
+		tmp[k] = NULL;
+	}
 	for (size_t k = 0; tmp && path && k < nk; k++) {
-		if (tmp && tmp[k])
-			unlink(tmp[k]);
+		nm_file_discard(tmp[k]);
 		if (!rc) {
 			printf("%s: %zu cases, %zu records\n", path[k], nc[k], nr[k]);
 			total_cases += nc[k];
@@ -643,9 +568,10 @@ static int ng_export(const struct ng_opts *o)
 		printf("%s: %s %zu x %zu, %s\n", o->inputs, c->id, c->rows, c->cols,
 		       o->encodings ? "storage encodings" : "float64 values");
 	} else {
-		rc = ng_write_file(o->inputs, raw, n * w);
-		if (rc)
+		if (nm_file_write(o->inputs, raw, n * w, err, sizeof err) != 0) {
+			rc = nm_fail("%s", err);
 			goto out;
+		}
 		printf("%s: %s %zu x %zu, %s encodings, %zu byte%s each, little-endian\n",
 		       o->inputs, c->id, c->rows, c->cols, s->name, w, w == 1 ? "" : "s");
 	}

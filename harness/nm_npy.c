@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "emu.h"
+#include "nm_file.h"
 #include "nm_npy.h"
 
 static const struct {
@@ -754,47 +755,9 @@ nm_npy_status nm_npy_write(const char *path, nm_npy_dtype dtype, int ndim, const
 	    nm_npy_encode(dtype, ndim, shape, values, raw, &buf, &len, path, err, errlen);
 	if (st != NM_NPY_OK)
 		return st;
-	size_t pl = strlen(path);
-	char *tmp = malloc(pl + 16);
-	if (!tmp) {
-		free(buf);
-		return fail(err, errlen, path, NM_NPY_ERR_NOMEM, "out of memory");
-	}
-	memcpy(tmp, path, pl);
-	memcpy(tmp + pl, ".tmp.XXXXXX", 12);
-	int fd = mkstemp(tmp);
-	if (fd < 0) {
-		st = fail(err, errlen, path, NM_NPY_ERR_IO, "cannot create a temporary file: %s",
-		          strerror(errno));
-		free(tmp);
-		free(buf);
-		return st;
-	}
-	const unsigned char *p = buf;
-	size_t left = len;
-	while (left && st == NM_NPY_OK) {
-		ssize_t n = write(fd, p, left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			st = fail(err, errlen, path, NM_NPY_ERR_IO, "write failed: %s",
-			          n < 0 ? strerror(errno) : "no progress");
-		else {
-			p += n;
-			left -= (size_t)n;
-		}
-	}
-	if (st == NM_NPY_OK && fchmod(fd, 0644) != 0)
-		st = fail(err, errlen, path, NM_NPY_ERR_IO, "chmod failed: %s", strerror(errno));
-	if (st == NM_NPY_OK && fsync(fd) != 0)
-		st = fail(err, errlen, path, NM_NPY_ERR_IO, "fsync failed: %s", strerror(errno));
-	if (close(fd) != 0 && st == NM_NPY_OK)
-		st = fail(err, errlen, path, NM_NPY_ERR_IO, "close failed: %s", strerror(errno));
-	if (st == NM_NPY_OK && rename(tmp, path) != 0)
-		st = fail(err, errlen, path, NM_NPY_ERR_IO, "rename failed: %s", strerror(errno));
-	if (st != NM_NPY_OK)
-		unlink(tmp);
-	free(tmp);
+	char e[512];
+	if (nm_file_write(path, buf, len, e, sizeof e) != 0)
+		st = fail(err, errlen, path, NM_NPY_ERR_IO, "cannot write: %s", strerror(errno));
 	free(buf);
 	return st;
 }

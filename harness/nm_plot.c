@@ -31,12 +31,11 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
 #include <unistd.h>
 
+#include "nm_file.h"
 #include "nm_parse.h"
 #include "nm_plot.h"
 #include "nm_point.h"
@@ -429,53 +428,23 @@ int nm_dir_writable(const char *dir, char *err, size_t errlen)
 
 static const char *const tmp_whats[] = {"dat", "gp", "png", "svg", "log"};
 
-/* Is f exactly .NAME.WHAT.PID.XXXXXX (mkstemp's six letters and digits)?
- * Then its PID. */
-static bool tmp_match(const char *f, const char *name, long *pid)
-{
-	size_t l = strlen(name);
-	if (f[0] != '.' || strncmp(f + 1, name, l) != 0 || f[1 + l] != '.')
-		return false;
-	f += 2 + l;
-	size_t w = strcspn(f, ".");
-	bool known = false;
-	for (size_t i = 0; i < sizeof tmp_whats / sizeof *tmp_whats; i++)
-		known |= strlen(tmp_whats[i]) == w && strncmp(f, tmp_whats[i], w) == 0;
-	if (!known || f[w] != '.')
-		return false;
-	f += w + 1;
-	size_t d = strspn(f, "0123456789");
-	if (d == 0 || d > 9 || f[d] != '.')
-		return false;
-	*pid = strtol(f, NULL, 10);
-	f += d + 1;
-	if (strlen(f) != 6)
-		return false;
-	for (; *f; f++)
-		if (!((*f >= '0' && *f <= '9') || (*f >= 'a' && *f <= 'z') || (*f >= 'A' && *f <= 'Z')))
-			return false;
-	return *pid > 0;
-}
-
 size_t nm_plot_clean_stale(const char *dir, const char *name)
 {
-	DIR *d = opendir(dir);
 	size_t n = 0;
-	if (!d)
-		return 0;
-	for (struct dirent *e; (e = readdir(d));) {
-		long pid;
-		char p[1100];
-		if (!tmp_match(e->d_name, name, &pid) || pid == (long)getpid())
-			continue;
-		/* a live run's files stay (EPERM: alive, another user's) */
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
-		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-		if (unlink(p) == 0)
-			n++;
+	for (size_t i = 0; i < sizeof tmp_whats / sizeof *tmp_whats; i++) {
+		/* make_tmp's .NAME.WHAT.PID.XXXXXX, NAME taken to the letter */
+		char pat[600], *q = pat;
+		*q++ = '.';
+		for (const char *c = name; *c && q < pat + sizeof pat - 40; c++) {
+			if (*c == '%' || *c == '*')
+				*q++ = '%';
+			*q++ = *c;
+		}
+		snprintf(q, (size_t)(pat + sizeof pat - q), ".%s.%%p.%%x", tmp_whats[i]);
+		int r = nm_file_clean_match(dir, pat, NULL);
+		if (r > 0)
+			n += (size_t)r;
 	}
-	closedir(d);
 	return n;
 }
 
@@ -1621,23 +1590,25 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 		rc = check_written(tpng, opng, true, err, errlen);
 	if (rc == 0)
 		rc = check_written(tsvg, osvg, false, err, errlen);
-	if (rc == 0 && (rename(tpng, opng) != 0 || rename(tsvg, osvg) != 0))
-		rc = perr(err, errlen, "%s: rename failed: %s", plots_dir, strerror(errno));
+	/* both were read back whole before either is renamed */
+	if (rc == 0 && nm_file_commit(tpng, opng, err, errlen) == 0)
+		*tpng = 0;
+	else if (rc == 0)
+		rc = -1;
+	if (rc == 0 && nm_file_commit(tsvg, osvg, err, errlen) == 0)
+		*tsvg = 0;
+	else if (rc == 0)
+		rc = -1;
 out:
-	if (*tpng)
-		unlink(tpng);
-	if (*tsvg)
-		unlink(tsvg);
-	if (*elog)
-		unlink(elog);
 	if (fd)
 		fclose(fd);
 	if (fs)
 		fclose(fs);
-	if (*dat)
-		unlink(dat);
-	if (*gp)
-		unlink(gp);
+	nm_file_discard(tpng);
+	nm_file_discard(tsvg);
+	nm_file_discard(elog);
+	nm_file_discard(dat);
+	nm_file_discard(gp);
 	set_free(&s);
 	if (sp.strip)
 		set_free(&strip);

@@ -5,6 +5,7 @@
  * temporaries cleaned.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,6 +137,88 @@ START_TEST(test_clean_dead_only)
 }
 END_TEST
 
+/* The two halves: nothing under the final name until the commit, the
+ * temporary gone after a commit, a failed commit or a discard. */
+START_TEST(test_stage_commit_discard)
+{
+	char dir[64], path[128], err[256], *tmp;
+	size_t n;
+	char *got;
+
+	fl_mkdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/a.golden", dir);
+	ck_assert_int_eq(nm_file_stage(path, "abc", 3, &tmp, err, sizeof err), 0);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(fl_count(dir), 1);
+	ck_assert_int_eq(nm_file_commit(tmp, path, err, sizeof err), 0);
+	free(tmp);
+	got = nm_file_read(path, &n);
+	ck_assert(got && n == 3 && !memcmp(got, "abc", 3));
+	free(got);
+	ck_assert_int_eq(fl_count(dir), 1);
+	/* a target rename() refuses: the temporary is removed, the error names it */
+	snprintf(path, sizeof(path), "%s/d", dir);
+	ck_assert_int_eq(mkdir(path, 0777), 0);
+	snprintf(err, sizeof err, "%s/x", path);
+	ck_assert_int_eq(mkdir(err, 0777), 0);
+	ck_assert_int_eq(nm_file_stage(path, "x", 1, &tmp, err, sizeof err), 0);
+	ck_assert_int_eq(nm_file_commit(tmp, path, err, sizeof err), -1);
+	ck_assert_msg(strstr(err, "cannot write ") && strstr(err, "/d: "), "err: %s", err);
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+	free(tmp);
+	ck_assert_int_eq(nm_file_stage(path, "x", 1, &tmp, err, sizeof err), 0);
+	nm_file_discard(tmp);
+	nm_file_discard(NULL);
+	nm_file_discard("");
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+	free(tmp);
+	ck_assert_int_eq(fl_count(dir), 2);
+	/* a folder that is not there: nothing staged */
+	snprintf(path, sizeof(path), "%s/no/a", dir);
+	ck_assert_int_eq(nm_file_stage(path, "x", 1, &tmp, err, sizeof err), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_ptr_null(tmp);
+	fl_rmdir(dir);
+}
+END_TEST
+
+/* The pattern language: %p, %x, * and % escapes, the whole name. */
+START_TEST(test_clean_match_pattern)
+{
+	char dir[64], p[160];
+	static const struct {
+		const char *pat, *name;
+		bool removed;
+	} rows[] = {
+	    {".p%*1.dat.%p.%x", ".p*1.dat.4194999.aB3xYz", true},
+	    {".p%*1.dat.%p.%x", ".pz1.dat.4194998.aB3xYz", false},  /* * taken to the letter */
+	    {".p1.dat.%p.%x", ".p1.dat.4194997.aB3xY", false},      /* five letters */
+	    {".p1.dat.%p.%x", ".p1.dat.4194996.aB3x-z", false},     /* not a letter */
+	    {".p1.dat.%p.%x", ".p1.dat.4194995.aB3xYz.x", false},   /* more after */
+	    {".p1.dat.%p.%x", ".p1.dat.4194999999.aB3xYz", false},  /* ten digits */
+	    {"*.golden.tmp.%p", "a.b.golden.tmp.4194994", true},
+	    {"*.golden.tmp.%p", ".golden.tmp.4194993", false},       /* * is one or more */
+	    {"*.golden.tmp.%p", "a.golden.tmp.0", false},            /* no pid 0 */
+	    {"100%%.tmp.%p", "100%.tmp.4194992", true},
+	};
+
+	fl_mkdir(dir, sizeof(dir));
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s/%s", dir, rows[i].name);
+		f = fopen(p, "w");
+		ck_assert(f != NULL);
+		fclose(f);
+		ck_assert_int_eq(nm_file_clean_match(dir, rows[i].pat, NULL), rows[i].removed);
+		ck_assert_msg((access(p, F_OK) != 0) == rows[i].removed, "%s ~ %s: %s", rows[i].name,
+		              rows[i].pat, rows[i].removed ? "kept" : "removed");
+		unlink(p);
+	}
+	fl_rmdir(dir);
+}
+END_TEST
+
 Suite *suite_file(void)
 {
 	Suite *s = suite_create("file");
@@ -144,6 +227,8 @@ Suite *suite_file(void)
 	tcase_add_test(tc, test_write_whole);
 	tcase_add_test(tc, test_update_skips_equal);
 	tcase_add_test(tc, test_clean_dead_only);
+	tcase_add_test(tc, test_stage_commit_discard);
+	tcase_add_test(tc, test_clean_match_pattern);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -118,8 +118,11 @@ wait "$dead"
 : >"$tmp/g4/accum.golden.tmp.$dead.AbC123"
 : >"$tmp/g4/accum.golden.tmp.$$.AbC123" # a live process's: kept
 : >"$tmp/g4/notes.tmp.$dead.AbC123"     # not nanmap's pattern: kept
+: >"$tmp/g4/dot.golden.tmp.$dead"        # nm_file_stage's name: removed
 run golden update --dir "$tmp/g4"
 [ "$rc" -eq 0 ] || fail "update after a killed one: exit $rc"
+grep -q "removed $tmp/g4/dot.golden.tmp.$dead," "$tmp/err" || fail "stale staged temporary not reported"
+[ ! -e "$tmp/g4/dot.golden.tmp.$dead" ] || fail "stale staged temporary of a dead update kept"
 grep -q "removed $tmp/g4/accum.golden.tmp.$dead.AbC123" "$tmp/err" || fail "stale temporary not reported"
 [ ! -e "$tmp/g4/accum.golden.tmp.$dead.AbC123" ] || fail "stale temporary of a dead update kept"
 [ -e "$tmp/g4/accum.golden.tmp.$$.AbC123" ] || fail "a live update's temporary removed"

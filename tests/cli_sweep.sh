@@ -12,38 +12,8 @@ set -u
 
 T=cli_sweep
 . tests/cli_lib.sh
+. tests/sweep_lib.sh
 CASE=tests/data/sweep_tiny.case
-
-# sweep DIR ARGS...: nanmap sweep writing everything under DIR.
-sweep() {
-	d=$1
-	shift
-	rc=0
-	"$N" sweep --out "$d/results" --plots "$d/plots" --docs "$d/docs" "$@" \
-		>"$tmp/out" 2>"$tmp/err" || rc=$?
-}
-
-# status WANT DESC: the last run's exit status.
-status() {
-	[ "$rc" -eq "$1" ] || fail "$2: exit status $rc, want $1"
-}
-
-# said LINE DESC: LINE is a whole line of the last run's stderr.
-said() {
-	grep -qxF -- "$1" "$tmp/err" || fail "$2: stderr has no line '$1'"
-}
-
-# same A B DESC: the trees A and B hold the same files with the same bytes
-# (but for results/.state/, the sweep's bookkeeping: search timings and all).
-same() {
-	(cd "$1" && find . -type f ! -path './results/.state/*' | sort) >"$tmp/la"
-	(cd "$2" && find . -type f ! -path './results/.state/*' | sort) >"$tmp/lb"
-	cmp -s "$tmp/la" "$tmp/lb" || { diff "$tmp/la" "$tmp/lb" >&2; fail "$3: other files"; }
-	while read -r f; do
-		cmp -s "$1/$f" "$2/$f" || fail "$3: $f differs"
-	done <"$tmp/la"
-	pass=$((pass + 1))
-}
 
 # ---- a whole run ----
 sweep "$tmp/a" --quiet "$CASE"

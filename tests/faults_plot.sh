@@ -15,6 +15,8 @@ set -u
 
 T=faults_plot
 . tests/cli_lib.sh
+. tests/sweep_lib.sh
+sweep_opts=--quiet
 mounts=""
 cleanup() {
 	for m in $mounts; do umount "$m" 2>/dev/null; done
@@ -44,20 +46,6 @@ maxabs = yes
 sets = scale
 grid = list 1 100 1e4
 EOF
-
-# sweep DIR [--out|--plots|--docs FOLDER] ARGS...: nanmap sweep with every
-# folder under DIR but the one named (an option may be given once).
-sweep() {
-	d=$1
-	shift
-	out="$d/results" plots="$d/plots" docs="$d/docs"
-	case ${1:-} in
-	--out) out=$2 && shift 2 ;;
-	--plots) plots=$2 && shift 2 ;;
-	--docs) docs=$2 && shift 2 ;;
-	esac
-	run sweep --quiet --out "$out" --plots "$plots" --docs "$docs" "$@"
-}
 
 # says DESC TEXT: one error line (exit 2) that contains TEXT.
 says() {

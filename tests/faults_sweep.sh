@@ -13,6 +13,7 @@ set -u
 
 T=faults_sweep
 . tests/cli_lib.sh
+. tests/sweep_lib.sh
 CASE=tests/data/sweep_tiny.case
 # skip N REASON (where tests/cli_lib.sh has none)
 command -v skip >/dev/null 2>&1 || skip() { printf '%s: SKIPPED %s\n' "$T" "$2"; }
@@ -31,39 +32,6 @@ lib_trap=$(trap | sed -n "s/^trap -- '\(.*\)' EXIT\$/\1/p")
 [ -n "$lib_trap" ] || lib_trap='rm -rf "$tmp"'
 trap 'st=$?; faults_cleanup; (exit $st); eval "$lib_trap"' EXIT
 trap 'exit 1' INT TERM
-
-# sweep DIR ARGS...: nanmap sweep writing everything under DIR.
-sweep() {
-	d=$1
-	shift
-	rc=0
-	"$N" sweep --out "$d/results" --plots "$d/plots" --docs "$d/docs" "$@" \
-		>"$tmp/out" 2>"$tmp/err" || rc=$?
-}
-
-status() {
-	[ "$rc" -eq "$1" ] || fail "$2: exit status $rc, want $1"
-}
-
-# said LINE DESC: LINE is a whole line of the last run's stderr.
-said() {
-	grep -qxF -- "$1" "$tmp/err" || fail "$2: stderr has no line '$1'"
-}
-
-# same A B DESC: the trees A and B hold the same files with the same bytes
-# (but for results/.state/, the sweep's bookkeeping), and nothing
-# half-written (no temporaries, no journal) is left in B.
-same() {
-	(cd "$1" && find . -type f ! -path './results/.state/*' | sort) >"$tmp/la"
-	(cd "$2" && find . -type f ! -path './results/.state/*' | sort) >"$tmp/lb"
-	cmp -s "$tmp/la" "$tmp/lb" || { diff "$tmp/la" "$tmp/lb" >&2; fail "$3: other files"; }
-	while read -r f; do
-		cmp -s "$1/$f" "$2/$f" || fail "$3: $f differs"
-	done <"$tmp/la"
-	left=$(cd "$2" && find . -name '*.tmp.*' -o -name '*.journal')
-	[ -z "$left" ] || fail "$3: left behind: $left"
-	pass=$((pass + 1))
-}
 
 # can_mount: may this process mount a tmpfs? (why not: in $why)
 can_mount() {

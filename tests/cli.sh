@@ -461,13 +461,15 @@ bad "help for an unknown command" "nanmap: unknown command 'frob' (try: nanmap -
 # the newline, which another process writing the same pipe could split).
 if command -v strace >/dev/null 2>&1; then
 	rc=0
-	strace -f -qq -e trace=write -o "$tmp/trace" "$N" round >/dev/null 2>"$tmp/err" || rc=$?
+	# (LeakSanitizer cannot run under ptrace: off for this one run of an asan build)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+		strace -f -qq -e trace=write -o "$tmp/trace" "$N" round >/dev/null 2>"$tmp/err" || rc=$?
 	expect_err "error line under strace" "nanmap: round needs a VALUE (or '-' to read stdin, or --input FILE.npy)"
 	writes=$(grep -c '^[0-9]* *write(2,' "$tmp/trace")
 	[ "$writes" -eq 1 ] || fail "the error line took $writes writes to fd 2, want 1"
 	pass=$((pass + 1))
 else
-	echo "cli: strace not installed: the one-write check is left to check_parse" >&2
+	skip 1 "the one-write check of the error line: strace not installed (check_parse tests the formatter)"
 fi
 
 echo "cli: $pass checks passed"

@@ -462,7 +462,7 @@ static const char *vis(const char *s)
 	static int k;
 	char *b = buf[k = (k + 1) % 4];
 	size_t n = 0, i = 0;
-	for (; s[i] && i < 60; i++) {
+	for (; i < 60 && s[i]; i++) {
 		unsigned char ch = (unsigned char)s[i];
 		if (ch < 0x20 || ch >= 0x7f)
 			n += (size_t)snprintf(b + n, sizeof buf[0] - n, "\\x%02x", ch);

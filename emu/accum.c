@@ -329,14 +329,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_val *X = emu_k_vec(be, R * N), *B = emu_k_vec(be, dot || v == TC ? R * N : 1);
 	emu_val *t = emu_k_vec(be, 2);
 	double *braw = dot ? malloc(R * N * sizeof *braw) : NULL;
-	emu_bits *ea = NULL, *eb = NULL;
-	if (v == TC && be->kind != EMU_BE_TRUTH) {
-		ea = malloc(N * sizeof *ea);
-		eb = malloc(N * sizeof *eb);
-	}
+	/* tc_row's encoding scratch, on every backend so that its presence
+	 * follows from v alone (the truth backend leaves it unused) */
+	emu_bits *ea = v == TC ? malloc(N * sizeof *ea) : NULL;
+	emu_bits *eb = v == TC ? malloc(N * sizeof *eb) : NULL;
 	int rc = -1;
-	if (!res || !X || !B || !t || (dot && !braw) ||
-	    (v == TC && be->kind != EMU_BE_TRUTH && (!ea || !eb)))
+	if (!res || !X || !B || !t || (dot && !braw) || (v == TC && (!ea || !eb)))
 		goto oom;
 	/* b_j = |x_i|, i drawn from the seed */
 	for (size_t i = 0; dot && i < R * N; i++)

@@ -156,6 +156,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	                     errlen))
 		return -1;
 	size_t R = in->rows, D = in->cols, K = (size_t)nc;
+	if (K == 0) { /* emu_kparam_int's bound keeps it out; row r's label is r mod K */
+		snprintf(err, errlen, "backward: classes=0 must be at least 1");
+		return -1;
+	}
 	scale = to_fp32(scale); /* the loss scale is an fp32 tensor, as in PyTorch */
 	if (!isfinite(scale) || scale == 0) {
 		snprintf(err, errlen, "backward: scale=%g is %s in fp32", emu_kparam_get(in, "scale", 1),
@@ -359,9 +363,12 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	if (drift > 0) {
 		emu_gs_traj tr = {.kind = EMU_GS_DRIFT, .g = 1, .sigma = drift, .seed = in->seed};
 		rc = emu_gs_traj_fill(&tr, g, n, err, errlen) == EMU_GS_OK ? 0 : -1;
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			g[i] *= fabs(in->x[i]);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			g[i] = fabs(in->x[i]);
 	}
-	for (size_t i = 0; rc == 0 && i < n; i++)
-		g[i] = drift > 0 ? fabs(in->x[i]) * g[i] : fabs(in->x[i]);
 	if (rc == 0)
 		rc = emu_gs_simulate(&c, g, n, st, err, errlen) == EMU_GS_OK ? 0 : -1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {

@@ -933,14 +933,18 @@ static void nc_ctx_free(struct nc_ctx *x)
 	}
 }
 
+/* 0 with *buf and *len set, or -1 with the error reported: the caller
+ * relies on -1, not on nc_err's value, to know *buf was not written. */
 static int nc_read(struct nc_ctx *x, char **buf, size_t *len)
 {
 	FILE *fp = fopen(x->path, "rb");
 	size_t n = 0, cap = 4096;
 	char *b;
 
-	if (!fp)
-		return nc_err(x, 0, NULL, "cannot open: %s", strerror(errno));
+	if (!fp) {
+		nc_err(x, 0, NULL, "cannot open: %s", strerror(errno));
+		return -1;
+	}
 	b = malloc(cap);
 	while (b) {
 		size_t got = fread(b + n, 1, cap - n, fp);
@@ -949,13 +953,15 @@ static int nc_read(struct nc_ctx *x, char **buf, size_t *len)
 		if (n > NC_MAX_BYTES) {
 			fclose(fp);
 			free(b);
-			return nc_err(x, 0, NULL, "larger than %u bytes", NC_MAX_BYTES);
+			nc_err(x, 0, NULL, "larger than %u bytes", NC_MAX_BYTES);
+			return -1;
 		}
 		if (n < cap) {
 			if (ferror(fp)) {
 				fclose(fp);
 				free(b);
-				return nc_err(x, 0, NULL, "read error");
+				nc_err(x, 0, NULL, "read error");
+				return -1;
 			}
 			break;
 		}
@@ -966,8 +972,10 @@ static int nc_read(struct nc_ctx *x, char **buf, size_t *len)
 		cap *= 2;
 	}
 	fclose(fp);
-	if (!b)
-		return nc_oom(x);
+	if (!b) {
+		nc_oom(x);
+		return -1;
+	}
 	*buf = b;
 	*len = n;
 	return 0;

@@ -381,14 +381,24 @@ static int ng_update(const struct ng_opts *o)
 	size_t *nc = calloc(nk, sizeof *nc), *nr = calloc(nk, sizeof *nr);
 	int rc = 0;
 
-	if (o->npos || o->inputs || o->encodings)
-		rc = nm_fail("golden update takes only --dir DIR");
-	else if (!tmp || !path || !nc || !nr)
-		rc = nm_fail("out of memory");
-	if (!rc)
-		ng_clean_stale(o->dir);
+	/* Progress is counted (made, ok), not read back from rc: what the
+	 * loops may touch then follows from the code here, not from nm_fail
+	 * never returning 0. */
+	if (o->npos || o->inputs || o->encodings || !tmp || !path || !nc || !nr) {
+		rc = o->npos || o->inputs || o->encodings
+		         ? nm_fail("golden update takes only --dir DIR")
+		         : nm_fail("out of memory");
+		free(tmp);
+		free(path);
+		free(nc);
+		free(nr);
+		return rc;
+	}
+	ng_clean_stale(o->dir);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (size_t k = 0; k < nk && !rc; k++) {
+	size_t made = 0; /* files 0..made-1 staged and read back */
+	for (; made < nk; made++) {
+		size_t k = made;
 		const char *kernel = nm_gold_kernel_at(k);
 		char err[NG_ERR_LEN], *text;
 		size_t len;
@@ -399,33 +409,40 @@ static int ng_update(const struct ng_opts *o)
 			break;
 		}
 		path[k] = ng_path(o->dir, kernel);
-		if (!path[k])
-			rc = nm_fail("out of memory");
-		else if (nm_file_stage(path[k], text, len, &tmp[k], err, sizeof err) != 0)
-			rc = nm_fail("%s", err);
+		if (!path[k] || nm_file_stage(path[k], text, len, &tmp[k], err, sizeof err) != 0) {
+			rc = path[k] ? nm_fail("%s", err) : nm_fail("out of memory");
+			free(text);
+			break;
+		}
 		free(text);
-		if (!rc && nm_golden_open(tmp[k], &g, err, sizeof err) != NM_GOLDEN_OK)
+		if (nm_golden_open(tmp[k], &g, err, sizeof err) != NM_GOLDEN_OK) {
 			rc = nm_fail("golden update: %s does not read back: %s", tmp[k], err);
-		else if (!rc)
-			nm_golden_close(g);
+			break;
+		}
+		nm_golden_close(g);
 	}
+	bool ok = made == nk;
 	/* a target rename() would refuse (a folder) fails the set before any
 	 * file is replaced */
-	for (size_t k = 0; k < nk && !rc; k++) {
+	for (size_t k = 0; k < nk && ok; k++) {
 		struct stat sb;
-		if (lstat(path[k], &sb) == 0 && !S_ISREG(sb.st_mode))
+		if (lstat(path[k], &sb) == 0 && !S_ISREG(sb.st_mode)) {
 			rc = nm_fail("%s: not a regular file; no golden file was changed", path[k]);
+			ok = false;
+		}
 	}
-	for (size_t k = 0; k < nk && !rc; k++) {
+	for (size_t k = 0; k < nk && ok; k++) {
 		char err[NG_ERR_LEN];
-		if (nm_file_commit(tmp[k], path[k], err, sizeof err) != 0)
+		if (nm_file_commit(tmp[k], path[k], err, sizeof err) != 0) {
 			rc = nm_fail("%s", err);
+			ok = false;
+		}
 		free(tmp[k]);
 		tmp[k] = NULL;
 	}
-	for (size_t k = 0; tmp && path && k < nk; k++) {
+	for (size_t k = 0; k < nk; k++) {
 		nm_file_discard(tmp[k]);
-		if (!rc) {
+		if (ok) {
 			printf("%s: %zu cases, %zu records\n", path[k], nc[k], nr[k]);
 			total_cases += nc[k];
 			total_records += nr[k];
@@ -437,7 +454,7 @@ static int ng_update(const struct ng_opts *o)
 	free(path);
 	free(nc);
 	free(nr);
-	if (rc)
+	if (!ok)
 		return rc;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("golden: %zu cases, %zu records in %.1f s\n", total_cases, total_records,
@@ -470,13 +487,15 @@ static int ng_list(const struct ng_opts *o)
 	return fflush(stdout) == 0 ? 0 : nm_fail("cannot write the output: %s", strerror(errno));
 }
 
-/* Open DIR/KERNEL.golden for a case id "KERNEL.…" and find the case. */
+/* Open DIR/KERNEL.golden for a case id "KERNEL.…" and find the case: 0
+ * with *g open and *c set, else nm_fail's status with *g and *c NULL. */
 static int ng_open_case(const char *dir, const char *id, nm_golden **g, const nm_golden_case **c)
 {
 	char kernel[64], err[NG_ERR_LEN], *path;
 	size_t n = strcspn(id, ".");
 
 	*g = NULL;
+	*c = NULL;
 	if (n == 0 || n >= sizeof kernel || id[n] != '.')
 		return nm_fail(
 		    "bad case id '%s' (KERNEL.VARIANT.STORAGE-COMPUTE.SET; nanmap golden "
@@ -524,14 +543,16 @@ static int ng_export(const struct ng_opts *o)
 		return nm_fail("golden export needs --inputs FILE (.npy: float64; else raw "
 		               "storage encodings)");
 	rc = ng_open_case(o->dir, o->pos[0], &g, &c);
-	if (rc)
+	if (!c) /* not found, and said so: rc is nm_fail's status */
 		return rc;
 	err[0] = '\0';
-	if (strcmp(c->gen, "uniform") != 0)
+	if (strcmp(c->gen, "uniform") != 0) {
 		rc = nm_fail("case %s: generator '%s' (export knows uniform)", c->id, c->gen);
-	else if (emu_policy_parse(c->policy, &pol, err, sizeof err) != EMU_OK)
+		nm_golden_close(g);
+		return rc;
+	}
+	if (emu_policy_parse(c->policy, &pol, err, sizeof err) != EMU_OK) {
 		rc = nm_fail("case %s: bad policy '%s': %s", c->id, c->policy, err);
-	if (rc) {
 		nm_golden_close(g);
 		return rc;
 	}

@@ -45,11 +45,14 @@ size_t nm_npy_dtype_size(nm_npy_dtype t)
 	return (unsigned)t < NM_NPY_NDTYPES ? dtypes[t].size : 0;
 }
 
-static nm_npy_status fail(char *err, size_t errlen, const char *name, nm_npy_status st,
-                          const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void fail_msg(char *err, size_t errlen, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* The error line in err, and st as the value of the expression itself, so
+ * that the status a caller returns is plain at the call (the analyzer does
+ * not follow variadic calls, and took a failed header for a read one). */
+#define fail(err, errlen, name, st, ...) (fail_msg(err, errlen, name, __VA_ARGS__), (st))
 
-static nm_npy_status fail(char *err, size_t errlen, const char *name, nm_npy_status st,
-                          const char *fmt, ...)
+static void fail_msg(char *err, size_t errlen, const char *name, const char *fmt, ...)
 {
 	if (err && errlen) {
 		int n = snprintf(err, errlen, "%s: ", name ? name : "(npy)");
@@ -61,7 +64,6 @@ static nm_npy_status fail(char *err, size_t errlen, const char *name, nm_npy_sta
 			va_end(ap);
 		}
 	}
-	return st;
 }
 
 static bool host_big_endian(void)
@@ -83,18 +85,19 @@ typedef struct {
 	nm_npy_status st;
 } hdr;
 
-static bool herr(hdr *h, nm_npy_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void herr_msg(hdr *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* h->st = status, the message in h->err, false: written out in the expression,
+ * as fail is, so that a parser returning false has plainly set h->st. */
+#define herr(h, status, ...) ((h)->st = (status), herr_msg((h), __VA_ARGS__), false)
 
-static bool herr(hdr *h, nm_npy_status st, const char *fmt, ...)
+static void herr_msg(hdr *h, const char *fmt, ...)
 {
 	char msg[200];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
 	va_end(ap);
-	h->st = fail(h->err, h->errlen, h->name, st, "%s", msg);
-	return false;
+	fail_msg(h->err, h->errlen, h->name, "%s", msg);
 }
 
 static void skip_ws(hdr *h)
@@ -509,7 +512,7 @@ nm_npy_status nm_npy_read_mem(const void *buf, size_t len, const char *name, nm_
 	const unsigned char *b = buf;
 	if (!b && len)
 		return fail(err, errlen, name, NM_NPY_ERR_IO, "no buffer");
-	struct npy_meta m;
+	struct npy_meta m = {0}; /* set by npy_meta on NM_NPY_OK, zero otherwise */
 	nm_npy_status ms = npy_meta(b, len, name, &m, err, errlen);
 	if (ms != NM_NPY_OK)
 		return ms;
@@ -613,7 +616,7 @@ nm_npy_status nm_npy_read(const char *path, nm_npy *out, char *err, size_t errle
 	unsigned char *buf = NULL;
 	size_t len = 0, cap = 0;
 	nm_npy_status st = NM_NPY_OK;
-	struct npy_meta m;
+	struct npy_meta m = {0}; /* set by npy_meta on NM_NPY_OK, zero otherwise */
 	bool ok = read_more(fp, &buf, &len, &cap, 12), data = false;
 	if (ok && len >= 12 && !memcmp(buf, "\x93NUMPY", 6) && (buf[6] == 1 || buf[6] == 2 ||
 	                                                          buf[6] == 3)) {

@@ -40,15 +40,18 @@
 #include "nm_plot.h"
 #include "nm_point.h"
 
-static int perr(char *err, size_t errlen, const char *fmt, ...)
+static void perr_msg(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-static int perr(char *err, size_t errlen, const char *fmt, ...)
+/* The message in err, and -1 as the value of the expression itself: the
+ * analyzer does not follow variadic calls, and took a failed read for a
+ * good one. */
+#define perr(...) (perr_msg(__VA_ARGS__), -1)
+static void perr_msg(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
 	va_end(ap);
-	return -1;
 }
 
 /* ---- CSV (RFC 4180) ---- */
@@ -459,7 +462,7 @@ static const char *vis(const char *s)
 	static int k;
 	char *b = buf[k = (k + 1) % 4];
 	size_t n = 0, i = 0;
-	for (; s[i] && i < 60; i++) {
+	for (; i < 60 && s[i]; i++) {
 		unsigned char ch = (unsigned char)s[i];
 		if (ch < 0x20 || ch >= 0x7f)
 			n += (size_t)snprintf(b + n, sizeof buf[0] - n, "\\x%02x", ch);
@@ -595,15 +598,21 @@ static int check_lead(const nm_case *c, const nm_csv *t, size_t r, size_t var, s
 		if (!ax && !num_ok(s, false))
 			return perr(err, errlen, "%s:%zu: %s '%s' is not a number", path, line,
 			            c->axes[a].name, vis(s));
-		/* the same double (its encoding), however it is spelled */
+		/* the same double, however it is spelled: compared by its bits on
+		 * purpose, so that -0 is not taken for 0 (== would) */
 		double v = nm_csv_num(s);
-		if (ax && (!num_ok(s, false) || memcmp(&v, &ax[a], sizeof v) != 0) &&
+		uint64_t vb, ab;
+		if (ax) {
+			memcpy(&vb, &v, sizeof vb);
+			memcpy(&ab, &ax[a], sizeof ab);
+		}
+		if (ax && (!num_ok(s, false) || vb != ab) &&
 		    nm_fmt_double(ax[a], want, sizeof want))
 			return perr(err, errlen, "%s:%zu: %s '%s', expected '%s'", path, line,
 			            c->axes[a].name, vis(s), want);
 	}
 	s = nm_csv_get(t, r, 4 + (int)c->naxes);
-	if (be ? strcmp(s, be) != 0 : strcmp(s, "fast") != 0 && (!c->exact || strcmp(s, "exact")))
+	if (be ? strcmp(s, be) != 0 : strcmp(s, "fast") != 0 && (!c->exact || strcmp(s, "exact") != 0))
 		return perr(err, errlen, "%s:%zu: backend '%s', expected %s", path, line, vis(s),
 		            be ? be : c->exact ? "fast or exact" : "fast");
 	return 0;
@@ -631,12 +640,12 @@ static size_t check_rows(const nm_case *c, const pl_grid *g, const nm_csv *t, co
 			return line;
 		const char *s = nm_csv_get(t, r, base);
 		if (nm_status_code(s) < 0)
-			return perr(err, errlen,
+			return perr_msg(err, errlen,
 			            "%s:%zu: status '%s' is not ok, underflow, overflow, inf or nan", path,
 			            line, vis(s)),
 			       line;
 		if (!uint_ok(s = nm_csv_get(t, r, base + 3), true))
-			return perr(err, errlen, "%s:%zu: first_index '%s' is not a whole number", path,
+			return perr_msg(err, errlen, "%s:%zu: first_index '%s' is not a whole number", path,
 			            line, vis(s)),
 			       line;
 		for (size_t j = (size_t)base + 4; j < t->ncols; j++) {
@@ -645,7 +654,7 @@ static size_t check_rows(const nm_case *c, const pl_grid *g, const nm_csv *t, co
 			bool lost = l > 5 && strcmp(name + l - 5, ".lost") == 0;
 			s = nm_csv_get(t, r, (int)j);
 			if (lost ? !uint_ok(s, true) : !num_ok(s, true))
-				return perr(err, errlen, "%s:%zu: %s '%s' is not a %s", path, line,
+				return perr_msg(err, errlen, "%s:%zu: %s '%s' is not a %s", path, line,
 				            vis(name), vis(s), lost ? "whole number" : "number"),
 				       line;
 		}
@@ -670,16 +679,16 @@ static size_t check_series_rows(const nm_case *c, const pl_grid *g, const nm_csv
 		for (size_t i = 0; i < c->nseries; i++)
 			ok |= strcmp(s, c->series[i]) == 0;
 		if (!ok)
-			return perr(err, errlen, "%s:%zu: output '%s' is not in the case's series list",
+			return perr_msg(err, errlen, "%s:%zu: output '%s' is not in the case's series list",
 			            path, line, vis(s)),
 			       line;
 		const char *ix = nm_csv_get(t, r, co + 1);
 		if (!uint_ok(ix, false))
-			return perr(err, errlen, "%s:%zu: index '%s' is not a whole number", path, line,
+			return perr_msg(err, errlen, "%s:%zu: index '%s' is not a whole number", path, line,
 			            vis(ix)),
 			       line;
 		if (!num_ok(s = nm_csv_get(t, r, co + 2), false))
-			return perr(err, errlen, "%s:%zu: value '%s' is not a number", path, line, vis(s)),
+			return perr_msg(err, errlen, "%s:%zu: value '%s' is not a number", path, line, vis(s)),
 			       line;
 		unsigned long long i = strtoull(ix, NULL, 10);
 		if (i == 0) {
@@ -690,7 +699,7 @@ static size_t check_series_rows(const nm_case *c, const pl_grid *g, const nm_csv
 		for (int j = 0; same && j <= co; j++)
 			same = strcmp(nm_csv_get(t, r, j), nm_csv_get(t, r - 1, j)) == 0;
 		if (!same || strtoull(nm_csv_get(t, r - 1, co + 1), NULL, 10) + 1 != i)
-			return perr(err, errlen, "%s:%zu: index %s does not follow the row before", path,
+			return perr_msg(err, errlen, "%s:%zu: index %s does not follow the row before", path,
 			            line, vis(ix)),
 			       line;
 	}

@@ -171,6 +171,8 @@ static int sw_parse_size(const char *a, double *bytes);
 static int sw_take(void *ctx, const nm_opt *d, const char *v)
 {
 	struct sw_opts *o = ctx;
+	/* the option decides, not the pointer: a NULL dst told the analyzer
+	 * that o itself might be NULL */
 	const char **dst = d->id == SW_O_OUT     ? &o->out
 	                   : d->id == SW_O_PLOTS ? &o->plots
 	                   : d->id == SW_O_DOCS  ? &o->docs
@@ -178,7 +180,7 @@ static int sw_take(void *ctx, const nm_opt *d, const char *v)
 	                                         : NULL;
 	uint64_t j;
 
-	if (dst) {
+	if (d->id == SW_O_OUT || d->id == SW_O_PLOTS || d->id == SW_O_DOCS || d->id == SW_O_ONLY) {
 		if (!v[0])
 			return nm_fail("sweep: %s needs a value", d->lng);
 		*dst = v;

@@ -105,6 +105,11 @@ int nm_file_write(const char *path, const void *data, size_t len, char *err, siz
 
 char *nm_file_read(const char *path, size_t *len)
 {
+	return nm_file_read_max(path, SIZE_MAX - 1, len);
+}
+
+char *nm_file_read_max(const char *path, size_t max, size_t *len)
+{
 	FILE *f = fopen(path, "rb");
 	char *b = NULL;
 	size_t n = 0, cap = 0;
@@ -127,6 +132,12 @@ char *nm_file_read(const char *path, size_t *len)
 		n += got;
 		if (got == 0)
 			break;
+		if (n > max) {
+			fclose(f);
+			free(b);
+			errno = EFBIG;
+			return NULL;
+		}
 	}
 	if (ferror(f)) {
 		int e = errno;

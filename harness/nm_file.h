@@ -41,6 +41,9 @@ int nm_file_update(const char *path, const void *data, size_t len, bool *written
 /* The whole file, NUL-terminated (malloc'd), its length in *len (may be
  * NULL); NULL when it cannot be read (errno says why). */
 char *nm_file_read(const char *path, size_t *len);
+/* The same, reading at most max bytes: a longer file (or an endless stream,
+ * /dev/zero) is NULL with errno EFBIG once max + 1 bytes have been read. */
+char *nm_file_read_max(const char *path, size_t max, size_t *len);
 
 /* The names nm_file_stage gives its temporaries, as an nm_file_clean_match
  * pattern. */

@@ -56,43 +56,9 @@ static void perr_msg(char *err, size_t errlen, const char *fmt, ...)
 
 /* ---- CSV (RFC 4180) ---- */
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	size_t cap = 1 << 16, n = 0;
-	char *s = malloc(cap);
-	bool failed = !s;
-	while (!failed) {
-		if (n + 4096 + 1 > cap) {
-			char *t = realloc(s, cap *= 2);
-			if (!t) {
-				failed = true;
-				break;
-			}
-			s = t;
-		}
-		size_t k = fread(s + n, 1, cap - n - 1, f);
-		n += k;
-		if (k == 0)
-			break;
-	}
-	if (failed) {
-		free(s);
-		s = NULL;
-	}
-	if (s && ferror(f)) {
-		free(s);
-		s = NULL;
-	}
-	fclose(f);
-	if (s) {
-		s[n] = 0;
-		*len = n;
-	}
-	return s;
-}
+/* The most bytes a results CSV or a plot gnuplot wrote may have (the largest
+ * sweep's CSV is a few MB): a stream such as /dev/zero is refused there. */
+#define PL_MAX_BYTES ((size_t)1 << 28)
 
 void nm_csv_free(nm_csv *t)
 {
@@ -108,7 +74,11 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof *t);
 	size_t len;
-	char *s = slurp(path, &len);
+	errno = 0;
+	char *s = nm_file_read_max(path, PL_MAX_BYTES, &len);
+	if (!s && errno == EFBIG)
+		return perr(err, errlen, "%s: larger than %zu bytes, the limit for a results CSV", path,
+		            PL_MAX_BYTES);
 	if (!s)
 		return perr(err, errlen, "%s: %s", path, strerror(errno ? errno : ENOMEM));
 	size_t cap = 0, n = 0, line = 1, fields = 0, lcap = 0, rec_line = 1;
@@ -1240,7 +1210,7 @@ static int check_written(const char *tmp, const char *out, bool png, char *err, 
 {
 	size_t n = 0;
 	errno = 0;
-	char *s = slurp(tmp, &n);
+	char *s = nm_file_read_max(tmp, PL_MAX_BYTES, &n);
 	if (!s)
 		return perr(err, errlen, "%s: gnuplot wrote nothing readable: %s", out,
 		            strerror(errno ? errno : ENOMEM));

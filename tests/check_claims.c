@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lib.h"
+#include "nm_file.h"
 #include "nm_case.h"
 #include "nm_claims.h"
 
@@ -235,15 +236,12 @@ START_TEST(claim8_fp8)
 }
 END_TEST
 
+/* The whole file (nm_file_read), which must exist. */
 static char *slurp(const char *path)
 {
-	FILE *f = fopen(path, "rb");
-	ck_assert_msg(f != NULL, "%s missing", path);
-	static char buf[1 << 17];
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	return strdup(buf);
+	char *s = nm_file_read(path, NULL);
+	ck_assert_msg(s != NULL, "cannot read %s", path);
+	return s;
 }
 
 START_TEST(write_report)

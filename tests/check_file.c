@@ -68,6 +68,30 @@ START_TEST(test_write_whole)
 }
 END_TEST
 
+/* A read with a limit: a file at the limit is read, one byte more is EFBIG,
+ * and so is an endless stream (/dev/zero) once past the limit. */
+START_TEST(test_read_max)
+{
+	char dir[64], path[128], err[256] = "", data[100];
+	size_t len = 0;
+	char *back;
+
+	fl_mkdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/b.bin", dir);
+	memset(data, 'a', sizeof(data));
+	ck_assert_int_eq(nm_file_write(path, data, sizeof(data), err, sizeof(err)), 0);
+	back = nm_file_read_max(path, 100, &len);
+	ck_assert(back != NULL && len == 100 && back[100] == '\0');
+	free(back);
+	errno = 0;
+	ck_assert(nm_file_read_max(path, 99, &len) == NULL && errno == EFBIG);
+	errno = 0;
+	ck_assert(nm_file_read_max("/dev/zero", 1 << 20, &len) == NULL && errno == EFBIG);
+	unlink(path);
+	fl_rmdir(dir);
+}
+END_TEST
+
 START_TEST(test_update_skips_equal)
 {
 	char dir[64], path[128], err[256] = "";
@@ -225,6 +249,7 @@ Suite *suite_file(void)
 	TCase *tc = tcase_create("file");
 
 	tcase_add_test(tc, test_write_whole);
+	tcase_add_test(tc, test_read_max);
 	tcase_add_test(tc, test_update_skips_equal);
 	tcase_add_test(tc, test_clean_dead_only);
 	tcase_add_test(tc, test_stage_commit_discard);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lib.h"
+#include "nm_file.h"
 #include "nm_goldcmd.h"
 #include "nm_golden.h"
 #include "nm_npy.h"
@@ -29,21 +30,12 @@
 			ck_abort_msg(__VA_ARGS__);                                                 \
 	} while (0)
 
+/* The whole file (nm_file_read), which must exist. */
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *fp = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!fp)
-		return NULL;
-	if (fseek(fp, 0, SEEK_END) == 0 && (n = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0 &&
-	    (buf = malloc((size_t)n + 1)) != NULL) {
-		*len = fread(buf, 1, (size_t)n, fp);
-		buf[*len] = '\0';
-	}
-	fclose(fp);
-	return buf;
+	char *s = nm_file_read(path, len);
+	ck_assert_msg(s != NULL, "cannot read %s", path);
+	return s;
 }
 
 /* The text from the first case on: the header names the MPFR version of the

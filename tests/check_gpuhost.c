@@ -20,6 +20,7 @@
 
 #include "../gpu/gpu_host.h"
 #include "lib.h"
+#include "nm_file.h"
 #include "tc.h"
 
 static char tmpdir[64];
@@ -39,22 +40,11 @@ static void rm_tmp(void)
 }
 
 /* The whole file, NUL-terminated (NULL when unreadable). */
+/* The whole file (nm_file_read), which must exist. */
 static char *slurp(const char *path)
 {
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return NULL;
-	fseek(fp, 0, SEEK_END);
-	long n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	if (s && fread(s, 1, (size_t)n, fp) != (size_t)n) {
-		free(s);
-		s = NULL;
-	}
-	if (s)
-		s[n] = '\0';
-	fclose(fp);
+	char *s = nm_file_read(path, NULL);
+	ck_assert_msg(s != NULL, "cannot read %s", path);
 	return s;
 }
 

@@ -21,6 +21,7 @@
 
 #include "kernels.h"
 #include "lib.h"
+#include "nm_file.h"
 #include "nm_point.h"
 #include "nm_thresh.h"
 
@@ -242,15 +243,11 @@ START_TEST(test_two_axes)
 }
 END_TEST
 
+/* The whole file (nm_file_read), which must exist. */
 static char *slurp(const char *path, size_t *len)
 {
-	FILE *fp = fopen(path, "rb");
-	ck_assert_msg(fp != NULL, "cannot read %s", path);
-	char *s = malloc(1 << 16);
-	ck_assert_ptr_nonnull(s);
-	*len = fread(s, 1, (1 << 16) - 1, fp);
-	s[*len] = '\0';
-	fclose(fp);
+	char *s = nm_file_read(path, len);
+	ck_assert_msg(s != NULL, "cannot read %s", path);
 	return s;
 }
 

@@ -1,0 +1,307 @@
+/*
+ * aops.c — arithmetic over arrays of format values (the value domain:
+ * doubles that hold values of f), exact and with flags, for every mode,
+ * overflow rule and subnormal option.
+ *
+ * Two paths, one result (tests/check_aops.c proves them equal, bits and
+ * flags, to the scalar operations):
+ *  - generic: element i goes through the proven scalar operation under
+ *    env with index env->index + i (emu_v_* for add, sub, mul, div, fma,
+ *    as emu_k_op's fast backend; encodings and emu_apply for the unary ops
+ *    and min/max; emu_v_from_double for cvt);
+ *  - fast: round-to-nearest-even without sat, ftz or daz, formats with
+ *    sign, zero and subnormals, p <= 25, for add, sub, mul, div and sqrt:
+ *    r = a op b in binary64 (innocuous double rounding, docs/numerics.md),
+ *    its exact error term for the inexact flag, and r rounded to f with
+ *    masks, no branch on data. An element it cannot decide (an operand or
+ *    r not finite, a rounded result above max, a square root below 2^emin)
+ *    is marked and redone by the generic path.
+ */
+#include <fenv.h>
+
+#include "internal.h"
+
+/* A result encoding read back as the value domain holds it: a NaN keeps
+ * the encoding's sign (as backend.c's decode). */
+static double value_of(const emu_format *f, emu_bits b)
+{
+	double v = emu_decode(f, b);
+	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
+}
+
+/* DAZ in the value domain (as backend.c): subnormal values of f are read
+ * as zeros of their sign. */
+static double daz_value(const emu_format *f, double x)
+{
+	return x != 0 && fabs(x) < f->min_normal ? copysign(0.0, x) : x;
+}
+
+double emu_a_element(emu_op op, const emu_format *f, double x, double y, double z,
+                     const emu_env *env, unsigned *fl)
+{
+	if (env->daz && op >= EMU_OP_ADD && op <= EMU_OP_FMA) {
+		x = daz_value(f, x);
+		y = daz_value(f, y);
+		z = daz_value(f, z);
+	}
+	switch (op) {
+	case EMU_OP_CVT:
+		return emu_v_from_double(f, x, env, fl);
+	case EMU_OP_ADD:
+		return emu_v_add(f, x, y, env, fl);
+	case EMU_OP_SUB:
+		return emu_v_sub(f, x, y, env, fl);
+	case EMU_OP_MUL:
+		return emu_v_mul(f, x, y, env, fl);
+	case EMU_OP_DIV:
+		return emu_v_div(f, x, y, env, fl);
+	case EMU_OP_FMA:
+		return emu_v_fma(f, x, y, z, env, fl);
+	default: {
+		int ar = emu_op_arity(op);
+		emu_bits args[3] = {emu_encode(f, x), ar > 1 ? emu_encode(f, y) : 0, 0};
+		emu_result r = emu_apply(op, f, NULL, args, env);
+		*fl |= r.flags;
+		return value_of(f, r.bits);
+	}
+	}
+}
+
+#define MASK(c) (-(uint64_t)(c))
+#define SEL(m, x, y) (((x) & (m)) | ((y) & ~(m)))
+#define CHUNK 256
+
+struct fconsts {
+	uint64_t low, half_m1, max_d, minnorm_d, fnuz;
+	double magic;
+	int S;
+};
+
+/* r (binary64, finite) rounded to f in RNE: the p-bit rounding of its
+ * magnitude bits (the carry runs into the exponent), or below 2^emin the
+ * FPU's rounding of |r| + 2^(emin-p+1+52) to the quantum. ix: the rounding
+ * was inexact; tiny: the p-bit rounding with unbounded exponent is below
+ * 2^emin; big: above max (the generic path decides it). */
+static inline __attribute__((always_inline)) double
+round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint64_t *big)
+{
+	const int S = c->S;
+	uint64_t b = emu_dbits(r);
+	uint64_t a = b & 0x7fffffffffffffffull;
+	uint64_t sign = b & 0x8000000000000000ull;
+	uint64_t rn = (a + c->half_m1 + ((a >> S) & 1)) & ~c->low;
+	uint64_t m_sub = MASK(a < c->minnorm_d);
+	double ax = emu_bitsd(a & m_sub);
+	double y = (ax + c->magic) - c->magic;
+	uint64_t res = SEL(m_sub, emu_dbits(y), rn);
+	*ix = res != a;
+	*tiny = rn < c->minnorm_d;
+	*big = rn > c->max_d;
+	/* fnuz has no -0: a zero result is +0 */
+	res |= sign & ~(c->fnuz & MASK(res == 0));
+	return emu_bitsd(res);
+}
+
+#define FIN(x) ((emu_dbits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull)
+
+/* One chunk of the fast path; returns how many elements it left to the
+ * generic path (marked in fb). */
+static inline __attribute__((always_inline)) unsigned
+fast_chunk(const int S, emu_op op, const struct fconsts *c0, double *dst, const double *a,
+           size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, uint8_t *fb)
+{
+	struct fconsts c = *c0;
+	c.S = S;
+	unsigned nfb = 0;
+	for (size_t i = 0; i < n; i++) {
+		double x = a[i * sa], y = op == EMU_OP_SQRT ? 0.0 : b[i * sb];
+		if (op == EMU_OP_SUB)
+			y = -y;
+		double r, err;
+		uint64_t sqrt_low = 0;
+		switch (op) {
+		case EMU_OP_ADD:
+		case EMU_OP_SUB: { /* TwoSum (Knuth): r + err = x + y exactly */
+			r = x + y;
+			double bb = r - x;
+			err = (x - (r - bb)) + (y - bb);
+			break;
+		}
+		case EMU_OP_MUL: /* 2p <= 50 bits, exponent in [-298, 256]: exact */
+			r = x * y;
+			err = 0;
+			break;
+		case EMU_OP_DIV: /* the remainder of a rounded quotient is exact */
+			r = x / y;
+			err = fma(-r, y, x);
+			break;
+		default: /* sqrt: the residual is exact */
+			r = sqrt(x);
+			err = fma(-r, r, x);
+			sqrt_low = r < emu_bitsd(c.minnorm_d);
+			break;
+		}
+		uint64_t ix, tiny, big;
+		double v = round_rne(&c, r, &ix, &tiny, &big);
+		ix |= err != 0;
+		uint64_t bad = !FIN(x) | !FIN(y) | !FIN(r) | big | sqrt_low;
+		dst[i] = v;
+		fl[i] = (uint8_t)((ix << 4) | ((tiny & ix) << 3));
+		fb[i] = (uint8_t)bad;
+		nfb += (unsigned)bad;
+	}
+	return nfb;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#define A_CLONES                                                                                   \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("O3")))
+#else
+#define A_CLONES
+#endif
+
+/* One instance per op and precision class; strides 1 get their own
+ * instance so that the loop is plain loads. */
+#define FAST_OP(OP, NAME)                                                                          \
+	A_CLONES static unsigned NAME(const struct fconsts *c, double *dst, const double *a,      \
+	                              size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, \
+	                              uint8_t *fb)                                                  \
+	{                                                                                          \
+		if (sa == 1 && (OP == EMU_OP_SQRT || sb == 1))                                     \
+			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, fl, fb);                \
+		return fast_chunk(c->S, OP, c, dst, a, sa, b, sb, n, fl, fb);                      \
+	}
+FAST_OP(EMU_OP_ADD, fast_add)
+FAST_OP(EMU_OP_SUB, fast_sub)
+FAST_OP(EMU_OP_MUL, fast_mul)
+FAST_OP(EMU_OP_DIV, fast_div)
+FAST_OP(EMU_OP_SQRT, fast_sqrt)
+
+static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
+{
+	if (op != EMU_OP_ADD && op != EMU_OP_SUB && op != EMU_OP_MUL && op != EMU_OP_DIV &&
+	    op != EMU_OP_SQRT)
+		return false;
+	if (env->mode != EMU_RNE || env->sat || env->ftz || env->daz)
+		return false;
+	if (!f->has_sign || !f->has_zero || !f->has_subnormals || f->p < 2 || f->p > 25)
+		return false;
+	if (fegetround() != FE_TONEAREST)
+		return false;
+	c->S = 53 - f->p;
+	c->low = (1ull << c->S) - 1;
+	c->half_m1 = (1ull << (c->S - 1)) - 1;
+	c->max_d = emu_dbits(f->max);
+	c->minnorm_d = emu_dbits(f->min_normal);
+	c->magic = ldexp(1.0, f->emin - f->p + 1 + 52);
+	c->fnuz = MASK(f->nan == EMU_NAN_FNUZ);
+	return true;
+}
+
+static void tally(emu_a_flags *acc, const uint8_t *fl, size_t n)
+{
+	uint64_t c[5] = {0, 0, 0, 0, 0};
+	unsigned any = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v = fl[i];
+		any |= v;
+		for (int k = 0; k < 5; k++)
+			c[k] += (v >> k) & 1;
+	}
+	for (int k = 0; k < 5; k++)
+		acc->count[k] += c[k];
+	acc->any |= any;
+}
+
+emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *const *args,
+                     const size_t *strides, size_t n, const emu_env *env, uint8_t *flags)
+{
+	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0};
+	int ar = emu_op_arity(op);
+	const double *a = args[0], *b = ar > 1 ? args[1] : a, *c = ar > 2 ? args[2] : a;
+	size_t sa = strides[0], sb = ar > 1 ? strides[1] : 0, sc = ar > 2 ? strides[2] : 0;
+	struct fconsts k;
+	bool fast = fast_ok(op, f, env, &k);
+	uint8_t fl[CHUNK], fb[CHUNK];
+	emu_env e = *env;
+	for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+		size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+		const double *pa = a + i0 * sa, *pb = b + i0 * sb;
+		unsigned nfb = (unsigned)m;
+		if (fast) {
+			switch (op) {
+			case EMU_OP_ADD:
+				nfb = fast_add(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				break;
+			case EMU_OP_SUB:
+				nfb = fast_sub(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				break;
+			case EMU_OP_MUL:
+				nfb = fast_mul(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				break;
+			case EMU_OP_DIV:
+				nfb = fast_div(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				break;
+			default:
+				nfb = fast_sqrt(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				break;
+			}
+		} else {
+			memset(fb, 1, m);
+		}
+		for (size_t j = 0; nfb && j < m; j++) {
+			if (!fb[j])
+				continue;
+			size_t i = i0 + j;
+			unsigned v = 0;
+			e.index = env->index + i;
+			dst[i] = emu_a_element(op, f, a[i * sa], b[i * sb], c[i * sc], &e, &v);
+			fl[j] = (uint8_t)v;
+			nfb--;
+		}
+		if (flags)
+			memcpy(flags + i0, fl, m);
+		tally(&acc, fl, m);
+	}
+	return acc;
+}
+
+#define A1(NAME, OP)                                                                               \
+	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa, size_t n,  \
+	                 const emu_env *env, uint8_t *flags)                                      \
+	{                                                                                          \
+		const double *args[1] = {a};                                                       \
+		size_t st[1] = {sa};                                                               \
+		return emu_a_op(OP, f, dst, args, st, n, env, flags);                              \
+	}
+#define A2(NAME, OP)                                                                               \
+	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa,            \
+	                 const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags) \
+	{                                                                                          \
+		const double *args[2] = {a, b};                                                    \
+		size_t st[2] = {sa, sb};                                                           \
+		return emu_a_op(OP, f, dst, args, st, n, env, flags);                              \
+	}
+A1(emu_a_cvt, EMU_OP_CVT)
+A1(emu_a_sqrt, EMU_OP_SQRT)
+A1(emu_a_exp, EMU_OP_EXP)
+A1(emu_a_log, EMU_OP_LOG)
+A1(emu_a_exp2, EMU_OP_EXP2)
+A1(emu_a_rsqrt, EMU_OP_RSQRT)
+A1(emu_a_neg, EMU_OP_NEG)
+A1(emu_a_abs, EMU_OP_ABS)
+A2(emu_a_add, EMU_OP_ADD)
+A2(emu_a_sub, EMU_OP_SUB)
+A2(emu_a_mul, EMU_OP_MUL)
+A2(emu_a_div, EMU_OP_DIV)
+A2(emu_a_min, EMU_OP_MIN)
+A2(emu_a_max, EMU_OP_MAX)
+
+emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t sa,
+                      const double *b, size_t sb, const double *c, size_t sc, size_t n,
+                      const emu_env *env, uint8_t *flags)
+{
+	const double *args[3] = {a, b, c};
+	size_t st[3] = {sa, sb, sc};
+	return emu_a_op(EMU_OP_FMA, f, dst, args, st, n, env, flags);
+}

@@ -105,14 +105,16 @@ round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint6
 #define FIN(x) ((emu_dbits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull)
 
 /* One chunk of the fast path; returns how many elements it left to the
- * generic path (marked in fb). */
+ * generic path (marked in fb) and adds the inexact and underflow counts of
+ * the others to cnt[0], cnt[1]. */
 static inline __attribute__((always_inline)) unsigned
 fast_chunk(const int S, emu_op op, const struct fconsts *c0, double *dst, const double *a,
-           size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, uint8_t *fb)
+           size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, uint8_t *fb,
+           uint64_t *cnt)
 {
 	struct fconsts c = *c0;
 	c.S = S;
-	unsigned nfb = 0;
+	uint64_t nfb = 0, nix = 0, nuf = 0;
 	for (size_t i = 0; i < n; i++) {
 		double x = a[i * sa], y = op == EMU_OP_SQRT ? 0.0 : b[i * sb];
 		if (op == EMU_OP_SUB)
@@ -145,17 +147,23 @@ fast_chunk(const int S, emu_op op, const struct fconsts *c0, double *dst, const 
 		double v = round_rne(&c, r, &ix, &tiny, &big);
 		ix |= err != 0;
 		uint64_t bad = !FIN(x) | !FIN(y) | !FIN(r) | big | sqrt_low;
+		uint64_t uf = tiny & ix;
 		dst[i] = v;
-		fl[i] = (uint8_t)((ix << 4) | ((tiny & ix) << 3));
+		fl[i] = (uint8_t)((ix << 4) | (uf << 3));
 		fb[i] = (uint8_t)bad;
-		nfb += (unsigned)bad;
+		nfb += bad;
+		nix += ix & ~bad;
+		nuf += uf & ~bad;
 	}
-	return nfb;
+	cnt[0] += nix;
+	cnt[1] += nuf;
+	return (unsigned)nfb;
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
 #define A_CLONES                                                                                   \
-	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), optimize("O3")))
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),                 \
+	               optimize("O3", "no-math-errno")))
 #else
 #define A_CLONES
 #endif
@@ -165,11 +173,11 @@ fast_chunk(const int S, emu_op op, const struct fconsts *c0, double *dst, const 
 #define FAST_OP(OP, NAME)                                                                          \
 	A_CLONES static unsigned NAME(const struct fconsts *c, double *dst, const double *a,      \
 	                              size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, \
-	                              uint8_t *fb)                                                  \
+	                              uint8_t *fb, uint64_t *cnt)                                   \
 	{                                                                                          \
 		if (sa == 1 && (OP == EMU_OP_SQRT || sb == 1))                                     \
-			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, fl, fb);                \
-		return fast_chunk(c->S, OP, c, dst, a, sa, b, sb, n, fl, fb);                      \
+			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, fl, fb, cnt);           \
+		return fast_chunk(c->S, OP, c, dst, a, sa, b, sb, n, fl, fb, cnt);                 \
 	}
 FAST_OP(EMU_OP_ADD, fast_add)
 FAST_OP(EMU_OP_SUB, fast_sub)
@@ -198,19 +206,10 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 	return true;
 }
 
-static void tally(emu_a_flags *acc, const uint8_t *fl, size_t n)
+static void tally(uint64_t *count, unsigned v)
 {
-	uint64_t c[5] = {0, 0, 0, 0, 0};
-	unsigned any = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned v = fl[i];
-		any |= v;
-		for (int k = 0; k < 5; k++)
-			c[k] += (v >> k) & 1;
-	}
 	for (int k = 0; k < 5; k++)
-		acc->count[k] += c[k];
-	acc->any |= any;
+		count[k] += (v >> k) & 1;
 }
 
 emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *const *args,
@@ -222,28 +221,30 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 	size_t sa = strides[0], sb = ar > 1 ? strides[1] : 0, sc = ar > 2 ? strides[2] : 0;
 	struct fconsts k;
 	bool fast = fast_ok(op, f, env, &k);
-	uint8_t fl[CHUNK], fb[CHUNK];
+	uint8_t own[CHUNK], fb[CHUNK];
+	uint64_t cnt[2] = {0, 0}; /* the fast path's inexact and underflow counts */
 	emu_env e = *env;
 	for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
 		size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
 		const double *pa = a + i0 * sa, *pb = b + i0 * sb;
+		uint8_t *fl = flags ? flags + i0 : own;
 		unsigned nfb = (unsigned)m;
 		if (fast) {
 			switch (op) {
 			case EMU_OP_ADD:
-				nfb = fast_add(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				nfb = fast_add(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
 				break;
 			case EMU_OP_SUB:
-				nfb = fast_sub(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				nfb = fast_sub(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
 				break;
 			case EMU_OP_MUL:
-				nfb = fast_mul(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				nfb = fast_mul(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
 				break;
 			case EMU_OP_DIV:
-				nfb = fast_div(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				nfb = fast_div(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
 				break;
 			default:
-				nfb = fast_sqrt(&k, dst + i0, pa, sa, pb, sb, m, fl, fb);
+				nfb = fast_sqrt(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
 				break;
 			}
 		} else {
@@ -257,12 +258,15 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 			e.index = env->index + i;
 			dst[i] = emu_a_element(op, f, a[i * sa], b[i * sb], c[i * sc], &e, &v);
 			fl[j] = (uint8_t)v;
+			tally(acc.count, v);
 			nfb--;
 		}
-		if (flags)
-			memcpy(flags + i0, fl, m);
-		tally(&acc, fl, m);
 	}
+	acc.count[4] += cnt[0];
+	acc.count[3] += cnt[1];
+	for (int j = 0; j < 5; j++)
+		if (acc.count[j])
+			acc.any |= 1u << j;
 	return acc;
 }
 

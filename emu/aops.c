@@ -73,6 +73,7 @@ double emu_a_element(emu_op op, const emu_format *f, double x, double y, double 
 
 struct fconsts {
 	uint64_t low, half_m1, max_d, minnorm_d, fnuz;
+	uint64_t ovf_d; /* what an overflow gives in rne without sat: inf, NaN or max */
 	double magic;
 	int S;
 };
@@ -81,7 +82,7 @@ struct fconsts {
  * magnitude bits (the carry runs into the exponent), or below 2^emin the
  * FPU's rounding of |r| + 2^(emin-p+1+52) to the quantum. ix: the rounding
  * was inexact; tiny: the p-bit rounding with unbounded exponent is below
- * 2^emin; big: above max (the generic path decides it). */
+ * 2^emin; big: above max, the result then is the format's overflow value. */
 static inline __attribute__((always_inline)) double
 round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint64_t *big)
 {
@@ -97,6 +98,7 @@ round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint6
 	*ix = res != a;
 	*tiny = rn < c->minnorm_d;
 	*big = rn > c->max_d;
+	res = SEL(MASK(*big), c->ovf_d, res);
 	/* fnuz has no -0: a zero result is +0 */
 	res |= sign & ~(c->fnuz & MASK(res == 0));
 	return emu_bitsd(res);
@@ -104,59 +106,73 @@ round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint6
 
 #define FIN(x) ((emu_dbits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull)
 
-/* One chunk of the fast path; returns how many elements it left to the
- * generic path (marked in fb) and adds the inexact and underflow counts of
- * the others to cnt[0], cnt[1]. */
-static inline __attribute__((always_inline)) unsigned
-fast_chunk(const int S, emu_op op, const struct fconsts *c0, double *dst, const double *a,
-           size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, uint8_t *fb,
-           uint64_t *cnt)
+/* One element of the fast path: the value into *v, its inexact, underflow
+ * and overflow bits; returns 1 when the generic path must decide it. */
+static inline __attribute__((always_inline)) uint64_t
+fast_elem(const int S, emu_op op, const struct fconsts *c0, double x, double y, double *v,
+          uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
 {
 	struct fconsts c = *c0;
 	c.S = S;
-	uint64_t nfb = 0, nix = 0, nuf = 0;
+	if (op == EMU_OP_SUB)
+		y = -y;
+	double r, err;
+	uint64_t sqrt_low = 0;
+	switch (op) {
+	case EMU_OP_ADD:
+	case EMU_OP_SUB: { /* TwoSum (Knuth): r + err = x + y exactly */
+		r = x + y;
+		double bb = r - x;
+		err = (x - (r - bb)) + (y - bb);
+		break;
+	}
+	case EMU_OP_MUL: /* 2p <= 50 bits, exponent in [-298, 256]: exact */
+		r = x * y;
+		err = 0;
+		break;
+	case EMU_OP_DIV: /* the remainder of a rounded quotient is exact */
+		r = x / y;
+		err = fma(-r, y, x);
+		break;
+	default: /* sqrt: the residual is exact */
+		r = sqrt(x);
+		err = fma(-r, r, x);
+		sqrt_low = r < emu_bitsd(c.minnorm_d);
+		break;
+	}
+	uint64_t ix, tiny, big;
+	*v = round_rne(&c, r, &ix, &tiny, &big);
+	ix |= (err != 0) | big;
+	*ixo = ix;
+	*ufo = tiny & ix;
+	*ovo = big;
+	return !FIN(x) | !FIN(y) | !FIN(r) | sqrt_low;
+}
+
+/* One chunk of the fast path: values into dst, per-element flags into fl
+ * when it is not NULL (bit 7: left to the generic path); adds the inexact
+ * underflow and overflow counts of the decided elements to cnt[0..2] and
+ * returns how many it left undecided. */
+static inline __attribute__((always_inline)) unsigned
+fast_chunk(const int S, emu_op op, const struct fconsts *c, double *dst, const double *a,
+           size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, uint64_t *cnt)
+{
+	uint64_t nfb = 0, nix = 0, nuf = 0, nov = 0;
 	for (size_t i = 0; i < n; i++) {
-		double x = a[i * sa], y = op == EMU_OP_SQRT ? 0.0 : b[i * sb];
-		if (op == EMU_OP_SUB)
-			y = -y;
-		double r, err;
-		uint64_t sqrt_low = 0;
-		switch (op) {
-		case EMU_OP_ADD:
-		case EMU_OP_SUB: { /* TwoSum (Knuth): r + err = x + y exactly */
-			r = x + y;
-			double bb = r - x;
-			err = (x - (r - bb)) + (y - bb);
-			break;
-		}
-		case EMU_OP_MUL: /* 2p <= 50 bits, exponent in [-298, 256]: exact */
-			r = x * y;
-			err = 0;
-			break;
-		case EMU_OP_DIV: /* the remainder of a rounded quotient is exact */
-			r = x / y;
-			err = fma(-r, y, x);
-			break;
-		default: /* sqrt: the residual is exact */
-			r = sqrt(x);
-			err = fma(-r, r, x);
-			sqrt_low = r < emu_bitsd(c.minnorm_d);
-			break;
-		}
-		uint64_t ix, tiny, big;
-		double v = round_rne(&c, r, &ix, &tiny, &big);
-		ix |= err != 0;
-		uint64_t bad = !FIN(x) | !FIN(y) | !FIN(r) | big | sqrt_low;
-		uint64_t uf = tiny & ix;
+		double y = op == EMU_OP_SQRT ? 0.0 : b[i * sb], v;
+		uint64_t ix, uf, ov;
+		uint64_t bad = fast_elem(S, op, c, a[i * sa], y, &v, &ix, &uf, &ov);
 		dst[i] = v;
-		fl[i] = (uint8_t)((ix << 4) | (uf << 3));
-		fb[i] = (uint8_t)bad;
+		if (fl)
+			fl[i] = (uint8_t)((ix << 4) | (uf << 3) | (ov << 2) | (bad << 7));
 		nfb += bad;
 		nix += ix & ~bad;
 		nuf += uf & ~bad;
+		nov += ov & ~bad;
 	}
 	cnt[0] += nix;
 	cnt[1] += nuf;
+	cnt[2] += nov;
 	return (unsigned)nfb;
 }
 
@@ -168,16 +184,26 @@ fast_chunk(const int S, emu_op op, const struct fconsts *c0, double *dst, const 
 #define A_CLONES
 #endif
 
-/* One instance per op and precision class; strides 1 get their own
- * instance so that the loop is plain loads. */
+/* One instance per op; strides 1 and per-element flags or none get their
+ * own loops (a byte store per element would set the vector width). */
 #define FAST_OP(OP, NAME)                                                                          \
 	A_CLONES static unsigned NAME(const struct fconsts *c, double *dst, const double *a,      \
 	                              size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, \
-	                              uint8_t *fb, uint64_t *cnt)                                   \
+	                              uint64_t *cnt)                                                \
 	{                                                                                          \
-		if (sa == 1 && (OP == EMU_OP_SQRT || sb == 1))                                     \
-			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, fl, fb, cnt);           \
-		return fast_chunk(c->S, OP, c, dst, a, sa, b, sb, n, fl, fb, cnt);                 \
+		bool unit = sa == 1 && (OP == EMU_OP_SQRT || sb == 1);                             \
+		if (unit && !fl)                                                                   \
+			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, NULL, cnt);             \
+		if (unit)                                                                          \
+			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, fl, cnt);               \
+		return fast_chunk(c->S, OP, c, dst, a, sa, b, sb, n, fl, cnt);                     \
+	}                                                                                          \
+	/* Is element (x, y) left to the generic path? (the chunk's second look) */              \
+	static bool NAME##_bad(const struct fconsts *c, double x, double y)                      \
+	{                                                                                          \
+		double v;                                                                          \
+		uint64_t ix, uf, ov;                                                               \
+		return fast_elem(c->S, OP, c, x, y, &v, &ix, &uf, &ov) != 0;                      \
 	}
 FAST_OP(EMU_OP_ADD, fast_add)
 FAST_OP(EMU_OP_SUB, fast_sub)
@@ -203,6 +229,8 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 	c->minnorm_d = emu_dbits(f->min_normal);
 	c->magic = ldexp(1.0, f->emin - f->p + 1 + 52);
 	c->fnuz = MASK(f->nan == EMU_NAN_FNUZ);
+	c->ovf_d = f->has_inf ? emu_dbits(INFINITY)
+	           : f->nan != EMU_NAN_NONE ? emu_dbits(NAN) : emu_dbits(f->max);
 	return true;
 }
 
@@ -221,49 +249,54 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 	size_t sa = strides[0], sb = ar > 1 ? strides[1] : 0, sc = ar > 2 ? strides[2] : 0;
 	struct fconsts k;
 	bool fast = fast_ok(op, f, env, &k);
-	uint8_t own[CHUNK], fb[CHUNK];
-	uint64_t cnt[2] = {0, 0}; /* the fast path's inexact and underflow counts */
+	uint64_t cnt[3] = {0, 0, 0}; /* the fast path's inexact, underflow, overflow counts */
 	emu_env e = *env;
 	for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
 		size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
 		const double *pa = a + i0 * sa, *pb = b + i0 * sb;
-		uint8_t *fl = flags ? flags + i0 : own;
+		uint8_t *fl = flags ? flags + i0 : NULL;
 		unsigned nfb = (unsigned)m;
+		bool (*bad)(const struct fconsts *, double, double) = NULL;
 		if (fast) {
 			switch (op) {
 			case EMU_OP_ADD:
-				nfb = fast_add(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
+				nfb = fast_add(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				bad = fast_add_bad;
 				break;
 			case EMU_OP_SUB:
-				nfb = fast_sub(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
+				nfb = fast_sub(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				bad = fast_sub_bad;
 				break;
 			case EMU_OP_MUL:
-				nfb = fast_mul(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
+				nfb = fast_mul(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				bad = fast_mul_bad;
 				break;
 			case EMU_OP_DIV:
-				nfb = fast_div(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
+				nfb = fast_div(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				bad = fast_div_bad;
 				break;
 			default:
-				nfb = fast_sqrt(&k, dst + i0, pa, sa, pb, sb, m, fl, fb, cnt);
+				nfb = fast_sqrt(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				bad = fast_sqrt_bad;
 				break;
 			}
-		} else {
-			memset(fb, 1, m);
 		}
 		for (size_t j = 0; nfb && j < m; j++) {
-			if (!fb[j])
-				continue;
 			size_t i = i0 + j;
+			if (bad && (fl ? !(fl[j] & 0x80) : !bad(&k, a[i * sa], b[i * sb])))
+				continue;
 			unsigned v = 0;
 			e.index = env->index + i;
 			dst[i] = emu_a_element(op, f, a[i * sa], b[i * sb], c[i * sc], &e, &v);
-			fl[j] = (uint8_t)v;
+			if (fl)
+				fl[j] = (uint8_t)v;
 			tally(acc.count, v);
 			nfb--;
 		}
 	}
 	acc.count[4] += cnt[0];
 	acc.count[3] += cnt[1];
+	acc.count[2] += cnt[2];
 	for (int j = 0; j < 5; j++)
 		if (acc.count[j])
 			acc.any |= 1u << j;

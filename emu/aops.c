@@ -69,7 +69,7 @@ double emu_a_element(emu_op op, const emu_format *f, double x, double y, double 
 
 #define MASK(c) (-(uint64_t)(c))
 #define SEL(m, x, y) (((x) & (m)) | ((y) & ~(m)))
-#define CHUNK 256
+#define CHUNK 2048
 
 struct fconsts {
 	uint64_t low, half_m1, max_d, minnorm_d, fnuz;

@@ -70,9 +70,11 @@ static void ba_run(const struct ba *w, int k)
 	switch (k) {
 	case K_AOPS:
 		if (w->mul)
-			ba_sink += (double)emu_a_mul(w->f, w->dst, w->a, 1, w->b, 1, n, &env, NULL).any;
+			ba_sink +=
+			    (double)emu_a_mul(w->f, w->dst, w->a, 1, w->b, 1, n, &env, NULL).any;
 		else
-			ba_sink += (double)emu_a_add(w->f, w->dst, w->a, 1, w->b, 1, n, &env, NULL).any;
+			ba_sink +=
+			    (double)emu_a_add(w->f, w->dst, w->a, 1, w->b, 1, n, &env, NULL).any;
 		break;
 	case K_SCALAR: {
 		unsigned fl = 0;
@@ -157,8 +159,8 @@ void bench_aops(int reps)
 				eps[k] = (double)n / best[k];
 			printf("%s,%s,rne,%.1f,%.3f,%.1f,%.1f,%.1f,%.1f,%.3f\n", op ? "mul" : "add",
 			       f->name, eps[K_AOPS] / 1e6, eps[K_AOPS] / eps[K_MEMCPY],
-			       eps[K_SCALAR] / 1e6, eps[K_AOPS] / eps[K_SCALAR], eps[K_DOUBLE] / 1e6,
-			       eps[K_FLOAT] / 1e6, eps[K_AOPS] / eps[K_FLOAT]);
+			       eps[K_SCALAR] / 1e6, eps[K_AOPS] / eps[K_SCALAR],
+			       eps[K_DOUBLE] / 1e6, eps[K_FLOAT] / 1e6, eps[K_AOPS] / eps[K_FLOAT]);
 			fflush(stdout);
 		}
 	}

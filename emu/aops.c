@@ -108,9 +108,10 @@ round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint6
 
 /* One element of the fast path: the value into *v, its inexact, underflow
  * and overflow bits; returns 1 when the generic path must decide it. */
-static inline __attribute__((always_inline)) uint64_t
-fast_elem(const int S, emu_op op, const struct fconsts *c0, double x, double y, double *v,
-          uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
+static inline __attribute__((always_inline)) uint64_t fast_elem(const int S, emu_op op,
+                                                                const struct fconsts *c0, double x,
+                                                                double y, double *v, uint64_t *ixo,
+                                                                uint64_t *ufo, uint64_t *ovo)
 {
 	struct fconsts c = *c0;
 	c.S = S;
@@ -154,8 +155,8 @@ fast_elem(const int S, emu_op op, const struct fconsts *c0, double x, double y, 
  * underflow and overflow counts of the decided elements to cnt[0..2] and
  * returns how many it left undecided. */
 static inline __attribute__((always_inline)) unsigned
-fast_chunk(const int S, emu_op op, const struct fconsts *c, double *dst, const double *a,
-           size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, uint64_t *cnt)
+fast_chunk(const int S, emu_op op, const struct fconsts *c, double *dst, const double *a, size_t sa,
+           const double *b, size_t sb, size_t n, uint8_t *fl, uint64_t *cnt)
 {
 	uint64_t nfb = 0, nix = 0, nuf = 0, nov = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -178,7 +179,7 @@ fast_chunk(const int S, emu_op op, const struct fconsts *c, double *dst, const d
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
 #define A_CLONES                                                                                   \
-	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),                 \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),               \
 	               optimize("O3", "no-math-errno")))
 #else
 #define A_CLONES
@@ -187,23 +188,23 @@ fast_chunk(const int S, emu_op op, const struct fconsts *c, double *dst, const d
 /* One instance per op; strides 1 and per-element flags or none get their
  * own loops (a byte store per element would set the vector width). */
 #define FAST_OP(OP, NAME)                                                                          \
-	A_CLONES static unsigned NAME(const struct fconsts *c, double *dst, const double *a,      \
-	                              size_t sa, const double *b, size_t sb, size_t n, uint8_t *fl, \
-	                              uint64_t *cnt)                                                \
+	A_CLONES static unsigned NAME(const struct fconsts *c, double *dst, const double *a,       \
+	                              size_t sa, const double *b, size_t sb, size_t n,             \
+	                              uint8_t *fl, uint64_t *cnt)                                  \
 	{                                                                                          \
-		bool unit = sa == 1 && (OP == EMU_OP_SQRT || sb == 1);                             \
+		bool unit = sa == 1 && ((OP) == EMU_OP_SQRT || sb == 1);                           \
 		if (unit && !fl)                                                                   \
 			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, NULL, cnt);             \
 		if (unit)                                                                          \
 			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, fl, cnt);               \
 		return fast_chunk(c->S, OP, c, dst, a, sa, b, sb, n, fl, cnt);                     \
 	}                                                                                          \
-	/* Is element (x, y) left to the generic path? (the chunk's second look) */              \
-	static bool NAME##_bad(const struct fconsts *c, double x, double y)                      \
+	/* Is element (x, y) left to the generic path? (the chunk's second look) */                \
+	static bool NAME##_bad(const struct fconsts *c, double x, double y)                        \
 	{                                                                                          \
 		double v;                                                                          \
 		uint64_t ix, uf, ov;                                                               \
-		return fast_elem(c->S, OP, c, x, y, &v, &ix, &uf, &ov) != 0;                      \
+		return fast_elem(c->S, OP, c, x, y, &v, &ix, &uf, &ov) != 0;                       \
 	}
 FAST_OP(EMU_OP_ADD, fast_add)
 FAST_OP(EMU_OP_SUB, fast_sub)
@@ -229,8 +230,9 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 	c->minnorm_d = emu_dbits(f->min_normal);
 	c->magic = ldexp(1.0, f->emin - f->p + 1 + 52);
 	c->fnuz = MASK(f->nan == EMU_NAN_FNUZ);
-	c->ovf_d = f->has_inf ? emu_dbits(INFINITY)
-	           : f->nan != EMU_NAN_NONE ? emu_dbits(NAN) : emu_dbits(f->max);
+	c->ovf_d = f->has_inf               ? emu_dbits(INFINITY)
+	           : f->nan != EMU_NAN_NONE ? emu_dbits(NAN)
+	                                    : emu_dbits(f->max);
 	return true;
 }
 
@@ -304,15 +306,15 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 }
 
 #define A1(NAME, OP)                                                                               \
-	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa, size_t n,  \
-	                 const emu_env *env, uint8_t *flags)                                      \
+	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa, size_t n,   \
+	                 const emu_env *env, uint8_t *flags)                                       \
 	{                                                                                          \
 		const double *args[1] = {a};                                                       \
 		size_t st[1] = {sa};                                                               \
 		return emu_a_op(OP, f, dst, args, st, n, env, flags);                              \
 	}
 #define A2(NAME, OP)                                                                               \
-	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa,            \
+	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa,             \
 	                 const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags) \
 	{                                                                                          \
 		const double *args[2] = {a, b};                                                    \
@@ -334,9 +336,9 @@ A2(emu_a_div, EMU_OP_DIV)
 A2(emu_a_min, EMU_OP_MIN)
 A2(emu_a_max, EMU_OP_MAX)
 
-emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t sa,
-                      const double *b, size_t sb, const double *c, size_t sc, size_t n,
-                      const emu_env *env, uint8_t *flags)
+emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t sa, const double *b,
+                      size_t sb, const double *c, size_t sc, size_t n, const emu_env *env,
+                      uint8_t *flags)
 {
 	const double *args[3] = {a, b, c};
 	size_t st[3] = {sa, sb, sc};

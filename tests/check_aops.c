@@ -13,10 +13,10 @@
 
 #include "lib.h"
 
-static const emu_op binops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV,
-                                EMU_OP_MIN, EMU_OP_MAX};
-static const emu_op unops[] = {EMU_OP_CVT,  EMU_OP_SQRT, EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2,
-                               EMU_OP_RSQRT, EMU_OP_NEG, EMU_OP_ABS};
+static const emu_op binops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,
+                                EMU_OP_DIV, EMU_OP_MIN, EMU_OP_MAX};
+static const emu_op unops[] = {EMU_OP_CVT,  EMU_OP_SQRT,  EMU_OP_EXP, EMU_OP_LOG,
+                               EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_NEG, EMU_OP_ABS};
 
 static void *xcalloc(size_t n, size_t sz)
 {
@@ -64,13 +64,13 @@ static uint64_t prove(emu_op op, const emu_format *f, const emu_env *env, double
 		emu_bits got = emu_encode(f, dst[i]);
 		if (got != r.bits || fl[i] != r.flags) {
 			char b1[48], b2[48];
-			ck_abort_msg("%s %s mode %s sat %d ftz %d daz %d i %zu: args 0x%x 0x%x 0x%x "
-			             "(%a %a): got 0x%x %s, scalar 0x%x %s",
-			             f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat,
-			             env->ftz, env->daz, i, args_b[0], args_b[1], args_b[2],
-			             x[0][i * s[0]], ar > 1 ? x[1][i * s[1]] : 0.0, got,
-			             emu_flags_str(fl[i], b1, sizeof b1), r.bits,
-			             emu_flags_str(r.flags, b2, sizeof b2));
+			ck_abort_msg(
+			    "%s %s mode %s sat %d ftz %d daz %d i %zu: args 0x%x 0x%x 0x%x "
+			    "(%a %a): got 0x%x %s, scalar 0x%x %s",
+			    f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat, env->ftz,
+			    env->daz, i, args_b[0], args_b[1], args_b[2], x[0][i * s[0]],
+			    ar > 1 ? x[1][i * s[1]] : 0.0, got, emu_flags_str(fl[i], b1, sizeof b1),
+			    r.bits, emu_flags_str(r.flags, b2, sizeof b2));
 		}
 		for (int k = 0; k < 5; k++)
 			sum[k] += (fl[i] >> k) & 1;
@@ -183,8 +183,9 @@ static void fill_random(const emu_format *f, uint64_t stream, size_t n, emu_bits
 		uint64_t r = t_rand(stream, i);
 		emu_bits b = (emu_bits)r & mask;
 		if (which == 1 && (i & 1))
-			b = e[i] ^ ((emu_bits)(r >> 32) & (f->man_mask | (f->exp_mask & (f->exp_mask >> 2)) |
-			                                     f->sign_mask));
+			b = e[i] ^
+			    ((emu_bits)(r >> 32) &
+			     (f->man_mask | (f->exp_mask & (f->exp_mask >> 2)) | f->sign_mask));
 		e[i] = emu_encode(f, val(f, b & mask));
 		x[i] = val(f, e[i]);
 	}
@@ -230,8 +231,9 @@ START_TEST(test_wide_random)
 			fill_random(f, (uint64_t)(1000 + v * 16 + (int)o), cu, ea, xa, 0);
 			if (unops[o] == EMU_OP_CVT) /* any double, near the format's grid */
 				for (size_t i = 0; i < cu; i++)
-					xa[i] = xa[i] * (1 + ldexp((double)(t_rand(99, i) % 4096) - 2048,
-					                           -f->p - 10));
+					xa[i] = xa[i] *
+					        (1 + ldexp((double)(t_rand(99, i) % 4096) - 2048,
+					                   -f->p - 10));
 			un += prove(unops[o], f, &env, x, e, s, cu);
 		}
 	}
@@ -260,7 +262,9 @@ START_TEST(test_strides)
 		emu_env env = env_of(v == 0 ? EMU_RNE : v == 1 ? EMU_SR : EMU_UP, 0, 0);
 		for (size_t o = 0; o < ARRAY_SIZE(binops); o++)
 			for (int bi = 0; bi < 4; bi++) {
-				emu_bits bb = bi == 0 ? 0x3c00 & ((1u << f->bits) - 1) : (emu_bits)t_rand(501, (uint64_t)bi) & ((1u << f->bits) - 1);
+				emu_bits bb = bi == 0 ? 0x3c00 & ((1u << f->bits) - 1)
+				                      : (emu_bits)t_rand(501, (uint64_t)bi) &
+				                            ((1u << f->bits) - 1);
 				bb = emu_encode(f, val(f, bb));
 				eb[0] = bb;
 				xb[0] = val(f, bb);

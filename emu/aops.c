@@ -13,9 +13,10 @@
  *    sign, zero and subnormals, p <= 25, for add, sub, mul, div and sqrt:
  *    r = a op b in binary64 (innocuous double rounding, docs/numerics.md),
  *    its exact error term for the inexact flag, and r rounded to f with
- *    masks, no branch on data. An element it cannot decide (an operand or
- *    r not finite, a rounded result above max, a square root below 2^emin)
- *    is marked and redone by the generic path.
+ *    masks, no branch on data, overflow included. An element it cannot
+ *    decide (an operand or r not finite, a square root below 2^emin) is
+ *    counted, found again in a second look over its chunk and redone by the
+ *    generic path.
  */
 #include <fenv.h>
 

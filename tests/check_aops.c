@@ -4,8 +4,8 @@
  * and flags, and the per-array counts equal the sum of the per-element
  * flags: every pair of every <= 8-bit built-in format in every mode, ieee
  * and sat, keep/ftz/daz; random pairs for fp16, bf16, tf32 (the fast path
- * in RNE, the generic one elsewhere); strides 0 and 2, n = 0 and 1, and
- * SR keyed by env->index + i.
+ * in RNE, the generic one elsewhere); strides 0 and 2, n = 0 and 1, SR
+ * keyed by env->index + i; and random elements against MPFR directly.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,10 +32,17 @@ static double val(const emu_format *f, emu_bits b)
 	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
 }
 
+/* Which reference prove() uses: the fast scalar ops or the exact-format
+ * MPFR backend (written independently of both). */
+static bool against_mpfr;
+
 /* The scalar reference of element i: the encoding API (cvt: emu_from_double). */
 static emu_result ref(emu_op op, const emu_format *f, const emu_bits *e, double x,
                       const emu_env *env)
 {
+	if (against_mpfr)
+		return op == EMU_OP_CVT ? emu_mp_from_double(f, x, env)
+		                        : emu_mp_apply(op, f, NULL, e, env);
 	if (op == EMU_OP_CVT)
 		return emu_from_double(f, x, env);
 	return emu_apply(op, f, NULL, e, env);
@@ -352,6 +359,41 @@ START_TEST(test_sr_reproducible)
 }
 END_TEST
 
+/* The array ops against MPFR directly (the scalar ops are proven equal to it
+ * in suite mpfr): random operands of every <= 8-bit format and of fp16,
+ * bf16, tf32, every op, rne (the fast path) and sr. */
+START_TEST(test_against_mpfr)
+{
+	static const char *const names[] = {"e4m3", "e5m2", "e4m3fnuz", "e2m1",
+	                                    "e8m0", "fp16", "bf16",     "tf32"};
+	const emu_format *f = t_fmt(names[_i]);
+	size_t n = t_quick() ? 1000 : 8000;
+	double *xa = xcalloc(n, sizeof(double)), *xb = xcalloc(n, sizeof(double));
+	double *xc = xcalloc(n, sizeof(double));
+	emu_bits *ea = xcalloc(n, sizeof(emu_bits)), *eb = xcalloc(n, sizeof(emu_bits));
+	emu_bits *ec = xcalloc(n, sizeof(emu_bits));
+	double *x[3] = {xa, xb, xc};
+	emu_bits *e[3] = {ea, eb, ec};
+	size_t s[3] = {1, 1, 1};
+	uint64_t cases = 0;
+	against_mpfr = true;
+	for (int v = 0; v < 2; v++) {
+		emu_env env = env_of(v ? EMU_SR : EMU_RNE, 0, 0);
+		for (int op = 0; op < EMU_NOPS; op++) {
+			uint64_t st = 5000 + (uint64_t)(v * 32 + op) * 3;
+			fill_random(f, st, n, ea, xa, 0);
+			memcpy(eb, ea, n * sizeof *eb);
+			fill_random(f, st + 1, n, eb, xb, 1);
+			fill_random(f, st + 2, n, ec, xc, 0);
+			cases += prove((emu_op)op, f, &env, x, e, s, n);
+		}
+	}
+	against_mpfr = false;
+	t_count("aops: elements against MPFR (every op, rne and sr)", cases);
+	free(xa), free(xb), free(xc), free(ea), free(eb), free(ec);
+}
+END_TEST
+
 Suite *suite_aops(void)
 {
 	Suite *s = suite_create("aops");
@@ -362,6 +404,7 @@ Suite *suite_aops(void)
 	tcase_add_loop_test(tc, test_strides, 0, 2);
 	tcase_add_test(tc, test_empty_and_one);
 	tcase_add_test(tc, test_sr_reproducible);
+	tcase_add_loop_test(tc, test_against_mpfr, 0, 8);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -12,7 +12,8 @@
  *  - fast: round-to-nearest-even without sat, ftz or daz, formats with
  *    sign, zero and subnormals, p <= 25, for add, sub, mul, div and sqrt:
  *    r = a op b in binary64 (innocuous double rounding, docs/numerics.md),
- *    its exact error term for the inexact flag, and r rounded to f with
+ *    its exact error term for the inexact flag; for fma the exact a·b + c
+ *    as r + e (TwoSum) rounded to odd at 53 bits; then r rounded to f with
  *    masks, no branch on data, overflow included. An element it cannot
  *    decide (an operand or r not finite, a square root below 2^emin) is
  *    counted, found again in a second look over its chunk and redone by the
@@ -109,17 +110,16 @@ round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint6
 
 /* One element of the fast path: the value into *v, its inexact, underflow
  * and overflow bits; returns 1 when the generic path must decide it. */
-static inline __attribute__((always_inline)) uint64_t fast_elem(const int S, emu_op op,
-                                                                const struct fconsts *c0, double x,
-                                                                double y, double *v, uint64_t *ixo,
-                                                                uint64_t *ufo, uint64_t *ovo)
+static inline __attribute__((always_inline)) uint64_t
+fast_elem(const int S, emu_op op, const struct fconsts *c0, double x, double y, double z, double *v,
+          uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
 {
 	struct fconsts c = *c0;
 	c.S = S;
 	if (op == EMU_OP_SUB)
 		y = -y;
 	double r, err;
-	uint64_t sqrt_low = 0;
+	uint64_t sqrt_low = 0, zbad = 0;
 	switch (op) {
 	case EMU_OP_ADD:
 	case EMU_OP_SUB: { /* TwoSum (Knuth): r + err = x + y exactly */
@@ -136,6 +136,21 @@ static inline __attribute__((always_inline)) uint64_t fast_elem(const int S, emu
 		r = x / y;
 		err = fma(-r, y, x);
 		break;
+	case EMU_OP_FMA: { /* x·y exact; TwoSum: r + e = x·y + z exactly */
+		double pr = x * y;
+		r = pr + z;
+		double bb = r - pr;
+		double e = (pr - (r - bb)) + (z - bb);
+		/* r to odd: the exact value's truncation to 53 bits with its last bit
+		 * set when inexact; rounding that to p <= 51 bits is the exact
+		 * value's rounding (Boldo & Melquiond 2008) */
+		uint64_t rb = emu_dbits(r);
+		uint64_t toward = (uint64_t)((e != 0) & (signbit(e) != signbit(r)));
+		r = emu_bitsd(((rb - toward) | (uint64_t)(e != 0)));
+		err = 0;
+		zbad = !FIN(z);
+		break;
+	}
 	default: /* sqrt: the residual is exact */
 		r = sqrt(x);
 		err = fma(-r, r, x);
@@ -148,7 +163,7 @@ static inline __attribute__((always_inline)) uint64_t fast_elem(const int S, emu
 	*ixo = ix;
 	*ufo = tiny & ix;
 	*ovo = big;
-	return !FIN(x) | !FIN(y) | !FIN(r) | sqrt_low;
+	return !FIN(x) | !FIN(y) | !FIN(r) | sqrt_low | zbad;
 }
 
 /* One chunk of the fast path: values into dst, per-element flags into fl
@@ -157,13 +172,15 @@ static inline __attribute__((always_inline)) uint64_t fast_elem(const int S, emu
  * returns how many it left undecided. */
 static inline __attribute__((always_inline)) unsigned
 fast_chunk(const int S, emu_op op, const struct fconsts *c, double *dst, const double *a, size_t sa,
-           const double *b, size_t sb, size_t n, uint8_t *fl, uint64_t *cnt)
+           const double *b, size_t sb, const double *cc, size_t sc, size_t n, uint8_t *fl,
+           uint64_t *cnt)
 {
 	uint64_t nfb = 0, nix = 0, nuf = 0, nov = 0;
 	for (size_t i = 0; i < n; i++) {
 		double y = op == EMU_OP_SQRT ? 0.0 : b[i * sb], v;
 		uint64_t ix, uf, ov;
-		uint64_t bad = fast_elem(S, op, c, a[i * sa], y, &v, &ix, &uf, &ov);
+		double z = op == EMU_OP_FMA ? cc[i * sc] : 0.0;
+		uint64_t bad = fast_elem(S, op, c, a[i * sa], y, z, &v, &ix, &uf, &ov);
 		dst[i] = v;
 		if (fl)
 			fl[i] = (uint8_t)((ix << 4) | (uf << 3) | (ov << 2) | (bad << 7));
@@ -190,33 +207,35 @@ fast_chunk(const int S, emu_op op, const struct fconsts *c, double *dst, const d
  * own loops (a byte store per element would set the vector width). */
 #define FAST_OP(OP, NAME)                                                                          \
 	A_CLONES static unsigned NAME(const struct fconsts *c, double *dst, const double *a,       \
-	                              size_t sa, const double *b, size_t sb, size_t n,             \
-	                              uint8_t *fl, uint64_t *cnt)                                  \
+	                              size_t sa, const double *b, size_t sb, const double *cc,     \
+	                              size_t sc, size_t n, uint8_t *fl, uint64_t *cnt)             \
 	{                                                                                          \
-		bool unit = sa == 1 && ((OP) == EMU_OP_SQRT || sb == 1);                           \
+		bool unit = sa == 1 && ((OP) == EMU_OP_SQRT || sb == 1) &&                         \
+		            ((OP) != EMU_OP_FMA || sc == 1);                                       \
 		if (unit && !fl)                                                                   \
-			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, NULL, cnt);             \
+			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, cc, 1, n, NULL, cnt);      \
 		if (unit)                                                                          \
-			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, n, fl, cnt);               \
-		return fast_chunk(c->S, OP, c, dst, a, sa, b, sb, n, fl, cnt);                     \
+			return fast_chunk(c->S, OP, c, dst, a, 1, b, 1, cc, 1, n, fl, cnt);        \
+		return fast_chunk(c->S, OP, c, dst, a, sa, b, sb, cc, sc, n, fl, cnt);             \
 	}                                                                                          \
-	/* Is element (x, y) left to the generic path? (the chunk's second look) */                \
-	static bool NAME##_bad(const struct fconsts *c, double x, double y)                        \
+	/* Is element (x, y, z) left to the generic path? (the chunk's second look) */             \
+	static bool NAME##_bad(const struct fconsts *c, double x, double y, double z)              \
 	{                                                                                          \
 		double v;                                                                          \
 		uint64_t ix, uf, ov;                                                               \
-		return fast_elem(c->S, OP, c, x, y, &v, &ix, &uf, &ov) != 0;                       \
+		return fast_elem(c->S, OP, c, x, y, z, &v, &ix, &uf, &ov) != 0;                    \
 	}
 FAST_OP(EMU_OP_ADD, fast_add)
 FAST_OP(EMU_OP_SUB, fast_sub)
 FAST_OP(EMU_OP_MUL, fast_mul)
 FAST_OP(EMU_OP_DIV, fast_div)
 FAST_OP(EMU_OP_SQRT, fast_sqrt)
+FAST_OP(EMU_OP_FMA, fast_fma)
 
 static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
 {
 	if (op != EMU_OP_ADD && op != EMU_OP_SUB && op != EMU_OP_MUL && op != EMU_OP_DIV &&
-	    op != EMU_OP_SQRT)
+	    op != EMU_OP_SQRT && op != EMU_OP_FMA)
 		return false;
 	if (env->mode != EMU_RNE || env->sat || env->ftz || env->daz)
 		return false;
@@ -256,37 +275,42 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 	emu_env e = *env;
 	for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
 		size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
-		const double *pa = a + i0 * sa, *pb = b + i0 * sb;
+		const double *pa = a + i0 * sa, *pb = b + i0 * sb, *pc = c + i0 * sc;
 		uint8_t *fl = flags ? flags + i0 : NULL;
 		unsigned nfb = (unsigned)m;
-		bool (*bad)(const struct fconsts *, double, double) = NULL;
+		bool (*bad)(const struct fconsts *, double, double, double) = NULL;
 		if (fast) {
 			switch (op) {
 			case EMU_OP_ADD:
-				nfb = fast_add(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				nfb = fast_add(&k, dst + i0, pa, sa, pb, sb, pc, sc, m, fl, cnt);
 				bad = fast_add_bad;
 				break;
 			case EMU_OP_SUB:
-				nfb = fast_sub(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				nfb = fast_sub(&k, dst + i0, pa, sa, pb, sb, pc, sc, m, fl, cnt);
 				bad = fast_sub_bad;
 				break;
 			case EMU_OP_MUL:
-				nfb = fast_mul(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				nfb = fast_mul(&k, dst + i0, pa, sa, pb, sb, pc, sc, m, fl, cnt);
 				bad = fast_mul_bad;
 				break;
 			case EMU_OP_DIV:
-				nfb = fast_div(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				nfb = fast_div(&k, dst + i0, pa, sa, pb, sb, pc, sc, m, fl, cnt);
 				bad = fast_div_bad;
 				break;
+			case EMU_OP_FMA:
+				nfb = fast_fma(&k, dst + i0, pa, sa, pb, sb, pc, sc, m, fl, cnt);
+				bad = fast_fma_bad;
+				break;
 			default:
-				nfb = fast_sqrt(&k, dst + i0, pa, sa, pb, sb, m, fl, cnt);
+				nfb = fast_sqrt(&k, dst + i0, pa, sa, pb, sb, pc, sc, m, fl, cnt);
 				bad = fast_sqrt_bad;
 				break;
 			}
 		}
 		for (size_t j = 0; nfb && j < m; j++) {
 			size_t i = i0 + j;
-			if (bad && (fl ? !(fl[j] & 0x80) : !bad(&k, a[i * sa], b[i * sb])))
+			if (bad &&
+			    (fl ? !(fl[j] & 0x80) : !bad(&k, a[i * sa], b[i * sb], c[i * sc])))
 				continue;
 			unsigned v = 0;
 			e.index = env->index + i;

@@ -228,7 +228,7 @@ unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out,
  * env->index + i (emu_a_element); every mode, sat, ftz and daz apply.
  * Returns how many elements raised each flag (count[k] for flag 1 << k)
  * and their OR; flags, when not NULL, receives each element's flags.
- * Round-to-nearest-even add, sub, mul, div and sqrt take a branch-free
+ * Round-to-nearest-even add, sub, mul, div, sqrt and fma take a branch-free
  * binary64 path (docs/numerics.md); everything else goes element by element.
  * dst may alias an operand only when it is that operand with stride 1. */
 typedef struct {

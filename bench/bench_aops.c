@@ -1,15 +1,17 @@
 /*
  * bench_aops.c — table 9: the array operations (emu/aops.c) on 2^20 values
- * of fp16, bf16, e4m3 and e5m2, RNE, against a loop of the scalar value
- * op (emu_v_add / emu_v_mul with env.index = i), native double and float
- * arithmetic of the same arrays, and memcpy of the double array:
+ * of fp16, bf16, e4m3 and e5m2 (add, mul in rne and sr; fma, div, sqrt,
+ * exp, log in rne), against a loop of the scalar value op (emu_v_* with
+ * env.index = i; emu_a_element for sqrt, exp, log), native double and
+ * float arithmetic of the same arrays (fma: a·b + c, two roundings), and
+ * memcpy of the double array:
  *   op,format,mode,melem_s,ratio_memcpy,scalar_melem_s,speedup_scalar,
  *   double_melem_s,float_melem_s,ratio_float
  * All rates from one run, each timed alternately with memcpy, best of reps.
  * Data: |x| with exponent uniform over [emin/2, emax/2] of the format
  * (significand uniform, random sign), rounded RNE: wide, and sums and
  * products stay finite, so the table shows the fast path, not the
- * fallback. Measured, never asserted (docs/bench.md).
+ * fallback; sqrt and log read |a|. Measured, never asserted (docs/bench.md).
  */
 #include <math.h>
 #include <stdio.h>
@@ -55,9 +57,10 @@ enum { K_AOPS, K_SCALAR, K_DOUBLE, K_FLOAT, K_MEMCPY, K_N };
 
 struct ba {
 	const emu_format *f;
-	bool mul;
-	const double *a, *b;
-	const float *fa, *fb;
+	emu_op op;
+	emu_mode mode;
+	const double *a, *b, *c;
+	const float *fa, *fb, *fc;
 	double *dst;
 	float *fdst;
 	size_t n;
@@ -66,48 +69,103 @@ struct ba {
 static void ba_run(const struct ba *w, int k)
 {
 	emu_env env = EMU_ENV_DEFAULT;
+	env.mode = w->mode;
+	env.seed = 42;
 	size_t n = w->n;
+	const double *a = w->a, *b = w->b, *c = w->c;
+	const float *fa = w->fa, *fb = w->fb, *fc = w->fc;
+	double *d = w->dst;
+	float *fd = w->fdst;
 	switch (k) {
-	case K_AOPS:
-		if (w->mul)
-			ba_sink +=
-			    (double)emu_a_mul(w->f, w->dst, w->a, 1, w->b, 1, n, &env, NULL).any;
-		else
-			ba_sink +=
-			    (double)emu_a_add(w->f, w->dst, w->a, 1, w->b, 1, n, &env, NULL).any;
+	case K_AOPS: {
+		const double *args[3] = {a, b, c};
+		const size_t st[3] = {1, 1, 1};
+		ba_sink += (double)emu_a_op(w->op, w->f, d, args, st, n, &env, NULL).any;
 		break;
+	}
 	case K_SCALAR: {
 		unsigned fl = 0;
 		for (size_t i = 0; i < n; i++) {
 			env.index = i;
-			w->dst[i] = w->mul ? emu_v_mul(w->f, w->a[i], w->b[i], &env, &fl)
-			                   : emu_v_add(w->f, w->a[i], w->b[i], &env, &fl);
+			switch (w->op) {
+			case EMU_OP_ADD:
+				d[i] = emu_v_add(w->f, a[i], b[i], &env, &fl);
+				break;
+			case EMU_OP_MUL:
+				d[i] = emu_v_mul(w->f, a[i], b[i], &env, &fl);
+				break;
+			case EMU_OP_FMA:
+				d[i] = emu_v_fma(w->f, a[i], b[i], c[i], &env, &fl);
+				break;
+			case EMU_OP_DIV:
+				d[i] = emu_v_div(w->f, a[i], b[i], &env, &fl);
+				break;
+			default:
+				d[i] = emu_a_element(w->op, w->f, a[i], 0, 0, &env, &fl);
+				break;
+			}
 		}
 		ba_sink += fl;
 		break;
 	}
 	case K_DOUBLE:
-		if (w->mul)
-			for (size_t i = 0; i < n; i++)
-				w->dst[i] = w->a[i] * w->b[i];
-		else
-			for (size_t i = 0; i < n; i++)
-				w->dst[i] = w->a[i] + w->b[i];
+		for (size_t i = 0; i < n; i++)
+			switch (w->op) {
+			case EMU_OP_ADD:
+				d[i] = a[i] + b[i];
+				break;
+			case EMU_OP_MUL:
+				d[i] = a[i] * b[i];
+				break;
+			case EMU_OP_FMA:
+				d[i] = a[i] * b[i] + c[i];
+				break;
+			case EMU_OP_DIV:
+				d[i] = a[i] / b[i];
+				break;
+			case EMU_OP_SQRT:
+				d[i] = sqrt(a[i]);
+				break;
+			case EMU_OP_EXP:
+				d[i] = exp(a[i]);
+				break;
+			default:
+				d[i] = log(a[i]);
+				break;
+			}
 		break;
 	case K_FLOAT:
-		if (w->mul)
-			for (size_t i = 0; i < n; i++)
-				w->fdst[i] = w->fa[i] * w->fb[i];
-		else
-			for (size_t i = 0; i < n; i++)
-				w->fdst[i] = w->fa[i] + w->fb[i];
-		ba_sink += w->fdst[n / 2];
+		for (size_t i = 0; i < n; i++)
+			switch (w->op) {
+			case EMU_OP_ADD:
+				fd[i] = fa[i] + fb[i];
+				break;
+			case EMU_OP_MUL:
+				fd[i] = fa[i] * fb[i];
+				break;
+			case EMU_OP_FMA:
+				fd[i] = fa[i] * fb[i] + fc[i];
+				break;
+			case EMU_OP_DIV:
+				fd[i] = fa[i] / fb[i];
+				break;
+			case EMU_OP_SQRT:
+				fd[i] = sqrtf(fa[i]);
+				break;
+			case EMU_OP_EXP:
+				fd[i] = expf(fa[i]);
+				break;
+			default:
+				fd[i] = logf(fa[i]);
+				break;
+			}
+		ba_sink += fd[n / 2];
 		break;
 	default:
-		memcpy(w->dst, w->a, n * sizeof(double));
+		memcpy(d, a, n * sizeof(double));
 		break;
 	}
-	ba_sink += w->dst[n / 3];
+	ba_sink += d[n / 3];
 }
 
 void bench_aops(int reps)
@@ -115,6 +173,8 @@ void bench_aops(int reps)
 	static const char *const names[] = {"fp16", "bf16", "e4m3", "e5m2"};
 	size_t n = BA_N;
 	double *a = ba_alloc(n * sizeof *a), *b = ba_alloc(n * sizeof *b);
+	double *c = ba_alloc(n * sizeof *c), *pa = ba_alloc(n * sizeof *pa);
+	float *fc = ba_alloc(n * sizeof *fc), *fpa = ba_alloc(n * sizeof *fpa);
 	double *dst = ba_alloc(n * sizeof *dst);
 	float *fa = ba_alloc(n * sizeof *fa), *fb = ba_alloc(n * sizeof *fb);
 	float *fdst = ba_alloc(n * sizeof *fdst);
@@ -130,17 +190,30 @@ void bench_aops(int reps)
 		emu_env env = EMU_ENV_DEFAULT;
 		int lo = f->emin / 2, hi = f->emax / 2;
 		for (size_t i = 0; i < n; i++)
-			for (int k = 0; k < 2; k++) {
+			for (int k = 0; k < 3; k++) {
 				uint64_t r = ba_next(&s);
 				double m = 1.0 + (double)(r >> 11) * 0x1p-53;
 				int e = lo + (int)((r & 0xff) % (unsigned)(hi - lo + 1));
 				double x = ldexp((r >> 8) & 1 ? -m : m, e);
 				double v = emu_decode(f, emu_from_double(f, x, &env).bits);
-				(k ? b : a)[i] = v;
-				(k ? fb : fa)[i] = (float)v;
+				(k == 2 ? c : k ? b : a)[i] = v;
+				(k == 2 ? fc : k ? fb : fa)[i] = (float)v;
+				if (k == 0) {
+					pa[i] = fabs(v);
+					fpa[i] = (float)fabs(v);
+				}
 			}
-		for (int op = 0; op < 2; op++) {
-			struct ba w = {f, op == 1, a, b, fa, fb, dst, fdst, n};
+		static const struct {
+			emu_op op;
+			emu_mode mode;
+		} rows[] = {{EMU_OP_ADD, EMU_RNE}, {EMU_OP_MUL, EMU_RNE},  {EMU_OP_FMA, EMU_RNE},
+		            {EMU_OP_DIV, EMU_RNE}, {EMU_OP_SQRT, EMU_RNE}, {EMU_OP_EXP, EMU_RNE},
+		            {EMU_OP_LOG, EMU_RNE}, {EMU_OP_ADD, EMU_SR},   {EMU_OP_MUL, EMU_SR}};
+		for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
+			emu_op op = rows[ri].op;
+			bool pos = op == EMU_OP_SQRT || op == EMU_OP_LOG;
+			struct ba w = {f,  op, rows[ri].mode, pos ? pa : a, b, c, pos ? fpa : fa,
+			               fb, fc, dst,           fdst,         n};
 			double best[K_N];
 			for (int k = 0; k < K_N; k++) {
 				best[k] = INFINITY;
@@ -157,12 +230,14 @@ void bench_aops(int reps)
 			double eps[K_N];
 			for (int k = 0; k < K_N; k++)
 				eps[k] = (double)n / best[k];
-			printf("%s,%s,rne,%.1f,%.3f,%.1f,%.1f,%.1f,%.1f,%.3f\n", op ? "mul" : "add",
-			       f->name, eps[K_AOPS] / 1e6, eps[K_AOPS] / eps[K_MEMCPY],
-			       eps[K_SCALAR] / 1e6, eps[K_AOPS] / eps[K_SCALAR],
-			       eps[K_DOUBLE] / 1e6, eps[K_FLOAT] / 1e6, eps[K_AOPS] / eps[K_FLOAT]);
+			printf("%s,%s,%s,%.1f,%.3f,%.1f,%.1f,%.1f,%.1f,%.3f\n", emu_op_name(op),
+			       f->name, emu_mode_name(rows[ri].mode), eps[K_AOPS] / 1e6,
+			       eps[K_AOPS] / eps[K_MEMCPY], eps[K_SCALAR] / 1e6,
+			       eps[K_AOPS] / eps[K_SCALAR], eps[K_DOUBLE] / 1e6, eps[K_FLOAT] / 1e6,
+			       eps[K_AOPS] / eps[K_FLOAT]);
 			fflush(stdout);
 		}
 	}
-	free(a), free(b), free(dst), free(fa), free(fb), free(fdst);
+	free(a), free(b), free(c), free(pa), free(dst), free(fa), free(fb), free(fc), free(fpa),
+	    free(fdst);
 }

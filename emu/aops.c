@@ -145,16 +145,18 @@ fast_elem(const int S, emu_op op, const struct fconsts *c0, double x, double y, 
 		 * set when inexact; rounding that to p <= 51 bits is the exact
 		 * value's rounding (Boldo & Melquiond 2008) */
 		uint64_t rb = emu_dbits(r);
-		uint64_t toward = (uint64_t)((e != 0) & (signbit(e) != signbit(r)));
+		uint64_t toward = (uint64_t)(e != 0) & ((emu_dbits(e) ^ emu_dbits(r)) >> 63);
 		r = emu_bitsd(((rb - toward) | (uint64_t)(e != 0)));
 		err = 0;
 		zbad = !FIN(z);
 		break;
 	}
 	default: /* sqrt: the residual is exact */
-		r = sqrt(x);
+		/* of |x|: GCC then knows errno is never set and keeps no branch; a
+		 * negative x (and every zero) is left to the generic path */
+		r = sqrt(fabs(x));
 		err = fma(-r, r, x);
-		sqrt_low = r < emu_bitsd(c.minnorm_d);
+		sqrt_low = (r < emu_bitsd(c.minnorm_d)) | (x < 0);
 		break;
 	}
 	uint64_t ix, tiny, big;

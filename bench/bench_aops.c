@@ -66,6 +66,13 @@ struct ba {
 	size_t n;
 };
 
+#define BA_LOOP(stmt)                                                                              \
+	do {                                                                                       \
+		for (size_t i = 0; i < n; i++)                                                     \
+			stmt;                                                                      \
+	} while (0);                                                                               \
+	break
+
 static void ba_run(const struct ba *w, int k)
 {
 	emu_env env = EMU_ENV_DEFAULT;
@@ -108,57 +115,41 @@ static void ba_run(const struct ba *w, int k)
 		ba_sink += fl;
 		break;
 	}
-	case K_DOUBLE:
-		for (size_t i = 0; i < n; i++)
-			switch (w->op) {
-			case EMU_OP_ADD:
-				d[i] = a[i] + b[i];
-				break;
-			case EMU_OP_MUL:
-				d[i] = a[i] * b[i];
-				break;
-			case EMU_OP_FMA:
-				d[i] = a[i] * b[i] + c[i];
-				break;
-			case EMU_OP_DIV:
-				d[i] = a[i] / b[i];
-				break;
-			case EMU_OP_SQRT:
-				d[i] = sqrt(a[i]);
-				break;
-			case EMU_OP_EXP:
-				d[i] = exp(a[i]);
-				break;
-			default:
-				d[i] = log(a[i]);
-				break;
-			}
+	case K_DOUBLE: /* one plain loop per op, as native code would be */
+		switch (w->op) {
+		case EMU_OP_ADD:
+			BA_LOOP(d[i] = a[i] + b[i]);
+		case EMU_OP_MUL:
+			BA_LOOP(d[i] = a[i] * b[i]);
+		case EMU_OP_FMA:
+			BA_LOOP(d[i] = a[i] * b[i] + c[i]);
+		case EMU_OP_DIV:
+			BA_LOOP(d[i] = a[i] / b[i]);
+		case EMU_OP_SQRT:
+			BA_LOOP(d[i] = sqrt(a[i]));
+		case EMU_OP_EXP:
+			BA_LOOP(d[i] = exp(a[i]));
+		default:
+			BA_LOOP(d[i] = log(a[i]));
+		}
 		break;
 	case K_FLOAT:
-		for (size_t i = 0; i < n; i++)
-			switch (w->op) {
-			case EMU_OP_ADD:
-				fd[i] = fa[i] + fb[i];
-				break;
-			case EMU_OP_MUL:
-				fd[i] = fa[i] * fb[i];
-				break;
-			case EMU_OP_FMA:
-				fd[i] = fa[i] * fb[i] + fc[i];
-				break;
-			case EMU_OP_DIV:
-				fd[i] = fa[i] / fb[i];
-				break;
-			case EMU_OP_SQRT:
-				fd[i] = sqrtf(fa[i]);
-				break;
-			case EMU_OP_EXP:
-				fd[i] = expf(fa[i]);
-				break;
-			default:
-				fd[i] = logf(fa[i]);
-				break;
-			}
+		switch (w->op) {
+		case EMU_OP_ADD:
+			BA_LOOP(fd[i] = fa[i] + fb[i]);
+		case EMU_OP_MUL:
+			BA_LOOP(fd[i] = fa[i] * fb[i]);
+		case EMU_OP_FMA:
+			BA_LOOP(fd[i] = fa[i] * fb[i] + fc[i]);
+		case EMU_OP_DIV:
+			BA_LOOP(fd[i] = fa[i] / fb[i]);
+		case EMU_OP_SQRT:
+			BA_LOOP(fd[i] = sqrtf(fa[i]));
+		case EMU_OP_EXP:
+			BA_LOOP(fd[i] = expf(fa[i]));
+		default:
+			BA_LOOP(fd[i] = logf(fa[i]));
+		}
 		ba_sink += fd[n / 2];
 		break;
 	default:

@@ -394,6 +394,42 @@ START_TEST(test_against_mpfr)
 }
 END_TEST
 
+/* SR's equal case: the top 32 discarded bits equal the draw u, and then
+ * only the bits below them (the sticky rest) decide. Random operands meet
+ * it once in 2^32 draws; here an index with 0 < u < 2^10 is searched and
+ * fma(u·2^-42, 1 + 2^-10, 1) in tf32 (p = 11) puts u exactly in those 32
+ * bits with u again below them (rest != 0: away), or with y = 1 nothing
+ * below (rest = 0: toward zero). Both the fast path and the scalar op. */
+START_TEST(test_sr_equal_draw)
+{
+	const emu_format *f = t_fmt("tf32");
+	emu_env env = env_of(EMU_SR, 0, 0);
+	uint64_t i = 0;
+	uint32_t u = 0;
+	for (;; i++) {
+		u = emu_sr_bits(env.seed, i);
+		if (u > 0 && u < 1024)
+			break;
+	}
+	env.index = i;
+	for (int k = 0; k < 2; k++) {
+		double a[1] = {ldexp((double)u, -42)}, b[1] = {k ? 1.0 : 1.0 + 0x1p-10},
+		       c[1] = {1.0};
+		double d[1];
+		uint8_t fl[1];
+		emu_a_fma(f, d, a, 1, b, 1, c, 1, 1, &env, fl);
+		emu_bits args[3] = {emu_encode(f, a[0]), emu_encode(f, b[0]), emu_encode(f, c[0])};
+		emu_result r = emu_apply(EMU_OP_FMA, f, NULL, args, &env);
+		ck_assert_msg(emu_encode(f, d[0]) == r.bits && fl[0] == r.flags,
+		              "u=%u rest %d: got 0x%x, scalar 0x%x", u, !k, emu_encode(f, d[0]),
+		              r.bits);
+		/* away from zero iff something lies below the 32 bits */
+		ck_assert_uint_eq(r.bits, emu_encode(f, k ? 1.0 : 1.0 + 0x1p-10));
+	}
+	t_count("aops: SR draws equal to the discarded bits", 2);
+}
+END_TEST
+
 Suite *suite_aops(void)
 {
 	Suite *s = suite_create("aops");
@@ -404,6 +440,7 @@ Suite *suite_aops(void)
 	tcase_add_loop_test(tc, test_strides, 0, 2);
 	tcase_add_test(tc, test_empty_and_one);
 	tcase_add_test(tc, test_sr_reproducible);
+	tcase_add_test(tc, test_sr_equal_draw);
 	tcase_add_loop_test(tc, test_against_mpfr, 0, 8);
 	suite_add_tcase(s, tc);
 	return s;

@@ -13,6 +13,7 @@
  * against native float, and the exact backend over the fast one.
  * Table 7 (bench/bench_sweep.c): points per second of the default sweep cases.
  * Table 8 (bench/bench_golden.c): reading a 1 GB golden file against fread.
+ * Table 9 (bench/bench_aops.c): the array operations against scalar and native loops.
  * Tables are separated by one blank line. Diagnostics go to stderr.
  * Single thread. Numbers are measured, never asserted; docs/bench.md.
  */
@@ -34,6 +35,8 @@ void bench_kernels(int reps);
 void bench_sweep(int reps);
 /* bench/bench_golden.c: table 8, a golden file of mb MB read. */
 void bench_golden(int reps, size_t mb);
+/* bench/bench_aops.c: table 9, emu_a_add / emu_a_mul on 2^20 values. */
+void bench_aops(int reps);
 
 #define N_BIG (1u << 20)
 #define N_SMALL (1u << 16)
@@ -371,13 +374,15 @@ static void report_share(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] "
-	                "[--kernels-only] [--sweep-only] [--golden-only] [--golden-mb N]\n");
+	                "[--kernels-only] [--sweep-only] [--golden-only] [--golden-mb N] "
+	                "[--aops-only]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	bool mpfr = true, kernels_only = false, sweep_only = false, golden_only = false;
+	bool aops_only = false;
 	long golden_mb = 1000;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -392,6 +397,8 @@ int main(int argc, char **argv)
 			sweep_only = true;
 		else if (!strcmp(argv[i], "--golden-only"))
 			golden_only = true;
+		else if (!strcmp(argv[i], "--aops-only"))
+			aops_only = true;
 		else if (!strcmp(argv[i], "--golden-mb") && i + 1 < argc)
 			golden_mb = atol(argv[++i]);
 		else
@@ -414,6 +421,11 @@ int main(int argc, char **argv)
 		bench_golden(reps, (size_t)golden_mb);
 		return 0;
 	}
+	if (aops_only) {
+		bench_aops(reps);
+		report_share();
+		return 0;
+	}
 	throughput_table(N_BIG, false);
 	printf("\n");
 	throughput_table(N_SMALL, true);
@@ -427,6 +439,8 @@ int main(int argc, char **argv)
 	bench_sweep(reps);
 	printf("\n");
 	bench_golden(reps, (size_t)golden_mb);
+	printf("\n");
+	bench_aops(reps);
 	report_share();
 	return 0;
 }

@@ -221,6 +221,55 @@ double emu_v_fma(const emu_format *f, double a, double b, double c, const emu_en
 unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out,
                          size_t n, const emu_env *env);
 
+/* ---- array operations (emu/aops.c) ----
+ * Over n values of f held in doubles (the value domain), operand k read at
+ * x_k[i * s_k] (stride 0: one scalar broadcast), result i written to dst[i].
+ * Element i is exactly the scalar operation under env with SR index
+ * env->index + i (emu_a_element); every mode, sat, ftz and daz apply.
+ * Returns how many elements raised each flag (count[k] for flag 1 << k)
+ * and their OR; flags, when not NULL, receives each element's flags.
+ * Round-to-nearest-even add, sub, mul, div, sqrt and fma take a branch-free
+ * binary64 path (docs/numerics.md); everything else goes element by element.
+ * dst may alias an operand only when it is that operand with stride 1. */
+typedef struct {
+	uint64_t count[5]; /* INVALID, DIVBYZERO, OVERFLOW, UNDERFLOW, INEXACT */
+	unsigned any;      /* the OR of every element's flags */
+} emu_a_flags;
+
+/* One element, the scalar reference of the array ops: add..fma through
+ * emu_v_* (daz applied to the values), cvt as emu_from_double, the rest
+ * through encodings and emu_apply (a NaN result keeps its sign). */
+double emu_a_element(emu_op op, const emu_format *f, double x, double y, double z,
+                     const emu_env *env, unsigned *fl);
+/* args[0..arity-1] with strides[0..arity-1]. */
+emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *const *args,
+                     const size_t *strides, size_t n, const emu_env *env, uint8_t *flags);
+#define EMU_A_UNARY(name)                                                                          \
+	emu_a_flags name(const emu_format *f, double *dst, const double *a, size_t sa, size_t n,  \
+	                 const emu_env *env, uint8_t *flags)
+#define EMU_A_BINARY(name)                                                                         \
+	emu_a_flags name(const emu_format *f, double *dst, const double *a, size_t sa,            \
+	                 const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
+EMU_A_UNARY(emu_a_cvt); /* any doubles into f, as emu_from_double */
+EMU_A_UNARY(emu_a_sqrt);
+EMU_A_UNARY(emu_a_exp);
+EMU_A_UNARY(emu_a_log);
+EMU_A_UNARY(emu_a_exp2);
+EMU_A_UNARY(emu_a_rsqrt);
+EMU_A_UNARY(emu_a_neg);
+EMU_A_UNARY(emu_a_abs);
+EMU_A_BINARY(emu_a_add);
+EMU_A_BINARY(emu_a_sub);
+EMU_A_BINARY(emu_a_mul);
+EMU_A_BINARY(emu_a_div);
+EMU_A_BINARY(emu_a_min);
+EMU_A_BINARY(emu_a_max);
+#undef EMU_A_UNARY
+#undef EMU_A_BINARY
+emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t sa,
+                      const double *b, size_t sb, const double *c, size_t sc, size_t n,
+                      const emu_env *env, uint8_t *flags);
+
 /* How many transcendental results the fast backend could not decide from
  * double and long double evaluations and took from MPFR (Ziv fallback). */
 uint64_t emu_fallback_count(void);

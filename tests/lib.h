@@ -32,6 +32,7 @@ TCase *t_tcase_random_policies(bool exhaustive);
 Suite *suite_format(void);
 Suite *suite_round(void);
 Suite *suite_ops(void);
+Suite *suite_aops(void);
 Suite *suite_mpfr(void);
 Suite *suite_sr(void);
 Suite *suite_hw(void);

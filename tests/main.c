@@ -74,6 +74,7 @@ int main(void)
 	SRunner *sr = srunner_create(suite_format());
 	srunner_add_suite(sr, suite_round());
 	srunner_add_suite(sr, suite_ops());
+	srunner_add_suite(sr, suite_aops());
 	srunner_add_suite(sr, suite_sr());
 	srunner_add_suite(sr, suite_parse());
 	srunner_add_suite(sr, suite_hw());

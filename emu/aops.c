@@ -1,0 +1,472 @@
+/*
+ * aops.c — arithmetic over arrays of format values (the value domain:
+ * doubles that hold values of f), exact and with flags, for every mode,
+ * overflow rule and subnormal option.
+ *
+ * Two paths, one result (tests/check_aops.c proves them equal, bits and
+ * flags, to the scalar operations):
+ *  - generic: element i goes through the proven scalar operation under
+ *    env with index env->index + i (emu_v_* for add, sub, mul, div, fma,
+ *    as emu_k_op's fast backend; encodings and emu_apply for the unary ops
+ *    and min/max; emu_v_from_double for cvt);
+ *  - fast: round-to-nearest-even without sat, ftz or daz, formats with
+ *    sign, zero and subnormals, p <= 25, for add, sub, mul, div and sqrt:
+ *    r = a op b in binary64 (innocuous double rounding, docs/numerics.md),
+ *    its exact error term for the inexact flag; for fma the exact a·b + c
+ *    as r + e (TwoSum) rounded to odd at 53 bits; then r rounded to f with
+ *    masks, no branch on data, overflow included. An element it cannot
+ *    decide (an operand or r not finite, a square root below 2^emin) is
+ *    counted, found again in a second look over its chunk and redone by the
+ *    generic path.
+ */
+#include <fenv.h>
+
+#include "internal.h"
+
+/* A result encoding read back as the value domain holds it: a NaN keeps
+ * the encoding's sign (as backend.c's decode). */
+static double value_of(const emu_format *f, emu_bits b)
+{
+	double v = emu_decode(f, b);
+	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
+}
+
+/* DAZ in the value domain (as backend.c): subnormal values of f are read
+ * as zeros of their sign. */
+static double daz_value(const emu_format *f, double x)
+{
+	return x != 0 && fabs(x) < f->min_normal ? copysign(0.0, x) : x;
+}
+
+double emu_a_element(emu_op op, const emu_format *f, double x, double y, double z,
+                     const emu_env *env, unsigned *fl)
+{
+	if (env->daz && op >= EMU_OP_ADD && op <= EMU_OP_FMA) {
+		x = daz_value(f, x);
+		y = daz_value(f, y);
+		z = daz_value(f, z);
+	}
+	switch (op) {
+	case EMU_OP_CVT:
+		return emu_v_from_double(f, x, env, fl);
+	case EMU_OP_ADD:
+		return emu_v_add(f, x, y, env, fl);
+	case EMU_OP_SUB:
+		return emu_v_sub(f, x, y, env, fl);
+	case EMU_OP_MUL:
+		return emu_v_mul(f, x, y, env, fl);
+	case EMU_OP_DIV:
+		return emu_v_div(f, x, y, env, fl);
+	case EMU_OP_FMA:
+		return emu_v_fma(f, x, y, z, env, fl);
+	default: {
+		int ar = emu_op_arity(op);
+		emu_bits args[3] = {emu_encode(f, x), ar > 1 ? emu_encode(f, y) : 0, 0};
+		emu_result r = emu_apply(op, f, NULL, args, env);
+		*fl |= r.flags;
+		return value_of(f, r.bits);
+	}
+	}
+}
+
+#define MASK(c) (-(uint64_t)(c))
+#define SEL(m, x, y) (((x) & (m)) | ((y) & ~(m)))
+#define CHUNK 2048
+
+struct fconsts {
+	uint64_t low, half_m1, max_d, minnorm_d, fnuz;
+	uint64_t ovf_d; /* what an overflow gives in rne without sat: inf, NaN or max */
+	double magic;
+	int S;
+	double inv_quantum; /* 2^-(emin-p+1): below 2^emin, units of the quantum */
+	double quantum;
+	uint64_t seed;
+};
+
+/* The draw of emu_sr_bits (round.c), inline so that the loop vectorises;
+ * the tests prove every SR element equal to the scalar op. */
+static inline __attribute__((always_inline)) uint32_t a_sr_bits(uint64_t seed, uint64_t index)
+{
+	uint64_t z = seed ^ (index * 0x9e3779b97f4a7c15ull);
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (uint32_t)(z >> 32);
+}
+
+/* r (binary64, finite) rounded to f in RNE: the p-bit rounding of its
+ * magnitude bits (the carry runs into the exponent), or below 2^emin the
+ * FPU's rounding of |r| + 2^(emin-p+1+52) to the quantum. ix: the rounding
+ * was inexact; tiny: the p-bit rounding with unbounded exponent is below
+ * 2^emin; big: above max, the result then is the format's overflow value. */
+static inline __attribute__((always_inline)) double
+round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint64_t *big)
+{
+	const int S = c->S;
+	uint64_t b = emu_dbits(r);
+	uint64_t a = b & 0x7fffffffffffffffull;
+	uint64_t sign = b & 0x8000000000000000ull;
+	uint64_t rn = (a + c->half_m1 + ((a >> S) & 1)) & ~c->low;
+	uint64_t m_sub = MASK(a < c->minnorm_d);
+	double ax = emu_bitsd(a & m_sub);
+	double y = (ax + c->magic) - c->magic;
+	uint64_t res = SEL(m_sub, emu_dbits(y), rn);
+	*ix = res != a;
+	*tiny = rn < c->minnorm_d;
+	*big = rn > c->max_d;
+	res = SEL(MASK(*big), c->ovf_d, res);
+	/* fnuz has no -0: a zero result is +0 */
+	res |= sign & ~(c->fnuz & MASK(res == 0));
+	return emu_bitsd(res);
+}
+
+/* r (binary64, finite, rounded to odd at 53 bits) rounded to f in SR with
+ * the draw u, as the core does: away from zero iff the top 32 discarded
+ * bits exceed u (or equal it with anything below). S >= 33 (p <= 20), so
+ * those 32 bits and the sticky rest lie inside r. Below 2^emin |r| is
+ * scaled (exactly) into units of the quantum and split there. Outputs as
+ * round_rne. */
+static inline __attribute__((always_inline)) double
+round_sr(const struct fconsts *c, double r, uint32_t u, uint64_t *ix, uint64_t *tiny, uint64_t *big)
+{
+	const int S = c->S;
+	uint64_t b = emu_dbits(r);
+	uint64_t a = b & 0x7fffffffffffffffull;
+	uint64_t sign = b & 0x8000000000000000ull;
+	uint64_t disc = a & c->low;
+	uint32_t f32 = (uint32_t)(disc >> (S - 32));
+	uint64_t rest = (disc & ((1ull << (S - 32)) - 1)) != 0;
+	uint64_t up = (uint64_t)(f32 > u) | ((uint64_t)(f32 == u) & rest);
+	uint64_t rn = (a & ~c->low) + (up << S);
+	uint64_t m_sub = MASK(a < c->minnorm_d);
+	double q = emu_bitsd(a & m_sub) * c->inv_quantum;
+	int32_t qi = (int32_t)q;
+	double fr = q - (double)qi;
+	double f2 = fr * 0x1p32;
+	uint32_t g32 = (uint32_t)(int64_t)f2;
+	uint64_t rs = f2 != (double)g32;
+	uint64_t ups = (uint64_t)(g32 > u) | ((uint64_t)(g32 == u) & rs);
+	double ys = (double)((int64_t)qi + (int64_t)ups) * c->quantum;
+	uint64_t res = SEL(m_sub, emu_dbits(ys), rn);
+	*ix = SEL(m_sub, (uint64_t)(fr != 0), (uint64_t)(disc != 0));
+	*tiny = rn < c->minnorm_d;
+	*big = rn > c->max_d;
+	res = SEL(MASK(*big), c->ovf_d, res);
+	res |= sign & ~(c->fnuz & MASK(res == 0));
+	return emu_bitsd(res);
+}
+
+/* r replaced by the exact value r + d rounded to odd at 53 bits, where d is
+ * known by whether it is nonzero (nz) and its sign bit (dneg): the
+ * truncation is r, or its neighbour toward zero when d points there, and
+ * the last bit is set when inexact (Boldo & Melquiond 2008). */
+static inline __attribute__((always_inline)) double to_odd(double r, uint64_t nz, uint64_t dneg)
+{
+	uint64_t rb = emu_dbits(r);
+	uint64_t toward = nz & (dneg ^ (rb >> 63));
+	return emu_bitsd((rb - toward) | nz);
+}
+
+#define FIN(x) ((emu_dbits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull)
+
+/* One element of the fast path: the value into *v, its inexact, underflow
+ * and overflow bits; returns 1 when the generic path must decide it. */
+static inline __attribute__((always_inline)) uint64_t
+fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c0, double x, double y,
+          double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
+{
+	struct fconsts c = *c0;
+	c.S = S;
+	if (op == EMU_OP_SUB)
+		y = -y;
+	double r, err;
+	uint64_t sqrt_low = 0, zbad = 0, onz = 0, oneg = 0;
+	switch (op) {
+	case EMU_OP_ADD:
+	case EMU_OP_SUB: { /* TwoSum (Knuth): r + err = x + y exactly */
+		r = x + y;
+		double bb = r - x;
+		err = (x - (r - bb)) + (y - bb);
+		onz = (uint64_t)(err != 0); /* SR needs the exact discarded part */
+		oneg = emu_dbits(err) >> 63;
+		break;
+	}
+	case EMU_OP_MUL: /* 2p <= 50 bits, exponent in [-298, 256]: exact */
+		r = x * y;
+		err = 0;
+		break;
+	case EMU_OP_DIV: /* the remainder of a rounded quotient is exact */
+		r = x / y;
+		err = fma(-r, y, x);
+		onz = (uint64_t)(err != 0); /* x/y - r = err/y */
+		oneg = (emu_dbits(err) ^ emu_dbits(y)) >> 63;
+		break;
+	case EMU_OP_FMA: { /* x·y exact; TwoSum: r + e = x·y + z exactly */
+		double pr = x * y;
+		r = pr + z;
+		double bb = r - pr;
+		double e = (pr - (r - bb)) + (z - bb);
+		/* r to odd: the exact value's truncation to 53 bits with its last bit
+		 * set when inexact; rounding that to p <= 51 bits is the exact
+		 * value's rounding (Boldo & Melquiond 2008) */
+		onz = (uint64_t)(e != 0);
+		oneg = emu_dbits(e) >> 63;
+		err = 0;
+		zbad = !FIN(z);
+		break;
+	}
+	default: /* sqrt: the residual is exact */
+		/* of |x|: GCC then knows errno is never set and keeps no branch; a
+		 * negative x (and every zero) is left to the generic path */
+		r = sqrt(fabs(x));
+		err = fma(-r, r, x);
+		sqrt_low = (r < emu_bitsd(c.minnorm_d)) | (x < 0);
+		onz = (uint64_t)(err != 0); /* sqrt(x) - r has the sign of x - r² */
+		oneg = emu_dbits(err) >> 63;
+		break;
+	}
+	uint64_t ix, tiny, big;
+	uint64_t rbad = !FIN(r);
+	if (sr || op == EMU_OP_FMA) { /* r to odd (fma: always) */
+		r = to_odd(r, onz, oneg);
+		err = 0;
+	}
+	if (sr)
+		*v = round_sr(&c, r, u, &ix, &tiny, &big);
+	else
+		*v = round_rne(&c, r, &ix, &tiny, &big);
+	ix |= (err != 0) | big;
+	*ixo = ix;
+	*ufo = tiny & ix;
+	*ovo = big;
+	return !FIN(x) | !FIN(y) | rbad | sqrt_low | zbad;
+}
+
+/* One chunk of the fast path: values into dst, per-element flags into fl
+ * when it is not NULL (bit 7: left to the generic path); adds the inexact
+ * underflow and overflow counts of the decided elements to cnt[0..2] and
+ * returns how many it left undecided. */
+static inline __attribute__((always_inline)) unsigned
+fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, double *dst,
+           const double *a, size_t sa, const double *b, size_t sb, const double *cc, size_t sc,
+           size_t n, uint64_t idx0, uint8_t *fl, uint64_t *cnt)
+{
+	uint64_t nfb = 0, nix = 0, nuf = 0, nov = 0;
+	for (size_t i = 0; i < n; i++) {
+		double y = op == EMU_OP_SQRT ? 0.0 : b[i * sb], v;
+		uint64_t ix, uf, ov;
+		double z = op == EMU_OP_FMA ? cc[i * sc] : 0.0;
+		uint32_t u = sr ? a_sr_bits(c->seed, idx0 + i) : 0;
+		uint64_t bad = fast_elem(S, op, sr, c, a[i * sa], y, z, u, &v, &ix, &uf, &ov);
+		dst[i] = v;
+		if (fl)
+			fl[i] = (uint8_t)((ix << 4) | (uf << 3) | (ov << 2) | (bad << 7));
+		nfb += bad;
+		nix += ix & ~bad;
+		nuf += uf & ~bad;
+		nov += ov & ~bad;
+	}
+	cnt[0] += nix;
+	cnt[1] += nuf;
+	cnt[2] += nov;
+	return (unsigned)nfb;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#define A_CLONES                                                                                   \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),               \
+	               optimize("O3", "no-math-errno")))
+#else
+#define A_CLONES
+#endif
+
+/* One instance per op; strides 1 and per-element flags or none get their
+ * own loops (a byte store per element would set the vector width). */
+#define FAST_LOOPS(OP, SR)                                                                         \
+	do {                                                                                       \
+		if (unit && !fl)                                                                   \
+			return fast_chunk(c->S, OP, SR, c, dst, a, 1, b, 1, cc, 1, n, idx0, NULL,  \
+			                  cnt);                                                    \
+		if (unit)                                                                          \
+			return fast_chunk(c->S, OP, SR, c, dst, a, 1, b, 1, cc, 1, n, idx0, fl,    \
+			                  cnt);                                                    \
+		return fast_chunk(c->S, OP, SR, c, dst, a, sa, b, sb, cc, sc, n, idx0, fl, cnt);   \
+	} while (0)
+#define FAST_OP(OP, NAME)                                                                          \
+	A_CLONES static unsigned NAME(const struct fconsts *c, bool sr, double *dst,               \
+	                              const double *a, size_t sa, const double *b, size_t sb,      \
+	                              const double *cc, size_t sc, size_t n, uint64_t idx0,        \
+	                              uint8_t *fl, uint64_t *cnt)                                  \
+	{                                                                                          \
+		bool unit = sa == 1 && ((OP) == EMU_OP_SQRT || sb == 1) &&                         \
+		            ((OP) != EMU_OP_FMA || sc == 1);                                       \
+		if (sr)                                                                            \
+			FAST_LOOPS(OP, true);                                                      \
+		FAST_LOOPS(OP, false);                                                             \
+	}                                                                                          \
+	/* Is element (x, y, z) left to the generic path? (the chunk's second look;                \
+	 * the mode does not change the answer) */                                                 \
+	static bool NAME##_bad(const struct fconsts *c, double x, double y, double z)              \
+	{                                                                                          \
+		double v;                                                                          \
+		uint64_t ix, uf, ov;                                                               \
+		return fast_elem(c->S, OP, false, c, x, y, z, 0, &v, &ix, &uf, &ov) != 0;          \
+	}
+FAST_OP(EMU_OP_ADD, fast_add)
+FAST_OP(EMU_OP_SUB, fast_sub)
+FAST_OP(EMU_OP_MUL, fast_mul)
+FAST_OP(EMU_OP_DIV, fast_div)
+FAST_OP(EMU_OP_SQRT, fast_sqrt)
+FAST_OP(EMU_OP_FMA, fast_fma)
+
+static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
+{
+	if (op != EMU_OP_ADD && op != EMU_OP_SUB && op != EMU_OP_MUL && op != EMU_OP_DIV &&
+	    op != EMU_OP_SQRT && op != EMU_OP_FMA)
+		return false;
+	if ((env->mode != EMU_RNE && env->mode != EMU_SR) || env->sat || env->ftz || env->daz)
+		return false;
+	/* SR reads the top 32 discarded bits and a sticky bit from r to odd */
+	if (env->mode == EMU_SR && f->p > 20)
+		return false;
+	if (!f->has_sign || !f->has_zero || !f->has_subnormals || f->p < 2 || f->p > 25)
+		return false;
+	if (fegetround() != FE_TONEAREST)
+		return false;
+	c->S = 53 - f->p;
+	c->low = (1ull << c->S) - 1;
+	c->half_m1 = (1ull << (c->S - 1)) - 1;
+	c->max_d = emu_dbits(f->max);
+	c->minnorm_d = emu_dbits(f->min_normal);
+	c->magic = ldexp(1.0, f->emin - f->p + 1 + 52);
+	c->fnuz = MASK(f->nan == EMU_NAN_FNUZ);
+	c->quantum = ldexp(1.0, f->emin - f->p + 1);
+	c->inv_quantum = ldexp(1.0, -(f->emin - f->p + 1));
+	c->seed = env->seed;
+	c->ovf_d = f->has_inf               ? emu_dbits(INFINITY)
+	           : f->nan != EMU_NAN_NONE ? emu_dbits(NAN)
+	                                    : emu_dbits(f->max);
+	return true;
+}
+
+static void tally(uint64_t *count, unsigned v)
+{
+	for (int k = 0; k < 5; k++)
+		count[k] += (v >> k) & 1;
+}
+
+emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *const *args,
+                     const size_t *strides, size_t n, const emu_env *env, uint8_t *flags)
+{
+	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0};
+	int ar = emu_op_arity(op);
+	const double *a = args[0], *b = ar > 1 ? args[1] : a, *c = ar > 2 ? args[2] : a;
+	size_t sa = strides[0], sb = ar > 1 ? strides[1] : 0, sc = ar > 2 ? strides[2] : 0;
+	struct fconsts k;
+	bool fast = fast_ok(op, f, env, &k);
+	bool sr = env->mode == EMU_SR;
+	uint64_t cnt[3] = {0, 0, 0}; /* the fast path's inexact, underflow, overflow counts */
+	emu_env e = *env;
+	for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+		size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+		const double *pa = a + i0 * sa, *pb = b + i0 * sb, *pc = c + i0 * sc;
+		uint8_t *fl = flags ? flags + i0 : NULL;
+		unsigned nfb = (unsigned)m;
+		bool (*bad)(const struct fconsts *, double, double, double) = NULL;
+		if (fast) {
+			switch (op) {
+			case EMU_OP_ADD:
+				nfb = fast_add(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				               env->index + i0, fl, cnt);
+				bad = fast_add_bad;
+				break;
+			case EMU_OP_SUB:
+				nfb = fast_sub(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				               env->index + i0, fl, cnt);
+				bad = fast_sub_bad;
+				break;
+			case EMU_OP_MUL:
+				nfb = fast_mul(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				               env->index + i0, fl, cnt);
+				bad = fast_mul_bad;
+				break;
+			case EMU_OP_DIV:
+				nfb = fast_div(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				               env->index + i0, fl, cnt);
+				bad = fast_div_bad;
+				break;
+			case EMU_OP_FMA:
+				nfb = fast_fma(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				               env->index + i0, fl, cnt);
+				bad = fast_fma_bad;
+				break;
+			default:
+				nfb = fast_sqrt(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				                env->index + i0, fl, cnt);
+				bad = fast_sqrt_bad;
+				break;
+			}
+		}
+		for (size_t j = 0; nfb && j < m; j++) {
+			size_t i = i0 + j;
+			if (bad &&
+			    (fl ? !(fl[j] & 0x80) : !bad(&k, a[i * sa], b[i * sb], c[i * sc])))
+				continue;
+			unsigned v = 0;
+			e.index = env->index + i;
+			dst[i] = emu_a_element(op, f, a[i * sa], b[i * sb], c[i * sc], &e, &v);
+			if (fl)
+				fl[j] = (uint8_t)v;
+			tally(acc.count, v);
+			nfb--;
+		}
+	}
+	acc.count[4] += cnt[0];
+	acc.count[3] += cnt[1];
+	acc.count[2] += cnt[2];
+	for (int j = 0; j < 5; j++)
+		if (acc.count[j])
+			acc.any |= 1u << j;
+	return acc;
+}
+
+#define A1(NAME, OP)                                                                               \
+	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa, size_t n,   \
+	                 const emu_env *env, uint8_t *flags)                                       \
+	{                                                                                          \
+		const double *args[1] = {a};                                                       \
+		size_t st[1] = {sa};                                                               \
+		return emu_a_op(OP, f, dst, args, st, n, env, flags);                              \
+	}
+#define A2(NAME, OP)                                                                               \
+	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa,             \
+	                 const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags) \
+	{                                                                                          \
+		const double *args[2] = {a, b};                                                    \
+		size_t st[2] = {sa, sb};                                                           \
+		return emu_a_op(OP, f, dst, args, st, n, env, flags);                              \
+	}
+A1(emu_a_cvt, EMU_OP_CVT)
+A1(emu_a_sqrt, EMU_OP_SQRT)
+A1(emu_a_exp, EMU_OP_EXP)
+A1(emu_a_log, EMU_OP_LOG)
+A1(emu_a_exp2, EMU_OP_EXP2)
+A1(emu_a_rsqrt, EMU_OP_RSQRT)
+A1(emu_a_neg, EMU_OP_NEG)
+A1(emu_a_abs, EMU_OP_ABS)
+A2(emu_a_add, EMU_OP_ADD)
+A2(emu_a_sub, EMU_OP_SUB)
+A2(emu_a_mul, EMU_OP_MUL)
+A2(emu_a_div, EMU_OP_DIV)
+A2(emu_a_min, EMU_OP_MIN)
+A2(emu_a_max, EMU_OP_MAX)
+
+emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t sa, const double *b,
+                      size_t sb, const double *c, size_t sc, size_t n, const emu_env *env,
+                      uint8_t *flags)
+{
+	const double *args[3] = {a, b, c};
+	size_t st[3] = {sa, sb, sc};
+	return emu_a_op(EMU_OP_FMA, f, dst, args, st, n, env, flags);
+}

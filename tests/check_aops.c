@@ -1,0 +1,447 @@
+/*
+ * check_aops.c — the array operations (emu/aops.c) equal the scalar
+ * operations on encodings element for element, bits (through emu_encode)
+ * and flags, and the per-array counts equal the sum of the per-element
+ * flags: every pair of every <= 8-bit built-in format in every mode, ieee
+ * and sat, keep/ftz/daz; random pairs for fp16, bf16, tf32 (the fast path
+ * in RNE, the generic one elsewhere); strides 0 and 2, n = 0 and 1, SR
+ * keyed by env->index + i; and random elements against MPFR directly.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib.h"
+
+static const emu_op binops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,
+                                EMU_OP_DIV, EMU_OP_MIN, EMU_OP_MAX};
+static const emu_op unops[] = {EMU_OP_CVT,  EMU_OP_SQRT,  EMU_OP_EXP, EMU_OP_LOG,
+                               EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_NEG, EMU_OP_ABS};
+
+static void *xcalloc(size_t n, size_t sz)
+{
+	void *p = calloc(n ? n : 1, sz);
+	ck_assert_ptr_nonnull(p);
+	return p;
+}
+
+/* The value an encoding holds in the value domain (a NaN keeps its sign). */
+static double val(const emu_format *f, emu_bits b)
+{
+	double v = emu_decode(f, b);
+	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
+}
+
+/* Which reference prove() uses: the fast scalar ops or the exact-format
+ * MPFR backend (written independently of both). */
+static bool against_mpfr;
+
+/* The scalar reference of element i: the encoding API (cvt: emu_from_double). */
+static emu_result ref(emu_op op, const emu_format *f, const emu_bits *e, double x,
+                      const emu_env *env)
+{
+	if (against_mpfr)
+		return op == EMU_OP_CVT ? emu_mp_from_double(f, x, env)
+		                        : emu_mp_apply(op, f, NULL, e, env);
+	if (op == EMU_OP_CVT)
+		return emu_from_double(f, x, env);
+	return emu_apply(op, f, NULL, e, env);
+}
+
+/* Run op over n elements (operand k at x[k][i*s[k]], encodings ex[k] likewise)
+ * and prove every element and the counts; returns n. */
+static uint64_t prove(emu_op op, const emu_format *f, const emu_env *env, double *const *x,
+                      emu_bits *const *ex, const size_t *s, size_t n)
+{
+	double *dst = xcalloc(n, sizeof *dst);
+	uint8_t *fl = xcalloc(n, 1);
+	const double *args[3] = {x[0], x[1], x[2]};
+	emu_a_flags c = emu_a_op(op, f, dst, args, s, n, env, fl);
+	emu_a_flags c2 = emu_a_op(op, f, dst, args, s, n, env, NULL); /* counts without flags */
+	uint64_t sum[5] = {0, 0, 0, 0, 0};
+	unsigned any = 0;
+	int ar = emu_op_arity(op);
+	emu_env e = *env;
+	for (size_t i = 0; i < n; i++) {
+		emu_bits args_b[3] = {0, 0, 0};
+		for (int k = 0; k < ar; k++)
+			args_b[k] = ex[k][i * s[k]];
+		e.index = env->index + i;
+		emu_result r = ref(op, f, args_b, x[0][i * s[0]], &e);
+		emu_bits got = emu_encode(f, dst[i]);
+		if (got != r.bits || fl[i] != r.flags) {
+			char b1[48], b2[48];
+			ck_abort_msg(
+			    "%s %s mode %s sat %d ftz %d daz %d i %zu: args 0x%x 0x%x 0x%x "
+			    "(%a %a): got 0x%x %s, scalar 0x%x %s",
+			    f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat, env->ftz,
+			    env->daz, i, args_b[0], args_b[1], args_b[2], x[0][i * s[0]],
+			    ar > 1 ? x[1][i * s[1]] : 0.0, got, emu_flags_str(fl[i], b1, sizeof b1),
+			    r.bits, emu_flags_str(r.flags, b2, sizeof b2));
+		}
+		for (int k = 0; k < 5; k++)
+			sum[k] += (fl[i] >> k) & 1;
+		any |= fl[i];
+	}
+	for (int k = 0; k < 5; k++) {
+		ck_assert_uint_eq(c.count[k], sum[k]);
+		ck_assert_uint_eq(c2.count[k], sum[k]);
+	}
+	ck_assert_uint_eq(c.any, any);
+	ck_assert_uint_eq(c2.any, any);
+	free(dst);
+	free(fl);
+	return n;
+}
+
+/* The operands a format's proof walks: every encoding that the value
+ * domain holds, i.e. all but signaling NaNs and NaNs with another payload
+ * than the one the emulator produces (a double carries neither; a NaN keeps
+ * its sign). */
+static bool is_value(const emu_format *f, emu_bits b)
+{
+	return !emu_is_snan(f, b) && emu_encode(f, val(f, b)) == b;
+}
+
+static size_t operands(const emu_format *f, emu_bits *out)
+{
+	size_t k = 0;
+	for (emu_bits b = 0; b < (1u << f->bits); b++)
+		if (is_value(f, b))
+			out[k++] = b;
+	return k;
+}
+
+static emu_env env_of(int m, int sat, int sub)
+{
+	emu_env env = EMU_ENV_DEFAULT;
+	env.mode = (emu_mode)m;
+	env.sat = sat;
+	env.ftz = sub == 1;
+	env.daz = sub == 2;
+	env.seed = t_seed();
+	env.index = 12345;
+	return env;
+}
+
+static const char *const small[] = {"e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz",
+                                    "e3m2", "e2m3", "e2m1",     "e8m0"};
+
+START_TEST(test_small_all_pairs)
+{
+	const emu_format *f = t_fmt(small[_i]);
+	emu_bits *ops = xcalloc(256, sizeof *ops);
+	size_t m = operands(f, ops);
+	size_t step = t_quick() ? 5 : 1; /* quick: every 5th first operand */
+	size_t na = (m + step - 1) / step, n = na * m;
+	double *xa = xcalloc(n, sizeof(double)), *xb = xcalloc(n, sizeof(double));
+	double *xc = xcalloc(n, sizeof(double));
+	emu_bits *ea = xcalloc(n, sizeof(emu_bits)), *eb = xcalloc(n, sizeof(emu_bits));
+	emu_bits *ec = xcalloc(n, sizeof(emu_bits));
+	for (size_t i = 0; i < na; i++)
+		for (size_t j = 0; j < m; j++) {
+			size_t k = i * m + j;
+			ea[k] = ops[i * step];
+			eb[k] = ops[j];
+			xa[k] = val(f, ea[k]);
+			xb[k] = val(f, eb[k]);
+		}
+	/* fma addends: a sample, with zeros, the largest, a NaN and randoms */
+	emu_bits addend[4] = {0, f->max_bits, f->nan_bits, ops[t_rand(7, _i) % m]};
+	if (!f->has_zero)
+		addend[0] = 1;
+	double *x[3] = {xa, xb, xc};
+	emu_bits *e[3] = {ea, eb, ec};
+	size_t s[3] = {1, 1, 1};
+	uint64_t cases = 0, fcases = 0, ucases = 0;
+	for (int md = 0; md < EMU_NMODES; md++)
+		for (int sat = 0; sat < 2; sat++)
+			for (int sub = 0; sub < 3; sub++) {
+				emu_env env = env_of(md, sat, sub);
+				for (size_t o = 0; o < ARRAY_SIZE(binops); o++)
+					cases += prove(binops[o], f, &env, x, e, s, n);
+				for (size_t ad = 0; ad < (t_quick() ? 2u : 4u); ad++) {
+					for (size_t k = 0; k < n; k++) {
+						ec[k] = addend[ad];
+						xc[k] = val(f, ec[k]);
+					}
+					fcases += prove(EMU_OP_FMA, f, &env, x, e, s, n);
+				}
+				double *ux[3] = {xb, xb, xb};
+				emu_bits *ue[3] = {eb, eb, eb};
+				for (size_t o = 0; o < ARRAY_SIZE(unops); o++)
+					ucases += prove(unops[o], f, &env, ux, ue, s, m);
+			}
+	t_count("aops: <=8-bit pairs x modes x sat x sub (6 binary ops)", cases);
+	t_count("aops: <=8-bit fma triples (4 addends)", fcases);
+	t_count("aops: <=8-bit unary elements x envs", ucases);
+	free(ops), free(xa), free(xb), free(xc), free(ea), free(eb), free(ec);
+}
+END_TEST
+
+/* Random operands: uniform encodings, and every other second operand near
+ * the first (same exponent range, random low bits) for cancellation and
+ * midpoint cases. */
+static void fill_random(const emu_format *f, uint64_t stream, size_t n, emu_bits *e, double *x,
+                        int which)
+{
+	emu_bits mask = (1u << f->bits) - 1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = t_rand(stream, i);
+		emu_bits b = (emu_bits)r & mask;
+		if (which == 1 && (i & 1))
+			b = e[i] ^
+			    ((emu_bits)(r >> 32) &
+			     (f->man_mask | (f->exp_mask & (f->exp_mask >> 2)) | f->sign_mask));
+		e[i] = emu_encode(f, val(f, b & mask));
+		x[i] = val(f, e[i]);
+	}
+}
+
+static const char *const wide[] = {"fp16", "bf16", "tf32"};
+
+START_TEST(test_wide_random)
+{
+	const emu_format *f = t_fmt(wide[_i]);
+	size_t n_rne = t_quick() ? 20000 : 1000000, n_other = t_quick() ? 5000 : 100000;
+	size_t n = n_rne;
+	double *xa = xcalloc(n, sizeof(double)), *xb = xcalloc(n, sizeof(double));
+	double *xc = xcalloc(n, sizeof(double));
+	emu_bits *ea = xcalloc(n, sizeof(emu_bits)), *eb = xcalloc(n, sizeof(emu_bits));
+	emu_bits *ec = xcalloc(n, sizeof(emu_bits));
+	double *x[3] = {xa, xb, xc};
+	emu_bits *e[3] = {ea, eb, ec};
+	size_t s[3] = {1, 1, 1};
+	uint64_t rne = 0, other = 0, un = 0;
+	/* envs: RNE plain (fast path), every other mode, and RNE with sat, ftz, daz */
+	for (int v = 0; v < EMU_NMODES + 3; v++) {
+		emu_env env = env_of(v < EMU_NMODES ? v : EMU_RNE, v == EMU_NMODES,
+		                     v > EMU_NMODES ? v - EMU_NMODES : 0);
+		size_t cnt = v == 0 ? n_rne : n_other;
+		for (size_t o = 0; o < ARRAY_SIZE(binops) + 1; o++) {
+			emu_op op = o < ARRAY_SIZE(binops) ? binops[o] : EMU_OP_FMA;
+			uint64_t st = (uint64_t)(v * 16 + (int)o) * 3;
+			fill_random(f, st, cnt, ea, xa, 0);
+			for (size_t i = 0; i < cnt; i++)
+				eb[i] = ea[i];
+			fill_random(f, st + 1, cnt, eb, xb, 1);
+			fill_random(f, st + 2, cnt, ec, xc, 0);
+			uint64_t k = prove(op, f, &env, x, e, s, cnt);
+			if (v == 0)
+				rne += k;
+			else
+				other += k;
+		}
+		/* unary ops (sqrt is on the fast path in RNE) */
+		for (size_t o = 0; o < ARRAY_SIZE(unops); o++) {
+			size_t cu = unops[o] == EMU_OP_SQRT ? cnt : n_other / 2;
+			fill_random(f, (uint64_t)(1000 + v * 16 + (int)o), cu, ea, xa, 0);
+			if (unops[o] == EMU_OP_CVT) /* any double, near the format's grid */
+				for (size_t i = 0; i < cu; i++)
+					xa[i] = xa[i] *
+					        (1 + ldexp((double)(t_rand(99, i) % 4096) - 2048,
+					                   -f->p - 10));
+			un += prove(unops[o], f, &env, x, e, s, cu);
+		}
+	}
+	char what[96];
+	snprintf(what, sizeof what, "aops: %s random pairs, RNE (7 ops)", f->name);
+	t_count(what, rne);
+	snprintf(what, sizeof what, "aops: %s random pairs, other modes and options", f->name);
+	t_count(what, other);
+	snprintf(what, sizeof what, "aops: %s random unary elements", f->name);
+	t_count(what, un);
+	free(xa), free(xb), free(xc), free(ea), free(eb), free(ec);
+}
+END_TEST
+
+/* Stride 2 for the first operand, stride 0 (broadcast) for the second, on
+ * the fast path and the generic one. */
+START_TEST(test_strides)
+{
+	const emu_format *f = t_fmt(_i ? "fp16" : "e4m3");
+	const size_t n = 3000;
+	double *xa = xcalloc(2 * n, sizeof(double)), *xb = xcalloc(1, sizeof(double));
+	emu_bits *ea = xcalloc(2 * n, sizeof(emu_bits)), *eb = xcalloc(1, sizeof(emu_bits));
+	fill_random(f, 500, 2 * n, ea, xa, 0);
+	uint64_t cases = 0;
+	for (int v = 0; v < 3; v++) {
+		emu_env env = env_of(v == 0 ? EMU_RNE : v == 1 ? EMU_SR : EMU_UP, 0, 0);
+		for (size_t o = 0; o < ARRAY_SIZE(binops); o++)
+			for (int bi = 0; bi < 4; bi++) {
+				emu_bits bb = bi == 0 ? 0x3c00 & ((1u << f->bits) - 1)
+				                      : (emu_bits)t_rand(501, (uint64_t)bi) &
+				                            ((1u << f->bits) - 1);
+				bb = emu_encode(f, val(f, bb));
+				eb[0] = bb;
+				xb[0] = val(f, bb);
+				double *x[3] = {xa, xb, xb};
+				emu_bits *e[3] = {ea, eb, eb};
+				size_t s[3] = {2, 0, 0};
+				cases += prove(binops[o], f, &env, x, e, s, n);
+				double *y[3] = {xb, xa, xa};
+				emu_bits *ey[3] = {eb, ea, ea};
+				size_t sy[3] = {0, 2, 2};
+				cases += prove(binops[o], f, &env, y, ey, sy, n);
+			}
+		double *x[3] = {xa, xa, xa};
+		emu_bits *e[3] = {ea, ea, ea};
+		size_t s[3] = {2, 2, 2};
+		cases += prove(EMU_OP_SQRT, f, &env, x, e, s, n);
+		cases += prove(EMU_OP_FMA, f, &env, x, e, s, n);
+	}
+	t_count("aops: strided and broadcast elements", cases);
+	free(xa), free(xb), free(ea), free(eb);
+}
+END_TEST
+
+/* n = 0 writes nothing and counts nothing; n = 1 is one scalar op. */
+START_TEST(test_empty_and_one)
+{
+	const emu_format *f = t_fmt("fp16");
+	emu_env env = EMU_ENV_DEFAULT;
+	double dst[2] = {42.0, 42.0}, a[1] = {1.0}, b[1] = {0x1p-11};
+	uint8_t fl[2] = {0xee, 0xee};
+	for (int op = 0; op < EMU_NOPS; op++) {
+		const double *args[3] = {a, b, b};
+		size_t s[3] = {1, 1, 1};
+		emu_a_flags c = emu_a_op((emu_op)op, f, dst, args, s, 0, &env, fl);
+		ck_assert(emu_encode(f, dst[0]) == emu_encode(f, 42.0) && fl[0] == 0xee);
+		ck_assert_uint_eq(c.any, 0);
+		for (int k = 0; k < 5; k++)
+			ck_assert_uint_eq(c.count[k], 0);
+	}
+	emu_a_flags c = emu_a_add(f, dst, a, 1, b, 1, 1, &env, fl);
+	/* 1 + 2^-11 is a tie in fp16: to even (1.0), inexact */
+	ck_assert_uint_eq(emu_encode(f, dst[0]), 0x3c00);
+	ck_assert_uint_eq(fl[0], EMU_FLAG_INEXACT);
+	ck_assert_uint_eq(fl[1], 0xee);
+	ck_assert_uint_eq(c.count[4], 1);
+	ck_assert_uint_eq(c.any, EMU_FLAG_INEXACT);
+	ck_assert(emu_encode(f, dst[1]) == emu_encode(f, 42.0));
+	t_count("aops: n = 0 and n = 1 cases", EMU_NOPS + 1);
+}
+END_TEST
+
+/* SR: element i draws (seed, env->index + i), so a split array gives the
+ * same bits as the whole, and another seed gives other bits. */
+START_TEST(test_sr_reproducible)
+{
+	const emu_format *f = t_fmt("bf16");
+	const size_t n = 4096;
+	double *a = xcalloc(n, sizeof(double)), *b = xcalloc(n, sizeof(double));
+	double *r1 = xcalloc(n, sizeof(double)), *r2 = xcalloc(n, sizeof(double));
+	double *r3 = xcalloc(n, sizeof(double));
+	for (size_t i = 0; i < n; i++) {
+		a[i] = 1.0 + (double)(i % 128) / 128;
+		b[i] = ldexp(1.0 + (double)(t_rand(600, i) % 128) / 128, -9 - (int)(i % 5));
+	}
+	emu_env env = env_of(EMU_SR, 0, 0);
+	emu_a_flags c = emu_a_add(f, r1, a, 1, b, 1, n, &env, NULL);
+	size_t h = 1000;
+	emu_a_flags c1 = emu_a_add(f, r2, a, 1, b, 1, h, &env, NULL);
+	emu_env e2 = env;
+	e2.index += h;
+	emu_a_flags c2 = emu_a_add(f, r2 + h, a + h, 1, b + h, 1, n - h, &e2, NULL);
+	for (int k = 0; k < 5; k++)
+		ck_assert_uint_eq(c.count[k], c1.count[k] + c2.count[k]);
+	size_t differ = 0;
+	e2 = env;
+	e2.seed ^= 0x5555;
+	emu_a_add(f, r3, a, 1, b, 1, n, &e2, NULL);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(emu_encode(f, r1[i]), emu_encode(f, r2[i]));
+		differ += emu_encode(f, r1[i]) != emu_encode(f, r3[i]);
+	}
+	ck_assert_msg(differ > n / 8, "another seed changed only %zu of %zu results", differ, n);
+	t_count("aops: SR split-array elements", n);
+	free(a), free(b), free(r1), free(r2), free(r3);
+}
+END_TEST
+
+/* The array ops against MPFR directly (the scalar ops are proven equal to it
+ * in suite mpfr): random operands of every <= 8-bit format and of fp16,
+ * bf16, tf32, every op, rne (the fast path) and sr. */
+START_TEST(test_against_mpfr)
+{
+	static const char *const names[] = {"e4m3", "e5m2", "e4m3fnuz", "e2m1",
+	                                    "e8m0", "fp16", "bf16",     "tf32"};
+	const emu_format *f = t_fmt(names[_i]);
+	size_t n = t_quick() ? 1000 : 8000;
+	double *xa = xcalloc(n, sizeof(double)), *xb = xcalloc(n, sizeof(double));
+	double *xc = xcalloc(n, sizeof(double));
+	emu_bits *ea = xcalloc(n, sizeof(emu_bits)), *eb = xcalloc(n, sizeof(emu_bits));
+	emu_bits *ec = xcalloc(n, sizeof(emu_bits));
+	double *x[3] = {xa, xb, xc};
+	emu_bits *e[3] = {ea, eb, ec};
+	size_t s[3] = {1, 1, 1};
+	uint64_t cases = 0;
+	against_mpfr = true;
+	for (int v = 0; v < 2; v++) {
+		emu_env env = env_of(v ? EMU_SR : EMU_RNE, 0, 0);
+		for (int op = 0; op < EMU_NOPS; op++) {
+			uint64_t st = 5000 + (uint64_t)(v * 32 + op) * 3;
+			fill_random(f, st, n, ea, xa, 0);
+			memcpy(eb, ea, n * sizeof *eb);
+			fill_random(f, st + 1, n, eb, xb, 1);
+			fill_random(f, st + 2, n, ec, xc, 0);
+			cases += prove((emu_op)op, f, &env, x, e, s, n);
+		}
+	}
+	against_mpfr = false;
+	t_count("aops: elements against MPFR (every op, rne and sr)", cases);
+	free(xa), free(xb), free(xc), free(ea), free(eb), free(ec);
+}
+END_TEST
+
+/* SR's equal case: the top 32 discarded bits equal the draw u, and then
+ * only the bits below them (the sticky rest) decide. Random operands meet
+ * it once in 2^32 draws; here an index with 0 < u < 2^10 is searched and
+ * fma(u·2^-42, 1 + 2^-10, 1) in tf32 (p = 11) puts u exactly in those 32
+ * bits with u again below them (rest != 0: away), or with y = 1 nothing
+ * below (rest = 0: toward zero). Both the fast path and the scalar op. */
+START_TEST(test_sr_equal_draw)
+{
+	const emu_format *f = t_fmt("tf32");
+	emu_env env = env_of(EMU_SR, 0, 0);
+	uint64_t i = 0;
+	uint32_t u = 0;
+	for (;; i++) {
+		u = emu_sr_bits(env.seed, i);
+		if (u > 0 && u < 1024)
+			break;
+	}
+	env.index = i;
+	for (int k = 0; k < 2; k++) {
+		double a[1] = {ldexp((double)u, -42)}, b[1] = {k ? 1.0 : 1.0 + 0x1p-10},
+		       c[1] = {1.0};
+		double d[1];
+		uint8_t fl[1];
+		emu_a_fma(f, d, a, 1, b, 1, c, 1, 1, &env, fl);
+		emu_bits args[3] = {emu_encode(f, a[0]), emu_encode(f, b[0]), emu_encode(f, c[0])};
+		emu_result r = emu_apply(EMU_OP_FMA, f, NULL, args, &env);
+		ck_assert_msg(emu_encode(f, d[0]) == r.bits && fl[0] == r.flags,
+		              "u=%u rest %d: got 0x%x, scalar 0x%x", u, !k, emu_encode(f, d[0]),
+		              r.bits);
+		/* away from zero iff something lies below the 32 bits */
+		ck_assert_uint_eq(r.bits, emu_encode(f, k ? 1.0 : 1.0 + 0x1p-10));
+	}
+	t_count("aops: SR draws equal to the discarded bits", 2);
+}
+END_TEST
+
+Suite *suite_aops(void)
+{
+	Suite *s = suite_create("aops");
+	TCase *tc = tcase_create("arrays");
+	tcase_set_timeout(tc, 300);
+	tcase_add_loop_test(tc, test_small_all_pairs, 0, (int)ARRAY_SIZE(small));
+	tcase_add_loop_test(tc, test_wide_random, 0, (int)ARRAY_SIZE(wide));
+	tcase_add_loop_test(tc, test_strides, 0, 2);
+	tcase_add_test(tc, test_empty_and_one);
+	tcase_add_test(tc, test_sr_reproducible);
+	tcase_add_test(tc, test_sr_equal_draw);
+	tcase_add_loop_test(tc, test_against_mpfr, 0, 8);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -37,9 +37,7 @@ static double ba_now(void)
 static uint64_t ba_next(uint64_t *s)
 {
 	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return emu_mix64(z);
 }
 
 static void *ba_alloc(size_t n)

@@ -65,9 +65,7 @@ static void bk_fill(double *x, size_t n, uint64_t seed)
 		uint64_t r[2];
 		for (int k = 0; k < 2; k++) {
 			uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-			z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-			r[k] = z ^ (z >> 31);
+			r[k] = emu_mix64(z);
 		}
 		double u0 = (double)(r[0] >> 11) * 0x1p-53, u1 = (double)(r[1] >> 11) * 0x1p-53;
 		x[i] = sqrt(-2.0 * log(1.0 - u0)) * cos(6.283185307179586 * u1);

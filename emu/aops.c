@@ -87,12 +87,7 @@ struct fconsts {
  * the tests prove every SR element equal to the scalar op. */
 static inline __attribute__((always_inline)) uint32_t a_sr_bits(uint64_t seed, uint64_t index)
 {
-	uint64_t z = seed ^ (index * 0x9e3779b97f4a7c15ull);
-	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (uint32_t)(z >> 32);
+	return emu_sr_draw(seed, index);
 }
 
 /* r (binary64, finite) rounded to f in RNE: the p-bit rounding of its

@@ -74,9 +74,7 @@ static uint64_t mix(uint64_t seed, uint64_t i)
 {
 	uint64_t z = seed ^ (i * 0x9e3779b97f4a7c15ull);
 	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return emu_mix64(z);
 }
 
 static const emu_env rne = {EMU_RNE, false, false, false, 0, 0};

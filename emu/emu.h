@@ -173,6 +173,16 @@ double emu_round_value(const emu_format *f, double x, double tail,
  * the value must lie below a quarter of f's smallest subnormal. */
 double emu_round_core(const emu_format *f, bool neg, uint64_t M, int E,
                       bool sticky, const emu_env *env, unsigned *flags);
+/* SplitMix64's finaliser (Steele, Lea, Flood 2014): nanmap's one mixer for
+ * counter-based draws (SR, generators, kernels' own data). Callers form the
+ * counter (seed ^ index·φ + φ for SR, docs/run.md for the generator). */
+static inline uint64_t emu_mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 /* The 32 random bits SR uses for (seed, index). */
 uint32_t emu_sr_bits(uint64_t seed, uint64_t index);
 

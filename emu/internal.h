@@ -76,4 +76,14 @@ static inline double emu_pow2(int k)
 	return c.d;
 }
 
+/* SR's 32 random bits for (seed, index), inline for the vectorised loops
+ * (round_simd.c, aops.c); emu_sr_bits is this, as a function. */
+static inline __attribute__((always_inline)) uint32_t emu_sr_draw(uint64_t seed,
+                                                                   uint64_t index)
+{
+	return (uint32_t)(emu_mix64((seed ^ (index * 0x9e3779b97f4a7c15ull)) +
+	                            0x9e3779b97f4a7c15ull) >>
+	                  32);
+}
+
 #endif

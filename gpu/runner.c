@@ -79,9 +79,7 @@ static void step_failed(const char *step, const char *what)
 static uint64_t rnd(uint64_t seed, uint64_t stream, uint64_t i)
 {
 	uint64_t z = seed ^ (stream * 0x9e3779b97f4a7c15ull) ^ (i * 0xbf58476d1ce4e5b9ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return emu_mix64(z);
 }
 
 /* ---- conv: every binary32 input (or a stride) to each format ---- */
@@ -741,9 +739,7 @@ static uint64_t bw_mix(uint64_t seed, uint64_t i)
 {
 	uint64_t z = seed ^ (i * 0x9e3779b97f4a7c15ull);
 	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return emu_mix64(z);
 }
 
 /* backward at loss scales 1 and 2^16 (fp16 gradients overflow at the

@@ -1,6 +1,8 @@
 /* nm_gen.c — the seeded input generator (nm_gen.h). */
 #include "nm_gen.h"
 
+#include "emu.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -19,17 +21,9 @@ int nm_gen_dist_parse(const char *s)
 	return -1;
 }
 
-/* SplitMix64's output function, computed directly from the counter. */
-static uint64_t nm_mix(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 uint64_t nm_gen_draw(uint64_t seed, uint64_t k)
 {
-	return nm_mix(seed + (k + 1) * 0x9e3779b97f4a7c15ull);
+	return emu_mix64(seed + (k + 1) * 0x9e3779b97f4a7c15ull);
 }
 
 /* [0, 1) in steps of 2^-53 */

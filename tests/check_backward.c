@@ -24,9 +24,7 @@ static uint64_t draw(uint64_t i)
 {
 	uint64_t z = 0x6261636bull ^ (i * 0x9e3779b97f4a7c15ull);
 	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return emu_mix64(z);
 }
 
 /* Small activations: ±2^-20·(1 + u), u uniform on [0, 1) (fp16 subnormals

@@ -31,9 +31,7 @@ uint64_t t_rand(uint64_t stream, uint64_t i)
 {
 	uint64_t z = t_seed() ^ (stream * 0xd1b54a32d192ed03ull) ^ (i * 0x9e3779b97f4a7c15ull);
 	z += 0x9e3779b97f4a7c15ull;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return emu_mix64(z);
 }
 
 const emu_format *t_fmt(const char *name)

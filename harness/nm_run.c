@@ -1116,22 +1116,24 @@ static void nr_csv_backend(struct nr_buf *b, const struct nr_report *r, emu_be_k
 	}
 	if (run->have_metrics)
 		for (int i = 0; i < run->out.n; i++) {
-			const char *name = run->out.item[i].name;
-			snprintf(key, sizeof(key), "%s.max_ulp", name);
-			nr_csv_row(b, be, "metric", key,
-			           nm_fmt_double(run->m[i].max_ulp, val, sizeof(val)));
-			snprintf(key, sizeof(key), "%s.rel_err", name);
-			nr_csv_row(b, be, "metric", key,
-			           nm_fmt_double(run->m[i].rel_err, val, sizeof(val)));
-			snprintf(key, sizeof(key), "%s.lost", name);
-			snprintf(val, sizeof(val), "%zu", run->m[i].lost);
-			nr_csv_row(b, be, "metric", key, val);
-			snprintf(key, sizeof(key), "%s.arith_max_ulp", name);
-			nr_csv_row(b, be, "metric", key,
-			           nm_fmt_double(run->m[i].arith_max_ulp, val, sizeof(val)));
-			snprintf(key, sizeof(key), "%s.arith_rel_err", name);
-			nr_csv_row(b, be, "metric", key,
-			           nm_fmt_double(run->m[i].arith_rel_err, val, sizeof(val)));
+			const emu_item_metrics *m = &run->m[i];
+			/* in this order; lost (a count) is the one that is not a double */
+			const struct {
+				const char *key;
+				double v;
+			} mets[] = {{"max_ulp", m->max_ulp},
+			            {"rel_err", m->rel_err},
+			            {"lost", NAN},
+			            {"arith_max_ulp", m->arith_max_ulp},
+			            {"arith_rel_err", m->arith_rel_err}};
+			for (size_t j = 0; j < sizeof(mets) / sizeof(mets[0]); j++) {
+				snprintf(key, sizeof(key), "%s.%s", run->out.item[i].name, mets[j].key);
+				if (j == 2)
+					snprintf(val, sizeof(val), "%zu", m->lost);
+				else
+					nm_fmt_double(mets[j].v, val, sizeof(val));
+				nr_csv_row(b, be, "metric", key, val);
+			}
 		}
 	if (k != EMU_BE_TRUTH) {
 		static const char *const keys[4] = {"n", "changed", "overflow", "flushed"};

@@ -351,10 +351,22 @@ static void tally(uint64_t *count, unsigned v)
 		count[k] += (v >> k) & 1;
 }
 
+/* Does [d, d + m) overlap the elements operand x reads, x[0..(m-1)·s]? */
+static bool overlaps(const double *d, const double *x, size_t s, size_t m)
+{
+	const double *xe = x + (m - 1) * s + 1;
+	return d < xe && x < d + m;
+}
+
+static bool bad_flags(unsigned v)
+{
+	return (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO)) != 0;
+}
+
 emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *const *args,
                      const size_t *strides, size_t n, const emu_env *env, uint8_t *flags)
 {
-	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0};
+	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0, UINT64_MAX};
 	int ar = emu_op_arity(op);
 	const double *a = args[0], *b = ar > 1 ? args[1] : a, *c = ar > 2 ? args[2] : a;
 	size_t sa = strides[0], sb = ar > 1 ? strides[1] : 0, sc = ar > 2 ? strides[2] : 0;
@@ -363,59 +375,83 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 	bool sr = env->mode == EMU_SR;
 	uint64_t cnt[3] = {0, 0, 0}; /* the fast path's inexact, underflow, overflow counts */
 	emu_env e = *env;
+	double buf[CHUNK]; /* the chunk's results when dst overlaps an operand */
 	for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
 		size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
 		const double *pa = a + i0 * sa, *pb = b + i0 * sb, *pc = c + i0 * sc;
+		/* an operand overwritten in place would be read again by the second
+		 * look and the generic path: results go to buf, then to dst */
+		bool alias = overlaps(dst + i0, pa, sa, m) || (ar > 1 && overlaps(dst + i0, pb, sb, m)) ||
+		             (ar > 2 && overlaps(dst + i0, pc, sc, m));
+		double *out = alias ? buf : dst + i0;
 		uint8_t *fl = flags ? flags + i0 : NULL;
 		unsigned nfb = (unsigned)m;
+		uint64_t ov0 = cnt[2];
+		bool chunk_bad = false;
 		bool (*bad)(const struct fconsts *, double, double, double) = NULL;
 		if (fast) {
 			switch (op) {
 			case EMU_OP_ADD:
-				nfb = fast_add(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				nfb = fast_add(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
 				               env->index + i0, fl, cnt);
 				bad = fast_add_bad;
 				break;
 			case EMU_OP_SUB:
-				nfb = fast_sub(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				nfb = fast_sub(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
 				               env->index + i0, fl, cnt);
 				bad = fast_sub_bad;
 				break;
 			case EMU_OP_MUL:
-				nfb = fast_mul(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				nfb = fast_mul(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
 				               env->index + i0, fl, cnt);
 				bad = fast_mul_bad;
 				break;
 			case EMU_OP_DIV:
-				nfb = fast_div(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				nfb = fast_div(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
 				               env->index + i0, fl, cnt);
 				bad = fast_div_bad;
 				break;
 			case EMU_OP_FMA:
-				nfb = fast_fma(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				nfb = fast_fma(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
 				               env->index + i0, fl, cnt);
 				bad = fast_fma_bad;
 				break;
 			default:
-				nfb = fast_sqrt(&k, sr, dst + i0, pa, sa, pb, sb, pc, sc, m,
+				nfb = fast_sqrt(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
 				                env->index + i0, fl, cnt);
 				bad = fast_sqrt_bad;
 				break;
 			}
+			chunk_bad = cnt[2] != ov0;
 		}
 		for (size_t j = 0; nfb && j < m; j++) {
-			size_t i = i0 + j;
-			if (bad &&
-			    (fl ? !(fl[j] & 0x80) : !bad(&k, a[i * sa], b[i * sb], c[i * sc])))
+			if (bad && (fl ? !(fl[j] & 0x80) : !bad(&k, pa[j * sa], pb[j * sb], pc[j * sc])))
 				continue;
 			unsigned v = 0;
-			e.index = env->index + i;
-			dst[i] = emu_a_element(op, f, a[i * sa], b[i * sb], c[i * sc], &e, &v);
+			e.index = env->index + i0 + j;
+			out[j] = emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e, &v);
 			if (fl)
 				fl[j] = (uint8_t)v;
 			tally(acc.count, v);
+			chunk_bad |= bad_flags(v);
 			nfb--;
 		}
+		/* the first element that raised overflow, invalid or divbyzero: looked
+		 * for element by element (the scalar op's flags equal the fast
+		 * path's) in the first chunk that has one */
+		for (size_t j = 0; chunk_bad && acc.first_bad == UINT64_MAX && j < m; j++) {
+			unsigned v = 0;
+			if (fl) {
+				v = fl[j];
+			} else {
+				e.index = env->index + i0 + j;
+				(void)emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e, &v);
+			}
+			if (bad_flags(v))
+				acc.first_bad = i0 + j;
+		}
+		if (alias)
+			memcpy(dst + i0, buf, m * sizeof *buf);
 	}
 	acc.count[4] += cnt[0];
 	acc.count[3] += cnt[1];

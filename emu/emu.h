@@ -240,10 +240,13 @@ unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out,
  * and their OR; flags, when not NULL, receives each element's flags.
  * Round-to-nearest-even add, sub, mul, div, sqrt and fma take a branch-free
  * binary64 path (docs/numerics.md); everything else goes element by element.
- * dst may alias an operand only when it is that operand with stride 1. */
+ * dst may overlap any operand: a chunk whose results would overwrite an
+ * operand it still reads is computed into a buffer first. */
 typedef struct {
 	uint64_t count[5]; /* INVALID, DIVBYZERO, OVERFLOW, UNDERFLOW, INEXACT */
 	unsigned any;      /* the OR of every element's flags */
+	uint64_t first_bad; /* the first element that raised overflow, invalid or
+	                       divbyzero; UINT64_MAX when none did */
 } emu_a_flags;
 
 /* One element, the scalar reference of the array ops: add..fma through

@@ -501,3 +501,29 @@ emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t 
 	size_t st[3] = {sa, sb, sc};
 	return emu_a_op(EMU_OP_FMA, f, dst, args, st, n, env, flags);
 }
+
+emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
+                       const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
+{
+	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX};
+	emu_env e = *env;
+	double s = *acc;
+	for (size_t j = 0; j < n; j++) {
+		unsigned v = 0;
+		e.index = env->index + j;
+		if (op == EMU_OP_FMA)
+			s = emu_a_element(op, f, a[j * sa], b[j * sb], s, &e, &v);
+		else
+			s = emu_a_element(op, f, s, a[j * sa], 0, &e, &v);
+		if (flags)
+			flags[j] = (uint8_t)v;
+		tally(r.count, v);
+		if (bad_flags(v) && r.first_bad == UINT64_MAX)
+			r.first_bad = j;
+	}
+	*acc = s;
+	for (int j = 0; j < 5; j++)
+		if (r.count[j])
+			r.any |= 1u << j;
+	return r;
+}

@@ -283,6 +283,14 @@ emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t 
                       const double *b, size_t sb, const double *c, size_t sc, size_t n,
                       const emu_env *env, uint8_t *flags);
 
+/* A sequential fold, the order of a C loop: for j = 0..n-1, *acc =
+ * op(*acc, a[j·sa]) (add, sub, mul, min, max), or *acc = fma(a[j·sa],
+ * b[j·sb], *acc) for EMU_OP_FMA; step j is the scalar operation under env
+ * with SR index env->index + j. Counts, first_bad (the first step j that
+ * raised overflow, invalid or divbyzero) and flags[j] as emu_a_op. */
+emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
+                       const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags);
+
 /* How many transcendental results the fast backend could not decide from
  * double and long double evaluations and took from MPFR (Ziv fallback). */
 uint64_t emu_fallback_count(void);

@@ -130,7 +130,7 @@ static double bk_time_kernel(const struct bk_case *c)
 		fprintf(stderr, "bench: softmax_ce: %s\n", err);
 		exit(2);
 	}
-	bk_sink += emu_k_d(&r.be, &r.out.item[0].v[0]);
+	bk_sink += emu_kout_d(&r.be, &r.out.item[0], 0);
 	emu_run_free(&r);
 	double t = bk_cpu() - c0;
 	bk_wall += bk_now() - t0;
@@ -201,8 +201,8 @@ static bool bk_same(const emu_run *a, const emu_run *b)
 	for (int i = 0; i < a->out.n; i++)
 		for (size_t j = 0; j < a->out.item[i].n; j++) {
 			const emu_format *f = a->out.item[i].fmt;
-			if (emu_encode(f, a->out.item[i].v[j].d) !=
-			    emu_encode(f, b->out.item[i].v[j].d))
+			if (emu_encode(f, emu_kout_d(NULL, &a->out.item[i], j)) !=
+			    emu_encode(f, emu_kout_d(NULL, &b->out.item[i], j)))
 				return false;
 		}
 	return memcmp(a->be.st.ops, b->be.st.ops, sizeof a->be.st.ops) == 0 &&

@@ -366,7 +366,7 @@ static bool bad_flags(unsigned v)
 emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *const *args,
                      const size_t *strides, size_t n, const emu_env *env, uint8_t *flags)
 {
-	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0, UINT64_MAX};
+	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 	int ar = emu_op_arity(op);
 	const double *a = args[0], *b = ar > 1 ? args[1] : a, *c = ar > 2 ? args[2] : a;
 	size_t sa = strides[0], sb = ar > 1 ? strides[1] : 0, sc = ar > 2 ? strides[2] : 0;
@@ -447,8 +447,10 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 				e.index = env->index + i0 + j;
 				(void)emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e, &v);
 			}
-			if (bad_flags(v))
+			if (bad_flags(v)) {
 				acc.first_bad = i0 + j;
+				acc.first_flags = v;
+			}
 		}
 		if (alias)
 			memcpy(dst + i0, buf, m * sizeof *buf);
@@ -505,7 +507,7 @@ emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t 
 emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
                        const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
 {
-	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX};
+	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 	emu_env e = *env;
 	double s = *acc;
 	for (size_t j = 0; j < n; j++) {
@@ -518,8 +520,10 @@ emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double
 		if (flags)
 			flags[j] = (uint8_t)v;
 		tally(r.count, v);
-		if (bad_flags(v) && r.first_bad == UINT64_MAX)
+		if (bad_flags(v) && r.first_bad == UINT64_MAX) {
 			r.first_bad = j;
+			r.first_flags = v;
+		}
 	}
 	*acc = s;
 	for (int j = 0; j < 5; j++)

@@ -70,6 +70,17 @@ void emu_be_free(emu_be *be)
 	free(be->allocs);
 	be->allocs = NULL;
 	be->nallocs = be->capallocs = 0;
+	for (size_t i = 0; i < be->nvecs; i++)
+		free(be->vecs[i]);
+	free(be->vecs);
+	be->vecs = NULL;
+	be->nvecs = be->capvecs = 0;
+	be->scratch = NULL;
+	free(be->st.step_ops);
+	free(be->st.step_flags);
+	be->st.step_ops = NULL;
+	be->st.step_flags = NULL;
+	be->st.nsteps = 0;
 }
 
 emu_val *emu_k_vec(emu_be *be, size_t n)
@@ -177,25 +188,30 @@ static unsigned range_flags(mpfr_srcptr v, const emu_format *f, const emu_env *e
 	return (fl & EMU_FLAG_OVERFLOW) | (r == 0 ? EMU_FLAG_UNDERFLOW : 0);
 }
 
-unsigned emu_k_range(const emu_be *be, const emu_val *v, const emu_format *f)
+unsigned emu_k_range(const emu_be *be, mpfr_srcptr v, const emu_format *f)
 {
-	return be->kind == EMU_BE_TRUTH && f ? range_flags(v->m, f, &be->env) : 0;
+	return be->kind == EMU_BE_TRUTH && f ? range_flags(v, f, &be->env) : 0;
 }
 
 /* range_peak: log2 |v| from MPFR's exponent, so exp(1e6) does not overflow */
-static unsigned range_note(emu_be *be, const emu_val *v, const emu_format *f)
+static unsigned range_note_mp(emu_be *be, mpfr_srcptr v, const emu_format *f)
 {
 	if (!f)
 		return 0;
-	if (mpfr_number_p(v->m) && !mpfr_zero_p(v->m)) {
+	if (mpfr_number_p(v) && !mpfr_zero_p(v)) {
 		long e;
-		double m = mpfr_get_d_2exp(&e, v->m, MPFR_RNDN);
+		double m = mpfr_get_d_2exp(&e, v, MPFR_RNDN);
 		double t = f->max + ldexp(1, f->emax - f->p); /* the RNE threshold */
 		double peak = (double)e + log2(fabs(m)) - log2(t);
 		if (peak > be->range_peak)
 			be->range_peak = peak;
 	}
-	return emu_k_range(be, v, f);
+	return be->kind == EMU_BE_TRUTH ? range_flags(v, f, &be->env) : 0;
+}
+
+static unsigned range_note(emu_be *be, const emu_val *v, const emu_format *f)
+{
+	return range_note_mp(be, v->m, f);
 }
 
 void emu_k_note_input(emu_be *be, double x, double v, unsigned fl)
@@ -412,4 +428,435 @@ void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_v
 	env->index++;
 	dst->d = r;
 	emu_k_note(be, op, fl, step, i);
+}
+
+/* ================= the array-level interface ================= */
+
+static const char *const engine_steps[EMU_STEP0] = {
+    "input", "scale", "quantize", "to_compute", "to_compute", "dequantize",
+};
+
+void emu_steps(emu_be *be, const char *const *names, unsigned n)
+{
+	be->step_names = names;
+	be->nstep_names = n;
+}
+
+const char *emu_step_name(const emu_be *be, unsigned s)
+{
+	if (s < EMU_STEP0)
+		return engine_steps[s] ? engine_steps[s] : "?";
+	s -= EMU_STEP0;
+	return s < be->nstep_names && be->step_names[s] ? be->step_names[s] : "?";
+}
+
+/* the per-step counters, grown to hold step s; false out of memory (the
+ * per-step counts are then not kept, everything else is) */
+static bool step_slot(emu_be_stats *st, size_t s)
+{
+	if (s < st->nsteps)
+		return true;
+	size_t n = s + 1 > 2 * st->nsteps ? s + 1 : 2 * st->nsteps;
+	uint64_t *ops = realloc(st->step_ops, n * sizeof *ops);
+	if (!ops)
+		return false;
+	st->step_ops = ops;
+	uint64_t(*fl)[EMU_NFLAGS] = realloc(st->step_flags, n * sizeof *fl);
+	if (!fl)
+		return false;
+	st->step_flags = fl;
+	memset(ops + st->nsteps, 0, (n - st->nsteps) * sizeof *ops);
+	memset(fl + st->nsteps, 0, (n - st->nsteps) * sizeof *fl);
+	st->nsteps = n;
+	return true;
+}
+
+/* n operations of kind op in step s, cnt[k] of which raised flag k; the
+ * first of them to raise overflow, invalid or divbyzero is element e with
+ * flags efl (e = UINT64_MAX: none did) */
+static void record(emu_be *be, unsigned s, emu_op op, uint64_t n, const uint64_t *cnt,
+                   unsigned any, uint64_t e, unsigned efl)
+{
+	emu_be_stats *st = &be->st;
+	st->ops[op] += n;
+	st->all_flags |= any;
+	bool ss = step_slot(st, s);
+	if (ss)
+		st->step_ops[s] += n;
+	for (int k = 0; k < EMU_NFLAGS; k++) {
+		st->flags[op][k] += cnt[k];
+		if (ss)
+			st->step_flags[s][k] += cnt[k];
+	}
+	unsigned bad = efl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO);
+	if (e != UINT64_MAX && bad && !st->first_set) {
+		st->first_set = true;
+		st->first_op = op;
+		st->first_flags = bad;
+		st->first_step = emu_step_name(be, s);
+		st->first_index = e;
+	}
+}
+
+void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e)
+{
+	uint64_t cnt[EMU_NFLAGS];
+	for (int k = 0; k < EMU_NFLAGS; k++)
+		cnt[k] = (fl >> k) & 1;
+	record(be, s, op, 1, cnt, fl, e, fl);
+}
+
+emu_vec *emu_vec_new(emu_be *be, size_t n)
+{
+	if (be->nvecs == be->capvecs) {
+		size_t cap = be->capvecs ? 2 * be->capvecs : 16;
+		emu_vec **nv = realloc(be->vecs, cap * sizeof *nv);
+		if (!nv)
+			return NULL;
+		be->vecs = nv;
+		be->capvecs = cap;
+	}
+	bool truth = be->kind == EMU_BE_TRUTH;
+	size_t limbs = mpfr_custom_get_size(EMU_TRUTH_PREC);
+	size_t each = truth ? sizeof(__mpfr_struct) + limbs : sizeof(double);
+	if (n > (SIZE_MAX - sizeof(emu_vec) - 64) / each)
+		return NULL;
+	emu_vec *v = malloc(sizeof(emu_vec) + 64 + n * each);
+	if (!v)
+		return NULL;
+	v->n = n;
+	v->d = NULL;
+	v->m = NULL;
+	uintptr_t base = ((uintptr_t)(v + 1) + 63) & ~(uintptr_t)63;
+	if (truth) {
+		v->m = (__mpfr_struct *)base;
+		char *lp = (char *)(v->m + n);
+		for (size_t i = 0; i < n; i++)
+			mpfr_custom_init_set(&v->m[i], MPFR_ZERO_KIND, 0, EMU_TRUTH_PREC,
+			                     lp + i * limbs);
+	} else {
+		v->d = (double *)base;
+		memset(v->d, 0, n * sizeof *v->d);
+	}
+	be->vecs[be->nvecs++] = v;
+	return v;
+}
+
+double emu_vget(const emu_be *be, const emu_vec *v, size_t i)
+{
+	(void)be;
+	return v->m ? mpfr_get_d(&v->m[i], MPFR_RNDN) : v->d[i];
+}
+
+/* element j of an operand */
+static inline size_t ix(emu_ref r, size_t j)
+{
+	return r.off + j * r.stride;
+}
+
+void emu_fill(emu_be *be, emu_ref dst, double x, size_t n)
+{
+	(void)be;
+	for (size_t j = 0; j < n; j++) {
+		if (dst.v->m)
+			mpfr_set_d(&dst.v->m[ix(dst, j)], x, MPFR_RNDN);
+		else
+			dst.v->d[ix(dst, j)] = x;
+	}
+}
+
+void emu_copy(emu_be *be, emu_ref dst, emu_ref src, size_t n)
+{
+	(void)be;
+	for (size_t j = 0; j < n; j++) {
+		if (dst.v->m)
+			mpfr_set(&dst.v->m[ix(dst, j)], &src.v->m[ix(src, j)], MPFR_RNDN);
+		else
+			dst.v->d[ix(dst, j)] = src.v->d[ix(src, j)];
+	}
+}
+
+static void tally5(uint64_t *cnt, unsigned fl)
+{
+	for (int k = 0; k < EMU_NFLAGS; k++)
+		cnt[k] += (fl >> k) & 1;
+}
+
+void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, const double *x,
+               size_t sx, size_t n, uint64_t elem, uint8_t *fl)
+{
+	uint64_t cnt[EMU_NFLAGS] = {0};
+	unsigned any = 0, efl = 0;
+	uint64_t first = UINT64_MAX;
+	emu_env env = be->env;
+	env.daz = false;
+	for (size_t j = 0; j < n; j++) {
+		double xj = x[j * sx];
+		size_t i = ix(dst, j);
+		unsigned rfl = 0;
+		double v = xj;
+		if (be->kind == EMU_BE_TRUTH && (be->range || be->exact_inputs)) {
+			mpfr_set_d(&dst.v->m[i], xj, MPFR_RNDN);
+			if (be->range)
+				rfl = range_note_mp(be, &dst.v->m[i], f);
+		} else {
+			env.index = emu_sr_key(step, 0, elem + j);
+			if (be->kind == EMU_BE_EXACT) {
+				emu_result r = emu_mp_from_double(f, xj, &env);
+				v = decode(f, r.bits);
+				rfl = r.flags;
+			} else {
+				v = emu_v_from_double(f, xj, &env, &rfl);
+			}
+			if (be->kind == EMU_BE_TRUTH)
+				mpfr_set_d(&dst.v->m[i], v, MPFR_RNDN);
+			else
+				dst.v->d[i] = v;
+			if (!be->loading)
+				emu_k_note_input(be, xj, v, rfl);
+		}
+		if (fl)
+			fl[j] |= (uint8_t)rfl;
+		tally5(cnt, rfl);
+		any |= rfl;
+		if (first == UINT64_MAX &&
+		    (rfl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+			first = elem + j;
+			efl = rfl;
+		}
+	}
+	record(be, step, EMU_OP_CVT, n, cnt, any, first, efl);
+}
+
+/* One element on FAST with the GPU's tables (the table ops of fp16/bf16),
+ * or any element of FAST through the scalar reference. */
+static double fast_one(const emu_be *be, emu_op op, const emu_format *f, double x, double y,
+                       double z, const emu_env *env, unsigned *fl)
+{
+	if (op == EMU_OP_CVT) {
+		emu_env e = *env;
+		e.daz = false; /* the operand's own format is not known here */
+		return emu_a_element(op, f, x, y, z, &e, fl);
+	}
+	if (be->tables && op != EMU_OP_ADD && op != EMU_OP_SUB && op != EMU_OP_MUL &&
+	    op != EMU_OP_DIV && op != EMU_OP_FMA) {
+		int ar = emu_op_arity(op);
+		emu_bits args[3] = {emu_encode(f, x), ar > 1 ? emu_encode(f, y) : 0,
+		                    ar > 2 ? emu_encode(f, z) : 0};
+		emu_result res = emu_apply(op, f, NULL, args, env);
+		unsigned rf = res.flags;
+		emu_bits t;
+		if (emu_gpu_tables_lookup(be->tables, emu_gpu_table_func(op), f, args[0], &t) &&
+		    t != res.bits) {
+			res.bits = t;
+			rf = table_flags(f, x, decode(f, t));
+		}
+		*fl |= rf;
+		return decode(f, res.bits);
+	}
+	return emu_a_element(op, f, x, y, z, env, fl);
+}
+
+/* One element on EXACT: the MPFR backend on encodings. */
+static double exact_one(emu_op op, const emu_format *f, double x, double y, double z,
+                        const emu_env *env, unsigned *fl)
+{
+	emu_result res;
+	if (op == EMU_OP_CVT) {
+		emu_env e = *env;
+		e.daz = false;
+		res = emu_mp_from_double(f, x, &e);
+	} else {
+		emu_bits args[3] = {emu_encode(f, x), emu_encode(f, y), emu_encode(f, z)};
+		res = emu_mp_apply(op, f, NULL, args, env);
+	}
+	*fl |= res.flags;
+	return decode(f, res.bits);
+}
+
+static mpfr_srcptr mp_at(emu_ref r, size_t j)
+{
+	return r.v ? &r.v->m[ix(r, j)] : NULL;
+}
+
+static double d_at(emu_ref r, size_t j)
+{
+	return r.v ? r.v->d[ix(r, j)] : 0.0;
+}
+
+/* element j of a map on EXACT or TRUTH (or FAST's element path) */
+static unsigned map_one(emu_be *be, emu_op op, const emu_format *f, const emu_env *env,
+                        emu_ref d, emu_ref a, emu_ref b, emu_ref c, size_t j)
+{
+	unsigned fl = 0;
+	if (be->kind == EMU_BE_TRUTH) {
+		mpfr_ptr dm = &d.v->m[ix(d, j)];
+		truth_op(op, dm, mp_at(a, j), mp_at(b, j), mp_at(c, j));
+		if (mpfr_nan_p(dm))
+			fl |= EMU_FLAG_INVALID;
+		if (be->range)
+			fl |= range_note_mp(be, dm, f);
+		return fl;
+	}
+	double x = d_at(a, j), y = d_at(b, j), z = d_at(c, j), r;
+	if (be->kind == EMU_BE_FAST)
+		r = fast_one(be, op, f, x, y, z, env, &fl);
+	else
+		r = exact_one(op, f, x, y, z, env, &fl);
+	d.v->d[ix(d, j)] = r;
+	return fl;
+}
+
+static bool table_op(const emu_be *be, emu_op op)
+{
+	return be->tables && op != EMU_OP_CVT && op != EMU_OP_ADD && op != EMU_OP_SUB &&
+	       op != EMU_OP_MUL && op != EMU_OP_DIV && op != EMU_OP_FMA;
+}
+
+void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref dst, emu_ref a,
+             emu_ref b, emu_ref c, size_t n, uint64_t elem, uint8_t *fl)
+{
+	if (n == 0)
+		return;
+	emu_env env = be->env;
+	env.index = emu_sr_key(step, 0, elem);
+	if (op == EMU_OP_CVT)
+		env.daz = false; /* the operand's own format is not known here */
+	if (be->kind == EMU_BE_FAST && !table_op(be, op) && (dst.stride == 1 || n == 1)) {
+		int ar = emu_op_arity(op);
+		const double *args[3] = {a.v->d + a.off, ar > 1 ? b.v->d + b.off : NULL,
+		                         ar > 2 ? c.v->d + c.off : NULL};
+		size_t st[3] = {a.stride, ar > 1 ? b.stride : 0, ar > 2 ? c.stride : 0};
+		double *d = dst.v->d + dst.off;
+		uint64_t cnt[EMU_NFLAGS] = {0};
+		unsigned any = 0, efl = 0;
+		uint64_t first = UINT64_MAX;
+		uint8_t buf[2048];
+		for (size_t j0 = 0; j0 < n; j0 += fl ? sizeof buf : n) {
+			size_t m = fl && n - j0 > sizeof buf ? sizeof buf : n - j0;
+			const double *pa[3] = {args[0] + j0 * st[0], args[1] ? args[1] + j0 * st[1] : NULL,
+			                       args[2] ? args[2] + j0 * st[2] : NULL};
+			emu_env e = env;
+			e.index = env.index + j0;
+			emu_a_flags r = emu_a_op(op, f, d + j0, pa, st, m, &e, fl ? buf : NULL);
+			for (int k = 0; k < EMU_NFLAGS; k++)
+				cnt[k] += r.count[k];
+			any |= r.any;
+			if (first == UINT64_MAX && r.first_bad != UINT64_MAX) {
+				first = elem + j0 + r.first_bad;
+				efl = r.first_flags;
+			}
+			for (size_t j = 0; fl && j < m; j++)
+				fl[j0 + j] |= buf[j];
+		}
+		record(be, step, op, n, cnt, any, first, efl);
+		return;
+	}
+	uint64_t cnt[EMU_NFLAGS] = {0};
+	unsigned any = 0, efl = 0;
+	uint64_t first = UINT64_MAX;
+	for (size_t j = 0; j < n; j++) {
+		emu_env e = env;
+		e.index = env.index + j;
+		unsigned v = map_one(be, op, f, &e, dst, a, b, c, j);
+		if (fl)
+			fl[j] |= (uint8_t)v;
+		tally5(cnt, v);
+		any |= v;
+		if (first == UINT64_MAX &&
+		    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+			first = elem + j;
+			efl = v;
+		}
+	}
+	record(be, step, op, n, cnt, any, first, efl);
+}
+
+/* the backend's few scratch values (a block fold's partial sum) */
+static emu_vec *scratch(emu_be *be)
+{
+	if (!be->scratch)
+		be->scratch = emu_vec_new(be, 4);
+	return be->scratch;
+}
+
+/* s(a[lo..lo+n)) into a[lo]: the pairwise order */
+static void pairwise(emu_be *be, unsigned step, const emu_format *f, emu_ref a, size_t lo,
+                     size_t n, uint64_t elem)
+{
+	if (n < 2)
+		return;
+	size_t h = n / 2;
+	pairwise(be, step, f, a, lo, h, elem);
+	pairwise(be, step, f, a, lo + h, n - h, elem);
+	emu_ref x = emu_at(a.v, ix(a, lo)), y = emu_at(a.v, ix(a, lo + h));
+	emu_map(be, step, EMU_OP_ADD, f, x, x, y, EMU_NOREF, 1, elem + lo + h, NULL);
+}
+
+/* the sequential fold of a[0..n) (and b) into acc */
+static void fold_seq(emu_be *be, unsigned step, unsigned phase, emu_op op, const emu_format *f,
+                     emu_ref acc, emu_ref a, emu_ref b, size_t n, uint64_t elem)
+{
+	if (n == 0)
+		return;
+	emu_env env = be->env;
+	env.index = emu_sr_key(step, phase, elem);
+	bool fma = op == EMU_OP_FMA;
+	if (be->kind == EMU_BE_FAST && !table_op(be, op)) {
+		double *s = &acc.v->d[acc.off];
+		emu_a_flags r = emu_a_fold(op, f, s, a.v->d + a.off, a.stride,
+		                           fma ? b.v->d + b.off : NULL, fma ? b.stride : 0, n, &env,
+		                           NULL);
+		record(be, step, op, n, r.count, r.any,
+		       r.first_bad == UINT64_MAX ? UINT64_MAX : elem + r.first_bad, r.first_flags);
+		return;
+	}
+	uint64_t cnt[EMU_NFLAGS] = {0};
+	unsigned any = 0, efl = 0;
+	uint64_t first = UINT64_MAX;
+	emu_ref s = emu_at(acc.v, acc.off);
+	for (size_t j = 0; j < n; j++) {
+		emu_env e = env;
+		e.index = env.index + j;
+		emu_ref x = emu_at(a.v, ix(a, j));
+		unsigned v = fma ? map_one(be, op, f, &e, s, x, emu_at(b.v, ix(b, j)), s, 0)
+		                 : map_one(be, op, f, &e, s, s, x, EMU_NOREF, 0);
+		tally5(cnt, v);
+		any |= v;
+		if (first == UINT64_MAX &&
+		    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+			first = elem + j;
+			efl = v;
+		}
+	}
+	record(be, step, op, n, cnt, any, first, efl);
+}
+
+void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_order o,
+              emu_ref acc, emu_ref a, emu_ref b, size_t n, uint64_t elem)
+{
+	switch (o.order) {
+	case EMU_FOLD_PAIRWISE:
+		if (n == 0)
+			return;
+		pairwise(be, step, f, a, 0, n, elem);
+		emu_copy(be, acc, emu_at(a.v, a.off), 1);
+		return;
+	case EMU_FOLD_BLOCK: {
+		emu_vec *t = scratch(be);
+		size_t k = o.k ? o.k : n;
+		for (size_t lo = 0; lo < n; lo += k) {
+			size_t m = n - lo < k ? n - lo : k;
+			emu_fill(be, emu_at(t, 0), 0, 1);
+			fold_seq(be, step, 0, op, f, emu_at(t, 0), emu_strided(a.v, ix(a, lo), a.stride),
+			         b.v ? emu_strided(b.v, ix(b, lo), b.stride) : EMU_NOREF, m, elem + lo);
+			emu_ref s = emu_at(acc.v, acc.off);
+			emu_map(be, o.step2, EMU_OP_ADD, f, s, s, emu_at(t, 0), EMU_NOREF, 1, elem + lo,
+			        NULL);
+		}
+		return;
+	}
+	default:
+		fold_seq(be, step, 0, op, f, acc, a, b, n, elem);
+	}
 }

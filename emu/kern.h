@@ -36,6 +36,13 @@ typedef struct {
 	mpfr_ptr m;
 } emu_val;
 
+/* A vector of values (the array-level interface below). */
+typedef struct emu_vec {
+	size_t n;
+	double *d;        /* FAST, EXACT: n values */
+	__mpfr_struct *m; /* TRUTH: n numbers of EMU_TRUTH_PREC bits */
+} emu_vec;
+
 enum { EMU_NFLAGS = 5 }; /* flag bits, as EMU_FLAG_* */
 
 typedef struct {
@@ -53,6 +60,11 @@ typedef struct {
 	 * became zero from a nonzero finite value (flushed). TRUTH with
 	 * exact_inputs or range stores nothing: all 0. */
 	uint64_t in_n, in_changed, in_overflow, in_flushed;
+	/* per step id (emu_steps): operations and how many raised each flag;
+	 * nsteps entries, grown as steps are met */
+	uint64_t *step_ops;
+	uint64_t (*step_flags)[EMU_NFLAGS];
+	size_t nsteps;
 } emu_be_stats;
 
 typedef struct emu_be {
@@ -84,9 +96,16 @@ typedef struct emu_be {
 	 * from 0, else none; otherwise inexact, plus overflow for inf and
 	 * underflow for a zero or subnormal result. */
 	const emu_gpu_tables *tables;
+	/* the kernel's step names (emu_steps): id EMU_STEP0 + k is names[k] */
+	const char *const *step_names;
+	unsigned nstep_names;
 	/* everything emu_k_vec allocated, freed by emu_be_free */
 	void **allocs;
 	size_t nallocs, capallocs;
+	/* every emu_vec_new, freed by emu_be_free */
+	emu_vec **vecs;
+	size_t nvecs, capvecs;
+	emu_vec *scratch; /* a few values for the folds' partial sums */
 } emu_be;
 
 /* ---- backends (emu/backend.c) ---- */
@@ -118,11 +137,130 @@ void emu_k_note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i
  * EMU_FLAG_OVERFLOW as the format's rounding decides it (RNE: |v| at or
  * above max + ulp(max)/2), EMU_FLAG_UNDERFLOW when v is nonzero and rounds
  * to zero. 0 for zero, infinities and NaN. TRUTH values only. */
-unsigned emu_k_range(const emu_be *be, const emu_val *v, const emu_format *f);
+unsigned emu_k_range(const emu_be *be, mpfr_srcptr v, const emu_format *f);
 /* Nearest double (TRUTH rounds to nearest). */
 double emu_k_d(const emu_be *be, const emu_val *v);
 /* -1, 0, 1, or 2 when unordered. */
 int emu_k_cmp(const emu_be *be, const emu_val *a, const emu_val *b);
+
+
+/* ---- the array-level kernel interface (emu/engine.c) ----
+ *
+ * A kernel is written once, in its exact order of operations, as maps
+ * (elementwise, with broadcast) and folds (reductions in a named order)
+ * over vectors. On FAST a map is one emu_a_op call over double[] (the
+ * array operations' branch-free paths); EXACT runs the same calls element
+ * by element through the MPFR backend, TRUTH at EMU_TRUTH_PREC bits.
+ *
+ * Steps are ids: the engine's own below EMU_STEP0 (loading inputs), a
+ * kernel's from EMU_STEP0 on, named by emu_steps. Every operation counts
+ * per op kind and per step, and the first that raised overflow, invalid or
+ * divbyzero is reported by step name and element.
+ *
+ * Stochastic rounding is keyed by (seed, step, element): the draw of
+ * element e of step s is emu_sr_bits(seed, emu_sr_key(s, phase, e)), so a
+ * result does not depend on the order operations run in, on chunking or on
+ * threads.
+ */
+
+/* An operand: elements v[off + j·stride], j = 0..n-1 (stride 0: v[off]
+ * broadcast). A destination has stride 1, or n = 1. */
+typedef struct {
+	emu_vec *v;
+	size_t off, stride;
+} emu_ref;
+
+static inline emu_ref emu_row(emu_vec *v, size_t off)
+{
+	return (emu_ref){v, off, 1};
+}
+static inline emu_ref emu_at(emu_vec *v, size_t i)
+{
+	return (emu_ref){v, i, 0};
+}
+static inline emu_ref emu_strided(emu_vec *v, size_t off, size_t stride)
+{
+	return (emu_ref){v, off, stride};
+}
+#define EMU_NOREF ((emu_ref){NULL, 0, 0})
+
+/* The engine's steps (the input load, emu/scale.c). */
+enum {
+	EMU_STEP_INPUT = 0, /* an input stored in its format */
+	EMU_STEP_SCALE,     /* x · s in fp32 (scaling recipes) */
+	EMU_STEP_QUANTIZE,  /* into the storage format */
+	EMU_STEP_TO_COMPUTE,
+	EMU_STEP_SCALE_INV, /* fp32(1/s) into the compute format */
+	EMU_STEP_DEQUANTIZE,
+	EMU_STEP0 = 16 /* a kernel's first step */
+};
+
+/* The SR index of element e of step s; phase tells a fold's inner and
+ * outer operations apart (0..3). e < 2^42. */
+static inline uint64_t emu_sr_key(unsigned step, unsigned phase, uint64_t e)
+{
+	return ((uint64_t)(step + 1) << 44) | ((uint64_t)(phase & 3) << 42) |
+	       (e & ((1ull << 42) - 1));
+}
+
+/* names[k] names step EMU_STEP0 + k (not copied: static storage). */
+void emu_steps(emu_be *be, const char *const *names, unsigned n);
+/* The name of step id s ("?" if unknown). */
+const char *emu_step_name(const emu_be *be, unsigned s);
+/* n values, all +0, freed with the backend; NULL on allocation failure.
+ * TRUTH: 64 bytes a value. */
+emu_vec *emu_vec_new(emu_be *be, size_t n);
+/* Element i as the nearest double (TRUTH rounds to nearest). */
+double emu_vget(const emu_be *be, const emu_vec *v, size_t i);
+/* n elements of dst set to the constant x (exact in the formats it meets:
+ * 0, 1, N), or copied from src. */
+void emu_fill(emu_be *be, emu_ref dst, double x, size_t n);
+void emu_copy(emu_be *be, emu_ref dst, emu_ref src, size_t n);
+/* n input doubles x[j·sx] stored in f (rounded by the policy's mode, as
+ * emu_k_input; TRUTH with range or exact_inputs keeps them), counted in
+ * emu_be_stats.in_* unless be->loading. fl, if not NULL, ORs each
+ * element's flags into fl[j]. */
+void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, const double *x,
+               size_t sx, size_t n, uint64_t elem, uint8_t *fl);
+/* dst[j] = op(a[j], b[j], c[j]) rounded to f (TRUTH: exact), j < n;
+ * element j is element elem + j of the step. EMU_OP_CVT rounds a into f.
+ * dst may be an operand itself (same offset and stride) or apart from it.
+ * fl as emu_input. */
+void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref dst, emu_ref a,
+             emu_ref b, emu_ref c, size_t n, uint64_t elem, uint8_t *fl);
+/* One element: emu_map with n = 1. */
+static inline void emu_op1(emu_be *be, unsigned step, emu_op op, const emu_format *f,
+                           emu_ref dst, emu_ref a, emu_ref b, uint64_t elem)
+{
+	emu_map(be, step, op, f, dst, a, b, EMU_NOREF, 1, elem, NULL);
+}
+
+/* Fold orders. */
+typedef enum {
+	EMU_FOLD_SEQ = 0,  /* acc = acc op a[0], then op a[1], ... (a C loop) */
+	EMU_FOLD_PAIRWISE, /* acc = s(a[0..n)), s(a[lo..hi)) = s(a[lo..h)) + s(a[h..hi)),
+	                      h = lo + ⌊(hi−lo)/2⌋, s(a_j) = a_j; acc's value is not read
+	                      and a is overwritten (a[0] holds the sum) */
+	EMU_FOLD_BLOCK,    /* blocks of k: each summed sequentially from +0 (step), then
+	                      acc = acc + block sum, block by block (step2) */
+} emu_fold_order;
+
+typedef struct {
+	emu_fold_order order;
+	size_t k;       /* BLOCK: block length */
+	unsigned step2; /* BLOCK: the step of the block sums */
+} emu_order;
+#define EMU_ORDER_SEQ ((emu_order){EMU_FOLD_SEQ, 0, 0})
+
+/* acc = fold of op over a[0..n) (op ADD, SUB, MUL, MIN, MAX: acc =
+ * op(acc, a[j])), or of fma (acc = fma(a[j], b[j], acc); SEQ and BLOCK)
+ * in f, in order o. Step j's element is elem + j (pairwise: the node
+ * splitting at h is elem + h; a block sum is elem + its first index). */
+void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_order o,
+              emu_ref acc, emu_ref a, emu_ref b, size_t n, uint64_t elem);
+/* Record operations a kernel computed itself (a Tensor Core block): count
+ * ops of kind op under step s with flags fl, element e. */
+void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e);
 
 /* ---- precision policy (emu/policy.c) ---- */
 typedef enum {

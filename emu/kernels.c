@@ -125,8 +125,30 @@ emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
 	emu_val *v = emu_k_vec(be, n);
 	if (!v)
 		return NULL;
-	out->item[out->n++] = (emu_kout_item){name, v, n, fmt};
+	out->item[out->n++] = (emu_kout_item){name, v, NULL, n, fmt};
 	return v;
+}
+
+emu_vec *emu_kout_vec(emu_be *be, emu_kout *out, const char *name, size_t n,
+                      const emu_format *fmt)
+{
+	if (out->n >= EMU_KOUT_MAX)
+		return NULL;
+	emu_vec *v = emu_vec_new(be, n);
+	if (!v)
+		return NULL;
+	out->item[out->n++] = (emu_kout_item){name, NULL, v, n, fmt};
+	return v;
+}
+
+double emu_kout_d(const emu_be *be, const emu_kout_item *it, size_t j)
+{
+	return it->vec ? emu_vget(be, it->vec, j) : be ? emu_k_d(be, &it->v[j]) : it->v[j].d;
+}
+
+mpfr_srcptr emu_kout_mp(const emu_kout_item *it, size_t j)
+{
+	return it->vec ? &it->vec->m[j] : it->v[j].m;
 }
 
 /*

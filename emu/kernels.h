@@ -26,7 +26,8 @@ typedef struct {
 #define EMU_KOUT_MAX 6
 typedef struct {
 	const char *name;      /* "loss", "grad", "y", ... */
-	emu_val *v;            /* owned by the backend */
+	emu_val *v;            /* owned by the backend (kernels on emu_k_op) */
+	emu_vec *vec;          /* or this (kernels on the array interface) */
 	size_t n;
 	const emu_format *fmt; /* what the values are held in (ulp errors use it) */
 } emu_kout_item;
@@ -71,6 +72,12 @@ bool emu_kparam_real(const emu_kin *in, const char *kernel, const char *name, do
  * allocates on one backend for a rows x cols input with in's parameters
  * (in may be NULL): what the command line checks memory with. */
 double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const emu_kin *in);
+/* Element j of an output as the nearest double, and (TRUTH) as an MPFR number. */
+double emu_kout_d(const emu_be *be, const emu_kout_item *it, size_t j);
+mpfr_srcptr emu_kout_mp(const emu_kout_item *it, size_t j);
+/* Add an output vector (n values of fmt) to out; NULL when full or out of memory. */
+emu_vec *emu_kout_vec(emu_be *be, emu_kout *out, const char *name, size_t n,
+                      const emu_format *fmt);
 /* Add an output array (n values of fmt) to out; NULL when full or out of memory. */
 emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
                       const emu_format *fmt);
@@ -80,6 +87,10 @@ emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
  * dequantised in the compute format (emu/scale.c). 0, or -1 out of memory. */
 int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                emu_val *out);
+
+/* The same over vectors: out holds rows × cols values. */
+int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+             emu_vec *out);
 
 /* ---- running a kernel on one backend and measuring it (emu/run.c) ---- */
 typedef enum {

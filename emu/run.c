@@ -37,7 +37,7 @@ static int run_on(const emu_kernel *k, const emu_policy *pol, const char *varian
 		st = EMU_ST_OVERFLOW;
 	for (int i = 0; i < r->out.n; i++)
 		for (size_t j = 0; j < r->out.item[i].n; j++) {
-			double v = emu_k_d(&r->be, &r->out.item[i].v[j]);
+			double v = emu_kout_d(&r->be, &r->out.item[i], j);
 			if (isnan(v))
 				st = EMU_ST_NAN;
 			else if (isinf(v) && st < EMU_ST_INF)
@@ -114,9 +114,9 @@ static void compare_item(const emu_be *be, const emu_kout_item *a, const emu_be 
 	bool bad = false;
 	size_t nl = 0;
 	for (size_t j = 0; j < a->n && j < t->n; j++) {
-		double v = emu_k_d(be, &a->v[j]), w = emu_k_d(tbe, &t->v[j]);
+		double v = emu_kout_d(be, a, j), w = emu_kout_d(tbe, t, j);
 		/* nonzero in truth even below the double range (exp(−1000)) */
-		bool tnz = tbe->kind == EMU_BE_TRUTH ? mpfr_regular_p(t->v[j].m) != 0
+		bool tnz = tbe->kind == EMU_BE_TRUTH ? mpfr_regular_p(emu_kout_mp(t, j)) != 0
 		                                     : w != 0 && isfinite(w);
 		if (v == 0 && tnz)
 			nl++;

@@ -25,6 +25,7 @@
  */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels.h"
 
@@ -202,5 +203,143 @@ int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, 
 		}
 	}
 	free(row_amax);
+	return 0;
+}
+
+/* ================= the array-level load ================= */
+
+/* st += fs: what a load on another backend counted */
+static void stats_add(emu_be_stats *st, const emu_be_stats *fs)
+{
+	for (int op = 0; op < EMU_NOPS; op++) {
+		st->ops[op] += fs->ops[op];
+		for (int k = 0; k < EMU_NFLAGS; k++)
+			st->flags[op][k] += fs->flags[op][k];
+	}
+	st->all_flags |= fs->all_flags;
+	if (fs->nsteps > st->nsteps) {
+		uint64_t *ops = realloc(st->step_ops, fs->nsteps * sizeof *ops);
+		uint64_t(*fl)[EMU_NFLAGS] = ops ? realloc(st->step_flags, fs->nsteps * sizeof *fl) : NULL;
+		if (ops)
+			st->step_ops = ops;
+		if (fl) {
+			st->step_flags = fl;
+			memset(ops + st->nsteps, 0, (fs->nsteps - st->nsteps) * sizeof *ops);
+			memset(fl + st->nsteps, 0, (fs->nsteps - st->nsteps) * sizeof *fl);
+			st->nsteps = fs->nsteps;
+		}
+	}
+	for (size_t s = 0; s < fs->nsteps && s < st->nsteps; s++) {
+		st->step_ops[s] += fs->step_ops[s];
+		for (int k = 0; k < EMU_NFLAGS; k++)
+			st->step_flags[s][k] += fs->step_flags[s][k];
+	}
+	if (fs->first_set && !st->first_set) {
+		st->first_set = true;
+		st->first_op = fs->first_op;
+		st->first_flags = fs->first_flags;
+		st->first_step = fs->first_step;
+		st->first_index = fs->first_index;
+	}
+	st->in_n += fs->in_n;
+	st->in_changed += fs->in_changed;
+	st->in_overflow += fs->in_overflow;
+	st->in_flushed += fs->in_flushed;
+}
+
+/* TRUTH from the stored inputs: the fast backend's load, its values exact. */
+static int load_stored_truth_vec(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
+                                 size_t cols, emu_vec *out)
+{
+	size_t n = rows * cols;
+	emu_be fb;
+	emu_be_init(&fb, EMU_BE_FAST, &be->env);
+	emu_vec *v = emu_vec_new(&fb, n);
+	int rc = v ? emu_load(&fb, pol, x, rows, cols, v) : -1;
+	if (rc == 0) {
+		for (size_t i = 0; i < n; i++)
+			mpfr_set_d(&out->m[i], v->d[i], MPFR_RNDN);
+		stats_add(&be->st, &fb.st);
+	}
+	emu_be_free(&fb);
+	return rc;
+}
+
+int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+             emu_vec *out)
+{
+	const emu_format *S = &pol->storage, *C = &pol->compute;
+	size_t n = rows * cols;
+	if (be->kind == EMU_BE_TRUTH && be->exact_inputs) { /* the original inputs */
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(out, 0), x, 1, n, 0, NULL);
+		return 0;
+	}
+	if (be->kind == EMU_BE_TRUTH && !be->range)
+		return load_stored_truth_vec(be, pol, x, rows, cols, out);
+	if (pol->scale == EMU_SCALE_NONE) { /* stored, then in the compute format */
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(out, 0), x, 1, n, 0, NULL);
+		emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, emu_row(out, 0), emu_row(out, 0),
+		        EMU_NOREF, EMU_NOREF, n, 0, NULL);
+		return 0;
+	}
+	const emu_format *f32 = emu_format_by_name("fp32");
+	size_t group = pol->scale == EMU_SCALE_MX32 ? 32 : pol->scale == EMU_SCALE_TILE128 ? 128 : cols;
+	if (group == 0)
+		group = 1;
+	if (group > cols)
+		group = cols ? cols : 1;
+	double *row_amax = NULL;
+	if (pol->scale == EMU_SCALE_DELAYED && !(row_amax = calloc(rows ? rows : 1, sizeof *row_amax)))
+		return -1;
+	emu_vec *t = emu_vec_new(be, group), *si = emu_vec_new(be, group), *k = emu_vec_new(be, 2);
+	uint8_t *fl = malloc(group);
+	if (!t || !si || !k || !fl) {
+		free(row_amax);
+		free(fl);
+		return -1;
+	}
+	for (size_t r = 0; r < rows; r++) {
+		const double *xr = x + r * cols;
+		if (row_amax)
+			row_amax[r] = amax_of(xr, cols);
+		for (size_t g0 = 0; g0 < cols; g0 += group) {
+			size_t m = cols - g0 < group ? cols - g0 : group;
+			size_t at = r * cols + g0;
+			double hist = 0;
+			if (row_amax)
+				for (size_t q = r > (size_t)pol->delayed_len ? r - (size_t)pol->delayed_len : 0;
+				     q < r; q++)
+					hist = fmax(hist, row_amax[q]);
+			double s = group_scale(pol, amax_of(xr + g0, m), hist);
+			emu_ref T = emu_row(t, 0), O = emu_row(out, at), SI = emu_row(si, 0);
+			memset(fl, 0, m);
+			/* x held in fp32, scaled in fp32, cast to storage (MX: saturating) */
+			be->loading = true;
+			emu_input(be, EMU_STEP_INPUT, f32, T, xr + g0, 1, m, at, fl);
+			be->loading = false;
+			emu_fill(be, emu_at(k, 0), fp32(s), 1);
+			emu_map(be, EMU_STEP_SCALE, EMU_OP_MUL, f32, T, T, emu_at(k, 0), EMU_NOREF, m, at,
+			        fl);
+			bool sat = be->env.sat;
+			if (pol->scale == EMU_SCALE_MX32)
+				be->env.sat = true;
+			emu_map(be, EMU_STEP_QUANTIZE, EMU_OP_CVT, S, O, T, EMU_NOREF, EMU_NOREF, m, at, fl);
+			be->env.sat = sat;
+			/* dequantised in the compute format: C(q) · C(fp32(1/s)) */
+			emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, O, O, EMU_NOREF, EMU_NOREF, m, at,
+			        fl);
+			emu_fill(be, emu_at(k, 1), fp32(1 / fp32(s)), 1);
+			emu_map(be, EMU_STEP_SCALE_INV, EMU_OP_CVT, C, SI, emu_at(k, 1), EMU_NOREF,
+			        EMU_NOREF, m, at, fl);
+			emu_map(be, EMU_STEP_DEQUANTIZE, EMU_OP_MUL, C, O, O, SI, EMU_NOREF, m, at, fl);
+			/* each element as the kernel receives it */
+			if (be->kind != EMU_BE_TRUTH)
+				for (size_t j = 0; j < m; j++)
+					emu_k_note_input(be, xr[g0 + j], out->d[at + j],
+					                 fl[j] & EMU_FLAG_OVERFLOW);
+		}
+	}
+	free(row_amax);
+	free(fl);
 	return 0;
 }

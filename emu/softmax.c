@@ -22,6 +22,18 @@
 
 static const char *const variants[] = {"naive", "maxsub", "lse", NULL};
 
+/* The steps, each one operation site of the kernel. */
+enum {
+	S_ROWS_C = EMU_STEP0, S_ROWS_A, S_MAX, S_SUB_MAX, S_EXP, S_E_ACCUM, S_SUM, S_S_COMPUTE,
+	S_LOG, S_LOSS_XM, S_LOSS, S_LSE, S_LA_ACCUM, S_MEAN, S_SUB_LSE, S_EXP_G, S_DIV,
+	S_ONEHOT, S_SCALE, S_STORE, S_MEAN_DIV, S_END
+};
+static const char *const steps[S_END - EMU_STEP0] = {
+    "to_compute", "to_accum", "max",  "sub_max", "exp",      "to_accum", "sum",
+    "to_compute", "log",      "loss", "loss",    "lse",      "to_accum", "mean",
+    "sub_lse",    "exp",      "div",  "onehot",  "scale",    "store",    "mean",
+};
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -37,73 +49,69 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	double lab; /* -1: each row's label is its index mod N */
 	if (!emu_kparam_int(in, "softmax_ce", "label", 0, (double)(N - 1), -1, &lab, err, errlen))
 		return -1;
-	emu_val *loss = emu_kout_add(be, out, "loss", 1, A);
-	emu_val *grad = emu_kout_add(be, out, "grad", R * N, S);
-	emu_val *X = emu_k_vec(be, R * N), *e = emu_k_vec(be, N);
-	emu_val *t = emu_k_vec(be, 10);
-	if (!loss || !grad || !X || !e || !t || emu_k_load(be, pol, in->x, R, N, X) != 0) {
+	emu_steps(be, steps, S_END - EMU_STEP0);
+	emu_vec *loss = emu_kout_vec(be, out, "loss", 1, A);
+	emu_vec *grad = emu_kout_vec(be, out, "grad", R * N, S);
+	emu_vec *X = emu_vec_new(be, R * N), *e = emu_vec_new(be, N), *ea = emu_vec_new(be, N);
+	emu_vec *t = emu_vec_new(be, 10);
+	if (!loss || !grad || !X || !e || !ea || !t || emu_load(be, pol, in->x, R, N, X) != 0) {
 		snprintf(err, errlen, "softmax_ce: out of memory");
 		return -1;
 	}
-	emu_val *m = &t[0], *s = &t[1], *ls = &t[2], *tmp = &t[3], *sumloss = &t[4],
-	        *Rc = &t[5], *one = &t[6], *la = &t[7], *Ra = &t[8];
-	emu_k_const(be, sumloss, 0);
-	emu_k_const(be, one, 1);
+	enum { M, SUM, LS, TMP, SUMLOSS, RC, ONE, LA, RA };
+	emu_ref m = emu_at(t, M), s = emu_at(t, SUM), ls = emu_at(t, LS), tmp = emu_at(t, TMP),
+	        sumloss = emu_at(t, SUMLOSS), Rc = emu_at(t, RC), one = emu_at(t, ONE),
+	        la = emu_at(t, LA), Ra = emu_at(t, RA);
+	emu_fill(be, one, 1, 1);
 	/* the row count in the compute and accumulator formats (rounded if it
 	 * must be: e4m3 holds 16 but not 17) */
-	emu_k_const(be, tmp, (double)R);
-	emu_k_op(be, EMU_OP_CVT, Rc, tmp, NULL, NULL, C, "to_compute", 0);
-	emu_k_op(be, EMU_OP_CVT, Ra, tmp, NULL, NULL, A, "to_accum", 0);
+	emu_fill(be, tmp, (double)R, 1);
+	emu_op1(be, S_ROWS_C, EMU_OP_CVT, C, Rc, tmp, EMU_NOREF, 0);
+	emu_op1(be, S_ROWS_A, EMU_OP_CVT, A, Ra, tmp, EMU_NOREF, 0);
 	for (size_t r = 0; r < R; r++) {
-		size_t y = lab >= 0 ? (size_t)lab : r % N;
-		emu_val *x = &X[r * N];
+		size_t o = r * N, y = lab >= 0 ? (size_t)lab : r % N;
+		emu_ref x = emu_row(X, o), xy = emu_at(X, o + y), E = emu_row(e, 0),
+		        EA = emu_row(ea, 0), g = emu_row(grad, o);
 		if (v >= 1) { /* m = max x */
-			emu_k_copy(be, m, &x[0]);
-			for (size_t j = 1; j < N; j++)
-				emu_k_op(be, EMU_OP_MAX, m, m, &x[j], NULL, C, "max", r * N + j);
-		}
-		/* e_j and their sum in the accumulator format */
-		emu_k_const(be, s, 0);
-		for (size_t j = 0; j < N; j++) {
-			if (v >= 1) {
-				emu_k_op(be, EMU_OP_SUB, &e[j], &x[j], m, NULL, C, "sub_max", r * N + j);
-				emu_k_op(be, EMU_OP_EXP, &e[j], &e[j], NULL, NULL, C, "exp", r * N + j);
-			} else {
-				emu_k_op(be, EMU_OP_EXP, &e[j], &x[j], NULL, NULL, C, "exp", r * N + j);
-			}
-			emu_k_op(be, EMU_OP_CVT, tmp, &e[j], NULL, NULL, A, "to_accum", r * N + j);
-			emu_k_op(be, EMU_OP_ADD, s, s, tmp, NULL, A, "sum", r * N + j);
-		}
-		emu_k_op(be, EMU_OP_CVT, s, s, NULL, NULL, C, "to_compute", r);
-		emu_k_op(be, EMU_OP_LOG, ls, s, NULL, NULL, C, "log", r);
-		/* loss_r = log s − (x_y − m), or lse − x_y */
-		if (v == 0) {
-			emu_k_op(be, EMU_OP_SUB, la, ls, &x[y], NULL, C, "loss", r);
-		} else if (v == 1) {
-			emu_k_op(be, EMU_OP_SUB, tmp, &x[y], m, NULL, C, "loss", r);
-			emu_k_op(be, EMU_OP_SUB, la, ls, tmp, NULL, C, "loss", r);
+			emu_copy(be, m, x, 1);
+			emu_fold(be, S_MAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, m, emu_row(X, o + 1), EMU_NOREF,
+			         N - 1, o + 1);
+			emu_map(be, S_SUB_MAX, EMU_OP_SUB, C, E, x, m, EMU_NOREF, N, o, NULL);
+			emu_map(be, S_EXP, EMU_OP_EXP, C, E, E, EMU_NOREF, EMU_NOREF, N, o, NULL);
 		} else {
-			emu_k_op(be, EMU_OP_ADD, ls, m, ls, NULL, C, "lse", r); /* ls = lse */
-			emu_k_op(be, EMU_OP_SUB, la, ls, &x[y], NULL, C, "loss", r);
+			emu_map(be, S_EXP, EMU_OP_EXP, C, E, x, EMU_NOREF, EMU_NOREF, N, o, NULL);
 		}
-		emu_k_op(be, EMU_OP_CVT, tmp, la, NULL, NULL, A, "to_accum", r);
-		emu_k_op(be, EMU_OP_ADD, sumloss, sumloss, tmp, NULL, A, "mean", r);
+		/* their sum in the accumulator format */
+		emu_map(be, S_E_ACCUM, EMU_OP_CVT, A, EA, E, EMU_NOREF, EMU_NOREF, N, o, NULL);
+		emu_fill(be, s, 0, 1);
+		emu_fold(be, S_SUM, EMU_OP_ADD, A, EMU_ORDER_SEQ, s, EA, EMU_NOREF, N, o);
+		emu_op1(be, S_S_COMPUTE, EMU_OP_CVT, C, s, s, EMU_NOREF, r);
+		emu_op1(be, S_LOG, EMU_OP_LOG, C, ls, s, EMU_NOREF, r);
+		/* loss_r = log s − x_y, log s − (x_y − m), or lse − x_y */
+		if (v == 0) {
+			emu_op1(be, S_LOSS, EMU_OP_SUB, C, la, ls, xy, r);
+		} else if (v == 1) {
+			emu_op1(be, S_LOSS_XM, EMU_OP_SUB, C, tmp, xy, m, r);
+			emu_op1(be, S_LOSS, EMU_OP_SUB, C, la, ls, tmp, r);
+		} else {
+			emu_op1(be, S_LSE, EMU_OP_ADD, C, ls, m, ls, r); /* ls = lse */
+			emu_op1(be, S_LOSS, EMU_OP_SUB, C, la, ls, xy, r);
+		}
+		emu_op1(be, S_LA_ACCUM, EMU_OP_CVT, A, tmp, la, EMU_NOREF, r);
+		emu_op1(be, S_MEAN, EMU_OP_ADD, A, sumloss, sumloss, tmp, r);
 		/* gradient: (p_j − [j = y]) / R, stored */
-		for (size_t j = 0; j < N; j++) {
-			emu_val *g = &grad[r * N + j];
-			if (v == 2) {
-				emu_k_op(be, EMU_OP_SUB, g, &x[j], ls, NULL, C, "sub_lse", r * N + j);
-				emu_k_op(be, EMU_OP_EXP, g, g, NULL, NULL, C, "exp", r * N + j);
-			} else {
-				emu_k_op(be, EMU_OP_DIV, g, &e[j], s, NULL, C, "div", r * N + j);
-			}
-			if (j == y)
-				emu_k_op(be, EMU_OP_SUB, g, g, one, NULL, C, "onehot", r * N + j);
-			emu_k_op(be, EMU_OP_DIV, g, g, Rc, NULL, C, "scale", r * N + j);
-			emu_k_op(be, EMU_OP_CVT, g, g, NULL, NULL, S, "store", r * N + j);
+		if (v == 2) {
+			emu_map(be, S_SUB_LSE, EMU_OP_SUB, C, g, x, ls, EMU_NOREF, N, o, NULL);
+			emu_map(be, S_EXP_G, EMU_OP_EXP, C, g, g, EMU_NOREF, EMU_NOREF, N, o, NULL);
+		} else {
+			emu_map(be, S_DIV, EMU_OP_DIV, C, g, E, s, EMU_NOREF, N, o, NULL);
 		}
+		emu_op1(be, S_ONEHOT, EMU_OP_SUB, C, emu_at(grad, o + y), emu_at(grad, o + y), one,
+		        o + y);
+		emu_map(be, S_SCALE, EMU_OP_DIV, C, g, g, Rc, EMU_NOREF, N, o, NULL);
+		emu_map(be, S_STORE, EMU_OP_CVT, S, g, g, EMU_NOREF, EMU_NOREF, N, o, NULL);
 	}
-	emu_k_op(be, EMU_OP_DIV, loss, sumloss, Ra, NULL, A, "mean", 0);
+	emu_op1(be, S_MEAN_DIV, EMU_OP_DIV, A, emu_at(loss, 0), sumloss, Ra, 0);
 	return 0;
 }
 

@@ -690,7 +690,7 @@ static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
 		gpu_cmp_init(&row, "kern", kname, fmts, it->name, it->fmt, (gpu_tol){2, true});
 		for (size_t i = 0; i < it->n; i++)
 			gpu_cmp_one(&row, i, i, emu_from_float(it->fmt, g->v[i], &env_rne).bits,
-			            emu_encode(it->fmt, it->v[i].d));
+			            emu_encode(it->fmt, emu_kout_d(NULL, it, i)));
 		add_row(&row);
 	}
 }

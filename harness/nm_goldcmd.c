@@ -234,7 +234,7 @@ static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kin
 		}
 		ng_printf(b, "output %s/%s %s %zu\n", c->id, it->name, f->name, it->n);
 		for (size_t j = 0; j < it->n; j++) {
-			emu_bits bits = emu_encode(f, it->v[j].d);
+			emu_bits bits = emu_encode(f, emu_kout_d(NULL, it, j));
 			ng_printf(b, "%s/%s %zu %s %s\n", c->id, it->name, j,
 			          nm_fmt_bits(f, bits, hex, sizeof hex), nm_golden_class(&o, bits));
 		}

@@ -150,7 +150,7 @@ static void np_fill(nm_point_result *r, const emu_run *run, const emu_truth *tr)
 		double mx = 0;
 		snprintf(r->out[i].name, sizeof r->out[i].name, "%s", it->name);
 		for (size_t j = 0; j < it->n; j++) {
-			double v = fabs(emu_k_d(&run->be, &it->v[j]));
+			double v = fabs(emu_kout_d(&run->be, it, j));
 			if (isfinite(v) && v > mx)
 				mx = v;
 		}
@@ -234,7 +234,7 @@ int nm_point_series(const nm_point *p, emu_be_kind kind, const char *name, doubl
 			goto out;
 		}
 		for (size_t j = 0; j < it->n; j++)
-			(*vals)[j] = emu_k_d(&run.be, &it->v[j]);
+			(*vals)[j] = emu_kout_d(&run.be, it, j);
 		*n = it->n;
 		rc = 0;
 		goto out;
@@ -274,7 +274,7 @@ int nm_point_truth_range(const nm_point *p, nm_point_range *r, char *err, size_t
 	for (int i = 0; i < run.out.n && !r->lost; i++) {
 		const emu_kout_item *it = &run.out.item[i];
 		for (size_t j = 0; j < it->n && !r->lost; j++)
-			r->lost = (emu_k_range(&run.be, &it->v[j], it->fmt) & EMU_FLAG_UNDERFLOW) != 0;
+			r->lost = (emu_k_range(&run.be, emu_kout_mp(it, j), it->fmt) & EMU_FLAG_UNDERFLOW) != 0;
 	}
 	rc = 0;
 out:

@@ -652,8 +652,8 @@ static void nr_agree(struct nr_report *r)
 			return;
 		}
 		for (size_t j = 0; j < a->n; j++) {
-			emu_bits x = emu_encode(a->fmt, a->v[j].d),
-			         y = emu_encode(b->fmt, b->v[j].d);
+			emu_bits x = emu_encode(a->fmt, emu_kout_d(NULL, a, j)),
+			         y = emu_encode(b->fmt, emu_kout_d(NULL, b, j));
 			char bx[16], by[16];
 			if (x != y) {
 				snprintf(r->why, sizeof(r->why), "%s[%zu]: fast %s, exact %s",
@@ -920,7 +920,7 @@ static struct nr_summary nr_summarise(const emu_run *run, const emu_kout_item *i
 	struct nr_summary s = {NAN, NAN, 0};
 
 	for (size_t j = 0; j < it->n; j++) {
-		double v = emu_k_d(&run->be, &it->v[j]);
+		double v = emu_kout_d(&run->be, it, j);
 		if (isnan(v)) {
 			s.nans++;
 			continue;
@@ -954,7 +954,7 @@ static void nr_text_values(struct nr_buf *b, const emu_run *run, const emu_kout_
 	}
 	for (size_t j = 0; j < show; j++)
 		nr_printf(b, "%s%s", j || it->n > NR_SHOW_ALL ? " " : "",
-		          nm_fmt_double(emu_k_d(&run->be, &it->v[j]), v, sizeof(v)));
+		          nm_fmt_double(emu_kout_d(&run->be, it, j), v, sizeof(v)));
 	nr_putc(b, '\n');
 }
 
@@ -1105,7 +1105,7 @@ static void nr_csv_backend(struct nr_buf *b, const struct nr_report *r, emu_be_k
 	for (int i = 0; i < run->out.n; i++) {
 		const emu_kout_item *it = &run->out.item[i];
 		for (size_t j = 0; j < it->n; j++) {
-			double v = emu_k_d(&run->be, &it->v[j]);
+			double v = emu_kout_d(&run->be, it, j);
 			snprintf(key, sizeof(key), "%s[%zu]", it->name, j);
 			nr_csv_row(b, be, "output", key, nm_fmt_double(v, val, sizeof(val)));
 			if (k != EMU_BE_TRUTH)
@@ -1261,14 +1261,14 @@ static void nr_json_backend(struct nr_buf *b, const struct nr_report *r, emu_be_
 		for (size_t j = 0; j < it->n; j++) {
 			if (j)
 				nr_put(b, ", ");
-			nr_json_num(b, emu_k_d(&run->be, &it->v[j]));
+			nr_json_num(b, emu_kout_d(&run->be, it, j));
 		}
 		nr_put(b, "]");
 		if (k != EMU_BE_TRUTH) {
 			nr_put(b, ",\n         \"bits\": [");
 			for (size_t j = 0; j < it->n; j++) {
 				nr_put(b, j ? ", \"" : "\"");
-				nr_put(b, nm_fmt_bits(it->fmt, emu_encode(it->fmt, it->v[j].d), t,
+				nr_put(b, nm_fmt_bits(it->fmt, emu_encode(it->fmt, emu_kout_d(NULL, it, j)), t,
 				                      sizeof(t)));
 				nr_putc(b, '"');
 			}

@@ -36,7 +36,7 @@ static void run(const emu_policy *pol, const char *variant, const double *x, siz
 /* The kernel's first output for row i. */
 static double out0(const emu_run *r, size_t i)
 {
-	return emu_k_d(&r->be, &r->out.item[0].v[i]);
+	return emu_kout_d(&r->be, &r->out.item[0], i);
 }
 
 /* Sum of n ones in variant under spec (one row). */

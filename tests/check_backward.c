@@ -69,12 +69,12 @@ static void run_bw(const char *spec, double scale, const double *x, bw_result *r
 	res->dx_lost = a.m[2].lost;
 	/* the helper's lost fraction is run.c's lost count of the stored gradients */
 	ck_assert(fabs(res->frac[2] * (NDW + NDX) - (double)a.m[4].lost) < 0.5);
-	res->found_inf = a.out.item[3].v[0].d == 1;
-	ck_assert(a.out.item[3].v[0].d == 0 || res->found_inf);
+	res->found_inf = emu_kout_d(NULL, &a.out.item[3], 0) == 1;
+	ck_assert(emu_kout_d(NULL, &a.out.item[3], 0) == 0 || res->found_inf);
 	res->status = a.status;
 	snprintf(res->first, sizeof res->first, "%s", a.be.st.first_set ? a.be.st.first_step : "-");
 	for (size_t j = 0; j < NDW; j++)
-		res->dw[j] = emu_encode(a.out.item[1].fmt, a.out.item[1].v[j].d);
+		res->dw[j] = emu_encode(a.out.item[1].fmt, emu_kout_d(NULL, &a.out.item[1], j));
 	emu_run_free(&a);
 	emu_run_free(&t);
 }
@@ -227,18 +227,18 @@ START_TEST(test_gradscaler_to_zero)
 		emu_run r;
 		run_gs("storage=fp16", g, N, NULL, 0, (emu_be_kind)kind, &r);
 		for (size_t i = 0; i < N; i++) {
-			double s = emu_k_d(&r.be, &r.out.item[0].v[i]);
+			double s = emu_kout_d(&r.be, &r.out.item[0], i);
 			/* step i+1 runs with 2^(16−i): 2^-149 is the last nonzero fp32;
 			 * halving it ties to even, 0 */
 			double want = i <= 165 ? ldexp(1, 16 - (int)i) : 0;
 			ck_assert_msg(s == want && !signbit(s), "%s step %zu: scale %a",
 			              emu_be_name(kind), i + 1, s);
-			ck_assert(emu_k_d(&r.be, &r.out.item[1].v[i]) == 1);
+			ck_assert(emu_kout_d(&r.be, &r.out.item[1], i) == 1);
 		}
 		/* 166 skipped steps take 65536 to exactly 0.0 */
-		ck_assert(emu_k_d(&r.be, &r.out.item[0].v[165]) == 0x1p-149);
-		ck_assert(emu_k_d(&r.be, &r.out.item[0].v[166]) == 0);
-		ck_assert(emu_k_d(&r.be, &r.out.item[3].v[0]) == 0);
+		ck_assert(emu_kout_d(&r.be, &r.out.item[0], 165) == 0x1p-149);
+		ck_assert(emu_kout_d(&r.be, &r.out.item[0], 166) == 0);
+		ck_assert(emu_kout_d(&r.be, &r.out.item[3], 0) == 0);
 		emu_run_free(&r);
 	}
 }
@@ -256,8 +256,8 @@ START_TEST(test_gradscaler_settles)
 	run_gs("storage=fp16", g, N, NULL, 0, EMU_BE_FAST, &r);
 	size_t at4096 = 0, skips = 0;
 	for (size_t i = 0; i < N; i++) {
-		double s = emu_k_d(&r.be, &r.out.item[0].v[i]);
-		bool sk = emu_k_d(&r.be, &r.out.item[1].v[i]) == 1;
+		double s = emu_kout_d(&r.be, &r.out.item[0], i);
+		bool sk = emu_kout_d(&r.be, &r.out.item[1], i) == 1;
 		at4096 += s == 4096;
 		skips += sk;
 		/* a step is skipped exactly when it ran with a scale above 4096 */
@@ -270,15 +270,15 @@ START_TEST(test_gradscaler_settles)
 		ck_assert_msg(s == want, "step %zu: scale %g, want %g", i + 1, s, want);
 	}
 	ck_assert(skips == 6 && at4096 == N - 6);
-	ck_assert(emu_k_d(&r.be, &r.out.item[3].v[0]) == 4096);
+	ck_assert(emu_kout_d(&r.be, &r.out.item[3], 0) == 4096);
 	emu_run_free(&r);
 	/* fp32 gradients (gfmt=32) never overflow at 10: the scale stays 65536
 	 * and grows once the interval is reached */
 	emu_kparam p[] = {{"gfmt", 32}, {"interval", 100}};
 	run_gs("storage=fp16", g, 250, p, ARRAY_SIZE(p), EMU_BE_FAST, &r);
-	ck_assert(emu_k_d(&r.be, &r.out.item[0].v[99]) == 65536);
-	ck_assert(emu_k_d(&r.be, &r.out.item[0].v[100]) == 131072);
-	ck_assert(emu_k_d(&r.be, &r.out.item[3].v[0]) == 262144);
+	ck_assert(emu_kout_d(&r.be, &r.out.item[0], 99) == 65536);
+	ck_assert(emu_kout_d(&r.be, &r.out.item[0], 100) == 131072);
+	ck_assert(emu_kout_d(&r.be, &r.out.item[3], 0) == 262144);
 	emu_run_free(&r);
 }
 END_TEST
@@ -296,11 +296,11 @@ START_TEST(test_gradscaler_lost)
 	run_gs("storage=bf16", g, 4, p2, ARRAY_SIZE(p2), EMU_BE_FAST, &b);
 	ck_assert(strcmp(a.out.item[2].name, "lost") == 0);
 	for (size_t i = 0; i < 4; i++) {
-		double la = emu_k_d(&a.be, &a.out.item[2].v[i]),
-		       lb = emu_k_d(&b.be, &b.out.item[2].v[i]);
+		double la = emu_kout_d(&a.be, &a.out.item[2], i),
+		       lb = emu_kout_d(&b.be, &b.out.item[2], i);
 		ck_assert_msg(la > 0 && lb == 0, "step %zu: lost %g at scale 1, %g at 65536", i + 1,
 		              la, lb);
-		ck_assert(emu_k_d(&a.be, &a.out.item[1].v[i]) == 0);
+		ck_assert(emu_kout_d(&a.be, &a.out.item[1], i) == 0);
 	}
 	emu_run_free(&a);
 	emu_run_free(&b);

@@ -164,7 +164,7 @@ static emu_bits grad0_kernel(const emu_gpu_tables *ts, double x0)
 	                                    ts, &r, err, sizeof err) == 0,
 	              "%s", err);
 	ck_assert_str_eq(r.out.item[1].name, "grad");
-	emu_bits g = emu_encode(t_fmt("fp16"), r.out.item[1].v[0].d);
+	emu_bits g = emu_encode(t_fmt("fp16"), emu_kout_d(NULL, &r.out.item[1], 0));
 	emu_run_free(&r);
 	return g;
 }

@@ -73,8 +73,8 @@ static bool same_runs(const emu_kernel *k, const emu_policy *pol, const char *va
 		for (int i = 0; i < a.out.n; i++)
 			for (size_t j = 0; j < a.out.item[i].n; j++) {
 				const emu_format *f = a.out.item[i].fmt;
-				emu_bits ea = emu_encode(f, a.out.item[i].v[j].d);
-				emu_bits eb = emu_encode(f, b.out.item[i].v[j].d);
+				emu_bits ea = emu_encode(f, emu_kout_d(NULL, &a.out.item[i], j));
+				emu_bits eb = emu_encode(f, emu_kout_d(NULL, &b.out.item[i], j));
 				ck_assert_msg(ea == eb, "%s: %s[%zu]: fast 0x%x exact 0x%x", what,
 				              a.out.item[i].name, j, ea, eb);
 			}
@@ -273,7 +273,7 @@ START_TEST(test_policy_zeroless_agrees)
 			ck_assert(emu_run_kernel(&emu_kernel_accum, &pol, "sum:seq", &in, EMU_BE_EXACT, &e,
 			                         err, sizeof err) == 0);
 			const emu_kout_item *a = &f.out.item[0], *b = &e.out.item[0];
-			ck_assert_msg(emu_encode(a->fmt, a->v[0].d) == emu_encode(b->fmt, b->v[0].d),
+			ck_assert_msg(emu_encode(a->fmt, emu_kout_d(NULL, a, 0)) == emu_encode(b->fmt, emu_kout_d(NULL, b, 0)),
 			              "%s case %zu: bits differ", specs[i], k);
 			ck_assert_msg(memcmp(f.be.st.flags, e.be.st.flags, sizeof f.be.st.flags) == 0 &&
 			                  memcmp(f.be.st.ops, e.be.st.ops, sizeof f.be.st.ops) == 0,

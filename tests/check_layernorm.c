@@ -43,7 +43,7 @@ static double max_abs(const emu_run *r, int item)
 {
 	double m = 0;
 	for (size_t j = 0; j < r->out.item[item].n; j++) {
-		double a = fabs(r->out.item[item].v[j].d);
+		double a = fabs(emu_kout_d(NULL, &r->out.item[item], j));
 		if (isnan(a))
 			return NAN;
 		m = a > m ? a : m;
@@ -79,8 +79,8 @@ START_TEST(test_fp16_tiny_variance)
 		ck_assert_msg(r.status == EMU_ST_OK && !r.be.st.first_set,
 		              "%s eps 1e-5: %s, first %s", variants[v],
 		              emu_run_status_name(r.status), first_step(&r));
-		ck_assert_msg(r.out.item[VAR].v[0].d == sub2, "%s: var %a", variants[v],
-		              r.out.item[VAR].v[0].d);
+		ck_assert_msg(emu_kout_d(NULL, &r.out.item[VAR], 0) == sub2, "%s: var %a", variants[v],
+		              emu_kout_d(NULL, &r.out.item[VAR], 0));
 		ck_assert_msg(r.m[VAR].rel_err > 0.1, "%s: var rel %g", variants[v],
 		              r.m[VAR].rel_err);
 		ck_assert_msg(r.m[RSTD].rel_err < 2e-3 && r.m[Y].rel_err < 2e-3,
@@ -103,7 +103,7 @@ START_TEST(test_fp16_tiny_variance)
 		 * quantised variance's alone: y is 4% low (0.915 for 0.953) */
 		ln_run(&r, "storage=fp16", variants[v], x, 1, N8, 1e-8);
 		ck_assert(r.status == EMU_ST_OK && !r.be.st.first_set);
-		ck_assert_msg(r.out.item[RSTD].v[0].d == 2896, "rstd %g", r.out.item[RSTD].v[0].d);
+		ck_assert_msg(emu_kout_d(NULL, &r.out.item[RSTD], 0) == 2896, "rstd %g", emu_kout_d(NULL, &r.out.item[RSTD], 0));
 		ck_assert_msg(r.m[Y].rel_err > 0.03 && r.m[Y].rel_err < 0.05, "%s: y rel %g",
 		              variants[v], r.m[Y].rel_err);
 		emu_run_free(&r);
@@ -129,15 +129,15 @@ START_TEST(test_fp16_variance_underflow)
 		                  r.be.st.first_flags == EMU_FLAG_DIVBYZERO,
 		              "%s: first %s op %d flags %x", variants[v], first_step(&r),
 		              (int)r.be.st.first_op, r.be.st.first_flags);
-		ck_assert(r.out.item[VAR].v[0].d == 0 && r.m[VAR].lost == 1);
-		ck_assert(isinf(r.out.item[RSTD].v[0].d) && isinf(r.out.item[Y].v[0].d));
-		ck_assert(isnan(r.out.item[DX].v[0].d));
+		ck_assert(emu_kout_d(NULL, &r.out.item[VAR], 0) == 0 && r.m[VAR].lost == 1);
+		ck_assert(isinf(emu_kout_d(NULL, &r.out.item[RSTD], 0)) && isinf(emu_kout_d(NULL, &r.out.item[Y], 0)));
+		ck_assert(isnan(emu_kout_d(NULL, &r.out.item[DX], 0)));
 		emu_run_free(&r);
 
 		ln_run(&r, "storage=fp16", variants[v], x, 1, N8, 1e-5);
 		ck_assert_msg(r.status == EMU_ST_UNDERFLOW && !r.be.st.first_set, "%s: %s",
 		              variants[v], emu_run_status_name(r.status));
-		ck_assert(r.out.item[VAR].v[0].d == 0 && r.m[Y].rel_err < 1e-3);
+		ck_assert(emu_kout_d(NULL, &r.out.item[VAR], 0) == 0 && r.m[Y].rel_err < 1e-3);
 		emu_run_free(&r);
 
 		ln_run(&r, "storage=fp16,compute=fp32", variants[v], x, 1, N8, 1e-8);
@@ -173,8 +173,8 @@ START_TEST(test_onepass_cancellation)
 	for (int v = 0; v < 3; v++) {
 		ln_run(&r[v], "storage=fp32", variants[v], x, 1, N8, 1e-5);
 		if (v == 1) {
-			ck_assert_msg(r[v].out.item[VAR].v[0].d < 0 && r[v].status == EMU_ST_NAN,
-			              "onepass var %g, %s", r[v].out.item[VAR].v[0].d,
+			ck_assert_msg(emu_kout_d(NULL, &r[v].out.item[VAR], 0) < 0 && r[v].status == EMU_ST_NAN,
+			              "onepass var %g, %s", emu_kout_d(NULL, &r[v].out.item[VAR], 0),
 			              emu_run_status_name(r[v].status));
 			ck_assert_msg(strcmp(first_step(&r[v]), "rsqrt") == 0 &&
 			                  r[v].be.st.first_flags == EMU_FLAG_INVALID,

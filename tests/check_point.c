@@ -116,7 +116,7 @@ START_TEST(test_range_flags)
 	emu_val *v = emu_k_vec(&be, 1);
 	ck_assert_ptr_nonnull(v);
 	ck_assert_int_eq(mpfr_set_str(v->m, row->value, 0, MPFR_RNDN), 0);
-	unsigned got = emu_k_range(&be, v, t_fmt(row->fmt));
+	unsigned got = emu_k_range(&be, v->m, t_fmt(row->fmt));
 	char a[48], b[48];
 	ck_assert_msg(got == row->want, "%s %s %s: flags %s, want %s", row->fmt,
 	              emu_mode_name(row->mode), row->value, emu_flags_str(got, a, sizeof a),

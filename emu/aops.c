@@ -175,6 +175,10 @@ fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c0, doubl
 	c.S = S;
 	if (op == EMU_OP_SUB)
 		y = -y;
+	if (op == EMU_OP_SQRT || op == EMU_OP_CVT) /* unary: whatever y the caller read */
+		y = 0;
+	if (op != EMU_OP_FMA)
+		z = 0;
 	double r, err;
 	uint64_t sqrt_low = 0, zbad = 0, onz = 0, oneg = 0;
 	switch (op) {
@@ -211,6 +215,10 @@ fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c0, doubl
 		zbad = !FIN(z);
 		break;
 	}
+	case EMU_OP_CVT: /* a double: rounded once */
+		r = x;
+		err = 0;
+		break;
 	default: /* sqrt: the residual is exact */
 		/* of |x|: GCC then knows errno is never set and keeps no branch; a
 		 * negative x (and every zero) is left to the generic path */
@@ -249,7 +257,7 @@ fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, doubl
 {
 	uint64_t nfb = 0, nix = 0, nuf = 0, nov = 0;
 	for (size_t i = 0; i < n; i++) {
-		double y = op == EMU_OP_SQRT ? 0.0 : b[i * sb], v;
+		double y = op == EMU_OP_SQRT || op == EMU_OP_CVT ? 0.0 : b[i * sb], v;
 		uint64_t ix, uf, ov;
 		double z = op == EMU_OP_FMA ? cc[i * sc] : 0.0;
 		uint32_t u = sr ? a_sr_bits(c->seed, idx0 + i) : 0;
@@ -294,7 +302,7 @@ fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, doubl
 	                              const double *cc, size_t sc, size_t n, uint64_t idx0,        \
 	                              uint8_t *fl, uint64_t *cnt)                                  \
 	{                                                                                          \
-		bool unit = sa == 1 && ((OP) == EMU_OP_SQRT || sb == 1) &&                         \
+		bool unit = sa == 1 && ((OP) == EMU_OP_SQRT || (OP) == EMU_OP_CVT || sb == 1) &&   \
 		            ((OP) != EMU_OP_FMA || sc == 1);                                       \
 		if (sr)                                                                            \
 			FAST_LOOPS(OP, true);                                                      \
@@ -314,11 +322,12 @@ FAST_OP(EMU_OP_MUL, fast_mul)
 FAST_OP(EMU_OP_DIV, fast_div)
 FAST_OP(EMU_OP_SQRT, fast_sqrt)
 FAST_OP(EMU_OP_FMA, fast_fma)
+FAST_OP(EMU_OP_CVT, fast_cvt)
 
 static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
 {
 	if (op != EMU_OP_ADD && op != EMU_OP_SUB && op != EMU_OP_MUL && op != EMU_OP_DIV &&
-	    op != EMU_OP_SQRT && op != EMU_OP_FMA)
+	    op != EMU_OP_SQRT && op != EMU_OP_FMA && op != EMU_OP_CVT)
 		return false;
 	if ((env->mode != EMU_RNE && env->mode != EMU_SR) || env->sat || env->ftz || env->daz)
 		return false;
@@ -415,6 +424,11 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 				nfb = fast_fma(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
 				               env->index + i0, fl, cnt);
 				bad = fast_fma_bad;
+				break;
+			case EMU_OP_CVT:
+				nfb = fast_cvt(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
+				               env->index + i0, fl, cnt);
+				bad = fast_cvt_bad;
 				break;
 			default:
 				nfb = fast_sqrt(&k, sr, out, pa, sa, pb, sb, pc, sc, m,

@@ -590,6 +590,32 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
 	uint64_t first = UINT64_MAX;
 	emu_env env = be->env;
 	env.daz = false;
+	if (be->kind == EMU_BE_FAST && dst.stride == 1) { /* the array conversion */
+		uint8_t buf[2048];
+		for (size_t j0 = 0; j0 < n; j0 += sizeof buf) {
+			size_t m = n - j0 < sizeof buf ? n - j0 : sizeof buf;
+			const double *args[1] = {x + j0 * sx};
+			size_t st[1] = {sx};
+			double *d = dst.v->d + dst.off + j0;
+			env.index = emu_sr_key(step, 0, elem + j0);
+			emu_a_flags r = emu_a_op(EMU_OP_CVT, f, d, args, st, m, &env, buf);
+			for (int k = 0; k < EMU_NFLAGS; k++)
+				cnt[k] += r.count[k];
+			any |= r.any;
+			if (first == UINT64_MAX && r.first_bad != UINT64_MAX) {
+				first = elem + j0 + r.first_bad;
+				efl = r.first_flags;
+			}
+			for (size_t j = 0; j < m; j++) {
+				if (fl)
+					fl[j0 + j] |= buf[j];
+				if (!be->loading)
+					emu_k_note_input(be, x[(j0 + j) * sx], d[j], buf[j]);
+			}
+		}
+		record(be, step, EMU_OP_CVT, n, cnt, any, first, efl);
+		return;
+	}
 	for (size_t j = 0; j < n; j++) {
 		double xj = x[j * sx];
 		size_t i = ix(dst, j);

@@ -38,7 +38,11 @@ static bool same_stats(const emu_be_stats *a, const emu_be_stats *b)
 	       a->first_set == b->first_set &&
 	       (!a->first_set || (a->first_op == b->first_op && a->first_flags == b->first_flags &&
 	                          a->first_index == b->first_index &&
-	                          strcmp(a->first_step, b->first_step) == 0));
+	                          strcmp(a->first_step, b->first_step) == 0)) &&
+	       a->nsteps == b->nsteps &&
+	       (a->nsteps == 0 ||
+	        (memcmp(a->step_ops, b->step_ops, a->nsteps * sizeof *a->step_ops) == 0 &&
+	         memcmp(a->step_flags, b->step_flags, a->nsteps * sizeof *a->step_flags) == 0));
 }
 
 /* Random input: row r's magnitudes are 2^u with u uniform over a range that

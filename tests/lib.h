@@ -55,5 +55,6 @@ Suite *suite_file(void);
 Suite *suite_plot(void);
 Suite *suite_claims(void);
 Suite *suite_metrics(void);
+Suite *suite_engine(void);
 
 #endif

@@ -1,0 +1,290 @@
+/*
+ * check_engine.c — the array-level kernel interface (emu/backend.c, the
+ * maps and folds of kern.h) against the scalar operations it is made of:
+ * every element of a map and every step of a fold equals the scalar
+ * operation with the SR index emu_sr_key(step, phase, element), bits and
+ * flags, on the fast and the exact backends; a result does not depend on
+ * how the elements are grouped into calls (SR keyed by position); flag
+ * counts per op kind and per step, and the first failing element, are
+ * those of the elements.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "lib.h"
+
+static const char *const fmts[] = {"fp16", "bf16", "e4m3", "e5m2", "fp32"};
+static const char *const envs[] = {"rne", "rtz", "up", "down", "rna", "sr"};
+
+/* n random values of f, spread from below its subnormals to above its max,
+ * with a few specials */
+static void fill(const emu_format *f, uint64_t stream, double *x, size_t n)
+{
+	emu_env e = EMU_ENV_DEFAULT;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = t_rand(stream, i);
+		double u = f->emin - f->p - 2 + (double)(r % 10000) / 10000.0 *
+		                                     (f->emax - f->emin + f->p + 6);
+		double v = ((r >> 40) & 1 ? -1 : 1) * exp2(u);
+		if (r % 97 == 0)
+			v = (r >> 20) & 1 ? INFINITY : NAN;
+		if (r % 89 == 0)
+			v = 0;
+		x[i] = emu_decode(f, emu_from_double(f, v, &e).bits);
+		if (isnan(x[i]) && f->nan != EMU_NAN_FNUZ && ((r >> 21) & 1))
+			x[i] = -x[i];
+	}
+}
+
+static unsigned bad_of(unsigned fl)
+{
+	return fl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO);
+}
+
+/* One element through the scalar reference of backend kind. */
+static double scalar(emu_be_kind kind, emu_op op, const emu_format *f, double x, double y,
+                     double z, const emu_env *env, unsigned *fl)
+{
+	emu_env e = *env;
+	if (op == EMU_OP_CVT)
+		e.daz = false;
+	if (kind == EMU_BE_FAST)
+		return emu_a_element(op, f, x, y, z, &e, fl);
+	emu_result r;
+	if (op == EMU_OP_CVT) {
+		r = emu_mp_from_double(f, x, &e);
+	} else {
+		emu_bits a[3] = {emu_encode(f, x), emu_encode(f, y), emu_encode(f, z)};
+		r = emu_mp_apply(op, f, NULL, a, &e);
+	}
+	*fl |= r.flags;
+	double v = emu_decode(f, r.bits);
+	return isnan(v) && f->nan != EMU_NAN_FNUZ && (r.bits & f->sign_mask) ? -v : v;
+}
+
+static const emu_op mops[] = {EMU_OP_CVT, EMU_OP_ADD,  EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV,
+                              EMU_OP_FMA, EMU_OP_SQRT, EMU_OP_EXP, EMU_OP_LOG, EMU_OP_MAX};
+
+enum { N = 700, STEP = EMU_STEP0 + 3 };
+static const char *const names[] = {"s0", "s1", "s2", "mapped", "s4"};
+
+/* A map with a broadcast second operand, over every op, format, mode and
+ * backend: element j is the scalar op at emu_sr_key(STEP, 0, 1000 + j). */
+START_TEST(test_map_elements)
+{
+	uint64_t cases = 0;
+	for (size_t fi = 0; fi < ARRAY_SIZE(fmts); fi++)
+		for (size_t m = 0; m < ARRAY_SIZE(envs); m++)
+			for (int kind = EMU_BE_FAST; kind <= EMU_BE_EXACT; kind++)
+				for (size_t o = 0; o < ARRAY_SIZE(mops); o++) {
+					const emu_format *f = t_fmt(fmts[fi]);
+					emu_env env = EMU_ENV_DEFAULT;
+					env.mode = emu_mode_by_name(envs[m]);
+					env.seed = 99;
+					emu_be be;
+					emu_be_init(&be, (emu_be_kind)kind, &env);
+					emu_steps(&be, names, 5);
+					emu_vec *a = emu_vec_new(&be, N), *b = emu_vec_new(&be, N),
+					        *c = emu_vec_new(&be, N), *d = emu_vec_new(&be, N);
+					ck_assert(a && b && c && d);
+					fill(f, 1 + o, a->d, N);
+					fill(f, 2 + o, b->d, N);
+					fill(f, 3 + o, c->d, N);
+					uint8_t *fl = calloc(N, 1);
+					emu_op op = mops[o];
+					/* b broadcast from element 7 */
+					emu_map(&be, STEP, op, f, emu_row(d, 0), emu_row(a, 0), emu_at(b, 7),
+					        emu_row(c, 0), N, 1000, fl);
+					uint64_t cnt[5] = {0};
+					uint64_t first = UINT64_MAX;
+					unsigned ffl = 0;
+					for (size_t j = 0; j < N; j++) {
+						unsigned v = 0;
+						emu_env e = env;
+						e.index = emu_sr_key(STEP, 0, 1000 + j);
+						double w = scalar((emu_be_kind)kind, op, f, a->d[j], b->d[7],
+						                  c->d[j], &e, &v);
+						ck_assert_msg(emu_encode(f, w) == emu_encode(f, d->d[j]) &&
+						                  fl[j] == v,
+						              "%s %s %s %s j %zu: %a %a -> %a (%x), want %a (%x)",
+						              emu_be_name((emu_be_kind)kind), f->name, envs[m],
+						              emu_op_name(op), j, a->d[j], b->d[7], d->d[j],
+						              fl[j], w, v);
+						for (int k = 0; k < 5; k++)
+							cnt[k] += (v >> k) & 1;
+						if (first == UINT64_MAX && bad_of(v)) {
+							first = 1000 + j;
+							ffl = bad_of(v);
+						}
+					}
+					for (int k = 0; k < 5; k++) {
+						ck_assert_uint_eq(be.st.flags[op][k], cnt[k]);
+						ck_assert_uint_eq(be.st.step_flags[STEP][k], cnt[k]);
+					}
+					ck_assert_uint_eq(be.st.ops[op], N);
+					ck_assert_uint_eq(be.st.step_ops[STEP], N);
+					ck_assert_int_eq(be.st.first_set, first != UINT64_MAX);
+					if (first != UINT64_MAX) {
+						ck_assert_uint_eq(be.st.first_index, first);
+						ck_assert_uint_eq(be.st.first_flags, ffl);
+						ck_assert_str_eq(be.st.first_step, "mapped");
+					}
+					free(fl);
+					emu_be_free(&be);
+					cases += N;
+				}
+	t_count("engine: map elements == scalar ops (fast, exact)", cases);
+}
+END_TEST
+
+/* SR keyed by position: one map over n elements, the same map split into
+ * pieces of every size in reverse order, and in place, give the same bits. */
+START_TEST(test_map_grouping)
+{
+	const emu_format *f = t_fmt("e5m2");
+	emu_env env = EMU_ENV_DEFAULT;
+	env.mode = EMU_SR;
+	env.seed = 5;
+	emu_be be;
+	emu_be_init(&be, EMU_BE_FAST, &env);
+	emu_vec *a = emu_vec_new(&be, N), *b = emu_vec_new(&be, N), *d1 = emu_vec_new(&be, N),
+	        *d2 = emu_vec_new(&be, N);
+	ck_assert(a && b && d1 && d2);
+	fill(f, 11, a->d, N);
+	fill(f, 12, b->d, N);
+	emu_map(&be, STEP, EMU_OP_MUL, f, emu_row(d1, 0), emu_row(a, 0), emu_row(b, 0), EMU_NOREF,
+	        N, 0, NULL);
+	for (size_t piece = 1; piece < 64; piece += 7) {
+		for (size_t j0 = (N - 1) / piece * piece;; j0 -= piece) {
+			size_t m = N - j0 < piece ? N - j0 : piece;
+			emu_copy(&be, emu_row(d2, j0), emu_row(a, j0), m);
+			emu_map(&be, STEP, EMU_OP_MUL, f, emu_row(d2, j0), emu_row(d2, j0),
+			        emu_row(b, j0), EMU_NOREF, m, j0, NULL);
+			if (j0 == 0)
+				break;
+		}
+		for (size_t j = 0; j < N; j++)
+			ck_assert_msg(emu_encode(f, d1->d[j]) == emu_encode(f, d2->d[j]),
+			              "piece %zu j %zu", piece, j);
+	}
+	/* another step draws other bits: some result differs */
+	emu_map(&be, STEP + 1, EMU_OP_MUL, f, emu_row(d2, 0), emu_row(a, 0), emu_row(b, 0),
+	        EMU_NOREF, N, 0, NULL);
+	size_t differ = 0;
+	for (size_t j = 0; j < N; j++)
+		differ += emu_encode(f, d1->d[j]) != emu_encode(f, d2->d[j]);
+	ck_assert_uint_gt(differ, 0);
+	emu_be_free(&be);
+	t_count("engine: SR map results independent of grouping", 9 * N);
+}
+END_TEST
+
+/* The pairwise sum of v[lo..lo+n) by its definition: the node splitting
+ * at lo + h is element lo + h of the step. */
+static double pairwise_ref(emu_be_kind kind, const emu_format *f, const double *v, size_t lo,
+                           size_t n, const emu_env *env)
+{
+	if (n < 2)
+		return v[lo];
+	size_t h = n / 2;
+	double l = pairwise_ref(kind, f, v, lo, h, env), r = pairwise_ref(kind, f, v, lo + h, n - h, env);
+	unsigned fl = 0;
+	emu_env e = *env;
+	e.index = emu_sr_key(STEP, 0, lo + h);
+	return scalar(kind, EMU_OP_ADD, f, l, r, 0, &e, &fl);
+}
+
+/* Folds: seq (add, max, fma), pairwise and block equal their scalar
+ * recurrences, on fast and exact, in RNE and SR. */
+START_TEST(test_folds)
+{
+	uint64_t cases = 0;
+	for (size_t fi = 0; fi < ARRAY_SIZE(fmts); fi++)
+		for (int sr = 0; sr < 2; sr++)
+			for (int kind = EMU_BE_FAST; kind <= EMU_BE_EXACT; kind++) {
+				const emu_format *f = t_fmt(fmts[fi]);
+				emu_env env = EMU_ENV_DEFAULT;
+				env.mode = sr ? EMU_SR : EMU_RNE;
+				env.seed = 3;
+				emu_be be;
+				emu_be_init(&be, (emu_be_kind)kind, &env);
+				emu_vec *a = emu_vec_new(&be, N), *b = emu_vec_new(&be, N),
+				        *s = emu_vec_new(&be, 4);
+				ck_assert(a && b && s);
+				fill(f, 21 + fi, a->d, N);
+				fill(f, 31 + fi, b->d, N);
+				for (size_t j = 0; j < N; j++) { /* mostly finite sums */
+					if (!isfinite(a->d[j]) && j % 5)
+						a->d[j] = 1;
+					a->d[j] = emu_decode(f, emu_encode(f, ldexp(a->d[j], 0)));
+				}
+				const emu_op fops[] = {EMU_OP_ADD, EMU_OP_MAX, EMU_OP_FMA};
+				for (size_t o = 0; o < ARRAY_SIZE(fops); o++) {
+					emu_op op = fops[o];
+					s->d[0] = 0;
+					emu_fold(&be, STEP, op, f, EMU_ORDER_SEQ, emu_at(s, 0),
+					         emu_row(a, 0), op == EMU_OP_FMA ? emu_row(b, 0) : EMU_NOREF,
+					         N, 40);
+					double w = 0;
+					for (size_t j = 0; j < N; j++) {
+						unsigned v = 0;
+						emu_env e = env;
+						e.index = emu_sr_key(STEP, 0, 40 + j);
+						w = op == EMU_OP_FMA
+						        ? scalar((emu_be_kind)kind, op, f, a->d[j], b->d[j], w,
+						                 &e, &v)
+						        : scalar((emu_be_kind)kind, op, f, w, a->d[j], 0, &e, &v);
+					}
+					ck_assert_msg(emu_encode(f, w) == emu_encode(f, s->d[0]),
+					              "%s %s seq %s", f->name, emu_be_name(be.kind),
+					              emu_op_name(op));
+				}
+				/* block of 32: block sums from +0, then added at step + 1 */
+				emu_order bo = {EMU_FOLD_BLOCK, 32, STEP + 1};
+				s->d[0] = 0;
+				emu_fold(&be, STEP, EMU_OP_ADD, f, bo, emu_at(s, 0), emu_row(a, 0),
+				         EMU_NOREF, N, 0);
+				double w = 0;
+				for (size_t lo = 0; lo < N; lo += 32) {
+					double bs = 0;
+					unsigned v = 0;
+					emu_env e = env;
+					for (size_t j = lo; j < N && j < lo + 32; j++) {
+						e.index = emu_sr_key(STEP, 0, j);
+						bs = scalar((emu_be_kind)kind, EMU_OP_ADD, f, bs, a->d[j], 0,
+						            &e, &v);
+					}
+					e.index = emu_sr_key(STEP + 1, 0, lo);
+					w = scalar((emu_be_kind)kind, EMU_OP_ADD, f, w, bs, 0, &e, &v);
+				}
+				ck_assert_msg(emu_encode(f, w) == emu_encode(f, s->d[0]), "%s block",
+				              f->name);
+				/* pairwise over a copy (the fold overwrites its operand) */
+				double *ref = malloc(N * sizeof *ref);
+				memcpy(ref, a->d, N * sizeof *ref);
+				emu_fold(&be, STEP, EMU_OP_ADD, f, (emu_order){EMU_FOLD_PAIRWISE, 0, 0},
+				         emu_at(s, 1), emu_row(a, 0), EMU_NOREF, N, 0);
+				w = pairwise_ref((emu_be_kind)kind, f, ref, 0, N, &env);
+				ck_assert_msg(emu_encode(f, w) == emu_encode(f, s->d[1]), "%s pairwise",
+				              f->name);
+				free(ref);
+				emu_be_free(&be);
+				cases += 5 * N;
+			}
+	t_count("engine: folds == scalar recurrences", cases);
+}
+END_TEST
+
+Suite *suite_engine(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("engine");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_map_elements);
+	tcase_add_test(tc, test_map_grouping);
+	tcase_add_test(tc, test_folds);
+	suite_add_tcase(s, tc);
+	return s;
+}

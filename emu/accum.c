@@ -223,6 +223,23 @@ static void tc_row(emu_be *be, const emu_tc_model *m, const emu_format *in, cons
 	res->d[r] = c;
 }
 
+/* The second vector of a dot product: b_i = |x_k|, k drawn from the seed in
+ * i's row. The indices are drawn a batch at a time so that the gathers,
+ * cache misses across a long row, overlap instead of waiting in turn. */
+static void draw_b(const emu_kin *in, double *b)
+{
+	size_t n = in->rows * in->cols, N = in->cols, k[64];
+	for (size_t i0 = 0; i0 < n; i0 += 64) {
+		size_t m = n - i0 < 64 ? n - i0 : 64;
+		for (size_t j = 0; j < m; j++) {
+			size_t i = i0 + j;
+			k[j] = i - i % N + emu_sr_bits(in->seed, i) % N;
+		}
+		for (size_t j = 0; j < m; j++)
+			b[i0 + j] = fabs(in->x[k[j]]);
+	}
+}
+
 /*
  * Micro-batch mb's operations on element j of row r are element
  * mb·rows·N + r·N + j of their steps: the first micro-batch numbers them as
@@ -346,9 +363,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	int rc = -1;
 	if (!res || !X || !B || (dot && !braw) || (v == TC && (!ea || !eb)))
 		goto oom;
-	/* b_j = |x_i|, i drawn from the seed */
-	for (size_t i = 0; dot && i < R * N; i++)
-		braw[i] = fabs(in->x[i - i % N + emu_sr_bits(in->seed, i) % N]);
+	if (dot)
+		draw_b(in, braw);
 	if (tc_raw) { /* the stored values themselves */
 		emu_input(be, EMU_STEP_INPUT, S, emu_row(X, 0), in->x, 1, R * N, 0, NULL);
 		if (dot)

@@ -122,14 +122,31 @@ static bool int_param(const emu_kin *in, const char *name, double lo, double hi,
  * name (the two operands' conversions) are apart so that their stochastic
  * rounding draws are. */
 enum {
-	S_TO_ACCUM_A = EMU_STEP0, S_TO_ACCUM_B, S_MUL, S_FMA, S_SUM, S_PAIRWISE, S_BLOCK,
-	S_BLOCK_SUM, S_INPUT_B, S_TC_BLOCK, S_PROMOTE, S_TC_OUT, S_M_COMPUTE, S_SCALE_COMPUTE,
-	S_LOSS_SCALE, S_DIVIDE, S_STORE, S_G_ACCUM, S_ACCUM, S_END
+	S_TO_ACCUM_A = EMU_STEP0,
+	S_TO_ACCUM_B,
+	S_MUL,
+	S_FMA,
+	S_SUM,
+	S_PAIRWISE,
+	S_BLOCK,
+	S_BLOCK_SUM,
+	S_INPUT_B,
+	S_TC_BLOCK,
+	S_PROMOTE,
+	S_TC_OUT,
+	S_M_COMPUTE,
+	S_SCALE_COMPUTE,
+	S_LOSS_SCALE,
+	S_DIVIDE,
+	S_STORE,
+	S_G_ACCUM,
+	S_ACCUM,
+	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
-    "to_accum",   "to_accum", "mul",        "fma",        "sum",        "pairwise", "block",
-    "block_sum",  "input",    "tc_block",   "promote",    "tc_out",     "to_compute",
-    "to_compute", "loss_scale", "divide",   "store",      "to_accum",   "accum",
+    "to_accum",   "to_accum", "mul",      "fma",      "sum",    "pairwise",   "block",
+    "block_sum",  "input",    "tc_block", "promote",  "tc_out", "to_compute", "to_compute",
+    "loss_scale", "divide",   "store",    "to_accum", "accum",
 };
 
 /* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
@@ -278,20 +295,24 @@ static int gradacc(emu_be *be, const emu_policy *pol, const emu_kin *in, emu_kou
 			uint64_t e = mb * (R * N) + o;
 			emu_ref src = x; /* g = x, then each step in place */
 			if (scale != 1) {
-				emu_map(be, S_LOSS_SCALE, EMU_OP_MUL, C, G, src, sC, EMU_NOREF, N, e,
-				        NULL);
+				emu_map(be, S_LOSS_SCALE, EMU_OP_MUL, C, G, src, sC, EMU_NOREF, N,
+				        e, NULL);
 				src = G;
 			}
 			if (divide) {
-				emu_map(be, S_DIVIDE, EMU_OP_DIV, C, G, src, mC, EMU_NOREF, N, e, NULL);
+				emu_map(be, S_DIVIDE, EMU_OP_DIV, C, G, src, mC, EMU_NOREF, N, e,
+				        NULL);
 				src = G;
 			}
-			emu_map(be, S_STORE, EMU_OP_CVT, S, G, src, EMU_NOREF, EMU_NOREF, N, e, NULL);
+			emu_map(be, S_STORE, EMU_OP_CVT, S, G, src, EMU_NOREF, EMU_NOREF, N, e,
+			        NULL);
 			/* the first micro-batch assigns the accumulator, the others add */
 			emu_ref gA = mb == 0 ? gr : G;
-			emu_map(be, S_G_ACCUM, EMU_OP_CVT, A, gA, G, EMU_NOREF, EMU_NOREF, N, e, NULL);
+			emu_map(be, S_G_ACCUM, EMU_OP_CVT, A, gA, G, EMU_NOREF, EMU_NOREF, N, e,
+			        NULL);
 			if (mb > 0)
-				emu_map(be, S_ACCUM, EMU_OP_ADD, A, gr, gr, G, EMU_NOREF, N, e, NULL);
+				emu_map(be, S_ACCUM, EMU_OP_ADD, A, gr, gr, G, EMU_NOREF, N, e,
+				        NULL);
 		}
 	}
 	return 0;
@@ -385,7 +406,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		}
 		emu_map(be, S_TO_ACCUM_A, EMU_OP_CVT, A, a, a, EMU_NOREF, EMU_NOREF, N, o, NULL);
 		if (dot) {
-			emu_map(be, S_TO_ACCUM_B, EMU_OP_CVT, A, b, b, EMU_NOREF, EMU_NOREF, N, o, NULL);
+			emu_map(be, S_TO_ACCUM_B, EMU_OP_CVT, A, b, b, EMU_NOREF, EMU_NOREF, N, o,
+			        NULL);
 			if (!fma)
 				emu_map(be, S_MUL, EMU_OP_MUL, A, a, a, b, EMU_NOREF, N, o, NULL);
 		}
@@ -396,11 +418,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		if (v == SEQ)
 			emu_fold(be, fma ? S_FMA : S_SUM, op, A, EMU_ORDER_SEQ, s, a, bf, N, o);
 		else if (v == PAIRWISE)
-			emu_fold(be, S_PAIRWISE, op, A, (emu_order){EMU_FOLD_PAIRWISE, 0, 0}, s, a, bf,
-			         N, o);
+			emu_fold(be, S_PAIRWISE, op, A, (emu_order){EMU_FOLD_PAIRWISE, 0, 0}, s, a,
+			         bf, N, o);
 		else
 			emu_fold(be, fma ? S_FMA : S_BLOCK, op, A,
-			         (emu_order){EMU_FOLD_BLOCK, (size_t)k, S_BLOCK_SUM}, s, a, bf, N, o);
+			         (emu_order){EMU_FOLD_BLOCK, (size_t)k, S_BLOCK_SUM}, s, a, bf, N,
+			         o);
 	}
 	rc = 0;
 oom:

@@ -429,8 +429,8 @@ START_TEST(test_gradacc_sr)
 		lo = fmin(lo, v);
 		hi = fmax(hi, v);
 	}
-	printf("accum: gradacc fp16 sr, %d micro-batches of 1: mean %g, range [%g, %g]\n", M,
-	       mean, lo, hi);
+	printf("accum: gradacc fp16 sr, %d micro-batches of 1: mean %g, range [%g, %g]\n", M, mean,
+	       lo, hi);
 	ck_assert_msg(fabs(mean - M) < 0.01 * M && lo > 0.95 * M && hi < 1.05 * M,
 	              "mean %g, range [%g, %g]", mean, lo, hi);
 	emu_run_free(&r);

@@ -22,12 +22,21 @@
  *                 into the accumulator (the first micro-batch assigns it, as
  *                 PyTorch does when .grad is None).
  *
- * Precision policy: inputs are loaded by emu_k_load (storage format, the
+ * Precision policy: inputs are loaded by emu_load (storage format, the
  * scaling recipe, then the compute format). Sums and dot products convert
  * them to the accumulator format and do every operation there (products
  * included, as a GEMM with an fp32 accumulator does). Output `result` (one
  * per row) is in the accumulator format; gradacc outputs `grad` (rows·N,
  * accumulator format).
+ *
+ * Written on the array-level engine (kern.h), row by row in the order the
+ * per-element loop had: each row's conversions and products are maps over
+ * the row, its reduction one emu_fold in the variant's order (the engine's
+ * SEQ, PAIRWISE and BLOCK are this file's definitions above, element
+ * indices included), so the operation counts and flags are the loop's.
+ * What an array order changes: within a row, all of one map runs before the
+ * next, so when two steps both fail the first failing op reported is the
+ * earlier step's first failure rather than the lower element's.
  *
  * The second vector of a dot product is generated, like softmax_ce's labels:
  * b_j = |x_i| with i = emu_sr_bits(seed, r·N + j) mod N, loaded like x (its
@@ -36,7 +45,7 @@
  * signs of x: a row of one sign gives a sum-like dot product (no
  * cancellation), a row of random signs a random walk; a row of ones, b = 1.
  *
- * Tensor Cores. kern.h's emu_k_op is one rounding per operation, but a block
+ * Tensor Cores. The engine's map is one rounding per operation, but a block
  * FMA rounds k products and C at once, so tc has its own path (tc_row): it
  * switches on the backend — FAST calls emu_tc_dot, EXACT the independent
  * MPFR model emu_tc_mp_dot, TRUTH computes the exact dot product — and
@@ -48,9 +57,9 @@
  * model's own definition; tests/check_accum.c proves the chain equals one
  * emu_tc_dot call over the whole row, bit for bit and flag for flag.
  * The model's input format: without a scaling recipe, the storage format,
- * and the operands are the stored values (emu_k_input; an FP8 GEMM on FP8
+ * and the operands are the stored values (emu_input; an FP8 GEMM on FP8
  * data); with a recipe, the compute format, and the operands are the
- * dequantised values emu_k_load returns (a GEMM on dequantised data; the
+ * dequantised values emu_load returns (a GEMM on dequantised data; the
  * scales themselves are not modelled inside the Tensor Core, so h100's FP8
  * preset then does not apply: choose scale=none for it). The output format
  * is the accumulator format when a Tensor Core can write it (sign, inf, IEEE
@@ -109,12 +118,36 @@ static bool int_param(const emu_kin *in, const char *name, double lo, double hi,
 	return emu_kparam_int(in, "accum", name, lo, hi, dflt, out, err, errlen);
 }
 
-/* emu_k_note's bookkeeping, and the SR op counter emu_k_op advances. */
-static void note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i)
-{
-	emu_k_note(be, op, fl, step, i);
-	be->env.index++; /* as emu_k_op */
-}
+/* The steps, each one operation site of the kernel. Sites that share a
+ * name (the two operands' conversions) are apart so that their stochastic
+ * rounding draws are. */
+enum {
+	S_TO_ACCUM_A = EMU_STEP0,
+	S_TO_ACCUM_B,
+	S_MUL,
+	S_FMA,
+	S_SUM,
+	S_PAIRWISE,
+	S_BLOCK,
+	S_BLOCK_SUM,
+	S_INPUT_B,
+	S_TC_BLOCK,
+	S_PROMOTE,
+	S_TC_OUT,
+	S_M_COMPUTE,
+	S_SCALE_COMPUTE,
+	S_LOSS_SCALE,
+	S_DIVIDE,
+	S_STORE,
+	S_G_ACCUM,
+	S_ACCUM,
+	S_END
+};
+static const char *const steps[S_END - EMU_STEP0] = {
+    "to_accum",   "to_accum", "mul",      "fma",      "sum",    "pairwise",   "block",
+    "block_sum",  "input",    "tc_block", "promote",  "tc_out", "to_compute", "to_compute",
+    "loss_scale", "divide",   "store",    "to_accum", "accum",
+};
 
 /* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
 static bool tc_out_ok(const emu_format *f)
@@ -123,12 +156,19 @@ static bool tc_out_ok(const emu_format *f)
 	       f->has_zero && f->p <= 24 && f->emin >= -126 && f->emax <= 127;
 }
 
-/* One row through the Tensor Core model m: dst = Σ a_j·b_j in out. ea and eb
- * are scratch for N encodings. The blocks of each promotion chunk (the whole
- * row without promotion) are chained from C = +0. */
+/* element j of an operand */
+static inline size_t at(emu_ref r, size_t j)
+{
+	return r.off + j * r.stride;
+}
+
+/* One row through the Tensor Core model m: res[r] = Σ a_j·b_j in out (b may
+ * be a broadcast). ea and eb are scratch for N encodings. The blocks of each
+ * promotion chunk (the whole row without promotion) are chained from C = +0.
+ * Elements are numbered from base. */
 static void tc_row(emu_be *be, const emu_tc_model *m, const emu_format *in, const emu_format *out,
-                   const emu_val *a, const emu_val *b, size_t N, emu_bits *ea, emu_bits *eb,
-                   emu_val *dst, uint64_t base)
+                   emu_ref a, emu_ref b, size_t N, emu_bits *ea, emu_bits *eb, emu_vec *res,
+                   size_t r, uint64_t base)
 {
 	const emu_format *f32 = emu_format_by_name("fp32");
 	const emu_env rne = EMU_ENV_DEFAULT;
@@ -136,36 +176,38 @@ static void tc_row(emu_be *be, const emu_tc_model *m, const emu_format *in, cons
 	blk.promote_every = 0;
 	size_t k = (size_t)m->k, chunk = m->promote_every ? m->promote_every : N;
 	if (be->kind == EMU_BE_TRUTH) {
+		mpfr_ptr dst = &res->m[r];
 		mpfr_t part;
 		mpfr_init2(part, EMU_TRUTH_PREC);
-		mpfr_set_zero(dst->m, 1);
+		mpfr_set_zero(dst, 1);
 		for (size_t i0 = 0; i0 < N; i0 += chunk) {
 			size_t n = N - i0 < chunk ? N - i0 : chunk;
 			mpfr_set_zero(part, 1);
 			for (size_t i = 0; i < n; i += k) {
 				for (size_t j = i0 + i; j < i0 + i + k && j < i0 + n; j++)
-					mpfr_fma(part, a[j].m, b[j].m, part, MPFR_RNDN);
-				note(be, EMU_OP_FMA, mpfr_nan_p(part) ? EMU_FLAG_INVALID : 0,
-				     "tc_block", base + i0 + i);
+					mpfr_fma(part, &a.v->m[at(a, j)], &b.v->m[at(b, j)], part,
+					         MPFR_RNDN);
+				emu_note(be, S_TC_BLOCK, EMU_OP_FMA,
+				         mpfr_nan_p(part) ? EMU_FLAG_INVALID : 0, base + i0 + i);
 			}
 			if (m->promote_every) {
-				mpfr_add(dst->m, dst->m, part, MPFR_RNDN);
-				note(be, EMU_OP_ADD, mpfr_nan_p(dst->m) ? EMU_FLAG_INVALID : 0,
-				     "promote", base + i0);
+				mpfr_add(dst, dst, part, MPFR_RNDN);
+				emu_note(be, S_PROMOTE, EMU_OP_ADD,
+				         mpfr_nan_p(dst) ? EMU_FLAG_INVALID : 0, base + i0);
 			} else {
-				mpfr_set(dst->m, part, MPFR_RNDN);
+				mpfr_set(dst, part, MPFR_RNDN);
 			}
 		}
 		if (m->promote_every)
-			note(be, EMU_OP_CVT, mpfr_nan_p(dst->m) ? EMU_FLAG_INVALID : 0, "tc_out",
-			     base);
+			emu_note(be, S_TC_OUT, EMU_OP_CVT, mpfr_nan_p(dst) ? EMU_FLAG_INVALID : 0,
+			         base);
 		mpfr_clear(part);
 		return;
 	}
 	bool fast = be->kind == EMU_BE_FAST;
 	for (size_t j = 0; j < N; j++) {
-		ea[j] = emu_encode(in, a[j].d);
-		eb[j] = emu_encode(in, b[j].d);
+		ea[j] = emu_encode(in, a.v->d[at(a, j)]);
+		eb[j] = emu_encode(in, b.v->d[at(b, j)]);
 	}
 	emu_bits acc = emu_encode(f32, 0.0);
 	double c = 0;
@@ -176,53 +218,51 @@ static void tc_row(emu_be *be, const emu_tc_model *m, const emu_format *in, cons
 			size_t nb = n - i < k ? n - i : k;
 			const emu_bits *pa = ea + i0 + i, *pb = eb + i0 + i;
 			emu_bits cb = emu_encode(f32, c); /* exact: a value of out */
-			emu_result r = fast ? emu_tc_dot(&blk, in, out, pa, pb, nb, cb)
+			emu_result t = fast ? emu_tc_dot(&blk, in, out, pa, pb, nb, cb)
 			                    : emu_tc_mp_dot(&blk, in, out, pa, pb, nb, cb);
-			c = emu_decode(out, r.bits);
-			note(be, EMU_OP_FMA, r.flags, "tc_block", base + i0 + i);
+			c = emu_decode(out, t.bits);
+			emu_note(be, S_TC_BLOCK, EMU_OP_FMA, t.flags, base + i0 + i);
 		}
 		if (m->promote_every) { /* an RNE fp32 addition on the CUDA cores */
 			emu_bits args[2] = {acc, emu_encode(f32, c)};
 			emu_result s = fast ? emu_add(f32, args[0], args[1], &rne)
 			                    : emu_mp_apply(EMU_OP_ADD, f32, NULL, args, &rne);
 			acc = s.bits;
-			note(be, EMU_OP_ADD, s.flags, "promote", base + i0);
+			emu_note(be, S_PROMOTE, EMU_OP_ADD, s.flags, base + i0);
 		}
 	}
 	if (m->promote_every) {
-		emu_result r = fast ? emu_convert(out, f32, acc, &rne)
+		emu_result t = fast ? emu_convert(out, f32, acc, &rne)
 		                    : emu_mp_apply(EMU_OP_CVT, out, f32, &acc, &rne);
-		c = emu_decode(out, r.bits);
-		note(be, EMU_OP_CVT, r.flags, "tc_out", base);
+		c = emu_decode(out, t.bits);
+		emu_note(be, S_TC_OUT, EMU_OP_CVT, t.flags, base);
 	}
-	dst->d = c;
+	res->d[r] = c;
 }
 
-/* v[lo] = the pairwise sum of v[lo..lo+n). */
-static void pairwise(emu_be *be, emu_val *v, size_t lo, size_t n, const emu_format *A,
-                     uint64_t base)
+/* The second vector of a dot product: b_i = |x_k|, k drawn from the seed in
+ * i's row. The indices are drawn a batch at a time so that the gathers,
+ * cache misses across a long row, overlap instead of waiting in turn. */
+static void draw_b(const emu_kin *in, double *b)
 {
-	if (n < 2)
-		return;
-	size_t h = n / 2;
-	pairwise(be, v, lo, h, A, base);
-	pairwise(be, v, lo + h, n - h, A, base);
-	emu_k_op(be, EMU_OP_ADD, &v[lo], &v[lo], &v[lo + h], NULL, A, "pairwise", base + lo + h);
-}
-
-/* s = 0, then s += p_j (or s = fma(a_j, b_j, s)) for j in [lo, hi). */
-static void seq(emu_be *be, emu_val *s, const emu_val *a, const emu_val *b, size_t lo, size_t hi,
-                bool fma, const emu_format *A, const char *step, uint64_t base)
-{
-	emu_k_const(be, s, 0);
-	for (size_t j = lo; j < hi; j++) {
-		if (fma)
-			emu_k_op(be, EMU_OP_FMA, s, &a[j], &b[j], s, A, "fma", base + j);
-		else
-			emu_k_op(be, EMU_OP_ADD, s, s, &a[j], NULL, A, step, base + j);
+	size_t n = in->rows * in->cols, N = in->cols, k[64];
+	for (size_t i0 = 0; i0 < n; i0 += 64) {
+		size_t m = n - i0 < 64 ? n - i0 : 64;
+		for (size_t j = 0; j < m; j++) {
+			size_t i = i0 + j;
+			k[j] = i - i % N + emu_sr_bits(in->seed, i) % N;
+		}
+		for (size_t j = 0; j < m; j++)
+			b[i0 + j] = fabs(in->x[k[j]]);
 	}
 }
 
+/*
+ * Micro-batch mb's operations on element j of row r are element
+ * mb·rows·N + r·N + j of their steps: the first micro-batch numbers them as
+ * the output, and every later one draws its own stochastic roundings (a
+ * sum of m identical draws would not be unbiased).
+ */
 static int gradacc(emu_be *be, const emu_policy *pol, const emu_kin *in, emu_kout *out, char *err,
                    size_t errlen)
 {
@@ -235,38 +275,45 @@ static int gradacc(emu_be *be, const emu_policy *pol, const emu_kin *in, emu_kou
 	    !emu_kparam_real(in, "accum", "scale", 0, INFINITY, EMU_KP_ABOVE_LO, 1, &scale, err,
 	                     errlen))
 		return -1;
-	emu_val *grad = emu_kout_add(be, out, "grad", R * N, A);
-	emu_val *X = emu_k_vec(be, R * N), *t = emu_k_vec(be, 4);
-	if (!grad || !X || !t || emu_k_load(be, pol, in->x, R, N, X) != 0) {
+	emu_vec *grad = emu_kout_vec(be, out, "grad", R * N, A);
+	emu_vec *X = emu_vec_new(be, R * N), *g = emu_vec_new(be, N), *t = emu_vec_new(be, 3);
+	if (!grad || !X || !g || !t || emu_load(be, pol, in->x, R, N, X) != 0) {
 		snprintf(err, errlen, "accum: out of memory");
 		return -1;
 	}
-	emu_val *mC = &t[0], *sC = &t[1], *g = &t[2], *tmp = &t[3];
+	enum { MC, SC, TMP };
+	emu_ref mC = emu_at(t, MC), sC = emu_at(t, SC), tmp = emu_at(t, TMP), G = emu_row(g, 0);
 	/* m and the loss scale in the compute format (rounded if they must be) */
-	emu_k_const(be, tmp, m);
-	emu_k_op(be, EMU_OP_CVT, mC, tmp, NULL, NULL, C, "to_compute", 0);
-	emu_k_const(be, tmp, scale);
-	emu_k_op(be, EMU_OP_CVT, sC, tmp, NULL, NULL, C, "to_compute", 0);
+	emu_fill(be, tmp, m, 1);
+	emu_op1(be, S_M_COMPUTE, EMU_OP_CVT, C, mC, tmp, EMU_NOREF, 0);
+	emu_fill(be, tmp, scale, 1);
+	emu_op1(be, S_SCALE_COMPUTE, EMU_OP_CVT, C, sC, tmp, EMU_NOREF, 0);
 	for (size_t r = 0; r < R; r++) {
 		size_t o = r * N;
-		emu_val *x = &X[o];
-		for (uint64_t mb = 0; mb < (uint64_t)m; mb++)
-			for (size_t j = 0; j < N; j++) {
-				emu_k_copy(be, g, &x[j]);
-				if (scale != 1)
-					emu_k_op(be, EMU_OP_MUL, g, g, sC, NULL, C, "loss_scale",
-					         o + j);
-				if (divide)
-					emu_k_op(be, EMU_OP_DIV, g, g, mC, NULL, C, "divide",
-					         o + j);
-				emu_k_op(be, EMU_OP_CVT, g, g, NULL, NULL, S, "store", o + j);
-				emu_k_op(be, EMU_OP_CVT, g, g, NULL, NULL, A, "to_accum", o + j);
-				if (mb == 0)
-					emu_k_copy(be, &grad[o + j], g);
-				else
-					emu_k_op(be, EMU_OP_ADD, &grad[o + j], &grad[o + j], g,
-					         NULL, A, "accum", o + j);
+		emu_ref x = emu_row(X, o), gr = emu_row(grad, o);
+		for (uint64_t mb = 0; mb < (uint64_t)m; mb++) {
+			uint64_t e = mb * (R * N) + o;
+			emu_ref src = x; /* g = x, then each step in place */
+			if (scale != 1) {
+				emu_map(be, S_LOSS_SCALE, EMU_OP_MUL, C, G, src, sC, EMU_NOREF, N,
+				        e, NULL);
+				src = G;
 			}
+			if (divide) {
+				emu_map(be, S_DIVIDE, EMU_OP_DIV, C, G, src, mC, EMU_NOREF, N, e,
+				        NULL);
+				src = G;
+			}
+			emu_map(be, S_STORE, EMU_OP_CVT, S, G, src, EMU_NOREF, EMU_NOREF, N, e,
+			        NULL);
+			/* the first micro-batch assigns the accumulator, the others add */
+			emu_ref gA = mb == 0 ? gr : G;
+			emu_map(be, S_G_ACCUM, EMU_OP_CVT, A, gA, G, EMU_NOREF, EMU_NOREF, N, e,
+			        NULL);
+			if (mb > 0)
+				emu_map(be, S_ACCUM, EMU_OP_ADD, A, gr, gr, G, EMU_NOREF, N, e,
+				        NULL);
+		}
 	}
 	return 0;
 }
@@ -287,6 +334,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		    v < 0 ? variant : "");
 		return -1;
 	}
+	emu_steps(be, steps, S_END - EMU_STEP0);
 	if (v == GRADACC)
 		return gradacc(be, pol, in, out, err, errlen);
 	size_t R = in->rows, N = in->cols;
@@ -325,65 +373,57 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			return -1;
 		}
 	}
-	emu_val *res = emu_kout_add(be, out, "result", R, O);
-	emu_val *X = emu_k_vec(be, R * N), *B = emu_k_vec(be, dot || v == TC ? R * N : 1);
-	emu_val *t = emu_k_vec(be, 2);
+	emu_vec *res = emu_kout_vec(be, out, "result", R, O);
+	/* sum:tc multiplies by one b = 1, broadcast */
+	emu_vec *X = emu_vec_new(be, R * N), *B = emu_vec_new(be, dot ? R * N : 1);
 	double *braw = dot ? malloc(R * N * sizeof *braw) : NULL;
 	/* tc_row's encoding scratch, on every backend so that its presence
 	 * follows from v alone (the truth backend leaves it unused) */
 	emu_bits *ea = v == TC ? malloc(N * sizeof *ea) : NULL;
 	emu_bits *eb = v == TC ? malloc(N * sizeof *eb) : NULL;
 	int rc = -1;
-	if (!res || !X || !B || !t || (dot && !braw) || (v == TC && (!ea || !eb)))
+	if (!res || !X || !B || (dot && !braw) || (v == TC && (!ea || !eb)))
 		goto oom;
-	/* b_j = |x_i|, i drawn from the seed */
-	for (size_t i = 0; dot && i < R * N; i++)
-		braw[i] = fabs(in->x[i - i % N + emu_sr_bits(in->seed, i) % N]);
+	if (dot)
+		draw_b(in, braw);
 	if (tc_raw) { /* the stored values themselves */
-		for (size_t i = 0; i < R * N; i++) {
-			emu_k_input(be, &X[i], in->x[i], S, "input", i);
-			if (dot)
-				emu_k_input(be, &B[i], braw[i], S, "input", i);
-		}
-	} else if (emu_k_load(be, pol, in->x, R, N, X) != 0 ||
-	           (dot && emu_k_load(be, pol, braw, R, N, B) != 0)) {
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(X, 0), in->x, 1, R * N, 0, NULL);
+		if (dot)
+			emu_input(be, S_INPUT_B, S, emu_row(B, 0), braw, 1, R * N, 0, NULL);
+	} else if (emu_load(be, pol, in->x, R, N, X) != 0 ||
+	           (dot && emu_load(be, pol, braw, R, N, B) != 0)) {
 		goto oom;
 	}
-	for (size_t i = 0; !dot && v == TC && i < R * N; i++)
-		emu_k_const(be, &B[i], 1);
-	emu_val *s = &t[0], *bs = &t[1];
+	if (!dot)
+		emu_fill(be, emu_at(B, 0), 1, 1);
 	for (size_t r = 0; r < R; r++) {
 		size_t o = r * N;
-		emu_val *a = &X[o], *b = &B[o];
+		emu_ref a = emu_row(X, o), b = dot ? emu_row(B, o) : emu_strided(B, 0, 0);
+		emu_ref s = emu_at(res, r);
 		if (v == TC) {
-			tc_row(be, &model, I, O, a, b, N, ea, eb, &res[r], o);
+			tc_row(be, &model, I, O, a, b, N, ea, eb, res, r, o);
 			continue;
 		}
-		for (size_t j = 0; j < N; j++) {
-			emu_k_op(be, EMU_OP_CVT, &a[j], &a[j], NULL, NULL, A, "to_accum", o + j);
-			if (dot) {
-				emu_k_op(be, EMU_OP_CVT, &b[j], &b[j], NULL, NULL, A, "to_accum",
-				         o + j);
-				if (!fma)
-					emu_k_op(be, EMU_OP_MUL, &a[j], &a[j], &b[j], NULL, A,
-					         "mul", o + j);
-			}
+		emu_map(be, S_TO_ACCUM_A, EMU_OP_CVT, A, a, a, EMU_NOREF, EMU_NOREF, N, o, NULL);
+		if (dot) {
+			emu_map(be, S_TO_ACCUM_B, EMU_OP_CVT, A, b, b, EMU_NOREF, EMU_NOREF, N, o,
+			        NULL);
+			if (!fma)
+				emu_map(be, S_MUL, EMU_OP_MUL, A, a, a, b, EMU_NOREF, N, o, NULL);
 		}
 		/* a now holds the terms (x_j, or p_j unless fma) */
-		if (v == SEQ) {
-			seq(be, &res[r], a, b, 0, N, fma, A, "sum", o);
-		} else if (v == PAIRWISE) {
-			pairwise(be, a, 0, N, A, o);
-			emu_k_copy(be, &res[r], &a[0]);
-		} else {
-			emu_k_const(be, s, 0);
-			for (size_t lo = 0; lo < N; lo += (size_t)k) {
-				size_t hi = N - lo < (size_t)k ? N : lo + (size_t)k;
-				seq(be, bs, a, b, lo, hi, fma, A, "block", o);
-				emu_k_op(be, EMU_OP_ADD, s, s, bs, NULL, A, "block_sum", o + lo);
-			}
-			emu_k_copy(be, &res[r], s);
-		}
+		emu_op op = fma ? EMU_OP_FMA : EMU_OP_ADD;
+		emu_ref bf = fma ? b : EMU_NOREF;
+		emu_fill(be, s, 0, 1);
+		if (v == SEQ)
+			emu_fold(be, fma ? S_FMA : S_SUM, op, A, EMU_ORDER_SEQ, s, a, bf, N, o);
+		else if (v == PAIRWISE)
+			emu_fold(be, S_PAIRWISE, op, A, (emu_order){EMU_FOLD_PAIRWISE, 0, 0}, s, a,
+			         bf, N, o);
+		else
+			emu_fold(be, fma ? S_FMA : S_BLOCK, op, A,
+			         (emu_order){EMU_FOLD_BLOCK, (size_t)k, S_BLOCK_SUM}, s, a, bf, N,
+			         o);
 	}
 	rc = 0;
 oom:

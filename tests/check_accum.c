@@ -402,6 +402,47 @@ START_TEST(test_gradacc)
 }
 END_TEST
 
+/* Stochastic rounding draws are keyed by (seed, step, element): each
+ * micro-batch's operations must be elements of their own, or every
+ * micro-batch would round element j with the same draw and SR would be
+ * biased. Ones added 4096 times in fp16 (divide=0): past 2048 every s + 1 is
+ * a midpoint, which RNE ties to the even s (the stall at 2048) and SR rounds
+ * up with probability 1/2. Independent draws reach 4096 ± ~45 (the walk's
+ * 2048 steps of ±1); one draw per element would give 2048 or ~6144. */
+START_TEST(test_gradacc_sr)
+{
+	enum { N = 64, M = 4096 };
+	double x[N];
+	for (size_t j = 0; j < N; j++)
+		x[j] = 1;
+	emu_policy pol;
+	char spec[96];
+	snprintf(spec, sizeof spec, "storage=fp16,round=sr,seed=%" PRIu64, t_seed());
+	parse(spec, &pol);
+	emu_kparam par[2] = {{"m", M}, {"divide", 0}};
+	emu_run r;
+	run(&pol, "gradacc", x, 1, N, par, 2, EMU_BE_FAST, &r);
+	double mean = 0, lo = INFINITY, hi = 0;
+	for (size_t j = 0; j < N; j++) {
+		double v = out0(&r, j);
+		mean += v / N;
+		lo = fmin(lo, v);
+		hi = fmax(hi, v);
+	}
+	printf("accum: gradacc fp16 sr, %d micro-batches of 1: mean %g, range [%g, %g]\n", M, mean,
+	       lo, hi);
+	ck_assert_msg(fabs(mean - M) < 0.01 * M && lo > 0.95 * M && hi < 1.05 * M,
+	              "mean %g, range [%g, %g]", mean, lo, hi);
+	emu_run_free(&r);
+	/* round to nearest stalls every element at 2^11 */
+	parse("storage=fp16", &pol);
+	run(&pol, "gradacc", x, 1, N, par, 2, EMU_BE_FAST, &r);
+	for (size_t j = 0; j < N; j++)
+		ck_assert(out0(&r, j) == 2048);
+	emu_run_free(&r);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	emu_policy pol;
@@ -451,6 +492,7 @@ Suite *suite_accum(void)
 	tcase_add_test(tc, test_tc_chain_equals_model);
 	tcase_add_test(tc, test_tc_fp8_k4096);
 	tcase_add_test(tc, test_gradacc);
+	tcase_add_test(tc, test_gradacc_sr);
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return s;

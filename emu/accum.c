@@ -391,7 +391,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		if (dot)
 			emu_input(be, S_INPUT_B, S, emu_row(B, 0), braw, 1, R * N, 0, NULL);
 	} else if (emu_load(be, pol, in->x, R, N, X) != 0 ||
-	           (dot && emu_load(be, pol, braw, R, N, B) != 0)) {
+	           (dot && emu_load_at(be, pol, braw, R, N, (uint64_t)R * N, B) != 0)) {
 		goto oom;
 	}
 	if (!dot)

@@ -161,11 +161,11 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 	double R = (double)rows, N = (double)cols;
 
 	if (k == &emu_kernel_softmax_ce)
-		return 2 * R * N + N; /* X, grad; e */
+		return 2 * R * N + 2 * N; /* X, grad; e and its accumulator copy */
 	if (k == &emu_kernel_layernorm)
-		return 3 * R * N + 2 * R + 3 * N; /* X, y, dx; rstd, var; yc, dy, counts */
+		return 3 * R * N + 2 * R + 6 * N; /* X, y, dx; rstd, var; yc, dy, two rows, counts, dy's doubles */
 	if (k == &emu_kernel_accum)
-		return 2.5 * R * N + R; /* X, B or grad, dot's raw doubles; results */
+		return 2.5 * R * N + R + N; /* X, B or grad, dot's raw doubles; results; gradacc's row */
 	if (k == &emu_kernel_backward) {
 		double K = in ? emu_kparam_get(in, "classes", 8) : 8;
 		if (!(K >= 1 && K <= 4096))

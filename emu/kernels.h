@@ -88,9 +88,13 @@ emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
 int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                emu_val *out);
 
-/* The same over vectors: out holds rows × cols values. */
+/* The same over vectors: out holds rows × cols values, element i of the
+ * tensor is element e0 + i of the load's steps (SR draws, failure sites):
+ * a second tensor loaded in one run takes e0 past the first. emu_load: e0 = 0. */
 int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
              emu_vec *out);
+int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+                uint64_t e0, emu_vec *out);
 
 /* ---- running a kernel on one backend and measuring it (emu/run.c) ---- */
 typedef enum {

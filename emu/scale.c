@@ -249,13 +249,13 @@ static void stats_add(emu_be_stats *st, const emu_be_stats *fs)
 
 /* TRUTH from the stored inputs: the fast backend's load, its values exact. */
 static int load_stored_truth_vec(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
-                                 size_t cols, emu_vec *out)
+                                 size_t cols, uint64_t e0, emu_vec *out)
 {
 	size_t n = rows * cols;
 	emu_be fb;
 	emu_be_init(&fb, EMU_BE_FAST, &be->env);
 	emu_vec *v = emu_vec_new(&fb, n);
-	int rc = v ? emu_load(&fb, pol, x, rows, cols, v) : -1;
+	int rc = v ? emu_load_at(&fb, pol, x, rows, cols, e0, v) : -1;
 	if (rc == 0) {
 		for (size_t i = 0; i < n; i++)
 			mpfr_set_d(&out->m[i], v->d[i], MPFR_RNDN);
@@ -268,18 +268,24 @@ static int load_stored_truth_vec(emu_be *be, const emu_policy *pol, const double
 int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
              emu_vec *out)
 {
+	return emu_load_at(be, pol, x, rows, cols, 0, out);
+}
+
+int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+                uint64_t e0, emu_vec *out)
+{
 	const emu_format *S = &pol->storage, *C = &pol->compute;
 	size_t n = rows * cols;
 	if (be->kind == EMU_BE_TRUTH && be->exact_inputs) { /* the original inputs */
-		emu_input(be, EMU_STEP_INPUT, S, emu_row(out, 0), x, 1, n, 0, NULL);
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(out, 0), x, 1, n, e0, NULL);
 		return 0;
 	}
 	if (be->kind == EMU_BE_TRUTH && !be->range)
-		return load_stored_truth_vec(be, pol, x, rows, cols, out);
+		return load_stored_truth_vec(be, pol, x, rows, cols, e0, out);
 	if (pol->scale == EMU_SCALE_NONE) { /* stored, then in the compute format */
-		emu_input(be, EMU_STEP_INPUT, S, emu_row(out, 0), x, 1, n, 0, NULL);
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(out, 0), x, 1, n, e0, NULL);
 		emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, emu_row(out, 0), emu_row(out, 0),
-		        EMU_NOREF, EMU_NOREF, n, 0, NULL);
+		        EMU_NOREF, EMU_NOREF, n, e0, NULL);
 		return 0;
 	}
 	const emu_format *f32 = emu_format_by_name("fp32");
@@ -315,23 +321,23 @@ int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, si
 			memset(fl, 0, m);
 			/* x held in fp32, scaled in fp32, cast to storage (MX: saturating) */
 			be->loading = true;
-			emu_input(be, EMU_STEP_INPUT, f32, T, xr + g0, 1, m, at, fl);
+			emu_input(be, EMU_STEP_INPUT, f32, T, xr + g0, 1, m, e0 + at, fl);
 			be->loading = false;
 			emu_fill(be, emu_at(k, 0), fp32(s), 1);
-			emu_map(be, EMU_STEP_SCALE, EMU_OP_MUL, f32, T, T, emu_at(k, 0), EMU_NOREF, m, at,
+			emu_map(be, EMU_STEP_SCALE, EMU_OP_MUL, f32, T, T, emu_at(k, 0), EMU_NOREF, m, e0 + at,
 			        fl);
 			bool sat = be->env.sat;
 			if (pol->scale == EMU_SCALE_MX32)
 				be->env.sat = true;
-			emu_map(be, EMU_STEP_QUANTIZE, EMU_OP_CVT, S, O, T, EMU_NOREF, EMU_NOREF, m, at, fl);
+			emu_map(be, EMU_STEP_QUANTIZE, EMU_OP_CVT, S, O, T, EMU_NOREF, EMU_NOREF, m, e0 + at, fl);
 			be->env.sat = sat;
 			/* dequantised in the compute format: C(q) · C(fp32(1/s)) */
-			emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, O, O, EMU_NOREF, EMU_NOREF, m, at,
+			emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, O, O, EMU_NOREF, EMU_NOREF, m, e0 + at,
 			        fl);
 			emu_fill(be, emu_at(k, 1), fp32(1 / fp32(s)), 1);
 			emu_map(be, EMU_STEP_SCALE_INV, EMU_OP_CVT, C, SI, emu_at(k, 1), EMU_NOREF,
-			        EMU_NOREF, m, at, fl);
-			emu_map(be, EMU_STEP_DEQUANTIZE, EMU_OP_MUL, C, O, O, SI, EMU_NOREF, m, at, fl);
+			        EMU_NOREF, m, e0 + at, fl);
+			emu_map(be, EMU_STEP_DEQUANTIZE, EMU_OP_MUL, C, O, O, SI, EMU_NOREF, m, e0 + at, fl);
 			/* each element as the kernel receives it */
 			if (be->kind != EMU_BE_TRUTH)
 				for (size_t j = 0; j < m; j++)

@@ -858,6 +858,35 @@ static void fold_seq(emu_be *be, unsigned step, unsigned phase, emu_op op, const
 	record(be, step, op, n, cnt, any, first, efl);
 }
 
+/* the pairwise order on FAST: the scalar op per node, counted in one go */
+struct pw_tally {
+	uint64_t cnt[EMU_NFLAGS];
+	unsigned any, efl;
+	uint64_t first;
+};
+
+static double pairwise_fast(const emu_format *f, const double *a, size_t sa, size_t lo,
+                            size_t n, const emu_env *env, struct pw_tally *t)
+{
+	if (n < 2)
+		return a[lo * sa];
+	size_t h = n / 2;
+	double l = pairwise_fast(f, a, sa, lo, h, env, t);
+	double r = pairwise_fast(f, a, sa, lo + h, n - h, env, t);
+	emu_env e = *env;
+	e.index = env->index + lo + h;
+	unsigned v = 0;
+	double s = emu_a_element(EMU_OP_ADD, f, l, r, 0, &e, &v);
+	tally5(t->cnt, v);
+	t->any |= v;
+	/* the first failing node in the order the recursion adds them */
+	if (t->first == UINT64_MAX && (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+		t->first = lo + h;
+		t->efl = v;
+	}
+	return s;
+}
+
 void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_order o,
               emu_ref acc, emu_ref a, emu_ref b, size_t n, uint64_t elem)
 {
@@ -865,6 +894,18 @@ void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ord
 	case EMU_FOLD_PAIRWISE:
 		if (n == 0)
 			return;
+		if (be->kind == EMU_BE_FAST) {
+			struct pw_tally t = {{0}, 0, 0, UINT64_MAX};
+			emu_env env = be->env;
+			env.index = emu_sr_key(step, 0, elem);
+			double s = pairwise_fast(f, a.v->d + a.off, a.stride, 0, n, &env, &t);
+			a.v->d[a.off] = s;
+			if (n > 1)
+				record(be, step, EMU_OP_ADD, n - 1, t.cnt, t.any,
+				       t.first == UINT64_MAX ? UINT64_MAX : elem + t.first, t.efl);
+			emu_copy(be, acc, emu_at(a.v, a.off), 1);
+			return;
+		}
 		pairwise(be, step, f, a, 0, n, elem);
 		emu_copy(be, acc, emu_at(a.v, a.off), 1);
 		return;

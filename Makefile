@@ -24,9 +24,13 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 GPU_HOST_SRC := $(sort $(wildcard gpu/host_*.c))
 GPU_HOST_OBJ := $(GPU_HOST_SRC:%.c=build/%.o)
 GPU_CU := $(sort $(wildcard gpu/*.cu))
+# gpu/rows.h is not among them: only the two files that compile it depend on it (below)
+GPU_H := $(filter-out gpu/rows.h,$(wildcard gpu/*.h))
 GPU_BIN := bin/nanmap-gpu
 # the runner against the emulator as a fake device: tests the runner without a GPU
 GPU_FAKE := build/gpu/nanmap-gpu-fake
+# the fake device built from a rows.h with three operations moved into another format
+GPU_MUTANT := build/gpu/nanmap-gpu-mutant
 NVCC ?= /usr/local/cuda/bin/nvcc
 # sm_90a: the Hopper-only instructions; --fmad=false: no fused a*b+c in predicted kernels
 GPU_ARCH ?= -gencode arch=compute_90a,code=sm_90a
@@ -129,7 +133,7 @@ nanmap.pc: nanmap.pc.in Makefile build/pc.vars
 RESULTS := build/tests/results.txt
 STEP := NANMAP_RESULTS=$(RESULTS) sh tests/results.sh
 test: deps
-	$(MAKE) --no-print-directory $(TESTBIN) $(BIN) $(GPU_FAKE)
+	$(MAKE) --no-print-directory $(TESTBIN) $(BIN) $(GPU_FAKE) $(GPU_MUTANT)
 	@rm -f $(RESULTS)
 	$(STEP) run check_nanmap $(TESTBIN)
 	$(STEP) run cli sh tests/cli.sh
@@ -180,16 +184,42 @@ gpu:
 	else echo "gpu: nvcc not found at $(NVCC): install the CUDA toolkit or set NVCC="; exit 1; fi
 
 # gpu/ headers concern only gpu/ and its test: no rebuild of the library when they change
-build/gpu/%.o: gpu/%.c $(wildcard emu/*.h gpu/*.h) harness/nm_file.h
+build/gpu/%.o: gpu/%.c $(wildcard emu/*.h) $(GPU_H) harness/nm_file.h
 	@mkdir -p $(dir $@)
 	$(CC) $(NM_CFLAGS) -c $< -o $@
 
-build/tests/check_gpuhost.o: $(wildcard gpu/*.h)
+build/tests/check_gpuhost.o: $(GPU_H)
 
 $(GPU_FAKE): build/gpu/runner.o build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
-build/gpu/%.cu.o: gpu/%.cu $(wildcard gpu/*.h)
+# gpu/rows.h, the training kernels' row bodies, is compiled twice: on the host for the fake
+# device (host_rows.c) and by nvcc for the GPU (kern.cu). An edit rebuilds both.
+build/gpu/host_rows.o build/gpu/kern.cu.o: gpu/rows.h
+
+# The negative check of that single source (tests/cli_gpu.sh): the fake device built from
+# rows.h as gpu/testdata/rows-mutant.sed edits it must disagree with the emulator. The edit
+# must change exactly three lines. host_rows.c is copied next to the mutant, since
+# #include "rows.h" looks in the includer's own directory first.
+build/gpu/mutant/rows.h: gpu/rows.h gpu/testdata/rows-mutant.sed
+	@mkdir -p $(dir $@)
+	sed -f gpu/testdata/rows-mutant.sed gpu/rows.h >$@.tmp
+	@n=$$(diff gpu/rows.h $@.tmp | grep -c '^>'); [ "$$n" = 3 ] || { \
+	  echo "$@: gpu/testdata/rows-mutant.sed changed $$n lines of gpu/rows.h, not 3: update it" >&2; \
+	  rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
+
+build/gpu/mutant/host_rows.c: gpu/host_rows.c
+	@mkdir -p $(dir $@)
+	cp gpu/host_rows.c $@
+
+build/gpu/mutant/host_rows.o: build/gpu/mutant/host_rows.c build/gpu/mutant/rows.h $(wildcard emu/*.h) $(GPU_H)
+	$(CC) $(NM_CFLAGS) -Igpu -c $< -o $@
+
+$(GPU_MUTANT): build/gpu/runner.o build/gpu/dev_fake.o $(filter-out build/gpu/host_rows.o,$(GPU_HOST_OBJ)) build/gpu/mutant/host_rows.o $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
+
+build/gpu/%.cu.o: gpu/%.cu $(GPU_H)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
 

@@ -111,6 +111,8 @@ status() { # step status seconds note
 	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 ||
 		echo "nvidia-smi: not available"
 	"$NVCC" --version 2>&1 | tail -n 2 || echo "nvcc: not available at $NVCC"
+	# the kernels' row bodies the runner was built from (kern.cu and the replay compile the same file)
+	echo "source: $(git describe --always --dirty 2>/dev/null || echo 'not a git checkout'), gpu/rows.h $(git hash-object gpu/rows.h 2>/dev/null || cksum <gpu/rows.h)"
 	echo "tc vectors: $TCV"
 } >"$PARTS/machine.txt" 2>&1
 cat "$PARTS/machine.txt" >>"$LOG"

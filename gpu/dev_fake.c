@@ -185,25 +185,24 @@ out:
 	return rc;
 }
 
-/* the training kernels: gpu/host_mirror.c without tables */
+/* the training kernels: gpu/rows.h on the host (gpu/host_rows.c), without tables */
 int gpu_dev_softmax(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, size_t R,
                     size_t N, float *grad, float *loss, char *err, size_t len)
 {
-	return gpu_mirror_softmax(NULL, v, S, C, A, X, R, N, grad, loss, err, len);
+	return gpu_rows_softmax(NULL, v, S, C, A, X, R, N, grad, loss, err, len);
 }
 
 int gpu_dev_layernorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
                       const float *DY, size_t R, size_t N, float epsc, float *Y, float *DX,
                       float *RSTD, float *VAR, char *err, size_t len)
 {
-	return gpu_mirror_layernorm(NULL, v, S, C, A, X, DY, R, N, epsc, Y, DX, RSTD, VAR, err,
-	                            len);
+	return gpu_rows_layernorm(NULL, v, S, C, A, X, DY, R, N, epsc, Y, DX, RSTD, VAR, err, len);
 }
 
 int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const float *W,
                      size_t R, size_t D, size_t K, float scale, float inv, float *G, float *U,
                      float *loss, float *found, char *err, size_t len)
 {
-	return gpu_mirror_backward(NULL, S, C, A, X, W, R, D, K, scale, inv, G, U, loss, found, err,
-	                           len);
+	return gpu_rows_backward(NULL, S, C, A, X, W, R, D, K, scale, inv, G, U, loss, found, err,
+	                         len);
 }

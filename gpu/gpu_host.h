@@ -147,19 +147,20 @@ typedef emu_gpu_tables gpu_tables;
 int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, size_t n,
                      char *err, size_t len);
 
-/* ---- gpu/kern.cu on the host (gpu/host_mirror.c) ---- */
+/* ---- gpu/rows.h on the host (gpu/host_rows.c) ---- */
 /* The same arguments as gpu_dev_softmax, gpu_dev_layernorm and
- * gpu_dev_backward (gpu_dev.h; formats are gpu_kfmt values), computed with
- * the emulator's operations in the CUDA code's order; with t, fp16/bf16
- * exp, log and rsqrt are looked up in the GPU's tables. 0, or -1 with err. */
-int gpu_mirror_softmax(const gpu_tables *t, int v, int S, int C, int A, const float *x,
-                       size_t R, size_t N, float *grad, float *loss, char *err, size_t len);
-int gpu_mirror_layernorm(const gpu_tables *t, int v, int S, int C, int A, const float *x,
-                         const float *dy, size_t R, size_t N, float eps_c, float *y, float *dx,
-                         float *rstd, float *var, char *err, size_t len);
-int gpu_mirror_backward(const gpu_tables *t, int S, int C, int A, const float *x, const float *w,
-                        size_t R, size_t D, size_t K, float scale, float inv, float *grad,
-                        float *un, float *loss, float *found, char *err, size_t len);
+ * gpu_dev_backward (gpu_dev.h; formats are gpu_kfmt values), computed by
+ * the row bodies kern.cu compiles, with the emulator's operations; with t,
+ * fp16/bf16 exp, log and rsqrt are looked up in the GPU's tables. 0, or -1
+ * with err. */
+int gpu_rows_softmax(const gpu_tables *t, int v, int S, int C, int A, const float *x, size_t R,
+                     size_t N, float *grad, float *loss, char *err, size_t len);
+int gpu_rows_layernorm(const gpu_tables *t, int v, int S, int C, int A, const float *x,
+                       const float *dy, size_t R, size_t N, float eps_c, float *y, float *dx,
+                       float *rstd, float *var, char *err, size_t len);
+int gpu_rows_backward(const gpu_tables *t, int S, int C, int A, const float *x, const float *w,
+                      size_t R, size_t D, size_t K, float scale, float inv, float *grad,
+                      float *un, float *loss, float *found, char *err, size_t len);
 
 /* ---- Tensor Core hardware vectors (gpu/host_tcv.c) ---- */
 /* <dir>/<gpu>/<fmt>/{a,b}_<gpu>_<fmt>.txt (hex binary32, K per line),

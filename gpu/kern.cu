@@ -1,15 +1,21 @@
 /*
- * kern.cu — the training kernels on CUDA cores, written in the emulator's
- * order of operations (emu/softmax.c, layernorm.c, backward.c) so that every intermediate is the
- * same value wherever the hardware's operation is correctly rounded.
+ * kern.cu — the training kernels on CUDA cores: the launch code and the
+ * definitions of the operations gpu/rows.h is written against. The row
+ * bodies themselves (softmax_ce, layernorm forward and backward, the
+ * loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
+ * too with the emulator's operations: the fake device runs the very code
+ * compiled here, in the emulator's order of operations (emu/softmax.c,
+ * layernorm.c, backward.c), so every intermediate is the same value
+ * wherever the hardware's operation is correctly rounded.
  *
- * Values travel as floats (every fp16 and bf16 value is one); an operation
- * in format F converts its operands to F exactly, runs F's own instruction
- * (__hadd_rn, __hsub_rn, __hdiv, hexp, hlog for fp16/bf16; __fadd_rn,
- * __fsub_rn, __fdiv_rn, expf, logf for fp32) and widens the result back
- * exactly. A conversion between formats is one RN rounding from float,
- * which is exact or a single rounding: never a double rounding. Built with
- * --fmad=false. One thread per row keeps each sum's order sequential.
+ * A format is a gpu_kfmt value. An operation in format F converts its
+ * operands (floats) to F exactly, runs F's own instruction (__hadd_rn,
+ * __hsub_rn, __hmul_rn, __hdiv, hexp, hlog, hrsqrt for fp16/bf16;
+ * __fadd_rn, __fsub_rn, __fmul_rn, __fdiv_rn, expf, logf, __frsqrt_rn for
+ * fp32) and widens the result back exactly. A conversion between formats
+ * is one RN rounding from float, which is exact or a single rounding:
+ * never a double rounding. Built with --fmad=false. One thread per row
+ * keeps each sum's order sequential.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -47,6 +53,15 @@ static __device__ float f_sub(int f, float a, float b)
 	return __fsub_rn(a, b);
 }
 
+static __device__ float f_mul(int f, float a, float b)
+{
+	if (f == GPU_K_F16)
+		return __half2float(__hmul_rn(H(a), H(b)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(__hmul_rn(B(a), B(b)));
+	return __fmul_rn(a, b);
+}
+
 static __device__ float f_div(int f, float a, float b)
 {
 	if (f == GPU_K_F16)
@@ -74,6 +89,15 @@ static __device__ float f_log(int f, float a)
 	return logf(a);
 }
 
+static __device__ float f_rsqrt(int f, float a)
+{
+	if (f == GPU_K_F16)
+		return __half2float(hrsqrt(H(a)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(hrsqrt(B(a)));
+	return __frsqrt_rn(a);
+}
+
 /* maximumNumber, +0 above -0: emu_max's rule (emu/minmax.c) */
 static __device__ float f_max(float a, float b)
 {
@@ -86,58 +110,34 @@ static __device__ float f_max(float a, float b)
 	return b > a ? b : a;
 }
 
+/* gpu/rows.h's operations: each the instruction above, nothing fused */
+typedef int k_fmt;
+#define K_FN static __device__
+#define K_RND(F, x) rnd(F, x)
+#define K_ADD(F, a, b) f_add(F, a, b)
+#define K_SUB(F, a, b) f_sub(F, a, b)
+#define K_MUL(F, a, b) f_mul(F, a, b)
+#define K_DIV(F, a, b) f_div(F, a, b)
+#define K_EXP(F, a) f_exp(F, a)
+#define K_LOG(F, a) f_log(F, a)
+#define K_RSQRT(F, a) f_rsqrt(F, a)
+#define K_MAX(F, a, b) f_max(a, b)
+#include "rows.h"
+
+/* softmax_ce, one row per thread */
 static __global__ void k_softmax_rows(int v, int S, int C, int A, const float *X, size_t R,
                                       size_t N, float *grad, float *la_acc)
 {
 	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (r >= R)
 		return;
-	const float *x = X + r * N;
-	size_t y = r % N;
-	float Rc = rnd(C, (float)R), m = 0.0f, s = 0.0f, ls, la;
-	/* the input in the compute format (emu_k_load: storage, then compute) */
-#define XC(j) rnd(C, x[j])
-	if (v >= 1) {
-		m = XC(0);
-		for (size_t j = 1; j < N; j++)
-			m = f_max(m, XC(j));
-	}
-	for (size_t j = 0; j < N; j++) {
-		float e = v >= 1 ? f_exp(C, f_sub(C, XC(j), m)) : f_exp(C, XC(j));
-		s = f_add(A, s, rnd(A, e));
-	}
-	s = rnd(C, s);
-	ls = f_log(C, s);
-	if (v == 0) {
-		la = f_sub(C, ls, XC(y));
-	} else if (v == 1) {
-		la = f_sub(C, ls, f_sub(C, XC(y), m));
-	} else {
-		ls = f_add(C, m, ls); /* lse */
-		la = f_sub(C, ls, XC(y));
-	}
-	la_acc[r] = rnd(A, la);
-	for (size_t j = 0; j < N; j++) {
-		float g;
-		if (v == 2)
-			g = f_exp(C, f_sub(C, XC(j), ls));
-		else /* e_j again: the same instruction gives the same value */
-			g = f_div(C, v >= 1 ? f_exp(C, f_sub(C, XC(j), m)) : f_exp(C, XC(j)), s);
-		if (j == y)
-			g = f_sub(C, g, 1.0f);
-		g = f_div(C, g, Rc);
-		grad[r * N + j] = rnd(S, g);
-	}
-#undef XC
+	k_softmax_row(v, S, C, A, X, R, N, r, grad, la_acc);
 }
 
-/* the mean loss: a sequential sum in A, then one division by R in A */
+/* the mean loss, on one thread */
 static __global__ void k_softmax_mean(int A, const float *la_acc, size_t R, float *loss)
 {
-	float sum = 0.0f;
-	for (size_t r = 0; r < R; r++)
-		sum = f_add(A, sum, la_acc[r]);
-	*loss = f_div(A, sum, rnd(A, (float)R));
+	*loss = k_mean_loss(A, la_acc, R);
 }
 
 extern "C" int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
@@ -161,26 +161,7 @@ out:
 	return rc;
 }
 
-static __device__ float f_mul(int f, float a, float b)
-{
-	if (f == GPU_K_F16)
-		return __half2float(__hmul_rn(H(a), H(b)));
-	if (f == GPU_K_BF16)
-		return __bfloat162float(__hmul_rn(B(a), B(b)));
-	return __fmul_rn(a, b);
-}
-
-static __device__ float f_rsqrt(int f, float a)
-{
-	if (f == GPU_K_F16)
-		return __half2float(hrsqrt(H(a)));
-	if (f == GPU_K_BF16)
-		return __bfloat162float(hrsqrt(B(a)));
-	return __frsqrt_rn(a);
-}
-
-/* emu/layernorm.c's run(), one row per thread; yc (N per row) is the
- * compute-format x − mean, then ŷ */
+/* layernorm, one row per thread; YC holds N scratch values per row */
 static __global__ void k_layernorm_rows(int v, int S, int C, int A, const float *X,
                                         const float *DY, size_t R, size_t N, float epsc,
                                         float *Y, float *DX, float *RSTD, float *VAR, float *YC)
@@ -188,72 +169,7 @@ static __global__ void k_layernorm_rows(int v, int S, int C, int A, const float 
 	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (r >= R)
 		return;
-	const float *x = X + r * N, *dyin = DY + r * N;
-	float *yc = YC + r * N;
-	float Na = rnd(A, (float)N), mean = 0.0f, s = 0.0f, s2 = 0.0f, ma, tmp, tmp2;
-#define XC(j) rnd(C, x[j])
-	if (v == 2) { /* welford, in the accumulator format */
-		ma = 0.0f;
-		for (size_t j = 0; j < N; j++) {
-			float xa = rnd(A, XC(j));
-			tmp = f_sub(A, xa, ma);
-			tmp2 = f_div(A, tmp, rnd(A, (float)(j + 1)));
-			ma = f_add(A, ma, tmp2);
-			tmp2 = f_sub(A, xa, ma);
-			tmp = f_mul(A, tmp, tmp2);
-			s2 = f_add(A, s2, tmp);
-		}
-		s2 = f_div(A, s2, Na);
-	} else {
-		for (size_t j = 0; j < N; j++) {
-			s = f_add(A, s, rnd(A, XC(j)));
-			if (v == 1)
-				s2 = f_add(A, s2, rnd(A, f_mul(C, XC(j), XC(j))));
-		}
-		ma = f_div(A, s, Na);
-		if (v == 1) {
-			s2 = f_div(A, s2, Na);
-			s2 = f_sub(A, s2, f_mul(A, ma, ma));
-		} else {
-			mean = rnd(C, ma);
-			for (size_t j = 0; j < N; j++) {
-				yc[j] = f_sub(C, XC(j), mean);
-				s2 = f_add(A, s2, rnd(A, f_mul(C, yc[j], yc[j])));
-			}
-			s2 = f_div(A, s2, Na);
-		}
-	}
-	if (v != 0)
-		mean = rnd(C, ma);
-	float vr = rnd(C, s2);
-	float rs = f_rsqrt(C, f_add(C, vr, epsc));
-	VAR[r] = vr;
-	RSTD[r] = rs;
-	for (size_t j = 0; j < N; j++) {
-		if (v != 0)
-			yc[j] = f_sub(C, XC(j), mean);
-		yc[j] = f_mul(C, yc[j], rs);
-		Y[r * N + j] = rnd(S, yc[j]);
-	}
-	/* backward */
-	s = 0.0f;
-	s2 = 0.0f;
-	for (size_t j = 0; j < N; j++) {
-		float dy = rnd(C, dyin[j]);
-		s = f_add(A, s, rnd(A, dy));
-		s2 = f_add(A, s2, rnd(A, f_mul(C, dy, yc[j])));
-	}
-	float dmean = rnd(C, f_div(A, s, Na));
-	float dproj = rnd(C, f_div(A, s2, Na));
-	for (size_t j = 0; j < N; j++) {
-		float dy = rnd(C, dyin[j]);
-		tmp = f_sub(C, dy, dmean);
-		tmp2 = f_mul(C, yc[j], dproj);
-		tmp = f_sub(C, tmp, tmp2);
-		tmp = f_mul(C, tmp, rs);
-		DX[r * N + j] = rnd(S, tmp);
-	}
-#undef XC
+	k_layernorm_row(v, S, C, A, X, DY, N, r, epsc, Y, DX, RSTD, VAR, YC);
 }
 
 extern "C" int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
@@ -282,6 +198,7 @@ out:
 }
 
 /* ---- backward: emu/backward.c's run(), in its order ---- */
+/* one row per thread; Z and E hold K scratch values per row */
 static __global__ void k_bw_rows(int S, int C, int A, const float *X, const float *W, size_t R,
                                  size_t D, size_t K, float scale, float *Z, float *E, float *DL,
                                  float *la_acc)
@@ -289,52 +206,16 @@ static __global__ void k_bw_rows(int S, int C, int A, const float *X, const floa
 	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (r >= R)
 		return;
-	size_t y = r % K;
-	float *z = Z + r * K, *e = E + r * K;
-	float Rc = rnd(C, (float)R), SR = f_div(C, rnd(C, scale), Rc);
-	for (size_t c = 0; c < K; c++) { /* logits, stored, then in compute */
-		float acc = 0.0f;
-		for (size_t d = 0; d < D; d++)
-			acc = f_add(A, acc, rnd(A, f_mul(C, rnd(C, X[r * D + d]), rnd(C, W[d * K + c]))));
-		z[c] = rnd(C, rnd(S, acc));
-	}
-	float m = z[0], s = 0.0f;
-	for (size_t c = 1; c < K; c++)
-		m = f_max(m, z[c]);
-	for (size_t c = 0; c < K; c++) {
-		e[c] = f_exp(C, f_sub(C, z[c], m));
-		s = f_add(A, s, rnd(A, e[c]));
-	}
-	s = rnd(C, s);
-	float ls = f_log(C, s);
-	la_acc[r] = rnd(A, f_sub(C, ls, f_sub(C, z[y], m)));
-	for (size_t c = 0; c < K; c++) { /* dlogits, stored, then in compute */
-		float g = f_div(C, e[c], s);
-		if (c == y)
-			g = f_sub(C, g, 1.0f);
-		g = f_mul(C, g, SR);
-		DL[r * K + c] = rnd(C, rnd(S, g));
-	}
+	k_bw_row(S, C, A, X, W, R, D, K, r, scale, Z, E, DL, la_acc);
 }
 
-/* grad[0..D·K) = dW, then grad[D·K..) = dX; one thread per element */
+/* G[0..D·K) = dW, then G[D·K..) = dX; one thread per element (a thread past
+ * the end writes nothing) */
 static __global__ void k_bw_grads(int S, int C, int A, const float *X, const float *W,
                                   const float *DL, size_t R, size_t D, size_t K, float *G)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	float acc = 0.0f;
-	if (i < D * K) {
-		size_t d = i / K, c = i % K;
-		for (size_t r = 0; r < R; r++)
-			acc = f_add(A, acc, rnd(A, f_mul(C, rnd(C, X[r * D + d]), DL[r * K + c])));
-	} else if (i < D * K + R * D) {
-		size_t r = (i - D * K) / D, d = (i - D * K) % D;
-		for (size_t c = 0; c < K; c++)
-			acc = f_add(A, acc, rnd(A, f_mul(C, DL[r * K + c], rnd(C, W[d * K + c]))));
-	} else {
-		return;
-	}
-	G[i] = rnd(S, acc);
+	k_bw_grad(S, C, A, X, W, DL, R, D, K, i, G);
 }
 
 /* GradScaler.unscale_: the stored gradient in fp32 times inv, and found_inf */
@@ -343,7 +224,7 @@ static __global__ void k_bw_unscale(const float *G, size_t n, float inv, float *
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= n)
 		return;
-	float o = inv != 1.0f ? __fmul_rn(G[i], inv) : G[i];
+	float o = k_unscale(GPU_K_F32, G[i], inv);
 	U[i] = o;
 	if (!isfinite(o))
 		atomicExch(bad, 1);

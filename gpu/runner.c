@@ -695,7 +695,7 @@ static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
 	}
 }
 
-/* GPU outputs against the host mirror with the GPU's tables: exact. */
+/* GPU outputs against gpu/rows.h on the host with the GPU's tables: exact. */
 static void kern_replay(const char *kname, const char *fmts, const kern_out *g, const kern_out *m,
                         const emu_format *const *f, size_t n)
 {
@@ -794,9 +794,11 @@ static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *
 		kern_compare(kname, fmts, &er, outs, 5);
 		emu_run_free(&er);
 		float mloss, mfound;
-		if (tabs && gpu_mirror_backward(tabs, kfmt(S), kfmt(C), kfmt(A), xs, ws, R, D, K,
-		                                (float)scale, inv, mgrad, mun, &mloss, &mfound, err,
-		                                sizeof err) == 0) {
+		if (tabs && gpu_rows_backward(tabs, kfmt(S), kfmt(C), kfmt(A), xs, ws, R, D, K,
+		                              (float)scale, inv, mgrad, mun, &mloss, &mfound, err,
+		                              sizeof err)) {
+			step_failed("kern", err);
+		} else if (tabs) {
 			kern_out mo[] = {{"loss", &mloss, 1},
 			                 {"dW", mun, D * K},
 			                 {"dX", mun + D * K, R * D},
@@ -885,8 +887,10 @@ static void step_kern(const gpu_opts *o)
 				kern_out outs[] = {{"grad", o1, R * N}, {"loss", o3, 1}};
 				kern_compare(kname, fmts, &er, outs, 2);
 				emu_run_free(&er);
-				if (rt && gpu_mirror_softmax(rt, v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, m1, m3,
-				                             err, sizeof err) == 0) {
+				if (rt && gpu_rows_softmax(rt, v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, m1, m3,
+				                           err, sizeof err)) {
+					step_failed("kern", err);
+				} else if (rt) {
 					kern_out mo[] = {{"grad", m1, R * N}, {"loss", m3, 1}};
 					const emu_format *f[] = {S, A};
 					kern_replay(kname, fmts, outs, mo, f, 2);
@@ -907,8 +911,10 @@ static void step_kern(const gpu_opts *o)
 				    {"y", o1, R * N}, {"dx", o2, R * N}, {"rstd", o3, R}, {"var", o4, R}};
 				kern_compare(kname, fmts, &er, outs, 4);
 				emu_run_free(&er);
-				if (rt && gpu_mirror_layernorm(rt, v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N,
-				                               epsc, m1, m2, m3, m4, err, sizeof err) == 0) {
+				if (rt && gpu_rows_layernorm(rt, v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N,
+				                             epsc, m1, m2, m3, m4, err, sizeof err)) {
+					step_failed("kern", err);
+				} else if (rt) {
 					kern_out mo[] = {
 					    {"y", m1, R * N}, {"dx", m2, R * N}, {"rstd", m3, R}, {"var", m4, R}};
 					const emu_format *f[] = {S, S, C, C};

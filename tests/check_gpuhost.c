@@ -11,13 +11,17 @@
  *  - the transcendental table file: write, load, look up, and every way a
  *    file can be malformed;
  *  - the Tensor Core vector reader on gpu/testdata/tcv (two fp16 cases);
- *  - the host mirror of the CUDA softmax takes exp from the GPU's tables.
+ *  - gpu/rows.h on the host (the fake device's kernels) takes exp and
+ *    rsqrt from the GPU's tables when given them, and refuses a format
+ *    that is none of fp32, fp16, bf16.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "../gpu/gpu_dev.h"
 #include "../gpu/gpu_host.h"
 #include "lib.h"
 #include "nm_file.h"
@@ -443,10 +447,36 @@ START_TEST(test_tcv)
 }
 END_TEST
 
-/* The mirror of the CUDA softmax takes exp from the tables when given them:
- * with every fp16 hexp one encoding up, the results move; with the correctly
- * rounded table they are those without tables. */
-START_TEST(test_mirror_tables)
+/* The first i < n where a and b differ in their binary32 encodings, else n
+ * (+0 and -0 differ; equal NaNs do not). */
+static size_t first_diff(const float *a, const float *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t x, y;
+		memcpy(&x, &a[i], sizeof x);
+		memcpy(&y, &b[i], sizeof y);
+		if (x != y)
+			return i;
+	}
+	return n;
+}
+
+/* a[0..n) and b[0..n) have the same binary32 encodings; what names them */
+static void assert_same_bits(const char *what, const float *a, const float *b, size_t n)
+{
+	size_t i = first_diff(a, b, n);
+	if (i < n) {
+		uint32_t x, y;
+		memcpy(&x, &a[i], sizeof x);
+		memcpy(&y, &b[i], sizeof y);
+		ck_abort_msg("%s[%zu]: 0x%08" PRIx32 " and 0x%08" PRIx32, what, i, x, y);
+	}
+}
+
+/* gpu/rows.h on the host takes exp from the tables when given them: with
+ * every fp16 hexp one encoding up, softmax_ce's results move; with the
+ * correctly rounded table they are those without tables. */
+START_TEST(test_rows_tables)
 {
 	const size_t R = 4, N = 16;
 	float x[4 * 16], g0[4 * 16], g1[4 * 16], g2[4 * 16], l0, l1, l2;
@@ -465,16 +495,76 @@ START_TEST(test_mirror_tables)
 		tab[0].v[a] = (uint16_t)emu_exp(f16, a, &env).bits;
 		tab[1].v[a] = (uint16_t)emu_log(f16, a, &env).bits;
 	}
-	/* fp16 storage, compute and accumulator: GPU_K_F16 is 1 */
-	ck_assert_int_eq(gpu_mirror_softmax(NULL, 1, 1, 1, 1, x, R, N, g0, &l0, err, sizeof err), 0);
-	ck_assert_int_eq(gpu_mirror_softmax(&ts, 1, 1, 1, 1, x, R, N, g1, &l1, err, sizeof err), 0);
-	ck_assert_int_eq(memcmp(g0, g1, sizeof g0), 0);
-	ck_assert_int_eq(memcmp(&l0, &l1, sizeof l0), 0);
+	/* fp16 storage, compute and accumulator */
+	const int F = GPU_K_F16;
+	ck_assert_int_eq(gpu_rows_softmax(NULL, 1, F, F, F, x, R, N, g0, &l0, err, sizeof err), 0);
+	ck_assert_int_eq(gpu_rows_softmax(&ts, 1, F, F, F, x, R, N, g1, &l1, err, sizeof err), 0);
+	assert_same_bits("grad", g0, g1, R * N);
+	assert_same_bits("loss", &l0, &l1, 1);
 	for (uint32_t a = 0; a < GPU_TABLE_N; a++)
 		if (!emu_is_nan(f16, tab[0].v[a]) && tab[0].v[a] != 0x7c00 && tab[0].v[a] != 0)
 			tab[0].v[a]++;
-	ck_assert_int_eq(gpu_mirror_softmax(&ts, 1, 1, 1, 1, x, R, N, g2, &l2, err, sizeof err), 0);
-	ck_assert_int_ne(memcmp(g0, g2, sizeof g0), 0);
+	ck_assert_int_eq(gpu_rows_softmax(&ts, 1, F, F, F, x, R, N, g2, &l2, err, sizeof err), 0);
+	ck_assert_uint_lt(first_diff(g0, g2, R * N), R * N);
+}
+END_TEST
+
+/* layernorm's rsqrt is the table's hrsqrt in bf16 compute: every rstd is
+ * the table's entry for var + eps, so a table one encoding up moves each
+ * rstd by exactly one encoding; fp32 compute never looks a table up. */
+START_TEST(test_rows_rsqrt_table)
+{
+	const size_t R = 4, N = 16;
+	float x[4 * 16], dy[4 * 16], y[4 * 16], dx[4 * 16], rs0[4], rs1[4], rs2[4], var[4];
+	char err[256];
+	const emu_format *bf16 = t_fmt("bf16");
+	emu_env env = EMU_ENV_DEFAULT;
+	for (size_t i = 0; i < R * N; i++) {
+		x[i] = (float)((int)(t_rand(11, i) % 64) - 32) / 16.0f; /* exact in bf16 */
+		dy[i] = t_rand(12, i) & 1 ? -1.0f : 1.0f;
+	}
+	static gpu_table tab[1];
+	gpu_tables ts = {tab, 1};
+	snprintf(tab[0].func, sizeof tab[0].func, "hrsqrt");
+	snprintf(tab[0].format, sizeof tab[0].format, "bf16");
+	for (uint32_t a = 0; a < GPU_TABLE_N; a++) {
+		uint16_t r = (uint16_t)emu_rsqrt(bf16, a, &env).bits;
+		tab[0].v[a] = emu_is_nan(bf16, r) || r == 0x7f80 || r == 0 ? r : (uint16_t)(r + 1);
+	}
+	const int B = GPU_K_BF16, F32 = GPU_K_F32;
+	float eps = 0x1p-16f;
+	ck_assert_int_eq(gpu_rows_layernorm(NULL, 0, B, B, F32, x, dy, R, N, eps, y, dx, rs0, var,
+	                                    err, sizeof err),
+	                 0);
+	ck_assert_int_eq(gpu_rows_layernorm(&ts, 0, B, B, F32, x, dy, R, N, eps, y, dx, rs1, var,
+	                                    err, sizeof err),
+	                 0);
+	for (size_t r = 0; r < R; r++) {
+		uint16_t b0 = (uint16_t)emu_from_float(bf16, rs0[r], &env).bits;
+		uint16_t b1 = (uint16_t)emu_from_float(bf16, rs1[r], &env).bits;
+		ck_assert_msg(b1 == b0 + 1, "row %zu: rstd 0x%04x with the table, 0x%04x without", r,
+		              b1, b0);
+	}
+	ck_assert_int_eq(gpu_rows_layernorm(NULL, 0, B, F32, F32, x, dy, R, N, eps, y, dx, rs0, var,
+	                                    err, sizeof err),
+	                 0);
+	ck_assert_int_eq(gpu_rows_layernorm(&ts, 0, B, F32, F32, x, dy, R, N, eps, y, dx, rs2, var,
+	                                    err, sizeof err),
+	                 0);
+	assert_same_bits("rstd", rs0, rs2, R);
+}
+END_TEST
+
+/* a format that is none of gpu_kfmt's: -1 and one line, before any output */
+START_TEST(test_rows_bad_format)
+{
+	float x[4] = {1, 2, 3, 4}, g[4] = {0}, loss = 0;
+	char err[256] = "";
+	ck_assert_int_eq(gpu_rows_softmax(NULL, 0, GPU_K_F16, 3, GPU_K_F32, x, 1, 4, g, &loss, err,
+	                                  sizeof err),
+	                 -1);
+	ck_assert_str_eq(err, "kernel format 3 is not fp32, fp16 or bf16");
+	ck_assert_float_eq(g[0], 0.0f);
 }
 END_TEST
 
@@ -491,7 +581,9 @@ Suite *suite_gpuhost(void)
 	tcase_add_test(tf, test_args);
 	tcase_add_test(tf, test_tables);
 	tcase_add_test(tf, test_tcv);
-	tcase_add_test(tf, test_mirror_tables);
+	tcase_add_test(tf, test_rows_tables);
+	tcase_add_test(tf, test_rows_rsqrt_table);
+	tcase_add_test(tf, test_rows_bad_format);
 	suite_add_tcase(s, tf);
 	return s;
 }

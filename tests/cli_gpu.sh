@@ -1,6 +1,8 @@
 #!/bin/sh
 # tests/cli_gpu.sh — the runner end to end on the fake device (the emulator
-# standing in for the GPU, build/gpu/nanmap-gpu-fake: needs no nvcc), then
+# standing in for the GPU, build/gpu/nanmap-gpu-fake: needs no nvcc), the
+# same device built from a deliberately wrong gpu/rows.h, which must fail
+# the kern comparison (build/gpu/nanmap-gpu-mutant), then
 # bin/nanmap-gpu's contract where no GPU is usable: one
 # line "nanmap-gpu: no CUDA device (<reason>)" on stderr, nothing on stdout,
 # exit 77; bad arguments: one line, exit 2, before any device is touched;
@@ -12,6 +14,7 @@ set -u
 
 G=${NANMAP_GPU:-bin/nanmap-gpu}
 F=${NANMAP_GPU_FAKE:-build/gpu/nanmap-gpu-fake}
+MUT=${NANMAP_GPU_MUTANT:-build/gpu/nanmap-gpu-mutant}
 tmp=$(mktemp -d) || exit 1
 pass=0
 skipped=0
@@ -38,9 +41,11 @@ run() {
 # cuBLASLt promotion search, where exactly the interval the fake uses (128,
 # none with FAST_ACCUM) must match and every other candidate must not: that
 # proves the crafted inputs tell the intervals apart. The fake's softmax_ce,
-# layernorm and backward mirror gpu/kern.cu line by line with the
-# emulator's operations, so identical kern rows prove the CUDA code keeps
-# the order of emu/softmax.c, emu/layernorm.c and emu/backward.c.
+# layernorm and backward are gpu/rows.h, the row bodies gpu/kern.cu
+# compiles, built with the emulator's operations (gpu/host_rows.c), so
+# identical kern rows for every kernel, variant and policy prove that the
+# CUDA code keeps the order of emu/softmax.c, emu/layernorm.c and
+# emu/backward.c.
 [ -x "$F" ] || { echo "cli_gpu: $F not built (make $F)" >&2; exit 1; }
 rc=0
 "$F" --out "$tmp/fake" --quick --stride 16777259 --pairs 4096 --tc-vectors gpu/testdata/tcv \
@@ -62,9 +67,35 @@ bad=$(awk -F, 'NR > 1 && $1 != "lt" && $13 != "identical"' "$csv" | wc -l)
 lt_ok=$(awk -F, '$1 == "lt" && $13 == "identical" { print $2 "/" $4 }' "$csv" | sort | tr '\n' ' ')
 want="cublasLt e4m3xe4m3 FAST_ACCUM=0/model promote=128 cublasLt e4m3xe4m3 FAST_ACCUM=1/model promote=0 cublasLt e4m3xe5m2 FAST_ACCUM=0/model promote=128 cublasLt e4m3xe5m2 FAST_ACCUM=1/model promote=0 "
 [ "$lt_ok" = "$want" ] || fail "fake run: lt rows identical: '$lt_ok', want '$want'"
+# every kernel and variant the GPU runs, each under the six policies
+kernels="backward scale=1,backward scale=65536,layernorm onepass,layernorm twopass,layernorm welford,softmax_ce lse,softmax_ce maxsub,softmax_ce naive,"
+got=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 }' "$csv" | sort -u | tr '\n' ',')
+[ "$got" = "$kernels" ] || fail "fake run: kern kernels '$got', want '$kernels'"
+n=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
+[ "$n" -eq 48 ] || fail "fake run: $n kernel/policy pairs in kern, want 48 (8 kernels x 6 policies)"
 [ "$(grep -c '^table ' "$tmp/fake/gpu-tables.txt")" -eq 12 ] || fail "fake run: gpu-tables.txt"
 grep -q '^| conv | __float2half_rn | fp16 | rn |' "$tmp/fake/nanmap-gpu.md" || fail "fake run: report table"
 grep -q 'tc: SKIPPED bf16->fp32' "$tmp/fake/nanmap-gpu.md" || fail "fake run: tc skip not reported"
+pass=$((pass + 1))
+
+# ---- the negative check: rows.h with one operation per kernel moved ----
+# build/gpu/nanmap-gpu-mutant is the fake device compiled from gpu/rows.h as
+# gpu/testdata/rows-mutant.sed edits it: softmax_ce's sum of exponentials,
+# layernorm's backward sum of dy·ŷ and backward's logit sums in the compute
+# format instead of the accumulator's. The comparison above must catch
+# that: every kernel has a row that is not identical, while the policies
+# whose compute and accumulator formats are the same (where the edit
+# changes nothing) stay identical.
+[ -x "$MUT" ] || { echo "cli_gpu: $MUT not built (make $MUT)" >&2; exit 1; }
+rc=0
+"$MUT" --out "$tmp/mutant" --quick --only kern >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" = 0 ] || fail "mutant run: exit $rc"
+mcsv=$tmp/mutant/nanmap-gpu.csv
+[ -f "$mcsv" ] || fail "mutant run: no $mcsv"
+got=$(awk -F, '$1 == "kern" && $13 != "identical" { print $2 }' "$mcsv" | sort -u | tr '\n' ',')
+[ "$got" = "$kernels" ] || fail "mutant run: kernels with a row not identical: '$got', want '$kernels'"
+bad=$(awk -F, '$1 == "kern" && $13 != "identical" && $3 !~ /^(fp16\/fp16|bf16\/bf16)\/fp32$/' "$mcsv" | wc -l)
+[ "$bad" -eq 0 ] || fail "mutant run: $bad rows not identical where compute = accumulator"
 pass=$((pass + 1))
 
 if [ ! -x "$G" ]; then

@@ -1,0 +1,148 @@
+/*
+ * host_rows.c — gpu/rows.h, the row bodies gpu/kern.cu runs on the GPU,
+ * compiled for the host with each operation the emulator's in the same
+ * format (RNE), and run row after row. Two uses:
+ *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
+ *    emulator's own kernels (emu/softmax.c, layernorm.c, backward.c) must
+ *    give the same bits, which proves that the code nvcc compiles keeps
+ *    their order of operations, without a GPU;
+ *  - with the tables measured on the GPU (gpu-tables.txt), fp16/bf16 exp,
+ *    log and rsqrt are the GPU's own results and every other operation is
+ *    correctly rounded on both sides, so it predicts the GPU's fp16 and bf16
+ *    kernels bit for bit (the "replay" rows of the kern step).
+ * Nothing here is per kernel but the loop over rows and the scratch memory:
+ * a change of a kernel is a change of gpu/rows.h, which both sides compile.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpu_dev.h"
+#include "gpu_host.h"
+
+static const emu_env rne = EMU_ENV_DEFAULT;
+
+/* a format of rows.h on the host: the emulator's format, and the GPU's
+ * tables to look exp, log and rsqrt up in (NULL: correctly rounded) */
+typedef struct {
+	const emu_format *f;
+	const gpu_tables *t;
+} host_fmt;
+
+static float host_rnd(const host_fmt *F, float x)
+{
+	return (float)emu_decode(F->f, emu_from_double(F->f, x, &rne).bits);
+}
+
+/* op in F on operands that are values of F (b unused by unary ops) */
+static float host_op(const host_fmt *F, emu_op op, float a, float b)
+{
+	emu_bits args[2] = {emu_encode(F->f, a), emu_encode(F->f, b)}, r;
+	if (F->t && gpu_tables_lookup(F->t, gpu_table_func(op), F->f, args[0], &r))
+		return (float)emu_decode(F->f, r);
+	return (float)emu_decode(F->f, emu_apply(op, F->f, NULL, args, &rne).bits);
+}
+
+typedef const host_fmt *k_fmt;
+#define K_FN static
+#define K_RND(F, x) host_rnd(F, x)
+#define K_ADD(F, a, b) host_op(F, EMU_OP_ADD, a, b)
+#define K_SUB(F, a, b) host_op(F, EMU_OP_SUB, a, b)
+#define K_MUL(F, a, b) host_op(F, EMU_OP_MUL, a, b)
+#define K_DIV(F, a, b) host_op(F, EMU_OP_DIV, a, b)
+#define K_EXP(F, a) host_op(F, EMU_OP_EXP, a, 0.0f)
+#define K_LOG(F, a) host_op(F, EMU_OP_LOG, a, 0.0f)
+#define K_RSQRT(F, a) host_op(F, EMU_OP_RSQRT, a, 0.0f)
+#define K_MAX(F, a, b) host_op(F, EMU_OP_MAX, a, b)
+#include "rows.h"
+
+/* The handles of the three gpu_kfmt formats, indexed by gpu_kfmt. -1 with
+ * err when one of S, C, A is none of them. */
+static int host_fmts(const gpu_tables *t, int S, int C, int A, host_fmt h[3], char *err, size_t len)
+{
+	static const char *const names[3] = {"fp32", "fp16", "bf16"}; /* GPU_K_F32, _F16, _BF16 */
+	int f[3] = {S, C, A};
+	for (int i = 0; i < 3; i++)
+		if (f[i] < GPU_K_F32 || f[i] > GPU_K_BF16) {
+			snprintf(err, len, "kernel format %d is not fp32, fp16 or bf16", f[i]);
+			return -1;
+		}
+	for (int i = 0; i < 3; i++) {
+		h[i].f = emu_format_by_name(names[i]);
+		h[i].t = t;
+	}
+	return 0;
+}
+
+/* gpu/kern.cu's gpu_dev_softmax: its two launches (the rows, the mean) in order */
+int gpu_rows_softmax(const gpu_tables *t, int v, int S, int C, int A, const float *X, size_t R,
+                     size_t N, float *grad, float *loss, char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	float *la = malloc(R * sizeof *la);
+	if (!la) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	for (size_t r = 0; r < R; r++)
+		k_softmax_row(v, &h[S], &h[C], &h[A], X, R, N, r, grad, la);
+	*loss = k_mean_loss(&h[A], la, R);
+	free(la);
+	return 0;
+}
+
+/* gpu/kern.cu's gpu_dev_layernorm: its one launch, row after row */
+int gpu_rows_layernorm(const gpu_tables *t, int v, int S, int C, int A, const float *X,
+                       const float *DY, size_t R, size_t N, float epsc, float *Y, float *DX,
+                       float *RSTD, float *VAR, char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	float *yc = malloc(R * N * sizeof *yc);
+	if (!yc) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	for (size_t r = 0; r < R; r++)
+		k_layernorm_row(v, &h[S], &h[C], &h[A], X, DY, N, r, epsc, Y, DX, RSTD, VAR, yc);
+	free(yc);
+	return 0;
+}
+
+/* gpu/kern.cu's gpu_dev_backward: its four launches in order */
+int gpu_rows_backward(const gpu_tables *t, int S, int C, int A, const float *X, const float *W,
+                      size_t R, size_t D, size_t K, float scale, float inv, float *G, float *U,
+                      float *loss, float *found, char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	float *z = malloc(R * K * sizeof *z), *e = malloc(R * K * sizeof *e);
+	float *DL = malloc(R * K * sizeof *DL), *la = malloc(R * sizeof *la);
+	int rc = -1;
+	if (!z || !e || !DL || !la) {
+		snprintf(err, len, "host rows: out of memory");
+		goto out;
+	}
+	for (size_t r = 0; r < R; r++)
+		k_bw_row(&h[S], &h[C], &h[A], X, W, R, D, K, r, scale, z, e, DL, la);
+	*loss = k_mean_loss(&h[A], la, R);
+	for (size_t i = 0; i < D * K + R * D; i++)
+		k_bw_grad(&h[S], &h[C], &h[A], X, W, DL, R, D, K, i, G);
+	*found = 0.0f;
+	for (size_t i = 0; i < D * K + R * D; i++) {
+		U[i] = k_unscale(&h[GPU_K_F32], G[i], inv);
+		if (!isfinite(U[i]))
+			*found = 1.0f;
+	}
+	rc = 0;
+out:
+	free(z);
+	free(e);
+	free(DL);
+	free(la);
+	return rc;
+}

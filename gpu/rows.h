@@ -1,0 +1,236 @@
+/*
+ * rows.h — the training kernels' per-row bodies, written once and compiled
+ * twice: by nvcc into gpu/kern.cu (each operation the format's own CUDA
+ * instruction) and by the host compiler into gpu/host_rows.c (each
+ * operation the emulator's, in the same format). The fake device runs the
+ * host build, so when its results equal the emulator's kernels
+ * (emu/softmax.c, layernorm.c, backward.c) the order of operations proved is
+ * the one the GPU runs, not a copy of it kept in step by hand.
+ *
+ * Plain C that is also valid CUDA C++. The includer defines:
+ *   K_FN              the qualifier of every function here (static __device__
+ *                     under nvcc, static on the host)
+ *   k_fmt             a handle for a format: fp32, fp16 or bf16
+ *   K_RND(F, x)       x rounded to F (RNE): exact, or one rounding
+ *   K_ADD(F, a, b)    K_SUB, K_MUL, K_DIV: F's correctly rounded operation
+ *   K_EXP(F, a)       K_LOG, K_RSQRT: F's exp, log, 1/sqrt (on the GPU the
+ *                     approximate hexp, hlog, expf, logf, hrsqrt; fp32 rsqrt
+ *                     is __frsqrt_rn)
+ *   K_MAX(F, a, b)    maximumNumber with +0 above -0 (emu_max's rule)
+ * Every value travels as a float: each fp16, bf16 and fp32 value is one, so
+ * an operation's operands are in its format exactly and only the operation
+ * rounds (never twice). Each body is one thread's work on the GPU (one row,
+ * or one gradient element), so every sum is sequential in its index.
+ */
+#ifndef NANMAP_GPU_ROWS_H
+#define NANMAP_GPU_ROWS_H
+
+#ifndef K_FN
+#error "rows.h: define K_FN, k_fmt and the K_ operations first (gpu/kern.cu, gpu/host_rows.c)"
+#endif
+
+/* softmax_ce (emu/softmax.c), row r of X (R×N logits stored in S, label r
+ * mod N): v 0 naive, 1 maxsub, 2 lse. Writes row r of grad (the stored
+ * gradient, values of S) and la_acc[r], the row's loss in A (summed by
+ * k_mean_loss). */
+K_FN void k_softmax_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, size_t R, size_t N,
+                        size_t r, float *grad, float *la_acc)
+{
+	const float *x = X + r * N;
+	size_t y = r % N;
+	float Rc = K_RND(C, (float)R), m = 0.0f, s = 0.0f, ls, la;
+	/* the input in the compute format (emu_k_load: storage, then compute) */
+#define XC(j) K_RND(C, x[j])
+	if (v >= 1) {
+		m = XC(0);
+		for (size_t j = 1; j < N; j++)
+			m = K_MAX(C, m, XC(j));
+	}
+	for (size_t j = 0; j < N; j++) {
+		float e = v >= 1 ? K_EXP(C, K_SUB(C, XC(j), m)) : K_EXP(C, XC(j));
+		s = K_ADD(A, s, K_RND(A, e));
+	}
+	s = K_RND(C, s);
+	ls = K_LOG(C, s);
+	if (v == 0) {
+		la = K_SUB(C, ls, XC(y));
+	} else if (v == 1) {
+		la = K_SUB(C, ls, K_SUB(C, XC(y), m));
+	} else {
+		ls = K_ADD(C, m, ls); /* lse */
+		la = K_SUB(C, ls, XC(y));
+	}
+	la_acc[r] = K_RND(A, la);
+	for (size_t j = 0; j < N; j++) {
+		float g;
+		if (v == 2)
+			g = K_EXP(C, K_SUB(C, XC(j), ls));
+		else /* e_j again: the same operation gives the same value */
+			g = K_DIV(C, v >= 1 ? K_EXP(C, K_SUB(C, XC(j), m)) : K_EXP(C, XC(j)), s);
+		if (j == y)
+			g = K_SUB(C, g, 1.0f);
+		g = K_DIV(C, g, Rc);
+		grad[r * N + j] = K_RND(S, g);
+	}
+#undef XC
+}
+
+/* the mean loss of softmax_ce and backward: a sequential sum of the R row
+ * losses (values of A) in A, then one division by R in A */
+K_FN float k_mean_loss(k_fmt A, const float *la, size_t R)
+{
+	float sum = 0.0f;
+	for (size_t r = 0; r < R; r++)
+		sum = K_ADD(A, sum, la[r]);
+	return K_DIV(A, sum, K_RND(A, (float)R));
+}
+
+/* layernorm (emu/layernorm.c's run()), forward and backward, row r of X
+ * and DY (rows of N, stored in S): v 0 twopass, 1 onepass, 2 welford; epsc
+ * is eps in C. Writes row r of Y and DX (values of S), RSTD[r] and VAR[r]
+ * (values of C), and uses row r of YC as scratch: the compute-format
+ * x − mean, then ŷ. */
+K_FN void k_layernorm_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, const float *DY,
+                          size_t N, size_t r, float epsc, float *Y, float *DX, float *RSTD,
+                          float *VAR, float *YC)
+{
+	const float *x = X + r * N, *dyin = DY + r * N;
+	float *yc = YC + r * N;
+	float Na = K_RND(A, (float)N), mean = 0.0f, s = 0.0f, s2 = 0.0f, ma, tmp, tmp2;
+#define XC(j) K_RND(C, x[j])
+	if (v == 2) { /* welford, in the accumulator format */
+		ma = 0.0f;
+		for (size_t j = 0; j < N; j++) {
+			float xa = K_RND(A, XC(j));
+			tmp = K_SUB(A, xa, ma);
+			tmp2 = K_DIV(A, tmp, K_RND(A, (float)(j + 1)));
+			ma = K_ADD(A, ma, tmp2);
+			tmp2 = K_SUB(A, xa, ma);
+			tmp = K_MUL(A, tmp, tmp2);
+			s2 = K_ADD(A, s2, tmp);
+		}
+		s2 = K_DIV(A, s2, Na);
+	} else {
+		for (size_t j = 0; j < N; j++) {
+			s = K_ADD(A, s, K_RND(A, XC(j)));
+			if (v == 1)
+				s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, XC(j), XC(j))));
+		}
+		ma = K_DIV(A, s, Na);
+		if (v == 1) {
+			s2 = K_DIV(A, s2, Na);
+			s2 = K_SUB(A, s2, K_MUL(A, ma, ma));
+		} else {
+			mean = K_RND(C, ma);
+			for (size_t j = 0; j < N; j++) {
+				yc[j] = K_SUB(C, XC(j), mean);
+				s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, yc[j], yc[j])));
+			}
+			s2 = K_DIV(A, s2, Na);
+		}
+	}
+	if (v != 0)
+		mean = K_RND(C, ma);
+	float vr = K_RND(C, s2);
+	float rs = K_RSQRT(C, K_ADD(C, vr, epsc));
+	VAR[r] = vr;
+	RSTD[r] = rs;
+	for (size_t j = 0; j < N; j++) {
+		if (v != 0)
+			yc[j] = K_SUB(C, XC(j), mean);
+		yc[j] = K_MUL(C, yc[j], rs);
+		Y[r * N + j] = K_RND(S, yc[j]);
+	}
+	/* backward */
+	s = 0.0f;
+	s2 = 0.0f;
+	for (size_t j = 0; j < N; j++) {
+		float dy = K_RND(C, dyin[j]);
+		s = K_ADD(A, s, K_RND(A, dy));
+		s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, dy, yc[j])));
+	}
+	float dmean = K_RND(C, K_DIV(A, s, Na));
+	float dproj = K_RND(C, K_DIV(A, s2, Na));
+	for (size_t j = 0; j < N; j++) {
+		float dy = K_RND(C, dyin[j]);
+		tmp = K_SUB(C, dy, dmean);
+		tmp2 = K_MUL(C, yc[j], dproj);
+		tmp = K_SUB(C, tmp, tmp2);
+		tmp = K_MUL(C, tmp, rs);
+		DX[r * N + j] = K_RND(S, tmp);
+	}
+#undef XC
+}
+
+/* backward (emu/backward.c's run()), row r of the linear layer X (R×D) ·
+ * W (D×K), values of S, with softmax cross-entropy (maxsub, label r mod K)
+ * under the loss scale `scale` (an fp32 value). Writes row r of DL, the
+ * dlogits (K values of S, then in C), and la_acc[r], the row's loss in A;
+ * rows r of Z and E (K each: logits, exponentials) are scratch. */
+K_FN void k_bw_row(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *W, size_t R, size_t D,
+                   size_t K, size_t r, float scale, float *Z, float *E, float *DL, float *la_acc)
+{
+	size_t y = r % K;
+	float *z = Z + r * K, *e = E + r * K;
+	float Rc = K_RND(C, (float)R), SR = K_DIV(C, K_RND(C, scale), Rc);
+	for (size_t c = 0; c < K; c++) { /* logits, stored, then in compute */
+		float acc = 0.0f;
+		for (size_t d = 0; d < D; d++) {
+			float xw = K_MUL(C, K_RND(C, X[r * D + d]), K_RND(C, W[d * K + c]));
+			acc = K_ADD(A, acc, K_RND(A, xw));
+		}
+		z[c] = K_RND(C, K_RND(S, acc));
+	}
+	float m = z[0], s = 0.0f;
+	for (size_t c = 1; c < K; c++)
+		m = K_MAX(C, m, z[c]);
+	for (size_t c = 0; c < K; c++) {
+		e[c] = K_EXP(C, K_SUB(C, z[c], m));
+		s = K_ADD(A, s, K_RND(A, e[c]));
+	}
+	s = K_RND(C, s);
+	float ls = K_LOG(C, s);
+	la_acc[r] = K_RND(A, K_SUB(C, ls, K_SUB(C, z[y], m)));
+	for (size_t c = 0; c < K; c++) { /* dlogits, stored, then in compute */
+		float g = K_DIV(C, e[c], s);
+		if (c == y)
+			g = K_SUB(C, g, 1.0f);
+		g = K_MUL(C, g, SR);
+		DL[r * K + c] = K_RND(C, K_RND(S, g));
+	}
+}
+
+/* backward's stored gradient G[i] of D·K + R·D: dW (D×K) first, then dX
+ * (R×D), each a sequential sum in A of products in C, stored in S. DL:
+ * every row's dlogits (R×K, values of C). An i past the end (a thread of
+ * the GPU's last block) writes nothing. */
+K_FN void k_bw_grad(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *W, const float *DL,
+                    size_t R, size_t D, size_t K, size_t i, float *G)
+{
+	float acc = 0.0f;
+	if (i < D * K) {
+		size_t d = i / K, c = i % K;
+		for (size_t r = 0; r < R; r++) {
+			float xg = K_MUL(C, K_RND(C, X[r * D + d]), DL[r * K + c]);
+			acc = K_ADD(A, acc, K_RND(A, xg));
+		}
+	} else if (i < D * K + R * D) {
+		size_t r = (i - D * K) / D, d = (i - D * K) % D;
+		for (size_t c = 0; c < K; c++) {
+			float gw = K_MUL(C, DL[r * K + c], K_RND(C, W[d * K + c]));
+			acc = K_ADD(A, acc, K_RND(A, gw));
+		}
+	} else {
+		return;
+	}
+	G[i] = K_RND(S, acc);
+}
+
+/* GradScaler.unscale_ of one stored gradient g: g times inv in fp32 (F32,
+ * the fp32 handle), left alone when inv is 1 */
+K_FN float k_unscale(k_fmt F32, float g, float inv)
+{
+	return inv != 1.0f ? K_MUL(F32, g, inv) : g;
+}
+
+#endif

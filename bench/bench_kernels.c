@@ -112,7 +112,57 @@ static float bk_native(const float *x, size_t R, size_t N, int v, float *grad, f
 	return sumloss / Rf;
 }
 
+/* layernorm (twopass) forward and backward in native float with the
+ * kernel's structure (emu/layernorm.c): sum, mean, centre and square-sum,
+ * rsqrt, y; then dy's two sums and dx. dy = ±1 as the kernel draws it. */
+static float bk_native_ln(const float *x, size_t R, size_t N, float *y, float *dx, float *yc,
+                          const float *dy)
+{
+	float eps = 1e-5f, Nf = (float)N, acc = 0;
+	for (size_t r = 0; r < R; r++) {
+		const float *xr = x + r * N;
+		const float *d = dy + r * N;
+		float s = 0, s2 = 0;
+		for (size_t j = 0; j < N; j++)
+			s += xr[j];
+		float mean = s / Nf;
+		for (size_t j = 0; j < N; j++) {
+			yc[j] = xr[j] - mean;
+			s2 += yc[j] * yc[j];
+		}
+		float rstd = 1 / sqrtf(s2 / Nf + eps);
+		for (size_t j = 0; j < N; j++) {
+			yc[j] *= rstd;
+			y[r * N + j] = yc[j];
+		}
+		float dm = 0, dp = 0;
+		for (size_t j = 0; j < N; j++) {
+			dm += d[j];
+			dp += d[j] * yc[j];
+		}
+		dm /= Nf;
+		dp /= Nf;
+		for (size_t j = 0; j < N; j++)
+			dx[r * N + j] = (d[j] - dm - yc[j] * dp) * rstd;
+		acc += rstd;
+	}
+	return acc;
+}
+
+/* accum dot:seq in native float: b_j = |x_i| with i drawn as the kernel
+ * draws it, then s += a_j·b_j. */
+static float bk_native_dot(const float *x, size_t N, uint64_t seed, float *b)
+{
+	for (size_t i = 0; i < N; i++)
+		b[i] = fabsf(x[emu_sr_bits(seed, i) % N]);
+	float s = 0;
+	for (size_t j = 0; j < N; j++)
+		s += x[j] * b[j];
+	return s;
+}
+
 struct bk_case {
+	const emu_kernel *k;
 	const emu_policy *pol;
 	const char *variant;
 	const emu_kin *in;
@@ -125,9 +175,8 @@ static double bk_time_kernel(const struct bk_case *c)
 	emu_run r;
 	char err[256];
 	double c0 = bk_cpu(), t0 = bk_now();
-	if (emu_run_kernel(&emu_kernel_softmax_ce, c->pol, c->variant, c->in, c->kind, &r, err,
-	                   sizeof err) != 0) {
-		fprintf(stderr, "bench: softmax_ce: %s\n", err);
+	if (emu_run_kernel(c->k, c->pol, c->variant, c->in, c->kind, &r, err, sizeof err) != 0) {
+		fprintf(stderr, "bench: %s: %s\n", c->k->name, err);
 		exit(2);
 	}
 	bk_sink += emu_kout_d(&r.be, &r.out.item[0], 0);
@@ -149,6 +198,60 @@ static void bk_policy(const char *spec, emu_policy *p)
 		fprintf(stderr, "bench: policy %s: %s\n", spec, err);
 		exit(2);
 	}
+}
+
+/* The best of 2·reps native runs (after a warm-up) of fn, CPU seconds. */
+#define BK_BEST_NATIVE(best, reps, call)                                                           \
+	do {                                                                                       \
+		best = INFINITY;                                                                   \
+		for (int k_ = 0; k_ < 2 * (reps) + 1; k_++) {                                      \
+			double c0_ = bk_cpu(), t0_ = bk_now(), t_;                                 \
+			bk_sink += (call);                                                         \
+			t_ = bk_cpu() - c0_;                                                       \
+			if (k_) {                                                                  \
+				bk_wall += bk_now() - t0_;                                         \
+				bk_cpu_used += t_;                                                 \
+				best = t_ < best ? t_ : best;                                      \
+			}                                                                          \
+		}                                                                                  \
+	} while (0)
+
+/* Table 5's layernorm (64 x 4096, twopass) and accum (dot:seq over 2^20) rows. */
+static void bk_other_rows(int reps)
+{
+	const size_t R = 64, N = 4096, ND = (size_t)1 << 20;
+	size_t n = R * N > ND ? R * N : ND;
+	double *x = bk_alloc(n * sizeof *x);
+	float *xf = bk_alloc(n * sizeof *xf), *o1 = bk_alloc(n * sizeof *o1);
+	float *o2 = bk_alloc(n * sizeof *o2), *dy = bk_alloc(n * sizeof *dy);
+	float *yc = bk_alloc(N * sizeof *yc);
+	int nrep = reps < 3 ? reps : 3;
+	bk_fill(x, n, 13);
+	for (size_t i = 0; i < n; i++) {
+		xf[i] = (float)x[i];
+		dy[i] = emu_sr_bits(0, i) & 1 ? -1.0f : 1.0f;
+	}
+	static const char *const pols[] = {"storage=fp16,compute=fp32", "storage=bf16,compute=fp32"};
+	double nat_ln, nat_dot;
+	BK_BEST_NATIVE(nat_ln, reps, bk_native_ln(xf, R, N, o1, o2, yc, dy));
+	BK_BEST_NATIVE(nat_dot, reps, bk_native_dot(xf, ND, 0, o1));
+	for (int kk = 0; kk < 2; kk++)
+		for (size_t pi = 0; pi < 2; pi++) {
+			emu_policy pol;
+			bk_policy(pols[pi], &pol);
+			emu_kin in = {x, kk ? 1 : R, kk ? ND : N, NULL, 0, 0};
+			struct bk_case c = {kk ? &emu_kernel_accum : &emu_kernel_layernorm, &pol,
+			                    kk ? "dot:seq" : "twopass", &in, EMU_BE_FAST};
+			double best_f = INFINITY, nat = kk ? nat_dot : nat_ln;
+			for (int k = 0; k < nrep; k++) {
+				double t = bk_time_kernel(&c);
+				best_f = t < best_f ? t : best_f;
+			}
+			printf("%s,%s,\"%s\",%zu,%zu,%.4f,%.5f,%.1f\n", c.k->name, c.variant, pols[pi],
+			       in.rows, in.cols, best_f, nat, best_f / nat);
+			fflush(stdout);
+		}
+	free(x), free(xf), free(o1), free(o2), free(dy), free(yc);
 }
 
 /* Table 5. */
@@ -180,7 +283,8 @@ static void bk_native_table(int reps)
 		for (size_t pi = 0; pi < 2; pi++) {
 			emu_policy pol;
 			bk_policy(bk_policies[pi], &pol);
-			struct bk_case c = {&pol, bk_variants[vi], &in, EMU_BE_FAST};
+			struct bk_case c = {&emu_kernel_softmax_ce, &pol, bk_variants[vi], &in,
+			                    EMU_BE_FAST};
 			double best_f = INFINITY;
 			for (int k = 0; k < nrep; k++) {
 				double t = bk_time_kernel(&c);
@@ -192,6 +296,7 @@ static void bk_native_table(int reps)
 		}
 	}
 	free(x), free(xf), free(grad), free(e);
+	bk_other_rows(reps);
 }
 
 static bool bk_same(const emu_run *a, const emu_run *b)
@@ -223,8 +328,10 @@ static void bk_exact_table(int reps)
 		for (size_t pi = 0; pi < 2; pi++) {
 			emu_policy pol;
 			bk_policy(bk_policies[pi], &pol);
-			struct bk_case cf = {&pol, bk_variants[vi], &in, EMU_BE_FAST};
-			struct bk_case ce = {&pol, bk_variants[vi], &in, EMU_BE_EXACT};
+			struct bk_case cf = {&emu_kernel_softmax_ce, &pol, bk_variants[vi], &in,
+			                     EMU_BE_FAST};
+			struct bk_case ce = {&emu_kernel_softmax_ce, &pol, bk_variants[vi], &in,
+			                     EMU_BE_EXACT};
 			double best_f = INFINITY, best_e = INFINITY;
 			emu_run a, b;
 			for (int k = 0; k < reps; k++) {

@@ -9,7 +9,7 @@
  *   W[d][c] = wscale·u, u uniform on [−1, 1) (53 bits of SplitMix64 of
  *             seed ⊕ (d·C + c)·φ);
  *   label of row r = r mod C.
- * X and W (D rows of C) are loaded by emu_k_load: stored in the storage
+ * X and W (D rows of C) are loaded by emu_load: stored in the storage
  * format through the policy's scaling recipe, then in the compute format.
  * Forward, with the policy's formats as softmax.c uses them:
  *   logits = X·W: products in compute, converted to accum, summed in accum
@@ -42,6 +42,25 @@
  * of storage; with a TRUTH run only where truth is finite, and a value at
  * ±max counts only if truth is beyond max). On a TRUTH run itself they
  * classify the exact scaled gradients against the storage format's ranges.
+ *
+ * Written on the array-level engine (kern.h) in the order of the loops
+ * above: row by row the logits, then the softmax, loss and dlogits as
+ * maps over the row's classes (as softmax.c); then dW and dX output by
+ * output; then unscale_ as maps over dW and over dX. A sum of products (a
+ * logit, a dW or dX element) is its products as one map, their conversions
+ * to accum as one map, then a sequential fold from +0: every term goes
+ * through the same three roundings as in a scalar loop, but all products
+ * of one sum run before its first addition, which can only change which
+ * operation a run reports first when several fail. Elements: term j of the
+ * sum for output i (i = r·C + c for a logit, d·C + c for dW, r·D + d for
+ * dX) is element i·n + j of its mul, to_accum and sum steps (n = D, R, C),
+ * so every term has its own stochastic rounding draw (keyed by seed, step
+ * and element) and a failing sum names output ⌊e/n⌋, term e mod n; every
+ * other operation is the element of what it computes (r·C + c in the
+ * softmax and dlogits, r for a row's scalars, d·C + c or r·D + d for a
+ * store, the index in `grad` for unscale_). emu_load numbers each tensor's
+ * elements from 0, so under round=sr X[i] and W's element i are stored
+ * with the same draw.
  *
  * Kernel `gradscaler`: emu/gradscaler.c's simulation of torch GradScaler.
  * The input, read row-major, is the largest |gradient| of each step (its

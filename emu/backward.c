@@ -152,27 +152,31 @@ int emu_backward_fractions(const emu_run *r, const emu_run *truth, double out[4]
 	return 0;
 }
 
-/* The steps of `backward`, each one operation site, in kernel order. */
+/* The steps of `backward`, each one operation site, in kernel order; the
+ * names, line for line, are what reports print. */
+/* clang-format off */
 enum {
 	S_ROWS_C = EMU_STEP0, S_ROWS_A, S_SCALE_C, S_SR,
 	S_MUL, S_MUL_ACCUM, S_SUM, S_STORE_LOGIT, S_LOGIT_C,
-	S_MAX, S_SUB_MAX, S_EXP, S_E_ACCUM, S_SUM_EXP, S_S_COMPUTE, S_LOG, S_LOSS_ZM, S_LOSS,
-	S_LA_ACCUM, S_MEAN,
+	S_MAX, S_SUB_MAX, S_EXP, S_E_ACCUM, S_SUM_EXP, S_S_COMPUTE,
+	S_LOG, S_LOSS_ZM, S_LOSS, S_LA_ACCUM, S_MEAN,
 	S_DIV, S_ONEHOT, S_SCALE, S_STORE_DLOGIT, S_DLOGIT_C, S_MEAN_DIV,
 	S_DW_MUL, S_DW_ACCUM, S_DW_SUM, S_STORE_DW,
 	S_DX_MUL, S_DX_ACCUM, S_DX_SUM, S_STORE_DX,
-	S_TO_FP32, S_UNSCALE, S_END
+	S_TO_FP32, S_UNSCALE,
+	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
-    "to_compute",  "to_accum",   "to_compute",   "scale",
-    "mul",         "to_accum",   "sum",          "store_logit", "to_compute",
-    "max",         "sub_max",    "exp",          "to_accum",    "sum_exp",
-    "to_compute",  "log",        "loss",         "loss",        "to_accum",
-    "mean",        "div",        "onehot",       "scale",       "store_dlogit",
-    "to_compute",  "mean",       "dW_mul",       "to_accum",    "dW_sum",
-    "store_dW",    "dX_mul",     "to_accum",     "dX_sum",      "store_dX",
-    "to_fp32",     "unscale",
+	"to_compute", "to_accum", "to_compute", "scale",
+	"mul", "to_accum", "sum", "store_logit", "to_compute",
+	"max", "sub_max", "exp", "to_accum", "sum_exp", "to_compute",
+	"log", "loss", "loss", "to_accum", "mean",
+	"div", "onehot", "scale", "store_dlogit", "to_compute", "mean",
+	"dW_mul", "to_accum", "dW_sum", "store_dW",
+	"dX_mul", "to_accum", "dX_sum", "store_dX",
+	"to_fp32", "unscale",
 };
+/* clang-format on */
 
 /* One sum of products, as the GEMM loops do it: p_j = a_j·b_j in compute
  * (a map), each converted to accum (a map), then acc = ((0 + p_0) + p_1) +
@@ -183,8 +187,8 @@ typedef struct {
 	unsigned mul, accum, sum, store;
 } gemm_steps;
 
-static void dot_store(emu_be *be, const emu_policy *pol, gemm_steps s, emu_vec *p,
-                      emu_ref acc, emu_ref dst, emu_ref a, emu_ref b, size_t n, uint64_t i)
+static void dot_store(emu_be *be, const emu_policy *pol, gemm_steps s, emu_vec *p, emu_ref acc,
+                      emu_ref dst, emu_ref a, emu_ref b, size_t n, uint64_t i)
 {
 	emu_ref P = emu_row(p, 0);
 	emu_map(be, s.mul, EMU_OP_MUL, &pol->compute, P, a, b, EMU_NOREF, n, i * n, NULL);
@@ -222,8 +226,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	scale = to_fp32(scale); /* the loss scale is an fp32 tensor, as in PyTorch */
 	if (!isfinite(scale) || scale == 0) {
-		snprintf(err, errlen, "backward: scale=%g is %s in fp32", emu_kparam_get(in, "scale", 1),
-		         scale == 0 ? "0" : "infinite");
+		snprintf(err, errlen, "backward: scale=%g is %s in fp32",
+		         emu_kparam_get(in, "scale", 1), scale == 0 ? "0" : "infinite");
 		return -1;
 	}
 	emu_steps(be, steps, S_END - EMU_STEP0);
@@ -285,8 +289,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		}
 		/* softmax and loss (maxsub) */
 		emu_copy(be, m, Z, 1);
-		emu_fold(be, S_MAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, m, emu_row(z, 1), EMU_NOREF, K - 1,
-		         o + 1);
+		emu_fold(be, S_MAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, m, emu_row(z, 1), EMU_NOREF,
+		         K - 1, o + 1);
 		emu_map(be, S_SUB_MAX, EMU_OP_SUB, C, E, Z, m, EMU_NOREF, K, o, NULL);
 		emu_map(be, S_EXP, EMU_OP_EXP, C, E, E, EMU_NOREF, EMU_NOREF, K, o, NULL);
 		emu_map(be, S_E_ACCUM, EMU_OP_CVT, A, EA, E, EMU_NOREF, EMU_NOREF, K, o, NULL);
@@ -300,7 +304,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_op1(be, S_MEAN, EMU_OP_ADD, A, sumloss, sumloss, tmp, r);
 		/* dlogits = (p − onehot)·S/R, stored, then in compute */
 		emu_map(be, S_DIV, EMU_OP_DIV, C, g, E, s, EMU_NOREF, K, o, NULL);
-		emu_op1(be, S_ONEHOT, EMU_OP_SUB, C, emu_at(dl, o + y), emu_at(dl, o + y), one, o + y);
+		emu_op1(be, S_ONEHOT, EMU_OP_SUB, C, emu_at(dl, o + y), emu_at(dl, o + y), one,
+		        o + y);
 		emu_map(be, S_SCALE, EMU_OP_MUL, C, g, g, SRc, EMU_NOREF, K, o, NULL);
 		emu_map(be, S_STORE_DLOGIT, EMU_OP_CVT, S, g, g, EMU_NOREF, EMU_NOREF, K, o, NULL);
 		emu_map(be, S_DLOGIT_C, EMU_OP_CVT, C, g, g, EMU_NOREF, EMU_NOREF, K, o, NULL);
@@ -309,8 +314,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	/* dW[d][c] = Σ_r x[r][d]·dl[r][c]; dX[r][d] = Σ_c dl[r][c]·W[d][c]; stored */
 	for (size_t d = 0; d < D; d++)
 		for (size_t c = 0; c < K; c++)
-			dot_store(be, pol, wgrad, p, acc, emu_at(grad, d * K + c), emu_strided(X, d, D),
-			          emu_strided(dl, c, K), R, d * K + c);
+			dot_store(be, pol, wgrad, p, acc, emu_at(grad, d * K + c),
+			          emu_strided(X, d, D), emu_strided(dl, c, K), R, d * K + c);
 	for (size_t r = 0; r < R; r++)
 		for (size_t d = 0; d < D; d++)
 			dot_store(be, pol, xgrad, p, acc, emu_at(grad, D * K + r * D + d),
@@ -342,7 +347,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 }
 
 const emu_kernel emu_kernel_backward = {
-	"backward", variants, "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)", run,
+    "backward",
+    variants,
+    "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)",
+    run,
 };
 
 /* ---- gradscaler ---- */
@@ -391,7 +399,7 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	c.grad_format = gf == 16   ? emu_format_by_name("fp16")
 	                : gf == 32 ? emu_format_by_name("fp32")
 	                           : &pol->storage;
-	c.master_format = mf == 16 ? emu_format_by_name("fp16")
+	c.master_format = mf == 16   ? emu_format_by_name("fp16")
 	                  : mf == 32 ? emu_format_by_name("fp32")
 	                             : NULL;
 	const emu_format *F32 = emu_format_by_name("fp32");
@@ -434,9 +442,10 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 }
 
 const emu_kernel emu_kernel_gradscaler = {
-	"gradscaler", gs_variants,
-	"init=65536 growth=2 backoff=0.5 interval=2000 gfmt=0|16|32 (0: storage) "
-	"mfmt=0|16|32 (0: gfmt) elems=1 spread=6 drift=0 (log sd per step of a random walk "
-	"that multiplies the input)",
-	gs_run,
+    "gradscaler",
+    gs_variants,
+    "init=65536 growth=2 backoff=0.5 interval=2000 gfmt=0|16|32 (0: storage) "
+    "mfmt=0|16|32 (0: gfmt) elems=1 spread=6 drift=0 (log sd per step of a random walk "
+    "that multiplies the input)",
+    gs_run,
 };

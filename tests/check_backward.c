@@ -214,7 +214,8 @@ START_TEST(test_first_sum_element)
 	double x[R * D];
 	for (size_t d = 0; d < D; d++) {
 		uint64_t z = 1 ^ ((d * C) * 0x9e3779b97f4a7c15ull); /* seed 1, W[d][0] */
-		double w = wscale * ((double)(emu_mix64(z + 0x9e3779b97f4a7c15ull) >> 11) * 0x1p-52 - 1);
+		double w =
+		    wscale * ((double)(emu_mix64(z + 0x9e3779b97f4a7c15ull) >> 11) * 0x1p-52 - 1);
 		ck_assert_msg(fabs(w) > 0.5, "W[%zu][0] = %g: the fixture needs |W| > 0.5", d, w);
 		x[d] = 1;
 		x[D + d] = 20000 / w;
@@ -226,11 +227,12 @@ START_TEST(test_first_sum_element)
 	emu_kin in = {x, R, D, p, ARRAY_SIZE(p), 1};
 	for (int kind = EMU_BE_FAST; kind <= EMU_BE_EXACT; kind++) {
 		emu_run a;
-		ck_assert(emu_run_kernel(&emu_kernel_backward, &pol, NULL, &in, (emu_be_kind)kind, &a,
-		                         err, sizeof err) == 0);
+		ck_assert(emu_run_kernel(&emu_kernel_backward, &pol, NULL, &in, (emu_be_kind)kind,
+		                         &a, err, sizeof err) == 0);
 		const emu_be_stats *st = &a.be.st;
 		ck_assert_msg(st->first_set && st->first_op == EMU_OP_ADD &&
-		                  strcmp(st->first_step, "sum") == 0 && st->first_index == 2 * D + 3 &&
+		                  strcmp(st->first_step, "sum") == 0 &&
+		                  st->first_index == 2 * D + 3 &&
 		                  st->first_flags == EMU_FLAG_OVERFLOW,
 		              "%s: first %s %" PRIu64, emu_be_name((emu_be_kind)kind),
 		              st->first_set ? st->first_step : "-", st->first_index);

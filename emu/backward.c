@@ -9,7 +9,7 @@
  *   W[d][c] = wscale·u, u uniform on [−1, 1) (53 bits of SplitMix64 of
  *             seed ⊕ (d·C + c)·φ);
  *   label of row r = r mod C.
- * X and W (D rows of C) are loaded by emu_k_load: stored in the storage
+ * X and W (D rows of C) are loaded by emu_load: stored in the storage
  * format through the policy's scaling recipe, then in the compute format.
  * Forward, with the policy's formats as softmax.c uses them:
  *   logits = X·W: products in compute, converted to accum, summed in accum
@@ -42,6 +42,25 @@
  * of storage; with a TRUTH run only where truth is finite, and a value at
  * ±max counts only if truth is beyond max). On a TRUTH run itself they
  * classify the exact scaled gradients against the storage format's ranges.
+ *
+ * Written on the array-level engine (kern.h) in the order of the loops
+ * above: row by row the logits, then the softmax, loss and dlogits as
+ * maps over the row's classes (as softmax.c); then dW and dX output by
+ * output; then unscale_ as maps over dW and over dX. A sum of products (a
+ * logit, a dW or dX element) is its products as one map, their conversions
+ * to accum as one map, then a sequential fold from +0: every term goes
+ * through the same three roundings as in a scalar loop, but all products
+ * of one sum run before its first addition, which can only change which
+ * operation a run reports first when several fail. Elements: term j of the
+ * sum for output i (i = r·C + c for a logit, d·C + c for dW, r·D + d for
+ * dX) is element i·n + j of its mul, to_accum and sum steps (n = D, R, C),
+ * so every term has its own stochastic rounding draw (keyed by seed, step
+ * and element) and a failing sum names output ⌊e/n⌋, term e mod n; every
+ * other operation is the element of what it computes (r·C + c in the
+ * softmax and dlogits, r for a row's scalars, d·C + c or r·D + d for a
+ * store, the index in `grad` for unscale_). emu_load numbers each tensor's
+ * elements from 0, so under round=sr X[i] and W's element i are stored
+ * with the same draw.
  *
  * Kernel `gradscaler`: emu/gradscaler.c's simulation of torch GradScaler.
  * The input, read row-major, is the largest |gradient| of each step (its
@@ -86,27 +105,28 @@ static double to_fp32(double x)
 	return emu_decode(f, emu_from_double(f, x, &rne).bits);
 }
 
-/* The fractions of g[0..n) (values of be) that are zero, subnormal, lost
- * and overflowed in the storage format S; with t (values of tbe, the truth)
- * lost and overflowed are judged against it, else lost is 0. */
-static void fractions(const emu_be *be, const emu_val *g, size_t n, const emu_format *S,
-                      const emu_be *tbe, const emu_val *t, double out[4])
+/* The fractions of g's elements (an output of be) that are zero, subnormal,
+ * lost and overflowed in its format; with t (the same output of tbe, the
+ * truth) lost and overflowed are judged against it, else lost is 0. */
+static void fractions(const emu_be *be, const emu_kout_item *g, const emu_be *tbe,
+                      const emu_kout_item *t, double out[4])
 {
+	const emu_format *S = g->fmt;
 	size_t k[4] = {0, 0, 0, 0};
-	for (size_t i = 0; i < n; i++) {
-		double v = emu_k_d(be, &g[i]), a = fabs(v);
+	for (size_t i = 0; i < g->n; i++) {
+		double v = emu_kout_d(be, g, i), a = fabs(v);
 		bool over = !isfinite(v) || a >= S->max;
 		k[0] += v == 0;
 		k[1] += v != 0 && a < S->min_normal;
 		if (t && tbe) {
-			double w = emu_k_d(tbe, &t[i]);
+			double w = emu_kout_d(tbe, t, i);
 			k[2] += v == 0 && w != 0 && isfinite(w);
 			over = isfinite(w) && (!isfinite(v) || (over && fabs(w) > S->max));
 		}
 		k[3] += over;
 	}
 	for (int j = 0; j < 4; j++)
-		out[j] = n ? (double)k[j] / (double)n : 0;
+		out[j] = g->n ? (double)k[j] / (double)g->n : 0;
 }
 
 /* The stored gradients of a backward run (its outputs, in order: loss, dW,
@@ -128,8 +148,54 @@ int emu_backward_fractions(const emu_run *r, const emu_run *truth, double out[4]
 	const emu_kout_item *t = truth ? grad_item(truth) : NULL;
 	if (!g || (truth && (!t || t->n != g->n)))
 		return -1;
-	fractions(&r->be, g->v, g->n, g->fmt, truth ? &truth->be : NULL, t ? t->v : NULL, out);
+	fractions(&r->be, g, truth ? &truth->be : NULL, t, out);
 	return 0;
+}
+
+/* The steps of `backward`, each one operation site, in kernel order; the
+ * names, line for line, are what reports print. */
+/* clang-format off */
+enum {
+	S_ROWS_C = EMU_STEP0, S_ROWS_A, S_SCALE_C, S_SR,
+	S_MUL, S_MUL_ACCUM, S_SUM, S_STORE_LOGIT, S_LOGIT_C,
+	S_MAX, S_SUB_MAX, S_EXP, S_E_ACCUM, S_SUM_EXP, S_S_COMPUTE,
+	S_LOG, S_LOSS_ZM, S_LOSS, S_LA_ACCUM, S_MEAN,
+	S_DIV, S_ONEHOT, S_SCALE, S_STORE_DLOGIT, S_DLOGIT_C, S_MEAN_DIV,
+	S_DW_MUL, S_DW_ACCUM, S_DW_SUM, S_STORE_DW,
+	S_DX_MUL, S_DX_ACCUM, S_DX_SUM, S_STORE_DX,
+	S_TO_FP32, S_UNSCALE,
+	S_END
+};
+static const char *const steps[S_END - EMU_STEP0] = {
+	"to_compute", "to_accum", "to_compute", "scale",
+	"mul", "to_accum", "sum", "store_logit", "to_compute",
+	"max", "sub_max", "exp", "to_accum", "sum_exp", "to_compute",
+	"log", "loss", "loss", "to_accum", "mean",
+	"div", "onehot", "scale", "store_dlogit", "to_compute", "mean",
+	"dW_mul", "to_accum", "dW_sum", "store_dW",
+	"dX_mul", "to_accum", "dX_sum", "store_dX",
+	"to_fp32", "unscale",
+};
+/* clang-format on */
+
+/* One sum of products, as the GEMM loops do it: p_j = a_j·b_j in compute
+ * (a map), each converted to accum (a map), then acc = ((0 + p_0) + p_1) +
+ * … in accum (a sequential fold), and the sum stored: dst = S(acc). Term j
+ * is element i·n + j of the product, conversion and sum steps (distinct SR
+ * draws for every term of every output); the store is element i. */
+typedef struct {
+	unsigned mul, accum, sum, store;
+} gemm_steps;
+
+static void dot_store(emu_be *be, const emu_policy *pol, gemm_steps s, emu_vec *p, emu_ref acc,
+                      emu_ref dst, emu_ref a, emu_ref b, size_t n, uint64_t i)
+{
+	emu_ref P = emu_row(p, 0);
+	emu_map(be, s.mul, EMU_OP_MUL, &pol->compute, P, a, b, EMU_NOREF, n, i * n, NULL);
+	emu_map(be, s.accum, EMU_OP_CVT, &pol->accum, P, P, EMU_NOREF, EMU_NOREF, n, i * n, NULL);
+	emu_fill(be, acc, 0, 1);
+	emu_fold(be, s.sum, EMU_OP_ADD, &pol->accum, EMU_ORDER_SEQ, acc, P, EMU_NOREF, n, i * n);
+	emu_op1(be, s.store, EMU_OP_CVT, &pol->storage, dst, acc, EMU_NOREF, i);
 }
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
@@ -160,137 +226,131 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	scale = to_fp32(scale); /* the loss scale is an fp32 tensor, as in PyTorch */
 	if (!isfinite(scale) || scale == 0) {
-		snprintf(err, errlen, "backward: scale=%g is %s in fp32", emu_kparam_get(in, "scale", 1),
-		         scale == 0 ? "0" : "infinite");
+		snprintf(err, errlen, "backward: scale=%g is %s in fp32",
+		         emu_kparam_get(in, "scale", 1), scale == 0 ? "0" : "infinite");
 		return -1;
 	}
-	emu_val *loss = emu_kout_add(be, out, "loss", 1, A);
-	emu_val *dW = emu_kout_add(be, out, "dW", D * K, F32);
-	emu_val *dX = emu_kout_add(be, out, "dX", R * D, F32);
-	emu_val *found = emu_kout_add(be, out, "found_inf", 1, F32);
-	emu_val *grad = emu_kout_add(be, out, "grad", D * K + R * D, S);
-	emu_val *x = emu_k_vec(be, R * D), *w = emu_k_vec(be, D * K);
-	emu_val *z = emu_k_vec(be, K), *e = emu_k_vec(be, K), *dl = emu_k_vec(be, R * K);
-	emu_val *t = emu_k_vec(be, 12);
-	if (!loss || !dW || !dX || !found || !grad || !x || !w || !z || !e || !dl || !t) {
+	emu_steps(be, steps, S_END - EMU_STEP0);
+	size_t np = D > R ? D : R; /* the longest sum: over d (logits) or r (dW) */
+	if (K > np)
+		np = K;
+	emu_vec *loss = emu_kout_vec(be, out, "loss", 1, A);
+	emu_vec *dW = emu_kout_vec(be, out, "dW", D * K, F32);
+	emu_vec *dX = emu_kout_vec(be, out, "dX", R * D, F32);
+	emu_vec *found = emu_kout_vec(be, out, "found_inf", 1, F32);
+	emu_vec *grad = emu_kout_vec(be, out, "grad", D * K + R * D, S);
+	emu_vec *X = emu_vec_new(be, R * D), *W = emu_vec_new(be, D * K);
+	emu_vec *z = emu_vec_new(be, K), *e = emu_vec_new(be, K), *ea = emu_vec_new(be, K);
+	emu_vec *dl = emu_vec_new(be, R * K), *p = emu_vec_new(be, np), *t = emu_vec_new(be, 12);
+	double *wd = malloc(D * K * sizeof *wd);
+	if (!loss || !dW || !dX || !found || !grad || !X || !W || !z || !e || !ea || !dl || !p ||
+	    !t || !wd) {
+		free(wd);
 		snprintf(err, errlen, "backward: out of memory");
 		return -1;
 	}
-	emu_val *m = &t[0], *s = &t[1], *ls = &t[2], *tmp = &t[3], *sumloss = &t[4], *Rc = &t[5],
-	        *one = &t[6], *la = &t[7], *Ra = &t[8], *Sc = &t[9], *SR = &t[10], *acc = &t[11];
-	emu_k_const(be, sumloss, 0);
-	emu_k_const(be, one, 1);
-	emu_k_const(be, tmp, (double)R);
-	emu_k_op(be, EMU_OP_CVT, Rc, tmp, NULL, NULL, C, "to_compute", 0);
-	emu_k_op(be, EMU_OP_CVT, Ra, tmp, NULL, NULL, A, "to_accum", 0);
-	emu_k_const(be, tmp, scale);
-	emu_k_op(be, EMU_OP_CVT, Sc, tmp, NULL, NULL, C, "to_compute", 1);
-	emu_k_op(be, EMU_OP_DIV, SR, Sc, Rc, NULL, C, "scale", 0);
+	enum { M, SUM, LS, TMP, SUMLOSS, RC, ONE, LA, RA, SC, SR, ACC };
+	emu_ref m = emu_at(t, M), s = emu_at(t, SUM), ls = emu_at(t, LS), tmp = emu_at(t, TMP),
+	        sumloss = emu_at(t, SUMLOSS), Rc = emu_at(t, RC), one = emu_at(t, ONE),
+	        la = emu_at(t, LA), Ra = emu_at(t, RA), Sc = emu_at(t, SC), SRc = emu_at(t, SR),
+	        acc = emu_at(t, ACC);
+	emu_fill(be, one, 1, 1);
+	emu_fill(be, tmp, (double)R, 1);
+	emu_op1(be, S_ROWS_C, EMU_OP_CVT, C, Rc, tmp, EMU_NOREF, 0);
+	emu_op1(be, S_ROWS_A, EMU_OP_CVT, A, Ra, tmp, EMU_NOREF, 0);
+	/* element 1, as when R and S shared one to_compute step: a run that
+	 * overflows converting S still reports "to_compute 1" */
+	emu_fill(be, tmp, scale, 1);
+	emu_op1(be, S_SCALE_C, EMU_OP_CVT, C, Sc, tmp, EMU_NOREF, 1);
+	emu_op1(be, S_SR, EMU_OP_DIV, C, SRc, Sc, Rc, 0);
 	/* X and W loaded as tensors: storage (through the scaling recipe), then
 	 * compute */
-	double *wd = malloc(D * K * sizeof *wd);
-	if (!wd) {
-		snprintf(err, errlen, "backward: out of memory");
-		return -1;
-	}
 	for (size_t i = 0; i < D * K; i++)
 		wd[i] = wscale * ((double)(mix(in->seed, i) >> 11) * 0x1p-52 - 1);
-	int lx = emu_k_load(be, pol, in->x, R, D, x), lw = emu_k_load(be, pol, wd, D, K, w);
+	int lx = emu_load(be, pol, in->x, R, D, X), lw = emu_load(be, pol, wd, D, K, W);
 	free(wd);
 	if (lx != 0 || lw != 0) {
 		snprintf(err, errlen, "backward: out of memory");
 		return -1;
 	}
+	const gemm_steps logit = {S_MUL, S_MUL_ACCUM, S_SUM, S_STORE_LOGIT},
+	                 wgrad = {S_DW_MUL, S_DW_ACCUM, S_DW_SUM, S_STORE_DW},
+	                 xgrad = {S_DX_MUL, S_DX_ACCUM, S_DX_SUM, S_STORE_DX};
 	for (size_t r = 0; r < R; r++) {
-		size_t y = r % K;
+		size_t o = r * K, y = r % K;
+		emu_ref Z = emu_row(z, 0), E = emu_row(e, 0), EA = emu_row(ea, 0),
+		        g = emu_row(dl, o);
 		/* logits z_c = Σ_d x_d·W[d][c], stored, then in compute */
 		for (size_t c = 0; c < K; c++) {
-			emu_k_const(be, acc, 0);
-			for (size_t d = 0; d < D; d++) {
-				emu_k_op(be, EMU_OP_MUL, tmp, &x[r * D + d], &w[d * K + c], NULL, C,
-				         "mul", r * K + c);
-				emu_k_op(be, EMU_OP_CVT, tmp, tmp, NULL, NULL, A, "to_accum",
-				         r * K + c);
-				emu_k_op(be, EMU_OP_ADD, acc, acc, tmp, NULL, A, "sum", r * K + c);
-			}
-			emu_k_op(be, EMU_OP_CVT, &z[c], acc, NULL, NULL, S, "store_logit",
-			         r * K + c);
-			emu_k_op(be, EMU_OP_CVT, &z[c], &z[c], NULL, NULL, C, "to_compute",
-			         r * K + c);
+			dot_store(be, pol, logit, p, acc, emu_at(z, c), emu_row(X, r * D),
+			          emu_strided(W, c, K), D, o + c);
+			emu_op1(be, S_LOGIT_C, EMU_OP_CVT, C, emu_at(z, c), emu_at(z, c), EMU_NOREF,
+			        o + c);
 		}
 		/* softmax and loss (maxsub) */
-		emu_k_copy(be, m, &z[0]);
-		for (size_t c = 1; c < K; c++)
-			emu_k_op(be, EMU_OP_MAX, m, m, &z[c], NULL, C, "max", r * K + c);
-		emu_k_const(be, s, 0);
-		for (size_t c = 0; c < K; c++) {
-			emu_k_op(be, EMU_OP_SUB, &e[c], &z[c], m, NULL, C, "sub_max", r * K + c);
-			emu_k_op(be, EMU_OP_EXP, &e[c], &e[c], NULL, NULL, C, "exp", r * K + c);
-			emu_k_op(be, EMU_OP_CVT, tmp, &e[c], NULL, NULL, A, "to_accum", r * K + c);
-			emu_k_op(be, EMU_OP_ADD, s, s, tmp, NULL, A, "sum_exp", r * K + c);
-		}
-		emu_k_op(be, EMU_OP_CVT, s, s, NULL, NULL, C, "to_compute", r);
-		emu_k_op(be, EMU_OP_LOG, ls, s, NULL, NULL, C, "log", r);
-		emu_k_op(be, EMU_OP_SUB, tmp, &z[y], m, NULL, C, "loss", r);
-		emu_k_op(be, EMU_OP_SUB, la, ls, tmp, NULL, C, "loss", r);
-		emu_k_op(be, EMU_OP_CVT, tmp, la, NULL, NULL, A, "to_accum", r);
-		emu_k_op(be, EMU_OP_ADD, sumloss, sumloss, tmp, NULL, A, "mean", r);
+		emu_copy(be, m, Z, 1);
+		emu_fold(be, S_MAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, m, emu_row(z, 1), EMU_NOREF,
+		         K - 1, o + 1);
+		emu_map(be, S_SUB_MAX, EMU_OP_SUB, C, E, Z, m, EMU_NOREF, K, o, NULL);
+		emu_map(be, S_EXP, EMU_OP_EXP, C, E, E, EMU_NOREF, EMU_NOREF, K, o, NULL);
+		emu_map(be, S_E_ACCUM, EMU_OP_CVT, A, EA, E, EMU_NOREF, EMU_NOREF, K, o, NULL);
+		emu_fill(be, s, 0, 1);
+		emu_fold(be, S_SUM_EXP, EMU_OP_ADD, A, EMU_ORDER_SEQ, s, EA, EMU_NOREF, K, o);
+		emu_op1(be, S_S_COMPUTE, EMU_OP_CVT, C, s, s, EMU_NOREF, r);
+		emu_op1(be, S_LOG, EMU_OP_LOG, C, ls, s, EMU_NOREF, r);
+		emu_op1(be, S_LOSS_ZM, EMU_OP_SUB, C, tmp, emu_at(z, y), m, r);
+		emu_op1(be, S_LOSS, EMU_OP_SUB, C, la, ls, tmp, r);
+		emu_op1(be, S_LA_ACCUM, EMU_OP_CVT, A, tmp, la, EMU_NOREF, r);
+		emu_op1(be, S_MEAN, EMU_OP_ADD, A, sumloss, sumloss, tmp, r);
 		/* dlogits = (p − onehot)·S/R, stored, then in compute */
-		for (size_t c = 0; c < K; c++) {
-			emu_val *g = &dl[r * K + c];
-			emu_k_op(be, EMU_OP_DIV, g, &e[c], s, NULL, C, "div", r * K + c);
-			if (c == y)
-				emu_k_op(be, EMU_OP_SUB, g, g, one, NULL, C, "onehot", r * K + c);
-			emu_k_op(be, EMU_OP_MUL, g, g, SR, NULL, C, "scale", r * K + c);
-			emu_k_op(be, EMU_OP_CVT, g, g, NULL, NULL, S, "store_dlogit", r * K + c);
-			emu_k_op(be, EMU_OP_CVT, g, g, NULL, NULL, C, "to_compute", r * K + c);
-		}
+		emu_map(be, S_DIV, EMU_OP_DIV, C, g, E, s, EMU_NOREF, K, o, NULL);
+		emu_op1(be, S_ONEHOT, EMU_OP_SUB, C, emu_at(dl, o + y), emu_at(dl, o + y), one,
+		        o + y);
+		emu_map(be, S_SCALE, EMU_OP_MUL, C, g, g, SRc, EMU_NOREF, K, o, NULL);
+		emu_map(be, S_STORE_DLOGIT, EMU_OP_CVT, S, g, g, EMU_NOREF, EMU_NOREF, K, o, NULL);
+		emu_map(be, S_DLOGIT_C, EMU_OP_CVT, C, g, g, EMU_NOREF, EMU_NOREF, K, o, NULL);
 	}
-	emu_k_op(be, EMU_OP_DIV, loss, sumloss, Ra, NULL, A, "mean", 0);
+	emu_op1(be, S_MEAN_DIV, EMU_OP_DIV, A, emu_at(loss, 0), sumloss, Ra, 0);
 	/* dW[d][c] = Σ_r x[r][d]·dl[r][c]; dX[r][d] = Σ_c dl[r][c]·W[d][c]; stored */
 	for (size_t d = 0; d < D; d++)
-		for (size_t c = 0; c < K; c++) {
-			size_t i = d * K + c;
-			emu_k_const(be, acc, 0);
-			for (size_t r = 0; r < R; r++) {
-				emu_k_op(be, EMU_OP_MUL, tmp, &x[r * D + d], &dl[r * K + c], NULL,
-				         C, "dW_mul", i);
-				emu_k_op(be, EMU_OP_CVT, tmp, tmp, NULL, NULL, A, "to_accum", i);
-				emu_k_op(be, EMU_OP_ADD, acc, acc, tmp, NULL, A, "dW_sum", i);
-			}
-			emu_k_op(be, EMU_OP_CVT, &grad[i], acc, NULL, NULL, S, "store_dW", i);
-		}
+		for (size_t c = 0; c < K; c++)
+			dot_store(be, pol, wgrad, p, acc, emu_at(grad, d * K + c),
+			          emu_strided(X, d, D), emu_strided(dl, c, K), R, d * K + c);
 	for (size_t r = 0; r < R; r++)
-		for (size_t d = 0; d < D; d++) {
-			size_t i = r * D + d;
-			emu_k_const(be, acc, 0);
-			for (size_t c = 0; c < K; c++) {
-				emu_k_op(be, EMU_OP_MUL, tmp, &dl[r * K + c], &w[d * K + c], NULL,
-				         C, "dX_mul", i);
-				emu_k_op(be, EMU_OP_CVT, tmp, tmp, NULL, NULL, A, "to_accum", i);
-				emu_k_op(be, EMU_OP_ADD, acc, acc, tmp, NULL, A, "dX_sum", i);
-			}
-			emu_k_op(be, EMU_OP_CVT, &grad[D * K + i], acc, NULL, NULL, S, "store_dX",
-			         i);
-		}
-	/* unscale_: inv = fp32(1/double(S)), the product in fp32; found_inf */
+		for (size_t d = 0; d < D; d++)
+			dot_store(be, pol, xgrad, p, acc, emu_at(grad, D * K + r * D + d),
+			          emu_row(dl, r * K), emu_row(W, d * K), K, r * D + d);
+	/* unscale_: inv = fp32(1/double(S)), the product in fp32 (none for
+	 * inv = 1); the stored dW and dX are elements 0.. and D·K.. of grad */
 	double inv = to_fp32(1 / scale);
-	emu_val *invv = tmp;
-	emu_k_const(be, invv, inv);
-	bool bad = false;
-	for (size_t i = 0; i < D * K + R * D; i++) {
-		emu_val *o = i < D * K ? &dW[i] : &dX[i - D * K];
-		emu_k_op(be, EMU_OP_CVT, o, &grad[i], NULL, NULL, F32, "to_fp32", i);
+	emu_ref invv = tmp;
+	emu_fill(be, invv, inv, 1);
+	struct {
+		emu_vec *v;
+		size_t off, n;
+	} part[2] = {{dW, 0, D * K}, {dX, D * K, R * D}};
+	for (int k = 0; k < 2; k++) {
+		emu_ref o = emu_row(part[k].v, 0);
+		emu_map(be, S_TO_FP32, EMU_OP_CVT, F32, o, emu_row(grad, part[k].off), EMU_NOREF,
+		        EMU_NOREF, part[k].n, part[k].off, NULL);
 		if (inv != 1)
-			emu_k_op(be, EMU_OP_MUL, o, o, invv, NULL, F32, "unscale", i);
-		bad = bad || !isfinite(emu_k_d(be, o));
+			emu_map(be, S_UNSCALE, EMU_OP_MUL, F32, o, o, invv, EMU_NOREF, part[k].n,
+			        part[k].off, NULL);
 	}
-	emu_k_const(be, found, bad ? 1 : 0);
+	bool bad = false;
+	for (size_t i = 0; i < D * K && !bad; i++)
+		bad = !isfinite(emu_vget(be, dW, i));
+	for (size_t i = 0; i < R * D && !bad; i++)
+		bad = !isfinite(emu_vget(be, dX, i));
+	emu_fill(be, emu_at(found, 0), bad ? 1 : 0, 1);
 	return 0;
 }
 
 const emu_kernel emu_kernel_backward = {
-	"backward", variants, "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)", run,
+    "backward",
+    variants,
+    "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)",
+    run,
 };
 
 /* ---- gradscaler ---- */
@@ -339,16 +399,16 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	c.grad_format = gf == 16   ? emu_format_by_name("fp16")
 	                : gf == 32 ? emu_format_by_name("fp32")
 	                           : &pol->storage;
-	c.master_format = mf == 16 ? emu_format_by_name("fp16")
+	c.master_format = mf == 16   ? emu_format_by_name("fp16")
 	                  : mf == 32 ? emu_format_by_name("fp32")
 	                             : NULL;
 	const emu_format *F32 = emu_format_by_name("fp32");
 	double *g = malloc(n * sizeof *g);
 	emu_gs_step *st = malloc(n * sizeof *st);
-	emu_val *sc = emu_kout_add(be, out, "scale", n, F32);
-	emu_val *sk = emu_kout_add(be, out, "skipped", n, F32);
-	emu_val *lost = emu_kout_add(be, out, "lost", n, F32);
-	emu_val *fin = emu_kout_add(be, out, "final", 1, F32);
+	emu_vec *sc = emu_kout_vec(be, out, "scale", n, F32);
+	emu_vec *sk = emu_kout_vec(be, out, "skipped", n, F32);
+	emu_vec *lost = emu_kout_vec(be, out, "lost", n, F32);
+	emu_vec *fin = emu_kout_vec(be, out, "final", 1, F32);
 	if (!g || !st || !sc || !sk || !lost || !fin || !F32 || !c.grad_format) {
 		free(g);
 		free(st);
@@ -370,21 +430,22 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	if (rc == 0)
 		rc = emu_gs_simulate(&c, g, n, st, err, errlen) == EMU_GS_OK ? 0 : -1;
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		emu_k_const(be, &sc[i], emu_gs_value(st[i].scale));
-		emu_k_const(be, &sk[i], st[i].skipped ? 1 : 0);
-		emu_k_const(be, &lost[i], to_fp32(st[i].frac_underflow));
+		emu_fill(be, emu_at(sc, i), emu_gs_value(st[i].scale), 1);
+		emu_fill(be, emu_at(sk, i), st[i].skipped ? 1 : 0, 1);
+		emu_fill(be, emu_at(lost, i), to_fp32(st[i].frac_underflow), 1);
 	}
 	if (rc == 0)
-		emu_k_const(be, fin, emu_gs_value(st[n - 1].scale_next));
+		emu_fill(be, emu_at(fin, 0), emu_gs_value(st[n - 1].scale_next), 1);
 	free(g);
 	free(st);
 	return rc;
 }
 
 const emu_kernel emu_kernel_gradscaler = {
-	"gradscaler", gs_variants,
-	"init=65536 growth=2 backoff=0.5 interval=2000 gfmt=0|16|32 (0: storage) "
-	"mfmt=0|16|32 (0: gfmt) elems=1 spread=6 drift=0 (log sd per step of a random walk "
-	"that multiplies the input)",
-	gs_run,
+    "gradscaler",
+    gs_variants,
+    "init=65536 growth=2 backoff=0.5 interval=2000 gfmt=0|16|32 (0: storage) "
+    "mfmt=0|16|32 (0: gfmt) elems=1 spread=6 drift=0 (log sd per step of a random walk "
+    "that multiplies the input)",
+    gs_run,
 };

@@ -10,6 +10,7 @@
  * drawn from the run's seed, so the numbers in docs/kernels-backward.md are
  * the numbers asserted here.
  */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -200,6 +201,46 @@ START_TEST(test_fractions_without_truth)
 }
 END_TEST
 
+/* A failing sum names its output and its term: the logits' products,
+ * conversions and additions are element i·D + j for term j of logit
+ * i = r·C + c. Row 1's class-0 products are all +20000 (x_d = 20000 / W[d][0],
+ * W drawn as the kernel draws it), so the fp16 running sum passes 60000 after
+ * three terms and overflows on the fourth: logit 2, term 3, element 15.
+ * Row 0 (x = 1) and everything before row 1's first logit stay finite. */
+START_TEST(test_first_sum_element)
+{
+	enum { R = 2, D = 6, C = 2 };
+	const double wscale = 8;
+	double x[R * D];
+	for (size_t d = 0; d < D; d++) {
+		uint64_t z = 1 ^ ((d * C) * 0x9e3779b97f4a7c15ull); /* seed 1, W[d][0] */
+		double w =
+		    wscale * ((double)(emu_mix64(z + 0x9e3779b97f4a7c15ull) >> 11) * 0x1p-52 - 1);
+		ck_assert_msg(fabs(w) > 0.5, "W[%zu][0] = %g: the fixture needs |W| > 0.5", d, w);
+		x[d] = 1;
+		x[D + d] = 20000 / w;
+	}
+	emu_policy pol;
+	char err[200];
+	ck_assert(emu_policy_parse("storage=fp16", &pol, err, sizeof err) == EMU_OK);
+	emu_kparam p[] = {{"wscale", wscale}, {"classes", C}};
+	emu_kin in = {x, R, D, p, ARRAY_SIZE(p), 1};
+	for (int kind = EMU_BE_FAST; kind <= EMU_BE_EXACT; kind++) {
+		emu_run a;
+		ck_assert(emu_run_kernel(&emu_kernel_backward, &pol, NULL, &in, (emu_be_kind)kind,
+		                         &a, err, sizeof err) == 0);
+		const emu_be_stats *st = &a.be.st;
+		ck_assert_msg(st->first_set && st->first_op == EMU_OP_ADD &&
+		                  strcmp(st->first_step, "sum") == 0 &&
+		                  st->first_index == 2 * D + 3 &&
+		                  st->first_flags == EMU_FLAG_OVERFLOW,
+		              "%s: first %s %" PRIu64, emu_be_name((emu_be_kind)kind),
+		              st->first_set ? st->first_step : "-", st->first_index);
+		emu_run_free(&a);
+	}
+}
+END_TEST
+
 /* ---- gradscaler ---- */
 
 /* Run the gradscaler kernel on n steps of gmax on backend kind. */
@@ -326,6 +367,7 @@ Suite *suite_backward(void)
 	tcase_add_test(tc, test_fp16_compute_scale);
 	tcase_add_test(tc, test_bf16_range);
 	tcase_add_test(tc, test_fractions_without_truth);
+	tcase_add_test(tc, test_first_sum_element);
 	tcase_add_test(tc, test_gradscaler_to_zero);
 	tcase_add_test(tc, test_gradscaler_settles);
 	tcase_add_test(tc, test_gradscaler_lost);

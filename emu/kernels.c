@@ -170,7 +170,8 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 		double K = in ? emu_kparam_get(in, "classes", 8) : 8;
 		if (!(K >= 1 && K <= 4096))
 			K = 8;
-		return 3 * R * N + 3 * N * K + R * K; /* x, dX, grad; w, dW; dl */
+		return 3 * R * N + 3 * N * K + R * K +
+		       fmax(R, fmax(N, K)); /* x, dX, grad; w, dW; dl; the product row */
 	}
 	if (k == &emu_kernel_gradscaler)
 		return 5 * R * N; /* scale, skipped, lost; the gradients and steps */

@@ -7,7 +7,7 @@
  * flags, to the scalar operations):
  *  - generic: element i goes through the proven scalar operation under
  *    env with index env->index + i (emu_v_* for add, sub, mul, div, fma,
- *    as emu_k_op's fast backend; encodings and emu_apply for the unary ops
+ *    as the kernel engine's fast backend; encodings and emu_apply for the unary ops
  *    and min/max; emu_v_from_double for cvt);
  *  - fast: round-to-nearest-even without sat, ftz or daz, formats with
  *    sign, zero and subnormals, p <= 25, for add, sub, mul, div and sqrt:

@@ -2,20 +2,22 @@
  * kern.h — the arithmetic the kernels are written in, one interface for the
  * three backends, and the precision policy.
  *
- * A kernel is written once against emu_k_* and runs on:
+ * A kernel is written once against the array-level interface below (maps
+ * and folds over vectors, docs/engine.md) and runs on:
  *   EMU_BE_FAST  the fast emulator: values are doubles holding exact format
- *                values; every operation is one emu_* call;
- *   EMU_BE_EXACT MPFR in the format (emu_mp_apply) on the same doubles; must
- *                agree with FAST bit for bit and flag for flag;
+ *                values; a map is one array operation (emu_a_op);
+ *   EMU_BE_EXACT MPFR in the format (emu_mp_apply) on the same doubles,
+ *                element by element; must agree with FAST bit for bit and
+ *                flag for flag;
  *   EMU_BE_TRUTH MPFR at EMU_TRUTH_PREC bits, formats ignored: the answer
  *                errors are judged by. Two kinds of truth run: from the
- *                inputs as stored (emu_k_input and emu_k_load give what the
+ *                inputs as stored (emu_input and emu_load give what the
  *                kernel's own load gives) and, with emu_be.exact_inputs,
  *                from the original inputs (nothing stored, no recipe).
  * Every operation names the kernel step and element index it belongs to, so
  * a run can say which operation raised overflow, invalid or divbyzero first.
- * Stochastic rounding draws are keyed by the run's seed and a counter of
- * operations in kernel order, so a run is reproducible.
+ * Stochastic rounding draws are keyed by the run's seed, the step and the
+ * element, so a run is reproducible and independent of operation order.
  */
 #ifndef NANMAP_KERN_H
 #define NANMAP_KERN_H
@@ -28,13 +30,6 @@
 #define EMU_TRUTH_PREC 256
 
 typedef enum { EMU_BE_FAST = 0, EMU_BE_EXACT, EMU_BE_TRUTH, EMU_NBE } emu_be_kind;
-
-/* A value: d for FAST and EXACT (an exact value of its format, or ±inf/NaN);
- * m for TRUTH (points into storage the backend owns). */
-typedef struct {
-	double d;
-	mpfr_ptr m;
-} emu_val;
 
 /* A vector of values (the array-level interface below). */
 typedef struct emu_vec {
@@ -54,7 +49,7 @@ typedef struct {
 	unsigned first_flags;
 	const char *first_step;
 	uint64_t first_index;
-	/* input elements as stored (emu_k_input, emu_k_load): how many were
+	/* input elements as stored (emu_input, emu_load): how many were
 	 * stored, changed by storing (value differs, or NaN for a number),
 	 * raised overflow (saturated, or inf/NaN from a finite value), and
 	 * became zero from a nonzero finite value (flushed). TRUTH with
@@ -72,7 +67,7 @@ typedef struct emu_be {
 	emu_env env; /* mode, sat, ftz, daz, seed; env.index counts operations */
 	emu_be_stats st;
 	/* TRUTH only, set after emu_be_init: values stay exact (inputs too, not
-	 * stored first), and every emu_k_input / emu_k_op also raises the
+	 * stored first), and every emu_input / emu_map also raises the
 	 * overflow and underflow its format would (emu_k_range), so a run finds
 	 * where the exact computation leaves the formats' ranges */
 	bool range;
@@ -80,8 +75,8 @@ typedef struct emu_be {
 	 * not stored and not passed through the scaling recipe (the truth of
 	 * the original inputs, for end-to-end errors) */
 	bool exact_inputs;
-	/* set by emu_k_load while it loads: it counts the elements it stores
-	 * itself (emu_k_note_input), so emu_k_input does not */
+	/* set by emu_load while it loads: it counts the elements it stores
+	 * itself (emu_k_note_input), so emu_input does not */
 	bool loading;
 	/* with range: the largest log2(|v| / (max + ulp(max)/2)) over the
 	 * values checked, a continuous measure of how far the run is from (or
@@ -99,9 +94,6 @@ typedef struct emu_be {
 	/* the kernel's step names (emu_steps): id EMU_STEP0 + k is names[k] */
 	const char *const *step_names;
 	unsigned nstep_names;
-	/* everything emu_k_vec allocated, freed by emu_be_free */
-	void **allocs;
-	size_t nallocs, capallocs;
 	/* every emu_vec_new, freed by emu_be_free */
 	emu_vec **vecs;
 	size_t nvecs, capvecs;
@@ -113,38 +105,16 @@ void emu_be_init(emu_be *be, emu_be_kind kind, const emu_env *env);
 void emu_be_free(emu_be *be);
 const char *emu_be_name(emu_be_kind k);
 emu_be_kind emu_be_by_name(const char *name); /* EMU_NBE if unknown */
-/* n values, all +0. Freed with the backend. NULL on allocation failure. */
-emu_val *emu_k_vec(emu_be *be, size_t n);
-/* x stored in f: rounded by the policy's mode in every backend (an input
- * tensor is what it is in storage), except TRUTH with range or exact_inputs,
- * which keeps x. Counted in emu_be_stats.in_*. */
-void emu_k_input(emu_be *be, emu_val *dst, double x, const emu_format *f, const char *step,
-                 uint64_t i);
-/* A constant exactly representable in the formats it meets (0, 1, 0.5, N). */
-void emu_k_const(emu_be *be, emu_val *dst, double x);
-/* dst = op(a, b, c) rounded to f (TRUTH: not rounded). EMU_OP_CVT rounds a
- * into f. Operands must be values of f (convert first). */
-void emu_k_op(emu_be *be, emu_op op, emu_val *dst, const emu_val *a, const emu_val *b,
-              const emu_val *c, const emu_format *f, const char *step, uint64_t i);
-void emu_k_copy(emu_be *be, emu_val *dst, const emu_val *a);
 /* Count one input element stored: x the original, v its stored value,
  * fl the flags storing raised (emu_be_stats.in_*). */
 void emu_k_note_input(emu_be *be, double x, double v, unsigned fl);
-/* Record an operation a kernel computed outside emu_k_op (a Tensor Core
- * block): its flags, and the first overflow/invalid/divbyzero site. */
-void emu_k_note(emu_be *be, emu_op op, unsigned fl, const char *step, uint64_t i);
 /* What rounding the exact value v to f under be's environment would raise:
  * EMU_FLAG_OVERFLOW as the format's rounding decides it (RNE: |v| at or
  * above max + ulp(max)/2), EMU_FLAG_UNDERFLOW when v is nonzero and rounds
  * to zero. 0 for zero, infinities and NaN. TRUTH values only. */
 unsigned emu_k_range(const emu_be *be, mpfr_srcptr v, const emu_format *f);
-/* Nearest double (TRUTH rounds to nearest). */
-double emu_k_d(const emu_be *be, const emu_val *v);
-/* -1, 0, 1, or 2 when unordered. */
-int emu_k_cmp(const emu_be *be, const emu_val *a, const emu_val *b);
 
-
-/* ---- the array-level kernel interface (emu/engine.c) ----
+/* ---- the array-level kernel interface (emu/backend.c) ----
  *
  * A kernel is written once, in its exact order of operations, as maps
  * (elementwise, with broadcast) and folds (reductions in a named order)
@@ -217,7 +187,7 @@ double emu_vget(const emu_be *be, const emu_vec *v, size_t i);
 void emu_fill(emu_be *be, emu_ref dst, double x, size_t n);
 void emu_copy(emu_be *be, emu_ref dst, emu_ref src, size_t n);
 /* n input doubles x[j·sx] stored in f (rounded by the policy's mode, as
- * emu_k_input; TRUTH with range or exact_inputs keeps them), counted in
+ * emu_load; TRUTH with range or exact_inputs keeps them), counted in
  * emu_be_stats.in_* unless be->loading. fl, if not NULL, ORs each
  * element's flags into fl[j]. */
 void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, const double *x,

@@ -117,18 +117,6 @@ bool emu_kparam_real(const emu_kin *in, const char *kernel, const char *name, do
 	return false;
 }
 
-emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
-                      const emu_format *fmt)
-{
-	if (out->n >= EMU_KOUT_MAX)
-		return NULL;
-	emu_val *v = emu_k_vec(be, n);
-	if (!v)
-		return NULL;
-	out->item[out->n++] = (emu_kout_item){name, v, NULL, n, fmt};
-	return v;
-}
-
 emu_vec *emu_kout_vec(emu_be *be, emu_kout *out, const char *name, size_t n,
                       const emu_format *fmt)
 {
@@ -137,22 +125,23 @@ emu_vec *emu_kout_vec(emu_be *be, emu_kout *out, const char *name, size_t n,
 	emu_vec *v = emu_vec_new(be, n);
 	if (!v)
 		return NULL;
-	out->item[out->n++] = (emu_kout_item){name, NULL, v, n, fmt};
+	out->item[out->n++] = (emu_kout_item){name, v, n, fmt};
 	return v;
 }
 
 double emu_kout_d(const emu_be *be, const emu_kout_item *it, size_t j)
 {
-	return it->vec ? emu_vget(be, it->vec, j) : be ? emu_k_d(be, &it->v[j]) : it->v[j].d;
+	(void)be;
+	return it->vec->m ? mpfr_get_d(&it->vec->m[j], MPFR_RNDN) : it->vec->d[j];
 }
 
 mpfr_srcptr emu_kout_mp(const emu_kout_item *it, size_t j)
 {
-	return it->vec ? &it->vec->m[j] : it->v[j].m;
+	return &it->vec->m[j];
 }
 
 /*
- * The values each kernel allocates (emu_k_vec and emu_kout_add, read off
+ * The values each kernel allocates (emu_vec_new and emu_kout_vec, read off
  * their run functions): the stored input, the outputs and the temporaries
  * that grow with the input; fixed scratch of a few values is left out.
  */

@@ -1,7 +1,7 @@
 /*
  * kernels.h — the training kernels, each written once against kern.h and
  * run on every backend. A kernel reads a row-major input tensor (doubles;
- * stored into the policy's storage format by emu_k_input), named numeric
+ * stored into the policy's storage format by emu_load), named numeric
  * parameters, and a seed for anything it generates (labels, weights); it
  * returns named output arrays with the format each is held in.
  */
@@ -26,8 +26,7 @@ typedef struct {
 #define EMU_KOUT_MAX 6
 typedef struct {
 	const char *name;      /* "loss", "grad", "y", ... */
-	emu_val *v;            /* owned by the backend (kernels on emu_k_op) */
-	emu_vec *vec;          /* or this (kernels on the array interface) */
+	emu_vec *vec;          /* owned by the backend */
 	size_t n;
 	const emu_format *fmt; /* what the values are held in (ulp errors use it) */
 } emu_kout_item;
@@ -68,7 +67,7 @@ bool emu_kparam_int(const emu_kin *in, const char *kernel, const char *name, dou
 bool emu_kparam_real(const emu_kin *in, const char *kernel, const char *name, double lo,
                      double hi, unsigned open, double dflt, double *out, char *err,
                      size_t errlen);
-/* About how many values (emu_val, and the truth backend's MPFR numbers) k
+/* About how many values (doubles, and the truth backend's MPFR numbers) k
  * allocates on one backend for a rows x cols input with in's parameters
  * (in may be NULL): what the command line checks memory with. */
 double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const emu_kin *in);
@@ -78,19 +77,13 @@ mpfr_srcptr emu_kout_mp(const emu_kout_item *it, size_t j);
 /* Add an output vector (n values of fmt) to out; NULL when full or out of memory. */
 emu_vec *emu_kout_vec(emu_be *be, emu_kout *out, const char *name, size_t n,
                       const emu_format *fmt);
-/* Add an output array (n values of fmt) to out; NULL when full or out of memory. */
-emu_val *emu_kout_add(emu_be *be, emu_kout *out, const char *name, size_t n,
-                      const emu_format *fmt);
 
 /* Load the input tensor x (rows × cols) the way a framework does: stored in
  * the storage format through the policy's scaling recipe, returned in out
- * dequantised in the compute format (emu/scale.c). 0, or -1 out of memory. */
-int emu_k_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
-               emu_val *out);
-
-/* The same over vectors: out holds rows × cols values, element i of the
- * tensor is element e0 + i of the load's steps (SR draws, failure sites):
- * a second tensor loaded in one run takes e0 past the first. emu_load: e0 = 0. */
+ * (rows × cols values) dequantised in the compute format (emu/scale.c). 0,
+ * or -1 out of memory. Element i of the tensor is element e0 + i of the
+ * load's steps (SR draws, failure sites): a second tensor loaded in one run
+ * takes e0 past the first. emu_load: e0 = 0. */
 int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
              emu_vec *out);
 int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,

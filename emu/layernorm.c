@@ -24,7 +24,7 @@
  * variance that underflowed to 0 gives rsqrt(0) = inf (divbyzero) and the
  * outputs turn inf/NaN.
  *
- * Precision policy: x is loaded by emu_k_load (storage format, the policy's
+ * Precision policy: x is loaded by emu_load (storage format, the policy's
  * scaling recipe, then the compute format); elementwise work (x − mean,
  * squares, products, rsqrt)
  * is in the compute format; sums and their division by N are in the

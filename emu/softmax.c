@@ -8,7 +8,7 @@
  *          loss = log(s) − (x_y − m)
  *   lse    m = max x, lse = m + log Σ exp(x_j − m), loss = lse − x_y,
  *          p_j = exp(x_j − lse)
- * Inputs are loaded by emu_k_load (storage format, scaling recipe, then the
+ * Inputs are loaded by emu_load (storage format, scaling recipe, then the
  * compute format); sums run in the accumulator format, sequentially; the gradient
  * (p − onehot(y)) / rows is stored back in the storage format; the mean loss
  * is held in the accumulator format. Labels: parameter `label` for every row,

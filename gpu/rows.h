@@ -39,7 +39,7 @@ K_FN void k_softmax_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, size_t
 	const float *x = X + r * N;
 	size_t y = r % N;
 	float Rc = K_RND(C, (float)R), m = 0.0f, s = 0.0f, ls, la;
-	/* the input in the compute format (emu_k_load: storage, then compute) */
+	/* the input in the compute format (emu_load: storage, then compute) */
 #define XC(j) K_RND(C, x[j])
 	if (v >= 1) {
 		m = XC(0);

@@ -727,12 +727,11 @@ static int nr_plan(const struct nr_opts *o, bool *shown, bool *run)
 /*
  * Memory, checked before anything is allocated: the input's doubles, and
  * per backend the kernel's values (emu_kernel_values), which every backend
- * keeps until the report is written (truth twice: its two runs). A fast or exact value is an emu_val
- * (16 bytes); a truth value adds an mpfr_t and its limbs, a malloc block
- * each (docs/run.md: about 230 bytes per input element for softmax_ce).
+ * keeps until the report is written (truth twice: its two runs). A fast or exact value is a
+ * double; a truth value an mpfr_t and its limbs, side by side in the vector's one block
+ * (docs/engine.md).
  */
-#define NR_TRUTH_VALUE_BYTES \
-	(sizeof(emu_val) + sizeof(mpfr_t) + EMU_TRUTH_PREC / 8 + 16)
+#define NR_TRUTH_VALUE_BYTES (sizeof(mpfr_t) + EMU_TRUTH_PREC / 8)
 
 /* MemAvailable, else the physical memory; NANMAP_MEMORY (bytes) overrides
  * both, so that the check can be tested the same on every machine. */
@@ -790,7 +789,7 @@ static int nr_check_memory(const struct nr_opts *o, const struct nr_run_setup *s
 			continue;
 		/* truth: two runs when storing changes the inputs (end to end and
 		 * stored), both kept for the report */
-		per[k] = vals * (double)(k == EMU_BE_TRUTH ? 2 * NR_TRUTH_VALUE_BYTES : sizeof(emu_val));
+		per[k] = vals * (double)(k == EMU_BE_TRUTH ? 2 * NR_TRUTH_VALUE_BYTES : sizeof(double));
 		total += per[k];
 	}
 	avail = nr_memory_available();

@@ -2,7 +2,7 @@
  * check_gputab.c — the GPU's transcendental tables in the library
  * (emu/gputab.c) and their replay by the fast backend (emu_be.tables):
  *  - a synthetic fp16 hexp table equal to the correctly rounded exp except
- *    one ulp up at chosen inputs: a single emu_k_op and softmax_ce give the
+ *    one ulp up at chosen inputs: a single emu_op1 and softmax_ce give the
  *    table's bits with the table and the correct bits without; other ops,
  *    formats and backends are untouched;
  *  - malformed files are refused with one line naming file and line.
@@ -84,11 +84,14 @@ static emu_bits one_op(const emu_gpu_tables *ts, emu_be_kind k, emu_op op, const
 	emu_be be;
 	emu_be_init(&be, k, &env);
 	be.tables = ts;
-	emu_val x = {emu_decode(f, a), NULL}, r = {0, NULL};
-	emu_k_op(&be, op, &r, &x, NULL, NULL, f, "op", 0);
+	emu_vec *v = emu_vec_new(&be, 2);
+	ck_assert_ptr_nonnull(v);
+	emu_fill(&be, emu_at(v, 0), emu_decode(f, a), 1);
+	emu_op1(&be, EMU_STEP0, op, f, emu_at(v, 1), emu_at(v, 0), EMU_NOREF, 0);
 	*flags = be.st.all_flags;
+	emu_bits r = emu_encode(f, v->d[1]);
 	emu_be_free(&be);
-	return emu_encode(f, r.d);
+	return r;
 }
 
 START_TEST(test_op_replay)

@@ -288,7 +288,7 @@ START_TEST(test_custom_cvt_in)
 END_TEST
 
 /* ---- the kernel backends on a format without zero ---- */
-/* The fast and exact kernel backends (emu_k_op), which a kernel feeds
+/* The fast and exact kernel backends (emu_map), which a kernel feeds
  * values, not encodings: every pair of e8m0 values and the kernel constant
  * 0 (an accumulator's start, not a value of e8m0), each operation with
  * rounding, every mode and overflow rule. Results and flag counts must
@@ -309,19 +309,22 @@ START_TEST(test_kernel_no_zero)
 		emu_be be[2];
 		emu_be_init(&be[0], EMU_BE_FAST, &env);
 		emu_be_init(&be[1], EMU_BE_EXACT, &env);
-		emu_val *x[2] = {emu_k_vec(&be[0], 3), emu_k_vec(&be[1], 3)};
+		emu_vec *x[2] = {emu_vec_new(&be[0], 3), emu_vec_new(&be[1], 3)};
 		ck_assert(x[0] && x[1]);
 		for (size_t o = 0; o < ARRAY_SIZE(ops); o++)
 			for (unsigned a = 0; a < nv; a++)
 				for (unsigned b = a % step; b < nv; b += step) {
 					for (int k = 0; k < 2; k++) {
-						emu_k_const(&be[k], &x[k][0], a + 1 < nv ? emu_decode(f, a) : 0.0);
-						emu_k_const(&be[k], &x[k][1], b + 1 < nv ? emu_decode(f, b) : 0.0);
-						emu_k_op(&be[k], ops[o], &x[k][2], &x[k][0], &x[k][1], &x[k][0], f,
-						         "t", 0);
+						emu_fill(&be[k], emu_at(x[k], 0),
+						         a + 1 < nv ? emu_decode(f, a) : 0.0, 1);
+						emu_fill(&be[k], emu_at(x[k], 1),
+						         b + 1 < nv ? emu_decode(f, b) : 0.0, 1);
+						emu_map(&be[k], EMU_STEP0, ops[o], f, emu_at(x[k], 2),
+						        emu_at(x[k], 0), emu_at(x[k], 1), emu_at(x[k], 0), 1,
+						        0, NULL);
 					}
 					n++;
-					bool same = emu_encode(f, x[0][2].d) == emu_encode(f, x[1][2].d) &&
+					bool same = emu_encode(f, x[0]->d[2]) == emu_encode(f, x[1]->d[2]) &&
 					            memcmp(be[0].st.flags[ops[o]], be[1].st.flags[ops[o]],
 					                   sizeof be[0].st.flags[0]) == 0;
 					if (!same && !bad++)
@@ -329,8 +332,8 @@ START_TEST(test_kernel_no_zero)
 						         "%s %s(%s, %s) %s%s: fast %a, exact %a (flag counts differ: %d)",
 						         f->name, emu_op_name(ops[o]),
 						         a + 1 < nv ? "code" : "const 0", b + 1 < nv ? "code" : "const 0",
-						         emu_mode_name(env.mode), env.sat ? " sat" : "", x[0][2].d,
-						         x[1][2].d,
+						         emu_mode_name(env.mode), env.sat ? " sat" : "", x[0]->d[2],
+						         x[1]->d[2],
 						         memcmp(be[0].st.flags[ops[o]], be[1].st.flags[ops[o]],
 						                sizeof be[0].st.flags[0]) != 0);
 					if (!same) /* realign the counts so later cases are judged alone */

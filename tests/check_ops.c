@@ -292,11 +292,11 @@ START_TEST(test_snan_double)
 			emu_be be[2];
 			for (int k = 0; k < 2; k++) {
 				emu_be_init(&be[k], k ? EMU_BE_EXACT : EMU_BE_FAST, &env);
-				emu_val *x = emu_k_vec(&be[k], 1);
+				emu_vec *x = emu_vec_new(&be[k], 1);
 				ck_assert(x != NULL);
-				emu_k_input(&be[k], x, snan, f, "input", 0);
+				emu_input(&be[k], EMU_STEP_INPUT, f, emu_row(x, 0), &snan, 1, 1, 0, NULL);
 				ck_assert_msg(be[k].st.flags[EMU_OP_CVT][0] == 1 &&
-				                  emu_encode(f, x->d) == f->nan_bits,
+				                  emu_encode(f, x->d[0]) == f->nan_bits,
 				              "%s kernel input, %s backend: invalid counted %d times", f->name,
 				              k ? "exact" : "fast", (int)be[k].st.flags[EMU_OP_CVT][0]);
 				emu_be_free(&be[k]);

@@ -113,10 +113,10 @@ START_TEST(test_range_flags)
 	emu_be be;
 	emu_be_init(&be, EMU_BE_TRUTH, &env);
 	be.range = true;
-	emu_val *v = emu_k_vec(&be, 1);
+	emu_vec *v = emu_vec_new(&be, 1);
 	ck_assert_ptr_nonnull(v);
-	ck_assert_int_eq(mpfr_set_str(v->m, row->value, 0, MPFR_RNDN), 0);
-	unsigned got = emu_k_range(&be, v->m, t_fmt(row->fmt));
+	ck_assert_int_eq(mpfr_set_str(&v->m[0], row->value, 0, MPFR_RNDN), 0);
+	unsigned got = emu_k_range(&be, &v->m[0], t_fmt(row->fmt));
 	char a[48], b[48];
 	ck_assert_msg(got == row->want, "%s %s %s: flags %s, want %s", row->fmt,
 	              emu_mode_name(row->mode), row->value, emu_flags_str(got, a, sizeof a),
@@ -131,19 +131,19 @@ START_TEST(test_range_off)
 	emu_env env = EMU_ENV_DEFAULT;
 	emu_be be;
 	emu_be_init(&be, EMU_BE_TRUTH, &env);
-	emu_val *v = emu_k_vec(&be, 2);
+	emu_vec *v = emu_vec_new(&be, 2);
 	ck_assert_ptr_nonnull(v);
-	emu_k_const(&be, &v[0], 12);
-	emu_k_op(&be, EMU_OP_EXP, &v[1], &v[0], NULL, NULL, t_fmt("fp16"), "exp", 0);
+	emu_fill(&be, emu_at(v, 0), 12, 1);
+	emu_op1(&be, EMU_STEP0, EMU_OP_EXP, t_fmt("fp16"), emu_at(v, 1), emu_at(v, 0), EMU_NOREF, 0);
 	ck_assert_uint_eq(be.st.all_flags, 0);
 	be.range = true;
-	emu_k_op(&be, EMU_OP_EXP, &v[1], &v[0], NULL, NULL, t_fmt("fp16"), "exp", 1);
+	emu_op1(&be, EMU_STEP0, EMU_OP_EXP, t_fmt("fp16"), emu_at(v, 1), emu_at(v, 0), EMU_NOREF, 1);
 	ck_assert_uint_eq(be.st.all_flags, EMU_FLAG_OVERFLOW);
 	ck_assert(be.st.first_set);
 	ck_assert_int_eq(be.st.first_op, EMU_OP_EXP);
 	ck_assert_uint_eq(be.st.first_index, 1);
 	/* the value stays exact: e^12 = 162754.79... */
-	ck_assert_uint_eq(bits(emu_k_d(&be, &v[1])), bits(exp(12.0)));
+	ck_assert_uint_eq(bits(emu_vget(&be, v, 1)), bits(exp(12.0)));
 	emu_be_free(&be);
 }
 END_TEST

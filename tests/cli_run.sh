@@ -399,19 +399,19 @@ bad "accum gradacc scale=0" "nanmap: accum: scale=0 must be finite and > 0" \
 # (NANMAP_MEMORY stands for the machine's available memory, in bytes)
 export NANMAP_MEMORY=24000000000
 bad "--n 2^31 with truth" \
-	"nanmap: --n 2147483648: the run needs about 1357 GB (input 17 GB, fast 103 GB, truth 1237 GB), more than the 24 GB of memory available (--no-truth skips truth)" \
+	"nanmap: --n 2147483648: the run needs about 1185 GB (input 17 GB, fast 69 GB, truth 1100 GB), more than the 24 GB of memory available (--no-truth skips truth)" \
 	run softmax_ce --policy "$P16" --gen ones --n 2147483648
 export NANMAP_MEMORY=24000000000
 bad "--n 2^31 --no-truth" \
-	"nanmap: --n 2147483648: the run needs about 120 GB (input 17 GB, fast 103 GB), more than the 24 GB of memory available" \
+	"nanmap: --n 2147483648: the run needs about 86 GB (input 17 GB, fast 69 GB), more than the 24 GB of memory available" \
 	run softmax_ce --policy "$P16" --gen ones --n 2147483648 --no-truth
 export NANMAP_MEMORY=24000000000
 bad "--n x --rows, fast and exact" \
-	"nanmap: --n 65536 x --rows 32768: the run needs about 223 GB (input 17 GB, fast 103 GB, exact 103 GB), more than the 24 GB of memory available" \
+	"nanmap: --n 65536 x --rows 32768: the run needs about 120 GB (input 17 GB, fast 52 GB, exact 52 GB), more than the 24 GB of memory available" \
 	run layernorm --policy "$P16" --gen ones --n 65536 --rows 32768 --no-truth --backend all
 export NANMAP_MEMORY=100
 bad "--values checked too" \
-	"nanmap: --values: the run needs about 2528 bytes (input 32 bytes, fast 192 bytes, truth 2304 bytes), more than the 100 bytes of memory available (--no-truth skips truth)" \
+	"nanmap: --values: the run needs about 2208 bytes (input 32 bytes, fast 128 bytes, truth 2048 bytes), more than the 100 bytes of memory available (--no-truth skips truth)" \
 	run softmax_ce --policy "$P16" --values 1,2,3,4
 export NANMAP_MEMORY=1000000
 ok_has "a small run fits" "$SM --values 1,2" 'fast: ok'

@@ -276,17 +276,56 @@ fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, doubl
 #define A_CLONES
 #endif
 
-/* One instance per op; strides 1 and per-element flags or none get their
- * own loops (a byte store per element would set the vector width). */
+/* The stride patterns with loops of their own (FAST_LOOPS); an operand the
+ * op does not read counts as unit stride. */
+enum stride_pat { PAT_UNIT, PAT_B0, PAT_A0, PAT_C0, PAT_BC0, PAT_OTHER };
+
+static inline __attribute__((always_inline)) enum stride_pat stride_pat(emu_op op, size_t sa,
+                                                                        size_t sb, size_t sc)
+{
+	/* the fast ops' arities, known at compile time (emu_op_arity is a call) */
+	int ar = op == EMU_OP_FMA ? 3 : op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_MUL ||
+	                                        op == EMU_OP_DIV
+	                                    ? 2
+	                                    : 1;
+	sb = ar > 1 ? sb : 1;
+	sc = ar > 2 ? sc : 1;
+	if (sa == 1 && sb == 1 && sc == 1)
+		return PAT_UNIT;
+	if (ar > 1 && sa == 1 && sb == 0 && sc == 1)
+		return PAT_B0;
+	if (ar > 1 && sa == 0 && sb == 1 && sc == 1)
+		return PAT_A0;
+	if (ar > 2 && sa == 1 && sb == 1 && sc == 0)
+		return PAT_C0;
+	if (ar > 2 && sa == 1 && sb == 0 && sc == 0)
+		return PAT_BC0;
+	return PAT_OTHER;
+}
+
+/* One instance per op. Without per-element flags, unit strides and the
+ * broadcasts the kernels' maps use (a[i] op s, s op b[i]; fma with c, b or
+ * both broadcast) get loops with constant strides, so a broadcast operand is
+ * one register and the loop vectorises as the unit one; with flags, unit
+ * strides get their own loop (a byte store per element would otherwise set
+ * the vector width). Anything else takes the loop with strides as given. */
+#define FAST_CALL(OP, SR, SA, SB, SC, FL)                                                          \
+	fast_chunk(c->S, OP, SR, c, dst, a, SA, b, SB, cc, SC, n, idx0, FL, cnt)
 #define FAST_LOOPS(OP, SR)                                                                         \
 	do {                                                                                       \
-		if (unit && !fl)                                                                   \
-			return fast_chunk(c->S, OP, SR, c, dst, a, 1, b, 1, cc, 1, n, idx0, NULL,  \
-			                  cnt);                                                    \
-		if (unit)                                                                          \
-			return fast_chunk(c->S, OP, SR, c, dst, a, 1, b, 1, cc, 1, n, idx0, fl,    \
-			                  cnt);                                                    \
-		return fast_chunk(c->S, OP, SR, c, dst, a, sa, b, sb, cc, sc, n, idx0, fl, cnt);   \
+		if (!fl && pat == PAT_UNIT)                                                        \
+			return FAST_CALL(OP, SR, 1, 1, 1, NULL);                                   \
+		if (!fl && pat == PAT_B0)                                                          \
+			return FAST_CALL(OP, SR, 1, 0, 1, NULL);                                   \
+		if (!fl && pat == PAT_A0)                                                          \
+			return FAST_CALL(OP, SR, 0, 1, 1, NULL);                                   \
+		if (!fl && pat == PAT_C0)                                                          \
+			return FAST_CALL(OP, SR, 1, 1, 0, NULL);                                   \
+		if (!fl && pat == PAT_BC0)                                                         \
+			return FAST_CALL(OP, SR, 1, 0, 0, NULL);                                   \
+		if (pat == PAT_UNIT)                                                               \
+			return FAST_CALL(OP, SR, 1, 1, 1, fl);                                     \
+		return FAST_CALL(OP, SR, sa, sb, sc, fl);                                          \
 	} while (0)
 #define FAST_OP(OP, NAME)                                                                          \
 	A_CLONES static unsigned NAME(const struct fconsts *c, bool sr, double *dst,               \
@@ -294,8 +333,7 @@ fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, doubl
 	                              const double *cc, size_t sc, size_t n, uint64_t idx0,        \
 	                              uint8_t *fl, uint64_t *cnt)                                  \
 	{                                                                                          \
-		bool unit = sa == 1 && ((OP) == EMU_OP_SQRT || sb == 1) &&                         \
-		            ((OP) != EMU_OP_FMA || sc == 1);                                       \
+		enum stride_pat pat = stride_pat(OP, sa, sb, sc);                                  \
 		if (sr)                                                                            \
 			FAST_LOOPS(OP, true);                                                      \
 		FAST_LOOPS(OP, false);                                                             \
@@ -366,7 +404,7 @@ static bool bad_flags(unsigned v)
 emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *const *args,
                      const size_t *strides, size_t n, const emu_env *env, uint8_t *flags)
 {
-	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0, UINT64_MAX};
+	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 	int ar = emu_op_arity(op);
 	const double *a = args[0], *b = ar > 1 ? args[1] : a, *c = ar > 2 ? args[2] : a;
 	size_t sa = strides[0], sb = ar > 1 ? strides[1] : 0, sc = ar > 2 ? strides[2] : 0;
@@ -447,8 +485,10 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 				e.index = env->index + i0 + j;
 				(void)emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e, &v);
 			}
-			if (bad_flags(v))
+			if (bad_flags(v)) {
 				acc.first_bad = i0 + j;
+				acc.first_flags = v;
+			}
 		}
 		if (alias)
 			memcpy(dst + i0, buf, m * sizeof *buf);
@@ -502,28 +542,94 @@ emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t 
 	return emu_a_op(EMU_OP_FMA, f, dst, args, st, n, env, flags);
 }
 
-emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
-                       const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
+/* One step of a fold on the fast path: min and max of two finite values
+ * that differ and are not zeros (no flags; a NaN, an infinity or a zero
+ * result, whose sign rules and format encodings the scalar op knows, are
+ * left to it), the others as emu_a_op's elements. Returns 1 when the
+ * generic path must take the step. */
+static inline __attribute__((always_inline)) uint64_t
+fold_step(const emu_op op, const bool sr, const struct fconsts *c, double s, double x, double y,
+          uint64_t index, double *v, unsigned *fl)
 {
-	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX};
+	uint64_t ix = 0, uf = 0, ov = 0, bad;
+	if (op == EMU_OP_MIN || op == EMU_OP_MAX) {
+		double r = (op == EMU_OP_MIN) == (x < s) ? x : s;
+		bad = !FIN(s) | !FIN(x) | (s == x) | (r == 0);
+		*v = r;
+	} else {
+		uint32_t u = sr ? a_sr_bits(c->seed, index) : 0;
+		bad = op == EMU_OP_FMA ? fast_elem(c->S, op, sr, c, x, y, s, u, v, &ix, &uf, &ov)
+		                       : fast_elem(c->S, op, sr, c, s, x, 0.0, u, v, &ix, &uf, &ov);
+	}
+	*fl = (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
+	return bad;
+}
+
+/* The fold's loop for one op and mode (constant after inlining): a chain of
+ * scalar steps, each the fast path's element or, where that cannot decide,
+ * emu_a_element; fast says whether the fast path applies at all. */
+static inline __attribute__((always_inline)) emu_a_flags
+fold_loop(const emu_op op, const bool sr, const bool fast, const struct fconsts *c,
+          const emu_format *f, double *acc, const double *a, size_t sa, const double *b, size_t sb,
+          size_t n, const emu_env *env, uint8_t *flags)
+{
+	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 	emu_env e = *env;
 	double s = *acc;
 	for (size_t j = 0; j < n; j++) {
 		unsigned v = 0;
-		e.index = env->index + j;
-		if (op == EMU_OP_FMA)
-			s = emu_a_element(op, f, a[j * sa], b[j * sb], s, &e, &v);
-		else
-			s = emu_a_element(op, f, s, a[j * sa], 0, &e, &v);
+		double x = a[j * sa], y = op == EMU_OP_FMA ? b[j * sb] : 0.0, t;
+		if (!fast || fold_step(op, sr, c, s, x, y, env->index + j, &t, &v)) {
+			v = 0;
+			e.index = env->index + j;
+			t = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s, &e, &v)
+			                     : emu_a_element(op, f, s, x, 0, &e, &v);
+		}
+		s = t;
 		if (flags)
 			flags[j] = (uint8_t)v;
-		tally(r.count, v);
-		if (bad_flags(v) && r.first_bad == UINT64_MAX)
-			r.first_bad = j;
+		if (v) {
+			tally(r.count, v);
+			if (bad_flags(v) && r.first_bad == UINT64_MAX) {
+				r.first_bad = j;
+				r.first_flags = v;
+			}
+		}
 	}
 	*acc = s;
 	for (int j = 0; j < 5; j++)
 		if (r.count[j])
 			r.any |= 1u << j;
 	return r;
+}
+
+#define FOLD_CASE(OP)                                                                              \
+	case OP:                                                                                   \
+		return sr ? fold_loop(OP, true, true, &k, f, acc, a, sa, b, sb, n, env, flags)     \
+		          : fold_loop(OP, false, true, &k, f, acc, a, sa, b, sb, n, env, flags)
+
+emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
+                       const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
+{
+	struct fconsts k;
+	/* min and max never round: the fast path's conditions hold for them in
+	 * every mode (sr needs no p limit) */
+	emu_env rne = *env;
+	bool minmax = op == EMU_OP_MIN || op == EMU_OP_MAX;
+	if (minmax)
+		rne.mode = EMU_RNE;
+	bool sr = !minmax && env->mode == EMU_SR;
+	if (fast_ok(minmax ? EMU_OP_ADD : op, f, &rne, &k)) {
+		switch (op) {
+			FOLD_CASE(EMU_OP_ADD);
+			FOLD_CASE(EMU_OP_SUB);
+			FOLD_CASE(EMU_OP_MUL);
+			FOLD_CASE(EMU_OP_FMA);
+			FOLD_CASE(EMU_OP_MIN);
+			FOLD_CASE(EMU_OP_MAX);
+		default:
+			break;
+		}
+	}
+	return fold_loop(op, false, false, &k, f, acc, a, sa, b, sb, n, env, flags);
 }

@@ -247,6 +247,7 @@ typedef struct {
 	unsigned any;      /* the OR of every element's flags */
 	uint64_t first_bad; /* the first element that raised overflow, invalid or
 	                       divbyzero; UINT64_MAX when none did */
+	unsigned first_flags; /* that element's flags */
 } emu_a_flags;
 
 /* One element, the scalar reference of the array ops: add..fma through

@@ -7,6 +7,7 @@
  * in RNE, the generic one elsewhere); strides 0 and 2, n = 0 and 1, SR
  * keyed by env->index + i; and random elements against MPFR directly.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -430,6 +431,218 @@ START_TEST(test_sr_equal_draw)
 }
 END_TEST
 
+/* ---- emu_a_fold ---- */
+
+static const emu_op foldops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,
+                                 EMU_OP_MIN, EMU_OP_MAX, EMU_OP_FMA};
+
+static uint64_t dbits(double x)
+{
+	uint64_t u;
+	memcpy(&u, &x, sizeof u);
+	return u;
+}
+
+/* Fold n steps and prove them against two references: the scalar loop of
+ * emu_a_element (the accumulator's double bits after the last step, each
+ * step's flags) and the encoding API step by step (encodings); counts,
+ * any, first_bad and first_flags from the per-step flags, and the counts
+ * again without per-step flags. Returns n. */
+static uint64_t prove_fold(emu_op op, const emu_format *f, const emu_env *env, double acc0,
+                           const double *a, size_t sa, const double *b, size_t sb, size_t n)
+{
+	uint8_t fl1[1], *fl = n > 1 ? xcalloc(n, 1) : fl1;
+	double s = acc0, s2 = acc0;
+	emu_a_flags c = emu_a_fold(op, f, &s, a, sa, b, sb, n, env, fl);
+	emu_a_flags c2 = emu_a_fold(op, f, &s2, a, sa, b, sb, n, env, NULL);
+	double r = acc0;
+	emu_bits rb = emu_encode(f, acc0);
+	emu_env e = *env;
+	uint64_t sum[5] = {0, 0, 0, 0, 0}, first = UINT64_MAX;
+	unsigned any = 0, first_fl = 0;
+	for (size_t j = 0; j < n; j++) {
+		unsigned v = 0;
+		double x = a[j * sa], y = op == EMU_OP_FMA ? b[j * sb] : 0.0;
+		e.index = env->index + j;
+		r = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, r, &e, &v)
+		                     : emu_a_element(op, f, r, x, 0, &e, &v);
+		emu_bits args[3] = {rb, emu_encode(f, x), 0};
+		if (op == EMU_OP_FMA) {
+			args[0] = emu_encode(f, x);
+			args[1] = emu_encode(f, y);
+			args[2] = rb;
+		}
+		emu_result er = emu_apply(op, f, NULL, args, &e);
+		if (fl[j] != v || er.flags != v || er.bits != emu_encode(f, r)) {
+			char b1[48], b2[48];
+			ck_abort_msg("fold %s %s mode %s sat %d ftz %d daz %d step %zu of %zu: acc 0x%x "
+			             "x %a y %a: flags %s, element %s (0x%x), encodings 0x%x",
+			             f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat,
+			             env->ftz, env->daz, j, n, rb, x, y, emu_flags_str(fl[j], b1, sizeof b1),
+			             emu_flags_str(v, b2, sizeof b2), emu_encode(f, r), er.bits);
+		}
+		rb = er.bits;
+		for (int k = 0; k < 5; k++)
+			sum[k] += (v >> k) & 1;
+		any |= v;
+		if (first == UINT64_MAX &&
+		    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+			first = j;
+			first_fl = v;
+		}
+	}
+	/* one test per call: each ck_assert records its place (a write) */
+	bool same = c.any == any && c2.any == any && c.first_bad == first &&
+	            c2.first_bad == first && c.first_flags == first_fl && c2.first_flags == first_fl;
+	for (int k = 0; k < 5; k++)
+		same &= c.count[k] == sum[k] && c2.count[k] == sum[k];
+	if (dbits(s) != dbits(r) || dbits(s2) != dbits(r) || !same)
+		ck_abort_msg("fold %s %s mode %s sat %d ftz %d daz %d n %zu: acc %a (no flags: %a), "
+		             "element loop %a; first_bad %llu/%llu (0x%x), expected %llu (0x%x); "
+		             "inexact count %llu, expected %llu",
+		             f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat, env->ftz,
+		             env->daz, n, s, s2, r, (unsigned long long)c.first_bad,
+		             (unsigned long long)c2.first_bad, c.first_flags, (unsigned long long)first,
+		             first_fl, (unsigned long long)c.count[4], (unsigned long long)sum[4]);
+	if (fl != fl1)
+		free(fl);
+	return n;
+}
+
+/* Every (accumulator, operand) pair of every <= 8-bit format as a fold of
+ * one step, in rne and sr (the fast path) and rtz (the generic one); fma
+ * with b = 1 and b a random operand (every accumulator, every a). */
+START_TEST(test_fold_small_pairs)
+{
+	const emu_format *f = t_fmt(small[_i]);
+	emu_bits *ops = xcalloc(256, sizeof *ops);
+	size_t m = operands(f, ops);
+	size_t step = t_quick() ? 7 : 1;
+	double *x = xcalloc(m, sizeof(double));
+	for (size_t j = 0; j < m; j++)
+		x[j] = val(f, ops[j]);
+	double bs[2] = {1.0, x[t_rand(31, _i) % m]};
+	if (!f->has_zero || bs[0] > f->max)
+		bs[0] = x[m / 3];
+	uint64_t cases = 0;
+	static const emu_mode modes[] = {EMU_RNE, EMU_SR, EMU_RTZ};
+	for (size_t md = 0; md < ARRAY_SIZE(modes); md++) {
+		emu_env env = env_of(modes[md], 0, 0);
+		for (size_t o = 0; o < ARRAY_SIZE(foldops); o++)
+			for (size_t i = 0; i < m; i += step)
+				for (size_t j = 0; j < m; j++)
+					for (size_t k = 0; k < (foldops[o] == EMU_OP_FMA ? 2u : 1u); k++) {
+						env.index = 12345 + i * m + j;
+						cases += prove_fold(foldops[o], f, &env, x[i], &x[j], 1,
+						                    &bs[k], 1, 1);
+					}
+	}
+	t_count("aops: fold steps, <=8-bit (acc, operand) pairs in rne, sr, rtz", cases);
+	free(ops), free(x);
+}
+END_TEST
+
+/* Sequences: random encodings (NaN, infinities, overflow and cancellation
+ * mid-fold), small values of random sign (long runs on the fast path),
+ * subnormals and large values of one sign (overflow mid-fold, then the
+ * non-finite accumulator); every mode x {ieee, sat} x {keep, ftz, daz} for
+ * every <= 8-bit format and fp16, bf16, tf32; strides 1, 2 and 0, n = 0 and 1. */
+static const char *const foldfmts[] = {"e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2", "e2m3",
+                                       "e2m1", "e8m0", "fp16",     "bf16",     "tf32"};
+
+static void fill_fold(const emu_format *f, uint64_t stream, int kind, size_t n, double *x)
+{
+	emu_env rne = EMU_ENV_DEFAULT;
+	emu_bits mask = (1u << f->bits) - 1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = t_rand(stream, i);
+		double m = 1.0 + (double)(r >> 12) * 0x1p-52;
+		double sg = (r >> 7) & 1 ? -1.0 : 1.0;
+		switch (kind) {
+		case 0: /* any encoding */
+			x[i] = val(f, emu_encode(f, val(f, (emu_bits)r & mask)));
+			continue;
+		case 1: /* |x| in [2^-3, 2^2), random sign */
+			x[i] = sg * ldexp(m, (int)(r % 5) - 3);
+			break;
+		case 2: /* around and below 2^emin, random sign */
+			x[i] = sg * ldexp(m, f->emin - (int)(r % (unsigned)f->p) + 1);
+			break;
+		default: /* large, positive: overflows */
+			x[i] = ldexp(m, f->emax - 2 - (int)(r % 3));
+			break;
+		}
+		x[i] = emu_decode(f, emu_from_double(f, x[i], &rne).bits);
+		if (isnan(x[i]) || (!f->has_sign && x[i] < 0))
+			x[i] = fabs(val(f, f->max_bits));
+	}
+}
+
+START_TEST(test_fold_sequences)
+{
+	const emu_format *f = t_fmt(foldfmts[_i]);
+	const size_t n = t_quick() ? 120 : 600;
+	double *xa = xcalloc(2 * n, sizeof(double)), *xb = xcalloc(2 * n, sizeof(double));
+	uint64_t cases = 0;
+	for (int md = 0; md < EMU_NMODES; md++)
+		for (int sat = 0; sat < 2; sat++)
+			for (int sub = 0; sub < 3; sub++) {
+				emu_env env = env_of(md, sat, sub);
+				/* the rne fast path (and sr's) gets every data kind; the
+				 * other envs, the generic path, two */
+				bool fast_env = (md == EMU_RNE || md == EMU_SR) && !sat && !sub;
+				for (int kind = 0; kind < 4; kind++) {
+					if (!fast_env && (kind == 1 || kind == 2))
+						continue;
+					uint64_t st = 7000 + (uint64_t)(_i * 64 + md * 8 + sat * 4 + sub) * 8 +
+					              (uint64_t)kind;
+					fill_fold(f, st, kind, 2 * n, xa);
+					fill_fold(f, st + 4000, kind == 3 ? 1 : kind, 2 * n, xb);
+					for (size_t o = 0; o < ARRAY_SIZE(foldops); o++) {
+						double acc0 = kind == 3 ? 0.0 : xa[2 * n - 1];
+						cases += prove_fold(foldops[o], f, &env, acc0, xa, 1, xb, 1, n);
+						if (fast_env && kind == 1) {
+							cases += prove_fold(foldops[o], f, &env, acc0, xa, 2, xb,
+							                    2, n);
+							cases += prove_fold(foldops[o], f, &env, acc0, xa, 0, xb,
+							                    1, n);
+							cases += prove_fold(foldops[o], f, &env, acc0, xa, 1, xb,
+							                    0, 1);
+							cases += prove_fold(foldops[o], f, &env, acc0, xa, 1, xb,
+							                    1, 0);
+						}
+					}
+				}
+			}
+	char what[96];
+	snprintf(what, sizeof what, "aops: fold steps, %s sequences x envs", f->name);
+	t_count(what, cases);
+	free(xa), free(xb);
+}
+END_TEST
+
+/* Known answers: a sum of ones stalls at 2^p (FACTS.md §7: 2048 in fp16,
+ * 256 in bf16, 16 in e4m3, 8 in e5m2), the fold of a broadcast 1.0. */
+START_TEST(test_fold_ones)
+{
+	static const struct {
+		const char *name;
+		double stall;
+	} rows[] = {{"fp16", 2048}, {"bf16", 256}, {"e4m3", 16}, {"e5m2", 8}};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		const emu_format *f = t_fmt(rows[i].name);
+		emu_env env = EMU_ENV_DEFAULT;
+		double one = 1.0, s = 0.0;
+		emu_a_flags c = emu_a_fold(EMU_OP_ADD, f, &s, &one, 0, NULL, 0, 5000, &env, NULL);
+		ck_assert_msg(s == rows[i].stall, "%s: sum of ones %g, expected %g", rows[i].name, s,
+		              rows[i].stall);
+		ck_assert_uint_eq(c.count[4], 5000 - (uint64_t)rows[i].stall);
+		ck_assert_uint_eq(c.first_bad, UINT64_MAX);
+	}
+	t_count("aops: fold known answers (sums of ones)", ARRAY_SIZE(rows));
+}
+END_TEST
+
 Suite *suite_aops(void)
 {
 	Suite *s = suite_create("aops");
@@ -442,6 +655,9 @@ Suite *suite_aops(void)
 	tcase_add_test(tc, test_sr_reproducible);
 	tcase_add_test(tc, test_sr_equal_draw);
 	tcase_add_loop_test(tc, test_against_mpfr, 0, 8);
+	tcase_add_loop_test(tc, test_fold_small_pairs, 0, (int)ARRAY_SIZE(small));
+	tcase_add_loop_test(tc, test_fold_sequences, 0, (int)ARRAY_SIZE(foldfmts));
+	tcase_add_test(tc, test_fold_ones);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -116,6 +116,27 @@ round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint6
 	return emu_bitsd(res);
 }
 
+/* round_rne for a chain of dependent steps (a fold): the common case (r
+ * normal in f, no overflow) by its few integer operations alone, the rest
+ * by round_rne, so that only the taken path is on the chain's latency;
+ * the same results and outputs as round_rne. */
+static inline __attribute__((always_inline)) double
+round_rne_chain(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint64_t *big)
+{
+	/* on the sign-magnitude bits as they are: the carry of a normal r's
+	 * rounding stays below the sign bit (rn <= max_d is checked) */
+	uint64_t b = emu_dbits(r);
+	uint64_t rn = (b + c->half_m1 + ((b >> c->S) & 1)) & ~c->low;
+	uint64_t a = b & 0x7fffffffffffffffull;
+	if (__builtin_expect(a >= c->minnorm_d && (rn & 0x7fffffffffffffffull) <= c->max_d, 1)) {
+		*ix = rn != b;
+		*tiny = 0;
+		*big = 0;
+		return emu_bitsd(rn);
+	}
+	return round_rne(c, r, ix, tiny, big);
+}
+
 /* r (binary64, finite, rounded to odd at 53 bits) rounded to f in SR with
  * the draw u, as the core does: away from zero iff the top 32 discarded
  * bits exceed u (or equal it with anything below). S >= 33 (p <= 20), so
@@ -168,8 +189,9 @@ static inline __attribute__((always_inline)) double to_odd(double r, uint64_t nz
 /* One element of the fast path: the value into *v, its inexact, underflow
  * and overflow bits; returns 1 when the generic path must decide it. */
 static inline __attribute__((always_inline)) uint64_t
-fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c0, double x, double y,
-          double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
+fast_elem_x(const int S, emu_op op, const bool sr, const bool chain, const struct fconsts *c0,
+            double x, double y, double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo,
+            uint64_t *ovo)
 {
 	struct fconsts c = *c0;
 	c.S = S;
@@ -229,6 +251,8 @@ fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c0, doubl
 	}
 	if (sr)
 		*v = round_sr(&c, r, u, &ix, &tiny, &big);
+	else if (chain)
+		*v = round_rne_chain(&c, r, &ix, &tiny, &big);
 	else
 		*v = round_rne(&c, r, &ix, &tiny, &big);
 	ix |= (err != 0) | big;
@@ -236,6 +260,14 @@ fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c0, doubl
 	*ufo = tiny & ix;
 	*ovo = big;
 	return !FIN(x) | !FIN(y) | rbad | sqrt_low | zbad;
+}
+
+/* The vector loops' element (branch free). */
+static inline __attribute__((always_inline)) uint64_t
+fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c, double x, double y,
+          double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
+{
+	return fast_elem_x(S, op, sr, false, c, x, y, z, u, v, ixo, ufo, ovo);
 }
 
 /* One chunk of the fast path: values into dst, per-element flags into fl
@@ -545,29 +577,28 @@ emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t 
 /* One step of a fold on the fast path: min and max of two finite values
  * that differ and are not zeros (no flags; a NaN, an infinity or a zero
  * result, whose sign rules and format encodings the scalar op knows, are
- * left to it), the others as emu_a_op's elements. Returns 1 when the
- * generic path must take the step. */
+ * left to it), the others as emu_a_op's elements with the rounding of a
+ * chain. Returns 1 when the generic path must take the step. */
 static inline __attribute__((always_inline)) uint64_t
 fold_step(const emu_op op, const bool sr, const struct fconsts *c, double s, double x, double y,
-          uint64_t index, double *v, unsigned *fl)
+          uint64_t index, double *v, uint64_t *ix, uint64_t *uf, uint64_t *ov)
 {
-	uint64_t ix = 0, uf = 0, ov = 0, bad;
 	if (op == EMU_OP_MIN || op == EMU_OP_MAX) {
 		double r = (op == EMU_OP_MIN) == (x < s) ? x : s;
-		bad = !FIN(s) | !FIN(x) | (s == x) | (r == 0);
 		*v = r;
-	} else {
-		uint32_t u = sr ? a_sr_bits(c->seed, index) : 0;
-		bad = op == EMU_OP_FMA ? fast_elem(c->S, op, sr, c, x, y, s, u, v, &ix, &uf, &ov)
-		                       : fast_elem(c->S, op, sr, c, s, x, 0.0, u, v, &ix, &uf, &ov);
+		*ix = *uf = *ov = 0;
+		return !FIN(s) | !FIN(x) | (s == x) | (r == 0);
 	}
-	*fl = (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
-	return bad;
+	uint32_t u = sr ? a_sr_bits(c->seed, index) : 0;
+	return op == EMU_OP_FMA ? fast_elem_x(c->S, op, sr, true, c, x, y, s, u, v, ix, uf, ov)
+	                        : fast_elem_x(c->S, op, sr, true, c, s, x, 0.0, u, v, ix, uf, ov);
 }
 
 /* The fold's loop for one op and mode (constant after inlining): a chain of
  * scalar steps, each the fast path's element or, where that cannot decide,
- * emu_a_element; fast says whether the fast path applies at all. */
+ * emu_a_element; fast says whether the fast path applies at all. The fast
+ * steps' counts stay in registers (a tally in memory would be a second
+ * chain). */
 static inline __attribute__((always_inline)) emu_a_flags
 fold_loop(const emu_op op, const bool sr, const bool fast, const struct fconsts *c,
           const emu_format *f, double *acc, const double *a, size_t sa, const double *b, size_t sb,
@@ -576,27 +607,39 @@ fold_loop(const emu_op op, const bool sr, const bool fast, const struct fconsts 
 	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 	emu_env e = *env;
 	double s = *acc;
+	uint64_t nix = 0, nuf = 0, nov = 0;
 	for (size_t j = 0; j < n; j++) {
 		unsigned v = 0;
 		double x = a[j * sa], y = op == EMU_OP_FMA ? b[j * sb] : 0.0, t;
-		if (!fast || fold_step(op, sr, c, s, x, y, env->index + j, &t, &v)) {
-			v = 0;
-			e.index = env->index + j;
-			t = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s, &e, &v)
-			                     : emu_a_element(op, f, s, x, 0, &e, &v);
+		uint64_t ix, uf, ov;
+		if (fast && !fold_step(op, sr, c, s, x, y, env->index + j, &t, &ix, &uf, &ov)) {
+			s = t;
+			nix += ix;
+			nuf += uf;
+			nov += ov;
+			if (flags)
+				flags[j] = (uint8_t)((ix << 4) | (uf << 3) | (ov << 2));
+			if (__builtin_expect(ov && r.first_bad == UINT64_MAX, 0)) {
+				r.first_bad = j;
+				r.first_flags = (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
+			}
+			continue;
 		}
-		s = t;
+		e.index = env->index + j;
+		s = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s, &e, &v)
+		                     : emu_a_element(op, f, s, x, 0, &e, &v);
 		if (flags)
 			flags[j] = (uint8_t)v;
-		if (v) {
-			tally(r.count, v);
-			if (bad_flags(v) && r.first_bad == UINT64_MAX) {
-				r.first_bad = j;
-				r.first_flags = v;
-			}
+		tally(r.count, v);
+		if (bad_flags(v) && r.first_bad == UINT64_MAX) {
+			r.first_bad = j;
+			r.first_flags = v;
 		}
 	}
 	*acc = s;
+	r.count[4] += nix;
+	r.count[3] += nuf;
+	r.count[2] += nov;
 	for (int j = 0; j < 5; j++)
 		if (r.count[j])
 			r.any |= 1u << j;

@@ -186,6 +186,160 @@ static inline __attribute__((always_inline)) double to_odd(double r, uint64_t nz
 
 #define FIN(x) ((emu_dbits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull)
 
+/* ---- exp, log, exp2, rsqrt: a Ziv check in binary64 (docs/numerics.md) ----
+ * y = f(x) is computed in binary64 with a relative error below 2^-46 (the
+ * bounds are derived below each function); the exact value then lies
+ * strictly between lo and hi, y's magnitude TR_K units of the last place
+ * down and up (at least 2^8 · 2^-53 · |lo| = 2^-45 |lo| away from y). Rounding
+ * is monotone, so when lo and hi round to the same value with the same
+ * tininess and overflow, so does the exact value, which is irrational
+ * (exp, exp2 of a non-integer, log of x != 1; rsqrt of x != 4^k is either
+ * irrational or a non-dyadic rational, never a midpoint): inexact, with
+ * underflow when tiny. The exact cases (exp(±0), exp2(n), log(1),
+ * rsqrt(4^k)) are computed exactly and rounded once. Anything else (NaN,
+ * infinities, zeros and negatives where the function is special, huge
+ * arguments, and the about 2^(10-p) ... 2^-20 of inputs whose interval
+ * straddles a rounding boundary) is left to the scalar op. */
+#define TR_K 256
+#define IS_TR(op)                                                                                  \
+	((op) == EMU_OP_EXP || (op) == EMU_OP_LOG || (op) == EMU_OP_EXP2 || (op) == EMU_OP_RSQRT)
+
+/* 2^k's binade offset: round-to-nearest integer of t by adding 1.5·2^52 */
+#define TR_SHIFT 0x1.8p52
+/* fdlibm's ln2_hi (its low 21 bits are zero: k·LN2_HI is exact for
+ * |k| < 2^21) and ln2_lo, |ln2 - LN2_HI - LN2_LO| < 2^-84 */
+#define TR_LN2_HI 0x1.62e42feep-1
+#define TR_LN2_LO 0x1.a39ef35793c76p-33
+#define TR_INV_LN2 0x1.71547652b82fep0
+#define TR_LN2 0x1.62e42fefa39efp-1
+
+/* e^r for |r| <= 0.3466: Taylor to degree 13 (coefficients 1/k! rounded to
+ * double; 13! < 2^53, so each quotient is one correct rounding). Error:
+ * remainder |r|^14/14!·e^|r| < 2^-56.7 relative; coefficients 2^-53·e^|r|
+ * absolute; Horner's rounding (Higham, ASNA §5.1) gamma_26·Σ|c_k||r|^k
+ * <= 26·2^-53·e^0.3466 absolute; over e^r >= e^-0.3466 that totals < 2^-47.1
+ * relative. */
+static inline __attribute__((always_inline)) double tr_exp_poly(double r)
+{
+	double p = 1.0 / 6227020800.0;
+	p = p * r + 1.0 / 479001600.0;
+	p = p * r + 1.0 / 39916800.0;
+	p = p * r + 1.0 / 3628800.0;
+	p = p * r + 1.0 / 362880.0;
+	p = p * r + 1.0 / 40320.0;
+	p = p * r + 1.0 / 5040.0;
+	p = p * r + 1.0 / 720.0;
+	p = p * r + 1.0 / 120.0;
+	p = p * r + 1.0 / 24.0;
+	p = p * r + 1.0 / 6.0;
+	p = p * r + 0.5;
+	p = p * r + 1.0;
+	return p * r + 1.0;
+}
+
+/* One element of exp, log, exp2, rsqrt in rne (outputs as fast_elem). */
+static inline __attribute__((always_inline)) uint64_t
+tr_elem(emu_op op, const struct fconsts *c, double x, double *v, uint64_t *ixo, uint64_t *ufo,
+        uint64_t *ovo)
+{
+	uint64_t xb = emu_dbits(x), exm, bad; /* exm: all ones for an exact case */
+	double y;
+	switch (op) {
+	case EMU_OP_EXP: {
+		/* x = k·ln2 + r: t's low bits hold k (k·LN2_HI exact, x - k·LN2_HI
+		 * exact by Sterbenz), |r| <= ln2/2 + 2^-40; r's error (ln2's
+		 * approximation times |k| <= 1010, two roundings) < 2^-54.4 absolute,
+		 * so e^r's relative error from it < 2^-54.3; p·2^k is exact (an
+		 * exponent field add: |x| <= 700 keeps it normal). Total < 2^-47. */
+		double t = x * TR_INV_LN2 + TR_SHIFT;
+		double kd = t - TR_SHIFT;
+		uint64_t kb = emu_dbits(t) - emu_dbits(TR_SHIFT);
+		double r = (x - kd * TR_LN2_HI) - kd * TR_LN2_LO;
+		y = emu_bitsd(emu_dbits(tr_exp_poly(r)) + (kb << 52));
+		exm = MASK(x == 0);
+		bad = !(fabs(x) <= 700);
+		break;
+	}
+	case EMU_OP_EXP2: {
+		/* x = k + r exactly (x has <= 25 bits), |r| <= 1/2; r·ln2 has a
+		 * relative error below 2^-52, e^(r·ln2) then as exp. An integer x
+		 * gives r = 0 and 2^k exactly. */
+		double t = x + TR_SHIFT;
+		double kd = t - TR_SHIFT;
+		uint64_t kb = emu_dbits(t) - emu_dbits(TR_SHIFT);
+		double r = x - kd;
+		y = emu_bitsd(emu_dbits(tr_exp_poly(r * TR_LN2)) + (kb << 52));
+		exm = MASK(r == 0);
+		bad = !(fabs(x) <= 1000);
+		break;
+	}
+	case EMU_OP_LOG: {
+		/* x = 2^k·m, m in [√2/2, √2); f = m - 1 exact (Sterbenz);
+		 * log m = 2 atanh(s), s = f/(2 + f), |s| <= 0.1716: the series to
+		 * s^19 (remainder < 2^-55 relative), s with two roundings (2^-52),
+		 * the sum's own roundings: log m within 2^-49.5 relative; then
+		 * k·LN2_HI (exact) + (k·LN2_LO + log m): for k != 0, |log x| >=
+		 * ln2 - 0.3466 >= |log m|, so the sum's error stays below 2^-48
+		 * relative; k = 0 gives log m itself. */
+		uint64_t mant = xb & 0x000fffffffffffffull;
+		uint64_t up = mant >= 0x6a09e667f3bcdull; /* m >= √2: halve it */
+		uint64_t kb = (xb >> 52) - 1023 + up;
+		double m = emu_bitsd(mant | ((1023 - up) << 52));
+		double kd = emu_bitsd(emu_dbits(TR_SHIFT) + kb) - TR_SHIFT;
+		double f = m - 1.0;
+		double sv = f / (2.0 + f), s2 = sv * sv;
+		double q = 1.0 / 19;
+		q = q * s2 + 1.0 / 17;
+		q = q * s2 + 1.0 / 15;
+		q = q * s2 + 1.0 / 13;
+		q = q * s2 + 1.0 / 11;
+		q = q * s2 + 1.0 / 9;
+		q = q * s2 + 1.0 / 7;
+		q = q * s2 + 1.0 / 5;
+		q = q * s2 + 1.0 / 3;
+		double ts = sv + sv;
+		double lm = ts + ts * (s2 * q);
+		y = kd * TR_LN2_HI + (kd * TR_LN2_LO + lm);
+		exm = MASK(x == 1);
+		bad = !(x >= 0x1p-1022) | !FIN(x);
+		break;
+	}
+	default: {
+		/* rsqrt without sqrt (GCC keeps libm's errno call, and a scalar loop,
+		 * around sqrt): the bit guess 0x5fe6eb50c7b537a9 - x/2 (relative error
+		 * e0 < 0.035, Lomont 2003; < 0.2 is all this needs), then five Newton
+		 * steps y(3/2 - x·y²/2): |e'| <= 1.5e² + 0.5|e|³ takes 0.2 below 2^-54,
+		 * and each step's own roundings (about 4·2^-53) are squared away by the
+		 * next but the last's: < 2^-50.5. x = 4^k: 2^-k from the exponent. */
+		double h = 0.5 * x;
+		y = emu_bitsd(0x5fe6eb50c7b537a9ull - (xb >> 1));
+		y = y * (1.5 - h * y * y); /* unrolled: an inner loop stops the vectoriser */
+		y = y * (1.5 - h * y * y);
+		y = y * (1.5 - h * y * y);
+		y = y * (1.5 - h * y * y);
+		y = y * (1.5 - h * y * y);
+		/* masks, not a bool &: GCC 12 does not vectorise the latter here */
+		exm = MASK((xb & 0x000fffffffffffffull) == 0) & MASK((xb >> 52) & 1);
+		y = emu_bitsd(SEL(exm, ((3069 - (xb >> 52)) >> 1) << 52, emu_dbits(y)));
+		bad = !(x >= 0x1p-1022) | !FIN(x);
+		break;
+	}
+	}
+	uint64_t yb = emu_dbits(y);
+	uint64_t sign = yb & 0x8000000000000000ull, mag = yb & 0x7fffffffffffffffull;
+	uint64_t kk = SEL(exm, 0, (uint64_t)TR_K);
+	uint64_t ix1, t1, b1, ix2, t2, b2;
+	double v1 = round_rne(c, emu_bitsd((mag - kk) | sign), &ix1, &t1, &b1);
+	double v2 = round_rne(c, emu_bitsd((mag + kk) | sign), &ix2, &t2, &b2);
+	bad |= (emu_dbits(v1) != emu_dbits(v2)) | (t1 != t2) | (b1 != b2);
+	uint64_t ix = SEL(exm, ix1 | b1, 1);
+	*v = v1;
+	*ixo = ix;
+	*ufo = t1 & ix;
+	*ovo = b1;
+	return bad;
+}
+
 /* One element of the fast path: the value into *v, its inexact, underflow
  * and overflow bits; returns 1 when the generic path must decide it. */
 static inline __attribute__((always_inline)) uint64_t
@@ -195,6 +349,8 @@ fast_elem_x(const int S, emu_op op, const bool sr, const bool chain, const struc
 {
 	struct fconsts c = *c0;
 	c.S = S;
+	if (IS_TR(op))
+		return tr_elem(op, &c, x, v, ixo, ufo, ovo);
 	if (op == EMU_OP_SUB)
 		y = -y;
 	double r, err;
@@ -366,7 +522,7 @@ static inline __attribute__((always_inline)) enum stride_pat stride_pat(emu_op o
 	                              uint8_t *fl, uint64_t *cnt)                                  \
 	{                                                                                          \
 		enum stride_pat pat = stride_pat(OP, sa, sb, sc);                                  \
-		if (sr)                                                                            \
+		if (sr && !IS_TR(OP)) /* fast_ok: the transcendentals only in rne */               \
 			FAST_LOOPS(OP, true);                                                      \
 		FAST_LOOPS(OP, false);                                                             \
 	}                                                                                          \
@@ -384,13 +540,34 @@ FAST_OP(EMU_OP_MUL, fast_mul)
 FAST_OP(EMU_OP_DIV, fast_div)
 FAST_OP(EMU_OP_SQRT, fast_sqrt)
 FAST_OP(EMU_OP_FMA, fast_fma)
+FAST_OP(EMU_OP_EXP, fast_exp)
+FAST_OP(EMU_OP_LOG, fast_log)
+FAST_OP(EMU_OP_EXP2, fast_exp2)
+FAST_OP(EMU_OP_RSQRT, fast_rsqrt)
+
+typedef unsigned (*fast_fn)(const struct fconsts *, bool, double *, const double *, size_t,
+                            const double *, size_t, const double *, size_t, size_t, uint64_t,
+                            uint8_t *, uint64_t *);
+typedef bool (*bad_fn)(const struct fconsts *, double, double, double);
+static const struct {
+	fast_fn run;
+	bad_fn bad;
+} fast_tab[EMU_NOPS] = {
+    [EMU_OP_ADD] = {fast_add, fast_add_bad},       [EMU_OP_SUB] = {fast_sub, fast_sub_bad},
+    [EMU_OP_MUL] = {fast_mul, fast_mul_bad},       [EMU_OP_DIV] = {fast_div, fast_div_bad},
+    [EMU_OP_SQRT] = {fast_sqrt, fast_sqrt_bad},    [EMU_OP_FMA] = {fast_fma, fast_fma_bad},
+    [EMU_OP_EXP] = {fast_exp, fast_exp_bad},       [EMU_OP_LOG] = {fast_log, fast_log_bad},
+    [EMU_OP_EXP2] = {fast_exp2, fast_exp2_bad},    [EMU_OP_RSQRT] = {fast_rsqrt, fast_rsqrt_bad},
+};
 
 static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
 {
-	if (op != EMU_OP_ADD && op != EMU_OP_SUB && op != EMU_OP_MUL && op != EMU_OP_DIV &&
-	    op != EMU_OP_SQRT && op != EMU_OP_FMA)
+	if (op >= EMU_NOPS || !fast_tab[op].run)
 		return false;
 	if ((env->mode != EMU_RNE && env->mode != EMU_SR) || env->sat || env->ftz || env->daz)
+		return false;
+	/* the transcendental check rounds with round_rne */
+	if (env->mode == EMU_SR && IS_TR(op))
 		return false;
 	/* SR reads the top 32 discarded bits and a sticky bit from r to odd */
 	if (env->mode == EMU_SR && f->p > 20)
@@ -460,38 +637,9 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 		bool chunk_bad = false;
 		bool (*bad)(const struct fconsts *, double, double, double) = NULL;
 		if (fast) {
-			switch (op) {
-			case EMU_OP_ADD:
-				nfb = fast_add(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_add_bad;
-				break;
-			case EMU_OP_SUB:
-				nfb = fast_sub(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_sub_bad;
-				break;
-			case EMU_OP_MUL:
-				nfb = fast_mul(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_mul_bad;
-				break;
-			case EMU_OP_DIV:
-				nfb = fast_div(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_div_bad;
-				break;
-			case EMU_OP_FMA:
-				nfb = fast_fma(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_fma_bad;
-				break;
-			default:
-				nfb = fast_sqrt(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				                env->index + i0, fl, cnt);
-				bad = fast_sqrt_bad;
-				break;
-			}
+			nfb = fast_tab[op].run(&k, sr, out, pa, sa, pb, sb, pc, sc, m, env->index + i0,
+			                       fl, cnt);
+			bad = fast_tab[op].bad;
 			chunk_bad = cnt[2] != ov0;
 		}
 		for (size_t j = 0; nfb && j < m; j++) {

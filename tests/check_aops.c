@@ -26,6 +26,13 @@ static void *xcalloc(size_t n, size_t sz)
 	return p;
 }
 
+static uint64_t dbits(double x)
+{
+	uint64_t u;
+	memcpy(&u, &x, sizeof u);
+	return u;
+}
+
 /* The value an encoding holds in the value domain (a NaN keeps its sign). */
 static double val(const emu_format *f, emu_bits b)
 {
@@ -365,8 +372,8 @@ END_TEST
  * bf16, tf32, every op, rne (the fast path) and sr. */
 START_TEST(test_against_mpfr)
 {
-	static const char *const names[] = {"e4m3", "e5m2", "e4m3fnuz", "e2m1",
-	                                    "e8m0", "fp16", "bf16",     "tf32"};
+	static const char *const names[] = {"e4m3", "e5m2", "e4m3fnuz", "e2m1", "e8m0",
+	                                    "fp16", "bf16", "tf32",     "fp32"};
 	const emu_format *f = t_fmt(names[_i]);
 	size_t n = t_quick() ? 1000 : 8000;
 	double *xa = xcalloc(n, sizeof(double)), *xb = xcalloc(n, sizeof(double));
@@ -431,17 +438,128 @@ START_TEST(test_sr_equal_draw)
 }
 END_TEST
 
+/* ---- exp, log, exp2, rsqrt (the Ziv check in binary64, rne) ---- */
+
+static const emu_op trops[] = {EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT};
+
+/* Every value encoding of fp16, bf16, tf32 and the <= 8-bit formats, every
+ * transcendental; every mode for the formats of <= 16 bits (rne is the fast
+ * path, the others the generic one), rne for tf32 (2^19 inputs). */
+static const char *const trfmts[] = {"fp16", "bf16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz",
+                                     "e3m2", "e2m3", "e2m1", "tf32"};
+
+START_TEST(test_transc_every_input)
+{
+	const emu_format *f = t_fmt(trfmts[_i]);
+	size_t cap = (size_t)1 << f->bits;
+	emu_bits *e = xcalloc(cap, sizeof *e);
+	double *x = xcalloc(cap, sizeof *x);
+	size_t m = 0;
+	for (emu_bits b = 0; b < cap; b++)
+		if (is_value(f, b)) {
+			e[m] = b;
+			x[m++] = val(f, b);
+		}
+	double *xs[3] = {x, x, x};
+	emu_bits *es[3] = {e, e, e};
+	size_t st[3] = {1, 1, 1};
+	uint64_t rne = 0, other = 0;
+	int modes = f->bits > 16 || t_quick() ? 1 : EMU_NMODES;
+	for (int md = 0; md < modes; md++) {
+		emu_env env = env_of(md, 0, 0);
+		for (size_t o = 0; o < ARRAY_SIZE(trops); o++) {
+			uint64_t k = prove(trops[o], f, &env, xs, es, st, m);
+			if (md == EMU_RNE)
+				rne += k;
+			else
+				other += k;
+		}
+	}
+	char what[96];
+	snprintf(what, sizeof what, "aops: %s exp log exp2 rsqrt, every input, rne", f->name);
+	t_count(what, rne);
+	if (other) {
+		snprintf(what, sizeof what, "aops: %s exp log exp2 rsqrt, every input, other modes",
+		         f->name);
+		t_count(what, other);
+	}
+	free(e), free(x);
+}
+END_TEST
+
+/* fp32 (p = 24) in rne: random arguments over each function's interesting
+ * range (overflow, underflow, subnormal and exact results included), random
+ * encodings of every kind, and the inputs whose binary64 result lies within
+ * 2^9 units in the last place of an fp32 midpoint (found here with libm's
+ * double functions): the fast path must leave those to the scalar op. */
+static double tr_libm(emu_op op, double x)
+{
+	switch (op) {
+	case EMU_OP_EXP:
+		return exp(x);
+	case EMU_OP_LOG:
+		return log(x);
+	case EMU_OP_EXP2:
+		return exp2(x);
+	default:
+		return 1 / sqrt(x);
+	}
+}
+
+START_TEST(test_transc_fp32)
+{
+	const emu_format *f = t_fmt("fp32");
+	const size_t n = t_quick() ? 20000 : 200000, nhard = 12;
+	double *x = xcalloc(n + nhard, sizeof *x);
+	emu_bits *e = xcalloc(n + nhard, sizeof *e);
+	double *xs[3] = {x, x, x};
+	emu_bits *es[3] = {e, e, e};
+	size_t st[3] = {1, 1, 1};
+	emu_env env = env_of(EMU_RNE, 0, 0), rne = EMU_ENV_DEFAULT;
+	uint64_t cases = 0, hard = 0;
+	for (size_t o = 0; o < ARRAY_SIZE(trops); o++) {
+		emu_op op = trops[o];
+		for (size_t i = 0; i < n; i++) {
+			uint64_t r = t_rand(9000 + o, i);
+			double u = (double)(r >> 11) * 0x1p-53, v;
+			if (i % 4 == 3) /* any encoding */
+				v = val(f, (emu_bits)r);
+			else if (op == EMU_OP_EXP)
+				v = -110 + 205 * u;
+			else if (op == EMU_OP_EXP2)
+				v = i % 4 == 2 ? floor(-160 + 300 * u) : -160 + 300 * u;
+			else /* any positive encoding */
+				v = val(f, (emu_bits)r & 0x7fffffffu);
+			e[i] = emu_from_double(f, v, &rne).bits;
+			if (emu_is_nan(f, e[i]))
+				e[i] = f->nan_bits;
+			x[i] = val(f, e[i]);
+		}
+		/* hard cases: the first nhard in a binade of arguments */
+		size_t k = n;
+		uint32_t b0 = op == EMU_OP_EXP ? 0x3c000000u : op == EMU_OP_EXP2 ? 0x3d000000u : 0x3f800000u;
+		for (uint32_t b = b0; k < n + nhard && b < b0 + 0x04000000u; b++) {
+			double xv = val(f, b), y = fabs(tr_libm(op, xv));
+			uint64_t d = dbits(y) & ((1ull << 29) - 1); /* 53 - 24 discarded bits */
+			if (d > (1ull << 28) - 512 && d < (1ull << 28) + 512) {
+				e[k] = b;
+				x[k++] = xv;
+			}
+		}
+		ck_assert_msg(k == n + nhard, "%s: found %zu hard cases", emu_op_name(op), k - n);
+		cases += prove(op, f, &env, xs, es, st, n + nhard);
+		hard += nhard;
+	}
+	t_count("aops: fp32 exp log exp2 rsqrt, random and hard arguments, rne", cases);
+	t_count("aops: of which within 2^9 ulp of an fp32 midpoint", hard);
+	free(x), free(e);
+}
+END_TEST
+
 /* ---- emu_a_fold ---- */
 
 static const emu_op foldops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,
                                  EMU_OP_MIN, EMU_OP_MAX, EMU_OP_FMA};
-
-static uint64_t dbits(double x)
-{
-	uint64_t u;
-	memcpy(&u, &x, sizeof u);
-	return u;
-}
 
 /* Fold n steps and prove them against two references: the scalar loop of
  * emu_a_element (the accumulator's double bits after the last step, each
@@ -654,7 +772,9 @@ Suite *suite_aops(void)
 	tcase_add_test(tc, test_empty_and_one);
 	tcase_add_test(tc, test_sr_reproducible);
 	tcase_add_test(tc, test_sr_equal_draw);
-	tcase_add_loop_test(tc, test_against_mpfr, 0, 8);
+	tcase_add_loop_test(tc, test_against_mpfr, 0, 9);
+	tcase_add_loop_test(tc, test_transc_every_input, 0, (int)ARRAY_SIZE(trfmts));
+	tcase_add_test(tc, test_transc_fp32);
 	tcase_add_loop_test(tc, test_fold_small_pairs, 0, (int)ARRAY_SIZE(small));
 	tcase_add_loop_test(tc, test_fold_sequences, 0, (int)ARRAY_SIZE(foldfmts));
 	tcase_add_test(tc, test_fold_ones);

@@ -125,8 +125,8 @@ static void ba_run_fold(const struct ba *w, int k)
 		for (size_t r0 = 0; r0 < n; r0 += BA_ROW) {
 			double s = 0;
 			env.index = r0;
-			sink += (double)emu_a_fold(w->op, w->f, &s, a + r0, 1, b + r0, 1, BA_ROW, &env,
-			                           NULL)
+			sink += (double)emu_a_fold(w->op, w->f, &s, a + r0, 1, b + r0, 1, BA_ROW,
+			                           &env, NULL)
 			            .any;
 			sink += s;
 		}
@@ -335,16 +335,15 @@ void bench_aops(int reps)
 			emu_op op;
 			emu_mode mode;
 			enum shape shape;
-		} rows[] = {
-		    {EMU_OP_ADD, EMU_RNE, S_UNIT},   {EMU_OP_MUL, EMU_RNE, S_UNIT},
-		    {EMU_OP_FMA, EMU_RNE, S_UNIT},   {EMU_OP_DIV, EMU_RNE, S_UNIT},
-		    {EMU_OP_SQRT, EMU_RNE, S_UNIT},  {EMU_OP_EXP, EMU_RNE, S_UNIT},
-		    {EMU_OP_LOG, EMU_RNE, S_UNIT},   {EMU_OP_EXP2, EMU_RNE, S_UNIT},
-		    {EMU_OP_RSQRT, EMU_RNE, S_UNIT}, {EMU_OP_ADD, EMU_SR, S_UNIT},
-		    {EMU_OP_MUL, EMU_SR, S_UNIT},    {EMU_OP_ADD, EMU_RNE, S_BCAST},
-		    {EMU_OP_MUL, EMU_RNE, S_BCAST},  {EMU_OP_FMA, EMU_RNE, S_BCAST},
-		    {EMU_OP_ADD, EMU_RNE, S_FOLD},   {EMU_OP_FMA, EMU_RNE, S_FOLD},
-		    {EMU_OP_MAX, EMU_RNE, S_FOLD},   {EMU_OP_ADD, EMU_SR, S_FOLD}};
+		} rows[] = {{EMU_OP_ADD, EMU_RNE, S_UNIT},   {EMU_OP_MUL, EMU_RNE, S_UNIT},
+		            {EMU_OP_FMA, EMU_RNE, S_UNIT},   {EMU_OP_DIV, EMU_RNE, S_UNIT},
+		            {EMU_OP_SQRT, EMU_RNE, S_UNIT},  {EMU_OP_EXP, EMU_RNE, S_UNIT},
+		            {EMU_OP_LOG, EMU_RNE, S_UNIT},   {EMU_OP_EXP2, EMU_RNE, S_UNIT},
+		            {EMU_OP_RSQRT, EMU_RNE, S_UNIT}, {EMU_OP_ADD, EMU_SR, S_UNIT},
+		            {EMU_OP_MUL, EMU_SR, S_UNIT},    {EMU_OP_ADD, EMU_RNE, S_BCAST},
+		            {EMU_OP_MUL, EMU_RNE, S_BCAST},  {EMU_OP_FMA, EMU_RNE, S_BCAST},
+		            {EMU_OP_ADD, EMU_RNE, S_FOLD},   {EMU_OP_FMA, EMU_RNE, S_FOLD},
+		            {EMU_OP_MAX, EMU_RNE, S_FOLD},   {EMU_OP_ADD, EMU_SR, S_FOLD}};
 		for (size_t ri = 0; ri < sizeof rows / sizeof rows[0]; ri++) {
 			emu_op op = rows[ri].op;
 			enum shape sh = rows[ri].shape;
@@ -354,10 +353,16 @@ void bench_aops(int reps)
 			               op,
 			               rows[ri].mode,
 			               sh,
-			               sh == S_FOLD ? ra : pos ? pa : ex ? ea : a,
+			               sh == S_FOLD ? ra
+			               : pos        ? pa
+			               : ex         ? ea
+			                            : a,
 			               sh == S_FOLD ? rb : b,
 			               c,
-			               sh == S_FOLD ? fra : pos ? fpa : ex ? fea : fa,
+			               sh == S_FOLD ? fra
+			               : pos        ? fpa
+			               : ex         ? fea
+			                            : fa,
 			               sh == S_FOLD ? frb : fb,
 			               fc,
 			               dst,
@@ -379,11 +384,12 @@ void bench_aops(int reps)
 			double eps[K_N];
 			for (int k = 0; k < K_N; k++)
 				eps[k] = (double)n / best[k];
-			printf("%s,%s,%s,%s,%.1f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.3f\n", emu_op_name(op),
-			       f->name, emu_mode_name(rows[ri].mode), shape_name[sh], eps[K_AOPS] / 1e6,
-			       eps[K_AOPS] / eps[K_MEMCPY], eps[K_AOPS] / eps[K_DOUBLE],
-			       eps[K_SCALAR] / 1e6, eps[K_AOPS] / eps[K_SCALAR], eps[K_DOUBLE] / 1e6,
-			       eps[K_FLOAT] / 1e6, eps[K_AOPS] / eps[K_FLOAT]);
+			printf("%s,%s,%s,%s,%.1f,%.3f,%.3f,%.1f,%.1f,%.1f,%.1f,%.3f\n",
+			       emu_op_name(op), f->name, emu_mode_name(rows[ri].mode),
+			       shape_name[sh], eps[K_AOPS] / 1e6, eps[K_AOPS] / eps[K_MEMCPY],
+			       eps[K_AOPS] / eps[K_DOUBLE], eps[K_SCALAR] / 1e6,
+			       eps[K_AOPS] / eps[K_SCALAR], eps[K_DOUBLE] / 1e6, eps[K_FLOAT] / 1e6,
+			       eps[K_AOPS] / eps[K_FLOAT]);
 			fflush(stdout);
 		}
 	}

@@ -9,15 +9,21 @@
  *    env with index env->index + i (emu_v_* for add, sub, mul, div, fma,
  *    as emu_k_op's fast backend; encodings and emu_apply for the unary ops
  *    and min/max; emu_v_from_double for cvt);
- *  - fast: round-to-nearest-even without sat, ftz or daz, formats with
- *    sign, zero and subnormals, p <= 25, for add, sub, mul, div and sqrt:
- *    r = a op b in binary64 (innocuous double rounding, docs/numerics.md),
- *    its exact error term for the inexact flag; for fma the exact a·b + c
- *    as r + e (TwoSum) rounded to odd at 53 bits; then r rounded to f with
- *    masks, no branch on data, overflow included. An element it cannot
- *    decide (an operand or r not finite, a square root below 2^emin) is
- *    counted, found again in a second look over its chunk and redone by the
- *    generic path.
+ *  - fast: round-to-nearest-even (and SR for p <= 20) without sat, ftz or
+ *    daz, formats with sign, zero and subnormals, p <= 25, for add, sub,
+ *    mul, div, sqrt and fma: r = a op b in binary64 (innocuous double
+ *    rounding, docs/numerics.md), its exact error term for the inexact
+ *    flag; for fma the exact a·b + c as r + e (TwoSum) rounded to odd at 53
+ *    bits; then r rounded to f with masks, no branch on data, overflow
+ *    included. exp, log, exp2, rsqrt in rne: f(x) in binary64 within a
+ *    proven error bound, kept when both ends of the interval round alike
+ *    (a Ziv check). An element it cannot decide (an operand or r not
+ *    finite, a square root below 2^emin, an interval across a rounding
+ *    boundary) is counted, found again in a second look over its chunk and
+ *    redone by the generic path. Unit strides and the broadcasts of the
+ *    kernels' maps get loops of their own.
+ *  - emu_a_fold, a sequential chain, takes the fast path's step (min and
+ *    max: a compare) with a branch around the rare cases instead of masks.
  */
 #include <fenv.h>
 
@@ -198,8 +204,8 @@ static inline __attribute__((always_inline)) double to_odd(double r, uint64_t nz
  * underflow when tiny. The exact cases (exp(±0), exp2(n), log(1),
  * rsqrt(4^k)) are computed exactly and rounded once. Anything else (NaN,
  * infinities, zeros and negatives where the function is special, huge
- * arguments, and the about 2^(10-p) ... 2^-20 of inputs whose interval
- * straddles a rounding boundary) is left to the scalar op. */
+ * arguments, and the about 2^(p-44) of inputs whose interval straddles a
+ * rounding boundary) is left to the scalar op. */
 #define TR_K 256
 #define IS_TR(op)                                                                                  \
 	((op) == EMU_OP_EXP || (op) == EMU_OP_LOG || (op) == EMU_OP_EXP2 || (op) == EMU_OP_RSQRT)
@@ -238,9 +244,9 @@ static inline __attribute__((always_inline)) double tr_exp_poly(double r)
 }
 
 /* One element of exp, log, exp2, rsqrt in rne (outputs as fast_elem). */
-static inline __attribute__((always_inline)) uint64_t
-tr_elem(emu_op op, const struct fconsts *c, double x, double *v, uint64_t *ixo, uint64_t *ufo,
-        uint64_t *ovo)
+static inline __attribute__((always_inline)) uint64_t tr_elem(emu_op op, const struct fconsts *c,
+                                                              double x, double *v, uint64_t *ixo,
+                                                              uint64_t *ufo, uint64_t *ovo)
 {
 	uint64_t xb = emu_dbits(x), exm, bad; /* exm: all ones for an exact case */
 	double y;
@@ -472,10 +478,9 @@ static inline __attribute__((always_inline)) enum stride_pat stride_pat(emu_op o
                                                                         size_t sb, size_t sc)
 {
 	/* the fast ops' arities, known at compile time (emu_op_arity is a call) */
-	int ar = op == EMU_OP_FMA ? 3 : op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_MUL ||
-	                                        op == EMU_OP_DIV
-	                                    ? 2
-	                                    : 1;
+	int ar = op == EMU_OP_FMA                                                               ? 3
+	         : op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_MUL || op == EMU_OP_DIV ? 2
+	                                                                                        : 1;
 	sb = ar > 1 ? sb : 1;
 	sc = ar > 2 ? sc : 1;
 	if (sa == 1 && sb == 1 && sc == 1)
@@ -553,11 +558,11 @@ static const struct {
 	fast_fn run;
 	bad_fn bad;
 } fast_tab[EMU_NOPS] = {
-    [EMU_OP_ADD] = {fast_add, fast_add_bad},       [EMU_OP_SUB] = {fast_sub, fast_sub_bad},
-    [EMU_OP_MUL] = {fast_mul, fast_mul_bad},       [EMU_OP_DIV] = {fast_div, fast_div_bad},
-    [EMU_OP_SQRT] = {fast_sqrt, fast_sqrt_bad},    [EMU_OP_FMA] = {fast_fma, fast_fma_bad},
-    [EMU_OP_EXP] = {fast_exp, fast_exp_bad},       [EMU_OP_LOG] = {fast_log, fast_log_bad},
-    [EMU_OP_EXP2] = {fast_exp2, fast_exp2_bad},    [EMU_OP_RSQRT] = {fast_rsqrt, fast_rsqrt_bad},
+    [EMU_OP_ADD] = {fast_add, fast_add_bad},    [EMU_OP_SUB] = {fast_sub, fast_sub_bad},
+    [EMU_OP_MUL] = {fast_mul, fast_mul_bad},    [EMU_OP_DIV] = {fast_div, fast_div_bad},
+    [EMU_OP_SQRT] = {fast_sqrt, fast_sqrt_bad}, [EMU_OP_FMA] = {fast_fma, fast_fma_bad},
+    [EMU_OP_EXP] = {fast_exp, fast_exp_bad},    [EMU_OP_LOG] = {fast_log, fast_log_bad},
+    [EMU_OP_EXP2] = {fast_exp2, fast_exp2_bad}, [EMU_OP_RSQRT] = {fast_rsqrt, fast_rsqrt_bad},
 };
 
 static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
@@ -628,7 +633,8 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 		const double *pa = a + i0 * sa, *pb = b + i0 * sb, *pc = c + i0 * sc;
 		/* an operand overwritten in place would be read again by the second
 		 * look and the generic path: results go to buf, then to dst */
-		bool alias = overlaps(dst + i0, pa, sa, m) || (ar > 1 && overlaps(dst + i0, pb, sb, m)) ||
+		bool alias = overlaps(dst + i0, pa, sa, m) ||
+		             (ar > 1 && overlaps(dst + i0, pb, sb, m)) ||
 		             (ar > 2 && overlaps(dst + i0, pc, sc, m));
 		double *out = alias ? buf : dst + i0;
 		uint8_t *fl = flags ? flags + i0 : NULL;
@@ -637,13 +643,14 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 		bool chunk_bad = false;
 		bool (*bad)(const struct fconsts *, double, double, double) = NULL;
 		if (fast) {
-			nfb = fast_tab[op].run(&k, sr, out, pa, sa, pb, sb, pc, sc, m, env->index + i0,
-			                       fl, cnt);
+			nfb = fast_tab[op].run(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
+			                       env->index + i0, fl, cnt);
 			bad = fast_tab[op].bad;
 			chunk_bad = cnt[2] != ov0;
 		}
 		for (size_t j = 0; nfb && j < m; j++) {
-			if (bad && (fl ? !(fl[j] & 0x80) : !bad(&k, pa[j * sa], pb[j * sb], pc[j * sc])))
+			if (bad &&
+			    (fl ? !(fl[j] & 0x80) : !bad(&k, pa[j * sa], pb[j * sb], pc[j * sc])))
 				continue;
 			unsigned v = 0;
 			e.index = env->index + i0 + j;
@@ -663,7 +670,8 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 				v = fl[j];
 			} else {
 				e.index = env->index + i0 + j;
-				(void)emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e, &v);
+				(void)emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e,
+				                    &v);
 			}
 			if (bad_flags(v)) {
 				acc.first_bad = i0 + j;

@@ -445,8 +445,8 @@ static const emu_op trops[] = {EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT
 /* Every value encoding of fp16, bf16, tf32 and the <= 8-bit formats, every
  * transcendental; every mode for the formats of <= 16 bits (rne is the fast
  * path, the others the generic one), rne for tf32 (2^19 inputs). */
-static const char *const trfmts[] = {"fp16", "bf16", "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz",
-                                     "e3m2", "e2m3", "e2m1", "tf32"};
+static const char *const trfmts[] = {"fp16",     "bf16", "e4m3", "e5m2", "e4m3fnuz",
+                                     "e5m2fnuz", "e3m2", "e2m3", "e2m1", "tf32"};
 
 START_TEST(test_transc_every_input)
 {
@@ -537,7 +537,9 @@ START_TEST(test_transc_fp32)
 		}
 		/* hard cases: the first nhard in a binade of arguments */
 		size_t k = n;
-		uint32_t b0 = op == EMU_OP_EXP ? 0x3c000000u : op == EMU_OP_EXP2 ? 0x3d000000u : 0x3f800000u;
+		uint32_t b0 = op == EMU_OP_EXP    ? 0x3c000000u
+		              : op == EMU_OP_EXP2 ? 0x3d000000u
+		                                  : 0x3f800000u;
 		for (uint32_t b = b0; k < n + nhard && b < b0 + 0x04000000u; b++) {
 			double xv = val(f, b), y = fabs(tr_libm(op, xv));
 			uint64_t d = dbits(y) & ((1ull << 29) - 1); /* 53 - 24 discarded bits */
@@ -593,11 +595,12 @@ static uint64_t prove_fold(emu_op op, const emu_format *f, const emu_env *env, d
 		emu_result er = emu_apply(op, f, NULL, args, &e);
 		if (fl[j] != v || er.flags != v || er.bits != emu_encode(f, r)) {
 			char b1[48], b2[48];
-			ck_abort_msg("fold %s %s mode %s sat %d ftz %d daz %d step %zu of %zu: acc 0x%x "
-			             "x %a y %a: flags %s, element %s (0x%x), encodings 0x%x",
-			             f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat,
-			             env->ftz, env->daz, j, n, rb, x, y, emu_flags_str(fl[j], b1, sizeof b1),
-			             emu_flags_str(v, b2, sizeof b2), emu_encode(f, r), er.bits);
+			ck_abort_msg(
+			    "fold %s %s mode %s sat %d ftz %d daz %d step %zu of %zu: acc 0x%x "
+			    "x %a y %a: flags %s, element %s (0x%x), encodings 0x%x",
+			    f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat, env->ftz,
+			    env->daz, j, n, rb, x, y, emu_flags_str(fl[j], b1, sizeof b1),
+			    emu_flags_str(v, b2, sizeof b2), emu_encode(f, r), er.bits);
 		}
 		rb = er.bits;
 		for (int k = 0; k < 5; k++)
@@ -611,17 +614,19 @@ static uint64_t prove_fold(emu_op op, const emu_format *f, const emu_env *env, d
 	}
 	/* one test per call: each ck_assert records its place (a write) */
 	bool same = c.any == any && c2.any == any && c.first_bad == first &&
-	            c2.first_bad == first && c.first_flags == first_fl && c2.first_flags == first_fl;
+	            c2.first_bad == first && c.first_flags == first_fl &&
+	            c2.first_flags == first_fl;
 	for (int k = 0; k < 5; k++)
 		same &= c.count[k] == sum[k] && c2.count[k] == sum[k];
 	if (dbits(s) != dbits(r) || dbits(s2) != dbits(r) || !same)
-		ck_abort_msg("fold %s %s mode %s sat %d ftz %d daz %d n %zu: acc %a (no flags: %a), "
-		             "element loop %a; first_bad %llu/%llu (0x%x), expected %llu (0x%x); "
-		             "inexact count %llu, expected %llu",
-		             f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat, env->ftz,
-		             env->daz, n, s, s2, r, (unsigned long long)c.first_bad,
-		             (unsigned long long)c2.first_bad, c.first_flags, (unsigned long long)first,
-		             first_fl, (unsigned long long)c.count[4], (unsigned long long)sum[4]);
+		ck_abort_msg(
+		    "fold %s %s mode %s sat %d ftz %d daz %d n %zu: acc %a (no flags: %a), "
+		    "element loop %a; first_bad %llu/%llu (0x%x), expected %llu (0x%x); "
+		    "inexact count %llu, expected %llu",
+		    f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat, env->ftz,
+		    env->daz, n, s, s2, r, (unsigned long long)c.first_bad,
+		    (unsigned long long)c2.first_bad, c.first_flags, (unsigned long long)first,
+		    first_fl, (unsigned long long)c.count[4], (unsigned long long)sum[4]);
 	if (fl != fl1)
 		free(fl);
 	return n;
@@ -649,10 +654,11 @@ START_TEST(test_fold_small_pairs)
 		for (size_t o = 0; o < ARRAY_SIZE(foldops); o++)
 			for (size_t i = 0; i < m; i += step)
 				for (size_t j = 0; j < m; j++)
-					for (size_t k = 0; k < (foldops[o] == EMU_OP_FMA ? 2u : 1u); k++) {
+					for (size_t k = 0; k < (foldops[o] == EMU_OP_FMA ? 2u : 1u);
+					     k++) {
 						env.index = 12345 + i * m + j;
-						cases += prove_fold(foldops[o], f, &env, x[i], &x[j], 1,
-						                    &bs[k], 1, 1);
+						cases += prove_fold(foldops[o], f, &env, x[i],
+						                    &x[j], 1, &bs[k], 1, 1);
 					}
 	}
 	t_count("aops: fold steps, <=8-bit (acc, operand) pairs in rne, sr, rtz", cases);
@@ -712,22 +718,25 @@ START_TEST(test_fold_sequences)
 				for (int kind = 0; kind < 4; kind++) {
 					if (!fast_env && (kind == 1 || kind == 2))
 						continue;
-					uint64_t st = 7000 + (uint64_t)(_i * 64 + md * 8 + sat * 4 + sub) * 8 +
-					              (uint64_t)kind;
+					uint64_t st =
+					    7000 +
+					    (uint64_t)(_i * 64 + md * 8 + sat * 4 + sub) * 8 +
+					    (uint64_t)kind;
 					fill_fold(f, st, kind, 2 * n, xa);
 					fill_fold(f, st + 4000, kind == 3 ? 1 : kind, 2 * n, xb);
 					for (size_t o = 0; o < ARRAY_SIZE(foldops); o++) {
 						double acc0 = kind == 3 ? 0.0 : xa[2 * n - 1];
-						cases += prove_fold(foldops[o], f, &env, acc0, xa, 1, xb, 1, n);
+						cases += prove_fold(foldops[o], f, &env, acc0, xa,
+						                    1, xb, 1, n);
 						if (fast_env && kind == 1) {
-							cases += prove_fold(foldops[o], f, &env, acc0, xa, 2, xb,
-							                    2, n);
-							cases += prove_fold(foldops[o], f, &env, acc0, xa, 0, xb,
-							                    1, n);
-							cases += prove_fold(foldops[o], f, &env, acc0, xa, 1, xb,
-							                    0, 1);
-							cases += prove_fold(foldops[o], f, &env, acc0, xa, 1, xb,
-							                    1, 0);
+							cases += prove_fold(foldops[o], f, &env,
+							                    acc0, xa, 2, xb, 2, n);
+							cases += prove_fold(foldops[o], f, &env,
+							                    acc0, xa, 0, xb, 1, n);
+							cases += prove_fold(foldops[o], f, &env,
+							                    acc0, xa, 1, xb, 0, 1);
+							cases += prove_fold(foldops[o], f, &env,
+							                    acc0, xa, 1, xb, 1, 0);
 						}
 					}
 				}
@@ -752,8 +761,8 @@ START_TEST(test_fold_ones)
 		emu_env env = EMU_ENV_DEFAULT;
 		double one = 1.0, s = 0.0;
 		emu_a_flags c = emu_a_fold(EMU_OP_ADD, f, &s, &one, 0, NULL, 0, 5000, &env, NULL);
-		ck_assert_msg(s == rows[i].stall, "%s: sum of ones %g, expected %g", rows[i].name, s,
-		              rows[i].stall);
+		ck_assert_msg(s == rows[i].stall, "%s: sum of ones %g, expected %g", rows[i].name,
+		              s, rows[i].stall);
 		ck_assert_uint_eq(c.count[4], 5000 - (uint64_t)rows[i].stall);
 		ck_assert_uint_eq(c.first_bad, UINT64_MAX);
 	}

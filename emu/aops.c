@@ -179,6 +179,31 @@ round_sr(const struct fconsts *c, double r, uint32_t u, uint64_t *ix, uint64_t *
 	return emu_bitsd(res);
 }
 
+/* round_sr for a chain (as round_rne_chain): r normal in f and its SR
+ * rounding below overflow by the integer split alone, the rest by
+ * round_sr; the same results and outputs. */
+static inline __attribute__((always_inline)) double round_sr_chain(const struct fconsts *c,
+                                                                   double r, uint32_t u,
+                                                                   uint64_t *ix, uint64_t *tiny,
+                                                                   uint64_t *big)
+{
+	const int S = c->S;
+	uint64_t b = emu_dbits(r);
+	uint64_t a = b & 0x7fffffffffffffffull;
+	uint64_t disc = a & c->low;
+	uint32_t f32 = (uint32_t)(disc >> (S - 32));
+	uint64_t rest = (disc & ((1ull << (S - 32)) - 1)) != 0;
+	uint64_t up = (uint64_t)(f32 > u) | ((uint64_t)(f32 == u) & rest);
+	uint64_t rn = (a & ~c->low) + (up << S);
+	if (__builtin_expect(a >= c->minnorm_d && rn <= c->max_d, 1)) {
+		*ix = disc != 0;
+		*tiny = 0;
+		*big = 0;
+		return emu_bitsd(rn | (b & 0x8000000000000000ull));
+	}
+	return round_sr(c, r, u, ix, tiny, big);
+}
+
 /* r replaced by the exact value r + d rounded to odd at 53 bits, where d is
  * known by whether it is nonzero (nz) and its sign bit (dneg): the
  * truncation is r, or its neighbour toward zero when d points there, and
@@ -411,7 +436,9 @@ fast_elem_x(const int S, emu_op op, const bool sr, const bool chain, const struc
 		r = to_odd(r, onz, oneg);
 		err = 0;
 	}
-	if (sr)
+	if (sr && chain)
+		*v = round_sr_chain(&c, r, u, &ix, &tiny, &big);
+	else if (sr)
 		*v = round_sr(&c, r, u, &ix, &tiny, &big);
 	else if (chain)
 		*v = round_rne_chain(&c, r, &ix, &tiny, &big);

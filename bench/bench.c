@@ -35,7 +35,7 @@ void bench_kernels(int reps);
 void bench_sweep(int reps);
 /* bench/bench_golden.c: table 8, a golden file of mb MB read. */
 void bench_golden(int reps, size_t mb);
-/* bench/bench_aops.c: table 9, emu_a_add / emu_a_mul on 2^20 values. */
+/* bench/bench_aops.c: table 9, the array ops (unit, broadcast) and folds on 2^20 values. */
 void bench_aops(int reps);
 
 #define N_BIG (1u << 20)

@@ -9,15 +9,21 @@
  *    env with index env->index + i (emu_v_* for add, sub, mul, div, fma,
  *    as the kernel engine's fast backend; encodings and emu_apply for the unary ops
  *    and min/max; emu_v_from_double for cvt);
- *  - fast: round-to-nearest-even without sat, ftz or daz, formats with
- *    sign, zero and subnormals, p <= 25, for add, sub, mul, div and sqrt:
- *    r = a op b in binary64 (innocuous double rounding, docs/numerics.md),
- *    its exact error term for the inexact flag; for fma the exact a·b + c
- *    as r + e (TwoSum) rounded to odd at 53 bits; then r rounded to f with
- *    masks, no branch on data, overflow included. An element it cannot
- *    decide (an operand or r not finite, a square root below 2^emin) is
- *    counted, found again in a second look over its chunk and redone by the
- *    generic path.
+ *  - fast: round-to-nearest-even (and SR for p <= 20) without sat, ftz or
+ *    daz, formats with sign, zero and subnormals, p <= 25, for cvt (a
+ *    double rounded once), add, sub, mul, div, sqrt and fma: r = a op b in binary64 (innocuous double
+ *    rounding, docs/numerics.md), its exact error term for the inexact
+ *    flag; for fma the exact a·b + c as r + e (TwoSum) rounded to odd at 53
+ *    bits; then r rounded to f with masks, no branch on data, overflow
+ *    included. exp, log, exp2, rsqrt in rne: f(x) in binary64 within a
+ *    proven error bound, kept when both ends of the interval round alike
+ *    (a Ziv check). An element it cannot decide (an operand or r not
+ *    finite, a square root below 2^emin, an interval across a rounding
+ *    boundary) is counted, found again in a second look over its chunk and
+ *    redone by the generic path. Unit strides and the broadcasts of the
+ *    kernels' maps get loops of their own.
+ *  - emu_a_fold, a sequential chain, takes the fast path's step (min and
+ *    max: a compare) with a branch around the rare cases instead of masks.
  */
 #include <fenv.h>
 
@@ -116,6 +122,27 @@ round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint6
 	return emu_bitsd(res);
 }
 
+/* round_rne for a chain of dependent steps (a fold): the common case (r
+ * normal in f, no overflow) by its few integer operations alone, the rest
+ * by round_rne, so that only the taken path is on the chain's latency;
+ * the same results and outputs as round_rne. */
+static inline __attribute__((always_inline)) double
+round_rne_chain(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint64_t *big)
+{
+	/* on the sign-magnitude bits as they are: the carry of a normal r's
+	 * rounding stays below the sign bit (rn <= max_d is checked) */
+	uint64_t b = emu_dbits(r);
+	uint64_t rn = (b + c->half_m1 + ((b >> c->S) & 1)) & ~c->low;
+	uint64_t a = b & 0x7fffffffffffffffull;
+	if (__builtin_expect(a >= c->minnorm_d && (rn & 0x7fffffffffffffffull) <= c->max_d, 1)) {
+		*ix = rn != b;
+		*tiny = 0;
+		*big = 0;
+		return emu_bitsd(rn);
+	}
+	return round_rne(c, r, ix, tiny, big);
+}
+
 /* r (binary64, finite, rounded to odd at 53 bits) rounded to f in SR with
  * the draw u, as the core does: away from zero iff the top 32 discarded
  * bits exceed u (or equal it with anything below). S >= 33 (p <= 20), so
@@ -152,6 +179,31 @@ round_sr(const struct fconsts *c, double r, uint32_t u, uint64_t *ix, uint64_t *
 	return emu_bitsd(res);
 }
 
+/* round_sr for a chain (as round_rne_chain): r normal in f and its SR
+ * rounding below overflow by the integer split alone, the rest by
+ * round_sr; the same results and outputs. */
+static inline __attribute__((always_inline)) double round_sr_chain(const struct fconsts *c,
+                                                                   double r, uint32_t u,
+                                                                   uint64_t *ix, uint64_t *tiny,
+                                                                   uint64_t *big)
+{
+	const int S = c->S;
+	uint64_t b = emu_dbits(r);
+	uint64_t a = b & 0x7fffffffffffffffull;
+	uint64_t disc = a & c->low;
+	uint32_t f32 = (uint32_t)(disc >> (S - 32));
+	uint64_t rest = (disc & ((1ull << (S - 32)) - 1)) != 0;
+	uint64_t up = (uint64_t)(f32 > u) | ((uint64_t)(f32 == u) & rest);
+	uint64_t rn = (a & ~c->low) + (up << S);
+	if (__builtin_expect(a >= c->minnorm_d && rn <= c->max_d, 1)) {
+		*ix = disc != 0;
+		*tiny = 0;
+		*big = 0;
+		return emu_bitsd(rn | (b & 0x8000000000000000ull));
+	}
+	return round_sr(c, r, u, ix, tiny, big);
+}
+
 /* r replaced by the exact value r + d rounded to odd at 53 bits, where d is
  * known by whether it is nonzero (nz) and its sign bit (dneg): the
  * truncation is r, or its neighbour toward zero when d points there, and
@@ -165,14 +217,171 @@ static inline __attribute__((always_inline)) double to_odd(double r, uint64_t nz
 
 #define FIN(x) ((emu_dbits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull)
 
+/* ---- exp, log, exp2, rsqrt: a Ziv check in binary64 (docs/numerics.md) ----
+ * y = f(x) is computed in binary64 with a relative error below 2^-46 (the
+ * bounds are derived below each function); the exact value then lies
+ * strictly between lo and hi, y's magnitude TR_K units of the last place
+ * down and up (at least 2^8 · 2^-53 · |lo| = 2^-45 |lo| away from y). Rounding
+ * is monotone, so when lo and hi round to the same value with the same
+ * tininess and overflow, so does the exact value, which is irrational
+ * (exp, exp2 of a non-integer, log of x != 1; rsqrt of x != 4^k is either
+ * irrational or a non-dyadic rational, never a midpoint): inexact, with
+ * underflow when tiny. The exact cases (exp(±0), exp2(n), log(1),
+ * rsqrt(4^k)) are computed exactly and rounded once. Anything else (NaN,
+ * infinities, zeros and negatives where the function is special, huge
+ * arguments, and the about 2^(p-44) of inputs whose interval straddles a
+ * rounding boundary) is left to the scalar op. */
+#define TR_K 256
+#define IS_TR(op)                                                                                  \
+	((op) == EMU_OP_EXP || (op) == EMU_OP_LOG || (op) == EMU_OP_EXP2 || (op) == EMU_OP_RSQRT)
+
+/* 2^k's binade offset: round-to-nearest integer of t by adding 1.5·2^52 */
+#define TR_SHIFT 0x1.8p52
+/* fdlibm's ln2_hi (its low 21 bits are zero: k·LN2_HI is exact for
+ * |k| < 2^21) and ln2_lo, |ln2 - LN2_HI - LN2_LO| < 2^-84 */
+#define TR_LN2_HI 0x1.62e42feep-1
+#define TR_LN2_LO 0x1.a39ef35793c76p-33
+#define TR_INV_LN2 0x1.71547652b82fep0
+#define TR_LN2 0x1.62e42fefa39efp-1
+
+/* e^r for |r| <= 0.3466: Taylor to degree 13 (coefficients 1/k! rounded to
+ * double; 13! < 2^53, so each quotient is one correct rounding). Error:
+ * remainder |r|^14/14!·e^|r| < 2^-56.7 relative; coefficients 2^-53·e^|r|
+ * absolute; Horner's rounding (Higham, ASNA §5.1) gamma_26·Σ|c_k||r|^k
+ * <= 26·2^-53·e^0.3466 absolute; over e^r >= e^-0.3466 that totals < 2^-47.1
+ * relative. */
+static inline __attribute__((always_inline)) double tr_exp_poly(double r)
+{
+	double p = 1.0 / 6227020800.0;
+	p = p * r + 1.0 / 479001600.0;
+	p = p * r + 1.0 / 39916800.0;
+	p = p * r + 1.0 / 3628800.0;
+	p = p * r + 1.0 / 362880.0;
+	p = p * r + 1.0 / 40320.0;
+	p = p * r + 1.0 / 5040.0;
+	p = p * r + 1.0 / 720.0;
+	p = p * r + 1.0 / 120.0;
+	p = p * r + 1.0 / 24.0;
+	p = p * r + 1.0 / 6.0;
+	p = p * r + 0.5;
+	p = p * r + 1.0;
+	return p * r + 1.0;
+}
+
+/* One element of exp, log, exp2, rsqrt in rne (outputs as fast_elem). */
+static inline __attribute__((always_inline)) uint64_t tr_elem(emu_op op, const struct fconsts *c,
+                                                              double x, double *v, uint64_t *ixo,
+                                                              uint64_t *ufo, uint64_t *ovo)
+{
+	uint64_t xb = emu_dbits(x), exm, bad; /* exm: all ones for an exact case */
+	double y;
+	switch (op) {
+	case EMU_OP_EXP: {
+		/* x = k·ln2 + r: t's low bits hold k (k·LN2_HI exact, x - k·LN2_HI
+		 * exact by Sterbenz), |r| <= ln2/2 + 2^-40; r's error (ln2's
+		 * approximation times |k| <= 1010, two roundings) < 2^-54.4 absolute,
+		 * so e^r's relative error from it < 2^-54.3; p·2^k is exact (an
+		 * exponent field add: |x| <= 700 keeps it normal). Total < 2^-47. */
+		double t = x * TR_INV_LN2 + TR_SHIFT;
+		double kd = t - TR_SHIFT;
+		uint64_t kb = emu_dbits(t) - emu_dbits(TR_SHIFT);
+		double r = (x - kd * TR_LN2_HI) - kd * TR_LN2_LO;
+		y = emu_bitsd(emu_dbits(tr_exp_poly(r)) + (kb << 52));
+		exm = MASK(x == 0);
+		bad = !(fabs(x) <= 700);
+		break;
+	}
+	case EMU_OP_EXP2: {
+		/* x = k + r exactly (x has <= 25 bits), |r| <= 1/2; r·ln2 has a
+		 * relative error below 2^-52, e^(r·ln2) then as exp. An integer x
+		 * gives r = 0 and 2^k exactly. */
+		double t = x + TR_SHIFT;
+		double kd = t - TR_SHIFT;
+		uint64_t kb = emu_dbits(t) - emu_dbits(TR_SHIFT);
+		double r = x - kd;
+		y = emu_bitsd(emu_dbits(tr_exp_poly(r * TR_LN2)) + (kb << 52));
+		exm = MASK(r == 0);
+		bad = !(fabs(x) <= 1000);
+		break;
+	}
+	case EMU_OP_LOG: {
+		/* x = 2^k·m, m in [√2/2, √2); f = m - 1 exact (Sterbenz);
+		 * log m = 2 atanh(s), s = f/(2 + f), |s| <= 0.1716: the series to
+		 * s^19 (remainder < 2^-55 relative), s with two roundings (2^-52),
+		 * the sum's own roundings: log m within 2^-49.5 relative; then
+		 * k·LN2_HI (exact) + (k·LN2_LO + log m): for k != 0, |log x| >=
+		 * ln2 - 0.3466 >= |log m|, so the sum's error stays below 2^-48
+		 * relative; k = 0 gives log m itself. */
+		uint64_t mant = xb & 0x000fffffffffffffull;
+		uint64_t up = mant >= 0x6a09e667f3bcdull; /* m >= √2: halve it */
+		uint64_t kb = (xb >> 52) - 1023 + up;
+		double m = emu_bitsd(mant | ((1023 - up) << 52));
+		double kd = emu_bitsd(emu_dbits(TR_SHIFT) + kb) - TR_SHIFT;
+		double f = m - 1.0;
+		double sv = f / (2.0 + f), s2 = sv * sv;
+		double q = 1.0 / 19;
+		q = q * s2 + 1.0 / 17;
+		q = q * s2 + 1.0 / 15;
+		q = q * s2 + 1.0 / 13;
+		q = q * s2 + 1.0 / 11;
+		q = q * s2 + 1.0 / 9;
+		q = q * s2 + 1.0 / 7;
+		q = q * s2 + 1.0 / 5;
+		q = q * s2 + 1.0 / 3;
+		double ts = sv + sv;
+		double lm = ts + ts * (s2 * q);
+		y = kd * TR_LN2_HI + (kd * TR_LN2_LO + lm);
+		exm = MASK(x == 1);
+		bad = !(x >= 0x1p-1022) | !FIN(x);
+		break;
+	}
+	default: {
+		/* rsqrt without sqrt (GCC keeps libm's errno call, and a scalar loop,
+		 * around sqrt): the bit guess 0x5fe6eb50c7b537a9 - x/2 (relative error
+		 * e0 < 0.035, Lomont 2003; < 0.2 is all this needs), then five Newton
+		 * steps y(3/2 - x·y²/2): |e'| <= 1.5e² + 0.5|e|³ takes 0.2 below 2^-54,
+		 * and each step's own roundings (about 4·2^-53) are squared away by the
+		 * next but the last's: < 2^-50.5. x = 4^k: 2^-k from the exponent. */
+		double h = 0.5 * x;
+		y = emu_bitsd(0x5fe6eb50c7b537a9ull - (xb >> 1));
+		y = y * (1.5 - h * y * y); /* unrolled: an inner loop stops the vectoriser */
+		y = y * (1.5 - h * y * y);
+		y = y * (1.5 - h * y * y);
+		y = y * (1.5 - h * y * y);
+		y = y * (1.5 - h * y * y);
+		/* masks, not a bool &: GCC 12 does not vectorise the latter here */
+		exm = MASK((xb & 0x000fffffffffffffull) == 0) & MASK((xb >> 52) & 1);
+		y = emu_bitsd(SEL(exm, ((3069 - (xb >> 52)) >> 1) << 52, emu_dbits(y)));
+		bad = !(x >= 0x1p-1022) | !FIN(x);
+		break;
+	}
+	}
+	uint64_t yb = emu_dbits(y);
+	uint64_t sign = yb & 0x8000000000000000ull, mag = yb & 0x7fffffffffffffffull;
+	uint64_t kk = SEL(exm, 0, (uint64_t)TR_K);
+	uint64_t ix1, t1, b1, ix2, t2, b2;
+	double v1 = round_rne(c, emu_bitsd((mag - kk) | sign), &ix1, &t1, &b1);
+	double v2 = round_rne(c, emu_bitsd((mag + kk) | sign), &ix2, &t2, &b2);
+	bad |= (emu_dbits(v1) != emu_dbits(v2)) | (t1 != t2) | (b1 != b2);
+	uint64_t ix = SEL(exm, ix1 | b1, 1);
+	*v = v1;
+	*ixo = ix;
+	*ufo = t1 & ix;
+	*ovo = b1;
+	return bad;
+}
+
 /* One element of the fast path: the value into *v, its inexact, underflow
  * and overflow bits; returns 1 when the generic path must decide it. */
 static inline __attribute__((always_inline)) uint64_t
-fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c0, double x, double y,
-          double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
+fast_elem_x(const int S, emu_op op, const bool sr, const bool chain, const struct fconsts *c0,
+            double x, double y, double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo,
+            uint64_t *ovo)
 {
 	struct fconsts c = *c0;
 	c.S = S;
+	if (IS_TR(op))
+		return tr_elem(op, &c, x, v, ixo, ufo, ovo);
 	if (op == EMU_OP_SUB)
 		y = -y;
 	if (op == EMU_OP_SQRT || op == EMU_OP_CVT) /* unary: whatever y the caller read */
@@ -235,8 +444,12 @@ fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c0, doubl
 		r = to_odd(r, onz, oneg);
 		err = 0;
 	}
-	if (sr)
+	if (sr && chain)
+		*v = round_sr_chain(&c, r, u, &ix, &tiny, &big);
+	else if (sr)
 		*v = round_sr(&c, r, u, &ix, &tiny, &big);
+	else if (chain)
+		*v = round_rne_chain(&c, r, &ix, &tiny, &big);
 	else
 		*v = round_rne(&c, r, &ix, &tiny, &big);
 	ix |= (err != 0) | big;
@@ -244,6 +457,14 @@ fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c0, doubl
 	*ufo = tiny & ix;
 	*ovo = big;
 	return !FIN(x) | !FIN(y) | rbad | sqrt_low | zbad;
+}
+
+/* The vector loops' element (branch free). */
+static inline __attribute__((always_inline)) uint64_t
+fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c, double x, double y,
+          double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
+{
+	return fast_elem_x(S, op, sr, false, c, x, y, z, u, v, ixo, ufo, ovo);
 }
 
 /* One chunk of the fast path: values into dst, per-element flags into fl
@@ -284,17 +505,55 @@ fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, doubl
 #define A_CLONES
 #endif
 
-/* One instance per op; strides 1 and per-element flags or none get their
- * own loops (a byte store per element would set the vector width). */
+/* The stride patterns with loops of their own (FAST_LOOPS); an operand the
+ * op does not read counts as unit stride. */
+enum stride_pat { PAT_UNIT, PAT_B0, PAT_A0, PAT_C0, PAT_BC0, PAT_OTHER };
+
+static inline __attribute__((always_inline)) enum stride_pat stride_pat(emu_op op, size_t sa,
+                                                                        size_t sb, size_t sc)
+{
+	/* the fast ops' arities, known at compile time (emu_op_arity is a call) */
+	int ar = op == EMU_OP_FMA                                                               ? 3
+	         : op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_MUL || op == EMU_OP_DIV ? 2
+	                                                                                        : 1;
+	sb = ar > 1 ? sb : 1;
+	sc = ar > 2 ? sc : 1;
+	if (sa == 1 && sb == 1 && sc == 1)
+		return PAT_UNIT;
+	if (ar > 1 && sa == 1 && sb == 0 && sc == 1)
+		return PAT_B0;
+	if (ar > 1 && sa == 0 && sb == 1 && sc == 1)
+		return PAT_A0;
+	if (ar > 2 && sa == 1 && sb == 1 && sc == 0)
+		return PAT_C0;
+	if (ar > 2 && sa == 1 && sb == 0 && sc == 0)
+		return PAT_BC0;
+	return PAT_OTHER;
+}
+
+/* One instance per op. Without per-element flags, unit strides and the
+ * broadcasts the kernels' maps use (a[i] op s, s op b[i]; fma with c, b or
+ * both broadcast) get loops with constant strides, so a broadcast operand is
+ * one register and the loop vectorises as the unit one; with flags, unit
+ * strides get their own loop (a byte store per element would otherwise set
+ * the vector width). Anything else takes the loop with strides as given. */
+#define FAST_CALL(OP, SR, SA, SB, SC, FL)                                                          \
+	fast_chunk(c->S, OP, SR, c, dst, a, SA, b, SB, cc, SC, n, idx0, FL, cnt)
 #define FAST_LOOPS(OP, SR)                                                                         \
 	do {                                                                                       \
-		if (unit && !fl)                                                                   \
-			return fast_chunk(c->S, OP, SR, c, dst, a, 1, b, 1, cc, 1, n, idx0, NULL,  \
-			                  cnt);                                                    \
-		if (unit)                                                                          \
-			return fast_chunk(c->S, OP, SR, c, dst, a, 1, b, 1, cc, 1, n, idx0, fl,    \
-			                  cnt);                                                    \
-		return fast_chunk(c->S, OP, SR, c, dst, a, sa, b, sb, cc, sc, n, idx0, fl, cnt);   \
+		if (!fl && pat == PAT_UNIT)                                                        \
+			return FAST_CALL(OP, SR, 1, 1, 1, NULL);                                   \
+		if (!fl && pat == PAT_B0)                                                          \
+			return FAST_CALL(OP, SR, 1, 0, 1, NULL);                                   \
+		if (!fl && pat == PAT_A0)                                                          \
+			return FAST_CALL(OP, SR, 0, 1, 1, NULL);                                   \
+		if (!fl && pat == PAT_C0)                                                          \
+			return FAST_CALL(OP, SR, 1, 1, 0, NULL);                                   \
+		if (!fl && pat == PAT_BC0)                                                         \
+			return FAST_CALL(OP, SR, 1, 0, 0, NULL);                                   \
+		if (pat == PAT_UNIT)                                                               \
+			return FAST_CALL(OP, SR, 1, 1, 1, fl);                                     \
+		return FAST_CALL(OP, SR, sa, sb, sc, fl);                                          \
 	} while (0)
 #define FAST_OP(OP, NAME)                                                                          \
 	A_CLONES static unsigned NAME(const struct fconsts *c, bool sr, double *dst,               \
@@ -302,9 +561,8 @@ fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, doubl
 	                              const double *cc, size_t sc, size_t n, uint64_t idx0,        \
 	                              uint8_t *fl, uint64_t *cnt)                                  \
 	{                                                                                          \
-		bool unit = sa == 1 && ((OP) == EMU_OP_SQRT || (OP) == EMU_OP_CVT || sb == 1) &&   \
-		            ((OP) != EMU_OP_FMA || sc == 1);                                       \
-		if (sr)                                                                            \
+		enum stride_pat pat = stride_pat(OP, sa, sb, sc);                                  \
+		if (sr && !IS_TR(OP)) /* fast_ok: the transcendentals only in rne */               \
 			FAST_LOOPS(OP, true);                                                      \
 		FAST_LOOPS(OP, false);                                                             \
 	}                                                                                          \
@@ -323,13 +581,35 @@ FAST_OP(EMU_OP_DIV, fast_div)
 FAST_OP(EMU_OP_SQRT, fast_sqrt)
 FAST_OP(EMU_OP_FMA, fast_fma)
 FAST_OP(EMU_OP_CVT, fast_cvt)
+FAST_OP(EMU_OP_EXP, fast_exp)
+FAST_OP(EMU_OP_LOG, fast_log)
+FAST_OP(EMU_OP_EXP2, fast_exp2)
+FAST_OP(EMU_OP_RSQRT, fast_rsqrt)
+
+typedef unsigned (*fast_fn)(const struct fconsts *, bool, double *, const double *, size_t,
+                            const double *, size_t, const double *, size_t, size_t, uint64_t,
+                            uint8_t *, uint64_t *);
+typedef bool (*bad_fn)(const struct fconsts *, double, double, double);
+static const struct {
+	fast_fn run;
+	bad_fn bad;
+} fast_tab[EMU_NOPS] = {
+    [EMU_OP_ADD] = {fast_add, fast_add_bad},    [EMU_OP_SUB] = {fast_sub, fast_sub_bad},
+    [EMU_OP_MUL] = {fast_mul, fast_mul_bad},    [EMU_OP_DIV] = {fast_div, fast_div_bad},
+    [EMU_OP_SQRT] = {fast_sqrt, fast_sqrt_bad}, [EMU_OP_FMA] = {fast_fma, fast_fma_bad},
+    [EMU_OP_EXP] = {fast_exp, fast_exp_bad},    [EMU_OP_LOG] = {fast_log, fast_log_bad},
+    [EMU_OP_EXP2] = {fast_exp2, fast_exp2_bad}, [EMU_OP_RSQRT] = {fast_rsqrt, fast_rsqrt_bad},
+    [EMU_OP_CVT] = {fast_cvt, fast_cvt_bad},
+};
 
 static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
 {
-	if (op != EMU_OP_ADD && op != EMU_OP_SUB && op != EMU_OP_MUL && op != EMU_OP_DIV &&
-	    op != EMU_OP_SQRT && op != EMU_OP_FMA && op != EMU_OP_CVT)
+	if (op >= EMU_NOPS || !fast_tab[op].run)
 		return false;
 	if ((env->mode != EMU_RNE && env->mode != EMU_SR) || env->sat || env->ftz || env->daz)
+		return false;
+	/* the transcendental check rounds with round_rne */
+	if (env->mode == EMU_SR && IS_TR(op))
 		return false;
 	/* SR reads the top 32 discarded bits and a sticky bit from r to odd */
 	if (env->mode == EMU_SR && f->p > 20)
@@ -390,7 +670,8 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 		const double *pa = a + i0 * sa, *pb = b + i0 * sb, *pc = c + i0 * sc;
 		/* an operand overwritten in place would be read again by the second
 		 * look and the generic path: results go to buf, then to dst */
-		bool alias = overlaps(dst + i0, pa, sa, m) || (ar > 1 && overlaps(dst + i0, pb, sb, m)) ||
+		bool alias = overlaps(dst + i0, pa, sa, m) ||
+		             (ar > 1 && overlaps(dst + i0, pb, sb, m)) ||
 		             (ar > 2 && overlaps(dst + i0, pc, sc, m));
 		double *out = alias ? buf : dst + i0;
 		uint8_t *fl = flags ? flags + i0 : NULL;
@@ -399,47 +680,14 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 		bool chunk_bad = false;
 		bool (*bad)(const struct fconsts *, double, double, double) = NULL;
 		if (fast) {
-			switch (op) {
-			case EMU_OP_ADD:
-				nfb = fast_add(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_add_bad;
-				break;
-			case EMU_OP_SUB:
-				nfb = fast_sub(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_sub_bad;
-				break;
-			case EMU_OP_MUL:
-				nfb = fast_mul(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_mul_bad;
-				break;
-			case EMU_OP_DIV:
-				nfb = fast_div(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_div_bad;
-				break;
-			case EMU_OP_FMA:
-				nfb = fast_fma(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_fma_bad;
-				break;
-			case EMU_OP_CVT:
-				nfb = fast_cvt(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				               env->index + i0, fl, cnt);
-				bad = fast_cvt_bad;
-				break;
-			default:
-				nfb = fast_sqrt(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
-				                env->index + i0, fl, cnt);
-				bad = fast_sqrt_bad;
-				break;
-			}
+			nfb = fast_tab[op].run(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
+			                       env->index + i0, fl, cnt);
+			bad = fast_tab[op].bad;
 			chunk_bad = cnt[2] != ov0;
 		}
 		for (size_t j = 0; nfb && j < m; j++) {
-			if (bad && (fl ? !(fl[j] & 0x80) : !bad(&k, pa[j * sa], pb[j * sb], pc[j * sc])))
+			if (bad &&
+			    (fl ? !(fl[j] & 0x80) : !bad(&k, pa[j * sa], pb[j * sb], pc[j * sc])))
 				continue;
 			unsigned v = 0;
 			e.index = env->index + i0 + j;
@@ -459,7 +707,8 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 				v = fl[j];
 			} else {
 				e.index = env->index + i0 + j;
-				(void)emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e, &v);
+				(void)emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e,
+				                    &v);
 			}
 			if (bad_flags(v)) {
 				acc.first_bad = i0 + j;
@@ -518,19 +767,60 @@ emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t 
 	return emu_a_op(EMU_OP_FMA, f, dst, args, st, n, env, flags);
 }
 
-emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
-                       const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
+/* One step of a fold on the fast path: min and max of two finite values
+ * that differ and are not zeros (no flags; a NaN, an infinity or a zero
+ * result, whose sign rules and format encodings the scalar op knows, are
+ * left to it), the others as emu_a_op's elements with the rounding of a
+ * chain. Returns 1 when the generic path must take the step. */
+static inline __attribute__((always_inline)) uint64_t
+fold_step(const emu_op op, const bool sr, const struct fconsts *c, double s, double x, double y,
+          uint64_t index, double *v, uint64_t *ix, uint64_t *uf, uint64_t *ov)
+{
+	if (op == EMU_OP_MIN || op == EMU_OP_MAX) {
+		double r = (op == EMU_OP_MIN) == (x < s) ? x : s;
+		*v = r;
+		*ix = *uf = *ov = 0;
+		return !FIN(s) | !FIN(x) | (s == x) | (r == 0);
+	}
+	uint32_t u = sr ? a_sr_bits(c->seed, index) : 0;
+	return op == EMU_OP_FMA ? fast_elem_x(c->S, op, sr, true, c, x, y, s, u, v, ix, uf, ov)
+	                        : fast_elem_x(c->S, op, sr, true, c, s, x, 0.0, u, v, ix, uf, ov);
+}
+
+/* The fold's loop for one op and mode (constant after inlining): a chain of
+ * scalar steps, each the fast path's element or, where that cannot decide,
+ * emu_a_element; fast says whether the fast path applies at all. The fast
+ * steps' counts stay in registers (a tally in memory would be a second
+ * chain). */
+static inline __attribute__((always_inline)) emu_a_flags
+fold_loop(const emu_op op, const bool sr, const bool fast, const struct fconsts *c,
+          const emu_format *f, double *acc, const double *a, size_t sa, const double *b, size_t sb,
+          size_t n, const emu_env *env, uint8_t *flags)
 {
 	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 	emu_env e = *env;
 	double s = *acc;
+	uint64_t nix = 0, nuf = 0, nov = 0;
 	for (size_t j = 0; j < n; j++) {
 		unsigned v = 0;
+		double x = a[j * sa], y = op == EMU_OP_FMA ? b[j * sb] : 0.0, t;
+		uint64_t ix, uf, ov;
+		if (fast && !fold_step(op, sr, c, s, x, y, env->index + j, &t, &ix, &uf, &ov)) {
+			s = t;
+			nix += ix;
+			nuf += uf;
+			nov += ov;
+			if (flags)
+				flags[j] = (uint8_t)((ix << 4) | (uf << 3) | (ov << 2));
+			if (__builtin_expect(ov && r.first_bad == UINT64_MAX, 0)) {
+				r.first_bad = j;
+				r.first_flags = (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
+			}
+			continue;
+		}
 		e.index = env->index + j;
-		if (op == EMU_OP_FMA)
-			s = emu_a_element(op, f, a[j * sa], b[j * sb], s, &e, &v);
-		else
-			s = emu_a_element(op, f, s, a[j * sa], 0, &e, &v);
+		s = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s, &e, &v)
+		                     : emu_a_element(op, f, s, x, 0, &e, &v);
 		if (flags)
 			flags[j] = (uint8_t)v;
 		tally(r.count, v);
@@ -540,8 +830,42 @@ emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double
 		}
 	}
 	*acc = s;
+	r.count[4] += nix;
+	r.count[3] += nuf;
+	r.count[2] += nov;
 	for (int j = 0; j < 5; j++)
 		if (r.count[j])
 			r.any |= 1u << j;
 	return r;
+}
+
+#define FOLD_CASE(OP)                                                                              \
+	case OP:                                                                                   \
+		return sr ? fold_loop(OP, true, true, &k, f, acc, a, sa, b, sb, n, env, flags)     \
+		          : fold_loop(OP, false, true, &k, f, acc, a, sa, b, sb, n, env, flags)
+
+emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
+                       const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
+{
+	struct fconsts k;
+	/* min and max never round: the fast path's conditions hold for them in
+	 * every mode (sr needs no p limit) */
+	emu_env rne = *env;
+	bool minmax = op == EMU_OP_MIN || op == EMU_OP_MAX;
+	if (minmax)
+		rne.mode = EMU_RNE;
+	bool sr = !minmax && env->mode == EMU_SR;
+	if (fast_ok(minmax ? EMU_OP_ADD : op, f, &rne, &k)) {
+		switch (op) {
+			FOLD_CASE(EMU_OP_ADD);
+			FOLD_CASE(EMU_OP_SUB);
+			FOLD_CASE(EMU_OP_MUL);
+			FOLD_CASE(EMU_OP_FMA);
+			FOLD_CASE(EMU_OP_MIN);
+			FOLD_CASE(EMU_OP_MAX);
+		default:
+			break;
+		}
+	}
+	return fold_loop(op, false, false, &k, f, acc, a, sa, b, sb, n, env, flags);
 }

@@ -238,8 +238,10 @@ unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out,
  * env->index + i (emu_a_element); every mode, sat, ftz and daz apply.
  * Returns how many elements raised each flag (count[k] for flag 1 << k)
  * and their OR; flags, when not NULL, receives each element's flags.
- * Round-to-nearest-even add, sub, mul, div, sqrt and fma take a branch-free
- * binary64 path (docs/numerics.md); everything else goes element by element.
+ * Round-to-nearest-even add, sub, mul, div, sqrt, fma (sr too for p <= 20),
+ * exp, log, exp2 and rsqrt take a branch-free binary64 path, with loops of
+ * their own for unit strides and a broadcast operand (docs/numerics.md);
+ * everything else goes element by element.
  * dst may overlap any operand: a chunk whose results would overwrite an
  * operand it still reads is computed into a buffer first. */
 typedef struct {
@@ -288,7 +290,9 @@ emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t 
  * op(*acc, a[j·sa]) (add, sub, mul, min, max), or *acc = fma(a[j·sa],
  * b[j·sb], *acc) for EMU_OP_FMA; step j is the scalar operation under env
  * with SR index env->index + j. Counts, first_bad (the first step j that
- * raised overflow, invalid or divbyzero) and flags[j] as emu_a_op. */
+ * raised overflow, invalid or divbyzero) and flags[j] as emu_a_op. Add,
+ * sub, mul and fma in rne (and sr for p <= 20), min and max take the fast
+ * path's step, the scalar op only where a step cannot be decided. */
 emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
                        const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags);
 

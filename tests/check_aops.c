@@ -7,6 +7,7 @@
  * in RNE, the generic one elsewhere); strides 0 and 2, n = 0 and 1, SR
  * keyed by env->index + i; and random elements against MPFR directly.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,13 @@ static void *xcalloc(size_t n, size_t sz)
 	void *p = calloc(n ? n : 1, sz);
 	ck_assert_ptr_nonnull(p);
 	return p;
+}
+
+static uint64_t dbits(double x)
+{
+	uint64_t u;
+	memcpy(&u, &x, sizeof u);
+	return u;
 }
 
 /* The value an encoding holds in the value domain (a NaN keeps its sign). */
@@ -364,8 +372,8 @@ END_TEST
  * bf16, tf32, every op, rne (the fast path) and sr. */
 START_TEST(test_against_mpfr)
 {
-	static const char *const names[] = {"e4m3", "e5m2", "e4m3fnuz", "e2m1",
-	                                    "e8m0", "fp16", "bf16",     "tf32"};
+	static const char *const names[] = {"e4m3", "e5m2", "e4m3fnuz", "e2m1", "e8m0",
+	                                    "fp16", "bf16", "tf32",     "fp32"};
 	const emu_format *f = t_fmt(names[_i]);
 	size_t n = t_quick() ? 1000 : 8000;
 	double *xa = xcalloc(n, sizeof(double)), *xb = xcalloc(n, sizeof(double));
@@ -430,6 +438,382 @@ START_TEST(test_sr_equal_draw)
 }
 END_TEST
 
+/* ---- exp, log, exp2, rsqrt (the Ziv check in binary64, rne) ---- */
+
+static const emu_op trops[] = {EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT};
+
+/* Every value encoding of fp16, bf16, tf32 and the <= 8-bit formats, every
+ * transcendental; every mode for the formats of <= 16 bits (rne is the fast
+ * path, the others the generic one), rne for tf32 (2^19 inputs). */
+static const char *const trfmts[] = {"fp16",     "bf16", "e4m3", "e5m2", "e4m3fnuz",
+                                     "e5m2fnuz", "e3m2", "e2m3", "e2m1", "tf32"};
+
+START_TEST(test_transc_every_input)
+{
+	const emu_format *f = t_fmt(trfmts[_i]);
+	size_t cap = (size_t)1 << f->bits;
+	emu_bits *e = xcalloc(cap, sizeof *e);
+	double *x = xcalloc(cap, sizeof *x);
+	size_t m = 0;
+	for (emu_bits b = 0; b < cap; b++)
+		if (is_value(f, b)) {
+			e[m] = b;
+			x[m++] = val(f, b);
+		}
+	double *xs[3] = {x, x, x};
+	emu_bits *es[3] = {e, e, e};
+	size_t st[3] = {1, 1, 1};
+	uint64_t rne = 0, other = 0;
+	int modes = f->bits > 16 || t_quick() ? 1 : EMU_NMODES;
+	for (int md = 0; md < modes; md++) {
+		emu_env env = env_of(md, 0, 0);
+		for (size_t o = 0; o < ARRAY_SIZE(trops); o++) {
+			uint64_t k = prove(trops[o], f, &env, xs, es, st, m);
+			if (md == EMU_RNE)
+				rne += k;
+			else
+				other += k;
+		}
+	}
+	char what[96];
+	snprintf(what, sizeof what, "aops: %s exp log exp2 rsqrt, every input, rne", f->name);
+	t_count(what, rne);
+	if (other) {
+		snprintf(what, sizeof what, "aops: %s exp log exp2 rsqrt, every input, other modes",
+		         f->name);
+		t_count(what, other);
+	}
+	free(e), free(x);
+}
+END_TEST
+
+/* fp32 (p = 24) in rne: random arguments over each function's interesting
+ * range (overflow, underflow, subnormal and exact results included), random
+ * encodings of every kind, and the inputs whose binary64 result lies within
+ * 2^9 units in the last place of an fp32 midpoint (found here with libm's
+ * double functions): the fast path must leave those to the scalar op. */
+static double tr_libm(emu_op op, double x)
+{
+	switch (op) {
+	case EMU_OP_EXP:
+		return exp(x);
+	case EMU_OP_LOG:
+		return log(x);
+	case EMU_OP_EXP2:
+		return exp2(x);
+	default:
+		return 1 / sqrt(x);
+	}
+}
+
+START_TEST(test_transc_fp32)
+{
+	const emu_format *f = t_fmt("fp32");
+	const size_t n = t_quick() ? 20000 : 200000, nhard = 12;
+	double *x = xcalloc(n + nhard, sizeof *x);
+	emu_bits *e = xcalloc(n + nhard, sizeof *e);
+	double *xs[3] = {x, x, x};
+	emu_bits *es[3] = {e, e, e};
+	size_t st[3] = {1, 1, 1};
+	emu_env env = env_of(EMU_RNE, 0, 0), rne = EMU_ENV_DEFAULT;
+	uint64_t cases = 0, hard = 0;
+	for (size_t o = 0; o < ARRAY_SIZE(trops); o++) {
+		emu_op op = trops[o];
+		for (size_t i = 0; i < n; i++) {
+			uint64_t r = t_rand(9000 + o, i);
+			double u = (double)(r >> 11) * 0x1p-53, v;
+			if (i % 4 == 3) /* any encoding */
+				v = val(f, (emu_bits)r);
+			else if (op == EMU_OP_EXP)
+				v = -110 + 205 * u;
+			else if (op == EMU_OP_EXP2)
+				v = i % 4 == 2 ? floor(-160 + 300 * u) : -160 + 300 * u;
+			else /* any positive encoding */
+				v = val(f, (emu_bits)r & 0x7fffffffu);
+			e[i] = emu_from_double(f, v, &rne).bits;
+			if (emu_is_nan(f, e[i]))
+				e[i] = f->nan_bits;
+			x[i] = val(f, e[i]);
+		}
+		/* hard cases: the first nhard in a binade of arguments */
+		size_t k = n;
+		uint32_t b0 = op == EMU_OP_EXP    ? 0x3c000000u
+		              : op == EMU_OP_EXP2 ? 0x3d000000u
+		                                  : 0x3f800000u;
+		for (uint32_t b = b0; k < n + nhard && b < b0 + 0x04000000u; b++) {
+			double xv = val(f, b), y = fabs(tr_libm(op, xv));
+			uint64_t d = dbits(y) & ((1ull << 29) - 1); /* 53 - 24 discarded bits */
+			if (d > (1ull << 28) - 512 && d < (1ull << 28) + 512) {
+				e[k] = b;
+				x[k++] = xv;
+			}
+		}
+		ck_assert_msg(k == n + nhard, "%s: found %zu hard cases", emu_op_name(op), k - n);
+		cases += prove(op, f, &env, xs, es, st, n + nhard);
+		hard += nhard;
+	}
+	t_count("aops: fp32 exp log exp2 rsqrt, random and hard arguments, rne", cases);
+	t_count("aops: of which within 2^9 ulp of an fp32 midpoint", hard);
+	free(x), free(e);
+}
+END_TEST
+
+/* ---- emu_a_fold ---- */
+
+static const emu_op foldops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,
+                                 EMU_OP_MIN, EMU_OP_MAX, EMU_OP_FMA};
+
+/* Fold n steps and prove them against two references: the scalar loop of
+ * emu_a_element (the accumulator's double bits after the last step, each
+ * step's flags) and the encoding API step by step (encodings); counts,
+ * any, first_bad and first_flags from the per-step flags, and the counts
+ * again without per-step flags. Returns n. */
+static uint64_t prove_fold(emu_op op, const emu_format *f, const emu_env *env, double acc0,
+                           const double *a, size_t sa, const double *b, size_t sb, size_t n)
+{
+	uint8_t fl1[1], *fl = n > 1 ? xcalloc(n, 1) : fl1;
+	double s = acc0, s2 = acc0;
+	emu_a_flags c = emu_a_fold(op, f, &s, a, sa, b, sb, n, env, fl);
+	emu_a_flags c2 = emu_a_fold(op, f, &s2, a, sa, b, sb, n, env, NULL);
+	double r = acc0;
+	emu_bits rb = emu_encode(f, acc0);
+	emu_env e = *env;
+	uint64_t sum[5] = {0, 0, 0, 0, 0}, first = UINT64_MAX;
+	unsigned any = 0, first_fl = 0;
+	for (size_t j = 0; j < n; j++) {
+		unsigned v = 0;
+		double x = a[j * sa], y = op == EMU_OP_FMA ? b[j * sb] : 0.0;
+		e.index = env->index + j;
+		r = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, r, &e, &v)
+		                     : emu_a_element(op, f, r, x, 0, &e, &v);
+		emu_bits args[3] = {rb, emu_encode(f, x), 0};
+		if (op == EMU_OP_FMA) {
+			args[0] = emu_encode(f, x);
+			args[1] = emu_encode(f, y);
+			args[2] = rb;
+		}
+		emu_result er = emu_apply(op, f, NULL, args, &e);
+		if (fl[j] != v || er.flags != v || er.bits != emu_encode(f, r)) {
+			char b1[48], b2[48];
+			ck_abort_msg(
+			    "fold %s %s mode %s sat %d ftz %d daz %d step %zu of %zu: acc 0x%x "
+			    "x %a y %a: flags %s, element %s (0x%x), encodings 0x%x",
+			    f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat, env->ftz,
+			    env->daz, j, n, rb, x, y, emu_flags_str(fl[j], b1, sizeof b1),
+			    emu_flags_str(v, b2, sizeof b2), emu_encode(f, r), er.bits);
+		}
+		rb = er.bits;
+		for (int k = 0; k < 5; k++)
+			sum[k] += (v >> k) & 1;
+		any |= v;
+		if (first == UINT64_MAX &&
+		    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+			first = j;
+			first_fl = v;
+		}
+	}
+	/* one test per call: each ck_assert records its place (a write) */
+	bool same = c.any == any && c2.any == any && c.first_bad == first &&
+	            c2.first_bad == first && c.first_flags == first_fl &&
+	            c2.first_flags == first_fl;
+	for (int k = 0; k < 5; k++)
+		same &= c.count[k] == sum[k] && c2.count[k] == sum[k];
+	if (dbits(s) != dbits(r) || dbits(s2) != dbits(r) || !same)
+		ck_abort_msg(
+		    "fold %s %s mode %s sat %d ftz %d daz %d n %zu: acc %a (no flags: %a), "
+		    "element loop %a; first_bad %llu/%llu (0x%x), expected %llu (0x%x); "
+		    "inexact count %llu, expected %llu",
+		    f->name, emu_op_name(op), emu_mode_name(env->mode), env->sat, env->ftz,
+		    env->daz, n, s, s2, r, (unsigned long long)c.first_bad,
+		    (unsigned long long)c2.first_bad, c.first_flags, (unsigned long long)first,
+		    first_fl, (unsigned long long)c.count[4], (unsigned long long)sum[4]);
+	if (fl != fl1)
+		free(fl);
+	return n;
+}
+
+/* Every (accumulator, operand) pair of every <= 8-bit format as a fold of
+ * one step, in rne and sr (the fast path) and rtz (the generic one); fma
+ * with b = 1 and b a random operand (every accumulator, every a). */
+START_TEST(test_fold_small_pairs)
+{
+	const emu_format *f = t_fmt(small[_i]);
+	emu_bits *ops = xcalloc(256, sizeof *ops);
+	size_t m = operands(f, ops);
+	size_t step = t_quick() ? 7 : 1;
+	double *x = xcalloc(m, sizeof(double));
+	for (size_t j = 0; j < m; j++)
+		x[j] = val(f, ops[j]);
+	double bs[2] = {1.0, x[t_rand(31, _i) % m]};
+	if (!f->has_zero || bs[0] > f->max)
+		bs[0] = x[m / 3];
+	uint64_t cases = 0;
+	static const emu_mode modes[] = {EMU_RNE, EMU_SR, EMU_RTZ};
+	for (size_t md = 0; md < ARRAY_SIZE(modes); md++) {
+		emu_env env = env_of(modes[md], 0, 0);
+		for (size_t o = 0; o < ARRAY_SIZE(foldops); o++)
+			for (size_t i = 0; i < m; i += step)
+				for (size_t j = 0; j < m; j++)
+					for (size_t k = 0; k < (foldops[o] == EMU_OP_FMA ? 2u : 1u);
+					     k++) {
+						env.index = 12345 + i * m + j;
+						cases += prove_fold(foldops[o], f, &env, x[i],
+						                    &x[j], 1, &bs[k], 1, 1);
+					}
+	}
+	t_count("aops: fold steps, <=8-bit (acc, operand) pairs in rne, sr, rtz", cases);
+	free(ops), free(x);
+}
+END_TEST
+
+/* Sequences: random encodings (NaN, infinities, overflow and cancellation
+ * mid-fold), small values of random sign (long runs on the fast path),
+ * subnormals and large values of one sign (overflow mid-fold, then the
+ * non-finite accumulator); every mode x {ieee, sat} x {keep, ftz, daz} for
+ * every <= 8-bit format and fp16, bf16, tf32; strides 1, 2 and 0, n = 0 and 1. */
+static const char *const foldfmts[] = {"e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2", "e2m3",
+                                       "e2m1", "e8m0", "fp16",     "bf16",     "tf32"};
+
+static void fill_fold(const emu_format *f, uint64_t stream, int kind, size_t n, double *x)
+{
+	emu_env rne = EMU_ENV_DEFAULT;
+	emu_bits mask = (1u << f->bits) - 1;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = t_rand(stream, i);
+		double m = 1.0 + (double)(r >> 12) * 0x1p-52;
+		double sg = (r >> 7) & 1 ? -1.0 : 1.0;
+		switch (kind) {
+		case 0: /* any encoding */
+			x[i] = val(f, emu_encode(f, val(f, (emu_bits)r & mask)));
+			continue;
+		case 1: /* |x| in [2^-3, 2^2), random sign */
+			x[i] = sg * ldexp(m, (int)(r % 5) - 3);
+			break;
+		case 2: /* around and below 2^emin, random sign */
+			x[i] = sg * ldexp(m, f->emin - (int)(r % (unsigned)f->p) + 1);
+			break;
+		default: /* large, positive: overflows */
+			x[i] = ldexp(m, f->emax - 2 - (int)(r % 3));
+			break;
+		}
+		x[i] = emu_decode(f, emu_from_double(f, x[i], &rne).bits);
+		if (isnan(x[i]) || (!f->has_sign && x[i] < 0))
+			x[i] = fabs(val(f, f->max_bits));
+	}
+}
+
+START_TEST(test_fold_sequences)
+{
+	const emu_format *f = t_fmt(foldfmts[_i]);
+	const size_t n = t_quick() ? 120 : 600;
+	double *xa = xcalloc(2 * n, sizeof(double)), *xb = xcalloc(2 * n, sizeof(double));
+	uint64_t cases = 0;
+	for (int md = 0; md < EMU_NMODES; md++)
+		for (int sat = 0; sat < 2; sat++)
+			for (int sub = 0; sub < 3; sub++) {
+				emu_env env = env_of(md, sat, sub);
+				/* the rne fast path (and sr's) gets every data kind; the
+				 * other envs, the generic path, two */
+				bool fast_env = (md == EMU_RNE || md == EMU_SR) && !sat && !sub;
+				for (int kind = 0; kind < 4; kind++) {
+					if (!fast_env && (kind == 1 || kind == 2))
+						continue;
+					uint64_t st =
+					    7000 +
+					    (uint64_t)(_i * 64 + md * 8 + sat * 4 + sub) * 8 +
+					    (uint64_t)kind;
+					fill_fold(f, st, kind, 2 * n, xa);
+					fill_fold(f, st + 4000, kind == 3 ? 1 : kind, 2 * n, xb);
+					for (size_t o = 0; o < ARRAY_SIZE(foldops); o++) {
+						double acc0 = kind == 3 ? 0.0 : xa[2 * n - 1];
+						cases += prove_fold(foldops[o], f, &env, acc0, xa,
+						                    1, xb, 1, n);
+						if (fast_env && kind == 1) {
+							cases += prove_fold(foldops[o], f, &env,
+							                    acc0, xa, 2, xb, 2, n);
+							cases += prove_fold(foldops[o], f, &env,
+							                    acc0, xa, 0, xb, 1, n);
+							cases += prove_fold(foldops[o], f, &env,
+							                    acc0, xa, 1, xb, 0, 1);
+							cases += prove_fold(foldops[o], f, &env,
+							                    acc0, xa, 1, xb, 1, 0);
+						}
+					}
+				}
+			}
+	char what[96];
+	snprintf(what, sizeof what, "aops: fold steps, %s sequences x envs", f->name);
+	t_count(what, cases);
+	free(xa), free(xb);
+}
+END_TEST
+
+/* Known answers: a sum of ones stalls at 2^p (FACTS.md §7: 2048 in fp16,
+ * 256 in bf16, 16 in e4m3, 8 in e5m2), the fold of a broadcast 1.0. */
+START_TEST(test_fold_ones)
+{
+	static const struct {
+		const char *name;
+		double stall;
+	} rows[] = {{"fp16", 2048}, {"bf16", 256}, {"e4m3", 16}, {"e5m2", 8}};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		const emu_format *f = t_fmt(rows[i].name);
+		emu_env env = EMU_ENV_DEFAULT;
+		double one = 1.0, s = 0.0;
+		emu_a_flags c = emu_a_fold(EMU_OP_ADD, f, &s, &one, 0, NULL, 0, 5000, &env, NULL);
+		ck_assert_msg(s == rows[i].stall, "%s: sum of ones %g, expected %g", rows[i].name,
+		              s, rows[i].stall);
+		ck_assert_uint_eq(c.count[4], 5000 - (uint64_t)rows[i].stall);
+		ck_assert_uint_eq(c.first_bad, UINT64_MAX);
+	}
+	t_count("aops: fold known answers (sums of ones)", ARRAY_SIZE(rows));
+}
+END_TEST
+
+/* The unary ops' second look reads only the operand: with a NaN first
+ * element (what the broadcast second operand used to be read from) the
+ * elements left to the generic path are still the right ones, with and
+ * without per-element flags, in place and not; first_bad is the first. */
+START_TEST(test_unary_second_look)
+{
+	const emu_format *f = t_fmt("fp16");
+	const emu_op ops[] = {EMU_OP_CVT, EMU_OP_SQRT, EMU_OP_EXP, EMU_OP_LOG};
+	enum { NN = 300 };
+	double x[NN], d[NN], w[NN];
+	uint8_t fl[NN];
+	for (size_t o = 0; o < ARRAY_SIZE(ops); o++)
+		for (int inplace = 0; inplace < 2; inplace++)
+			for (int flags = 0; flags < 2; flags++) {
+				emu_env env = EMU_ENV_DEFAULT;
+				for (size_t i = 0; i < NN; i++)
+					x[i] = i == 0 ? NAN : i % 37 == 5 ? INFINITY : i % 41 == 7 ? -2.0
+					       : i % 43 == 9 ? 32768.0 : ldexp(1.0 + (double)(i % 13) / 16, (int)(i % 30) - 15);
+				emu_a_flags r;
+				const double *args[1] = {x};
+				size_t st[1] = {1};
+				memcpy(d, x, sizeof d);
+				r = emu_a_op(ops[o], f, inplace ? d : w, inplace ? (const double *const[]){d} : args,
+				             st, NN, &env, flags ? fl : NULL);
+				const double *got = inplace ? d : w;
+				uint64_t first = UINT64_MAX;
+				for (size_t i = 0; i < NN; i++) {
+					unsigned v = 0;
+					emu_env e = env;
+					e.index = i;
+					double want = emu_a_element(ops[o], f, x[i], 0, 0, &e, &v);
+					ck_assert_msg(emu_encode(f, want) == emu_encode(f, got[i]),
+					              "%s inplace %d flags %d i %zu: %a -> %a, want %a",
+					              emu_op_name(ops[o]), inplace, flags, i, x[i], got[i], want);
+					if (first == UINT64_MAX &&
+					    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO)))
+						first = i;
+				}
+				ck_assert_uint_eq(r.first_bad, first);
+			}
+	t_count("aops: unary second look after a NaN first element", 16 * NN);
+}
+END_TEST
+
 Suite *suite_aops(void)
 {
 	Suite *s = suite_create("aops");
@@ -441,7 +825,13 @@ Suite *suite_aops(void)
 	tcase_add_test(tc, test_empty_and_one);
 	tcase_add_test(tc, test_sr_reproducible);
 	tcase_add_test(tc, test_sr_equal_draw);
-	tcase_add_loop_test(tc, test_against_mpfr, 0, 8);
+	tcase_add_loop_test(tc, test_against_mpfr, 0, 9);
+	tcase_add_loop_test(tc, test_transc_every_input, 0, (int)ARRAY_SIZE(trfmts));
+	tcase_add_test(tc, test_transc_fp32);
+	tcase_add_loop_test(tc, test_fold_small_pairs, 0, (int)ARRAY_SIZE(small));
+	tcase_add_loop_test(tc, test_fold_sequences, 0, (int)ARRAY_SIZE(foldfmts));
+	tcase_add_test(tc, test_fold_ones);
+	tcase_add_test(tc, test_unary_second_look);
 	suite_add_tcase(s, tc);
 	return s;
 }

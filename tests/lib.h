@@ -55,5 +55,7 @@ Suite *suite_file(void);
 Suite *suite_plot(void);
 Suite *suite_claims(void);
 Suite *suite_metrics(void);
+Suite *suite_buf(void);
+Suite *suite_specialize(void);
 
 #endif

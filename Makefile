@@ -2,6 +2,8 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 VERSION := 0.1.0
+# the shared library's ABI version: libnanmap.so.$(SOMAJOR) names libnanmap.so.$(VERSION)
+SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 
 CC ?= cc
 WARN := -Wall -Wextra
@@ -15,7 +17,21 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 
 EMU_SRC := $(sort $(wildcard emu/*.c))
 HARNESS_SRC := $(filter-out harness/main.c,$(sort $(wildcard harness/*.c)))
-LIB_OBJ := $(EMU_SRC:%.c=build/%.o) $(HARNESS_SRC:%.c=build/%.o)
+# Hardware oracles (emu/hw_*.c): an independent reference for the tests,
+# linked into the test binary only, never into the installed libraries.
+ORACLE_SRC := $(sort $(wildcard emu/hw_*.c))
+ORACLE_OBJ := $(ORACLE_SRC:%.c=build/%.o)
+# The library, libnanmap.a and libnanmap.so alike: the emulator, the kernels
+# and the golden API (nm_golden.c with the readers and the writer it uses).
+# Everything else in harness/ is the command line's (case files through
+# inih, sweeps, plots): build/libnanmap-cli.a, linked into bin/nanmap, the
+# tests, the bench and the GPU runner, and installed nowhere.
+LIB_HARNESS_SRC := harness/nm_golden.c harness/nm_npy.c harness/nm_parse.c harness/nm_file.c
+LIB_SRC := $(filter-out $(ORACLE_SRC),$(EMU_SRC)) $(LIB_HARNESS_SRC)
+LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
+PIC_OBJ := $(LIB_SRC:%.c=build/pic/%.o)
+CLI_OBJ := $(filter-out $(LIB_HARNESS_SRC:%.c=build/%.o),$(HARNESS_SRC:%.c=build/%.o))
+CLI_LIB := build/libnanmap-cli.a
 TEST_SRC := $(sort $(wildcard tests/*.c))
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
@@ -25,7 +41,6 @@ GPU_HOST_SRC := $(sort $(wildcard gpu/host_*.c))
 GPU_HOST_OBJ := $(GPU_HOST_SRC:%.c=build/%.o)
 GPU_CU := $(sort $(wildcard gpu/*.cu))
 # gpu/rows.h is not among them: only the two files that compile it depend on it (below)
-GPU_H := $(filter-out gpu/rows.h,$(wildcard gpu/*.h))
 GPU_BIN := bin/nanmap-gpu
 # the runner against the emulator as a fake device: tests the runner without a GPU
 GPU_FAKE := build/gpu/nanmap-gpu-fake
@@ -39,8 +54,16 @@ ifeq ($(WERROR),1)
 NVCC_WARN += -Werror all-warnings -Xcompiler -Werror
 endif
 NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) -Iemu -Igpu $(NVCCFLAGS)
-PUBLIC_H := emu/emu.h emu/gputab.h emu/kern.h emu/kernels.h emu/tc.h emu/gradscaler.h emu/hw.h harness/nm_golden.h
+PUBLIC_H := emu/emu.h emu/gputab.h emu/kern.h emu/kernels.h emu/tc.h emu/gradscaler.h harness/nm_golden.h
 LIB := lib/libnanmap.a
+SHLIB := lib/libnanmap.so
+SHLIB_REAL := $(SHLIB).$(VERSION)
+SHLIB_SONAME := libnanmap.so.$(SOMAJOR)
+# what the library itself links (nanmap.pc's Libs.private says the same)
+LIB_LDLIBS := -lmpfr -lgmp -lm
+# the exports: emu_* and nm_golden_* (nanmap.map); internal.h's helpers are
+# hidden by their declarations
+SHLIB_LDFLAGS := -shared -Wl,-soname,$(SHLIB_SONAME) -Wl,--version-script=nanmap.map -Wl,--no-undefined
 BIN := bin/nanmap
 TESTBIN := build/tests/check_nanmap
 
@@ -72,7 +95,7 @@ missing=""; for p in $(foreach p,$(1),$(p)$(if $(DEP_HDR_$(p)),:$(DEP_HDR_$(p)))
 endef
 
 .PHONY: all deps test test-exhaustive test-mpi asan bench install uninstall clean format lint sweep sweep-quick check fuzz gpu
-all: $(LIB) $(BIN) nanmap.pc
+all: $(LIB) $(SHLIB) $(BIN) nanmap.pc
 
 # deps: install Debian packages when root; otherwise name them.
 deps:
@@ -85,13 +108,39 @@ build/deps.ok:
 	@$(call deps_check,$(BUILD_PKGS))
 	@echo "$(BUILD_PKGS)" > $@
 
-build/%.o: %.c $(wildcard emu/*.h harness/*.h tests/*.h) | build/deps.ok
+# Header dependencies: the compiler writes each object's (-MMD) next to it,
+# with an empty rule per header (-MP) so a deleted header is no error.
+# Objects from before the .d files know no headers: build/dep.mode is new
+# when the scheme changes, so each of them is rebuilt once.
+DEPFLAGS = -MMD -MP
+DEP_MODE := mmd
+$(shell mkdir -p build && { [ "$$(cat build/dep.mode 2>/dev/null)" = "$(DEP_MODE)" ] || echo $(DEP_MODE) > build/dep.mode; })
+
+build/%.o: %.c build/dep.mode | build/deps.ok
 	@mkdir -p $(dir $@)
-	$(CC) $(NM_CFLAGS) -c $< -o $@
+	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# the shared library's objects: position-independent; calls inside the
+# library bind locally (no interposition), as the static library's do
+build/pic/%.o: %.c build/dep.mode | build/deps.ok
+	@mkdir -p $(dir $@)
+	$(CC) $(NM_CFLAGS) -fPIC -fno-semantic-interposition $(DEPFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p lib
 	rm -f $@ && ar rcs $@ $^
+
+$(CLI_LIB): $(CLI_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+# libnanmap.so -> libnanmap.so.0 -> libnanmap.so.0.1.0, the soname the middle one
+$(SHLIB_REAL): $(PIC_OBJ) nanmap.map
+	@mkdir -p lib
+	$(CC) $(SHLIB_LDFLAGS) -o $@ $(PIC_OBJ) $(LIB_LDLIBS) $(LDFLAGS)
+
+$(SHLIB): $(SHLIB_REAL)
+	ln -sf $(notdir $(SHLIB_REAL)) lib/$(SHLIB_SONAME)
+	ln -sf $(SHLIB_SONAME) $@
 
 # MPI=1: bin/nanmap linked by mpicc with the sweep built for MPI ranks
 # (nm_sweep.c with -DNM_MPI, placed before the library so it wins).
@@ -100,26 +149,26 @@ MPI_SWEEP_OBJ := build/mpi/harness/nm_sweep.o
 LINK_MODE := $(if $(filter 1,$(MPI)),mpi,plain)
 $(shell mkdir -p build && { [ "$$(cat build/link.mode 2>/dev/null)" = "$(LINK_MODE)" ] || echo $(LINK_MODE) > build/link.mode; })
 
-$(MPI_SWEEP_OBJ): harness/nm_sweep.c $(wildcard emu/*.h harness/*.h)
+$(MPI_SWEEP_OBJ): harness/nm_sweep.c build/dep.mode
 	@mkdir -p $(dir $@)
-	$(MPICC) $(NM_CFLAGS) -DNM_MPI -c $< -o $@
+	$(MPICC) $(NM_CFLAGS) $(DEPFLAGS) -DNM_MPI -c $< -o $@
 
 ifeq ($(MPI),1)
-$(BIN): build/harness/main.o $(MPI_SWEEP_OBJ) $(LIB) build/link.mode
+$(BIN): build/harness/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) build/link.mode
 	@mkdir -p bin
-	$(MPICC) $(NM_CFLAGS) -o $@ build/harness/main.o $(MPI_SWEEP_OBJ) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+	$(MPICC) $(NM_CFLAGS) -o $@ build/harness/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 else
-$(BIN): build/harness/main.o $(LIB) build/link.mode
+$(BIN): build/harness/main.o $(CLI_LIB) $(LIB) build/link.mode
 	@mkdir -p bin
-	$(CC) $(NM_CFLAGS) -o $@ build/harness/main.o $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+	$(CC) $(NM_CFLAGS) -o $@ build/harness/main.o $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 endif
 
 # The MPI build for make test-mpi, beside the plain bin/nanmap it is compared with.
-build/mpi/nanmap: build/harness/main.o $(MPI_SWEEP_OBJ) $(LIB)
-	$(MPICC) $(NM_CFLAGS) -o $@ build/harness/main.o $(MPI_SWEEP_OBJ) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+build/mpi/nanmap: build/harness/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB)
+	$(MPICC) $(NM_CFLAGS) -o $@ build/harness/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 
-$(TESTBIN): $(TEST_OBJ) $(GPU_HOST_OBJ) $(LIB)
-	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(GPU_HOST_OBJ) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
+$(TESTBIN): $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(CLI_LIB) $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(CLI_LIB) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
 
 # nanmap.pc carries PREFIX: build/pc.vars changes when PREFIX or VERSION does
 $(shell mkdir -p build && { [ "$$(cat build/pc.vars 2>/dev/null)" = "$(PREFIX) $(VERSION)" ] || echo "$(PREFIX) $(VERSION)" > build/pc.vars; })
@@ -183,14 +232,11 @@ gpu:
 	@if [ -x "$(NVCC)" ]; then $(MAKE) --no-print-directory $(GPU_BIN); \
 	else echo "gpu: nvcc not found at $(NVCC): install the CUDA toolkit or set NVCC="; exit 1; fi
 
-# gpu/ headers concern only gpu/ and its test: no rebuild of the library when they change
-build/gpu/%.o: gpu/%.c $(wildcard emu/*.h) $(GPU_H) harness/nm_file.h
+build/gpu/%.o: gpu/%.c build/dep.mode | build/deps.ok
 	@mkdir -p $(dir $@)
-	$(CC) $(NM_CFLAGS) -c $< -o $@
+	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-build/tests/check_gpuhost.o: $(GPU_H)
-
-$(GPU_FAKE): build/gpu/runner.o build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(LIB)
+$(GPU_FAKE): build/gpu/runner.o build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
 # gpu/rows.h, the training kernels' row bodies, is compiled twice: on the host for the fake
@@ -213,22 +259,22 @@ build/gpu/mutant/host_rows.c: gpu/host_rows.c
 	@mkdir -p $(dir $@)
 	cp gpu/host_rows.c $@
 
-build/gpu/mutant/host_rows.o: build/gpu/mutant/host_rows.c build/gpu/mutant/rows.h $(wildcard emu/*.h) $(GPU_H)
-	$(CC) $(NM_CFLAGS) -Igpu -c $< -o $@
+build/gpu/mutant/host_rows.o: build/gpu/mutant/host_rows.c build/gpu/mutant/rows.h build/dep.mode | build/deps.ok
+	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -Igpu -c $< -o $@
 
-$(GPU_MUTANT): build/gpu/runner.o build/gpu/dev_fake.o $(filter-out build/gpu/host_rows.o,$(GPU_HOST_OBJ)) build/gpu/mutant/host_rows.o $(LIB)
+$(GPU_MUTANT): build/gpu/runner.o build/gpu/dev_fake.o $(filter-out build/gpu/host_rows.o,$(GPU_HOST_OBJ)) build/gpu/mutant/host_rows.o $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
-build/gpu/%.cu.o: gpu/%.cu $(GPU_H)
+build/gpu/%.cu.o: gpu/%.cu build/dep.mode
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+	$(NVCC) $(NVCC_FLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
-$(GPU_BIN): build/gpu/runner.o $(GPU_HOST_OBJ) $(GPU_CU:%.cu=build/%.cu.o) $(LIB)
+$(GPU_BIN): build/gpu/runner.o $(GPU_HOST_OBJ) $(GPU_CU:%.cu=build/%.cu.o) $(CLI_LIB) $(LIB)
 	@mkdir -p bin
 	$(NVCC) $(GPU_ARCH) -o $@ $^ -lcublasLt -lcublas -lmpfr -lgmp -lm -lgomp $(LDFLAGS)
 
-bench/nanmap-bench: $(BENCH_SRC) $(LIB)
-	$(CC) $(NM_CFLAGS) -o $@ $(BENCH_SRC) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+bench/nanmap-bench: $(BENCH_SRC) $(CLI_LIB) $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $(BENCH_SRC) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 
 bench: deps bench/nanmap-bench
 	bench/nanmap-bench
@@ -245,11 +291,16 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/nanmap $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/nanmap
 	install -m 644 $(LIB) $(DESTDIR)$(PREFIX)/lib/libnanmap.a
+	install -m 755 $(SHLIB_REAL) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf $(notdir $(SHLIB_REAL)) $(DESTDIR)$(PREFIX)/lib/$(SHLIB_SONAME)
+	ln -sf $(SHLIB_SONAME) $(DESTDIR)$(PREFIX)/lib/libnanmap.so
 	install -m 644 $(PUBLIC_H) $(DESTDIR)$(PREFIX)/include/nanmap/
 	install -m 644 nanmap.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/nanmap $(DESTDIR)$(PREFIX)/lib/libnanmap.a \
+	  $(DESTDIR)$(PREFIX)/lib/libnanmap.so $(DESTDIR)$(PREFIX)/lib/$(SHLIB_SONAME) \
+	  $(DESTDIR)$(PREFIX)/lib/$(notdir $(SHLIB_REAL)) \
 	  $(addprefix $(DESTDIR)$(PREFIX)/include/nanmap/,$(notdir $(PUBLIC_H))) \
 	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
 	-rmdir $(DESTDIR)$(PREFIX)/include/nanmap 2>/dev/null
@@ -263,3 +314,8 @@ lint:
 
 clean:
 	rm -rf build lib bin nanmap.pc bench/nanmap-bench
+
+# every object's header list, as the compiler wrote it (absent before the first build)
+-include $(wildcard $(patsubst %.o,%.d,$(LIB_OBJ) $(PIC_OBJ) $(CLI_OBJ) $(ORACLE_OBJ) \
+  $(TEST_OBJ) $(GPU_HOST_OBJ) build/harness/main.o build/gpu/runner.o build/gpu/dev_fake.o \
+  $(MPI_SWEEP_OBJ) $(GPU_CU:%.cu=build/%.cu.o)))

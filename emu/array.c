@@ -13,8 +13,9 @@
  *                  subnormal quantum; its low bits are the encoding.
  * Flags and the overflow rule are applied with selects; a signaling
  * binary64 NaN raises invalid, as emu_from_double does. Every other mode,
- * and formats without a zero (e8m0), take the scalar path. The tests prove
- * both paths give identical bits and flags.
+ * and formats without a zero (e8m0), take the scalar path, as does every
+ * call if specialize.h's tininess or overflow-NaN sign is not the one the
+ * selects build in. The tests prove both paths give identical bits and flags.
  */
 #include <string.h>
 
@@ -57,8 +58,10 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 	const uint64_t sign_mask = f->sign_mask;
 	const bool fnuz = f->nan == EMU_NAN_FNUZ, nonan = f->nan == EMU_NAN_NONE;
 	/* what an overflow becomes, and an infinite input */
-	const uint64_t of_bits = sat ? max_bits
-	                             : f->has_inf ? f->inf_bits : nonan ? max_bits : f->nan_bits;
+	const uint64_t of_bits = sat                           ? max_bits
+	                         : f->has_inf                  ? f->inf_bits
+	                         : emu_overflow_is_nan(f, sat) ? f->nan_bits
+	                                                       : max_bits;
 	const bool of_signed = !(fnuz && !sat); /* fnuz's one NaN has no sign */
 	const uint64_t inf_bits = f->has_inf && !sat ? f->inf_bits : of_bits;
 	const unsigned inf_flags = f->has_inf && !sat ? 0 : (EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT);
@@ -104,7 +107,7 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 		fof |= of;
 		finf |= isinf_;
 		fnan |= isnan_;
-		fsnan |= isnan_ & !((a >> 51) & 1); /* a signaling binary64 NaN */
+		fsnan |= isnan_ & !(a & EMU_F64_QUIET_BIT); /* a signaling binary64 NaN */
 	}
 	unsigned special =
 	    (finf ? inf_flags : 0) | (fnan ? nan_flags : 0) | (fsnan ? EMU_FLAG_INVALID : 0);
@@ -124,7 +127,9 @@ unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out, s
 	unsigned fl;
 	if (emu_round_array_simd(f, in, out, n, env, &fl))
 		return fl;
-	if (env->mode == EMU_RNE && f->has_zero && f->has_subnormals && f->has_sign)
+	/* tiny_below is tininess after rounding; of_sign keeps the overflow NaN's sign */
+	if (EMU_TININESS == EMU_TININESS_AFTER_ROUNDING && EMU_OVERFLOW_NAN_SIGNED &&
+	    env->mode == EMU_RNE && f->has_zero && f->has_subnormals && f->has_sign)
 		return round_array_rne(f, in, out, n, env->sat, env->ftz, env->daz);
 	return round_array_scalar(f, in, out, n, env);
 }

@@ -35,14 +35,14 @@ bool emu_is_nan(const emu_format *f, emu_bits b)
  * fn, fnuz and e8m0 is quiet. */
 bool emu_is_snan(const emu_format *f, emu_bits b)
 {
-	return f->nan == EMU_NAN_IEEE && f->p >= 2 && emu_is_nan(f, b) && !(b & (1u << (f->p - 2)));
+	return f->nan == EMU_NAN_IEEE && f->p >= 2 && emu_is_nan(f, b) && !(b & emu_quiet_bit(f));
 }
 
 bool emu_is_snan_double(double x)
 {
 	uint64_t u = emu_dbits(x);
 	return (u & 0x7ff0000000000000ull) == 0x7ff0000000000000ull &&
-	       (u & 0x000fffffffffffffull) != 0 && !(u & 0x0008000000000000ull);
+	       (u & 0x000fffffffffffffull) != 0 && !(u & EMU_F64_QUIET_BIT);
 }
 
 emu_class emu_classify(const emu_format *f, emu_bits b)
@@ -95,8 +95,8 @@ double emu_decode(const emu_format *f, emu_bits b)
 emu_bits emu_encode(const emu_format *f, double v)
 {
 	int m = f->p - 1;
-	if (isnan(v)) /* only an overflow or infinity makes a negative NaN (e4m3 -> 0xff, as CUDA) */
-		return f->nan_bits | ((signbit(v) && f->nan != EMU_NAN_FNUZ) ? f->sign_mask : 0);
+	if (isnan(v)) /* only an overflow or infinity makes a negative NaN (specialize.h) */
+		return emu_nan_signed(f, signbit(v));
 	emu_bits s = (signbit(v) && f->has_sign) ? f->sign_mask : 0;
 	if (isinf(v))
 		return s | f->inf_bits;

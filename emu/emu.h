@@ -311,5 +311,9 @@ emu_mode emu_mode_by_name(const char *name); /* EMU_NMODES if unknown */
 const char *emu_class_name(emu_class c);
 /* "overflow|inexact" or "-"; buf must hold 48 bytes. */
 const char *emu_flags_str(unsigned flags, char *buf, size_t len);
+/* nanmap's one vocabulary of yes and no, in case files, tensor-core model
+ * specs and plot options alike: 1 for yes, true, on, 1; 0 for no, false,
+ * off, 0 (lower case, the whole word); -1 for anything else. */
+int emu_bool_by_name(const char *word);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * fma.c — a × b + c with ONE rounding (not round(round(a·b) + c)).
  * a·b is exact in double (see mul.c); p + c as a double-double (TwoSum) is
- * the exact sum, which the core rounds once. invalid for 0·∞ is raised even
- * when c is NaN (IEEE 754-2019 §7.2 leaves it optional; nanmap raises it).
+ * the exact sum, which the core rounds once. 0·∞ with c a quiet NaN raises
+ * what specialize.h says (IEEE 754-2019 §7.2 leaves it optional).
  */
 #include "internal.h"
 
@@ -13,8 +13,12 @@ double emu_v_fma(const emu_format *f, double a, double b, double c, const emu_en
 	b = emu_v_arg(f, b);
 	c = emu_v_arg(f, c);
 	bool pinf = isinf(a) || isinf(b);
-	if ((pinf && (a == 0 || b == 0)))
-		return emu_nan_result(f, true, fl);
+	if (pinf && (a == 0 || b == 0)) {
+		if (!isnan(c))
+			return emu_nan_result(f, true, fl);
+		*fl |= EMU_FMA_ZERO_INF_QNAN_FLAGS;
+		return emu_nan_result(f, false, fl);
+	}
 	if (isnan(a) || isnan(b) || isnan(c))
 		return emu_nan_result(f, false, fl);
 	bool pneg = signbit(a) != signbit(b);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "specialize.h"
 
 #define FMT(n, p_, eb, bias_, sign, inf, sub, zero, nan_)                                  \
 	{ .name = {n}, .p = (p_), .ebits = (eb), .bias = (bias_), .has_sign = (sign),         \
@@ -88,21 +89,16 @@ emu_status emu_format_init(emu_format *f)
 	switch (f->nan) {
 	case EMU_NAN_IEEE:
 		f->max_bits = ((top - 1) << m) | f->man_mask;
-		f->nan_bits = (top << m) | (m > 0 ? 1u << (m - 1) : 0);
 		break;
 	case EMU_NAN_FN:
 		f->max_bits = ((top << m) | f->man_mask) - 1;
-		f->nan_bits = (top << m) | f->man_mask;
 		break;
 	case EMU_NAN_FNUZ:
-		f->max_bits = (top << m) | f->man_mask;
-		f->nan_bits = f->sign_mask;
-		break;
 	case EMU_NAN_NONE:
 		f->max_bits = (top << m) | f->man_mask;
-		f->nan_bits = 0;
 		break;
 	}
+	f->nan_bits = emu_default_nan(f->nan, f->exp_mask, f->man_mask, f->sign_mask, m);
 	f->inf_bits = f->has_inf ? top << m : 0;
 	f->emax = (int)(f->max_bits >> m) - f->bias;
 	f->max = ldexp((double)((f->max_bits & f->man_mask) | (1u << m)), f->emax - m);

@@ -2,6 +2,9 @@
  * internal.h — what the fast backend's operation files share: the special
  * results (NaN, infinities, zeros) every operation ends in, the input reader
  * that applies DAZ, and the exact-value adaptors into the rounding core.
+ * The choices those results make are specialize.h's. Nothing here is part
+ * of the library's interface: the functions are hidden from libnanmap.so's
+ * exports (EMU_INTERNAL), though a static link still reaches them.
  */
 #ifndef NANMAP_EMU_INTERNAL_H
 #define NANMAP_EMU_INTERNAL_H
@@ -10,40 +13,32 @@
 #include <string.h>
 
 #include "emu.h"
+#include "specialize.h"
+
+#define EMU_INTERNAL __attribute__((visibility("hidden")))
 
 /* A NaN result; `invalid` says whether the operation itself was invalid. */
-double emu_nan_result(const emu_format *f, bool invalid, unsigned *flags);
+EMU_INTERNAL double emu_nan_result(const emu_format *f, bool invalid, unsigned *flags);
 /* An infinite result of sign neg; dbz: exact (divide by zero), else from an
  * infinite operand. Applies sat and the format's lack of inf. */
-double emu_inf_result(const emu_format *f, bool neg, bool dbz, const emu_env *env,
-                      unsigned *flags);
+EMU_INTERNAL double emu_inf_result(const emu_format *f, bool neg, bool dbz, const emu_env *env,
+                                   unsigned *flags);
 /* An exact zero result of sign neg (fnuz: +0; no zero: e8m0 rule). */
-double emu_zero_result(const emu_format *f, bool neg, unsigned *flags);
+EMU_INTERNAL double emu_zero_result(const emu_format *f, bool neg, unsigned *flags);
 /* An exact real result that may need rounding: x exact in double. */
-double emu_round_exact(const emu_format *f, double x, const emu_env *env, unsigned *flags);
+EMU_INTERNAL double emu_round_exact(const emu_format *f, double x, const emu_env *env,
+                                    unsigned *flags);
 /* A binary64 source rounded into f (emu_from_double in the value domain):
  * daz on the source, invalid for a signaling NaN. */
-double emu_v_from_double(const emu_format *f, double x, const emu_env *env, unsigned *flags);
+EMU_INTERNAL double emu_v_from_double(const emu_format *f, double x, const emu_env *env,
+                                      unsigned *flags);
 /* An operand: decoded, with DAZ applied. */
-double emu_operand(const emu_format *f, emu_bits b, const emu_env *env);
+EMU_INTERNAL double emu_operand(const emu_format *f, emu_bits b, const emu_env *env);
 /* invalid for a signaling NaN operand (IEEE 754-2019 §7.2(a)); the result
  * is the produced NaN, which is quiet, so quieting needs nothing else. */
 static inline unsigned emu_snan_flag(const emu_format *f, emu_bits b)
 {
 	return emu_is_snan(f, b) ? EMU_FLAG_INVALID : 0;
-}
-/* A value-domain operand that is not a value of f because f has no zero
- * (e8m0: a kernel's constant 0, an accumulator's start) is read as what
- * emu_encode makes of it, code 0 = 2^emin, so the value helpers and the
- * encoding API (and the MPFR backend, which sees encodings) agree. */
-static inline double emu_v_arg(const emu_format *f, double x)
-{
-	return !f->has_zero && x == 0 ? f->min_normal : x;
-}
-/* The sign of an exact zero sum: -0 only in mode down (IEEE 754 §6.3). */
-static inline bool emu_zero_sum_neg(const emu_env *env)
-{
-	return env->mode == EMU_DOWN;
 }
 static inline emu_result emu_pack(const emu_format *f, double v, unsigned flags)
 {
@@ -51,8 +46,8 @@ static inline emu_result emu_pack(const emu_format *f, double v, unsigned flags)
 }
 /* The vectorised RNE/SR array loop (round_simd.c); false when the format,
  * mode or environment is outside its scope. */
-bool emu_round_array_simd(const emu_format *f, const double *in, emu_bits *out, size_t n,
-                          const emu_env *env, unsigned *flags_out);
+EMU_INTERNAL bool emu_round_array_simd(const emu_format *f, const double *in, emu_bits *out,
+                                       size_t n, const emu_env *env, unsigned *flags_out);
 /* A double's bits and back (memcpy: no aliasing trouble, compiles to a move). */
 static inline uint64_t emu_dbits(double x)
 {

@@ -35,7 +35,8 @@
  * with its limbs (MPFR's custom interface): no allocation, nothing to clear.
  *
  * Readings where the specification leaves room (its explicit rules first,
- * then IEEE 754-2019):
+ * then IEEE 754-2019; the choices IEEE leaves to the implementation are
+ * named in specialize.h, which the fast backend reads too):
  *  - NaN results are the format's produced NaN (nan_bits), never a payload;
  *    formats with no NaN give +0 with invalid, also for a NaN operand.
  *  - Signaling NaNs (IEEE 754-2019 §6.2): ieee-style NaNs with the top
@@ -80,6 +81,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "specialize.h"
 
 enum { K_NAN, K_INF, K_ZERO, K_FIN };
 
@@ -234,7 +236,7 @@ static void decode(const emu_format *f, emu_bits b, bool daz, operand *o, mpfr_p
 		o->kind = K_NAN;
 		o->neg = false;
 		/* ieee style with a fraction: its top bit set means quiet */
-		o->snan = f->nan == EMU_NAN_IEEE && m >= 1 && ((b >> (m - 1)) & 1) == 0;
+		o->snan = f->nan == EMU_NAN_IEEE && m >= 1 && !(b & emu_quiet_bit(f));
 		return;
 	}
 	emu_bits mag = b & ~f->sign_mask;
@@ -267,7 +269,7 @@ static void decode_double(double x, bool daz, operand *o)
 		memcpy(&u, &x, sizeof u);
 		o->kind = K_NAN;
 		o->neg = false;
-		o->snan = ((u >> 51) & 1) == 0; /* binary64's quiet bit */
+		o->snan = !(u & EMU_F64_QUIET_BIT);
 	} else if (isinf(x)) {
 		o->kind = K_INF;
 	} else if (x == 0 || (daz && fpclassify(x) == FP_SUBNORMAL)) {
@@ -413,7 +415,7 @@ static void op_fma(const ctx *c, real *r, const operand *a, const operand *b, co
 	if (a->kind == K_NAN || b->kind == K_NAN)
 		r_nan(r, 0);
 	else if ((a->kind == K_INF && b->kind == K_ZERO) || (a->kind == K_ZERO && b->kind == K_INF))
-		r_nan(r, EMU_FLAG_INVALID); /* even when d is NaN */
+		r_nan(r, d->kind == K_NAN ? EMU_FMA_ZERO_INF_QNAN_FLAGS : EMU_FLAG_INVALID);
 	else if (d->kind == K_NAN)
 		r_nan(r, 0);
 	else if ((a->kind == K_INF || b->kind == K_INF) && d->kind == K_INF && d->neg != pneg)
@@ -589,25 +591,24 @@ static bool native_mode(emu_mode m, mpfr_rnd_t *rnd)
 static emu_result nan_result(const emu_format *f, unsigned flags)
 {
 	if (!has_nan(f))
-		return (emu_result){enc_zero(f, false), flags | EMU_FLAG_INVALID};
+		return (emu_result){EMU_NONAN_BITS, flags | EMU_FLAG_INVALID};
 	return (emu_result){f->nan_bits, flags};
 }
 
 /* Where an overflowing or infinite result lands when not ±inf: ±max under
- * sat or without a NaN, else the NaN with the result's sign. */
+ * sat or without a NaN, else the NaN with the result's sign (specialize.h). */
 static emu_bits not_inf(const ctx *c, bool neg)
 {
 	const emu_format *f = c->f;
-	if (c->sat || !has_nan(c->f))
+	if (!emu_overflow_is_nan(f, c->sat))
 		return f->max_bits | sign_of(f, neg);
-	return f->nan_bits | sign_of(f, neg);
+	return emu_nan_signed(f, EMU_OVERFLOW_NAN_SIGNED && neg);
 }
 
 static emu_result zero_result(const emu_format *f, bool neg, unsigned flags)
 {
 	if (!f->has_zero)
-		return (emu_result){enc_min_normal(f, neg),
-		                    flags | EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT};
+		return (emu_result){enc_min_normal(f, neg), flags | EMU_NOZERO_FLAGS};
 	return (emu_result){enc_zero(f, neg), flags};
 }
 
@@ -643,7 +644,9 @@ static emu_result round_finite(const ctx *c, real *r)
 			return (emu_result){f->inf_bits | sign_of(f, neg), flags};
 		return (emu_result){not_inf(c, neg), flags};
 	}
-	bool tiny = mpfr_get_exp(r1.x) <= f->emin; /* |r1| < 2^emin */
+	/* after rounding: |r1| < 2^emin; before: |y| < 2^emin (y, round-to-odd,
+	 * has the exact value's exponent) */
+	bool tiny = mpfr_get_exp(EMU_TININESS == EMU_TININESS_AFTER_ROUNDING ? r1.x : y) <= f->emin;
 
 	/* the final value: y on the format's grid */
 	mpv zg;

@@ -8,6 +8,10 @@ static const char *const mode_names[EMU_NMODES] = {"rne", "rtz", "up", "down", "
 static const char *const class_names[] = {"zero", "subnormal", "normal", "inf", "nan"};
 static const char *const flag_names[] = {"invalid", "divbyzero", "overflow", "underflow",
                                          "inexact"};
+/* Every word any of nanmap's inputs took before they shared this table:
+ * case files took all four pairs, model specs three, plots yes and no. */
+static const char *const bool_words[][2] = {
+    {"no", "yes"}, {"false", "true"}, {"off", "on"}, {"0", "1"}};
 
 const char *emu_mode_name(emu_mode m)
 {
@@ -20,6 +24,15 @@ emu_mode emu_mode_by_name(const char *name)
 		if (strcmp(mode_names[i], name) == 0)
 			return (emu_mode)i;
 	return EMU_NMODES;
+}
+
+int emu_bool_by_name(const char *word)
+{
+	for (size_t i = 0; i < sizeof(bool_words) / sizeof(bool_words[0]); i++)
+		for (int v = 0; v < 2; v++)
+			if (strcmp(bool_words[i][v], word) == 0)
+				return v;
+	return -1;
 }
 
 const char *emu_class_name(emu_class c)

@@ -102,15 +102,15 @@ double emu_round_core(const emu_format *f, bool neg, uint64_t M, int E, bool sti
 				r = f->max;
 			else if (f->has_inf)
 				r = INFINITY;
-			else if (f->nan != EMU_NAN_NONE)
-				return neg ? -NAN : NAN; /* e4m3, fnuz: NaN keeping the sign (CUDA __NV_NOSAT) */
+			else if (emu_overflow_is_nan(f, env->sat)) /* e4m3, fnuz */
+				return emu_nan_value(EMU_OVERFLOW_NAN_SIGNED && neg);
 			else
 				r = f->max;
 			return neg ? -r : r;
 		}
 	} else {
-		if (e == f->emin - 1) {
-			/* tininess after rounding: does the p-bit rounding reach 2^emin? */
+		if (EMU_TININESS == EMU_TININESS_AFTER_ROUNDING && e == f->emin - 1) {
+			/* after rounding: does the p-bit rounding reach 2^emin? */
 			bool ix;
 			uint64_t n1 = round_to(M, E, sticky, e - p + 1, env->mode, neg, u, &ix);
 			tiny = (n1 >> p) == 0;
@@ -214,7 +214,7 @@ double emu_nan_result(const emu_format *f, bool invalid, unsigned *flags)
 {
 	if (invalid || f->nan == EMU_NAN_NONE)
 		*flags |= EMU_FLAG_INVALID;
-	return f->nan == EMU_NAN_NONE ? 0.0 : NAN;
+	return f->nan == EMU_NAN_NONE ? EMU_NONAN_VALUE : emu_nan_value(false);
 }
 
 double emu_inf_result(const emu_format *f, bool neg, bool dbz, const emu_env *env,
@@ -228,15 +228,15 @@ double emu_inf_result(const emu_format *f, bool neg, bool dbz, const emu_env *en
 		return neg ? -INFINITY : INFINITY;
 	}
 	*flags |= dbz ? EMU_FLAG_DIVBYZERO : (EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT);
-	if (!env->sat && f->nan != EMU_NAN_NONE)
-		return neg ? -NAN : NAN; /* as an overflow: keeps the sign */
+	if (emu_overflow_is_nan(f, env->sat)) /* as an overflow */
+		return emu_nan_value(EMU_OVERFLOW_NAN_SIGNED && neg);
 	return neg ? -f->max : f->max;
 }
 
 double emu_zero_result(const emu_format *f, bool neg, unsigned *flags)
 {
 	if (!f->has_zero) {
-		*flags |= EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT;
+		*flags |= EMU_NOZERO_FLAGS;
 		return f->min_normal;
 	}
 	if (f->nan == EMU_NAN_FNUZ)

@@ -49,6 +49,10 @@ static bool setup(const emu_format *f, const emu_env *env, struct consts *c)
 {
 	if (!f->has_sign || !f->has_zero || !f->has_subnormals || env->sat || env->ftz)
 		return false;
+	/* the loop detects tininess after rounding and keeps the overflow NaN's
+	 * sign (specialize.h); other choices take the scalar path */
+	if (EMU_TININESS != EMU_TININESS_AFTER_ROUNDING || !EMU_OVERFLOW_NAN_SIGNED)
+		return false;
 	if (env->mode != EMU_RNE && env->mode != EMU_SR)
 		return false;
 	/* RNE lets the FPU round the subnormal range (x + magic): needs the

@@ -205,15 +205,11 @@ static bool tc_int(const char *s, long lo, long hi, long *out)
 
 static bool tc_bool(const char *s, bool *out)
 {
-	if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "on")) {
-		*out = true;
-		return true;
-	}
-	if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "off")) {
-		*out = false;
-		return true;
-	}
-	return false;
+	int v = emu_bool_by_name(s);
+
+	if (v >= 0)
+		*out = v;
+	return v >= 0;
 }
 
 /* One key=value item; returns false with err written. */

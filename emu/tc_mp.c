@@ -23,6 +23,7 @@
 #include <stdlib.h>
 
 #include "emu.h"
+#include "specialize.h"
 #include "tc.h"
 
 #define WIDE_EMIN (-(((mpfr_exp_t)1 << 30) - 1))
@@ -165,7 +166,8 @@ static void tc_round(const emu_tc_model *m, emu_mode md, const emu_format *g, mp
 		}
 		goto done;
 	}
-	bool tiny = mpfr_get_exp(r1) <= g->emin; /* |r1| < 2^emin */
+	/* after rounding: |r1| < 2^emin; before: the exact |y| < 2^emin */
+	bool tiny = mpfr_get_exp(EMU_TININESS == EMU_TININESS_AFTER_ROUNDING ? r1 : y) <= g->emin;
 	int tz = t1;
 	if (mpfr_get_exp(y) <= g->emin) { /* below 2^emin: the subnormal grid */
 		mpfr_set_emin(g->emin - g->p + 2);

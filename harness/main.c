@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "emu.h"
+#include "nm_buf.h"
 #include "nm_dot.h"
 #include "nm_goldcmd.h"
 #include "nm_npy.h"
@@ -141,37 +142,30 @@ static const char *nm_cell(const struct nm_table *t, size_t r, size_t c)
 	return t->cells[r * t->ncols + c];
 }
 
-/* RFC 4180: custom format names contain commas, so quote when needed. */
-static void nm_put_csv_field(const char *s, FILE *out)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, out);
-		return;
-	}
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', out);
-		fputc(*s, out);
-	}
-	fputc('"', out);
-}
-
-static void nm_put_csv_row(const struct nm_table *t, const char *const *row, FILE *out)
+static void nm_put_csv_row(const struct nm_table *t, const char *const *row, nm_buf *b)
 {
 	for (size_t j = 0; j < t->ncols; j++) {
 		if (j)
-			fputc(',', out);
-		nm_put_csv_field(row[j], out);
+			nm_buf_putc(b, ',');
+		nm_buf_csv(b, row[j]); /* custom format names contain commas */
 	}
-	fputc('\n', out);
+	nm_buf_putc(b, '\n');
 }
 
-static void nm_print_csv(const struct nm_table *t, FILE *out)
+static int nm_print_csv(const struct nm_table *t, FILE *out)
 {
-	nm_put_csv_row(t, t->head, out);
+	nm_buf b = {0};
+
+	nm_put_csv_row(t, t->head, &b);
 	for (size_t r = 0; r < t->nrows; r++)
-		nm_put_csv_row(t, (const char *const *)&t->cells[r * t->ncols], out);
+		nm_put_csv_row(t, (const char *const *)&t->cells[r * t->ncols], &b);
+	if (b.oom) {
+		nm_buf_free(&b);
+		return nm_oom();
+	}
+	fwrite(b.s, 1, b.len, out);
+	nm_buf_free(&b);
+	return 0;
 }
 
 /* People's tables leave out columns that are empty in every row (op's b, c). */
@@ -270,7 +264,7 @@ static int nm_table_print(const struct nm_table *t, enum nm_style style)
 	int rc = 0;
 
 	if (style == NM_STYLE_CSV)
-		nm_print_csv(t, stdout);
+		rc = nm_print_csv(t, stdout);
 	else
 		rc = nm_print_aligned(t, style == NM_STYLE_MD, stdout);
 	return rc ? rc : nm_flush();

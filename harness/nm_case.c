@@ -370,19 +370,16 @@ static int nc_count(struct nc_ctx *x, const struct nc_raw *r, const char *key, u
 static int nc_bool(struct nc_ctx *x, const struct nc_raw *r, const char *key, bool dflt,
                    bool *out)
 {
-	static const char *const yes[] = {"yes", "true", "on", "1"};
-	static const char *const no[] = {"no", "false", "off", "0"};
+	int v;
 
 	*out = dflt;
 	if (!r->text)
 		return 0;
-	for (size_t i = 0; i < 4; i++) {
-		if (!strcmp(r->text, yes[i]))
-			return *out = true, 0;
-		if (!strcmp(r->text, no[i]))
-			return *out = false, 0;
-	}
-	return nc_err(x, r->line, key, "'%s' is not yes or no", r->text);
+	v = emu_bool_by_name(r->text);
+	if (v < 0)
+		return nc_err(x, r->line, key, "'%s' is not yes or no", r->text);
+	*out = v;
+	return 0;
 }
 
 /* Split s in place at blanks and commas; empty items are skipped. */

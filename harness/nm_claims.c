@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "emu.h"
+#include "nm_buf.h"
 #include "nm_claims.h"
 #include "nm_file.h"
 #include "nm_plot.h"
@@ -39,43 +39,6 @@ static const char *const statements[NM_CLAIMS_N] = {
 	"Sums accumulated in FP16 stop growing; FP32 accumulation fixes it.",
 	"FP8 E4M3 needs per-tensor scaling to train; MX block scaling removes overflow entirely.",
 };
-
-/* ---- a growing markdown buffer ---- */
-
-typedef struct {
-	char *s;
-	size_t len, cap;
-	bool oom;
-} cl_buf;
-
-static void bput(cl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void bput(cl_buf *b, const char *fmt, ...)
-{
-	if (b->oom)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
-	va_end(ap);
-	if (n < 0)
-		return;
-	if (b->len + (size_t)n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		char *t = realloc(b->s, cap);
-		if (!t) {
-			b->oom = true;
-			return;
-		}
-		b->s = t;
-		b->cap = cap;
-	}
-	va_start(ap, fmt);
-	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-}
 
 /* ---- the [claim] section ---- */
 
@@ -134,7 +97,7 @@ typedef struct {
 	const char *dir;
 	nm_csv thr;
 	bool have_thr;
-	cl_buf num, why;     /* the numbers (bullets) and the paragraph */
+	nm_buf num, why;     /* the numbers (bullets) and the paragraph */
 	char missing[512];   /* why the claim is unsettled */
 	char used[512];      /* the cases read */
 } cl_ctx;
@@ -316,9 +279,11 @@ static cl_verdict claim1(cl_ctx *x)
 	if (!h || !load(x, 1, NULL, &r))
 		return V_UNSETTLED;
 	const char *pol = r.c->npolicies ? r.c->policy_specs[0] : "";
-	bput(&x->num, "- fp16 format (descriptor): largest finite %.9g, smallest normal 2^%d = %.6g, "
-	              "smallest subnormal 2^%d = %.6g, overflow threshold under RNE %.9g\n",
-	     h->max, h->emin, h->min_normal, h->emin - h->p + 1, h->min_subnormal, ovf_threshold(h));
+	nm_buf_printf(
+	    &x->num,
+	    "- fp16 format (descriptor): largest finite %.9g, smallest normal 2^%d = %.6g, "
+	    "smallest subnormal 2^%d = %.6g, overflow threshold under RNE %.9g\n",
+	    h->max, h->emin, h->min_normal, h->emin - h->p + 1, h->min_subnormal, ovf_threshold(h));
 	/* overflow: from the thresholds when found, else the grid bracket */
 	double ov_ok, ov_bad, un_bad, un_ok;
 	grid_first(&r, NULL, pol, overflowed, &ov_ok, &ov_bad);
@@ -338,16 +303,18 @@ static cl_verdict claim1(cl_ctx *x)
 		un_bad = thr_num(x, u, "first_bad");
 		un_real = thr_num(x, u, "real_boundary");
 	}
-	bput(&x->num, "- case `%s` (`%s`): a value stored into an fp16 accumulator overflows from "
+	nm_buf_printf(&x->num,
+	              "- case `%s` (`%s`): a value stored into an fp16 accumulator overflows from "
 	              "%.17g on; %.17g is still finite (%s)",
-	     r.c->name, pol, ov_bad, ov_ok, t >= 0 ? "bisected" : "grid bracket");
+	              r.c->name, pol, ov_bad, ov_ok, t >= 0 ? "bisected" : "grid bracket");
 	if (!isnan(ov_real))
-		bput(&x->num, "; exact boundary %.9g", ov_real);
-	bput(&x->num, "\n- it becomes 0 (status underflow) up to %.17g; %.17g survives (%s)", un_bad,
-	     un_ok, u >= 0 ? "bisected" : "grid bracket");
+		nm_buf_printf(&x->num, "; exact boundary %.9g", ov_real);
+	nm_buf_printf(&x->num,
+	              "\n- it becomes 0 (status underflow) up to %.17g; %.17g survives (%s)",
+	              un_bad, un_ok, u >= 0 ? "bisected" : "grid bracket");
 	if (!isnan(un_real))
-		bput(&x->num, "; exact boundary %.9g", un_real);
-	bput(&x->num, "\n");
+		nm_buf_printf(&x->num, "; exact boundary %.9g", un_real);
+	nm_buf_printf(&x->num, "\n");
 	/* precision in the subnormal range: the largest relative error there */
 	double sub_err = 0, sub_at = NAN;
 	const char *ecol = has_col(&r, "result.rel_err") ? "result.rel_err" : NULL;
@@ -359,23 +326,26 @@ static cl_verdict claim1(cl_ctx *x)
 		}
 	}
 	if (ecol)
-		bput(&x->num, "- below the smallest normal, values survive with fewer bits: relative "
-		              "error up to %.3g (at %.3g)\n",
-		     sub_err, sub_at);
+		nm_buf_printf(
+		    &x->num,
+		    "- below the smallest normal, values survive with fewer bits: relative "
+		    "error up to %.3g (at %.3g)\n",
+		    sub_err, sub_at);
 	unload(&r);
 	/* the statement's ends against the computed ones (2 % slack) */
 	bool upper = 6.5e4 >= ov_ok * 0.98 && 6.5e4 <= ov_bad * 1.02;
 	double lo_end = isnan(un_ok) ? un_bad : un_ok;
 	bool lower = fabs(lo_end / 6e-5 - 1) < 0.5;
 	bool normal_lower = fabs(h->min_normal / 6e-5 - 1) < 0.05;
-	bput(&x->why,
-	     "The upper end %s: fp16 overflows from %.6g on (its largest value is %.9g). The lower "
-	     "end %s: %.3g is the smallest *normal* number (2^%d)%s, but values survive down to "
-	     "%.3g, the subnormal range (2^%d), with ever fewer significant bits; only below "
-	     "that do they become 0. ",
-	     upper ? "is right" : "is wrong", isnan(ov_real) ? ov_bad : ov_real, h->max, lower ? "is right" : "is not",
-	     h->min_normal, h->emin, normal_lower ? ", which is what 6e-5 names" : "", lo_end,
-	     h->emin - h->p + 1);
+	nm_buf_printf(
+	    &x->why,
+	    "The upper end %s: fp16 overflows from %.6g on (its largest value is %.9g). The lower "
+	    "end %s: %.3g is the smallest *normal* number (2^%d)%s, but values survive down to "
+	    "%.3g, the subnormal range (2^%d), with ever fewer significant bits; only below "
+	    "that do they become 0. ",
+	    upper ? "is right" : "is wrong", isnan(ov_real) ? ov_bad : ov_real, h->max,
+	    lower ? "is right" : "is not", h->min_normal, h->emin,
+	    normal_lower ? ", which is what 6e-5 names" : "", lo_end, h->emin - h->p + 1);
 	return upper && lower ? V_TRUE : upper || lower ? V_PARTLY : V_FALSE;
 }
 
@@ -401,12 +371,17 @@ static cl_verdict claim2(cl_ctx *x)
 				bad[p] = overflowed(status(&r, i));
 				val[p] = num(&r, i, "grad.maxabs");
 				if (bad[p])
-					bput(&x->num, "- scale %.9g, %s (`%s`): status %s, the scaled loss is not "
+					nm_buf_printf(&x->num,
+					              "- scale %.9g, %s (`%s`): status %s, the "
+					              "scaled loss is not "
 					              "finite\n",
-					     s, what[p], pols[p], stname(status(&r, i)));
+					              s, what[p], pols[p], stname(status(&r, i)));
 				else
-					bput(&x->num, "- scale %.9g, %s (`%s`): status %s, scaled loss %.9g\n", s,
-					     what[p], pols[p], stname(status(&r, i)), val[p]);
+					nm_buf_printf(&x->num,
+					              "- scale %.9g, %s (`%s`): status %s, scaled "
+					              "loss %.9g\n",
+					              s, what[p], pols[p], stname(status(&r, i)),
+					              val[p]);
 			}
 	unload(&r);
 	if (!seen[0] || (!seen[1] && !seen[2])) {
@@ -415,13 +390,14 @@ static cl_verdict claim2(cl_ctx *x)
 		return V_UNSETTLED;
 	}
 	bool fp16bad = bad[1] || bad[2];
-	bput(&x->why,
-	     "15 × %.9g = %.9g. In fp32, where autocast computes every loss (cross_entropy runs as "
-	     "log_softmax + nll_loss in fp32), the scaled loss is %s. It can overflow only when the "
-	     "loss itself is held in fp16 (%s), which a GradScaler run under autocast does not "
-	     "do. ",
-	     at, 15 * at, bad[0] ? "not finite" : "finite",
-	     fp16bad ? "there it is not finite" : "and not even there");
+	nm_buf_printf(
+	    &x->why,
+	    "15 × %.9g = %.9g. In fp32, where autocast computes every loss (cross_entropy runs as "
+	    "log_softmax + nll_loss in fp32), the scaled loss is %s. It can overflow only when the "
+	    "loss itself is held in fp16 (%s), which a GradScaler run under autocast does not "
+	    "do. ",
+	    at, 15 * at, bad[0] ? "not finite" : "finite",
+	    fp16bad ? "there it is not finite" : "and not even there");
 	return bad[0] ? V_TRUE : fp16bad ? V_PARTLY : V_FALSE;
 }
 
@@ -470,14 +446,18 @@ static cl_verdict claim3(cl_ctx *x)
 				}
 			}
 			if (anybad[p][v])
-				bput(&x->num, "- %s, `%s`: the loss overflows (%s) from a largest |logit| of "
-				              "%.9g%s; before that its arithmetic error is at most %.3g\n",
-				     vars[v], pol, ev ? ev : "grid", firstbad[p][v], ev ? " (bisected)" : "",
-				     maxerr[p][v]);
+				nm_buf_printf(
+				    &x->num,
+				    "- %s, `%s`: the loss overflows (%s) from a largest |logit| of "
+				    "%.9g%s; before that its arithmetic error is at most %.3g\n",
+				    vars[v], pol, ev ? ev : "grid", firstbad[p][v],
+				    ev ? " (bisected)" : "", maxerr[p][v]);
 			else
-				bput(&x->num, "- %s, `%s`: finite up to a largest |logit| of %.9g; loss "
-				              "arithmetic error at most %.3g\n",
-				     vars[v], pol, lim, maxerr[p][v]);
+				nm_buf_printf(
+				    &x->num,
+				    "- %s, `%s`: finite up to a largest |logit| of %.9g; loss "
+				    "arithmetic error at most %.3g\n",
+				    vars[v], pol, lim, maxerr[p][v]);
 		}
 	unload(&r);
 	if (!seen) {
@@ -485,36 +465,45 @@ static cl_verdict claim3(cl_ctx *x)
 		return V_UNSETTLED;
 	}
 	if (!isnan(firstunder))
-		bput(&x->num, "- some gradients (classes with tiny probability) are stored as 0 in fp16 "
-		              "(status underflow) from a largest |logit| of %.6g on, in every policy "
-		              "alike: the gradient is an fp16 tensor either way\n",
-		     firstunder);
+		nm_buf_printf(
+		    &x->num,
+		    "- some gradients (classes with tiny probability) are stored as 0 in fp16 "
+		    "(status underflow) from a largest |logit| of %.6g on, in every policy "
+		    "alike: the gradient is an fp16 tensor either way\n",
+		    firstunder);
 	/* unstable in fp16: some fp16-arithmetic variant overflows or loses more than 1 % */
 	bool unstable = false;
 	for (int v = 0; v < 3; v++)
 		unstable |= anybad[0][v] || maxerr[0][v] > 1e-2;
 	/* fixed by .float(): the log-softmax PyTorch runs, in fp32, never overflows and is accurate */
 	bool fixed = !anybad[1][2] && maxerr[1][2] <= 1e-3;
-	bput(&x->why, "With fp16 arithmetic the naive formula ");
+	nm_buf_printf(&x->why, "With fp16 arithmetic the naive formula ");
 	if (anybad[0][0])
-		bput(&x->why, "overflows from a largest logit of %.6g (the exponentials or their sum "
-		              "leave fp16)",
-		     firstbad[0][0]);
+		nm_buf_printf(
+		    &x->why,
+		    "overflows from a largest logit of %.6g (the exponentials or their sum "
+		    "leave fp16)",
+		    firstbad[0][0]);
 	else
-		bput(&x->why, "never overflows here");
-	bput(&x->why, "; the max-subtracted and log-sum-exp forms %s, with loss errors up to %.3g "
+		nm_buf_printf(&x->why, "never overflows here");
+	nm_buf_printf(&x->why,
+	              "; the max-subtracted and log-sum-exp forms %s, with loss errors up to %.3g "
 	              "and %.3g (the fp16 sum of many exponentials loses digits). ",
-	     anybad[0][1] || anybad[0][2] ? "overflow too" : "stay finite", maxerr[0][1],
-	     maxerr[0][2]);
-	bput(&x->why, "Computing on `logits.float()` with PyTorch's formula (log-sum-exp) %s over "
-	              "every fp16 logit up to %.9g, with loss error at most %.3g against the exact "
-	              "loss of the fp16 logits (the arithmetic error; the logits' own fp16 rounding "
-	              "is not the formula's doing). ",
-	     fixed ? "is finite and accurate" : "is not enough", lim, maxerr[1][2]);
+	              anybad[0][1] || anybad[0][2] ? "overflow too" : "stay finite", maxerr[0][1],
+	              maxerr[0][2]);
+	nm_buf_printf(
+	    &x->why,
+	    "Computing on `logits.float()` with PyTorch's formula (log-sum-exp) %s over "
+	    "every fp16 logit up to %.9g, with loss error at most %.3g against the exact "
+	    "loss of the fp16 logits (the arithmetic error; the logits' own fp16 rounding "
+	    "is not the formula's doing). ",
+	    fixed ? "is finite and accurate" : "is not enough", lim, maxerr[1][2]);
 	if (anybad[1][0])
-		bput(&x->why, "The formula matters as much as the format: the naive formula in fp32 "
-		              "still overflows from %.6g. ",
-		     firstbad[1][0]);
+		nm_buf_printf(
+		    &x->why,
+		    "The formula matters as much as the format: the naive formula in fp32 "
+		    "still overflows from %.6g. ",
+		    firstbad[1][0]);
 	return unstable && fixed ? V_TRUE : unstable || fixed ? V_PARTLY : V_FALSE;
 }
 
@@ -533,8 +522,10 @@ static cl_verdict claim4(cl_ctx *x)
 		int st = status(&r, i);
 		double m = fmax(isnan(y) ? 0 : y, isnan(dx) ? 0 : dx);
 		bool big = m > lim || overflowed(st);
-		bput(&x->num, "- eps %.3g, %s, `%s`: status %s, largest |y| %.6g, largest |dx| %.6g\n",
-		     eps, nm_csv_get(&r.t, i, r.cv), nm_csv_get(&r.t, i, r.cp), stname(st), y, dx);
+		nm_buf_printf(
+		    &x->num,
+		    "- eps %.3g, %s, `%s`: status %s, largest |y| %.6g, largest |dx| %.6g\n", eps,
+		    nm_csv_get(&r.t, i, r.cv), nm_csv_get(&r.t, i, r.cp), stname(st), y, dx);
 		if (fabs(eps / 1e-5 - 1) < 1e-3) {
 			seen_small = true;
 			big_small |= big;
@@ -550,13 +541,14 @@ static cl_verdict claim4(cl_ctx *x)
 		snprintf(x->missing, sizeof x->missing, "the case needs eps = 1e-5 and eps = 1e-3");
 		return V_UNSETTLED;
 	}
-	bput(&x->why,
-	     "With variance 1e-7 and eps 1e-5, var + eps ≈ 1.01e-5, so 1/sqrt(var + eps) ≈ 314 and "
-	     "the normalised values are about sqrt(var/(var + eps)) ≈ 0.1 times a standard normal: "
-	     "the largest |output| (y or dx) computed is %.6g, %s 65504. At eps 1e-3 it is %.6g. "
-	     "eps keeps 1/sqrt(var + eps) at most 1/sqrt(eps), so outputs grow large only when eps "
-	     "is tiny (or rounds to 0) and the variance underflows. ",
-	     ymax_small, big_small ? "above" : "far below", ymax_large);
+	nm_buf_printf(
+	    &x->why,
+	    "With variance 1e-7 and eps 1e-5, var + eps ≈ 1.01e-5, so 1/sqrt(var + eps) ≈ 314 and "
+	    "the normalised values are about sqrt(var/(var + eps)) ≈ 0.1 times a standard normal: "
+	    "the largest |output| (y or dx) computed is %.6g, %s 65504. At eps 1e-3 it is %.6g. "
+	    "eps keeps 1/sqrt(var + eps) at most 1/sqrt(eps), so outputs grow large only when eps "
+	    "is tiny (or rounds to 0) and the variance underflows. ",
+	    ymax_small, big_small ? "above" : "far below", ymax_large);
 	return big_small && !bad_large ? V_TRUE : !big_small ? V_FALSE : V_PARTLY;
 }
 
@@ -586,23 +578,28 @@ static cl_verdict claim5(cl_ctx *x)
 		}
 	}
 	unload(&r);
-	bput(&x->num, "- `%s`, loss scale 65536, gradients accumulated over m micro-batches:\n", pol);
+	nm_buf_printf(&x->num,
+	              "- `%s`, loss scale 65536, gradients accumulated over m micro-batches:\n",
+	              pol);
 	for (int d = 1; d >= 0; d--) {
 		if (isnan(first[d]))
-			bput(&x->num, "  - %s: no overflow for m up to %.0f (largest |grad| at m = %.0f: "
-			              "%.6g)\n",
-			     d ? "loss / m" : "loss not divided", mmax, mmax, gmax[d]);
+			nm_buf_printf(
+			    &x->num,
+			    "  - %s: no overflow for m up to %.0f (largest |grad| at m = %.0f: "
+			    "%.6g)\n",
+			    d ? "loss / m" : "loss not divided", mmax, mmax, gmax[d]);
 		else
-			bput(&x->num, "  - %s: overflows from m = %.0f\n", d ? "loss / m" : "loss not divided",
-			     first[d]);
+			nm_buf_printf(&x->num, "  - %s: overflows from m = %.0f\n",
+			              d ? "loss / m" : "loss not divided", first[d]);
 	}
 	bool d1 = !isnan(first[1]), d0 = !isnan(first[0]);
-	bput(&x->why,
-	     "Dividing the loss by m divides each micro-batch's gradient by m, so the accumulated "
-	     "gradient carries the scale 65536 once: %s. Not dividing is what multiplies the "
-	     "effective scale by m: %s. The statement has the cause backwards. ",
-	     d1 ? "yet it overflowed here" : "it never overflows here",
-	     d0 ? "that overflows here" : "even that did not overflow here");
+	nm_buf_printf(
+	    &x->why,
+	    "Dividing the loss by m divides each micro-batch's gradient by m, so the accumulated "
+	    "gradient carries the scale 65536 once: %s. Not dividing is what multiplies the "
+	    "effective scale by m: %s. The statement has the cause backwards. ",
+	    d1 ? "yet it overflowed here" : "it never overflows here",
+	    d0 ? "that overflows here" : "even that did not overflow here");
 	return d1 && !d0 ? V_TRUE : !d1 ? V_FALSE : V_PARTLY;
 }
 
@@ -613,9 +610,10 @@ static cl_verdict claim6(cl_ctx *x)
 	if (!b || !s || !load(x, 6, "range", &r))
 		return V_UNSETTLED;
 	const char *pb = "storage=fp32,accum=bf16", *ps = "storage=fp32,accum=fp32";
-	bput(&x->num, "- descriptors: bf16 largest %.9g, overflows from %.9g; fp32 largest %.9g, "
+	nm_buf_printf(&x->num,
+	              "- descriptors: bf16 largest %.9g, overflows from %.9g; fp32 largest %.9g, "
 	              "overflows from %.9g\n",
-	     b->max, ovf_threshold(b), s->max, ovf_threshold(s));
+	              b->max, ovf_threshold(b), s->max, ovf_threshold(s));
 	/* range: a value where bf16 fails and fp32 does not */
 	size_t margin = 0;
 	double mfirst = NAN, mlast = NAN;
@@ -631,9 +629,11 @@ static cl_verdict claim6(cl_ctx *x)
 			}
 	}
 	long t = thr_find(x, r.c, NULL, pb, r.c->axes[0].name, NULL);
-	bput(&x->num, "- case `%s`: %zu values overflow bf16 but not fp32 (from %.9g to %.9g)%s%.9g\n",
-	     r.c->name, margin, mfirst, mlast, t >= 0 ? "; bf16's bisected first_bad " : "",
-	     t >= 0 ? thr_num(x, t, "first_bad") : NAN);
+	nm_buf_printf(
+	    &x->num,
+	    "- case `%s`: %zu values overflow bf16 but not fp32 (from %.9g to %.9g)%s%.9g\n",
+	    r.c->name, margin, mfirst, mlast, t >= 0 ? "; bf16's bisected first_bad " : "",
+	    t >= 0 ? thr_num(x, t, "first_bad") : NAN);
 	unload(&r);
 	/* precision: an accumulation where fp16 is more accurate than bf16 */
 	size_t worse = 0, total = 0;
@@ -656,18 +656,20 @@ static cl_verdict claim6(cl_ctx *x)
 				}
 			}
 	}
-	bput(&x->num, "- case `%s`: bf16 sums less accurate than fp16 at %zu of %zu lengths (at "
+	nm_buf_printf(&x->num,
+	              "- case `%s`: bf16 sums less accurate than fp16 at %zu of %zu lengths (at "
 	              "%.0f: relative error %.3g against %.3g); bf16 has p = %d, fp16 p = %d\n",
-	     q.c->name, worse, total, at, eb, eh, b->p, emu_format_by_name("fp16")->p);
+	              q.c->name, worse, total, at, eb, eh, b->p, emu_format_by_name("fp16")->p);
 	unload(&q);
 	bool a_false = margin > 0, b_false = worse > 0;
-	bput(&x->why,
-	     "bf16 has fp32's exponent range but rounds to 8 bits, so its largest value (%.6g) is "
-	     "below fp32's and values from %.9g to fp32's threshold %.9g overflow in bf16 only: "
-	     "%s at the margin. And its 8-bit precision loses to fp16's 11 bits wherever fp16 does "
-	     "not overflow or underflow: %s. bf16 wins on range, not on precision. ",
-	     b->max, ovf_threshold(b), ovf_threshold(s), a_false ? "false" : "not shown",
-	     b_false ? "so not better in every way" : "not shown here");
+	nm_buf_printf(
+	    &x->why,
+	    "bf16 has fp32's exponent range but rounds to 8 bits, so its largest value (%.6g) is "
+	    "below fp32's and values from %.9g to fp32's threshold %.9g overflow in bf16 only: "
+	    "%s at the margin. And its 8-bit precision loses to fp16's 11 bits wherever fp16 does "
+	    "not overflow or underflow: %s. bf16 wins on range, not on precision. ",
+	    b->max, ovf_threshold(b), ovf_threshold(s), a_false ? "false" : "not shown",
+	    b_false ? "so not better in every way" : "not shown here");
 	return !a_false && !b_false ? V_TRUE : a_false && b_false ? V_FALSE : V_PARTLY;
 }
 
@@ -680,18 +682,18 @@ static cl_verdict claim7(cl_ctx *x)
 	double stall[2] = {NAN, NAN}, nmax = 0;
 	bool seen[2] = {false, false};
 	for (int p = 0; p < 2; p++) {
-		bput(&x->num, "- `%s`, sequential sum of N ones:", p ? ps : ph);
+		nm_buf_printf(&x->num, "- `%s`, sequential sum of N ones:", p ? ps : ph);
 		for (size_t i = 0; i < nrows(&r); i++) {
 			if (!match(&r, i, NULL, p ? ps : ph))
 				continue;
 			double n = axis(&r, i, 0), s = num(&r, i, "result.maxabs");
 			seen[p] = true;
 			nmax = fmax(nmax, n);
-			bput(&x->num, " N = %.0f → %.9g;", n, s);
+			nm_buf_printf(&x->num, " N = %.0f → %.9g;", n, s);
 			if (s < n && isnan(stall[p]))
 				stall[p] = s;
 		}
-		bput(&x->num, "\n");
+		nm_buf_printf(&x->num, "\n");
 	}
 	unload(&r);
 	if (!seen[0] || !seen[1]) {
@@ -699,14 +701,16 @@ static cl_verdict claim7(cl_ctx *x)
 		return V_UNSETTLED;
 	}
 	bool a = !isnan(stall[0]), b = isnan(stall[1]);
-	bput(&x->why, "A running sum of ones in fp16 %s %.9g%s. An fp32 accumulator %s %.9g. ",
-	     a ? "stops at" : "never stopped up to N =", a ? stall[0] : nmax,
-	     a ? ": from there s + 1 rounds back to s" : "",
-	     b ? "kept counting up to N =" : "stops too, at", b ? nmax : stall[1]);
+	nm_buf_printf(&x->why,
+	              "A running sum of ones in fp16 %s %.9g%s. An fp32 accumulator %s %.9g. ",
+	              a ? "stops at" : "never stopped up to N =", a ? stall[0] : nmax,
+	              a ? ": from there s + 1 rounds back to s" : "",
+	              b ? "kept counting up to N =" : "stops too, at", b ? nmax : stall[1]);
 	if (!b)
-		bput(&x->why, "So fp32 accumulation moves the wall (to 2^%d elements) rather than "
+		nm_buf_printf(&x->why,
+		              "So fp32 accumulation moves the wall (to 2^%d elements) rather than "
 		              "removing it; pairwise or blocked orders remove it. ",
-		     emu_format_by_name("fp32")->p);
+		              emu_format_by_name("fp32")->p);
 	return a && b ? V_TRUE : a ? V_PARTLY : V_FALSE;
 }
 
@@ -739,23 +743,26 @@ static cl_verdict claim8(cl_ctx *x)
 			return V_UNSETTLED;
 		}
 	for (int k = 0; k < 4; k++) {
-		bput(&x->num, "- e4m3, scale=%s: %zu of %zu standard deviations overflow", rec[k], bad[k],
-		     tot[k]);
+		nm_buf_printf(&x->num, "- e4m3, scale=%s: %zu of %zu standard deviations overflow",
+		              rec[k], bad[k], tot[k]);
 		if (bad[k])
-			bput(&x->num, " (status overflow, inf or nan), the first at sd %.3g", first[k]);
-		bput(&x->num, "\n");
+			nm_buf_printf(&x->num,
+			              " (status overflow, inf or nan), the first at sd %.3g",
+			              first[k]);
+		nm_buf_printf(&x->num, "\n");
 	}
 	bool a = bad[0] > 0 && bad[1] == 0;
 	int mx_ok = (bad[2] == 0) + (bad[3] == 0);
-	bput(&x->why,
-	     "Without scaling, e4m3 (largest 448, no infinity) breaks once values pass 448. "
-	     "Per-tensor scaling %s. MX block scaling with the OCP specification's floor-rounded "
-	     "E8M0 scale %s: floor(log2 amax) − 8 leaves a block maximum whose significand is "
-	     "at least 1.8125 above 448, where it overflows or saturates. The ceiling rounding "
-	     "that Transformer Engine and cuBLAS use %s. ",
-	     bad[1] ? "still overflowed here" : "never overflowed here",
-	     bad[2] ? "still overflows" : "did not overflow here",
-	     bad[3] ? "overflows too" : "never overflowed");
+	nm_buf_printf(
+	    &x->why,
+	    "Without scaling, e4m3 (largest 448, no infinity) breaks once values pass 448. "
+	    "Per-tensor scaling %s. MX block scaling with the OCP specification's floor-rounded "
+	    "E8M0 scale %s: floor(log2 amax) − 8 leaves a block maximum whose significand is "
+	    "at least 1.8125 above 448, where it overflows or saturates. The ceiling rounding "
+	    "that Transformer Engine and cuBLAS use %s. ",
+	    bad[1] ? "still overflowed here" : "never overflowed here",
+	    bad[2] ? "still overflows" : "did not overflow here",
+	    bad[3] ? "overflows too" : "never overflowed");
 	return a && mx_ok == 2 ? V_TRUE : !a && mx_ok == 0 ? V_FALSE : V_PARTLY;
 }
 
@@ -789,10 +796,8 @@ static void ctx_init(cl_ctx *x, nm_case *const *cases, size_t n, const char *dir
 
 static void ctx_reset(cl_ctx *x)
 {
-	free(x->num.s);
-	free(x->why.s);
-	memset(&x->num, 0, sizeof x->num);
-	memset(&x->why, 0, sizeof x->why);
+	nm_buf_free(&x->num);
+	nm_buf_free(&x->why);
 	*x->missing = 0;
 	*x->used = 0;
 }
@@ -815,14 +820,15 @@ int nm_claims_write(nm_case *const *cases, size_t n, const char *results_dir, co
 {
 	cl_ctx x;
 	ctx_init(&x, cases, n, results_dir);
-	cl_buf md = {0}, body = {0};
-	bput(&md, "# Claims about mixed precision, settled by computation\n\n"
-	          "Generated by `make sweep` (harness/nm_claims.c) from the claim cases in "
-	          "`cases/claims/` and the format descriptors; do not edit. Every number below was "
-	          "computed by nanmap, and every verdict by a rule applied to those numbers "
-	          "([claims-method.md](claims-method.md) states each rule). Thresholds marked "
-	          "*bisected* come from [thresholds.md](thresholds.md).\n\n"
-	          "| # | statement | verdict |\n| --- | --- | --- |\n");
+	nm_buf md = {0}, body = {0};
+	nm_buf_printf(
+	    &md, "# Claims about mixed precision, settled by computation\n\n"
+	         "Generated by `make sweep` (harness/nm_claims.c) from the claim cases in "
+	         "`cases/claims/` and the format descriptors; do not edit. Every number below was "
+	         "computed by nanmap, and every verdict by a rule applied to those numbers "
+	         "([claims-method.md](claims-method.md) states each rule). Thresholds marked "
+	         "*bisected* come from [thresholds.md](thresholds.md).\n\n"
+	         "| # | statement | verdict |\n| --- | --- | --- |\n");
 	for (int id = 1; id <= NM_CLAIMS_N; id++) {
 		ctx_reset(&x);
 		cl_verdict v = run_claim(id, &x);
@@ -831,30 +837,32 @@ int nm_claims_write(nm_case *const *cases, size_t n, const char *results_dir, co
 			if (claim_id(cases[i]) == id && kv(cases[i], "statement") &&
 			    *kv(cases[i], "statement"))
 				stmt = kv(cases[i], "statement");
-		bput(&md, "| %d | %s | **%s** |\n", id, stmt, vname(v));
-		bput(&body, "\n## %d. %s\n\n**Verdict: %s.**\n\n", id, stmt, vname(v));
+		nm_buf_printf(&md, "| %d | %s | **%s** |\n", id, stmt, vname(v));
+		nm_buf_printf(&body, "\n## %d. %s\n\n**Verdict: %s.**\n\n", id, stmt, vname(v));
 		if (v == V_UNSETTLED)
-			bput(&body, "Not settled: %s.\n", x.missing);
+			nm_buf_printf(&body, "Not settled: %s.\n", x.missing);
 		else {
 			/* the paragraph's sentences each end in a blank */
 			while (x.why.s && x.why.len && x.why.s[x.why.len - 1] == ' ')
 				x.why.s[--x.why.len] = 0;
-			bput(&body, "Numbers (case%s %s):\n\n%s\n%s\n", strchr(x.used, ',') ? "s" : "",
-			     x.used, x.num.s ? x.num.s : "", x.why.s ? x.why.s : "");
+			nm_buf_printf(&body, "Numbers (case%s %s):\n\n%s\n%s\n",
+			              strchr(x.used, ',') ? "s" : "", x.used, nm_buf_str(&x.num),
+			              nm_buf_str(&x.why));
 		}
 	}
 	ctx_reset(&x);
 	if (x.have_thr)
 		nm_csv_free(&x.thr);
-	bput(&md, "%s", body.s ? body.s : "");
-	free(body.s);
+	nm_buf_putn(&md, body.s, body.len);
 	if (md.oom || body.oom) {
-		free(md.s);
+		nm_buf_free(&body);
+		nm_buf_free(&md);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
 	/* through the one atomic writer; unchanged bytes are not rewritten */
+	nm_buf_free(&body);
 	int rc = nm_file_update(md_path, md.s, md.len, NULL, err, errlen);
-	free(md.s);
+	nm_buf_free(&md);
 	return rc;
 }

@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <mpfr.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +21,9 @@
 #include <unistd.h>
 
 #include "kernels.h"
-#include "nm_gen.h"
+#include "nm_buf.h"
 #include "nm_file.h"
+#include "nm_gen.h"
 #include "nm_goldcmd.h"
 #include "nm_golden.h"
 #include "nm_npy.h"
@@ -117,55 +117,12 @@ void nm_gold_case_at(size_t i, nm_gold_case *c)
 	c->seed = nm_fnv1a(c->id, strlen(c->id));
 }
 
-/* ---- text in memory ---- */
-
-struct ng_buf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static void ng_printf(struct ng_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void ng_printf(struct ng_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		va_start(ap, fmt);
-		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap); /* NOLINT */
-		va_end(ap);
-		if (n < 0) {
-			b->oom = true;
-			return;
-		}
-		if ((size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = b->cap ? b->cap * 2 : 1 << 16;
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (!s) {
-			b->oom = true;
-			return;
-		}
-		b->s = s;
-		b->cap = cap;
-	}
-}
-
 /* The order nanmap run lists flags in, as bit numbers, and their names. */
 static const int ng_flag_order[EMU_NFLAGS] = {2, 3, 4, 0, 1};
 static const char *const ng_flag_names[EMU_NFLAGS] = {"invalid", "divbyzero", "overflow",
                                                       "underflow", "inexact"};
 
-static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kind, size_t *nrecords,
+static int ng_case_text(nm_buf *b, const nm_gold_case *c, emu_be_kind kind, size_t *nrecords,
                         char *err, size_t errlen)
 {
 	const emu_kernel *k = emu_kernel_by_name(c->kernel);
@@ -201,27 +158,30 @@ static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kin
 		return -1;
 	}
 	size_t start = b->len + 1; /* the case's lines, for its checksum */
-	ng_printf(b,
-	          "\ncase %s kernel=%s variant=%s policy=%s rows=%zu cols=%zu gen=uniform scale=%a "
-	          "seed=%" PRIu64 "\n",
-	          c->id, c->kernel, c->variant, c->policy, c->rows, c->cols, c->scale, c->seed);
-	ng_printf(b, "status %s %s\n", c->id, emu_run_status_name(r.status));
+	nm_buf_printf(
+	    b,
+	    "\ncase %s kernel=%s variant=%s policy=%s rows=%zu cols=%zu gen=uniform scale=%a "
+	    "seed=%" PRIu64 "\n",
+	    c->id, c->kernel, c->variant, c->policy, c->rows, c->cols, c->scale, c->seed);
+	nm_buf_printf(b, "status %s %s\n", c->id, emu_run_status_name(r.status));
 	for (int op = 0; op < EMU_NOPS; op++) {
 		if (!r.be.st.ops[op])
 			continue;
-		ng_printf(b, "ops %s %s %" PRIu64, c->id, emu_op_name((emu_op)op), r.be.st.ops[op]);
+		nm_buf_printf(b, "ops %s %s %" PRIu64, c->id, emu_op_name((emu_op)op),
+		              r.be.st.ops[op]);
 		for (int i = 0; i < EMU_NFLAGS; i++) {
 			int bit = ng_flag_order[i];
 			if (r.be.st.flags[op][bit])
-				ng_printf(b, " %s=%" PRIu64, ng_flag_names[bit],
-				          r.be.st.flags[op][bit]);
+				nm_buf_printf(b, " %s=%" PRIu64, ng_flag_names[bit],
+				              r.be.st.flags[op][bit]);
 		}
-		ng_printf(b, "\n");
+		nm_buf_putc(b, '\n');
 	}
 	if (r.be.st.first_set)
-		ng_printf(b, "first %s %s %s %" PRIu64 " %s\n", c->id,
-		          emu_op_name(r.be.st.first_op), r.be.st.first_step, r.be.st.first_index,
-		          emu_flags_str(r.be.st.first_flags, fl, sizeof fl));
+		nm_buf_printf(b, "first %s %s %s %" PRIu64 " %s\n", c->id,
+		              emu_op_name(r.be.st.first_op), r.be.st.first_step,
+		              r.be.st.first_index,
+		              emu_flags_str(r.be.st.first_flags, fl, sizeof fl));
 	for (int i = 0; i < r.out.n; i++) {
 		const emu_kout_item *it = &r.out.item[i];
 		const emu_format *f = emu_format_by_name(it->fmt->name);
@@ -232,42 +192,44 @@ static int ng_case_text(struct ng_buf *b, const nm_gold_case *c, emu_be_kind kin
 			emu_run_free(&r);
 			return -1;
 		}
-		ng_printf(b, "output %s/%s %s %zu\n", c->id, it->name, f->name, it->n);
+		nm_buf_printf(b, "output %s/%s %s %zu\n", c->id, it->name, f->name, it->n);
 		for (size_t j = 0; j < it->n; j++) {
 			emu_bits bits = emu_encode(f, emu_kout_d(NULL, it, j));
-			ng_printf(b, "%s/%s %zu %s %s\n", c->id, it->name, j,
-			          nm_fmt_bits(f, bits, hex, sizeof hex), nm_golden_class(&o, bits));
+			nm_buf_printf(b, "%s/%s %zu %s %s\n", c->id, it->name, j,
+			              nm_fmt_bits(f, bits, hex, sizeof hex),
+			              nm_golden_class(&o, bits));
 		}
 		*nrecords += it->n;
 	}
 	emu_run_free(&r);
 	if (!b->oom)
-		ng_printf(b, "end %s %016" PRIx64 "\n", c->id, nm_fnv1a(b->s + start, b->len - start));
+		nm_buf_printf(b, "end %s %016" PRIx64 "\n", c->id,
+		              nm_fnv1a(b->s + start, b->len - start));
 	return 0;
 }
 
 int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len, size_t *ncases,
                  size_t *nrecords, char *err, size_t errlen)
 {
-	struct ng_buf b = {0};
+	nm_buf b = {0};
 	nm_gold_case c;
 
 	*text = NULL;
 	*len = *ncases = *nrecords = 0;
-	ng_printf(&b,
-	          "# nanmap golden file, format %d (golden/README.md describes it)\n"
-	          "# nanmap %s\n"
-	          "# MPFR %s\n"
-	          "# command: nanmap golden update\n"
-	          "# expected outputs: the exact backend (MPFR in each format)\n"
-	          "# kernel: %s\n",
-	          NM_GOLDEN_FORMAT, NM_VERSION, mpfr_get_version(), kernel);
+	nm_buf_printf(&b,
+	              "# nanmap golden file, format %d (golden/README.md describes it)\n"
+	              "# nanmap %s\n"
+	              "# MPFR %s\n"
+	              "# command: nanmap golden update\n"
+	              "# expected outputs: the exact backend (MPFR in each format)\n"
+	              "# kernel: %s\n",
+	              NM_GOLDEN_FORMAT, NM_VERSION, mpfr_get_version(), kernel);
 	for (size_t i = 0; i < nm_gold_case_count(); i++) {
 		nm_gold_case_at(i, &c);
 		if (strcmp(c.kernel, kernel) != 0)
 			continue;
 		if (ng_case_text(&b, &c, kind, nrecords, err, errlen) != 0) {
-			free(b.s);
+			nm_buf_free(&b);
 			return -1;
 		}
 		++*ncases;
@@ -275,7 +237,7 @@ int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len,
 	if (b.oom || !*ncases) {
 		snprintf(err, errlen, b.oom ? "out of memory" : "no golden cases for kernel %s",
 		         kernel);
-		free(b.s);
+		nm_buf_free(&b);
 		return -1;
 	}
 	*text = b.s;

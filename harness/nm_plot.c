@@ -255,7 +255,7 @@ static int check_one(const nm_case *c, const nm_case_kv *kv, char *err, size_t e
 		return perr(err, errlen, "%s:%d: key 'type': a heat map needs two axes", c->path,
 		            kv->line);
 	if ((strcmp(kv->key, "logx") == 0 || strcmp(kv->key, "logy") == 0) &&
-	    strcmp(v, "yes") != 0 && strcmp(v, "no") != 0 && strcmp(v, "auto") != 0)
+	    strcmp(v, "auto") != 0 && emu_bool_by_name(v) < 0)
 		return perr(err, errlen, "%s:%d: key '%s': '%s' is not yes, no or auto", c->path,
 		            kv->line, kv->key, v);
 	if (strcmp(kv->key, "y") == 0 && !is_ident(v))
@@ -820,11 +820,17 @@ static void gq(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
+/* logx/logy: 1 for a yes word, 0 for a no word, -1 for auto or unset. */
+static int log_opt(const char *opt)
+{
+	return opt ? emu_bool_by_name(opt) : -1;
+}
+
 static bool want_log(const char *opt, double lo, double hi)
 {
-	if (opt && strcmp(opt, "yes") == 0)
+	if (log_opt(opt) == 1)
 		return lo > 0;
-	if (opt && strcmp(opt, "no") == 0)
+	if (log_opt(opt) == 0)
 		return false;
 	return lo > 0 && hi / lo >= 100;
 }
@@ -1450,9 +1456,8 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 		sp.logy = !sp.strip && want_log(ly, zmin, zmax);
 		sp.zlog = sp.zname && ypos < INFINITY && want_log(NULL, ypos, ymax);
 	} else if (!sp.ystatus) {
-		sp.logy = ypos < INFINITY && want_log(ly, ypos, ymax) &&
-		          !(ly && strcmp(ly, "no") == 0);
-		if (ly && strcmp(ly, "yes") == 0 && ypos < INFINITY)
+		sp.logy = ypos < INFINITY && want_log(ly, ypos, ymax) && log_opt(ly) != 0;
+		if (log_opt(ly) == 1 && ypos < INFINITY)
 			sp.logy = true;
 		if (!any_y) {
 			sp.floor = sp.logy ? 0.1 : -1;

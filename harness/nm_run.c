@@ -16,7 +16,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,10 +24,11 @@
 #include <unistd.h>
 
 #include "kernels.h"
+#include "nm_buf.h"
+#include "nm_gen.h"
 #include "nm_npy.h"
 #include "nm_parse.h"
 #include "nm_run.h"
-#include "nm_gen.h"
 
 #define NR_ERR_LEN 512
 #define NR_MAX_PARAMS 32
@@ -42,78 +42,6 @@
 static int nr_oom(void)
 {
 	return nm_fail("out of memory");
-}
-
-/* ---- the output, built in memory ---- */
-
-struct nr_buf {
-	char *s;
-	size_t len, cap;
-	bool oom;
-};
-
-static bool nr_reserve(struct nr_buf *b, size_t more)
-{
-	if (b->oom)
-		return false;
-	if (b->len + more + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		while (cap < b->len + more + 1)
-			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (!s) {
-			b->oom = true;
-			return false;
-		}
-		b->s = s;
-		b->cap = cap;
-	}
-	return true;
-}
-
-static void nr_put(struct nr_buf *b, const char *s)
-{
-	size_t n = strlen(s);
-
-	if (!nr_reserve(b, n))
-		return;
-	memcpy(b->s + b->len, s, n + 1);
-	b->len += n;
-}
-
-static void nr_putc(struct nr_buf *b, char c)
-{
-	if (!nr_reserve(b, 1))
-		return;
-	b->s[b->len++] = c;
-	b->s[b->len] = '\0';
-}
-
-static void nr_printf(struct nr_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void nr_printf(struct nr_buf *b, const char *fmt, ...)
-{
-	char small[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
-	va_end(ap);
-	if (n < 0) {
-		b->oom = true;
-		return;
-	}
-	if ((size_t)n < sizeof(small)) {
-		nr_put(b, small);
-		return;
-	}
-	if (!nr_reserve(b, (size_t)n))
-		return;
-	va_start(ap, fmt);
-	vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
-	va_end(ap);
-	b->len += (size_t)n;
 }
 
 /* ---- options ---- */
@@ -476,6 +404,7 @@ static int nr_gen_input(const struct nr_opts *o, struct nr_input *in)
 	in->rows = (size_t)rows;
 	in->cols = (size_t)o->n;
 	for (uint64_t i = 0; i < rows * o->n; i++)
+		/* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): nm_fail never returns 0 */
 		in->x[i] = nr_gen_one(o, i);
 	if (o->dist == NR_LOGSPACE)
 		snprintf(in->desc, sizeof(in->desc), "gen logspace %.17g..%.17g", o->lo, o->hi);
@@ -936,8 +865,7 @@ static struct nr_summary nr_summarise(const emu_run *run, const emu_kout_item *i
 
 /* All values, or for a big output: min, max (and the NaN count), then the
  * first NR_SHOW_FIRST values on a second line indented by `indent`. */
-static void nr_text_values(struct nr_buf *b, const emu_run *run, const emu_kout_item *it,
-                           int indent)
+static void nr_text_values(nm_buf *b, const emu_run *run, const emu_kout_item *it, int indent)
 {
 	char v[NM_NUM_LEN];
 	size_t show = it->n > NR_SHOW_ALL ? NR_SHOW_FIRST : it->n;
@@ -945,19 +873,19 @@ static void nr_text_values(struct nr_buf *b, const emu_run *run, const emu_kout_
 	if (it->n > NR_SHOW_ALL) {
 		struct nr_summary s = nr_summarise(run, it);
 		char lo[NM_NUM_LEN];
-		nr_printf(b, "min %s  max %s", nm_fmt_double(s.min, lo, sizeof(lo)),
-		          nm_fmt_double(s.max, v, sizeof(v)));
+		nm_buf_printf(b, "min %s  max %s", nm_fmt_double(s.min, lo, sizeof(lo)),
+		              nm_fmt_double(s.max, v, sizeof(v)));
 		if (s.nans)
-			nr_printf(b, "  nan %zu", s.nans);
-		nr_printf(b, "\n%*sfirst %d:", indent, "", NR_SHOW_FIRST);
+			nm_buf_printf(b, "  nan %zu", s.nans);
+		nm_buf_printf(b, "\n%*sfirst %d:", indent, "", NR_SHOW_FIRST);
 	}
 	for (size_t j = 0; j < show; j++)
-		nr_printf(b, "%s%s", j || it->n > NR_SHOW_ALL ? " " : "",
-		          nm_fmt_double(emu_kout_d(&run->be, it, j), v, sizeof(v)));
-	nr_putc(b, '\n');
+		nm_buf_printf(b, "%s%s", j || it->n > NR_SHOW_ALL ? " " : "",
+		              nm_fmt_double(emu_kout_d(&run->be, it, j), v, sizeof(v)));
+	nm_buf_putc(b, '\n');
 }
 
-static void nr_text_backend(struct nr_buf *b, const struct nr_report *r, emu_be_kind k)
+static void nr_text_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 {
 	const emu_run *run = nr_run_of(r, k);
 	const emu_be_stats *st = &run->be.st;
@@ -965,7 +893,7 @@ static void nr_text_backend(struct nr_buf *b, const struct nr_report *r, emu_be_
 	int w = 5;
 	bool any = false;
 
-	nr_printf(b, "%s: %s\n", emu_be_name(k), emu_run_status_name(run->status));
+	nm_buf_printf(b, "%s: %s\n", emu_be_name(k), emu_run_status_name(run->status));
 	for (int i = 0; i < run->out.n; i++)
 		if ((int)strlen(run->out.item[i].name) > w)
 			w = (int)strlen(run->out.item[i].name);
@@ -974,118 +902,103 @@ static void nr_text_backend(struct nr_buf *b, const struct nr_report *r, emu_be_
 		char shape[64];
 		snprintf(shape, sizeof(shape), "%s[%zu]",
 		         k == EMU_BE_TRUTH ? "real" : it->fmt->name, it->n);
-		nr_printf(b, "  %-*s %s  ", w, it->name, shape);
+		nm_buf_printf(b, "  %-*s %s  ", w, it->name, shape);
 		nr_text_values(b, run, it, 2 + w + 1 + (int)strlen(shape) + 2);
 		if (run->have_metrics) {
 			const emu_item_metrics *m = &run->m[i];
-			nr_printf(b, "  %-*s max_ulp %s  rel_err %s", w, "",
-			          nm_fmt_g(m->max_ulp, 4, g1, sizeof(g1)),
-			          nm_fmt_g(m->rel_err, 4, g2, sizeof(g2)));
+			nm_buf_printf(b, "  %-*s max_ulp %s  rel_err %s", w, "",
+			              nm_fmt_g(m->max_ulp, 4, g1, sizeof(g1)),
+			              nm_fmt_g(m->rel_err, 4, g2, sizeof(g2)));
 			if (m->lost)
-				nr_printf(b, "  lost %zu", m->lost);
-			nr_putc(b, '\n');
+				nm_buf_printf(b, "  lost %zu", m->lost);
+			nm_buf_putc(b, '\n');
 			/* storing changed the inputs: the kernel's arithmetic alone */
 			if (!r->truth.same)
-				nr_printf(b, "  %-*s arith_max_ulp %s  arith_rel_err %s\n", w, "",
-				          nm_fmt_g(m->arith_max_ulp, 4, g1, sizeof(g1)),
-				          nm_fmt_g(m->arith_rel_err, 4, g2, sizeof(g2)));
+				nm_buf_printf(b, "  %-*s arith_max_ulp %s  arith_rel_err %s\n", w,
+				              "", nm_fmt_g(m->arith_max_ulp, 4, g1, sizeof(g1)),
+				              nm_fmt_g(m->arith_rel_err, 4, g2, sizeof(g2)));
 		}
 	}
 	if (k != EMU_BE_TRUTH && (st->in_overflow || st->in_flushed)) {
-		nr_printf(b, "  %-*s %" PRIu64 " input%s:", w, "stored", st->in_n,
-		          st->in_n == 1 ? "" : "s");
+		nm_buf_printf(b, "  %-*s %" PRIu64 " input%s:", w, "stored", st->in_n,
+		              st->in_n == 1 ? "" : "s");
 		if (st->in_overflow)
-			nr_printf(b, " overflow %" PRIu64 "%s", st->in_overflow,
-			          st->in_flushed ? "," : "");
+			nm_buf_printf(b, " overflow %" PRIu64 "%s", st->in_overflow,
+			              st->in_flushed ? "," : "");
 		if (st->in_flushed)
-			nr_printf(b, " flushed to zero %" PRIu64, st->in_flushed);
-		nr_putc(b, '\n');
+			nm_buf_printf(b, " flushed to zero %" PRIu64, st->in_flushed);
+		nm_buf_putc(b, '\n');
 	}
 	for (int op = 0; op < EMU_NOPS; op++) {
 		if (!nr_op_has_flags(st, op))
 			continue;
-		nr_printf(b, "  %-*s %-5s %" PRIu64 " op%s:", w, any ? "" : "flags",
-		          emu_op_name((emu_op)op), st->ops[op], st->ops[op] == 1 ? "" : "s");
+		nm_buf_printf(b, "  %-*s %-5s %" PRIu64 " op%s:", w, any ? "" : "flags",
+		              emu_op_name((emu_op)op), st->ops[op], st->ops[op] == 1 ? "" : "s");
 		for (int i = 0, sep = 0; i < EMU_NFLAGS; i++) {
 			int bit = nr_flag_order[i];
 			if (st->flags[op][bit])
-				nr_printf(b, "%s %s %" PRIu64, sep++ ? "," : "", nr_flag_name(bit),
-				          st->flags[op][bit]);
+				nm_buf_printf(b, "%s %s %" PRIu64, sep++ ? "," : "",
+				              nr_flag_name(bit), st->flags[op][bit]);
 		}
-		nr_putc(b, '\n');
+		nm_buf_putc(b, '\n');
 		any = true;
 	}
 	if (!any)
-		nr_printf(b, "  %-*s none\n", w, "flags");
+		nm_buf_printf(b, "  %-*s none\n", w, "flags");
 	if (st->first_set)
-		nr_printf(b, "  %-*s %s at step %s, element %" PRIu64 ": %s\n", w, "first",
-		          emu_op_name(st->first_op), st->first_step, st->first_index,
-		          emu_flags_str(st->first_flags, fl, sizeof(fl)));
+		nm_buf_printf(b, "  %-*s %s at step %s, element %" PRIu64 ": %s\n", w, "first",
+		              emu_op_name(st->first_op), st->first_step, st->first_index,
+		              emu_flags_str(st->first_flags, fl, sizeof(fl)));
 }
 
-static void nr_text_params(struct nr_buf *b, const struct nr_opts *o)
+static void nr_text_params(nm_buf *b, const struct nr_opts *o)
 {
 	for (size_t i = 0; i < o->nparams; i++)
-		nr_printf(b, "%s%s=%s", i ? " " : ", params ", o->params[i].name,
-		          o->params[i].value_text);
+		nm_buf_printf(b, "%s%s=%s", i ? " " : ", params ", o->params[i].name,
+		              o->params[i].value_text);
 }
 
-static void nr_text(struct nr_buf *b, const struct nr_report *r)
+static void nr_text(nm_buf *b, const struct nr_report *r)
 {
 	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
 	const struct nr_opts *o = r->o;
 
-	nr_printf(b, "%s %s, policy %s, input %zu x %zu (%s), seed %" PRIu64, r->s->k->name,
-	          r->s->variant, r->s->pol.spec, r->in->rows, r->in->cols, r->in->desc, o->seed);
+	nm_buf_printf(b, "%s %s, policy %s, input %zu x %zu (%s), seed %" PRIu64, r->s->k->name,
+	              r->s->variant, r->s->pol.spec, r->in->rows, r->in->cols, r->in->desc,
+	              o->seed);
 	nr_text_params(b, o);
-	nr_putc(b, '\n');
+	nm_buf_putc(b, '\n');
 	for (int i = 0; i < EMU_NBE; i++)
 		if (r->shown[order[i]]) {
-			nr_putc(b, '\n');
+			nm_buf_putc(b, '\n');
 			nr_text_backend(b, r, order[i]);
 		}
 	if (r->tabled)
-		nr_put(b, "\nfast == exact: not compared (--gpu-tables)\n");
+		nm_buf_put(b, "\nfast == exact: not compared (--gpu-tables)\n");
 	if (r->compared) {
-		nr_printf(b, "\nfast == exact: %s", r->agree ? "yes" : "no");
+		nm_buf_printf(b, "\nfast == exact: %s", r->agree ? "yes" : "no");
 		if (!r->agree)
-			nr_printf(b, " (%s)", r->why);
-		nr_putc(b, '\n');
+			nm_buf_printf(b, " (%s)", r->why);
+		nm_buf_putc(b, '\n');
 	}
 }
 
 /* ---- CSV: backend,kind,key,value ---- */
 
-/* RFC 4180: policies and custom format names contain commas. */
-static void nr_csv_field(struct nr_buf *b, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		nr_put(b, s);
-		return;
-	}
-	nr_putc(b, '"');
-	for (; *s; s++) {
-		if (*s == '"')
-			nr_putc(b, '"');
-		nr_putc(b, *s);
-	}
-	nr_putc(b, '"');
-}
-
-static void nr_csv_row(struct nr_buf *b, const char *be, const char *kind, const char *key,
+static void nr_csv_row(nm_buf *b, const char *be, const char *kind, const char *key,
                        const char *value)
 {
-	nr_csv_field(b, be);
-	nr_putc(b, ',');
-	nr_csv_field(b, kind);
-	nr_putc(b, ',');
-	nr_csv_field(b, key);
-	nr_putc(b, ',');
-	nr_csv_field(b, value);
-	nr_putc(b, '\n');
+	nm_buf_csv(b, be);
+	nm_buf_putc(b, ',');
+	nm_buf_csv(b, kind);
+	nm_buf_putc(b, ',');
+	nm_buf_csv(b, key);
+	nm_buf_putc(b, ',');
+	nm_buf_csv(b, value);
+	nm_buf_putc(b, '\n');
 }
 
-static void nr_csv_backend(struct nr_buf *b, const struct nr_report *r, emu_be_kind k)
+static void nr_csv_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 {
 	const emu_run *run = nr_run_of(r, k);
 	const emu_be_stats *st = &run->be.st;
@@ -1168,13 +1081,13 @@ static void nr_csv_backend(struct nr_buf *b, const struct nr_report *r, emu_be_k
 	}
 }
 
-static void nr_csv(struct nr_buf *b, const struct nr_report *r)
+static void nr_csv(nm_buf *b, const struct nr_report *r)
 {
 	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
 	const struct nr_opts *o = r->o;
 	char val[64];
 
-	nr_put(b, "backend,kind,key,value\n");
+	nm_buf_put(b, "backend,kind,key,value\n");
 	nr_csv_row(b, "", "run", "kernel", r->s->k->name);
 	nr_csv_row(b, "", "run", "variant", r->s->variant);
 	nr_csv_row(b, "", "run", "policy", r->s->pol.spec);
@@ -1199,173 +1112,176 @@ static void nr_csv(struct nr_buf *b, const struct nr_report *r)
 
 /* ---- JSON ---- */
 
-static void nr_json_str(struct nr_buf *b, const char *s)
+static void nr_json_str(nm_buf *b, const char *s)
 {
-	nr_putc(b, '"');
+	nm_buf_putc(b, '"');
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '"' || *p == '\\') {
-			nr_putc(b, '\\');
-			nr_putc(b, (char)*p);
+			nm_buf_putc(b, '\\');
+			nm_buf_putc(b, (char)*p);
 		} else if (*p < 0x20 || *p == 0x7f) {
-			nr_printf(b, "\\u%04x", *p);
+			nm_buf_printf(b, "\\u%04x", *p);
 		} else {
-			nr_putc(b, (char)*p);
+			nm_buf_putc(b, (char)*p);
 		}
 	}
-	nr_putc(b, '"');
+	nm_buf_putc(b, '"');
 }
 
 /* %.17g, or "inf", "-inf", "nan" as strings (JSON has no such numbers). */
-static void nr_json_num(struct nr_buf *b, double v)
+static void nr_json_num(nm_buf *b, double v)
 {
 	char t[NM_NUM_LEN];
 
 	if (isfinite(v))
-		nr_printf(b, "%.17g", v);
+		nm_buf_printf(b, "%.17g", v);
 	else
 		nr_json_str(b, nm_fmt_double(v, t, sizeof(t)));
 }
 
-static void nr_json_backend(struct nr_buf *b, const struct nr_report *r, emu_be_kind k)
+static void nr_json_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 {
 	const emu_run *run = nr_run_of(r, k);
 	const emu_be_stats *st = &run->be.st;
 	char t[64];
 	bool first = true;
 
-	nr_put(b, "    ");
+	nm_buf_put(b, "    ");
 	nr_json_str(b, emu_be_name(k));
-	nr_put(b, ": {\n      \"status\": ");
+	nm_buf_put(b, ": {\n      \"status\": ");
 	nr_json_str(b, emu_run_status_name(run->status));
-	nr_put(b, ",\n      \"outputs\": [");
+	nm_buf_put(b, ",\n      \"outputs\": [");
 	for (int i = 0; i < run->out.n; i++) {
 		const emu_kout_item *it = &run->out.item[i];
-		nr_put(b, i ? ",\n        {\"name\": " : "\n        {\"name\": ");
+		nm_buf_put(b, i ? ",\n        {\"name\": " : "\n        {\"name\": ");
 		nr_json_str(b, it->name);
-		nr_put(b, ", \"format\": ");
+		nm_buf_put(b, ", \"format\": ");
 		nr_json_str(b, k == EMU_BE_TRUTH ? "real" : it->fmt->name);
-		nr_printf(b, ", \"n\": %zu", it->n);
+		nm_buf_printf(b, ", \"n\": %zu", it->n);
 		if (run->have_metrics) {
-			nr_put(b, ", \"max_ulp\": ");
+			nm_buf_put(b, ", \"max_ulp\": ");
 			nr_json_num(b, run->m[i].max_ulp);
-			nr_put(b, ", \"rel_err\": ");
+			nm_buf_put(b, ", \"rel_err\": ");
 			nr_json_num(b, run->m[i].rel_err);
-			nr_printf(b, ", \"lost\": %zu", run->m[i].lost);
-			nr_put(b, ", \"arith_max_ulp\": ");
+			nm_buf_printf(b, ", \"lost\": %zu", run->m[i].lost);
+			nm_buf_put(b, ", \"arith_max_ulp\": ");
 			nr_json_num(b, run->m[i].arith_max_ulp);
-			nr_put(b, ", \"arith_rel_err\": ");
+			nm_buf_put(b, ", \"arith_rel_err\": ");
 			nr_json_num(b, run->m[i].arith_rel_err);
 		}
-		nr_put(b, ",\n         \"values\": [");
+		nm_buf_put(b, ",\n         \"values\": [");
 		for (size_t j = 0; j < it->n; j++) {
 			if (j)
-				nr_put(b, ", ");
+				nm_buf_put(b, ", ");
 			nr_json_num(b, emu_kout_d(&run->be, it, j));
 		}
-		nr_put(b, "]");
+		nm_buf_put(b, "]");
 		if (k != EMU_BE_TRUTH) {
-			nr_put(b, ",\n         \"bits\": [");
+			nm_buf_put(b, ",\n         \"bits\": [");
 			for (size_t j = 0; j < it->n; j++) {
-				nr_put(b, j ? ", \"" : "\"");
-				nr_put(b, nm_fmt_bits(it->fmt, emu_encode(it->fmt, emu_kout_d(NULL, it, j)), t,
-				                      sizeof(t)));
-				nr_putc(b, '"');
+				nm_buf_put(b, j ? ", \"" : "\"");
+				nm_buf_put(b,
+				           nm_fmt_bits(it->fmt,
+				                       emu_encode(it->fmt, emu_kout_d(NULL, it, j)),
+				                       t, sizeof(t)));
+				nm_buf_putc(b, '"');
 			}
-			nr_put(b, "]");
+			nm_buf_put(b, "]");
 		}
-		nr_put(b, "}");
+		nm_buf_put(b, "}");
 	}
-	nr_put(b, "],");
+	nm_buf_put(b, "],");
 	if (k != EMU_BE_TRUTH)
-		nr_printf(b,
-		          "\n      \"stored\": {\"n\": %" PRIu64 ", \"changed\": %" PRIu64
-		          ", \"overflow\": %" PRIu64 ", \"flushed\": %" PRIu64 "},",
-		          st->in_n, st->in_changed, st->in_overflow, st->in_flushed);
-	nr_put(b, "\n      \"ops\": {");
+		nm_buf_printf(b,
+		              "\n      \"stored\": {\"n\": %" PRIu64 ", \"changed\": %" PRIu64
+		              ", \"overflow\": %" PRIu64 ", \"flushed\": %" PRIu64 "},",
+		              st->in_n, st->in_changed, st->in_overflow, st->in_flushed);
+	nm_buf_put(b, "\n      \"ops\": {");
 	for (int op = 0; op < EMU_NOPS; op++) {
 		if (!st->ops[op])
 			continue;
-		nr_put(b, first ? "" : ", ");
+		nm_buf_put(b, first ? "" : ", ");
 		nr_json_str(b, emu_op_name((emu_op)op));
-		nr_printf(b, ": %" PRIu64, st->ops[op]);
+		nm_buf_printf(b, ": %" PRIu64, st->ops[op]);
 		first = false;
 	}
-	nr_put(b, "},\n      \"flags\": {");
+	nm_buf_put(b, "},\n      \"flags\": {");
 	first = true;
 	for (int op = 0; op < EMU_NOPS; op++) {
 		if (!nr_op_has_flags(st, op))
 			continue;
-		nr_put(b, first ? "" : ", ");
+		nm_buf_put(b, first ? "" : ", ");
 		nr_json_str(b, emu_op_name((emu_op)op));
-		nr_put(b, ": {");
+		nm_buf_put(b, ": {");
 		for (int i = 0, sep = 0; i < EMU_NFLAGS; i++) {
 			int bit = nr_flag_order[i];
 			if (!st->flags[op][bit])
 				continue;
-			nr_put(b, sep++ ? ", " : "");
+			nm_buf_put(b, sep++ ? ", " : "");
 			nr_json_str(b, nr_flag_name(bit));
-			nr_printf(b, ": %" PRIu64, st->flags[op][bit]);
+			nm_buf_printf(b, ": %" PRIu64, st->flags[op][bit]);
 		}
-		nr_put(b, "}");
+		nm_buf_put(b, "}");
 		first = false;
 	}
-	nr_put(b, "},\n      \"first\": ");
+	nm_buf_put(b, "},\n      \"first\": ");
 	if (st->first_set) {
-		nr_put(b, "{\"op\": ");
+		nm_buf_put(b, "{\"op\": ");
 		nr_json_str(b, emu_op_name(st->first_op));
-		nr_put(b, ", \"step\": ");
+		nm_buf_put(b, ", \"step\": ");
 		nr_json_str(b, st->first_step);
-		nr_printf(b, ", \"index\": %" PRIu64 ", \"flags\": ", st->first_index);
+		nm_buf_printf(b, ", \"index\": %" PRIu64 ", \"flags\": ", st->first_index);
 		nr_json_str(b, emu_flags_str(st->first_flags, t, sizeof(t)));
-		nr_put(b, "}");
+		nm_buf_put(b, "}");
 	} else {
-		nr_put(b, "null");
+		nm_buf_put(b, "null");
 	}
-	nr_put(b, "\n    }");
+	nm_buf_put(b, "\n    }");
 }
 
-static void nr_json(struct nr_buf *b, const struct nr_report *r)
+static void nr_json(nm_buf *b, const struct nr_report *r)
 {
 	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
 	const struct nr_opts *o = r->o;
 	bool first = true;
 
-	nr_put(b, "{\n  \"kernel\": ");
+	nm_buf_put(b, "{\n  \"kernel\": ");
 	nr_json_str(b, r->s->k->name);
-	nr_put(b, ",\n  \"variant\": ");
+	nm_buf_put(b, ",\n  \"variant\": ");
 	nr_json_str(b, r->s->variant);
-	nr_put(b, ",\n  \"policy\": ");
+	nm_buf_put(b, ",\n  \"policy\": ");
 	nr_json_str(b, r->s->pol.spec);
-	nr_put(b, ",\n  \"input\": {\"source\": ");
+	nm_buf_put(b, ",\n  \"input\": {\"source\": ");
 	nr_json_str(b, r->in->desc);
-	nr_printf(b, ", \"rows\": %zu, \"cols\": %zu},\n  \"seed\": %" PRIu64 ",\n  \"params\": {",
-	          r->in->rows, r->in->cols, o->seed);
+	nm_buf_printf(b,
+	              ", \"rows\": %zu, \"cols\": %zu},\n  \"seed\": %" PRIu64 ",\n  \"params\": {",
+	              r->in->rows, r->in->cols, o->seed);
 	for (size_t i = 0; i < o->nparams; i++) {
-		nr_put(b, i ? ", " : "");
+		nm_buf_put(b, i ? ", " : "");
 		nr_json_str(b, o->params[i].name);
-		nr_put(b, ": ");
+		nm_buf_put(b, ": ");
 		nr_json_num(b, o->kparams[i].value);
 	}
-	nr_put(b, "},\n  \"backends\": {\n");
+	nm_buf_put(b, "},\n  \"backends\": {\n");
 	for (int i = 0; i < EMU_NBE; i++)
 		if (r->shown[order[i]]) {
-			nr_put(b, first ? "" : ",\n");
+			nm_buf_put(b, first ? "" : ",\n");
 			nr_json_backend(b, r, order[i]);
 			first = false;
 		}
-	nr_put(b, "\n  },\n  \"fast_equals_exact\": ");
+	nm_buf_put(b, "\n  },\n  \"fast_equals_exact\": ");
 	if (!r->compared) {
-		nr_put(b, "null");
+		nm_buf_put(b, "null");
 		if (r->tabled)
-			nr_put(b, ",\n  \"not_compared\": \"--gpu-tables\"");
+			nm_buf_put(b, ",\n  \"not_compared\": \"--gpu-tables\"");
 	} else {
-		nr_put(b, r->agree ? "true" : "false");
+		nm_buf_put(b, r->agree ? "true" : "false");
 		if (!r->agree) {
-			nr_put(b, ",\n  \"difference\": ");
+			nm_buf_put(b, ",\n  \"difference\": ");
 			nr_json_str(b, r->why);
 		}
 	}
-	nr_put(b, "\n}\n");
+	nm_buf_put(b, "\n}\n");
 }
 
 /* ---- help and main ---- */
@@ -1423,7 +1339,7 @@ static int nr_help(void)
 
 static int nr_report(struct nr_report *r)
 {
-	struct nr_buf b = {0};
+	nm_buf b = {0};
 	int rc = 0;
 
 	if (r->o->style == NR_CSV)
@@ -1440,7 +1356,7 @@ static int nr_report(struct nr_report *r)
 		if (fflush(stdout) != 0 || ferror(stdout))
 			rc = nm_fail("cannot write the output: %s", strerror(errno));
 	}
-	free(b.s);
+	nm_buf_free(&b);
 	return rc;
 }
 

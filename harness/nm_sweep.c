@@ -28,7 +28,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +44,7 @@
 #include <mpi.h>
 #endif
 
+#include "nm_buf.h"
 #include "nm_case.h"
 #include "nm_file.h"
 #include "nm_parse.h"
@@ -70,56 +70,6 @@
 #define SW_MAX_SER 8
 #define SW_NBE 2
 #define SW_MAX_MEMORY 0x1p33 /* 8 GiB: --max-memory's default */
-
-/* ---- a growing string ---- */
-
-struct sw_buf {
-	char *s;
-	size_t n, cap;
-	bool oom;
-};
-
-__attribute__((format(printf, 2, 3))) static void sw_printf(struct sw_buf *b, const char *fmt, ...)
-{
-	va_list ap, aq;
-	int w;
-
-	if (b->oom)
-		return;
-	va_start(ap, fmt);
-	va_copy(aq, ap);
-	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive */
-	w = vsnprintf(b->s ? b->s + b->n : NULL, b->cap - b->n, fmt, aq);
-	va_end(aq);
-	if (w >= 0 && (size_t)w >= b->cap - b->n) {
-		/* too long for the room left: grow, then print again */
-		size_t cap = b->cap ? b->cap : 256;
-		char *s;
-
-		while (cap - b->n <= (size_t)w)
-			cap *= 2;
-		s = realloc(b->s, cap);
-		if (s) {
-			b->s = s;
-			b->cap = cap;
-			/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive */
-			w = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
-		} else {
-			w = -1;
-		}
-	}
-	va_end(ap);
-	if (w < 0)
-		b->oom = true;
-	else
-		b->n += (size_t)w;
-}
-
-static void sw_buf_free(struct sw_buf *b)
-{
-	free(b->s);
-	memset(b, 0, sizeof(*b));
-}
 
 /* ---- options ---- */
 
@@ -471,49 +421,50 @@ static void sw_pt_clear(struct sw_pt *p)
 }
 
 /* Strings as "=" then the bytes, %XX for anything but printable non-% ASCII. */
-static void sw_put_str(struct sw_buf *b, const char *s)
+static void sw_put_str(nm_buf *b, const char *s)
 {
-	sw_printf(b, " =");
+	nm_buf_printf(b, " =");
 	for (; *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 
 		if (ch > ' ' && ch < 127 && ch != '%')
-			sw_printf(b, "%c", ch);
+			nm_buf_printf(b, "%c", ch);
 		else
-			sw_printf(b, "%%%02X", ch);
+			nm_buf_printf(b, "%%%02X", ch);
 	}
 }
 
-static void sw_encode(struct sw_buf *b, size_t idx, const struct sw_pt *p, int nbe)
+static void sw_encode(nm_buf *b, size_t idx, const struct sw_pt *p, int nbe)
 {
-	size_t start = b->n;
+	size_t start = b->len;
 
-	sw_printf(b, "p %zu %d", idx, nbe);
+	nm_buf_printf(b, "p %zu %d", idx, nbe);
 	for (int k = 0; k < nbe; k++) {
 		const nm_point_result *r = &p->r[k];
 
-		sw_printf(b, " %d %d", (int)r->status, r->has_first);
+		nm_buf_printf(b, " %d %d", (int)r->status, r->has_first);
 		sw_put_str(b, r->first_op);
 		sw_put_str(b, r->first_step);
-		sw_printf(b, " %" PRIu64 " %zu", r->first_index, r->nout);
+		nm_buf_printf(b, " %" PRIu64 " %zu", r->first_index, r->nout);
 		for (size_t i = 0; i < r->nout && i < NM_POINT_MAX_OUT; i++) {
 			sw_put_str(b, r->out[i].name);
-			sw_printf(b, " %a %a %zu %a %zu %a %a", r->out[i].max_ulp, r->out[i].rel_err,
-			          r->out[i].lost, r->out[i].maxabs, r->out[i].n, r->out[i].arith_max_ulp,
-			          r->out[i].arith_rel_err);
+			nm_buf_printf(b, " %a %a %zu %a %zu %a %a", r->out[i].max_ulp,
+			              r->out[i].rel_err, r->out[i].lost, r->out[i].maxabs,
+			              r->out[i].n, r->out[i].arith_max_ulp,
+			              r->out[i].arith_rel_err);
 		}
-		sw_printf(b, " %d %a %a %a %a", r->has_fractions, r->fractions[0], r->fractions[1],
-		          r->fractions[2], r->fractions[3]);
-		sw_printf(b, " %zu", p->nser[k]);
+		nm_buf_printf(b, " %d %a %a %a %a", r->has_fractions, r->fractions[0],
+		              r->fractions[1], r->fractions[2], r->fractions[3]);
+		nm_buf_printf(b, " %zu", p->nser[k]);
 		for (size_t i = 0; i < p->nser[k]; i++) {
 			sw_put_str(b, p->ser[k][i].name);
-			sw_printf(b, " %zu", p->ser[k][i].n);
+			nm_buf_printf(b, " %zu", p->ser[k][i].n);
 			for (size_t j = 0; j < p->ser[k][i].n; j++)
-				sw_printf(b, " %a", p->ser[k][i].v[j]);
+				nm_buf_printf(b, " %a", p->ser[k][i].v[j]);
 		}
 	}
 	if (!b->oom)
-		sw_printf(b, " #%016" PRIx64 "\n", nm_fnv1a(b->s + start, b->n - start));
+		nm_buf_printf(b, " #%016" PRIx64 "\n", nm_fnv1a(b->s + start, b->len - start));
 }
 
 /* A token reader over one line. */
@@ -827,12 +778,12 @@ static void sw_case_free(struct sw_case_run *cr)
 static FILE *sw_journal_open(struct sw_case_run *cr, bool fresh, size_t *ndone, char *err,
                              size_t errlen)
 {
-	struct sw_buf keep = {0};
+	nm_buf keep = {0};
 	char *text = fresh ? NULL : nm_file_read(cr->journal, NULL);
 	FILE *f;
 
 	*ndone = 0;
-	sw_printf(&keep, "%s\n", cr->tag);
+	nm_buf_printf(&keep, "%s\n", cr->tag);
 	if (text) {
 		char *line = text, *nl = strchr(line, '\n');
 
@@ -857,13 +808,13 @@ static FILE *sw_journal_open(struct sw_case_run *cr, bool fresh, size_t *ndone, 
 		}
 		free(text);
 	}
-	if (keep.oom || nm_file_write(cr->journal, keep.s, keep.n, err, errlen)) {
+	if (keep.oom || nm_file_write(cr->journal, keep.s, keep.len, err, errlen)) {
 		if (keep.oom)
 			snprintf(err, errlen, "out of memory");
-		sw_buf_free(&keep);
+		nm_buf_free(&keep);
 		return NULL;
 	}
-	sw_buf_free(&keep);
+	nm_buf_free(&keep);
 	f = fopen(cr->journal, "ab");
 	if (!f)
 		snprintf(err, errlen, "cannot append to %s: %s", cr->journal, strerror(errno));
@@ -906,39 +857,27 @@ static void sw_progress(struct sw_progress *pg, bool final)
 
 /* ---- the CSV files ---- */
 
-static void sw_csv_field(struct sw_buf *b, const char *s)
-{
-	if (!strpbrk(s, ",\"\r\n")) {
-		sw_printf(b, "%s", s);
-		return;
-	}
-	sw_printf(b, "\"");
-	for (; *s; s++)
-		sw_printf(b, *s == '"' ? "\"\"" : "%c", *s);
-	sw_printf(b, "\"");
-}
-
-static void sw_csv_num(struct sw_buf *b, double v)
+static void sw_csv_num(nm_buf *b, double v)
 {
 	char buf[NM_NUM_LEN];
 
-	sw_printf(b, ",%s", nm_fmt_double(v, buf, sizeof(buf)));
+	nm_buf_printf(b, ",%s", nm_fmt_double(v, buf, sizeof(buf)));
 }
 
 /* case,kernel,variant,policy,<axes> of point idx (no line end). */
-static void sw_csv_lead(struct sw_buf *b, const struct sw_case_run *cr, size_t idx)
+static void sw_csv_lead(nm_buf *b, const struct sw_case_run *cr, size_t idx)
 {
 	const nm_case *c = cr->c;
 	nm_point p;
 
 	sw_point_of(cr, idx, &p);
-	sw_csv_field(b, c->name);
-	sw_printf(b, ",");
-	sw_csv_field(b, c->kernel->name);
-	sw_printf(b, ",");
-	sw_csv_field(b, c->variants[p.variant]);
-	sw_printf(b, ",");
-	sw_csv_field(b, c->policy_specs[p.policy]);
+	nm_buf_csv(b, c->name);
+	nm_buf_printf(b, ",");
+	nm_buf_csv(b, c->kernel->name);
+	nm_buf_printf(b, ",");
+	nm_buf_csv(b, c->variants[p.variant]);
+	nm_buf_printf(b, ",");
+	nm_buf_csv(b, c->policy_specs[p.policy]);
 	for (size_t a = 0; a < c->naxes; a++)
 		sw_csv_num(b, p.axis[a]);
 }
@@ -949,35 +888,38 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 {
 	const nm_case *c = cr->c;
 	const nm_point_result *r0 = &cr->pts[0].r[0];
-	struct sw_buf b = {0};
+	nm_buf b = {0};
 	int rc;
 
-	sw_printf(&b, "case,kernel,variant,policy");
+	nm_buf_printf(&b, "case,kernel,variant,policy");
 	for (size_t a = 0; a < c->naxes; a++) {
-		sw_printf(&b, ",");
-		sw_csv_field(&b, c->axes[a].name);
+		nm_buf_printf(&b, ",");
+		nm_buf_csv(&b, c->axes[a].name);
 	}
-	sw_printf(&b, ",backend,status,first_op,first_step,first_index");
+	nm_buf_printf(&b, ",backend,status,first_op,first_step,first_index");
 	for (size_t i = 0; i < r0->nout; i++)
-		sw_printf(&b, ",%s.max_ulp,%s.rel_err,%s.lost,%s.maxabs,%s.arith_max_ulp,%s.arith_rel_err",
-		          r0->out[i].name, r0->out[i].name, r0->out[i].name, r0->out[i].name,
-		          r0->out[i].name, r0->out[i].name);
+		nm_buf_printf(
+		    &b,
+		    ",%s.max_ulp,%s.rel_err,%s.lost,%s.maxabs,%s.arith_max_ulp,%s.arith_rel_err",
+		    r0->out[i].name, r0->out[i].name, r0->out[i].name, r0->out[i].name,
+		    r0->out[i].name, r0->out[i].name);
 	if (r0->has_fractions)
-		sw_printf(&b, ",frac_zero,frac_subnormal,frac_lost,frac_overflow");
-	sw_printf(&b, "\n");
+		nm_buf_printf(&b, ",frac_zero,frac_subnormal,frac_lost,frac_overflow");
+	nm_buf_printf(&b, "\n");
 	for (size_t idx = 0; idx < cr->npoints; idx++)
 		for (int k = 0; k < cr->nbe && k < SW_NBE; k++) {
 			const nm_point_result *r = &cr->pts[idx].r[k];
 
 			sw_csv_lead(&b, cr, idx);
-			sw_printf(&b, ",%s,%s,", sw_be_names[k], emu_run_status_name(r->status));
+			nm_buf_printf(&b, ",%s,%s,", sw_be_names[k],
+			              emu_run_status_name(r->status));
 			if (r->has_first) {
-				sw_csv_field(&b, r->first_op);
-				sw_printf(&b, ",");
-				sw_csv_field(&b, r->first_step);
-				sw_printf(&b, ",%" PRIu64, r->first_index);
+				nm_buf_csv(&b, r->first_op);
+				nm_buf_printf(&b, ",");
+				nm_buf_csv(&b, r->first_step);
+				nm_buf_printf(&b, ",%" PRIu64, r->first_index);
 			} else {
-				sw_printf(&b, ",,");
+				nm_buf_printf(&b, ",,");
 			}
 			for (size_t i = 0; i < r0->nout; i++) {
 				size_t j = 0;
@@ -986,12 +928,12 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 				while (j < r->nout && strcmp(r->out[j].name, r0->out[i].name) != 0)
 					j++;
 				if (j == r->nout) {
-					sw_printf(&b, ",,,,,,");
+					nm_buf_printf(&b, ",,,,,,");
 					continue;
 				}
 				sw_csv_num(&b, r->out[j].max_ulp);
 				sw_csv_num(&b, r->out[j].rel_err);
-				sw_printf(&b, ",%zu", r->out[j].lost);
+				nm_buf_printf(&b, ",%zu", r->out[j].lost);
 				sw_csv_num(&b, r->out[j].maxabs);
 				sw_csv_num(&b, r->out[j].arith_max_ulp);
 				sw_csv_num(&b, r->out[j].arith_rel_err);
@@ -1001,26 +943,26 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 					if (r->has_fractions)
 						sw_csv_num(&b, r->fractions[i]);
 					else
-						sw_printf(&b, ",");
+						nm_buf_printf(&b, ",");
 				}
 			}
-			sw_printf(&b, "\n");
+			nm_buf_printf(&b, "\n");
 		}
 	if (b.oom) {
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	} else {
-		rc = nm_file_write(cr->csv, b.s, b.n, err, errlen);
+		rc = nm_file_write(cr->csv, b.s, b.len, err, errlen);
 	}
-	sw_buf_free(&b);
+	nm_buf_free(&b);
 	if (rc || !c->nseries)
 		return rc;
-	sw_printf(&b, "case,kernel,variant,policy");
+	nm_buf_printf(&b, "case,kernel,variant,policy");
 	for (size_t a = 0; a < c->naxes; a++) {
-		sw_printf(&b, ",");
-		sw_csv_field(&b, c->axes[a].name);
+		nm_buf_printf(&b, ",");
+		nm_buf_csv(&b, c->axes[a].name);
 	}
-	sw_printf(&b, ",backend,output,index,value\n");
+	nm_buf_printf(&b, ",backend,output,index,value\n");
 	for (size_t idx = 0; idx < cr->npoints; idx++)
 		for (int k = 0; k < cr->nbe; k++)
 			for (size_t i = 0; i < cr->pts[idx].nser[k]; i++) {
@@ -1028,20 +970,20 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 
 				for (size_t j = 0; j < s->n && !b.oom; j++) {
 					sw_csv_lead(&b, cr, idx);
-					sw_printf(&b, ",%s,", sw_be_names[k]);
-					sw_csv_field(&b, s->name);
-					sw_printf(&b, ",%zu", j);
+					nm_buf_printf(&b, ",%s,", sw_be_names[k]);
+					nm_buf_csv(&b, s->name);
+					nm_buf_printf(&b, ",%zu", j);
 					sw_csv_num(&b, s->v[j]);
-					sw_printf(&b, "\n");
+					nm_buf_printf(&b, "\n");
 				}
 			}
 	if (b.oom) {
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	} else {
-		rc = nm_file_write(cr->series_csv, b.s, b.n, err, errlen);
+		rc = nm_file_write(cr->series_csv, b.s, b.len, err, errlen);
 	}
-	sw_buf_free(&b);
+	nm_buf_free(&b);
 	return rc;
 }
 
@@ -1051,29 +993,18 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 static int sw_thresh_save(const struct sw_case_run *cr, const nm_thresh_row *rows, size_t n,
                           char *err, size_t errlen)
 {
-	struct sw_buf b = {0};
+	nm_buf b = {0};
 	int rc;
 
-	sw_printf(&b, "%s rows %zu size %zu\n", cr->tag, n, sizeof(*rows));
-	if (!b.oom && n) {
-		size_t need = b.n + n * sizeof(*rows);
-		char *s = realloc(b.s, need);
-
-		if (!s) {
-			b.oom = true;
-		} else {
-			memcpy(s + b.n, rows, n * sizeof(*rows));
-			b.s = s;
-			b.n = need;
-		}
-	}
+	nm_buf_printf(&b, "%s rows %zu size %zu\n", cr->tag, n, sizeof(*rows));
+	nm_buf_putn(&b, rows, n * sizeof(*rows));
 	if (b.oom) {
 		snprintf(err, errlen, "out of memory");
 		rc = -1;
 	} else {
-		rc = nm_file_write(cr->thresh, b.s, b.n, err, errlen);
+		rc = nm_file_write(cr->thresh, b.s, b.len, err, errlen);
 	}
-	sw_buf_free(&b);
+	nm_buf_free(&b);
 	return rc;
 }
 
@@ -1172,8 +1103,8 @@ static int sw_digest(const char *path, size_t *size, uint64_t *h)
 	return 0;
 }
 
-static int sw_state_add(struct sw_buf *b, const char *kind, const char *dir, const char *path,
-                        char *err, size_t errlen)
+static int sw_state_add(nm_buf *b, const char *kind, const char *dir, const char *path, char *err,
+                        size_t errlen)
 {
 	size_t size;
 	uint64_t h;
@@ -1182,9 +1113,9 @@ static int sw_state_add(struct sw_buf *b, const char *kind, const char *dir, con
 		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
 		return -1;
 	}
-	sw_printf(b, "%s %zu %016" PRIx64, kind, size, h);
+	nm_buf_printf(b, "%s %zu %016" PRIx64, kind, size, h);
 	sw_put_str(b, path + strlen(dir) + 1);
-	sw_printf(b, "\n");
+	nm_buf_printf(b, "\n");
 	return 0;
 }
 
@@ -1193,12 +1124,12 @@ static int sw_state_add(struct sw_buf *b, const char *kind, const char *dir, con
 static int sw_state_write(const struct sw_case_run *cr, const char *plots, char *err,
                           size_t errlen)
 {
-	struct sw_buf b = {0};
+	nm_buf b = {0};
 	int rc;
 
 	if (plots)
 		sw_kill_at("plot");
-	sw_printf(&b, "%s\n", cr->tag);
+	nm_buf_printf(&b, "%s\n", cr->tag);
 	rc = sw_state_add(&b, "file", cr->out, cr->csv, err, errlen);
 	if (!rc && cr->c->nseries)
 		rc = sw_state_add(&b, "file", cr->out, cr->series_csv, err, errlen);
@@ -1216,8 +1147,8 @@ static int sw_state_write(const struct sw_case_run *cr, const char *plots, char 
 		rc = -1;
 	}
 	if (!rc)
-		rc = nm_file_write(cr->state, b.s, b.n, err, errlen);
-	sw_buf_free(&b);
+		rc = nm_file_write(cr->state, b.s, b.len, err, errlen);
+	nm_buf_free(&b);
 	return rc;
 }
 
@@ -1287,8 +1218,8 @@ static bool sw_up_to_date(const struct sw_case_run *cr, char *why, size_t whylen
 #ifdef NM_MPI
 /* Rank r sends its lines to rank 0, which decodes them into cr->pts and
  * appends them to the journal. Tags: 1 the length, 2 the bytes. */
-static int sw_mpi_gather(struct sw_all *s, struct sw_case_run *cr, struct sw_buf *mine,
-                         FILE *journal, int failed)
+static int sw_mpi_gather(struct sw_all *s, struct sw_case_run *cr, nm_buf *mine, FILE *journal,
+                         int failed)
 {
 	int anyfail = 0;
 
@@ -1300,11 +1231,11 @@ static int sw_mpi_gather(struct sw_all *s, struct sw_case_run *cr, struct sw_buf
 		return -1;
 	}
 	if (s->rank != 0) {
-		unsigned long long n = mine->n;
+		unsigned long long n = mine->len;
 
 		MPI_Send(&n, 1, MPI_UNSIGNED_LONG_LONG, 0, 1, MPI_COMM_WORLD);
-		for (size_t off = 0; off < mine->n;) {
-			int chunk = mine->n - off > (1u << 30) ? 1 << 30 : (int)(mine->n - off);
+		for (size_t off = 0; off < mine->len;) {
+			int chunk = mine->len - off > (1u << 30) ? 1 << 30 : (int)(mine->len - off);
 			MPI_Send(mine->s + off, chunk, MPI_CHAR, 0, 2, MPI_COMM_WORLD);
 			off += (size_t)chunk;
 		}
@@ -1364,7 +1295,7 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 	unsigned char *todo = malloc(cr->npoints ? cr->npoints : 1);
 	size_t *mine = NULL, nmine = 0, nmissing = 0;
 	struct sw_progress pg = {0};
-	struct sw_buf sendbuf = {0};
+	nm_buf sendbuf = {0};
 	int failed = 0;
 	/* tests/cli_sweep.sh interrupts a run here, after that many journal lines */
 	const char *stop = getenv("NANMAP_SWEEP_INTERRUPT_AFTER");
@@ -1404,7 +1335,7 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 #pragma omp parallel for schedule(dynamic)
 	for (size_t k = 0; k < nmine; k++) {
 		struct sw_pt pt;
-		struct sw_buf line = {0};
+		nm_buf line = {0};
 		char err[512];
 		int bad;
 
@@ -1434,7 +1365,7 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 				if (s->rank == 0) {
 					/* a point not journalled would be lost to a resume:
 					 * stop at the first failed append (ENOSPC) */
-					if (fwrite(line.s, 1, line.n, journal) != line.n ||
+					if (fwrite(line.s, 1, line.len, journal) != line.len ||
 					    fflush(journal) != 0) {
 						if (!failed)
 							snprintf(s->err, sizeof(s->err),
@@ -1448,7 +1379,7 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 						raise(stop_sig);
 					}
 				} else {
-					sw_printf(&sendbuf, "%.*s", (int)line.n, line.s);
+					nm_buf_putn(&sendbuf, line.s, line.len);
 					if (sendbuf.oom) {
 						snprintf(s->err, sizeof(s->err), "out of memory");
 						failed = 1;
@@ -1458,7 +1389,7 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 				sw_progress(&pg, false);
 			}
 		}
-		sw_buf_free(&line);
+		nm_buf_free(&line);
 	}
 	free(mine);
 	if (pg.show && nmine)
@@ -1466,11 +1397,11 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 #ifdef NM_MPI
 	if (s->size > 1) {
 		int rc = sw_mpi_gather(s, cr, &sendbuf, journal, failed);
-		sw_buf_free(&sendbuf);
+		nm_buf_free(&sendbuf);
 		return rc;
 	}
 #endif
-	sw_buf_free(&sendbuf);
+	nm_buf_free(&sendbuf);
 	return failed ? -1 : 0;
 }
 

@@ -3,10 +3,12 @@
 #  - make all on a machine without a build dependency stops before the
 #    first compile and names the Debian package and the apt-get command
 #    (a package that does not exist stands in for the missing one);
-#  - make install PREFIX=$tmp installs a nanmap.pc that names $tmp, and
-#    pkg-config alone (PKG_CONFIG_PATH=$tmp/lib/pkgconfig, no -I/-L of the
-#    source tree, no --static) builds examples/golden_check.c against the
-#    installed static library, which then checks a golden output;
+#  - make install PREFIX=$tmp installs both libraries (libnanmap.so with
+#    its soname links, exporting only emu_* and nm_golden_*, no inih, no
+#    hardware oracle) and a nanmap.pc that names $tmp, and pkg-config alone
+#    (PKG_CONFIG_PATH=$tmp/lib/pkgconfig, no -I/-L of the source tree) builds
+#    examples/golden_check.c against the shared library, and with --static
+#    against the static one; each build then checks a golden output;
 #  - DESTDIR stages the files without changing the prefix in nanmap.pc;
 #  - make uninstall PREFIX=$tmp leaves no file behind;
 #  - the closing line of make test counts skipped checks as skipped.
@@ -22,7 +24,7 @@ unset MAKEFLAGS MFLAGS
 
 # ---- make all names missing dependencies before compiling ----
 mkdir -p "$tmp/src"
-cp -R Makefile nanmap.pc.in emu harness "$tmp/src/"
+cp -R Makefile nanmap.pc.in nanmap.map emu harness "$tmp/src/"
 rc=0
 "$MAKE" -C "$tmp/src" all BUILD_PKGS="build-essential nanmap-no-such-dev" DEPS_INSTALL=no \
 	>"$tmp/out" 2>"$tmp/err" || rc=$?
@@ -37,11 +39,29 @@ P=$tmp/prefix
 rc=0
 "$MAKE" --no-print-directory install PREFIX="$P" >"$tmp/out" 2>"$tmp/err" || rc=$?
 [ "$rc" -eq 0 ] || fail "make install PREFIX=$P: exit status $rc"
-for f in bin/nanmap lib/libnanmap.a include/nanmap/emu.h include/nanmap/nm_golden.h \
-	lib/pkgconfig/nanmap.pc; do
+for f in bin/nanmap lib/libnanmap.a lib/libnanmap.so lib/libnanmap.so.0 include/nanmap/emu.h \
+	include/nanmap/nm_golden.h lib/pkgconfig/nanmap.pc; do
 	[ -f "$P/$f" ] || fail "make install: no $P/$f"
 done
+[ ! -e "$P/include/nanmap/hw.h" ] || fail "make install: the test oracle's hw.h is installed"
 grep -qxF "prefix=$P" "$P/lib/pkgconfig/nanmap.pc" || fail "installed nanmap.pc: prefix is not $P"
+pass=$((pass + 1))
+
+# ---- the shared library: versioned, and only the public names ----
+real=$(readlink "$P/lib/libnanmap.so.0")
+case $real in libnanmap.so.0.*.*) ;; *) fail "libnanmap.so.0 -> '$real', not libnanmap.so.0.X.Y" ;; esac
+{ [ -f "$P/lib/$real" ] && [ ! -L "$P/lib/$real" ]; } || fail "$P/lib/$real is not the library file"
+[ "$(readlink "$P/lib/libnanmap.so")" = libnanmap.so.0 ] || fail "libnanmap.so does not name libnanmap.so.0"
+readelf -d "$P/lib/$real" | grep -q 'Library soname: \[libnanmap.so.0\]' || fail "$real: soname is not libnanmap.so.0"
+nm -D --defined-only "$P/lib/libnanmap.so" | awk '{ print $NF }' >"$tmp/exports"
+grep -qxF nm_golden_open "$tmp/exports" || fail "libnanmap.so does not export nm_golden_open"
+grep -qxF emu_round_core "$tmp/exports" || fail "libnanmap.so does not export emu_round_core"
+other=$(grep -v -e '^emu_' -e '^nm_golden_' "$tmp/exports" | head -n 5)
+[ -z "$other" ] || fail "libnanmap.so exports more than emu_* and nm_golden_*: $other"
+! grep -q -e '^emu_hw_' -e '^ini_' -e '^emu_nan_result$' "$tmp/exports" ||
+	fail "libnanmap.so exports an oracle, inih or an internal helper"
+! nm -A "$P/lib/libnanmap.a" 2>/dev/null | grep -q -e ' emu_hw_has$' -e ' ini_parse' ||
+	fail "libnanmap.a holds the hardware oracle or inih's users"
 pass=$((pass + 1))
 
 # ---- the example, built with pkg-config alone ----
@@ -58,13 +78,30 @@ fi
 # shellcheck disable=SC2086
 (cd "$tmp" && "$CC" -std=c11 -Wall -Wextra -Werror $extra golden_check.c $flags -o golden_check) \
 	>"$tmp/out" 2>"$tmp/err" || fail "examples/golden_check.c does not build with: $flags"
+readelf -d "$tmp/golden_check" | grep -q 'Shared library: \[libnanmap.so.0\]' ||
+	fail "the example built with pkg-config does not use libnanmap.so.0"
 G=softmax_ce.naive.fp16-fp16.safe/grad
 awk -v t="$G" '$1 == t && NF == 4 { print $3 }' golden/softmax_ce.golden >"$tmp/actual.txt"
 rc=0
-"$tmp/golden_check" golden/softmax_ce.golden "$G" "$tmp/actual.txt" >"$tmp/out" 2>"$tmp/err" || rc=$?
-[ "$rc" -eq 0 ] || fail "installed example: exit status $rc"
-grep -qxF "$G: 32 checked, 0 mismatched" "$tmp/out" || fail "installed example: wrong report"
+LD_LIBRARY_PATH="$P/lib" "$tmp/golden_check" golden/softmax_ce.golden "$G" "$tmp/actual.txt" \
+	>"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "installed example (shared): exit status $rc"
+grep -qxF "$G: 32 checked, 0 mismatched" "$tmp/out" || fail "installed example (shared): wrong report"
 "$P/bin/nanmap" --version >"$tmp/out" 2>"$tmp/err" || fail "installed nanmap --version"
+pass=$((pass + 1))
+
+# ---- the static library, with what pkg-config --static adds ----
+sflags=$(pkg-config --cflags --libs --static nanmap 2>"$tmp/err") || fail "pkg-config --static nanmap"
+# -l:libnanmap.a: the archive where both are installed (Libs.private stays as it is)
+sflags=$(printf '%s\n' "$sflags" | sed 's/-lnanmap\( \|$\)/-l:libnanmap.a\1/')
+# shellcheck disable=SC2086
+(cd "$tmp" && "$CC" -std=c11 -Wall -Wextra -Werror $extra golden_check.c $sflags -o golden_static) \
+	>"$tmp/out" 2>"$tmp/err" || fail "examples/golden_check.c does not build with: $sflags"
+! readelf -d "$tmp/golden_static" | grep -q 'libnanmap' || fail "the static example needs libnanmap.so"
+rc=0
+"$tmp/golden_static" golden/softmax_ce.golden "$G" "$tmp/actual.txt" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "installed example (static): exit status $rc"
+grep -qxF "$G: 32 checked, 0 mismatched" "$tmp/out" || fail "installed example (static): wrong report"
 pass=$((pass + 1))
 
 # ---- DESTDIR stages; the prefix stays the real one ----

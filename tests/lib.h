@@ -56,5 +56,7 @@ Suite *suite_plot(void);
 Suite *suite_claims(void);
 Suite *suite_metrics(void);
 Suite *suite_engine(void);
+Suite *suite_buf(void);
+Suite *suite_specialize(void);
 
 #endif

@@ -6,31 +6,34 @@ VERSION := 0.1.0
 SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 
 CC ?= cc
+# the library's layers and the rooms on them (below, and docs/architecture.md)
+LAYERS := core engine kernels io
+INC := $(foreach d,$(LAYERS) cli sweep oracles,-I$(d))
 WARN := -Wall -Wextra
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
-BASE_CFLAGS := -std=c11 -O2 $(WARN) -ffp-contract=off -fopenmp -D_POSIX_C_SOURCE=200809L -DNM_VERSION='"$(VERSION)"' -Iemu -Iharness
+BASE_CFLAGS := -std=c11 -O2 $(WARN) -ffp-contract=off -fopenmp -D_POSIX_C_SOURCE=200809L -DNM_VERSION='"$(VERSION)"' $(INC)
 NM_CFLAGS := $(BASE_CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) $(CFLAGS)
 NM_LDLIBS := -linih -lmpfr -lgmp -lm -fopenmp $(LDLIBS)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
 
-EMU_SRC := $(sort $(wildcard emu/*.c))
-HARNESS_SRC := $(filter-out harness/main.c,$(sort $(wildcard harness/*.c)))
-# Hardware oracles (emu/hw_*.c): an independent reference for the tests,
-# linked into the test binary only, never into the installed libraries.
-ORACLE_SRC := $(sort $(wildcard emu/hw_*.c))
+# The layers (docs/architecture.md): core (formats, rounding, operations),
+# engine (the kernel interface, its backends, policies, recipes), kernels
+# (kernels and models), io (golden files, .npy, files, strict parsing); then
+# the rooms built on them: cli (the command), sweep (the sweep pipeline).
+# The library, libnanmap.a and libnanmap.so alike, is the four layers; the
+# command line's code (case files through inih, sweeps, plots) is
+# build/libnanmap-cli.a, linked into bin/nanmap, the tests, the bench and
+# the GPU runner, and installed nowhere. Hardware oracles (oracles/): an
+# independent reference for the tests, linked into the test binary only.
+LIB_SRC := $(sort $(foreach d,$(LAYERS),$(wildcard $(d)/*.c)))
+ORACLE_SRC := $(sort $(wildcard oracles/*.c))
 ORACLE_OBJ := $(ORACLE_SRC:%.c=build/%.o)
-# The library, libnanmap.a and libnanmap.so alike: the emulator, the kernels
-# and the golden API (nm_golden.c with the readers and the writer it uses).
-# Everything else in harness/ is the command line's (case files through
-# inih, sweeps, plots): build/libnanmap-cli.a, linked into bin/nanmap, the
-# tests, the bench and the GPU runner, and installed nowhere.
-LIB_HARNESS_SRC := harness/nm_golden.c harness/nm_npy.c harness/nm_parse.c harness/nm_file.c
-LIB_SRC := $(filter-out $(ORACLE_SRC),$(EMU_SRC)) $(LIB_HARNESS_SRC)
 LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=build/pic/%.o)
-CLI_OBJ := $(filter-out $(LIB_HARNESS_SRC:%.c=build/%.o),$(HARNESS_SRC:%.c=build/%.o))
+CLI_SRC := $(filter-out cli/main.c,$(sort $(wildcard cli/*.c sweep/*.c)))
+CLI_OBJ := $(CLI_SRC:%.c=build/%.o)
 CLI_LIB := build/libnanmap-cli.a
 TEST_SRC := $(sort $(wildcard tests/*.c))
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
@@ -53,8 +56,8 @@ NVCC_WARN := -Xcompiler -Wall,-Wextra
 ifeq ($(WERROR),1)
 NVCC_WARN += -Werror all-warnings -Xcompiler -Werror
 endif
-NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) -Iemu -Igpu $(NVCCFLAGS)
-PUBLIC_H := emu/emu.h emu/gputab.h emu/kern.h emu/kernels.h emu/tc.h emu/gradscaler.h harness/nm_golden.h
+NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) $(INC) -Igpu $(NVCCFLAGS)
+PUBLIC_H := core/emu.h engine/gputab.h engine/kern.h engine/kernels.h kernels/tc.h kernels/gradscaler.h io/nm_golden.h
 LIB := lib/libnanmap.a
 SHLIB := lib/libnanmap.so
 SHLIB_REAL := $(SHLIB).$(VERSION)
@@ -145,27 +148,27 @@ $(SHLIB): $(SHLIB_REAL)
 # MPI=1: bin/nanmap linked by mpicc with the sweep built for MPI ranks
 # (nm_sweep.c with -DNM_MPI, placed before the library so it wins).
 MPICC ?= mpicc
-MPI_SWEEP_OBJ := build/mpi/harness/nm_sweep.o
+MPI_SWEEP_OBJ := build/mpi/sweep/nm_sweep.o
 LINK_MODE := $(if $(filter 1,$(MPI)),mpi,plain)
 $(shell mkdir -p build && { [ "$$(cat build/link.mode 2>/dev/null)" = "$(LINK_MODE)" ] || echo $(LINK_MODE) > build/link.mode; })
 
-$(MPI_SWEEP_OBJ): harness/nm_sweep.c build/dep.mode
+$(MPI_SWEEP_OBJ): sweep/nm_sweep.c build/dep.mode
 	@mkdir -p $(dir $@)
 	$(MPICC) $(NM_CFLAGS) $(DEPFLAGS) -DNM_MPI -c $< -o $@
 
 ifeq ($(MPI),1)
-$(BIN): build/harness/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) build/link.mode
+$(BIN): build/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) build/link.mode
 	@mkdir -p bin
-	$(MPICC) $(NM_CFLAGS) -o $@ build/harness/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+	$(MPICC) $(NM_CFLAGS) -o $@ build/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 else
-$(BIN): build/harness/main.o $(CLI_LIB) $(LIB) build/link.mode
+$(BIN): build/cli/main.o $(CLI_LIB) $(LIB) build/link.mode
 	@mkdir -p bin
-	$(CC) $(NM_CFLAGS) -o $@ build/harness/main.o $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+	$(CC) $(NM_CFLAGS) -o $@ build/cli/main.o $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 endif
 
 # The MPI build for make test-mpi, beside the plain bin/nanmap it is compared with.
-build/mpi/nanmap: build/harness/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB)
-	$(MPICC) $(NM_CFLAGS) -o $@ build/harness/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+build/mpi/nanmap: build/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB)
+	$(MPICC) $(NM_CFLAGS) -o $@ build/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 
 $(TESTBIN): $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(CLI_LIB) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
@@ -306,16 +309,16 @@ uninstall:
 	-rmdir $(DESTDIR)$(PREFIX)/include/nanmap 2>/dev/null
 
 format:
-	clang-format -i emu/*.[ch] harness/*.[ch] tests/*.[ch] bench/*.c
+	clang-format -i $(foreach d,$(LAYERS) cli sweep oracles,$(d)/*.[ch]) tests/*.[ch] bench/*.c
 
 lint:
-	clang-tidy --quiet emu/*.c harness/*.c -- $(BASE_CFLAGS) 2>/dev/null
-	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr -Iemu -Iharness emu harness
+	clang-tidy --quiet $(foreach d,$(LAYERS) cli sweep oracles,$(d)/*.c) -- $(BASE_CFLAGS) 2>/dev/null
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr $(INC) $(LAYERS) cli sweep oracles
 
 clean:
 	rm -rf build lib bin nanmap.pc bench/nanmap-bench
 
 # every object's header list, as the compiler wrote it (absent before the first build)
 -include $(wildcard $(patsubst %.o,%.d,$(LIB_OBJ) $(PIC_OBJ) $(CLI_OBJ) $(ORACLE_OBJ) \
-  $(TEST_OBJ) $(GPU_HOST_OBJ) build/harness/main.o build/gpu/runner.o build/gpu/dev_fake.o \
+  $(TEST_OBJ) $(GPU_HOST_OBJ) build/cli/main.o build/gpu/runner.o build/gpu/dev_fake.o \
   $(MPI_SWEEP_OBJ) $(GPU_CU:%.cu=build/%.cu.o)))

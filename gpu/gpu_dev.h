@@ -82,7 +82,7 @@ int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t
                    char *err, size_t len);
 
 /*
- * softmax_ce (emu/softmax.c) in the emulator's exact order of operations,
+ * softmax_ce (kernels/softmax.c) in the emulator's exact order of operations,
  * one thread per row: variant 0 naive, 1 maxsub, 2 lse; S, C, A the
  * storage, compute and accumulator formats. x holds the inputs already
  * stored in S (as floats, exact); grad gets the stored gradient (values of
@@ -96,7 +96,7 @@ int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float
                     size_t N, float *grad, float *loss, char *err, size_t len);
 
 /*
- * layernorm (emu/layernorm.c), forward and backward, variant 0 twopass,
+ * layernorm (kernels/layernorm.c), forward and backward, variant 0 twopass,
  * 1 onepass, 2 welford, one thread per row, in the emulator's order. x and
  * dy hold values of S; eps_c is eps already rounded into C. Outputs: y and
  * dx (values of S), rstd and var per row (values of C). rsqrt is hrsqrt in
@@ -107,7 +107,7 @@ int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
                       float *rstd, float *var, char *err, size_t len);
 
 /*
- * backward (emu/backward.c): a linear layer (X R×D times W D×K, values of
+ * backward (kernels/backward.c): a linear layer (X R×D times W D×K, values of
  * S) with softmax cross-entropy (maxsub, label r mod K), its backward under
  * the loss scale `scale` (already an fp32 value), the gradients dW (D×K) and
  * dX (R×D) stored in S into grad (dW first), then unscaled in fp32 by inv

@@ -3,7 +3,7 @@
  * compiled for the host with each operation the emulator's in the same
  * format (RNE), and run row after row. Two uses:
  *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
- *    emulator's own kernels (emu/softmax.c, layernorm.c, backward.c) must
+ *    emulator's own kernels (kernels/softmax.c, layernorm.c, backward.c) must
  *    give the same bits, which proves that the code nvcc compiles keeps
  *    their order of operations, without a GPU;
  *  - with the tables measured on the GPU (gpu-tables.txt), fp16/bf16 exp,

@@ -2,7 +2,7 @@
  * host_tables.c — writes the GPU's fp16/bf16 transcendental results, one
  * table of 65536 encodings per function and format, so the emulator can
  * replay hexp, hlog, ... bit for bit where the hardware's approximation is
- * not documented (FACTS §2). The reader is the library's (emu/gputab.c).
+ * not documented (FACTS §2). The reader is the library's (engine/gputab.c).
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * bodies themselves (softmax_ce, layernorm forward and backward, the
  * loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
  * too with the emulator's operations: the fake device runs the very code
- * compiled here, in the emulator's order of operations (emu/softmax.c,
+ * compiled here, in the emulator's order of operations (kernels/softmax.c,
  * layernorm.c, backward.c), so every intermediate is the same value
  * wherever the hardware's operation is correctly rounded.
  *
@@ -98,7 +98,7 @@ static __device__ float f_rsqrt(int f, float a)
 	return __frsqrt_rn(a);
 }
 
-/* maximumNumber, +0 above -0: emu_max's rule (emu/minmax.c) */
+/* maximumNumber, +0 above -0: emu_max's rule (core/minmax.c) */
 static __device__ float f_max(float a, float b)
 {
 	if (isnan(a))
@@ -197,7 +197,7 @@ out:
 	return rc;
 }
 
-/* ---- backward: emu/backward.c's run(), in its order ---- */
+/* ---- backward: kernels/backward.c's run(), in its order ---- */
 /* one row per thread; Z and E hold K scratch values per row */
 static __global__ void k_bw_rows(int S, int C, int A, const float *X, const float *W, size_t R,
                                  size_t D, size_t K, float scale, float *Z, float *E, float *DL,

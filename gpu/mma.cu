@@ -1,7 +1,7 @@
 /*
  * mma.cu — our own Tensor Core GEMM with a known K order: one warp per
  * 16×8 output tile, mma.sync steps walking K upward, each step's D the next
- * step's C — the chained block FMA of the model in emu/tc.h, so the model's
+ * step's C — the chained block FMA of the model in kernels/tc.h, so the model's
  * prediction for every output element is exact, not statistical. With
  * promotion, every N products the tile's partial sum is added into binary32
  * registers with __fadd_rn and the chain restarts from +0 (DeepSeek-V3

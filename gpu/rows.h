@@ -4,7 +4,7 @@
  * instruction) and by the host compiler into gpu/host_rows.c (each
  * operation the emulator's, in the same format). The fake device runs the
  * host build, so when its results equal the emulator's kernels
- * (emu/softmax.c, layernorm.c, backward.c) the order of operations proved is
+ * (kernels/softmax.c, layernorm.c, backward.c) the order of operations proved is
  * the one the GPU runs, not a copy of it kept in step by hand.
  *
  * Plain C that is also valid CUDA C++. The includer defines:
@@ -29,7 +29,7 @@
 #error "rows.h: define K_FN, k_fmt and the K_ operations first (gpu/kern.cu, gpu/host_rows.c)"
 #endif
 
-/* softmax_ce (emu/softmax.c), row r of X (R×N logits stored in S, label r
+/* softmax_ce (kernels/softmax.c), row r of X (R×N logits stored in S, label r
  * mod N): v 0 naive, 1 maxsub, 2 lse. Writes row r of grad (the stored
  * gradient, values of S) and la_acc[r], the row's loss in A (summed by
  * k_mean_loss). */
@@ -85,7 +85,7 @@ K_FN float k_mean_loss(k_fmt A, const float *la, size_t R)
 	return K_DIV(A, sum, K_RND(A, (float)R));
 }
 
-/* layernorm (emu/layernorm.c's run()), forward and backward, row r of X
+/* layernorm (kernels/layernorm.c's run()), forward and backward, row r of X
  * and DY (rows of N, stored in S): v 0 twopass, 1 onepass, 2 welford; epsc
  * is eps in C. Writes row r of Y and DX (values of S), RSTD[r] and VAR[r]
  * (values of C), and uses row r of YC as scratch: the compute-format
@@ -162,7 +162,7 @@ K_FN void k_layernorm_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, cons
 #undef XC
 }
 
-/* backward (emu/backward.c's run()), row r of the linear layer X (R×D) ·
+/* backward (kernels/backward.c's run()), row r of the linear layer X (R×D) ·
  * W (D×K), values of S, with softmax cross-entropy (maxsub, label r mod K)
  * under the loss scale `scale` (an fp32 value). Writes row r of DL, the
  * dlogits (K values of S, then in C), and la_acc[r], the row's loss in A;

@@ -1,5 +1,5 @@
 /*
- * check_aops.c — the array operations (emu/aops.c) equal the scalar
+ * check_aops.c — the array operations (core/aops.c) equal the scalar
  * operations on encodings element for element, bits (through emu_encode)
  * and flags, and the per-array counts equal the sum of the per-element
  * flags: every pair of every <= 8-bit built-in format in every mode, ieee

@@ -1,5 +1,5 @@
 /*
- * check_buf.c — harness/nm_buf.c, the one growable string: appends of every
+ * check_buf.c — cli/nm_buf.c, the one growable string: appends of every
  * kind give the bytes a single printf would, growth keeps them, a failed
  * allocation leaves the text intact and stops later appends, and CSV fields
  * are quoted exactly when RFC 4180 needs it. Also emu_bool_by_name, the one

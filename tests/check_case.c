@@ -1,5 +1,5 @@
 /*
- * check_case.c — the case-file reader (harness/nm_case.c):
+ * check_case.c — the case-file reader (sweep/nm_case.c):
  *  - a full file: every field, {fmt} expansion (custom specs in braces),
  *    grids of each kind (ends exact, values by their encodings), the default
  *    and explicit --quick grids, [plot]/[claim] kept with their lines, the

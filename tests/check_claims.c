@@ -1,5 +1,5 @@
 /*
- * check_claims.c — the claims report (harness/nm_claims.c) decides each
+ * check_claims.c — the claims report (sweep/nm_claims.c) decides each
  * verdict from numbers: synthetic results for the real claim cases
  * (cases/claims/, read from the source tree) give one verdict, and changing
  * the number the rule turns on flips it. The report is written atomically

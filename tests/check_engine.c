@@ -1,5 +1,5 @@
 /*
- * check_engine.c — the array-level kernel interface (emu/backend.c, the
+ * check_engine.c — the array-level kernel interface (engine/backend.c, the
  * maps and folds of kern.h) against the scalar operations it is made of:
  * every element of a map and every step of a fold equals the scalar
  * operation with the SR index emu_sr_key(step, phase, element), bits and

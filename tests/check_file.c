@@ -1,5 +1,5 @@
 /*
- * check_file.c — harness/nm_file.c, nanmap's one atomic writer: a whole file
+ * check_file.c — io/nm_file.c, nanmap's one atomic writer: a whole file
  * or nothing under the final name, no temporary left after a failure, no
  * write at all when the bytes are already there, and only a dead writer's
  * temporaries cleaned.

@@ -1,6 +1,6 @@
 /*
- * check_golden.c — golden files and the comparison (harness/nm_golden.c,
- * harness/nm_goldcmd.c):
+ * check_golden.c — golden files and the comparison (io/nm_golden.c,
+ * cli/nm_goldcmd.c):
  *  - the fast backend reproduces every golden file byte for byte below its
  *    provenance header: every record's encoding and class, every case's
  *    status, flag counts per operation kind and first failing operation;

@@ -1,6 +1,6 @@
 /*
  * check_gputab.c — the GPU's transcendental tables in the library
- * (emu/gputab.c) and their replay by the fast backend (emu_be.tables):
+ * (engine/gputab.c) and their replay by the fast backend (emu_be.tables):
  *  - a synthetic fp16 hexp table equal to the correctly rounded exp except
  *    one ulp up at chosen inputs: a single emu_op1 and softmax_ce give the
  *    table's bits with the table and the correct bits without; other ops,

@@ -1,5 +1,5 @@
 /*
- * check_gradscaler.c — the GradScaler simulation (emu/gradscaler.c):
+ * check_gradscaler.c — the GradScaler simulation (kernels/gradscaler.c):
  *  - against a literal transcription of PyTorch's C++ update kernel in
  *    hardware float/double, bit for bit, on random settings and trajectories;
  *  - always-inf gradients take 2^16 to exactly 0.0, first after step 166;
@@ -123,7 +123,7 @@ END_TEST
  * double (x86-64 SSE: IEEE single and double, no excess precision):
  *   inv_scale = self._scale.double().reciprocal().float()
  *   unscale:   found_inf |= !isfinite(val); val * inv_scale (float)
- *   _amp_update_scale_cpu_kernel (see emu/gradscaler.c).
+ *   _amp_update_scale_cpu_kernel (see kernels/gradscaler.c).
  * The scaled gradient g·scale is exact in double here (g has 24 bits), so
  * (float)(g * scale) is the single rounding the simulation makes.
  */

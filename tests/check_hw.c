@@ -1,7 +1,7 @@
 /*
  * check_hw.c — the emulator's fast backend against x86 hardware.
  *
- * Oracles (emu/hw.h): F16C conversions fp16 <-> fp32 in RNE/RTZ/UP/DOWN
+ * Oracles (oracles/hw.h): F16C conversions fp16 <-> fp32 in RNE/RTZ/UP/DOWN
  * (and, for NaN inputs, MXCSR's invalid flag: signaling NaNs),
  * AVX-512 FP16 arithmetic in the same four modes, AVX-512 BF16 fp32 -> bf16
  * (RNE). A missing feature is reported once on stdout with the CPUID bit that

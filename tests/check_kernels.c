@@ -123,7 +123,7 @@ END_TEST
  * variant; storage, compute and (half the time) accum formats, built-in and
  * custom (nosub, noinf, fn, fnuz, none); every mode (sr with a seed), overflow
  * rule, subnormal option and scale recipe; shapes up to 3 x 64 from the
- * CLI's generator (harness/nm_gen.c) with a scale from 1e-8 to 1e6. Case c
+ * CLI's generator (cli/nm_gen.c) with a scale from 1e-8 to 1e6. Case c
  * depends only on (t_seed(), c), and a failure prints the `nanmap run`
  * command that repeats it. Combinations the parser or the kernel refuses are
  * counted, not compared.

@@ -1,5 +1,5 @@
 /*
- * check_metrics.c — what a run reports against truth (emu/run.c,
+ * check_metrics.c — what a run reports against truth (engine/run.c,
  * docs/run.md): NaN and infinite outputs have error inf, errors end to end
  * (the original inputs' truth) and of the arithmetic alone (the stored
  * inputs' truth), the inputs that storing flushed or overflowed, and the

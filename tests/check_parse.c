@@ -1,5 +1,5 @@
 /*
- * check_parse.c — the command line's parsers (harness/nm_parse.c): table
+ * check_parse.c — the command line's parsers (io/nm_parse.c): table
  * tests of every accepted and refused form, exact rounding of decimals that
  * sit next to a halfway point (where going through double would round
  * twice), stochastic rounding decided on bits a double cannot hold, and a

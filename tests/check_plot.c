@@ -1,6 +1,6 @@
 /*
  * check_plot.c — the CSV reader, the [plot] checks and gnuplot rendering
- * (harness/nm_plot.c): two renders of the same CSV are the same bytes, a
+ * (sweep/nm_plot.c): two renders of the same CSV are the same bytes, a
  * missing gnuplot is one clear error, a bad [plot] key names its line.
  */
 #include <check.h>

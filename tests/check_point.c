@@ -1,5 +1,5 @@
 /*
- * check_point.c — harness/nm_point.c and the TRUTH backend with format
+ * check_point.c — sweep/nm_point.c and the TRUTH backend with format
  * ranges (emu_be.range, emu_k_range): the input a point builds, its status
  * on the fast and exact-format backends, and the real-valued boundary of
  * naive fp16 softmax_ce, where exp(x) crosses fp16's overflow threshold

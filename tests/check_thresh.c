@@ -1,5 +1,5 @@
 /*
- * check_thresh.c — harness/nm_thresh.c on cases whose boundaries are known
+ * check_thresh.c — sweep/nm_thresh.c on cases whose boundaries are known
  * by hand:
  *   naive fp16 softmax_ce on one logit x: exp(x) overflows fp16 from
  *     x = 11.09375 (the fp16 value after 11.0859375), first op exp@exp, and

@@ -328,7 +328,7 @@ extra=""
 if nm lib/libnanmap.a 2>/dev/null | grep -q __asan_init; then
 	extra="-fsanitize=address,undefined"
 fi
-grep -q '^PUBLIC_H :=.*harness/nm_golden.h' Makefile || fail "nm_golden.h is not a public header"
+grep -q '^PUBLIC_H :=.*io/nm_golden.h' Makefile || fail "nm_golden.h is not a public header"
 # the static library with exactly what nanmap.pc says it links
 private=$(sed -n 's/^Libs\.private: //p' nanmap.pc.in)
 [ -n "$private" ] || fail "nanmap.pc: no Libs.private (the libraries libnanmap.a needs)"

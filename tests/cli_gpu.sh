@@ -44,8 +44,8 @@ run() {
 # layernorm and backward are gpu/rows.h, the row bodies gpu/kern.cu
 # compiles, built with the emulator's operations (gpu/host_rows.c), so
 # identical kern rows for every kernel, variant and policy prove that the
-# CUDA code keeps the order of emu/softmax.c, emu/layernorm.c and
-# emu/backward.c.
+# CUDA code keeps the order of kernels/softmax.c, kernels/layernorm.c and
+# kernels/backward.c.
 [ -x "$F" ] || { echo "cli_gpu: $F not built (make $F)" >&2; exit 1; }
 rc=0
 "$F" --out "$tmp/fake" --quick --stride 16777259 --pairs 4096 --tc-vectors gpu/testdata/tcv \

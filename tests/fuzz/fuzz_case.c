@@ -1,5 +1,5 @@
 /*
- * fuzz_case.c — libFuzzer harness for the case-file reader (harness/nm_case.c).
+ * fuzz_case.c — libFuzzer harness for the case-file reader (sweep/nm_case.c).
  *
  * Each input is a whole case file: written to a temporary file (the reader
  * takes a path, as the sweep gives it) and loaded. A failure must come with

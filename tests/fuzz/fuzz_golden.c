@@ -1,6 +1,6 @@
 /*
  * fuzz_golden.c — libFuzzer harness for the golden-file reader and the
- * readers of a kernel's actual outputs (harness/nm_golden.c).
+ * readers of a kernel's actual outputs (io/nm_golden.c).
  *
  * The first byte picks the reader (its value mod 4): 0 the golden-file
  * reader on the rest; 1, 2, 3 the hex, raw and .npy readers of actual

@@ -1,6 +1,6 @@
 /*
  * fuzz_plot.c — libFuzzer harness for the plot's results reader
- * (nm_plot_read_results in harness/nm_plot.c: the RFC 4180 reader and the
+ * (nm_plot_read_results in sweep/nm_plot.c: the RFC 4180 reader and the
  * checks against the case).
  *
  * The first byte chooses the case and the file: bit 0 the case (fa: accum,

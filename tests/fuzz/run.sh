@@ -46,7 +46,7 @@ fuzz() {
 	mkdir -p "$d/corpus" "$d/artifacts"
 	"$CC_FUZZ" -std=c11 -g -O1 -fno-omit-frame-pointer -ffp-contract=off \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-D_POSIX_C_SOURCE=200809L -Iemu -Iharness "$@" -o "$d/fuzz"
+		-D_POSIX_C_SOURCE=200809L -Icore -Iengine -Ikernels -Iio -Icli -Isweep "$@" -o "$d/fuzz"
 	echo "run.sh: fuzzing $what for ${SECS} s (log: $d/fuzz.log)"
 	set +e
 	# shellcheck disable=SC2086
@@ -68,26 +68,26 @@ for t in $TARGETS; do
 	case "$t" in
 	npy) # the reader and the emulator files it reaches; no MPFR or OpenMP
 		fuzz npy "the .npy reader" 4096 tests/fuzz/corpus \
-			tests/fuzz/fuzz_npy.c harness/nm_npy.c \
-			emu/format.c emu/codec.c emu/convert.c emu/round.c -lm ;;
-	golden) # checks operation names (emu/apply.c): all of emu/ and MPFR
+			tests/fuzz/fuzz_npy.c io/nm_npy.c \
+			core/format.c core/codec.c core/convert.c core/round.c -lm ;;
+	golden) # checks operation names (core/apply.c): the library layers and MPFR
 		# shellcheck disable=SC2046
 		fuzz golden "the golden-file and actual-output readers" 8192 tests/fuzz/corpus_golden \
-			tests/fuzz/fuzz_golden.c harness/nm_golden.c harness/nm_npy.c harness/nm_parse.c \
-			$(ls emu/*.c) -lmpfr -lgmp -lm ;;
-	case) # names kernels and parses policies: all of emu/, inih
+			tests/fuzz/fuzz_golden.c io/nm_golden.c io/nm_npy.c io/nm_parse.c \
+			$(ls core/*.c engine/*.c kernels/*.c) -lmpfr -lgmp -lm ;;
+	case) # names kernels and parses policies: the library layers, inih
 		# shellcheck disable=SC2046
 		fuzz case "the case-file reader" 4096 tests/fuzz/corpus_case \
-			tests/fuzz/fuzz_case.c harness/nm_case.c harness/nm_parse.c harness/nm_gen.c \
-			$(ls emu/*.c) -linih -lmpfr -lgmp -lm ;;
+			tests/fuzz/fuzz_case.c sweep/nm_case.c io/nm_parse.c cli/nm_gen.c \
+			$(ls core/*.c engine/*.c kernels/*.c) -linih -lmpfr -lgmp -lm ;;
 	plot) # the CSV against its case, whose kernel runs once for its columns
 		# shellcheck disable=SC2046
 		fuzz plot "the plot's results reader" 16384 tests/fuzz/corpus_plot \
-			tests/fuzz/fuzz_plot.c harness/nm_plot.c harness/nm_point.c harness/nm_case.c \
-			harness/nm_parse.c harness/nm_gen.c $(ls emu/*.c) -linih -lmpfr -lgmp -lm ;;
+			tests/fuzz/fuzz_plot.c sweep/nm_plot.c sweep/nm_point.c sweep/nm_case.c \
+			io/nm_parse.c cli/nm_gen.c $(ls core/*.c engine/*.c kernels/*.c) -linih -lmpfr -lgmp -lm ;;
 	gputab) # the loader and the format table it names formats by
 		fuzz gputab "the GPU-tables reader" 4096 tests/fuzz/corpus_gputab \
-			tests/fuzz/fuzz_gputab.c emu/gputab.c \
-			emu/format.c emu/codec.c emu/convert.c emu/round.c -lm ;;
+			tests/fuzz/fuzz_gputab.c engine/gputab.c \
+			core/format.c core/codec.c core/convert.c core/round.c -lm ;;
 	esac
 done

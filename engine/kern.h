@@ -100,7 +100,7 @@ typedef struct emu_be {
 	emu_vec *scratch; /* a few values for the folds' partial sums */
 } emu_be;
 
-/* ---- backends (emu/backend.c) ---- */
+/* ---- backends (engine/backend.c) ---- */
 void emu_be_init(emu_be *be, emu_be_kind kind, const emu_env *env);
 void emu_be_free(emu_be *be);
 const char *emu_be_name(emu_be_kind k);
@@ -114,7 +114,7 @@ void emu_k_note_input(emu_be *be, double x, double v, unsigned fl);
  * to zero. 0 for zero, infinities and NaN. TRUTH values only. */
 unsigned emu_k_range(const emu_be *be, mpfr_srcptr v, const emu_format *f);
 
-/* ---- the array-level kernel interface (emu/backend.c) ----
+/* ---- the array-level kernel interface (engine/backend.c) ----
  *
  * A kernel is written once, in its exact order of operations, as maps
  * (elementwise, with broadcast) and folds (reductions in a named order)
@@ -154,7 +154,7 @@ static inline emu_ref emu_strided(emu_vec *v, size_t off, size_t stride)
 }
 #define EMU_NOREF ((emu_ref){NULL, 0, 0})
 
-/* The engine's steps (the input load, emu/scale.c). */
+/* The engine's steps (the input load, engine/scale.c). */
 enum {
 	EMU_STEP_INPUT = 0, /* an input stored in its format */
 	EMU_STEP_SCALE,     /* x · s in fp32 (scaling recipes) */
@@ -232,7 +232,7 @@ void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ord
  * ops of kind op under step s with flags fl, element e. */
 void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e);
 
-/* ---- precision policy (emu/policy.c) ---- */
+/* ---- precision policy (engine/policy.c) ---- */
 typedef enum {
 	EMU_SCALE_NONE = 0,
 	EMU_SCALE_TENSOR,  /* current scaling: fp8_max / amax */

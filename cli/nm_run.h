@@ -1,5 +1,5 @@
 /*
- * nm_run.h — `nanmap run`: one training kernel (emu/kernels.h) on the fast,
+ * nm_run.h — `nanmap run`: one training kernel (engine/kernels.h) on the fast,
  * exact-format and truth backends, with its status, outputs, errors against
  * truth, flags per operation kind and the first failing operation, as text,
  * CSV or JSON. docs/run.md is the reference.

@@ -133,7 +133,7 @@ typedef enum {
 	EMU_ERR_RANGE
 } emu_status;
 
-/* ---- formats (emu/format.c) ---- */
+/* ---- formats (core/format.c) ---- */
 /* Number of built-in formats and the i-th of them. */
 size_t emu_format_count(void);
 const emu_format *emu_format_at(size_t i);
@@ -146,7 +146,7 @@ emu_status emu_format_parse(const char *spec, emu_format *out, char *err,
 /* Derive every limit of f from its defining fields. */
 emu_status emu_format_init(emu_format *f) __attribute__((warn_unused_result));
 
-/* ---- encode / decode (emu/codec.c) ---- */
+/* ---- encode / decode (core/codec.c) ---- */
 double emu_decode(const emu_format *f, emu_bits b);
 emu_class emu_classify(const emu_format *f, emu_bits b);
 /* Encoding of a value that is representable in f (or ±inf, NaN). */
@@ -162,7 +162,7 @@ bool emu_is_snan_double(double x);
 emu_bits emu_next_up(const emu_format *f, emu_bits b);
 emu_bits emu_next_down(const emu_format *f, emu_bits b);
 
-/* ---- rounding core (emu/round.c) ---- */
+/* ---- rounding core (core/round.c) ---- */
 /* Round the exact value x + tail to f (a double-double: |tail| <= ulp(x)/2,
  * e.g. from TwoSum). Returns the rounded value as a double (the value
  * domain: exact, or ±inf/NaN) and ORs flags into *flags. */
@@ -186,7 +186,7 @@ static inline uint64_t emu_mix64(uint64_t z)
 /* The 32 random bits SR uses for (seed, index). */
 uint32_t emu_sr_bits(uint64_t seed, uint64_t index);
 
-/* ---- operations on encodings (emu/ops.c and one file per op) ---- */
+/* ---- operations on encodings (core/apply.c and one file per op) ---- */
 emu_result emu_from_double(const emu_format *f, double x, const emu_env *env);
 emu_result emu_from_float(const emu_format *f, float x, const emu_env *env);
 emu_result emu_convert(const emu_format *dst, const emu_format *src,
@@ -226,12 +226,12 @@ double emu_v_div(const emu_format *f, double a, double b, const emu_env *env, un
 double emu_v_fma(const emu_format *f, double a, double b, double c, const emu_env *env,
                  unsigned *fl);
 
-/* Arrays (emu/array.c): round n doubles to encodings; SR index = env->index + i.
+/* Arrays (core/array.c): round n doubles to encodings; SR index = env->index + i.
  * Returns the OR of all flags. */
 unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out,
                          size_t n, const emu_env *env);
 
-/* ---- array operations (emu/aops.c) ----
+/* ---- array operations (core/aops.c) ----
  * Over n values of f held in doubles (the value domain), operand k read at
  * x_k[i * s_k] (stride 0: one scalar broadcast), result i written to dst[i].
  * Element i is exactly the scalar operation under env with SR index
@@ -300,12 +300,12 @@ emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double
  * double and long double evaluations and took from MPFR (Ziv fallback). */
 uint64_t emu_fallback_count(void);
 
-/* ---- the exact-format MPFR backend (emu/mpref.c) ---- */
+/* ---- the exact-format MPFR backend (core/mpref.c) ---- */
 emu_result emu_mp_from_double(const emu_format *f, double x, const emu_env *env);
 emu_result emu_mp_apply(emu_op op, const emu_format *f, const emu_format *src,
                         const emu_bits *args, const emu_env *env);
 
-/* ---- names (emu/names.c) ---- */
+/* ---- names (core/names.c) ---- */
 const char *emu_mode_name(emu_mode m);
 emu_mode emu_mode_by_name(const char *name); /* EMU_NMODES if unknown */
 const char *emu_class_name(emu_class c);

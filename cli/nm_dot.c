@@ -1,5 +1,5 @@
 /*
- * nm_dot.c — `nanmap dot`: the Tensor Core model (emu/tc.h) on vectors read
+ * nm_dot.c — `nanmap dot`: the Tensor Core model (kernels/tc.h) on vectors read
  * from files, printing results in the hardware vectors' own form so that
  * `diff` compares them with measured outputs.
  *

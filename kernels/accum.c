@@ -11,7 +11,7 @@
  *   dot:seq, dot:pairwise, dot:block   the same orders over the products
  *                 p_j = a_j·b_j, each rounded to the accumulator format; with
  *                 fma=1, seq and block use one FMA per step, s = fma(a_j, b_j, s)
- *   dot:tc[:MODEL]  the Tensor Core block-FMA model (emu/tc.h); MODEL is any
+ *   dot:tc[:MODEL]  the Tensor Core block-FMA model (kernels/tc.h); MODEL is any
  *                 spec emu_tc_parse takes ("h100", "k=16,neab=2,final=rz"),
  *                 default: emu_tc_default(). sum:tc multiplies by b = 1.
  *   gradacc       m micro-batches (parameter m, default 4) each contribute the

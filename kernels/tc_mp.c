@@ -1,6 +1,6 @@
 /*
- * tc_mp.c — the Tensor Core model (emu/tc.h) computed with MPFR: the
- * reference that the integer implementation (emu/tc.c) is proven against.
+ * tc_mp.c — the Tensor Core model (kernels/tc.h) computed with MPFR: the
+ * reference that the integer implementation (kernels/tc.c) is proven against.
  *
  * Written apart from tc.c and from the fast backend: operands are decoded
  * from the descriptor's fields straight into mpfr_t, each term is chopped by

@@ -1,5 +1,5 @@
 /*
- * tc.c — the Tensor Core block-FMA model (emu/tc.h), in integer arithmetic.
+ * tc.c — the Tensor Core block-FMA model (kernels/tc.h), in integer arithmetic.
  *
  * Why this is exact: a product of two significands of at most 24 bits is an
  * exact 48-bit integer. Every term is chopped to a multiple of 2^L, where

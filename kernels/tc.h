@@ -114,7 +114,7 @@ emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_f
 emu_result emu_tc_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
                       const emu_bits *a, const emu_bits *b, size_t K, emu_bits c);
 
-/* The same model computed with MPFR (emu/tc_mp.c), for the tests. */
+/* The same model computed with MPFR (kernels/tc_mp.c), for the tests. */
 emu_result emu_tc_mp_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
                          const emu_bits *a, const emu_bits *b, size_t K, emu_bits c);
 

@@ -80,7 +80,7 @@ emu_vec *emu_kout_vec(emu_be *be, emu_kout *out, const char *name, size_t n,
 
 /* Load the input tensor x (rows × cols) the way a framework does: stored in
  * the storage format through the policy's scaling recipe, returned in out
- * (rows × cols values) dequantised in the compute format (emu/scale.c). 0,
+ * (rows × cols values) dequantised in the compute format (engine/scale.c). 0,
  * or -1 out of memory. Element i of the tensor is element e0 + i of the
  * load's steps (SR draws, failure sites): a second tensor loaded in one run
  * takes e0 past the first. emu_load: e0 = 0. */
@@ -89,7 +89,7 @@ int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, si
 int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                 uint64_t e0, emu_vec *out);
 
-/* ---- running a kernel on one backend and measuring it (emu/run.c) ---- */
+/* ---- running a kernel on one backend and measuring it (engine/run.c) ---- */
 typedef enum {
 	EMU_ST_OK = 0,
 	EMU_ST_UNDERFLOW, /* an output nonzero in truth is zero here, or an input
@@ -150,8 +150,8 @@ const char *emu_run_status_name(emu_run_status s);
 
 /* The kernels (one file each). */
 extern const emu_kernel emu_kernel_softmax_ce;
-extern const emu_kernel emu_kernel_backward;   /* emu/backward.c */
-extern const emu_kernel emu_kernel_gradscaler; /* emu/backward.c */
+extern const emu_kernel emu_kernel_backward;   /* kernels/backward.c */
+extern const emu_kernel emu_kernel_gradscaler; /* kernels/backward.c */
 /* backward: fractions of the stored gradients that are zero, subnormal, lost (0
  * without truth) and overflowed; -1 when r is not a backward run. */
 int emu_backward_fractions(const emu_run *r, const emu_run *truth, double out[4]);

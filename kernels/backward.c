@@ -62,7 +62,7 @@
  * elements from 0, so under round=sr X[i] and W's element i are stored
  * with the same draw.
  *
- * Kernel `gradscaler`: emu/gradscaler.c's simulation of torch GradScaler.
+ * Kernel `gradscaler`: kernels/gradscaler.c's simulation of torch GradScaler.
  * The input, read row-major, is the largest |gradient| of each step (its
  * magnitude is used). Parameters: init (65536), growth (2), backoff (0.5),
  * interval (2000), gfmt (format of the backward's gradients: 0, the policy's

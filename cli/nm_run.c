@@ -1,8 +1,8 @@
 /*
- * nm_run.c — `nanmap run`: one kernel of the registry (emu/kernels.h) on
+ * nm_run.c — `nanmap run`: one kernel of the registry (engine/kernels.h) on
  * the fast, exact-format and truth backends (docs/run.md).
  *
- * Same contract as the other commands (harness/main.c): every error is one
+ * Same contract as the other commands (cli/main.c): every error is one
  * line on stderr naming the bad argument, exit status 2, and the output is
  * built in memory and printed only when everything succeeded, so an error
  * never leaves half a report on stdout.

@@ -279,7 +279,7 @@ emu_vec *emu_vec_new(emu_be *be, size_t n)
 {
 	if (be->nvecs == be->capvecs) {
 		size_t cap = be->capvecs ? 2 * be->capvecs : 16;
-		emu_vec **nv = realloc(be->vecs, cap * sizeof *nv);
+		emu_vec **nv = realloc(be->vecs, cap * sizeof(emu_vec *)); // NOLINT(bugprone-sizeof-expression): an array of pointers
 		if (!nv)
 			return NULL;
 		be->vecs = nv;
@@ -296,15 +296,16 @@ emu_vec *emu_vec_new(emu_be *be, size_t n)
 	v->n = n;
 	v->d = NULL;
 	v->m = NULL;
-	uintptr_t base = ((uintptr_t)(v + 1) + 63) & ~(uintptr_t)63;
+	/* the values start on a 64-byte line after the header */
+	char *base = (char *)(v + 1) + ((64 - ((uintptr_t)(v + 1) & 63)) & 63);
 	if (truth) {
-		v->m = (__mpfr_struct *)base;
+		v->m = (__mpfr_struct *)(void *)base;
 		char *lp = (char *)(v->m + n);
 		for (size_t i = 0; i < n; i++)
 			mpfr_custom_init_set(&v->m[i], MPFR_ZERO_KIND, 0, EMU_TRUTH_PREC,
 			                     lp + i * limbs);
 	} else {
-		v->d = (double *)base;
+		v->d = (double *)(void *)base;
 		memset(v->d, 0, n * sizeof *v->d);
 	}
 	be->vecs[be->nvecs++] = v;
@@ -326,6 +327,8 @@ static inline size_t ix(emu_ref r, size_t j)
 void emu_fill(emu_be *be, emu_ref dst, double x, size_t n)
 {
 	(void)be;
+	if (!dst.v)
+		return;
 	for (size_t j = 0; j < n; j++) {
 		if (dst.v->m)
 			mpfr_set_d(&dst.v->m[ix(dst, j)], x, MPFR_RNDN);
@@ -389,7 +392,7 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
 		double xj = x[j * sx];
 		size_t i = ix(dst, j);
 		unsigned rfl = 0;
-		double v = xj;
+		double v;
 		if (be->kind == EMU_BE_TRUTH && (be->range || be->exact_inputs)) {
 			mpfr_set_d(&dst.v->m[i], xj, MPFR_RNDN);
 			if (be->range)
@@ -511,7 +514,7 @@ static bool table_op(const emu_be *be, emu_op op)
 void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref dst, emu_ref a,
              emu_ref b, emu_ref c, size_t n, uint64_t elem, uint8_t *fl)
 {
-	if (n == 0)
+	if (n == 0 || !dst.v || !a.v)
 		return;
 	emu_env env = be->env;
 	env.index = emu_sr_key(step, 0, elem);
@@ -592,7 +595,7 @@ static void pairwise(emu_be *be, unsigned step, const emu_format *f, emu_ref a, 
 static void fold_seq(emu_be *be, unsigned step, unsigned phase, emu_op op, const emu_format *f,
                      emu_ref acc, emu_ref a, emu_ref b, size_t n, uint64_t elem)
 {
-	if (n == 0)
+	if (n == 0 || !acc.v || !a.v)
 		return;
 	emu_env env = be->env;
 	env.index = emu_sr_key(step, phase, elem);

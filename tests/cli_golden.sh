@@ -333,7 +333,7 @@ grep -q '^PUBLIC_H :=.*io/nm_golden.h' Makefile || fail "nm_golden.h is not a pu
 private=$(sed -n 's/^Libs\.private: //p' nanmap.pc.in)
 [ -n "$private" ] || fail "nanmap.pc: no Libs.private (the libraries libnanmap.a needs)"
 # shellcheck disable=SC2086
-"$CC" -std=c11 -Wall -Wextra -Werror $extra -Iharness -Iemu examples/golden_check.c \
+"$CC" -std=c11 -Wall -Wextra -Werror $extra -Iio -Icore -Iengine -Ikernels examples/golden_check.c \
 	lib/libnanmap.a $private -o "$tmp/golden_check" 2>"$tmp/err" ||
 	fail "examples/golden_check.c does not build with lib/libnanmap.a $private"
 rc=0

@@ -24,7 +24,7 @@ unset MAKEFLAGS MFLAGS
 
 # ---- make all names missing dependencies before compiling ----
 mkdir -p "$tmp/src"
-cp -R Makefile nanmap.pc.in nanmap.map emu harness "$tmp/src/"
+cp -R Makefile nanmap.pc.in nanmap.map core engine kernels io cli sweep oracles "$tmp/src/"
 rc=0
 "$MAKE" -C "$tmp/src" all BUILD_PKGS="build-essential nanmap-no-such-dev" DEPS_INSTALL=no \
 	>"$tmp/out" 2>"$tmp/err" || rc=$?

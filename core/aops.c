@@ -673,6 +673,7 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 		bool alias = overlaps(dst + i0, pa, sa, m) ||
 		             (ar > 1 && overlaps(dst + i0, pb, sb, m)) ||
 		             (ar > 2 && overlaps(dst + i0, pc, sc, m));
+		// cppcheck-suppress legacyUninitvar ; buf is where the chunk's results are written
 		double *out = alias ? buf : dst + i0;
 		uint8_t *fl = flags ? flags + i0 : NULL;
 		unsigned nfb = (unsigned)m;
@@ -715,7 +716,8 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 				acc.first_flags = v;
 			}
 		}
-		if (alias)
+		if (alias) /* every element of out was written above */
+			// cppcheck-suppress uninitvar ; the chunk's results, all m written
 			memcpy(dst + i0, buf, m * sizeof *buf);
 	}
 	acc.count[4] += cnt[0];

@@ -340,6 +340,8 @@ void emu_fill(emu_be *be, emu_ref dst, double x, size_t n)
 void emu_copy(emu_be *be, emu_ref dst, emu_ref src, size_t n)
 {
 	(void)be;
+	if (!dst.v || !src.v)
+		return;
 	for (size_t j = 0; j < n; j++) {
 		if (dst.v->m)
 			mpfr_set(&dst.v->m[ix(dst, j)], &src.v->m[ix(src, j)], MPFR_RNDN);
@@ -522,6 +524,8 @@ void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref 
 		env.daz = false; /* the operand's own format is not known here */
 	if (be->kind == EMU_BE_FAST && !table_op(be, op) && (dst.stride == 1 || n == 1)) {
 		int ar = emu_op_arity(op);
+		if ((ar > 1 && !b.v) || (ar > 2 && !c.v))
+			return; /* an operand missing: a caller's error */
 		const double *args[3] = {a.v->d + a.off, ar > 1 ? b.v->d + b.off : NULL,
 		                         ar > 2 ? c.v->d + c.off : NULL};
 		size_t st[3] = {a.stride, ar > 1 ? b.stride : 0, ar > 2 ? c.stride : 0};
@@ -536,6 +540,7 @@ void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref 
 			                       args[2] ? args[2] + j0 * st[2] : NULL};
 			emu_env e = env;
 			e.index = env.index + j0;
+			// cppcheck-suppress legacyUninitvar ; buf receives each element's flags
 			emu_a_flags r = emu_a_op(op, f, d + j0, pa, st, m, &e, fl ? buf : NULL);
 			for (int k = 0; k < EMU_NFLAGS; k++)
 				cnt[k] += r.count[k];
@@ -600,6 +605,8 @@ static void fold_seq(emu_be *be, unsigned step, unsigned phase, emu_op op, const
 	emu_env env = be->env;
 	env.index = emu_sr_key(step, phase, elem);
 	bool fma = op == EMU_OP_FMA;
+	if (fma && !b.v)
+		return; /* an operand missing: a caller's error */
 	if (be->kind == EMU_BE_FAST && !table_op(be, op)) {
 		double *s = &acc.v->d[acc.off];
 		emu_a_flags r = emu_a_fold(op, f, s, a.v->d + a.off, a.stride,

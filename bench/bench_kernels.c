@@ -231,7 +231,8 @@ static void bk_other_rows(int reps)
 		xf[i] = (float)x[i];
 		dy[i] = emu_sr_bits(0, i) & 1 ? -1.0f : 1.0f;
 	}
-	static const char *const pols[] = {"storage=fp16,compute=fp32", "storage=bf16,compute=fp32"};
+	static const char *const pols[] = {"storage=fp16,compute=fp32",
+	                                   "storage=bf16,compute=fp32"};
 	double nat_ln, nat_dot;
 	BK_BEST_NATIVE(nat_ln, reps, bk_native_ln(xf, R, N, o1, o2, yc, dy));
 	BK_BEST_NATIVE(nat_dot, reps, bk_native_dot(xf, ND, 0, o1));
@@ -247,8 +248,8 @@ static void bk_other_rows(int reps)
 				double t = bk_time_kernel(&c);
 				best_f = t < best_f ? t : best_f;
 			}
-			printf("%s,%s,\"%s\",%zu,%zu,%.4f,%.5f,%.1f\n", c.k->name, c.variant, pols[pi],
-			       in.rows, in.cols, best_f, nat, best_f / nat);
+			printf("%s,%s,\"%s\",%zu,%zu,%.4f,%.5f,%.1f\n", c.k->name, c.variant,
+			       pols[pi], in.rows, in.cols, best_f, nat, best_f / nat);
 			fflush(stdout);
 		}
 	free(x), free(xf), free(o1), free(o2), free(dy), free(yc);

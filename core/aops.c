@@ -11,8 +11,9 @@
  *    and min/max; emu_v_from_double for cvt);
  *  - fast: round-to-nearest-even (and SR for p <= 20) without sat, ftz or
  *    daz, formats with sign, zero and subnormals, p <= 25, for cvt (a
- *    double rounded once), add, sub, mul, div, sqrt and fma: r = a op b in binary64 (innocuous double
- *    rounding, docs/numerics.md), its exact error term for the inexact
+ *    double rounded once), add, sub, mul, div, sqrt and fma: r = a op b
+ *    in binary64 (innocuous double rounding, docs/numerics.md), its exact
+ *    error term for the inexact
  *    flag; for fma the exact a·b + c as r + e (TwoSum) rounded to odd at 53
  *    bits; then r rounded to f with masks, no branch on data, overflow
  *    included. exp, log, exp2, rsqrt in rne: f(x) in binary64 within a

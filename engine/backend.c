@@ -34,7 +34,6 @@ void emu_be_init(emu_be *be, emu_be_kind kind, const emu_env *env)
 	be->env.index = 0;
 }
 
-
 void emu_be_free(emu_be *be)
 {
 	for (size_t i = 0; i < be->nvecs; i++)
@@ -49,7 +48,6 @@ void emu_be_free(emu_be *be)
 	be->st.step_flags = NULL;
 	be->st.nsteps = 0;
 }
-
 
 /* The value of an encoding, a NaN keeping its sign bit (an overflow or an
  * infinity in a format without inf is a signed NaN, docs/numerics.md), as
@@ -75,7 +73,6 @@ static unsigned table_flags(const emu_format *f, double x, double v)
 		fl |= EMU_FLAG_UNDERFLOW;
 	return fl;
 }
-
 
 /*
  * Range check of an exact value. Rounding v to f depends only on which side
@@ -127,7 +124,6 @@ static unsigned range_note_mp(emu_be *be, mpfr_srcptr v, const emu_format *f)
 	return be->kind == EMU_BE_TRUTH ? range_flags(v, f, &be->env) : 0;
 }
 
-
 void emu_k_note_input(emu_be *be, double x, double v, unsigned fl)
 {
 	emu_be_stats *st = &be->st;
@@ -139,11 +135,6 @@ void emu_k_note_input(emu_be *be, double x, double v, unsigned fl)
 	if (v == 0 && x != 0 && isfinite(x))
 		st->in_flushed++;
 }
-
-
-
-
-
 
 static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_srcptr c)
 {
@@ -198,7 +189,6 @@ static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_s
 	}
 }
 
-
 /* ================= the array-level interface ================= */
 
 static const char *const engine_steps[EMU_STEP0] = {
@@ -243,8 +233,8 @@ static bool step_slot(emu_be_stats *st, size_t s)
 /* n operations of kind op in step s, cnt[k] of which raised flag k; the
  * first of them to raise overflow, invalid or divbyzero is element e with
  * flags efl (e = UINT64_MAX: none did) */
-static void record(emu_be *be, unsigned s, emu_op op, uint64_t n, const uint64_t *cnt,
-                   unsigned any, uint64_t e, unsigned efl)
+static void record(emu_be *be, unsigned s, emu_op op, uint64_t n, const uint64_t *cnt, unsigned any,
+                   uint64_t e, unsigned efl)
 {
 	emu_be_stats *st = &be->st;
 	st->ops[op] += n;
@@ -279,7 +269,11 @@ emu_vec *emu_vec_new(emu_be *be, size_t n)
 {
 	if (be->nvecs == be->capvecs) {
 		size_t cap = be->capvecs ? 2 * be->capvecs : 16;
-		emu_vec **nv = realloc(be->vecs, cap * sizeof(emu_vec *)); // NOLINT(bugprone-sizeof-expression): an array of pointers
+		emu_vec **nv = realloc(
+		    be->vecs,
+		    cap *
+		        sizeof(
+		            emu_vec *)); // NOLINT(bugprone-sizeof-expression): an array of pointers
 		if (!nv)
 			return NULL;
 		be->vecs = nv;
@@ -485,8 +479,8 @@ static double d_at(emu_ref r, size_t j)
 }
 
 /* element j of a map on EXACT or TRUTH (or FAST's element path) */
-static unsigned map_one(emu_be *be, emu_op op, const emu_format *f, const emu_env *env,
-                        emu_ref d, emu_ref a, emu_ref b, emu_ref c, size_t j)
+static unsigned map_one(emu_be *be, emu_op op, const emu_format *f, const emu_env *env, emu_ref d,
+                        emu_ref a, emu_ref b, emu_ref c, size_t j)
 {
 	unsigned fl = 0;
 	if (be->kind == EMU_BE_TRUTH) {
@@ -536,7 +530,8 @@ void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref 
 		uint8_t buf[2048];
 		for (size_t j0 = 0; j0 < n; j0 += fl ? sizeof buf : n) {
 			size_t m = fl && n - j0 > sizeof buf ? sizeof buf : n - j0;
-			const double *pa[3] = {args[0] + j0 * st[0], args[1] ? args[1] + j0 * st[1] : NULL,
+			const double *pa[3] = {args[0] + j0 * st[0],
+			                       args[1] ? args[1] + j0 * st[1] : NULL,
 			                       args[2] ? args[2] + j0 * st[2] : NULL};
 			emu_env e = env;
 			e.index = env.index + j0;
@@ -584,8 +579,8 @@ static emu_vec *scratch(emu_be *be)
 }
 
 /* s(a[lo..lo+n)) into a[lo]: the pairwise order */
-static void pairwise(emu_be *be, unsigned step, const emu_format *f, emu_ref a, size_t lo,
-                     size_t n, uint64_t elem)
+static void pairwise(emu_be *be, unsigned step, const emu_format *f, emu_ref a, size_t lo, size_t n,
+                     uint64_t elem)
 {
 	if (n < 2)
 		return;
@@ -609,9 +604,9 @@ static void fold_seq(emu_be *be, unsigned step, unsigned phase, emu_op op, const
 		return; /* an operand missing: a caller's error */
 	if (be->kind == EMU_BE_FAST && !table_op(be, op)) {
 		double *s = &acc.v->d[acc.off];
-		emu_a_flags r = emu_a_fold(op, f, s, a.v->d + a.off, a.stride,
-		                           fma ? b.v->d + b.off : NULL, fma ? b.stride : 0, n, &env,
-		                           NULL);
+		emu_a_flags r =
+		    emu_a_fold(op, f, s, a.v->d + a.off, a.stride, fma ? b.v->d + b.off : NULL,
+		               fma ? b.stride : 0, n, &env, NULL);
 		record(be, step, op, n, r.count, r.any,
 		       r.first_bad == UINT64_MAX ? UINT64_MAX : elem + r.first_bad, r.first_flags);
 		return;
@@ -644,8 +639,8 @@ struct pw_tally {
 	uint64_t first;
 };
 
-static double pairwise_fast(const emu_format *f, const double *a, size_t sa, size_t lo,
-                            size_t n, const emu_env *env, struct pw_tally *t)
+static double pairwise_fast(const emu_format *f, const double *a, size_t sa, size_t lo, size_t n,
+                            const emu_env *env, struct pw_tally *t)
 {
 	if (n < 2)
 		return a[lo * sa];
@@ -659,15 +654,16 @@ static double pairwise_fast(const emu_format *f, const double *a, size_t sa, siz
 	tally5(t->cnt, v);
 	t->any |= v;
 	/* the first failing node in the order the recursion adds them */
-	if (t->first == UINT64_MAX && (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+	if (t->first == UINT64_MAX &&
+	    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
 		t->first = lo + h;
 		t->efl = v;
 	}
 	return s;
 }
 
-void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_order o,
-              emu_ref acc, emu_ref a, emu_ref b, size_t n, uint64_t elem)
+void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_order o, emu_ref acc,
+              emu_ref a, emu_ref b, size_t n, uint64_t elem)
 {
 	switch (o.order) {
 	case EMU_FOLD_PAIRWISE:
@@ -694,11 +690,12 @@ void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ord
 		for (size_t lo = 0; lo < n; lo += k) {
 			size_t m = n - lo < k ? n - lo : k;
 			emu_fill(be, emu_at(t, 0), 0, 1);
-			fold_seq(be, step, 0, op, f, emu_at(t, 0), emu_strided(a.v, ix(a, lo), a.stride),
-			         b.v ? emu_strided(b.v, ix(b, lo), b.stride) : EMU_NOREF, m, elem + lo);
+			fold_seq(
+			    be, step, 0, op, f, emu_at(t, 0), emu_strided(a.v, ix(a, lo), a.stride),
+			    b.v ? emu_strided(b.v, ix(b, lo), b.stride) : EMU_NOREF, m, elem + lo);
 			emu_ref s = emu_at(acc.v, acc.off);
-			emu_map(be, o.step2, EMU_OP_ADD, f, s, s, emu_at(t, 0), EMU_NOREF, 1, elem + lo,
-			        NULL);
+			emu_map(be, o.step2, EMU_OP_ADD, f, s, s, emu_at(t, 0), EMU_NOREF, 1,
+			        elem + lo, NULL);
 		}
 		return;
 	}

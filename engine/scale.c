@@ -53,7 +53,8 @@ static double group_scale(const emu_policy *pol, double amax, double hist)
 	case EMU_SCALE_TENSOR:
 		return (amax > 0 && isfinite(amax)) ? fp32(max / amax) : 1;
 	case EMU_SCALE_DELAYED:
-		return (hist > 0 && isfinite(hist)) ? fp32(ldexp(max, -pol->delayed_margin) / hist) : 1;
+		return (hist > 0 && isfinite(hist)) ? fp32(ldexp(max, -pol->delayed_margin) / hist)
+		                                    : 1;
 	case EMU_SCALE_TILE128: {
 		double s = fp32(amax / max);
 		return (s > 0 && isfinite(s)) ? 1 / s : 1;
@@ -88,7 +89,8 @@ static void stats_add(emu_be_stats *st, const emu_be_stats *fs)
 	st->all_flags |= fs->all_flags;
 	if (fs->nsteps > st->nsteps) {
 		uint64_t *ops = realloc(st->step_ops, fs->nsteps * sizeof *ops);
-		uint64_t(*fl)[EMU_NFLAGS] = ops ? realloc(st->step_flags, fs->nsteps * sizeof *fl) : NULL;
+		uint64_t(*fl)[EMU_NFLAGS] =
+		    ops ? realloc(st->step_flags, fs->nsteps * sizeof *fl) : NULL;
 		if (ops)
 			st->step_ops = ops;
 		if (fl) {
@@ -158,13 +160,16 @@ int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
 		return 0;
 	}
 	const emu_format *f32 = emu_format_by_name("fp32");
-	size_t group = pol->scale == EMU_SCALE_MX32 ? 32 : pol->scale == EMU_SCALE_TILE128 ? 128 : cols;
+	size_t group = pol->scale == EMU_SCALE_MX32      ? 32
+	               : pol->scale == EMU_SCALE_TILE128 ? 128
+	                                                 : cols;
 	if (group == 0)
 		group = 1;
 	if (group > cols)
 		group = cols ? cols : 1;
 	double *row_amax = NULL;
-	if (pol->scale == EMU_SCALE_DELAYED && !(row_amax = calloc(rows ? rows : 1, sizeof *row_amax)))
+	if (pol->scale == EMU_SCALE_DELAYED &&
+	    !(row_amax = calloc(rows ? rows : 1, sizeof *row_amax)))
 		return -1;
 	emu_vec *t = emu_vec_new(be, group), *si = emu_vec_new(be, group), *k = emu_vec_new(be, 2);
 	uint8_t *fl = malloc(group);
@@ -182,7 +187,9 @@ int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
 			size_t at = r * cols + g0;
 			double hist = 0;
 			if (row_amax)
-				for (size_t q = r > (size_t)pol->delayed_len ? r - (size_t)pol->delayed_len : 0;
+				for (size_t q = r > (size_t)pol->delayed_len
+				                    ? r - (size_t)pol->delayed_len
+				                    : 0;
 				     q < r; q++)
 					hist = fmax(hist, row_amax[q]);
 			double s = group_scale(pol, amax_of(xr + g0, m), hist);
@@ -193,20 +200,22 @@ int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
 			emu_input(be, EMU_STEP_INPUT, f32, T, xr + g0, 1, m, e0 + at, fl);
 			be->loading = false;
 			emu_fill(be, emu_at(k, 0), fp32(s), 1);
-			emu_map(be, EMU_STEP_SCALE, EMU_OP_MUL, f32, T, T, emu_at(k, 0), EMU_NOREF, m, e0 + at,
-			        fl);
+			emu_map(be, EMU_STEP_SCALE, EMU_OP_MUL, f32, T, T, emu_at(k, 0), EMU_NOREF,
+			        m, e0 + at, fl);
 			bool sat = be->env.sat;
 			if (pol->scale == EMU_SCALE_MX32)
 				be->env.sat = true;
-			emu_map(be, EMU_STEP_QUANTIZE, EMU_OP_CVT, S, O, T, EMU_NOREF, EMU_NOREF, m, e0 + at, fl);
+			emu_map(be, EMU_STEP_QUANTIZE, EMU_OP_CVT, S, O, T, EMU_NOREF, EMU_NOREF, m,
+			        e0 + at, fl);
 			be->env.sat = sat;
 			/* dequantised in the compute format: C(q) · C(fp32(1/s)) */
-			emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, O, O, EMU_NOREF, EMU_NOREF, m, e0 + at,
-			        fl);
+			emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, O, O, EMU_NOREF, EMU_NOREF,
+			        m, e0 + at, fl);
 			emu_fill(be, emu_at(k, 1), fp32(1 / fp32(s)), 1);
 			emu_map(be, EMU_STEP_SCALE_INV, EMU_OP_CVT, C, SI, emu_at(k, 1), EMU_NOREF,
 			        EMU_NOREF, m, e0 + at, fl);
-			emu_map(be, EMU_STEP_DEQUANTIZE, EMU_OP_MUL, C, O, O, SI, EMU_NOREF, m, e0 + at, fl);
+			emu_map(be, EMU_STEP_DEQUANTIZE, EMU_OP_MUL, C, O, O, SI, EMU_NOREF, m,
+			        e0 + at, fl);
 			/* each element as the kernel receives it */
 			if (be->kind != EMU_BE_TRUTH)
 				for (size_t j = 0; j < m; j++)

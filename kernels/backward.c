@@ -267,7 +267,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	 * compute */
 	for (size_t i = 0; i < D * K; i++)
 		wd[i] = wscale * ((double)(mix(in->seed, i) >> 11) * 0x1p-52 - 1);
-	int lx = emu_load(be, pol, in->x, R, D, X), lw = emu_load_at(be, pol, wd, D, K, (uint64_t)R * D, W);
+	int lx = emu_load(be, pol, in->x, R, D, X),
+	    lw = emu_load_at(be, pol, wd, D, K, (uint64_t)R * D, W);
 	free(wd);
 	if (lx != 0 || lw != 0) {
 		snprintf(err, errlen, "backward: out of memory");

@@ -56,25 +56,105 @@ enum { TWOPASS, ONEPASS, WELFORD };
 
 /* The steps, each one operation site of the kernel. */
 enum {
-	S_N_ACCUM = EMU_STEP0, S_EPS, S_K_ACCUM, S_X_ACCUM, S_W_DELTA, S_W_MEAN_DIV, S_W_MEAN_ADD,
-	S_W_DELTA2, S_W_M2_MUL, S_W_M2_ADD, S_W_VAR, S_SUM, S_SQUARE1, S_SQ_ACCUM1, S_SUMSQ1,
-	S_MEAN, S_VAR_DIV1, S_VAR_MUL, S_VAR_SUB, S_MEAN_C2, S_CENTER2, S_SQUARE2, S_SQ_ACCUM2,
-	S_SUMSQ2, S_VAR_DIV2, S_MEAN_C, S_VAR_C, S_ADD_EPS, S_RSQRT, S_CENTER, S_NORM, S_STORE,
-	S_DY, S_DY_C, S_DY_ACCUM, S_DMEAN, S_DY_Y, S_DYY_ACCUM, S_DPROJ, S_DMEAN_DIV, S_DMEAN_C,
-	S_DPROJ_DIV, S_DPROJ_C, S_DX_CENTER, S_DX_PROJ_MUL, S_DX_PROJ_SUB, S_DX, S_DX_STORE,
+	S_N_ACCUM = EMU_STEP0,
+	S_EPS,
+	S_K_ACCUM,
+	S_X_ACCUM,
+	S_W_DELTA,
+	S_W_MEAN_DIV,
+	S_W_MEAN_ADD,
+	S_W_DELTA2,
+	S_W_M2_MUL,
+	S_W_M2_ADD,
+	S_W_VAR,
+	S_SUM,
+	S_SQUARE1,
+	S_SQ_ACCUM1,
+	S_SUMSQ1,
+	S_MEAN,
+	S_VAR_DIV1,
+	S_VAR_MUL,
+	S_VAR_SUB,
+	S_MEAN_C2,
+	S_CENTER2,
+	S_SQUARE2,
+	S_SQ_ACCUM2,
+	S_SUMSQ2,
+	S_VAR_DIV2,
+	S_MEAN_C,
+	S_VAR_C,
+	S_ADD_EPS,
+	S_RSQRT,
+	S_CENTER,
+	S_NORM,
+	S_STORE,
+	S_DY,
+	S_DY_C,
+	S_DY_ACCUM,
+	S_DMEAN,
+	S_DY_Y,
+	S_DYY_ACCUM,
+	S_DPROJ,
+	S_DMEAN_DIV,
+	S_DMEAN_C,
+	S_DPROJ_DIV,
+	S_DPROJ_C,
+	S_DX_CENTER,
+	S_DX_PROJ_MUL,
+	S_DX_PROJ_SUB,
+	S_DX,
+	S_DX_STORE,
 	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
-    "to_accum",      "eps",           "to_accum",     "to_accum",       "welford_delta",
-    "welford_mean",  "welford_mean",  "welford_delta2", "welford_m2",   "welford_m2",
-    "var",           "sum",           "square",       "to_accum",       "sumsq",
-    "mean",          "var",           "var",          "var",            "to_compute",
-    "center",        "square",        "to_accum",     "sumsq",          "var",
-    "to_compute",    "to_compute",    "add_eps",      "rsqrt",          "center",
-    "norm",          "store",         "dy",           "to_compute",     "to_accum",
-    "dmean",         "dy_y",          "to_accum",     "dproj",          "dmean",
-    "to_compute",    "dproj",         "to_compute",   "dx_center",      "dx_proj",
-    "dx_proj",       "dx",            "dx_store",
+    "to_accum",
+    "eps",
+    "to_accum",
+    "to_accum",
+    "welford_delta",
+    "welford_mean",
+    "welford_mean",
+    "welford_delta2",
+    "welford_m2",
+    "welford_m2",
+    "var",
+    "sum",
+    "square",
+    "to_accum",
+    "sumsq",
+    "mean",
+    "var",
+    "var",
+    "var",
+    "to_compute",
+    "center",
+    "square",
+    "to_accum",
+    "sumsq",
+    "var",
+    "to_compute",
+    "to_compute",
+    "add_eps",
+    "rsqrt",
+    "center",
+    "norm",
+    "store",
+    "dy",
+    "to_compute",
+    "to_accum",
+    "dmean",
+    "dy_y",
+    "to_accum",
+    "dproj",
+    "dmean",
+    "to_compute",
+    "dproj",
+    "to_compute",
+    "dx_center",
+    "dx_proj",
+    "dx_proj",
+    "dx",
+    "dx_store",
 };
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
@@ -138,13 +218,15 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_ref x = emu_row(X, o), rs = emu_at(rstd, r);
 		/* ---- the row statistics: mean and var in the compute format ---- */
 		if (v == WELFORD) { /* a recurrence: one element at a time */
-			emu_map(be, S_X_ACCUM, EMU_OP_CVT, A, W1, x, EMU_NOREF, EMU_NOREF, N, o, NULL);
+			emu_map(be, S_X_ACCUM, EMU_OP_CVT, A, W1, x, EMU_NOREF, EMU_NOREF, N, o,
+			        NULL);
 			emu_fill(be, ma, 0, 1);
 			emu_fill(be, s2, 0, 1); /* M2 */
 			for (size_t j = 0, i = o; j < N; j++, i++) {
 				emu_copy(be, xa, emu_at(w1, j), 1);
 				emu_op1(be, S_W_DELTA, EMU_OP_SUB, A, tmp, xa, ma, i);
-				emu_op1(be, S_W_MEAN_DIV, EMU_OP_DIV, A, tmp2, tmp, emu_at(kA, j), i);
+				emu_op1(be, S_W_MEAN_DIV, EMU_OP_DIV, A, tmp2, tmp, emu_at(kA, j),
+				        i);
 				emu_op1(be, S_W_MEAN_ADD, EMU_OP_ADD, A, ma, ma, tmp2, i);
 				emu_op1(be, S_W_DELTA2, EMU_OP_SUB, A, tmp2, xa, ma, i);
 				emu_op1(be, S_W_M2_MUL, EMU_OP_MUL, A, tmp, tmp, tmp2, i);
@@ -156,16 +238,18 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			emu_fill(be, s2, 0, 1);
 			/* the elementwise work first, then the sums (Σ x² alongside
 			 * in onepass) */
-			emu_map(be, S_X_ACCUM, EMU_OP_CVT, A, W1, x, EMU_NOREF, EMU_NOREF, N, o, NULL);
+			emu_map(be, S_X_ACCUM, EMU_OP_CVT, A, W1, x, EMU_NOREF, EMU_NOREF, N, o,
+			        NULL);
 			if (v == ONEPASS) {
-				emu_map(be, S_SQUARE1, EMU_OP_MUL, C, W2, x, x, EMU_NOREF, N, o, NULL);
-				emu_map(be, S_SQ_ACCUM1, EMU_OP_CVT, A, W2, W2, EMU_NOREF, EMU_NOREF, N, o,
+				emu_map(be, S_SQUARE1, EMU_OP_MUL, C, W2, x, x, EMU_NOREF, N, o,
 				        NULL);
+				emu_map(be, S_SQ_ACCUM1, EMU_OP_CVT, A, W2, W2, EMU_NOREF,
+				        EMU_NOREF, N, o, NULL);
 			}
 			emu_fold(be, S_SUM, EMU_OP_ADD, A, EMU_ORDER_SEQ, s, W1, EMU_NOREF, N, o);
 			if (v == ONEPASS)
-				emu_fold(be, S_SUMSQ1, EMU_OP_ADD, A, EMU_ORDER_SEQ, s2, W2, EMU_NOREF, N,
-				         o);
+				emu_fold(be, S_SUMSQ1, EMU_OP_ADD, A, EMU_ORDER_SEQ, s2, W2,
+				         EMU_NOREF, N, o);
 			emu_op1(be, S_MEAN, EMU_OP_DIV, A, ma, s, Na, r);
 			if (v == ONEPASS) { /* E[x²] − E[x]² */
 				emu_op1(be, S_VAR_DIV1, EMU_OP_DIV, A, s2, s2, Na, r);
@@ -173,12 +257,14 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 				emu_op1(be, S_VAR_SUB, EMU_OP_SUB, A, s2, s2, tmp, r);
 			} else { /* second pass: Σ (x − mean)², x − mean kept for y */
 				emu_op1(be, S_MEAN_C2, EMU_OP_CVT, C, mean, ma, EMU_NOREF, r);
-				emu_map(be, S_CENTER2, EMU_OP_SUB, C, YC, x, mean, EMU_NOREF, N, o, NULL);
-				emu_map(be, S_SQUARE2, EMU_OP_MUL, C, W2, YC, YC, EMU_NOREF, N, o, NULL);
-				emu_map(be, S_SQ_ACCUM2, EMU_OP_CVT, A, W2, W2, EMU_NOREF, EMU_NOREF, N, o,
+				emu_map(be, S_CENTER2, EMU_OP_SUB, C, YC, x, mean, EMU_NOREF, N, o,
 				        NULL);
-				emu_fold(be, S_SUMSQ2, EMU_OP_ADD, A, EMU_ORDER_SEQ, s2, W2, EMU_NOREF, N,
-				         o);
+				emu_map(be, S_SQUARE2, EMU_OP_MUL, C, W2, YC, YC, EMU_NOREF, N, o,
+				        NULL);
+				emu_map(be, S_SQ_ACCUM2, EMU_OP_CVT, A, W2, W2, EMU_NOREF,
+				        EMU_NOREF, N, o, NULL);
+				emu_fold(be, S_SUMSQ2, EMU_OP_ADD, A, EMU_ORDER_SEQ, s2, W2,
+				         EMU_NOREF, N, o);
 				emu_op1(be, S_VAR_DIV2, EMU_OP_DIV, A, s2, s2, Na, r);
 			}
 		}
@@ -195,7 +281,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		        NULL);
 		/* ---- backward: mean(dy) and mean(dy·ŷ) ---- */
 		for (size_t j = 0, i = o; j < N; j++, i++) /* the default: ±1 from the seed */
-			dyraw[j] = !isnan(dyval) ? dyval : emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
+			dyraw[j] = !isnan(dyval)                  ? dyval
+			           : emu_sr_bits(in->seed, i) & 1 ? -1.0
+			                                          : 1.0;
 		emu_input(be, S_DY, S, DY, dyraw, 1, N, o, NULL);
 		emu_map(be, S_DY_C, EMU_OP_CVT, C, DY, DY, EMU_NOREF, EMU_NOREF, N, o, NULL);
 		emu_fill(be, s, 0, 1);
@@ -214,8 +302,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_map(be, S_DX_PROJ_MUL, EMU_OP_MUL, C, W2, YC, dproj, EMU_NOREF, N, o, NULL);
 		emu_map(be, S_DX_PROJ_SUB, EMU_OP_SUB, C, W1, W1, W2, EMU_NOREF, N, o, NULL);
 		emu_map(be, S_DX, EMU_OP_MUL, C, W1, W1, rs, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_DX_STORE, EMU_OP_CVT, S, emu_row(dx, o), W1, EMU_NOREF, EMU_NOREF, N, o,
-		        NULL);
+		emu_map(be, S_DX_STORE, EMU_OP_CVT, S, emu_row(dx, o), W1, EMU_NOREF, EMU_NOREF, N,
+		        o, NULL);
 	}
 	free(dyraw);
 	return 0;

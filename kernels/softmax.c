@@ -24,25 +24,49 @@ static const char *const variants[] = {"naive", "maxsub", "lse", NULL};
 
 /* The steps, each one operation site of the kernel. */
 enum {
-	S_ROWS_C = EMU_STEP0, S_ROWS_A, S_MAX, S_SUB_MAX, S_EXP, S_E_ACCUM, S_SUM, S_S_COMPUTE,
-	S_LOG, S_LOSS_XM, S_LOSS, S_LSE, S_LA_ACCUM, S_MEAN, S_SUB_LSE, S_EXP_G, S_DIV,
-	S_ONEHOT, S_SCALE, S_STORE, S_MEAN_DIV, S_END
+	S_ROWS_C = EMU_STEP0,
+	S_ROWS_A,
+	S_MAX,
+	S_SUB_MAX,
+	S_EXP,
+	S_E_ACCUM,
+	S_SUM,
+	S_S_COMPUTE,
+	S_LOG,
+	S_LOSS_XM,
+	S_LOSS,
+	S_LSE,
+	S_LA_ACCUM,
+	S_MEAN,
+	S_SUB_LSE,
+	S_EXP_G,
+	S_DIV,
+	S_ONEHOT,
+	S_SCALE,
+	S_STORE,
+	S_MEAN_DIV,
+	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
-    "to_compute", "to_accum", "max",  "sub_max", "exp",      "to_accum", "sum",
-    "to_compute", "log",      "loss", "loss",    "lse",      "to_accum", "mean",
-    "sub_lse",    "exp",      "div",  "onehot",  "scale",    "store",    "mean",
+    "to_compute", "to_accum", "max",  "sub_max", "exp",   "to_accum", "sum",
+    "to_compute", "log",      "loss", "loss",    "lse",   "to_accum", "mean",
+    "sub_lse",    "exp",      "div",  "onehot",  "scale", "store",    "mean",
 };
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
-	int v = !variant ? 0 : !strcmp(variant, "naive") ? 0 : !strcmp(variant, "maxsub") ? 1 :
-	                   !strcmp(variant, "lse")   ? 2 : -1;
+	int v = !variant                     ? 0
+	        : !strcmp(variant, "naive")  ? 0
+	        : !strcmp(variant, "maxsub") ? 1
+	        : !strcmp(variant, "lse")    ? 2
+	                                     : -1;
 	if (v < 0 || in->cols == 0 || in->rows == 0) {
-		snprintf(err, errlen, v < 0 ? "softmax_ce: unknown variant '%s' (naive maxsub lse)" :
-		                              "softmax_ce: empty input%s", v < 0 ? variant : "");
+		snprintf(err, errlen,
+		         v < 0 ? "softmax_ce: unknown variant '%s' (naive maxsub lse)"
+		               : "softmax_ce: empty input%s",
+		         v < 0 ? variant : "");
 		return -1;
 	}
 	size_t R = in->rows, N = in->cols;
@@ -74,8 +98,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		        EA = emu_row(ea, 0), g = emu_row(grad, o);
 		if (v >= 1) { /* m = max x */
 			emu_copy(be, m, x, 1);
-			emu_fold(be, S_MAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, m, emu_row(X, o + 1), EMU_NOREF,
-			         N - 1, o + 1);
+			emu_fold(be, S_MAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, m, emu_row(X, o + 1),
+			         EMU_NOREF, N - 1, o + 1);
 			emu_map(be, S_SUB_MAX, EMU_OP_SUB, C, E, x, m, EMU_NOREF, N, o, NULL);
 			emu_map(be, S_EXP, EMU_OP_EXP, C, E, E, EMU_NOREF, EMU_NOREF, N, o, NULL);
 		} else {
@@ -116,5 +140,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 }
 
 const emu_kernel emu_kernel_softmax_ce = {
-	"softmax_ce", variants, "label=Y (default: row mod classes)", run,
+    "softmax_ce",
+    variants,
+    "label=Y (default: row mod classes)",
+    run,
 };

@@ -25,8 +25,8 @@ static void fill(const emu_format *f, uint64_t stream, double *x, size_t n)
 	emu_env e = EMU_ENV_DEFAULT;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t r = t_rand(stream, i);
-		double u = f->emin - f->p - 2 + (double)(r % 10000) / 10000.0 *
-		                                     (f->emax - f->emin + f->p + 6);
+		double u = f->emin - f->p - 2 +
+		           (double)(r % 10000) / 10000.0 * (f->emax - f->emin + f->p + 6);
 		double v = ((r >> 40) & 1 ? -1 : 1) * exp2(u);
 		if (r % 97 == 0)
 			v = (r >> 20) & 1 ? INFINITY : NAN;
@@ -44,8 +44,8 @@ static unsigned bad_of(unsigned fl)
 }
 
 /* One element through the scalar reference of backend kind. */
-static double scalar(emu_be_kind kind, emu_op op, const emu_format *f, double x, double y,
-                     double z, const emu_env *env, unsigned *fl)
+static double scalar(emu_be_kind kind, emu_op op, const emu_format *f, double x, double y, double z,
+                     const emu_env *env, unsigned *fl)
 {
 	emu_env e = *env;
 	if (op == EMU_OP_CVT)
@@ -95,8 +95,8 @@ START_TEST(test_map_elements)
 					uint8_t *fl = calloc(N, 1);
 					emu_op op = mops[o];
 					/* b broadcast from element 7 */
-					emu_map(&be, STEP, op, f, emu_row(d, 0), emu_row(a, 0), emu_at(b, 7),
-					        emu_row(c, 0), N, 1000, fl);
+					emu_map(&be, STEP, op, f, emu_row(d, 0), emu_row(a, 0),
+					        emu_at(b, 7), emu_row(c, 0), N, 1000, fl);
 					uint64_t cnt[5] = {0};
 					uint64_t first = UINT64_MAX;
 					unsigned ffl = 0;
@@ -104,14 +104,16 @@ START_TEST(test_map_elements)
 						unsigned v = 0;
 						emu_env e = env;
 						e.index = emu_sr_key(STEP, 0, 1000 + j);
-						double w = scalar((emu_be_kind)kind, op, f, a->d[j], b->d[7],
-						                  c->d[j], &e, &v);
-						ck_assert_msg(emu_encode(f, w) == emu_encode(f, d->d[j]) &&
-						                  fl[j] == v,
-						              "%s %s %s %s j %zu: %a %a -> %a (%x), want %a (%x)",
-						              emu_be_name((emu_be_kind)kind), f->name, envs[m],
-						              emu_op_name(op), j, a->d[j], b->d[7], d->d[j],
-						              fl[j], w, v);
+						double w = scalar((emu_be_kind)kind, op, f, a->d[j],
+						                  b->d[7], c->d[j], &e, &v);
+						ck_assert_msg(
+						    emu_encode(f, w) == emu_encode(f, d->d[j]) &&
+						        fl[j] == v,
+						    "%s %s %s %s j %zu: %a %a -> %a (%x), want %a "
+						    "(%x)",
+						    emu_be_name((emu_be_kind)kind), f->name,
+						    envs[m], emu_op_name(op), j, a->d[j], b->d[7],
+						    d->d[j], fl[j], w, v);
 						for (int k = 0; k < 5; k++)
 							cnt[k] += (v >> k) & 1;
 						if (first == UINT64_MAX && bad_of(v)) {
@@ -121,7 +123,8 @@ START_TEST(test_map_elements)
 					}
 					for (int k = 0; k < 5; k++) {
 						ck_assert_uint_eq(be.st.flags[op][k], cnt[k]);
-						ck_assert_uint_eq(be.st.step_flags[STEP][k], cnt[k]);
+						ck_assert_uint_eq(be.st.step_flags[STEP][k],
+						                  cnt[k]);
 					}
 					ck_assert_uint_eq(be.st.ops[op], N);
 					ck_assert_uint_eq(be.st.step_ops[STEP], N);
@@ -189,7 +192,8 @@ static double pairwise_ref(emu_be_kind kind, const emu_format *f, const double *
 	if (n < 2)
 		return v[lo];
 	size_t h = n / 2;
-	double l = pairwise_ref(kind, f, v, lo, h, env), r = pairwise_ref(kind, f, v, lo + h, n - h, env);
+	double l = pairwise_ref(kind, f, v, lo, h, env),
+	       r = pairwise_ref(kind, f, v, lo + h, n - h, env);
 	unsigned fl = 0;
 	emu_env e = *env;
 	e.index = emu_sr_key(STEP, 0, lo + h);
@@ -225,17 +229,19 @@ START_TEST(test_folds)
 					emu_op op = fops[o];
 					s->d[0] = 0;
 					emu_fold(&be, STEP, op, f, EMU_ORDER_SEQ, emu_at(s, 0),
-					         emu_row(a, 0), op == EMU_OP_FMA ? emu_row(b, 0) : EMU_NOREF,
-					         N, 40);
+					         emu_row(a, 0),
+					         op == EMU_OP_FMA ? emu_row(b, 0) : EMU_NOREF, N,
+					         40);
 					double w = 0;
 					for (size_t j = 0; j < N; j++) {
 						unsigned v = 0;
 						emu_env e = env;
 						e.index = emu_sr_key(STEP, 0, 40 + j);
 						w = op == EMU_OP_FMA
-						        ? scalar((emu_be_kind)kind, op, f, a->d[j], b->d[j], w,
-						                 &e, &v)
-						        : scalar((emu_be_kind)kind, op, f, w, a->d[j], 0, &e, &v);
+						        ? scalar((emu_be_kind)kind, op, f, a->d[j],
+						                 b->d[j], w, &e, &v)
+						        : scalar((emu_be_kind)kind, op, f, w,
+						                 a->d[j], 0, &e, &v);
 					}
 					ck_assert_msg(emu_encode(f, w) == emu_encode(f, s->d[0]),
 					              "%s %s seq %s", f->name, emu_be_name(be.kind),
@@ -253,22 +259,24 @@ START_TEST(test_folds)
 					emu_env e = env;
 					for (size_t j = lo; j < N && j < lo + 32; j++) {
 						e.index = emu_sr_key(STEP, 0, j);
-						bs = scalar((emu_be_kind)kind, EMU_OP_ADD, f, bs, a->d[j], 0,
-						            &e, &v);
+						bs = scalar((emu_be_kind)kind, EMU_OP_ADD, f, bs,
+						            a->d[j], 0, &e, &v);
 					}
 					e.index = emu_sr_key(STEP + 1, 0, lo);
-					w = scalar((emu_be_kind)kind, EMU_OP_ADD, f, w, bs, 0, &e, &v);
+					w = scalar((emu_be_kind)kind, EMU_OP_ADD, f, w, bs, 0, &e,
+					           &v);
 				}
-				ck_assert_msg(emu_encode(f, w) == emu_encode(f, s->d[0]), "%s block",
-				              f->name);
+				ck_assert_msg(emu_encode(f, w) == emu_encode(f, s->d[0]),
+				              "%s block", f->name);
 				/* pairwise over a copy (the fold overwrites its operand) */
 				double *ref = malloc(N * sizeof *ref);
 				memcpy(ref, a->d, N * sizeof *ref);
-				emu_fold(&be, STEP, EMU_OP_ADD, f, (emu_order){EMU_FOLD_PAIRWISE, 0, 0},
-				         emu_at(s, 1), emu_row(a, 0), EMU_NOREF, N, 0);
+				emu_fold(&be, STEP, EMU_OP_ADD, f,
+				         (emu_order){EMU_FOLD_PAIRWISE, 0, 0}, emu_at(s, 1),
+				         emu_row(a, 0), EMU_NOREF, N, 0);
 				w = pairwise_ref((emu_be_kind)kind, f, ref, 0, N, &env);
-				ck_assert_msg(emu_encode(f, w) == emu_encode(f, s->d[1]), "%s pairwise",
-				              f->name);
+				ck_assert_msg(emu_encode(f, w) == emu_encode(f, s->d[1]),
+				              "%s pairwise", f->name);
 				free(ref);
 				emu_be_free(&be);
 				cases += 5 * N;

@@ -344,18 +344,49 @@ void emu_copy(emu_be *be, emu_ref dst, emu_ref src, size_t n)
 	}
 }
 
-static void tally5(uint64_t *cnt, unsigned fl)
+/* What a run of operations raised: how many raised each flag, their OR,
+ * and the first element that raised overflow, invalid or divbyzero. */
+typedef struct {
+	uint64_t cnt[EMU_NFLAGS];
+	unsigned any, efl;
+	uint64_t first; /* UINT64_MAX: none */
+} tally;
+#define TALLY0 ((tally){{0}, 0, 0, UINT64_MAX})
+
+/* element e raised fl */
+static void tally_one(tally *t, unsigned fl, uint64_t e)
 {
 	for (int k = 0; k < EMU_NFLAGS; k++)
-		cnt[k] += (fl >> k) & 1;
+		t->cnt[k] += (fl >> k) & 1;
+	t->any |= fl;
+	if (t->first == UINT64_MAX &&
+	    (fl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+		t->first = e;
+		t->efl = fl;
+	}
+}
+
+/* an array operation's counts, its elements numbered from e0 */
+static void tally_array(tally *t, const emu_a_flags *r, uint64_t e0)
+{
+	for (int k = 0; k < EMU_NFLAGS; k++)
+		t->cnt[k] += r->count[k];
+	t->any |= r->any;
+	if (t->first == UINT64_MAX && r->first_bad != UINT64_MAX) {
+		t->first = e0 + r->first_bad;
+		t->efl = r->first_flags;
+	}
+}
+
+static void record_tally(emu_be *be, unsigned s, emu_op op, uint64_t n, const tally *t)
+{
+	record(be, s, op, n, t->cnt, t->any, t->first, t->efl);
 }
 
 void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, const double *x,
                size_t sx, size_t n, uint64_t elem, uint8_t *fl)
 {
-	uint64_t cnt[EMU_NFLAGS] = {0};
-	unsigned any = 0, efl = 0;
-	uint64_t first = UINT64_MAX;
+	tally tl = TALLY0;
 	emu_env env = be->env;
 	env.daz = false;
 	if (be->kind == EMU_BE_FAST && dst.stride == 1) { /* the array conversion */
@@ -367,13 +398,7 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
 			double *d = dst.v->d + dst.off + j0;
 			env.index = emu_sr_key(step, 0, elem + j0);
 			emu_a_flags r = emu_a_op(EMU_OP_CVT, f, d, args, st, m, &env, buf);
-			for (int k = 0; k < EMU_NFLAGS; k++)
-				cnt[k] += r.count[k];
-			any |= r.any;
-			if (first == UINT64_MAX && r.first_bad != UINT64_MAX) {
-				first = elem + j0 + r.first_bad;
-				efl = r.first_flags;
-			}
+			tally_array(&tl, &r, elem + j0);
 			for (size_t j = 0; j < m; j++) {
 				if (fl)
 					fl[j0 + j] |= buf[j];
@@ -381,7 +406,7 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
 					emu_k_note_input(be, x[(j0 + j) * sx], d[j], buf[j]);
 			}
 		}
-		record(be, step, EMU_OP_CVT, n, cnt, any, first, efl);
+		record_tally(be, step, EMU_OP_CVT, n, &tl);
 		return;
 	}
 	for (size_t j = 0; j < n; j++) {
@@ -411,15 +436,9 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
 		}
 		if (fl)
 			fl[j] |= (uint8_t)rfl;
-		tally5(cnt, rfl);
-		any |= rfl;
-		if (first == UINT64_MAX &&
-		    (rfl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
-			first = elem + j;
-			efl = rfl;
-		}
+		tally_one(&tl, rfl, elem + j);
 	}
-	record(be, step, EMU_OP_CVT, n, cnt, any, first, efl);
+	record_tally(be, step, EMU_OP_CVT, n, &tl);
 }
 
 /* One element on FAST with the GPU's tables (the table ops of fp16/bf16),
@@ -524,9 +543,7 @@ void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref 
 		                         ar > 2 ? c.v->d + c.off : NULL};
 		size_t st[3] = {a.stride, ar > 1 ? b.stride : 0, ar > 2 ? c.stride : 0};
 		double *d = dst.v->d + dst.off;
-		uint64_t cnt[EMU_NFLAGS] = {0};
-		unsigned any = 0, efl = 0;
-		uint64_t first = UINT64_MAX;
+		tally tl = TALLY0;
 		uint8_t buf[2048];
 		for (size_t j0 = 0; j0 < n; j0 += fl ? sizeof buf : n) {
 			size_t m = fl && n - j0 > sizeof buf ? sizeof buf : n - j0;
@@ -537,37 +554,23 @@ void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref 
 			e.index = env.index + j0;
 			// cppcheck-suppress legacyUninitvar ; buf receives each element's flags
 			emu_a_flags r = emu_a_op(op, f, d + j0, pa, st, m, &e, fl ? buf : NULL);
-			for (int k = 0; k < EMU_NFLAGS; k++)
-				cnt[k] += r.count[k];
-			any |= r.any;
-			if (first == UINT64_MAX && r.first_bad != UINT64_MAX) {
-				first = elem + j0 + r.first_bad;
-				efl = r.first_flags;
-			}
+			tally_array(&tl, &r, elem + j0);
 			for (size_t j = 0; fl && j < m; j++)
 				fl[j0 + j] |= buf[j];
 		}
-		record(be, step, op, n, cnt, any, first, efl);
+		record_tally(be, step, op, n, &tl);
 		return;
 	}
-	uint64_t cnt[EMU_NFLAGS] = {0};
-	unsigned any = 0, efl = 0;
-	uint64_t first = UINT64_MAX;
+	tally tl = TALLY0;
 	for (size_t j = 0; j < n; j++) {
 		emu_env e = env;
 		e.index = env.index + j;
 		unsigned v = map_one(be, op, f, &e, dst, a, b, c, j);
 		if (fl)
 			fl[j] |= (uint8_t)v;
-		tally5(cnt, v);
-		any |= v;
-		if (first == UINT64_MAX &&
-		    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
-			first = elem + j;
-			efl = v;
-		}
+		tally_one(&tl, v, elem + j);
 	}
-	record(be, step, op, n, cnt, any, first, efl);
+	record_tally(be, step, op, n, &tl);
 }
 
 /* the backend's few scratch values (a block fold's partial sum) */
@@ -607,13 +610,12 @@ static void fold_seq(emu_be *be, unsigned step, unsigned phase, emu_op op, const
 		emu_a_flags r =
 		    emu_a_fold(op, f, s, a.v->d + a.off, a.stride, fma ? b.v->d + b.off : NULL,
 		               fma ? b.stride : 0, n, &env, NULL);
-		record(be, step, op, n, r.count, r.any,
-		       r.first_bad == UINT64_MAX ? UINT64_MAX : elem + r.first_bad, r.first_flags);
+		tally tl = TALLY0;
+		tally_array(&tl, &r, elem);
+		record_tally(be, step, op, n, &tl);
 		return;
 	}
-	uint64_t cnt[EMU_NFLAGS] = {0};
-	unsigned any = 0, efl = 0;
-	uint64_t first = UINT64_MAX;
+	tally tl = TALLY0;
 	emu_ref s = emu_at(acc.v, acc.off);
 	for (size_t j = 0; j < n; j++) {
 		emu_env e = env;
@@ -621,44 +623,25 @@ static void fold_seq(emu_be *be, unsigned step, unsigned phase, emu_op op, const
 		emu_ref x = emu_at(a.v, ix(a, j));
 		unsigned v = fma ? map_one(be, op, f, &e, s, x, emu_at(b.v, ix(b, j)), s, 0)
 		                 : map_one(be, op, f, &e, s, s, x, EMU_NOREF, 0);
-		tally5(cnt, v);
-		any |= v;
-		if (first == UINT64_MAX &&
-		    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
-			first = elem + j;
-			efl = v;
-		}
+		tally_one(&tl, v, elem + j);
 	}
-	record(be, step, op, n, cnt, any, first, efl);
+	record_tally(be, step, op, n, &tl);
 }
 
 /* the pairwise order on FAST: the scalar op per node, counted in one go */
-struct pw_tally {
-	uint64_t cnt[EMU_NFLAGS];
-	unsigned any, efl;
-	uint64_t first;
-};
-
 static double pairwise_fast(const emu_format *f, const double *a, size_t sa, size_t lo, size_t n,
-                            const emu_env *env, struct pw_tally *t)
+                            const emu_env *env, uint64_t elem, tally *t)
 {
 	if (n < 2)
 		return a[lo * sa];
 	size_t h = n / 2;
-	double l = pairwise_fast(f, a, sa, lo, h, env, t);
-	double r = pairwise_fast(f, a, sa, lo + h, n - h, env, t);
+	double l = pairwise_fast(f, a, sa, lo, h, env, elem, t);
+	double r = pairwise_fast(f, a, sa, lo + h, n - h, env, elem, t);
 	emu_env e = *env;
 	e.index = env->index + lo + h;
 	unsigned v = 0;
 	double s = emu_a_element(EMU_OP_ADD, f, l, r, 0, &e, &v);
-	tally5(t->cnt, v);
-	t->any |= v;
-	/* the first failing node in the order the recursion adds them */
-	if (t->first == UINT64_MAX &&
-	    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
-		t->first = lo + h;
-		t->efl = v;
-	}
+	tally_one(t, v, elem + lo + h); /* the first failing node in the recursion's order */
 	return s;
 }
 
@@ -670,14 +653,14 @@ void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ord
 		if (n == 0)
 			return;
 		if (be->kind == EMU_BE_FAST) {
-			struct pw_tally t = {{0}, 0, 0, UINT64_MAX};
+			tally tl = TALLY0;
 			emu_env env = be->env;
 			env.index = emu_sr_key(step, 0, elem);
-			double s = pairwise_fast(f, a.v->d + a.off, a.stride, 0, n, &env, &t);
+			double s =
+			    pairwise_fast(f, a.v->d + a.off, a.stride, 0, n, &env, elem, &tl);
 			a.v->d[a.off] = s;
 			if (n > 1)
-				record(be, step, EMU_OP_ADD, n - 1, t.cnt, t.any,
-				       t.first == UINT64_MAX ? UINT64_MAX : elem + t.first, t.efl);
+				record_tally(be, step, EMU_OP_ADD, n - 1, &tl);
 			emu_copy(be, acc, emu_at(a.v, a.off), 1);
 			return;
 		}

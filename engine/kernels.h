@@ -89,6 +89,23 @@ int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, si
 int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                 uint64_t e0, emu_vec *out);
 
+/* ---- the Tensor Core block-FMA order as a fold (kernels/tcfold.c) ---- */
+struct emu_tc_model;
+/* The steps it records under: each block (EMU_OP_FMA, element base + the
+ * block's first index), each fp32 promotion (EMU_OP_ADD, base + the chunk's
+ * first index), the final conversion to out (EMU_OP_CVT, base). */
+typedef struct {
+	unsigned block, promote, out;
+} emu_tc_steps;
+/* acc = Σ a_j·b_j, j < N, through model m (operands values of in, the
+ * result a value of out; m, in and out must pass emu_tc_check): blocks of
+ * k chained from C = +0, each promotion chunk (the whole row without
+ * promotion) added into an fp32 accumulator in RNE, then converted to out.
+ * b may be a broadcast. 0, or -1 out of memory. */
+int emu_fold_tc(emu_be *be, emu_tc_steps st, const struct emu_tc_model *m,
+                const emu_format *in, const emu_format *out, emu_ref acc, emu_ref a,
+                emu_ref b, size_t N, uint64_t base);
+
 /* ---- running a kernel on one backend and measuring it (engine/run.c) ---- */
 typedef enum {
 	EMU_ST_OK = 0,

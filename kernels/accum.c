@@ -46,14 +46,15 @@
  * cancellation), a row of random signs a random walk; a row of ones, b = 1.
  *
  * Tensor Cores. The engine's map is one rounding per operation, but a block
- * FMA rounds k products and C at once, so tc has its own path (tc_row): it
- * switches on the backend — FAST calls emu_tc_dot, EXACT the independent
+ * FMA rounds k products and C at once, so tc folds through the Tensor Core
+ * fold every kernel can use (emu_fold_tc, kernels/tcfold.c): it switches on
+ * the backend — FAST calls emu_tc_dot, EXACT the independent
  * MPFR model emu_tc_mp_dot, TRUTH computes the exact dot product — and
  * records one EMU_OP_FMA per block (step "tc_block", the index of the
  * block's first element) with that block's flags, one EMU_OP_ADD per fp32
  * promotion (step "promote") and one EMU_OP_CVT for the final conversion of
  * the fp32 accumulator (step "tc_out") when promotion is on. The blocks are
- * chained here, each block's result being the next one's C, which is the
+ * chained there, each block's result being the next one's C, which is the
  * model's own definition; tests/check_accum.c proves the chain equals one
  * emu_tc_dot call over the whole row, bit for bit and flag for flag.
  * The model's input format: without a scaling recipe, the storage format,
@@ -157,88 +158,8 @@ static bool tc_out_ok(const emu_format *f)
 }
 
 /* element j of an operand */
-static inline size_t at(emu_ref r, size_t j)
-{
-	return r.off + j * r.stride;
-}
-
-/* One row through the Tensor Core model m: res[r] = Σ a_j·b_j in out (b may
- * be a broadcast). ea and eb are scratch for N encodings. The blocks of each
- * promotion chunk (the whole row without promotion) are chained from C = +0.
- * Elements are numbered from base. */
-static void tc_row(emu_be *be, const emu_tc_model *m, const emu_format *in, const emu_format *out,
-                   emu_ref a, emu_ref b, size_t N, emu_bits *ea, emu_bits *eb, emu_vec *res,
-                   size_t r, uint64_t base)
-{
-	const emu_format *f32 = emu_format_by_name("fp32");
-	const emu_env rne = EMU_ENV_DEFAULT;
-	emu_tc_model blk = *m;
-	blk.promote_every = 0;
-	size_t k = (size_t)m->k, chunk = m->promote_every ? m->promote_every : N;
-	if (be->kind == EMU_BE_TRUTH) {
-		mpfr_ptr dst = &res->m[r];
-		mpfr_t part;
-		mpfr_init2(part, EMU_TRUTH_PREC);
-		mpfr_set_zero(dst, 1);
-		for (size_t i0 = 0; i0 < N; i0 += chunk) {
-			size_t n = N - i0 < chunk ? N - i0 : chunk;
-			mpfr_set_zero(part, 1);
-			for (size_t i = 0; i < n; i += k) {
-				for (size_t j = i0 + i; j < i0 + i + k && j < i0 + n; j++)
-					mpfr_fma(part, &a.v->m[at(a, j)], &b.v->m[at(b, j)], part,
-					         MPFR_RNDN);
-				emu_note(be, S_TC_BLOCK, EMU_OP_FMA,
-				         mpfr_nan_p(part) ? EMU_FLAG_INVALID : 0, base + i0 + i);
-			}
-			if (m->promote_every) {
-				mpfr_add(dst, dst, part, MPFR_RNDN);
-				emu_note(be, S_PROMOTE, EMU_OP_ADD,
-				         mpfr_nan_p(dst) ? EMU_FLAG_INVALID : 0, base + i0);
-			} else {
-				mpfr_set(dst, part, MPFR_RNDN);
-			}
-		}
-		if (m->promote_every)
-			emu_note(be, S_TC_OUT, EMU_OP_CVT, mpfr_nan_p(dst) ? EMU_FLAG_INVALID : 0,
-			         base);
-		mpfr_clear(part);
-		return;
-	}
-	bool fast = be->kind == EMU_BE_FAST;
-	for (size_t j = 0; j < N; j++) {
-		ea[j] = emu_encode(in, a.v->d[at(a, j)]);
-		eb[j] = emu_encode(in, b.v->d[at(b, j)]);
-	}
-	emu_bits acc = emu_encode(f32, 0.0);
-	double c = 0;
-	for (size_t i0 = 0; i0 < N; i0 += chunk) {
-		size_t n = N - i0 < chunk ? N - i0 : chunk;
-		c = 0;
-		for (size_t i = 0; i < n; i += k) {
-			size_t nb = n - i < k ? n - i : k;
-			const emu_bits *pa = ea + i0 + i, *pb = eb + i0 + i;
-			emu_bits cb = emu_encode(f32, c); /* exact: a value of out */
-			emu_result t = fast ? emu_tc_dot(&blk, in, out, pa, pb, nb, cb)
-			                    : emu_tc_mp_dot(&blk, in, out, pa, pb, nb, cb);
-			c = emu_decode(out, t.bits);
-			emu_note(be, S_TC_BLOCK, EMU_OP_FMA, t.flags, base + i0 + i);
-		}
-		if (m->promote_every) { /* an RNE fp32 addition on the CUDA cores */
-			emu_bits args[2] = {acc, emu_encode(f32, c)};
-			emu_result s = fast ? emu_add(f32, args[0], args[1], &rne)
-			                    : emu_mp_apply(EMU_OP_ADD, f32, NULL, args, &rne);
-			acc = s.bits;
-			emu_note(be, S_PROMOTE, EMU_OP_ADD, s.flags, base + i0);
-		}
-	}
-	if (m->promote_every) {
-		emu_result t = fast ? emu_convert(out, f32, acc, &rne)
-		                    : emu_mp_apply(EMU_OP_CVT, out, f32, &acc, &rne);
-		c = emu_decode(out, t.bits);
-		emu_note(be, S_TC_OUT, EMU_OP_CVT, t.flags, base);
-	}
-	res->d[r] = c;
-}
+/* the Tensor Core fold's three steps */
+static const emu_tc_steps tc_steps = {S_TC_BLOCK, S_PROMOTE, S_TC_OUT};
 
 /* The second vector of a dot product: b_i = |x_k|, k drawn from the seed in
  * i's row. The indices are drawn a batch at a time so that the gathers,
@@ -377,12 +298,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	/* sum:tc multiplies by one b = 1, broadcast */
 	emu_vec *X = emu_vec_new(be, R * N), *B = emu_vec_new(be, dot ? R * N : 1);
 	double *braw = dot ? malloc(R * N * sizeof *braw) : NULL;
-	/* tc_row's encoding scratch, on every backend so that its presence
-	 * follows from v alone (the truth backend leaves it unused) */
-	emu_bits *ea = v == TC ? malloc(N * sizeof *ea) : NULL;
-	emu_bits *eb = v == TC ? malloc(N * sizeof *eb) : NULL;
 	int rc = -1;
-	if (!res || !X || !B || (dot && !braw) || (v == TC && (!ea || !eb)))
+	if (!res || !X || !B || (dot && !braw))
 		goto oom;
 	if (dot)
 		draw_b(in, braw);
@@ -401,7 +318,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_ref a = emu_row(X, o), b = dot ? emu_row(B, o) : emu_strided(B, 0, 0);
 		emu_ref s = emu_at(res, r);
 		if (v == TC) {
-			tc_row(be, &model, I, O, a, b, N, ea, eb, res, r, o);
+			if (emu_fold_tc(be, tc_steps, &model, I, O, s, a, b, N, o) != 0)
+				goto oom;
 			continue;
 		}
 		emu_map(be, S_TO_ACCUM_A, EMU_OP_CVT, A, a, a, EMU_NOREF, EMU_NOREF, N, o, NULL);
@@ -430,8 +348,6 @@ oom:
 	if (rc)
 		snprintf(err, errlen, "accum: out of memory");
 	free(braw);
-	free(ea);
-	free(eb);
 	return rc;
 }
 

@@ -193,7 +193,7 @@ END_TEST
 static void fill_random(const emu_format *f, uint64_t stream, size_t n, emu_bits *e, double *x,
                         int which)
 {
-	emu_bits mask = (1u << f->bits) - 1;
+	emu_bits mask = f->bits >= 32 ? 0xffffffffu : (1u << f->bits) - 1;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t r = t_rand(stream, i);
 		emu_bits b = (emu_bits)r & mask;
@@ -677,7 +677,7 @@ static const char *const foldfmts[] = {"e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "
 static void fill_fold(const emu_format *f, uint64_t stream, int kind, size_t n, double *x)
 {
 	emu_env rne = EMU_ENV_DEFAULT;
-	emu_bits mask = (1u << f->bits) - 1;
+	emu_bits mask = f->bits >= 32 ? 0xffffffffu : (1u << f->bits) - 1;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t r = t_rand(stream, i);
 		double m = 1.0 + (double)(r >> 12) * 0x1p-52;

@@ -114,45 +114,45 @@ enum {
 	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
-    "to_accum",
-    "eps",
-    "g",
-    "to_compute",
-    "to_fp32",
-    "eps",
-    "abs",
-    "amax",
-    "prescale",
-    "to_fp32",
-    "square",
-    "to_accum",
-    "sumsq",
-    "mean",
-    "to_compute",
-    "eps_scaled",
-    "eps_scaled",
-    "add_eps",
-    "rsqrt",
-    "to_compute",
-    "norm",
-    "scale_g",
-    "store",
-    "dy",
-    "to_compute",
-    "g_dy",
-    "gdy_xhat",
-    "to_accum",
-    "dproj",
-    "dproj",
-    "to_compute",
-    "dx_proj",
-    "dx_proj",
-    "dx",
-    "dx_unscale",
-    "dx_store",
-    "dy_xhat",
-    "to_accum",
-    "dg",
+    [S_N_ACCUM - EMU_STEP0] = "to_accum",
+    [S_EPS - EMU_STEP0] = "eps",
+    [S_G - EMU_STEP0] = "g",
+    [S_G_C - EMU_STEP0] = "to_compute",
+    [S_N_F32 - EMU_STEP0] = "to_fp32",
+    [S_EPS_F32 - EMU_STEP0] = "eps",
+    [S_ABS - EMU_STEP0] = "abs",
+    [S_AMAX - EMU_STEP0] = "amax",
+    [S_PRESCALE - EMU_STEP0] = "prescale",
+    [S_X_F32 - EMU_STEP0] = "to_fp32",
+    [S_SQUARE - EMU_STEP0] = "square",
+    [S_SQ_ACCUM - EMU_STEP0] = "to_accum",
+    [S_SUMSQ - EMU_STEP0] = "sumsq",
+    [S_MEAN - EMU_STEP0] = "mean",
+    [S_MS_C - EMU_STEP0] = "to_compute",
+    [S_EPS_DIV1 - EMU_STEP0] = "eps_scaled",
+    [S_EPS_DIV2 - EMU_STEP0] = "eps_scaled",
+    [S_ADD_EPS - EMU_STEP0] = "add_eps",
+    [S_RSQRT - EMU_STEP0] = "rsqrt",
+    [S_RSTD_C - EMU_STEP0] = "to_compute",
+    [S_NORM - EMU_STEP0] = "norm",
+    [S_SCALE_G - EMU_STEP0] = "scale_g",
+    [S_STORE - EMU_STEP0] = "store",
+    [S_DY - EMU_STEP0] = "dy",
+    [S_DY_C - EMU_STEP0] = "to_compute",
+    [S_G_DY - EMU_STEP0] = "g_dy",
+    [S_GDY_XH - EMU_STEP0] = "gdy_xhat",
+    [S_GDY_XH_ACCUM - EMU_STEP0] = "to_accum",
+    [S_DPROJ - EMU_STEP0] = "dproj",
+    [S_DPROJ_DIV - EMU_STEP0] = "dproj",
+    [S_DPROJ_C - EMU_STEP0] = "to_compute",
+    [S_DX_PROJ_MUL - EMU_STEP0] = "dx_proj",
+    [S_DX_PROJ_SUB - EMU_STEP0] = "dx_proj",
+    [S_DX - EMU_STEP0] = "dx",
+    [S_DX_UNSCALE - EMU_STEP0] = "dx_unscale",
+    [S_DX_STORE - EMU_STEP0] = "dx_store",
+    [S_DY_XH - EMU_STEP0] = "dy_xhat",
+    [S_DY_XH_ACCUM - EMU_STEP0] = "to_accum",
+    [S_DG - EMU_STEP0] = "dg",
 };
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
@@ -177,8 +177,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	double eps, gval, dyval; /* dyval NaN: the ±1 pattern */
 	if (!emu_kparam_real(in, "rmsnorm", "eps", 0, INFINITY, 0, 1e-6, &eps, err, errlen) ||
 	    !emu_kparam_real(in, "rmsnorm", "g", -INFINITY, INFINITY, 0, 1, &gval, err, errlen) ||
-	    !emu_kparam_real(in, "rmsnorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err,
-	                     errlen))
+	    !emu_kparam_real(in, "rmsnorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err, errlen))
 		return -1;
 	/* the statistics' format: fp32 in fp32stats, else the policy's */
 	const emu_format *SA = v == FP32STATS ? F : A, *SC = v == FP32STATS ? F : C;
@@ -230,11 +229,13 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		if (v == PRESCALED) {
 			emu_map(be, S_ABS, EMU_OP_ABS, C, W1, x, EMU_NOREF, EMU_NOREF, N, o, NULL);
 			emu_fill(be, smax, 0, 1);
-			emu_fold(be, S_AMAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, smax, W1, EMU_NOREF, N, o);
+			emu_fold(be, S_AMAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, smax, W1, EMU_NOREF, N,
+			         o);
 			emu_map(be, S_PRESCALE, EMU_OP_DIV, C, XH, x, smax, EMU_NOREF, N, o, NULL);
 			xs = XH;
 		} else if (v == FP32STATS) {
-			emu_map(be, S_X_F32, EMU_OP_CVT, F, XH, x, EMU_NOREF, EMU_NOREF, N, o, NULL);
+			emu_map(be, S_X_F32, EMU_OP_CVT, F, XH, x, EMU_NOREF, EMU_NOREF, N, o,
+			        NULL);
 			xs = XH;
 		}
 		emu_map(be, S_SQUARE, EMU_OP_MUL, SC, W1, xs, xs, EMU_NOREF, N, o, NULL);
@@ -268,9 +269,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		        NULL);
 		/* ---- backward: m = mean(g·dy·x̂) ---- */
 		for (size_t j = 0, i = o; j < N; j++, i++) /* the default: ±1 from the seed */
-			raw[j] = !isnan(dyval)                   ? dyval
-			         : emu_sr_bits(in->seed, i) & 1 ? -1.0
-			                                         : 1.0;
+			raw[j] = !isnan(dyval) ? dyval : emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
 		emu_input(be, S_DY, S, DY, raw, 1, N, o, NULL);
 		emu_map(be, S_DY_C, EMU_OP_CVT, C, DY, DY, EMU_NOREF, EMU_NOREF, N, o, NULL);
 		emu_map(be, S_G_DY, EMU_OP_MUL, C, W1, G, DY, EMU_NOREF, N, o, NULL);
@@ -297,8 +296,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	/* dg_j = Σ_r dy·x̂, rows in order: element j·R + r */
 	for (size_t j = 0; j < N; j++)
-		emu_fold(be, S_DG, EMU_OP_ADD, A, EMU_ORDER_SEQ, emu_at(dg, j), emu_strided(Q, j, N),
-		         EMU_NOREF, R, j * R);
+		emu_fold(be, S_DG, EMU_OP_ADD, A, EMU_ORDER_SEQ, emu_at(dg, j),
+		         emu_strided(Q, j, N), EMU_NOREF, R, j * R);
 	free(raw);
 	return 0;
 }

@@ -21,8 +21,8 @@ enum { Y, DX, RSTD, MS, DG }; /* the kernel's outputs, in order */
 
 /* Run rmsnorm on the fast backend with parameters p and compare it with the
  * truth backend (the stored inputs' truth). */
-static void rn_run(emu_run *r, const char *spec, const char *variant, const double *x,
-                   size_t rows, size_t cols, const emu_kparam *p, size_t np)
+static void rn_run(emu_run *r, const char *spec, const char *variant, const double *x, size_t rows,
+                   size_t cols, const emu_kparam *p, size_t np)
 {
 	emu_policy pol;
 	char err[200];
@@ -99,8 +99,8 @@ START_TEST(test_fp16_overflow)
 			              "row %d %s: %s, first %s", k, variants[v],
 			              emu_run_status_name(r.status), first_step(&r));
 			ck_assert_msg(r.m[Y].rel_err < 2e-3 && r.m[DX].rel_err < 1e-2,
-			              "row %d %s: y rel %g dx rel %g", k, variants[v], r.m[Y].rel_err,
-			              r.m[DX].rel_err);
+			              "row %d %s: y rel %g dx rel %g", k, variants[v],
+			              r.m[Y].rel_err, r.m[DX].rel_err);
 			emu_run_free(&r);
 		}
 	}
@@ -181,13 +181,14 @@ START_TEST(test_constant_row)
 					rn_run(&r, specs[s], variants[v], x, 1, N4, p, 1);
 					double want = copysign(gs[gi], cs[c]);
 					double ulp = ldexp(gs[gi], 1 - pol.storage.p);
-					ck_assert_msg(r.status == EMU_ST_OK, "%s %s c %g: %s", specs[s],
-					              variants[v], cs[c], emu_run_status_name(r.status));
+					ck_assert_msg(r.status == EMU_ST_OK, "%s %s c %g: %s",
+					              specs[s], variants[v], cs[c],
+					              emu_run_status_name(r.status));
 					for (int j = 0; j < N4; j++)
 						ck_assert_msg(fabs(out_d(&r, Y, j) - want) <= ulp,
-						              "%s %s c %g g %g: y %a want %a", specs[s],
-						              variants[v], cs[c], gs[gi], out_d(&r, Y, j),
-						              want);
+						              "%s %s c %g g %g: y %a want %a",
+						              specs[s], variants[v], cs[c], gs[gi],
+						              out_d(&r, Y, j), want);
 					emu_run_free(&r);
 				}
 	}
@@ -227,14 +228,16 @@ START_TEST(test_backward_formula)
 		ck_assert(r.status == EMU_ST_OK && !r.be.st.first_set);
 		for (size_t k = 0; k < R * N; k++) {
 			ck_assert_msg(fabs(out_d(&r, Y, k) - yw[k]) <= 1e-5 * fabs(yw[k]) + 1e-6,
-			              "%s y[%zu] %g want %g", variants[v], k, out_d(&r, Y, k), yw[k]);
+			              "%s y[%zu] %g want %g", variants[v], k, out_d(&r, Y, k),
+			              yw[k]);
 			ck_assert_msg(fabs(out_d(&r, DX, k) - dxw[k]) <= 1e-5 * fabs(dxw[k]) + 1e-5,
 			              "%s dx[%zu] %g want %g", variants[v], k, out_d(&r, DX, k),
 			              dxw[k]);
 		}
 		for (size_t j = 0; j < N; j++)
 			ck_assert_msg(fabs(out_d(&r, DG, j) - dgw[j]) <= 1e-5 * fabs(dgw[j]) + 1e-5,
-			              "%s dg[%zu] %g want %g", variants[v], j, out_d(&r, DG, j), dgw[j]);
+			              "%s dg[%zu] %g want %g", variants[v], j, out_d(&r, DG, j),
+			              dgw[j]);
 		emu_run_free(&r);
 	}
 }

@@ -11,6 +11,7 @@ static const emu_kernel *const all[] = {
 	&emu_kernel_accum,
 	&emu_kernel_backward,
 	&emu_kernel_gradscaler,
+	&emu_kernel_rmsnorm,
 };
 
 size_t emu_kernel_count(void)
@@ -164,6 +165,8 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 	}
 	if (k == &emu_kernel_gradscaler)
 		return 5 * R * N; /* scale, skipped, lost; the gradients and steps */
+	if (k == &emu_kernel_rmsnorm)
+		return 4 * R * N + 2 * R + 7 * N; /* X, y, dx, dy·x̂; rstd, ms; dg, x̂, g, dy, two rows, raw */
 	return 4 * R * N;
 }
 

@@ -717,9 +717,8 @@ static const char *const nm_op_head[] = {
 
 /* The operations the command offers (cvt needs a second format, neg/abs are trivial). */
 static const emu_op nm_cli_ops[] = {
-    EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,  EMU_OP_DIV,   EMU_OP_SQRT, EMU_OP_FMA,
-    EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_MIN,  EMU_OP_MAX,
-    EMU_OP_LOG1P,
+    EMU_OP_ADD, EMU_OP_SUB,  EMU_OP_MUL,   EMU_OP_DIV, EMU_OP_SQRT, EMU_OP_FMA,   EMU_OP_EXP,
+    EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_MIN, EMU_OP_MAX,  EMU_OP_LOG1P,
 };
 
 static bool nm_op_offered(emu_op op)
@@ -913,9 +912,9 @@ static int nm_op_setup(struct nm_op_ctx *c, struct nm_opts *o)
 	c->o = o;
 	c->op = emu_op_by_name(name);
 	if (c->op == EMU_NOPS || !nm_op_offered(c->op))
-		return nm_fail(
-		    "unknown op '%s' (ops: add sub mul div sqrt fma exp log exp2 rsqrt min max log1p)",
-		    name);
+		return nm_fail("unknown op '%s' (ops: add sub mul div sqrt fma exp log exp2 rsqrt "
+		               "min max log1p)",
+		               name);
 	c->arity = emu_op_arity(c->op);
 	if (o->nfmts == 0 && nm_add_format(o, "fp16"))
 		return NM_EXIT_ERR;

@@ -174,5 +174,6 @@ extern const emu_kernel emu_kernel_gradscaler; /* kernels/backward.c */
 int emu_backward_fractions(const emu_run *r, const emu_run *truth, double out[4]);
 extern const emu_kernel emu_kernel_layernorm;
 extern const emu_kernel emu_kernel_accum;
+extern const emu_kernel emu_kernel_bce; /* kernels/bce.c */
 
 #endif

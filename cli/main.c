@@ -45,7 +45,7 @@ static const char nm_usage[] =
     "      default formats fp16,bf16,e4m3,e5m2\n"
     "  nanmap op OP [-f FMT] [-r MODE] [--sat] [--ftz] [--daz] [--seed N]\n"
     "            [--bits] [--csv|--md] (A [B [C]] | --input A.npy...)\n"
-    "      OP: add sub mul div sqrt fma exp log exp2 rsqrt min max\n"
+    "      OP: add sub mul div sqrt fma exp log exp2 rsqrt min max log1p\n"
     "      operands must be exact values of FMT (default fp16); with --bits\n"
     "      they are encodings in hex (0x3c00); '-' reads lines \"A [B [C]]\"\n"
     "  nanmap dot --model MODEL --in FMT --out FMT [--bits] A_FILE B_FILE [C_FILE]\n"
@@ -717,8 +717,8 @@ static const char *const nm_op_head[] = {
 
 /* The operations the command offers (cvt needs a second format, neg/abs are trivial). */
 static const emu_op nm_cli_ops[] = {
-    EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,  EMU_OP_DIV,   EMU_OP_SQRT, EMU_OP_FMA,
-    EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_MIN,  EMU_OP_MAX,
+    EMU_OP_ADD, EMU_OP_SUB,  EMU_OP_MUL,   EMU_OP_DIV, EMU_OP_SQRT, EMU_OP_FMA,   EMU_OP_EXP,
+    EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_MIN, EMU_OP_MAX,  EMU_OP_LOG1P,
 };
 
 static bool nm_op_offered(emu_op op)
@@ -907,14 +907,14 @@ static int nm_op_setup(struct nm_op_ctx *c, struct nm_opts *o)
 
 	if (o->nargs == 0)
 		return nm_fail(
-		    "op needs an OP (add sub mul div sqrt fma exp log exp2 rsqrt min max)");
+		    "op needs an OP (add sub mul div sqrt fma exp log exp2 rsqrt min max log1p)");
 	name = o->args[0];
 	c->o = o;
 	c->op = emu_op_by_name(name);
 	if (c->op == EMU_NOPS || !nm_op_offered(c->op))
-		return nm_fail(
-		    "unknown op '%s' (ops: add sub mul div sqrt fma exp log exp2 rsqrt min max)",
-		    name);
+		return nm_fail("unknown op '%s' (ops: add sub mul div sqrt fma exp log exp2 rsqrt "
+		               "min max log1p)",
+		               name);
 	c->arity = emu_op_arity(c->op);
 	if (o->nfmts == 0 && nm_add_format(o, "fp16"))
 		return NM_EXIT_ERR;
@@ -998,7 +998,7 @@ static const char nm_op_usage[] =
     "\n"
     "One operation of FMT (default fp16), bit for bit, with its flags.\n"
     "\n"
-    "  OP           add sub mul div sqrt fma exp log exp2 rsqrt min max\n"
+    "  OP           add sub mul div sqrt fma exp log exp2 rsqrt min max log1p\n"
     "  A B C        exact values of FMT (an inexact operand is refused, with its\n"
     "               neighbours); with --bits encodings in hex (0x3c00); '-' reads\n"
     "               lines \"A [B [C]]\" from stdin\n"

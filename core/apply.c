@@ -15,6 +15,7 @@ static const struct {
 	[EMU_OP_SQRT] = {"sqrt", 1}, [EMU_OP_EXP] = {"exp", 1},     [EMU_OP_LOG] = {"log", 1},
 	[EMU_OP_EXP2] = {"exp2", 1}, [EMU_OP_RSQRT] = {"rsqrt", 1}, [EMU_OP_MIN] = {"min", 2},
 	[EMU_OP_MAX] = {"max", 2},   [EMU_OP_NEG] = {"neg", 1},     [EMU_OP_ABS] = {"abs", 1},
+	[EMU_OP_LOG1P] = {"log1p", 1},
 };
 
 int emu_op_arity(emu_op op)
@@ -69,6 +70,8 @@ emu_result emu_apply(emu_op op, const emu_format *f, const emu_format *src, cons
 		return emu_neg(f, a[0], env);
 	case EMU_OP_ABS:
 		return emu_abs(f, a[0], env);
+	case EMU_OP_LOG1P:
+		return emu_log1p(f, a[0], env);
 	default:
 		return (emu_result){f->nan_bits, EMU_FLAG_INVALID};
 	}

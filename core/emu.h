@@ -123,6 +123,7 @@ typedef enum {
 	EMU_OP_MAX,
 	EMU_OP_NEG,
 	EMU_OP_ABS,
+	EMU_OP_LOG1P, /* log(1 + x); last so ops keep their indices */
 	EMU_NOPS
 } emu_op;
 
@@ -206,6 +207,7 @@ emu_result emu_min(const emu_format *f, emu_bits a, emu_bits b, const emu_env *e
 emu_result emu_max(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env);
 emu_result emu_neg(const emu_format *f, emu_bits a, const emu_env *env);
 emu_result emu_abs(const emu_format *f, emu_bits a, const emu_env *env);
+emu_result emu_log1p(const emu_format *f, emu_bits a, const emu_env *env);
 /* -1, 0, 1 for less, equal, greater; 2 unordered. Quiet: no flags. */
 int emu_compare(const emu_format *f, emu_bits a, emu_bits b, const emu_env *env);
 

@@ -475,6 +475,20 @@ static void op_unary(emu_op op, real *r, const operand *a)
 		else
 			r_odd(r, mpfr_log(y, a->v.x, MPFR_RNDZ), false); /* log 1 = +0 */
 		break;
+	case EMU_OP_LOG1P:
+		if (a->kind == K_ZERO)
+			r_zero(r, a->neg); /* log1p(±0) = ±0 */
+		else if (a->kind == K_INF && a->neg)
+			r_nan(r, EMU_FLAG_INVALID);
+		else if (a->kind == K_INF)
+			r_inf(r, false, 0);
+		else if (mpfr_cmp_si(a->v.x, -1) == 0)
+			r_inf(r, true, EMU_FLAG_DIVBYZERO);
+		else if (mpfr_cmp_si(a->v.x, -1) < 0)
+			r_nan(r, EMU_FLAG_INVALID);
+		else
+			r_odd(r, mpfr_log1p(y, a->v.x, MPFR_RNDZ), false);
+		break;
 	case EMU_OP_RSQRT:
 		/* rsqrt(±0) = ±inf as IEEE 754 rSqrt (mpfr_rec_sqrt(-0) is +inf) */
 		if (a->kind == K_ZERO)

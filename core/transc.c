@@ -1,5 +1,5 @@
 /*
- * transc.c — exp, log, exp2, 1/√x correctly rounded to the format in every
+ * transc.c — exp, log, exp2, 1/√x, log(1+x) correctly rounded to the format in every
  * mode, by Ziv's strategy (Ziv 1991; as in CORE-MATH and CRlibm):
  *   1. evaluate in double (glibc: error well under 4 ulp); the exact value
  *      lies strictly inside y ± 4 ulp. Round both ends of that interval (as
@@ -9,6 +9,11 @@
  *   3. otherwise ask the MPFR backend (counted: emu_fallback_count()).
  * The exact cases (exp(0), exp2(n), log(1), rsqrt(4^k)) are handled first
  * because an exact result sits on a rounding boundary by definition.
+log1p has one exact case, log1p(±0) = ±0; for |x| < 2^-54 its value is x
+less a positive amount below x²/2 (x > 0) or x more one below x² (x < 0),
+both under a 53-bit ulp of x, so the core rounds "x and a sticky bit"
+directly: a subnormal x gives an inexact, tiny (underflowing) result, as
+MPFR with mpfr_subnormalize does.
  * With p <= 24 step 1 decides all but about 2^-25 of the inputs.
  */
 #include <float.h>
@@ -43,7 +48,7 @@ static int round_interval_ld(const emu_format *f, bool neg, long double lo, long
 	return 0;
 }
 
-enum fn { FN_EXP, FN_LOG, FN_EXP2, FN_RSQRT };
+enum fn { FN_EXP, FN_LOG, FN_EXP2, FN_RSQRT, FN_LOG1P };
 
 static long double eval_ld(enum fn fn, long double x)
 {
@@ -54,6 +59,8 @@ static long double eval_ld(enum fn fn, long double x)
 		return logl(x);
 	case FN_EXP2:
 		return exp2l(x);
+	case FN_LOG1P:
+		return log1pl(x);
 	default:
 		return 1.0L / sqrtl(x);
 	}
@@ -68,12 +75,14 @@ static double eval_d(enum fn fn, double x)
 		return log(x);
 	case FN_EXP2:
 		return exp2(x);
+	case FN_LOG1P:
+		return log1p(x);
 	default:
 		return 1.0 / sqrt(x);
 	}
 }
 
-static const emu_op fn_op[] = {EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT};
+static const emu_op fn_op[] = {EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_LOG1P};
 
 /* x finite, result finite nonzero and irrational. */
 static double ziv(enum fn fn, const emu_format *f, double x, const emu_env *env,
@@ -81,7 +90,7 @@ static double ziv(enum fn fn, const emu_format *f, double x, const emu_env *env,
 {
 	bool neg = false;
 	double y = eval_d(fn, x);
-	if (y < 0) { /* only log of x < 1 */
+	if (y < 0) { /* only log of x < 1, log1p of x < 0 */
 		neg = true;
 		y = -y;
 	}
@@ -205,5 +214,39 @@ emu_result emu_rsqrt(const emu_format *f, emu_bits ab, const emu_env *env)
 	} else {
 		r = ziv(FN_RSQRT, f, x, env, &fl);
 	}
+	return emu_pack(f, r, fl);
+}
+
+/* log1p(x) for 0 < |x| < 2^-54: x = M·2^E with M's leading one at bit 52.
+ * x > 0: the value lies in (x − 2^E, x), i.e. (M − 1 + s)·2^E, 0 < s < 1;
+ * x < 0: |value| lies in (|x|, |x| + 2^E), i.e. (M + s)·2^E. */
+static double log1p_tiny(const emu_format *f, double x, const emu_env *env, unsigned *fl)
+{
+	uint64_t u = emu_dbits(fabs(x));
+	uint64_t M = (u & ((1ull << 52) - 1)) | (1ull << 52);
+	int E = (int)(u >> 52) - 1075;
+	if (x > 0)
+		return emu_round_core(f, false, M - 1, E, true, env, fl);
+	return emu_round_core(f, true, M, E, true, env, fl);
+}
+
+emu_result emu_log1p(const emu_format *f, emu_bits ab, const emu_env *env)
+{
+	unsigned fl = emu_snan_flag(f, ab);
+	double x = emu_operand(f, ab, env), r;
+	if (isnan(x))
+		r = emu_nan_result(f, false, &fl);
+	else if (x == 0)
+		r = emu_zero_result(f, signbit(x), &fl); /* log1p(±0) = ±0, exact */
+	else if (x == -1)
+		r = emu_inf_result(f, true, true, env, &fl);
+	else if (x < -1)
+		r = emu_nan_result(f, true, &fl); /* −inf too */
+	else if (isinf(x))
+		r = emu_inf_result(f, false, false, env, &fl);
+	else if (fabs(x) < 0x1p-54)
+		r = log1p_tiny(f, x, env, &fl);
+	else
+		r = ziv(FN_LOG1P, f, x, env, &fl);
 	return emu_pack(f, r, fl);
 }

@@ -166,6 +166,9 @@ static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_s
 	case EMU_OP_LOG:
 		mpfr_log(d, a, MPFR_RNDN);
 		break;
+	case EMU_OP_LOG1P:
+		mpfr_log1p(d, a, MPFR_RNDN);
+		break;
 	case EMU_OP_EXP2:
 		mpfr_exp2(d, a, MPFR_RNDN);
 		break;

@@ -12,6 +12,7 @@ static const emu_kernel *const all[] = {
 	&emu_kernel_backward,
 	&emu_kernel_gradscaler,
 	&emu_kernel_rmsnorm,
+	&emu_kernel_bce,
 };
 
 size_t emu_kernel_count(void)
@@ -163,6 +164,8 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 		return 3 * R * N + 3 * N * K + R * K +
 		       fmax(R, fmax(N, K)); /* x, dX, grad; w, dW; dl; the product row */
 	}
+	if (k == &emu_kernel_bce)
+		return 4 * R * N + 4 * N; /* X, targets, loss terms, grad; four row temporaries */
 	if (k == &emu_kernel_gradscaler)
 		return 5 * R * N; /* scale, skipped, lost; the gradients and steps */
 	if (k == &emu_kernel_rmsnorm)

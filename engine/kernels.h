@@ -175,5 +175,6 @@ int emu_backward_fractions(const emu_run *r, const emu_run *truth, double out[4]
 extern const emu_kernel emu_kernel_layernorm;
 extern const emu_kernel emu_kernel_accum;
 extern const emu_kernel emu_kernel_rmsnorm; /* kernels/rmsnorm.c */
+extern const emu_kernel emu_kernel_bce; /* kernels/bce.c */
 
 #endif

@@ -16,8 +16,8 @@
 
 static const emu_op binops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,
                                 EMU_OP_DIV, EMU_OP_MIN, EMU_OP_MAX};
-static const emu_op unops[] = {EMU_OP_CVT,  EMU_OP_SQRT,  EMU_OP_EXP, EMU_OP_LOG,
-                               EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_NEG, EMU_OP_ABS};
+static const emu_op unops[] = {EMU_OP_CVT,   EMU_OP_SQRT, EMU_OP_EXP, EMU_OP_LOG,  EMU_OP_EXP2,
+                               EMU_OP_RSQRT, EMU_OP_NEG,  EMU_OP_ABS, EMU_OP_LOG1P};
 
 static void *xcalloc(size_t n, size_t sz)
 {

@@ -4,6 +4,7 @@
  *   - every pair of every format of <= 8 bits, every binary operation, mode
  *     and overflow rule (fma: every pair with a set of addends);
  *   - every 16-bit value, every unary operation and conversion;
+ *   - 4·10^6 binary32 log1p arguments where it is hard (tiny, near −1);
  *   - every binary32 within 3 ulps of each rounding boundary and midpoint of
  *     each format, and 10^7 random binary32 and 10^7 binary64 inputs;
  *   - 10^7 random 16-bit pairs per binary operation;
@@ -86,8 +87,8 @@ static void prove(const char *what, uint64_t n, gen_fn gen, const void *ctx)
 
 static const emu_op binops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV, EMU_OP_MIN,
                                 EMU_OP_MAX};
-static const emu_op unops[] = {EMU_OP_SQRT, EMU_OP_EXP,  EMU_OP_LOG, EMU_OP_EXP2,
-                               EMU_OP_RSQRT, EMU_OP_NEG, EMU_OP_ABS};
+static const emu_op unops[] = {EMU_OP_SQRT, EMU_OP_EXP, EMU_OP_LOG,  EMU_OP_EXP2,
+                               EMU_OP_RSQRT, EMU_OP_NEG, EMU_OP_ABS, EMU_OP_LOG1P};
 #define NVARIANT 14 /* 6 modes x {ieee, sat} + {ftz, daz} at rne */
 
 static void set_variant(tcase *c, unsigned v, uint64_t i)
@@ -177,7 +178,8 @@ START_TEST(test_unary_16)
 	const emu_format *f = t_fmt(wide_fmts[_i]);
 	uint64_t n = 65536ull * ARRAY_SIZE(unops) * NVARIANT;
 	char what[96];
-	snprintf(what, sizeof what, "%s: every value x 7 unary ops x 14 env", f->name);
+	snprintf(what, sizeof what, "%s: every value x %zu unary ops x 14 env", f->name,
+	         ARRAY_SIZE(unops));
 	prove(what, t_quick() ? n / 97 : n, gen_unary, f);
 }
 END_TEST
@@ -187,7 +189,8 @@ START_TEST(test_unary_small)
 	const emu_format *f = t_fmt(small_fmts[_i]);
 	uint64_t n = (1ull << f->bits) * ARRAY_SIZE(unops) * NVARIANT;
 	char what[96];
-	snprintf(what, sizeof what, "%s: every value x 7 unary ops x 14 env", f->name);
+	snprintf(what, sizeof what, "%s: every value x %zu unary ops x 14 env", f->name,
+	         ARRAY_SIZE(unops));
 	prove(what, t_quick() ? n / 7 : n, gen_unary, f);
 }
 END_TEST
@@ -248,7 +251,8 @@ START_TEST(test_custom_pairs)
 	snprintf(what, sizeof what, "%s: fma all pairs x addends x 14 env", f->name);
 	prove(what, t_quick() ? n / 7 : n, gen_fma_pairs, f);
 	n = (1ull << f->bits) * ARRAY_SIZE(unops) * NVARIANT;
-	snprintf(what, sizeof what, "%s: every value x 7 unary ops x 14 env", f->name);
+	snprintf(what, sizeof what, "%s: every value x %zu unary ops x 14 env", f->name,
+	         ARRAY_SIZE(unops));
 	prove(what, t_quick() ? n / 7 : n, gen_unary, f);
 	/* to every built-in format */
 	n = (1ull << f->bits) * emu_format_count() * NVARIANT;
@@ -451,6 +455,43 @@ START_TEST(test_random_inrange)
 }
 END_TEST
 
+/* ---- log1p on binary32: where its Ziv check and its tiny branch meet ----
+ * fp32's 2^32 values are too many to walk; draw them where log1p is hard:
+ * a quarter uniform bit patterns, a quarter log-uniform over the whole
+ * range, a quarter within 2^-40..2^-70 (the |x| < 2^-54 branch and the
+ * arguments just above it, where x − x²/2 is within a few binary64 ulps of
+ * x), a quarter within 2^-10 of −1 (results near −inf's side). */
+static void gen_log1p32(uint64_t i, const void *ctx, tcase *c)
+{
+	(void)ctx;
+	uint64_t r = t_rand(14, i);
+	uint32_t u = (uint32_t)r, sign = (uint32_t)(r >> 63) << 31;
+	switch ((r >> 32) & 3) {
+	case 0:
+		break;
+	case 1: /* exponent field 0..254, any fraction */
+		u = sign | ((uint32_t)((r >> 34) % 255) << 23) | (u & 0x7fffffu);
+		break;
+	case 2: /* biased exponents 57..87: 2^-70 .. 2^-40 */
+		u = sign | ((uint32_t)(57 + (r >> 34) % 31) << 23) | (u & 0x7fffffu);
+		break;
+	default: /* −1 + k·2^-24 and −1 − k·2^-23, |k| < 2^14 */
+		u = (r >> 34) & 1 ? 0xbf800000u - (u & 0x3fffu) : 0xbf800000u + (u & 0x3fffu);
+		break;
+	}
+	c->f = t_fmt("fp32");
+	c->op = EMU_OP_LOG1P;
+	c->a[0] = u;
+	set_variant(c, (unsigned)((r >> 40) % NVARIANT), i);
+}
+
+START_TEST(test_log1p32)
+{
+	prove("fp32 log1p: random, tiny, near -1 x 14 env", t_quick() ? 100000 : 4000000,
+	      gen_log1p32, NULL);
+}
+END_TEST
+
 /* ---- random 16-bit pairs per binary operation ---- */
 static const emu_op pair_ops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV,
                                   EMU_OP_FMA, EMU_OP_MIN, EMU_OP_MAX};
@@ -497,6 +538,7 @@ Suite *suite_mpfr(void)
 	tcase_add_loop_test(tc, test_random_floats, 0, 2);
 	tcase_add_test(tc, test_random_inrange);
 	tcase_add_loop_test(tc, test_pairs16, 0, ARRAY_SIZE(pair_ops));
+	tcase_add_test(tc, test_log1p32);
 	tcase_add_loop_test(tc, test_custom_pairs, 0, ARRAY_SIZE(custom_specs));
 	tcase_add_test(tc, test_kernel_no_zero);
 	tcase_add_loop_test(tc, test_custom_cvt_in, 0, ARRAY_SIZE(custom_specs));

@@ -263,6 +263,69 @@ START_TEST(test_snan_table)
 }
 END_TEST
 
+/* log1p's special cases and a few values, by hand (docs/numerics.md): the
+ * values are log1p in binary64 rounded to the format by Python's struct
+ * ('e', 'f': round to nearest even), which no tie can fool here. Tiny
+ * arguments: log1p(x) lies just below x for either sign, so x's own
+ * encoding in rne, toward −inf's neighbour in down (and rtz for x > 0),
+ * underflow|inexact when subnormal. Both backends. */
+#define X EMU_FLAG_INEXACT
+#define UX (EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT)
+static const struct log1p_case {
+	const char *fmt;
+	emu_mode mode;
+	emu_bits a, want;
+	unsigned flags;
+} log1p_cases[] = {
+	{"fp16", EMU_RNE, 0x0000, 0x0000, 0},     /* +0 exact */
+	{"fp16", EMU_DOWN, 0x8000, 0x8000, 0},    /* −0 exact */
+	{"fp16", EMU_RNE, 0xbc00, 0xfc00, EMU_FLAG_DIVBYZERO}, /* −1 */
+	{"fp16", EMU_RNE, 0xc000, 0x7e00, EMU_FLAG_INVALID},   /* −2 */
+	{"fp16", EMU_RNE, 0xfc00, 0x7e00, EMU_FLAG_INVALID},   /* −inf */
+	{"fp16", EMU_RNE, 0x7c00, 0x7c00, 0},                  /* +inf */
+	{"fp16", EMU_RNE, 0x7c1b, 0x7e00, EMU_FLAG_INVALID},   /* sNaN */
+	{"fp16", EMU_RNE, 0x3c00, 0x398c, X},     /* ln 2 */
+	{"fp16", EMU_RNE, 0xb800, 0xb98c, X},     /* log1p(−1/2) = −ln 2 */
+	{"fp16", EMU_RNE, 0x1400, 0x13ff, X},     /* 2^-10 − 2^-21 + … */
+	{"fp16", EMU_RNE, 0x7bff, 0x498c, X},     /* log1p(65504) */
+	{"fp16", EMU_RNE, 0xbbff, 0xc7a0, X},     /* log1p(−1 + 2^-11) */
+	{"fp16", EMU_RNE, 0x0001, 0x0001, UX},    /* 2^-24 */
+	{"fp16", EMU_RTZ, 0x0001, 0x0000, UX},
+	{"fp16", EMU_UP, 0x0001, 0x0001, UX},
+	{"fp16", EMU_RNE, 0x8001, 0x8001, UX},    /* −2^-24 */
+	{"fp16", EMU_DOWN, 0x8001, 0x8002, UX},
+	{"fp16", EMU_RTZ, 0x8001, 0x8001, UX},
+	{"fp32", EMU_RNE, 0x00000001, 0x00000001, UX}, /* 2^-149: the |x| < 2^-54 branch */
+	{"fp32", EMU_DOWN, 0x00000001, 0x00000000, UX},
+	{"fp32", EMU_RNE, 0x7f7fffff, 0x42b17218, X},  /* log1p(max) */
+};
+#undef X
+#undef UX
+
+START_TEST(test_log1p_table)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(log1p_cases); i++) {
+		const struct log1p_case *c = &log1p_cases[i];
+		const emu_format *f = t_fmt(c->fmt);
+		emu_env env = EMU_ENV_DEFAULT;
+		env.mode = c->mode;
+		emu_result r[2] = {emu_apply(EMU_OP_LOG1P, f, NULL, &c->a, &env),
+		                   emu_mp_apply(EMU_OP_LOG1P, f, NULL, &c->a, &env)};
+		for (int b = 0; b < 2; b++)
+			ck_assert_msg(r[b].bits == c->want && r[b].flags == c->flags,
+			              "row %zu: %s log1p(0x%x) %s: %s 0x%x flags %x, want 0x%x flags %x", i,
+			              c->fmt, c->a, emu_mode_name(c->mode), b ? "mpfr" : "fast", r[b].bits,
+			              r[b].flags, c->want, c->flags);
+		n += 2;
+	}
+	ck_assert_str_eq(emu_op_name(EMU_OP_LOG1P), "log1p");
+	ck_assert_int_eq(emu_op_by_name("log1p"), EMU_OP_LOG1P);
+	ck_assert_int_eq(emu_op_arity(EMU_OP_LOG1P), 1);
+	t_count("ops: log1p table, both backends", n);
+}
+END_TEST
+
 /* A signaling binary64 (or binary32) source: invalid, a quiet NaN out, on
  * every path: emu_from_double, the MPFR backend, emu_from_float, and each
  * array path (the vector RNE/SR loops and the scalar one). */
@@ -336,6 +399,7 @@ Suite *suite_ops(void)
 	tcase_add_loop_test(tc, test_value_domain, 0, 4);
 	tcase_add_test(tc, test_neighbours);
 	tcase_add_test(tc, test_snan_table);
+	tcase_add_test(tc, test_log1p_table);
 	tcase_add_test(tc, test_snan_double);
 	tcase_add_loop_test(tc, test_array_paths, 0, (int)emu_format_count());
 	suite_add_tcase(s, tc);

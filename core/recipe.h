@@ -153,6 +153,7 @@ typedef struct emu_qtensor {
 	bool *four;         /* per block, 4over6: true when the block scaled its max to 4 */
 	double tensor_amax; /* amax of the whole tensor (after RHT) */
 	double s_enc, t;    /* NVFP4: S_enc and t = fp32(1/S_enc); 1 and 1 otherwise */
+	int elem_p;         /* the element format's precision (for the 2^-p statistic) */
 } emu_qtensor;
 
 /* Quantise x (rows × cols) by r for role (colwise: the column-wise copy).
@@ -163,10 +164,19 @@ int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double 
                  size_t cols, uint64_t seed, emu_qtensor *out) __attribute__((warn_unused_result));
 void emu_qtensor_free(emu_qtensor *q);
 
+/* One block's scale by r's rule from its amax a: the decode scale *d (as
+ * stored, its encoding in *dcode) and the element multiplier *m. hist is
+ * the delayed rule's amax history, s_enc and t the NVFP4 tensor scales (1
+ * and 1 otherwise), fmax the element max aimed at (0: r's). engine/scale.c
+ * scales the kernels' inputs with it. */
+void emu_recipe_block_scale(const emu_recipe *r, double a, double hist, double fmax, double s_enc,
+                            double t, double *d, double *m, emu_bits *dcode);
+
 /* Round one fp32 value v to f by n-bit SR (the dither form hardware uses):
  * with F the first n bits of v's fraction below f's last place and u the top
  * n bits of emu_sr_bits(seed, index), round away from zero iff F + u >= 2^n.
- * Bias toward zero: up to 2^-n of an ulp. n = 32 is exactly EMU_SR. */
+ * Bias toward zero: up to 2^-n of an ulp. n = 32 is the emulator's EMU_SR
+ * (emu_from_double), nanmap's one definition of full SR. */
 double emu_round_sr_bits(const emu_format *f, double v, int n, bool sat, uint64_t seed,
                          uint64_t index, unsigned *flags);
 

@@ -696,7 +696,7 @@ static double amax_of(const double *x, size_t r0, size_t r1, size_t c0, size_t c
 
 /* element i of the block: q, code, flags into out; returns deq */
 static void quant_elem(const emu_recipe *r, emu_mode mode, const bscale *b, double t, size_t i,
-                       uint64_t seed, emu_qtensor *o)
+                       uint64_t seed, uint64_t i0, emu_qtensor *o)
 {
 	const emu_format *E = &r->elem;
 	double x = o->x[i];
@@ -710,9 +710,9 @@ static void quant_elem(const emu_recipe *r, emu_mode mode, const bscale *b, doub
 	unsigned fl = 0;
 	double q;
 	if (mode == EMU_SR) {
-		q = emu_round_sr_bits(E, xs, r->sr_bits, r->sat, seed, i, &fl);
+		q = emu_round_sr_bits(E, xs, r->sr_bits, r->sat, seed, i0 + i, &fl);
 	} else {
-		emu_env e = {mode, r->sat, false, false, seed, i};
+		emu_env e = {mode, r->sat, false, false, seed, i0 + i};
 		emu_result rr = emu_from_double(E, xs, &e);
 		fl = rr.flags;
 		q = emu_decode(E, rr.bits);
@@ -736,9 +736,54 @@ static double block_err(const emu_qtensor *o, size_t r0, size_t r1, size_t c0, s
 	return s;
 }
 
+/* x as r holds it: fp32, then the RHT where it applies (in place on o) */
+static void hold_input(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                       size_t rows, size_t cols, double *o)
+{
+	size_t n = rows * cols;
+	emu_env e = EMU_ENV_DEFAULT;
+	emu_a_cvt(fmt("fp32"), o, x, 1, n, &e, NULL);
+	bool rht = r->rht && (r->rht_all || (colwise && role != EMU_ROLE_WEIGHT));
+	if (!rht)
+		return;
+	if (colwise) {
+		for (size_t c = 0; c < cols; c++)
+			for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16)
+				rht16(o + r0 * cols + c, cols);
+	} else {
+		for (size_t rr = 0; rr < rows; rr++)
+			for (size_t c0 = 0; c0 + 16 <= cols; c0 += 16)
+				rht16(o + rr * cols + c0, 1);
+	}
+}
+
+double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                              size_t rows, size_t cols)
+{
+	bool rht = r->rht && (r->rht_all || (colwise && role != EMU_ROLE_WEIGHT));
+	if (!rht) /* fp32 rounding is monotone: the amax of fp32(x) is fp32(amax x) */
+		return f32(amax_of(x, 0, rows, 0, cols, cols));
+	double *t = malloc((rows * cols > 0 ? rows * cols : 1) * sizeof *t);
+	if (!t)
+		return NAN;
+	hold_input(r, role, colwise, x, rows, cols, t);
+	double a = amax_of(t, 0, rows, 0, cols, cols);
+	free(t);
+	return a;
+}
+
 int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double *x, size_t rows,
                  size_t cols, uint64_t seed, emu_qtensor *o)
 {
+	emu_qpart part = {0, rows, seed, NAN};
+	return emu_quantize_part(r, role, colwise, x, rows, cols, &part, o);
+}
+
+int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                      size_t rows, size_t cols, const emu_qpart *part, emu_qtensor *o)
+{
+	uint64_t seed = part->seed;
+	uint64_t i0 = (uint64_t)part->row0 * cols;
 	memset(o, 0, sizeof *o);
 	if ((unsigned)role >= EMU_NROLES)
 		role = EMU_ROLE_ACT;
@@ -780,21 +825,9 @@ int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double 
 		return -1;
 	}
 	/* 1. the input as the recipe holds it */
-	for (size_t i = 0; i < n; i++)
-		o->x[i] = f32(x[i]);
-	bool rht = r->rht && (r->rht_all || (colwise && role != EMU_ROLE_WEIGHT));
-	if (rht) {
-		if (colwise) {
-			for (size_t c = 0; c < cols; c++)
-				for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16)
-					rht16(o->x + r0 * cols + c, cols);
-		} else {
-			for (size_t rr = 0; rr < rows; rr++)
-				for (size_t c0 = 0; c0 + 16 <= cols; c0 += 16)
-					rht16(o->x + rr * cols + c0, 1);
-		}
-	}
-	o->tensor_amax = amax_of(o->x, 0, rows, 0, cols, cols);
+	hold_input(r, role, colwise, x, rows, cols, o->x);
+	o->tensor_amax = isnan(part->tensor_amax) ? amax_of(o->x, 0, rows, 0, cols, cols)
+	                                          : part->tensor_amax;
 	double fmax = r->fmax > 0 ? r->fmax : r->elem.max;
 	o->s_enc = o->t = 1;
 	if (r->rule == EMU_RSCALE_NVFP4) {
@@ -824,7 +857,7 @@ int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double 
 			bscale s = scale_of(r, a, hist, r->four_over_six ? 6 : fmax, o->s_enc, o->t);
 			for (size_t rr = r0; rr < r1; rr++)
 				for (size_t c = c0; c < c1; c++)
-					quant_elem(r, mode, &s, o->t, rr * cols + c, seed, o);
+					quant_elem(r, mode, &s, o->t, rr * cols + c, seed, i0, o);
 			if (r->four_over_six) {
 				bscale s4 = scale_of(r, a, hist, 4, o->s_enc, o->t);
 				double e6 = block_err(o, r0, r1, c0, c1, r->four_over_six == EMU_R46_MSE);
@@ -843,7 +876,7 @@ int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double 
 						}
 				for (size_t rr = r0; rr < r1; rr++)
 					for (size_t c = c0; c < c1; c++)
-						quant_elem(r, mode, &s4, o->t, rr * cols + c, seed, o);
+						quant_elem(r, mode, &s4, o->t, rr * cols + c, seed, i0, o);
 				double e4 = block_err(o, r0, r1, c0, c1, r->four_over_six == EMU_R46_MSE);
 				if (e4 < e6 || !kept) {
 					s = s4;
@@ -872,15 +905,18 @@ int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double 
 
 /* ---- statistics ---- */
 
-void emu_qstats_of(const emu_qtensor *q, const double *x0, emu_qstats *st)
+void emu_qstats_init(emu_qstats *st)
 {
 	memset(st, 0, sizeof *st);
+}
+
+void emu_qstats_add(emu_qstats *st, const emu_qtensor *q, const double *x0)
+{
 	size_t n = q->rows * q->cols;
-	st->n = n;
-	double sx = 0, se = 0, sb = 0, sbb = 0, srel = 0;
-	uint64_t nrel = 0, nb = 0;
 	double tol = ldexp(1.0, -q->elem_p);
-	st->amax = q->tensor_amax;
+	st->n += n;
+	if (!(q->tensor_amax <= st->amax))
+		st->amax = q->tensor_amax;
 	for (size_t i = 0; i < n; i++) {
 		double x = x0[i], y = q->deq[i];
 		if (isnan(x)) {
@@ -898,11 +934,10 @@ void emu_qstats_of(const emu_qtensor *q, const double *x0, emu_qstats *st)
 			continue;
 		}
 		double e = y - x;
-		sx += x * x;
-		se += e * e;
-		sb += e;
-		sbb += e * e;
-		nb++;
+		st->sum_x2 += x * x;
+		st->sum_e2 += e * e;
+		st->sum_e += e;
+		st->n_err++;
 		if (x != 0) {
 			double rel = fabs(e) / fabs(x);
 			if (y == 0)
@@ -911,42 +946,40 @@ void emu_qstats_of(const emu_qtensor *q, const double *x0, emu_qstats *st)
 				st->lost++;
 			if (rel < tol)
 				st->within++;
-			srel += rel;
-			nrel++;
+			st->sum_rel += rel;
+			st->n_rel++;
 			if (rel > st->max_rel)
 				st->max_rel = rel;
 		}
 	}
-	st->mean_rel = nrel ? srel / (double)nrel : 0;
-	st->sqnr_db = se > 0 ? 10 * log10(sx / se) : INFINITY;
-	if (nb) {
-		double mean = sb / (double)nb;
-		double var = nb > 1 ? (sbb - (double)nb * mean * mean) / (double)(nb - 1) : 0;
+	size_t nblk = q->nbr * q->nbc;
+	st->blocks += nblk;
+	for (size_t b = 0; b < nblk; b++) {
+		double d = q->d[b] * q->t;
+		if (isnan(d))
+			st->nan_scale++;
+		else if (d == 0)
+			st->zero_scale++;
+		else if (isinf(d))
+			st->inf_scale++;
+		else {
+			int k = ilogb(d) + 150;
+			st->exp_hist[k < 0 ? 0 : k > 299 ? 299 : k]++;
+		}
+	}
+}
+
+void emu_qstats_finish(emu_qstats *st)
+{
+	st->mean_rel = st->n_rel ? st->sum_rel / (double)st->n_rel : 0;
+	st->sqnr_db = st->sum_e2 > 0 ? 10 * log10(st->sum_x2 / st->sum_e2) : INFINITY;
+	st->bias = st->bias_se = 0;
+	if (st->n_err) {
+		double k = (double)st->n_err, mean = st->sum_e / k;
+		double var = st->n_err > 1 ? (st->sum_e2 - k * mean * mean) / (k - 1) : 0;
 		double scale = st->amax > 0 && isfinite(st->amax) ? st->amax : 1;
 		st->bias = mean / scale;
-		st->bias_se = var > 0 ? sqrt(var / (double)nb) / scale : 0;
-	}
-	/* within 2^-p: counted separately so the element format's p is known */
-	size_t nblk = q->nbr * q->nbc;
-	int lo = 1000;
-	for (size_t b = 0; b < nblk; b++)
-		if (q->d[b] > 0 && isfinite(q->d[b]) && ilogb(q->d[b]) < lo)
-			lo = ilogb(q->d[b]);
-	st->exp_hist_lo = lo == 1000 ? 0 : lo;
-	for (size_t b = 0; b < nblk; b++) {
-		double d = q->d[b];
-		if (isnan(d)) {
-			st->nan_scale++;
-			continue;
-		}
-		if (d == 0) {
-			st->zero_scale++;
-			continue;
-		}
-		if (!isfinite(d))
-			continue;
-		int k = ilogb(d) - st->exp_hist_lo;
-		st->exp_hist[k < 0 ? 0 : k > 63 ? 63 : k]++;
+		st->bias_se = var > 0 ? sqrt(var / k) / scale : 0;
 	}
 }
 

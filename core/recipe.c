@@ -775,7 +775,7 @@ double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, 
 int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double *x, size_t rows,
                  size_t cols, uint64_t seed, emu_qtensor *o)
 {
-	emu_qpart part = {0, rows, seed, NAN};
+	emu_qpart part = {0, rows, seed, NAN, 0};
 	return emu_quantize_part(r, role, colwise, x, rows, cols, &part, o);
 }
 
@@ -783,7 +783,7 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
                       size_t rows, size_t cols, const emu_qpart *part, emu_qtensor *o)
 {
 	uint64_t seed = part->seed;
-	uint64_t i0 = (uint64_t)part->row0 * cols;
+	uint64_t i0 = part->index0 + (uint64_t)part->row0 * cols;
 	memset(o, 0, sizeof *o);
 	if ((unsigned)role >= EMU_NROLES)
 		role = EMU_ROLE_ACT;
@@ -855,6 +855,8 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 				     q < r0; q++)
 					hist = row_amax[q] > hist ? row_amax[q] : hist;
 			bscale s = scale_of(r, a, hist, r->four_over_six ? 6 : fmax, o->s_enc, o->t);
+			if (r->ftz_scale && s.d != 0 && fabs(s.d) < fmt("fp32")->min_normal)
+				s.d = 0; /* an fp32-subnormal scale read under FTZ (e8m0 2^-127) */
 			for (size_t rr = r0; rr < r1; rr++)
 				for (size_t c = c0; c < c1; c++)
 					quant_elem(r, mode, &s, o->t, rr * cols + c, seed, i0, o);

@@ -1176,10 +1176,10 @@ nm_st_status nm_st_encode(const nm_st_out *t, size_t n, void **buf, size_t *len,
 		for (int d = 0; d < o->ndim; d++)
 			k += (size_t)sprintf(hbuf + k, "%s%llu", d ? "," : "",
 			                     (unsigned long long)o->shape[d]);
-		k +=
-		    (size_t)sprintf(hbuf + k, "],\"data_offsets\":[%llu,%llu]}",
-		                    (unsigned long long)off, (unsigned long long)(off + o->nbytes));
-		off += o->nbytes;
+		uint64_t end = off + o->nbytes; /* no overflow: the sum was checked above */
+		k += (size_t)sprintf(hbuf + k, "],\"data_offsets\":[%llu,%llu]}",
+		                     (unsigned long long)off, (unsigned long long)end);
+		off = end;
 	}
 	hbuf[k++] = '}';
 	while (k % 8)

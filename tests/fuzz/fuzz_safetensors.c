@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	REQUIRE(f.maplen == size && f.header_len <= size - 8);
 	const uint8_t *base = f.map, *start = base + 8 + f.header_len;
 	uint64_t dlen = size - 8 - f.header_len;
-	const nm_st_tensor **order = malloc((f.ntensors ? f.ntensors : 1) * sizeof *order);
+	const nm_st_tensor **order =
+	    malloc((f.ntensors ? f.ntensors : 1) * sizeof(const nm_st_tensor *));
 	REQUIRE(order != NULL);
 	for (size_t i = 0; i < f.ntensors; i++) {
 		const nm_st_tensor *t = &f.t[i];
@@ -75,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		order[i] = t;
 	}
 	/* sorted by offset, each begins where the previous ended, the last at the end */
-	qsort(order, f.ntensors, sizeof *order, by_begin);
+	qsort(order, f.ntensors, sizeof(const nm_st_tensor *), by_begin);
 	uint64_t pos = 0;
 	for (size_t i = 0; i < f.ntensors; i++) {
 		REQUIRE(order[i]->begin == pos);

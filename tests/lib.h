@@ -40,6 +40,7 @@ Suite *suite_parse(void);
 Suite *suite_exhaustive(void);
 Suite *suite_gradscaler(void);
 Suite *suite_npy(void);
+Suite *suite_safetensors(void);
 Suite *suite_kernels(void);
 Suite *suite_backward(void);
 Suite *suite_layernorm(void);

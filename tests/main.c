@@ -81,6 +81,7 @@ int main(void)
 	srunner_add_suite(sr, suite_mpfr());
 	srunner_add_suite(sr, suite_gradscaler());
 	srunner_add_suite(sr, suite_npy());
+	srunner_add_suite(sr, suite_safetensors());
 	srunner_add_suite(sr, suite_kernels());
 	srunner_add_suite(sr, suite_backward());
 	srunner_add_suite(sr, suite_layernorm());

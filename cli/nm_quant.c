@@ -1073,6 +1073,8 @@ static void nq_print_table(nm_buf *b, const char *const *head, char **cells, siz
 			else
 				nm_buf_printf(b, "%-*s  ", (int)w[c], s);
 		}
+		while (!b->oom && b->len > 0 && b->s[b->len - 1] == ' ')
+			b->s[--b->len] = '\0'; /* a skipped tensor's empty cells */
 		nm_buf_putc(b, '\n');
 	}
 }
@@ -1412,7 +1414,7 @@ static const char nq_usage[] =
     "scales' exponents. Bit-exact: the dequantised values are exactly q * d * t.\n"
     "\n"
     "  --recipe R      a built-in (--list) with optional ,key=value overrides, or a\n"
-    "                  spec of keys (elem= scale= rule= block= ...; docs/recipes.md)\n"
+    "                  spec of keys (elem= scale= rule= block= ...; docs/quant.md)\n"
     "  --input FILE    .npy (float16/32/64, 1-D or 2-D) or .safetensors (every tensor\n"
     "                  in file order; F64 F32 F16 BF16 F8_E4M3 F8_E5M2 are decoded,\n"
     "                  other dtypes listed as skipped); > 2-D is (leading dims) x last\n"

@@ -1341,10 +1341,10 @@ static int nq_write_npy(const struct nq_report *rp)
 	if (!t)
 		return nm_fail("--out %s: no tensor was quantised", o->out);
 	size_t n = t->rows * t->cols;
-	size_t shape[2] = {t->ndim == 2 ? t->rows : n, t->cols};
-	int ndim = t->ndim == 2 ? 2 : 1;
-	if (ndim == 1)
-		shape[0] = n;
+	/* .npy holds 1-D or 2-D: more dimensions are written as quantised,
+	 * (leading dims) x last */
+	int ndim = t->ndim >= 2 ? 2 : 1;
+	size_t shape[2] = {ndim == 2 ? t->rows : n, t->cols};
 	err[0] = '\0';
 	if (!o->encodings) {
 		if (nm_npy_write(o->out, NM_NPY_F8, ndim, shape, res->deq, NULL, err,

@@ -1000,7 +1000,7 @@ void emu_qstats_add(emu_qstats *st, const emu_qtensor *q, const double *x0)
 	size_t n = q->rows * q->cols;
 	double tol = ldexp(1.0, -q->elem_p);
 	st->n += n;
-	if (!(q->tensor_amax <= st->amax))
+	if (!isnan(st->amax) && !(q->tensor_amax <= st->amax)) /* NaN sticks */
 		st->amax = q->tensor_amax;
 	for (size_t i = 0; i < n; i++) {
 		double x = x0[i], y = q->deq[i];

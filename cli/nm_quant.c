@@ -653,7 +653,7 @@ static int nq_quantize(const struct nq_job *j, const struct nq_reader *rd, struc
 	size_t block_row0 = 0;
 	for (size_t row0 = 0; !rc && (row0 < rows || (row0 == 0 && rows == 0)); row0 += pr) {
 		size_t nr = row0 + pr < rows ? pr : rows - row0;
-		emu_qpart part = {row0, rows, j->seed, isnan(tamax) ? NAN : tamax};
+		emu_qpart part = {row0, rows, j->seed, isnan(tamax) ? NAN : tamax, 0};
 		emu_qtensor q;
 		rc = rd->fetch(rd->ctx, row0, nr, x0);
 		if (rc)

@@ -40,9 +40,9 @@ static void run_quant(const emu_policy *pol, const char *variant, const double *
 {
 	char err[256];
 	emu_kin in = {x, R, N, NULL, 0, seed};
-	ck_assert_msg(emu_run_kernel(&emu_kernel_quant, pol, variant, &in, kind, r, err,
-	                             sizeof err) == 0,
-	              "%s", err);
+	ck_assert_msg(
+	    emu_run_kernel(&emu_kernel_quant, pol, variant, &in, kind, r, err, sizeof err) == 0,
+	    "%s", err);
 	ck_assert(r->out.n == 4 && strcmp(r->out.item[DEQ].name, "deq") == 0 &&
 	          strcmp(r->out.item[BIAS].name, "bias") == 0 &&
 	          strcmp(r->out.item[BIAS_SE].name, "bias_se") == 0 &&
@@ -77,20 +77,22 @@ START_TEST(test_deq_is_the_recipe)
 				char spec[160], err[256];
 				emu_policy pol;
 				/* the legacy recipes take their elements from storage */
-				snprintf(spec, sizeof spec, "storage=e4m3,compute=fp32,scale=%s,role=%s",
-				         name, roles[ro]);
+				snprintf(spec, sizeof spec,
+				         "storage=e4m3,compute=fp32,scale=%s,role=%s", name,
+				         roles[ro]);
 				if (emu_policy_parse(spec, &pol, err, sizeof err) != EMU_OK) {
-					snprintf(spec, sizeof spec, "compute=fp32,scale=%s,role=%s", name,
-					         roles[ro]);
-					ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK,
-					              "%s: %s", spec, err);
+					snprintf(spec, sizeof spec, "compute=fp32,scale=%s,role=%s",
+					         name, roles[ro]);
+					ck_assert_msg(
+					    emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK,
+					    "%s: %s", spec, err);
 				}
 				if (pol.scale != EMU_SCALE_RECIPE)
 					continue; /* the legacy kinds: engine/scale.c's own load */
 				uint64_t seed = 7 + k;
 				emu_qtensor q;
-				ck_assert(emu_quantize(&pol.recipe, pol.role, col, x, R, N, pol.env.seed,
-				                       &q) == 0);
+				ck_assert(emu_quantize(&pol.recipe, pol.role, col, x, R, N,
+				                       pol.env.seed, &q) == 0);
 				double *ref = malloc(R * N * sizeof *ref);
 				size_t over = 0;
 				ck_assert(ref);
@@ -104,19 +106,20 @@ START_TEST(test_deq_is_the_recipe)
 				emu_recipe_unrht(&pol.recipe, pol.role, col, ref, R, N);
 				for (int kind = EMU_BE_FAST; kind <= EMU_BE_EXACT; kind++) {
 					emu_run r;
-					run_quant(&pol, col ? "col" : "row", x, R, N, seed, (emu_be_kind)kind,
-					          &r);
+					run_quant(&pol, col ? "col" : "row", x, R, N, seed,
+					          (emu_be_kind)kind, &r);
 					for (size_t i = 0; i < (size_t)R * N; i++) {
 						double v = emu_kout_d(&r.be, &r.out.item[DEQ], i);
 						double w = f32(ref[i]);
-						ck_assert_msg(v == w || (isnan(v) && isnan(w)),
-						              "%s %s %s element %zu: deq %a, recipe %a", name,
-						              roles[ro], col ? "col" : "row", i, v, w);
+						ck_assert_msg(
+						    v == w || (isnan(v) && isnan(w)),
+						    "%s %s %s element %zu: deq %a, recipe %a", name,
+						    roles[ro], col ? "col" : "row", i, v, w);
 					}
 					double clip = emu_kout_d(&r.be, &r.out.item[CLIPPED], 0);
 					ck_assert_msg(clip == f32((double)over / (R * N)),
-					              "%s %s: clipped %a, %zu overflowed", name, roles[ro],
-					              clip, over);
+					              "%s %s: clipped %a, %zu overflowed", name,
+					              roles[ro], clip, over);
 					emu_run_free(&r);
 				}
 				emu_qtensor_free(&q);
@@ -187,7 +190,8 @@ START_TEST(test_col_is_transpose)
 	for (size_t k = 0; k < sizeof specs / sizeof *specs; k++) {
 		emu_policy pol;
 		char err[256];
-		ck_assert_msg(emu_policy_parse(specs[k], &pol, err, sizeof err) == EMU_OK, "%s", err);
+		ck_assert_msg(emu_policy_parse(specs[k], &pol, err, sizeof err) == EMU_OK, "%s",
+		              err);
 		emu_run c, r;
 		run_quant(&pol, "col", x, R, N, 1, EMU_BE_FAST, &c);
 		run_quant(&pol, "row", xt, N, R, 1, EMU_BE_FAST, &r);
@@ -195,7 +199,8 @@ START_TEST(test_col_is_transpose)
 			for (size_t j = 0; j < N; j++) {
 				double a = emu_kout_d(&c.be, &c.out.item[DEQ], i * N + j);
 				double b = emu_kout_d(&r.be, &r.out.item[DEQ], j * R + i);
-				ck_assert_msg(a == b, "%s (%zu, %zu): col %a, row of the transpose %a",
+				ck_assert_msg(a == b,
+				              "%s (%zu, %zu): col %a, row of the transpose %a",
 				              specs[k], i, j, a, b);
 			}
 		emu_run_free(&c);

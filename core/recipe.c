@@ -320,7 +320,10 @@ static int set_key(emu_recipe *r, const char *k, const char *v, char *why, size_
 
 static int apply_keys(emu_recipe *r, char *s, char *why, size_t wl)
 {
-	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+	/* strtok_r: a caller parsing its own list with strtok (a policy list)
+	 * must not lose its place when a policy parses its recipe */
+	char *save = NULL;
+	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		if (!eq) {
 			snprintf(why, wl, "'%s' is not KEY=VALUE", tok);

@@ -47,13 +47,66 @@ static const char *const ng_v_gradscaler[] = {"pytorch", NULL};
 static const char *const ng_v_rmsnorm[] = {"plain", "prescaled", "fp32stats", NULL};
 static const char *const ng_v_bce[] = {"naive", "stable", NULL};
 
+static const char *const ng_v_none[] = {NULL};
+
 static const struct ng_kplan ng_plan[] = {
     {"softmax_ce", ng_v_softmax, 2, 16},    {"layernorm", ng_v_layernorm, 2, 16},
     {"accum", ng_v_accum, 2, 64},           {"backward", ng_v_backward, 2, 16},
     {"gradscaler", ng_v_gradscaler, 1, 32}, {"rmsnorm", ng_v_rmsnorm, 2, 16},
-    {"bce", ng_v_bce, 2, 16},
+    {"bce", ng_v_bce, 2, 16},               {"quant", ng_v_none, 0, 0},
 };
 #define NG_NPLAN (sizeof ng_plan / sizeof ng_plan[0])
+
+/*
+ * Cases written one by one, after the table's: a recipe's interest is in
+ * its scales, roles and copies, not in the storage × compute grid. quant's
+ * policies take the recipe's elements as storage and dequantise into fp32.
+ * The 957 cases are the OCP floor's documented example (docs/recipes.md):
+ * every element 957, so each block clips under mxfp8:floor (back as 896) and
+ * not under TE's rule (960). Uniform inputs of X = 6.8e38 leave fp32 about
+ * half the time: infinite elements, inf amax, and NaN from inf · 0.
+ */
+struct ng_one {
+	const char *kernel, *variant, *name, *policy;
+	size_t rows, cols;
+	int gen;
+	double scale;
+};
+
+static const struct ng_one ng_ones[] = {
+    {"quant", "row", "nvfp4-act", "compute=fp32,scale=nvfp4,role=act", 16, 32, NM_GEN_UNIFORM, 2},
+    {"quant", "col", "nvfp4-act", "compute=fp32,scale=nvfp4,role=act", 16, 32, NM_GEN_UNIFORM, 2},
+    {"quant", "row", "nvfp4-weight", "compute=fp32,scale=nvfp4,role=weight", 16, 32,
+     NM_GEN_UNIFORM, 2},
+    {"quant", "row", "nvfp4-grad", "compute=fp32,scale=nvfp4,role=grad", 16, 32, NM_GEN_UNIFORM,
+     2},
+    {"quant", "col", "nvfp4-grad", "compute=fp32,scale=nvfp4,role=grad", 16, 32, NM_GEN_UNIFORM,
+     2},
+    {"quant", "row", "nvfp4-4over6", "compute=fp32,scale=nvfp4:4over6,role=act", 16, 32,
+     NM_GEN_UNIFORM, 2},
+    {"quant", "row", "mxfp8-act", "compute=fp32,scale=mxfp8,role=act", 16, 32, NM_GEN_UNIFORM,
+     2},
+    {"quant", "col", "mxfp8-act", "compute=fp32,scale=mxfp8,role=act", 16, 32, NM_GEN_UNIFORM,
+     2},
+    {"quant", "row", "mxfp8-957", "compute=fp32,scale=mxfp8,role=act", 2, 32, NM_GEN_ONES, 957},
+    {"quant", "row", "mxfp8-floor-957", "compute=fp32,scale=mxfp8:floor,role=act", 2, 32,
+     NM_GEN_ONES, 957},
+    {"quant", "row", "mxfp4-act", "compute=fp32,scale=mxfp4,role=act", 16, 32, NM_GEN_UNIFORM,
+     2},
+    {"quant", "row", "deepseek-act", "compute=fp32,scale=deepseek,role=act", 2, 256,
+     NM_GEN_UNIFORM, 2},
+    {"quant", "col", "deepseek-weight", "compute=fp32,scale=deepseek,role=weight", 16, 32,
+     NM_GEN_UNIFORM, 2},
+    {"quant", "row", "nvfp4-bf16", "compute=bf16,scale=nvfp4,role=act", 16, 32, NM_GEN_UNIFORM,
+     2},
+    {"quant", "row", "nvfp4-zero", "compute=fp32,scale=nvfp4,role=act", 2, 32, NM_GEN_ONES, 0},
+    {"quant", "row", "mxfp8-zero", "compute=fp32,scale=mxfp8,role=act", 2, 32, NM_GEN_ONES, 0},
+    {"quant", "row", "nvfp4-inf", "compute=fp32,scale=nvfp4,role=act", 2, 32, NM_GEN_UNIFORM,
+     6.8e38},
+    {"quant", "row", "mxfp8-inf", "compute=fp32,scale=mxfp8,role=act", 2, 32, NM_GEN_UNIFORM,
+     6.8e38},
+};
+#define NG_NONES (sizeof ng_ones / sizeof ng_ones[0])
 
 static const char *const ng_storage[] = {"fp16", "bf16", "e4m3", "e5m2"};
 #define NG_NSTORAGE 4
@@ -85,7 +138,7 @@ size_t nm_gold_case_count(void)
 	size_t n = 0;
 	for (size_t k = 0; k < NG_NPLAN; k++)
 		n += ng_nvariants(&ng_plan[k]) * NG_PER_VARIANT;
-	return n;
+	return n + NG_NONES;
 }
 
 void nm_gold_case_at(size_t i, nm_gold_case *c)
@@ -97,8 +150,21 @@ void nm_gold_case_at(size_t i, nm_gold_case *c)
 		i -= ng_nvariants(&ng_plan[k]) * NG_PER_VARIANT;
 		k++;
 	}
-	if (k == NG_NPLAN)
+	if (k == NG_NPLAN) {
+		if (i >= NG_NONES)
+			return;
+		const struct ng_one *o = &ng_ones[i];
+		c->kernel = o->kernel;
+		c->variant = o->variant;
+		snprintf(c->id, sizeof c->id, "%s.%s.%s", o->kernel, o->variant, o->name);
+		snprintf(c->policy, sizeof c->policy, "%s", o->policy);
+		c->rows = o->rows;
+		c->cols = o->cols;
+		c->gen = o->gen;
+		c->scale = o->scale;
+		c->seed = nm_fnv1a(c->id, strlen(c->id));
 		return;
+	}
 	const struct ng_kplan *p = &ng_plan[k];
 	size_t v = i / NG_PER_VARIANT, r = i % NG_PER_VARIANT;
 	size_t s = r / (2 * NG_NSETS), comp = r / NG_NSETS % 2, set = r % NG_NSETS;
@@ -116,6 +182,7 @@ void nm_gold_case_at(size_t i, nm_gold_case *c)
 	snprintf(c->policy, sizeof c->policy, "storage=%s,compute=%s", st, ct);
 	c->rows = p->rows;
 	c->cols = p->cols;
+	c->gen = NM_GEN_UNIFORM;
 	c->scale = set == 0 ? 2.0 : set == 1 ? f->max : 8 * f->min_normal;
 	c->seed = nm_fnv1a(c->id, strlen(c->id));
 }
@@ -130,7 +197,7 @@ static int ng_case_text(nm_buf *b, const nm_gold_case *c, emu_be_kind kind, size
 {
 	const emu_kernel *k = emu_kernel_by_name(c->kernel);
 	emu_policy pol;
-	nm_gen g = {NM_GEN_UNIFORM, c->scale, 0, 0, c->seed, 0, 0};
+	nm_gen g = {(nm_gen_dist)c->gen, c->scale, 0, 0, c->seed, 0, 0};
 	size_t n = c->rows * c->cols;
 	double *x;
 	emu_run r;
@@ -163,9 +230,10 @@ static int ng_case_text(nm_buf *b, const nm_gold_case *c, emu_be_kind kind, size
 	size_t start = b->len + 1; /* the case's lines, for its checksum */
 	nm_buf_printf(
 	    b,
-	    "\ncase %s kernel=%s variant=%s policy=%s rows=%zu cols=%zu gen=uniform scale=%a "
+	    "\ncase %s kernel=%s variant=%s policy=%s rows=%zu cols=%zu gen=%s scale=%a "
 	    "seed=%" PRIu64 "\n",
-	    c->id, c->kernel, c->variant, c->policy, c->rows, c->cols, c->scale, c->seed);
+	    c->id, c->kernel, c->variant, c->policy, c->rows, c->cols,
+	    nm_gen_dist_name((nm_gen_dist)c->gen), c->scale, c->seed);
 	nm_buf_printf(b, "status %s %s\n", c->id, emu_run_status_name(r.status));
 	for (int op = 0; op < EMU_NOPS; op++) {
 		if (!r.be.st.ops[op])
@@ -511,8 +579,10 @@ static int ng_export(const struct ng_opts *o)
 	if (!c) /* not found, and said so: rc is nm_fail's status */
 		return rc;
 	err[0] = '\0';
-	if (strcmp(c->gen, "uniform") != 0) {
-		rc = nm_fail("case %s: generator '%s' (export knows uniform)", c->id, c->gen);
+	int dist = nm_gen_dist_parse(c->gen);
+	if (dist != NM_GEN_UNIFORM && dist != NM_GEN_ONES) {
+		rc = nm_fail("case %s: generator '%s' (export knows uniform and ones)", c->id,
+		             c->gen);
 		nm_golden_close(g);
 		return rc;
 	}
@@ -527,7 +597,7 @@ static int ng_export(const struct ng_opts *o)
 	double *x = malloc(n * sizeof *x);
 	uint32_t *enc = malloc(n * sizeof *enc);
 	unsigned char *raw = malloc(n * w);
-	nm_gen gen = {NM_GEN_UNIFORM, c->scale, 0, 0, c->seed, 0, 0};
+	nm_gen gen = {(nm_gen_dist)dist, c->scale, 0, 0, c->seed, 0, 0};
 	if (!x || !enc || !raw) {
 		rc = nm_fail("out of memory");
 		goto out;

@@ -23,7 +23,8 @@ typedef struct nm_gold_case {
 	const char *kernel, *variant;
 	char policy[96];
 	size_t rows, cols;
-	double scale;  /* the uniform generator's X: inputs in [-X, X) */
+	int gen;       /* the generator's distribution: uniform (inputs in [-X, X)), or ones */
+	double scale;  /* the generator's X */
 	uint64_t seed; /* FNV-1a of the id: the generator's and the kernel's */
 } nm_gold_case;
 

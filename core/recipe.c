@@ -650,19 +650,31 @@ static const int rht_sign[16] = {1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 
 /* y[j·st] = fp32(Σ_i bf16(x[i·st]) · H_ij), H = (1/4)·diag(s)·H16: each sum
  * exact (MPFR at 320 bits holds any sum of 16 bf16 products) then rounded
  * once; a NaN or inf input makes the sums NaN / inf as IEEE does. */
+static void rht16_dir(double *x, size_t st, bool inverse);
+
 static void rht16(double *x, size_t st)
+{
+	rht16_dir(x, st, false);
+}
+
+/* inverse: x[i·st] = fp32(Σ_j x[j·st] · H_ij), the transpose (H is
+ * orthogonal: H·Hᵀ = I), its inputs taken as they are (fp32 values) */
+static void rht16_dir(double *x, size_t st, bool inverse)
 {
 	const emu_format *BF = fmt("bf16");
 	emu_env e = EMU_ENV_DEFAULT;
 	double in[16];
 	for (int i = 0; i < 16; i++)
-		in[i] = emu_decode(BF, emu_from_double(BF, x[i * st], &e).bits);
+		in[i] = inverse ? x[i * st] : emu_decode(BF, emu_from_double(BF, x[i * st], &e).bits);
 	mpfr_t acc, t;
 	mpfr_inits2(320, acc, t, (mpfr_ptr)0);
 	for (int j = 0; j < 16; j++) {
 		mpfr_set_zero(acc, 1);
 		for (int i = 0; i < 16; i++) {
-			int sg = rht_sign[i] * ((__builtin_popcount((unsigned)(i & j)) & 1) ? -1 : 1);
+			/* forward: H_ij (row i of the input, column j of the output);
+			 * inverse: H_ji, the sign of the output's row */
+			int sg = rht_sign[inverse ? j : i] *
+			         ((__builtin_popcount((unsigned)(i & j)) & 1) ? -1 : 1);
 			mpfr_set_d(t, in[i] * 0.25 * sg, MPFR_RNDN);
 			mpfr_add(acc, acc, t, MPFR_RNDN);
 		}
@@ -791,6 +803,27 @@ static void hold_input(const emu_recipe *r, emu_role role, bool colwise, const d
 		for (size_t rr = 0; rr < rows; rr++)
 			for (size_t c0 = 0; c0 + 16 <= cols; c0 += 16)
 				rht16(o + rr * cols + c0, 1);
+	}
+}
+
+bool emu_recipe_rht_applies(const emu_recipe *r, emu_role role, bool colwise)
+{
+	return r->rht && (r->rht_all || (colwise && role != EMU_ROLE_WEIGHT));
+}
+
+void emu_recipe_unrht(const emu_recipe *r, emu_role role, bool colwise, double *v, size_t rows,
+                      size_t cols)
+{
+	if (!emu_recipe_rht_applies(r, role, colwise))
+		return;
+	if (colwise) {
+		for (size_t c = 0; c < cols; c++)
+			for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16)
+				rht16_dir(v + r0 * cols + c, cols, true);
+	} else {
+		for (size_t rr = 0; rr < rows; rr++)
+			for (size_t c0 = 0; c0 + 16 <= cols; c0 += 16)
+				rht16_dir(v + rr * cols + c0, 1, true);
 	}
 }
 

@@ -182,6 +182,14 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, const double *x,
                               size_t rows, size_t cols);
 void emu_qtensor_free(emu_qtensor *q);
+/* Does r apply the RHT to this copy of a role's tensor? */
+bool emu_recipe_rht_applies(const emu_recipe *r, emu_role role, bool colwise);
+/* Undo the RHT of that copy on v (rows × cols, fp32 values, dequantised):
+ * each run of 16 becomes v · Hᵀ (H orthogonal), each output the exact sum
+ * rounded once to fp32, so the values compare with the tensor before the
+ * transform. Nothing where the RHT does not apply. */
+void emu_recipe_unrht(const emu_recipe *r, emu_role role, bool colwise, double *v, size_t rows,
+                      size_t cols);
 
 /* One block's scale by r's rule from its amax a: the decode scale *d (as
  * stored, its encoding in *dcode) and the element multiplier *m. hist is

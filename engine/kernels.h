@@ -88,6 +88,12 @@ int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, si
              emu_vec *out);
 int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                 uint64_t e0, emu_vec *out);
+/* The row-wise (colwise false) or column-wise copy of x as emu_load gives
+ * it, a recipe's column-wise copy with its blocks down the columns
+ * (emu_quantize's colwise); where the recipe applies the RHT the values are
+ * transformed back (emu_recipe_unrht) so they compare with x. e0 = 0. */
+int emu_load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+                  bool colwise, emu_vec *out);
 
 /* ---- the Tensor Core block-FMA order as a fold (kernels/tcfold.c) ---- */
 struct emu_tc_model;
@@ -176,5 +182,6 @@ extern const emu_kernel emu_kernel_layernorm;
 extern const emu_kernel emu_kernel_accum;
 extern const emu_kernel emu_kernel_rmsnorm; /* kernels/rmsnorm.c */
 extern const emu_kernel emu_kernel_bce; /* kernels/bce.c */
+extern const emu_kernel emu_kernel_quant; /* kernels/quant.c */
 
 #endif

@@ -64,12 +64,12 @@ static double group_scale(const emu_policy *pol, double amax, double hist)
  * dequantising load computes it; each element's quantisation is counted
  * as an operation of step quantize (its flags: saturation, flushes). */
 static int load_recipe(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
-                       size_t cols, uint64_t e0, emu_vec *out)
+                       size_t cols, uint64_t e0, bool colwise, bool unrht, emu_vec *out)
 {
 	size_t n = rows * cols;
 	emu_qtensor q;
 	emu_qpart part = {0, rows, be->env.seed, NAN, e0};
-	if (emu_quantize_part(&pol->recipe, pol->role, false, x, rows, cols, &part, &q))
+	if (emu_quantize_part(&pol->recipe, pol->role, colwise, x, rows, cols, &part, &q))
 		return -1;
 	const emu_format *f32 = emu_format_by_name("fp32");
 	double *v = malloc((n ? n : 1) * sizeof *v);
@@ -89,6 +89,8 @@ static int load_recipe(emu_be *be, const emu_policy *pol, const double *x, size_
 			v[i] = q.q[i];
 		emu_note(be, EMU_STEP_QUANTIZE, EMU_OP_CVT, q.flags[i], e0 + i);
 	}
+	if (unrht) /* back to the tensor before the transform (fp32 sums) */
+		emu_recipe_unrht(&pol->recipe, pol->role, colwise, v, rows, cols);
 	be->loading = true;
 	emu_input(be, EMU_STEP_INPUT, f32, emu_row(out, 0), v, 1, n, e0, fl);
 	be->loading = false;
@@ -144,14 +146,18 @@ static void stats_add(emu_be_stats *st, const emu_be_stats *fs)
 }
 
 /* TRUTH from the stored inputs: the fast backend's load, its values exact. */
+static int load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+                     uint64_t e0, bool colwise, bool unrht, emu_vec *out);
+
 static int load_stored_truth_vec(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
-                                 size_t cols, uint64_t e0, emu_vec *out)
+                                 size_t cols, uint64_t e0, bool colwise, bool unrht,
+                                 emu_vec *out)
 {
 	size_t n = rows * cols;
 	emu_be fb;
 	emu_be_init(&fb, EMU_BE_FAST, &be->env);
 	emu_vec *v = emu_vec_new(&fb, n);
-	int rc = v ? emu_load_at(&fb, pol, x, rows, cols, e0, v) : -1;
+	int rc = v ? load_copy(&fb, pol, x, rows, cols, e0, colwise, unrht, v) : -1;
 	if (rc == 0) {
 		for (size_t i = 0; i < n; i++)
 			mpfr_set_d(&out->m[i], v->d[i], MPFR_RNDN);
@@ -170,6 +176,43 @@ int emu_load(emu_be *be, const emu_policy *pol, const double *x, size_t rows, si
 int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                 uint64_t e0, emu_vec *out)
 {
+	return load_copy(be, pol, x, rows, cols, e0, false, false, out);
+}
+
+/* The legacy kinds' blocks run along rows: a column-wise copy is the
+ * row-wise load of the transpose, transposed back (element i of the
+ * transpose is element e0 + i of the load's steps). */
+static int load_colwise_legacy(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
+                               size_t cols, uint64_t e0, emu_vec *out)
+{
+	size_t n = rows * cols;
+	double *xt = malloc((n ? n : 1) * sizeof *xt);
+	emu_vec *t = emu_vec_new(be, n ? n : 1);
+	if (!xt || !t) {
+		free(xt);
+		return -1;
+	}
+	for (size_t r = 0; r < rows; r++)
+		for (size_t c = 0; c < cols; c++)
+			xt[c * rows + r] = x[r * cols + c];
+	int rc = load_copy(be, pol, xt, cols, rows, e0, false, false, t);
+	free(xt);
+	if (rc == 0)
+		for (size_t r = 0; r < rows; r++)
+			for (size_t c = 0; c < cols; c++)
+				emu_copy(be, emu_at(out, r * cols + c), emu_at(t, c * rows + r), 1);
+	return rc;
+}
+
+int emu_load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+                  bool colwise, emu_vec *out)
+{
+	return load_copy(be, pol, x, rows, cols, 0, colwise, true, out);
+}
+
+static int load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+                     uint64_t e0, bool colwise, bool unrht, emu_vec *out)
+{
 	const emu_format *S = &pol->storage, *C = &pol->compute;
 	size_t n = rows * cols;
 	if (be->kind == EMU_BE_TRUTH && be->exact_inputs) { /* the original inputs */
@@ -177,9 +220,11 @@ int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
 		return 0;
 	}
 	if (be->kind == EMU_BE_TRUTH && (!be->range || pol->scale == EMU_SCALE_RECIPE))
-		return load_stored_truth_vec(be, pol, x, rows, cols, e0, out);
+		return load_stored_truth_vec(be, pol, x, rows, cols, e0, colwise, unrht, out);
 	if (pol->scale == EMU_SCALE_RECIPE)
-		return load_recipe(be, pol, x, rows, cols, e0, out);
+		return load_recipe(be, pol, x, rows, cols, e0, colwise, unrht, out);
+	if (colwise && pol->scale != EMU_SCALE_NONE)
+		return load_colwise_legacy(be, pol, x, rows, cols, e0, out);
 	if (pol->scale == EMU_SCALE_NONE) { /* stored, then in the compute format */
 		emu_input(be, EMU_STEP_INPUT, S, emu_row(out, 0), x, 1, n, e0, NULL);
 		emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, emu_row(out, 0), emu_row(out, 0),

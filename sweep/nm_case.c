@@ -55,7 +55,7 @@ struct nc_ctx {
 	struct nc_raw title, kernel, variants, formats, truth, exact, series;
 	struct nc_raw policy[NC_MAX_LIST];
 	size_t npolicy;
-	struct nc_raw gen, rows, cols, seed, scale, range, maxabs;
+	struct nc_raw gen, rows, cols, seed, scale, range, maxabs, outlier_k, outlier_frac;
 	struct nc_raw param_text[NM_CASE_MAX_PARAMS];
 	char param_name[NM_CASE_MAX_PARAMS][32];
 	size_t nparam;
@@ -231,6 +231,7 @@ static const struct nc_key nc_case_keys[] = {
 };
 static const struct nc_key nc_input_keys[] = {
     NC_KEY(gen), NC_KEY(rows), NC_KEY(cols), NC_KEY(seed), NC_KEY(scale), NC_KEY(range), NC_KEY(maxabs),
+    NC_KEY(outlier_k), NC_KEY(outlier_frac),
 };
 
 static int nc_keyed(struct nc_ctx *x, const struct nc_key *keys, size_t n, const char *section,
@@ -649,6 +650,16 @@ static int nc_input(struct nc_ctx *x, bool axis_cols, bool axis_rows)
 	}
 	if (nc_bool(x, &x->maxabs, "maxabs", false, &c->maxabs))
 		return -1;
+	/* outliers (cli/nm_gen.h): element i times K where its own draw is below F */
+	if (x->outlier_k.text &&
+	    nc_finite(x, "outlier_k", x->outlier_k.text, x->outlier_k.line, &c->gen.outlier_k))
+		return -1;
+	if (x->outlier_frac.text &&
+	    nc_finite(x, "outlier_frac", x->outlier_frac.text, x->outlier_frac.line,
+	              &c->gen.outlier_frac))
+		return -1;
+	if (!(c->gen.outlier_frac >= 0 && c->gen.outlier_frac <= 1))
+		return nc_err(x, x->outlier_frac.line, "outlier_frac", "want 0 <= F <= 1");
 	c->rows = 1;
 	if (x->rows.text && nc_count(x, &x->rows, "rows", 1u << 24, &c->rows))
 		return -1;
@@ -820,6 +831,10 @@ static int nc_axis(struct nc_ctx *x, size_t i)
 		a->target = NM_SET_COLS;
 	} else if (!strcmp(r->sets.text, "rows")) {
 		a->target = NM_SET_ROWS;
+	} else if (!strcmp(r->sets.text, "outlier_k")) {
+		a->target = NM_SET_OUTLIER_K;
+	} else if (!strcmp(r->sets.text, "outlier_frac")) {
+		a->target = NM_SET_OUTLIER_FRAC;
 	} else if (!strncmp(r->sets.text, "param:", 6)) {
 		const char *p = r->sets.text + 6;
 
@@ -834,7 +849,9 @@ static int nc_axis(struct nc_ctx *x, size_t i)
 				              "parameter '%s' is also fixed in [param]", p);
 	} else {
 		return nc_err(x, r->sets.line, "sets",
-		              "bad target '%s' (scale, cols, rows or param:NAME)", r->sets.text);
+		              "bad target '%s' (scale, cols, rows, outlier_k, outlier_frac or "
+		              "param:NAME)",
+		              r->sets.text);
 	}
 	for (size_t j = 0; j < i; j++)
 		if (c->axes[j].target == a->target &&
@@ -913,7 +930,8 @@ static void nc_ctx_free(struct nc_ctx *x)
 {
 	struct nc_raw *all[] = {&x->title, &x->kernel, &x->variants, &x->formats, &x->truth,
 	                        &x->exact, &x->series, &x->gen, &x->rows, &x->cols,
-	                        &x->seed, &x->scale, &x->range, &x->maxabs};
+	                        &x->seed, &x->scale, &x->range, &x->maxabs,
+	                        &x->outlier_k, &x->outlier_frac};
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		nc_raw_free(all[i]);

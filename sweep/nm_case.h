@@ -24,6 +24,8 @@ typedef enum {
 	NM_SET_COLS,      /* elements per row (an integer) */
 	NM_SET_ROWS,      /* rows (an integer) */
 	NM_SET_PARAM,     /* the kernel parameter axis.param */
+	NM_SET_OUTLIER_K, /* the generator's outlier factor K */
+	NM_SET_OUTLIER_FRAC, /* the generator's outlier frequency F (0 … 1) */
 } nm_axis_target;
 
 /* Which values bisection may visit between two grid points. */

@@ -55,6 +55,10 @@ int nm_point_input(const nm_point *p, double **x, size_t *rows, size_t *cols, ch
 			return -1;
 		else if (a->target == NM_SET_ROWS && np_count(a, v, &R, err, errlen))
 			return -1;
+		else if (a->target == NM_SET_OUTLIER_K)
+			g.outlier_k = v;
+		else if (a->target == NM_SET_OUTLIER_FRAC)
+			g.outlier_frac = v;
 	}
 	if (N == 0 || R > NP_MAX_ELEMS / N)
 		return np_fail(err, errlen, N ? "too many elements" : "no elements", c->name);

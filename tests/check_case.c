@@ -291,8 +291,8 @@ static const struct {
     {7, "cols = 16\nrange = 1,2", ":8: key 'range': only for gen = logspace"},
     {7, "cols = 16\nmaxabs = maybe", ":8: key 'maxabs': 'maybe' is not yes or no"},
     {2, "kernel = softmax", ":2: key 'kernel': unknown kernel 'softmax' (kernels: softmax_ce "
-                            "layernorm accum backward gradscaler rmsnorm bce)"},
-    {2, "", ": [case] needs a kernel (kernels: softmax_ce layernorm accum backward gradscaler rmsnorm bce)"},
+                            "layernorm accum backward gradscaler rmsnorm bce quant)"},
+    {2, "", ": [case] needs a kernel (kernels: softmax_ce layernorm accum backward gradscaler rmsnorm bce quant)"},
     {3, "variants = naive lse2", ":3: key 'variants': unknown variant 'lse2' for softmax_ce "
                                  "(variants: naive maxsub lse)"},
     {3, "variants = naive naive", ":3: key 'variants': 'naive' listed twice"},
@@ -317,7 +317,7 @@ static const struct {
     {10, "grid = pow2 1 3", ":10: key 'grid': pow2 wants powers of two A <= B"},
     {10, "grid = list 1 x", ":10: key 'grid': bad number 'x'"},
     {10, "quick = lin 1 2 3", ":8: [axis x] needs grid"},
-    {9, "sets = color", ":9: key 'sets': bad target 'color' (scale, cols, rows or param:NAME)"},
+    {9, "sets = color", ":9: key 'sets': bad target 'color' (scale, cols, rows, outlier_k, outlier_frac or param:NAME)"},
     {9, "sets = param:eps", ":9: key 'sets': 'eps' is not a parameter of softmax_ce (it reads: "
                             "label=Y (default: row mod classes))"},
     {9, "", ":8: [axis x] needs sets"},

@@ -22,6 +22,7 @@ static char tdir[] = "/tmp/nanmap-claims-XXXXXX";
 static const char *const claim_files[] = {
     "fp16_range", "scaled_loss", "ce_logits", "layernorm_eps", "gradacc_divide",
     "bf16_range", "bf16_precision", "sum_stall", "fp8_scaling",
+    "mx_floor", "nvfp4_mxfp4", "rht_outliers", "sr_bias", "ftz_scale",
 };
 #define NCASES ARRAY_SIZE(claim_files)
 static nm_case cases[NCASES];
@@ -236,6 +237,118 @@ START_TEST(claim8_fp8)
 }
 END_TEST
 
+
+/* claims 17–21: the quant kernel's columns */
+#define RQ_HDR "case,kernel,variant,policy,%s,backend,status,deq.rel_err,deq.lost,bias.maxabs," \
+               "bias_se.maxabs,clipped.maxabs"
+#define QP(r) "\"compute=fp32,scale=" r "\""
+
+static void qcsv(const char *name, const char *axes, const char *const *rows, size_t n)
+{
+	char hdr[300], p[256];
+	snprintf(hdr, sizeof hdr, RQ_HDR, axes);
+	snprintf(p, sizeof p, "%s/%s.csv", tdir, name);
+	FILE *f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%s\n", hdr);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s,quant,%s\n", name, rows[i]);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(claim17_mx_floor)
+{
+	/* variant,policy,sd,backend,status,rel_err,lost,bias,bias_se,clipped */
+	const char *rows[] = {
+	    "row," QP("mxfp8") ",1,fast,ok,0.027,0,0,0,0",
+	    "row," QP("mxfp8:floor") ",1,fast,overflow,0.03,0,0,0,0.006",
+	    "row," QP("mxfp4") ",1,fast,ok,0.11,0,0,0,0",
+	    "row," QP("mxfp4:floor") ",1,fast,overflow,0.11,0,0,0,0.008",
+	};
+	qcsv("mx_floor", "sd", rows, 4);
+	verdict(17, "true");
+	rows[3] = "row," QP("mxfp4:floor") ",1,fast,ok,0.11,0,0,0,0";
+	qcsv("mx_floor", "sd", rows, 4);
+	verdict(17, "partly");
+	rows[1] = "row," QP("mxfp8:floor") ",1,fast,ok,0.03,0,0,0,0";
+	qcsv("mx_floor", "sd", rows, 4);
+	verdict(17, "false");
+}
+END_TEST
+
+START_TEST(claim18_nvfp4_mxfp4)
+{
+	const char *rows[] = {
+	    "row," QP("nvfp4") ",1,fast,ok,0.09,0,0,0,0",
+	    "row," QP("nvfp4") ",100,fast,ok,0.05,0,0,0,0",
+	    "row," QP("mxfp4") ",1,fast,ok,0.11,0,0,0,0",
+	    "row," QP("mxfp4") ",100,fast,ok,0.1,0,0,0,0",
+	};
+	qcsv("nvfp4_mxfp4", "outlier_k", rows, 4);
+	verdict(18, "true");
+	rows[0] = "row," QP("nvfp4") ",1,fast,ok,0.12,0,0,0,0";
+	qcsv("nvfp4_mxfp4", "outlier_k", rows, 4);
+	verdict(18, "partly");
+	rows[1] = "row," QP("nvfp4") ",100,fast,ok,0.2,0,0,0,0";
+	qcsv("nvfp4_mxfp4", "outlier_k", rows, 4);
+	verdict(18, "false");
+}
+END_TEST
+
+START_TEST(claim19_rht)
+{
+	const char *rows[] = {
+	    "col," QP("nvfp4") ",1,0.01,fast,ok,0.095,0,0,0,0",
+	    "col," QP("nvfp4") ",100,0.01,fast,ok,0.05,0,0,0,0",
+	    "col," QP("nvfp4") ",1000,0.01,fast,ok,0.02,0,0,0,0",
+	    "col," QP("{nvfp4,rht=no}") ",1,0.01,fast,ok,0.094,0,0,0,0",
+	    "col," QP("{nvfp4,rht=no}") ",100,0.01,fast,ok,0.06,0,0,0,0",
+	    "col," QP("{nvfp4,rht=no}") ",1000,0.01,fast,ok,0.03,0,0,0,0",
+	};
+	qcsv("rht_outliers", "outlier_k,outlier_frac", rows, 6);
+	verdict(19, "true");
+	rows[1] = "col," QP("nvfp4") ",100,0.01,fast,ok,0.07,0,0,0,0";
+	qcsv("rht_outliers", "outlier_k,outlier_frac", rows, 6);
+	verdict(19, "partly");
+	rows[2] = "col," QP("nvfp4") ",1000,0.01,fast,ok,0.04,0,0,0,0";
+	qcsv("rht_outliers", "outlier_k,outlier_frac", rows, 6);
+	verdict(19, "false");
+}
+END_TEST
+
+#define SRP(n) QP("{nvfp4,sr_bits=" #n "},role=grad")
+START_TEST(claim20_sr)
+{
+	const char *rows[] = {
+	    "row," SRP(2) ",1,fast,ok,0.1,0,0.009,0.0001,0",
+	    "row," SRP(32) ",1,fast,ok,0.1,0,0.0002,0.0001,0",
+	};
+	qcsv("sr_bias", "sd", rows, 2);
+	verdict(20, "partly");
+	rows[0] = "row," SRP(2) ",1,fast,ok,0.1,0,0.0003,0.0001,0";
+	qcsv("sr_bias", "sd", rows, 2);
+	verdict(20, "true");
+	rows[0] = "row," SRP(2) ",1,fast,ok,0.1,0,0.009,0.0001,0";
+	rows[1] = "row," SRP(32) ",1,fast,ok,0.1,0,0.0005,0.0001,0";
+	qcsv("sr_bias", "sd", rows, 2);
+	verdict(20, "false");
+}
+END_TEST
+
+START_TEST(claim21_ftz)
+{
+	const char *rows[] = {
+	    "row," QP("mxfp8:floor") ",1e-37,fast,ok,0.03,0,0,0,0",
+	    "row," QP("{mxfp8:floor,ftz_scale=yes}") ",1e-37,fast,underflow,1,256,0,0,0",
+	};
+	qcsv("ftz_scale", "sd", rows, 2);
+	verdict(21, "true");
+	rows[1] = "row," QP("{mxfp8:floor,ftz_scale=yes}") ",1e-37,fast,ok,0.03,0,0,0,0";
+	qcsv("ftz_scale", "sd", rows, 2);
+	verdict(21, "false");
+}
+END_TEST
+
 /* The whole file (nm_file_read), which must exist. */
 static char *slurp(const char *path)
 {
@@ -275,7 +388,7 @@ START_TEST(bad_claim_keys)
 	static const struct {
 		const char *claim, *want;
 	} rows[] = {
-	    {"id = 9\n", ":14: key 'id': '9' is not a claim number 1..8"},
+	    {"id = 9\n", ":14: key 'id': '9' is not a claim number 1..8 or 17..21"},
 	    {"id = 2\nverdict = true\n", ":15: key 'verdict': unknown in [claim]"},
 	    {"statement = x\n", ":14: key 'id': missing in [claim]"},
 	};
@@ -312,6 +425,11 @@ Suite *suite_claims(void)
 	tcase_add_test(tc, claim6_bf16);
 	tcase_add_test(tc, claim7_sum_stall);
 	tcase_add_test(tc, claim8_fp8);
+	tcase_add_test(tc, claim17_mx_floor);
+	tcase_add_test(tc, claim18_nvfp4_mxfp4);
+	tcase_add_test(tc, claim19_rht);
+	tcase_add_test(tc, claim20_sr);
+	tcase_add_test(tc, claim21_ftz);
 	tcase_add_test(tc, write_report);
 	tcase_add_test(tc, bad_claim_keys);
 	suite_add_tcase(s, tc);

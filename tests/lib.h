@@ -46,6 +46,7 @@ Suite *suite_backward(void);
 Suite *suite_layernorm(void);
 Suite *suite_rmsnorm(void);
 Suite *suite_bce(void);
+Suite *suite_quant(void);
 Suite *suite_accum(void);
 Suite *suite_tc(void);
 Suite *suite_golden(void);
@@ -61,6 +62,6 @@ Suite *suite_metrics(void);
 Suite *suite_engine(void);
 Suite *suite_buf(void);
 Suite *suite_specialize(void);
-Suite *suite_quant(void);
+Suite *suite_qstream(void);
 
 #endif

@@ -87,6 +87,7 @@ int main(void)
 	srunner_add_suite(sr, suite_layernorm());
 	srunner_add_suite(sr, suite_rmsnorm());
 	srunner_add_suite(sr, suite_bce());
+	srunner_add_suite(sr, suite_quant());
 	srunner_add_suite(sr, suite_accum());
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_golden());
@@ -102,7 +103,7 @@ int main(void)
 	srunner_add_suite(sr, suite_engine());
 	srunner_add_suite(sr, suite_buf());
 	srunner_add_suite(sr, suite_specialize());
-	srunner_add_suite(sr, suite_quant());
+	srunner_add_suite(sr, suite_qstream());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	/* test cases a suite did not add (skipped there) are not among those run */

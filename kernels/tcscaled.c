@@ -199,8 +199,8 @@ emu_result emu_tcs_mxf8f6f4(const emu_format *fa, const emu_format *fb, const em
 	uint64_t t = tcs_align(vc.M, vc.L, vc.frac, unit, &lost);
 	sum += vc.neg ? -(int64_t)t : (int64_t)t;
 	for (int i = 0; i < EMU_TCS_K_F8F6F4; i++) {
-		t = tcs_align(va[i].M * vb[i].M, va[i].L + vb[i].L + scale_e, va[i].frac + vb[i].frac,
-		              unit, &lost);
+		t = tcs_align(va[i].M * vb[i].M, va[i].L + vb[i].L + scale_e,
+		              va[i].frac + vb[i].frac, unit, &lost);
 		sum += va[i].neg != vb[i].neg ? -(int64_t)t : (int64_t)t;
 	}
 	return tcs_round_fp32(sum < 0, sum < 0 ? (uint64_t)-sum : (uint64_t)sum, unit, lost);
@@ -236,7 +236,8 @@ emu_result emu_tcs_mxf4nvf4(const emu_format *sf, int block, const emu_bits *a, 
 		int64_t s = 0;
 		for (int i = k * EMU_TCS_GROUP; i < (k + 1) * EMU_TCS_GROUP; i++) {
 			tcs_val x = tcs_decode(e21, a[i], false), y = tcs_decode(e21, b[i], false);
-			int64_t p = (int64_t)(x.M ? x.M << x.L : 0) * (int64_t)(y.M ? y.M << y.L : 0);
+			int64_t p =
+			    (int64_t)(x.M ? x.M << x.L : 0) * (int64_t)(y.M ? y.M << y.L : 0);
 			s += x.neg != y.neg ? -p : p;
 		}
 		int j = k * EMU_TCS_GROUP / block;
@@ -328,18 +329,20 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 		bool mx = tcs_same(&r->scale_fmt, "e8m0") && tcs_elem_ok(&r->elem);
 		bool nv = tcs_same(&r->scale_fmt, "e4m3") && tcs_same(&r->elem, "e2m1");
 		if (!mx && !nv)
-			return gemm_fail(err, errlen,
-			                 "blackwell takes MX recipes (e8m0 scales; e4m3, e5m2, e3m2, e2m3 "
-			                 "or e2m1 elements) or NVFP4 (e4m3 scales, e2m1 elements)",
-			                 r);
+			return gemm_fail(
+			    err, errlen,
+			    "blackwell takes MX recipes (e8m0 scales; e4m3, e5m2, e3m2, e2m3 "
+			    "or e2m1 elements) or NVFP4 (e4m3 scales, e2m1 elements)",
+			    r);
 		size_t gran = mx ? 32 : 16;
 		if (!gemm_lines_up(ka, gran, K) || !gemm_lines_up(kb, gran, K))
-			return gemm_fail(err, errlen,
-			                 mx ? "kind::mxf8f6f4 takes one scale per 32 along K: blocks "
-			                      "along K must be a multiple of 32"
-			                    : "kind::mxf4nvf4 takes one scale per 16 along K: blocks "
-			                      "along K must be a multiple of 16",
-			                 r);
+			return gemm_fail(
+			    err, errlen,
+			    mx ? "kind::mxf8f6f4 takes one scale per 32 along K: blocks "
+			         "along K must be a multiple of 32"
+			       : "kind::mxf4nvf4 takes one scale per 16 along K: blocks "
+			         "along K must be a multiple of 16",
+			    r);
 		unsigned fl = 0;
 		double alpha = emu_v_mul(f32, qa->t, qb->t, &EMU_ENV_DEFAULT, &fl);
 		size_t chunk = mx ? EMU_TCS_K_F8F6F4 : EMU_TCS_K_F4;
@@ -355,20 +358,26 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 					}
 					emu_result d;
 					if (mx) {
-						d = emu_tcs_mxf8f6f4(&r->elem, &r->elem, a, b,
-						                     qa->dcode[gemm_block(qa, i, k0)],
-						                     qb->dcode[gemm_block(qb, k0, j)], acc);
+						d = emu_tcs_mxf8f6f4(
+						    &r->elem, &r->elem, a, b,
+						    qa->dcode[gemm_block(qa, i, k0)],
+						    qb->dcode[gemm_block(qb, k0, j)], acc);
 					} else {
-						/* groups wholly past K: zero elements, zero scales */
+						/* groups wholly past K: zero elements, zero scales
+						 */
 						for (size_t g = 0; g < 4 && k0 + 16 * g < K; g++) {
-							sa[g] = qa->dcode[gemm_block(qa, i, k0 + 16 * g)];
-							sb[g] = qb->dcode[gemm_block(qb, k0 + 16 * g, j)];
+							sa[g] = qa->dcode[gemm_block(qa, i,
+							                             k0 + 16 * g)];
+							sb[g] = qb->dcode[gemm_block(
+							    qb, k0 + 16 * g, j)];
 						}
-						d = emu_tcs_mxf4nvf4(&r->scale_fmt, 16, a, b, sa, sb, acc);
+						d = emu_tcs_mxf4nvf4(&r->scale_fmt, 16, a, b, sa,
+						                     sb, acc);
 					}
 					acc = d.bits;
 				}
-				D[i * N + j] = emu_v_mul(f32, alpha, emu_decode(f32, acc), &EMU_ENV_DEFAULT, &fl);
+				D[i * N + j] = emu_v_mul(f32, alpha, emu_decode(f32, acc),
+				                         &EMU_ENV_DEFAULT, &fl);
 			}
 		return EMU_OK;
 	}
@@ -397,13 +406,16 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 				}
 				emu_result rr = emu_tc_dot(&tm, &r->elem, f32, a, b, n, 0);
 				double part = emu_decode(f32, rr.bits);
-				double s = emu_v_mul(f32, qa->d[gemm_block(qa, i, k0)],
-				                     qb->d[gemm_block(qb, k0, j)], &EMU_ENV_DEFAULT, &fl);
+				double s =
+				    emu_v_mul(f32, qa->d[gemm_block(qa, i, k0)],
+				              qb->d[gemm_block(qb, k0, j)], &EMU_ENV_DEFAULT, &fl);
 				if (o->hopper_fma)
 					acc = emu_v_fma(f32, part, s, acc, &EMU_ENV_DEFAULT, &fl);
 				else
-					acc = emu_v_add(f32, acc, emu_v_mul(f32, part, s, &EMU_ENV_DEFAULT, &fl),
-					                &EMU_ENV_DEFAULT, &fl);
+					acc = emu_v_add(
+					    f32, acc,
+					    emu_v_mul(f32, part, s, &EMU_ENV_DEFAULT, &fl),
+					    &EMU_ENV_DEFAULT, &fl);
 			}
 			D[i * N + j] = acc;
 		}

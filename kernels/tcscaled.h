@@ -120,8 +120,8 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 /* D against the exact product of X (M×K) and Y (K×N), each exact dot
  * product correctly rounded to double by MPFR (mpfr_sum of exact products). */
 typedef struct emu_gemm_err {
-	double max_rel;  /* max |D − R| / |R| over finite D and nonzero R */
-	double sqnr_db;  /* 10·log10(Σ R² / Σ (D − R)²) over finite D; +inf when equal */
+	double max_rel;   /* max |D − R| / |R| over finite D and nonzero R */
+	double sqnr_db;   /* 10·log10(Σ R² / Σ (D − R)²) over finite D; +inf when equal */
 	size_t nonfinite; /* D inf or NaN */
 	size_t n_inf, n_nan;
 } emu_gemm_err;

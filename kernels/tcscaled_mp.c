@@ -22,7 +22,7 @@
 
 #include "tcscaled.h"
 
-#define MP_PREC 200   /* holds every sum exactly: terms below 2^60, fractions to 2^-35 */
+#define MP_PREC 200 /* holds every sum exactly: terms below 2^60, fractions to 2^-35 */
 #define MP_ZERO_E (-126)
 
 static bool mp_is(const emu_format *f, const char *name)

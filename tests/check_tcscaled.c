@@ -40,8 +40,9 @@ static void fill(emu_bits *v, size_t n, emu_bits x)
 
 static void expect(emu_result r, emu_bits bits, unsigned flags, const char *what)
 {
-	ck_assert_msg(r.bits == bits && r.flags == flags, "%s: got 0x%08x flags 0x%x, want 0x%08x flags 0x%x",
-	              what, r.bits, r.flags, bits, flags);
+	ck_assert_msg(r.bits == bits && r.flags == flags,
+	              "%s: got 0x%08x flags 0x%x, want 0x%08x flags 0x%x", what, r.bits, r.flags,
+	              bits, flags);
 }
 
 /* Both implementations on one instruction must give `bits` and `flags`. */
@@ -101,8 +102,8 @@ START_TEST(test_tcs_hand_f8)
 	/* 1 + 2^-24 (beyond fp32) rounds toward zero to 1 */
 	a[0] = 0x38;
 	b[0] = 0x38;
-	expect_f8(e4, e4, a, b, 127 - 12, 127 - 12, f32_bits(1.0f), f32_bits(1.0f), EMU_FLAG_INEXACT,
-	          "RZ");
+	expect_f8(e4, e4, a, b, 127 - 12, 127 - 12, f32_bits(1.0f), f32_bits(1.0f),
+	          EMU_FLAG_INEXACT, "RZ");
 	/* overflow: 32 · 448² · 2^254 is far beyond fp32: inf */
 	fill(a, 32, 0x7e);
 	fill(b, 32, 0xfe);
@@ -208,8 +209,8 @@ static emu_bits rand_c(uint64_t r, int near)
 	if (pick < 50)
 		return sign;
 	if (pick < 60) {
-		static const emu_bits sp[] = {0x7f800000u, 0xff800000u, 0x7fc00000u, 0x00000001u,
-		                              0x807fffffu, 0x7f7fffffu};
+		static const emu_bits sp[] = {0x7f800000u, 0xff800000u, 0x7fc00000u,
+		                              0x00000001u, 0x807fffffu, 0x7f7fffffu};
 		return sp[(r >> 10) % ARRAY_SIZE(sp)];
 	}
 	if (pick < 100) {
@@ -234,15 +235,18 @@ START_TEST(test_tcs_proof_f8)
 	uint64_t n = n_proof(), specials = 0, nonfinite = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t r0 = t_rand(S_F8, 40 * i);
-		const emu_format *fa = t_fmt(elem_names[r0 % 5]), *fb = t_fmt(elem_names[(r0 >> 4) % 5]);
+		const emu_format *fa = t_fmt(elem_names[r0 % 5]),
+		                 *fb = t_fmt(elem_names[(r0 >> 4) % 5]);
 		int mode = (int)((r0 >> 8) % 10);
 		mode = mode < 5 ? 0 : mode < 8 ? 1 : mode < 9 ? 2 : 3;
 		emu_bits a[32], b[32];
 		for (int j = 0; j < 32; j++) {
 			a[j] = rand_elem(fa, mode, t_rand(S_F8, 40 * i + 1 + j));
-			b[j] = rand_elem(fb, mode, t_rand(S_F8, 40 * i + 1 + j) * 0x9e3779b97f4a7c15ull + 1);
+			b[j] = rand_elem(fb, mode,
+			                 t_rand(S_F8, 40 * i + 1 + j) * 0x9e3779b97f4a7c15ull + 1);
 		}
-		emu_bits sa = rand_e8m0(t_rand(S_F8, 40 * i + 33)), sb = rand_e8m0(t_rand(S_F8, 40 * i + 34));
+		emu_bits sa = rand_e8m0(t_rand(S_F8, 40 * i + 33)),
+		         sb = rand_e8m0(t_rand(S_F8, 40 * i + 34));
 		emu_bits c = rand_c(t_rand(S_F8, 40 * i + 35), (int)sa + (int)sb - 254);
 		emu_result x = emu_tcs_mxf8f6f4(fa, fb, a, b, sa, sb, c);
 		emu_result y = emu_tcs_mp_mxf8f6f4(fa, fb, a, b, sa, sb, c);
@@ -329,7 +333,8 @@ static void gemm_case(const char *recipe, emu_gemm_model model, size_t M, size_t
 		              emu_gemm_model_name(model), i, D[i], want);
 	emu_gemm_err e;
 	ck_assert(emu_gemm_compare(D, A, B, M, N, K, &e) == 0);
-	ck_assert_msg(e.max_rel == 0 && isinf(e.sqnr_db) && e.nonfinite == 0, "%s: compare", recipe);
+	ck_assert_msg(e.max_rel == 0 && isinf(e.sqnr_db) && e.nonfinite == 0, "%s: compare",
+	              recipe);
 	emu_qtensor_free(&qa);
 	emu_qtensor_free(&qb);
 	free(A);
@@ -364,12 +369,14 @@ START_TEST(test_tcs_gemm_refuses)
 	            {"mxfp8", EMU_GEMM_HOPPER},
 	            {"mxfp8,block=1x8", EMU_GEMM_BLACKWELL}};
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
-		ck_assert_msg(emu_recipe_parse(rows[i].recipe, &r, err, sizeof err) == EMU_OK, "%s", err);
+		ck_assert_msg(emu_recipe_parse(rows[i].recipe, &r, err, sizeof err) == EMU_OK, "%s",
+		              err);
 		emu_qtensor qa, qb;
 		ck_assert(emu_gemm_quantize(&r, A, B, 4, 4, 256, 1, &qa, &qb) == 0);
 		emu_gemm_opts o = {rows[i].model, false};
 		err[0] = 0;
-		ck_assert_msg(emu_scaled_gemm(&qa, &qb, &r, &o, D, err, sizeof err) == EMU_ERR_BAD_SPEC,
+		ck_assert_msg(emu_scaled_gemm(&qa, &qb, &r, &o, D, err, sizeof err) ==
+		                  EMU_ERR_BAD_SPEC,
 		              "row %zu (%s) accepted", i, rows[i].recipe);
 		ck_assert_msg(err[0] && !strchr(err, '\n'), "row %zu: one line", i);
 		emu_qtensor_free(&qa);

@@ -211,7 +211,7 @@ emu_result emu_tcs_mxf4nvf4(const emu_format *sf, int block, const emu_bits *a, 
 {
 	const emu_format *e21 = emu_format_by_name("e2m1");
 	bool ue4m3 = tcs_same(sf, "e4m3");
-	if (!(ue4m3 || tcs_same(sf, "e8m0")) || (block != 16 && block != 32))
+	if (!(ue4m3 || tcs_same(sf, "e8m0")) || (block != 16 && (ue4m3 || block != 32)))
 		return tcs_nan(EMU_FLAG_INVALID);
 	int nscale = EMU_TCS_K_F4 / block;
 	tcs_val vsa[4], vsb[4];

@@ -56,9 +56,9 @@ emu_result emu_tcs_mp_mxf8f6f4(const emu_format *fa, const emu_format *fb, const
                                const emu_bits *b, emu_bits sa, emu_bits sb, emu_bits c);
 
 /*
- * kind::mxf4nvf4: 64 e2m1 products; sf the scale format (e8m0, or e4m3
- * read as ue4m3: its sign bit dropped), block 16 or 32: sa[j], sb[j] scale
- * products [j·block, (j+1)·block). Each group of 16 products is summed
+ * kind::mxf4nvf4: 64 e2m1 products; sf the scale format (e8m0 with block
+ * 16 or 32, or e4m3 read as ue4m3, its sign bit dropped, with block 16):
+ * sa[j], sb[j] scale products [j·block, (j+1)·block). Each group of 16 products is summed
  * exactly, multiplied by both scales' significands and given the sum of
  * their exponents; the four group terms and c are truncated toward zero
  * to 35 fraction bits below the largest exponent, summed exactly and

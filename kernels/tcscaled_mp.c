@@ -207,7 +207,7 @@ emu_result emu_tcs_mp_mxf4nvf4(const emu_format *sf, int block, const emu_bits *
                                emu_bits c)
 {
 	bool ue4m3 = mp_is(sf, "e4m3");
-	if (!(ue4m3 || mp_is(sf, "e8m0")) || (block != 16 && block != 32))
+	if (!(ue4m3 || mp_is(sf, "e8m0")) || (block != 16 && (ue4m3 || block != 32)))
 		return (emu_result){EMU_TCS_NAN, EMU_FLAG_INVALID};
 	const emu_format *e21 = emu_format_by_name("e2m1"), *f32 = emu_format_by_name("fp32");
 	double xc = emu_decode(f32, c);

@@ -157,8 +157,9 @@ START_TEST(test_tcs_hand_f4)
 	fill(sa, 4, 0x38);
 	expect_f4(e4, 16, a, b, sa, sb, f32_bits(0x1p-30f), f32_bits(64.0f), EMU_FLAG_INEXACT,
 	          "35 bits then RZ");
-	/* invalid block */
+	/* shapes the instruction does not have */
 	expect_f4(e4, 64, a, b, sa, sb, 0, EMU_TCS_NAN, EMU_FLAG_INVALID, "block 64");
+	expect_f4(e4, 32, a, b, sa, sb, 0, EMU_TCS_NAN, EMU_FLAG_INVALID, "ue4m3 block 32");
 }
 END_TEST
 

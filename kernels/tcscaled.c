@@ -307,7 +307,7 @@ static bool gemm_lines_up(size_t extent, size_t chunk, size_t K)
 	return extent >= K || extent % chunk == 0;
 }
 
-static int gemm_fail(char *err, size_t errlen, const char *msg, const emu_recipe *r)
+static emu_status gemm_fail(char *err, size_t errlen, const char *msg, const emu_recipe *r)
 {
 	if (err && errlen)
 		snprintf(err, errlen, "recipe %s: %s", r->name, msg);

@@ -111,7 +111,7 @@ int emu_gemm_quantize(const emu_recipe *r, const double *A, const double *B, siz
  * elements (and zero scales for whole missing groups), as TMA fills.
  * EMU_ERR_BAD_SPEC with one line in err when the recipe does not fit the
  * model (element or scale format, blocks that do not line up with the
- * instruction's scale granularity); EMU_ERR_RANGE when out of memory.
+ * instruction's scale granularity). Allocates nothing.
  */
 emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const emu_recipe *r,
                            const emu_gemm_opts *o, double *D, char *err, size_t errlen)

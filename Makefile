@@ -191,6 +191,7 @@ test: deps
 	$(STEP) run cli sh tests/cli.sh
 	$(STEP) run cli_run sh tests/cli_run.sh
 	$(STEP) run cli_quant sh tests/cli_quant.sh
+	$(STEP) run cli_gemm sh tests/cli_gemm.sh
 	$(STEP) run cli_metrics sh tests/cli_metrics.sh
 	$(STEP) run cli_golden sh tests/cli_golden.sh
 	$(STEP) run cli_sweep sh tests/cli_sweep.sh
@@ -222,6 +223,7 @@ asan:
 	sh tests/cli.sh
 	sh tests/cli_run.sh
 	sh tests/cli_quant.sh
+	sh tests/cli_gemm.sh
 	sh tests/cli_metrics.sh
 	sh tests/cli_golden.sh
 	sh tests/cli_sweep.sh

@@ -18,6 +18,7 @@
 #include "emu.h"
 #include "nm_buf.h"
 #include "nm_dot.h"
+#include "nm_gemm.h"
 #include "nm_goldcmd.h"
 #include "nm_npy.h"
 #include "nm_parse.h"
@@ -51,6 +52,10 @@ static const char nm_usage[] =
     "      they are encodings in hex (0x3c00); '-' reads lines \"A [B [C]]\"\n"
     "  nanmap dot --model MODEL --in FMT --out FMT [--bits] A_FILE B_FILE [C_FILE]\n"
     "      Tensor Core dot products (docs/tensor-cores.md; nanmap dot --help)\n"
+    "  nanmap gemm --recipe R --model blackwell|hopper --m M --n N --k K\n"
+    "              [--gen DIST] [--seed S] [--csv|--json]\n"
+    "      a block-scaled GEMM through a Tensor Core model: quantisation and\n"
+    "      accumulation errors (docs/gemm.md; nanmap gemm --help)\n"
     "  nanmap run KERNEL --policy SPEC [--variant V] [--param NAME=VALUE]...\n"
     "             (--input FILE | --values LIST | --gen DIST --n N) [--rows R]\n"
     "             [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
@@ -1055,7 +1060,7 @@ static const struct {
 	const char *name;
 	int (*main)(int argc, char **argv);
 } nm_mains[] = {
-    {"run", nm_run_main},     {"quant", nm_quant_main},     {"sweep", nm_sweep_main}, {"dot", nm_dot_main},
+    {"run", nm_run_main},     {"quant", nm_quant_main},     {"sweep", nm_sweep_main}, {"dot", nm_dot_main}, {"gemm", nm_gemm_main},
     {"golden", nm_golden_main}, {"check", nm_check_main}, {"plot", nm_plot_main},
 };
 

@@ -49,6 +49,7 @@ Suite *suite_bce(void);
 Suite *suite_quant(void);
 Suite *suite_accum(void);
 Suite *suite_tc(void);
+Suite *suite_tcscaled(void);
 Suite *suite_golden(void);
 Suite *suite_gpuhost(void);
 Suite *suite_gputab(void);

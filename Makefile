@@ -57,7 +57,7 @@ ifeq ($(WERROR),1)
 NVCC_WARN += -Werror all-warnings -Xcompiler -Werror
 endif
 NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) $(INC) -Igpu $(NVCCFLAGS)
-PUBLIC_H := core/emu.h engine/gputab.h engine/kern.h engine/kernels.h kernels/tc.h kernels/gradscaler.h io/nm_golden.h
+PUBLIC_H := core/emu.h core/recipe.h kernels/tcscaled.h engine/gputab.h engine/kern.h engine/kernels.h kernels/tc.h kernels/gradscaler.h io/nm_golden.h
 LIB := lib/libnanmap.a
 SHLIB := lib/libnanmap.so
 SHLIB_REAL := $(SHLIB).$(VERSION)

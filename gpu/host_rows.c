@@ -180,7 +180,8 @@ int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const 
 	if (elem == GPU_K_E4M3 || elem == GPU_K_E5M2)
 		e.f = emu_format_by_name(elem == GPU_K_E4M3 ? "e4m3" : "e5m2");
 	if (!e.f || !bs) {
-		snprintf(err, len, "quant: element format %d is not e4m3 or e5m2, or no block", elem);
+		snprintf(err, len, "quant: element format %d is not e4m3 or e5m2, or no block",
+		         elem);
 		return -1;
 	}
 	size_t nb = R * ((N + bs - 1) / bs);

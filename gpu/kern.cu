@@ -116,7 +116,8 @@ static __device__ float f_max(float a, float b)
 /* x in e4m3 or e5m2, RN, satfinite: the encoding */
 static __device__ uint8_t code8(int f, float x)
 {
-	return (uint8_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE, f == GPU_K_E5M2 ? __NV_E5M2 : __NV_E4M3);
+	return (uint8_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE,
+	                                      f == GPU_K_E5M2 ? __NV_E5M2 : __NV_E4M3);
 }
 
 /* gpu/rows.h's operations: each the instruction above, nothing fused */
@@ -305,8 +306,8 @@ extern "C" int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float am
 	GPU_CK(cudaMalloc(&dq, nx * sizeof *dq));
 	GPU_CK(cudaMalloc(&ds, nb * sizeof *ds));
 	GPU_CK(cudaMemcpy(dx, x, nx * sizeof *dx, cudaMemcpyHostToDevice));
-	k_quant_blocks<<<(unsigned)((nb + 127) / 128), 128>>>((int)rule, (int)elem, fmax, amin, dx, R,
-	                                                      N, bs, dq, ds);
+	k_quant_blocks<<<(unsigned)((nb + 127) / 128), 128>>>((int)rule, (int)elem, fmax, amin, dx,
+	                                                      R, N, bs, dq, ds);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(q, dq, nx * sizeof *dq, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(scale, ds, nb * sizeof *ds, cudaMemcpyDeviceToHost));

@@ -1011,7 +1011,9 @@ static void step_quant(const gpu_opts *o)
 	static const struct {
 		const char *recipe;
 		gpu_qrule rule;
-	} qr[] = {{"mxfp8", GPU_Q_MXFP8}, {"mxfp8:e5m2", GPU_Q_MXFP8}, {"deepseek", GPU_Q_DEEPSEEK}};
+	} qr[] = {{"mxfp8", GPU_Q_MXFP8},
+	          {"mxfp8:e5m2", GPU_Q_MXFP8},
+	          {"deepseek", GPU_Q_DEEPSEEK}};
 	const size_t R = o->quick ? 64 : 512, N = 1024;
 	float *xs = malloc(R * N * sizeof *xs);
 	double *xd = malloc(R * N * sizeof *xd);
@@ -1039,10 +1041,11 @@ static void step_quant(const gpu_opts *o)
 		float fmax = (float)(rc.fmax > 0 ? rc.fmax : rc.elem.max), amin = (float)rc.amin;
 		gpu_kfmt ek = E->bits == 8 && E->p == 4 ? GPU_K_E4M3 : GPU_K_E5M2;
 		if (rc.brows[EMU_ROLE_ACT] != 1 || bs == 0 || E->bits != 8) {
-			step_failed("quant", "the recipe's act blocks are not 1xN of 8-bit elements");
+			step_failed("quant", "the recipe's act blocks are not 1xN, or not 8-bit");
 			continue;
 		}
-		if (gpu_dev_quant(qr[k].rule, ek, fmax, amin, bs, xs, R, N, q, sc, err, sizeof err)) {
+		if (gpu_dev_quant(qr[k].rule, ek, fmax, amin, bs, xs, R, N, q, sc, err,
+		                  sizeof err)) {
 			step_failed("quant", err);
 			continue;
 		}
@@ -1066,9 +1069,9 @@ static void step_quant(const gpu_opts *o)
 		add_row(&bl);
 		emu_qtensor_free(&want);
 	}
-	gpu_report_note(&rep, "quant: %zu rows of %zu fp32 inputs (normal, outliers, zero, NaN and "
-	                      "infinite blocks, near FLT_MAX, tiny, amax 957 and 448*2^k), row-wise, "
-	                      "role act, one GPU thread per block, against emu_quantize",
+	gpu_report_note(&rep, "quant: %zu rows of %zu fp32 inputs (normal, outliers, zero, NaN "
+	                      "and infinite blocks, near FLT_MAX, tiny, amax 957 and 448*2^k), "
+	                      "row-wise, role act, one GPU thread per block, against emu_quantize",
 	                R, N);
 out:
 	free(xs);

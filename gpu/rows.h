@@ -1,11 +1,12 @@
 /*
- * rows.h — the training kernels' per-row bodies, written once and compiled
- * twice: by nvcc into gpu/kern.cu (each operation the format's own CUDA
- * instruction) and by the host compiler into gpu/host_rows.c (each
- * operation the emulator's, in the same format). The fake device runs the
- * host build, so when its results equal the emulator's kernels
- * (kernels/softmax.c, layernorm.c, backward.c) the order of operations proved is
- * the one the GPU runs, not a copy of it kept in step by hand.
+ * rows.h — the training kernels' per-row bodies (and the block quantisers'
+ * per-block ones), written once and compiled twice: by nvcc into
+ * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
+ * host compiler into gpu/host_rows.c (each operation the emulator's, in the
+ * same format). The fake device runs the host build, so when its results
+ * equal the emulator's kernels (kernels/softmax.c, layernorm.c, backward.c)
+ * and quantiser (core/recipe.c) the order of operations proved is the one
+ * the GPU runs, not a copy of it kept in step by hand.
  *
  * Plain C that is also valid CUDA C++. The includer defines:
  *   K_FN              the qualifier of every function here (static __device__
@@ -247,6 +248,7 @@ K_FN float k_unscale(k_fmt F32, float g, float inv)
  * ceil(N / bs); it writes its elements' encodings into Q (R×N) and its scale
  * into SC[i]: the e8m0 code (mxfp8) or the binary32 bits of the stored
  * decode scale (deepseek). Every fp32 step is one fp32 operation. ---- */
+
 /* max |x| over columns [c0, c1); a NaN element makes it NaN, the library's
  * rule and torch's amax (DeepGEMM's reference). TE's MXFP8 kernels take
  * fmaxf, which drops a NaN element instead: its NaN blocks differ. */
@@ -317,9 +319,9 @@ K_FN void k_deepseek_block(k_fmt F32, k_fmt E, float fmax, float amin, const flo
 	*sc = K_F2U(K_DIV(F32, ac, fmax));
 }
 
-/* block i of X by rule (gpu_dev.h's gpu_qrule; F32 the fp32 handle, E the element format; amin
- * used by deepseek); an i past the last block (a thread of the GPU's last
- * thread block) writes nothing */
+/* block i of X by rule (gpu_dev.h's gpu_qrule; F32 the fp32 handle, E the
+ * element format, amin used by deepseek); an i past the last block (a
+ * thread of the GPU's last thread block) writes nothing */
 K_FN void k_quant_block(int rule, k_fmt F32, k_fmt E, float fmax, float amin, const float *X,
                         size_t R, size_t N, size_t bs, size_t i, uint8_t *Q, uint32_t *SC)
 {

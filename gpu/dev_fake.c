@@ -206,3 +206,10 @@ int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const f
 	return gpu_rows_backward(NULL, S, C, A, X, W, R, D, K, scale, inv, G, U, loss, found, err,
 	                         len);
 }
+
+int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
+                  const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
+                  size_t len)
+{
+	return gpu_rows_quant(rule, elem, fmax, amin, bs, x, R, N, q, scale, err, len);
+}

@@ -91,7 +91,7 @@ int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t
  * fp16/bf16; __fadd_rn, __fsub_rn, __fdiv_rn, expf, logf in fp32), so only
  * exp and log may differ from the emulator's correctly rounded ones.
  */
-typedef enum { GPU_K_F32 = 0, GPU_K_F16, GPU_K_BF16 } gpu_kfmt;
+typedef enum { GPU_K_F32 = 0, GPU_K_F16, GPU_K_BF16, GPU_K_E4M3, GPU_K_E5M2 } gpu_kfmt;
 int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, size_t R,
                     size_t N, float *grad, float *loss, char *err, size_t len);
 
@@ -117,6 +117,22 @@ int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
 int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, const float *w,
                      size_t R, size_t D, size_t K, float scale, float inv, float *grad,
                      float *un, float *loss, float *found, char *err, size_t len);
+
+/*
+ * Block quantisers (gpu/rows.h's k_quant_block), one thread per block of
+ * one row of the R×N fp32 tensor x: rule GPU_Q_MXFP8 (TE's MXFP8: e8m0
+ * scale from fp32(amax · fp32(1/fmax)) rounded up, the element multiplier
+ * TE's exp2f_rcp) or GPU_Q_DEEPSEEK (DeepGEMM: s = fp32(fmax / max(amax,
+ * amin)), stored scale fp32(max(amax, amin) / fmax)); blocks of bs columns
+ * (the last of a row may be shorter); elements elem (GPU_K_E4M3 or
+ * GPU_K_E5M2) of fp32(x · multiplier), RN, satfinite. Outputs: q (R×N
+ * encodings) and scale (R·ceil(N / bs), row-major over blocks: the e8m0
+ * code, or the stored scale's binary32 bits).
+ */
+typedef enum { GPU_Q_MXFP8 = 0, GPU_Q_DEEPSEEK } gpu_qrule;
+int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
+                  const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
+                  size_t len);
 
 #ifdef __cplusplus
 }

@@ -33,7 +33,8 @@ enum {
 	GPU_STEP_GEMMEX = 1u << 5, /* cublasGemmEx fp16 in, 16F and 32F compute */
 	GPU_STEP_LT = 1u << 6,     /* cuBLASLt FP8, FAST_ACCUM 0/1: the promotion interval */
 	GPU_STEP_KERN = 1u << 7,   /* softmax_ce in the emulator's order of operations */
-	GPU_STEP_ALL = (1u << 8) - 1
+	GPU_STEP_QUANT = 1u << 8,  /* the mxfp8 and deepseek block quantisers vs emu_quantize */
+	GPU_STEP_ALL = (1u << 9) - 1
 };
 
 typedef struct {
@@ -161,6 +162,10 @@ int gpu_rows_layernorm(const gpu_tables *t, int v, int S, int C, int A, const fl
 int gpu_rows_backward(const gpu_tables *t, int S, int C, int A, const float *x, const float *w,
                       size_t R, size_t D, size_t K, float scale, float inv, float *grad,
                       float *un, float *loss, float *found, char *err, size_t len);
+/* gpu_dev_quant's arguments (rule a gpu_qrule, elem a gpu_kfmt), by the
+ * block bodies kern.cu compiles, with the emulator's operations. */
+int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const float *x,
+                   size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err, size_t len);
 
 /* ---- Tensor Core hardware vectors (gpu/host_tcv.c) ---- */
 /* <dir>/<gpu>/<fmt>/{a,b}_<gpu>_<fmt>.txt (hex binary32, K per line),

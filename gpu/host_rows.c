@@ -16,6 +16,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gpu_dev.h"
 #include "gpu_host.h"
@@ -43,6 +44,27 @@ static float host_op(const host_fmt *F, emu_op op, float a, float b)
 	return (float)emu_decode(F->f, emu_apply(op, F->f, NULL, args, &rne).bits);
 }
 
+/* x in F (e4m3 or e5m2), RNE, saturating: the encoding */
+static uint8_t host_code8(const host_fmt *F, float x)
+{
+	const emu_env sat = {EMU_RNE, true, false, false, 0, 0};
+	return (uint8_t)emu_from_double(F->f, x, &sat).bits;
+}
+
+static uint32_t host_f2u(float x)
+{
+	uint32_t u;
+	memcpy(&u, &x, sizeof u);
+	return u;
+}
+
+static float host_u2f(uint32_t u)
+{
+	float x;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
+
 typedef const host_fmt *k_fmt;
 #define K_FN static
 #define K_RND(F, x) host_rnd(F, x)
@@ -54,6 +76,9 @@ typedef const host_fmt *k_fmt;
 #define K_LOG(F, a) host_op(F, EMU_OP_LOG, a, 0.0f)
 #define K_RSQRT(F, a) host_op(F, EMU_OP_RSQRT, a, 0.0f)
 #define K_MAX(F, a, b) host_op(F, EMU_OP_MAX, a, b)
+#define K_CODE8(F, x) host_code8(F, x)
+#define K_F2U(x) host_f2u(x)
+#define K_U2F(u) host_u2f(u)
 #include "rows.h"
 
 /* The handles of the three gpu_kfmt formats, indexed by gpu_kfmt. -1 with
@@ -145,4 +170,22 @@ out:
 	free(DL);
 	free(la);
 	return rc;
+}
+
+/* gpu/kern.cu's gpu_dev_quant: its one launch, block after block */
+int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const float *x,
+                   size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err, size_t len)
+{
+	host_fmt f32 = {emu_format_by_name("fp32"), NULL}, e = {NULL, NULL};
+	if (elem == GPU_K_E4M3 || elem == GPU_K_E5M2)
+		e.f = emu_format_by_name(elem == GPU_K_E4M3 ? "e4m3" : "e5m2");
+	if (!e.f || !bs) {
+		snprintf(err, len, "quant: element format %d is not e4m3 or e5m2, or no block",
+		         elem);
+		return -1;
+	}
+	size_t nb = R * ((N + bs - 1) / bs);
+	for (size_t i = 0; i < nb; i++)
+		k_quant_block(rule, &f32, &e, fmax, amin, x, R, N, bs, i, q, scale);
+	return 0;
 }

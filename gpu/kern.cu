@@ -15,10 +15,13 @@
  * fp32) and widens the result back exactly. A conversion between formats
  * is one RN rounding from float, which is exact or a single rounding:
  * never a double rounding. Built with --fmad=false. One thread per row
- * keeps each sum's order sequential.
+ * keeps each sum's order sequential. The block quantisers run one thread
+ * per scaling block; their element conversion is __nv_cvt_float_to_fp8
+ * with __NV_SATFINITE (cvt.rn.satfinite.e4m3x2.f32 and e5m2x2).
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "gpu_cuda.h"
 #include "gpu_dev.h"
@@ -110,6 +113,13 @@ static __device__ float f_max(float a, float b)
 	return b > a ? b : a;
 }
 
+/* x in e4m3 or e5m2, RN, satfinite: the encoding */
+static __device__ uint8_t code8(int f, float x)
+{
+	return (uint8_t)__nv_cvt_float_to_fp8(x, __NV_SATFINITE,
+	                                      f == GPU_K_E5M2 ? __NV_E5M2 : __NV_E4M3);
+}
+
 /* gpu/rows.h's operations: each the instruction above, nothing fused */
 typedef int k_fmt;
 #define K_FN static __device__
@@ -122,6 +132,9 @@ typedef int k_fmt;
 #define K_LOG(F, a) f_log(F, a)
 #define K_RSQRT(F, a) f_rsqrt(F, a)
 #define K_MAX(F, a, b) f_max(a, b)
+#define K_CODE8(F, x) code8(F, x)
+#define K_F2U(x) __float_as_uint(x)
+#define K_U2F(u) __uint_as_float(u)
 #include "rows.h"
 
 /* softmax_ce, one row per thread */
@@ -265,5 +278,43 @@ extern "C" int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float 
 out:
 	cudaFree(d);
 	cudaFree(bad);
+	return rc;
+}
+
+/* ---- block quantisers: one thread per block of one row ---- */
+static __global__ void k_quant_blocks(int rule, int E, float fmax, float amin, const float *X,
+                                      size_t R, size_t N, size_t bs, uint8_t *Q, uint32_t *SC)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	k_quant_block(rule, GPU_K_F32, E, fmax, amin, X, R, N, bs, i, Q, SC);
+}
+
+extern "C" int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
+                             const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale,
+                             char *err, size_t len)
+{
+	float *dx = NULL;
+	uint8_t *dq = NULL;
+	uint32_t *ds = NULL;
+	int rc = -1;
+	size_t nx = R * N, nb = R * ((N + bs - 1) / bs);
+	if (elem != GPU_K_E4M3 && elem != GPU_K_E5M2) {
+		snprintf(err, len, "quant: element format %d is not e4m3 or e5m2", (int)elem);
+		return -1;
+	}
+	GPU_CK(cudaMalloc(&dx, nx * sizeof *dx));
+	GPU_CK(cudaMalloc(&dq, nx * sizeof *dq));
+	GPU_CK(cudaMalloc(&ds, nb * sizeof *ds));
+	GPU_CK(cudaMemcpy(dx, x, nx * sizeof *dx, cudaMemcpyHostToDevice));
+	k_quant_blocks<<<(unsigned)((nb + 127) / 128), 128>>>((int)rule, (int)elem, fmax, amin, dx,
+	                                                      R, N, bs, dq, ds);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(q, dq, nx * sizeof *dq, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(scale, ds, nb * sizeof *ds, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(dx);
+	cudaFree(dq);
+	cudaFree(ds);
 	return rc;
 }

@@ -1,11 +1,12 @@
 /*
- * rows.h — the training kernels' per-row bodies, written once and compiled
- * twice: by nvcc into gpu/kern.cu (each operation the format's own CUDA
- * instruction) and by the host compiler into gpu/host_rows.c (each
- * operation the emulator's, in the same format). The fake device runs the
- * host build, so when its results equal the emulator's kernels
- * (kernels/softmax.c, layernorm.c, backward.c) the order of operations proved is
- * the one the GPU runs, not a copy of it kept in step by hand.
+ * rows.h — the training kernels' per-row bodies (and the block quantisers'
+ * per-block ones), written once and compiled twice: by nvcc into
+ * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
+ * host compiler into gpu/host_rows.c (each operation the emulator's, in the
+ * same format). The fake device runs the host build, so when its results
+ * equal the emulator's kernels (kernels/softmax.c, layernorm.c, backward.c)
+ * and quantiser (core/recipe.c) the order of operations proved is the one
+ * the GPU runs, not a copy of it kept in step by hand.
  *
  * Plain C that is also valid CUDA C++. The includer defines:
  *   K_FN              the qualifier of every function here (static __device__
@@ -17,10 +18,17 @@
  *                     approximate hexp, hlog, expf, logf, hrsqrt; fp32 rsqrt
  *                     is __frsqrt_rn)
  *   K_MAX(F, a, b)    maximumNumber with +0 above -0 (emu_max's rule)
+ * and, for the block quantisers (below):
+ *   K_CODE8(F, x)     x's encoding (uint8_t) in F, e4m3 or e5m2: RNE,
+ *                     satfinite (on the GPU __nv_cvt_float_to_fp8 with
+ *                     __NV_SATFINITE; NaN gives a NaN)
+ *   K_F2U(x)          the binary32 bits of the float x (uint32_t)
+ *   K_U2F(u)          the float with binary32 bits u
  * Every value travels as a float: each fp16, bf16 and fp32 value is one, so
  * an operation's operands are in its format exactly and only the operation
  * rounds (never twice). Each body is one thread's work on the GPU (one row,
- * or one gradient element), so every sum is sequential in its index.
+ * or one gradient element, or one scaling block of one row), so every sum is
+ * sequential in its index.
  */
 #ifndef NANMAP_GPU_ROWS_H
 #define NANMAP_GPU_ROWS_H
@@ -231,6 +239,100 @@ K_FN void k_bw_grad(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *W, c
 K_FN float k_unscale(k_fmt F32, float g, float inv)
 {
 	return inv != 1.0f ? K_MUL(F32, g, inv) : g;
+}
+
+/* ---- block quantisers: core/recipe.c's `mxfp8` (and `mxfp8:e5m2`) and
+ * `deepseek` recipes, row-wise copy (docs/recipes.md has the rules and
+ * their sources). Block i of an R×N fp32 tensor X is columns
+ * [b·bs, min(b·bs + bs, N)) of row r = i / nb, b = i mod nb, nb =
+ * ceil(N / bs); it writes its elements' encodings into Q (R×N) and its scale
+ * into SC[i]: the e8m0 code (mxfp8) or the binary32 bits of the stored
+ * decode scale (deepseek). Every fp32 step is one fp32 operation. ---- */
+
+/* max |x| over columns [c0, c1); a NaN element makes it NaN, the library's
+ * rule and torch's amax (DeepGEMM's reference). TE's MXFP8 kernels take
+ * fmaxf, which drops a NaN element instead: its NaN blocks differ. */
+K_FN float k_block_amax(const float *x, size_t c0, size_t c1)
+{
+	float a = 0.0f;
+	for (size_t c = c0; c < c1; c++) {
+		float v = fabsf(x[c]);
+		if (!(v <= a))
+			a = v;
+		if (isnan(a))
+			break; /* nothing compares with NaN: it would be replaced */
+	}
+	return a;
+}
+
+/* TE's float_to_e8m0 for v >= 0 (the software path of
+ * cvt.rp.satfinite.ue8m0x2.f32): NaN 0xFF, inf 0xFE, 0 0x00, else the
+ * binary32 exponent field, rounded up when the fraction is nonzero, except
+ * at 0xFE (satfinite) and for subnormals up to 2^-127 (0x400000): those
+ * give 0 */
+K_FN uint32_t k_e8m0_up(float v)
+{
+	uint32_t b = K_F2U(v), e = (b >> 23) & 0xffu, frac = b & 0x7fffffu;
+	if (isnan(v))
+		return 0xffu;
+	if (isinf(v))
+		return 0xfeu;
+	if (v == 0.0f)
+		return 0x00u;
+	if (frac != 0 && e != 0xfeu && !(e == 0 && frac <= 0x400000u))
+		e++;
+	return e;
+}
+
+/* TE's exp2f_rcp: 1 for code 0, else the binary32 with bits (254 − code)
+ * << 23 = 2^(127 − code); code 254 gives +0 and 255 −inf (the bits wrap) */
+K_FN float k_e8m0_rcp(uint32_t code)
+{
+	return code == 0 ? 1.0f : K_U2F((254u - code) << 23);
+}
+
+/* MXFP8 as TE computes it: code = float_to_e8m0(fp32(amax ·
+ * fp32(1 / fmax))), m = exp2f_rcp(code), q = E(fp32(x · m)) */
+K_FN void k_mxfp8_block(k_fmt F32, k_fmt E, float fmax, const float *x, size_t c0, size_t c1,
+                        uint8_t *q, uint32_t *sc)
+{
+	float amax = k_block_amax(x, c0, c1);
+	uint32_t code = k_e8m0_up(K_MUL(F32, amax, K_DIV(F32, 1.0f, fmax)));
+	float m = k_e8m0_rcp(code);
+	for (size_t c = c0; c < c1; c++)
+		q[c] = K_CODE8(E, K_MUL(F32, x[c], m));
+	*sc = code;
+}
+
+/* DeepGEMM's reference (per_token_cast_to_fp8): a' = max(amax, amin)
+ * (torch's clamp: a NaN amax stays NaN), s = fp32(fmax / a'), q =
+ * E(fp32(x · s)), stored scale d = fp32(a' / fmax), which is not always
+ * fp32(1 / s) */
+K_FN void k_deepseek_block(k_fmt F32, k_fmt E, float fmax, float amin, const float *x, size_t c0,
+                           size_t c1, uint8_t *q, uint32_t *sc)
+{
+	float amax = k_block_amax(x, c0, c1);
+	float ac = amax < amin ? amin : amax;
+	float s = K_DIV(F32, fmax, ac);
+	for (size_t c = c0; c < c1; c++)
+		q[c] = K_CODE8(E, K_MUL(F32, x[c], s));
+	*sc = K_F2U(K_DIV(F32, ac, fmax));
+}
+
+/* block i of X by rule (gpu_dev.h's gpu_qrule; F32 the fp32 handle, E the
+ * element format, amin used by deepseek); an i past the last block (a
+ * thread of the GPU's last thread block) writes nothing */
+K_FN void k_quant_block(int rule, k_fmt F32, k_fmt E, float fmax, float amin, const float *X,
+                        size_t R, size_t N, size_t bs, size_t i, uint8_t *Q, uint32_t *SC)
+{
+	size_t nb = (N + bs - 1) / bs;
+	if (i >= R * nb)
+		return;
+	size_t r = i / nb, c0 = (i % nb) * bs, c1 = c0 + bs < N ? c0 + bs : N;
+	if (rule == GPU_Q_MXFP8)
+		k_mxfp8_block(F32, E, fmax, X + r * N, c0, c1, Q + r * N, SC + i);
+	else
+		k_deepseek_block(F32, E, fmax, amin, X + r * N, c0, c1, Q + r * N, SC + i);
 }
 
 #endif

@@ -16,6 +16,7 @@
  *    that is none of fp32, fp16, bf16.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,6 +569,59 @@ START_TEST(test_rows_bad_format)
 }
 END_TEST
 
+/* The block quantisers of gpu/rows.h on the host, on the sources' own
+ * examples (docs/recipes.md): TE's MXFP8 gives the 957 block X = 4 (957 ·
+ * fp32(1/448) rounds up to 4), so 957 becomes 239.25 -> 240; an amax of
+ * 448·2^3 stays at 2^3; a zero block has code 0 and a NaN element code
+ * 0xFF. DeepSeek: amax 448 gives s = 1 and d = 1; a zero block's amax is
+ * clamped to fp32(1e-4), d = fp32(fp32(1e-4) / 448). */
+START_TEST(test_rows_quant_examples)
+{
+	float x[2 * 128];
+	uint8_t q[2 * 128];
+	uint32_t sc[8];
+	char err[256];
+	for (int i = 0; i < 64; i++)
+		x[i] = i < 32 ? 1.0f : -1.0f;
+	x[0] = 957.0f;
+	x[32] = 3584.0f; /* 448·2^3 */
+	for (int i = 64; i < 128; i++)
+		x[i] = i == 104 ? NAN : 0.0f;
+	ck_assert_int_eq(gpu_rows_quant(GPU_Q_MXFP8, GPU_K_E4M3, 448.0f, 0.0f, 32, x, 2, 64, q, sc,
+	                                err, sizeof err),
+	                 0);
+	ck_assert_uint_eq(sc[0], 127 + 2);
+	ck_assert_uint_eq(q[0], 0x77);  /* 240 */
+	ck_assert_uint_eq(q[1], 0x28);  /* 0.25 */
+	ck_assert_uint_eq(sc[1], 127 + 3);
+	ck_assert_uint_eq(q[32], 0x7e); /* 448 */
+	ck_assert_uint_eq(q[33], 0xa0); /* -0.125 */
+	ck_assert_uint_eq(sc[2], 0x00);
+	ck_assert_uint_eq(q[64], 0x00);
+	ck_assert_uint_eq(sc[3], 0xff);
+	for (int i = 0; i < 128; i++)
+		x[i] = i == 5 ? 448.0f : 0.5f;
+	for (int i = 128; i < 256; i++)
+		x[i] = 0.0f;
+	ck_assert_int_eq(gpu_rows_quant(GPU_Q_DEEPSEEK, GPU_K_E4M3, 448.0f, 1e-4f, 128, x, 2, 128, q,
+	                                sc, err, sizeof err),
+	                 0);
+	volatile float amin = 1e-4f; /* the division at run time, in binary32 */
+	float d0 = amin / 448.0f;
+	uint32_t one = 0x3f800000u, dz;
+	memcpy(&dz, &d0, sizeof dz);
+	ck_assert_uint_eq(sc[0], one);
+	ck_assert_uint_eq(q[5], 0x7e);
+	ck_assert_uint_eq(q[6], 0x30); /* 0.5 */
+	ck_assert_uint_eq(sc[1], dz);
+	ck_assert_uint_eq(q[128], 0x00);
+	ck_assert_int_eq(gpu_rows_quant(GPU_Q_MXFP8, GPU_K_F16, 448.0f, 0.0f, 32, x, 1, 32, q, sc, err,
+	                                sizeof err),
+	                 -1);
+	ck_assert_str_eq(err, "quant: element format 1 is not e4m3 or e5m2, or no block");
+}
+END_TEST
+
 Suite *suite_gpuhost(void)
 {
 	Suite *s = suite_create("gpuhost");
@@ -584,6 +638,7 @@ Suite *suite_gpuhost(void)
 	tcase_add_test(tf, test_rows_tables);
 	tcase_add_test(tf, test_rows_rsqrt_table);
 	tcase_add_test(tf, test_rows_bad_format);
+	tcase_add_test(tf, test_rows_quant_examples);
 	suite_add_tcase(s, tf);
 	return s;
 }

@@ -2,7 +2,7 @@
 # tests/cli_gpu.sh — the runner end to end on the fake device (the emulator
 # standing in for the GPU, build/gpu/nanmap-gpu-fake: needs no nvcc), the
 # same device built from a deliberately wrong gpu/rows.h, which must fail
-# the kern comparison (build/gpu/nanmap-gpu-mutant), then
+# the kern and quant comparisons (build/gpu/nanmap-gpu-mutant), then
 # bin/nanmap-gpu's contract where no GPU is usable: one
 # line "nanmap-gpu: no CUDA device (<reason>)" on stderr, nothing on stdout,
 # exit 77; bad arguments: one line, exit 2, before any device is touched;
@@ -55,9 +55,9 @@ csv=$tmp/fake/nanmap-gpu.csv
 [ -f "$csv" ] || fail "fake run: no $csv"
 head -n 1 "$csv" | grep -q '^step,kernel,format,mode,compared,identical,' || fail "fake run: CSV header"
 rows=$(tail -n +2 "$csv" | wc -l)
-[ "$rows" -eq 329 ] || fail "fake run: $rows rows, want 329 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 168 kern, 84 kern replay)"
+[ "$rows" -eq 335 ] || fail "fake run: $rows rows, want 335 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 168 kern, 84 kern replay, 6 quant)"
 [ "$(grep -c '^kern,[^,]* replay,' "$csv")" -eq 84 ] || fail "fake run: kern replay rows missing"
-for step in conv tables arith tc gemm gemmex lt kern; do
+for step in conv tables arith tc gemm gemmex lt kern quant; do
 	grep -q "^$step," "$csv" || fail "fake run: no $step rows"
 done
 bad=$(awk -F, 'NR > 1 && NF != 13' "$csv" | wc -l)
@@ -73,6 +73,11 @@ got=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 }' "$csv" | sort -u |
 [ "$got" = "$kernels" ] || fail "fake run: kern kernels '$got', want '$kernels'"
 n=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
 [ "$n" -eq 48 ] || fail "fake run: $n kernel/policy pairs in kern, want 48 (8 kernels x 6 policies)"
+# the block quantisers (gpu/rows.h, compiled for the host) against emu_quantize:
+# elements and scales of each recipe, every one identical (checked above)
+got=$(awk -F, '$1 == "quant" { print $2 "/" $3 "/" $4 }' "$csv" | tr '\n' ',')
+want="mxfp8/e4m3/elements rn-satfinite,mxfp8/e8m0/block scales,mxfp8:e5m2/e5m2/elements rn-satfinite,mxfp8:e5m2/e8m0/block scales,deepseek/e4m3/elements rn-satfinite,deepseek/fp32/block scales,"
+[ "$got" = "$want" ] || fail "fake run: quant rows '$got', want '$want'"
 [ "$(grep -c '^table ' "$tmp/fake/gpu-tables.txt")" -eq 12 ] || fail "fake run: gpu-tables.txt"
 grep -q '^| conv | __float2half_rn | fp16 | rn |' "$tmp/fake/nanmap-gpu.md" || fail "fake run: report table"
 grep -q 'tc: SKIPPED bf16->fp32' "$tmp/fake/nanmap-gpu.md" || fail "fake run: tc skip not reported"
@@ -82,13 +87,16 @@ pass=$((pass + 1))
 # build/gpu/nanmap-gpu-mutant is the fake device compiled from gpu/rows.h as
 # gpu/testdata/rows-mutant.sed edits it: softmax_ce's sum of exponentials,
 # layernorm's backward sum of dy·ŷ and backward's logit sums in the compute
-# format instead of the accumulator's. The comparison above must catch
-# that: every kernel has a row that is not identical, while the policies
-# whose compute and accumulator formats are the same (where the edit
-# changes nothing) stay identical.
+# format instead of the accumulator's; the block quantisers' amax dropping
+# a NaN element (fmaxf, as TE's kernels take it) and deepseek's stored scale
+# as fp32(1/s). The comparison above must catch that: every kernel has a
+# row that is not identical, while the policies whose compute and
+# accumulator formats are the same (where the edit changes nothing) stay
+# identical; every quantiser recipe has a row that is not identical, and
+# deepseek's scales row is among them.
 [ -x "$MUT" ] || { echo "cli_gpu: $MUT not built (make $MUT)" >&2; exit 1; }
 rc=0
-"$MUT" --out "$tmp/mutant" --quick --only kern >"$tmp/out" 2>"$tmp/err" || rc=$?
+"$MUT" --out "$tmp/mutant" --quick --only kern,quant >"$tmp/out" 2>"$tmp/err" || rc=$?
 [ "$rc" = 0 ] || fail "mutant run: exit $rc"
 mcsv=$tmp/mutant/nanmap-gpu.csv
 [ -f "$mcsv" ] || fail "mutant run: no $mcsv"
@@ -96,6 +104,9 @@ got=$(awk -F, '$1 == "kern" && $13 != "identical" { print $2 }' "$mcsv" | sort -
 [ "$got" = "$kernels" ] || fail "mutant run: kernels with a row not identical: '$got', want '$kernels'"
 bad=$(awk -F, '$1 == "kern" && $13 != "identical" && $3 !~ /^(fp16\/fp16|bf16\/bf16)\/fp32$/' "$mcsv" | wc -l)
 [ "$bad" -eq 0 ] || fail "mutant run: $bad rows not identical where compute = accumulator"
+got=$(awk -F, '$1 == "quant" && $13 != "identical" { print $2 }' "$mcsv" | sort -u | tr '\n' ',')
+[ "$got" = "deepseek,mxfp8,mxfp8:e5m2," ] || fail "mutant run: quant recipes with a row not identical: '$got'"
+grep -q '^quant,deepseek,fp32,block scales,.*,MISMATCH$' "$mcsv" || fail "mutant run: deepseek's 1/s scale not caught"
 pass=$((pass + 1))
 
 if [ ! -x "$G" ]; then

@@ -13,6 +13,7 @@ static const emu_kernel *const all[] = {
 	&emu_kernel_gradscaler,
 	&emu_kernel_rmsnorm,
 	&emu_kernel_bce,
+	&emu_kernel_optimizer,
 };
 
 size_t emu_kernel_count(void)
@@ -170,6 +171,8 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 		return 5 * R * N; /* scale, skipped, lost; the gradients and steps */
 	if (k == &emu_kernel_rmsnorm)
 		return 4 * R * N + 2 * R + 7 * N; /* X, y, dx, dy·x̂; rstd, ms; dg, x̂, g, dy, two rows, raw */
+	if (k == &emu_kernel_optimizer)
+		return 9 * R * N; /* w, m, v, g, a, d, w_old, the Kahan buffer, the raw gradients */
 	return 4 * R * N;
 }
 

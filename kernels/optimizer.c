@@ -205,8 +205,7 @@ static bool read_params(const emu_kin *in, int v, opt_params *p, char *err, size
 	       emu_kparam_real(in, k, "eps", 0, INFINITY, 0, 1e-8, &p->eps, err, errlen) &&
 	       emu_kparam_real(in, k, "weight_decay", 0, INFINITY, 0, v == SGD ? 0 : 0.01, &p->wd,
 	                       err, errlen) &&
-	       emu_kparam_real(in, k, "momentum", 0, INFINITY, 0, 0.9, &p->momentum, err,
-	                       errlen) &&
+	       emu_kparam_real(in, k, "momentum", 0, INFINITY, 0, 0.9, &p->momentum, err, errlen) &&
 	       emu_kparam_real(in, k, "grad_scale", 0, INFINITY, 0, 1e-3, &p->grad_scale, err,
 	                       errlen) &&
 	       emu_kparam_int(in, k, "seed", 0, 0x1p53, -1, &p->seed, err, errlen);
@@ -215,8 +214,8 @@ static bool read_params(const emu_kin *in, int v, opt_params *p, char *err, size
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
-	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad,
-	                 *T = &pol->state, *F = emu_format_by_name("fp32");
+	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad, *T = &pol->state,
+	                 *F = emu_format_by_name("fp32");
 	int v = !variant                          ? ADAMW
 	        : !strcmp(variant, "adamw")       ? ADAMW
 	        : !strcmp(variant, "adamw_kahan") ? ADAMW_KAHAN
@@ -261,15 +260,28 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	/* the scalars, each rounded into the compute format where PyTorch's
 	 * tensor operation meets it */
-	enum { TMP, DECAY_F, LERP_W, BETA2, OM_BETA2, EPS, NEG_LR, WD, NEG_LR_WD, NEG_SS, BC2S, MU };
+	enum {
+		TMP,
+		DECAY_F,
+		LERP_W,
+		BETA2,
+		OM_BETA2,
+		EPS,
+		NEG_LR,
+		WD,
+		NEG_LR_WD,
+		NEG_SS,
+		BC2S,
+		MU
+	};
 	emu_ref tmp = emu_at(t, TMP), decay_f = emu_at(t, DECAY_F), lerp_w = emu_at(t, LERP_W),
 	        beta2 = emu_at(t, BETA2), om_beta2 = emu_at(t, OM_BETA2), epsc = emu_at(t, EPS),
 	        neg_lr = emu_at(t, NEG_LR), wdc = emu_at(t, WD), neg_lr_wd = emu_at(t, NEG_LR_WD),
 	        neg_ss = emu_at(t, NEG_SS), bc2s = emu_at(t, BC2S), mu = emu_at(t, MU);
-#define SCALAR(step, dst, x)                                                                   \
-	do {                                                                                   \
-		emu_fill(be, tmp, (x), 1);                                                     \
-		emu_op1(be, (step), EMU_OP_CVT, C, (dst), tmp, EMU_NOREF, 0);                  \
+#define SCALAR(step, dst, x)                                                                       \
+	do {                                                                                       \
+		emu_fill(be, tmp, (x), 1);                                                         \
+		emu_op1(be, (step), EMU_OP_CVT, C, (dst), tmp, EMU_NOREF, 0);                      \
 	} while (0)
 	/* lerp's weight 1 − β1; its second form's 1 − weight is opmath's own
 	 * subtraction (ATen's Lerp.h) */
@@ -307,30 +319,33 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			 * else buf·μ + g (dampening 0), w = w + (−lr)·buf */
 			emu_ref gw = Gr;
 			if (P.wd != 0) {
-				emu_map(be, S_WD_MUL, EMU_OP_MUL, C, D, wdc, W, EMU_NOREF, n, e, NULL);
-				emu_map(be, S_WD_ADD, EMU_OP_ADD, C, D, Gr, D, EMU_NOREF, n, e, NULL);
-				emu_map(be, S_WD_STORE, EMU_OP_CVT, G, D, D, EMU_NOREF, EMU_NOREF, n, e,
+				emu_map(be, S_WD_MUL, EMU_OP_MUL, C, D, wdc, W, EMU_NOREF, n, e,
 				        NULL);
+				emu_map(be, S_WD_ADD, EMU_OP_ADD, C, D, Gr, D, EMU_NOREF, n, e,
+				        NULL);
+				emu_map(be, S_WD_STORE, EMU_OP_CVT, G, D, D, EMU_NOREF, EMU_NOREF,
+				        n, e, NULL);
 				gw = D;
 			}
 			emu_ref step_dir = gw;
 			if (P.momentum != 0) {
 				if (s == 1) {
-					emu_map(be, S_BUF_INIT, EMU_OP_CVT, T, M, gw, EMU_NOREF, EMU_NOREF,
-					        n, e, NULL);
+					emu_map(be, S_BUF_INIT, EMU_OP_CVT, T, M, gw, EMU_NOREF,
+					        EMU_NOREF, n, e, NULL);
 				} else {
-					emu_map(be, S_BUF_MUL, EMU_OP_MUL, C, M, M, mu, EMU_NOREF, n, e,
-					        NULL);
+					emu_map(be, S_BUF_MUL, EMU_OP_MUL, C, M, M, mu, EMU_NOREF,
+					        n, e, NULL);
 					emu_map(be, S_BUF_MUL_STORE, EMU_OP_CVT, T, M, M, EMU_NOREF,
 					        EMU_NOREF, n, e, NULL);
-					emu_map(be, S_BUF_ADD, EMU_OP_ADD, C, M, M, gw, EMU_NOREF, n, e,
-					        NULL);
-					emu_map(be, S_BUF_STORE, EMU_OP_CVT, T, M, M, EMU_NOREF, EMU_NOREF,
+					emu_map(be, S_BUF_ADD, EMU_OP_ADD, C, M, M, gw, EMU_NOREF,
 					        n, e, NULL);
+					emu_map(be, S_BUF_STORE, EMU_OP_CVT, T, M, M, EMU_NOREF,
+					        EMU_NOREF, n, e, NULL);
 				}
 				step_dir = M;
 			}
-			emu_map(be, S_LR_MUL, EMU_OP_MUL, C, A, neg_lr, step_dir, EMU_NOREF, n, e, NULL);
+			emu_map(be, S_LR_MUL, EMU_OP_MUL, C, A, neg_lr, step_dir, EMU_NOREF, n, e,
+			        NULL);
 			emu_map(be, S_UPDATE, EMU_OP_ADD, C, W, W, A, EMU_NOREF, n, e, NULL);
 			emu_map(be, S_STORE, EMU_OP_CVT, S, W, W, EMU_NOREF, EMU_NOREF, n, e, NULL);
 		} else {
@@ -341,28 +356,35 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			/* w = w·(1 − lr·wd), stored (adamw_kahan: folded into the
 			 * compensated increment below) */
 			if (P.wd != 0 && v != ADAMW_KAHAN) {
-				emu_map(be, S_DECAY, EMU_OP_MUL, C, W, W, decay_f, EMU_NOREF, n, e, NULL);
-				emu_map_mode(be, S_DECAY_STORE, EMU_OP_CVT, wmode, S, W, W, EMU_NOREF,
-				             EMU_NOREF, n, e, NULL);
+				emu_map(be, S_DECAY, EMU_OP_MUL, C, W, W, decay_f, EMU_NOREF, n, e,
+				        NULL);
+				emu_map_mode(be, S_DECAY_STORE, EMU_OP_CVT, wmode, S, W, W,
+				             EMU_NOREF, EMU_NOREF, n, e, NULL);
 			}
 			/* m = lerp(m, g, 1 − β1) */
 			emu_map(be, S_LERP_SUB, EMU_OP_SUB, C, D, Gr, M, EMU_NOREF, n, e, NULL);
 			emu_map(be, S_LERP_MUL, EMU_OP_MUL, C, D, lerp_w, D, EMU_NOREF, n, e, NULL);
 			emu_map(be, S_LERP_ADD, lerp_small ? EMU_OP_ADD : EMU_OP_SUB, C, M,
 			        lerp_small ? M : Gr, D, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_M_STORE, EMU_OP_CVT, T, M, M, EMU_NOREF, EMU_NOREF, n, e, NULL);
+			emu_map(be, S_M_STORE, EMU_OP_CVT, T, M, M, EMU_NOREF, EMU_NOREF, n, e,
+			        NULL);
 			/* v = v·β2, then v + ((1 − β2)·g)·g */
 			emu_map(be, S_V_MUL, EMU_OP_MUL, C, V, V, beta2, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_V_MUL_STORE, EMU_OP_CVT, T, V, V, EMU_NOREF, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_G2_SCALE, EMU_OP_MUL, C, D, om_beta2, Gr, EMU_NOREF, n, e, NULL);
+			emu_map(be, S_V_MUL_STORE, EMU_OP_CVT, T, V, V, EMU_NOREF, EMU_NOREF, n, e,
+			        NULL);
+			emu_map(be, S_G2_SCALE, EMU_OP_MUL, C, D, om_beta2, Gr, EMU_NOREF, n, e,
+			        NULL);
 			emu_map(be, S_G2, EMU_OP_MUL, C, D, D, Gr, EMU_NOREF, n, e, NULL);
 			emu_map(be, S_V_ADD, EMU_OP_ADD, C, V, V, D, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_V_STORE, EMU_OP_CVT, T, V, V, EMU_NOREF, EMU_NOREF, n, e, NULL);
+			emu_map(be, S_V_STORE, EMU_OP_CVT, T, V, V, EMU_NOREF, EMU_NOREF, n, e,
+			        NULL);
 			/* denom = (sqrt(v) / sqrt(bc2)) + eps, each a tensor of v's dtype */
 			emu_map(be, S_SQRT, EMU_OP_SQRT, C, D, V, EMU_NOREF, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_SQRT_STORE, EMU_OP_CVT, T, D, D, EMU_NOREF, EMU_NOREF, n, e, NULL);
+			emu_map(be, S_SQRT_STORE, EMU_OP_CVT, T, D, D, EMU_NOREF, EMU_NOREF, n, e,
+			        NULL);
 			emu_map(be, S_BC2_DIV, EMU_OP_DIV, C, D, D, bc2s, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_BC2_STORE, EMU_OP_CVT, T, D, D, EMU_NOREF, EMU_NOREF, n, e, NULL);
+			emu_map(be, S_BC2_STORE, EMU_OP_CVT, T, D, D, EMU_NOREF, EMU_NOREF, n, e,
+			        NULL);
 			emu_map(be, S_ADD_EPS, EMU_OP_ADD, C, D, D, epsc, EMU_NOREF, n, e, NULL);
 			emu_map(be, S_DENOM_STORE, EMU_OP_CVT, T, D, D, EMU_NOREF, EMU_NOREF, n, e,
 			        NULL);
@@ -375,23 +397,28 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 				if (P.wd != 0) {
 					emu_map(be, S_KAHAN_DECAY, EMU_OP_MUL, C, U, W, neg_lr_wd,
 					        EMU_NOREF, n, e, NULL);
-					emu_map(be, S_KAHAN_INC, EMU_OP_ADD, C, U, U, A, EMU_NOREF, n, e,
-					        NULL);
+					emu_map(be, S_KAHAN_INC, EMU_OP_ADD, C, U, U, A, EMU_NOREF,
+					        n, e, NULL);
 				} else {
 					emu_copy(be, U, A, n);
 				}
-				emu_map(be, S_COMP_ADD, EMU_OP_ADD, C, Cp, Cp, U, EMU_NOREF, n, e, NULL);
-				emu_map(be, S_COMP_STORE, EMU_OP_CVT, S, Cp, Cp, EMU_NOREF, EMU_NOREF, n,
-				        e, NULL);
-				emu_map(be, S_UPDATE, EMU_OP_ADD, C, W, W, Cp, EMU_NOREF, n, e, NULL);
-				emu_map(be, S_STORE, EMU_OP_CVT, S, W, W, EMU_NOREF, EMU_NOREF, n, e,
+				emu_map(be, S_COMP_ADD, EMU_OP_ADD, C, Cp, Cp, U, EMU_NOREF, n, e,
 				        NULL);
-				emu_map(be, S_COMP_DIFF, EMU_OP_SUB, C, U, Wo, W, EMU_NOREF, n, e, NULL);
-				emu_map(be, S_COMP_FIX, EMU_OP_ADD, C, Cp, Cp, U, EMU_NOREF, n, e, NULL);
+				emu_map(be, S_COMP_STORE, EMU_OP_CVT, S, Cp, Cp, EMU_NOREF,
+				        EMU_NOREF, n, e, NULL);
+				emu_map(be, S_UPDATE, EMU_OP_ADD, C, W, W, Cp, EMU_NOREF, n, e,
+				        NULL);
+				emu_map(be, S_STORE, EMU_OP_CVT, S, W, W, EMU_NOREF, EMU_NOREF, n,
+				        e, NULL);
+				emu_map(be, S_COMP_DIFF, EMU_OP_SUB, C, U, Wo, W, EMU_NOREF, n, e,
+				        NULL);
+				emu_map(be, S_COMP_FIX, EMU_OP_ADD, C, Cp, Cp, U, EMU_NOREF, n, e,
+				        NULL);
 				emu_map(be, S_COMP_FIX_STORE, EMU_OP_CVT, S, Cp, Cp, EMU_NOREF,
 				        EMU_NOREF, n, e, NULL);
 			} else {
-				emu_map(be, S_UPDATE, EMU_OP_ADD, C, W, W, A, EMU_NOREF, n, e, NULL);
+				emu_map(be, S_UPDATE, EMU_OP_ADD, C, W, W, A, EMU_NOREF, n, e,
+				        NULL);
 				emu_map_mode(be, S_STORE, EMU_OP_CVT, wmode, S, W, W, EMU_NOREF,
 				             EMU_NOREF, n, e, NULL);
 			}

@@ -45,6 +45,7 @@ Suite *suite_backward(void);
 Suite *suite_layernorm(void);
 Suite *suite_rmsnorm(void);
 Suite *suite_bce(void);
+Suite *suite_optimizer(void);
 Suite *suite_accum(void);
 Suite *suite_tc(void);
 Suite *suite_golden(void);

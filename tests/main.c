@@ -86,6 +86,7 @@ int main(void)
 	srunner_add_suite(sr, suite_layernorm());
 	srunner_add_suite(sr, suite_rmsnorm());
 	srunner_add_suite(sr, suite_bce());
+	srunner_add_suite(sr, suite_optimizer());
 	srunner_add_suite(sr, suite_accum());
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_golden());

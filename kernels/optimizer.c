@@ -94,6 +94,23 @@ enum {
 	S_UPDATE,
 	S_STORE,
 	S_DIAG,
+	/* stored tensors read back into the compute format */
+	S_GRAD_C,
+	S_W_C,
+	S_W_C2,
+	S_W_C3,
+	S_WD_C,
+	S_M_C,
+	S_M_C2,
+	S_M_C3,
+	S_V_C,
+	S_V_C2,
+	S_V_C3,
+	S_D_C,
+	S_D_C2,
+	S_D_C3,
+	S_C_C,
+	S_C_C2,
 	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
@@ -148,6 +165,22 @@ static const char *const steps[S_END - EMU_STEP0] = {
     [S_UPDATE - EMU_STEP0] = "update",
     [S_STORE - EMU_STEP0] = "store",
     [S_DIAG - EMU_STEP0] = "diag",
+    [S_GRAD_C - EMU_STEP0] = "to_compute",
+    [S_W_C - EMU_STEP0] = "to_compute",
+    [S_W_C2 - EMU_STEP0] = "to_compute",
+    [S_W_C3 - EMU_STEP0] = "to_compute",
+    [S_WD_C - EMU_STEP0] = "to_compute",
+    [S_M_C - EMU_STEP0] = "to_compute",
+    [S_M_C2 - EMU_STEP0] = "to_compute",
+    [S_M_C3 - EMU_STEP0] = "to_compute",
+    [S_V_C - EMU_STEP0] = "to_compute",
+    [S_V_C2 - EMU_STEP0] = "to_compute",
+    [S_V_C3 - EMU_STEP0] = "to_compute",
+    [S_D_C - EMU_STEP0] = "to_compute",
+    [S_D_C2 - EMU_STEP0] = "to_compute",
+    [S_D_C3 - EMU_STEP0] = "to_compute",
+    [S_C_C - EMU_STEP0] = "to_compute",
+    [S_C_C2 - EMU_STEP0] = "to_compute",
 };
 
 /* β^t rounded to nearest in binary64 (what CPython's beta ** step gives
@@ -248,12 +281,16 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *vzero = emu_kout_vec(be, out, "vzero", 1, F);
 	emu_vec *eps_out = emu_kout_vec(be, out, "eps", 1, F);
 	emu_vec *nonfinite = emu_kout_vec(be, out, "nonfinite", 1, F);
-	emu_vec *g = emu_vec_new(be, n), *a = emu_vec_new(be, n), *d = emu_vec_new(be, n);
-	emu_vec *w_old = emu_vec_new(be, n), *c = v == ADAMW_KAHAN ? emu_vec_new(be, n) : w;
+	emu_vec *g = emu_vec_new(be, n), *gc = emu_vec_new(be, n), *wc = emu_vec_new(be, n);
+	emu_vec *xc = emu_vec_new(be, n), *a = emu_vec_new(be, n), *d = emu_vec_new(be, n);
+	emu_vec *w_old = emu_vec_new(be, n);
+	emu_vec *u = v == ADAMW_KAHAN ? emu_vec_new(be, n) : w;
+	emu_vec *c = v == ADAMW_KAHAN ? emu_vec_new(be, n) : w;
 	emu_vec *t = emu_vec_new(be, 16);
 	double *raw = malloc(n * sizeof *raw);
-	if (!w || !m || !vv || !lost || !vzero || !eps_out || !nonfinite || !g || !a || !d ||
-	    !w_old || !c || !t || !raw || emu_load(be, pol, in->x, in->rows, in->cols, w) != 0) {
+	if (!w || !m || !vv || !lost || !vzero || !eps_out || !nonfinite || !g || !gc || !wc ||
+	    !xc || !a || !d || !w_old || !u || !c || !t || !raw ||
+	    emu_load(be, pol, in->x, in->rows, in->cols, w) != 0) {
 		free(raw);
 		snprintf(err, errlen, "optimizer: out of memory");
 		return -1;
@@ -303,51 +340,56 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		SCALAR(S_ONE_MINUS_BETA2, om_beta2, 1 - P.beta2);
 	}
 	emu_ref W = emu_row(w, 0), M = emu_row(m, 0), V = emu_row(vv, 0), Gr = emu_row(g, 0),
-	        A = emu_row(a, 0), D = emu_row(d, 0), Wo = emu_row(w_old, 0), Cp = emu_row(c, 0);
+	        Gc = emu_row(gc, 0), Wc = emu_row(wc, 0), Xc = emu_row(xc, 0), A = emu_row(a, 0),
+	        D = emu_row(d, 0), U = emu_row(u, 0), Wo = emu_row(w_old, 0), Cp = emu_row(c, 0);
 	double n_nz = 0, n_lost = 0, n_g = 0, n_vzero = 0, n_bad = 0;
 	/* the store of w: the policy's rounding, or SR in adamw_sr */
 	emu_mode wmode = v == ADAMW_SR ? EMU_SR : pol->env.mode;
+	/* A stored tensor read by an operation: its value in the compute format
+	 * (exact when compute holds the stored format, as opmath does). */
+#define TO_C(step, dst, src)                                                                       \
+	emu_map(be, (step), EMU_OP_CVT, C, (dst), (src), EMU_NOREF, EMU_NOREF, n, e, NULL)
+#define OP(step, op, dst, x, y) emu_map(be, (step), (op), C, (dst), (x), (y), EMU_NOREF, n, e, NULL)
+#define STORE(step, fmt, dst)                                                                      \
+	emu_map(be, (step), EMU_OP_CVT, (fmt), (dst), (dst), EMU_NOREF, EMU_NOREF, n, e, NULL)
 	for (unsigned s = 1; s <= nsteps; s++) {
 		uint64_t e = (uint64_t)(s - 1) * n;
 		for (size_t i = 0; i < n; i++)
 			raw[i] = grad_draw(seed, s, i, P.grad_scale);
 		emu_input(be, S_GRAD, G, Gr, raw, 1, n, e, NULL);
+		TO_C(S_GRAD_C, Gc, Gr);
 		emu_copy(be, Wo, W, n);
 		if (v == SGD) {
 			/* torch/optim/sgd.py _single_tensor_sgd: g = g + wd·w (a new
 			 * tensor of the gradient's dtype), buf = g at the first step,
 			 * else buf·μ + g (dampening 0), w = w + (−lr)·buf */
-			emu_ref gw = Gr;
+			emu_ref gs = Gr; /* the gradient as stored */
 			if (P.wd != 0) {
-				emu_map(be, S_WD_MUL, EMU_OP_MUL, C, D, wdc, W, EMU_NOREF, n, e,
-				        NULL);
-				emu_map(be, S_WD_ADD, EMU_OP_ADD, C, D, Gr, D, EMU_NOREF, n, e,
-				        NULL);
-				emu_map(be, S_WD_STORE, EMU_OP_CVT, G, D, D, EMU_NOREF, EMU_NOREF,
-				        n, e, NULL);
-				gw = D;
+				TO_C(S_W_C, Wc, W);
+				OP(S_WD_MUL, EMU_OP_MUL, D, wdc, Wc);
+				OP(S_WD_ADD, EMU_OP_ADD, D, Gc, D);
+				STORE(S_WD_STORE, G, D);
+				TO_C(S_WD_C, Gc, D);
+				gs = D;
 			}
-			emu_ref step_dir = gw;
 			if (P.momentum != 0) {
 				if (s == 1) {
-					emu_map(be, S_BUF_INIT, EMU_OP_CVT, T, M, gw, EMU_NOREF,
+					emu_map(be, S_BUF_INIT, EMU_OP_CVT, T, M, gs, EMU_NOREF,
 					        EMU_NOREF, n, e, NULL);
 				} else {
-					emu_map(be, S_BUF_MUL, EMU_OP_MUL, C, M, M, mu, EMU_NOREF,
-					        n, e, NULL);
-					emu_map(be, S_BUF_MUL_STORE, EMU_OP_CVT, T, M, M, EMU_NOREF,
-					        EMU_NOREF, n, e, NULL);
-					emu_map(be, S_BUF_ADD, EMU_OP_ADD, C, M, M, gw, EMU_NOREF,
-					        n, e, NULL);
-					emu_map(be, S_BUF_STORE, EMU_OP_CVT, T, M, M, EMU_NOREF,
-					        EMU_NOREF, n, e, NULL);
+					TO_C(S_M_C, Xc, M);
+					OP(S_BUF_MUL, EMU_OP_MUL, M, Xc, mu);
+					STORE(S_BUF_MUL_STORE, T, M);
+					TO_C(S_M_C2, Xc, M);
+					OP(S_BUF_ADD, EMU_OP_ADD, M, Xc, Gc);
+					STORE(S_BUF_STORE, T, M);
 				}
-				step_dir = M;
+				TO_C(S_M_C3, Gc, M); /* the step's direction */
 			}
-			emu_map(be, S_LR_MUL, EMU_OP_MUL, C, A, neg_lr, step_dir, EMU_NOREF, n, e,
-			        NULL);
-			emu_map(be, S_UPDATE, EMU_OP_ADD, C, W, W, A, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_STORE, EMU_OP_CVT, S, W, W, EMU_NOREF, EMU_NOREF, n, e, NULL);
+			OP(S_LR_MUL, EMU_OP_MUL, A, neg_lr, Gc);
+			TO_C(S_W_C2, Wc, W);
+			OP(S_UPDATE, EMU_OP_ADD, W, Wc, A);
+			STORE(S_STORE, S, W);
 		} else {
 			/* torch/optim/adamw.py _single_tensor_adamw */
 			double bc1 = 1 - pow_d(P.beta1, s), bc2 = 1 - pow_d(P.beta2, s);
@@ -356,69 +398,65 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			/* w = w·(1 − lr·wd), stored (adamw_kahan: folded into the
 			 * compensated increment below) */
 			if (P.wd != 0 && v != ADAMW_KAHAN) {
-				emu_map(be, S_DECAY, EMU_OP_MUL, C, W, W, decay_f, EMU_NOREF, n, e,
-				        NULL);
+				TO_C(S_W_C, Wc, W);
+				OP(S_DECAY, EMU_OP_MUL, W, Wc, decay_f);
 				emu_map_mode(be, S_DECAY_STORE, EMU_OP_CVT, wmode, S, W, W,
 				             EMU_NOREF, EMU_NOREF, n, e, NULL);
 			}
 			/* m = lerp(m, g, 1 − β1) */
-			emu_map(be, S_LERP_SUB, EMU_OP_SUB, C, D, Gr, M, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_LERP_MUL, EMU_OP_MUL, C, D, lerp_w, D, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_LERP_ADD, lerp_small ? EMU_OP_ADD : EMU_OP_SUB, C, M,
-			        lerp_small ? M : Gr, D, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_M_STORE, EMU_OP_CVT, T, M, M, EMU_NOREF, EMU_NOREF, n, e,
-			        NULL);
+			TO_C(S_M_C, Xc, M);
+			OP(S_LERP_SUB, EMU_OP_SUB, D, Gc, Xc);
+			OP(S_LERP_MUL, EMU_OP_MUL, D, lerp_w, D);
+			if (lerp_small)
+				OP(S_LERP_ADD, EMU_OP_ADD, M, Xc, D);
+			else
+				OP(S_LERP_ADD, EMU_OP_SUB, M, Gc, D);
+			STORE(S_M_STORE, T, M);
 			/* v = v·β2, then v + ((1 − β2)·g)·g */
-			emu_map(be, S_V_MUL, EMU_OP_MUL, C, V, V, beta2, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_V_MUL_STORE, EMU_OP_CVT, T, V, V, EMU_NOREF, EMU_NOREF, n, e,
-			        NULL);
-			emu_map(be, S_G2_SCALE, EMU_OP_MUL, C, D, om_beta2, Gr, EMU_NOREF, n, e,
-			        NULL);
-			emu_map(be, S_G2, EMU_OP_MUL, C, D, D, Gr, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_V_ADD, EMU_OP_ADD, C, V, V, D, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_V_STORE, EMU_OP_CVT, T, V, V, EMU_NOREF, EMU_NOREF, n, e,
-			        NULL);
+			TO_C(S_V_C, Xc, V);
+			OP(S_V_MUL, EMU_OP_MUL, V, Xc, beta2);
+			STORE(S_V_MUL_STORE, T, V);
+			TO_C(S_V_C2, Xc, V);
+			OP(S_G2_SCALE, EMU_OP_MUL, D, om_beta2, Gc);
+			OP(S_G2, EMU_OP_MUL, D, D, Gc);
+			OP(S_V_ADD, EMU_OP_ADD, V, Xc, D);
+			STORE(S_V_STORE, T, V);
 			/* denom = (sqrt(v) / sqrt(bc2)) + eps, each a tensor of v's dtype */
-			emu_map(be, S_SQRT, EMU_OP_SQRT, C, D, V, EMU_NOREF, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_SQRT_STORE, EMU_OP_CVT, T, D, D, EMU_NOREF, EMU_NOREF, n, e,
-			        NULL);
-			emu_map(be, S_BC2_DIV, EMU_OP_DIV, C, D, D, bc2s, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_BC2_STORE, EMU_OP_CVT, T, D, D, EMU_NOREF, EMU_NOREF, n, e,
-			        NULL);
-			emu_map(be, S_ADD_EPS, EMU_OP_ADD, C, D, D, epsc, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_DENOM_STORE, EMU_OP_CVT, T, D, D, EMU_NOREF, EMU_NOREF, n, e,
-			        NULL);
+			TO_C(S_V_C3, Xc, V);
+			OP(S_SQRT, EMU_OP_SQRT, D, Xc, EMU_NOREF);
+			STORE(S_SQRT_STORE, T, D);
+			TO_C(S_D_C, D, D);
+			OP(S_BC2_DIV, EMU_OP_DIV, D, D, bc2s);
+			STORE(S_BC2_STORE, T, D);
+			TO_C(S_D_C2, D, D);
+			OP(S_ADD_EPS, EMU_OP_ADD, D, D, epsc);
+			STORE(S_DENOM_STORE, T, D);
+			TO_C(S_D_C3, D, D);
 			/* addcdiv: a = ((−step_size)·m)/denom, w = w + a */
-			emu_map(be, S_STEP_MUL, EMU_OP_MUL, C, A, neg_ss, M, EMU_NOREF, n, e, NULL);
-			emu_map(be, S_STEP_DIV, EMU_OP_DIV, C, A, A, D, EMU_NOREF, n, e, NULL);
+			TO_C(S_M_C2, Xc, M);
+			OP(S_STEP_MUL, EMU_OP_MUL, A, neg_ss, Xc);
+			OP(S_STEP_DIV, EMU_OP_DIV, A, A, D);
+			TO_C(S_W_C2, Wc, W);
 			if (v == ADAMW_KAHAN) {
 				/* u = w·(−lr·wd) + a; c = c + u; w' = w + c; c = c + (w − w') */
-				emu_ref U = D;
 				if (P.wd != 0) {
-					emu_map(be, S_KAHAN_DECAY, EMU_OP_MUL, C, U, W, neg_lr_wd,
-					        EMU_NOREF, n, e, NULL);
-					emu_map(be, S_KAHAN_INC, EMU_OP_ADD, C, U, U, A, EMU_NOREF,
-					        n, e, NULL);
+					OP(S_KAHAN_DECAY, EMU_OP_MUL, U, Wc, neg_lr_wd);
+					OP(S_KAHAN_INC, EMU_OP_ADD, U, U, A);
 				} else {
 					emu_copy(be, U, A, n);
 				}
-				emu_map(be, S_COMP_ADD, EMU_OP_ADD, C, Cp, Cp, U, EMU_NOREF, n, e,
-				        NULL);
-				emu_map(be, S_COMP_STORE, EMU_OP_CVT, S, Cp, Cp, EMU_NOREF,
-				        EMU_NOREF, n, e, NULL);
-				emu_map(be, S_UPDATE, EMU_OP_ADD, C, W, W, Cp, EMU_NOREF, n, e,
-				        NULL);
-				emu_map(be, S_STORE, EMU_OP_CVT, S, W, W, EMU_NOREF, EMU_NOREF, n,
-				        e, NULL);
-				emu_map(be, S_COMP_DIFF, EMU_OP_SUB, C, U, Wo, W, EMU_NOREF, n, e,
-				        NULL);
-				emu_map(be, S_COMP_FIX, EMU_OP_ADD, C, Cp, Cp, U, EMU_NOREF, n, e,
-				        NULL);
-				emu_map(be, S_COMP_FIX_STORE, EMU_OP_CVT, S, Cp, Cp, EMU_NOREF,
-				        EMU_NOREF, n, e, NULL);
+				TO_C(S_C_C, Xc, Cp);
+				OP(S_COMP_ADD, EMU_OP_ADD, Cp, Xc, U);
+				STORE(S_COMP_STORE, S, Cp);
+				TO_C(S_C_C2, Xc, Cp);
+				OP(S_UPDATE, EMU_OP_ADD, W, Wc, Xc);
+				STORE(S_STORE, S, W);
+				TO_C(S_W_C3, D, W);
+				OP(S_COMP_DIFF, EMU_OP_SUB, U, Wc, D);
+				OP(S_COMP_FIX, EMU_OP_ADD, Cp, Xc, U);
+				STORE(S_COMP_FIX_STORE, S, Cp);
 			} else {
-				emu_map(be, S_UPDATE, EMU_OP_ADD, C, W, W, A, EMU_NOREF, n, e,
-				        NULL);
+				OP(S_UPDATE, EMU_OP_ADD, W, Wc, A);
 				emu_map_mode(be, S_STORE, EMU_OP_CVT, wmode, S, W, W, EMU_NOREF,
 				             EMU_NOREF, n, e, NULL);
 			}
@@ -446,6 +484,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_op1(be, S_DIAG, EMU_OP_CVT, F, emu_at(nonfinite, 0), emu_at(nonfinite, 0), EMU_NOREF,
 	        3);
 #undef SCALAR
+#undef TO_C
+#undef OP
+#undef STORE
 	free(raw);
 	return 0;
 }

@@ -197,8 +197,9 @@ START_TEST(test_map_mode)
 		emu_be b1, b2;
 		emu_be_init(&b1, (emu_be_kind)kind, &sr);
 		emu_be_init(&b2, (emu_be_kind)kind, &rne);
-		emu_vec *a1 = emu_vec_new(&b1, N), *c1 = emu_vec_new(&b1, N), *d1 = emu_vec_new(&b1, N);
-		emu_vec *a2 = emu_vec_new(&b2, N), *c2 = emu_vec_new(&b2, N), *d2 = emu_vec_new(&b2, N);
+		emu_vec *a1 = emu_vec_new(&b1, N), *c1 = emu_vec_new(&b1, N);
+		emu_vec *d1 = emu_vec_new(&b1, N), *a2 = emu_vec_new(&b2, N);
+		emu_vec *c2 = emu_vec_new(&b2, N), *d2 = emu_vec_new(&b2, N);
 		ck_assert(a1 && c1 && d1 && a2 && c2 && d2);
 		fill(f, 21, a1->d, N);
 		fill(f, 22, c1->d, N);

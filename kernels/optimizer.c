@@ -16,7 +16,11 @@
  * materialises from them, such as denom) stored in its state format.
  * Python's scalars (1 − lr·wd, the bias corrections, step_size) are
  * binary64, as CPython computes them, and rounded into the compute format
- * where a tensor operation meets them (so eps = 1e-8 is 0 in fp16).
+ * where a tensor operation meets them (so eps = 1e-8 is 0 in fp16). A
+ * stored tensor an operation reads is converted into the compute format
+ * first (step to_compute): exact when compute holds the stored format, as
+ * opmath does, and the operands every backend computes on are then values
+ * of the operation's format (the exact backend works on its encodings).
  *
  * The gradient of step t (1-based) and element i: r = emu_mix64(emu_mix64(
  * seed) ^ (t·2^40 + i)), u = (r >> 11)·2^-53, g = grad_scale·(2u − 1)

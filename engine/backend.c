@@ -529,12 +529,14 @@ static bool table_op(const emu_be *be, emu_op op)
 	       op != EMU_OP_MUL && op != EMU_OP_DIV && op != EMU_OP_FMA;
 }
 
-void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref dst, emu_ref a,
-             emu_ref b, emu_ref c, size_t n, uint64_t elem, uint8_t *fl)
+/* a map under env (the policy's, or one with another rounding mode) */
+static void map_env(emu_be *be, const emu_env *base, unsigned step, emu_op op,
+                    const emu_format *f, emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n,
+                    uint64_t elem, uint8_t *fl)
 {
 	if (n == 0 || !dst.v || !a.v)
 		return;
-	emu_env env = be->env;
+	emu_env env = *base;
 	env.index = emu_sr_key(step, 0, elem);
 	if (op == EMU_OP_CVT)
 		env.daz = false; /* the operand's own format is not known here */
@@ -574,6 +576,21 @@ void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref 
 		tally_one(&tl, v, elem + j);
 	}
 	record_tally(be, step, op, n, &tl);
+}
+
+void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref dst, emu_ref a,
+             emu_ref b, emu_ref c, size_t n, uint64_t elem, uint8_t *fl)
+{
+	map_env(be, &be->env, step, op, f, dst, a, b, c, n, elem, fl);
+}
+
+void emu_map_mode(emu_be *be, unsigned step, emu_op op, emu_mode mode, const emu_format *f,
+                  emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n, uint64_t elem,
+                  uint8_t *fl)
+{
+	emu_env env = be->env; /* the policy's stays as it was validated */
+	env.mode = mode;
+	map_env(be, &env, step, op, f, dst, a, b, c, n, elem, fl);
 }
 
 /* the backend's few scratch values (a block fold's partial sum) */

@@ -199,6 +199,14 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
  * fl as emu_input. */
 void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref dst, emu_ref a,
              emu_ref b, emu_ref c, size_t n, uint64_t elem, uint8_t *fl);
+/* emu_map rounding in mode instead of the policy's (the rest of the
+ * environment, SR's seed and keys included, is the policy's): a kernel that
+ * rounds one site differently, such as a weight update stored with
+ * stochastic rounding, names the mode at that site. TRUTH: exact, as
+ * emu_map. */
+void emu_map_mode(emu_be *be, unsigned step, emu_op op, emu_mode mode, const emu_format *f,
+                  emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n, uint64_t elem,
+                  uint8_t *fl);
 /* One element: emu_map with n = 1. */
 static inline void emu_op1(emu_be *be, unsigned step, emu_op op, const emu_format *f,
                            emu_ref dst, emu_ref a, emu_ref b, uint64_t elem)
@@ -245,6 +253,7 @@ typedef enum {
 
 typedef struct {
 	emu_format storage, compute, accum;
+	emu_format grad, state; /* an optimizer's gradients and states (default: storage) */
 	emu_env env;
 	emu_scale_kind scale;
 	int delayed_len, delayed_margin;
@@ -263,7 +272,9 @@ typedef struct {
  * (keep|ftz|daz|ftzdaz), seed (for sr), scale (none|tensor|delayed:L:margin|
  * mx32:floor|mx32:rceil|tile128, or any recipe of core/recipe.h by name,
  * e.g. nvfp4, mxfp8, deepseek, or as a spec in braces), role (act|weight|
- * grad: the recipe's block shape and element rounding; default act). A
+ * grad: the recipe's block shape and element rounding; default act), grad
+ * and state (the formats an optimizer holds its gradients and its states
+ * m, v in; default: storage, which is then the master weights'). A
  * recipe other than the legacy ones stores its own element format: storage
  * may be left out, and must name that format if given. A custom format
  * goes in braces: storage={p=5,emax=15}. */

@@ -23,7 +23,7 @@ typedef struct {
 	uint64_t seed;
 } emu_kin;
 
-#define EMU_KOUT_MAX 6
+#define EMU_KOUT_MAX 8
 typedef struct {
 	const char *name;      /* "loss", "grad", "y", ... */
 	emu_vec *vec;          /* owned by the backend */
@@ -183,5 +183,6 @@ extern const emu_kernel emu_kernel_accum;
 extern const emu_kernel emu_kernel_rmsnorm; /* kernels/rmsnorm.c */
 extern const emu_kernel emu_kernel_bce; /* kernels/bce.c */
 extern const emu_kernel emu_kernel_quant; /* kernels/quant.c */
+extern const emu_kernel emu_kernel_optimizer; /* kernels/optimizer.c */
 
 #endif

@@ -84,6 +84,7 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 	memset(&p, 0, sizeof p);
 	p.env = EMU_ENV_DEFAULT;
 	bool have_storage = false, have_compute = false, have_accum = false;
+	bool have_grad = false, have_state = false;
 	char item[160];
 	if (strlen(spec) >= sizeof p.spec)
 		return fail(err, errlen, "policy too long: '%.60s...'", spec);
@@ -91,7 +92,7 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 	 * a request for the last one */
 	static const char *const keys[] = {"storage",    "compute",    "accum", "round",
 	                                   "overflow",   "subnormals", "seed",  "scale",
-	                                   "role"};
+	                                   "role",       "grad",       "state"};
 	unsigned seen = 0;
 	for (const char *s = spec; *s;) {
 		s = next_item(s, item, sizeof item);
@@ -116,6 +117,12 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 		} else if (strcmp(k, "accum") == 0) {
 			st = parse_fmt(v, &p.accum, err, errlen);
 			have_accum = true;
+		} else if (strcmp(k, "grad") == 0) {
+			st = parse_fmt(v, &p.grad, err, errlen);
+			have_grad = true;
+		} else if (strcmp(k, "state") == 0) {
+			st = parse_fmt(v, &p.state, err, errlen);
+			have_state = true;
 		} else if (strcmp(k, "round") == 0) {
 			p.env.mode = emu_mode_by_name(v);
 			if (p.env.mode == EMU_NMODES)
@@ -206,6 +213,10 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 		p.compute = p.storage;
 	if (!have_accum)
 		p.accum = p.compute;
+	if (!have_grad)
+		p.grad = p.storage;
+	if (!have_state)
+		p.state = p.storage;
 	snprintf(p.spec, sizeof p.spec, "%s", spec);
 	*out = p;
 	return EMU_OK;

@@ -184,6 +184,44 @@ START_TEST(test_map_grouping)
 }
 END_TEST
 
+/* emu_map_mode: a map in another rounding mode is the map a policy of that
+ * mode gives (bits, and per-op flag counts), on fast and exact, and leaves
+ * the backend's own environment as it was. */
+START_TEST(test_map_mode)
+{
+	const emu_format *f = t_fmt("e5m2");
+	for (int kind = EMU_BE_FAST; kind <= EMU_BE_EXACT; kind++) {
+		emu_env sr = EMU_ENV_DEFAULT, rne = EMU_ENV_DEFAULT;
+		sr.mode = EMU_SR;
+		sr.seed = rne.seed = 9;
+		emu_be b1, b2;
+		emu_be_init(&b1, (emu_be_kind)kind, &sr);
+		emu_be_init(&b2, (emu_be_kind)kind, &rne);
+		emu_vec *a1 = emu_vec_new(&b1, N), *c1 = emu_vec_new(&b1, N);
+		emu_vec *d1 = emu_vec_new(&b1, N), *a2 = emu_vec_new(&b2, N);
+		emu_vec *c2 = emu_vec_new(&b2, N), *d2 = emu_vec_new(&b2, N);
+		ck_assert(a1 && c1 && d1 && a2 && c2 && d2);
+		fill(f, 21, a1->d, N);
+		fill(f, 22, c1->d, N);
+		memcpy(a2->d, a1->d, N * sizeof *a1->d);
+		memcpy(c2->d, c1->d, N * sizeof *c1->d);
+		emu_map(&b1, STEP, EMU_OP_DIV, f, emu_row(d1, 0), emu_row(a1, 0), emu_row(c1, 0),
+		        EMU_NOREF, N, 3, NULL);
+		emu_map_mode(&b2, STEP, EMU_OP_DIV, EMU_SR, f, emu_row(d2, 0), emu_row(a2, 0),
+		             emu_row(c2, 0), EMU_NOREF, N, 3, NULL);
+		for (size_t j = 0; j < N; j++)
+			ck_assert_msg(emu_encode(f, d1->d[j]) == emu_encode(f, d2->d[j]),
+			              "%s j %zu: 0x%x 0x%x", emu_be_name((emu_be_kind)kind), j,
+			              emu_encode(f, d1->d[j]), emu_encode(f, d2->d[j]));
+		ck_assert(memcmp(b1.st.flags, b2.st.flags, sizeof b1.st.flags) == 0);
+		ck_assert(b2.env.mode == EMU_RNE);
+		emu_be_free(&b1);
+		emu_be_free(&b2);
+	}
+	t_count("engine: emu_map_mode(sr) == a map under an sr policy (fast, exact)", 2 * N);
+}
+END_TEST
+
 /* The pairwise sum of v[lo..lo+n) by its definition: the node splitting
  * at lo + h is element lo + h of the step. */
 static double pairwise_ref(emu_be_kind kind, const emu_format *f, const double *v, size_t lo,
@@ -292,6 +330,7 @@ Suite *suite_engine(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_map_elements);
 	tcase_add_test(tc, test_map_grouping);
+	tcase_add_test(tc, test_map_mode);
 	tcase_add_test(tc, test_folds);
 	suite_add_tcase(s, tc);
 	return s;

@@ -121,7 +121,8 @@ END_TEST
 /*
  * Random policies, as a user's `nanmap run` draws them: every kernel and
  * variant; storage, compute and (half the time) accum formats, built-in and
- * custom (nosub, noinf, fn, fnuz, none); every mode (sr with a seed), overflow
+ * custom (nosub, noinf, fn, fnuz, none), and the optimizer's grad and state
+ * formats (half the time each); every mode (sr with a seed), overflow
  * rule, subnormal option and scale recipe; shapes up to 3 x 64 from the
  * CLI's generator (cli/nm_gen.c) with a scale from 1e-8 to 1e6. Case c
  * depends only on (t_seed(), c), and a failure prints the `nanmap run`
@@ -179,6 +180,13 @@ static bool random_policy_case(uint64_t c)
 		                (unsigned)(r[5] >> 8) % 1000);
 	len += snprintf(spec + len, sizeof spec - (size_t)len, ",overflow=%s,subnormals=%s",
 	                r[6] & 1 ? "sat" : "ieee", RP_PICK(rp_subnormals, r[6] >> 1));
+	/* the optimizer's gradient and state formats (other kernels ignore them) */
+	if (k == &emu_kernel_optimizer && (r[13] & 1))
+		len += snprintf(spec + len, sizeof spec - (size_t)len, ",grad=%s",
+		                RP_PICK(rp_formats, r[13] >> 1));
+	if (k == &emu_kernel_optimizer && (r[14] & 1))
+		len += snprintf(spec + len, sizeof spec - (size_t)len, ",state=%s",
+		                RP_PICK(rp_formats, r[14] >> 1));
 	if (!strcmp(scale, "delayed"))
 		snprintf(spec + len, sizeof spec - (size_t)len, ",scale=delayed:%u:%u",
 		         1 + (unsigned)(r[7] >> 8) % 4, (unsigned)(r[7] >> 16) % 3);

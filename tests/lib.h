@@ -60,5 +60,6 @@ Suite *suite_metrics(void);
 Suite *suite_engine(void);
 Suite *suite_buf(void);
 Suite *suite_specialize(void);
+Suite *suite_recipe(void);
 
 #endif

@@ -153,6 +153,7 @@ typedef struct emu_qtensor {
 	bool *four;         /* per block, 4over6: true when the block scaled its max to 4 */
 	double tensor_amax; /* amax of the whole tensor (after RHT) */
 	double s_enc, t;    /* NVFP4: S_enc and t = fp32(1/S_enc); 1 and 1 otherwise */
+	int elem_p;         /* the element format's precision (for the 2^-p statistic) */
 } emu_qtensor;
 
 /* Quantise x (rows × cols) by r for role (colwise: the column-wise copy).
@@ -161,36 +162,68 @@ typedef struct emu_qtensor {
  * values: NaN, inf, zero blocks and empty tensors follow the rule's source. */
 int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double *x, size_t rows,
                  size_t cols, uint64_t seed, emu_qtensor *out) __attribute__((warn_unused_result));
+
+/* A part of a larger tensor, for streaming a checkpoint: x holds rows
+ * [row0, row0 + rows) of a tensor of total_rows rows (row0 and rows
+ * multiples of the block's and RHT's row extent, except at the end), SR
+ * index of element (i, j) is (row0 + i)·cols + j, and tensor_amax is the
+ * whole tensor's (emu_recipe_tensor_amax; NVFP4's S_enc needs it; NaN:
+ * take this part's). The delayed rule's history covers this part only. */
+typedef struct emu_qpart {
+	size_t row0, total_rows;
+	uint64_t seed;
+	double tensor_amax;
+} emu_qpart;
+int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                      size_t rows, size_t cols, const emu_qpart *part, emu_qtensor *out)
+    __attribute__((warn_unused_result));
+/* The amax of x as r sees it for role and copy (fp32-held, after RHT). */
+double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                              size_t rows, size_t cols);
 void emu_qtensor_free(emu_qtensor *q);
+
+/* One block's scale by r's rule from its amax a: the decode scale *d (as
+ * stored, its encoding in *dcode) and the element multiplier *m. hist is
+ * the delayed rule's amax history, s_enc and t the NVFP4 tensor scales (1
+ * and 1 otherwise), fmax the element max aimed at (0: r's). engine/scale.c
+ * scales the kernels' inputs with it. */
+void emu_recipe_block_scale(const emu_recipe *r, double a, double hist, double fmax, double s_enc,
+                            double t, double *d, double *m, emu_bits *dcode);
 
 /* Round one fp32 value v to f by n-bit SR (the dither form hardware uses):
  * with F the first n bits of v's fraction below f's last place and u the top
  * n bits of emu_sr_bits(seed, index), round away from zero iff F + u >= 2^n.
- * Bias toward zero: up to 2^-n of an ulp. n = 32 is exactly EMU_SR. */
+ * Bias toward zero: up to 2^-n of an ulp. n = 32 is the emulator's EMU_SR
+ * (emu_from_double), nanmap's one definition of full SR. */
 double emu_round_sr_bits(const emu_format *f, double v, int n, bool sat, uint64_t seed,
                          uint64_t index, unsigned *flags);
 
 /* What quantisation did to a tensor (nanmap quant's report; docs/recipes.md
- * defines each number). Elements whose input is NaN are excluded from the
- * error statistics and counted in nan_in. */
+ * defines each number). Elements whose input is NaN or infinite are
+ * excluded from the error statistics and counted in nan_in / inf_in. Parts
+ * of one tensor accumulate (emu_qstats_add), then emu_qstats_finish. */
 typedef struct emu_qstats {
 	uint64_t n, nan_in, inf_in;
-	uint64_t saturated; /* |x·m| above the element max: clamped (or inf/NaN without sat) */
+	uint64_t saturated; /* the element conversion overflowed: clamped (or inf/NaN without sat) */
 	uint64_t flushed;   /* x nonzero, q zero */
 	uint64_t lost;      /* x nonzero, q zero or its relative error >= 1 (no significant bit) */
 	uint64_t within;    /* relative error below 2^-p of the element format */
 	uint64_t nonfinite_out; /* deq inf or NaN from a finite input */
 	double amax, sqnr_db;   /* 10·log10(Σx² / Σ(x−deq)²); +inf when exact */
 	double max_rel, mean_rel; /* over finite nonzero x */
-	double bias, bias_se;     /* mean signed error (deq − x) relative to amax; its standard error */
-	int exp_hist_lo;          /* log2 of the smallest block scale in the histogram */
-	uint64_t exp_hist[64];    /* blocks by floor(log2 d), from exp_hist_lo up */
-	uint64_t zero_scale, nan_scale; /* blocks whose d is 0 / NaN */
+	double bias, bias_se;     /* mean signed error (deq − x) / amax, and its standard error */
+	uint64_t blocks, zero_scale, nan_scale, inf_scale; /* blocks; those whose d is 0 / NaN / inf */
+	uint64_t exp_hist[300];   /* blocks by floor(log2(d·t)) + 150 (finite nonzero) */
+	/* running sums (emu_qstats_finish reads them) */
+	double sum_x2, sum_e2, sum_e, sum_rel;
+	uint64_t n_err, n_rel;
 } emu_qstats;
 
-/* Statistics against the original input x0 (before fp32 and RHT: pass
- * q->x to judge the quantiser alone). */
-void emu_qstats_of(const emu_qtensor *q, const double *x0, emu_qstats *st);
+void emu_qstats_init(emu_qstats *st);
+/* Add a quantised part against the original input x0 (before fp32 and RHT;
+ * pass q->x to judge the element quantisation alone). */
+void emu_qstats_add(emu_qstats *st, const emu_qtensor *q, const double *x0);
+void emu_qstats_finish(emu_qstats *st);
 /* Per block: SQNR in dB of that block against x0 (for --per-block). */
 double emu_qblock_sqnr(const emu_qtensor *q, const double *x0, size_t block);
 

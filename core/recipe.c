@@ -1,0 +1,1004 @@
+/*
+ * recipe.c — scaling recipes (recipe.h; the rules and their sources are in
+ * docs/recipes.md). Every scale and element step is one rounding through
+ * the emulator: fp32 operations on fp32 operands are computed in double and
+ * rounded once to fp32, which is the correctly rounded fp32 result (the
+ * product is exact in double; a quotient rounded twice, to 53 and then 24
+ * bits, is still correctly rounded because 53 >= 2·24 + 2).
+ */
+#include <math.h>
+#include <mpfr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recipe.h"
+
+static const emu_format *fmt(const char *name)
+{
+	return emu_format_by_name(name);
+}
+
+/* fp32(v), to nearest even; overflow gives ±inf, as an fp32 operation does */
+static double f32(double v)
+{
+	emu_env e = EMU_ENV_DEFAULT;
+	return emu_decode(fmt("fp32"), emu_from_double(fmt("fp32"), v, &e).bits);
+}
+
+static double fminf32(double a, double b) /* CUDA's fminf: a NaN operand loses */
+{
+	if (isnan(a))
+		return b;
+	if (isnan(b))
+		return a;
+	return a < b ? a : b;
+}
+
+/* ---- built-ins ---- */
+
+typedef struct {
+	const char *name, *spec, *what;
+} builtin;
+
+static const builtin builtins[] = {
+    {"none", "elem=e4m3,rule=none", "no scale: elements rounded straight to the format"},
+    {"tensor", "elem=e4m3,scale=fp32,rule=fp32,block=0x0,sat=no",
+     "per tensor: s = fp32(max/amax) (TE current scaling)"},
+    {"delayed", "elem=e4m3,scale=fp32,rule=delayed,block=1x0,sat=no,history=16,margin=0",
+     "per row, from the amax history of the previous rows (TE delayed scaling)"},
+    {"tile128", "elem=e4m3,scale=fp32,rule=recip,block=1x128,sat=no",
+     "1x128 tiles, s = 1/fp32(amax/max) (nanmap's legacy tile recipe)"},
+    {"mx32:floor", "elem=e4m3,scale=e8m0,rule=legacy_mx,block=1x32,scale_round=down",
+     "nanmap's legacy MX: 1x32, OCP floor, scale 1 for a zero block"},
+    {"mx32:rceil", "elem=e4m3,scale=e8m0,rule=legacy_mx,block=1x32,scale_round=up",
+     "nanmap's legacy MX: 1x32, 2^ceil(log2(amax/max)), scale 1 for a zero block"},
+    {"mxfp8", "elem=e4m3,scale=e8m0,rule=te,block=1x32,scale_round=up",
+     "MXFP8 as TE: 1x32, E8M0 rounded up from amax/448, E4M3 satfinite"},
+    {"mxfp8:e5m2", "elem=e5m2,scale=e8m0,rule=te,block=1x32,scale_round=up",
+     "MXFP8 as TE with E5M2 elements"},
+    {"mxfp6:e3m2", "elem=e3m2,scale=e8m0,rule=te,block=1x32,scale_round=up",
+     "MXFP6 (E3M2) with TE's rounded-up E8M0 scale"},
+    {"mxfp6:e2m3", "elem=e2m3,scale=e8m0,rule=te,block=1x32,scale_round=up",
+     "MXFP6 (E2M3) with TE's rounded-up E8M0 scale"},
+    {"mxfp4", "elem=e2m1,scale=e8m0,rule=te,block=1x32,scale_round=up",
+     "MXFP4 (E2M1) with TE's rounded-up E8M0 scale"},
+    {"mxfp8:floor", "elem=e4m3,scale=e8m0,rule=floor,apply=div,block=1x32",
+     "OCP MX v1.0: X = 2^(floor(log2 amax) - emax), elements clamp"},
+    {"mxfp8:e5m2:floor", "elem=e5m2,scale=e8m0,rule=floor,apply=div,block=1x32",
+     "OCP MX v1.0 with E5M2 elements"},
+    {"mxfp6:e3m2:floor", "elem=e3m2,scale=e8m0,rule=floor,apply=div,block=1x32",
+     "OCP MX v1.0 with E3M2 elements"},
+    {"mxfp6:e2m3:floor", "elem=e2m3,scale=e8m0,rule=floor,apply=div,block=1x32",
+     "OCP MX v1.0 with E2M3 elements"},
+    {"mxfp4:floor", "elem=e2m1,scale=e8m0,rule=floor,apply=div,block=1x32",
+     "OCP MX v1.0 with E2M1 elements"},
+    {"nvfp4",
+     "elem=e2m1,scale=e4m3,rule=nvfp4,act=1x16,weight=16x16,grad=1x16,grad_round=sr,rht=yes",
+     "NVFP4 as TE: E4M3 scale per 16 (16x16 weights) and an fp32 tensor scale; SR grads; RHT "
+     "on column-wise copies"},
+    {"nvfp4:4over6",
+     "elem=e2m1,scale=e4m3,rule=nvfp4,act=1x16,weight=16x16,grad=1x16,grad_round=sr,rht=yes,"
+     "tbound=256,4over6=mae",
+     "NVFP4 with 4over6: each block scales its max to 6 or to 4, whichever errs less"},
+    {"deepseek", "elem=e4m3,scale=fp32,rule=deepgemm,act=1x128,weight=128x128,grad=1x128,amin=1e-4",
+     "DeepSeek-V3 FP8 (DeepGEMM reference): 1x128 / 128x128, s = 448/max(amax, 1e-4)"},
+    {"deepseek:pow2", "elem=e4m3,scale=fp32,rule=pow2down,act=1x128,weight=128x128,grad=1x128",
+     "DeepSeek-style blocks with TE's power-of-two scale (rounded down)"},
+    {"deepseek:ue8m0",
+     "elem=e4m3,scale=e8m0,rule=pow2up,act=1x128,weight=128x128,grad=1x128,amin=1e-4",
+     "DeepSeek-style blocks with DeepGEMM's UE8M0 scale (SM100): 2^ceil(log2(amax/448))"},
+};
+#define NBUILTINS (sizeof builtins / sizeof builtins[0])
+
+const char *const emu_recipe_names[] = {
+    "none",        "tensor",           "delayed",          "tile128",          "mx32:floor",
+    "mx32:rceil",  "mxfp8",            "mxfp8:e5m2",       "mxfp6:e3m2",       "mxfp6:e2m3",
+    "mxfp4",       "mxfp8:floor",      "mxfp8:e5m2:floor", "mxfp6:e3m2:floor", "mxfp6:e2m3:floor",
+    "mxfp4:floor", "nvfp4",            "nvfp4:4over6",     "deepseek",         "deepseek:pow2",
+    "deepseek:ue8m0", NULL};
+
+const char *emu_recipe_describe(const char *name)
+{
+	for (size_t i = 0; i < NBUILTINS; i++)
+		if (strcmp(builtins[i].name, name) == 0)
+			return builtins[i].what;
+	return NULL;
+}
+
+static const char *const role_names[EMU_NROLES] = {"act", "weight", "grad"};
+
+const char *emu_role_name(emu_role r)
+{
+	return (unsigned)r < EMU_NROLES ? role_names[r] : "?";
+}
+
+emu_role emu_role_by_name(const char *name)
+{
+	for (int r = 0; r < EMU_NROLES; r++)
+		if (strcmp(role_names[r], name) == 0)
+			return (emu_role)r;
+	return EMU_NROLES;
+}
+
+static const char *const rule_names[EMU_NRSCALES] = {
+    "none", "fp32", "recip", "deepgemm", "pow2down", "pow2up", "floor", "te", "nvfp4", "legacy_mx",
+    "delayed"};
+
+/* ---- parsing ---- */
+
+static void recipe_defaults(emu_recipe *r)
+{
+	memset(r, 0, sizeof *r);
+	r->elem = *fmt("e4m3");
+	r->scale_fmt = *fmt("fp32");
+	r->rule = EMU_RSCALE_NONE;
+	r->apply = EMU_RAPPLY_MUL;
+	r->scale_mode = EMU_UP;
+	for (int k = 0; k < EMU_NROLES; k++) {
+		r->brows[k] = 1;
+		r->bcols[k] = 0;
+		r->elem_mode[k] = EMU_RNE;
+	}
+	r->sr_bits = 32;
+	r->sat = true;
+	r->tbound = 448;
+	r->delayed_len = 16;
+}
+
+static int parse_shape(const char *v, int *rows, int *cols)
+{
+	char *end;
+	long a = strtol(v, &end, 10);
+	if (end == v || *end != 'x' || a < 0 || a > 1 << 20)
+		return -1;
+	const char *w = end + 1;
+	long b = strtol(w, &end, 10);
+	if (end == w || *end || b < 0 || b > 1 << 20)
+		return -1;
+	*rows = (int)a;
+	*cols = (int)b;
+	return 0;
+}
+
+static int parse_num(const char *v, double *out)
+{
+	char *end;
+	double d = strtod(v, &end);
+	if (end == v || *end || !isfinite(d) || d < 0)
+		return -1;
+	*out = d;
+	return 0;
+}
+
+static int parse_int(const char *v, int lo, int hi, int *out)
+{
+	char *end;
+	long d = strtol(v, &end, 10);
+	if (end == v || *end || d < lo || d > hi)
+		return -1;
+	*out = (int)d;
+	return 0;
+}
+
+static emu_mode mode_of(const char *v)
+{
+	if (strcmp(v, "rne") == 0)
+		return EMU_RNE;
+	if (strcmp(v, "rna") == 0)
+		return EMU_RNA;
+	if (strcmp(v, "sr") == 0)
+		return EMU_SR;
+	return EMU_NMODES;
+}
+
+static int set_key(emu_recipe *r, const char *k, const char *v, char *why, size_t wl)
+{
+	if (strcmp(k, "elem") == 0 || strcmp(k, "scale") == 0) {
+		emu_format f;
+		char e[160];
+		if (emu_format_parse(v, &f, e, sizeof e) != EMU_OK) {
+			snprintf(why, wl, "%s=%s: %s", k, v, e);
+			return -1;
+		}
+		if (k[0] == 'e')
+			r->elem = f;
+		else
+			r->scale_fmt = f;
+		return 0;
+	}
+	if (strcmp(k, "rule") == 0) {
+		for (int i = 0; i < EMU_NRSCALES; i++)
+			if (strcmp(rule_names[i], v) == 0) {
+				r->rule = (emu_rscale)i;
+				return 0;
+			}
+		snprintf(why, wl, "rule=%s: not one of none fp32 recip deepgemm pow2down pow2up floor "
+		                  "te nvfp4 legacy_mx delayed", v);
+		return -1;
+	}
+	if (strcmp(k, "apply") == 0) {
+		if (strcmp(v, "mul") == 0 || strcmp(v, "div") == 0) {
+			r->apply = v[0] == 'm' ? EMU_RAPPLY_MUL : EMU_RAPPLY_DIV;
+			return 0;
+		}
+		snprintf(why, wl, "apply=%s: not mul or div", v);
+		return -1;
+	}
+	int br, bc;
+	if (strcmp(k, "block") == 0 || strcmp(k, "act") == 0 || strcmp(k, "weight") == 0 ||
+	    strcmp(k, "grad") == 0) {
+		if (parse_shape(v, &br, &bc)) {
+			snprintf(why, wl, "%s=%s: a block shape is RxC (0 = the whole dimension)", k, v);
+			return -1;
+		}
+		for (int i = 0; i < EMU_NROLES; i++)
+			if (k[0] == 'b' || strcmp(k, role_names[i]) == 0) {
+				r->brows[i] = br;
+				r->bcols[i] = bc;
+			}
+		return 0;
+	}
+	if (strcmp(k, "round") == 0 || strcmp(k, "act_round") == 0 ||
+	    strcmp(k, "weight_round") == 0 || strcmp(k, "grad_round") == 0) {
+		emu_mode m = mode_of(v);
+		if (m == EMU_NMODES) {
+			snprintf(why, wl, "%s=%s: not rne, rna or sr", k, v);
+			return -1;
+		}
+		for (int i = 0; i < EMU_NROLES; i++)
+			if (strcmp(k, "round") == 0 || strncmp(k, role_names[i], strlen(role_names[i])) == 0)
+				r->elem_mode[i] = m;
+		return 0;
+	}
+	if (strcmp(k, "scale_round") == 0) {
+		static const char *const nm[] = {"rne", "rtz", "up", "down", "rna"};
+		for (int i = 0; i < 5; i++)
+			if (strcmp(v, nm[i]) == 0) {
+				r->scale_mode = (emu_mode)i;
+				return 0;
+			}
+		snprintf(why, wl, "scale_round=%s: not up, down, rne, rna or rtz", v);
+		return -1;
+	}
+	if (strcmp(k, "sr_bits") == 0) {
+		if (parse_int(v, 1, 32, &r->sr_bits) == 0)
+			return 0;
+		snprintf(why, wl, "sr_bits=%s: a whole number from 1 to 32", v);
+		return -1;
+	}
+	if (strcmp(k, "history") == 0 || strcmp(k, "margin") == 0) {
+		int *dst = k[0] == 'h' ? &r->delayed_len : &r->delayed_margin;
+		if (parse_int(v, k[0] == 'h' ? 1 : 0, 1 << 20, dst) == 0)
+			return 0;
+		snprintf(why, wl, "%s=%s: a whole number%s", k, v, k[0] == 'h' ? " >= 1" : " >= 0");
+		return -1;
+	}
+	if (strcmp(k, "fmax") == 0 || strcmp(k, "tbound") == 0 || strcmp(k, "amin") == 0) {
+		double d;
+		if (parse_num(v, &d)) {
+			snprintf(why, wl, "%s=%s: a finite number >= 0", k, v);
+			return -1;
+		}
+		if (k[0] == 'f')
+			r->fmax = d;
+		else if (k[0] == 't')
+			r->tbound = d;
+		else
+			r->amin = f32(d);
+		return 0;
+	}
+	if (strcmp(k, "4over6") == 0) {
+		if (strcmp(v, "no") == 0 || strcmp(v, "mae") == 0 || strcmp(v, "mse") == 0) {
+			r->four_over_six = v[0] == 'n' ? EMU_R46_NONE : v[1] == 'a' ? EMU_R46_MAE : EMU_R46_MSE;
+			return 0;
+		}
+		snprintf(why, wl, "4over6=%s: not no, mae or mse", v);
+		return -1;
+	}
+	if (strcmp(k, "rht") == 0 && strcmp(v, "all") == 0) {
+		r->rht = r->rht_all = true;
+		return 0;
+	}
+	if (strcmp(k, "sat") == 0 || strcmp(k, "rht") == 0 || strcmp(k, "ftz_scale") == 0) {
+		int b = emu_bool_by_name(v);
+		if (b < 0) {
+			snprintf(why, wl, "%s=%s: not yes or no%s", k, v, k[0] == 'r' ? " or all" : "");
+			return -1;
+		}
+		if (k[0] == 's')
+			r->sat = b;
+		else if (k[0] == 'r')
+			r->rht = b, r->rht_all = false;
+		else
+			r->ftz_scale = b;
+		return 0;
+	}
+	snprintf(why, wl, "unknown key '%s'", k);
+	return -1;
+}
+
+static int apply_keys(emu_recipe *r, char *s, char *why, size_t wl)
+{
+	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+		char *eq = strchr(tok, '=');
+		if (!eq) {
+			snprintf(why, wl, "'%s' is not KEY=VALUE", tok);
+			return -1;
+		}
+		*eq = 0;
+		if (set_key(r, tok, eq + 1, why, wl))
+			return -1;
+	}
+	return 0;
+}
+
+emu_status emu_recipe_parse(const char *spec, emu_recipe *out, char *err, size_t errlen)
+{
+	char buf[512], why[256] = "";
+	if (!spec || !*spec || strlen(spec) >= sizeof buf) {
+		snprintf(err, errlen, "recipe '%s': empty or longer than %zu characters",
+		         spec ? spec : "", sizeof buf - 1);
+		return EMU_ERR_BAD_SPEC;
+	}
+	emu_recipe r;
+	recipe_defaults(&r);
+	snprintf(buf, sizeof buf, "%s", spec);
+	char *rest = buf;
+	const char *base = NULL;
+	char *comma = strchr(buf, ',');
+	char head[512];
+	snprintf(head, sizeof head, "%.*s", comma ? (int)(comma - buf) : (int)strlen(buf), buf);
+	for (size_t i = 0; i < NBUILTINS; i++)
+		if (strcmp(builtins[i].name, head) == 0)
+			base = builtins[i].spec;
+	if (base) {
+		char b2[512];
+		snprintf(b2, sizeof b2, "%s", base);
+		if (apply_keys(&r, b2, why, sizeof why))
+			goto bad; /* a built-in that does not parse: a bug, reported */
+		snprintf(r.name, sizeof r.name, "%.63s", spec);
+		rest = comma ? comma + 1 : NULL;
+	} else if (!strchr(head, '=')) {
+		snprintf(err, errlen,
+		         "recipe '%s': unknown recipe '%s' (nanmap quant --list shows the built-ins; a "
+		         "custom recipe is KEY=VALUE,... as docs/recipes.md says)",
+		         spec, head);
+		return EMU_ERR_BAD_SPEC;
+	} else {
+		snprintf(r.name, sizeof r.name, "custom");
+	}
+	if (rest && *rest && apply_keys(&r, rest, why, sizeof why))
+		goto bad;
+	if (r.rule == EMU_RSCALE_NVFP4 && r.elem.max <= 0)
+		goto bad;
+	if (r.rule != EMU_RSCALE_NONE && r.rule != EMU_RSCALE_NVFP4 && !(r.elem.max > 0))
+		goto bad;
+	if ((r.rule == EMU_RSCALE_E8M0_FLOOR || r.rule == EMU_RSCALE_E8M0_TE ||
+	     r.rule == EMU_RSCALE_LEGACY_MX || r.rule == EMU_RSCALE_POW2_UP) &&
+	    strcmp(r.scale_fmt.name, "e8m0") != 0) {
+		snprintf(why, sizeof why, "rule=%s keeps its scale in e8m0 (scale=e8m0)",
+		         rule_names[r.rule]);
+		goto bad;
+	}
+	if (r.rule == EMU_RSCALE_NVFP4 && strcmp(r.scale_fmt.name, "e4m3") != 0) {
+		snprintf(why, sizeof why, "rule=nvfp4 keeps its block scale in e4m3 (scale=e4m3)");
+		goto bad;
+	}
+	if (r.four_over_six && r.rule != EMU_RSCALE_NVFP4) {
+		snprintf(why, sizeof why, "4over6 needs rule=nvfp4");
+		goto bad;
+	}
+	if (r.elem.p > 24 || r.elem.ebits > 8 || !r.elem.has_sign) {
+		snprintf(why, sizeof why, "elem=%s: an element format is signed and at most fp32",
+		         r.elem.name);
+		goto bad;
+	}
+	*out = r;
+	return EMU_OK;
+bad:
+	snprintf(err, errlen, "recipe '%s': %s", spec, *why ? why : "inconsistent keys");
+	return EMU_ERR_BAD_SPEC;
+}
+
+void emu_recipe_spec(const emu_recipe *r, char *buf, size_t len)
+{
+	static const char *const mn[] = {"rne", "rtz", "up", "down", "rna", "sr"};
+	char fm[32] = "", am[32] = "", tb[32];
+	if (r->fmax > 0)
+		snprintf(fm, sizeof fm, ",fmax=%.17g", r->fmax);
+	if (r->amin > 0)
+		snprintf(am, sizeof am, ",amin=%.17g", r->amin);
+	snprintf(tb, sizeof tb, "%.17g", r->tbound);
+	snprintf(buf, len,
+	         "elem=%s,scale=%s,rule=%s,apply=%s,act=%dx%d,weight=%dx%d,grad=%dx%d,act_round=%s,"
+	         "weight_round=%s,grad_round=%s,sr_bits=%d,sat=%s,rht=%s,tbound=%s%s%s,4over6=%s,"
+	         "scale_round=%s,ftz_scale=%s,history=%d,margin=%d",
+	         r->elem.name, r->scale_fmt.name, rule_names[r->rule],
+	         r->apply == EMU_RAPPLY_MUL ? "mul" : "div", r->brows[0], r->bcols[0], r->brows[1],
+	         r->bcols[1], r->brows[2], r->bcols[2], mn[r->elem_mode[0]], mn[r->elem_mode[1]],
+	         mn[r->elem_mode[2]], r->sr_bits, r->sat ? "yes" : "no",
+	         r->rht_all ? "all" : r->rht ? "yes" : "no", tb, fm, am,
+	         r->four_over_six == EMU_R46_NONE  ? "no"
+	         : r->four_over_six == EMU_R46_MAE ? "mae"
+	                                           : "mse",
+	         mn[r->scale_mode], r->ftz_scale ? "yes" : "no", r->delayed_len, r->delayed_margin);
+}
+
+/* ---- SR with n random bits ---- */
+
+double emu_round_sr_bits(const emu_format *f, double v, int n, bool sat, uint64_t seed,
+                         uint64_t index, unsigned *flags)
+{
+	emu_env env = {EMU_SR, sat, false, false, seed, index};
+	if (n >= 32 || isnan(v) || isinf(v)) {
+		emu_result r = emu_from_double(f, v, &env);
+		*flags |= r.flags;
+		return emu_decode(f, r.bits);
+	}
+	env.mode = EMU_RTZ;
+	emu_result lo = emu_from_double(f, v, &env);
+	double l = emu_decode(f, lo.bits);
+	if (!(lo.flags & EMU_FLAG_INEXACT)) {
+		*flags |= lo.flags;
+		return l;
+	}
+	/* the spacing above |l|: |l| is a grid point of f (max when v overflows) */
+	double al = fabs(l);
+	int e = al >= f->min_normal ? ilogb(al) : f->emin;
+	double ulp = ldexp(1.0, e - f->p + 1);
+	double frac = (fabs(v) - al) / ulp; /* exact: a power-of-two division */
+	uint64_t F = frac >= 1 ? (uint64_t)1 << n : (uint64_t)ldexp(frac, n);
+	uint64_t u = emu_sr_bits(seed, index) >> (32 - n);
+	bool away = F + u >= (uint64_t)1 << n;
+	env.mode = away ? (v > 0 ? EMU_UP : EMU_DOWN) : EMU_RTZ;
+	emu_result r = emu_from_double(f, v, &env);
+	*flags |= r.flags;
+	return emu_decode(f, r.bits);
+}
+
+/* ---- scales ---- */
+
+/* TE's float_to_e8m0 (the software path of cvt.rp.satfinite.ue8m0x2.f32)
+ * for an fp32 value v >= 0; mode other than EMU_UP rounds by that mode. */
+static emu_bits e8m0_te(double v, emu_mode mode)
+{
+	if (isnan(v))
+		return 0xff;
+	if (isinf(v))
+		return 0xfe;
+	if (v == 0)
+		return 0x00;
+	if (mode != EMU_UP) {
+		emu_env e = {mode, true, false, false, 0, 0};
+		return emu_from_double(fmt("e8m0"), v, &e).bits;
+	}
+	int ex;
+	double m = frexp(v, &ex); /* v = m·2^ex, m in [0.5, 1) */
+	/* fp32 fields: biased exponent and whether the fraction is nonzero */
+	int be = ex - 1 + 127;
+	bool frac = m != 0.5;
+	if (be <= 0) { /* an fp32 subnormal: 0x400000 is 2^-127 */
+		return v <= ldexp(1.0, -127) ? 0x00 : 0x01;
+	}
+	if (frac && be != 0xfe)
+		be++;
+	return (emu_bits)be;
+}
+
+/* TE's exp2f_rcp: 1 for code 0, else the fp32 with bits (254 − code) << 23
+ * (code 254 gives +0, code 255 −inf: the bits of −1 << 23). */
+static double e8m0_rcp_te(emu_bits c)
+{
+	if (c == 0)
+		return 1;
+	if (c == 255)
+		return -INFINITY;
+	if (c == 254)
+		return 0;
+	return ldexp(1.0, 127 - (int)c);
+}
+
+typedef struct {
+	double d, m;
+	emu_bits dcode;
+	unsigned dflags;
+} bscale;
+
+static bscale scale_of(const emu_recipe *r, double a, double hist, double fmax, double s_enc,
+                       double t)
+{
+	bscale b = {1, 1, 0, 0};
+	const emu_format *F32 = fmt("fp32"), *E8 = fmt("e8m0");
+	emu_env e = EMU_ENV_DEFAULT;
+	switch (r->rule) {
+	case EMU_RSCALE_NONE:
+		break;
+	case EMU_RSCALE_FP32_MAX_OVER_AMAX: {
+		double s = (a > 0 && isfinite(a)) ? f32(fmax / a) : 1;
+		b.m = s;
+		b.d = f32(1 / s);
+		break;
+	}
+	case EMU_RSCALE_DELAYED: {
+		double s = (hist > 0 && isfinite(hist)) ? f32(ldexp(fmax, -r->delayed_margin) / hist) : 1;
+		b.m = s;
+		b.d = f32(1 / s);
+		break;
+	}
+	case EMU_RSCALE_FP32_RECIP: {
+		double dd = f32(a / fmax);
+		double s = (dd > 0 && isfinite(dd)) ? 1 / dd : 1;
+		b.m = f32(s);
+		b.d = f32(1 / b.m);
+		break;
+	}
+	case EMU_RSCALE_FP32_DEEPGEMM: {
+		double ac = a < r->amin ? r->amin : a; /* torch's clamp: NaN stays NaN */
+		b.m = f32(fmax / ac);
+		b.d = f32(ac / fmax);
+		break;
+	}
+	case EMU_RSCALE_POW2_DOWN: {
+		double s = (a > 0) ? f32(fmax / a) : 1; /* amax 0 or NaN: 1 */
+		if (isinf(s))
+			s = F32->max;
+		if (isfinite(s) && s > 0)
+			s = ldexp(1.0, ilogb(s));
+		b.m = s;
+		b.d = 1 / s;
+		break;
+	}
+	case EMU_RSCALE_POW2_UP: {
+		double ac = a < r->amin ? r->amin : a;
+		double v = f32(ac / fmax);
+		b.dcode = e8m0_te(v, EMU_UP);
+		b.d = emu_decode(E8, b.dcode);
+		b.m = isnan(b.d) ? b.d : 1 / b.d;
+		return b;
+	}
+	case EMU_RSCALE_E8M0_FLOOR: {
+		if (isnan(a)) {
+			b.dcode = 0xff;
+			b.d = b.m = NAN;
+			return b;
+		}
+		double aa = a > 0 ? a : F32->min_normal;
+		int x = (isinf(aa) ? 128 : ilogb(aa)) - r->elem.emax;
+		if (x > 127) {
+			b.dcode = 0xff;
+			b.d = b.m = NAN;
+			return b;
+		}
+		if (x < -127)
+			x = -127;
+		b.dcode = (emu_bits)(x + 127);
+		b.d = ldexp(1.0, x);
+		b.m = ldexp(1.0, -x);
+		return b;
+	}
+	case EMU_RSCALE_E8M0_TE: {
+		double v = f32(a * f32(1 / fmax));
+		b.dcode = e8m0_te(v, r->scale_mode);
+		b.d = emu_decode(E8, b.dcode);
+		b.m = e8m0_rcp_te(b.dcode);
+		return b;
+	}
+	case EMU_RSCALE_LEGACY_MX: {
+		if (!(a > 0) || !isfinite(a))
+			break;
+		int x = r->scale_mode == EMU_UP ? (int)ceil(log2(a / fmax)) : ilogb(a) - r->elem.emax;
+		if (x < -127)
+			x = -127;
+		if (x > 127)
+			x = 127;
+		b.m = ldexp(1.0, -x);
+		b.d = ldexp(1.0, x);
+		b.dcode = (emu_bits)(x + 127);
+		return b;
+	}
+	case EMU_RSCALE_NVFP4: {
+		double v = f32(a * f32(s_enc * f32(1 / fmax)));
+		emu_env es = {EMU_RNE, true, false, false, 0, 0};
+		emu_result rr = emu_from_double(fmt("e4m3"), v, &es);
+		b.dcode = rr.bits;
+		b.dflags = rr.flags;
+		b.d = emu_decode(fmt("e4m3"), rr.bits);
+		b.m = fminf32(f32(1 / f32(b.d * t)), F32->max);
+		return b;
+	}
+	default:
+		break;
+	}
+	emu_result rr = emu_from_double(r->rule == EMU_RSCALE_LEGACY_MX ? E8 : F32, b.d, &e);
+	b.dcode = rr.bits;
+	b.dflags = rr.flags & ~EMU_FLAG_INEXACT;
+	return b;
+}
+
+void emu_recipe_block_scale(const emu_recipe *r, double a, double hist, double fmax, double s_enc,
+                            double t, double *d, double *m, emu_bits *dcode)
+{
+	bscale b = scale_of(r, a, hist, fmax > 0 ? fmax : r->fmax > 0 ? r->fmax : r->elem.max, s_enc, t);
+	*d = b.d;
+	*m = b.m;
+	*dcode = b.dcode;
+}
+
+/* ---- the random Hadamard transform ---- */
+
+static const int rht_sign[16] = {1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1};
+
+/* y[j·st] = fp32(Σ_i bf16(x[i·st]) · H_ij), H = (1/4)·diag(s)·H16: each sum
+ * exact (MPFR at 320 bits holds any sum of 16 bf16 products) then rounded
+ * once; a NaN or inf input makes the sums NaN / inf as IEEE does. */
+static void rht16(double *x, size_t st)
+{
+	const emu_format *BF = fmt("bf16");
+	emu_env e = EMU_ENV_DEFAULT;
+	double in[16];
+	for (int i = 0; i < 16; i++)
+		in[i] = emu_decode(BF, emu_from_double(BF, x[i * st], &e).bits);
+	mpfr_t acc, t;
+	mpfr_inits2(320, acc, t, (mpfr_ptr)0);
+	for (int j = 0; j < 16; j++) {
+		mpfr_set_zero(acc, 1);
+		for (int i = 0; i < 16; i++) {
+			int sg = rht_sign[i] * ((__builtin_popcount((unsigned)(i & j)) & 1) ? -1 : 1);
+			mpfr_set_d(t, in[i] * 0.25 * sg, MPFR_RNDN);
+			mpfr_add(acc, acc, t, MPFR_RNDN);
+		}
+		double hi = mpfr_get_d(acc, MPFR_RNDN);
+		double lo = 0;
+		if (isfinite(hi)) {
+			mpfr_sub_d(t, acc, hi, MPFR_RNDN);
+			lo = mpfr_get_d(t, MPFR_RNDN);
+		}
+		unsigned fl = 0;
+		x[j * st] = isfinite(hi) ? emu_round_value(fmt("fp32"), hi, lo, &e, &fl) : hi;
+		if (mpfr_nan_p(acc))
+			x[j * st] = NAN;
+	}
+	mpfr_clears(acc, t, (mpfr_ptr)0);
+}
+
+/* ---- quantise ---- */
+
+void emu_qtensor_free(emu_qtensor *q)
+{
+	free(q->x);
+	free(q->code);
+	free(q->q);
+	free(q->deq);
+	free(q->flags);
+	free(q->amax);
+	free(q->d);
+	free(q->m);
+	free(q->dcode);
+	free(q->dflags);
+	free(q->four);
+	memset(q, 0, sizeof *q);
+}
+
+static double amax_of(const double *x, size_t r0, size_t r1, size_t c0, size_t c1, size_t cols)
+{
+	double a = 0;
+	for (size_t r = r0; r < r1; r++)
+		for (size_t c = c0; c < c1; c++) {
+			double v = fabs(x[r * cols + c]);
+			if (!(v <= a))
+				a = v; /* NaN sticks: nothing is <= NaN, and NaN is never replaced */
+			if (isnan(a))
+				return a;
+		}
+	return a;
+}
+
+/* element i of the block: q, code, flags into out; returns deq */
+static void quant_elem(const emu_recipe *r, emu_mode mode, const bscale *b, double t, size_t i,
+                       uint64_t seed, uint64_t i0, emu_qtensor *o)
+{
+	const emu_format *E = &r->elem;
+	double x = o->x[i];
+	double xs;
+	if (r->rule == EMU_RSCALE_NONE)
+		xs = x;
+	else if (r->apply == EMU_RAPPLY_DIV)
+		xs = f32(x / b->d);
+	else
+		xs = f32(x * b->m);
+	unsigned fl = 0;
+	double q;
+	if (mode == EMU_SR) {
+		q = emu_round_sr_bits(E, xs, r->sr_bits, r->sat, seed, i0 + i, &fl);
+	} else {
+		emu_env e = {mode, r->sat, false, false, seed, i0 + i};
+		emu_result rr = emu_from_double(E, xs, &e);
+		fl = rr.flags;
+		q = emu_decode(E, rr.bits);
+	}
+	o->q[i] = q;
+	o->code[i] = emu_encode(E, q);
+	o->flags[i] = (uint8_t)fl;
+	o->deq[i] = r->rule == EMU_RSCALE_NONE ? q : q * b->d * t;
+}
+
+static double block_err(const emu_qtensor *o, size_t r0, size_t r1, size_t c0, size_t c1,
+                        bool mse)
+{
+	double s = 0;
+	for (size_t r = r0; r < r1; r++)
+		for (size_t c = c0; c < c1; c++) {
+			size_t i = r * o->cols + c;
+			double e = fabs(o->x[i] - o->deq[i]);
+			s += mse ? e * e : e;
+		}
+	return s;
+}
+
+/* x as r holds it: fp32, then the RHT where it applies (in place on o) */
+static void hold_input(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                       size_t rows, size_t cols, double *o)
+{
+	size_t n = rows * cols;
+	emu_env e = EMU_ENV_DEFAULT;
+	emu_a_cvt(fmt("fp32"), o, x, 1, n, &e, NULL);
+	bool rht = r->rht && (r->rht_all || (colwise && role != EMU_ROLE_WEIGHT));
+	if (!rht)
+		return;
+	if (colwise) {
+		for (size_t c = 0; c < cols; c++)
+			for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16)
+				rht16(o + r0 * cols + c, cols);
+	} else {
+		for (size_t rr = 0; rr < rows; rr++)
+			for (size_t c0 = 0; c0 + 16 <= cols; c0 += 16)
+				rht16(o + rr * cols + c0, 1);
+	}
+}
+
+double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                              size_t rows, size_t cols)
+{
+	bool rht = r->rht && (r->rht_all || (colwise && role != EMU_ROLE_WEIGHT));
+	if (!rht) /* fp32 rounding is monotone: the amax of fp32(x) is fp32(amax x) */
+		return f32(amax_of(x, 0, rows, 0, cols, cols));
+	double *t = malloc((rows * cols > 0 ? rows * cols : 1) * sizeof *t);
+	if (!t)
+		return NAN;
+	hold_input(r, role, colwise, x, rows, cols, t);
+	double a = amax_of(t, 0, rows, 0, cols, cols);
+	free(t);
+	return a;
+}
+
+int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double *x, size_t rows,
+                 size_t cols, uint64_t seed, emu_qtensor *o)
+{
+	emu_qpart part = {0, rows, seed, NAN};
+	return emu_quantize_part(r, role, colwise, x, rows, cols, &part, o);
+}
+
+int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                      size_t rows, size_t cols, const emu_qpart *part, emu_qtensor *o)
+{
+	uint64_t seed = part->seed;
+	uint64_t i0 = (uint64_t)part->row0 * cols;
+	memset(o, 0, sizeof *o);
+	if ((unsigned)role >= EMU_NROLES)
+		role = EMU_ROLE_ACT;
+	size_t n = rows * cols;
+	o->rows = rows;
+	o->cols = cols;
+	o->colwise = colwise;
+	o->elem_p = r->elem.p;
+	size_t br = (size_t)r->brows[role], bc = (size_t)r->bcols[role];
+	if (colwise) {
+		size_t tmp = br;
+		br = bc;
+		bc = tmp;
+	}
+	if (r->rule == EMU_RSCALE_NONE)
+		br = bc = 0;
+	o->brows = br == 0 || br > rows ? (rows ? rows : 1) : br;
+	o->bcols = bc == 0 || bc > cols ? (cols ? cols : 1) : bc;
+	o->nbr = rows ? (rows + o->brows - 1) / o->brows : 0;
+	o->nbc = cols ? (cols + o->bcols - 1) / o->bcols : 0;
+	size_t nb = o->nbr * o->nbc, na = n ? n : 1, nbb = nb ? nb : 1;
+	o->x = malloc(na * sizeof *o->x);
+	o->code = malloc(na * sizeof *o->code);
+	o->q = malloc(na * sizeof *o->q);
+	o->deq = malloc(na * sizeof *o->deq);
+	o->flags = malloc(na);
+	o->amax = malloc(nbb * sizeof *o->amax);
+	o->d = malloc(nbb * sizeof *o->d);
+	o->m = malloc(nbb * sizeof *o->m);
+	o->dcode = malloc(nbb * sizeof *o->dcode);
+	o->dflags = malloc(nbb * sizeof *o->dflags);
+	o->four = calloc(nbb, sizeof *o->four);
+	double *row_amax = r->rule == EMU_RSCALE_DELAYED ? calloc(rows ? rows : 1, sizeof(double))
+	                                                 : NULL;
+	if (!o->x || !o->code || !o->q || !o->deq || !o->flags || !o->amax || !o->d || !o->m ||
+	    !o->dcode || !o->dflags || !o->four || (r->rule == EMU_RSCALE_DELAYED && !row_amax)) {
+		free(row_amax);
+		emu_qtensor_free(o);
+		return -1;
+	}
+	/* 1. the input as the recipe holds it */
+	hold_input(r, role, colwise, x, rows, cols, o->x);
+	o->tensor_amax = isnan(part->tensor_amax) ? amax_of(o->x, 0, rows, 0, cols, cols)
+	                                          : part->tensor_amax;
+	double fmax = r->fmax > 0 ? r->fmax : r->elem.max;
+	o->s_enc = o->t = 1;
+	if (r->rule == EMU_RSCALE_NVFP4) {
+		double ga = o->tensor_amax;
+		double s = fminf32(f32(f32(r->tbound * fmax) / ga), fmt("fp32")->max);
+		if (ga == 0 || s == 0)
+			s = 1;
+		o->s_enc = s;
+		o->t = f32(1 / s);
+	}
+	if (row_amax)
+		for (size_t rr = 0; rr < rows; rr++)
+			row_amax[rr] = amax_of(o->x, rr, rr + 1, 0, cols, cols);
+	/* 2.–4. per block */
+	emu_mode mode = r->elem_mode[role];
+	for (size_t bi = 0; bi < o->nbr; bi++)
+		for (size_t bj = 0; bj < o->nbc; bj++) {
+			size_t b = bi * o->nbc + bj;
+			size_t r0 = bi * o->brows, r1 = r0 + o->brows < rows ? r0 + o->brows : rows;
+			size_t c0 = bj * o->bcols, c1 = c0 + o->bcols < cols ? c0 + o->bcols : cols;
+			double a = amax_of(o->x, r0, r1, c0, c1, cols);
+			double hist = 0;
+			if (row_amax)
+				for (size_t q = r0 > (size_t)r->delayed_len ? r0 - (size_t)r->delayed_len : 0;
+				     q < r0; q++)
+					hist = row_amax[q] > hist ? row_amax[q] : hist;
+			bscale s = scale_of(r, a, hist, r->four_over_six ? 6 : fmax, o->s_enc, o->t);
+			for (size_t rr = r0; rr < r1; rr++)
+				for (size_t c = c0; c < c1; c++)
+					quant_elem(r, mode, &s, o->t, rr * cols + c, seed, i0, o);
+			if (r->four_over_six) {
+				bscale s4 = scale_of(r, a, hist, 4, o->s_enc, o->t);
+				double e6 = block_err(o, r0, r1, c0, c1, r->four_over_six == EMU_R46_MSE);
+				/* the 6-scaled block, kept aside while 4 is tried */
+				size_t m = (r1 - r0) * (c1 - c0), k = 0;
+				double keep[256 * 4];
+				bool kept = m * 4 <= sizeof keep / sizeof keep[0];
+				if (kept)
+					for (size_t rr = r0; rr < r1; rr++)
+						for (size_t c = c0; c < c1; c++, k++) {
+							size_t i = rr * cols + c;
+							keep[4 * k] = o->q[i];
+							keep[4 * k + 1] = o->deq[i];
+							keep[4 * k + 2] = (double)o->code[i];
+							keep[4 * k + 3] = o->flags[i];
+						}
+				for (size_t rr = r0; rr < r1; rr++)
+					for (size_t c = c0; c < c1; c++)
+						quant_elem(r, mode, &s4, o->t, rr * cols + c, seed, i0, o);
+				double e4 = block_err(o, r0, r1, c0, c1, r->four_over_six == EMU_R46_MSE);
+				if (e4 < e6 || !kept) {
+					s = s4;
+					o->four[b] = true;
+				} else {
+					k = 0;
+					for (size_t rr = r0; rr < r1; rr++)
+						for (size_t c = c0; c < c1; c++, k++) {
+							size_t i = rr * cols + c;
+							o->q[i] = keep[4 * k];
+							o->deq[i] = keep[4 * k + 1];
+							o->code[i] = (emu_bits)keep[4 * k + 2];
+							o->flags[i] = (uint8_t)keep[4 * k + 3];
+						}
+				}
+			}
+			o->amax[b] = a;
+			o->d[b] = s.d;
+			o->m[b] = s.m;
+			o->dcode[b] = s.dcode;
+			o->dflags[b] = s.dflags;
+		}
+	free(row_amax);
+	return 0;
+}
+
+/* ---- statistics ---- */
+
+void emu_qstats_init(emu_qstats *st)
+{
+	memset(st, 0, sizeof *st);
+}
+
+void emu_qstats_add(emu_qstats *st, const emu_qtensor *q, const double *x0)
+{
+	size_t n = q->rows * q->cols;
+	double tol = ldexp(1.0, -q->elem_p);
+	st->n += n;
+	if (!(q->tensor_amax <= st->amax))
+		st->amax = q->tensor_amax;
+	for (size_t i = 0; i < n; i++) {
+		double x = x0[i], y = q->deq[i];
+		if (isnan(x)) {
+			st->nan_in++;
+			continue;
+		}
+		if (isinf(x)) {
+			st->inf_in++;
+			continue;
+		}
+		if (q->flags[i] & EMU_FLAG_OVERFLOW)
+			st->saturated++;
+		if (!isfinite(y)) {
+			st->nonfinite_out++;
+			continue;
+		}
+		double e = y - x;
+		st->sum_x2 += x * x;
+		st->sum_e2 += e * e;
+		st->sum_e += e;
+		st->n_err++;
+		if (x != 0) {
+			double rel = fabs(e) / fabs(x);
+			if (y == 0)
+				st->flushed++;
+			if (y == 0 || rel >= 1)
+				st->lost++;
+			if (rel < tol)
+				st->within++;
+			st->sum_rel += rel;
+			st->n_rel++;
+			if (rel > st->max_rel)
+				st->max_rel = rel;
+		}
+	}
+	size_t nblk = q->nbr * q->nbc;
+	st->blocks += nblk;
+	for (size_t b = 0; b < nblk; b++) {
+		double d = q->d[b] * q->t;
+		if (isnan(d))
+			st->nan_scale++;
+		else if (d == 0)
+			st->zero_scale++;
+		else if (isinf(d))
+			st->inf_scale++;
+		else {
+			int k = ilogb(d) + 150;
+			st->exp_hist[k < 0 ? 0 : k > 299 ? 299 : k]++;
+		}
+	}
+}
+
+void emu_qstats_finish(emu_qstats *st)
+{
+	st->mean_rel = st->n_rel ? st->sum_rel / (double)st->n_rel : 0;
+	st->sqnr_db = st->sum_e2 > 0 ? 10 * log10(st->sum_x2 / st->sum_e2) : INFINITY;
+	st->bias = st->bias_se = 0;
+	if (st->n_err) {
+		double k = (double)st->n_err, mean = st->sum_e / k;
+		double var = st->n_err > 1 ? (st->sum_e2 - k * mean * mean) / (k - 1) : 0;
+		double scale = st->amax > 0 && isfinite(st->amax) ? st->amax : 1;
+		st->bias = mean / scale;
+		st->bias_se = var > 0 ? sqrt(var / k) / scale : 0;
+	}
+}
+
+double emu_qblock_sqnr(const emu_qtensor *q, const double *x0, size_t block)
+{
+	size_t bi = block / (q->nbc ? q->nbc : 1), bj = block % (q->nbc ? q->nbc : 1);
+	size_t r0 = bi * q->brows, r1 = r0 + q->brows < q->rows ? r0 + q->brows : q->rows;
+	size_t c0 = bj * q->bcols, c1 = c0 + q->bcols < q->cols ? c0 + q->bcols : q->cols;
+	double sx = 0, se = 0;
+	for (size_t r = r0; r < r1; r++)
+		for (size_t c = c0; c < c1; c++) {
+			size_t i = r * q->cols + c;
+			if (!isfinite(x0[i]))
+				continue;
+			double e = q->deq[i] - x0[i];
+			if (isnan(e))
+				return NAN;
+			sx += x0[i] * x0[i];
+			se += e * e;
+		}
+	return se > 0 ? 10 * log10(sx / se) : INFINITY;
+}

@@ -9,8 +9,8 @@
  *    env with index env->index + i (emu_v_* for add, sub, mul, div, fma,
  *    as the kernel engine's fast backend; encodings and emu_apply for the unary ops
  *    and min/max; emu_v_from_double for cvt);
- *  - fast: round-to-nearest-even (and SR for p <= 20) without sat, ftz or
- *    daz, formats with sign, zero and subnormals, p <= 25, for cvt (a
+ *  - fast: round-to-nearest-even (and SR for p <= 20) without ftz or daz
+ *    (sat too, but for the transcendentals), formats with sign, zero and subnormals, p <= 25, for cvt (a
  *    double rounded once), add, sub, mul, div, sqrt and fma: r = a op b
  *    in binary64 (innocuous double rounding, docs/numerics.md), its exact
  *    error term for the inexact
@@ -82,7 +82,7 @@ double emu_a_element(emu_op op, const emu_format *f, double x, double y, double 
 
 struct fconsts {
 	uint64_t low, half_m1, max_d, minnorm_d, fnuz;
-	uint64_t ovf_d; /* what an overflow gives in rne without sat: inf, NaN or max */
+	uint64_t ovf_d; /* what an overflow gives: inf, NaN or max (and under sat) */
 	double magic;
 	int S;
 	double inv_quantum; /* 2^-(emin-p+1): below 2^emin, units of the quantum */
@@ -607,7 +607,12 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 {
 	if (op >= EMU_NOPS || !fast_tab[op].run)
 		return false;
-	if ((env->mode != EMU_RNE && env->mode != EMU_SR) || env->sat || env->ftz || env->daz)
+	if ((env->mode != EMU_RNE && env->mode != EMU_SR) || env->ftz || env->daz)
+		return false;
+	/* sat: an overflow gives ±max (below); non-finite operands, whose clamped
+	 * results differ, go to the generic path anyway. The transcendentals'
+	 * check keeps the unsaturated overflow. */
+	if (env->sat && IS_TR(op))
 		return false;
 	/* the transcendental check rounds with round_rne */
 	if (env->mode == EMU_SR && IS_TR(op))
@@ -629,9 +634,9 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 	c->quantum = ldexp(1.0, f->emin - f->p + 1);
 	c->inv_quantum = ldexp(1.0, -(f->emin - f->p + 1));
 	c->seed = env->seed;
-	c->ovf_d = f->has_inf               ? emu_dbits(INFINITY)
-	           : f->nan != EMU_NAN_NONE ? emu_dbits(NAN)
-	                                    : emu_dbits(f->max);
+	c->ovf_d = env->sat || (!f->has_inf && f->nan == EMU_NAN_NONE) ? emu_dbits(f->max)
+	           : f->has_inf                                         ? emu_dbits(INFINITY)
+	                                                                : emu_dbits(NAN);
 	return true;
 }
 

@@ -8,22 +8,39 @@
  */
 #include <math.h>
 #include <mpfr.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "recipe.h"
 
+/* The built-in formats the rules name, looked up once (relaxed atomics:
+ * every thread stores the same pointer). */
 static const emu_format *fmt(const char *name)
 {
+	static _Atomic(const emu_format *) cache[4];
+	static const char *const names[4] = {"fp32", "e8m0", "e4m3", "bf16"};
+	for (int i = 0; i < 4; i++)
+		if (names[i][1] == name[1] && strcmp(names[i], name) == 0) {
+			const emu_format *f = atomic_load_explicit(&cache[i], memory_order_relaxed);
+			if (!f) {
+				f = emu_format_by_name(name);
+				atomic_store_explicit(&cache[i], f, memory_order_relaxed);
+			}
+			return f;
+		}
 	return emu_format_by_name(name);
 }
 
 /* fp32(v), to nearest even; overflow gives ±inf, as an fp32 operation does */
 static double f32(double v)
 {
-	emu_env e = EMU_ENV_DEFAULT;
-	return emu_decode(fmt("fp32"), emu_from_double(fmt("fp32"), v, &e).bits);
+	if (fabs(v) <= 0x1p-126 || !(fabs(v) < 0x1.fffffefffffffp+127)) { /* tiny, huge, NaN */
+		emu_env e = EMU_ENV_DEFAULT;
+		return emu_decode(fmt("fp32"), emu_from_double(fmt("fp32"), v, &e).bits);
+	}
+	return (double)(float)v; /* a normal fp32 result: the host's IEEE conversion (RNE) */
 }
 
 static double fminf32(double a, double b) /* CUDA's fminf: a NaN operand loses */
@@ -320,7 +337,8 @@ static int set_key(emu_recipe *r, const char *k, const char *v, char *why, size_
 
 static int apply_keys(emu_recipe *r, char *s, char *why, size_t wl)
 {
-	for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+	char *save = NULL; /* strtok_r: a caller may be inside its own strtok loop */
+	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		if (!eq) {
 			snprintf(why, wl, "'%s' is not KEY=VALUE", tok);
@@ -694,33 +712,52 @@ static double amax_of(const double *x, size_t r0, size_t r1, size_t c0, size_t c
 	return a;
 }
 
-/* element i of the block: q, code, flags into out; returns deq */
-static void quant_elem(const emu_recipe *r, emu_mode mode, const bscale *b, double t, size_t i,
-                       uint64_t seed, uint64_t i0, emu_qtensor *o)
+/* Per element, the block's multiplier (or decode scale, for apply=div)
+ * from the per-block array s: the layout of blocks over the tensor. */
+static void expand(const emu_qtensor *o, const double *s, double *out)
 {
-	const emu_format *E = &r->elem;
-	double x = o->x[i];
-	double xs;
-	if (r->rule == EMU_RSCALE_NONE)
-		xs = x;
-	else if (r->apply == EMU_RAPPLY_DIV)
-		xs = f32(x / b->d);
-	else
-		xs = f32(x * b->m);
-	unsigned fl = 0;
-	double q;
-	if (mode == EMU_SR) {
-		q = emu_round_sr_bits(E, xs, r->sr_bits, r->sat, seed, i0 + i, &fl);
-	} else {
-		emu_env e = {mode, r->sat, false, false, seed, i0 + i};
-		emu_result rr = emu_from_double(E, xs, &e);
-		fl = rr.flags;
-		q = emu_decode(E, rr.bits);
+	for (size_t rr = 0; rr < o->rows; rr++) {
+		const double *sb = s + (rr / o->brows) * o->nbc;
+		double *or = out + rr * o->cols;
+		for (size_t bj = 0; bj < o->nbc; bj++) {
+			size_t c0 = bj * o->bcols, c1 = c0 + o->bcols < o->cols ? c0 + o->bcols : o->cols;
+			for (size_t c = c0; c < c1; c++)
+				or[c] = sb[bj];
+		}
 	}
-	o->q[i] = q;
-	o->code[i] = emu_encode(E, q);
-	o->flags[i] = (uint8_t)fl;
-	o->deq[i] = r->rule == EMU_RSCALE_NONE ? q : q * b->d * t;
+}
+
+/* The element stage over the whole part, as array operations (the
+ * emulator's vector paths): q = E(fp32(x · m)) (or fp32(x / d)), each
+ * element i with SR index i0 + i; deq = q · d · t. md holds, per element,
+ * m (mul) or d (div); dd per element d. */
+static void quant_elems(const emu_recipe *r, emu_mode mode, const double *md, const double *dd,
+                        double t, uint64_t seed, uint64_t i0, emu_qtensor *o, double *xs)
+{
+	const emu_format *E = &r->elem, *F32 = fmt("fp32");
+	size_t n = o->rows * o->cols;
+	emu_env e = EMU_ENV_DEFAULT;
+	if (r->rule == EMU_RSCALE_NONE)
+		memcpy(xs, o->x, n * sizeof *xs);
+	else if (r->apply == EMU_RAPPLY_DIV)
+		emu_a_div(F32, xs, o->x, 1, md, 1, n, &e, NULL);
+	else
+		emu_a_mul(F32, xs, o->x, 1, md, 1, n, &e, NULL);
+	memset(o->flags, 0, n);
+	if (mode == EMU_SR && r->sr_bits < 32) {
+		for (size_t i = 0; i < n; i++) {
+			unsigned fl = 0;
+			o->q[i] = emu_round_sr_bits(E, xs[i], r->sr_bits, r->sat, seed, i0 + i, &fl);
+			o->flags[i] = (uint8_t)fl;
+		}
+	} else {
+		emu_env ee = {mode, r->sat, false, false, seed, i0};
+		emu_a_cvt(E, o->q, xs, 1, n, &ee, o->flags);
+	}
+	for (size_t i = 0; i < n; i++) {
+		o->code[i] = emu_encode(E, o->q[i]);
+		o->deq[i] = r->rule == EMU_RSCALE_NONE ? o->q[i] : o->q[i] * dd[i] * t;
+	}
 }
 
 static double block_err(const emu_qtensor *o, size_t r0, size_t r1, size_t c0, size_t c1,
@@ -775,7 +812,7 @@ double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, 
 int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double *x, size_t rows,
                  size_t cols, uint64_t seed, emu_qtensor *o)
 {
-	emu_qpart part = {0, rows, seed, NAN};
+	emu_qpart part = {0, rows, seed, NAN, 0};
 	return emu_quantize_part(r, role, colwise, x, rows, cols, &part, o);
 }
 
@@ -783,7 +820,7 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
                       size_t rows, size_t cols, const emu_qpart *part, emu_qtensor *o)
 {
 	uint64_t seed = part->seed;
-	uint64_t i0 = (uint64_t)part->row0 * cols;
+	uint64_t i0 = part->index0 + (uint64_t)part->row0 * cols;
 	memset(o, 0, sizeof *o);
 	if ((unsigned)role >= EMU_NROLES)
 		role = EMU_ROLE_ACT;
@@ -841,8 +878,9 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 	if (row_amax)
 		for (size_t rr = 0; rr < rows; rr++)
 			row_amax[rr] = amax_of(o->x, rr, rr + 1, 0, cols, cols);
-	/* 2.–4. per block */
+	/* 2.–3. per block: amax and scale */
 	emu_mode mode = r->elem_mode[role];
+	double hist_fmax = r->four_over_six ? 6 : fmax;
 	for (size_t bi = 0; bi < o->nbr; bi++)
 		for (size_t bj = 0; bj < o->nbc; bj++) {
 			size_t b = bi * o->nbc + bj;
@@ -854,51 +892,98 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 				for (size_t q = r0 > (size_t)r->delayed_len ? r0 - (size_t)r->delayed_len : 0;
 				     q < r0; q++)
 					hist = row_amax[q] > hist ? row_amax[q] : hist;
-			bscale s = scale_of(r, a, hist, r->four_over_six ? 6 : fmax, o->s_enc, o->t);
-			for (size_t rr = r0; rr < r1; rr++)
-				for (size_t c = c0; c < c1; c++)
-					quant_elem(r, mode, &s, o->t, rr * cols + c, seed, i0, o);
-			if (r->four_over_six) {
-				bscale s4 = scale_of(r, a, hist, 4, o->s_enc, o->t);
-				double e6 = block_err(o, r0, r1, c0, c1, r->four_over_six == EMU_R46_MSE);
-				/* the 6-scaled block, kept aside while 4 is tried */
-				size_t m = (r1 - r0) * (c1 - c0), k = 0;
-				double keep[256 * 4];
-				bool kept = m * 4 <= sizeof keep / sizeof keep[0];
-				if (kept)
-					for (size_t rr = r0; rr < r1; rr++)
-						for (size_t c = c0; c < c1; c++, k++) {
-							size_t i = rr * cols + c;
-							keep[4 * k] = o->q[i];
-							keep[4 * k + 1] = o->deq[i];
-							keep[4 * k + 2] = (double)o->code[i];
-							keep[4 * k + 3] = o->flags[i];
-						}
-				for (size_t rr = r0; rr < r1; rr++)
-					for (size_t c = c0; c < c1; c++)
-						quant_elem(r, mode, &s4, o->t, rr * cols + c, seed, i0, o);
-				double e4 = block_err(o, r0, r1, c0, c1, r->four_over_six == EMU_R46_MSE);
-				if (e4 < e6 || !kept) {
-					s = s4;
-					o->four[b] = true;
-				} else {
-					k = 0;
-					for (size_t rr = r0; rr < r1; rr++)
-						for (size_t c = c0; c < c1; c++, k++) {
-							size_t i = rr * cols + c;
-							o->q[i] = keep[4 * k];
-							o->deq[i] = keep[4 * k + 1];
-							o->code[i] = (emu_bits)keep[4 * k + 2];
-							o->flags[i] = (uint8_t)keep[4 * k + 3];
-						}
-				}
-			}
+			bscale s = scale_of(r, a, hist, hist_fmax, o->s_enc, o->t);
+			if (r->ftz_scale && s.d != 0 && fabs(s.d) < fmt("fp32")->min_normal)
+				s.d = 0; /* an fp32-subnormal scale read under FTZ (e8m0 2^-127) */
 			o->amax[b] = a;
 			o->d[b] = s.d;
 			o->m[b] = s.m;
 			o->dcode[b] = s.dcode;
 			o->dflags[b] = s.dflags;
 		}
+	/* 4.–5. elements, as array operations over the part */
+	double *md = malloc(na * sizeof *md), *dd = malloc(na * sizeof *dd),
+	       *xs = malloc(na * sizeof *xs);
+	if (!md || !dd || !xs) {
+		free(md);
+		free(dd);
+		free(xs);
+		free(row_amax);
+		emu_qtensor_free(o);
+		return -1;
+	}
+	expand(o, r->apply == EMU_RAPPLY_DIV ? o->d : o->m, md);
+	expand(o, o->d, dd);
+	quant_elems(r, mode, md, dd, o->t, seed, i0, o, xs);
+	if (r->four_over_six) { /* each block tries its max at 4, keeps the smaller error */
+		double *keep = malloc(na * 3 * sizeof *keep);
+		uint8_t *kfl = malloc(na);
+		double *d4 = malloc(nbb * sizeof *d4), *m4 = malloc(nbb * sizeof *m4);
+		emu_bits *c4 = malloc(nbb * sizeof *c4);
+		int rc = keep && kfl && d4 && m4 && c4 ? 0 : -1;
+		if (rc == 0) {
+			memcpy(keep, o->q, n * sizeof *keep);
+			memcpy(keep + na, o->deq, n * sizeof *keep);
+			for (size_t i = 0; i < n; i++)
+				keep[2 * na + i] = (double)o->code[i];
+			memcpy(kfl, o->flags, n);
+			for (size_t b = 0; b < nb; b++) {
+				emu_recipe_block_scale(r, o->amax[b], 0, 4, o->s_enc, o->t, &d4[b], &m4[b],
+				                       &c4[b]);
+			}
+			expand(o, r->apply == EMU_RAPPLY_DIV ? d4 : m4, md);
+			expand(o, d4, dd);
+			quant_elems(r, mode, md, dd, o->t, seed, i0, o, xs);
+			for (size_t bi = 0; bi < o->nbr; bi++)
+				for (size_t bj = 0; bj < o->nbc; bj++) {
+					size_t b = bi * o->nbc + bj;
+					size_t r0 = bi * o->brows, r1 = r0 + o->brows < rows ? r0 + o->brows : rows;
+					size_t c0 = bj * o->bcols, c1 = c0 + o->bcols < cols ? c0 + o->bcols : cols;
+					bool mse = r->four_over_six == EMU_R46_MSE;
+					double e4 = block_err(o, r0, r1, c0, c1, mse);
+					/* the 6-scaled error, from the kept values */
+					double e6 = 0;
+					for (size_t rr = r0; rr < r1; rr++)
+						for (size_t c = c0; c < c1; c++) {
+							size_t i = rr * cols + c;
+							double e = fabs(o->x[i] - keep[na + i]);
+							e6 += mse ? e * e : e;
+						}
+					if (e4 < e6) {
+						o->four[b] = true;
+						o->d[b] = d4[b];
+						o->m[b] = m4[b];
+						o->dcode[b] = c4[b];
+						o->dflags[b] = 0;
+						continue;
+					}
+					for (size_t rr = r0; rr < r1; rr++)
+						for (size_t c = c0; c < c1; c++) {
+							size_t i = rr * cols + c;
+							o->q[i] = keep[i];
+							o->deq[i] = keep[na + i];
+							o->code[i] = (emu_bits)keep[2 * na + i];
+							o->flags[i] = kfl[i];
+						}
+				}
+		}
+		free(keep);
+		free(kfl);
+		free(d4);
+		free(m4);
+		free(c4);
+		if (rc) {
+			free(md);
+			free(dd);
+			free(xs);
+			free(row_amax);
+			emu_qtensor_free(o);
+			return -1;
+		}
+	}
+	free(md);
+	free(dd);
+	free(xs);
 	free(row_amax);
 	return 0;
 }

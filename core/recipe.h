@@ -105,8 +105,8 @@ typedef struct emu_recipe {
 	double amin;              /* DeepGEMM's amax clamp (1e-4 as fp32), else 0 */
 	emu_r46 four_over_six;    /* NVFP4 4over6: per block, scale to 6 or to 4 */
 	int delayed_len, delayed_margin; /* EMU_RSCALE_DELAYED */
-	bool ftz_scale;           /* the scale flushes to zero when subnormal in fp32
-	                             (E8M0 2^-127 under FTZ) */
+	bool ftz_scale;           /* d is read as 0 when subnormal in fp32 (E8M0 2^-127
+	                             under FTZ): the block dequantises to zeros */
 } emu_recipe;
 
 /* Built-in recipe names, for listings: NULL-terminated. */
@@ -166,13 +166,14 @@ int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double 
 /* A part of a larger tensor, for streaming a checkpoint: x holds rows
  * [row0, row0 + rows) of a tensor of total_rows rows (row0 and rows
  * multiples of the block's and RHT's row extent, except at the end), SR
- * index of element (i, j) is (row0 + i)·cols + j, and tensor_amax is the
+ * index of element (i, j) is index0 + (row0 + i)·cols + j, and tensor_amax is the
  * whole tensor's (emu_recipe_tensor_amax; NVFP4's S_enc needs it; NaN:
  * take this part's). The delayed rule's history covers this part only. */
 typedef struct emu_qpart {
 	size_t row0, total_rows;
 	uint64_t seed;
 	double tensor_amax;
+	uint64_t index0; /* 0 for a tensor alone; a kernel's second input continues the count */
 } emu_qpart;
 int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const double *x,
                       size_t rows, size_t cols, const emu_qpart *part, emu_qtensor *out)

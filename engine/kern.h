@@ -26,6 +26,7 @@
 
 #include "emu.h"
 #include "gputab.h"
+#include "recipe.h"
 
 #define EMU_TRUTH_PREC 256
 
@@ -239,6 +240,7 @@ typedef enum {
 	EMU_SCALE_DELAYED, /* amax history of length L, margin */
 	EMU_SCALE_MX32,    /* blocks of 32 with an e8m0 scale, floor or rceil */
 	EMU_SCALE_TILE128, /* 1x128 tiles, s = amax / max */
+	EMU_SCALE_RECIPE,  /* any other recipe of core/recipe.h, through emu_quantize */
 } emu_scale_kind;
 
 typedef struct {
@@ -247,6 +249,10 @@ typedef struct {
 	emu_scale_kind scale;
 	int delayed_len, delayed_margin;
 	bool mx_rceil;
+	/* the recipe (every scale kind has one: the legacy kinds' scales come
+	 * from emu_recipe_block_scale too) and the role its inputs play */
+	emu_recipe recipe;
+	emu_role role;
 	char spec[192]; /* the canonical spec string */
 } emu_policy;
 
@@ -255,8 +261,12 @@ typedef struct {
  * compute (default: storage), accum (default: compute), round
  * (rne|rtz|up|down|rna|sr), overflow (ieee|sat), subnormals
  * (keep|ftz|daz|ftzdaz), seed (for sr), scale (none|tensor|delayed:L:margin|
- * mx32:floor|mx32:rceil|tile128). A custom format goes in braces:
- * storage={p=5,emax=15}. */
+ * mx32:floor|mx32:rceil|tile128, or any recipe of core/recipe.h by name,
+ * e.g. nvfp4, mxfp8, deepseek, or as a spec in braces), role (act|weight|
+ * grad: the recipe's block shape and element rounding; default act). A
+ * recipe other than the legacy ones stores its own element format: storage
+ * may be left out, and must name that format if given. A custom format
+ * goes in braces: storage={p=5,emax=15}. */
 emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t errlen)
 	__attribute__((warn_unused_result));
 

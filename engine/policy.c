@@ -35,6 +35,35 @@ static const char *next_item(const char *s, char *item, size_t len)
 	return *s == ',' ? s + 1 : s;
 }
 
+/* The legacy kinds as recipes of core/recipe.h, their element format the
+ * policy's storage: emu_recipe_block_scale gives their scales. */
+static emu_status legacy_recipe(emu_policy *p, char *err, size_t errlen)
+{
+	char spec[96];
+	switch (p->scale) {
+	case EMU_SCALE_TENSOR:
+		snprintf(spec, sizeof spec, "tensor");
+		break;
+	case EMU_SCALE_TILE128:
+		snprintf(spec, sizeof spec, "tile128");
+		break;
+	case EMU_SCALE_MX32:
+		snprintf(spec, sizeof spec, "%s", p->mx_rceil ? "mx32:rceil" : "mx32:floor");
+		break;
+	case EMU_SCALE_DELAYED:
+		snprintf(spec, sizeof spec, "delayed,history=%d,margin=%d", p->delayed_len,
+		         p->delayed_margin);
+		break;
+	default:
+		snprintf(spec, sizeof spec, "none");
+		break;
+	}
+	if (emu_recipe_parse(spec, &p->recipe, err, errlen) != EMU_OK)
+		return EMU_ERR_BAD_SPEC;
+	p->recipe.elem = p->storage;
+	return EMU_OK;
+}
+
 static emu_status parse_fmt(const char *v, emu_format *f, char *err, size_t len)
 {
 	char buf[128];
@@ -60,8 +89,9 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 		return fail(err, errlen, "policy too long: '%.60s...'", spec);
 	/* each key at most once: "compute=fp16,compute=bf16" is a mistake, not
 	 * a request for the last one */
-	static const char *const keys[] = {"storage",    "compute", "accum", "round",
-	                                   "overflow",   "subnormals", "seed", "scale"};
+	static const char *const keys[] = {"storage",    "compute",    "accum", "round",
+	                                   "overflow",   "subnormals", "seed",  "scale",
+	                                   "role"};
 	unsigned seen = 0;
 	for (const char *s = spec; *s;) {
 		s = next_item(s, item, sizeof item);
@@ -127,19 +157,47 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 			else if (sscanf(v, "delayed:%d:%d%c", &L, &m, &tail) == 2 && L > 0 && L <= 1 << 20 &&
 			         m >= 0 && m < 64)
 				p.scale = EMU_SCALE_DELAYED, p.delayed_len = L, p.delayed_margin = m;
-			else
-				return fail(err, errlen,
-				            "unknown scaling recipe '%s' (none tensor delayed:L:margin mx32:floor "
-				            "mx32:rceil tile128)",
-				            v);
+			else {
+				/* any other recipe: a name, or a spec in braces */
+				char rs[160], rerr[200];
+				size_t n = strlen(v);
+				bool braced = n >= 2 && v[0] == '{' && v[n - 1] == '}';
+				snprintf(rs, sizeof rs, "%.*s", braced ? (int)(n - 2) : (int)n,
+				         braced ? v + 1 : v);
+				if (emu_recipe_parse(rs, &p.recipe, rerr, sizeof rerr) != EMU_OK)
+					return fail(err, errlen,
+					            "%s (scale= also takes the legacy none tensor "
+					            "delayed:L:margin mx32:floor mx32:rceil tile128)",
+					            rerr);
+				p.scale = EMU_SCALE_RECIPE;
+			}
+		} else if (strcmp(k, "role") == 0) {
+			p.role = emu_role_by_name(v);
+			if (p.role == EMU_NROLES)
+				return fail(err, errlen, "unknown role '%s' (act weight grad)", v);
 		} else {
 			return fail(err, errlen, "unknown policy key '%s'", k);
 		}
 		if (st != EMU_OK)
 			return st;
 	}
+	if (p.scale == EMU_SCALE_RECIPE) { /* the recipe's elements are the storage */
+		if (have_storage && memcmp(&p.storage, &p.recipe.elem, sizeof p.storage) != 0 &&
+		    strcmp(p.storage.name, p.recipe.elem.name) != 0)
+		{
+			if (err && errlen)
+				snprintf(err, errlen,
+				         "policy '%s': scale=%s stores %s elements, storage=%s contradicts it",
+				         spec, p.recipe.name, p.recipe.elem.name, p.storage.name);
+			return EMU_ERR_BAD_SPEC;
+		}
+		p.storage = p.recipe.elem;
+		have_storage = true;
+	}
 	if (!have_storage)
 		return fail(err, errlen, "policy '%s' names no storage format", spec);
+	if (p.scale != EMU_SCALE_RECIPE && legacy_recipe(&p, err, errlen) != EMU_OK)
+		return EMU_ERR_BAD_SPEC;
 	if (!have_compute)
 		p.compute = p.storage;
 	if (!have_accum)

@@ -13,6 +13,9 @@
  *   mx32      per block of 32: X = 2^(floor(log2 amax) − emax_S) (floor,
  *             the OCP rule) or 2^ceil(log2(amax / max_S)) (rceil, as TE and
  *             cuBLAS); elements saturate (OCP MX §6.3); s = 1/X
+ * (the scales of these five come from core/recipe.c: emu_recipe_block_scale).
+ * Every other recipe (nvfp4, mxfp8, deepseek, ...; core/recipe.h) is
+ * quantised by emu_quantize and dequantised as load_recipe says.
  * With a scale, the source x is first held in fp32 (the high-precision
  * activation), q = S(fp32(x · s)) and the kernel sees C(q) · fp32(1/s)
  * (TE's scale_inv; exact for the power-of-two MX scales).
@@ -45,37 +48,59 @@ static double fp32(double v)
 	return emu_decode(f, emu_from_double(f, v, &e).bits);
 }
 
-/* The scale for a group with largest magnitude amax (0 when unusable). */
+/* The multiplier for a group with largest magnitude amax: the legacy
+ * kinds' rules, from the recipe library (emu_recipe_block_scale). */
 static double group_scale(const emu_policy *pol, double amax, double hist)
 {
-	double max = pol->storage.max;
-	switch (pol->scale) {
-	case EMU_SCALE_TENSOR:
-		return (amax > 0 && isfinite(amax)) ? fp32(max / amax) : 1;
-	case EMU_SCALE_DELAYED:
-		return (hist > 0 && isfinite(hist)) ? fp32(ldexp(max, -pol->delayed_margin) / hist)
-		                                    : 1;
-	case EMU_SCALE_TILE128: {
-		double s = fp32(amax / max);
-		return (s > 0 && isfinite(s)) ? 1 / s : 1;
+	double d, m;
+	emu_bits code;
+	emu_recipe_block_scale(&pol->recipe, amax, hist, pol->storage.max, 1, 1, &d, &m, &code);
+	return m;
+}
+
+/* A recipe of core/recipe.h on fast and exact: the library quantises
+ * (proven against MPFR by tests/check_recipe.c), and the kernel receives
+ * each element as fp32(fp32(q·d)·t) in the compute format, as a
+ * dequantising load computes it; each element's quantisation is counted
+ * as an operation of step quantize (its flags: saturation, flushes). */
+static int load_recipe(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
+                       size_t cols, uint64_t e0, emu_vec *out)
+{
+	size_t n = rows * cols;
+	emu_qtensor q;
+	emu_qpart part = {0, rows, be->env.seed, NAN, e0};
+	if (emu_quantize_part(&pol->recipe, pol->role, false, x, rows, cols, &part, &q))
+		return -1;
+	const emu_format *f32 = emu_format_by_name("fp32");
+	double *v = malloc((n ? n : 1) * sizeof *v);
+	uint8_t *fl = calloc(n ? n : 1, 1);
+	if (!v || !fl) {
+		free(v);
+		free(fl);
+		emu_qtensor_free(&q);
+		return -1;
 	}
-	case EMU_SCALE_MX32: {
-		if (!(amax > 0) || !isfinite(amax))
-			return 1;
-		int e;
-		if (pol->mx_rceil)
-			e = (int)ceil(log2(amax / max));
-		else
-			e = ilogb(amax) - pol->storage.emax;
-		if (e < -127)
-			e = -127;
-		if (e > 127)
-			e = 127;
-		return ldexp(1.0, -e);
+	emu_env e = EMU_ENV_DEFAULT;
+	for (size_t i = 0; i < n; i++) {
+		size_t b = (i / cols / q.brows) * q.nbc + (i % cols) / q.bcols;
+		double qd = emu_decode(f32, emu_from_double(f32, q.q[i] * q.d[b], &e).bits);
+		v[i] = emu_decode(f32, emu_from_double(f32, qd * q.t, &e).bits);
+		if (pol->recipe.rule == EMU_RSCALE_NONE)
+			v[i] = q.q[i];
+		emu_note(be, EMU_STEP_QUANTIZE, EMU_OP_CVT, q.flags[i], e0 + i);
 	}
-	default:
-		return 1;
-	}
+	be->loading = true;
+	emu_input(be, EMU_STEP_INPUT, f32, emu_row(out, 0), v, 1, n, e0, fl);
+	be->loading = false;
+	emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, &pol->compute, emu_row(out, 0), emu_row(out, 0),
+	        EMU_NOREF, EMU_NOREF, n, e0, fl);
+	if (be->kind != EMU_BE_TRUTH)
+		for (size_t i = 0; i < n; i++)
+			emu_k_note_input(be, x[i], out->d[i], (q.flags[i] | fl[i]) & EMU_FLAG_OVERFLOW);
+	free(v);
+	free(fl);
+	emu_qtensor_free(&q);
+	return 0;
 }
 
 /* st += fs: what a load on another backend counted */
@@ -151,8 +176,10 @@ int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
 		emu_input(be, EMU_STEP_INPUT, S, emu_row(out, 0), x, 1, n, e0, NULL);
 		return 0;
 	}
-	if (be->kind == EMU_BE_TRUTH && !be->range)
+	if (be->kind == EMU_BE_TRUTH && (!be->range || pol->scale == EMU_SCALE_RECIPE))
 		return load_stored_truth_vec(be, pol, x, rows, cols, e0, out);
+	if (pol->scale == EMU_SCALE_RECIPE)
+		return load_recipe(be, pol, x, rows, cols, e0, out);
 	if (pol->scale == EMU_SCALE_NONE) { /* stored, then in the compute format */
 		emu_input(be, EMU_STEP_INPUT, S, emu_row(out, 0), x, 1, n, e0, NULL);
 		emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, emu_row(out, 0), emu_row(out, 0),

@@ -137,8 +137,14 @@ static const char *const rp_formats[] = {
 };
 static const char *const rp_modes[] = {"rne", "rtz", "up", "down", "rna", "sr"};
 static const char *const rp_subnormals[] = {"keep", "ftz", "daz", "ftzdaz"};
-static const char *const rp_scales[] = {"none", "tensor", "delayed", "mx32:floor", "mx32:rceil",
-                                        "tile128"};
+static const char *const rp_scales[] = {"none",     "tensor",      "delayed",    "mx32:floor",
+                                        "mx32:rceil", "tile128",  "nvfp4",      "mxfp8",
+                                        "mxfp4:floor", "deepseek", "mxfp6:e3m2", "nvfp4:4over6"};
+/* the recipes that store their own element format (storage is left out) */
+static bool rp_own_storage(const char *scale)
+{
+	return !strncmp(scale, "nvfp", 4) || !strncmp(scale, "mxfp", 4) || !strcmp(scale, "deepseek");
+}
 static const char *const rp_dists[] = {"normal", "uniform", "logspace"};
 enum { RP_CHUNK = 100, RP_CHUNKS = 200, RP_CHUNKS_EXH = 20 * RP_CHUNKS };
 
@@ -156,8 +162,13 @@ static bool random_policy_case(uint64_t c)
 		nv++;
 	const char *variant = k->variants[r[1] % nv];
 	char spec[300];
-	int len = snprintf(spec, sizeof spec, "storage=%s,compute=%s", RP_PICK(rp_formats, r[2]),
-	                   RP_PICK(rp_formats, r[3]));
+	const char *scale = RP_PICK(rp_scales, r[7]);
+	int len = rp_own_storage(scale)
+	              ? snprintf(spec, sizeof spec, "role=%s,compute=%s",
+	                         (r[2] & 3) == 0 ? "grad" : (r[2] & 3) == 1 ? "weight" : "act",
+	                         RP_PICK(rp_formats, r[3]))
+	              : snprintf(spec, sizeof spec, "storage=%s,compute=%s",
+	                         RP_PICK(rp_formats, r[2]), RP_PICK(rp_formats, r[3]));
 	if (r[4] & 1)
 		len += snprintf(spec + len, sizeof spec - (size_t)len, ",accum=%s",
 		                RP_PICK(rp_formats, r[4] >> 1));
@@ -168,7 +179,6 @@ static bool random_policy_case(uint64_t c)
 		                (unsigned)(r[5] >> 8) % 1000);
 	len += snprintf(spec + len, sizeof spec - (size_t)len, ",overflow=%s,subnormals=%s",
 	                r[6] & 1 ? "sat" : "ieee", RP_PICK(rp_subnormals, r[6] >> 1));
-	const char *scale = RP_PICK(rp_scales, r[7]);
 	if (!strcmp(scale, "delayed"))
 		snprintf(spec + len, sizeof spec - (size_t)len, ",scale=delayed:%u:%u",
 		         1 + (unsigned)(r[7] >> 8) % 4, (unsigned)(r[7] >> 16) % 3);

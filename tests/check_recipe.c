@@ -766,6 +766,9 @@ static uint64_t compare(const char *what, const xrecipe *xr, const emu_format *e
 		return t->bad - before;
 	}
 	size_t n = rows * cols, nb = r->nbr * r->nbc;
+	if (e->elem_p != ef->p)
+		note(t, "%s: elem_p %d, element format %s has p %d", what, e->elem_p, ef->name,
+		     ef->p);
 	if (!same(e->tensor_amax, r->tensor_amax) || !same(e->s_enc, r->s_enc) || !same(e->t, r->t))
 		note(t, "%s: tensor amax %a S_enc %a t %a, reference %a %a %a", what,
 		     e->tensor_amax, e->s_enc, e->t, r->tensor_amax, r->s_enc, r->t);

@@ -190,6 +190,7 @@ test: deps
 	$(STEP) run check_nanmap $(TESTBIN)
 	$(STEP) run cli sh tests/cli.sh
 	$(STEP) run cli_run sh tests/cli_run.sh
+	$(STEP) run cli_quant sh tests/cli_quant.sh
 	$(STEP) run cli_metrics sh tests/cli_metrics.sh
 	$(STEP) run cli_golden sh tests/cli_golden.sh
 	$(STEP) run cli_sweep sh tests/cli_sweep.sh
@@ -220,6 +221,7 @@ asan:
 	NANMAP_QUICK=1 CK_FORK=no $(TESTBIN)
 	sh tests/cli.sh
 	sh tests/cli_run.sh
+	sh tests/cli_quant.sh
 	sh tests/cli_metrics.sh
 	sh tests/cli_golden.sh
 	sh tests/cli_sweep.sh

@@ -14,6 +14,7 @@
  * Table 7 (bench/bench_sweep.c): points per second of the default sweep cases.
  * Table 8 (bench/bench_golden.c): reading a 1 GB golden file against fread.
  * Table 9 (bench/bench_aops.c): the array operations against scalar and native loops.
+ * Table 10 (bench/bench_quant.c): nanmap quant's path (nvfp4, mxfp8) against memcpy.
  * Tables are separated by one blank line. Diagnostics go to stderr.
  * Single thread. Numbers are measured, never asserted; docs/bench.md.
  */
@@ -37,6 +38,8 @@ void bench_sweep(int reps);
 void bench_golden(int reps, size_t mb);
 /* bench/bench_aops.c: table 9, the array ops (unit, broadcast) and folds on 2^20 values. */
 void bench_aops(int reps);
+/* bench/bench_quant.c: table 10, nanmap quant over a 2^24-element fp32 tensor. */
+void bench_quant(int reps);
 
 #define N_BIG (1u << 20)
 #define N_SMALL (1u << 16)
@@ -373,14 +376,14 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] "
 	                "[--kernels-only] [--sweep-only] [--golden-only] [--golden-mb N] "
-	                "[--aops-only]\n");
+	                "[--aops-only] [--quant-only]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	bool mpfr = true, kernels_only = false, sweep_only = false, golden_only = false;
-	bool aops_only = false;
+	bool aops_only = false, quant_only = false;
 	long golden_mb = 1000;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -397,6 +400,8 @@ int main(int argc, char **argv)
 			golden_only = true;
 		else if (!strcmp(argv[i], "--aops-only"))
 			aops_only = true;
+		else if (!strcmp(argv[i], "--quant-only"))
+			quant_only = true;
 		else if (!strcmp(argv[i], "--golden-mb") && i + 1 < argc)
 			golden_mb = atol(argv[++i]);
 		else
@@ -424,6 +429,10 @@ int main(int argc, char **argv)
 		report_share();
 		return 0;
 	}
+	if (quant_only) {
+		bench_quant(reps);
+		return 0;
+	}
 	throughput_table(N_BIG, false);
 	printf("\n");
 	throughput_table(N_SMALL, true);
@@ -439,6 +448,8 @@ int main(int argc, char **argv)
 	bench_golden(reps, (size_t)golden_mb);
 	printf("\n");
 	bench_aops(reps);
+	printf("\n");
+	bench_quant(reps);
 	report_share();
 	return 0;
 }

@@ -22,6 +22,7 @@
 #include "nm_npy.h"
 #include "nm_parse.h"
 #include "nm_plot.h"
+#include "nm_quant.h"
 #include "nm_run.h"
 #include "nm_sweep.h"
 
@@ -55,6 +56,11 @@ static const char nm_usage[] =
     "             [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
     "      a training kernel on the fast, exact-format and truth backends:\n"
     "      status, outputs, errors, flags (docs/run.md; nanmap run --help)\n"
+    "  nanmap quant --recipe NAME|SPEC (--input FILE | --gen DIST --n N) [--role R]\n"
+    "               [--colwise] [--tensor NAME]... [--per-block [K]] [--csv|--json]\n"
+    "               [--out FILE [--encodings]] [--list]\n"
+    "      an FP8/FP4 scaling recipe (nvfp4, mxfp8, ...) on a tensor or a whole\n"
+    "      .safetensors checkpoint: saturation, SQNR, error, scales (docs/quant.md)\n"
     "  nanmap golden update|list|export ...\n"
     "      golden files: regenerate them, list their outputs, export a case's\n"
     "      input for your kernel (golden/README.md; nanmap golden --help)\n"
@@ -1049,7 +1055,7 @@ static const struct {
 	const char *name;
 	int (*main)(int argc, char **argv);
 } nm_mains[] = {
-    {"run", nm_run_main},     {"sweep", nm_sweep_main}, {"dot", nm_dot_main},
+    {"run", nm_run_main},     {"quant", nm_quant_main},     {"sweep", nm_sweep_main}, {"dot", nm_dot_main},
     {"golden", nm_golden_main}, {"check", nm_check_main}, {"plot", nm_plot_main},
 };
 

@@ -32,7 +32,7 @@ static double nm_unit(uint64_t r)
 	return (double)(r >> 11) * 0x1p-53;
 }
 
-double nm_gen_one(const nm_gen *g, uint64_t i)
+static double nm_gen_base(const nm_gen *g, uint64_t i)
 {
 	uint64_t r0 = nm_gen_draw(g->seed, 2 * i), r1 = nm_gen_draw(g->seed, 2 * i + 1);
 	double u0 = nm_unit(r0), u1 = nm_unit(r1);
@@ -50,6 +50,21 @@ double nm_gen_one(const nm_gen *g, uint64_t i)
 	default:
 		return g->scale;
 	}
+}
+
+/* The outlier draw keeps to its own stream (state seed ^ NM_GEN_OUTLIER_KEY,
+ * output i + 1), so adding outliers never moves an element's value draws and
+ * a tensor without them is the tensor it always was. */
+#define NM_GEN_OUTLIER_KEY 0x6f75746c69657273ull /* "outliers" in ASCII */
+
+double nm_gen_one(const nm_gen *g, uint64_t i)
+{
+	double x = nm_gen_base(g, i);
+
+	if (g->outlier_frac > 0 &&
+	    nm_unit(nm_gen_draw(g->seed ^ NM_GEN_OUTLIER_KEY, i)) < g->outlier_frac)
+		x *= g->outlier_k;
+	return x;
 }
 
 void nm_gen_fill(const nm_gen *g, double *x, size_t n)

@@ -17,6 +17,10 @@ typedef struct {
 	double scale;  /* X: sd (normal), half-width (uniform), factor (logspace), value (ones) */
 	double lo, hi; /* logspace: |x|/X log-uniform over [lo, hi] */
 	uint64_t seed;
+	/* outliers: element i is multiplied by outlier_k when the separate draw
+	 * v_i (docs/run.md) is below outlier_frac; 0 and 0: none, every
+	 * element as without them */
+	double outlier_k, outlier_frac;
 } nm_gen;
 
 /* "normal", "uniform", "logspace", "ones"; NULL out of range. */

@@ -130,7 +130,7 @@ static int ng_case_text(nm_buf *b, const nm_gold_case *c, emu_be_kind kind, size
 {
 	const emu_kernel *k = emu_kernel_by_name(c->kernel);
 	emu_policy pol;
-	nm_gen g = {NM_GEN_UNIFORM, c->scale, 0, 0, c->seed};
+	nm_gen g = {NM_GEN_UNIFORM, c->scale, 0, 0, c->seed, 0, 0};
 	size_t n = c->rows * c->cols;
 	double *x;
 	emu_run r;
@@ -527,7 +527,7 @@ static int ng_export(const struct ng_opts *o)
 	double *x = malloc(n * sizeof *x);
 	uint32_t *enc = malloc(n * sizeof *enc);
 	unsigned char *raw = malloc(n * w);
-	nm_gen gen = {NM_GEN_UNIFORM, c->scale, 0, 0, c->seed};
+	nm_gen gen = {NM_GEN_UNIFORM, c->scale, 0, 0, c->seed, 0, 0};
 	if (!x || !enc || !raw) {
 		rc = nm_fail("out of memory");
 		goto out;

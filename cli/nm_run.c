@@ -374,7 +374,7 @@ struct nr_input {
 
 static double nr_gen_one(const struct nr_opts *o, uint64_t i)
 {
-	nm_gen g = {(nm_gen_dist)o->dist, o->scale, o->lo, o->hi, o->seed};
+	nm_gen g = {(nm_gen_dist)o->dist, o->scale, o->lo, o->hi, o->seed, 0, 0};
 	return nm_gen_one(&g, i);
 }
 

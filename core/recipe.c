@@ -800,7 +800,7 @@ double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, 
 	bool rht = r->rht && (r->rht_all || (colwise && role != EMU_ROLE_WEIGHT));
 	if (!rht) /* fp32 rounding is monotone: the amax of fp32(x) is fp32(amax x) */
 		return f32(amax_of(x, 0, rows, 0, cols, cols));
-	double *t = malloc((rows * cols > 0 ? rows * cols : 1) * sizeof *t);
+	double *t = calloc(rows * cols > 0 ? rows * cols : 1, sizeof *t);
 	if (!t)
 		return NAN;
 	hold_input(r, role, colwise, x, rows, cols, t);
@@ -842,16 +842,16 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 	o->nbr = rows ? (rows + o->brows - 1) / o->brows : 0;
 	o->nbc = cols ? (cols + o->bcols - 1) / o->bcols : 0;
 	size_t nb = o->nbr * o->nbc, na = n ? n : 1, nbb = nb ? nb : 1;
-	o->x = malloc(na * sizeof *o->x);
-	o->code = malloc(na * sizeof *o->code);
-	o->q = malloc(na * sizeof *o->q);
-	o->deq = malloc(na * sizeof *o->deq);
-	o->flags = malloc(na);
-	o->amax = malloc(nbb * sizeof *o->amax);
-	o->d = malloc(nbb * sizeof *o->d);
-	o->m = malloc(nbb * sizeof *o->m);
-	o->dcode = malloc(nbb * sizeof *o->dcode);
-	o->dflags = malloc(nbb * sizeof *o->dflags);
+	o->x = calloc(na, sizeof *o->x);
+	o->code = calloc(na, sizeof *o->code);
+	o->q = calloc(na, sizeof *o->q);
+	o->deq = calloc(na, sizeof *o->deq);
+	o->flags = calloc(na, 1);
+	o->amax = calloc(nbb, sizeof *o->amax);
+	o->d = calloc(nbb, sizeof *o->d);
+	o->m = calloc(nbb, sizeof *o->m);
+	o->dcode = calloc(nbb, sizeof *o->dcode);
+	o->dflags = calloc(nbb, sizeof *o->dflags);
 	o->four = calloc(nbb, sizeof *o->four);
 	double *row_amax = r->rule == EMU_RSCALE_DELAYED ? calloc(rows ? rows : 1, sizeof(double))
 	                                                 : NULL;
@@ -902,8 +902,8 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 			o->dflags[b] = s.dflags;
 		}
 	/* 4.–5. elements, as array operations over the part */
-	double *md = malloc(na * sizeof *md), *dd = malloc(na * sizeof *dd),
-	       *xs = malloc(na * sizeof *xs);
+	double *md = calloc(na, sizeof *md), *dd = calloc(na, sizeof *dd),
+	       *xs = calloc(na, sizeof *xs);
 	if (!md || !dd || !xs) {
 		free(md);
 		free(dd);
@@ -916,10 +916,10 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 	expand(o, o->d, dd);
 	quant_elems(r, mode, md, dd, o->t, seed, i0, o, xs);
 	if (r->four_over_six) { /* each block tries its max at 4, keeps the smaller error */
-		double *keep = malloc(na * 3 * sizeof *keep);
-		uint8_t *kfl = malloc(na);
-		double *d4 = malloc(nbb * sizeof *d4), *m4 = malloc(nbb * sizeof *m4);
-		emu_bits *c4 = malloc(nbb * sizeof *c4);
+		double *keep = calloc(na * 3, sizeof *keep);
+		uint8_t *kfl = calloc(na, 1);
+		double *d4 = calloc(nbb, sizeof *d4), *m4 = calloc(nbb, sizeof *m4);
+		emu_bits *c4 = calloc(nbb, sizeof *c4);
 		int rc = keep && kfl && d4 && m4 && c4 ? 0 : -1;
 		if (rc == 0) {
 			memcpy(keep, o->q, n * sizeof *keep);
@@ -1000,7 +1000,7 @@ void emu_qstats_add(emu_qstats *st, const emu_qtensor *q, const double *x0)
 	size_t n = q->rows * q->cols;
 	double tol = ldexp(1.0, -q->elem_p);
 	st->n += n;
-	if (!(q->tensor_amax <= st->amax))
+	if (!isnan(st->amax) && !(q->tensor_amax <= st->amax)) /* NaN sticks */
 		st->amax = q->tensor_amax;
 	for (size_t i = 0; i < n; i++) {
 		double x = x0[i], y = q->deq[i];

@@ -182,8 +182,12 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 			return st;
 	}
 	if (p.scale == EMU_SCALE_RECIPE) { /* the recipe's elements are the storage */
-		if (have_storage && memcmp(&p.storage, &p.recipe.elem, sizeof p.storage) != 0 &&
-		    strcmp(p.storage.name, p.recipe.elem.name) != 0)
+		const emu_format *a = &p.storage, *b = &p.recipe.elem;
+		if (have_storage &&
+		    (a->p != b->p || a->ebits != b->ebits || a->bias != b->bias ||
+		     a->has_sign != b->has_sign || a->has_inf != b->has_inf ||
+		     a->has_subnormals != b->has_subnormals || a->has_zero != b->has_zero ||
+		     a->nan != b->nan))
 		{
 			if (err && errlen)
 				snprintf(err, errlen,

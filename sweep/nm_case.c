@@ -622,7 +622,7 @@ static int nc_input(struct nc_ctx *x, bool axis_cols, bool axis_rows)
 	uint64_t seed = 1;
 	int d = NM_GEN_NORMAL;
 
-	c->gen = (nm_gen){NM_GEN_NORMAL, 1.0, 0x1p-16, 0x1p16, 1};
+	c->gen = (nm_gen){NM_GEN_NORMAL, 1.0, 0x1p-16, 0x1p16, 1, 0, 0};
 	if (x->gen.text && (d = nm_gen_dist_parse(x->gen.text)) < 0)
 		return nc_err(x, x->gen.line, "gen",
 		              "unknown generator '%s' (normal uniform logspace ones)", x->gen.text);

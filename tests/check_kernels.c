@@ -191,7 +191,7 @@ static bool random_policy_case(uint64_t c)
 
 	nm_gen g = {(nm_gen_dist)(r[8] % ARRAY_SIZE(rp_dists)),
 	            pow(10, -8 + 14 * (double)(r[9] >> 11) * 0x1p-53), 0x1p-16, 0x1p16,
-	            r[10] % 1000};
+	            r[10] % 1000, 0, 0};
 	size_t cols = 1 + r[11] % 64, rows = 1 + r[12] % 3;
 	double x[3 * 64];
 	nm_gen_fill(&g, x, rows * cols);

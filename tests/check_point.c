@@ -46,7 +46,7 @@ static void mk_case(tcase *t, const char *kernel, const char *variant, const cha
 	c->policy_specs = t->specs;
 	c->policies = &t->pol;
 	c->npolicies = 1;
-	c->gen = (nm_gen){dist, 1, 1e-3, 1, seed};
+	c->gen = (nm_gen){dist, 1, 1e-3, 1, seed, 0, 0};
 	c->rows = rows;
 	c->cols = cols;
 	c->maxabs = maxabs;

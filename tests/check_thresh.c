@@ -64,7 +64,7 @@ static void mk_case(tcase *t, const char *kernel, const char *variants, const ch
 	c->variants = t->vars;
 	c->policy_specs = t->specs;
 	c->policies = t->pol;
-	c->gen = (nm_gen){dist, scale, 1e-3, 1, 1};
+	c->gen = (nm_gen){dist, scale, 1e-3, 1, 1, 0, 0};
 	c->rows = 1;
 	c->cols = cols;
 	c->maxabs = maxabs;

@@ -442,7 +442,7 @@ run round --sat --sat -f fp16 -f bf16 1
 pass=$((pass + 1))
 
 # ---- each command has its own help ----
-for c in formats round op check golden plot dot sweep run; do
+for c in formats round op check golden plot dot sweep run quant; do
 	run "$c" --help
 	[ "$rc" -eq 0 ] || fail "$c --help: exit status $rc"
 	grep -q "^usage: nanmap $c" "$tmp/out" || fail "$c --help: not its own usage line"

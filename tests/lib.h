@@ -40,6 +40,7 @@ Suite *suite_parse(void);
 Suite *suite_exhaustive(void);
 Suite *suite_gradscaler(void);
 Suite *suite_npy(void);
+Suite *suite_safetensors(void);
 Suite *suite_kernels(void);
 Suite *suite_backward(void);
 Suite *suite_layernorm(void);
@@ -61,5 +62,6 @@ Suite *suite_engine(void);
 Suite *suite_buf(void);
 Suite *suite_specialize(void);
 Suite *suite_recipe(void);
+Suite *suite_quant(void);
 
 #endif

@@ -81,6 +81,7 @@ int main(void)
 	srunner_add_suite(sr, suite_mpfr());
 	srunner_add_suite(sr, suite_gradscaler());
 	srunner_add_suite(sr, suite_npy());
+	srunner_add_suite(sr, suite_safetensors());
 	srunner_add_suite(sr, suite_kernels());
 	srunner_add_suite(sr, suite_backward());
 	srunner_add_suite(sr, suite_layernorm());
@@ -102,6 +103,7 @@ int main(void)
 	srunner_add_suite(sr, suite_buf());
 	srunner_add_suite(sr, suite_specialize());
 	srunner_add_suite(sr, suite_recipe());
+	srunner_add_suite(sr, suite_quant());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	/* test cases a suite did not add (skipped there) are not among those run */

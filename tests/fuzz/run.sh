@@ -2,24 +2,26 @@
 # tests/fuzz/run.sh — build the libFuzzer harnesses for the readers of outside
 # input and run each for a bounded time: the .npy reader (npy), the
 # golden-file and actual-output readers (golden), the case-file reader
-# (case), the plot's results-CSV reader (plot) and the GPU-tables reader
-# (gputab). From the repository root (or anywhere):
+# (case), the plot's results-CSV reader (plot), the GPU-tables reader
+# (gputab) and the .safetensors reader (safetensors). From the repository
+# root (or anywhere):
 #
 #   sh tests/fuzz/run.sh                          # 60 s each
 #   FUZZ_SECONDS=600 sh tests/fuzz/run.sh
-#   FUZZ_TARGETS=golden sh tests/fuzz/run.sh      # some of: npy golden case plot gputab
+#   FUZZ_TARGETS=golden sh tests/fuzz/run.sh      # some of: npy golden case plot gputab safetensors
 #
 # Environment: FUZZ_SECONDS (default 60, per harness), FUZZ_CC (default clang;
 # it needs libFuzzer: clang -fsanitize=fuzzer), FUZZ_ARGS (more libFuzzer
-# flags), FUZZ_TARGETS (default "npy golden case plot gputab"; FUZZ_ONLY is
-# read too).
+# flags), FUZZ_TARGETS (default "npy golden case plot gputab safetensors";
+# FUZZ_ONLY is read too).
 # Output in build/fuzz/NAME/: the binary, the growing corpus (corpus/), crash
 # inputs (artifacts/) and the log (fuzz.log). Seeds: tests/fuzz/corpus/
 # (files written by NumPy), tests/fuzz/corpus_golden/ (a first byte choosing
 # the reader, see fuzz_golden.c), tests/fuzz/corpus_case/ (case files),
 # tests/fuzz/corpus_plot/ (results CSVs, a first byte choosing the case);
 # tests/fuzz/corpus_gputab/ (a first byte choosing the mode, see
-# fuzz_gputab.c);
+# fuzz_gputab.c); tests/fuzz/corpus_safetensors/ (files nm_st_write wrote,
+# and one with __metadata__);
 # tokens: tests/fuzz/NAME.dict. Exit status 0 when every run ended without a
 # crash, leak or timeout, nonzero otherwise.
 set -eu
@@ -33,9 +35,9 @@ if ! command -v "$CC_FUZZ" >/dev/null 2>&1; then
 	echo "run.sh: $CC_FUZZ not found (the fuzzer needs clang with libFuzzer; apt-get install clang)" >&2
 	exit 2
 fi
-TARGETS=${FUZZ_TARGETS:-${FUZZ_ONLY:-npy golden case plot gputab}}
+TARGETS=${FUZZ_TARGETS:-${FUZZ_ONLY:-npy golden case plot gputab safetensors}}
 for t in $TARGETS; do
-	case "$t" in npy | golden | case | plot | gputab) ;; *) echo "run.sh: unknown target '$t' in FUZZ_TARGETS (npy golden case plot gputab)" >&2; exit 2 ;; esac
+	case "$t" in npy | golden | case | plot | gputab | safetensors) ;; *) echo "run.sh: unknown target '$t' in FUZZ_TARGETS (npy golden case plot gputab safetensors)" >&2; exit 2 ;; esac
 done
 
 # fuzz NAME WHAT MAXLEN SEEDS SOURCES... : build build/fuzz/NAME/fuzz and run it.
@@ -88,6 +90,10 @@ for t in $TARGETS; do
 	gputab) # the loader and the format table it names formats by
 		fuzz gputab "the GPU-tables reader" 4096 tests/fuzz/corpus_gputab \
 			tests/fuzz/fuzz_gputab.c engine/gputab.c \
+			core/format.c core/codec.c core/convert.c core/round.c -lm ;;
+	safetensors) # the reader, the one atomic writer it links, the emulator's decoders
+		fuzz safetensors "the .safetensors reader" 8192 tests/fuzz/corpus_safetensors \
+			tests/fuzz/fuzz_safetensors.c io/nm_safetensors.c io/nm_file.c \
 			core/format.c core/codec.c core/convert.c core/round.c -lm ;;
 	esac
 done

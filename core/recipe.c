@@ -445,6 +445,13 @@ void emu_recipe_spec(const emu_recipe *r, char *buf, size_t len)
 
 /* ---- SR with n random bits ---- */
 
+/* b decoded, a NaN keeping the encoding's sign (as the array ops keep it) */
+static double dec_signed(const emu_format *f, emu_bits b)
+{
+	double v = emu_decode(f, b);
+	return isnan(v) && (b & f->sign_mask) ? -fabs(v) : v;
+}
+
 double emu_round_sr_bits(const emu_format *f, double v, int n, bool sat, uint64_t seed,
                          uint64_t index, unsigned *flags)
 {
@@ -452,11 +459,11 @@ double emu_round_sr_bits(const emu_format *f, double v, int n, bool sat, uint64_
 	if (n >= 32 || isnan(v) || isinf(v)) {
 		emu_result r = emu_from_double(f, v, &env);
 		*flags |= r.flags;
-		return emu_decode(f, r.bits);
+		return dec_signed(f, r.bits);
 	}
 	env.mode = EMU_RTZ;
 	emu_result lo = emu_from_double(f, v, &env);
-	double l = emu_decode(f, lo.bits);
+	double l = dec_signed(f, lo.bits);
 	if (!(lo.flags & EMU_FLAG_INEXACT)) {
 		*flags |= lo.flags;
 		return l;
@@ -469,10 +476,29 @@ double emu_round_sr_bits(const emu_format *f, double v, int n, bool sat, uint64_
 	uint64_t F = frac >= 1 ? (uint64_t)1 << n : (uint64_t)ldexp(frac, n);
 	uint64_t u = emu_sr_bits(seed, index) >> (32 - n);
 	bool away = F + u >= (uint64_t)1 << n;
+	if (away && al + ulp > f->max) { /* rounding away overflows: as EMU_SR's overflow */
+		env.mode = EMU_RNE;
+		emu_result r = emu_from_double(f, v > 0 ? al + ulp : -(al + ulp), &env);
+		*flags |= r.flags;
+		return dec_signed(f, r.bits);
+	}
 	env.mode = away ? (v > 0 ? EMU_UP : EMU_DOWN) : EMU_RTZ;
 	emu_result r = emu_from_double(f, v, &env);
-	*flags |= r.flags;
-	return emu_decode(f, r.bits);
+	unsigned fl = r.flags;
+	double res = dec_signed(f, r.bits);
+	if (fabs(res) == f->min_normal && fabs(v) < f->min_normal && (fl & EMU_FLAG_INEXACT)) {
+		/* tininess after rounding: the same dither at v's own exponent,
+		 * unbounded below (core/specialize.h) */
+		double uf = ldexp(1.0, ilogb(v) - f->p + 1);
+		double lf = floor(fabs(v) / uf) * uf; /* exact: a power-of-two grid */
+		uint64_t Ff = (uint64_t)ldexp((fabs(v) - lf) / uf, n);
+		bool awayf = Ff + u >= (uint64_t)1 << n;
+		fl &= ~(unsigned)EMU_FLAG_UNDERFLOW;
+		if (lf + (awayf ? uf : 0) < f->min_normal)
+			fl |= EMU_FLAG_UNDERFLOW;
+	}
+	*flags |= fl;
+	return res;
 }
 
 /* ---- scales ---- */
@@ -558,7 +584,8 @@ static bscale scale_of(const emu_recipe *r, double a, double hist, double fmax, 
 		break;
 	}
 	case EMU_RSCALE_POW2_DOWN: {
-		double s = (a > 0) ? f32(fmax / a) : 1; /* amax 0 or NaN: 1 */
+		/* TE compute_scale_from_amax: amax inf, 0 or NaN keeps scale 1 */
+		double s = (a > 0 && isfinite(a)) ? f32(fmax / a) : 1;
 		if (isinf(s))
 			s = F32->max;
 		if (isfinite(s) && s > 0)
@@ -568,11 +595,18 @@ static bscale scale_of(const emu_recipe *r, double a, double hist, double fmax, 
 		break;
 	}
 	case EMU_RSCALE_POW2_UP: {
-		double ac = a < r->amin ? r->amin : a;
+		/* DeepGEMM ceil_to_ue8m0 on v's fp32 bits: exponent field plus one
+		 * when the fraction is nonzero, clamped to [1, 254] (NaN: 2^127;
+		 * inf: 2^127; a tiny or zero v: 2^-126) */
+		double ac = a < r->amin ? r->amin : a; /* torch's clamp: NaN stays NaN */
 		double v = f32(ac / fmax);
-		b.dcode = e8m0_te(v, EMU_UP);
-		b.d = emu_decode(E8, b.dcode);
-		b.m = isnan(b.d) ? b.d : 1 / b.d;
+		emu_env e0 = EMU_ENV_DEFAULT;
+		emu_bits vb = emu_from_double(F32, v, &e0).bits;
+		int ex = (int)((vb >> 23) & 0xff) + ((vb & 0x7fffff) != 0);
+		ex = ex < 1 ? 1 : ex > 254 ? 254 : ex;
+		b.dcode = (emu_bits)ex;
+		b.d = ldexp(1.0, ex - 127);
+		b.m = ldexp(1.0, 127 - ex);
 		return b;
 	}
 	case EMU_RSCALE_E8M0_FLOOR: {
@@ -582,7 +616,8 @@ static bscale scale_of(const emu_recipe *r, double a, double hist, double fmax, 
 			return b;
 		}
 		double aa = a > 0 ? a : F32->min_normal;
-		int x = (isinf(aa) ? 128 : ilogb(aa)) - r->elem.emax;
+		/* floor(log2 inf) is inf, above the scale's emax: NaN (microxcaling) */
+		int x = isinf(aa) ? 1000 : ilogb(aa) - r->elem.emax;
 		if (x > 127) {
 			b.dcode = 0xff;
 			b.d = b.m = NAN;
@@ -767,7 +802,12 @@ static void quant_elems(const emu_recipe *r, emu_mode mode, const double *md, co
 		emu_a_cvt(E, o->q, xs, 1, n, &ee, o->flags);
 	}
 	for (size_t i = 0; i < n; i++) {
-		o->code[i] = emu_encode(E, o->q[i]);
+		if (isnan(o->q[i])) { /* the value domain keeps no NaN sign: the code's own */
+			emu_env ei = {mode, r->sat, false, false, seed, i0 + i};
+			o->code[i] = emu_from_double(E, xs[i], &ei).bits;
+		} else {
+			o->code[i] = emu_encode(E, o->q[i]);
+		}
 		o->deq[i] = r->rule == EMU_RSCALE_NONE ? o->q[i] : o->q[i] * dd[i] * t;
 	}
 }
@@ -791,8 +831,9 @@ static void hold_input(const emu_recipe *r, emu_role role, bool colwise, const d
 {
 	size_t n = rows * cols;
 	emu_env e = EMU_ENV_DEFAULT;
-	emu_a_cvt(fmt("fp32"), o, x, 1, n, &e, NULL);
-	bool rht = r->rht && (r->rht_all || (colwise && role != EMU_ROLE_WEIGHT));
+	bool rht = emu_recipe_rht_applies(r, role, colwise);
+	/* an RHT copy takes a bf16 tensor (TE): x rounded once, to bf16 */
+	emu_a_cvt(fmt(rht ? "bf16" : "fp32"), o, x, 1, n, &e, NULL);
 	if (!rht)
 		return;
 	if (colwise) {

@@ -65,5 +65,6 @@ Suite *suite_engine(void);
 Suite *suite_buf(void);
 Suite *suite_specialize(void);
 Suite *suite_qstream(void);
+Suite *suite_recipe(void);
 
 #endif

@@ -70,15 +70,15 @@ static const builtin builtins[] = {
      "nanmap's legacy MX: 1x32, OCP floor, scale 1 for a zero block"},
     {"mx32:rceil", "elem=e4m3,scale=e8m0,rule=legacy_mx,block=1x32,scale_round=up",
      "nanmap's legacy MX: 1x32, 2^ceil(log2(amax/max)), scale 1 for a zero block"},
-    {"mxfp8", "elem=e4m3,scale=e8m0,rule=te,block=1x32,scale_round=up",
+    {"mxfp8", "elem=e4m3,scale=e8m0,rule=te,block=1x32,scale_round=up,amax=fmaxf",
      "MXFP8 as TE: 1x32, E8M0 rounded up from amax/448, E4M3 satfinite"},
-    {"mxfp8:e5m2", "elem=e5m2,scale=e8m0,rule=te,block=1x32,scale_round=up",
+    {"mxfp8:e5m2", "elem=e5m2,scale=e8m0,rule=te,block=1x32,scale_round=up,amax=fmaxf",
      "MXFP8 as TE with E5M2 elements"},
-    {"mxfp6:e3m2", "elem=e3m2,scale=e8m0,rule=te,block=1x32,scale_round=up",
+    {"mxfp6:e3m2", "elem=e3m2,scale=e8m0,rule=te,block=1x32,scale_round=up,amax=fmaxf",
      "MXFP6 (E3M2) with TE's rounded-up E8M0 scale"},
-    {"mxfp6:e2m3", "elem=e2m3,scale=e8m0,rule=te,block=1x32,scale_round=up",
+    {"mxfp6:e2m3", "elem=e2m3,scale=e8m0,rule=te,block=1x32,scale_round=up,amax=fmaxf",
      "MXFP6 (E2M3) with TE's rounded-up E8M0 scale"},
-    {"mxfp4", "elem=e2m1,scale=e8m0,rule=te,block=1x32,scale_round=up",
+    {"mxfp4", "elem=e2m1,scale=e8m0,rule=te,block=1x32,scale_round=up,amax=fmaxf",
      "MXFP4 (E2M1) with TE's rounded-up E8M0 scale"},
     {"mxfp8:floor", "elem=e4m3,scale=e8m0,rule=floor,apply=div,block=1x32",
      "OCP MX v1.0: X = 2^(floor(log2 amax) - emax), elements clamp"},
@@ -91,16 +91,18 @@ static const builtin builtins[] = {
     {"mxfp4:floor", "elem=e2m1,scale=e8m0,rule=floor,apply=div,block=1x32",
      "OCP MX v1.0 with E2M1 elements"},
     {"nvfp4",
-     "elem=e2m1,scale=e4m3,rule=nvfp4,act=1x16,weight=16x16,grad=1x16,grad_round=sr,rht=yes",
+     "elem=e2m1,scale=e4m3,rule=nvfp4,act=1x16,weight=16x16,grad=1x16,grad_round=sr,rht=yes,"
+     "amax=fmaxf",
      "NVFP4 as TE: E4M3 scale per 16 (16x16 weights) and an fp32 tensor scale; SR grads; RHT "
      "on column-wise copies"},
     {"nvfp4:4over6",
      "elem=e2m1,scale=e4m3,rule=nvfp4,act=1x16,weight=16x16,grad=1x16,grad_round=sr,rht=yes,"
-     "tbound=256,4over6=mae",
+     "tbound=256,4over6=mae,amax=fmaxf",
      "NVFP4 with 4over6: each block scales its max to 6 or to 4, whichever errs less"},
     {"deepseek", "elem=e4m3,scale=fp32,rule=deepgemm,act=1x128,weight=128x128,grad=1x128,amin=1e-4",
      "DeepSeek-V3 FP8 (DeepGEMM reference): 1x128 / 128x128, s = 448/max(amax, 1e-4)"},
-    {"deepseek:pow2", "elem=e4m3,scale=fp32,rule=pow2down,act=1x128,weight=128x128,grad=1x128",
+    {"deepseek:pow2",
+     "elem=e4m3,scale=fp32,rule=pow2down,act=1x128,weight=128x128,grad=1x128,amax=fmaxf",
      "DeepSeek-style blocks with TE's power-of-two scale (rounded down)"},
     {"deepseek:ue8m0",
      "elem=e4m3,scale=e8m0,rule=pow2up,act=1x128,weight=128x128,grad=1x128,amin=1e-4",
@@ -313,6 +315,16 @@ static int set_key(emu_recipe *r, const char *k, const char *v, char *why, size_
 		snprintf(why, wl, "4over6=%s: not no, mae or mse", v);
 		return -1;
 	}
+	if (strcmp(k, "amax") == 0) {
+		static const char *const an[] = {"nan", "fmaxf", "finite"};
+		for (int i = 0; i < 3; i++)
+			if (strcmp(v, an[i]) == 0) {
+				r->amax_rule = (emu_ramax)i;
+				return 0;
+			}
+		snprintf(why, wl, "amax=%s: not nan, fmaxf or finite", v);
+		return -1;
+	}
 	if (strcmp(k, "rht") == 0 && strcmp(v, "all") == 0) {
 		r->rht = r->rht_all = true;
 		return 0;
@@ -431,7 +443,7 @@ void emu_recipe_spec(const emu_recipe *r, char *buf, size_t len)
 	snprintf(buf, len,
 	         "elem=%s,scale=%s,rule=%s,apply=%s,act=%dx%d,weight=%dx%d,grad=%dx%d,act_round=%s,"
 	         "weight_round=%s,grad_round=%s,sr_bits=%d,sat=%s,rht=%s,tbound=%s%s%s,4over6=%s,"
-	         "scale_round=%s,ftz_scale=%s,history=%d,margin=%d",
+	         "scale_round=%s,ftz_scale=%s,history=%d,margin=%d,amax=%s",
 	         r->elem.name, r->scale_fmt.name, rule_names[r->rule],
 	         r->apply == EMU_RAPPLY_MUL ? "mul" : "div", r->brows[0], r->bcols[0], r->brows[1],
 	         r->bcols[1], r->brows[2], r->bcols[2], mn[r->elem_mode[0]], mn[r->elem_mode[1]],
@@ -440,7 +452,10 @@ void emu_recipe_spec(const emu_recipe *r, char *buf, size_t len)
 	         r->four_over_six == EMU_R46_NONE  ? "no"
 	         : r->four_over_six == EMU_R46_MAE ? "mae"
 	                                           : "mse",
-	         mn[r->scale_mode], r->ftz_scale ? "yes" : "no", r->delayed_len, r->delayed_margin);
+	         mn[r->scale_mode], r->ftz_scale ? "yes" : "no", r->delayed_len, r->delayed_margin,
+	         r->amax_rule == EMU_AMAX_FMAXF    ? "fmaxf"
+	         : r->amax_rule == EMU_AMAX_FINITE ? "finite"
+	                                           : "nan");
 }
 
 /* ---- SR with n random bits ---- */
@@ -745,12 +760,15 @@ void emu_qtensor_free(emu_qtensor *q)
 	memset(q, 0, sizeof *q);
 }
 
-static double amax_of(const double *x, size_t r0, size_t r1, size_t c0, size_t c1, size_t cols)
+static double amax_of(const double *x, size_t r0, size_t r1, size_t c0, size_t c1, size_t cols,
+                      emu_ramax rule)
 {
 	double a = 0;
 	for (size_t r = r0; r < r1; r++)
 		for (size_t c = c0; c < c1; c++) {
 			double v = fabs(x[r * cols + c]);
+			if (rule != EMU_AMAX_NAN && (isnan(v) || (rule == EMU_AMAX_FINITE && isinf(v))))
+				continue; /* fmaxf drops a NaN operand; finite skips inf too */
 			if (!(v <= a))
 				a = v; /* NaN sticks: nothing is <= NaN, and NaN is never replaced */
 			if (isnan(a))
@@ -873,12 +891,12 @@ double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, 
 {
 	bool rht = r->rht && (r->rht_all || (colwise && role != EMU_ROLE_WEIGHT));
 	if (!rht) /* fp32 rounding is monotone: the amax of fp32(x) is fp32(amax x) */
-		return f32(amax_of(x, 0, rows, 0, cols, cols));
+		return f32(amax_of(x, 0, rows, 0, cols, cols, r->amax_rule));
 	double *t = calloc(rows * cols > 0 ? rows * cols : 1, sizeof *t);
 	if (!t)
 		return NAN;
 	hold_input(r, role, colwise, x, rows, cols, t);
-	double a = amax_of(t, 0, rows, 0, cols, cols);
+	double a = amax_of(t, 0, rows, 0, cols, cols, r->amax_rule);
 	free(t);
 	return a;
 }
@@ -937,7 +955,7 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 	}
 	/* 1. the input as the recipe holds it */
 	hold_input(r, role, colwise, x, rows, cols, o->x);
-	o->tensor_amax = isnan(part->tensor_amax) ? amax_of(o->x, 0, rows, 0, cols, cols)
+	o->tensor_amax = isnan(part->tensor_amax) ? amax_of(o->x, 0, rows, 0, cols, cols, r->amax_rule)
 	                                          : part->tensor_amax;
 	double fmax = r->fmax > 0 ? r->fmax : r->elem.max;
 	o->s_enc = o->t = 1;
@@ -951,7 +969,7 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 	}
 	if (row_amax)
 		for (size_t rr = 0; rr < rows; rr++)
-			row_amax[rr] = amax_of(o->x, rr, rr + 1, 0, cols, cols);
+			row_amax[rr] = amax_of(o->x, rr, rr + 1, 0, cols, cols, r->amax_rule);
 	/* 2.–3. per block: amax and scale */
 	emu_mode mode = r->elem_mode[role];
 	double hist_fmax = r->four_over_six ? 6 : fmax;
@@ -960,7 +978,7 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 			size_t b = bi * o->nbc + bj;
 			size_t r0 = bi * o->brows, r1 = r0 + o->brows < rows ? r0 + o->brows : rows;
 			size_t c0 = bj * o->bcols, c1 = c0 + o->bcols < cols ? c0 + o->bcols : cols;
-			double a = amax_of(o->x, r0, r1, c0, c1, cols);
+			double a = amax_of(o->x, r0, r1, c0, c1, cols, r->amax_rule);
 			double hist = 0;
 			if (row_amax)
 				for (size_t q = r0 > (size_t)r->delayed_len ? r0 - (size_t)r->delayed_len : 0;

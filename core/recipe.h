@@ -12,7 +12,8 @@
  *     rounded once to fp32.
  *  2. Blocks: brows × bcols elements (0 = the whole dimension); a
  *     column-wise copy transposes the block shape (1×32 becomes 32×1).
- *     Ragged edges make smaller blocks.
+ *     Ragged edges make smaller blocks. amax is max |x| over the block,
+ *     its non-finite elements as amax_rule says.
  *  3. Per block, from its amax (max |x|; NaN if any element is NaN): the
  *     decode scale d, the value stored in the scale format, and the element
  *     multiplier m, by the recipe's scale rule (emu_rscale below).
@@ -87,6 +88,15 @@ typedef enum {
 
 typedef enum { EMU_R46_NONE = 0, EMU_R46_MAE, EMU_R46_MSE } emu_r46;
 
+/* How a block's (and the tensor's) amax treats non-finite elements. */
+typedef enum {
+	EMU_AMAX_NAN = 0, /* a NaN element makes the amax NaN (torch.amax: microxcaling,
+	                     DeepGEMM, nanmap's legacy recipes) */
+	EMU_AMAX_FMAXF,   /* amax = fmaxf(amax, |x|) from 0: a NaN element is skipped,
+	                     inf kept (TE's CUDA kernels) */
+	EMU_AMAX_FINITE,  /* only finite elements count (TE kernels that test isfinite) */
+} emu_ramax;
+
 typedef struct emu_recipe {
 	char name[64];            /* canonical spec, e.g. "nvfp4" or "mxfp8:e5m2" */
 	emu_format elem;          /* element format */
@@ -104,6 +114,7 @@ typedef struct emu_recipe {
 	double tbound;            /* NVFP4: the scale format's max in S_enc (448; 256 for 4over6) */
 	double amin;              /* DeepGEMM's amax clamp (1e-4 as fp32), else 0 */
 	emu_r46 four_over_six;    /* NVFP4 4over6: per block, scale to 6 or to 4 */
+	emu_ramax amax_rule;      /* non-finite elements in the amax */
 	int delayed_len, delayed_margin; /* EMU_RSCALE_DELAYED */
 	bool ftz_scale;           /* d is read as 0 when subnormal in fp32 (E8M0 2^-127
 	                             under FTZ): the block dequantises to zeros */
@@ -124,6 +135,7 @@ const char *emu_recipe_describe(const char *name);
  *   round=rne|sr (every role) grad_round=rne|sr sr_bits=N sat=yes|no
  *   rht=yes|no|all fmax=X tbound=X amin=X 4over6=no|mae|mse
  *   scale_round=up|down|rne|rna ftz_scale=yes|no history=N margin=N
+ *   amax=nan|fmaxf|finite
  * RULE: none fp32 recip deepgemm pow2down pow2up floor te nvfp4 legacy_mx
  * delayed. On error writes a one-line reason naming the spec and returns
  * non-zero. */

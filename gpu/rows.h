@@ -249,9 +249,8 @@ K_FN float k_unscale(k_fmt F32, float g, float inv)
  * into SC[i]: the e8m0 code (mxfp8) or the binary32 bits of the stored
  * decode scale (deepseek). Every fp32 step is one fp32 operation. ---- */
 
-/* max |x| over columns [c0, c1); a NaN element makes it NaN, the library's
- * rule and torch's amax (DeepGEMM's reference). TE's MXFP8 kernels take
- * fmaxf, which drops a NaN element instead: its NaN blocks differ. */
+/* max |x| over columns [c0, c1); a NaN element makes it NaN: torch's amax
+ * (DeepGEMM's reference; the library's amax=nan) */
 K_FN float k_block_amax(const float *x, size_t c0, size_t c1)
 {
 	float a = 0.0f;
@@ -262,6 +261,16 @@ K_FN float k_block_amax(const float *x, size_t c0, size_t c1)
 		if (isnan(a))
 			break; /* nothing compares with NaN: it would be replaced */
 	}
+	return a;
+}
+
+/* max |x| as TE's kernels take it: fmaxf from 0, which drops a NaN
+ * element (the library's amax=fmaxf) */
+K_FN float k_block_amax_te(const float *x, size_t c0, size_t c1)
+{
+	float a = 0.0f;
+	for (size_t c = c0; c < c1; c++)
+		a = fmaxf(a, fabsf(x[c]));
 	return a;
 }
 
@@ -296,7 +305,7 @@ K_FN float k_e8m0_rcp(uint32_t code)
 K_FN void k_mxfp8_block(k_fmt F32, k_fmt E, float fmax, const float *x, size_t c0, size_t c1,
                         uint8_t *q, uint32_t *sc)
 {
-	float amax = k_block_amax(x, c0, c1);
+	float amax = k_block_amax_te(x, c0, c1);
 	uint32_t code = k_e8m0_up(K_MUL(F32, amax, K_DIV(F32, 1.0f, fmax)));
 	float m = k_e8m0_rcp(code);
 	for (size_t c = c0; c < c1; c++)

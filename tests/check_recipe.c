@@ -263,11 +263,13 @@ typedef struct {
 	emu_r46 four;
 	double amin;
 	bool rceil; /* LEGACY_MX */
+	bool fmaxf; /* TE's kernels: amax = fmaxf(amax, |x|), a NaN element skipped */
 } xrecipe;
 
 /* clang-format off */
 #define MX(n, el, rl) \
-	{n, el, "e8m0", rl, {1, 1, 1}, {32, 32, 32}, false, false, 0, EMU_R46_NONE, 0, false}
+	{n, el, "e8m0", rl, {1, 1, 1}, {32, 32, 32}, false, false, 0, EMU_R46_NONE, 0, false, \
+	 rl == EMU_RSCALE_E8M0_TE}
 static const xrecipe XR[] = {
 	MX("mxfp8", "e4m3", EMU_RSCALE_E8M0_TE),
 	MX("mxfp8:e5m2", "e5m2", EMU_RSCALE_E8M0_TE),
@@ -279,16 +281,16 @@ static const xrecipe XR[] = {
 	MX("mxfp6:e3m2:floor", "e3m2", EMU_RSCALE_E8M0_FLOOR),
 	MX("mxfp6:e2m3:floor", "e2m3", EMU_RSCALE_E8M0_FLOOR),
 	MX("mxfp4:floor", "e2m1", EMU_RSCALE_E8M0_FLOOR),
-	{"nvfp4", "e2m1", "e4m3", EMU_RSCALE_NVFP4, {1, 16, 1}, {16, 16, 16}, true, true, 448, EMU_R46_NONE, 0, false},
-	{"nvfp4:4over6", "e2m1", "e4m3", EMU_RSCALE_NVFP4, {1, 16, 1}, {16, 16, 16}, true, true, 256, EMU_R46_MAE, 0, false},
-	{"deepseek", "e4m3", "fp32", EMU_RSCALE_FP32_DEEPGEMM, {1, 128, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 1e-4, false},
-	{"deepseek:pow2", "e4m3", "fp32", EMU_RSCALE_POW2_DOWN, {1, 128, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 0, false},
-	{"deepseek:ue8m0", "e4m3", "e8m0", EMU_RSCALE_POW2_UP, {1, 128, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 1e-4, false},
+	{"nvfp4", "e2m1", "e4m3", EMU_RSCALE_NVFP4, {1, 16, 1}, {16, 16, 16}, true, true, 448, EMU_R46_NONE, 0, false, true},
+	{"nvfp4:4over6", "e2m1", "e4m3", EMU_RSCALE_NVFP4, {1, 16, 1}, {16, 16, 16}, true, true, 256, EMU_R46_MAE, 0, false, true},
+	{"deepseek", "e4m3", "fp32", EMU_RSCALE_FP32_DEEPGEMM, {1, 128, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 1e-4, false, false},
+	{"deepseek:pow2", "e4m3", "fp32", EMU_RSCALE_POW2_DOWN, {1, 128, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 0, false, true},
+	{"deepseek:ue8m0", "e4m3", "e8m0", EMU_RSCALE_POW2_UP, {1, 128, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 1e-4, false, false},
 	/* legacy (engine/scale.c group_scale): element format and sat from the parser */
-	{"tensor", NULL, "fp32", EMU_RSCALE_FP32_MAX_OVER_AMAX, {0, 0, 0}, {0, 0, 0}, false, false, 0, EMU_R46_NONE, 0, false},
-	{"tile128", NULL, "fp32", EMU_RSCALE_FP32_RECIP, {1, 1, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 0, false},
-	{"mx32:floor", NULL, "e8m0", EMU_RSCALE_LEGACY_MX, {1, 1, 1}, {32, 32, 32}, false, false, 0, EMU_R46_NONE, 0, false},
-	{"mx32:rceil", NULL, "e8m0", EMU_RSCALE_LEGACY_MX, {1, 1, 1}, {32, 32, 32}, false, false, 0, EMU_R46_NONE, 0, true},
+	{"tensor", NULL, "fp32", EMU_RSCALE_FP32_MAX_OVER_AMAX, {0, 0, 0}, {0, 0, 0}, false, false, 0, EMU_R46_NONE, 0, false, false},
+	{"tile128", NULL, "fp32", EMU_RSCALE_FP32_RECIP, {1, 1, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 0, false, false},
+	{"mx32:floor", NULL, "e8m0", EMU_RSCALE_LEGACY_MX, {1, 1, 1}, {32, 32, 32}, false, false, 0, EMU_R46_NONE, 0, false, false},
+	{"mx32:rceil", NULL, "e8m0", EMU_RSCALE_LEGACY_MX, {1, 1, 1}, {32, 32, 32}, false, false, 0, EMU_R46_NONE, 0, true, false},
 };
 #undef MX
 /* clang-format on */
@@ -446,10 +448,10 @@ static void ref_quantize(const xrecipe *xr, const emu_recipe *r, emu_role role, 
 		memcpy(o->x, y, n * sizeof *y);
 		free(y);
 	}
-	/* tensor amax (NaN if any NaN) */
+	/* tensor amax (NaN if any NaN; under TE's fmaxf a NaN is skipped) */
 	double ta = 0;
 	for (size_t i = 0; i < n; i++)
-		if (isnan(o->x[i]) || fabs(o->x[i]) > ta)
+		if ((isnan(o->x[i]) && !xr->fmaxf) || fabs(o->x[i]) > ta)
 			ta = isnan(ta) ? ta : fabs(o->x[i]);
 	o->tensor_amax = ta;
 	o->s_enc = 1;
@@ -480,7 +482,7 @@ static void ref_quantize(const xrecipe *xr, const emu_recipe *r, emu_role role, 
 			for (size_t l = 0; l < k; l++) {
 				double v = o->x[idx[l]];
 				if (isnan(v))
-					a = NAN;
+					a = xr->fmaxf ? a : NAN;
 				else if (!isnan(a) && fabs(v) > a)
 					a = fabs(v);
 			}
@@ -1056,9 +1058,12 @@ START_TEST(test_zero_blocks)
 }
 END_TEST
 
-/* NaN and inf blocks under TE MXFP8: NaN -> code 0xFF, multiplier
- * __int_as_float((254 - 255) << 23) = -inf; inf -> 0xFE, multiplier
- * __int_as_float(0) = +0 (ptx.cuh exp2f_rcp). */
+/* NaN and inf blocks under TE MXFP8. TE's kernels take the amax with fmaxf,
+ * which skips a NaN element: the block of 1..32 with a NaN keeps the scale
+ * of 32 (code 124, 2^-3) and only the NaN element is NaN. With the amax
+ * rule of torch.amax (amax=nan) the block's amax is NaN: code 0xFF,
+ * multiplier __int_as_float((254 - 255) << 23) = -inf; an inf block gives
+ * 0xFE, multiplier __int_as_float(0) = +0 (ptx.cuh exp2f_rcp). */
 START_TEST(test_special_blocks)
 {
 	init_formats();
@@ -1069,6 +1074,13 @@ START_TEST(test_special_blocks)
 	x[40] = INFINITY;
 	emu_qtensor q;
 	quantize_ok("mxfp8", EMU_ROLE_ACT, false, x, 1, 64, &q);
+	ck_assert_uint_eq(q.dcode[0], 124);
+	CK_BITS(q.m[0], 0x1p3, "NaN-holding block m %a (fmaxf skips the NaN)", q.m[0]);
+	ck_assert_msg(emu_is_nan(E4M3, q.code[3]), "the NaN element: 0x%x", q.code[3]);
+	ck_assert_uint_eq(q.code[4], 0x62); /* 5 · 8 = 40 = 1.25·2^5 in e4m3 */
+	ck_assert_uint_eq(q.dcode[1], 0xfe);
+	emu_qtensor_free(&q);
+	quantize_ok("mxfp8,amax=nan", EMU_ROLE_ACT, false, x, 1, 64, &q);
 	ck_assert_uint_eq(q.dcode[0], 0xff);
 	ck_assert_uint_eq(q.dcode[1], 0xfe);
 	ck_assert_msg(isnan(q.d[0]), "NaN block d %a", q.d[0]);

@@ -2,7 +2,7 @@
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
 # agree with the emulator (tests/cli_gpu.sh). The Makefile refuses the result
-# unless exactly five lines changed, so a rewritten rows.h fails the build of
+# unless exactly six lines changed, so a rewritten rows.h fails the build of
 # the mutant instead of leaving it equal to the original.
 #
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
@@ -11,8 +11,10 @@ s/^\(\t*\)s = K_ADD(A, s, K_RND(A, e));$/\1s = K_ADD(C, s, K_RND(A, e));/
 s/^\(\t*\)s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, dy, yc\[j\])));$/\1s2 = K_ADD(C, s2, K_RND(A, K_MUL(C, dy, yc[j])));/
 # backward: the logits' dot products summed in C instead of A
 s/^\(\t*\)acc = K_ADD(A, acc, K_RND(A, xw));$/\1acc = K_ADD(C, acc, K_RND(A, xw));/
-# the block quantisers' amax as fmaxf takes it (TE's MXFP8 kernels): a NaN
-# element is dropped instead of making the block's amax NaN (mxfp8, deepseek)
+# deepseek: the amax as fmaxf takes it (TE's kernels), a NaN element dropped
+# instead of making the block's amax NaN (torch's amax)
 s/^\(\t*\)if (!(v <= a))$/\1if (v > a)/
+# mxfp8: exp2f_rcp's code 0 read as 2^127 instead of TE's 1
+s/^\(\t*\)return code == 0 ? 1.0f : K_U2F((254u - code) << 23);$/\1return code == 0 ? 0x1p127f : K_U2F((254u - code) << 23);/
 # deepseek: the stored scale as fp32(1 / s) instead of fp32(a' / fmax)
 s/^\(\t*\)\*sc = K_F2U(K_DIV(F32, ac, fmax));$/\1*sc = K_F2U(K_DIV(F32, 1.0f, s));/

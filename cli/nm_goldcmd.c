@@ -107,6 +107,9 @@ static const struct ng_one ng_ones[] = {
      6.8e38},
     {"quant", "row", "mxfp8-inf", "compute=fp32,scale=mxfp8,role=act", 2, 32, NM_GEN_UNIFORM,
      6.8e38},
+    {"quant", "retile", "deepseek16-retile",
+     "compute=fp32,scale={elem=e4m3,scale=fp32,rule=deepgemm,act=1x16,amin=1e-4},role=act", 16,
+     32, NM_GEN_UNIFORM, 2},
 };
 #define NG_NONES (sizeof ng_ones / sizeof ng_ones[0])
 

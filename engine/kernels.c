@@ -173,7 +173,8 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 	if (k == &emu_kernel_rmsnorm)
 		return 4 * R * N + 2 * R + 7 * N; /* X, y, dx, dy·x̂; rstd, ms; dg, x̂, g, dy, two rows, raw */
 	if (k == &emu_kernel_quant)
-		return 3 * R * N; /* deq; a column-wise legacy load's transpose and its vector */
+		return 4 * R * N; /* deq; a column-wise legacy load's transpose and its vector;
+		                     retile's row-wise copy */
 	if (k == &emu_kernel_optimizer)
 		return 12 * R * N; /* w m v g; g, w, a state in compute; a d w_old; Kahan's u c; raw */
 	return 4 * R * N;

@@ -92,6 +92,10 @@ int emu_load_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows,
  * it, a recipe's column-wise copy with its blocks down the columns
  * (emu_quantize's colwise); where the recipe applies the RHT the values are
  * transformed back (emu_recipe_unrht) so they compare with x. e0 = 0. */
+/* The same with x's elements numbered from e0 (a second load of one
+ * kernel draws its own SR keys). */
+int emu_load_copy_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+                     uint64_t e0, bool colwise, emu_vec *out);
 int emu_load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                   bool colwise, emu_vec *out);
 

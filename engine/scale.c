@@ -210,6 +210,12 @@ int emu_load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t row
 	return load_copy(be, pol, x, rows, cols, 0, colwise, true, out);
 }
 
+int emu_load_copy_at(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
+                     uint64_t e0, bool colwise, emu_vec *out)
+{
+	return load_copy(be, pol, x, rows, cols, e0, colwise, true, out);
+}
+
 static int load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                      uint64_t e0, bool colwise, bool unrht, emu_vec *out)
 {

@@ -10,6 +10,10 @@
  *        role's block shape transposed (1×16 becomes 16×1), blocks down
  *        the columns, and the RHT where the recipe applies it to that copy
  *        (NVFP4: act and grad).
+ *   retile  the column-wise copy re-quantised from the dequantised row-wise
+ *        one, as DeepSeek-V3's backward re-tiles 1×128 activations to
+ *        128×1 (§3.3): two quantisations in a row; the second load numbers
+ *        its elements after the first's, so SR draws differ.
  * Where the RHT was applied the load transforms the dequantised values back
  * (v · Hᵀ, each sum rounded once to fp32), so deq compares with x: the
  * effective operand of a GEMM whose other operand carries H too.
@@ -35,11 +39,12 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
 
-static const char *const variants[] = {"row", "col", NULL};
+static const char *const variants[] = {"row", "col", "retile", NULL};
 
 /* The kernel's steps are the load's own (input, quantize, to_compute). */
 static const char *const steps[1] = {"stats"};
@@ -55,10 +60,14 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
                emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *C = &pol->compute, *F = emu_format_by_name("fp32");
-	int v = !variant ? 0 : !strcmp(variant, "row") ? 0 : !strcmp(variant, "col") ? 1 : -1;
+	int v = !variant                   ? 0
+	        : !strcmp(variant, "row")    ? 0
+	        : !strcmp(variant, "col")    ? 1
+	        : !strcmp(variant, "retile") ? 2
+	                                     : -1;
 	if (v < 0 || in->cols == 0 || in->rows == 0 || !F) {
 		snprintf(err, errlen,
-		         v < 0 ? "quant: unknown variant '%s' (row col)" : "quant: empty input%s",
+		         v < 0 ? "quant: unknown variant '%s' (row col retile)" : "quant: empty input%s",
 		         v < 0 ? variant : "");
 		return -1;
 	}
@@ -69,8 +78,23 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *bias_se = emu_kout_vec(be, out, "bias_se", 1, F);
 	emu_vec *clipped = emu_kout_vec(be, out, "clipped", 1, F);
 	uint64_t overflowed = be->st.in_overflow;
-	if (!deq || !bias || !bias_se || !clipped ||
-	    emu_load_copy(be, pol, in->x, R, N, v == 1, deq) != 0) {
+	if (!deq || !bias || !bias_se || !clipped) {
+		snprintf(err, errlen, "quant: out of memory");
+		return -1;
+	}
+	if (v == 2) { /* row-wise, dequantised, then column-wise from those values */
+		emu_vec *rw = emu_vec_new(be, T);
+		double *vals = malloc(T * sizeof *vals);
+		int rc = !rw || !vals || emu_load_copy(be, pol, in->x, R, N, false, rw) != 0;
+		for (size_t i = 0; !rc && i < T; i++)
+			vals[i] = emu_vget(be, rw, i);
+		rc = rc || emu_load_copy_at(be, pol, vals, R, N, T, true, deq) != 0;
+		free(vals);
+		if (rc) {
+			snprintf(err, errlen, "quant: out of memory");
+			return -1;
+		}
+	} else if (emu_load_copy(be, pol, in->x, R, N, v == 1, deq) != 0) {
 		snprintf(err, errlen, "quant: out of memory");
 		return -1;
 	}

@@ -792,16 +792,38 @@ static void expand(const emu_qtensor *o, const double *s, double *out)
 	}
 }
 
+/* The encoding of v, a value of E (the value domain): for finite values of
+ * a format with sign, zero and subnormals, assembled from v's binary64
+ * fields (exponent field e + bias, the top p − 1 fraction bits; a
+ * subnormal is its count of smallest subnormals); anything else, and fnuz
+ * (no −0), through emu_encode. */
+static emu_bits encode_fast(const emu_format *E, double v)
+{
+	if (!isfinite(v) || E->nan == EMU_NAN_FNUZ || !E->has_subnormals || !E->has_zero ||
+	    !E->has_sign)
+		return emu_encode(E, v);
+	uint64_t b;
+	memcpy(&b, &v, sizeof b);
+	emu_bits s = (b >> 63) ? E->sign_mask : 0;
+	double a = fabs(v);
+	if (a < E->min_normal) /* zero or subnormal: an exact multiple of the quantum */
+		return s | (emu_bits)(a / E->min_subnormal);
+	int e = (int)((b >> 52) & 0x7ff) - 1023; /* a is normal in binary64 (p <= 24, emin >= -126) */
+	emu_bits man = (emu_bits)((b & 0xfffffffffffffull) >> (53 - E->p));
+	return s | ((emu_bits)(e + E->bias) << (E->p - 1)) | man;
+}
+
 /* The element stage over the whole part, as array operations (the
  * emulator's vector paths): q = E(fp32(x · m)) (or fp32(x / d)), each
- * element i with SR index i0 + i; deq = q · d · t. md holds, per element,
- * m (mul) or d (div); dd per element d. */
-static void quant_elems(const emu_recipe *r, emu_mode mode, const double *md, const double *dd,
-                        double t, uint64_t seed, uint64_t i0, emu_qtensor *o, double *xs)
+ * element i with SR index i0 + i, computed in place in o->q; deq = q · d ·
+ * t with d the block's (dblk). md holds, per element, m (mul) or d (div). */
+static void quant_elems(const emu_recipe *r, emu_mode mode, const double *md, const double *dblk,
+                        double t, uint64_t seed, uint64_t i0, emu_qtensor *o)
 {
 	const emu_format *E = &r->elem, *F32 = fmt("fp32");
 	size_t n = o->rows * o->cols;
 	emu_env e = EMU_ENV_DEFAULT;
+	double *xs = o->q; /* the scaled values, then (in place) the elements */
 	if (r->rule == EMU_RSCALE_NONE)
 		memcpy(xs, o->x, n * sizeof *xs);
 	else if (r->apply == EMU_RAPPLY_DIV)
@@ -819,14 +841,25 @@ static void quant_elems(const emu_recipe *r, emu_mode mode, const double *md, co
 		emu_env ee = {mode, r->sat, false, false, seed, i0};
 		emu_a_cvt(E, o->q, xs, 1, n, &ee, o->flags);
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (isnan(o->q[i])) { /* the value domain keeps no NaN sign: the code's own */
-			emu_env ei = {mode, r->sat, false, false, seed, i0 + i};
-			o->code[i] = emu_from_double(E, xs[i], &ei).bits;
-		} else {
-			o->code[i] = emu_encode(E, o->q[i]);
+	for (size_t rr = 0; rr < o->rows; rr++) {
+		const double *db = dblk + (rr / o->brows) * o->nbc;
+		for (size_t bj = 0; bj < o->nbc; bj++) {
+			size_t c0 = bj * o->bcols, c1 = c0 + o->bcols < o->cols ? c0 + o->bcols : o->cols;
+			double dt = db[bj];
+			for (size_t i = rr * o->cols + c0; i < rr * o->cols + c1; i++) {
+				double q = o->q[i];
+				if (isnan(q)) { /* the value domain keeps no NaN sign: the code's own */
+					double x = r->rule == EMU_RSCALE_NONE     ? o->x[i]
+					           : r->apply == EMU_RAPPLY_DIV ? f32(o->x[i] / md[i])
+					                                         : f32(o->x[i] * md[i]);
+					emu_env ei = {mode, r->sat, false, false, seed, i0 + i};
+					o->code[i] = emu_from_double(E, x, &ei).bits;
+				} else {
+					o->code[i] = encode_fast(E, q);
+				}
+				o->deq[i] = r->rule == EMU_RSCALE_NONE ? q : q * dt * t;
+			}
 		}
-		o->deq[i] = r->rule == EMU_RSCALE_NONE ? o->q[i] : o->q[i] * dd[i] * t;
 	}
 }
 
@@ -994,19 +1027,14 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 			o->dflags[b] = s.dflags;
 		}
 	/* 4.–5. elements, as array operations over the part */
-	double *md = calloc(na, sizeof *md), *dd = calloc(na, sizeof *dd),
-	       *xs = calloc(na, sizeof *xs);
-	if (!md || !dd || !xs) {
-		free(md);
-		free(dd);
-		free(xs);
+	double *md = calloc(na, sizeof *md);
+	if (!md) {
 		free(row_amax);
 		emu_qtensor_free(o);
 		return -1;
 	}
 	expand(o, r->apply == EMU_RAPPLY_DIV ? o->d : o->m, md);
-	expand(o, o->d, dd);
-	quant_elems(r, mode, md, dd, o->t, seed, i0, o, xs);
+	quant_elems(r, mode, md, o->d, o->t, seed, i0, o);
 	if (r->four_over_six) { /* each block tries its max at 4, keeps the smaller error */
 		double *keep = calloc(na * 3, sizeof *keep);
 		uint8_t *kfl = calloc(na, 1);
@@ -1024,8 +1052,7 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 				                       &c4[b]);
 			}
 			expand(o, r->apply == EMU_RAPPLY_DIV ? d4 : m4, md);
-			expand(o, d4, dd);
-			quant_elems(r, mode, md, dd, o->t, seed, i0, o, xs);
+			quant_elems(r, mode, md, d4, o->t, seed, i0, o);
 			for (size_t bi = 0; bi < o->nbr; bi++)
 				for (size_t bj = 0; bj < o->nbc; bj++) {
 					size_t b = bi * o->nbc + bj;
@@ -1066,16 +1093,12 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 		free(c4);
 		if (rc) {
 			free(md);
-			free(dd);
-			free(xs);
 			free(row_amax);
 			emu_qtensor_free(o);
 			return -1;
 		}
 	}
 	free(md);
-	free(dd);
-	free(xs);
 	free(row_amax);
 	return 0;
 }

@@ -1193,6 +1193,43 @@ START_TEST(test_sr_bits_bias)
 }
 END_TEST
 
+/* Every encoding of every element format comes back as itself through a
+ * recipe without a scale: the element codes (emu_quantize's fast encoder)
+ * against the format's own bits, NaNs aside (one produced NaN). */
+START_TEST(test_codes_every_value)
+{
+	static const char *const fmts[] = {"fp16", "bf16", "e4m3", "e5m2", "e4m3fnuz",
+	                                   "e5m2fnuz", "e3m2", "e2m3", "e2m1"};
+	uint64_t n_all = 0;
+	for (size_t k = 0; k < ARRAY_SIZE(fmts); k++) {
+		const emu_format *f = t_fmt(fmts[k]);
+		char spec[64];
+		snprintf(spec, sizeof spec, "elem=%s,rule=none,sat=no", fmts[k]);
+		size_t n = (size_t)1 << f->bits;
+		double *x = malloc(n * sizeof *x);
+		emu_bits *want = malloc(n * sizeof *want);
+		ck_assert(x && want);
+		size_t m = 0;
+		for (size_t b = 0; b < n; b++) {
+			if (emu_is_nan(f, (emu_bits)b))
+				continue;
+			x[m] = emu_decode(f, (emu_bits)b);
+			want[m++] = (emu_bits)b;
+		}
+		emu_qtensor q;
+		quantize_ok(spec, EMU_ROLE_ACT, false, x, 1, m, &q);
+		for (size_t i = 0; i < m; i++)
+			ck_assert_msg(q.code[i] == want[i], "%s: value %a: code 0x%x, want 0x%x", fmts[k],
+			              x[i], q.code[i], want[i]);
+		emu_qtensor_free(&q);
+		free(x);
+		free(want);
+		n_all += m;
+	}
+	t_count("recipe: element codes of every value of every element format", n_all);
+}
+END_TEST
+
 /* ---- the sources' rules where they were first read wrong ----
  * Each test below names the source line; the random comparison covers
  * these cases too. */
@@ -1499,6 +1536,7 @@ Suite *suite_recipe(void)
 	tcase_add_test(tc, test_special_blocks);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("disagreement");
+	tcase_add_test(tc, test_codes_every_value);
 	tcase_add_test(tc, test_source_floor_inf);
 	tcase_add_test(tc, test_source_pow2_inf);
 	tcase_add_test(tc, test_source_ue8m0_nan);

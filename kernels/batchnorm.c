@@ -63,7 +63,10 @@
  *
  * Outputs: y and dx (N·C, storage), mean and var (C, compute; var biased),
  * running_mean and running_var (C, storage), dgamma and dbeta (C, storage:
- * the parameters' format).
+ * the parameters' format). Parameter backward=0 runs the forward pass alone
+ * (no dy, dx, dgamma, dbeta): a case that locates the forward's overflow
+ * is not masked by the backward's (eval's dgamma = Σ dy·(x − mean)·invstd
+ * overflows fp16 before y does).
  */
 #include <math.h>
 #include <stdio.h>
@@ -240,7 +243,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		return -1;
 	}
 	size_t N = in->rows, Ch = in->cols;
-	double eps, dyval, gamma, beta, mom, rmean, rvar; /* dyval NaN: the ±1 pattern */
+	double eps, dyval, gamma, beta, mom, rmean, rvar, bwd; /* dyval NaN: the ±1 pattern */
 	if (!emu_kparam_real(in, "batchnorm", "eps", 0, INFINITY, 0, 1e-5, &eps, err, errlen) ||
 	    !emu_kparam_real(in, "batchnorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err,
 	                     errlen) ||
@@ -251,17 +254,18 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	    !emu_kparam_real(in, "batchnorm", "momentum", 0, 1, 0, 0.1, &mom, err, errlen) ||
 	    !emu_kparam_real(in, "batchnorm", "rmean", -INFINITY, INFINITY, 0, 0, &rmean, err,
 	                     errlen) ||
-	    !emu_kparam_real(in, "batchnorm", "rvar", 0, INFINITY, 0, 1, &rvar, err, errlen))
+	    !emu_kparam_real(in, "batchnorm", "rvar", 0, INFINITY, 0, 1, &rvar, err, errlen) ||
+	    !emu_kparam_int(in, "batchnorm", "backward", 0, 1, 1, &bwd, err, errlen))
 		return -1;
 	emu_steps(be, steps, S_END - EMU_STEP0);
 	emu_vec *y = emu_kout_vec(be, out, "y", N * Ch, S);
-	emu_vec *dx = emu_kout_vec(be, out, "dx", N * Ch, S);
+	emu_vec *dx = bwd ? emu_kout_vec(be, out, "dx", N * Ch, S) : NULL;
 	emu_vec *meanv = emu_kout_vec(be, out, "mean", Ch, C);
 	emu_vec *varv = emu_kout_vec(be, out, "var", Ch, C);
 	emu_vec *rmv = emu_kout_vec(be, out, "running_mean", Ch, S);
 	emu_vec *rvv = emu_kout_vec(be, out, "running_var", Ch, S);
-	emu_vec *dg = emu_kout_vec(be, out, "dgamma", Ch, S);
-	emu_vec *db = emu_kout_vec(be, out, "dbeta", Ch, S);
+	emu_vec *dg = bwd ? emu_kout_vec(be, out, "dgamma", Ch, S) : NULL;
+	emu_vec *db = bwd ? emu_kout_vec(be, out, "dbeta", Ch, S) : NULL;
 	emu_vec *X = emu_vec_new(be, N * Ch), *xmu = emu_vec_new(be, N * Ch);
 	emu_vec *dyv = emu_vec_new(be, N * Ch), *row = emu_vec_new(be, Ch),
 	        *row2 = emu_vec_new(be, Ch);
@@ -273,7 +277,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *kA = v == WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
 	emu_vec *t = emu_vec_new(be, 16);
 	double *dyraw = malloc(N * Ch * sizeof *dyraw);
-	if (!y || !dx || !meanv || !varv || !rmv || !rvv || !dg || !db || !X || !xmu || !dyv ||
+	if (!y || (bwd && (!dx || !dg || !db)) || !meanv || !varv || !rmv || !rvv || !X || !xmu || !dyv ||
 	    !row || !row2 || !w1 || !w2 || !sa || !sb || !invstd || !uvar || !f1 || !f2 || !mdy ||
 	    (v == WELFORD && !kA) || !t || !dyraw || emu_load(be, pol, in->x, N, Ch, X) != 0) {
 		free(dyraw);
@@ -405,6 +409,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		        Ch, 0, NULL);
 	}
 
+	if (!bwd) { /* backward=0: the forward pass alone */
+		free(dyraw);
+		return 0;
+	}
 	/* ---- backward: dy stored, then the two sums per channel ---- */
 	for (size_t i = 0; i < N * Ch; i++) /* the default: ±1 from the seed */
 		dyraw[i] = !isnan(dyval) ? dyval : emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
@@ -438,10 +446,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	        NULL);
 	/* the factors: mean_dy, factor_1 = ((invstd·invstd)·sum_dy_xmu)·norm,
 	 * factor_2 = gamma·invstd */
-	emu_map(be, S_MEAN_DY, EMU_OP_MUL, C, MDY, SA, norm, EMU_NOREF, Ch, 0, NULL);
-	emu_map(be, S_F1_SQ, EMU_OP_MUL, C, F1, INVSTD, INVSTD, EMU_NOREF, Ch, 0, NULL);
-	emu_map(be, S_F1_MUL, EMU_OP_MUL, C, F1, F1, SB, EMU_NOREF, Ch, 0, NULL);
-	emu_map(be, S_F1_NORM, EMU_OP_MUL, C, F1, F1, norm, EMU_NOREF, Ch, 0, NULL);
+	if (v != EVAL) { /* eval's statistics are constants: dx = dy · factor_2 */
+		emu_map(be, S_MEAN_DY, EMU_OP_MUL, C, MDY, SA, norm, EMU_NOREF, Ch, 0, NULL);
+		emu_map(be, S_F1_SQ, EMU_OP_MUL, C, F1, INVSTD, INVSTD, EMU_NOREF, Ch, 0, NULL);
+		emu_map(be, S_F1_MUL, EMU_OP_MUL, C, F1, F1, SB, EMU_NOREF, Ch, 0, NULL);
+		emu_map(be, S_F1_NORM, EMU_OP_MUL, C, F1, F1, norm, EMU_NOREF, Ch, 0, NULL);
+	}
 	emu_map(be, S_F2, EMU_OP_MUL, C, F2, gam, INVSTD, EMU_NOREF, Ch, 0, NULL);
 	/* dx = ((dy − mean_dy) − (x − mean)·factor_1)·factor_2; eval: dy·factor_2 */
 	for (size_t n = 0; n < N; n++) {
@@ -470,6 +480,6 @@ const emu_kernel emu_kernel_batchnorm = {
     "eps=E (default 1e-5, rounded into the compute format); gamma=G, beta=B (every channel's; "
     "default 1, 0); momentum=M (default 0.1); rmean=R, rvar=V (the running statistics before "
     "the step, eval's statistics; default 0, 1); dy=D (every upstream gradient D; default ±1 "
-    "from the seed)",
+    "from the seed); backward=0|1 (default 1; 0: the forward pass alone, no dx, dgamma, dbeta)",
     run,
 };

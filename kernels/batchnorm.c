@@ -277,9 +277,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *kA = v == WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
 	emu_vec *t = emu_vec_new(be, 16);
 	double *dyraw = malloc(N * Ch * sizeof *dyraw);
-	if (!y || (bwd && (!dx || !dg || !db)) || !meanv || !varv || !rmv || !rvv || !X || !xmu || !dyv ||
-	    !row || !row2 || !w1 || !w2 || !sa || !sb || !invstd || !uvar || !f1 || !f2 || !mdy ||
-	    (v == WELFORD && !kA) || !t || !dyraw || emu_load(be, pol, in->x, N, Ch, X) != 0) {
+	if (!y || (bwd && (!dx || !dg || !db)) || !meanv || !varv || !rmv || !rvv || !X || !xmu ||
+	    !dyv || !row || !row2 || !w1 || !w2 || !sa || !sb || !invstd || !uvar || !f1 || !f2 ||
+	    !mdy || (v == WELFORD && !kA) || !t || !dyraw ||
+	    emu_load(be, pol, in->x, N, Ch, X) != 0) {
 		free(dyraw);
 		snprintf(err, errlen, "batchnorm: out of memory");
 		return -1;

@@ -33,6 +33,19 @@ static void bn_run(emu_run *r, const char *spec, const char *variant, const doub
 	          strcmp(r->out.item[DBETA].name, "dbeta") == 0);
 }
 
+/* Any number of outputs (backward=0 has five). */
+static void bn_run_np(emu_run *r, const char *spec, const char *variant, const double *x,
+                      size_t rows, size_t cols, const emu_kparam *p, size_t np)
+{
+	emu_policy pol;
+	char err[200];
+	ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK, "%s", err);
+	emu_kin in = {x, rows, cols, p, np, 1};
+	ck_assert_msg(emu_run_kernel(&emu_kernel_batchnorm, &pol, variant, &in, EMU_BE_FAST, r, err,
+	                             sizeof err) == 0,
+	              "%s", err);
+}
+
 static double out_d(const emu_run *r, int item, size_t j)
 {
 	return emu_kout_d(NULL, &r->out.item[item], j);
@@ -189,6 +202,46 @@ START_TEST(test_fp32_formula)
 }
 END_TEST
 
+/* Recomputation (engine/run.c's emu_recompute_compare): eval run in fp32
+ * compute, then recomputed in fp16 compute. y(207) moves from 65472 to
+ * 65408 and y(−1) from −316.25 to −316 (fp16's invstd is 316, not 316.2),
+ * y(0) stays 0: two differ, both finite; y(208) is inf
+ * in both (the fp32 product overflows at the fp16 store), so it is the same
+ * number; mean and var are the same values in two formats. Against a run
+ * of rvar = 1, y(208) is finite: inf gone. */
+START_TEST(test_recompute)
+{
+	emu_kparam p[2] = {{"rvar", 0}, {"backward", 0}};
+	double x[4] = {207, 208, -1, 0};
+	emu_run a, b;
+	bn_run_np(&a, "storage=fp16,compute=fp32", "eval", x, 2, 2, p, 2);
+	bn_run_np(&b, "storage=fp16", "eval", x, 2, 2, p, 2);
+	emu_recompute_item it[EMU_KOUT_MAX];
+	char err[200];
+	ck_assert(emu_recompute_compare(&a, &b, it, err, sizeof err) == 0);
+	ck_assert_msg(it[0].n == 4 && it[0].differ == 2 && it[0].first_differ == 0 &&
+	                  it[0].new_nonfinite == 0 && it[0].gone_nonfinite == 0,
+	              "y: differ %zu first %zu", it[0].differ, it[0].first_differ);
+	ck_assert(it[1].differ == 0 && it[2].differ == 0);
+	emu_run c;
+	emu_kparam q[2] = {{"rvar", 1}, {"backward", 0}};
+	bn_run_np(&c, "storage=fp16", "eval", x, 2, 2, q, 2);
+	ck_assert(emu_recompute_compare(&b, &c, it, err, sizeof err) == 0);
+	ck_assert(it[0].gone_nonfinite == 1 && it[0].new_nonfinite == 0);
+	ck_assert(emu_recompute_compare(&c, &b, it, err, sizeof err) == 0);
+	ck_assert(it[0].new_nonfinite == 1);
+	/* a run with other outputs (backward on: dx, dgamma, dbeta) is refused */
+	emu_run d;
+	bn_run_np(&d, "storage=fp16", "eval", x, 2, 2, p, 1);
+	ck_assert(emu_recompute_compare(&b, &d, it, err, sizeof err) != 0);
+	emu_run_free(&a);
+	emu_run_free(&b);
+	emu_run_free(&c);
+	emu_run_free(&d);
+	t_count("batchnorm: recompute comparisons (differ, inf gone, new inf, refused)", 4);
+}
+END_TEST
+
 /* N = 1 is refused in training (the unbiased variance divides by 0), as
  * PyTorch refuses it; eval takes it. */
 START_TEST(test_refusals)
@@ -224,6 +277,7 @@ Suite *suite_batchnorm(void)
 	tcase_add_test(tc, test_training_bounded);
 	tcase_add_test(tc, test_eval_overflow);
 	tcase_add_test(tc, test_fp32_formula);
+	tcase_add_test(tc, test_recompute);
 	tcase_add_test(tc, test_refusals);
 	suite_add_tcase(s, tc);
 	return s;

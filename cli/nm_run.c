@@ -69,6 +69,7 @@ enum nr_optid {
 	NR_O_CSV,
 	NR_O_JSON,
 	NR_O_GPU_TABLES,
+	NR_O_RECOMPUTE,
 };
 
 static const nm_opt nr_optdefs[] = {
@@ -88,6 +89,7 @@ static const nm_opt nr_optdefs[] = {
     {NULL, "--csv", NR_O_CSV, 0, 1},
     {NULL, "--json", NR_O_JSON, 0, 1},
     {NULL, "--gpu-tables", NR_O_GPU_TABLES, NM_OPTF_VALUE, 0},
+    {NULL, "--recompute", NR_O_RECOMPUTE, NM_OPTF_VALUE, 0},
 };
 
 struct nr_param {
@@ -110,6 +112,7 @@ struct nr_opts {
 	bool want[EMU_NBE], no_truth, all;
 	enum nr_style style;
 	const char *gpu_tables; /* FILE|DIR: the fast backend replays the GPU's tables */
+	const char *recompute;  /* the second run's policy (activation checkpointing) */
 };
 
 /* A whole token that is a number (nm_parse_number's syntax), as the nearest
@@ -257,6 +260,9 @@ static int nr_take(void *ctx, const nm_opt *d, const char *arg)
 	case NR_O_GPU_TABLES:
 		o->gpu_tables = arg;
 		return 0;
+	case NR_O_RECOMPUTE:
+		o->recompute = arg;
+		return 0;
 	}
 	return 0;
 }
@@ -324,6 +330,7 @@ struct nr_run_setup {
 	const emu_kernel *k;
 	const char *variant;
 	emu_policy pol;
+	emu_policy pol2; /* --recompute's */
 };
 
 static int nr_resolve(const struct nr_opts *o, struct nr_run_setup *s)
@@ -355,6 +362,10 @@ static int nr_resolve(const struct nr_opts *o, struct nr_run_setup *s)
 	err[0] = '\0';
 	if (emu_policy_parse(o->policy_spec, &s->pol, err, sizeof(err)) != EMU_OK)
 		return nm_fail("bad policy '%s': %s", o->policy_spec, err[0] ? err : "bad spec");
+	err[0] = '\0';
+	if (o->recompute && emu_policy_parse(o->recompute, &s->pol2, err, sizeof(err)) != EMU_OK)
+		return nm_fail("bad --recompute policy '%s': %s", o->recompute,
+		               err[0] ? err : "bad spec");
 	for (size_t i = 0; i < o->nparams; i++)
 		if (!emu_kernel_reads_param(s->k, o->params[i].name))
 			return nm_fail("unknown parameter '%s' for %s (it reads: %s)",
@@ -542,6 +553,11 @@ struct nr_report {
 	bool tabled;
 	emu_gpu_tables tables;
 	char why[NR_ERR_LEN]; /* the first difference */
+	/* --recompute: each of fast and exact run again under the second policy,
+	 * compared with the first run output by output */
+	emu_run reruns[EMU_NBE];
+	bool reran[EMU_NBE];
+	emu_recompute_item diff[EMU_NBE][EMU_KOUT_MAX];
 };
 
 static bool nr_same_stats(const emu_be_stats *a, const emu_be_stats *b)
@@ -719,6 +735,8 @@ static int nr_check_memory(const struct nr_opts *o, const struct nr_run_setup *s
 		/* truth: two runs when storing changes the inputs (end to end and
 		 * stored), both kept for the report */
 		per[k] = vals * (double)(k == EMU_BE_TRUTH ? 2 * NR_TRUTH_VALUE_BYTES : sizeof(double));
+		if (k != EMU_BE_TRUTH && o->recompute)
+			per[k] *= 2; /* the second run is kept beside the first */
 		total += per[k];
 	}
 	avail = nr_memory_available();
@@ -785,6 +803,8 @@ static int nr_execute(struct nr_report *r)
 
 	if (nr_plan(o, r->shown, want))
 		return NM_EXIT_ERR;
+	if (o->recompute && !want[EMU_BE_FAST] && !want[EMU_BE_EXACT])
+		return nm_fail("--recompute compares fast or exact runs (not --backend truth alone)");
 	if (o->gpu_tables && emu_gpu_tables_load(o->gpu_tables, &r->tables, err, sizeof(err)))
 		return nm_fail("%s", err);
 	for (int i = 0; i < EMU_NBE; i++) {
@@ -808,6 +828,22 @@ static int nr_execute(struct nr_report *r)
 		}
 		if (k != EMU_BE_TRUTH && r->ran[EMU_BE_TRUTH])
 			emu_run_compare(&r->runs[k], &r->truth);
+	}
+	for (int k = 0; o->recompute && k < EMU_NBE; k++) {
+		if (k == EMU_BE_TRUTH || !r->ran[k])
+			continue;
+		err[0] = '\0';
+		r->reran[k] = true;
+		nr_progress(o, "recomputing");
+		if (emu_run_kernel_tables(r->s->k, &r->s->pol2, r->s->variant, &kin, (emu_be_kind)k,
+		                          o->gpu_tables ? &r->tables : NULL, &r->reruns[k], err,
+		                          sizeof(err)) != 0 ||
+		    emu_recompute_compare(&r->runs[k], &r->reruns[k], r->diff[k], err,
+		                          sizeof(err)) != 0) {
+			nr_progress(o, NULL);
+			return nm_fail("--recompute %s: %s", o->recompute,
+			               err[0] ? err : "the kernel failed");
+		}
 	}
 	nr_progress(o, NULL);
 	if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT] && o->gpu_tables)
@@ -951,6 +987,39 @@ static void nr_text_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 		              emu_flags_str(st->first_flags, fl, sizeof(fl)));
 }
 
+/* The second run of backend k against its first, output by output. */
+static void nr_text_recompute(nm_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = &r->reruns[k];
+	const emu_be_stats *st = &run->be.st;
+	char fl[48];
+	int w = 5;
+
+	nm_buf_printf(b, "recompute %s, policy %s: %s\n", emu_be_name(k), r->s->pol2.spec,
+	              emu_run_status_name(run->status));
+	for (int i = 0; i < run->out.n; i++)
+		if ((int)strlen(run->out.item[i].name) > w)
+			w = (int)strlen(run->out.item[i].name);
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		const emu_recompute_item *d = &r->diff[k][i];
+		char shape[64];
+		snprintf(shape, sizeof(shape), "%s[%zu]", it->fmt->name, it->n);
+		nm_buf_printf(b, "  %-*s %s  differ %zu", w, it->name, shape, d->differ);
+		if (d->differ)
+			nm_buf_printf(b, " (first %zu)", d->first_differ);
+		if (d->new_nonfinite)
+			nm_buf_printf(b, "  new inf/nan %zu", d->new_nonfinite);
+		if (d->gone_nonfinite)
+			nm_buf_printf(b, "  inf/nan gone %zu", d->gone_nonfinite);
+		nm_buf_putc(b, '\n');
+	}
+	if (st->first_set)
+		nm_buf_printf(b, "  %-*s %s at step %s, element %" PRIu64 ": %s\n", w, "first",
+		              emu_op_name(st->first_op), st->first_step, st->first_index,
+		              emu_flags_str(st->first_flags, fl, sizeof(fl)));
+}
+
 static void nr_text_params(nm_buf *b, const struct nr_opts *o)
 {
 	for (size_t i = 0; i < o->nparams; i++)
@@ -972,6 +1041,11 @@ static void nr_text(nm_buf *b, const struct nr_report *r)
 		if (r->shown[order[i]]) {
 			nm_buf_putc(b, '\n');
 			nr_text_backend(b, r, order[i]);
+		}
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->reran[order[i]]) {
+			nm_buf_putc(b, '\n');
+			nr_text_recompute(b, r, order[i]);
 		}
 	if (r->tabled)
 		nm_buf_put(b, "\nfast == exact: not compared (--gpu-tables)\n");
@@ -1081,6 +1155,33 @@ static void nr_csv_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 	}
 }
 
+static void nr_csv_recompute(nm_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = &r->reruns[k];
+	const char *be = emu_be_name(k);
+	char key[128], val[64];
+
+	nr_csv_row(b, be, "recompute", "status", emu_run_status_name(run->status));
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_recompute_item *d = &r->diff[k][i];
+		const char *name = run->out.item[i].name;
+		const struct {
+			const char *key;
+			size_t v;
+		} f[] = {{"n", d->n},
+		         {"differ", d->differ},
+		         {"new_nonfinite", d->new_nonfinite},
+		         {"gone_nonfinite", d->gone_nonfinite}};
+		snprintf(key, sizeof(key), "%s.format", name);
+		nr_csv_row(b, be, "recompute", key, run->out.item[i].fmt->name);
+		for (size_t j = 0; j < sizeof(f) / sizeof(f[0]); j++) {
+			snprintf(key, sizeof(key), "%s.%s", name, f[j].key);
+			snprintf(val, sizeof(val), "%zu", f[j].v);
+			nr_csv_row(b, be, "recompute", key, val);
+		}
+	}
+}
+
 static void nr_csv(nm_buf *b, const struct nr_report *r)
 {
 	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
@@ -1104,6 +1205,11 @@ static void nr_csv(nm_buf *b, const struct nr_report *r)
 	for (int i = 0; i < EMU_NBE; i++)
 		if (r->shown[order[i]])
 			nr_csv_backend(b, r, order[i]);
+	if (o->recompute)
+		nr_csv_row(b, "", "recompute", "policy", r->s->pol2.spec);
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->reran[order[i]])
+			nr_csv_recompute(b, r, order[i]);
 	if (r->compared)
 		nr_csv_row(b, "", "agree", "fast==exact", r->agree ? "yes" : "no");
 	else if (r->tabled)
@@ -1239,6 +1345,41 @@ static void nr_json_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 	nm_buf_put(b, "\n    }");
 }
 
+/* "recompute": {"policy": ..., "fast": {"status": ..., "outputs": [...]}, ...}, */
+static void nr_json_recompute(nm_buf *b, const struct nr_report *r)
+{
+	static const emu_be_kind order[2] = {EMU_BE_FAST, EMU_BE_EXACT};
+	bool first = true;
+
+	nm_buf_put(b, "\n  \"recompute\": {\"policy\": ");
+	nr_json_str(b, r->s->pol2.spec);
+	for (int i = 0; i < 2; i++) {
+		emu_be_kind k = order[i];
+		const emu_run *run = &r->reruns[k];
+		if (!r->reran[k])
+			continue;
+		nm_buf_put(b, first ? ",\n    " : ",\n    ");
+		first = false;
+		nr_json_str(b, emu_be_name(k));
+		nm_buf_put(b, ": {\"status\": ");
+		nr_json_str(b, emu_run_status_name(run->status));
+		nm_buf_put(b, ", \"outputs\": [");
+		for (int j = 0; j < run->out.n; j++) {
+			const emu_recompute_item *d = &r->diff[k][j];
+			nm_buf_put(b, j ? ",\n      {\"name\": " : "\n      {\"name\": ");
+			nr_json_str(b, run->out.item[j].name);
+			nm_buf_put(b, ", \"format\": ");
+			nr_json_str(b, run->out.item[j].fmt->name);
+			nm_buf_printf(b,
+			              ", \"n\": %zu, \"differ\": %zu, \"new_nonfinite\": %zu, "
+			              "\"gone_nonfinite\": %zu}",
+			              d->n, d->differ, d->new_nonfinite, d->gone_nonfinite);
+		}
+		nm_buf_put(b, "]}");
+	}
+	nm_buf_put(b, "},");
+}
+
 static void nr_json(nm_buf *b, const struct nr_report *r)
 {
 	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
@@ -1269,7 +1410,10 @@ static void nr_json(nm_buf *b, const struct nr_report *r)
 			nr_json_backend(b, r, order[i]);
 			first = false;
 		}
-	nm_buf_put(b, "\n  },\n  \"fast_equals_exact\": ");
+	nm_buf_put(b, "\n  },");
+	if (o->recompute)
+		nr_json_recompute(b, r);
+	nm_buf_put(b, "\n  \"fast_equals_exact\": ");
 	if (!r->compared) {
 		nm_buf_put(b, "null");
 		if (r->tabled)
@@ -1291,7 +1435,7 @@ static const char nr_usage[] =
     "                  (--input FILE.npy | --values V1,V2,... | --gen DIST --n N)\n"
     "                  [--rows R] [--seed S] [--scale X] [--range LO,HI]\n"
     "                  [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
-    "                  [--gpu-tables FILE|DIR]\n"
+    "                  [--gpu-tables FILE|DIR] [--recompute SPEC]\n"
     "\n"
     "Run a training kernel on the fast emulator (default), the exact-format MPFR\n"
     "backend (exact), the 256-bit MPFR truth (truth), or all three; report each\n"
@@ -1318,6 +1462,10 @@ static const char nr_usage[] =
     "  --gpu-tables F  the fast backend takes fp16/bf16 exp, log, exp2, rsqrt and\n"
     "                  sqrt from the GPU's tables (bin/nanmap-gpu's gpu-tables.txt,\n"
     "                  or its directory); fast and exact are then not compared\n"
+    "  --recompute P2  run the kernel again under policy P2 (activation\n"
+    "                  checkpointing's recomputation) on fast and exact, and\n"
+    "                  report per output how many elements differ from the first\n"
+    "                  run and how many became inf or NaN\n"
     "\n"
     "Kernels (variants; parameters):\n";
 
@@ -1390,9 +1538,12 @@ int nm_run_main(int argc, char **argv)
 		rc = nr_execute(&r);
 	if (!rc)
 		rc = nr_report(&r);
-	for (int i = 0; i < EMU_NBE; i++)
+	for (int i = 0; i < EMU_NBE; i++) {
 		if (r.ran[i] && i != EMU_BE_TRUTH)
 			emu_run_free(&r.runs[i]);
+		if (r.reran[i])
+			emu_run_free(&r.reruns[i]);
+	}
 	if (r.ran[EMU_BE_TRUTH])
 		emu_truth_free(&r.truth);
 	emu_gpu_tables_free(&r.tables);

@@ -15,6 +15,8 @@ static const emu_kernel *const all[] = {
 	&emu_kernel_bce,
 	&emu_kernel_quant,
 	&emu_kernel_optimizer,
+	&emu_kernel_batchnorm,
+	&emu_kernel_matmul,
 };
 
 size_t emu_kernel_count(void)
@@ -177,6 +179,17 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 		                     retile's row-wise copy */
 	if (k == &emu_kernel_optimizer)
 		return 12 * R * N; /* w m v g; g, w, a state in compute; a d w_old; Kahan's u c; raw */
+	if (k == &emu_kernel_batchnorm)
+		return 6 * R * N + 2 * R + 16 * N; /* X, x - mean, dy, y, dx, dy's doubles; two columns; per-channel vectors */
+	if (k == &emu_kernel_matmul) {
+		double dm = ceil(R / 2);
+		double m = in ? emu_kparam_get(in, "m", dm) : dm;
+		double n = in ? emu_kparam_get(in, "n", R - dm) : R - dm;
+		double kk = in ? emu_kparam_get(in, "k", N) : N;
+		if (!(m >= 1 && m <= 0x1p31 && n >= 0 && n <= 0x1p31 && kk >= 1 && kk <= 0x1p31))
+			m = dm, n = R - dm, kk = N;
+		return R * N + 2 * m * n + kk; /* A and B; acc and c; the products of one dot */
+	}
 	return 4 * R * N;
 }
 

@@ -175,6 +175,26 @@ void emu_run_compare(emu_run *r, const emu_truth *t);
 void emu_run_free(emu_run *r);
 const char *emu_run_status_name(emu_run_status s);
 
+/*
+ * Recomputation (activation checkpointing): a kernel run again, under the
+ * same or another policy, compared with the first run output by output.
+ * Two elements are the same when they are the same number: equal values
+ * with equal signs (so −0 differs from +0), or both NaN. Within one format
+ * that is equal encodings (the emulator produces one NaN per format); across
+ * two formats it compares what each run stored.
+ */
+typedef struct {
+	size_t n;             /* elements compared */
+	size_t differ;        /* elements that are not the same number */
+	size_t new_nonfinite; /* finite in the first run, inf or NaN in the second */
+	size_t gone_nonfinite; /* inf or NaN in the first run, finite in the second */
+	size_t first_differ;  /* the first differing element (n when none) */
+} emu_recompute_item;
+/* items[i] for output i of both runs; -1 with a reason in err when the runs'
+ * outputs differ in number, names or lengths. */
+int emu_recompute_compare(const emu_run *first, const emu_run *second,
+                          emu_recompute_item items[EMU_KOUT_MAX], char *err, size_t errlen);
+
 /* The kernels (one file each). */
 extern const emu_kernel emu_kernel_softmax_ce;
 extern const emu_kernel emu_kernel_backward;   /* kernels/backward.c */
@@ -188,5 +208,7 @@ extern const emu_kernel emu_kernel_rmsnorm; /* kernels/rmsnorm.c */
 extern const emu_kernel emu_kernel_bce; /* kernels/bce.c */
 extern const emu_kernel emu_kernel_quant; /* kernels/quant.c */
 extern const emu_kernel emu_kernel_optimizer; /* kernels/optimizer.c */
+extern const emu_kernel emu_kernel_batchnorm; /* kernels/batchnorm.c */
+extern const emu_kernel emu_kernel_matmul; /* kernels/matmul.c */
 
 #endif

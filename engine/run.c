@@ -4,6 +4,7 @@
  * ok, so a run reports the worst thing that happened to its outputs.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -158,6 +159,43 @@ void emu_run_compare(emu_run *r, const emu_truth *t)
 			r->status = EMU_ST_UNDERFLOW;
 	}
 	r->have_metrics = true;
+}
+
+static bool same_number(double a, double b)
+{
+	return isnan(a) ? isnan(b) : !isnan(b) && a == b && signbit(a) == signbit(b);
+}
+
+int emu_recompute_compare(const emu_run *first, const emu_run *second,
+                          emu_recompute_item items[EMU_KOUT_MAX], char *err, size_t errlen)
+{
+	if (first->out.n != second->out.n) {
+		snprintf(err, errlen, "recompute: %d outputs against %d", first->out.n,
+		         second->out.n);
+		return -1;
+	}
+	for (int i = 0; i < first->out.n; i++) {
+		const emu_kout_item *a = &first->out.item[i], *b = &second->out.item[i];
+		emu_recompute_item it = {a->n, 0, 0, 0, a->n};
+		if (a->n != b->n || strcmp(a->name, b->name) != 0) {
+			snprintf(err, errlen, "recompute: output %s[%zu] against %s[%zu]", a->name,
+			         a->n, b->name, b->n);
+			return -1;
+		}
+		for (size_t j = 0; j < a->n; j++) {
+			double x = emu_kout_d(&first->be, a, j), y = emu_kout_d(&second->be, b, j);
+			if (same_number(x, y))
+				continue;
+			if (it.differ++ == 0)
+				it.first_differ = j;
+			if (isfinite(x) && !isfinite(y))
+				it.new_nonfinite++;
+			else if (!isfinite(x) && isfinite(y))
+				it.gone_nonfinite++;
+		}
+		items[i] = it;
+	}
+	return 0;
 }
 
 void emu_run_free(emu_run *r)

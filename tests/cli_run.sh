@@ -417,6 +417,48 @@ export NANMAP_MEMORY=1000000
 ok_has "a small run fits" "$SM --values 1,2" 'fast: ok'
 unset NANMAP_MEMORY
 
+# ---- --recompute: the kernel again under a second policy, compared ----
+# fp32 compute holds exp(11.09375) = 65758.9; an fp16 recompute overflows it
+# (docs/run.md's boundary), so loss and one gradient become inf/NaN there.
+ok_has "--recompute in fp16 after an fp32 forward" \
+	"run softmax_ce --variant naive --policy storage=fp16,compute=fp32 --recompute $P16 --values 11.09375,0 --no-truth" \
+	'fast: ok' \
+	'recompute fast, policy storage=fp16: nan' \
+	'  loss  fp16[1]  differ 1 (first 0)  new inf/nan 1' \
+	'  grad  fp16[2]  differ 2 (first 0)  new inf/nan 1' \
+	'  first exp at step exp, element 0: overflow'
+ok_has "--recompute under the same policy reproduces every bit" \
+	"run layernorm --policy storage=bf16,round=sr,seed=7 --recompute storage=bf16,round=sr,seed=7 --gen normal --n 16 --rows 2 --no-truth" \
+	'recompute fast, policy storage=bf16,round=sr,seed=7: ok' \
+	'  y     bf16[32]  differ 0' \
+	'  dx    bf16[32]  differ 0'
+ok_has "--recompute with another SR seed differs" \
+	"run layernorm --policy storage=bf16,round=sr,seed=7 --recompute storage=bf16,round=sr,seed=8 --gen normal --n 16 --rows 2 --no-truth --csv" \
+	',recompute,policy,"storage=bf16,round=sr,seed=8"' \
+	'fast,recompute,status,ok' \
+	'fast,recompute,y.n,32' \
+	'fast,recompute,y.new_nonfinite,0'
+grep -q '^fast,recompute,y.differ,0$' "$tmp/out" && fail "another SR seed: y identical"
+pass=$((pass + 1))
+ok_has "--recompute on fast and exact, CSV" \
+	"run softmax_ce --variant naive --policy storage=fp16,compute=fp32 --recompute $P16 --values 11.09375,0 --no-truth --backend all --csv" \
+	'fast,recompute,loss.differ,1' \
+	'fast,recompute,loss.new_nonfinite,1' \
+	'exact,recompute,grad.new_nonfinite,1' \
+	'exact,recompute,grad.gone_nonfinite,0' \
+	',agree,fast==exact,yes'
+ok_has "--recompute, JSON" \
+	"run softmax_ce --variant naive --policy storage=fp16,compute=fp32 --recompute $P16 --values 11.09375,0 --no-truth --json" \
+	'  "recompute": {"policy": "storage=fp16",' \
+	'      {"name": "loss", "format": "fp16", "n": 1, "differ": 1, "new_nonfinite": 1, "gone_nonfinite": 0},'
+bad "--recompute with a bad policy" "nanmap: bad --recompute policy 'storage=fp17': unknown format 'fp17'" \
+	run softmax_ce --policy "$P16" --recompute storage=fp17 --values 1
+bad "--recompute with truth alone" \
+	"nanmap: --recompute compares fast or exact runs (not --backend truth alone)" \
+	run softmax_ce --policy "$P16" --recompute "$P16" --backend truth --values 1
+bad "--recompute given twice" "" \
+	run softmax_ce --policy "$P16" --recompute "$P16" --recompute "$P16" --values 1
+
 # ---- progress: on a terminal only, one line that the end erases ----
 if command -v script >/dev/null 2>&1; then
 	rc=0

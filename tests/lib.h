@@ -48,6 +48,8 @@ Suite *suite_rmsnorm(void);
 Suite *suite_bce(void);
 Suite *suite_quant(void);
 Suite *suite_optimizer(void);
+Suite *suite_batchnorm(void);
+Suite *suite_matmul(void);
 Suite *suite_accum(void);
 Suite *suite_tc(void);
 Suite *suite_tcscaled(void);

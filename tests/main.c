@@ -89,6 +89,8 @@ int main(void)
 	srunner_add_suite(sr, suite_bce());
 	srunner_add_suite(sr, suite_quant());
 	srunner_add_suite(sr, suite_optimizer());
+	srunner_add_suite(sr, suite_batchnorm());
+	srunner_add_suite(sr, suite_matmul());
 	srunner_add_suite(sr, suite_accum());
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_tcscaled());

@@ -6,10 +6,14 @@
  */
 #include "nm_buf.h"
 
+#include <math.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "nm_parse.h"
 
 #define NB_FIRST 256
 
@@ -127,4 +131,28 @@ void nm_buf_free(nm_buf *b)
 {
 	free(b->s);
 	memset(b, 0, sizeof(*b));
+}
+
+bool nm_buf_json_str(nm_buf *b, const char *s)
+{
+	nm_buf_putc(b, '"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			nm_buf_putc(b, '\\');
+			nm_buf_putc(b, (char)*p);
+		} else if (*p < 0x20 || *p == 0x7f) {
+			nm_buf_printf(b, "\\u%04x", *p);
+		} else {
+			nm_buf_putc(b, (char)*p);
+		}
+	}
+	return nm_buf_putc(b, '"');
+}
+
+bool nm_buf_json_num(nm_buf *b, double v)
+{
+	char t[NM_NUM_LEN];
+	if (isfinite(v))
+		return nm_buf_printf(b, "%.17g", v);
+	return nm_buf_json_str(b, nm_fmt_double(v, t, sizeof t));
 }

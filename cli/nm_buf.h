@@ -37,6 +37,12 @@ bool nm_buf_vprintf(nm_buf *b, const char *fmt, va_list ap) __attribute__((forma
  * quote doubled, when it holds a comma, a quote or a line end (custom format
  * names and policies contain commas). */
 bool nm_buf_csv(nm_buf *b, const char *s);
+/* s as a JSON string: between double quotes, '"' and '\\' escaped, control
+ * characters (and DEL) as \u00XX; other bytes as they are (UTF-8 passes). */
+bool nm_buf_json_str(nm_buf *b, const char *s);
+/* v as JSON: %.17g when finite, else the string "inf", "-inf" or "nan"
+ * (JSON has no such numbers). */
+bool nm_buf_json_num(nm_buf *b, double v);
 
 /* The text, "" while nothing was appended. */
 const char *nm_buf_str(const nm_buf *b);

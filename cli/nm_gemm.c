@@ -242,20 +242,6 @@ static void ng_text(nm_buf *b, const struct ng_report *rp)
 	nm_buf_putc(b, '\n');
 }
 
-static void ng_json_str(nm_buf *b, const char *s)
-{
-	nm_buf_putc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			nm_buf_printf(b, "\\%c", *p);
-		else if (*p < 0x20)
-			nm_buf_printf(b, "\\u%04x", *p);
-		else
-			nm_buf_putc(b, (char)*p);
-	}
-	nm_buf_putc(b, '"');
-}
-
 static void ng_structured(nm_buf *b, const struct ng_report *rp, enum ng_style style)
 {
 	struct ng_item it[NG_NITEMS];
@@ -273,7 +259,7 @@ static void ng_structured(nm_buf *b, const struct ng_report *rp, enum ng_style s
 	nm_buf_put(b, "{\n");
 	for (size_t i = 0; i < n; i++) {
 		nm_buf_put(b, "  ");
-		ng_json_str(b, it[i].key);
+		nm_buf_json_str(b, it[i].key);
 		nm_buf_put(b, ": ");
 		/* JSON has no inf or nan: those go as strings */
 		bool finite_num = it[i].num && strcmp(it[i].val, "inf") &&
@@ -281,7 +267,7 @@ static void ng_structured(nm_buf *b, const struct ng_report *rp, enum ng_style s
 		if (finite_num)
 			nm_buf_put(b, it[i].val);
 		else
-			ng_json_str(b, it[i].val);
+			nm_buf_json_str(b, it[i].val);
 		nm_buf_put(b, i + 1 < n ? ",\n" : "\n");
 	}
 	nm_buf_put(b, "}\n");

@@ -920,33 +920,6 @@ static void nq_csv_row(void *ctx, const struct nq_report *rp, const struct nq_te
 	nq_cells_free(cells);
 }
 
-static void nq_json_str(nm_buf *b, const char *s)
-{
-	nm_buf_putc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			nm_buf_putc(b, '\\');
-			nm_buf_putc(b, (char)*p);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			nm_buf_printf(b, "\\u%04x", *p);
-		} else {
-			nm_buf_putc(b, (char)*p);
-		}
-	}
-	nm_buf_putc(b, '"');
-}
-
-/* A number: bare when finite, else the string "inf", "-inf" or "nan". */
-static void nq_json_num(nm_buf *b, double v)
-{
-	char t[NM_NUM_LEN];
-
-	if (isfinite(v))
-		nm_buf_printf(b, "%.17g", v);
-	else
-		nq_json_str(b, nm_fmt_double(v, t, sizeof(t)));
-}
-
 static void nq_json_row(void *ctx, const struct nq_report *rp, const struct nq_tensor *t,
                         const emu_qstats *st, const char *status, size_t i)
 {
@@ -966,7 +939,7 @@ static void nq_json_row(void *ctx, const struct nq_report *rp, const struct nq_t
 			break;
 		if (k)
 			nm_buf_put(b, ", ");
-		nq_json_str(b, nq_cols[k]);
+		nm_buf_json_str(b, nq_cols[k]);
 		nm_buf_put(b, ": ");
 		if (k == 2 && t) {
 			nm_buf_putc(b, '[');
@@ -991,7 +964,7 @@ static void nq_json_row(void *ctx, const struct nq_report *rp, const struct nq_t
 			for (size_t q = 0; q < sizeof(real_cols) / sizeof(real_cols[0]); q++)
 				real |= real_cols[q] == (int)k;
 			if (real)
-				nq_json_num(b, k == 8    ? st->amax
+				nm_buf_json_num(b, k == 8    ? st->amax
 				               : k == 10 ? nq_frac(st->saturated, st)
 				               : k == 17 ? st->sqnr_db
 				               : k == 18 ? st->max_rel
@@ -1001,7 +974,7 @@ static void nq_json_row(void *ctx, const struct nq_report *rp, const struct nq_t
 			else
 				nm_buf_put(b, cells[k]);
 		} else {
-			nq_json_str(b, cells[k]);
+			nm_buf_json_str(b, cells[k]);
 		}
 	}
 	if (!skipped && t && rp->o->worst_k) {
@@ -1013,12 +986,12 @@ static void nq_json_row(void *ctx, const struct nq_report *rp, const struct nq_t
 			nm_buf_printf(b,
 			              "%s{\"block\": %zu, \"row\": %zu, \"col\": %zu, \"amax\": ",
 			              w ? ", " : "", k->index, k->row, k->col);
-			nq_json_num(b, k->amax);
+			nm_buf_json_num(b, k->amax);
 			nm_buf_put(b, ", \"d\": ");
-			nq_json_num(b, k->d);
+			nm_buf_json_num(b, k->d);
 			nm_buf_printf(b, ", \"d_enc\": \"%s\", \"sqnr_db\": ",
 			              nm_fmt_bits(&rp->r->scale_fmt, k->dcode, enc, sizeof(enc)));
-			nq_json_num(b, k->sqnr);
+			nm_buf_json_num(b, k->sqnr);
 			nm_buf_printf(b, ", \"saturated\": %" PRIu64 "}", k->saturated);
 		}
 		nm_buf_putc(b, ']');

@@ -1218,33 +1218,6 @@ static void nr_csv(nm_buf *b, const struct nr_report *r)
 
 /* ---- JSON ---- */
 
-static void nr_json_str(nm_buf *b, const char *s)
-{
-	nm_buf_putc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			nm_buf_putc(b, '\\');
-			nm_buf_putc(b, (char)*p);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			nm_buf_printf(b, "\\u%04x", *p);
-		} else {
-			nm_buf_putc(b, (char)*p);
-		}
-	}
-	nm_buf_putc(b, '"');
-}
-
-/* %.17g, or "inf", "-inf", "nan" as strings (JSON has no such numbers). */
-static void nr_json_num(nm_buf *b, double v)
-{
-	char t[NM_NUM_LEN];
-
-	if (isfinite(v))
-		nm_buf_printf(b, "%.17g", v);
-	else
-		nr_json_str(b, nm_fmt_double(v, t, sizeof(t)));
-}
-
 static void nr_json_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 {
 	const emu_run *run = nr_run_of(r, k);
@@ -1253,33 +1226,33 @@ static void nr_json_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 	bool first = true;
 
 	nm_buf_put(b, "    ");
-	nr_json_str(b, emu_be_name(k));
+	nm_buf_json_str(b, emu_be_name(k));
 	nm_buf_put(b, ": {\n      \"status\": ");
-	nr_json_str(b, emu_run_status_name(run->status));
+	nm_buf_json_str(b, emu_run_status_name(run->status));
 	nm_buf_put(b, ",\n      \"outputs\": [");
 	for (int i = 0; i < run->out.n; i++) {
 		const emu_kout_item *it = &run->out.item[i];
 		nm_buf_put(b, i ? ",\n        {\"name\": " : "\n        {\"name\": ");
-		nr_json_str(b, it->name);
+		nm_buf_json_str(b, it->name);
 		nm_buf_put(b, ", \"format\": ");
-		nr_json_str(b, k == EMU_BE_TRUTH ? "real" : it->fmt->name);
+		nm_buf_json_str(b, k == EMU_BE_TRUTH ? "real" : it->fmt->name);
 		nm_buf_printf(b, ", \"n\": %zu", it->n);
 		if (run->have_metrics) {
 			nm_buf_put(b, ", \"max_ulp\": ");
-			nr_json_num(b, run->m[i].max_ulp);
+			nm_buf_json_num(b, run->m[i].max_ulp);
 			nm_buf_put(b, ", \"rel_err\": ");
-			nr_json_num(b, run->m[i].rel_err);
+			nm_buf_json_num(b, run->m[i].rel_err);
 			nm_buf_printf(b, ", \"lost\": %zu", run->m[i].lost);
 			nm_buf_put(b, ", \"arith_max_ulp\": ");
-			nr_json_num(b, run->m[i].arith_max_ulp);
+			nm_buf_json_num(b, run->m[i].arith_max_ulp);
 			nm_buf_put(b, ", \"arith_rel_err\": ");
-			nr_json_num(b, run->m[i].arith_rel_err);
+			nm_buf_json_num(b, run->m[i].arith_rel_err);
 		}
 		nm_buf_put(b, ",\n         \"values\": [");
 		for (size_t j = 0; j < it->n; j++) {
 			if (j)
 				nm_buf_put(b, ", ");
-			nr_json_num(b, emu_kout_d(&run->be, it, j));
+			nm_buf_json_num(b, emu_kout_d(&run->be, it, j));
 		}
 		nm_buf_put(b, "]");
 		if (k != EMU_BE_TRUTH) {
@@ -1307,7 +1280,7 @@ static void nr_json_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 		if (!st->ops[op])
 			continue;
 		nm_buf_put(b, first ? "" : ", ");
-		nr_json_str(b, emu_op_name((emu_op)op));
+		nm_buf_json_str(b, emu_op_name((emu_op)op));
 		nm_buf_printf(b, ": %" PRIu64, st->ops[op]);
 		first = false;
 	}
@@ -1317,14 +1290,14 @@ static void nr_json_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 		if (!nr_op_has_flags(st, op))
 			continue;
 		nm_buf_put(b, first ? "" : ", ");
-		nr_json_str(b, emu_op_name((emu_op)op));
+		nm_buf_json_str(b, emu_op_name((emu_op)op));
 		nm_buf_put(b, ": {");
 		for (int i = 0, sep = 0; i < EMU_NFLAGS; i++) {
 			int bit = nr_flag_order[i];
 			if (!st->flags[op][bit])
 				continue;
 			nm_buf_put(b, sep++ ? ", " : "");
-			nr_json_str(b, nr_flag_name(bit));
+			nm_buf_json_str(b, nr_flag_name(bit));
 			nm_buf_printf(b, ": %" PRIu64, st->flags[op][bit]);
 		}
 		nm_buf_put(b, "}");
@@ -1333,11 +1306,11 @@ static void nr_json_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 	nm_buf_put(b, "},\n      \"first\": ");
 	if (st->first_set) {
 		nm_buf_put(b, "{\"op\": ");
-		nr_json_str(b, emu_op_name(st->first_op));
+		nm_buf_json_str(b, emu_op_name(st->first_op));
 		nm_buf_put(b, ", \"step\": ");
-		nr_json_str(b, st->first_step);
+		nm_buf_json_str(b, st->first_step);
 		nm_buf_printf(b, ", \"index\": %" PRIu64 ", \"flags\": ", st->first_index);
-		nr_json_str(b, emu_flags_str(st->first_flags, t, sizeof(t)));
+		nm_buf_json_str(b, emu_flags_str(st->first_flags, t, sizeof(t)));
 		nm_buf_put(b, "}");
 	} else {
 		nm_buf_put(b, "null");
@@ -1352,7 +1325,7 @@ static void nr_json_recompute(nm_buf *b, const struct nr_report *r)
 	bool first = true;
 
 	nm_buf_put(b, "\n  \"recompute\": {\"policy\": ");
-	nr_json_str(b, r->s->pol2.spec);
+	nm_buf_json_str(b, r->s->pol2.spec);
 	for (int i = 0; i < 2; i++) {
 		emu_be_kind k = order[i];
 		const emu_run *run = &r->reruns[k];
@@ -1360,16 +1333,16 @@ static void nr_json_recompute(nm_buf *b, const struct nr_report *r)
 			continue;
 		nm_buf_put(b, first ? ",\n    " : ",\n    ");
 		first = false;
-		nr_json_str(b, emu_be_name(k));
+		nm_buf_json_str(b, emu_be_name(k));
 		nm_buf_put(b, ": {\"status\": ");
-		nr_json_str(b, emu_run_status_name(run->status));
+		nm_buf_json_str(b, emu_run_status_name(run->status));
 		nm_buf_put(b, ", \"outputs\": [");
 		for (int j = 0; j < run->out.n; j++) {
 			const emu_recompute_item *d = &r->diff[k][j];
 			nm_buf_put(b, j ? ",\n      {\"name\": " : "\n      {\"name\": ");
-			nr_json_str(b, run->out.item[j].name);
+			nm_buf_json_str(b, run->out.item[j].name);
 			nm_buf_put(b, ", \"format\": ");
-			nr_json_str(b, run->out.item[j].fmt->name);
+			nm_buf_json_str(b, run->out.item[j].fmt->name);
 			nm_buf_printf(b,
 			              ", \"n\": %zu, \"differ\": %zu, \"new_nonfinite\": %zu, "
 			              "\"gone_nonfinite\": %zu}",
@@ -1387,21 +1360,21 @@ static void nr_json(nm_buf *b, const struct nr_report *r)
 	bool first = true;
 
 	nm_buf_put(b, "{\n  \"kernel\": ");
-	nr_json_str(b, r->s->k->name);
+	nm_buf_json_str(b, r->s->k->name);
 	nm_buf_put(b, ",\n  \"variant\": ");
-	nr_json_str(b, r->s->variant);
+	nm_buf_json_str(b, r->s->variant);
 	nm_buf_put(b, ",\n  \"policy\": ");
-	nr_json_str(b, r->s->pol.spec);
+	nm_buf_json_str(b, r->s->pol.spec);
 	nm_buf_put(b, ",\n  \"input\": {\"source\": ");
-	nr_json_str(b, r->in->desc);
+	nm_buf_json_str(b, r->in->desc);
 	nm_buf_printf(b,
 	              ", \"rows\": %zu, \"cols\": %zu},\n  \"seed\": %" PRIu64 ",\n  \"params\": {",
 	              r->in->rows, r->in->cols, o->seed);
 	for (size_t i = 0; i < o->nparams; i++) {
 		nm_buf_put(b, i ? ", " : "");
-		nr_json_str(b, o->params[i].name);
+		nm_buf_json_str(b, o->params[i].name);
 		nm_buf_put(b, ": ");
-		nr_json_num(b, o->kparams[i].value);
+		nm_buf_json_num(b, o->kparams[i].value);
 	}
 	nm_buf_put(b, "},\n  \"backends\": {\n");
 	for (int i = 0; i < EMU_NBE; i++)
@@ -1422,7 +1395,7 @@ static void nr_json(nm_buf *b, const struct nr_report *r)
 		nm_buf_put(b, r->agree ? "true" : "false");
 		if (!r->agree) {
 			nm_buf_put(b, ",\n  \"difference\": ");
-			nr_json_str(b, r->why);
+			nm_buf_json_str(b, r->why);
 		}
 	}
 	nm_buf_put(b, "\n}\n");

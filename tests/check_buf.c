@@ -5,6 +5,7 @@
  * are quoted exactly when RFC 4180 needs it. Also emu_bool_by_name, the one
  * vocabulary of yes and no that case files, model specs and plots share.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,6 +133,23 @@ START_TEST(test_bool_words)
 }
 END_TEST
 
+/* JSON strings and numbers: the one writer the commands' --json share */
+START_TEST(test_json)
+{
+	nm_buf b = {0};
+	ck_assert(nm_buf_json_str(&b, "a\"b\\c\n\x01\x7f\xc3\xa9"));
+	ck_assert_str_eq(nm_buf_str(&b), "\"a\\\"b\\\\c\\u000a\\u0001\\u007f\xc3\xa9\"");
+	nm_buf_reset(&b);
+	ck_assert(nm_buf_json_num(&b, 0.1));
+	nm_buf_putc(&b, ' ');
+	ck_assert(nm_buf_json_num(&b, -INFINITY));
+	nm_buf_putc(&b, ' ');
+	ck_assert(nm_buf_json_num(&b, NAN));
+	ck_assert_str_eq(nm_buf_str(&b), "0.10000000000000001 \"-inf\" \"nan\"");
+	nm_buf_free(&b);
+}
+END_TEST
+
 Suite *suite_buf(void)
 {
 	Suite *s = suite_create("buf");
@@ -142,6 +160,7 @@ Suite *suite_buf(void)
 	tcase_add_test(tc, test_oom);
 	tcase_add_test(tc, test_csv);
 	tcase_add_test(tc, test_bool_words);
+	tcase_add_test(tc, test_json);
 	suite_add_tcase(s, tc);
 	return s;
 }

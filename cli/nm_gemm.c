@@ -262,8 +262,8 @@ static void ng_structured(nm_buf *b, const struct ng_report *rp, enum ng_style s
 		nm_buf_json_str(b, it[i].key);
 		nm_buf_put(b, ": ");
 		/* JSON has no inf or nan: those go as strings */
-		bool finite_num = it[i].num && strcmp(it[i].val, "inf") &&
-		                  strcmp(it[i].val, "-inf") && strcmp(it[i].val, "nan");
+		bool finite_num = it[i].num && strcmp(it[i].val, "inf") != 0 &&
+		                  strcmp(it[i].val, "-inf") != 0 && strcmp(it[i].val, "nan") != 0;
 		if (finite_num)
 			nm_buf_put(b, it[i].val);
 		else

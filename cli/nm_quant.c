@@ -257,6 +257,8 @@ static int nq_parse_args(struct nq_opts *o, int argc, char **argv)
 
 static bool nq_ends_with(const char *s, const char *suffix)
 {
+	if (!s)
+		return false;
 	size_t n = strlen(s), m = strlen(suffix);
 	return n >= m && !strcmp(s + n - m, suffix);
 }
@@ -624,9 +626,9 @@ static int nq_quantize(const struct nq_job *j, const struct nq_reader *rd, struc
 	res->s_enc = res->t = 1;
 	if (j->worst_k && !(res->worst = calloc(j->worst_k, sizeof(*res->worst))))
 		return nq_oom();
-	if (j->keep_deq && !(res->deq = malloc((n ? n : 1) * sizeof(*res->deq))))
+	if (j->keep_deq && !(res->deq = calloc(n ? n : 1, sizeof(*res->deq))))
 		return nq_oom();
-	if (j->keep_codes && !(res->codes = malloc((n ? n : 1) * sizeof(*res->codes))))
+	if (j->keep_codes && !(res->codes = calloc(n ? n : 1, sizeof(*res->codes))))
 		return nq_oom();
 	/* pass 1: NVFP4's tensor amax, when the tensor comes in several parts */
 	if (nvfp4 && pr < rows) {
@@ -1285,10 +1287,8 @@ static char *nq_sibling(const char *path, const char *suffix)
 {
 	size_t n = strlen(path) - 4, m = strlen(suffix);
 	char *s = malloc(n + m + 1);
-	if (s) {
-		memcpy(s, path, n);
-		memcpy(s + n, suffix, m + 1);
-	}
+	if (s)
+		snprintf(s, n + m + 1, "%.*s%s", (int)n, path, suffix);
 	return s;
 }
 

@@ -1322,7 +1322,6 @@ static void nr_json_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 static void nr_json_recompute(nm_buf *b, const struct nr_report *r)
 {
 	static const emu_be_kind order[2] = {EMU_BE_FAST, EMU_BE_EXACT};
-	bool first = true;
 
 	nm_buf_put(b, "\n  \"recompute\": {\"policy\": ");
 	nm_buf_json_str(b, r->s->pol2.spec);
@@ -1331,8 +1330,7 @@ static void nr_json_recompute(nm_buf *b, const struct nr_report *r)
 		const emu_run *run = &r->reruns[k];
 		if (!r->reran[k])
 			continue;
-		nm_buf_put(b, first ? ",\n    " : ",\n    ");
-		first = false;
+		nm_buf_put(b, ",\n    ");
 		nm_buf_json_str(b, emu_be_name(k));
 		nm_buf_put(b, ": {\"status\": ");
 		nm_buf_json_str(b, emu_run_status_name(run->status));

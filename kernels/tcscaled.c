@@ -298,7 +298,8 @@ int emu_gemm_quantize(const emu_recipe *r, const double *A, const double *B, siz
 /* The block of element (i, j) of q. */
 static size_t gemm_block(const emu_qtensor *q, size_t i, size_t j)
 {
-	return (i / q->brows) * q->nbc + j / q->bcols;
+	size_t br = q->brows ? q->brows : 1, bc = q->bcols ? q->bcols : 1;
+	return (i / br) * q->nbc + j / bc;
 }
 
 /* Does every run of `chunk` along K (from 0) lie inside one block? */
@@ -430,7 +431,7 @@ int emu_gemm_compare(const double *D, const double *X, const double *Y, size_t M
 {
 	memset(out, 0, sizeof *out);
 	mpfr_t *p = malloc((K ? K : 1) * sizeof *p);
-	mpfr_ptr *pp = malloc((K ? K : 1) * sizeof *pp);
+	mpfr_ptr *pp = malloc((K ? K : 1) * sizeof(mpfr_ptr));
 	if (!p || !pp) {
 		free(p);
 		free(pp);

@@ -26,6 +26,7 @@
 #include "nm_file.h"
 #include "nm_plot.h"
 
+/* NOLINTBEGIN(bugprone-suspicious-missing-comma): long statements are split literals */
 static const char *const statements[NM_CLAIMS_N] = {
 	"FP16's dynamic range is about 6e-5 to 6.5e4.",
 	"With GradScaler's default scale 65536 growing to 131072, a loss of 15 overflows when "
@@ -45,6 +46,7 @@ static const char *const statements[NM_CLAIMS_N] = {
 	"Stochastic rounding with n random bits is unbiased.",
 	"The E8M0 scale 2^-127 is lost under flush-to-zero.",
 };
+/* NOLINTEND(bugprone-suspicious-missing-comma) */
 
 /* ---- the [claim] section ---- */
 

@@ -15,6 +15,7 @@ static const emu_kernel *const all[] = {
 	&emu_kernel_bce,
 	&emu_kernel_quant,
 	&emu_kernel_optimizer,
+	&emu_kernel_attention,
 };
 
 size_t emu_kernel_count(void)
@@ -176,6 +177,10 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 		return 3 * R * N; /* deq; a column-wise legacy load's transpose and its vector */
 	if (k == &emu_kernel_optimizer)
 		return 12 * R * N; /* w m v g; g, w, a state in compute; a d w_old; Kahan's u c; raw */
+	if (k == &emu_kernel_attention)
+		/* Q K V, their accumulator copies, O, dO, O's copy, the raw tensors; P and its
+		 * copy, dP, dS (rows² with :bwd, else a row); the row's S and e */
+		return 3 * R * N + 2 * R * R + 2 * R * R + 8 * R + N;
 	return 4 * R * N;
 }
 

@@ -184,5 +184,6 @@ extern const emu_kernel emu_kernel_rmsnorm; /* kernels/rmsnorm.c */
 extern const emu_kernel emu_kernel_bce; /* kernels/bce.c */
 extern const emu_kernel emu_kernel_quant; /* kernels/quant.c */
 extern const emu_kernel emu_kernel_optimizer; /* kernels/optimizer.c */
+extern const emu_kernel emu_kernel_attention; /* kernels/attention.c */
 
 #endif

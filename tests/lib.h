@@ -48,6 +48,7 @@ Suite *suite_rmsnorm(void);
 Suite *suite_bce(void);
 Suite *suite_quant(void);
 Suite *suite_optimizer(void);
+Suite *suite_attention(void);
 Suite *suite_accum(void);
 Suite *suite_tc(void);
 Suite *suite_tcscaled(void);

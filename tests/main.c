@@ -89,6 +89,7 @@ int main(void)
 	srunner_add_suite(sr, suite_bce());
 	srunner_add_suite(sr, suite_quant());
 	srunner_add_suite(sr, suite_optimizer());
+	srunner_add_suite(sr, suite_attention());
 	srunner_add_suite(sr, suite_accum());
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_tcscaled());

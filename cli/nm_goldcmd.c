@@ -47,6 +47,7 @@ static const char *const ng_v_gradscaler[] = {"pytorch", NULL};
 static const char *const ng_v_rmsnorm[] = {"plain", "prescaled", "fp32stats", NULL};
 static const char *const ng_v_bce[] = {"naive", "stable", NULL};
 static const char *const ng_v_optimizer[] = {"adamw", "adamw_kahan", "adamw_sr", "sgd", NULL};
+static const char *const ng_v_attention[] = {"naive", "online", "fp8", "naive:bwd", NULL};
 
 static const char *const ng_v_none[] = {NULL};
 
@@ -55,7 +56,7 @@ static const struct ng_kplan ng_plan[] = {
     {"accum", ng_v_accum, 2, 64},           {"backward", ng_v_backward, 2, 16},
     {"gradscaler", ng_v_gradscaler, 1, 32}, {"rmsnorm", ng_v_rmsnorm, 2, 16},
     {"bce", ng_v_bce, 2, 16},               {"quant", ng_v_none, 0, 0},
-    {"optimizer", ng_v_optimizer, 2, 16},
+    {"optimizer", ng_v_optimizer, 2, 16},   {"attention", ng_v_attention, 18, 12},
 };
 #define NG_NPLAN (sizeof ng_plan / sizeof ng_plan[0])
 

@@ -40,7 +40,8 @@
  * in the accumulator format (operands converted there first, as a GEMM with
  * an fp32 accumulator does), or the Tensor Core fold whose inputs are the
  * compute-format values (fp8: the e4m3 values) and whose output is the
- * accumulator format when a Tensor Core can write it, else fp32; the row sum
+ * accumulator format when a Tensor Core can write it, else fp32 converted
+ * into the accumulator format (step "to_accum"); the row sum
  * l and the unnormalised O are held in the accumulator format. O (and dQ,
  * dK, dV) is stored in the storage format; L is held in the compute format.
  *
@@ -110,6 +111,7 @@ enum {
 	S_VS_A,
 	S_PV_DESCALE,
 	S_PV_ADD,
+	S_TC_A,
 	S_DIV,
 	S_STORE,
 	S_LOG,
@@ -139,17 +141,72 @@ enum {
 	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
-    "to_compute", "to_accum",    "to_accum",   "to_accum",   "q8",         "q8_scale",
-    "to_compute", "to_accum",    "qk",         "qk_promote", "qk_out",     "to_compute",
-    "descale",    "scale",       "scale",      "max",        "max",        "sub_max",
-    "exp",        "rescale_sub", "rescale",    "to_accum",   "to_accum",   "rescale_l",
-    "sum",        "to_compute",  "div",        "to_compute", "p_scale",    "p_cast",
-    "to_accum",   "rescale_o",   "pv",         "pv_promote", "pv_out",     "v_descale",
-    "to_accum",   "pv_descale",  "pv_add",     "div",        "store",      "log",
-    "lse",        "do",          "to_compute", "to_accum",   "dv",         "store",
-    "dp",         "to_compute",  "to_compute", "to_accum",   "rowsum_do",  "to_compute",
-    "ds_sub",     "ds",          "to_accum",   "dq",         "to_compute", "dq_scale",
-    "store",      "dk",          "to_compute", "dk_scale",   "store",
+    [S_SCALE_C - EMU_STEP0] = "to_compute",
+    [S_Q_A - EMU_STEP0] = "to_accum",
+    [S_K_A - EMU_STEP0] = "to_accum",
+    [S_V_A - EMU_STEP0] = "to_accum",
+    [S_Q8 - EMU_STEP0] = "q8",
+    [S_Q8_SCALE - EMU_STEP0] = "q8_scale",
+    [S_D_C - EMU_STEP0] = "to_compute",
+    [S_Q8_A - EMU_STEP0] = "to_accum",
+    [S_QK - EMU_STEP0] = "qk",
+    [S_QK_PROMOTE - EMU_STEP0] = "qk_promote",
+    [S_QK_OUT - EMU_STEP0] = "qk_out",
+    [S_S_C - EMU_STEP0] = "to_compute",
+    [S_DESCALE - EMU_STEP0] = "descale",
+    [S_DESCALE_SCALE - EMU_STEP0] = "scale",
+    [S_SCALE - EMU_STEP0] = "scale",
+    [S_MAX - EMU_STEP0] = "max",
+    [S_MAX_NEW - EMU_STEP0] = "max",
+    [S_SUB_MAX - EMU_STEP0] = "sub_max",
+    [S_EXP - EMU_STEP0] = "exp",
+    [S_RESCALE_SUB - EMU_STEP0] = "rescale_sub",
+    [S_RESCALE - EMU_STEP0] = "rescale",
+    [S_E_A - EMU_STEP0] = "to_accum",
+    [S_ALPHA_A - EMU_STEP0] = "to_accum",
+    [S_RESCALE_L - EMU_STEP0] = "rescale_l",
+    [S_SUM - EMU_STEP0] = "sum",
+    [S_L_C - EMU_STEP0] = "to_compute",
+    [S_DIV_P - EMU_STEP0] = "div",
+    [S_P_SCALE_C - EMU_STEP0] = "to_compute",
+    [S_P_MUL - EMU_STEP0] = "p_scale",
+    [S_P_CAST - EMU_STEP0] = "p_cast",
+    [S_P_A - EMU_STEP0] = "to_accum",
+    [S_RESCALE_O - EMU_STEP0] = "rescale_o",
+    [S_PV - EMU_STEP0] = "pv",
+    [S_PV_PROMOTE - EMU_STEP0] = "pv_promote",
+    [S_PV_OUT - EMU_STEP0] = "pv_out",
+    [S_V_DESCALE - EMU_STEP0] = "v_descale",
+    [S_VS_A - EMU_STEP0] = "to_accum",
+    [S_PV_DESCALE - EMU_STEP0] = "pv_descale",
+    [S_PV_ADD - EMU_STEP0] = "pv_add",
+    [S_TC_A - EMU_STEP0] = "to_accum",
+    [S_DIV - EMU_STEP0] = "div",
+    [S_STORE - EMU_STEP0] = "store",
+    [S_LOG - EMU_STEP0] = "log",
+    [S_LSE - EMU_STEP0] = "lse",
+    [S_DO - EMU_STEP0] = "do",
+    [S_DO_C - EMU_STEP0] = "to_compute",
+    [S_DO_A - EMU_STEP0] = "to_accum",
+    [S_DV - EMU_STEP0] = "dv",
+    [S_DV_STORE - EMU_STEP0] = "store",
+    [S_DP - EMU_STEP0] = "dp",
+    [S_DP_C - EMU_STEP0] = "to_compute",
+    [S_O_C - EMU_STEP0] = "to_compute",
+    [S_O_A - EMU_STEP0] = "to_accum",
+    [S_ROWSUM - EMU_STEP0] = "rowsum_do",
+    [S_ROWSUM_C - EMU_STEP0] = "to_compute",
+    [S_DS_SUB - EMU_STEP0] = "ds_sub",
+    [S_DS - EMU_STEP0] = "ds",
+    [S_DS_A - EMU_STEP0] = "to_accum",
+    [S_DQ - EMU_STEP0] = "dq",
+    [S_DQ_C - EMU_STEP0] = "to_compute",
+    [S_DQ_SCALE - EMU_STEP0] = "dq_scale",
+    [S_DQ_STORE - EMU_STEP0] = "store",
+    [S_DK - EMU_STEP0] = "dk",
+    [S_DK_C - EMU_STEP0] = "to_compute",
+    [S_DK_SCALE - EMU_STEP0] = "dk_scale",
+    [S_DK_STORE - EMU_STEP0] = "store",
 };
 
 /* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
@@ -183,9 +240,15 @@ static int gemm_dot(ctx *k, unsigned step, emu_tc_steps tst, unsigned add, bool 
 		emu_fold(k->be, step, EMU_OP_FMA, k->A, EMU_ORDER_SEQ, acc, a, b, n, elem);
 		return 0;
 	}
-	emu_ref dst = accumulate ? emu_at(k->part, 0) : acc;
+	/* the model writes fp32 where the accumulator format is not one a Tensor
+	 * Core can write: its result is converted into that format first */
+	bool conv = k->tc_out != k->A;
+	emu_ref dst = accumulate || conv ? emu_at(k->part, 0) : acc;
 	if (emu_fold_tc(k->be, tst, &k->model, k->tc_in, k->tc_out, dst, a, b, n, elem) != 0)
 		return -1;
+	if (conv)
+		emu_op1(k->be, S_TC_A, EMU_OP_CVT, k->A, accumulate ? dst : acc, dst, EMU_NOREF,
+		        elem);
 	if (accumulate)
 		emu_op1(k->be, add, EMU_OP_ADD, k->A, acc, acc, dst, elem);
 	return 0;

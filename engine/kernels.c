@@ -177,10 +177,20 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 		return 3 * R * N; /* deq; a column-wise legacy load's transpose and its vector */
 	if (k == &emu_kernel_optimizer)
 		return 12 * R * N; /* w m v g; g, w, a state in compute; a d w_old; Kahan's u c; raw */
-	if (k == &emu_kernel_attention)
-		/* Q K V, their accumulator copies, O, dO, O's copy, the raw tensors; P and its
-		 * copy, dP, dS (rows² with :bwd, else a row); the row's S and e */
-		return 3 * R * N + 2 * R * R + 2 * R * R + 8 * R + N;
+	if (k == &emu_kernel_attention) {
+		/* the largest of the variants (the variant is not known here): Q K V, their
+		 * accumulator copies and their raw doubles, or fp8's quantised copies (each
+		 * up to R·N); O, L and :bwd's dQ dK dV, dO and O's copy (R·N/3 each); P
+		 * and its copy, and :bwd's dP and dS (seq_q × seq_k each); the row's S,
+		 * e and their copies */
+		double nq = in ? emu_kparam_get(in, "seq_q", R) : R;
+		double nk = in ? emu_kparam_get(in, "seq_k", R) : R;
+		if (!(nq >= 1 && nq <= R))
+			nq = R;
+		if (!(nk >= 1 && nk <= R))
+			nk = R;
+		return 5 * R * N + 7 * R * N / 3 + 4 * nq * nk + 6 * nk + 3 * nq + N;
+	}
 	return 4 * R * N;
 }
 

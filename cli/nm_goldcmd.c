@@ -47,7 +47,8 @@ static const char *const ng_v_gradscaler[] = {"pytorch", NULL};
 static const char *const ng_v_rmsnorm[] = {"plain", "prescaled", "fp32stats", NULL};
 static const char *const ng_v_bce[] = {"naive", "stable", NULL};
 static const char *const ng_v_optimizer[] = {"adamw", "adamw_kahan", "adamw_sr", "sgd", NULL};
-static const char *const ng_v_attention[] = {"naive", "online", "fp8", "naive:bwd", NULL};
+static const char *const ng_v_attention[] = {"naive", "online", "fp8", "naive:bwd", "online:bwd",
+                                             NULL};
 
 static const char *const ng_v_none[] = {NULL};
 

@@ -29,7 +29,7 @@
  *           GEMMs run on the e4m3 values and are descaled after (S by
  *           d_Q·d_K, each block of P·V by d_V / p_scale); P is cast to e4m3
  *           as P·p_scale (static scale, default 448).
- * Suffixes: ":bwd" (naive only) adds the backward pass; ":tc" or
+ * Suffixes: ":bwd" (naive, online) adds the backward pass; ":tc" or
  * ":tc:MODEL" runs both forward GEMMs through the Tensor Core fold
  * (emu_fold_tc, any model emu_tc_parse takes; default emu_tc_default()),
  * each dot product in a fixed K order (the head for Q·Kᵀ, the keys in
@@ -50,13 +50,18 @@
  * seq_q = seq_k the first query sees only the first key. Masked keys are
  * not computed at all, as a blocked kernel skips them.
  *
- * Backward (naive:bwd): the upstream gradient dO_ic = ±1, the sign from bit
- * 0 of emu_sr_bits(seed, i·d + c) (as layernorm's dy), stored in the storage
- * format; with P the forward's compute-format P and O its stored output:
+ * Backward (naive:bwd, online:bwd): the upstream gradient dO_ic = ±1, the
+ * sign from bit 0 of emu_sr_bits(seed, i·d + c) (as layernorm's dy), stored
+ * in the storage format; P is naive's compute-format P (e / l), or for
+ * online P_ij = exp(S_ij − L_i) from S recomputed and the forward's L (as
+ * FlashAttention-2's backward, which keeps L rather than P); with O the
+ * stored output:
  * dV = Pᵀ·dO, dP = dO·Vᵀ, D_i = Σ_c dO_ic·O_ic, dS = P ∘ (dP − D),
  * dQ = dS·K·scale, dK = dSᵀ·Q·scale, every sum a sequential FMA fold in the
  * accumulator format over the unmasked terms in index order, converted to
- * the compute format, and the results stored.
+ * the compute format, and the results stored. (FlashAttention-2 sums dQ
+ * over key blocks with atomic adds, in no fixed order; the key order here is
+ * one of its orders.)
  */
 #include <math.h>
 #include <stdio.h>
@@ -66,7 +71,8 @@
 #include "kernels.h"
 #include "tc.h"
 
-static const char *const variants[] = {"naive", "online", "fp8", "naive:bwd", "online:tc", NULL};
+static const char *const variants[] = {"naive",      "online",    "fp8", "naive:bwd",
+                                       "online:bwd", "online:tc", NULL};
 
 enum { NAIVE, ONLINE, FP8 };
 
@@ -116,6 +122,12 @@ enum {
 	S_STORE,
 	S_LOG,
 	S_LSE,
+	S_QK_B,
+	S_S_C_B,
+	S_SCALE_B,
+	S_SUB_L,
+	S_EXP_B,
+	S_P_A_B,
 	S_DO,
 	S_DO_C,
 	S_DO_A,
@@ -185,6 +197,12 @@ static const char *const steps[S_END - EMU_STEP0] = {
     [S_STORE - EMU_STEP0] = "store",
     [S_LOG - EMU_STEP0] = "log",
     [S_LSE - EMU_STEP0] = "lse",
+    [S_QK_B - EMU_STEP0] = "qk",
+    [S_S_C_B - EMU_STEP0] = "to_compute",
+    [S_SCALE_B - EMU_STEP0] = "scale",
+    [S_SUB_L - EMU_STEP0] = "sub_lse",
+    [S_EXP_B - EMU_STEP0] = "exp",
+    [S_P_A_B - EMU_STEP0] = "to_accum",
     [S_DO - EMU_STEP0] = "do",
     [S_DO_C - EMU_STEP0] = "to_compute",
     [S_DO_A - EMU_STEP0] = "to_accum",
@@ -340,13 +358,13 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	if (v < 0 || in->cols == 0 || in->rows == 0) {
 		snprintf(err, errlen,
 		         v < 0 ? "attention: unknown variant '%s' (naive online fp8, then :bwd "
-		                 "(naive) or :tc[:MODEL])"
+		                 "(naive, online) or :tc[:MODEL])"
 		               : "attention: empty input%s",
 		         v < 0 ? variant : "");
 		return -1;
 	}
-	if (bwd && (v != NAIVE || tc)) {
-		snprintf(err, errlen, "attention: :bwd applies to naive, without :tc");
+	if (bwd && (v == FP8 || tc)) {
+		snprintf(err, errlen, "attention: :bwd applies to naive and online, without :tc");
 		return -1;
 	}
 	size_t R = in->rows, N = in->cols;
@@ -619,6 +637,28 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			free(dor);
 			goto oom;
 		}
+		if (v == ONLINE) /* P_ij = exp(S_ij − L_i), S recomputed, as FA-2's backward */
+			for (size_t i = 0; i < nq; i++) {
+				size_t n = causal ? i + 1 + shift : nk;
+				uint64_t el = (uint64_t)i * nk;
+				emu_ref Pr = emu_row(P, i * nk);
+				for (size_t j = 0; j < n; j++) {
+					emu_fill(be, emu_at(sacc, j), 0, 1);
+					emu_fold(be, S_QK_B, EMU_OP_FMA, A, EMU_ORDER_SEQ,
+					         emu_at(sacc, j), emu_row(Qo, i * d),
+					         emu_row(Ko, j * d), d, (el + j) * d);
+				}
+				emu_map(be, S_S_C_B, EMU_OP_CVT, C, Pr, emu_row(sacc, 0), EMU_NOREF,
+				        EMU_NOREF, n, el, NULL);
+				emu_map(be, S_SCALE_B, EMU_OP_MUL, C, Pr, Pr, sc, EMU_NOREF, n, el,
+				        NULL);
+				emu_map(be, S_SUB_L, EMU_OP_SUB, C, Pr, Pr, emu_at(L, i), EMU_NOREF,
+				        n, el, NULL);
+				emu_map(be, S_EXP_B, EMU_OP_EXP, C, Pr, Pr, EMU_NOREF, EMU_NOREF, n,
+				        el, NULL);
+				emu_map(be, S_P_A_B, EMU_OP_CVT, A, emu_row(PA, i * nk), Pr,
+				        EMU_NOREF, EMU_NOREF, n, el, NULL);
+			}
 		for (size_t i = 0; i < nq * d; i++)
 			dor[i] = emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
 		emu_input(be, S_DO, S, emu_row(dOA, 0), dor, 1, nq * d, 0, NULL);

@@ -14,6 +14,8 @@
  *     (binary32 operations, fmaf, exp and log correctly rounded by MPFR at
  *     24 bits) from emu_quantize's e4m3 values and scales, with and without
  *     the Hadamard transform;
+ *   - backward (naive and online): dQ, dK, dV within 1e-5 of central
+ *     differences of Σ dO ∘ O computed in binary64 from the definition;
  *   - the claim that the online softmax is as accurate as the two-pass
  *     one: O's and L's normwise errors against the truth, naive against
  *     online over seeds and formats, printed and bounded.
@@ -373,6 +375,79 @@ START_TEST(test_online_accuracy)
 }
 END_TEST
 
+/* f(X) = Σ dO ∘ O with O attention's output in binary64, straight from the
+ * definition (softmax of the whole row, no max subtracted: the values are small) */
+static double ref_f(const double *x, size_t nq, size_t d, bool causal, uint64_t seed)
+{
+	size_t cols = 3 * d;
+	double f = 0, scale = 1 / sqrt((double)d);
+	for (size_t i = 0; i < nq; i++) {
+		size_t n = causal ? i + 1 : nq;
+		double p[64], l = 0;
+		for (size_t j = 0; j < n; j++) {
+			double sij = 0;
+			for (size_t c = 0; c < d; c++)
+				sij += x[i * cols + c] * x[j * cols + d + c];
+			p[j] = exp(sij * scale);
+			l += p[j];
+		}
+		for (size_t c = 0; c < d; c++) {
+			double o = 0;
+			for (size_t j = 0; j < n; j++)
+				o += p[j] / l * x[j * cols + 2 * d + c];
+			f += (emu_sr_bits(seed, i * d + c) & 1 ? -1.0 : 1.0) * o;
+		}
+	}
+	return f;
+}
+
+/*
+ * The backward pass against central differences of Σ dO ∘ O in binary64:
+ * every format fp32, both variants, with and without the causal mask. The
+ * kernel's dQ, dK, dV are the gradients with respect to the three column
+ * groups of X.
+ */
+START_TEST(test_backward_fd)
+{
+	enum { NQ = 6, D = 4, COLS = 3 * D };
+	static const char *const vars[] = {"naive:bwd", "online:bwd"};
+	double x[NQ * COLS], worst = 0;
+	uint64_t n = 0;
+	fill(x, NQ * COLS, 1.5, 400);
+	for (int causal = 0; causal < 2; causal++)
+		for (size_t v = 0; v < ARRAY_SIZE(vars); v++) {
+			emu_kparam p[] = {{"causal", causal}, {"block_k", 4}};
+			att_result a;
+			att_run(&a, "storage=fp32", vars[v], x, NQ, COLS, p, 2, EMU_BE_FAST);
+			ck_assert(a.r.out.n == 5 && !strcmp(a.r.out.item[2].name, "dQ") &&
+			          !strcmp(a.r.out.item[3].name, "dK") &&
+			          !strcmp(a.r.out.item[4].name, "dV"));
+			for (size_t i = 0; i < NQ; i++)
+				for (size_t g = 0; g < 3; g++)
+					for (size_t c = 0; c < D; c++) {
+						double h = 1e-5, xs = x[i * COLS + g * D + c];
+						x[i * COLS + g * D + c] = xs + h;
+						double fp = ref_f(x, NQ, D, causal, 1);
+						x[i * COLS + g * D + c] = xs - h;
+						double fm = ref_f(x, NQ, D, causal, 1);
+						x[i * COLS + g * D + c] = xs;
+						double fd = (fp - fm) / (2 * h);
+						double k = out(&a, 2 + (int)g, i * D + c);
+						worst = fmax(worst, fabs(k - fd));
+						ck_assert_msg(
+						    fabs(k - fd) <= 1e-5,
+						    "%s causal %d d%c[%zu][%zu]: kernel %.9g, "
+						    "differences %.9g",
+						    vars[v], causal, "QKV"[g], i, c, k, fd);
+						n++;
+					}
+			emu_run_free(&a.r);
+		}
+	printf("attention: backward against central differences: worst |error| %.3g\n", worst);
+	t_count("attention: dQ dK dV against central differences (fp32)", n);
+}
+END_TEST
+
 Suite *suite_attention(void)
 {
 	Suite *s = suite_create("attention");
@@ -383,6 +458,7 @@ Suite *suite_attention(void)
 	tcase_add_test(tc, test_causal_first_row);
 	tcase_add_test(tc, test_fp8_reference);
 	tcase_add_test(tc, test_online_accuracy);
+	tcase_add_test(tc, test_backward_fd);
 	suite_add_tcase(s, tc);
 	return s;
 }

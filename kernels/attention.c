@@ -21,9 +21,10 @@
  *           l = α·l + Σ exp(S_j − m_new), O = α·O + exp(S_blk − m_new)·V_blk;
  *           at the end O = O / l and L = m + log l.
  *   fp8     FlashAttention-3's FP8 forward on online's loop: Q, K and V
- *           quantised to e4m3 by a per-tile recipe (a tile is block_k rows
- *           by the whole head; fp32 scale fmax / amax, TE's current
- *           scaling), with hadamard=1 the recipe's fixed-sign 16-wide
+ *           quantised to e4m3 by a per-tile recipe (a tile is `tile` rows,
+ *           default block_k, by the whole head, so a key block lies in one
+ *           tile; tile=0: one scale per tensor; fp32 scale fmax / amax,
+ *           TE's current scaling), with hadamard=1 the recipe's fixed-sign 16-wide
  *           Hadamard (H = diag(s)·H16 / 4, orthogonal) applied to every row
  *           of Q and K (so Q·Kᵀ is unchanged in exact arithmetic); the
  *           GEMMs run on the e4m3 values and are descaled after (S by
@@ -368,7 +369,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		return -1;
 	}
 	size_t R = in->rows, N = in->cols;
-	double hd, sq, sk, causal, bk, had, ps, scale;
+	double hd, sq, sk, causal, bk, had, ps, scale, tile;
 	if (!emu_kparam_int(in, "attention", "head_dim", 1, 1e9, (double)(N / 3), &hd, err, errlen))
 		return -1;
 	if (hd < 1 || 3 * (size_t)hd != N) {
@@ -382,12 +383,21 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	    !emu_kparam_int(in, "attention", "causal", 0, 1, 0, &causal, err, errlen) ||
 	    !emu_kparam_int(in, "attention", "block_k", 1, 1e9, 16, &bk, err, errlen) ||
 	    !emu_kparam_int(in, "attention", "hadamard", 0, 1, 0, &had, err, errlen) ||
+	    !emu_kparam_int(in, "attention", "tile", 0, 1e9, bk, &tile, err, errlen) ||
 	    !emu_kparam_real(in, "attention", "p_scale", 0, INFINITY, EMU_KP_ABOVE_LO, 448, &ps,
 	                     err, errlen) ||
 	    !emu_kparam_real(in, "attention", "scale", 0, INFINITY, EMU_KP_ABOVE_LO,
 	                     1 / sqrt((double)d), &scale, err, errlen))
 		return -1;
-	size_t nq = (size_t)sq, nk = (size_t)sk, B = (size_t)bk;
+	size_t nq = (size_t)sq, nk = (size_t)sk, B = (size_t)bk, T = (size_t)tile;
+	if (T % B != 0) {
+		snprintf(err, errlen,
+		         "attention: tile=%zu must be 0 (one scale per tensor) or a multiple of "
+		         "block_k=%zu (a key block in one tile)",
+		         T, B);
+		return -1;
+	}
+	size_t Tq = T ? T : nq, Tk = T ? T : nk; /* rows of a quantisation tile */
 	if (causal && nq > nk) {
 		snprintf(err, errlen,
 		         "attention: causal=1 needs seq_q <= seq_k (every query a key)");
@@ -418,13 +428,13 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_recipe rq, rv;
 	if (v == FP8) {
 		char rs[160], e[160];
-		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=%s", B,
+		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=%s", T,
 		         had ? "all" : "no");
 		if (emu_recipe_parse(rs, &rq, e, sizeof e) != EMU_OK) {
 			snprintf(err, errlen, "attention: %s", e);
 			return -1;
 		}
-		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=no", B);
+		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=no", T);
 		if (emu_recipe_parse(rs, &rv, e, sizeof e) != EMU_OK) {
 			snprintf(err, errlen, "attention: %s", e);
 			return -1;
@@ -444,10 +454,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *sacc = emu_vec_new(be, nk), *s = emu_vec_new(be, nk), *e = emu_vec_new(be, nk),
 	        *ea = emu_vec_new(be, nk), *oacc = emu_vec_new(be, d), *t = emu_vec_new(be, 16);
 	emu_vec *P = emu_vec_new(be, bwd ? nq * nk : nk), *PA = emu_vec_new(be, bwd ? nq * nk : nk);
-	size_t nqt = (nq + B - 1) / B, nkt = (nk + B - 1) / B;
-	emu_vec *dq8 = v == FP8 ? emu_vec_new(be, nqt) : NULL,
-	        *dk8 = v == FP8 ? emu_vec_new(be, nkt) : NULL,
-	        *dv8 = v == FP8 ? emu_vec_new(be, nkt) : NULL, *pv = emu_vec_new(be, d);
+	size_t nkt = (nk + B - 1) / B; /* key blocks */
+	emu_vec *dq8 = v == FP8 ? emu_vec_new(be, (nq + Tq - 1) / Tq) : NULL,
+	        *dk8 = v == FP8 ? emu_vec_new(be, (nk + Tk - 1) / Tk) : NULL,
+	        *dv8 = v == FP8 ? emu_vec_new(be, (nk + Tk - 1) / Tk) : NULL,
+	        *pv = emu_vec_new(be, d);
 	double *raw = malloc((nq + 2 * nk) * d * sizeof *raw);
 	int rc = -1;
 	k.part = emu_vec_new(be, 1);
@@ -469,9 +480,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	    emu_load_at(be, pol, vr, nk, d, (uint64_t)((nq + nk) * d), Vc) != 0)
 		goto oom;
 	if (v == FP8) { /* the e4m3 tensors replace Q, K and V */
-		if (quantise(be, &rq, Qc, nq, d, B, 0, in->seed, Qc, dq8, C) != 0 ||
-		    quantise(be, &rq, Kc, nk, d, B, nq * d, in->seed, Kc, dk8, C) != 0 ||
-		    quantise(be, &rv, Vc, nk, d, B, (nq + nk) * d, in->seed, Vc, dv8, C) != 0)
+		if (quantise(be, &rq, Qc, nq, d, Tq, 0, in->seed, Qc, dq8, C) != 0 ||
+		    quantise(be, &rq, Kc, nk, d, Tk, nq * d, in->seed, Kc, dk8, C) != 0 ||
+		    quantise(be, &rv, Vc, nk, d, Tk, (nq + nk) * d, in->seed, Vc, dv8, C) != 0)
 			goto oom;
 	}
 	if (tc) {
@@ -522,8 +533,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			emu_ref mul = sc;
 			if (v == FP8) { /* d_Q·d_K·scale, one factor per pair of tiles */
 				uint64_t pe = (uint64_t)i * nkt + b;
-				emu_op1(be, S_DESCALE, EMU_OP_MUL, C, dsc, emu_at(dq8, i / B),
-				        emu_at(dk8, b), pe);
+				emu_op1(be, S_DESCALE, EMU_OP_MUL, C, dsc, emu_at(dq8, i / Tq),
+				        emu_at(dk8, j0 / Tk), pe);
 				emu_op1(be, S_DESCALE_SCALE, EMU_OP_MUL, C, dsc, dsc, sc, pe);
 				mul = dsc;
 			}
@@ -583,8 +594,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 				             nb, ((uint64_t)i * d + c) * nk + j0) != 0)
 					goto oom;
 			if (v == FP8) { /* part · (d_V / p_scale), then O = α·O + part */
-				emu_op1(be, S_V_DESCALE, EMU_OP_DIV, C, vs, emu_at(dv8, b), psc,
-				        be_);
+				emu_op1(be, S_V_DESCALE, EMU_OP_DIV, C, vs, emu_at(dv8, j0 / Tk),
+				        psc, be_);
 				emu_op1(be, S_VS_A, EMU_OP_CVT, A, vsa, vs, EMU_NOREF, be_);
 				emu_map(be, S_PV_DESCALE, EMU_OP_MUL, A, emu_row(pv, 0),
 				        emu_row(pv, 0), vsa, EMU_NOREF, d, be_ * d, NULL);
@@ -756,6 +767,7 @@ const emu_kernel emu_kernel_attention = {
     variants,
     "head_dim=D (cols = 3·D: row i is q_i k_i v_i); seq_q=NQ seq_k=NK (default rows); "
     "scale=S (default 1/sqrt(D) in the compute format); causal=0|1; block_k=B (online, fp8: "
-    "key block and fp8 tile rows, default 16); fp8: p_scale=PS (default 448), hadamard=0|1",
+    "key block, default 16); fp8: tile=T (rows of a quantisation tile, a multiple of B, 0: one "
+    "scale per tensor; default B), p_scale=PS (default 448), hadamard=0|1",
     run,
 };

@@ -16,6 +16,8 @@
  *     the Hadamard transform;
  *   - backward (naive and online): dQ, dK, dV within 1e-5 of central
  *     differences of Σ dO ∘ O computed in binary64 from the definition;
+ *   - :tc under a Tensor Core model of one RNE product per block equals
+ *     the sequential variants bit for bit (the model sits in the GEMMs);
  *   - the claim that the online softmax is as accurate as the two-pass
  *     one: O's and L's normwise errors against the truth, naive against
  *     online over seeds and formats, printed and bounded.
@@ -448,6 +450,46 @@ START_TEST(test_backward_fd)
 }
 END_TEST
 
+/*
+ * The Tensor Core path sits in the GEMMs and nowhere else: a model of one
+ * product per block, rounded to nearest with 36 extra alignment bits, is an
+ * FMA rounded once, so naive:tc, online:tc and fp8:tc under it give the
+ * sequential variants' O and L bit for bit (bf16 inputs, fp32 accumulator;
+ * online accumulates a block's partial sum into O, where the sequential
+ * fold continues from O, and both are one rounding per product here).
+ */
+START_TEST(test_tc_one_product)
+{
+	enum { NQ = 20, D = 8, COLS = 3 * D };
+	static const char *const base[] = {"naive", "online", "fp8"};
+	double x[NQ * COLS];
+	uint64_t n = 0;
+	for (uint64_t seed = 0; seed < 4; seed++) {
+		fill(x, NQ * COLS, 2, 700 + seed);
+		for (size_t b = 0; b < ARRAY_SIZE(base); b++) {
+			char tc[64];
+			snprintf(tc, sizeof tc, "%s:tc:k=1,neab=36,final=rne", base[b]);
+			emu_kparam p[] = {{"block_k", 8}};
+			att_result a, t;
+			att_run(&a, "storage=bf16,accum=fp32", base[b], x, NQ, COLS, p, 1,
+			        EMU_BE_FAST);
+			att_run(&t, "storage=bf16,accum=fp32", tc, x, NQ, COLS, p, 1, EMU_BE_FAST);
+			for (int it = O_OUT; it <= L_OUT; it++)
+				for (size_t j = 0; j < a.r.out.item[it].n; j++)
+					ck_assert_msg(out(&a, it, j) == out(&t, it, j),
+					              "%s seed %" PRIu64
+					              " %s[%zu]: %a, sequential %a",
+					              tc, seed, a.r.out.item[it].name, j,
+					              out(&t, it, j), out(&a, it, j));
+			emu_run_free(&a.r);
+			emu_run_free(&t.r);
+			n++;
+		}
+	}
+	t_count("attention: :tc with one RNE product per block == sequential FMAs", n);
+}
+END_TEST
+
 Suite *suite_attention(void)
 {
 	Suite *s = suite_create("attention");
@@ -459,6 +501,7 @@ Suite *suite_attention(void)
 	tcase_add_test(tc, test_fp8_reference);
 	tcase_add_test(tc, test_online_accuracy);
 	tcase_add_test(tc, test_backward_fd);
+	tcase_add_test(tc, test_tc_one_product);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -368,9 +368,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		snprintf(err, errlen, "attention: :bwd applies to naive and online, without :tc");
 		return -1;
 	}
-	size_t R = in->rows, N = in->cols;
+	size_t R = in->rows, N = in->cols, d3 = N / 3; /* the default head: a third of a row */
 	double hd, sq, sk, causal, bk, had, ps, scale, tile;
-	if (!emu_kparam_int(in, "attention", "head_dim", 1, 1e9, (double)(N / 3), &hd, err, errlen))
+	if (!emu_kparam_int(in, "attention", "head_dim", 1, 1e9, (double)d3, &hd, err, errlen))
 		return -1;
 	if (hd < 1 || 3 * (size_t)hd != N) {
 		snprintf(err, errlen,

@@ -49,6 +49,8 @@ static const char *const ng_v_bce[] = {"naive", "stable", NULL};
 static const char *const ng_v_optimizer[] = {"adamw", "adamw_kahan", "adamw_sr", "sgd", NULL};
 static const char *const ng_v_batchnorm[] = {"twopass", "welford", "eval", NULL};
 static const char *const ng_v_matmul[] = {"seq", "tc", NULL};
+static const char *const ng_v_attention[] = {"naive", "online", "fp8", "naive:bwd", "online:bwd",
+                                             NULL};
 
 static const char *const ng_v_none[] = {NULL};
 
@@ -58,7 +60,7 @@ static const struct ng_kplan ng_plan[] = {
     {"gradscaler", ng_v_gradscaler, 1, 32}, {"rmsnorm", ng_v_rmsnorm, 2, 16},
     {"bce", ng_v_bce, 2, 16},               {"quant", ng_v_none, 0, 0},
     {"optimizer", ng_v_optimizer, 2, 16},   {"batchnorm", ng_v_batchnorm, 8, 4},
-    {"matmul", ng_v_matmul, 8, 8},
+    {"matmul", ng_v_matmul, 8, 8},          {"attention", ng_v_attention, 18, 12},
 };
 #define NG_NPLAN (sizeof ng_plan / sizeof ng_plan[0])
 

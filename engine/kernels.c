@@ -17,6 +17,7 @@ static const emu_kernel *const all[] = {
 	&emu_kernel_optimizer,
 	&emu_kernel_batchnorm,
 	&emu_kernel_matmul,
+	&emu_kernel_attention,
 };
 
 size_t emu_kernel_count(void)
@@ -189,6 +190,20 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 		if (!(m >= 1 && m <= 0x1p31 && n >= 0 && n <= 0x1p31 && kk >= 1 && kk <= 0x1p31))
 			m = dm, n = R - dm, kk = N;
 		return R * N + 2 * m * n + kk; /* A and B; acc and c; the products of one dot */
+	}
+	if (k == &emu_kernel_attention) {
+		/* the largest of the variants (the variant is not known here): Q K V, their
+		 * accumulator copies and their raw doubles, or fp8's quantised copies (each
+		 * up to R·N); O, L and :bwd's dQ dK dV, dO and O's copy (R·N/3 each); P
+		 * and its copy, and :bwd's dP and dS (seq_q × seq_k each); the row's S,
+		 * e and their copies */
+		double nq = in ? emu_kparam_get(in, "seq_q", R) : R;
+		double nk = in ? emu_kparam_get(in, "seq_k", R) : R;
+		if (!(nq >= 1 && nq <= R))
+			nq = R;
+		if (!(nk >= 1 && nk <= R))
+			nk = R;
+		return 5 * R * N + 7 * R * N / 3 + 4 * nq * nk + 6 * nk + 3 * nq + N;
 	}
 	return 4 * R * N;
 }

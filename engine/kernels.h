@@ -210,5 +210,6 @@ extern const emu_kernel emu_kernel_quant; /* kernels/quant.c */
 extern const emu_kernel emu_kernel_optimizer; /* kernels/optimizer.c */
 extern const emu_kernel emu_kernel_batchnorm; /* kernels/batchnorm.c */
 extern const emu_kernel emu_kernel_matmul; /* kernels/matmul.c */
+extern const emu_kernel emu_kernel_attention; /* kernels/attention.c */
 
 #endif

@@ -1,12 +1,12 @@
 /*
  * tcfold.c — the Tensor Core block-FMA order as a fold over the engine's
  * vectors, for every kernel whose sum a Tensor Core computes (accum's
- * dot:tc today). The model (kernels/tc.c) rounds a block of k products and
- * C at once, so this is not a chain of maps: the fold switches on the
- * backend — FAST calls emu_tc_dot, EXACT the independent MPFR model
- * emu_tc_mp_dot, TRUTH the exact dot product — and records one EMU_OP_FMA
- * per block with that block's flags, one EMU_OP_ADD per fp32 promotion and
- * one EMU_OP_CVT for the final conversion when promotion is on.
+ * dot:tc, attention's :tc GEMMs). The model (kernels/tc.c) rounds a block
+ * of k products and C at once, so this is not a chain of maps: the fold
+ * switches on the backend — FAST calls emu_tc_dot, EXACT the independent
+ * MPFR model emu_tc_mp_dot, TRUTH the exact dot product — and records one
+ * EMU_OP_FMA per block with that block's flags, one EMU_OP_ADD per fp32
+ * promotion and one EMU_OP_CVT for the final conversion when promotion is on.
  */
 #include <stdlib.h>
 

@@ -50,6 +50,7 @@ Suite *suite_quant(void);
 Suite *suite_optimizer(void);
 Suite *suite_batchnorm(void);
 Suite *suite_matmul(void);
+Suite *suite_attention(void);
 Suite *suite_accum(void);
 Suite *suite_tc(void);
 Suite *suite_tcscaled(void);

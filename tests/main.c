@@ -91,6 +91,7 @@ int main(void)
 	srunner_add_suite(sr, suite_optimizer());
 	srunner_add_suite(sr, suite_batchnorm());
 	srunner_add_suite(sr, suite_matmul());
+	srunner_add_suite(sr, suite_attention());
 	srunner_add_suite(sr, suite_accum());
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_tcscaled());

@@ -1,0 +1,507 @@
+/*
+ * check_attention.c — the attention kernel's known answers and its claims:
+ *   - online == naive: with every format fp32 and one key block, L bit for
+ *     bit (the same max, the same sum in the same order, the same log) and
+ *     O within 8·2^-24·max|V| (naive divides P before P·V, online O after:
+ *     24 keys, each order's error below about (n + 2)·u·max|V| in theory,
+ *     measured 4); with 5-key blocks, L within 4 ulps and O within
+ *     16·2^-24·max|V|;
+ *   - uniform attention over equal keys gives O = the mean of V exactly
+ *     (every e_j is exp(0) = 1, the sum is the key count, a power of two);
+ *   - causal: the first query sees only the first key, so O_0 = V_0 and
+ *     L_0 = S_00 exactly, whatever the later rows hold;
+ *   - fp8: O and L bit for bit an independent computation in C floats
+ *     (binary32 operations, fmaf, exp and log correctly rounded by MPFR at
+ *     24 bits) from emu_quantize's e4m3 values and scales, with and without
+ *     the Hadamard transform;
+ *   - backward (naive and online): dQ, dK, dV within 1e-5 of central
+ *     differences of Σ dO ∘ O computed in binary64 from the definition;
+ *   - :tc under a Tensor Core model of one RNE product per block equals
+ *     the sequential variants bit for bit (the model sits in the GEMMs);
+ *   - the claim that the online softmax is as accurate as the two-pass
+ *     one: O's and L's normwise errors against the truth, naive against
+ *     online over seeds and formats, printed and bounded.
+ * The fast == exact agreement is check_kernels.c's (every registered kernel).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <mpfr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "lib.h"
+
+enum { O_OUT, L_OUT };
+
+typedef struct {
+	emu_run r;
+	emu_policy pol;
+} att_result;
+
+static void att_run(att_result *a, const char *spec, const char *variant, const double *x,
+                    size_t rows, size_t cols, const emu_kparam *p, size_t np, emu_be_kind kind)
+{
+	char err[200];
+	ck_assert_msg(emu_policy_parse(spec, &a->pol, err, sizeof err) == EMU_OK, "%s", err);
+	emu_kin in = {x, rows, cols, p, np, 1};
+	ck_assert_msg(emu_run_kernel(&emu_kernel_attention, &a->pol, variant, &in, kind, &a->r, err,
+	                             sizeof err) == 0,
+	              "%s: %s", variant, err);
+	ck_assert(a->r.out.n >= 2 && strcmp(a->r.out.item[O_OUT].name, "O") == 0 &&
+	          strcmp(a->r.out.item[L_OUT].name, "L") == 0);
+}
+
+static double out(const att_result *a, int item, size_t j)
+{
+	return emu_kout_d(NULL, &a->r.out.item[item], j);
+}
+
+/* |a − b| in ulps of fp32 at b */
+static double ulps32(double a, double b)
+{
+	int e;
+	frexp(b, &e);
+	return fabs(a - b) / ldexp(1, e - 24);
+}
+
+/* |a − b| in units of 2^-24 · vmax: O is a convex combination of V's rows,
+ * so its rounding errors scale with max |V|, not with |O| (which cancels) */
+static double units(double a, double b, double vmax)
+{
+	return fabs(a - b) / (0x1p-24 * vmax);
+}
+
+/* x rounded to nearest even in f */
+static double rnd(const char *f, double x)
+{
+	emu_env env = EMU_ENV_DEFAULT;
+	return emu_decode(t_fmt(f), emu_from_double(t_fmt(f), x, &env).bits);
+}
+
+/* rows x 3d of normal-ish values in [-X, X) drawn from (stream, i), held in fp32 */
+static void fill(double *x, size_t n, double X, uint64_t stream)
+{
+	for (size_t i = 0; i < n; i++)
+		x[i] = (float)(X * ((double)(t_rand(stream, i) >> 11) * 0x1p-52 - 1));
+}
+
+START_TEST(test_online_matches_naive)
+{
+	enum { NQ = 24, D = 8, COLS = 3 * D };
+	double x[NQ * COLS];
+	double worst_o1 = 0, worst_on = 0, worst_ln = 0;
+	for (uint64_t seed = 0; seed < 8; seed++) {
+		fill(x, NQ * COLS, 3, 100 + seed);
+		for (int blocks = 0; blocks < 2; blocks++) {
+			emu_kparam p[] = {{"block_k", blocks ? 5 : NQ}};
+			att_result nv, on;
+			att_run(&nv, "storage=fp32", "naive", x, NQ, COLS, p, 1, EMU_BE_FAST);
+			att_run(&on, "storage=fp32", "online", x, NQ, COLS, p, 1, EMU_BE_FAST);
+			for (size_t i = 0; i < NQ; i++) {
+				double a = out(&on, L_OUT, i), b = out(&nv, L_OUT, i);
+				if (!blocks)
+					ck_assert_msg(a == b,
+					              "seed %" PRIu64 " L[%zu]: online %a naive %a",
+					              seed, i, a, b);
+				else
+					worst_ln = fmax(worst_ln, ulps32(a, b));
+			}
+			for (size_t j = 0; j < NQ * D; j++) {
+				double u = units(out(&on, O_OUT, j), out(&nv, O_OUT, j), 3);
+				if (blocks)
+					worst_on = fmax(worst_on, u);
+				else
+					worst_o1 = fmax(worst_o1, u);
+			}
+			emu_run_free(&nv.r);
+			emu_run_free(&on.r);
+		}
+	}
+	printf("attention: online vs naive, fp32: one block L bit for bit, O %.3g; "
+	       "5-key blocks L %.3g ulps, O %.3g (units of 2^-24 max|V|)\n",
+	       worst_o1, worst_ln, worst_on);
+	ck_assert_msg(worst_o1 <= 8, "one block: O %g units apart", worst_o1);
+	ck_assert_msg(worst_ln <= 4 && worst_on <= 16, "blocks: L %g ulps, O %g units apart",
+	              worst_ln, worst_on);
+	t_count("attention: online == naive (fp32, one block: L bit for bit)", 8 * 2);
+}
+END_TEST
+
+/* Every key row equal: S is constant along a row, each e_j = exp(0) = 1,
+ * l = n and O = Σ V_j / n, exact for integer V and n a power of two. */
+START_TEST(test_uniform_mean)
+{
+	enum { NQ = 8, D = 4, COLS = 3 * D };
+	static const char *const vars[] = {"naive", "online", "naive:bwd"};
+	static const char *const specs[] = {"storage=fp32", "storage=fp16,compute=fp32",
+	                                    "storage=bf16", "storage=fp16"};
+	double x[NQ * COLS];
+	int n = 0;
+	for (size_t i = 0; i < NQ; i++)
+		for (size_t c = 0; c < D; c++) {
+			x[i * COLS + c] = (double)((int)(t_rand(7, i * D + c) % 9) - 4) / 4;
+			x[i * COLS + D + c] = (double)c - 1.5; /* every key the same */
+			x[i * COLS + 2 * D + c] = (double)((int)(t_rand(8, i * D + c) % 33) - 16);
+		}
+	for (size_t s = 0; s < ARRAY_SIZE(specs); s++)
+		for (size_t v = 0; v < ARRAY_SIZE(vars); v++) {
+			emu_kparam p[] = {{"block_k", 3}};
+			att_result a;
+			att_run(&a, specs[s], vars[v], x, NQ, COLS, p, 1, EMU_BE_FAST);
+			for (size_t i = 0; i < NQ; i++)
+				for (size_t c = 0; c < D; c++) {
+					double mean = 0;
+					for (size_t j = 0; j < NQ; j++)
+						mean += x[j * COLS + 2 * D + c];
+					mean /= NQ;
+					double o = out(&a, O_OUT, i * D + c);
+					ck_assert_msg(o == mean, "%s %s O[%zu][%zu] = %a, mean %a",
+					              specs[s], vars[v], i, c, o, mean);
+				}
+			emu_run_free(&a.r);
+			n++;
+		}
+	t_count("attention: equal keys give O = mean of V exactly", (uint64_t)n);
+}
+END_TEST
+
+/* Causal: query 0 sees key 0 alone: P = exp(0)/1 = 1, O_0 = V_0, L_0 = m. */
+START_TEST(test_causal_first_row)
+{
+	enum { NQ = 6, D = 4, COLS = 3 * D };
+	static const char *const vars[] = {"naive", "online", "naive:bwd"};
+	double x[NQ * COLS];
+	int n = 0;
+	fill(x, NQ * COLS, 2, 11);
+	for (size_t v = 0; v < ARRAY_SIZE(vars); v++)
+		for (int change = 0; change < 2; change++) {
+			if (change) /* the later rows do not matter to query 0 */
+				for (size_t j = COLS; j < NQ * COLS; j++)
+					x[j] = -x[j] * 3;
+			emu_kparam p[] = {{"causal", 1}, {"block_k", 4}};
+			att_result a, nc;
+			att_run(&a, "storage=bf16,compute=fp32", vars[v], x, NQ, COLS, p, 2,
+			        EMU_BE_FAST);
+			att_run(&nc, "storage=bf16,compute=fp32", vars[v], x, NQ, COLS, p + 1, 1,
+			        EMU_BE_FAST);
+			for (size_t c = 0; c < D; c++) {
+				double v0 = rnd("bf16", x[2 * D + c]);
+				ck_assert_msg(out(&a, O_OUT, c) == v0, "%s: O[0][%zu] = %a, V %a",
+				              vars[v], c, out(&a, O_OUT, c), v0);
+			}
+			/* L_0 = S_00 = (q_0·k_0)·scale, computed here in the same order */
+			float acc = 0;
+			for (size_t c = 0; c < D; c++) {
+				acc = fmaf((float)rnd("bf16", x[c]), (float)rnd("bf16", x[D + c]),
+				           acc);
+			}
+			double s00 = (double)(acc * 0.5f);
+			ck_assert_msg(out(&a, L_OUT, 0) == s00, "%s: L[0] = %a, S_00 %a", vars[v],
+			              out(&a, L_OUT, 0), s00);
+			/* without the mask row 0 sees every key */
+			ck_assert(out(&nc, L_OUT, 0) > s00);
+			emu_run_free(&a.r);
+			emu_run_free(&nc.r);
+			n++;
+		}
+	t_count("attention: causal first query attends only to itself", (uint64_t)n);
+}
+END_TEST
+
+/* binary32 exp and log, correctly rounded (values far from fp32's ends) */
+static float cr_exp(float x, bool log_)
+{
+	mpfr_t t;
+	mpfr_init2(t, 24);
+	mpfr_set_flt(t, x, MPFR_RNDN);
+	if (log_)
+		mpfr_log(t, t, MPFR_RNDN);
+	else
+		mpfr_exp(t, t, MPFR_RNDN);
+	float r = mpfr_get_flt(t, MPFR_RNDN);
+	mpfr_clear(t);
+	return r;
+}
+
+/*
+ * The fp8 variant's order (docs/kernels-attention.md) written again in C
+ * floats from emu_quantize's outputs: every format fp32, e4m3 for P.
+ */
+static void fp8_reference(const double *x, size_t nq, size_t d, size_t B, bool had, double *O,
+                          double *L)
+{
+	size_t cols = 3 * d, nk = nq;
+	double *t[3];
+	emu_qtensor q[3];
+	for (int k = 0; k < 3; k++) {
+		t[k] = malloc(nq * d * sizeof *t[k]);
+		for (size_t i = 0; i < nq; i++)
+			for (size_t c = 0; c < d; c++)
+				t[k][i * d + c] = x[i * cols + (size_t)k * d + c];
+		char spec[128], err[160];
+		snprintf(spec, sizeof spec, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=%s", B,
+		         had && k < 2 ? "all" : "no");
+		emu_recipe r;
+		ck_assert_msg(emu_recipe_parse(spec, &r, err, sizeof err) == EMU_OK, "%s", err);
+		emu_qpart part = {0, nq, 1, NAN, (uint64_t)k * nq * d};
+		ck_assert(emu_quantize_part(&r, EMU_ROLE_ACT, false, t[k], nq, d, &part, &q[k]) ==
+		          0);
+	}
+	float scale = (float)(1 / sqrt((double)d)), ps = 448;
+	float *s = malloc(nk * sizeof *s), *e = malloc(nk * sizeof *e);
+	for (size_t i = 0; i < nq; i++) {
+		float m = 0, l = 0, o[64] = {0};
+		for (size_t j0 = 0, b = 0; j0 < nk; j0 += B, b++) {
+			size_t j1 = j0 + B < nk ? j0 + B : nk;
+			float sc = (float)q[0].d[i / B] * (float)q[1].d[b];
+			sc = sc * scale;
+			for (size_t j = j0; j < j1; j++) {
+				float acc = 0;
+				for (size_t c = 0; c < d; c++)
+					acc = fmaf((float)q[0].q[i * d + c],
+					           (float)q[1].q[j * d + c], acc);
+				s[j] = acc * sc;
+			}
+			float mb = s[j0], alpha = 1;
+			for (size_t j = j0 + 1; j < j1; j++)
+				mb = fmaxf(mb, s[j]);
+			if (j0) {
+				mb = fmaxf(m, mb);
+				alpha = cr_exp(m - mb, false);
+			}
+			m = mb;
+			for (size_t j = j0; j < j1; j++)
+				e[j] = cr_exp(s[j] - m, false);
+			if (j0)
+				l = l * alpha;
+			for (size_t j = j0; j < j1; j++)
+				l = l + e[j];
+			float vs = (float)q[2].d[b] / ps, part[64];
+			for (size_t c = 0; c < d; c++) {
+				float acc = 0;
+				for (size_t j = j0; j < j1; j++) {
+					float p8 = (float)rnd("e4m3", (double)(e[j] * ps));
+					acc = fmaf(p8, (float)q[2].q[j * d + c], acc);
+				}
+				part[c] = acc * vs;
+			}
+			for (size_t c = 0; c < d; c++)
+				o[c] = j0 ? o[c] * alpha + part[c] : part[c];
+		}
+		for (size_t c = 0; c < d; c++)
+			O[i * d + c] = (double)(o[c] / l);
+		L[i] = (double)(m + cr_exp(l, true));
+	}
+	free(s);
+	free(e);
+	for (int k = 0; k < 3; k++) {
+		emu_qtensor_free(&q[k]);
+		free(t[k]);
+	}
+}
+
+START_TEST(test_fp8_reference)
+{
+	enum { NQ = 20, D = 16, COLS = 3 * D, B = 8 };
+	double x[NQ * COLS], O[NQ * D], L[NQ];
+	uint64_t n = 0;
+	for (int had = 0; had < 2; had++)
+		for (uint64_t seed = 0; seed < 4; seed++) {
+			fill(x, NQ * COLS, 4, 200 + seed);
+			emu_kparam p[] = {{"block_k", B}, {"hadamard", had}};
+			att_result a;
+			att_run(&a, "storage=fp32", "fp8", x, NQ, COLS, p, 2, EMU_BE_FAST);
+			fp8_reference(x, NQ, D, B, had, O, L);
+			for (size_t j = 0; j < NQ * D; j++)
+				ck_assert_msg(out(&a, O_OUT, j) == O[j],
+				              "hadamard %d seed %" PRIu64
+				              " O[%zu]: kernel %a reference %a",
+				              had, seed, j, out(&a, O_OUT, j), O[j]);
+			for (size_t i = 0; i < NQ; i++)
+				ck_assert_msg(out(&a, L_OUT, i) == L[i],
+				              "hadamard %d seed %" PRIu64
+				              " L[%zu]: kernel %a reference %a",
+				              had, seed, i, out(&a, L_OUT, i), L[i]);
+			emu_run_free(&a.r);
+			n++;
+		}
+	t_count("attention: fp8 == independent C-float computation from emu_quantize", n);
+}
+END_TEST
+
+/*
+ * The claim: the online softmax is as accurate as the two-pass one. Both
+ * against the truth of the stored inputs (the arithmetic alone), over 6
+ * seeds and 4 policies, with logits of spread ~4 and 4 key blocks; the
+ * online mean error must stay within 1.5 times the naive one.
+ */
+START_TEST(test_online_accuracy)
+{
+	enum { NQ = 32, D = 8, COLS = 3 * D, SEEDS = 6 };
+	static const char *const specs[] = {"storage=fp16", "storage=bf16",
+	                                    "storage=fp16,compute=fp32",
+	                                    "storage=bf16,compute=fp32"};
+	double x[NQ * COLS];
+	for (size_t s = 0; s < ARRAY_SIZE(specs); s++) {
+		double err[2][2] = {{0}}; /* variant × (O, L) */
+		for (uint64_t seed = 0; seed < SEEDS; seed++) {
+			fill(x, NQ * COLS, 3, 300 + seed);
+			emu_kparam p[] = {{"block_k", 8}};
+			emu_kin in = {x, NQ, COLS, p, 1, seed};
+			for (int v = 0; v < 2; v++) {
+				const char *var = v ? "online" : "naive";
+				att_result a;
+				att_run(&a, specs[s], var, x, NQ, COLS, p, 1, EMU_BE_FAST);
+				emu_truth t;
+				char e[200];
+				ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, var, &in, &t,
+				                        e, sizeof e) == 0);
+				emu_run_compare(&a.r, &t);
+				err[v][0] += a.r.m[O_OUT].arith_rel_err / SEEDS;
+				err[v][1] += a.r.m[L_OUT].arith_rel_err / SEEDS;
+				emu_truth_free(&t);
+				emu_run_free(&a.r);
+			}
+		}
+		printf("attention: %-26s mean rel err O naive %.3e online %.3e, L naive %.3e "
+		       "online %.3e\n",
+		       specs[s], err[0][0], err[1][0], err[0][1], err[1][1]);
+		ck_assert_msg(err[1][0] <= 1.5 * err[0][0] && err[1][1] <= 1.5 * err[0][1] + 1e-12,
+		              "%s: online O %g L %g, naive O %g L %g", specs[s], err[1][0],
+		              err[1][1], err[0][0], err[0][1]);
+	}
+	t_count("attention: online as accurate as naive (policies x seeds)",
+	        ARRAY_SIZE(specs) * SEEDS);
+}
+END_TEST
+
+/* f(X) = Σ dO ∘ O with O attention's output in binary64, straight from the
+ * definition (softmax of the whole row, no max subtracted: the values are small) */
+static double ref_f(const double *x, size_t nq, size_t d, bool causal, uint64_t seed)
+{
+	size_t cols = 3 * d;
+	double f = 0, scale = 1 / sqrt((double)d);
+	for (size_t i = 0; i < nq; i++) {
+		size_t n = causal ? i + 1 : nq;
+		double p[64], l = 0;
+		for (size_t j = 0; j < n; j++) {
+			double sij = 0;
+			for (size_t c = 0; c < d; c++)
+				sij += x[i * cols + c] * x[j * cols + d + c];
+			p[j] = exp(sij * scale);
+			l += p[j];
+		}
+		for (size_t c = 0; c < d; c++) {
+			double o = 0;
+			for (size_t j = 0; j < n; j++)
+				o += p[j] / l * x[j * cols + 2 * d + c];
+			f += (emu_sr_bits(seed, i * d + c) & 1 ? -1.0 : 1.0) * o;
+		}
+	}
+	return f;
+}
+
+/*
+ * The backward pass against central differences of Σ dO ∘ O in binary64:
+ * every format fp32, both variants, with and without the causal mask. The
+ * kernel's dQ, dK, dV are the gradients with respect to the three column
+ * groups of X.
+ */
+START_TEST(test_backward_fd)
+{
+	enum { NQ = 6, D = 4, COLS = 3 * D };
+	static const char *const vars[] = {"naive:bwd", "online:bwd"};
+	double x[NQ * COLS], worst = 0;
+	uint64_t n = 0;
+	fill(x, NQ * COLS, 1.5, 400);
+	for (int causal = 0; causal < 2; causal++)
+		for (size_t v = 0; v < ARRAY_SIZE(vars); v++) {
+			emu_kparam p[] = {{"causal", causal}, {"block_k", 4}};
+			att_result a;
+			att_run(&a, "storage=fp32", vars[v], x, NQ, COLS, p, 2, EMU_BE_FAST);
+			ck_assert(a.r.out.n == 5 && !strcmp(a.r.out.item[2].name, "dQ") &&
+			          !strcmp(a.r.out.item[3].name, "dK") &&
+			          !strcmp(a.r.out.item[4].name, "dV"));
+			for (size_t i = 0; i < NQ; i++)
+				for (size_t g = 0; g < 3; g++)
+					for (size_t c = 0; c < D; c++) {
+						double h = 1e-5, xs = x[i * COLS + g * D + c];
+						x[i * COLS + g * D + c] = xs + h;
+						double fp = ref_f(x, NQ, D, causal, 1);
+						x[i * COLS + g * D + c] = xs - h;
+						double fm = ref_f(x, NQ, D, causal, 1);
+						x[i * COLS + g * D + c] = xs;
+						double fd = (fp - fm) / (2 * h);
+						double k = out(&a, 2 + (int)g, i * D + c);
+						worst = fmax(worst, fabs(k - fd));
+						ck_assert_msg(
+						    fabs(k - fd) <= 1e-5,
+						    "%s causal %d d%c[%zu][%zu]: kernel %.9g, "
+						    "differences %.9g",
+						    vars[v], causal, "QKV"[g], i, c, k, fd);
+						n++;
+					}
+			emu_run_free(&a.r);
+		}
+	printf("attention: backward against central differences: worst |error| %.3g\n", worst);
+	t_count("attention: dQ dK dV against central differences (fp32)", n);
+}
+END_TEST
+
+/*
+ * The Tensor Core path sits in the GEMMs and nowhere else: a model of one
+ * product per block, rounded to nearest with 36 extra alignment bits, is an
+ * FMA rounded once, so naive:tc, online:tc and fp8:tc under it give the
+ * sequential variants' O and L bit for bit (bf16 inputs, fp32 accumulator;
+ * online accumulates a block's partial sum into O, where the sequential
+ * fold continues from O, and both are one rounding per product here).
+ */
+START_TEST(test_tc_one_product)
+{
+	enum { NQ = 20, D = 8, COLS = 3 * D };
+	static const char *const base[] = {"naive", "online", "fp8"};
+	double x[NQ * COLS];
+	uint64_t n = 0;
+	for (uint64_t seed = 0; seed < 4; seed++) {
+		fill(x, NQ * COLS, 2, 700 + seed);
+		for (size_t b = 0; b < ARRAY_SIZE(base); b++) {
+			char tc[64];
+			snprintf(tc, sizeof tc, "%s:tc:k=1,neab=36,final=rne", base[b]);
+			emu_kparam p[] = {{"block_k", 8}};
+			att_result a, t;
+			att_run(&a, "storage=bf16,accum=fp32", base[b], x, NQ, COLS, p, 1,
+			        EMU_BE_FAST);
+			att_run(&t, "storage=bf16,accum=fp32", tc, x, NQ, COLS, p, 1, EMU_BE_FAST);
+			for (int it = O_OUT; it <= L_OUT; it++)
+				for (size_t j = 0; j < a.r.out.item[it].n; j++)
+					ck_assert_msg(out(&a, it, j) == out(&t, it, j),
+					              "%s seed %" PRIu64
+					              " %s[%zu]: %a, sequential %a",
+					              tc, seed, a.r.out.item[it].name, j,
+					              out(&t, it, j), out(&a, it, j));
+			emu_run_free(&a.r);
+			emu_run_free(&t.r);
+			n++;
+		}
+	}
+	t_count("attention: :tc with one RNE product per block == sequential FMAs", n);
+}
+END_TEST
+
+Suite *suite_attention(void)
+{
+	Suite *s = suite_create("attention");
+	TCase *tc = tcase_create("attention");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_online_matches_naive);
+	tcase_add_test(tc, test_uniform_mean);
+	tcase_add_test(tc, test_causal_first_row);
+	tcase_add_test(tc, test_fp8_reference);
+	tcase_add_test(tc, test_online_accuracy);
+	tcase_add_test(tc, test_backward_fd);
+	tcase_add_test(tc, test_tc_one_product);
+	suite_add_tcase(s, tc);
+	return s;
+}

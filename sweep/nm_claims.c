@@ -1176,7 +1176,8 @@ static bool gs_traj(cl_ctx *x, const cl_res *r, double g0, cl_gs *o)
 	       *lo = calloc(cap, sizeof *lo);
 	bool ok = sc && sk && lo && cb >= 0 && co >= 0 && ci >= 0 && cv >= 0 && ca >= 0;
 	for (size_t i = 0; ok && i + 1 < s.nrec; i++) {
-		if (strcmp(nm_csv_get(&s, i, cb), "fast") != 0 || nm_csv_num(nm_csv_get(&s, i, ca)) != g0)
+		if (strcmp(nm_csv_get(&s, i, cb), "fast") != 0 ||
+		    nm_csv_num(nm_csv_get(&s, i, ca)) != g0)
 			continue;
 		double k = nm_csv_num(nm_csv_get(&s, i, ci)), v = nm_csv_num(nm_csv_get(&s, i, cv));
 		const char *out = nm_csv_get(&s, i, co);
@@ -1215,8 +1216,8 @@ static bool gs_traj(cl_ctx *x, const cl_res *r, double g0, cl_gs *o)
 	free(sk);
 	free(lo);
 	if (!ok || !o->n)
-		snprintf(x->missing, sizeof x->missing, "no fast scale series at g0 = %g in %s-series.csv",
-		         g0, r->c->name);
+		snprintf(x->missing, sizeof x->missing,
+		         "no fast scale series at g0 = %g in %s-series.csv", g0, r->c->name);
 	return ok && o->n;
 }
 
@@ -1255,11 +1256,12 @@ static cl_verdict claim9(cl_ctx *x)
 			              g0, k ? "conservative" : "defaults", g[k]->skips, g[k]->n,
 			              g[k]->uf_steps);
 			if (g[k]->recovered)
-				nm_buf_printf(&x->num,
-				              "; after %zu isolated skips the scale was back in %.0f "
-				              "steps on average (at most %.0f)",
-				              g[k]->recovered, g[k]->rec_sum / (double)g[k]->recovered,
-				              g[k]->rec_max);
+				nm_buf_printf(
+				    &x->num,
+				    "; after %zu isolated skips the scale was back in %.0f "
+				    "steps on average (at most %.0f)",
+				    g[k]->recovered, g[k]->rec_sum / (double)g[k]->recovered,
+				    g[k]->rec_max);
 			if (g[k]->never)
 				nm_buf_printf(&x->num, "; %zu skips never recovered within the run",
 				              g[k]->never);
@@ -1275,24 +1277,25 @@ static cl_verdict claim9(cl_ctx *x)
 	              "conservative settings %zu. ",
 	              nstreams, sd, sc);
 	if (sc)
-		nm_buf_printf(&x->why,
-		              "A spike overflows fp16 at any scale GradScaler would use, so such steps "
-		              "are skipped (found_inf) under both settings: what the lower start "
-		              "saves is the defaults' first few steps at 65536 (and the growth steps "
-		              "that overshoot), not the spikes. ");
+		nm_buf_printf(
+		    &x->why,
+		    "A spike overflows fp16 at any scale GradScaler would use, so such steps "
+		    "are skipped (found_inf) under both settings: what the lower start "
+		    "saves is the defaults' first few steps at 65536, not the spikes. ");
 	nm_buf_printf(&x->why,
 	              "The price of the lower scale is underflow: steps at a scale that stored "
 	              "some gradients as 0 number %zu with the conservative settings against %zu "
 	              "with the defaults. ",
 	              uc, ud);
 	if (nrec[0] && nrec[1])
-		nm_buf_printf(&x->why,
-		              "After a spike the scale is back where it was in %.0f steps on average "
-		              "with the defaults (one growth by 2 after 2000 clean steps) and %.0f with "
-		              "the conservative settings (two growths by 1.5, 1000 steps apart: 0.5 · "
-		              "1.5² = 1.125); a spike within that time resets the count, so each spike "
-		              "costs a long stretch at half the scale. ",
-		              rec[0] / (double)nrec[0], rec[1] / (double)nrec[1]);
+		nm_buf_printf(
+		    &x->why,
+		    "After a spike the scale is back where it was in %.0f steps on average "
+		    "with the defaults (one growth by 2 after 2000 clean steps) and %.0f with "
+		    "the conservative settings (two growths by 1.5, 1000 steps apart: 0.5 · "
+		    "1.5² = 1.125); a spike within that time resets the count, so each spike "
+		    "costs a long stretch at half the scale. ",
+		    rec[0] / (double)nrec[0], rec[1] / (double)nrec[1]);
 	nm_buf_printf(&x->why, "A skipped step is not a NaN in the weights: the skip is what "
 	                       "keeps the NaN out. ");
 	return sc == 0 && sd > 0 ? V_TRUE : sc < sd ? V_PARTLY : V_FALSE;
@@ -1317,11 +1320,12 @@ static cl_verdict claim10(cl_ctx *x)
 				double xv = axis(&r, i, 0), y = axis(&r, i, 1);
 				int st = status(&r, i);
 				seen++;
-				nm_buf_printf(&x->num, " x = %g, y = %g: %s%s%s%s;", xv, y, stname(st),
-				              *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")) ? " (first "
-				                                                                  : "",
-				              nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")),
-				              *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")) ? ")" : "");
+				nm_buf_printf(
+				    &x->num, " x = %g, y = %g: %s%s%s%s;", xv, y, stname(st),
+				    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")) ? " (first "
+				                                                       : "",
+				    nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")),
+				    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")) ? ")" : "");
 				if (overflowed(st))
 					(fabs(xv) >= 100 ? bad100 : bad10)[v][p]++;
 			}
@@ -1329,7 +1333,8 @@ static cl_verdict claim10(cl_ctx *x)
 		}
 	unload(&r);
 	if (!seen) {
-		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", p16, p32);
+		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s",
+		         p16, p32);
 		return V_UNSETTLED;
 	}
 	double ln_h = log(h->max), ln_s = log(s->max);
@@ -1351,7 +1356,8 @@ static cl_verdict claim10(cl_ctx *x)
 	              "arithmetic already. ",
 	              ln_h, 100 > ln_s ? "and beyond fp32 too" : "but not fp32", ln_s,
 	              b ? "rescues" : "does not rescue", bad100[0][1], bad100[0][0],
-	              bad100[1][0] || bad10[1][0] ? "still overflowed here" : "never overflowed here");
+	              bad100[1][0] || bad10[1][0] ? "still overflowed here"
+	                                          : "never overflowed here");
 	return a && b ? V_TRUE : a || b ? V_PARTLY : V_FALSE;
 }
 
@@ -1373,11 +1379,12 @@ static cl_verdict claim11(cl_ctx *x)
 		double sd = axis(&r, i, 0), y = num(&r, i, "y.maxabs");
 		int st = status(&r, i);
 		bool big = y > lim || overflowed(st);
-		nm_buf_printf(&x->num, "- %s, `%s`, input sd %g: status %s, largest finite |y| %.6g%s%s\n",
-		              v, nm_csv_get(&r.t, i, r.cp), sd, stname(st), y,
-		              *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")) ? ", first failing step "
-		                                                                   : "",
-		              nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
+		nm_buf_printf(
+		    &x->num, "- %s, `%s`, input sd %g: status %s, largest finite |y| %.6g%s%s\n", v,
+		    nm_csv_get(&r.t, i, r.cp), sd, stname(st), y,
+		    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")) ? ", first failing step "
+		                                                         : "",
+		    nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
 		if (ev) {
 			seen_e = true;
 			if (big && !(eval_first <= sd))
@@ -1421,9 +1428,10 @@ static cl_verdict claim12(cl_ctx *x)
 	                                   "nonfinite.maxabs"};
 	const char *pol[] = {"storage=fp32", "storage=fp32,state=fp16", "storage=fp32,grad=fp16",
 	                     "storage=fp16,compute=fp32,state=fp32"};
-	const char *what[] = {"all fp32", "the statement's: fp32 weights, fp16 state",
-	                      "Apex O2's: fp16 model (fp16 gradients), fp32 master weights and state",
-	                      "fp16 master weights (and gradients), fp32 state and arithmetic"};
+	const char *what[] = {
+	    "all fp32", "the statement's: fp32 weights, fp16 state",
+	    "Apex O2's: fp16 model (fp16 gradients), fp32 master weights and state",
+	    "fp16 master weights (and gradients), fp32 state and arithmetic"};
 	if (!need_cols(x, &r, cols, 4)) {
 		unload(&r);
 		return V_UNSETTLED;
@@ -1443,14 +1451,15 @@ static cl_verdict claim12(cl_ctx *x)
 		n++;
 		for (int p = 0; p < 4; p++) {
 			size_t k = (size_t)j[p];
-			nm_buf_printf(&x->num,
-			              "- |g| < %g, %s (`%s`): weights' relative error %.3g, updates "
-			              "lost %.3g, v underflowed %.3g, non-finite updates %.0f\n",
-			              X, what[p], pol[p], num(&r, k, "w.rel_err"),
-			              num(&r, k, "lost.maxabs"), num(&r, k, "vzero.maxabs"),
-			              num(&r, k, "nonfinite.maxabs"));
+			nm_buf_printf(
+			    &x->num,
+			    "- |g| < %g, %s (`%s`): weights' relative error %.3g, updates "
+			    "lost %.3g, v underflowed %.3g, non-finite updates %.0f\n",
+			    X, what[p], pol[p], num(&r, k, "w.rel_err"), num(&r, k, "lost.maxabs"),
+			    num(&r, k, "vzero.maxabs"), num(&r, k, "nonfinite.maxabs"));
 		}
-		double e1 = num(&r, (size_t)j[1], "w.rel_err"), e2 = num(&r, (size_t)j[2], "w.rel_err");
+		double e1 = num(&r, (size_t)j[1], "w.rel_err"),
+		       e2 = num(&r, (size_t)j[2], "w.rel_err");
 		/* the statement's setup gives O2's numbers (within 1 %) */
 		same += e1 == e2 || (isfinite(e1) && isfinite(e2) &&
 		                     fabs(e1 - e2) <= 0.01 * fmax(fabs(e1), fabs(e2)));
@@ -1462,8 +1471,9 @@ static cl_verdict claim12(cl_ctx *x)
 	}
 	unload(&r);
 	if (!n) {
-		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s, %s, %s and %s",
-		         pol[0], pol[1], pol[2], pol[3]);
+		snprintf(x->missing, sizeof x->missing,
+		         "the case needs the policies %s, %s, %s and %s", pol[0], pol[1], pol[2],
+		         pol[3]);
 		return V_UNSETTLED;
 	}
 	nm_buf_printf(&x->why,
@@ -1472,9 +1482,11 @@ static cl_verdict claim12(cl_ctx *x)
 	              "O2's weights at %zu of %zu gradient magnitudes. What each half of fp16 "
 	              "costs: fp16 state loses v to underflow (up to %.3g %% of the entries; %.0f "
 	              "non-finite updates) and leaves the weights with a relative error up to "
-	              "%.3g (denom, a tensor of v's dtype, is 0 where v is); fp16 master weights drop up to %.3g %% of the updates (below half an ulp "
+	              "%.3g (denom, a tensor of v's dtype, is 0 where v is); fp16 master weights "
+	              "drop up to %.3g %% of the updates (below half an ulp "
 	              "of the weight) and end with an error up to %.3g. ",
-	              same, n, 100 * vz_state, nf_state, cost_state, 100 * lost_master, cost_master);
+	              same, n, 100 * vz_state, nf_state, cost_state, 100 * lost_master,
+	              cost_master);
 	return same == n ? V_TRUE : same == 0 ? V_FALSE : V_PARTLY;
 }
 
@@ -1491,7 +1503,8 @@ static cl_verdict claim13(cl_ctx *x)
 			if (match(&r, i, NULL, pols[p])) {
 				double s = axis(&r, i, 0);
 				int st = status(&r, i);
-				nm_buf_printf(&x->num, "- S = %.9g, `%s`: status %s, scaled loss %.9g\n", s,
+				nm_buf_printf(&x->num,
+				              "- S = %.9g, `%s`: status %s, scaled loss %.9g\n", s,
 				              pols[p], stname(st), num(&r, i, "grad.maxabs"));
 				if (s == 65536) {
 					seen = true;
@@ -1518,7 +1531,8 @@ static cl_verdict claim13(cl_ctx *x)
 	              "(it rounds to inf from %.9g). A scaled loss of 1 held in fp16 %s; held in "
 	              "fp32, as GradScaler keeps the scale and autocast the loss, it %s. ",
 	              100 * gap, h->max,
-	              65536 < thr ? "it is an fp16 value" : "it is not an fp16 value, 2^16 is fp16's inf",
+	              65536 < thr ? "it is an fp16 value"
+	                          : "it is not an fp16 value, 2^16 is fp16's inf",
 	              thr, bad16 ? "is inf at S = 65536" : "stays finite",
 	              bad32 ? "overflows too" : "is exactly 65536");
 	return close && below ? V_TRUE : close || below ? V_PARTLY : V_FALSE;
@@ -1539,10 +1553,12 @@ static cl_verdict claim14(cl_ctx *x)
 			continue;
 		int st = status(&r, i);
 		double X = axis(&r, i, 0), c = num(&r, i, "c.maxabs");
-		nm_buf_printf(&x->num, "- input sd %g, `%s`: status %s, largest finite |c| %.6g%s%s\n",
-		              X, h ? p16 : pb, stname(st), c,
-		              *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")) ? ", first failing step " : "",
-		              nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
+		nm_buf_printf(
+		    &x->num, "- input sd %g, `%s`: status %s, largest finite |c| %.6g%s%s\n", X,
+		    h ? p16 : pb, stname(st), c,
+		    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")) ? ", first failing step "
+		                                                         : "",
+		    nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
 		if (b) {
 			badb += overflowed(st);
 			continue;
@@ -1551,7 +1567,8 @@ static cl_verdict claim14(cl_ctx *x)
 		if (overflowed(st)) {
 			if (!bad++) {
 				first = X;
-				snprintf(step, sizeof step, "%s", nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
+				snprintf(step, sizeof step, "%s",
+				         nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
 			}
 		} else {
 			last_ok = X;
@@ -1568,11 +1585,12 @@ static cl_verdict claim14(cl_ctx *x)
 	              "fp32 and stores fp16. Here it overflows at %zu of %zu input magnitudes",
 	              bad, n);
 	if (bad)
-		nm_buf_printf(&x->why,
-		              ", from sd %g on (first failing step `%s`): the fp32 sum is finite and "
-		              "only the stored result, beyond 65504, is not. Up to sd %g the largest "
-		              "|c| is %.6g",
-		              first, step, last_ok, c_ok);
+		nm_buf_printf(
+		    &x->why,
+		    ", from sd %g on (first failing step `%s`): the fp32 sum is finite and "
+		    "only the stored result, beyond 65504, is not. Up to sd %g the largest "
+		    "|c| is %.6g",
+		    first, step, last_ok, c_ok);
 	nm_buf_printf(&x->why,
 	              ". With bf16 storage it overflows at %zu. So it overflows when its results "
 	              "exceed 65504, not because the sum is formed in fp16. ",
@@ -1600,8 +1618,8 @@ static cl_verdict claim15(cl_ctx *x)
 		pairs++;
 		int a = status(&r, i), b = status(&r, (size_t)j);
 		nm_buf_printf(&x->num,
-		              "- %s, largest |logit| %g: forward (`%s`) %s; recomputed (`%s`) %s\n", v,
-		              L, fw, stname(a), rc, stname(b));
+		              "- %s, largest |logit| %g: forward (`%s`) %s; recomputed (`%s`) %s\n",
+		              v, L, fw, stname(a), rc, stname(b));
 		if (!overflowed(a) && overflowed(b)) {
 			fresh++;
 			if (!(first <= L)) {
@@ -1612,7 +1630,8 @@ static cl_verdict claim15(cl_ctx *x)
 	}
 	unload(&r);
 	if (!pairs) {
-		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", fw, rc);
+		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", fw,
+		         rc);
 		return V_UNSETTLED;
 	}
 	nm_buf_printf(&x->why,
@@ -1638,8 +1657,8 @@ static cl_verdict claim16(cl_ctx *x)
 	const char *ph = "storage=fp16,compute=fp32", *pb = "storage=bf16,compute=fp32";
 	if (!need_cols(x, &r, cols, 2) || r.c->naxes != 2) {
 		if (!*x->missing)
-			snprintf(x->missing, sizeof x->missing, "case %s needs axes S and magnitude",
-			         r.c->name);
+			snprintf(x->missing, sizeof x->missing,
+			         "case %s needs axes S and magnitude", r.c->name);
 		unload(&r);
 		return V_UNSETTLED;
 	}
@@ -1652,7 +1671,8 @@ static cl_verdict claim16(cl_ctx *x)
 		/* fp16 with the largest scale on the axis, and unscaled */
 		long js = -1, j1 = row_vp(&r, NULL, ph, 1, mag);
 		for (size_t k = 0; k < nrows(&r); k++)
-			if (match(&r, k, NULL, ph) && axis(&r, k, 1) == mag && axis(&r, k, 0) >= big_s) {
+			if (match(&r, k, NULL, ph) && axis(&r, k, 1) == mag &&
+			    axis(&r, k, 0) >= big_s) {
 				big_s = axis(&r, k, 0);
 				js = (long)k;
 			}
@@ -1661,10 +1681,11 @@ static cl_verdict claim16(cl_ctx *x)
 		n++;
 		double ls = num(&r, (size_t)js, "frac_lost"), l1 = num(&r, (size_t)j1, "frac_lost");
 		double os = num(&r, (size_t)js, "frac_overflow");
-		nm_buf_printf(&x->num,
-		              "- magnitude %g: bf16 unscaled loses %.3g of the gradients; fp16 loses "
-		              "%.3g unscaled and %.3g at S = %g (%.3g overflowed)\n",
-		              mag, lb, l1, ls, big_s, os);
+		nm_buf_printf(
+		    &x->num,
+		    "- magnitude %g: bf16 unscaled loses %.3g of the gradients; fp16 loses "
+		    "%.3g unscaled and %.3g at S = %g (%.3g overflowed)\n",
+		    mag, lb, l1, ls, big_s, os);
 		fine += lb <= ls || !(os == 0);
 		worst_b = fmax(worst_b, lb);
 		worst_h1 = fmax(worst_h1, l1);
@@ -1672,16 +1693,18 @@ static cl_verdict claim16(cl_ctx *x)
 	}
 	unload(&r);
 	if (!n) {
-		snprintf(x->missing, sizeof x->missing, "the case needs %s at S = 1 and %s", pb, ph);
+		snprintf(x->missing, sizeof x->missing, "the case needs %s at S = 1 and %s", pb,
+		         ph);
 		return V_UNSETTLED;
 	}
-	nm_buf_printf(&x->why,
-	              "bf16 has fp32's exponent range, so at these magnitudes its unscaled "
-	              "gradients lose at most %.3g to underflow, against %.3g for fp16 unscaled and "
-	              "%.3g for fp16 with loss scaling: bf16 unscaled loses no more than scaled "
-	              "fp16 at %zu of %zu magnitudes. Scaling cannot buy bf16 precision: its 8 "
-	              "significant bits are the same at any scale. ",
-	              worst_b, worst_h1, worst_hs, fine, n);
+	nm_buf_printf(
+	    &x->why,
+	    "bf16 has fp32's exponent range, so at these magnitudes its unscaled "
+	    "gradients lose at most %.3g to underflow, against %.3g for fp16 unscaled and "
+	    "%.3g for fp16 with loss scaling: bf16 unscaled loses no more than scaled "
+	    "fp16 at %zu of %zu magnitudes. Scaling cannot buy bf16 precision: its 8 "
+	    "significant bits are the same at any scale. ",
+	    worst_b, worst_h1, worst_hs, fine, n);
 	return fine == n ? V_TRUE : fine == 0 ? V_FALSE : V_PARTLY;
 }
 
@@ -1691,7 +1714,8 @@ static cl_verdict claim22(cl_ctx *x)
 	if (!load(x, 22, NULL, &r))
 		return V_UNSETTLED;
 	/* the policies with fp16 arithmetic: what "RMSNorm in fp16" computes */
-	const char *pols[] = {"storage=fp16", "storage=fp16,accum=fp32", "storage=fp16,compute=fp32"};
+	const char *pols[] = {"storage=fp16", "storage=fp16,accum=fp32",
+	                      "storage=fp16,compute=fp32"};
 	const char *vars[] = {"plain", "fp32stats"};
 	size_t f16 = 0, at256 = 0, ovf = 0;
 	for (int v = 0; v < 2; v++)
@@ -1711,11 +1735,14 @@ static cl_verdict claim22(cl_ctx *x)
 				if (match(&r, i, vars[v], pols[p]))
 					top = fmax(top, axis(&r, i, 0));
 			if (isnan(bad))
-				nm_buf_printf(&x->num, "- %s, `%s`: no overflow up to sd %g\n", vars[v],
-				              pols[p], top);
+				nm_buf_printf(&x->num, "- %s, `%s`: no overflow up to sd %g\n",
+				              vars[v], pols[p], top);
 			else
-				nm_buf_printf(&x->num, "- %s, `%s`: overflows from sd %.6g (%s; %.6g is fine)\n",
-				              vars[v], pols[p], bad, t >= 0 ? "bisected" : "grid bracket", ok);
+				nm_buf_printf(
+				    &x->num,
+				    "- %s, `%s`: overflows from sd %.6g (%s; %.6g is fine)\n",
+				    vars[v], pols[p], bad, t >= 0 ? "bisected" : "grid bracket",
+				    ok);
 			if (v == 0 && p < 2) {
 				f16++;
 				ovf += !isnan(bad);
@@ -1742,7 +1769,8 @@ static cl_verdict claim23(cl_ctx *x)
 	cl_res r;
 	if (!h || !load(x, 23, NULL, &r))
 		return V_UNSETTLED;
-	const char *pols[] = {"storage=fp16", "storage=fp16,compute=fp32", "storage=fp32,state=fp16"};
+	const char *pols[] = {"storage=fp16", "storage=fp16,compute=fp32",
+	                      "storage=fp32,state=fp16"};
 	const char *what[] = {"fp16 arithmetic", "fp16 tensors, fp32 opmath (PyTorch)",
 	                      "fp32 weights, fp16 state"};
 	/* per policy at eps = 1e-8: eps as the arithmetic sees it, and whether
@@ -1773,8 +1801,9 @@ static cl_verdict claim23(cl_ctx *x)
 		}
 	unload(&r);
 	if (!seen[0] || !seen[1] || !seen[2]) {
-		snprintf(x->missing, sizeof x->missing, "the case needs eps = 1e-8 under %s, %s and %s",
-		         pols[0], pols[1], pols[2]);
+		snprintf(x->missing, sizeof x->missing,
+		         "the case needs eps = 1e-8 under %s, %s and %s", pols[0], pols[1],
+		         pols[2]);
 		return V_UNSETTLED;
 	}
 	/* zero in effect: the scalar is 0, or the step breaks at 1e-8 and not

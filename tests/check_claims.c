@@ -370,7 +370,8 @@ static void gs_series(const char *name, const double *scale, const int *skipped,
 	ck_assert_ptr_nonnull(f);
 	fprintf(f, "%s\n", S9_HDR);
 	for (size_t i = 0; i < n; i++) {
-		fprintf(f, "%s,gradscaler,pytorch,storage=fp16,1,fast,scale,%zu,%g\n", name, i, scale[i]);
+		fprintf(f, "%s,gradscaler,pytorch,storage=fp16,1,fast,scale,%zu,%g\n", name, i,
+		        scale[i]);
 		fprintf(f, "%s,gradscaler,pytorch,storage=fp16,1,fast,skipped,%zu,%d\n", name, i,
 		        skipped[i]);
 		fprintf(f, "%s,gradscaler,pytorch,storage=fp16,1,fast,lost,%zu,%g\n", name, i,
@@ -422,20 +423,23 @@ END_TEST
 
 START_TEST(claim11_batchnorm)
 {
-	csv("bn_tiny_var", R11_HDR, "bn_tiny_var,batchnorm,twopass,storage=fp16,0.0001,fast,ok,,0.1",
+	csv("bn_tiny_var", R11_HDR,
+	    "bn_tiny_var,batchnorm,twopass,storage=fp16,0.0001,fast,ok,,0.1",
 	    "bn_tiny_var,batchnorm,eval,storage=fp16,300,fast,inf,norm,65376", NULL);
 	verdict(11, "partly");
-	csv("bn_tiny_var", R11_HDR, "bn_tiny_var,batchnorm,twopass,storage=fp16,0.0001,fast,inf,norm,0",
+	csv("bn_tiny_var", R11_HDR,
+	    "bn_tiny_var,batchnorm,twopass,storage=fp16,0.0001,fast,inf,norm,0",
 	    "bn_tiny_var,batchnorm,eval,storage=fp16,300,fast,inf,norm,65376", NULL);
 	verdict(11, "true");
-	csv("bn_tiny_var", R11_HDR, "bn_tiny_var,batchnorm,twopass,storage=fp16,0.0001,fast,ok,,0.1",
+	csv("bn_tiny_var", R11_HDR,
+	    "bn_tiny_var,batchnorm,twopass,storage=fp16,0.0001,fast,ok,,0.1",
 	    "bn_tiny_var,batchnorm,eval,storage=fp16,300,fast,ok,,900", NULL);
 	verdict(11, "false");
 }
 END_TEST
 
-#define R12_HDR                                                                                \
-	"case,kernel,variant,policy,X,backend,status,w.rel_err,lost.maxabs,vzero.maxabs,"      \
+#define R12_HDR                                                                                    \
+	"case,kernel,variant,policy,X,backend,status,w.rel_err,lost.maxabs,vzero.maxabs,"          \
 	"nonfinite.maxabs"
 
 START_TEST(claim12_o2)
@@ -511,14 +515,18 @@ END_TEST
 START_TEST(claim16_bf16)
 {
 	csv("bf16_unscaled", R16_HDR,
-	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",1,1e-06,fast,underflow,0.09,0",
+	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",1,1e-06,fast,underflow,0."
+	    "09,0",
 	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",65536,1e-06,fast,ok,0,0",
-	    "bf16_unscaled,backward,maxsub,\"storage=bf16,compute=fp32\",1,1e-06,fast,ok,0,0", NULL);
+	    "bf16_unscaled,backward,maxsub,\"storage=bf16,compute=fp32\",1,1e-06,fast,ok,0,0",
+	    NULL);
 	verdict(16, "true");
 	csv("bf16_unscaled", R16_HDR,
-	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",1,1e-06,fast,underflow,0.09,0",
+	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",1,1e-06,fast,underflow,0."
+	    "09,0",
 	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",65536,1e-06,fast,ok,0,0",
-	    "bf16_unscaled,backward,maxsub,\"storage=bf16,compute=fp32\",1,1e-06,fast,underflow,0.1,0",
+	    "bf16_unscaled,backward,maxsub,\"storage=bf16,compute=fp32\",1,1e-06,fast,underflow,0."
+	    "1,0",
 	    NULL);
 	verdict(16, "false");
 }

@@ -39,12 +39,23 @@ static const char *const statements[NM_CLAIMS_N] = {
 	"BF16 cannot overflow where FP32 does not, and is better than FP16 in every way.",
 	"Sums accumulated in FP16 stop growing; FP32 accumulation fixes it.",
 	"FP8 E4M3 needs per-tensor scaling to train; MX block scaling removes overflow entirely.",
-	[16] = "MX with the OCP floor rule overflows or clips where rounding the scale up does not.",
+	"Conservative GradScaler settings (init 2048, growth 1.5, interval 1000) prevent the NaNs "
+	"the defaults hit.",
+	"BCE-with-logits near ±100: FP16 can't represent e^100; .float() before the loss fixes it.",
+	"Batch norm with a tiny variance and eps 1e-5 produces values above 65504 in FP16.",
+	"Run the model in FP32 and only the optimizer state in FP16: what Apex's O2 mode does.",
+	"GradScaler's default initial scale 65536 is close to FP16's maximum.",
+	"einsum left in FP16 overflows.",
+	"Gradient checkpointing recomputes in FP16 and can overflow where the forward did not.",
+	"BF16 needs no loss scaling.",
+	 "MX with the OCP floor rule overflows or clips where rounding the scale up does not.",
 	"NVFP4's E4M3 block scales with 16-element blocks are more accurate than MXFP4's E8M0 "
 	"with 32.",
 	"The random Hadamard transform helps NVFP4 on outlier-heavy tensors.",
 	"Stochastic rounding with n random bits is unbiased.",
 	"The E8M0 scale 2^-127 is lost under flush-to-zero.",
+	"RMSNorm in fp16 overflows from a row RMS of 256.",
+	"Adam's eps = 1e-8 is zero in fp16.",
 };
 /* NOLINTEND(bugprone-suspicious-missing-comma) */
 
@@ -86,7 +97,7 @@ int nm_claims_check(const nm_case *c, char *err, size_t errlen)
 		}
 		if (strcmp(k->key, "id") == 0 && claim_id(c) < 0) {
 			snprintf(err, errlen,
-			         "%s:%d: key 'id': '%s' is not a claim number 1..8 or 17..21", c->path,
+			         "%s:%d: key 'id': '%s' is not a claim number 1..23", c->path,
 			         k->line, k->value ? k->value : "");
 			return -1;
 		}
@@ -1129,9 +1140,698 @@ static cl_verdict claim21(cl_ctx *x)
 	return V_TRUE;
 }
 
+/* ---- claims 9–16, 22, 23: training kernels ---- */
+
+/* The first fast row of variant and policy at axis values a0 (and a1 when
+ * not NAN); -1 when none. */
+static long row_vp(const cl_res *r, const char *variant, const char *policy, double a0, double a1)
+{
+	for (size_t i = 0; i < nrows(r); i++)
+		if (match(r, i, variant, policy) && axis(r, i, 0) == a0 &&
+		    (isnan(a1) || axis(r, i, 1) == a1))
+			return (long)i;
+	return -1;
+}
+
+/* One gradscaler trajectory from a case's series CSV: the fast backend's
+ * scale, skipped and lost per step at axis value g0. */
+typedef struct {
+	size_t n, skips, uf_steps, isolated, recovered, never;
+	double rec_sum, rec_max;
+} cl_gs;
+
+static bool gs_traj(cl_ctx *x, const cl_res *r, double g0, cl_gs *o)
+{
+	memset(o, 0, sizeof *o);
+	char path[1024], err[512];
+	snprintf(path, sizeof path, "%s/%s-series.csv", x->dir, r->c->name);
+	nm_csv s;
+	if (nm_csv_read(path, &s, err, sizeof err)) {
+		snprintf(x->missing, sizeof x->missing, "%s", err);
+		return false;
+	}
+	int cb = nm_csv_col(&s, "backend"), co = nm_csv_col(&s, "output"),
+	    ci = nm_csv_col(&s, "index"), cv = nm_csv_col(&s, "value"),
+	    ca = r->c->naxes ? nm_csv_col(&s, r->c->axes[0].name) : -1;
+	size_t cap = s.nrec;
+	double *sc = calloc(cap, sizeof *sc), *sk = calloc(cap, sizeof *sk),
+	       *lo = calloc(cap, sizeof *lo);
+	bool ok = sc && sk && lo && cb >= 0 && co >= 0 && ci >= 0 && cv >= 0 && ca >= 0;
+	for (size_t i = 0; ok && i + 1 < s.nrec; i++) {
+		if (strcmp(nm_csv_get(&s, i, cb), "fast") != 0 ||
+		    nm_csv_num(nm_csv_get(&s, i, ca)) != g0)
+			continue;
+		double k = nm_csv_num(nm_csv_get(&s, i, ci)), v = nm_csv_num(nm_csv_get(&s, i, cv));
+		const char *out = nm_csv_get(&s, i, co);
+		if (!(k >= 0 && k < (double)cap))
+			continue;
+		size_t j = (size_t)k;
+		if (strcmp(out, "scale") == 0) {
+			sc[j] = v;
+			o->n = j + 1 > o->n ? j + 1 : o->n;
+		} else if (strcmp(out, "skipped") == 0)
+			sk[j] = v;
+		else if (strcmp(out, "lost") == 0)
+			lo[j] = v;
+	}
+	nm_csv_free(&s);
+	for (size_t t = 0; ok && t < o->n; t++) {
+		o->skips += sk[t] != 0;
+		o->uf_steps += lo[t] > 0;
+		/* recovery after an isolated skip (a spike after a clean step):
+		 * steps until the scale is back where the skipped step ran */
+		if (sk[t] == 0 || t == 0 || sk[t - 1] != 0)
+			continue;
+		o->isolated++;
+		size_t k = t + 1;
+		while (k < o->n && sc[k] < sc[t])
+			k++;
+		if (k == o->n) {
+			o->never++;
+			continue;
+		}
+		o->recovered++;
+		o->rec_sum += (double)(k - t);
+		o->rec_max = fmax(o->rec_max, (double)(k - t));
+	}
+	free(sc);
+	free(sk);
+	free(lo);
+	if (!ok || !o->n)
+		snprintf(x->missing, sizeof x->missing,
+		         "no fast scale series at g0 = %g in %s-series.csv", g0, r->c->name);
+	return ok && o->n;
+}
+
+static cl_verdict claim9(cl_ctx *x)
+{
+	cl_res d, c;
+	if (!load(x, 9, "default", &d))
+		return V_UNSETTLED;
+	if (!load(x, 9, "conservative", &c)) {
+		unload(&d);
+		return V_UNSETTLED;
+	}
+	size_t sd = 0, sc = 0, ud = 0, uc = 0, nstreams = 0, nrec[2] = {0, 0};
+	double rec[2] = {0, 0};
+	bool ok = true;
+	for (size_t i = 0; ok && i < nrows(&d); i++) {
+		if (!match(&d, i, NULL, NULL))
+			continue;
+		double g0 = axis(&d, i, 0);
+		cl_gs a, b;
+		ok = gs_traj(x, &d, g0, &a) && gs_traj(x, &c, g0, &b);
+		if (!ok)
+			break;
+		nstreams++;
+		sd += a.skips;
+		sc += b.skips;
+		ud += a.uf_steps;
+		uc += b.uf_steps;
+		const cl_gs *g[2] = {&a, &b};
+		for (int k = 0; k < 2; k++) {
+			rec[k] += g[k]->rec_sum;
+			nrec[k] += g[k]->recovered;
+			nm_buf_printf(&x->num,
+			              "- g0 = %g, %s: %zu of %zu steps skipped; %zu steps ran at a "
+			              "scale that stored some gradients as 0",
+			              g0, k ? "conservative" : "defaults", g[k]->skips, g[k]->n,
+			              g[k]->uf_steps);
+			if (g[k]->recovered)
+				nm_buf_printf(
+				    &x->num,
+				    "; after %zu isolated skips the scale was back in %.0f "
+				    "steps on average (at most %.0f)",
+				    g[k]->recovered, g[k]->rec_sum / (double)g[k]->recovered,
+				    g[k]->rec_max);
+			if (g[k]->never)
+				nm_buf_printf(&x->num, "; %zu skips never recovered within the run",
+				              g[k]->never);
+			nm_buf_printf(&x->num, "\n");
+		}
+	}
+	unload(&d);
+	unload(&c);
+	if (!ok || !nstreams)
+		return V_UNSETTLED;
+	nm_buf_printf(&x->why,
+	              "Over the same %zu gradient streams the defaults skipped %zu steps and the "
+	              "conservative settings %zu. ",
+	              nstreams, sd, sc);
+	if (sc)
+		nm_buf_printf(
+		    &x->why,
+		    "A spike overflows fp16 at any scale GradScaler would use, so such steps "
+		    "are skipped (found_inf) under both settings: what the lower start "
+		    "saves is the defaults' first few steps at 65536, not the spikes. ");
+	nm_buf_printf(&x->why,
+	              "The price of the lower scale is underflow: steps at a scale that stored "
+	              "some gradients as 0 number %zu with the conservative settings against %zu "
+	              "with the defaults. ",
+	              uc, ud);
+	if (nrec[0] && nrec[1])
+		nm_buf_printf(
+		    &x->why,
+		    "After a spike the scale is back where it was in %.0f steps on average "
+		    "with the defaults (one growth by 2 after 2000 clean steps) and %.0f with "
+		    "the conservative settings (two growths by 1.5, 1000 steps apart: 0.5 · "
+		    "1.5² = 1.125); a spike within that time resets the count, so each spike "
+		    "costs a long stretch at half the scale. ",
+		    rec[0] / (double)nrec[0], rec[1] / (double)nrec[1]);
+	nm_buf_printf(&x->why, "A skipped step is not a NaN in the weights: the skip is what "
+	                       "keeps the NaN out. ");
+	return sc == 0 && sd > 0 ? V_TRUE : sc < sd ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim10(cl_ctx *x)
+{
+	const emu_format *h = emu_format_by_name("fp16"), *s = emu_format_by_name("fp32");
+	cl_res r;
+	if (!h || !s || !load(x, 10, NULL, &r))
+		return V_UNSETTLED;
+	const char *p16 = "storage=fp16", *p32 = "storage=fp16,compute=fp32";
+	const char *vars[] = {"naive", "stable"};
+	/* per variant and policy: failures at |x| = 100 and at |x| = 10 */
+	size_t bad100[2][2] = {{0}}, bad10[2][2] = {{0}}, seen = 0;
+	for (int v = 0; v < 2; v++)
+		for (int p = 0; p < 2; p++) {
+			nm_buf_printf(&x->num, "- %s, `%s`:", vars[v], p ? p32 : p16);
+			for (size_t i = 0; i < nrows(&r); i++) {
+				if (!match(&r, i, vars[v], p ? p32 : p16))
+					continue;
+				double xv = axis(&r, i, 0), y = axis(&r, i, 1);
+				int st = status(&r, i);
+				seen++;
+				nm_buf_printf(
+				    &x->num, " x = %g, y = %g: %s%s%s%s;", xv, y, stname(st),
+				    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")) ? " (first "
+				                                                       : "",
+				    nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")),
+				    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")) ? ")" : "");
+				if (overflowed(st))
+					(fabs(xv) >= 100 ? bad100 : bad10)[v][p]++;
+			}
+			nm_buf_printf(&x->num, "\n");
+		}
+	unload(&r);
+	if (!seen) {
+		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s",
+		         p16, p32);
+		return V_UNSETTLED;
+	}
+	double ln_h = log(h->max), ln_s = log(s->max);
+	nm_buf_printf(&x->num,
+	              "- descriptors: e^x overflows fp16 from x = ln(%.9g) = %.4g and fp32 from "
+	              "x = ln(%.9g) = %.4g\n",
+	              h->max, ln_h, s->max, ln_s);
+	/* A: fp16 cannot hold e^100 and the naive loss breaks there in fp16 */
+	bool a = 100 > ln_h && bad100[0][0] > 0;
+	/* B: .float() makes the loss finite at ±100 (the naive formula the
+	 * statement blames, since the stable one needs no exponential that large) */
+	bool b = bad100[0][1] == 0;
+	nm_buf_printf(&x->why,
+	              "e^100 ≈ 2.7e43 is beyond fp16 (e^x overflows from x ≈ %.3g) %s: fp32's "
+	              "exponentials overflow from x ≈ %.3g. So `.float()` %s the naive formula at "
+	              "±100 (%zu of its fp32-arithmetic points there overflow or give NaN, %zu in "
+	              "fp16). PyTorch's `binary_cross_entropy_with_logits` computes max(x, 0) − "
+	              "x·y + log1p(exp(−|x|)), whose exponential is at most 1: it %s in fp16 "
+	              "arithmetic already. ",
+	              ln_h, 100 > ln_s ? "and beyond fp32 too" : "but not fp32", ln_s,
+	              b ? "rescues" : "does not rescue", bad100[0][1], bad100[0][0],
+	              bad100[1][0] || bad10[1][0] ? "still overflowed here"
+	                                          : "never overflowed here");
+	return a && b ? V_TRUE : a || b ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim11(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 11, NULL, &r))
+		return V_UNSETTLED;
+	double lim = emu_format_by_name("fp16")->max;
+	/* a tiny batch variance: below eps (sd below sqrt(1e-5)) */
+	double tiny_sd = sqrt(1e-5);
+	bool train_big = false, eval_big = false, seen_t = false, seen_e = false;
+	double train_ymax = 0, eval_first = NAN;
+	for (size_t i = 0; i < nrows(&r); i++) {
+		if (!match(&r, i, NULL, NULL))
+			continue;
+		const char *v = nm_csv_get(&r.t, i, r.cv);
+		bool ev = strcmp(v, "eval") == 0;
+		double sd = axis(&r, i, 0), y = num(&r, i, "y.maxabs");
+		int st = status(&r, i);
+		bool big = y > lim || overflowed(st);
+		nm_buf_printf(
+		    &x->num, "- %s, `%s`, input sd %g: status %s, largest finite |y| %.6g%s%s\n", v,
+		    nm_csv_get(&r.t, i, r.cp), sd, stname(st), y,
+		    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")) ? ", first failing step "
+		                                                         : "",
+		    nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
+		if (ev) {
+			seen_e = true;
+			if (big && !(eval_first <= sd))
+				eval_first = sd;
+			eval_big |= big;
+		} else if (sd <= tiny_sd) {
+			seen_t = true;
+			train_big |= big;
+			train_ymax = fmax(train_ymax, isnan(y) ? 0 : y);
+		}
+	}
+	unload(&r);
+	if (!seen_t || !seen_e) {
+		snprintf(x->missing, sizeof x->missing,
+		         "the case needs twopass at an sd below %.3g and eval", tiny_sd);
+		return V_UNSETTLED;
+	}
+	nm_buf_printf(&x->why,
+	              "Training mode (the batch's own variance, variance below eps): the largest "
+	              "|y| is %.6g, %s. Samuelson's inequality bounds |x − mean| by sqrt((N − "
+	              "1)·var), so |y| < sqrt(N − 1) whatever var and eps are. Eval mode, with a "
+	              "running variance of 1e-8 left behind: %s",
+	              train_ymax, train_big ? "yet it overflowed" : "nowhere near 65504",
+	              eval_big ? "" : "no overflow here. ");
+	if (eval_big)
+		nm_buf_printf(&x->why,
+		              "invstd = 1/sqrt(1e-8 + eps) ≈ 316, so an input more than about 207 "
+		              "from the running mean overflows fp16 (here from input sd %g). The "
+		              "statement holds for eval mode (a running variance), not for the "
+		              "training step. ",
+		              eval_first);
+	return train_big && eval_big ? V_TRUE : eval_big || train_big ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim12(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 12, NULL, &r))
+		return V_UNSETTLED;
+	static const char *const cols[] = {"w.rel_err", "lost.maxabs", "vzero.maxabs",
+	                                   "nonfinite.maxabs"};
+	const char *pol[] = {"storage=fp32", "storage=fp32,state=fp16", "storage=fp32,grad=fp16",
+	                     "storage=fp16,compute=fp32,state=fp32"};
+	const char *what[] = {
+	    "all fp32", "the statement's: fp32 weights, fp16 state",
+	    "Apex O2's: fp16 model (fp16 gradients), fp32 master weights and state",
+	    "fp16 master weights (and gradients), fp32 state and arithmetic"};
+	if (!need_cols(x, &r, cols, 4)) {
+		unload(&r);
+		return V_UNSETTLED;
+	}
+	size_t n = 0, same = 0;
+	double cost_state = 0, cost_master = 0, vz_state = 0, lost_master = 0, nf_state = 0;
+	for (size_t i = 0; i < nrows(&r); i++) {
+		if (!match(&r, i, NULL, pol[0]))
+			continue;
+		double X = axis(&r, i, 0);
+		long j[4];
+		bool all = true;
+		for (int p = 0; p < 4; p++)
+			all &= (j[p] = row_vp(&r, NULL, pol[p], X, NAN)) >= 0;
+		if (!all)
+			continue;
+		n++;
+		for (int p = 0; p < 4; p++) {
+			size_t k = (size_t)j[p];
+			nm_buf_printf(
+			    &x->num,
+			    "- |g| < %g, %s (`%s`): weights' relative error %.3g, updates "
+			    "lost %.3g, v underflowed %.3g, non-finite updates %.0f\n",
+			    X, what[p], pol[p], num(&r, k, "w.rel_err"), num(&r, k, "lost.maxabs"),
+			    num(&r, k, "vzero.maxabs"), num(&r, k, "nonfinite.maxabs"));
+		}
+		double e1 = num(&r, (size_t)j[1], "w.rel_err"),
+		       e2 = num(&r, (size_t)j[2], "w.rel_err");
+		/* the statement's setup gives O2's numbers (within 1 %) */
+		same += e1 == e2 || (isfinite(e1) && isfinite(e2) &&
+		                     fabs(e1 - e2) <= 0.01 * fmax(fabs(e1), fabs(e2)));
+		cost_state = fmax(cost_state, e1);
+		cost_master = fmax(cost_master, num(&r, (size_t)j[3], "w.rel_err"));
+		vz_state = fmax(vz_state, num(&r, (size_t)j[1], "vzero.maxabs"));
+		nf_state = fmax(nf_state, num(&r, (size_t)j[1], "nonfinite.maxabs"));
+		lost_master = fmax(lost_master, num(&r, (size_t)j[3], "lost.maxabs"));
+	}
+	unload(&r);
+	if (!n) {
+		snprintf(x->missing, sizeof x->missing,
+		         "the case needs the policies %s, %s, %s and %s", pol[0], pol[1], pol[2],
+		         pol[3]);
+		return V_UNSETTLED;
+	}
+	nm_buf_printf(&x->why,
+	              "Apex O2 casts the model to fp16 and keeps fp32 master weights for the "
+	              "optimizer (FACTS §6b): the opposite placement. The statement's setup gives "
+	              "O2's weights at %zu of %zu gradient magnitudes. What each half of fp16 "
+	              "costs: fp16 state loses v to underflow (up to %.3g %% of the entries; %.0f "
+	              "non-finite updates) and leaves the weights with a relative error up to "
+	              "%.3g (denom, a tensor of v's dtype, is 0 where v is); fp16 master weights "
+	              "drop up to %.3g %% of the updates (below half an ulp "
+	              "of the weight) and end with an error up to %.3g. ",
+	              same, n, 100 * vz_state, nf_state, cost_state, 100 * lost_master,
+	              cost_master);
+	return same == n ? V_TRUE : same == 0 ? V_FALSE : V_PARTLY;
+}
+
+static cl_verdict claim13(cl_ctx *x)
+{
+	const emu_format *h = emu_format_by_name("fp16");
+	cl_res r;
+	if (!h || !load(x, 13, NULL, &r))
+		return V_UNSETTLED;
+	const char *pols[] = {"storage=fp32", "storage=fp16,compute=fp32", "storage=fp16"};
+	bool bad16 = false, seen = false, bad32 = false;
+	for (size_t i = 0; i < nrows(&r); i++)
+		for (int p = 0; p < 3; p++)
+			if (match(&r, i, NULL, pols[p])) {
+				double s = axis(&r, i, 0);
+				int st = status(&r, i);
+				nm_buf_printf(&x->num,
+				              "- S = %.9g, `%s`: status %s, scaled loss %.9g\n", s,
+				              pols[p], stname(st), num(&r, i, "grad.maxabs"));
+				if (s == 65536) {
+					seen = true;
+					if (p == 0)
+						bad32 |= overflowed(st);
+					else
+						bad16 |= overflowed(st);
+				}
+			}
+	unload(&r);
+	if (!seen) {
+		snprintf(x->missing, sizeof x->missing, "the case needs S = 65536");
+		return V_UNSETTLED;
+	}
+	double thr = ovf_threshold(h), gap = 65536 / h->max - 1;
+	nm_buf_printf(&x->num,
+	              "- fp16 (descriptor): largest finite %.9g, values round to inf from %.9g\n",
+	              h->max, thr);
+	/* close: within 2 % of the largest value; below: a 65536 held in fp16
+	 * stays finite (measured, not read off the descriptor) */
+	bool close = gap < 0.02, below = !bad16;
+	nm_buf_printf(&x->why,
+	              "65536 is %.3g %% from fp16's largest value %.9g, but on the other side: %s "
+	              "(it rounds to inf from %.9g). A scaled loss of 1 held in fp16 %s; held in "
+	              "fp32, as GradScaler keeps the scale and autocast the loss, it %s. ",
+	              100 * gap, h->max,
+	              65536 < thr ? "it is an fp16 value"
+	                          : "it is not an fp16 value, 2^16 is fp16's inf",
+	              thr, bad16 ? "is inf at S = 65536" : "stays finite",
+	              bad32 ? "overflows too" : "is exactly 65536");
+	return close && below ? V_TRUE : close || below ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim14(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 14, NULL, &r))
+		return V_UNSETTLED;
+	const char *p16 = "storage=fp16,compute=fp32", *pb = "storage=bf16,compute=fp32";
+	size_t n = 0, bad = 0, badb = 0;
+	double first = NAN, last_ok = NAN, c_ok = NAN;
+	char step[64] = "";
+	for (size_t i = 0; i < nrows(&r); i++) {
+		bool h = match(&r, i, NULL, p16), b = match(&r, i, NULL, pb);
+		if (!h && !b)
+			continue;
+		int st = status(&r, i);
+		double X = axis(&r, i, 0), c = num(&r, i, "c.maxabs");
+		nm_buf_printf(
+		    &x->num, "- input sd %g, `%s`: status %s, largest finite |c| %.6g%s%s\n", X,
+		    h ? p16 : pb, stname(st), c,
+		    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")) ? ", first failing step "
+		                                                         : "",
+		    nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
+		if (b) {
+			badb += overflowed(st);
+			continue;
+		}
+		n++;
+		if (overflowed(st)) {
+			if (!bad++) {
+				first = X;
+				snprintf(step, sizeof step, "%s",
+				         nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
+			}
+		} else {
+			last_ok = X;
+			c_ok = c;
+		}
+	}
+	unload(&r);
+	if (!n) {
+		snprintf(x->missing, sizeof x->missing, "the case needs the policy %s", p16);
+		return V_UNSETTLED;
+	}
+	nm_buf_printf(&x->why,
+	              "Under autocast an einsum is a GEMM on fp16 operands that accumulates in "
+	              "fp32 and stores fp16. Here it overflows at %zu of %zu input magnitudes",
+	              bad, n);
+	if (bad)
+		nm_buf_printf(
+		    &x->why,
+		    ", from sd %g on (first failing step `%s`): the fp32 sum is finite and "
+		    "only the stored result, beyond 65504, is not. Up to sd %g the largest "
+		    "|c| is %.6g",
+		    first, step, last_ok, c_ok);
+	nm_buf_printf(&x->why,
+	              ". With bf16 storage it overflows at %zu. So it overflows when its results "
+	              "exceed 65504, not because the sum is formed in fp16. ",
+	              badb);
+	return bad == n ? V_TRUE : bad == 0 ? V_FALSE : V_PARTLY;
+}
+
+static cl_verdict claim15(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 15, NULL, &r))
+		return V_UNSETTLED;
+	const char *fw = "storage=fp16,compute=fp32", *rc = "storage=fp16";
+	size_t pairs = 0, fresh = 0;
+	double first = NAN;
+	const char *firstv = "";
+	for (size_t i = 0; i < nrows(&r); i++) {
+		if (!match(&r, i, NULL, fw))
+			continue;
+		const char *v = nm_csv_get(&r.t, i, r.cv);
+		double L = axis(&r, i, 0);
+		long j = row_vp(&r, v, rc, L, NAN);
+		if (j < 0)
+			continue;
+		pairs++;
+		int a = status(&r, i), b = status(&r, (size_t)j);
+		nm_buf_printf(&x->num,
+		              "- %s, largest |logit| %g: forward (`%s`) %s; recomputed (`%s`) %s\n",
+		              v, L, fw, stname(a), rc, stname(b));
+		if (!overflowed(a) && overflowed(b)) {
+			fresh++;
+			if (!(first <= L)) {
+				first = L;
+				firstv = strcmp(v, "naive") == 0 ? "naive" : "lse";
+			}
+		}
+	}
+	unload(&r);
+	if (!pairs) {
+		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", fw,
+		         rc);
+		return V_UNSETTLED;
+	}
+	nm_buf_printf(&x->why,
+	              "Recomputed under the forward's own policy, a deterministic kernel gives the "
+	              "forward's outputs bit for bit (nanmap run --recompute with the same "
+	              "policy reports no difference), and torch.utils.checkpoint restores the "
+	              "forward's autocast state, so that is what it does. Recomputed with fp16 "
+	              "arithmetic instead, %zu of %zu points overflow where the forward did not",
+	              fresh, pairs);
+	if (fresh)
+		nm_buf_printf(&x->why, " (from a largest |logit| of %g, %s)", first, firstv);
+	nm_buf_printf(&x->why, ". It can happen only when the recomputation runs in another "
+	                       "precision than the forward. ");
+	return fresh ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim16(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 16, NULL, &r))
+		return V_UNSETTLED;
+	static const char *const cols[] = {"frac_lost", "frac_overflow"};
+	const char *ph = "storage=fp16,compute=fp32", *pb = "storage=bf16,compute=fp32";
+	if (!need_cols(x, &r, cols, 2) || r.c->naxes != 2) {
+		if (!*x->missing)
+			snprintf(x->missing, sizeof x->missing,
+			         "case %s needs axes S and magnitude", r.c->name);
+		unload(&r);
+		return V_UNSETTLED;
+	}
+	size_t n = 0, fine = 0;
+	double worst_b = 0, worst_h1 = 0, worst_hs = 0, big_s = 0;
+	for (size_t i = 0; i < nrows(&r); i++) {
+		if (!match(&r, i, NULL, pb) || axis(&r, i, 0) != 1)
+			continue;
+		double mag = axis(&r, i, 1), lb = num(&r, i, "frac_lost");
+		/* fp16 with the largest scale on the axis, and unscaled */
+		long js = -1, j1 = row_vp(&r, NULL, ph, 1, mag);
+		for (size_t k = 0; k < nrows(&r); k++)
+			if (match(&r, k, NULL, ph) && axis(&r, k, 1) == mag &&
+			    axis(&r, k, 0) >= big_s) {
+				big_s = axis(&r, k, 0);
+				js = (long)k;
+			}
+		if (js < 0 || j1 < 0)
+			continue;
+		n++;
+		double ls = num(&r, (size_t)js, "frac_lost"), l1 = num(&r, (size_t)j1, "frac_lost");
+		double os = num(&r, (size_t)js, "frac_overflow");
+		nm_buf_printf(
+		    &x->num,
+		    "- magnitude %g: bf16 unscaled loses %.3g of the gradients; fp16 loses "
+		    "%.3g unscaled and %.3g at S = %g (%.3g overflowed)\n",
+		    mag, lb, l1, ls, big_s, os);
+		fine += lb <= ls || !(os == 0);
+		worst_b = fmax(worst_b, lb);
+		worst_h1 = fmax(worst_h1, l1);
+		worst_hs = fmax(worst_hs, ls);
+	}
+	unload(&r);
+	if (!n) {
+		snprintf(x->missing, sizeof x->missing, "the case needs %s at S = 1 and %s", pb,
+		         ph);
+		return V_UNSETTLED;
+	}
+	nm_buf_printf(
+	    &x->why,
+	    "bf16 has fp32's exponent range, so at these magnitudes its unscaled "
+	    "gradients lose at most %.3g to underflow, against %.3g for fp16 unscaled and "
+	    "%.3g for fp16 with loss scaling: bf16 unscaled loses no more than scaled "
+	    "fp16 at %zu of %zu magnitudes. Scaling cannot buy bf16 precision: its 8 "
+	    "significant bits are the same at any scale. ",
+	    worst_b, worst_h1, worst_hs, fine, n);
+	return fine == n ? V_TRUE : fine == 0 ? V_FALSE : V_PARTLY;
+}
+
+static cl_verdict claim22(cl_ctx *x)
+{
+	cl_res r;
+	if (!load(x, 22, NULL, &r))
+		return V_UNSETTLED;
+	/* the policies with fp16 arithmetic: what "RMSNorm in fp16" computes */
+	const char *pols[] = {"storage=fp16", "storage=fp16,accum=fp32",
+	                      "storage=fp16,compute=fp32"};
+	const char *vars[] = {"plain", "fp32stats"};
+	size_t f16 = 0, at256 = 0, ovf = 0;
+	for (int v = 0; v < 2; v++)
+		for (int p = 0; p < 3; p++) {
+			double ok, bad;
+			grid_first(&r, vars[v], pols[p], overflowed, &ok, &bad);
+			long t = -1;
+			const char *evs[] = {"inf", "overflow", "nan"};
+			for (int k = 0; k < 3 && t < 0 && !isnan(bad); k++)
+				t = thr_find(x, r.c, vars[v], pols[p], r.c->axes[0].name, evs[k]);
+			if (t >= 0) {
+				ok = thr_num(x, t, "last_ok");
+				bad = thr_num(x, t, "first_bad");
+			}
+			double top = 0;
+			for (size_t i = 0; i < nrows(&r); i++)
+				if (match(&r, i, vars[v], pols[p]))
+					top = fmax(top, axis(&r, i, 0));
+			if (isnan(bad))
+				nm_buf_printf(&x->num, "- %s, `%s`: no overflow up to sd %g\n",
+				              vars[v], pols[p], top);
+			else
+				nm_buf_printf(
+				    &x->num,
+				    "- %s, `%s`: overflows from sd %.6g (%s; %.6g is fine)\n",
+				    vars[v], pols[p], bad, t >= 0 ? "bisected" : "grid bracket",
+				    ok);
+			if (v == 0 && p < 2) {
+				f16++;
+				ovf += !isnan(bad);
+				at256 += !isnan(bad) && fabs(bad / 256 - 1) < 0.1;
+			}
+		}
+	unload(&r);
+	if (!f16)
+		return V_UNSETTLED;
+	nm_buf_printf(&x->why,
+	              "In fp16 arithmetic x² overflows for |x| ≥ 255.97, so a row whose every "
+	              "element is about 256 fails there; but a normal row's largest element is a "
+	              "few times its RMS, and an fp16 accumulator's Σx² overflows once N·RMS² "
+	              "reaches 65520. Of the %zu fp16-arithmetic policies, %zu overflow and %zu "
+	              "do so within 10 %% of an RMS of 256. PyTorch's and Apex's fused kernels "
+	              "form the statistics in fp32 (`fp32stats`). ",
+	              f16, ovf, at256);
+	return at256 == f16 ? V_TRUE : ovf ? V_PARTLY : V_FALSE;
+}
+
+static cl_verdict claim23(cl_ctx *x)
+{
+	const emu_format *h = emu_format_by_name("fp16");
+	cl_res r;
+	if (!h || !load(x, 23, NULL, &r))
+		return V_UNSETTLED;
+	const char *pols[] = {"storage=fp16", "storage=fp16,compute=fp32",
+	                      "storage=fp32,state=fp16"};
+	const char *what[] = {"fp16 arithmetic", "fp16 tensors, fp32 opmath (PyTorch)",
+	                      "fp32 weights, fp16 state"};
+	/* per policy at eps = 1e-8: eps as the arithmetic sees it, and whether
+	 * the step breaks (non-finite updates) where the largest eps does not */
+	bool zero[3] = {false}, nf8[3] = {false}, nftop[3] = {false}, seen[3] = {false};
+	double survive = NAN, top[3] = {0, 0, 0};
+	for (int p = 0; p < 3; p++)
+		for (size_t i = 0; i < nrows(&r); i++) {
+			if (!match(&r, i, NULL, pols[p]))
+				continue;
+			double e = axis(&r, i, 0), ev = num(&r, i, "eps.maxabs");
+			double nf = num(&r, i, "nonfinite.maxabs");
+			nm_buf_printf(&x->num,
+			              "- eps %g, %s (`%s`): eps as the arithmetic sees it %.9g; "
+			              "non-finite updates %.0f\n",
+			              e, what[p], pols[p], ev, nf);
+			if (fabs(e / 1e-8 - 1) < 1e-6) {
+				seen[p] = true;
+				zero[p] = ev == 0;
+				nf8[p] = nf > 0;
+			}
+			if (e >= top[p]) {
+				top[p] = e;
+				nftop[p] = nf > 0;
+			}
+			if (p == 0 && ev != 0 && !(survive <= e))
+				survive = e;
+		}
+	unload(&r);
+	if (!seen[0] || !seen[1] || !seen[2]) {
+		snprintf(x->missing, sizeof x->missing,
+		         "the case needs eps = 1e-8 under %s, %s and %s", pols[0], pols[1],
+		         pols[2]);
+		return V_UNSETTLED;
+	}
+	/* zero in effect: the scalar is 0, or the step breaks at 1e-8 and not
+	 * at a larger eps (eps lost where it lands in an fp16 tensor) */
+	int n = 0;
+	for (int p = 0; p < 3; p++)
+		n += zero[p] || (nf8[p] && !nftop[p]);
+	nm_buf_printf(&x->why,
+	              "fp16's smallest subnormal is %.6g and half of it %.6g: 1e-8 %s in fp16 "
+	              "arithmetic; the smallest eps on the axis that survives there is %g. Under "
+	              "PyTorch's opmath the scalar eps is fp32 and %s, but denom = √v/√bc2 + eps "
+	              "is a tensor of v's dtype: with v = 0 in fp16 (here (1 − β2)·g² < 2^-25) "
+	              "denom is 1e-8 rounded to fp16, 0, and the update divides by it (%s). eps "
+	              "is zero in effect in %d of the 3 placements of fp16. ",
+	              h->min_subnormal, h->min_subnormal / 2, zero[0] ? "rounds to 0" : "survives",
+	              survive, zero[1] ? "0 too" : "kept",
+	              nf8[1] || nf8[2] ? "non-finite updates at 1e-8, none at the largest eps"
+	                               : "no non-finite update here",
+	              n);
+	return n == 3 ? V_TRUE : n == 0 ? V_FALSE : V_PARTLY;
+}
+
 static cl_verdict (*const claim_fn[NM_CLAIMS_N])(cl_ctx *) = {
-	claim1, claim2, claim3, claim4, claim5, claim6, claim7, claim8,
-	[16] = claim17, claim18, claim19, claim20, claim21,
+	claim1,  claim2,  claim3,  claim4,  claim5,  claim6,  claim7,  claim8,
+	claim9,  claim10, claim11, claim12, claim13, claim14, claim15, claim16,
+	claim17, claim18, claim19, claim20, claim21, claim22, claim23,
 };
 
 static const char *vname(cl_verdict v)

@@ -23,6 +23,8 @@ static const char *const claim_files[] = {
     "fp16_range", "scaled_loss", "ce_logits", "layernorm_eps", "gradacc_divide",
     "bf16_range", "bf16_precision", "sum_stall", "fp8_scaling",
     "mx_floor", "nvfp4_mxfp4", "rht_outliers", "sr_bias", "ftz_scale",
+    "gs_spikes_default", "gs_spikes_conservative", "bce_float", "bn_tiny_var", "o2_state",
+    "scale_65536", "einsum_fp16", "recompute_fp16", "bf16_unscaled", "rmsnorm_256", "adam_eps",
 };
 #define NCASES ARRAY_SIZE(claim_files)
 static nm_case cases[NCASES];
@@ -350,6 +352,229 @@ START_TEST(claim21_ftz)
 END_TEST
 
 /* The whole file (nm_file_read), which must exist. */
+/* ---- claims 9–16, 22, 23 ---- */
+
+#define R9_HDR "case,kernel,variant,policy,g0,backend,status"
+#define S9_HDR "case,kernel,variant,policy,g0,backend,output,index,value"
+
+/* tdir/NAME.csv and NAME-series.csv: one stream (g0 = 1) of n steps, the
+ * scale each step ran with and whether it was skipped. */
+static void gs_series(const char *name, const double *scale, const int *skipped, size_t n)
+{
+	char row[200];
+	snprintf(row, sizeof row, "%s,gradscaler,pytorch,storage=fp16,1,fast,ok", name);
+	csv(name, R9_HDR, row, NULL);
+	char p[256];
+	snprintf(p, sizeof p, "%s/%s-series.csv", tdir, name);
+	FILE *f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%s\n", S9_HDR);
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s,gradscaler,pytorch,storage=fp16,1,fast,scale,%zu,%g\n", name, i,
+		        scale[i]);
+		fprintf(f, "%s,gradscaler,pytorch,storage=fp16,1,fast,skipped,%zu,%d\n", name, i,
+		        skipped[i]);
+		fprintf(f, "%s,gradscaler,pytorch,storage=fp16,1,fast,lost,%zu,%g\n", name, i,
+		        scale[i] < 2048 ? 0.1 : 0);
+	}
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(claim9_gradscaler)
+{
+	/* defaults: two start-up skips and a spike; conservative: the spike */
+	static const double sd[6] = {65536, 32768, 16384, 16384, 8192, 16384};
+	static const int kd[6] = {1, 1, 0, 1, 0, 0};
+	static const double sc[6] = {2048, 2048, 2048, 2048, 1024, 2048};
+	static const int kc[6] = {0, 0, 0, 1, 0, 0};
+	static const int k0[6] = {0, 0, 0, 0, 0, 0};
+	gs_series("gs_spikes_default", sd, kd, 6);
+	gs_series("gs_spikes_conservative", sc, kc, 6);
+	verdict(9, "partly");
+	/* no spike: the conservative settings skip nothing */
+	gs_series("gs_spikes_conservative", sc, k0, 6);
+	verdict(9, "true");
+	/* as many skips as the defaults */
+	gs_series("gs_spikes_conservative", sd, kd, 6);
+	verdict(9, "false");
+}
+END_TEST
+
+#define R10_HDR "case,kernel,variant,policy,x,target,backend,status,first_op"
+
+START_TEST(claim10_bce)
+{
+	csv("bce_float", R10_HDR, "bce_float,bce,naive,storage=fp16,100,0,fast,inf,log",
+	    "bce_float,bce,naive,\"storage=fp16,compute=fp32\",100,0,fast,inf,log",
+	    "bce_float,bce,stable,storage=fp16,100,0,fast,ok,", NULL);
+	verdict(10, "partly");
+	/* if .float() made the naive loss finite at 100 */
+	csv("bce_float", R10_HDR, "bce_float,bce,naive,storage=fp16,100,0,fast,inf,log",
+	    "bce_float,bce,naive,\"storage=fp16,compute=fp32\",100,0,fast,ok,", NULL);
+	verdict(10, "true");
+	/* if fp16 held up at 100 and fp32 did not */
+	csv("bce_float", R10_HDR, "bce_float,bce,naive,storage=fp16,100,0,fast,ok,",
+	    "bce_float,bce,naive,\"storage=fp16,compute=fp32\",100,0,fast,nan,log", NULL);
+	verdict(10, "false");
+}
+END_TEST
+
+#define R11_HDR "case,kernel,variant,policy,sd,backend,status,first_step,y.maxabs"
+
+START_TEST(claim11_batchnorm)
+{
+	csv("bn_tiny_var", R11_HDR,
+	    "bn_tiny_var,batchnorm,twopass,storage=fp16,0.0001,fast,ok,,0.1",
+	    "bn_tiny_var,batchnorm,eval,storage=fp16,300,fast,inf,norm,65376", NULL);
+	verdict(11, "partly");
+	csv("bn_tiny_var", R11_HDR,
+	    "bn_tiny_var,batchnorm,twopass,storage=fp16,0.0001,fast,inf,norm,0",
+	    "bn_tiny_var,batchnorm,eval,storage=fp16,300,fast,inf,norm,65376", NULL);
+	verdict(11, "true");
+	csv("bn_tiny_var", R11_HDR,
+	    "bn_tiny_var,batchnorm,twopass,storage=fp16,0.0001,fast,ok,,0.1",
+	    "bn_tiny_var,batchnorm,eval,storage=fp16,300,fast,ok,,900", NULL);
+	verdict(11, "false");
+}
+END_TEST
+
+#define R12_HDR                                                                                    \
+	"case,kernel,variant,policy,X,backend,status,w.rel_err,lost.maxabs,vzero.maxabs,"          \
+	"nonfinite.maxabs"
+
+START_TEST(claim12_o2)
+{
+	csv("o2_state", R12_HDR, "o2_state,optimizer,adamw,storage=fp32,0.001,fast,ok,1e-7,0,0,0",
+	    "o2_state,optimizer,adamw,\"storage=fp32,state=fp16\",0.001,fast,inf,inf,0,1,40",
+	    "o2_state,optimizer,adamw,\"storage=fp32,grad=fp16\",0.001,fast,ok,4e-5,0,0,0",
+	    "o2_state,optimizer,adamw,\"storage=fp16,compute=fp32,state=fp32\",0.001,fast,ok,7e-4,"
+	    "0.004,0,0",
+	    NULL);
+	verdict(12, "false");
+	/* if the statement's placement gave O2's weights */
+	csv("o2_state", R12_HDR, "o2_state,optimizer,adamw,storage=fp32,0.001,fast,ok,1e-7,0,0,0",
+	    "o2_state,optimizer,adamw,\"storage=fp32,state=fp16\",0.001,fast,ok,4e-5,0,0,0",
+	    "o2_state,optimizer,adamw,\"storage=fp32,grad=fp16\",0.001,fast,ok,4e-5,0,0,0",
+	    "o2_state,optimizer,adamw,\"storage=fp16,compute=fp32,state=fp32\",0.001,fast,ok,7e-4,"
+	    "0.004,0,0",
+	    NULL);
+	verdict(12, "true");
+}
+END_TEST
+
+#define R13_HDR "case,kernel,variant,policy,S,backend,status,grad.maxabs"
+
+START_TEST(claim13_scale)
+{
+	csv("scale_65536", R13_HDR, "scale_65536,accum,gradacc,storage=fp32,65536,fast,ok,65536",
+	    "scale_65536,accum,gradacc,storage=fp16,65536,fast,inf,0", NULL);
+	verdict(13, "partly");
+	/* if 65536 were an fp16 value */
+	csv("scale_65536", R13_HDR, "scale_65536,accum,gradacc,storage=fp32,65536,fast,ok,65536",
+	    "scale_65536,accum,gradacc,storage=fp16,65536,fast,ok,65536", NULL);
+	verdict(13, "true");
+}
+END_TEST
+
+#define R14_HDR "case,kernel,variant,policy,X,backend,status,first_step,c.maxabs"
+
+START_TEST(claim14_einsum)
+{
+	csv("einsum_fp16", R14_HDR,
+	    "einsum_fp16,matmul,seq,\"storage=fp16,compute=fp32\",1,fast,ok,,150",
+	    "einsum_fp16,matmul,seq,\"storage=fp16,compute=fp32\",32,fast,inf,store,64064", NULL);
+	verdict(14, "partly");
+	csv("einsum_fp16", R14_HDR,
+	    "einsum_fp16,matmul,seq,\"storage=fp16,compute=fp32\",1,fast,ok,,150",
+	    "einsum_fp16,matmul,seq,\"storage=fp16,compute=fp32\",32,fast,ok,,60000", NULL);
+	verdict(14, "false");
+	csv("einsum_fp16", R14_HDR,
+	    "einsum_fp16,matmul,seq,\"storage=fp16,compute=fp32\",1,fast,inf,store,0",
+	    "einsum_fp16,matmul,seq,\"storage=fp16,compute=fp32\",32,fast,inf,store,0", NULL);
+	verdict(14, "true");
+}
+END_TEST
+
+#define R15_HDR "case,kernel,variant,policy,L,backend,status"
+
+START_TEST(claim15_recompute)
+{
+	csv("recompute_fp16", R15_HDR,
+	    "recompute_fp16,softmax_ce,naive,\"storage=fp16,compute=fp32\",12,fast,ok",
+	    "recompute_fp16,softmax_ce,naive,storage=fp16,12,fast,nan", NULL);
+	verdict(15, "partly");
+	csv("recompute_fp16", R15_HDR,
+	    "recompute_fp16,softmax_ce,naive,\"storage=fp16,compute=fp32\",12,fast,ok",
+	    "recompute_fp16,softmax_ce,naive,storage=fp16,12,fast,ok", NULL);
+	verdict(15, "false");
+}
+END_TEST
+
+#define R16_HDR "case,kernel,variant,policy,S,magnitude,backend,status,frac_lost,frac_overflow"
+
+START_TEST(claim16_bf16)
+{
+	csv("bf16_unscaled", R16_HDR,
+	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",1,1e-06,fast,underflow,0."
+	    "09,0",
+	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",65536,1e-06,fast,ok,0,0",
+	    "bf16_unscaled,backward,maxsub,\"storage=bf16,compute=fp32\",1,1e-06,fast,ok,0,0",
+	    NULL);
+	verdict(16, "true");
+	csv("bf16_unscaled", R16_HDR,
+	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",1,1e-06,fast,underflow,0."
+	    "09,0",
+	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",65536,1e-06,fast,ok,0,0",
+	    "bf16_unscaled,backward,maxsub,\"storage=bf16,compute=fp32\",1,1e-06,fast,underflow,0."
+	    "1,0",
+	    NULL);
+	verdict(16, "false");
+}
+END_TEST
+
+#define R22_HDR "case,kernel,variant,policy,rms,backend,status"
+
+START_TEST(claim22_rmsnorm)
+{
+	csv("rmsnorm_256", R22_HDR, "rmsnorm_256,rmsnorm,plain,storage=fp16,64,fast,ok",
+	    "rmsnorm_256,rmsnorm,plain,storage=fp16,256,fast,inf",
+	    "rmsnorm_256,rmsnorm,plain,\"storage=fp16,accum=fp32\",64,fast,ok",
+	    "rmsnorm_256,rmsnorm,plain,\"storage=fp16,accum=fp32\",256,fast,inf", NULL);
+	verdict(22, "true");
+	/* the fp16 accumulator fails four times earlier */
+	csv("rmsnorm_256", R22_HDR, "rmsnorm_256,rmsnorm,plain,storage=fp16,64,fast,inf",
+	    "rmsnorm_256,rmsnorm,plain,storage=fp16,256,fast,inf",
+	    "rmsnorm_256,rmsnorm,plain,\"storage=fp16,accum=fp32\",64,fast,ok",
+	    "rmsnorm_256,rmsnorm,plain,\"storage=fp16,accum=fp32\",256,fast,inf", NULL);
+	verdict(22, "partly");
+	csv("rmsnorm_256", R22_HDR, "rmsnorm_256,rmsnorm,plain,storage=fp16,256,fast,ok",
+	    "rmsnorm_256,rmsnorm,plain,\"storage=fp16,accum=fp32\",256,fast,ok", NULL);
+	verdict(22, "false");
+}
+END_TEST
+
+#define R23_HDR "case,kernel,variant,policy,eps,backend,status,eps.maxabs,nonfinite.maxabs"
+
+START_TEST(claim23_eps)
+{
+	csv("adam_eps", R23_HDR, "adam_eps,optimizer,adamw,storage=fp16,1e-08,fast,nan,0,256",
+	    "adam_eps,optimizer,adamw,storage=fp16,1e-07,fast,ok,1.2e-7,0",
+	    "adam_eps,optimizer,adamw,\"storage=fp16,compute=fp32\",1e-08,fast,nan,1e-8,256",
+	    "adam_eps,optimizer,adamw,\"storage=fp16,compute=fp32\",1e-07,fast,ok,1e-7,0",
+	    "adam_eps,optimizer,adamw,\"storage=fp32,state=fp16\",1e-08,fast,nan,1e-8,256",
+	    "adam_eps,optimizer,adamw,\"storage=fp32,state=fp16\",1e-07,fast,ok,1e-7,0", NULL);
+	verdict(23, "true");
+	/* if fp32 opmath kept the step finite at 1e-8 */
+	csv("adam_eps", R23_HDR, "adam_eps,optimizer,adamw,storage=fp16,1e-08,fast,nan,0,256",
+	    "adam_eps,optimizer,adamw,storage=fp16,1e-07,fast,ok,1.2e-7,0",
+	    "adam_eps,optimizer,adamw,\"storage=fp16,compute=fp32\",1e-08,fast,ok,1e-8,0",
+	    "adam_eps,optimizer,adamw,\"storage=fp16,compute=fp32\",1e-07,fast,ok,1e-7,0",
+	    "adam_eps,optimizer,adamw,\"storage=fp32,state=fp16\",1e-08,fast,ok,1e-8,0",
+	    "adam_eps,optimizer,adamw,\"storage=fp32,state=fp16\",1e-07,fast,ok,1e-7,0", NULL);
+	verdict(23, "partly");
+}
+END_TEST
+
 static char *slurp(const char *path)
 {
 	char *s = nm_file_read(path, NULL);
@@ -388,7 +613,7 @@ START_TEST(bad_claim_keys)
 	static const struct {
 		const char *claim, *want;
 	} rows[] = {
-	    {"id = 9\n", ":14: key 'id': '9' is not a claim number 1..8 or 17..21"},
+	    {"id = 24\n", ":14: key 'id': '24' is not a claim number 1..23"},
 	    {"id = 2\nverdict = true\n", ":15: key 'verdict': unknown in [claim]"},
 	    {"statement = x\n", ":14: key 'id': missing in [claim]"},
 	};
@@ -425,11 +650,21 @@ Suite *suite_claims(void)
 	tcase_add_test(tc, claim6_bf16);
 	tcase_add_test(tc, claim7_sum_stall);
 	tcase_add_test(tc, claim8_fp8);
+	tcase_add_test(tc, claim9_gradscaler);
+	tcase_add_test(tc, claim10_bce);
+	tcase_add_test(tc, claim11_batchnorm);
+	tcase_add_test(tc, claim12_o2);
+	tcase_add_test(tc, claim13_scale);
+	tcase_add_test(tc, claim14_einsum);
+	tcase_add_test(tc, claim15_recompute);
+	tcase_add_test(tc, claim16_bf16);
 	tcase_add_test(tc, claim17_mx_floor);
 	tcase_add_test(tc, claim18_nvfp4_mxfp4);
 	tcase_add_test(tc, claim19_rht);
 	tcase_add_test(tc, claim20_sr);
 	tcase_add_test(tc, claim21_ftz);
+	tcase_add_test(tc, claim22_rmsnorm);
+	tcase_add_test(tc, claim23_eps);
 	tcase_add_test(tc, write_report);
 	tcase_add_test(tc, bad_claim_keys);
 	suite_add_tcase(s, tc);

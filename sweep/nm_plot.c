@@ -853,6 +853,7 @@ typedef struct {
 	size_t nvar, npol; /* distinct variants / policies present (heat map layout) */
 	const char *xname, *zname;
 	bool zlog;
+	double zlo, zhi; /* zlog: the colour range, the positive values' (a panel may have none) */
 } pl_spec;
 
 static void lines_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *dat)
@@ -916,6 +917,10 @@ static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *d
 	if (sp->zname) {
 		fprintf(f, "set palette rgbformulae 33,13,10\n");
 		fprintf(f, sp->zlog ? "set logscale cb\nset format cb '%%.0e'\n" : "unset logscale cb\n");
+		/* one colour scale for every panel; under log, one a panel without a positive
+		 * value (all its cells zero or grey) cannot autoscale to (gnuplot's [-10:10]) */
+		if (sp->zlog)
+			fprintf(f, "set cbrange [%.17g:%.17g]\n", sp->zlo, sp->zhi);
 		fprintf(f, "set colorbox\n");
 	} else
 		fprintf(f, "unset colorbox\n");
@@ -1455,6 +1460,8 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	if (sp.heat) {
 		sp.logy = !sp.strip && want_log(ly, zmin, zmax);
 		sp.zlog = sp.zname && ypos < INFINITY && want_log(NULL, ypos, ymax);
+		sp.zlo = ypos;
+		sp.zhi = ymax > ypos ? ymax : ypos * 10;
 	} else if (!sp.ystatus) {
 		sp.logy = ypos < INFINITY && want_log(ly, ypos, ymax) && log_opt(ly) != 0;
 		if (log_opt(ly) == 1 && ypos < INFINITY)

@@ -202,6 +202,46 @@ START_TEST(heatmap_deterministic)
 }
 END_TEST
 
+/* A heat map coloured by a metric on a log colour scale, one panel holding
+ * only zeros: it has no positive value to autoscale its colour axis from
+ * (gnuplot then takes [-10:10] and refuses a log scale), so every panel
+ * shares the positive values' range. */
+START_TEST(heatmap_log_colour_zero_panel)
+{
+	put("p4.case", "[case]\nkernel = layernorm\npolicy = storage=fp16\npolicy = storage=bf16\n"
+	               "[input]\ngen = normal\nrows = 1\ncols = 8\nseed = 1\n"
+	               "[axis eps]\nsets = param:eps\ngrid = list 1e-12 1e-6 1e-1\n"
+	               "[axis sd]\nsets = scale\ngrid = list 1e-8 1\n"
+	               "[plot]\ntype = heatmap\ny = y.rel_err\n");
+	char csv[8192];
+	int l = snprintf(csv, sizeof csv, "case,kernel,variant,policy,eps,sd,backend,status,"
+	                                  "first_op,first_step,first_index");
+	static const char *const outs[] = {"y", "dx", "rstd", "var"};
+	for (int o = 0; o < 4; o++)
+		l += snprintf(csv + l, sizeof csv - (size_t)l,
+		              ",%s.max_ulp,%s.rel_err,%s.lost,%s.maxabs,%s.arith_max_ulp,%s.arith_rel_err",
+		              outs[o], outs[o], outs[o], outs[o], outs[o], outs[o]);
+	l += snprintf(csv + l, sizeof csv - (size_t)l, "\n");
+	const char *pol[] = {"storage=fp16", "storage=bf16"};
+	const char *eps[] = {"1e-12", "9.9999999999999995e-07", "0.10000000000000001"};
+	const char *sd[] = {"1e-08", "1"};
+	const char *rel[] = {"1e-5", "1e-4", "1e-3", "1e-2", "1e-1", "0.5"};
+	for (int p = 0, k = 0; p < 2; p++)
+		for (int e = 0; e < 3; e++)
+			for (int s = 0; s < 2; s++, k++) {
+				const char *r = p == 0 ? rel[k % 6] : "0"; /* bf16: all zero */
+				l += snprintf(csv + l, sizeof csv - (size_t)l,
+				              "p4,layernorm,twopass,%s,%s,%s,fast,ok,,,", pol[p], eps[e], sd[s]);
+				for (int o = 0; o < 4; o++)
+					l += snprintf(csv + l, sizeof csv - (size_t)l, ",0,%s,0,1,0,%s",
+					              o == 0 ? r : "0", o == 0 ? r : "0");
+				l += snprintf(csv + l, sizeof csv - (size_t)l, "\n");
+			}
+	put("p4.csv", csv);
+	twice("p4.case", "p4");
+}
+END_TEST
+
 START_TEST(no_gnuplot)
 {
 	put("p1.case", case1);
@@ -466,6 +506,7 @@ Suite *suite_plot(void)
 	tcase_add_test(tc, lines_deterministic);
 	tcase_add_test(tc, strip_deterministic);
 	tcase_add_test(tc, heatmap_deterministic);
+	tcase_add_test(tc, heatmap_log_colour_zero_panel);
 	tcase_add_test(tc, no_gnuplot);
 	tcase_add_test(tc, bad_plot_keys);
 	tcase_add_test(tc, damaged_csv);

@@ -59,7 +59,7 @@ static void fill(double *x, size_t R, size_t N, uint64_t stream)
 		double g = sqrt(-2 * log(u)) * cos(6.283185307179586 * w);
 		x[i] = g * (i / N % 3 == 0 ? 1e-3 : i / N % 3 == 1 ? 1 : 1e3);
 	}
-	for (size_t j = 0; j < 32 && j < N; j++)
+	for (size_t j = 0; R > 1 && j < 32 && j < N; j++)
 		x[N + j] = 0; /* row 1: a zero run */
 	x[R * N / 2 + 5] = 3e4;
 }

@@ -92,16 +92,24 @@ def _dp(a):
     return a.ctypes.data_as(L.c_dp)
 
 
-def _encode(f, values):
-    """Encodings of values that are exact in f (or inf/NaN): rounding them
-    under the default environment changes nothing, so the library's rounding
-    gives their encodings."""
-    v = np.ascontiguousarray(values, dtype=np.float64)
-    out = np.empty(v.shape, dtype=np.uint32)
-    env = L.Env(0, False, False, False, 0, 0)
-    L.emu_round_array(ctypes.byref(f), _dp(v), out.ctypes.data_as(L.c_u32p), v.size,
+def _round_bits(f, x, env):
+    """emu_round_array: x's encodings in f under env (SR index = i)."""
+    out = np.empty(x.shape, dtype=np.uint32)
+    L.emu_round_array(ctypes.byref(f), _dp(x), out.ctypes.data_as(L.c_u32p), x.size,
                       ctypes.byref(env))
     return out.astype(_bits_dtype(f))
+
+
+def _encode(f, values):
+    """Encodings of values that are exact in f (or inf/NaN). A finite
+    nonzero value rounds to itself, so emu_round_array gives its encoding
+    in one call; NaN (whose sign the produced NaN would drop), infinities
+    and zeros (a format may have none) go through emu_encode one by one."""
+    v = np.ascontiguousarray(values, dtype=np.float64)
+    out = _round_bits(f, v, L.Env(0, False, False, False, 0, 0))
+    for i in np.flatnonzero(~np.isfinite(v) | (v == 0)):
+        out.flat[i] = L.emu_encode(ctypes.byref(f), float(v.flat[i]))
+    return out
 
 
 _decode_tables = {}
@@ -153,17 +161,23 @@ class Rounded:
     values of the format), .bits (encodings, uint8/16/32 by the format's
     width), .flags (Flags), .format (its name)."""
 
-    def __init__(self, f, values, flags):
+    def __init__(self, f, values, flags, source=None):
         self._f = f
         self.format = f.name.decode()
         self.values = values
         self.flags = flags
         self._bits = None
+        self._source = source  # round's (input, env): its bits are the rounding's own
 
     @property
     def bits(self):
         if self._bits is None:
-            self._bits = _encode(self._f, self.values)
+            if self._source is not None:
+                x, env = self._source
+                self._bits = _round_bits(self._f, x, env)
+                self._source = None
+            else:
+                self._bits = _encode(self._f, self.values)
         return self._bits
 
     def __repr__(self):
@@ -189,7 +203,26 @@ def round(x, fmt, mode="rne", sat=False, ftz=False, seed=0, daz=False):
     fl = np.empty(a.shape, dtype=np.uint8)
     af = L.emu_a_cvt(ctypes.byref(f), _dp(dst), _dp(a), 1, a.size, ctypes.byref(env),
                      fl.ctypes.data_as(L.c_u8p))
-    return Rounded(f, dst, Flags(af, fl))
+    # .bits, when asked for, round the same input again by emu_round_array
+    return Rounded(f, dst, Flags(af, fl), source=(a, env))
+
+
+def _check_values(f, a, name, k):
+    """Refuse an operand that is not a value of f, as `nanmap op` does: the
+    array ops take exact values (converting it is nanmap.round's job)."""
+    if a.size == 0:
+        return
+    env = L.Env(0, False, False, False, 0, 0)
+    tmp = np.empty(a.shape, dtype=np.float64)
+    fl = np.empty(a.shape, dtype=np.uint8)
+    L.emu_a_cvt(ctypes.byref(f), _dp(tmp), _dp(a), 1, a.size, ctypes.byref(env),
+                fl.ctypes.data_as(L.c_u8p))
+    bad = np.flatnonzero(fl & 0x14)  # inexact or overflow: not a value of f
+    if bad.size:
+        i = int(bad[0])
+        raise NanmapError("%s: operand %d, element %d: %r is not a value of %s (round it "
+                          "first, or pass encodings with bits=True)"
+                          % (name, k + 1, i, float(a.flat[i]), f.name.decode()))
 
 
 def op(name, *args, fmt="fp16", mode="rne", sat=False, ftz=False, daz=False, seed=0,
@@ -206,13 +239,17 @@ def op(name, *args, fmt="fp16", mode="rne", sat=False, ftz=False, daz=False, see
     f = _format(fmt)
     env = _env(mode, sat, ftz, daz, seed)
     if bits:
-        ops = [_decode(f, a) for a in args]
+        enc = [np.asarray(a) for a in args]
+        ops = [_decode(f, a) for a in enc]
     else:
         ops = [np.asarray(a) for a in args]
         for a in ops:
             if a.dtype.kind not in "fiu":
                 raise TypeError("nanmap: operands must be numbers, not %s" % a.dtype)
     ops = [np.ascontiguousarray(a, dtype=np.float64) for a in np.broadcast_arrays(*ops)]
+    if not bits:
+        for k, a in enumerate(ops):
+            _check_values(f, a, name, k)
     shape = ops[0].shape if ops else ()
     n = int(np.prod(shape, dtype=np.int64))
     # an operand broadcast whole (a scalar) goes as stride 0; numpy has
@@ -223,7 +260,53 @@ def op(name, *args, fmt="fp16", mode="rne", sat=False, ftz=False, daz=False, see
     strides = (ctypes.c_size_t * arity)(*([1] * arity))
     af = L.emu_a_op(o, ctypes.byref(f), _dp(dst), argv, strides, n, ctypes.byref(env),
                     fl.ctypes.data_as(L.c_u8p))
-    return Rounded(f, dst, Flags(af, fl))
+    res = Rounded(f, dst, Flags(af, fl))
+    if bits:
+        _snan_elements(o, f, env, enc, shape, res)
+    return res
+
+
+def _snan_elements(o, f, env, enc, shape, res):
+    """A signaling NaN encoding has no double of its own (the value domain
+    reads it as a quiet NaN), so elements with one are the scalar operation
+    on the encodings (emu_apply), which raises invalid as IEEE 754 says."""
+    enc = [np.broadcast_to(a, shape).astype(np.int64) for a in enc]
+    snan = np.zeros(shape, dtype=bool)
+    for a in enc:
+        snan |= _snan_table(f)[a] if f.bits <= 16 else np.vectorize(
+            lambda b: L.emu_is_snan(ctypes.byref(f), int(b)), otypes=[bool])(a)
+    idx = np.flatnonzero(snan)
+    if not idx.size:
+        return
+    bits = res.bits.copy()
+    fl = res.flags.elements
+    e = L.Env(env.mode, env.sat, env.ftz, env.daz, env.seed, 0)
+    for i in idx:
+        e.index = int(i)
+        argv = (ctypes.c_uint32 * 3)(*[int(a.flat[i]) for a in enc])
+        r = L.emu_apply(o, ctypes.byref(f), ctypes.byref(f), argv, ctypes.byref(e))
+        bits.flat[i] = r.bits
+        res.values.flat[i] = L.emu_decode(ctypes.byref(f), r.bits)
+        old, fl.flat[i] = int(fl.flat[i]), r.flags
+        for k in range(5):
+            res.flags.counts[FLAG_NAMES[k]] += (r.flags >> k & 1) - (old >> k & 1)
+    res.flags.any = [FLAG_NAMES[k] for k in range(5)
+                     if np.any(fl & (1 << k))]
+    bad = np.flatnonzero(fl & 0x7)
+    res.flags.first_bad = int(bad[0]) if bad.size else None
+    res._bits = bits
+
+
+_snan_tables = {}
+
+
+def _snan_table(f):
+    key = bytes(f)
+    t = _snan_tables.get(key)
+    if t is None:
+        t = np.array([L.emu_is_snan(ctypes.byref(f), i) for i in range(1 << f.bits)], bool)
+        _snan_tables[key] = t
+    return t
 
 
 def _mk(name, arity):

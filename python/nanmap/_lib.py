@@ -282,6 +282,7 @@ emu_format_at = _fn("emu_format_at", FP, sz)
 emu_format_parse = _fn("emu_format_parse", ctypes.c_int, ctypes.c_char_p, FP,
                        ctypes.c_char_p, sz)
 emu_decode = _fn("emu_decode", ctypes.c_double, FP, ctypes.c_uint32)
+emu_encode = _fn("emu_encode", ctypes.c_uint32, FP, ctypes.c_double)
 emu_classify = _fn("emu_classify", ctypes.c_int, FP, ctypes.c_uint32)
 emu_class_name = _fn("emu_class_name", ctypes.c_char_p, ctypes.c_int)
 emu_mode_by_name = _fn("emu_mode_by_name", ctypes.c_int, ctypes.c_char_p)
@@ -293,6 +294,9 @@ emu_a_op = _fn("emu_a_op", AFlags, ctypes.c_int, FP, c_dp, ctypes.POINTER(c_dp),
                ctypes.POINTER(sz), sz, EP, c_u8p)
 emu_a_cvt = _fn("emu_a_cvt", AFlags, FP, c_dp, c_dp, sz, sz, EP, c_u8p)
 emu_mp_from_double = _fn("emu_mp_from_double", Result, FP, ctypes.c_double, EP)
+emu_is_snan = _fn("emu_is_snan", ctypes.c_bool, FP, ctypes.c_uint32)
+emu_apply = _fn("emu_apply", Result, ctypes.c_int, FP, FP, c_u32p, EP)
+emu_mp_apply = _fn("emu_mp_apply", Result, ctypes.c_int, FP, FP, c_u32p, EP)
 emu_from_double = _fn("emu_from_double", Result, FP, ctypes.c_double, EP)
 
 RP = ctypes.POINTER(RecipeHead)

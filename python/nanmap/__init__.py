@@ -364,7 +364,8 @@ class Quantized:
     .values (dequantised, q · d · t exactly), .flags (per element),
     .scales (per block decode scale d, as stored), .scale_codes, .amax (per
     block), .multipliers, .block (block shape used), .tensor_amax, .s_enc,
-    .t, .stats (dict: emu_qstats), .recipe (canonical name)."""
+    .t, .rht (the values are in the Hadamard-rotated basis), .stats (dict:
+    emu_qstats, as nanmap quant reports them), .recipe (canonical name)."""
 
     def __repr__(self):
         return "Quantized(%s, shape=%s, sqnr_db=%s)" % (self.recipe, self.values.shape,
@@ -426,7 +427,11 @@ def quant(x, recipe, role="act", colwise=False, seed=0):
         out.tensor_amax, out.s_enc, out.t = qt.tensor_amax, qt.s_enc, qt.t
         st = L.QStats()
         L.emu_qstats_init(ctypes.byref(st))
-        L.emu_qstats_add(ctypes.byref(st), ctypes.byref(qt), _dp(a))
+        # under RHT the dequantised values live in the rotated basis and are
+        # judged against the rotated input, as nanmap quant judges them
+        rht = L.emu_recipe_rht_applies(ctypes.byref(r), ro, bool(colwise))
+        L.emu_qstats_add(ctypes.byref(st), ctypes.byref(qt), qt.x if rht else _dp(a))
+        out.rht = bool(rht)
         L.emu_qstats_finish(ctypes.byref(st))
         stats = {k: int(getattr(st, k)) for k in _STAT_INTS}
         stats.update({k: float(getattr(st, k)) for k in _STAT_REALS})

@@ -305,6 +305,8 @@ emu_recipe_parse = _fn("emu_recipe_parse", ctypes.c_int, ctypes.c_char_p, RP,
 emu_role_by_name = _fn("emu_role_by_name", ctypes.c_int, ctypes.c_char_p)
 emu_quantize = _fn("emu_quantize", ctypes.c_int, RP, ctypes.c_int, ctypes.c_bool, c_dp, sz, sz,
                    ctypes.c_uint64, ctypes.POINTER(QTensor))
+emu_recipe_rht_applies = _fn("emu_recipe_rht_applies", ctypes.c_bool, RP, ctypes.c_int,
+                             ctypes.c_bool)
 emu_qtensor_free = _fn("emu_qtensor_free", None, ctypes.POINTER(QTensor))
 emu_qstats_init = _fn("emu_qstats_init", None, ctypes.POINTER(QStats))
 emu_qstats_add = _fn("emu_qstats_add", None, ctypes.POINTER(QStats), ctypes.POINTER(QTensor),

@@ -32,7 +32,8 @@ class RunResult:
     .errors {name: {max_ulp, rel_err, lost, arith_max_ulp, arith_rel_err}}
     (empty with truth=False), .flags {op: {"ops": n, flag: count}}, .first
     (the first op that raised overflow, invalid or divbyzero: {op, step,
-    index, flags}, or None), .inputs {n, changed, overflow, flushed}."""
+    index, flags}, or None), .stored {n, changed, overflow, flushed}: the
+    input elements as stored (how many storing changed, overflowed, flushed)."""
 
     def __repr__(self):
         return "RunResult(%s %s, status=%s, outputs=%s)" % (
@@ -74,7 +75,7 @@ def _collect(r, res):
         res.first = {"op": L.emu_op_name(st.first_op).decode(),
                      "step": st.first_step.decode() if st.first_step else None,
                      "index": int(st.first_index), "flags": _flag_names(st.first_flags)}
-    res.inputs = {"n": int(st.in_n), "changed": int(st.in_changed),
+    res.stored = {"n": int(st.in_n), "changed": int(st.in_changed),
                   "overflow": int(st.in_overflow), "flushed": int(st.in_flushed)}
 
 

@@ -346,14 +346,22 @@ nm_golden_class = _fn("nm_golden_class", ctypes.c_char_p, ctypes.POINTER(GOutput
                       ctypes.c_uint32)
 
 
-def find_cli():
+def find_cli(near=None):
     """bin/nanmap for what only the command line does (a golden case's
-    input generator lives in the command's own code, not the library)."""
+    input generator lives in the command's own code, not the library):
+    $NANMAP, the checkout of the library, the checkout of `near` (a golden
+    file's folder), then PATH."""
     env = os.environ.get("NANMAP")
     if env:
         return env
+    roots = []
     if os.path.sep in lib_path:
-        cand = os.path.join(os.path.dirname(os.path.dirname(lib_path)), "bin", "nanmap")
+        roots.append(os.path.dirname(os.path.dirname(lib_path)))
+    roots.append(os.path.join(_HERE, "..", ".."))
+    if near:
+        roots.append(os.path.dirname(os.path.abspath(near)))
+    for r in roots:
+        cand = os.path.join(r, "bin", "nanmap")
         if os.access(cand, os.X_OK):
             return cand
     return shutil.which("nanmap")

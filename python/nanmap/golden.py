@@ -88,10 +88,10 @@ class Case:
         """The case's input (float64, rows × cols; encodings=True: the
         storage format's bits). The generator is the command line's own, so
         this asks `nanmap golden export` for it."""
-        cli = L.find_cli()
+        d = os.path.dirname(os.path.abspath(self._g.path))
+        cli = L.find_cli(near=d)
         if not cli:
             raise GoldenError("%s: inputs need bin/nanmap (set NANMAP=)" % self.id)
-        d = os.path.dirname(os.path.abspath(self._g.path))
         if os.path.basename(self._g.path) != self.kernel + ".golden":
             raise GoldenError("%s: inputs are exported from DIR/%s.golden; %s is named "
                               "otherwise" % (self.id, self.kernel, self._g.path))

@@ -318,6 +318,7 @@ RunP = ctypes.POINTER(Run)
 emu_kernel_by_name = _fn("emu_kernel_by_name", KP, ctypes.c_char_p)
 emu_kernel_count = _fn("emu_kernel_count", sz)
 emu_kernel_at = _fn("emu_kernel_at", KP, sz)
+emu_kernel_reads_param = _fn("emu_kernel_reads_param", ctypes.c_bool, KP, ctypes.c_char_p)
 emu_be_by_name = _fn("emu_be_by_name", ctypes.c_int, ctypes.c_char_p)
 emu_policy_parse = _fn("emu_policy_parse", ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p,
                        ctypes.c_char_p, sz)

@@ -100,6 +100,12 @@ def run(kernel, x, policy, variant=None, params=None, backend="fast", seed=0, tr
         raise ValueError("nanmap.run: want a 1-D or 2-D input, not %d-D" % a.ndim)
     rows, cols = (1, a.size) if a.ndim < 2 else a.shape
     params = dict(params or {})
+    for n in params:
+        # the library runs a kernel with whatever it is given; a parameter
+        # it does not read is refused here as the command line refuses it
+        if not L.emu_kernel_reads_param(k, str(n).encode()):
+            raise NanmapError("unknown parameter '%s' for %s (it reads: %s)"
+                              % (n, kernel, (k.contents.params_doc or b"").decode()))
     names = [str(n).encode() for n in params]
     kp = (L.KParam * max(len(params), 1))()
     for i, (n, v) in enumerate(zip(names, params.values())):

@@ -103,4 +103,8 @@ def test_run_errors():
         nanmap.run("softmax_ce", [1.0, 2.0], policy="storage=fp99")
     with pytest.raises(nanmap.NanmapError):
         nanmap.run("softmax_ce", [1.0, 2.0], policy="storage=fp16", variant="nosuch")
+    with pytest.raises(nanmap.NanmapError, match="unknown parameter 'foo' for softmax_ce"):
+        nanmap.run("softmax_ce", [1.0, 2.0], policy="storage=fp16", params={"foo": 1})
+    with pytest.raises(nanmap.NanmapError, match="rmsnorm: eps=-1 must be finite"):
+        nanmap.run("rmsnorm", [1.0, 2.0], policy="storage=fp16", params={"eps": -1})
     assert "softmax_ce" in nanmap.kernels()

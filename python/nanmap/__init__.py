@@ -101,14 +101,24 @@ def _round_bits(f, x, env):
 
 
 def _encode(f, values):
-    """Encodings of values that are exact in f (or inf/NaN). A finite
-    nonzero value rounds to itself, so emu_round_array gives its encoding
-    in one call; NaN (whose sign the produced NaN would drop), infinities
-    and zeros (a format may have none) go through emu_encode one by one."""
+    """Encodings of values that are exact in f (or NaN, ±inf). A number
+    rounds to itself, so emu_round_array gives its encoding in one call.
+    NaN (whose sign the rounding's produced NaN would drop) and, in a
+    format without zero, ±0 take emu_encode's encoding: one call per
+    distinct value, assigned by sign."""
     v = np.ascontiguousarray(values, dtype=np.float64)
     out = _round_bits(f, v, L.Env(0, False, False, False, 0, 0))
-    for i in np.flatnonzero(~np.isfinite(v) | (v == 0)):
-        out.flat[i] = L.emu_encode(ctypes.byref(f), float(v.flat[i]))
+    special = np.isnan(v)
+    if not f.has_zero:
+        special |= v == 0
+    if special.any():
+        neg = np.signbit(v)
+        for is_nan in (True, False):
+            for sign in (False, True):
+                m = special & (np.isnan(v) == is_nan) & (neg == sign)
+                if m.any():
+                    x = np.copysign(np.nan if is_nan else 0.0, -1.0 if sign else 1.0)
+                    out[m] = L.emu_encode(ctypes.byref(f), float(x))
     return out
 
 
@@ -161,23 +171,19 @@ class Rounded:
     values of the format), .bits (encodings, uint8/16/32 by the format's
     width), .flags (Flags), .format (its name)."""
 
-    def __init__(self, f, values, flags, source=None):
+    def __init__(self, f, values, flags):
         self._f = f
         self.format = f.name.decode()
         self.values = values
         self.flags = flags
         self._bits = None
-        self._source = source  # round's (input, env): its bits are the rounding's own
 
     @property
     def bits(self):
+        # from the values this result owns (never from the caller's input,
+        # which may have changed since); computed when first read
         if self._bits is None:
-            if self._source is not None:
-                x, env = self._source
-                self._bits = _round_bits(self._f, x, env)
-                self._source = None
-            else:
-                self._bits = _encode(self._f, self.values)
+            self._bits = _encode(self._f, self.values)
         return self._bits
 
     def __repr__(self):
@@ -203,8 +209,7 @@ def round(x, fmt, mode="rne", sat=False, ftz=False, seed=0, daz=False):
     fl = np.empty(a.shape, dtype=np.uint8)
     af = L.emu_a_cvt(ctypes.byref(f), _dp(dst), _dp(a), 1, a.size, ctypes.byref(env),
                      fl.ctypes.data_as(L.c_u8p))
-    # .bits, when asked for, round the same input again by emu_round_array
-    return Rounded(f, dst, Flags(af, fl), source=(a, env))
+    return Rounded(f, dst, Flags(af, fl))
 
 
 def _check_values(f, a, name, k):

@@ -117,3 +117,13 @@ def test_errors_carry_the_library_message():
         nanmap.round([1.0], "fp16", mode="nearest")
     with pytest.raises(TypeError):
         nanmap.round(np.array(["a"]), "fp16")
+
+
+def test_bits_belong_to_the_result():
+    """.bits is read later than round ran: changing the input in between
+    must not change them."""
+    x = inputs(100)
+    want = nanmap.round(x.copy(), "e4m3").bits
+    r = nanmap.round(x, "e4m3")
+    x[:] = 1.0
+    assert np.array_equal(r.bits, want)

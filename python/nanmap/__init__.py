@@ -85,6 +85,8 @@ def _env(mode, sat, ftz, daz, seed):
     m = L.emu_mode_by_name(str(mode).encode())
     if m >= 6:  # EMU_NMODES
         raise NanmapError("unknown rounding mode '%s' (rne rtz up down rna sr)" % mode)
+    if not 0 <= int(seed) < 2**64:
+        raise NanmapError("seed %d is not in [0, 2^64)" % int(seed))
     return L.Env(m, bool(sat), bool(ftz), bool(daz), int(seed), 0)
 
 

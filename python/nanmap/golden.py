@@ -7,8 +7,8 @@
 
 check raises AssertionError listing the mismatches as `nanmap check`
 prints them. Actual outputs are numpy arrays or anything with __array__
-(a torch tensor viewed as its bits: t.view(torch.uint16)); torch is never
-imported.
+or DLPack (a torch tensor viewed as its bits: t.view(torch.uint16)); torch
+is never imported.
 """
 
 import ctypes
@@ -161,6 +161,18 @@ def load(path):
     return Golden(path)
 
 
+def _array(actual):
+    """A numpy view of actual: DLPack first where the object speaks it (no
+    copy), else __array__ / the buffer protocol."""
+    if not isinstance(actual, np.ndarray) and hasattr(actual, "__dlpack__") and \
+            hasattr(np, "from_dlpack"):
+        try:
+            return np.from_dlpack(actual)
+        except (TypeError, ValueError, RuntimeError, BufferError):
+            pass  # e.g. a dtype DLPack cannot hand numpy: try __array__
+    return np.asarray(actual)
+
+
 def _as_encodings(o, actual):
     """actual as uint32 encodings of o's format, by nm_golden_read_actual's
     rules: unsigned (or signed, reinterpreted) integers of up to the
@@ -168,7 +180,7 @@ def _as_encodings(o, actual):
     their bits; float64 values exactly representable in the format,
     encoded by the library."""
     from . import NanmapError, _format, round as _round
-    a = np.asarray(actual)
+    a = _array(actual)
     f = _format(o.format)
     if a.dtype.kind == "b" or a.dtype.kind not in "uif":
         raise TypeError("%s: actual outputs of dtype %s (want the format's bits)" % (

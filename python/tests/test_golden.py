@@ -61,6 +61,30 @@ class Tensorish:
         return self.a if dtype is None else self.a.astype(dtype)
 
 
+class DLPackOnly:
+    """Only the DLPack protocol, as some array libraries offer it."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_dlpack_input(g):
+    if not hasattr(np, "from_dlpack"):
+        pytest.skip("numpy %s has no from_dlpack" % np.__version__)
+    out = g[CASE].output("grad")
+    nanmap.golden.check(out, DLPackOnly(out.expected))
+    bad = out.expected.copy()
+    bad[0] ^= 1
+    with pytest.raises(AssertionError, match=r"grad\[0\]"):
+        nanmap.golden.check(out, DLPackOnly(bad))
+
+
 def test_mismatch_lists_like_nanmap_check(g, tmp_path):
     case = g[CASE]
     out = case.output("grad")

@@ -71,7 +71,7 @@ BIN := bin/nanmap
 TESTBIN := build/tests/check_nanmap
 
 DEB_PKGS := build-essential pkg-config libmpfr-dev libgmp-dev check libinih-dev gnuplot-nox \
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin python3-numpy python3-pytest
 # what make all needs (checked once, before the first compile: build/deps.ok)
 BUILD_PKGS := build-essential libmpfr-dev libgmp-dev libinih-dev
 # without dpkg, a -dev package counts as present when the compiler finds its header
@@ -80,6 +80,9 @@ DEP_HDR_libmpfr-dev := mpfr.h
 DEP_HDR_libgmp-dev := gmp.h
 DEP_HDR_libinih-dev := ini.h
 DEP_HDR_check := check.h
+# the Python package's tests (tests/python.sh): this interpreter, or empty for
+# the first of python3 and /usr/bin/python3 that imports numpy and pytest
+PYTHON ?=
 # DEPS_INSTALL=no: only name the missing packages, even as root
 DEPS_INSTALL ?= yes
 
@@ -191,6 +194,7 @@ test: deps
 	$(STEP) run cli sh tests/cli.sh
 	$(STEP) run cli_run sh tests/cli_run.sh
 	$(STEP) run cli_quant sh tests/cli_quant.sh
+	$(STEP) run python env PYTHON="$(PYTHON)" sh tests/python.sh
 	$(STEP) run cli_gemm sh tests/cli_gemm.sh
 	$(STEP) run cli_metrics sh tests/cli_metrics.sh
 	$(STEP) run cli_golden sh tests/cli_golden.sh

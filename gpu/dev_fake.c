@@ -207,6 +207,20 @@ int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const f
 	                         len);
 }
 
+int gpu_dev_rmsnorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
+                    const float *DY, size_t R, size_t N, float epsc, float gs, float *Y,
+                    float *DX, float *RSTD, float *MS, float *DG, char *err, size_t len)
+{
+	return gpu_rows_rmsnorm(NULL, v, S, C, A, X, DY, R, N, epsc, gs, Y, DX, RSTD, MS, DG, err,
+	                        len);
+}
+
+int gpu_dev_bce(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const float *TY,
+                size_t R, size_t N, float *grad, float *loss, char *err, size_t len)
+{
+	return gpu_rows_bce(NULL, v, S, C, A, X, TY, R, N, grad, loss, err, len);
+}
+
 int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
                   const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
                   size_t len)

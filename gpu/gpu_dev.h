@@ -119,6 +119,29 @@ int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, const f
                      float *un, float *loss, float *found, char *err, size_t len);
 
 /*
+ * rmsnorm (kernels/rmsnorm.c), forward and backward, variant 0 plain,
+ * 1 prescaled, 2 fp32stats (statistics in fp32), one thread per row, then
+ * one per column for dg, in the emulator's order. x and dy hold values of
+ * S; eps_c is eps already rounded into C (fp32 for fp32stats); g_s is the
+ * weight (every weight) stored in S. Outputs: y and dx (values of S), rstd
+ * and ms per row (values of C; fp32 for fp32stats), dg (N values of A).
+ */
+int gpu_dev_rmsnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                    const float *dy, size_t R, size_t N, float eps_c, float g_s, float *y,
+                    float *dx, float *rstd, float *ms, float *dg, char *err, size_t len);
+
+/*
+ * bce (kernels/bce.c): binary cross-entropy with logits, variant 0 naive,
+ * 1 stable, one thread per row, then the mean loss on one thread. x holds
+ * values of S, target 0 or 1 per element. Outputs: grad (values of S) and
+ * the mean loss in A. stable's log1p is log1pf rounded to C, not correctly
+ * rounded: the GPU may differ from the emulator there.
+ */
+int gpu_dev_bce(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                const float *target, size_t R, size_t N, float *grad, float *loss, char *err,
+                size_t len);
+
+/*
  * Block quantisers (gpu/rows.h's k_quant_block), one thread per block of
  * one row of the R×N fp32 tensor x: rule GPU_Q_MXFP8 (TE's MXFP8: e8m0
  * scale from fp32(amax · fp32(1/fmax)) rounded up, the element multiplier

@@ -149,11 +149,11 @@ int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, 
                      char *err, size_t len);
 
 /* ---- gpu/rows.h on the host (gpu/host_rows.c) ---- */
-/* The same arguments as gpu_dev_softmax, gpu_dev_layernorm and
- * gpu_dev_backward (gpu_dev.h; formats are gpu_kfmt values), computed by
- * the row bodies kern.cu compiles, with the emulator's operations; with t,
- * fp16/bf16 exp, log and rsqrt are looked up in the GPU's tables. 0, or -1
- * with err. */
+/* The same arguments as gpu_dev_softmax, gpu_dev_layernorm,
+ * gpu_dev_backward, gpu_dev_rmsnorm and gpu_dev_bce (gpu_dev.h; formats are
+ * gpu_kfmt values), computed by the row bodies kern.cu compiles, with the
+ * emulator's operations; with t, fp16/bf16 exp, log and rsqrt are looked up
+ * in the GPU's tables (log1p has none). 0, or -1 with err. */
 int gpu_rows_softmax(const gpu_tables *t, int v, int S, int C, int A, const float *x, size_t R,
                      size_t N, float *grad, float *loss, char *err, size_t len);
 int gpu_rows_layernorm(const gpu_tables *t, int v, int S, int C, int A, const float *x,
@@ -162,6 +162,12 @@ int gpu_rows_layernorm(const gpu_tables *t, int v, int S, int C, int A, const fl
 int gpu_rows_backward(const gpu_tables *t, int S, int C, int A, const float *x, const float *w,
                       size_t R, size_t D, size_t K, float scale, float inv, float *grad,
                       float *un, float *loss, float *found, char *err, size_t len);
+int gpu_rows_rmsnorm(const gpu_tables *t, int v, int S, int C, int A, const float *x,
+                     const float *dy, size_t R, size_t N, float eps_c, float g_s, float *y,
+                     float *dx, float *rstd, float *ms, float *dg, char *err, size_t len);
+int gpu_rows_bce(const gpu_tables *t, int v, int S, int C, int A, const float *x,
+                 const float *target, size_t R, size_t N, float *grad, float *loss, char *err,
+                 size_t len);
 /* gpu_dev_quant's arguments (rule a gpu_qrule, elem a gpu_kfmt), by the
  * block bodies kern.cu compiles, with the emulator's operations. */
 int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const float *x,

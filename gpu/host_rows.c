@@ -3,13 +3,15 @@
  * compiled for the host with each operation the emulator's in the same
  * format (RNE), and run row after row. Two uses:
  *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
- *    emulator's own kernels (kernels/softmax.c, layernorm.c, backward.c) must
+ *    emulator's own kernels (kernels/softmax.c, layernorm.c, backward.c,
+ *    rmsnorm.c, bce.c) must
  *    give the same bits, which proves that the code nvcc compiles keeps
  *    their order of operations, without a GPU;
  *  - with the tables measured on the GPU (gpu-tables.txt), fp16/bf16 exp,
  *    log and rsqrt are the GPU's own results and every other operation is
  *    correctly rounded on both sides, so it predicts the GPU's fp16 and bf16
- *    kernels bit for bit (the "replay" rows of the kern step).
+ *    kernels bit for bit (the "replay" rows of the kern step); log1p has no
+ *    table (the GPU's is log1pf rounded), so bce stable is not replayed.
  * Nothing here is per kernel but the loop over rows and the scratch memory:
  * a change of a kernel is a change of gpu/rows.h, which both sides compile.
  */
@@ -76,6 +78,9 @@ typedef const host_fmt *k_fmt;
 #define K_LOG(F, a) host_op(F, EMU_OP_LOG, a, 0.0f)
 #define K_RSQRT(F, a) host_op(F, EMU_OP_RSQRT, a, 0.0f)
 #define K_MAX(F, a, b) host_op(F, EMU_OP_MAX, a, b)
+#define K_LOG1P(F, a) host_op(F, EMU_OP_LOG1P, a, 0.0f)
+#define K_NEG(F, a) host_op(F, EMU_OP_NEG, a, 0.0f)
+#define K_ABS(F, a) host_op(F, EMU_OP_ABS, a, 0.0f)
 #define K_CODE8(F, x) host_code8(F, x)
 #define K_F2U(x) host_f2u(x)
 #define K_U2F(u) host_u2f(u)
@@ -170,6 +175,51 @@ out:
 	free(DL);
 	free(la);
 	return rc;
+}
+
+/* gpu/kern.cu's gpu_dev_rmsnorm: its two launches (the rows, dg's columns) */
+int gpu_rows_rmsnorm(const gpu_tables *t, int v, int S, int C, int A, const float *X,
+                     const float *DY, size_t R, size_t N, float epsc, float gs, float *Y,
+                     float *DX, float *RSTD, float *MS, float *DG, char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	float *xh = malloc(R * N * sizeof *xh), *q = malloc(R * N * sizeof *q);
+	if (!xh || !q) {
+		free(xh);
+		free(q);
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	for (size_t r = 0; r < R; r++)
+		k_rmsnorm_row(v, &h[S], &h[C], &h[A], &h[GPU_K_F32], X, DY, N, r, epsc, gs, Y, DX,
+		              RSTD, MS, xh, q);
+	for (size_t j = 0; j < N; j++)
+		k_rmsnorm_dg(&h[A], q, R, N, j, DG);
+	free(xh);
+	free(q);
+	return 0;
+}
+
+/* gpu/kern.cu's gpu_dev_bce: its two launches (the rows, the mean) in order */
+int gpu_rows_bce(const gpu_tables *t, int v, int S, int C, int A, const float *X,
+                 const float *TY, size_t R, size_t N, float *grad, float *loss, char *err,
+                 size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	float *la = malloc(R * N * sizeof *la);
+	if (!la) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	for (size_t r = 0; r < R; r++)
+		k_bce_row(v, &h[S], &h[C], &h[A], X, TY, R, N, r, grad, la);
+	*loss = k_mean_loss(&h[A], la, R * N);
+	free(la);
+	return 0;
 }
 
 /* gpu/kern.cu's gpu_dev_quant: its one launch, block after block */

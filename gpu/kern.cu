@@ -1,11 +1,11 @@
 /*
  * kern.cu — the training kernels on CUDA cores: the launch code and the
  * definitions of the operations gpu/rows.h is written against. The row
- * bodies themselves (softmax_ce, layernorm forward and backward, the
- * loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
+ * bodies themselves (softmax_ce, layernorm and rmsnorm forward and backward,
+ * bce, the loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
  * too with the emulator's operations: the fake device runs the very code
  * compiled here, in the emulator's order of operations (kernels/softmax.c,
- * layernorm.c, backward.c), so every intermediate is the same value
+ * layernorm.c, backward.c, rmsnorm.c, bce.c), so every intermediate is the same value
  * wherever the hardware's operation is correctly rounded.
  *
  * A format is a gpu_kfmt value. An operation in format F converts its
@@ -101,6 +101,16 @@ static __device__ float f_rsqrt(int f, float a)
 	return __frsqrt_rn(a);
 }
 
+/* log(1 + a): CUDA has no half-precision log1p, so every format takes
+ * log1pf and rounds it to F once. log1pf is not correctly rounded (within
+ * 1 ulp of fp32), so bce stable's loss may differ from the emulator's
+ * correctly rounded log1p here; the fake device, which runs the emulator's,
+ * cannot show it. */
+static __device__ float f_log1p(int f, float a)
+{
+	return rnd(f, log1pf(a));
+}
+
 /* maximumNumber, +0 above -0: emu_max's rule (core/minmax.c) */
 static __device__ float f_max(float a, float b)
 {
@@ -132,6 +142,9 @@ typedef int k_fmt;
 #define K_LOG(F, a) f_log(F, a)
 #define K_RSQRT(F, a) f_rsqrt(F, a)
 #define K_MAX(F, a, b) f_max(a, b)
+#define K_LOG1P(F, a) f_log1p(F, a)
+#define K_NEG(F, a) (-(a))
+#define K_ABS(F, a) fabsf(a)
 #define K_CODE8(F, x) code8(F, x)
 #define K_F2U(x) __float_as_uint(x)
 #define K_U2F(u) __uint_as_float(u)
@@ -204,6 +217,92 @@ extern "C" int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A
 	GPU_CK(cudaMemcpy(dx, d + 3 * nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(rstd, d + 5 * nx, R * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(var, d + 5 * nx + R, R * sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	return rc;
+}
+
+/* ---- rmsnorm: kernels/rmsnorm.c's run(), in its order ---- */
+/* one row per thread; XH holds N scratch values per row, Q the row's dy·x̂ */
+static __global__ void k_rmsnorm_rows(int v, int S, int C, int A, const float *X,
+                                      const float *DY, size_t R, size_t N, float epsc, float gs,
+                                      float *Y, float *DX, float *RSTD, float *MS, float *XH,
+                                      float *Q)
+{
+	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (r >= R)
+		return;
+	k_rmsnorm_row(v, S, C, A, GPU_K_F32, X, DY, N, r, epsc, gs, Y, DX, RSTD, MS, XH, Q);
+}
+
+/* dg, one column per thread, rows in order */
+static __global__ void k_rmsnorm_dgs(int A, const float *Q, size_t R, size_t N, float *DG)
+{
+	size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	k_rmsnorm_dg(A, Q, R, N, j, DG);
+}
+
+extern "C" int gpu_dev_rmsnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                               const float *dy, size_t R, size_t N, float eps_c, float g_s,
+                               float *y, float *dx, float *rstd, float *ms, float *dg,
+                               char *err, size_t len)
+{
+	float *d = NULL;
+	int rc = -1;
+	size_t nx = R * N;
+	/* x, dy, y, dx, xh, q, rstd, ms, dg */
+	size_t ox = 0, ody = ox + nx, oy = ody + nx, odx = oy + nx, oxh = odx + nx, oq = oxh + nx,
+	       ors = oq + nx, oms = ors + R, odg = oms + R, total = odg + N;
+	GPU_CK(cudaMalloc(&d, total * sizeof *d));
+	GPU_CK(cudaMemcpy(d + ox, x, nx * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + ody, dy, nx * sizeof *d, cudaMemcpyHostToDevice));
+	k_rmsnorm_rows<<<(unsigned)((R + 127) / 128), 128>>>(
+	    variant, (int)S, (int)C, (int)A, d + ox, d + ody, R, N, eps_c, g_s, d + oy, d + odx,
+	    d + ors, d + oms, d + oxh, d + oq);
+	GPU_CK_LAUNCH();
+	k_rmsnorm_dgs<<<(unsigned)((N + 127) / 128), 128>>>((int)A, d + oq, R, N, d + odg);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(y, d + oy, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(dx, d + odx, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(rstd, d + ors, R * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(ms, d + oms, R * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(dg, d + odg, N * sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	return rc;
+}
+
+/* ---- bce: kernels/bce.c's run(), in its order ---- */
+/* one row per thread; LA gets every element's loss in A */
+static __global__ void k_bce_rows(int v, int S, int C, int A, const float *X, const float *TY,
+                                  size_t R, size_t N, float *grad, float *LA)
+{
+	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (r >= R)
+		return;
+	k_bce_row(v, S, C, A, X, TY, R, N, r, grad, LA);
+}
+
+extern "C" int gpu_dev_bce(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                           const float *target, size_t R, size_t N, float *grad, float *loss,
+                           char *err, size_t len)
+{
+	float *d = NULL;
+	int rc = -1;
+	size_t nx = R * N;
+	/* x, target, grad, la, loss */
+	GPU_CK(cudaMalloc(&d, (4 * nx + 1) * sizeof *d));
+	GPU_CK(cudaMemcpy(d, x, nx * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + nx, target, nx * sizeof *d, cudaMemcpyHostToDevice));
+	k_bce_rows<<<(unsigned)((R + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)A, d, d + nx,
+	                                                 R, N, d + 2 * nx, d + 3 * nx);
+	GPU_CK_LAUNCH();
+	k_softmax_mean<<<1, 1>>>((int)A, d + 3 * nx, nx, d + 4 * nx);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(grad, d + 2 * nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(loss, d + 4 * nx, sizeof *d, cudaMemcpyDeviceToHost));
 	rc = 0;
 out:
 	cudaFree(d);

@@ -4,7 +4,8 @@
  * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
- * equal the emulator's kernels (kernels/softmax.c, layernorm.c, backward.c)
+ * equal the emulator's kernels (kernels/softmax.c, layernorm.c, backward.c,
+ * rmsnorm.c, bce.c)
  * and quantiser (core/recipe.c) the order of operations proved is the one
  * the GPU runs, not a copy of it kept in step by hand.
  *
@@ -18,6 +19,9 @@
  *                     approximate hexp, hlog, expf, logf, hrsqrt; fp32 rsqrt
  *                     is __frsqrt_rn)
  *   K_MAX(F, a, b)    maximumNumber with +0 above -0 (emu_max's rule)
+ *   K_LOG1P(F, a)     F's log(1 + a) (on the GPU log1pf, then rounded to
+ *                     F: not correctly rounded, and no table replays it)
+ *   K_NEG(F, a)       K_ABS: −a and |a|, exact
  * and, for the block quantisers (below):
  *   K_CODE8(F, x)     x's encoding (uint8_t) in F, e4m3 or e5m2: RNE,
  *                     satfinite (on the GPU __nv_cvt_float_to_fp8 with
@@ -232,6 +236,116 @@ K_FN void k_bw_grad(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *W, c
 		return;
 	}
 	G[i] = K_RND(S, acc);
+}
+
+/* rmsnorm (kernels/rmsnorm.c's run()), forward and backward, row r of X
+ * and DY (rows of N, values of S): v 0 plain, 1 prescaled, 2 fp32stats (the
+ * statistics in F32, the fp32 handle); epsc is eps in the statistics'
+ * compute format (C, or fp32 in fp32stats), gs the weight g stored in S
+ * (every weight that value). Writes row r of Y and DX (values of S), RSTD[r]
+ * and MS[r] (values of C, fp32 in fp32stats), and row r of Q: dy·x̂ in A, for
+ * k_rmsnorm_dg; row r of XH is scratch (x̃ or fp32(x), then x̂). */
+K_FN void k_rmsnorm_row(int v, k_fmt S, k_fmt C, k_fmt A, k_fmt F32, const float *X,
+                        const float *DY, size_t N, size_t r, float epsc, float gs, float *Y,
+                        float *DX, float *RSTD, float *MS, float *XH, float *Q)
+{
+	const float *x = X + r * N, *dyin = DY + r * N;
+	float *xh = XH + r * N;
+	k_fmt SA = v == 2 ? F32 : A, SC = v == 2 ? F32 : C;
+	float Na = K_RND(A, (float)N), Ns = v == 2 ? K_RND(F32, (float)N) : Na;
+	float g = K_RND(C, gs), smax = 0.0f, s = 0.0f, ms, ve, rs, rc;
+#define XC(j) K_RND(C, x[j])
+	if (v == 1) { /* s = max |x| from +0, then x̃ = x / s */
+		for (size_t j = 0; j < N; j++)
+			smax = K_MAX(C, smax, K_ABS(C, XC(j)));
+		for (size_t j = 0; j < N; j++)
+			xh[j] = K_DIV(C, XC(j), smax);
+	} else if (v == 2) {
+		for (size_t j = 0; j < N; j++)
+			xh[j] = K_RND(F32, XC(j));
+	}
+	for (size_t j = 0; j < N; j++) { /* Σ x², sequential */
+		float xs = v == 0 ? XC(j) : xh[j], sq = K_MUL(SC, xs, xs);
+		if (v != 2)
+			sq = K_RND(A, sq);
+		s = K_ADD(SA, s, sq);
+	}
+	s = K_DIV(SA, s, Ns);
+	ms = v == 2 ? s : K_RND(C, s);
+	if (v == 1) { /* eps / s², as two divisions */
+		ve = K_DIV(C, epsc, smax);
+		ve = K_DIV(C, ve, smax);
+		ve = K_ADD(C, ms, ve);
+	} else {
+		ve = K_ADD(SC, ms, epsc);
+	}
+	rs = K_RSQRT(SC, ve);
+	rc = v == 2 ? K_RND(C, rs) : rs;
+	MS[r] = ms;
+	RSTD[r] = rs;
+	for (size_t j = 0; j < N; j++) { /* x̂ = x · r (prescaled: x̃ · rt), y = x̂ · g */
+		xh[j] = K_MUL(C, v == 1 ? xh[j] : XC(j), rc);
+		Y[r * N + j] = K_RND(S, K_MUL(C, xh[j], g));
+	}
+	/* backward: m = mean(g·dy·x̂) in A, then dx = (g·dy − x̂·m) · r */
+	float dsum = 0.0f, dproj;
+	for (size_t j = 0; j < N; j++) {
+		float gdx = K_MUL(C, K_MUL(C, g, K_RND(C, dyin[j])), xh[j]);
+		dsum = K_ADD(A, dsum, K_RND(A, gdx));
+	}
+	dproj = K_RND(C, K_DIV(A, dsum, Na));
+	for (size_t j = 0; j < N; j++) {
+		float dy = K_RND(C, dyin[j]);
+		float t = K_SUB(C, K_MUL(C, g, dy), K_MUL(C, xh[j], dproj));
+		t = K_MUL(C, t, rc);
+		if (v == 1)
+			t = K_DIV(C, t, smax);
+		DX[r * N + j] = K_RND(S, t);
+		Q[r * N + j] = K_RND(A, K_MUL(C, dy, xh[j]));
+	}
+#undef XC
+}
+
+/* rmsnorm's dg_j = Σ_r Q[r·N + j] in A, rows in order from +0; a j past
+ * the end (a thread of the GPU's last block) writes nothing */
+K_FN void k_rmsnorm_dg(k_fmt A, const float *Q, size_t R, size_t N, size_t j, float *DG)
+{
+	if (j >= N)
+		return;
+	float acc = 0.0f;
+	for (size_t r = 0; r < R; r++)
+		acc = K_ADD(A, acc, Q[r * N + j]);
+	DG[j] = acc;
+}
+
+/* bce (kernels/bce.c's run()), row r of X (R×N logits, values of S) and TY
+ * (targets, 0 or 1): v 0 naive, 1 stable. Writes row r of grad (values of
+ * S) and of LA, each element's loss in A; k_mean_loss over all R·N of LA
+ * is the mean loss. */
+K_FN void k_bce_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, const float *TY, size_t R,
+                    size_t N, size_t r, float *grad, float *LA)
+{
+	float cnt = K_RND(C, (float)(R * N));
+	for (size_t j = 0; j < N; j++) {
+		size_t i = r * N + j;
+		float xc = K_RND(C, X[i]), y = TY[i], l, p;
+		if (v == 0) { /* p = 1/(1 + exp(−x)), −(y·log p + (1 − y)·log(1 − p)) */
+			float e = K_EXP(C, K_NEG(C, xc));
+			float bce_den = K_ADD(C, 1.0f, e);
+			p = K_DIV(C, 1.0f, bce_den);
+			float lp = K_MUL(C, y, K_LOG(C, p));
+			float lq = K_MUL(C, K_SUB(C, 1.0f, y), K_LOG(C, K_SUB(C, 1.0f, p)));
+			l = K_NEG(C, K_ADD(C, lp, lq));
+		} else { /* (max(x, 0) − x·y) + log1p(e), σ = (x < 0 ? e : 1)/(1 + e) */
+			float e = K_EXP(C, K_NEG(C, K_ABS(C, xc)));
+			float lg = K_LOG1P(C, e);
+			l = K_SUB(C, K_MAX(C, xc, 0.0f), K_MUL(C, xc, y));
+			l = K_ADD(C, l, lg);
+			p = K_DIV(C, xc < 0.0f ? e : 1.0f, K_ADD(C, 1.0f, e));
+		}
+		LA[i] = K_RND(A, l);
+		grad[i] = K_RND(S, K_DIV(C, K_SUB(C, p, y), cnt));
+	}
 }
 
 /* GradScaler.unscale_ of one stored gradient g: g times inv in fp32 (F32,

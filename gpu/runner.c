@@ -659,7 +659,7 @@ out:
 	free(D);
 }
 
-/* ---- kern: softmax_ce and layernorm in the emulator's order of operations ---- */
+/* ---- kern: the training kernels of gpu/rows.h in the emulator's order of operations ---- */
 static gpu_kfmt kfmt(const emu_format *f)
 {
 	return f->bits == 32 ? GPU_K_F32 : f->p == 11 ? GPU_K_F16 : GPU_K_BF16;
@@ -820,6 +820,123 @@ out:
 	free(mun);
 }
 
+/* rmsnorm (its defaults: eps 1e-6, g = 1, dy = ±1 from the seed) on
+ * layernorm's rows, and bce on logits uniform in ±(1 + r mod 4), each
+ * variant against the fast backend, and replayed with the GPU's tables where
+ * they hold every approximate function the variant calls (not bce stable's
+ * log1p). bce's loss is the mean of every element, so one NaN term hides the
+ * rest: within ±4 even bf16's 1 + exp(−x) stays above 1, every naive term
+ * is finite, and the loss row proves the order of the sum too. */
+static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *fmts,
+                          const gpu_tables *rt, const double *xl, const float *xls,
+                          const float *dys, const float *ty, size_t R, size_t N)
+{
+	static const char *const rn_var[] = {"plain", "prescaled", "fp32stats"};
+	static const char *const bce_var[] = {"naive", "stable"};
+	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
+	const emu_format *f32 = fmt("fp32");
+	float *y = malloc(R * N * sizeof *y), *dx = malloc(R * N * sizeof *dx);
+	float *my = malloc(R * N * sizeof *my), *mdx = malloc(R * N * sizeof *mdx);
+	float *rs = malloc(R * sizeof *rs), *ms = malloc(R * sizeof *ms);
+	float *mrs = malloc(R * sizeof *mrs), *mms = malloc(R * sizeof *mms);
+	float *dg = malloc(N * sizeof *dg), *mdg = malloc(N * sizeof *mdg);
+	double *x = malloc(R * N * sizeof *x);
+	float *xs = malloc(R * N * sizeof *xs);
+	float gs = (float)emu_decode(S, emu_from_double(S, 1.0, &pol->env).bits);
+	if (!y || !dx || !my || !mdx || !rs || !ms || !mrs || !mms || !dg || !mdg || !x || !xs) {
+		step_failed("kern", "out of memory");
+		goto out;
+	}
+	for (size_t r = 0; r < R; r++)
+		for (size_t j = 0; j < N; j++) {
+			double u = (double)(rnd(o->seed, 410, r * N + j) >> 40) * 0x1p-24;
+			x[r * N + j] = (u - 0.5) * 2.0 * (double)(1 + r % 4);
+			xs[r * N + j] =
+			    (float)emu_decode(S, emu_from_double(S, x[r * N + j], &pol->env).bits);
+		}
+	for (int v = 0; v < 3; v++) {
+		char kname[40];
+		emu_run er;
+		const emu_format *SC = v == 2 ? f32 : C; /* fp32stats: statistics in fp32 */
+		float epsc = (float)emu_decode(SC, emu_from_double(SC, 1e-6, &pol->env).bits);
+		snprintf(kname, sizeof kname, "rmsnorm %s", rn_var[v]);
+		emu_kin in = {xl, R, N, NULL, 0, o->seed};
+		if (gpu_dev_rmsnorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc, gs, y, dx,
+		                    rs, ms, dg, err, sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		if (emu_run_kernel(&emu_kernel_rmsnorm, pol, rn_var[v], &in, EMU_BE_FAST, &er, err,
+		                   sizeof err)) {
+			emu_run_free(&er);
+			step_failed("kern", err);
+			continue;
+		}
+		kern_out outs[] = {{"y", y, R * N},
+		                   {"dx", dx, R * N},
+		                   {"rstd", rs, R},
+		                   {"ms", ms, R},
+		                   {"dg", dg, N}};
+		kern_compare(kname, fmts, &er, outs, 5);
+		emu_run_free(&er);
+		if (rt && gpu_rows_rmsnorm(rt, v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc,
+		                           gs, my, mdx, mrs, mms, mdg, err, sizeof err)) {
+			step_failed("kern", err);
+		} else if (rt) {
+			kern_out mo[] = {{"y", my, R * N},
+			                 {"dx", mdx, R * N},
+			                 {"rstd", mrs, R},
+			                 {"ms", mms, R},
+			                 {"dg", mdg, N}};
+			const emu_format *f[] = {S, S, SC, SC, A};
+			kern_replay(kname, fmts, outs, mo, f, 5);
+		}
+	}
+	for (int v = 0; v < 2; v++) {
+		char kname[40];
+		emu_run er;
+		float loss, mloss;
+		snprintf(kname, sizeof kname, "bce %s", bce_var[v]);
+		emu_kin in = {x, R, N, NULL, 0, o->seed};
+		if (gpu_dev_bce(v, kfmt(S), kfmt(C), kfmt(A), xs, ty, R, N, y, &loss, err,
+		                sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		if (emu_run_kernel(&emu_kernel_bce, pol, bce_var[v], &in, EMU_BE_FAST, &er, err,
+		                   sizeof err)) {
+			emu_run_free(&er);
+			step_failed("kern", err);
+			continue;
+		}
+		kern_out outs[] = {{"grad", y, R * N}, {"loss", &loss, 1}};
+		kern_compare(kname, fmts, &er, outs, 2);
+		emu_run_free(&er);
+		if (rt && v == 0 &&
+		    gpu_rows_bce(rt, v, kfmt(S), kfmt(C), kfmt(A), xs, ty, R, N, my, &mloss, err,
+		                 sizeof err)) {
+			step_failed("kern", err);
+		} else if (rt && v == 0) {
+			kern_out mo[] = {{"grad", my, R * N}, {"loss", &mloss, 1}};
+			const emu_format *f[] = {S, A};
+			kern_replay(kname, fmts, outs, mo, f, 2);
+		}
+	}
+out:
+	free(x);
+	free(xs);
+	free(y);
+	free(dx);
+	free(my);
+	free(mdx);
+	free(rs);
+	free(ms);
+	free(mrs);
+	free(mms);
+	free(dg);
+	free(mdg);
+}
+
 static void step_kern(const gpu_opts *o)
 {
 	static const char *const pols[] = {
@@ -836,10 +953,11 @@ static void step_kern(const gpu_opts *o)
 	float *o4 = malloc(R * sizeof *o4);
 	float *m1 = malloc(R * N * sizeof *m1), *m2 = malloc(R * N * sizeof *m2);
 	float *m3 = malloc(R * sizeof *m3), *m4 = malloc(R * sizeof *m4);
+	float *ty = malloc(R * N * sizeof *ty);
 	gpu_tables tabs = {NULL, 0};
 	bool have_tabs = false;
 	if (!x || !xl || !xs || !xls || !dys || !o1 || !o2 || !o3 || !o4 || !m1 || !m2 || !m3 ||
-	    !m4) {
+	    !m4 || !ty) {
 		step_failed("kern", "out of memory");
 		goto out;
 	}
@@ -853,6 +971,9 @@ static void step_kern(const gpu_opts *o)
 			x[r * N + j] = (u - 0.5) * 16.0 * (double)(1 + 4 * (r % 4));
 			xl[r * N + j] = off[r % 4] + (u - 0.5) * 2.0;
 		}
+	/* bce's targets, as kernels/bce.c draws them: bit 31 of the element's draw */
+	for (size_t i = 0; i < R * N; i++)
+		ty[i] = (float)(emu_sr_bits(o->seed, i) >> 31);
 	have_tabs = kern_tables(o, &tabs);
 	for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
 		emu_policy pol;
@@ -924,13 +1045,15 @@ static void step_kern(const gpu_opts *o)
 				}
 			}
 		}
+		kern_norm_bce(o, &pol, fmts, rt, xl, xls, dys, ty, R, N);
 		kern_backward(o, &pol, fmts, rt);
 	}
-	gpu_report_note(&rep, "kern: softmax_ce and layernorm on %zu rows of %zu, backward on %s, "
-	                      "against the fast "
-	                      "backend; exp, log and fp16/bf16 rsqrt are the GPU's own (hexp, hlog, "
-	                      "expf, logf, hrsqrt), so agreement within 2 ulp is accepted and the "
-	                      "largest distance is reported",
+	gpu_report_note(&rep, "kern: softmax_ce, layernorm, rmsnorm and bce on %zu rows of %zu, "
+	                      "backward on %s, against the fast "
+	                      "backend; exp, log, log1p and fp16/bf16 rsqrt are the GPU's own (hexp, "
+	                      "hlog, expf, logf, log1pf, hrsqrt), so agreement within 2 ulp is "
+	                      "accepted and the largest distance is reported; bce stable is not "
+	                      "replayed (no table holds log1pf)",
 	                R, N, o->quick ? "16x32 inputs" : "64x128 inputs, 8 classes");
 out:
 	gpu_tables_free(&tabs);
@@ -938,6 +1061,7 @@ out:
 	free(m2);
 	free(m3);
 	free(m4);
+	free(ty);
 	free(x);
 	free(xl);
 	free(xs);

@@ -29,7 +29,8 @@
  *           of Q and K (so Q·Kᵀ is unchanged in exact arithmetic); the
  *           GEMMs run on the e4m3 values and are descaled after (S by
  *           d_Q·d_K, each block of P·V by d_V / p_scale); P is cast to e4m3
- *           as P·p_scale (static scale, default 448).
+ *           as P·p_scale (static scale, default 448); its output p_lost
+ *           counts the nonzero P̃ that cast flushed to 0.
  * Suffixes: ":bwd" (naive, online) adds the backward pass; ":tc" or
  * ":tc:MODEL" runs both forward GEMMs through the Tensor Core fold
  * (emu_fold_tc, any model emu_tc_parse takes; default emu_tc_default()),
@@ -447,6 +448,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *dQ = bwd ? emu_kout_vec(be, out, "dQ", nq * d, S) : NULL;
 	emu_vec *dK = bwd ? emu_kout_vec(be, out, "dK", nk * d, S) : NULL;
 	emu_vec *dV = bwd ? emu_kout_vec(be, out, "dV", nk * d, S) : NULL;
+	/* fp8's diagnostic: how many nonzero P̃ the e4m3 cast of P̃·p_scale
+	 * flushed to zero (those below half e4m3's smallest subnormal over
+	 * p_scale), counted on the values this backend holds */
+	const emu_format *F32 = emu_format_by_name("fp32");
+	emu_vec *p_lost = v == FP8 ? emu_kout_vec(be, out, "p_lost", 1, F32) : NULL;
+	double n_p_lost = 0;
 	emu_vec *Qc = emu_vec_new(be, nq * d), *Kc = emu_vec_new(be, nk * d),
 	        *Vc = emu_vec_new(be, nk * d);
 	/* the GEMM operands: accumulator-format copies, or the TC's input values */
@@ -464,7 +471,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	k.part = emu_vec_new(be, 1);
 	if (!O || !L || (bwd && (!dQ || !dK || !dV)) || !Qc || !Kc || !Vc || !sacc || !s || !e ||
 	    !ea || !oacc || !t || !P || !PA || !raw || !k.part || !pv ||
-	    (v == FP8 && (!dq8 || !dk8 || !dv8)))
+	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost)))
 		goto oom;
 	double *qr = raw, *kr = raw + nq * d, *vr = raw + (nq + nk) * d;
 	for (size_t i = 0; i < nq; i++)
@@ -575,6 +582,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 				        EMU_NOREF, nb, el, NULL);
 				emu_map(be, S_P_CAST, EMU_OP_CVT, E4, emu_row(P, j0),
 				        emu_row(P, j0), EMU_NOREF, EMU_NOREF, nb, el, NULL);
+				for (size_t j = j0; j < j1; j++)
+					n_p_lost += emu_vget(be, e, j) != 0 && emu_vget(be, P, j) == 0;
 				pop = emu_row(P, j0);
 			} else {
 				pop = eb;
@@ -638,6 +647,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_op1(be, S_LOG, EMU_OP_LOG, C, emu_at(L, i), lc, EMU_NOREF, i);
 		emu_op1(be, S_LSE, EMU_OP_ADD, C, emu_at(L, i), m, emu_at(L, i), i);
 	}
+	if (v == FP8)
+		emu_fill(be, emu_at(p_lost, 0), n_p_lost, 1);
 	if (bwd) {
 		/* dO (±1), O stored, both in the accumulator format */
 		emu_vec *dOA = emu_vec_new(be, nq * d), *OA = emu_vec_new(be, nq * d),

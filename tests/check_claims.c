@@ -25,6 +25,7 @@ static const char *const claim_files[] = {
     "mx_floor", "nvfp4_mxfp4", "rht_outliers", "sr_bias", "ftz_scale",
     "gs_spikes_default", "gs_spikes_conservative", "bce_float", "bn_tiny_var", "o2_state",
     "scale_65536", "einsum_fp16", "recompute_fp16", "bf16_unscaled", "rmsnorm_256", "adam_eps",
+    "attn_online", "fp8_p_scale",
 };
 #define NCASES ARRAY_SIZE(claim_files)
 static nm_case cases[NCASES];
@@ -575,6 +576,52 @@ START_TEST(claim23_eps)
 }
 END_TEST
 
+#define R24_HDR "case,kernel,variant,policy,scale,backend,status,O.rel_err,L.rel_err"
+
+START_TEST(claim24_online)
+{
+	csv("attn_online", R24_HDR, "attn_online,attention,naive,storage=fp16,1,fast,ok,1e-3,4e-4",
+	    "attn_online,attention,online,storage=fp16,1,fast,ok,1.1e-3,4e-4",
+	    "attn_online,attention,naive,storage=fp16,4096,fast,overflow,inf,inf",
+	    "attn_online,attention,online,storage=fp16,4096,fast,overflow,inf,inf",
+	    "attn_online,attention,naive,\"storage=bf16,compute=fp32\",1,fast,ok,6e-3,1e-3",
+	    "attn_online,attention,online,\"storage=bf16,compute=fp32\",1,fast,ok,6e-3,1e-3", NULL);
+	verdict(24, "true");
+	/* online's L error twice naive's at one point */
+	csv("attn_online", R24_HDR, "attn_online,attention,naive,storage=fp16,1,fast,ok,1e-3,4e-4",
+	    "attn_online,attention,online,storage=fp16,1,fast,ok,1.1e-3,8e-4",
+	    "attn_online,attention,naive,\"storage=bf16,compute=fp32\",1,fast,ok,6e-3,1e-3",
+	    "attn_online,attention,online,\"storage=bf16,compute=fp32\",1,fast,ok,6e-3,1e-3", NULL);
+	verdict(24, "partly");
+	/* online overflowing where naive does not */
+	csv("attn_online", R24_HDR, "attn_online,attention,naive,storage=fp16,1,fast,ok,1e-3,4e-4",
+	    "attn_online,attention,online,storage=fp16,1,fast,overflow,inf,inf", NULL);
+	verdict(24, "false");
+}
+END_TEST
+
+#define R25_HDR "case,kernel,variant,policy,scale,p_scale,backend,status,p_lost.maxabs,O.rel_err"
+
+START_TEST(claim25_p_scale)
+{
+	csv("fp8_p_scale", R25_HDR,
+	    "fp8_p_scale,attention,fp8,\"storage=bf16,compute=fp32\",1,448,fast,ok,95,0.08",
+	    "fp8_p_scale,attention,fp8,\"storage=bf16,compute=fp32\",1,7168,fast,nan,42,inf",
+	    "fp8_p_scale,attention,fp8,\"storage=bf16,compute=fp32\",0.25,448,fast,ok,0,0.05",
+	    NULL);
+	verdict(25, "partly");
+	/* so many flushed in one place that their mass reaches e4m3's rounding */
+	csv("fp8_p_scale", R25_HDR,
+	    "fp8_p_scale,attention,fp8,\"storage=bf16,compute=fp32\",1,448,fast,ok,40000,0.08",
+	    NULL);
+	verdict(25, "true");
+	csv("fp8_p_scale", R25_HDR,
+	    "fp8_p_scale,attention,fp8,\"storage=bf16,compute=fp32\",1,448,fast,ok,0,0.08",
+	    "fp8_p_scale,attention,fp8,\"storage=bf16,compute=fp32\",1,7168,fast,nan,0,inf", NULL);
+	verdict(25, "false");
+}
+END_TEST
+
 static char *slurp(const char *path)
 {
 	char *s = nm_file_read(path, NULL);
@@ -613,7 +660,7 @@ START_TEST(bad_claim_keys)
 	static const struct {
 		const char *claim, *want;
 	} rows[] = {
-	    {"id = 24\n", ":14: key 'id': '24' is not a claim number 1..23"},
+	    {"id = 26\n", ":14: key 'id': '26' is not a claim number 1..25"},
 	    {"id = 2\nverdict = true\n", ":15: key 'verdict': unknown in [claim]"},
 	    {"statement = x\n", ":14: key 'id': missing in [claim]"},
 	};
@@ -665,6 +712,8 @@ Suite *suite_claims(void)
 	tcase_add_test(tc, claim21_ftz);
 	tcase_add_test(tc, claim22_rmsnorm);
 	tcase_add_test(tc, claim23_eps);
+	tcase_add_test(tc, claim24_online);
+	tcase_add_test(tc, claim25_p_scale);
 	tcase_add_test(tc, write_report);
 	tcase_add_test(tc, bad_claim_keys);
 	suite_add_tcase(s, tc);

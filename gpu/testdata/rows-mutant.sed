@@ -2,7 +2,7 @@
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
 # agree with the emulator (tests/cli_gpu.sh). The Makefile refuses the result
-# unless exactly six lines changed, so a rewritten rows.h fails the build of
+# unless exactly ten lines changed, so a rewritten rows.h fails the build of
 # the mutant instead of leaving it equal to the original.
 #
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
@@ -11,6 +11,15 @@ s/^\(\t*\)s = K_ADD(A, s, K_RND(A, e));$/\1s = K_ADD(C, s, K_RND(A, e));/
 s/^\(\t*\)s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, dy, yc\[j\])));$/\1s2 = K_ADD(C, s2, K_RND(A, K_MUL(C, dy, yc[j])));/
 # backward: the logits' dot products summed in C instead of A
 s/^\(\t*\)acc = K_ADD(A, acc, K_RND(A, xw));$/\1acc = K_ADD(C, acc, K_RND(A, xw));/
+# rmsnorm backward: the sum of g·dy·x̂ in C instead of A (all variants)
+s/^\(\t*\)dsum = K_ADD(A, dsum, K_RND(A, gdx));$/\1dsum = K_ADD(C, dsum, K_RND(A, gdx));/
+# bce: each element's loss finished in A instead of C, so only the loss
+# moves: naive's y·log p (log and product) and the terms' sum and negation
+# that take it (two lines, as an operand of C must be a value of C); the
+# stable loss's last addition, of the log1p term
+s/^\(\t*\)float lp = K_MUL(C, y, K_LOG(C, p));$/\1float lp = K_MUL(A, y, K_LOG(A, p));/
+s/^\(\t*\)l = K_NEG(C, K_ADD(C, lp, lq));$/\1l = K_NEG(A, K_ADD(A, lp, lq));/
+s/^\(\t*\)l = K_ADD(C, l, lg);$/\1l = K_ADD(A, l, lg);/
 # deepseek: the amax as fmaxf takes it (TE's kernels), a NaN element dropped
 # instead of making the block's amax NaN (torch's amax)
 s/^\(\t*\)if (!(v <= a))$/\1if (v > a)/

@@ -221,6 +221,12 @@ int gpu_dev_bce(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const
 	return gpu_rows_bce(NULL, v, S, C, A, X, TY, R, N, grad, loss, err, len);
 }
 
+int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, size_t m,
+                   size_t n, size_t k, float *acc, float *c, char *err, size_t len)
+{
+	return gpu_rows_matmul(NULL, fma, S, C, A, X, m, n, k, acc, c, err, len);
+}
+
 int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
                   const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
                   size_t len)

@@ -142,6 +142,16 @@ int gpu_dev_bce(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
                 size_t len);
 
 /*
+ * matmul (kernels/matmul.c, variant seq): C = A·B, x holding A (m×k) then
+ * B (k×n), row-major, values of S; one thread per output element, each
+ * operand in C then A, products rounded in A and added in order from +0
+ * (fma = 1: one fused multiply-add in A per step). Outputs: acc (m·n values
+ * of A) and c (acc stored in S).
+ */
+int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, size_t m,
+                   size_t n, size_t k, float *acc, float *c, char *err, size_t len);
+
+/*
  * Block quantisers (gpu/rows.h's k_quant_block), one thread per block of
  * one row of the R×N fp32 tensor x: rule GPU_Q_MXFP8 (TE's MXFP8: e8m0
  * scale from fp32(amax · fp32(1/fmax)) rounded up, the element multiplier

@@ -150,8 +150,8 @@ int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, 
 
 /* ---- gpu/rows.h on the host (gpu/host_rows.c) ---- */
 /* The same arguments as gpu_dev_softmax, gpu_dev_layernorm,
- * gpu_dev_backward, gpu_dev_rmsnorm and gpu_dev_bce (gpu_dev.h; formats are
- * gpu_kfmt values), computed by the row bodies kern.cu compiles, with the
+ * gpu_dev_backward, gpu_dev_rmsnorm, gpu_dev_bce and gpu_dev_matmul (gpu_dev.h;
+ * formats are gpu_kfmt values), computed by the row bodies kern.cu compiles, with the
  * emulator's operations; with t, fp16/bf16 exp, log and rsqrt are looked up
  * in the GPU's tables (log1p has none). 0, or -1 with err. */
 int gpu_rows_softmax(const gpu_tables *t, int v, int S, int C, int A, const float *x, size_t R,
@@ -168,6 +168,8 @@ int gpu_rows_rmsnorm(const gpu_tables *t, int v, int S, int C, int A, const floa
 int gpu_rows_bce(const gpu_tables *t, int v, int S, int C, int A, const float *x,
                  const float *target, size_t R, size_t N, float *grad, float *loss, char *err,
                  size_t len);
+int gpu_rows_matmul(const gpu_tables *t, int fma, int S, int C, int A, const float *x, size_t m,
+                    size_t n, size_t k, float *acc, float *c, char *err, size_t len);
 /* gpu_dev_quant's arguments (rule a gpu_qrule, elem a gpu_kfmt), by the
  * block bodies kern.cu compiles, with the emulator's operations. */
 int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const float *x,

@@ -4,7 +4,7 @@
  * format (RNE), and run row after row. Two uses:
  *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
  *    emulator's own kernels (kernels/softmax.c, layernorm.c, backward.c,
- *    rmsnorm.c, bce.c) must
+ *    rmsnorm.c, bce.c, matmul.c) must
  *    give the same bits, which proves that the code nvcc compiles keeps
  *    their order of operations, without a GPU;
  *  - with the tables measured on the GPU (gpu-tables.txt), fp16/bf16 exp,
@@ -46,6 +46,13 @@ static float host_op(const host_fmt *F, emu_op op, float a, float b)
 	return (float)emu_decode(F->f, emu_apply(op, F->f, NULL, args, &rne).bits);
 }
 
+/* a·b + c in F, one rounding (operands values of F) */
+static float host_fma(const host_fmt *F, float a, float b, float c)
+{
+	emu_bits args[3] = {emu_encode(F->f, a), emu_encode(F->f, b), emu_encode(F->f, c)};
+	return (float)emu_decode(F->f, emu_apply(EMU_OP_FMA, F->f, NULL, args, &rne).bits);
+}
+
 /* x in F (e4m3 or e5m2), RNE, saturating: the encoding */
 static uint8_t host_code8(const host_fmt *F, float x)
 {
@@ -81,6 +88,7 @@ typedef const host_fmt *k_fmt;
 #define K_LOG1P(F, a) host_op(F, EMU_OP_LOG1P, a, 0.0f)
 #define K_NEG(F, a) host_op(F, EMU_OP_NEG, a, 0.0f)
 #define K_ABS(F, a) host_op(F, EMU_OP_ABS, a, 0.0f)
+#define K_FMA(F, a, b, c) host_fma(F, a, b, c)
 #define K_CODE8(F, x) host_code8(F, x)
 #define K_F2U(x) host_f2u(x)
 #define K_U2F(u) host_u2f(u)
@@ -219,6 +227,18 @@ int gpu_rows_bce(const gpu_tables *t, int v, int S, int C, int A, const float *X
 		k_bce_row(v, &h[S], &h[C], &h[A], X, TY, R, N, r, grad, la);
 	*loss = k_mean_loss(&h[A], la, R * N);
 	free(la);
+	return 0;
+}
+
+/* gpu/kern.cu's gpu_dev_matmul: its one launch, element after element */
+int gpu_rows_matmul(const gpu_tables *t, int fma, int S, int C, int A, const float *X, size_t m,
+                    size_t n, size_t k, float *acc, float *c, char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	for (size_t o = 0; o < m * n; o++)
+		k_matmul_elem(fma, &h[S], &h[C], &h[A], X, m, n, k, o, acc, c);
 	return 0;
 }
 

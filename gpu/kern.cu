@@ -2,7 +2,7 @@
  * kern.cu — the training kernels on CUDA cores: the launch code and the
  * definitions of the operations gpu/rows.h is written against. The row
  * bodies themselves (softmax_ce, layernorm and rmsnorm forward and backward,
- * bce, the loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
+ * bce, matmul, the loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
  * too with the emulator's operations: the fake device runs the very code
  * compiled here, in the emulator's order of operations (kernels/softmax.c,
  * layernorm.c, backward.c, rmsnorm.c, bce.c), so every intermediate is the same value
@@ -111,6 +111,16 @@ static __device__ float f_log1p(int f, float a)
 	return rnd(f, log1pf(a));
 }
 
+/* a·b + c, one rounding: F's fused instruction */
+static __device__ float f_fma(int f, float a, float b, float c)
+{
+	if (f == GPU_K_F16)
+		return __half2float(__hfma(H(a), H(b), H(c)));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(__hfma(B(a), B(b), B(c)));
+	return __fmaf_rn(a, b, c);
+}
+
 /* maximumNumber, +0 above -0: emu_max's rule (core/minmax.c) */
 static __device__ float f_max(float a, float b)
 {
@@ -145,6 +155,7 @@ typedef int k_fmt;
 #define K_LOG1P(F, a) f_log1p(F, a)
 #define K_NEG(F, a) (-(a))
 #define K_ABS(F, a) fabsf(a)
+#define K_FMA(F, a, b, c) f_fma(F, a, b, c)
 #define K_CODE8(F, x) code8(F, x)
 #define K_F2U(x) __float_as_uint(x)
 #define K_U2F(u) __uint_as_float(u)
@@ -303,6 +314,35 @@ extern "C" int gpu_dev_bce(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, cons
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(grad, d + 2 * nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(loss, d + 4 * nx, sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	return rc;
+}
+
+/* ---- matmul: kernels/matmul.c's run() (seq), one thread per output element ---- */
+static __global__ void k_matmul_elems(int fma, int S, int C, int A, const float *X, size_t m,
+                                      size_t n, size_t k, float *ACC, float *CS)
+{
+	size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	k_matmul_elem(fma, S, C, A, X, m, n, k, o, ACC, CS);
+}
+
+extern "C" int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                              size_t m, size_t n, size_t k, float *acc, float *c, char *err,
+                              size_t len)
+{
+	float *d = NULL;
+	int rc = -1;
+	size_t nx = m * k + k * n, no = m * n;
+	/* x, acc, c */
+	GPU_CK(cudaMalloc(&d, (nx + 2 * no) * sizeof *d));
+	GPU_CK(cudaMemcpy(d, x, nx * sizeof *d, cudaMemcpyHostToDevice));
+	k_matmul_elems<<<(unsigned)((no + 127) / 128), 128>>>(fma, (int)S, (int)C, (int)A, d, m, n,
+	                                                      k, d + nx, d + nx + no);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(acc, d + nx, no * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(c, d + nx + no, no * sizeof *d, cudaMemcpyDeviceToHost));
 	rc = 0;
 out:
 	cudaFree(d);

@@ -5,7 +5,7 @@
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
  * equal the emulator's kernels (kernels/softmax.c, layernorm.c, backward.c,
- * rmsnorm.c, bce.c)
+ * rmsnorm.c, bce.c, matmul.c)
  * and quantiser (core/recipe.c) the order of operations proved is the one
  * the GPU runs, not a copy of it kept in step by hand.
  *
@@ -22,6 +22,7 @@
  *   K_LOG1P(F, a)     F's log(1 + a) (on the GPU log1pf, then rounded to
  *                     F: not correctly rounded, and no table replays it)
  *   K_NEG(F, a)       K_ABS: −a and |a|, exact
+ *   K_FMA(F, a, b, c) a·b + c in F, one rounding (fmaf, __hfma)
  * and, for the block quantisers (below):
  *   K_CODE8(F, x)     x's encoding (uint8_t) in F, e4m3 or e5m2: RNE,
  *                     satfinite (on the GPU __nv_cvt_float_to_fp8 with
@@ -346,6 +347,32 @@ K_FN void k_bce_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, const floa
 		LA[i] = K_RND(A, l);
 		grad[i] = K_RND(S, K_DIV(C, K_SUB(C, p, y), cnt));
 	}
+}
+
+/* matmul (kernels/matmul.c's run(), variant seq), output (i, j) = o of
+ * C = A·B: X holds A (m×k) then B (k×n), row-major, values of S. Each
+ * operand is loaded (in C) and converted to A; the products are rounded in
+ * A and added in order from +0 (fma 0), or c = fma(a_il, b_lj, c) in A for
+ * l = 0..k−1 (fma 1). Writes ACC[o], the accumulator (a value of A), and
+ * CS[o], its one rounding into S. An o past the end (a thread of the GPU's
+ * last block) writes nothing. */
+K_FN void k_matmul_elem(int fma, k_fmt S, k_fmt C, k_fmt A, const float *X, size_t m, size_t n,
+                        size_t k, size_t o, float *ACC, float *CS)
+{
+	if (o >= m * n)
+		return;
+	size_t i = o / n, j = o % n;
+	const float *a = X + i * k, *b = X + m * k + j;
+	float acc = 0.0f;
+	for (size_t l = 0; l < k; l++) {
+		float al = K_RND(A, K_RND(C, a[l])), bl = K_RND(A, K_RND(C, b[l * n]));
+		if (fma)
+			acc = K_FMA(A, al, bl, acc);
+		else
+			acc = K_ADD(A, acc, K_MUL(A, al, bl));
+	}
+	ACC[o] = acc;
+	CS[o] = K_RND(S, acc);
 }
 
 /* GradScaler.unscale_ of one stored gradient g: g times inv in fp32 (F32,

@@ -937,6 +937,54 @@ out:
 	free(mdg);
 }
 
+/* matmul seq (fma 0 and 1), A·B with the input's default shape (A the
+ * first ⌈R/2⌉ rows, B the rest, k = N) on values uniform in ±2, against
+ * the fast backend: acc and c. No replay: it calls no approximate
+ * function, so the tables change nothing. */
+static void kern_matmul(const gpu_opts *o, const emu_policy *pol, const char *fmts, size_t R,
+                        size_t N)
+{
+	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
+	const size_t m = (R + 1) / 2, n = R - m, k = N;
+	double *x = malloc(R * N * sizeof *x);
+	float *xs = malloc(R * N * sizeof *xs);
+	float *acc = malloc(m * n * sizeof *acc), *c = malloc(m * n * sizeof *c);
+	if (!x || !xs || !acc || !c) {
+		step_failed("kern", "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < R * N; i++) {
+		x[i] = ((double)(rnd(o->seed, 420, i) >> 40) * 0x1p-24 - 0.5) * 4.0;
+		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
+	}
+	for (int fma = 0; fma < 2; fma++) {
+		char kname[40];
+		emu_run er;
+		emu_kparam par = {"fma", fma};
+		emu_kin in = {x, R, N, &par, 1, o->seed};
+		snprintf(kname, sizeof kname, fma ? "matmul seq fma=1" : "matmul seq");
+		if (gpu_dev_matmul(fma, kfmt(S), kfmt(C), kfmt(A), xs, m, n, k, acc, c, err,
+		                   sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		if (emu_run_kernel(&emu_kernel_matmul, pol, "seq", &in, EMU_BE_FAST, &er, err,
+		                   sizeof err)) {
+			emu_run_free(&er);
+			step_failed("kern", err);
+			continue;
+		}
+		kern_out outs[] = {{"acc", acc, m * n}, {"c", c, m * n}};
+		kern_compare(kname, fmts, &er, outs, 2);
+		emu_run_free(&er);
+	}
+out:
+	free(x);
+	free(xs);
+	free(acc);
+	free(c);
+}
+
 static void step_kern(const gpu_opts *o)
 {
 	static const char *const pols[] = {
@@ -1047,8 +1095,10 @@ static void step_kern(const gpu_opts *o)
 		}
 		kern_norm_bce(o, &pol, fmts, rt, xl, xls, dys, ty, R, N);
 		kern_backward(o, &pol, fmts, rt);
+		kern_matmul(o, &pol, fmts, R, N);
 	}
 	gpu_report_note(&rep, "kern: softmax_ce, layernorm, rmsnorm and bce on %zu rows of %zu, "
+	                      "matmul seq (fma=0 and 1) on the same input as A then B, "
 	                      "backward on %s, against the fast "
 	                      "backend; exp, log, log1p and fp16/bf16 rsqrt are the GPU's own (hexp, "
 	                      "hlog, expf, logf, log1pf, hrsqrt), so agreement within 2 ulp is "

@@ -2,7 +2,7 @@
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
 # agree with the emulator (tests/cli_gpu.sh). The Makefile refuses the result
-# unless exactly ten lines changed, so a rewritten rows.h fails the build of
+# unless exactly twelve lines changed, so a rewritten rows.h fails the build of
 # the mutant instead of leaving it equal to the original.
 #
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
@@ -27,3 +27,7 @@ s/^\(\t*\)if (!(v <= a))$/\1if (v > a)/
 s/^\(\t*\)return code == 0 ? 1.0f : K_U2F((254u - code) << 23);$/\1return code == 0 ? 0x1p127f : K_U2F((254u - code) << 23);/
 # deepseek: the stored scale as fp32(1 / s) instead of fp32(a' / fmax)
 s/^\(\t*\)\*sc = K_F2U(K_DIV(F32, ac, fmax));$/\1*sc = K_F2U(K_DIV(F32, 1.0f, s));/
+# matmul: the sum of the products in C instead of A, and (fma=1) the fused
+# step in C
+s/^\(\t*\)acc = K_ADD(A, acc, K_MUL(A, al, bl));$/\1acc = K_ADD(C, acc, K_MUL(A, al, bl));/
+s/^\(\t*\)acc = K_FMA(A, al, bl, acc);$/\1acc = K_FMA(C, al, bl, acc);/

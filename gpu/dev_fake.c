@@ -227,6 +227,15 @@ int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, 
 	return gpu_rows_matmul(NULL, fma, S, C, A, X, m, n, k, acc, c, err, len);
 }
 
+int gpu_dev_batchnorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
+                      const float *DY, size_t NB, size_t CH, const float cst[6], float *Y,
+                      float *DX, float *MEAN, float *VAR, float *RM, float *RV, float *DGAMMA,
+                      float *DBETA, char *err, size_t len)
+{
+	return gpu_rows_batchnorm(NULL, v, S, C, A, X, DY, NB, CH, cst, Y, DX, MEAN, VAR, RM, RV,
+	                          DGAMMA, DBETA, err, len);
+}
+
 int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
                   const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
                   size_t len)

@@ -152,6 +152,19 @@ int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, 
                    size_t n, size_t k, float *acc, float *c, char *err, size_t len);
 
 /*
+ * batchnorm (kernels/batchnorm.c, training mode), variant 0 twopass,
+ * 1 welford, one thread per channel (column) of the NB×CH input x and the
+ * upstream gradient dy (values of S); cst: eps, gamma, beta, momentum and
+ * the running mean and variance before the step, each in C. Outputs: y and
+ * dx (values of S), mean and var (CH values of C), the running mean and
+ * variance, dgamma and dbeta (CH values of S).
+ */
+int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                      const float *dy, size_t NB, size_t CH, const float cst[6], float *y,
+                      float *dx, float *mean, float *var, float *rm, float *rv, float *dgamma,
+                      float *dbeta, char *err, size_t len);
+
+/*
  * Block quantisers (gpu/rows.h's k_quant_block), one thread per block of
  * one row of the R×N fp32 tensor x: rule GPU_Q_MXFP8 (TE's MXFP8: e8m0
  * scale from fp32(amax · fp32(1/fmax)) rounded up, the element multiplier

@@ -4,7 +4,7 @@
  * format (RNE), and run row after row. Two uses:
  *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
  *    emulator's own kernels (kernels/softmax.c, layernorm.c, backward.c,
- *    rmsnorm.c, bce.c, matmul.c) must
+ *    rmsnorm.c, bce.c, matmul.c, batchnorm.c) must
  *    give the same bits, which proves that the code nvcc compiles keeps
  *    their order of operations, without a GPU;
  *  - with the tables measured on the GPU (gpu-tables.txt), fp16/bf16 exp,
@@ -89,6 +89,7 @@ typedef const host_fmt *k_fmt;
 #define K_NEG(F, a) host_op(F, EMU_OP_NEG, a, 0.0f)
 #define K_ABS(F, a) host_op(F, EMU_OP_ABS, a, 0.0f)
 #define K_FMA(F, a, b, c) host_fma(F, a, b, c)
+#define K_SQRT(F, a) host_op(F, EMU_OP_SQRT, a, 0.0f)
 #define K_CODE8(F, x) host_code8(F, x)
 #define K_F2U(x) host_f2u(x)
 #define K_U2F(u) host_u2f(u)
@@ -239,6 +240,27 @@ int gpu_rows_matmul(const gpu_tables *t, int fma, int S, int C, int A, const flo
 		return -1;
 	for (size_t o = 0; o < m * n; o++)
 		k_matmul_elem(fma, &h[S], &h[C], &h[A], X, m, n, k, o, acc, c);
+	return 0;
+}
+
+/* gpu/kern.cu's gpu_dev_batchnorm: its one launch, column after column */
+int gpu_rows_batchnorm(const gpu_tables *t, int v, int S, int C, int A, const float *X,
+                       const float *DY, size_t NB, size_t CH, const float cst[6], float *Y,
+                       float *DX, float *MEAN, float *VAR, float *RM, float *RV, float *DGAMMA,
+                       float *DBETA, char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	float *xmu = malloc(NB * CH * sizeof *xmu);
+	if (!xmu) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	for (size_t c = 0; c < CH; c++)
+		k_batchnorm_col(v, &h[S], &h[C], &h[A], X, DY, NB, CH, c, cst[0], cst[1], cst[2],
+		                cst[3], cst[4], cst[5], Y, DX, MEAN, VAR, RM, RV, DGAMMA, DBETA, xmu);
+	free(xmu);
 	return 0;
 }
 

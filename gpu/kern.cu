@@ -2,7 +2,7 @@
  * kern.cu — the training kernels on CUDA cores: the launch code and the
  * definitions of the operations gpu/rows.h is written against. The row
  * bodies themselves (softmax_ce, layernorm and rmsnorm forward and backward,
- * bce, matmul, the loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
+ * bce, matmul, batchnorm, the loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
  * too with the emulator's operations: the fake device runs the very code
  * compiled here, in the emulator's order of operations (kernels/softmax.c,
  * layernorm.c, backward.c, rmsnorm.c, bce.c), so every intermediate is the same value
@@ -121,6 +121,13 @@ static __device__ float f_fma(int f, float a, float b, float c)
 	return __fmaf_rn(a, b, c);
 }
 
+/* F's square root: fp32's correctly rounded one, then one rounding to F,
+ * innocuous for sqrt since 24 ≥ 2p + 2 for fp16 and bf16 */
+static __device__ float f_sqrt(int f, float a)
+{
+	return rnd(f, __fsqrt_rn(a));
+}
+
 /* maximumNumber, +0 above -0: emu_max's rule (core/minmax.c) */
 static __device__ float f_max(float a, float b)
 {
@@ -156,6 +163,7 @@ typedef int k_fmt;
 #define K_NEG(F, a) (-(a))
 #define K_ABS(F, a) fabsf(a)
 #define K_FMA(F, a, b, c) f_fma(F, a, b, c)
+#define K_SQRT(F, a) f_sqrt(F, a)
 #define K_CODE8(F, x) code8(F, x)
 #define K_F2U(x) __float_as_uint(x)
 #define K_U2F(u) __uint_as_float(u)
@@ -343,6 +351,52 @@ extern "C" int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(acc, d + nx, no * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(c, d + nx + no, no * sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	return rc;
+}
+
+/* ---- batchnorm: kernels/batchnorm.c's run() (training), one thread per channel ---- */
+static __global__ void k_batchnorm_cols(int v, int S, int C, int A, const float *X,
+                                        const float *DY, size_t NB, size_t CH, float epsc,
+                                        float gam, float bet, float mom, float rmc, float rvc,
+                                        float *Y, float *DX, float *MEAN, float *VAR, float *RM,
+                                        float *RV, float *DGAMMA, float *DBETA, float *XMU)
+{
+	size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= CH)
+		return;
+	k_batchnorm_col(v, S, C, A, X, DY, NB, CH, c, epsc, gam, bet, mom, rmc, rvc, Y, DX, MEAN,
+	                VAR, RM, RV, DGAMMA, DBETA, XMU);
+}
+
+extern "C" int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
+                                 const float *dy, size_t NB, size_t CH, const float cst[6],
+                                 float *y, float *dx, float *mean, float *var, float *rm,
+                                 float *rv, float *dgamma, float *dbeta, char *err, size_t len)
+{
+	float *d = NULL;
+	int rc = -1;
+	size_t nx = NB * CH;
+	/* x, dy, y, dx, xmu, then mean, var, rm, rv, dgamma, dbeta (CH each) */
+	size_t ox = 0, ody = nx, oy = 2 * nx, odx = 3 * nx, oxm = 4 * nx, oc = 5 * nx;
+	GPU_CK(cudaMalloc(&d, (5 * nx + 6 * CH) * sizeof *d));
+	GPU_CK(cudaMemcpy(d + ox, x, nx * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + ody, dy, nx * sizeof *d, cudaMemcpyHostToDevice));
+	k_batchnorm_cols<<<(unsigned)((CH + 127) / 128), 128>>>(
+	    variant, (int)S, (int)C, (int)A, d + ox, d + ody, NB, CH, cst[0], cst[1], cst[2], cst[3],
+	    cst[4], cst[5], d + oy, d + odx, d + oc, d + oc + CH, d + oc + 2 * CH, d + oc + 3 * CH,
+	    d + oc + 4 * CH, d + oc + 5 * CH, d + oxm);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(y, d + oy, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(dx, d + odx, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(mean, d + oc, CH * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(var, d + oc + CH, CH * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(rm, d + oc + 2 * CH, CH * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(rv, d + oc + 3 * CH, CH * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(dgamma, d + oc + 4 * CH, CH * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(dbeta, d + oc + 5 * CH, CH * sizeof *d, cudaMemcpyDeviceToHost));
 	rc = 0;
 out:
 	cudaFree(d);

@@ -5,7 +5,7 @@
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
  * equal the emulator's kernels (kernels/softmax.c, layernorm.c, backward.c,
- * rmsnorm.c, bce.c, matmul.c)
+ * rmsnorm.c, bce.c, matmul.c, batchnorm.c)
  * and quantiser (core/recipe.c) the order of operations proved is the one
  * the GPU runs, not a copy of it kept in step by hand.
  *
@@ -23,6 +23,9 @@
  *                     F: not correctly rounded, and no table replays it)
  *   K_NEG(F, a)       K_ABS: −a and |a|, exact
  *   K_FMA(F, a, b, c) a·b + c in F, one rounding (fmaf, __hfma)
+ *   K_SQRT(F, a)      F's correctly rounded square root (on the GPU
+ *                     __fsqrt_rn, then rounded to F: p ≥ 2p' + 2, so the
+ *                     second rounding is innocuous)
  * and, for the block quantisers (below):
  *   K_CODE8(F, x)     x's encoding (uint8_t) in F, e4m3 or e5m2: RNE,
  *                     satfinite (on the GPU __nv_cvt_float_to_fp8 with
@@ -373,6 +376,78 @@ K_FN void k_matmul_elem(int fma, k_fmt S, k_fmt C, k_fmt A, const float *X, size
 	}
 	ACC[o] = acc;
 	CS[o] = K_RND(S, acc);
+}
+
+/* batchnorm (kernels/batchnorm.c's run(), training mode), forward, running
+ * statistics and backward of channel (column) c of X and DY (NB rows of CH,
+ * values of S): v 0 twopass, 1 welford. epsc, gam, bet, mom, rmc and rvc
+ * are eps, gamma, beta, momentum and the running statistics before the
+ * step, each in C. Writes column c of Y and DX (values of S), MEAN[c] and
+ * VAR[c] (values of C; var biased), RM[c], RV[c], DGAMMA[c] and DBETA[c]
+ * (values of S); column c of XMU is scratch (x − mean in C). */
+K_FN void k_batchnorm_col(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, const float *DY,
+                          size_t NB, size_t CH, size_t c, float epsc, float gam, float bet,
+                          float mom, float rmc, float rvc, float *Y, float *DX, float *MEAN,
+                          float *VAR, float *RM, float *RV, float *DGAMMA, float *DBETA,
+                          float *XMU)
+{
+	float Na = K_RND(A, (float)NB), N1a = K_RND(A, (float)(NB - 1));
+	float omm = K_SUB(C, 1.0f, mom), ma = 0.0f, s2 = 0.0f, tmp, tmp2;
+#define XC(n) K_RND(C, X[(n) * CH + c])
+#define XM(n) XMU[(n) * CH + c]
+	if (v == 1) { /* welford, in the accumulator format */
+		for (size_t n = 0; n < NB; n++) {
+			float xa = K_RND(A, XC(n));
+			tmp = K_SUB(A, xa, ma);
+			tmp2 = K_DIV(A, tmp, K_RND(A, (float)(n + 1)));
+			ma = K_ADD(A, ma, tmp2);
+			tmp2 = K_SUB(A, xa, ma);
+			tmp = K_MUL(A, tmp, tmp2);
+			s2 = K_ADD(A, s2, tmp);
+		}
+	} else {
+		for (size_t n = 0; n < NB; n++)
+			ma = K_ADD(A, ma, K_RND(A, XC(n)));
+		ma = K_DIV(A, ma, Na);
+	}
+	float mean = K_RND(C, ma);
+	for (size_t n = 0; n < NB; n++)
+		XM(n) = K_SUB(C, XC(n), mean);
+	if (v == 0)
+		for (size_t n = 0; n < NB; n++)
+			s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, XM(n), XM(n))));
+	float var = K_RND(C, K_DIV(A, s2, Na)), uvar = K_RND(C, K_DIV(A, s2, N1a));
+	float invstd = K_DIV(C, 1.0f, K_SQRT(C, K_ADD(C, var, epsc)));
+	MEAN[c] = mean;
+	VAR[c] = var;
+	for (size_t n = 0; n < NB; n++) { /* y = ((gamma · (x − mean)) · invstd) + beta */
+		tmp = K_MUL(C, K_MUL(C, gam, XM(n)), invstd);
+		Y[n * CH + c] = K_RND(S, K_ADD(C, tmp, bet));
+	}
+	RM[c] = K_RND(S, K_ADD(C, K_MUL(C, mom, mean), K_MUL(C, omm, rmc)));
+	RV[c] = K_RND(S, K_ADD(C, K_MUL(C, mom, uvar), K_MUL(C, omm, rvc)));
+	/* backward */
+	float sdy = 0.0f, sdyx = 0.0f;
+	for (size_t n = 0; n < NB; n++) {
+		float dyc = K_RND(C, DY[n * CH + c]);
+		sdy = K_ADD(A, sdy, K_RND(A, dyc));
+		sdyx = K_ADD(A, sdyx, K_RND(A, K_MUL(C, dyc, XM(n))));
+	}
+	float norm = K_RND(C, K_DIV(A, 1.0f, Na));
+	sdy = K_RND(C, sdy);
+	sdyx = K_RND(C, sdyx);
+	DBETA[c] = K_RND(S, sdy);
+	DGAMMA[c] = K_RND(S, K_MUL(C, sdyx, invstd));
+	float mdy = K_MUL(C, sdy, norm);
+	float f1 = K_MUL(C, K_MUL(C, K_MUL(C, invstd, invstd), sdyx), norm);
+	float f2 = K_MUL(C, gam, invstd);
+	for (size_t n = 0; n < NB; n++) { /* ((dy − mean_dy) − (x − mean)·factor_1)·factor_2 */
+		float dyc = K_RND(C, DY[n * CH + c]);
+		tmp = K_SUB(C, K_SUB(C, dyc, mdy), K_MUL(C, XM(n), f1));
+		DX[n * CH + c] = K_RND(S, K_MUL(C, tmp, f2));
+	}
+#undef XC
+#undef XM
 }
 
 /* GradScaler.unscale_ of one stored gradient g: g times inv in fp32 (F32,

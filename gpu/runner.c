@@ -985,6 +985,69 @@ out:
 	free(c);
 }
 
+/* batchnorm twopass and welford (training; its defaults: eps 1e-5, gamma
+ * 1, beta 0, momentum 0.1, running statistics 0 and 1, dy = ±1 from the
+ * seed, as layernorm's) on R samples of N channels, channel c around
+ * 0, 4, 300 or 2000 by c mod 4 with spread ±1, against the fast backend.
+ * No replay: its sqrt is correctly rounded on the GPU, nothing to look up. */
+static void kern_batchnorm(const gpu_opts *o, const emu_policy *pol, const char *fmts,
+                           const float *dys, size_t R, size_t N)
+{
+	static const char *const bn_var[] = {"twopass", "welford"};
+	static const double off[4] = {0, 4, 300, 2000};
+	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
+	const double cd[6] = {1e-5, 1, 0, 0.1, 0, 1};
+	float cst[6];
+	double *x = malloc(R * N * sizeof *x);
+	float *xs = malloc(R * N * sizeof *xs), *y = malloc(R * N * sizeof *y),
+	      *dx = malloc(R * N * sizeof *dx), *ch = malloc(6 * N * sizeof *ch);
+	if (!x || !xs || !y || !dx || !ch) {
+		step_failed("kern", "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < 6; i++)
+		cst[i] = (float)emu_decode(C, emu_from_double(C, cd[i], &pol->env).bits);
+	for (size_t i = 0; i < R * N; i++) {
+		double u = (double)(rnd(o->seed, 430, i) >> 40) * 0x1p-24;
+		x[i] = off[(i % N) % 4] + (u - 0.5) * 2.0;
+		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
+	}
+	for (int v = 0; v < 2; v++) {
+		char kname[40];
+		emu_run er;
+		emu_kin in = {x, R, N, NULL, 0, o->seed};
+		snprintf(kname, sizeof kname, "batchnorm %s", bn_var[v]);
+		if (gpu_dev_batchnorm(v, kfmt(S), kfmt(C), kfmt(A), xs, dys, R, N, cst, y, dx, ch,
+		                      ch + N, ch + 2 * N, ch + 3 * N, ch + 4 * N, ch + 5 * N, err,
+		                      sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		if (emu_run_kernel(&emu_kernel_batchnorm, pol, bn_var[v], &in, EMU_BE_FAST, &er, err,
+		                   sizeof err)) {
+			emu_run_free(&er);
+			step_failed("kern", err);
+			continue;
+		}
+		kern_out outs[] = {{"y", y, R * N},
+		                   {"dx", dx, R * N},
+		                   {"mean", ch, N},
+		                   {"var", ch + N, N},
+		                   {"running_mean", ch + 2 * N, N},
+		                   {"running_var", ch + 3 * N, N},
+		                   {"dgamma", ch + 4 * N, N},
+		                   {"dbeta", ch + 5 * N, N}};
+		kern_compare(kname, fmts, &er, outs, 8);
+		emu_run_free(&er);
+	}
+out:
+	free(x);
+	free(xs);
+	free(y);
+	free(dx);
+	free(ch);
+}
+
 static void step_kern(const gpu_opts *o)
 {
 	static const char *const pols[] = {
@@ -1096,9 +1159,11 @@ static void step_kern(const gpu_opts *o)
 		kern_norm_bce(o, &pol, fmts, rt, xl, xls, dys, ty, R, N);
 		kern_backward(o, &pol, fmts, rt);
 		kern_matmul(o, &pol, fmts, R, N);
+		kern_batchnorm(o, &pol, fmts, dys, R, N);
 	}
 	gpu_report_note(&rep, "kern: softmax_ce, layernorm, rmsnorm and bce on %zu rows of %zu, "
 	                      "matmul seq (fma=0 and 1) on the same input as A then B, "
+	                      "batchnorm twopass and welford on as many samples and channels, "
 	                      "backward on %s, against the fast "
 	                      "backend; exp, log, log1p and fp16/bf16 rsqrt are the GPU's own (hexp, "
 	                      "hlog, expf, logf, log1pf, hrsqrt), so agreement within 2 ulp is "

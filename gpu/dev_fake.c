@@ -236,6 +236,13 @@ int gpu_dev_batchnorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
 	                          DGAMMA, DBETA, err, len);
 }
 
+int gpu_dev_optimizer(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, const float *gs,
+                      size_t n, unsigned steps, const float *k, float *w, float *m, float *vv,
+                      char *err, size_t len)
+{
+	return gpu_rows_optimizer(NULL, v, S, C, G, T, gs, n, steps, k, w, m, vv, err, len);
+}
+
 int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
                   const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
                   size_t len)

@@ -165,6 +165,17 @@ int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
                       float *dbeta, char *err, size_t len);
 
 /*
+ * optimizer (kernels/optimizer.c), variant 0 sgd (weight decay 0), 1 adamw
+ * (weight decay on), one thread per element over `steps` steps; gs holds
+ * the stored gradients (values of G), step s's n at gs[(s − 1)·n]; k the
+ * scalars in C (gpu/rows.h's k_opt_elem). w (values of S) is updated in
+ * place; m and v (values of T) start at 0.
+ */
+int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
+                      const float *gs, size_t n, unsigned steps, const float *k, float *w,
+                      float *m, float *v, char *err, size_t len);
+
+/*
  * Block quantisers (gpu/rows.h's k_quant_block), one thread per block of
  * one row of the R×N fp32 tensor x: rule GPU_Q_MXFP8 (TE's MXFP8: e8m0
  * scale from fp32(amax · fp32(1/fmax)) rounded up, the element multiplier

@@ -150,8 +150,8 @@ int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, 
 
 /* ---- gpu/rows.h on the host (gpu/host_rows.c) ---- */
 /* The same arguments as gpu_dev_softmax, gpu_dev_layernorm,
- * gpu_dev_backward, gpu_dev_rmsnorm, gpu_dev_bce, gpu_dev_matmul and
- * gpu_dev_batchnorm (gpu_dev.h;
+ * gpu_dev_backward, gpu_dev_rmsnorm, gpu_dev_bce, gpu_dev_matmul,
+ * gpu_dev_batchnorm and gpu_dev_optimizer (gpu_dev.h;
  * formats are gpu_kfmt values), computed by the row bodies kern.cu compiles, with the
  * emulator's operations; with t, fp16/bf16 exp, log and rsqrt are looked up
  * in the GPU's tables (log1p has none). 0, or -1 with err. */
@@ -175,6 +175,9 @@ int gpu_rows_batchnorm(const gpu_tables *t, int v, int S, int C, int A, const fl
                        const float *dy, size_t NB, size_t CH, const float cst[6], float *y,
                        float *dx, float *mean, float *var, float *rm, float *rv, float *dgamma,
                        float *dbeta, char *err, size_t len);
+int gpu_rows_optimizer(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
+                       size_t n, unsigned steps, const float *k, float *w, float *m, float *vv,
+                       char *err, size_t len);
 /* gpu_dev_quant's arguments (rule a gpu_qrule, elem a gpu_kfmt), by the
  * block bodies kern.cu compiles, with the emulator's operations. */
 int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const float *x,

@@ -4,7 +4,7 @@
  * format (RNE), and run row after row. Two uses:
  *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
  *    emulator's own kernels (kernels/softmax.c, layernorm.c, backward.c,
- *    rmsnorm.c, bce.c, matmul.c, batchnorm.c) must
+ *    rmsnorm.c, bce.c, matmul.c, batchnorm.c, optimizer.c) must
  *    give the same bits, which proves that the code nvcc compiles keeps
  *    their order of operations, without a GPU;
  *  - with the tables measured on the GPU (gpu-tables.txt), fp16/bf16 exp,
@@ -261,6 +261,19 @@ int gpu_rows_batchnorm(const gpu_tables *t, int v, int S, int C, int A, const fl
 		k_batchnorm_col(v, &h[S], &h[C], &h[A], X, DY, NB, CH, c, cst[0], cst[1], cst[2],
 		                cst[3], cst[4], cst[5], Y, DX, MEAN, VAR, RM, RV, DGAMMA, DBETA, xmu);
 	free(xmu);
+	return 0;
+}
+
+/* gpu/kern.cu's gpu_dev_optimizer: its one launch, element after element */
+int gpu_rows_optimizer(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
+                       size_t n, unsigned steps, const float *k, float *w, float *m, float *vv,
+                       char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, G, h, err, len) || host_fmts(t, T, T, T, h, err, len))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		k_opt_elem(v, &h[S], &h[C], &h[G], &h[T], gs, n, i, steps, k, w, m, vv);
 	return 0;
 }
 

@@ -2,7 +2,7 @@
  * kern.cu — the training kernels on CUDA cores: the launch code and the
  * definitions of the operations gpu/rows.h is written against. The row
  * bodies themselves (softmax_ce, layernorm and rmsnorm forward and backward,
- * bce, matmul, batchnorm, the loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
+ * bce, matmul, batchnorm, the optimizers, the loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
  * too with the emulator's operations: the fake device runs the very code
  * compiled here, in the emulator's order of operations (kernels/softmax.c,
  * layernorm.c, backward.c, rmsnorm.c, bce.c), so every intermediate is the same value
@@ -397,6 +397,40 @@ extern "C" int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A
 	GPU_CK(cudaMemcpy(rv, d + oc + 3 * CH, CH * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(dgamma, d + oc + 4 * CH, CH * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(dbeta, d + oc + 5 * CH, CH * sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	return rc;
+}
+
+/* ---- optimizer: kernels/optimizer.c's run(), one thread per element over the steps ---- */
+static __global__ void k_opt_elems(int v, int S, int C, int G, int T, const float *GS, size_t n,
+                                   unsigned NS, const float *K, float *W, float *M, float *V)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	k_opt_elem(v, S, C, G, T, GS, n, i, NS, K, W, M, V);
+}
+
+extern "C" int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
+                                 const float *gs, size_t n, unsigned steps, const float *k,
+                                 float *w, float *m, float *v, char *err, size_t len)
+{
+	float *d = NULL;
+	int rc = -1;
+	size_t ng = (size_t)steps * n, nk = 7 + 2 * (size_t)steps;
+	/* gradients, scalars, w, m, v */
+	size_t og = 0, ok = ng, ow = ok + nk, om = ow + n, ov = om + n;
+	GPU_CK(cudaMalloc(&d, (ov + n) * sizeof *d));
+	GPU_CK(cudaMemcpy(d + og, gs, ng * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + ok, k, nk * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + ow, w, n * sizeof *d, cudaMemcpyHostToDevice));
+	k_opt_elems<<<(unsigned)((n + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)G, (int)T,
+	                                                  d + og, n, steps, d + ok, d + ow, d + om,
+	                                                  d + ov);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(w, d + ow, n * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(m, d + om, n * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(v, d + ov, n * sizeof *d, cudaMemcpyDeviceToHost));
 	rc = 0;
 out:
 	cudaFree(d);

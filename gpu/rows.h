@@ -5,7 +5,7 @@
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
  * equal the emulator's kernels (kernels/softmax.c, layernorm.c, backward.c,
- * rmsnorm.c, bce.c, matmul.c, batchnorm.c)
+ * rmsnorm.c, bce.c, matmul.c, batchnorm.c, optimizer.c)
  * and quantiser (core/recipe.c) the order of operations proved is the one
  * the GPU runs, not a copy of it kept in step by hand.
  *
@@ -448,6 +448,53 @@ K_FN void k_batchnorm_col(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, cons
 	}
 #undef XC
 #undef XM
+}
+
+/* optimizer (kernels/optimizer.c's run()), element i over NS steps: v 0
+ * sgd (weight decay 0, momentum K[2]), 1 adamw (weight decay on, 1 − β1
+ * below 1/2: lerp's first form). W (values of S) is updated in place, M and
+ * V (values of T, from +0) are the states; GS holds the stored gradients
+ * (values of G), step s's at GS[(s − 1)·n + i]. K: the scalars in C, eps,
+ * −lr, μ, 1 − lr·wd, 1 − β1, β2, 1 − β2, then per step −step_size and
+ * sqrt(bc2). An i past the end (a thread of the GPU's last block) writes
+ * nothing. */
+K_FN void k_opt_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const float *GS, size_t n,
+                     size_t i, unsigned NS, const float *K, float *W, float *M, float *V)
+{
+	if (i >= n)
+		return;
+	float w = W[i], m = 0.0f, vv = 0.0f, d, a;
+	(void)G; /* the gradients arrive stored in G */
+	for (unsigned s = 1; s <= NS; s++) {
+		float gs = GS[(size_t)(s - 1) * n + i], gc = K_RND(C, gs);
+		if (v == 0) { /* buf = g, then buf·μ + g; w = w + (−lr)·buf */
+			if (s == 1) {
+				m = K_RND(T, gs);
+			} else {
+				m = K_RND(T, K_MUL(C, K_RND(C, m), K[2]));
+				m = K_RND(T, K_ADD(C, K_RND(C, m), gc));
+			}
+			a = K_MUL(C, K[1], K_RND(C, m));
+			w = K_RND(S, K_ADD(C, K_RND(C, w), a));
+			continue;
+		}
+		float ss = K[7 + 2 * (s - 1)], bc2s = K[8 + 2 * (s - 1)];
+		w = K_RND(S, K_MUL(C, K_RND(C, w), K[3])); /* w·(1 − lr·wd) */
+		float xc = K_RND(C, m); /* m = lerp(m, g, 1 − β1) */
+		d = K_MUL(C, K[4], K_SUB(C, gc, xc));
+		m = K_RND(T, K_ADD(C, xc, d));
+		vv = K_RND(T, K_MUL(C, K_RND(C, vv), K[5])); /* v·β2 + ((1 − β2)·g)·g */
+		d = K_MUL(C, K_MUL(C, K[6], gc), gc);
+		vv = K_RND(T, K_ADD(C, K_RND(C, vv), d));
+		d = K_RND(T, K_SQRT(C, K_RND(C, vv))); /* (sqrt(v) / sqrt(bc2)) + eps */
+		d = K_RND(T, K_DIV(C, K_RND(C, d), bc2s));
+		d = K_RND(C, K_RND(T, K_ADD(C, K_RND(C, d), K[0])));
+		a = K_DIV(C, K_MUL(C, ss, K_RND(C, m)), d); /* addcdiv */
+		w = K_RND(S, K_ADD(C, K_RND(C, w), a));
+	}
+	W[i] = w;
+	M[i] = m;
+	V[i] = vv;
 }
 
 /* GradScaler.unscale_ of one stored gradient g: g times inv in fp32 (F32,

@@ -1048,6 +1048,96 @@ out:
 	free(ch);
 }
 
+/* β^t in binary64, correctly rounded (kernels/optimizer.c's pow_d) */
+static double opt_pow(double b, double t)
+{
+	mpfr_t x, y;
+	mpfr_inits2(53, x, y, (mpfr_ptr)0);
+	mpfr_set_d(x, b, MPFR_RNDN);
+	mpfr_set_d(y, t, MPFR_RNDN);
+	mpfr_pow(x, x, y, MPFR_RNDN);
+	double r = mpfr_get_d(x, MPFR_RNDN);
+	mpfr_clears(x, y, (mpfr_ptr)0);
+	return r;
+}
+
+/* sgd and adamw (their defaults: 10 steps, lr 1e-3, β 0.9 and 0.999, eps
+ * 1e-8, weight decay 0 sgd and 0.01 adamw, momentum 0.9, gradients uniform
+ * in ±1e-3 from the run's seed) on R·N weights uniform in ±1, against the
+ * fast backend: w, m and v. The gradient stream is kernels/optimizer.c's
+ * formula, stored in the grad format; the Python scalars are binary64,
+ * rounded into the compute format, as there. */
+static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char *fmts, size_t R,
+                           size_t N)
+{
+	static const char *const op_var[] = {"sgd", "adamw"};
+	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad,
+	                 *T = &pol->state;
+	const unsigned NS = 10;
+	const size_t n = R * N;
+	const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01, mu = 0.9;
+	double *x = malloc(n * sizeof *x);
+	float *xs = malloc(n * sizeof *xs), *w = malloc(n * sizeof *w), *m = malloc(n * sizeof *m),
+	      *vv = malloc(n * sizeof *vv), *gs = malloc(NS * n * sizeof *gs);
+	float k[7 + 2 * 10];
+	if (!x || !xs || !w || !m || !vv || !gs) {
+		step_failed("kern", "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		x[i] = ((double)(rnd(o->seed, 440, i) >> 40) * 0x1p-24 - 0.5) * 2.0;
+		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
+	}
+	for (unsigned s = 1; s <= NS; s++)
+		for (size_t i = 0; i < n; i++) {
+			uint64_t r = emu_mix64(emu_mix64(o->seed) ^ (((uint64_t)s << 40) + i));
+			double g = 1e-3 * (2 * ((double)(r >> 11) * 0x1p-53) - 1);
+			gs[(s - 1) * n + i] =
+			    (float)emu_decode(G, emu_from_double(G, g, &pol->env).bits);
+		}
+#define KC(x) ((float)emu_decode(C, emu_from_double(C, (x), &pol->env).bits))
+	k[0] = KC(eps);
+	k[1] = KC(-lr);
+	k[2] = KC(mu);
+	k[3] = KC(1 - lr * wd);
+	k[4] = KC(1 - b1);
+	k[5] = KC(b2);
+	k[6] = KC(1 - b2);
+	for (unsigned s = 1; s <= NS; s++) {
+		k[7 + 2 * (s - 1)] = KC(-(lr / (1 - opt_pow(b1, s))));
+		k[8 + 2 * (s - 1)] = KC(sqrt(1 - opt_pow(b2, s)));
+	}
+#undef KC
+	for (int v = 0; v < 2; v++) {
+		char kname[40];
+		emu_run er;
+		emu_kin in = {x, R, N, NULL, 0, o->seed};
+		snprintf(kname, sizeof kname, "optimizer %s", op_var[v]);
+		memcpy(w, xs, n * sizeof *w);
+		if (gpu_dev_optimizer(v, kfmt(S), kfmt(C), kfmt(G), kfmt(T), gs, n, NS, k, w, m, vv,
+		                      err, sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		if (emu_run_kernel(&emu_kernel_optimizer, pol, op_var[v], &in, EMU_BE_FAST, &er, err,
+		                   sizeof err)) {
+			emu_run_free(&er);
+			step_failed("kern", err);
+			continue;
+		}
+		kern_out outs[] = {{"w", w, n}, {"m", m, n}, {"v", vv, n}};
+		kern_compare(kname, fmts, &er, outs, 3);
+		emu_run_free(&er);
+	}
+out:
+	free(x);
+	free(xs);
+	free(w);
+	free(m);
+	free(vv);
+	free(gs);
+}
+
 static void step_kern(const gpu_opts *o)
 {
 	static const char *const pols[] = {
@@ -1160,10 +1250,12 @@ static void step_kern(const gpu_opts *o)
 		kern_backward(o, &pol, fmts, rt);
 		kern_matmul(o, &pol, fmts, R, N);
 		kern_batchnorm(o, &pol, fmts, dys, R, N);
+		kern_optimizer(o, &pol, fmts, R, N);
 	}
 	gpu_report_note(&rep, "kern: softmax_ce, layernorm, rmsnorm and bce on %zu rows of %zu, "
 	                      "matmul seq (fma=0 and 1) on the same input as A then B, "
 	                      "batchnorm twopass and welford on as many samples and channels, "
+	                      "sgd and adamw over 10 steps on as many weights, "
 	                      "backward on %s, against the fast "
 	                      "backend; exp, log, log1p and fp16/bf16 rsqrt are the GPU's own (hexp, "
 	                      "hlog, expf, logf, log1pf, hrsqrt), so agreement within 2 ulp is "

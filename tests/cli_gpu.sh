@@ -41,13 +41,14 @@ run() {
 # cuBLASLt promotion search, where exactly the interval the fake uses (128,
 # none with FAST_ACCUM) must match and every other candidate must not: that
 # proves the crafted inputs tell the intervals apart. The fake's softmax_ce,
-# layernorm, rmsnorm, bce, matmul, batchnorm and backward are gpu/rows.h, the row bodies
+# layernorm, rmsnorm, bce, matmul, batchnorm, optimizer and backward are
+# gpu/rows.h, the row bodies
 # gpu/kern.cu compiles, built with the emulator's operations
 # (gpu/host_rows.c), so identical kern rows for every kernel, variant and
 # policy prove that the CUDA code keeps the order of kernels/softmax.c,
 # kernels/layernorm.c, kernels/rmsnorm.c, kernels/bce.c, kernels/matmul.c
-# (seq, fma=0 and 1), kernels/batchnorm.c (twopass, welford) and
-# kernels/backward.c.
+# (seq, fma=0 and 1), kernels/batchnorm.c (twopass, welford),
+# kernels/optimizer.c (sgd, adamw) and kernels/backward.c.
 [ -x "$F" ] || { echo "cli_gpu: $F not built (make $F)" >&2; exit 1; }
 rc=0
 "$F" --out "$tmp/fake" --quick --stride 16777259 --pairs 4096 --tc-vectors gpu/testdata/tcv \
@@ -57,7 +58,7 @@ csv=$tmp/fake/nanmap-gpu.csv
 [ -f "$csv" ] || fail "fake run: no $csv"
 head -n 1 "$csv" | grep -q '^step,kernel,format,mode,compared,identical,' || fail "fake run: CSV header"
 rows=$(tail -n +2 "$csv" | wc -l)
-[ "$rows" -eq 620 ] || fail "fake run: $rows rows, want 620 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 402 kern, 135 kern replay, 6 quant)"
+[ "$rows" -eq 656 ] || fail "fake run: $rows rows, want 656 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 438 kern, 135 kern replay, 6 quant)"
 [ "$(grep -c '^kern,[^,]* replay,' "$csv")" -eq 135 ] || fail "fake run: kern replay rows missing"
 for step in conv tables arith tc gemm gemmex lt kern quant; do
 	grep -q "^$step," "$csv" || fail "fake run: no $step rows"
@@ -70,11 +71,11 @@ lt_ok=$(awk -F, '$1 == "lt" && $13 == "identical" { print $2 "/" $4 }' "$csv" | 
 want="cublasLt e4m3xe4m3 FAST_ACCUM=0/model promote=128 cublasLt e4m3xe4m3 FAST_ACCUM=1/model promote=0 cublasLt e4m3xe5m2 FAST_ACCUM=0/model promote=128 cublasLt e4m3xe5m2 FAST_ACCUM=1/model promote=0 "
 [ "$lt_ok" = "$want" ] || fail "fake run: lt rows identical: '$lt_ok', want '$want'"
 # every kernel and variant the GPU runs, each under the six policies
-kernels="backward scale=1,backward scale=65536,batchnorm twopass,batchnorm welford,bce naive,bce stable,layernorm onepass,layernorm twopass,layernorm welford,matmul seq,matmul seq fma=1,rmsnorm fp32stats,rmsnorm plain,rmsnorm prescaled,softmax_ce lse,softmax_ce maxsub,softmax_ce naive,"
+kernels="backward scale=1,backward scale=65536,batchnorm twopass,batchnorm welford,bce naive,bce stable,layernorm onepass,layernorm twopass,layernorm welford,matmul seq,matmul seq fma=1,optimizer adamw,optimizer sgd,rmsnorm fp32stats,rmsnorm plain,rmsnorm prescaled,softmax_ce lse,softmax_ce maxsub,softmax_ce naive,"
 got=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 }' "$csv" | sort -u | tr '\n' ',')
 [ "$got" = "$kernels" ] || fail "fake run: kern kernels '$got', want '$kernels'"
 n=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
-[ "$n" -eq 102 ] || fail "fake run: $n kernel/policy pairs in kern, want 102 (17 kernels x 6 policies)"
+[ "$n" -eq 114 ] || fail "fake run: $n kernel/policy pairs in kern, want 114 (19 kernels x 6 policies)"
 # the block quantisers (gpu/rows.h, compiled for the host) against emu_quantize:
 # elements and scales of each recipe, every one identical (checked above)
 got=$(awk -F, '$1 == "quant" { print $2 "/" $3 "/" $4 }' "$csv" | tr '\n' ',')
@@ -92,7 +93,8 @@ pass=$((pass + 1))
 # backward's logit sums in the compute format instead of the accumulator's,
 # bce's loss terms finished in the accumulator's instead of the compute's,
 # matmul's sum of products and its fused step and batchnorm's backward sum
-# of dy·(x − mean) in the compute format; the
+# of dy·(x − mean) in the compute format, the optimizer's first moment
+# (sgd's momentum product, adamw's addition) in the state format; the
 # block quantisers' amax dropping
 # a NaN element (fmaxf, as TE's kernels take it) and deepseek's stored scale
 # as fp32(1/s). The comparison above must catch that: every kernel has a
@@ -108,8 +110,11 @@ mcsv=$tmp/mutant/nanmap-gpu.csv
 [ -f "$mcsv" ] || fail "mutant run: no $mcsv"
 got=$(awk -F, '$1 == "kern" && $13 != "identical" { print $2 }' "$mcsv" | sort -u | tr '\n' ',')
 [ "$got" = "$kernels" ] || fail "mutant run: kernels with a row not identical: '$got', want '$kernels'"
-bad=$(awk -F, '$1 == "kern" && $13 != "identical" && $3 !~ /^(fp16\/fp16|bf16\/bf16)\/fp32$/' "$mcsv" | wc -l)
+bad=$(awk -F, '$1 == "kern" && $13 != "identical" && $2 !~ /^optimizer / && $3 !~ /^(fp16\/fp16|bf16\/bf16)\/fp32$/' "$mcsv" | wc -l)
 [ "$bad" -eq 0 ] || fail "mutant run: $bad rows not identical where compute = accumulator"
+# the optimizer has no accumulator: its edit moves rows only where compute is wider than state
+bad=$(awk -F, '$1 == "kern" && $13 != "identical" && $2 ~ /^optimizer / && $3 !~ /^(fp16|bf16)\/fp32\/fp32$/' "$mcsv" | wc -l)
+[ "$bad" -eq 0 ] || fail "mutant run: $bad optimizer rows not identical where compute = state"
 got=$(awk -F, '$1 == "quant" && $13 != "identical" { print $2 }' "$mcsv" | sort -u | tr '\n' ',')
 [ "$got" = "deepseek,mxfp8,mxfp8:e5m2," ] || fail "mutant run: quant recipes with a row not identical: '$got'"
 grep -q '^quant,deepseek,fp32,block scales,.*,MISMATCH$' "$mcsv" || fail "mutant run: deepseek's 1/s scale not caught"

@@ -2,7 +2,7 @@
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
 # agree with the emulator (tests/cli_gpu.sh). The Makefile refuses the result
-# unless exactly thirteen lines changed, so a rewritten rows.h fails the build of
+# unless exactly fifteen lines changed, so a rewritten rows.h fails the build of
 # the mutant instead of leaving it equal to the original.
 #
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
@@ -33,3 +33,8 @@ s/^\(\t*\)acc = K_ADD(A, acc, K_MUL(A, al, bl));$/\1acc = K_ADD(C, acc, K_MUL(A,
 s/^\(\t*\)acc = K_FMA(A, al, bl, acc);$/\1acc = K_FMA(C, al, bl, acc);/
 # batchnorm backward: the sum of dy·(x − mean) in C instead of A (both variants)
 s/^\(\t*\)sdyx = K_ADD(A, sdyx, K_RND(A, K_MUL(C, dyc, XM(n))));$/\1sdyx = K_ADD(C, sdyx, K_RND(A, K_MUL(C, dyc, XM(n))));/
+# optimizer: sgd's momentum product and adamw's first-moment addition in
+# the state format instead of the compute format (it has no accumulator:
+# only the policies whose compute format is wider than the state's move)
+s/^\(\t*\)m = K_RND(T, K_MUL(C, K_RND(C, m), K\[2\]));$/\1m = K_RND(T, K_MUL(T, K_RND(C, m), K[2]));/
+s/^\(\t*\)m = K_RND(T, K_ADD(C, xc, d));$/\1m = K_RND(T, K_ADD(T, xc, d));/

@@ -672,6 +672,19 @@ typedef struct {
 	size_t n;
 } kern_out;
 
+/* The engine's kernel on the fast backend, the reference of a kern row; false
+ * (the step marked failed, er freed) when it cannot run. */
+static bool kern_engine(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                        const emu_kin *in, emu_run *er)
+{
+	char err[256];
+	if (emu_run_kernel(k, pol, variant, in, EMU_BE_FAST, er, err, sizeof err) == 0)
+		return true;
+	emu_run_free(er);
+	step_failed("kern", err);
+	return false;
+}
+
 static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
                          const kern_out *outs, size_t nouts)
 {
@@ -782,12 +795,8 @@ static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *
 			step_failed("kern", err);
 			continue;
 		}
-		if (emu_run_kernel(&emu_kernel_backward, pol, "maxsub", &in, EMU_BE_FAST, &er, err,
-		                   sizeof err)) {
-			emu_run_free(&er);
-			step_failed("kern", err);
+		if (!kern_engine(&emu_kernel_backward, pol, "maxsub", &in, &er))
 			continue;
-		}
 		kern_out outs[] = {{"loss", &loss, 1},
 		                   {"dW", un, D * K},
 		                   {"dX", un + D * K, R * D},
@@ -866,12 +875,8 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
 			step_failed("kern", err);
 			continue;
 		}
-		if (emu_run_kernel(&emu_kernel_rmsnorm, pol, rn_var[v], &in, EMU_BE_FAST, &er, err,
-		                   sizeof err)) {
-			emu_run_free(&er);
-			step_failed("kern", err);
+		if (!kern_engine(&emu_kernel_rmsnorm, pol, rn_var[v], &in, &er))
 			continue;
-		}
 		kern_out outs[] = {{"y", y, R * N},
 		                   {"dx", dx, R * N},
 		                   {"rstd", rs, R},
@@ -903,12 +908,8 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
 			step_failed("kern", err);
 			continue;
 		}
-		if (emu_run_kernel(&emu_kernel_bce, pol, bce_var[v], &in, EMU_BE_FAST, &er, err,
-		                   sizeof err)) {
-			emu_run_free(&er);
-			step_failed("kern", err);
+		if (!kern_engine(&emu_kernel_bce, pol, bce_var[v], &in, &er))
 			continue;
-		}
 		kern_out outs[] = {{"grad", y, R * N}, {"loss", &loss, 1}};
 		kern_compare(kname, fmts, &er, outs, 2);
 		emu_run_free(&er);
@@ -968,12 +969,8 @@ static void kern_matmul(const gpu_opts *o, const emu_policy *pol, const char *fm
 			step_failed("kern", err);
 			continue;
 		}
-		if (emu_run_kernel(&emu_kernel_matmul, pol, "seq", &in, EMU_BE_FAST, &er, err,
-		                   sizeof err)) {
-			emu_run_free(&er);
-			step_failed("kern", err);
+		if (!kern_engine(&emu_kernel_matmul, pol, "seq", &in, &er))
 			continue;
-		}
 		kern_out outs[] = {{"acc", acc, m * n}, {"c", c, m * n}};
 		kern_compare(kname, fmts, &er, outs, 2);
 		emu_run_free(&er);
@@ -1023,12 +1020,8 @@ static void kern_batchnorm(const gpu_opts *o, const emu_policy *pol, const char 
 			step_failed("kern", err);
 			continue;
 		}
-		if (emu_run_kernel(&emu_kernel_batchnorm, pol, bn_var[v], &in, EMU_BE_FAST, &er, err,
-		                   sizeof err)) {
-			emu_run_free(&er);
-			step_failed("kern", err);
+		if (!kern_engine(&emu_kernel_batchnorm, pol, bn_var[v], &in, &er))
 			continue;
-		}
 		kern_out outs[] = {{"y", y, R * N},
 		                   {"dx", dx, R * N},
 		                   {"mean", ch, N},
@@ -1119,12 +1112,8 @@ static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char 
 			step_failed("kern", err);
 			continue;
 		}
-		if (emu_run_kernel(&emu_kernel_optimizer, pol, op_var[v], &in, EMU_BE_FAST, &er, err,
-		                   sizeof err)) {
-			emu_run_free(&er);
-			step_failed("kern", err);
+		if (!kern_engine(&emu_kernel_optimizer, pol, op_var[v], &in, &er))
 			continue;
-		}
 		kern_out outs[] = {{"w", w, n}, {"m", m, n}, {"v", vv, n}};
 		kern_compare(kname, fmts, &er, outs, 3);
 		emu_run_free(&er);
@@ -1203,11 +1192,7 @@ static void step_kern(const gpu_opts *o)
 			if (gpu_dev_softmax(v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, o1, o3, err,
 			                    sizeof err)) {
 				step_failed("kern", err);
-			} else if (emu_run_kernel(&emu_kernel_softmax_ce, &pol, sm_var[v], &in,
-			                          EMU_BE_FAST, &er, err, sizeof err)) {
-				emu_run_free(&er);
-				step_failed("kern", err);
-			} else {
+			} else if (kern_engine(&emu_kernel_softmax_ce, &pol, sm_var[v], &in, &er)) {
 				kern_out outs[] = {{"grad", o1, R * N}, {"loss", o3, 1}};
 				kern_compare(kname, fmts, &er, outs, 2);
 				emu_run_free(&er);
@@ -1226,11 +1211,7 @@ static void step_kern(const gpu_opts *o)
 			if (gpu_dev_layernorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc, o1, o2,
 			                      o3, o4, err, sizeof err)) {
 				step_failed("kern", err);
-			} else if (emu_run_kernel(&emu_kernel_layernorm, &pol, ln_var[v], &inl,
-			                          EMU_BE_FAST, &er, err, sizeof err)) {
-				emu_run_free(&er);
-				step_failed("kern", err);
-			} else {
+			} else if (kern_engine(&emu_kernel_layernorm, &pol, ln_var[v], &inl, &er)) {
 				kern_out outs[] = {
 				    {"y", o1, R * N}, {"dx", o2, R * N}, {"rstd", o3, R}, {"var", o4, R}};
 				kern_compare(kname, fmts, &er, outs, 4);

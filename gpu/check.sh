@@ -139,7 +139,7 @@ TCARG=""
 if [ -d "$TCV/H200" ]; then
 	TCARG="--tc-vectors $TCV"
 fi
-for spec in tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 arith:60 conv:300; do
+for spec in tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 attn:40 arith:60 conv:300; do
 	step=${spec%%:*}
 	max=${spec#*:}
 	left=$((BUDGET - $(elapsed) - 10))
@@ -150,8 +150,8 @@ for spec in tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 arith:60 co
 	[ "$max" -gt "$left" ] && max=$left
 	extra=""
 	[ "$step" = arith ] && extra="--pairs 67108864"
-	# the kern step replays the tables the tables step measured
-	if [ "$step" = kern ] && [ -f "$PARTS/step-tables/gpu-tables.txt" ]; then
+	# the kern and attn steps replay the tables the tables step measured
+	if { [ "$step" = kern ] || [ "$step" = attn ]; } && [ -f "$PARTS/step-tables/gpu-tables.txt" ]; then
 		extra="--gpu-tables $PARTS/step-tables/gpu-tables.txt"
 	fi
 	if [ "$step" = tc ] && [ -z "$TCARG" ]; then

@@ -249,3 +249,21 @@ int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t 
 {
 	return gpu_rows_quant(rule, elem, fmax, amin, bs, x, R, N, q, scale, err, len);
 }
+
+int gpu_dev_attn_soft(int v, gpu_kfmt C, gpu_kfmt A, const float *sacc, size_t nq, size_t nk,
+                      size_t bk, int causal, float sc, const float *dq8, size_t tq,
+                      const float *dk8, size_t tk, float psc, float *p, float *alpha, float *lrow,
+                      float *lse, float *lost, char *err, size_t len)
+{
+	return gpu_rows_attn_soft(NULL, v, C, A, sacc, nq, nk, bk, causal, sc, dq8, tq, dk8, tk, psc,
+	                          p, alpha, lrow, lse, lost, err, len);
+}
+
+int gpu_dev_attn_out(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *part,
+                     const float *alpha, const float *lrow, const float *dv8, size_t tk, float psc,
+                     size_t nq, size_t nk, size_t bk, int causal, size_t d, float *o, char *err,
+                     size_t len)
+{
+	return gpu_rows_attn_out(NULL, v, S, C, A, part, alpha, lrow, dv8, tk, psc, nq, nk, bk,
+	                         causal, d, o, err, len);
+}

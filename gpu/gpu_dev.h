@@ -191,6 +191,28 @@ int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t 
                   const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
                   size_t len);
 
+/*
+ * attention (kernels/attention.c, naive:tc, online:tc, fp8:tc) around its
+ * two GEMMs, which run as gpu_dev_mma calls (gpu/runner.c's attn step):
+ * gpu/rows.h's k_attn_soft_row and k_attn_out_row, one thread per query
+ * row; variant 0 naive, 1 online, 2 fp8; A fp32 or fp16 (the GEMMs write
+ * it). soft: sacc (nq×nk values of A, S = Q·Kᵀ) in; P (nq×nk, the P·V
+ * GEMM's operand, values of C, or of e4m3 for fp8), alpha (nq × the number
+ * of key blocks, values of A), lrow (l, A), lse (L, C) and lost (per row)
+ * out. fp8: dq8, dk8 the decode scales per tile of tq, tk rows (values of
+ * C; NULL otherwise). out: part (naive nq×d; else one nq×d matrix per key
+ * block, values of A) and soft's alpha and lrow in; o (nq×d, values of S)
+ * out; fp8: dv8 per tile of tk key rows.
+ */
+int gpu_dev_attn_soft(int variant, gpu_kfmt C, gpu_kfmt A, const float *sacc, size_t nq,
+                      size_t nk, size_t bk, int causal, float sc, const float *dq8, size_t tq,
+                      const float *dk8, size_t tk, float psc, float *p, float *alpha, float *lrow,
+                      float *lse, float *lost, char *err, size_t len);
+int gpu_dev_attn_out(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *part,
+                     const float *alpha, const float *lrow, const float *dv8, size_t tk, float psc,
+                     size_t nq, size_t nk, size_t bk, int causal, size_t d, float *o, char *err,
+                     size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,7 +34,8 @@ enum {
 	GPU_STEP_LT = 1u << 6,     /* cuBLASLt FP8, FAST_ACCUM 0/1: the promotion interval */
 	GPU_STEP_KERN = 1u << 7,   /* softmax_ce in the emulator's order of operations */
 	GPU_STEP_QUANT = 1u << 8,  /* the mxfp8 and deepseek block quantisers vs emu_quantize */
-	GPU_STEP_ALL = (1u << 9) - 1
+	GPU_STEP_ATTN = 1u << 9,   /* attention: mma.sync GEMMs and gpu/rows.h's softmax rows */
+	GPU_STEP_ALL = (1u << 10) - 1
 };
 
 typedef struct {
@@ -182,6 +183,17 @@ int gpu_rows_optimizer(const gpu_tables *t, int v, int S, int C, int G, int T, c
  * block bodies kern.cu compiles, with the emulator's operations. */
 int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const float *x,
                    size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err, size_t len);
+
+/* gpu_dev_attn_soft's and gpu_dev_attn_out's arguments, by the row bodies
+ * kern.cu compiles, with the emulator's operations (t as above). */
+int gpu_rows_attn_soft(const gpu_tables *t, int v, int C, int A, const float *sacc, size_t nq,
+                       size_t nk, size_t bk, int causal, float sc, const float *dq8, size_t tq,
+                       const float *dk8, size_t tk, float psc, float *p, float *alpha, float *lrow,
+                       float *lse, float *lost, char *err, size_t len);
+int gpu_rows_attn_out(const gpu_tables *t, int v, int S, int C, int A, const float *part,
+                      const float *alpha, const float *lrow, const float *dv8, size_t tk, float psc,
+                      size_t nq, size_t nk, size_t bk, int causal, size_t d, float *o, char *err,
+                      size_t len);
 
 /* ---- Tensor Core hardware vectors (gpu/host_tcv.c) ---- */
 /* <dir>/<gpu>/<fmt>/{a,b}_<gpu>_<fmt>.txt (hex binary32, K per line),

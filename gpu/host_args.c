@@ -11,7 +11,7 @@
 #include "gpu_host.h"
 
 static const char *const step_names[] = {"conv", "arith", "tables", "tc",   "gemm",
-                                         "gemmex", "lt",  "kern",   "quant"};
+                                         "gemmex", "lt",  "kern",   "quant", "attn"};
 
 const char *gpu_step_name(unsigned step)
 {
@@ -29,7 +29,7 @@ const char *gpu_usage(void)
 	       "Runs the CUDA counterparts on the first GPU and compares every output with\n"
 	       "the emulator bit for bit; writes DIR/nanmap-gpu.{csv,md}, -miss.csv and\n"
 	       "DIR/gpu-tables.txt. Steps: conv arith tables tc gemm gemmex lt kern quant\n"
-	       "(default all).\n"
+	       "attn (default all).\n"
 	       "--tc-vectors (or NANMAP_TC_VECTORS): the Tensor Core hardware vectors.\n"
 	       "--stride N: every N-th binary32 input only; --pairs N: operand pairs per\n"
 	       "arithmetic op (2^32: all pairs for add and mul); --quick: 16-row GEMMs.\n"
@@ -120,7 +120,7 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 		case 1:
 			if (parse_steps(v, &o->steps)) {
 				snprintf(err, len, "--only: '%s' is not a list of conv, arith, tables, tc, "
-				                   "gemm, gemmex, lt, kern, quant, all", v);
+				                   "gemm, gemmex, lt, kern, quant, attn, all", v);
 				return -1;
 			}
 			break;

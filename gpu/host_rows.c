@@ -294,3 +294,33 @@ int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const 
 		k_quant_block(rule, &f32, &e, fmax, amin, x, R, N, bs, i, q, scale);
 	return 0;
 }
+
+/* gpu/kern.cu's gpu_dev_attn_soft and gpu_dev_attn_out: one launch each,
+ * row after row (E4, the fp8 cast of P, is a conversion: no table) */
+int gpu_rows_attn_soft(const gpu_tables *t, int v, int C, int A, const float *SACC, size_t nq,
+                       size_t nk, size_t bk, int causal, float sc, const float *DQ8, size_t tq,
+                       const float *DK8, size_t tk, float psc, float *P, float *ALPHA, float *LROW,
+                       float *L, float *LOST, char *err, size_t len)
+{
+	host_fmt h[3], e4 = {emu_format_by_name("e4m3"), NULL};
+	if (host_fmts(t, C, C, A, h, err, len))
+		return -1;
+	for (size_t i = 0; i < nq; i++)
+		k_attn_soft_row(v, &h[C], &h[A], &e4, SACC, nq, nk, bk, causal, i, sc, DQ8, tq, DK8, tk,
+		                psc, P, ALPHA, LROW, L, LOST);
+	return 0;
+}
+
+int gpu_rows_attn_out(const gpu_tables *t, int v, int S, int C, int A, const float *PART,
+                      const float *ALPHA, const float *LROW, const float *DV8, size_t tk, float psc,
+                      size_t nq, size_t nk, size_t bk, int causal, size_t d, float *O, char *err,
+                      size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	for (size_t i = 0; i < nq; i++)
+		k_attn_out_row(v, &h[S], &h[C], &h[A], PART, ALPHA, LROW, DV8, tk, psc, nq, nk, bk,
+		               causal, d, i, O);
+	return 0;
+}

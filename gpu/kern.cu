@@ -32,6 +32,9 @@ static __device__ float rnd(int f, float x)
 		return __half2float(__float2half_rn(x));
 	if (f == GPU_K_BF16)
 		return __bfloat162float(__float2bfloat16_rn(x));
+	if (f == GPU_K_E4M3) /* attention's P cast: RN, NaN past the range (no satfinite) */
+		return __half2float(__half(__nv_cvt_fp8_to_halfraw(
+		    __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3), __NV_E4M3)));
 	return x;
 }
 
@@ -543,5 +546,100 @@ out:
 	cudaFree(dx);
 	cudaFree(dq);
 	cudaFree(ds);
+	return rc;
+}
+
+/* ---- attention: kernels/attention.c's :tc variants around their GEMMs, one thread per query ---- */
+static __global__ void k_attn_soft_rows(int v, int C, int A, const float *SACC, size_t nq,
+                                        size_t nk, size_t bk, int causal, float sc,
+                                        const float *DQ8, size_t tq, const float *DK8, size_t tk,
+                                        float psc, float *P, float *ALPHA, float *LROW, float *L,
+                                        float *LOST)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= nq)
+		return;
+	k_attn_soft_row(v, C, A, GPU_K_E4M3, SACC, nq, nk, bk, causal, i, sc, DQ8, tq, DK8, tk, psc,
+	                P, ALPHA, LROW, L, LOST);
+}
+
+static __global__ void k_attn_out_rows(int v, int S, int C, int A, const float *PART,
+                                       const float *ALPHA, const float *LROW, const float *DV8,
+                                       size_t tk, float psc, size_t nq, size_t nk, size_t bk,
+                                       int causal, size_t d, float *O)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= nq)
+		return;
+	k_attn_out_row(v, S, C, A, PART, ALPHA, LROW, DV8, tk, psc, nq, nk, bk, causal, d, i, O);
+}
+
+/* the number of tiles of t rows in n (fp8's scale arrays; 0 without them) */
+static size_t attn_tiles(const float *s, size_t n, size_t t)
+{
+	return s ? (n + t - 1) / t : 0;
+}
+
+extern "C" int gpu_dev_attn_soft(int variant, gpu_kfmt C, gpu_kfmt A, const float *sacc,
+                                 size_t nq, size_t nk, size_t bk, int causal, float sc,
+                                 const float *dq8, size_t tq, const float *dk8, size_t tk,
+                                 float psc, float *p, float *alpha, float *lrow, float *lse,
+                                 float *lost, char *err, size_t len)
+{
+	float *d = NULL;
+	int rc = -1;
+	size_t ns = nq * nk, nkt = (nk + bk - 1) / bk, n1 = attn_tiles(dq8, nq, tq),
+	       n2 = attn_tiles(dk8, nk, tk);
+	/* sacc, dq8, dk8, p, alpha, lrow, lse, lost */
+	float *dsacc, *ddq, *ddk, *dp, *dal, *dl, *dL, *dlost;
+	GPU_CK(cudaMalloc(&d, (2 * ns + n1 + n2 + nq * nkt + 3 * nq + 1) * sizeof *d));
+	dsacc = d, ddq = dsacc + ns, ddk = ddq + n1, dp = ddk + n2, dal = dp + ns,
+	dl = dal + nq * nkt, dL = dl + nq, dlost = dL + nq;
+	GPU_CK(cudaMemcpy(dsacc, sacc, ns * sizeof *d, cudaMemcpyHostToDevice));
+	if (n1)
+		GPU_CK(cudaMemcpy(ddq, dq8, n1 * sizeof *d, cudaMemcpyHostToDevice));
+	if (n2)
+		GPU_CK(cudaMemcpy(ddk, dk8, n2 * sizeof *d, cudaMemcpyHostToDevice));
+	k_attn_soft_rows<<<(unsigned)((nq + 127) / 128), 128>>>(
+	    variant, (int)C, (int)A, dsacc, nq, nk, bk, causal, sc, n1 ? ddq : NULL, tq,
+	    n2 ? ddk : NULL, tk, psc, dp, dal, dl, dL, dlost);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(p, dp, ns * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(alpha, dal, nq * nkt * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(lrow, dl, nq * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(lse, dL, nq * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(lost, dlost, nq * sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	return rc;
+}
+
+extern "C" int gpu_dev_attn_out(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *part,
+                                const float *alpha, const float *lrow, const float *dv8, size_t tk,
+                                float psc, size_t nq, size_t nk, size_t bk, int causal, size_t d,
+                                float *o, char *err, size_t len)
+{
+	float *m = NULL;
+	int rc = -1;
+	size_t nkt = (nk + bk - 1) / bk, np = (variant == 0 ? 1 : nkt) * nq * d,
+	       n3 = attn_tiles(dv8, nk, tk);
+	/* part, alpha, lrow, dv8, o */
+	float *dpart, *dal, *dl, *ddv, *dO;
+	GPU_CK(cudaMalloc(&m, (np + nq * nkt + nq + n3 + nq * d) * sizeof *m));
+	dpart = m, dal = dpart + np, dl = dal + nq * nkt, ddv = dl + nq, dO = ddv + n3;
+	GPU_CK(cudaMemcpy(dpart, part, np * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dal, alpha, nq * nkt * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dl, lrow, nq * sizeof *m, cudaMemcpyHostToDevice));
+	if (n3)
+		GPU_CK(cudaMemcpy(ddv, dv8, n3 * sizeof *m, cudaMemcpyHostToDevice));
+	k_attn_out_rows<<<(unsigned)((nq + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)A, dpart,
+	                                                       dal, dl, n3 ? ddv : NULL, tk, psc, nq,
+	                                                       nk, bk, causal, d, dO);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(o, dO, nq * d * sizeof *m, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(m);
 	return rc;
 }

@@ -5,15 +5,17 @@
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
  * equal the emulator's kernels (kernels/softmax.c, layernorm.c, backward.c,
- * rmsnorm.c, bce.c, matmul.c, batchnorm.c, optimizer.c)
- * and quantiser (core/recipe.c) the order of operations proved is the one
- * the GPU runs, not a copy of it kept in step by hand.
+ * rmsnorm.c, bce.c, matmul.c, batchnorm.c, optimizer.c, and attention.c
+ * around its Tensor Core GEMMs) and quantiser (core/recipe.c) the order of
+ * operations proved is the one the GPU runs, not a copy of it kept in step
+ * by hand.
  *
  * Plain C that is also valid CUDA C++. The includer defines:
  *   K_FN              the qualifier of every function here (static __device__
  *                     under nvcc, static on the host)
  *   k_fmt             a handle for a format: fp32, fp16 or bf16
- *   K_RND(F, x)       x rounded to F (RNE): exact, or one rounding
+ *   K_RND(F, x)       x rounded to F (RNE): exact, or one rounding; F may
+ *                     also be e4m3 (attention's P cast; NaN past its range)
  *   K_ADD(F, a, b)    K_SUB, K_MUL, K_DIV: F's correctly rounded operation
  *   K_EXP(F, a)       K_LOG, K_RSQRT: F's exp, log, 1/sqrt (on the GPU the
  *                     approximate hexp, hlog, expf, logf, hrsqrt; fp32 rsqrt
@@ -605,6 +607,107 @@ K_FN void k_quant_block(int rule, k_fmt F32, k_fmt E, float fmax, float amin, co
 		k_mxfp8_block(F32, E, fmax, X + r * N, c0, c1, Q + r * N, SC + i);
 	else
 		k_deepseek_block(F32, E, fmax, amin, X + r * N, c0, c1, Q + r * N, SC + i);
+}
+
+/*
+ * attention (kernels/attention.c, variants naive:tc, online:tc, fp8:tc): the
+ * work between and after the two Tensor Core GEMMs, which the GPU runs as
+ * our own mma.sync GEMMs (gpu/mma.cu, a fixed K order; gpu/runner.c's attn
+ * step lays them out). The accumulator format A is one a Tensor Core writes
+ * (fp32, or fp16), so a GEMM's result is a value of A with no conversion.
+ *
+ * k_attn_soft_row, query row i of nq: SACC row i holds S_acc = Q_i·K_jᵀ
+ * (nk values of A); the row sees keys [0, n), n = i + 1 + nk − nq when
+ * causal, else nk; v 0 naive (one block, the whole row), 1 online, 2 fp8
+ * (blocks of bk keys). sc is the softmax scale in C; fp8: DQ8 and DK8 the
+ * decode scales (values of C) per tile of tq query rows and tk key rows,
+ * psc the static P scale in C, E4 the e4m3 handle. Per block b: s_j =
+ * C(S_acc)·mul (mul = sc, fp8: C(C(d_Q·d_K)·sc)), the block max merged into
+ * the running m, α = exp(m_old − m_new) into A (ALPHA[i·nkt + b]), e_j =
+ * exp(s_j − m), l = α·l + Σ A(e_j) in A. Writes row i of P, the operand of
+ * the P·V GEMM: naive e_j / C(l), online e_j, fp8 E4(e_j·psc), and +0 for
+ * the keys the row does not see (so a block GEMM over them adds nothing);
+ * LROW[i] = l, L[i] = m + log C(l) (in C) and LOST[i], the nonzero e_j the
+ * fp8 cast flushed.
+ */
+K_FN void k_attn_soft_row(int v, k_fmt C, k_fmt A, k_fmt E4, const float *SACC, size_t nq,
+                          size_t nk, size_t bk, int causal, size_t i, float sc, const float *DQ8,
+                          size_t tq, const float *DK8, size_t tk, float psc, float *P,
+                          float *ALPHA, float *LROW, float *L, float *LOST)
+{
+	const float *sa = SACC + i * nk;
+	size_t n = causal ? i + 1 + (nk - nq) : nk, bsz = v == 0 ? nk : bk;
+	size_t nkt = (nk + bk - 1) / bk;
+	float *p = P + i * nk, *alpha = ALPHA + i * nkt, m = 0.0f, l = 0.0f, lost = 0.0f;
+	for (size_t j0 = 0, b = 0; j0 < n; j0 += bsz, b++) {
+		size_t j1 = j0 + bsz < n ? j0 + bsz : n;
+		float mul = sc, aa = 0.0f;
+		if (v == 2)
+			mul = K_MUL(C, K_MUL(C, DQ8[i / tq], DK8[j0 / tk]), sc);
+		for (size_t j = j0; j < j1; j++) /* s_j, held in P until e_j replaces it */
+			p[j] = K_MUL(C, K_RND(C, sa[j]), mul);
+		float mx = p[j0];
+		for (size_t j = j0 + 1; j < j1; j++)
+			mx = K_MAX(C, mx, p[j]);
+		if (b == 0) {
+			m = mx;
+		} else {
+			mx = K_MAX(C, m, mx);
+			aa = K_RND(A, K_EXP(C, K_SUB(C, m, mx)));
+			m = mx;
+			l = K_MUL(A, l, aa);
+		}
+		alpha[b] = aa;
+		for (size_t j = j0; j < j1; j++) {
+			float e = K_EXP(C, K_SUB(C, p[j], m));
+			l = K_ADD(A, l, K_RND(A, e));
+			if (v == 2) {
+				p[j] = K_RND(E4, K_MUL(C, e, psc));
+				lost += e != 0.0f && p[j] == 0.0f;
+			} else {
+				p[j] = e;
+			}
+		}
+	}
+	float lc = K_RND(C, l);
+	if (v == 0)
+		for (size_t j = 0; j < n; j++)
+			p[j] = K_DIV(C, p[j], lc);
+	for (size_t j = n; j < nk; j++)
+		p[j] = 0.0f;
+	LROW[i] = l;
+	L[i] = K_ADD(C, m, K_LOG(C, lc));
+	LOST[i] = lost;
+}
+
+/*
+ * k_attn_out_row, query row i: PART holds the P·V GEMMs' results (values of
+ * A), naive one nq×d matrix, online and fp8 one per key block b at
+ * PART + b·nq·d; the block of a row that sees none of its keys is not read.
+ * online: O = part_0, then O = α_b·O + part_b, then O / l, all in A; fp8
+ * first multiplies part_b by A(C(d_V / psc)) (DV8: d_V per tile of tk key
+ * rows, in C). O is stored in S (row i of O, d values).
+ */
+K_FN void k_attn_out_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *PART, const float *ALPHA,
+                         const float *LROW, const float *DV8, size_t tk, float psc, size_t nq,
+                         size_t nk, size_t bk, int causal, size_t d, size_t i, float *O)
+{
+	size_t n = causal ? i + 1 + (nk - nq) : nk, nkt = (nk + bk - 1) / bk;
+	for (size_t c = 0; c < d; c++) {
+		float o = 0.0f;
+		if (v == 0) {
+			o = PART[i * d + c];
+		} else {
+			for (size_t j0 = 0, b = 0; j0 < n; j0 += bk, b++) {
+				float part = PART[(b * nq + i) * d + c];
+				if (v == 2)
+					part = K_MUL(A, part, K_RND(A, K_DIV(C, DV8[j0 / tk], psc)));
+				o = b == 0 ? part : K_ADD(A, K_MUL(A, o, ALPHA[i * nkt + b]), part);
+			}
+			o = K_DIV(A, o, LROW[i]);
+		}
+		O[i * d + c] = K_RND(S, o);
+	}
 }
 
 #endif

@@ -1392,6 +1392,309 @@ out:
 	free(sc);
 }
 
+/* ---- attn: attention's :tc variants, the GEMMs on our mma.sync, the rest gpu/rows.h ----
+ *
+ * kernels/attention.c's naive:tc, online:tc and fp8:tc under the h200 model
+ * as the GPU runs them: S_acc = Q·Kᵀ one mma.sync GEMM (gpu_dev_mma, K =
+ * the head, in order), then gpu/rows.h's k_attn_soft_row per query, then
+ * P·V as one GEMM (naive, K = the keys) or one per key block (online, fp8:
+ * K = the block's keys, each from +0), then k_attn_out_row. Compared with
+ * the engine's kernel on the fast backend, and (fp16/bf16 compute, with the
+ * tables) with the same pipeline on the host: rows.h with the GPU's exp and
+ * log, the GEMMs by the h200 model, so the GPU must agree bit for bit. fp8's
+ * Q, K, V are quantised on the host by the recipe library, as the kernel
+ * quantises them (e4m3, one fp32 scale per tile of block_k rows), so this
+ * step checks the GEMMs and the softmax, not that quantiser (the quant step
+ * checks the GPU's). */
+
+typedef struct {
+	int v, causal;
+	size_t nq, nk, d, bk, tq, tk;
+	const emu_format *S, *C, *A, *in; /* in: the GEMMs' inputs (C, or e4m3) */
+	float sc, psc;
+	const float *q, *k, *vv;          /* nq×d, nk×d, nk×d values of in */
+	const float *dq8, *dk8, *dv8;     /* fp8: decode scales in C; else NULL */
+} attn_in;
+
+/* D (M×N) = A (M×K) · B (N×K) from +0 into attn_in's A: the GPU's mma.sync,
+ * or (host) the h200 model it is checked against; float values of A. */
+static int attn_mma(const attn_in *a, bool host, const float *Af, const float *Bf, size_t M,
+                    size_t N, size_t K, float *D)
+{
+	const emu_format *in = a->in, *out = a->A;
+	uint16_t *ea = malloc(M * K * sizeof *ea), *eb = malloc(N * K * sizeof *eb);
+	uint32_t *c = calloc(M * N, sizeof *c), *d = malloc(M * N * sizeof *d);
+	emu_tc_model m;
+	int rc = -1;
+	if (!ea || !eb || !c || !d) {
+		snprintf(err, sizeof err, "attn: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < M * K; i++)
+		ea[i] = (uint16_t)emu_from_float(in, Af[i], &env_rne).bits;
+	for (size_t i = 0; i < N * K; i++)
+		eb[i] = (uint16_t)emu_from_float(in, Bf[i], &env_rne).bits;
+	if (!host) {
+		if (gpu_dev_mma(gfmt(in), out->bits == 16, ea, eb, c, M, N, K, 0, d, err, sizeof err))
+			goto out;
+	} else {
+		if (emu_tc_preset("h200", in, out, &m)) {
+			snprintf(err, sizeof err, "attn: no h200 preset for %s -> %s", in->name,
+			         out->name);
+			goto out;
+		}
+		emu_bits *ka = malloc(K * sizeof *ka), *kb = malloc(K * sizeof *kb);
+		if (!ka || !kb) {
+			free(ka);
+			free(kb);
+			snprintf(err, sizeof err, "attn: out of memory");
+			goto out;
+		}
+		for (size_t ij = 0; ij < M * N; ij++) {
+			for (size_t t = 0; t < K; t++) {
+				ka[t] = ea[ij / N * K + t];
+				kb[t] = eb[ij % N * K + t];
+			}
+			d[ij] = (uint32_t)emu_tc_dot(&m, in, out, ka, kb, K, 0).bits;
+		}
+		free(ka);
+		free(kb);
+	}
+	for (size_t i = 0; i < M * N; i++)
+		D[i] = (float)emu_decode(out, out->bits == 16 ? d[i] & 0xffffu : d[i]);
+	rc = 0;
+out:
+	free(ea);
+	free(eb);
+	free(c);
+	free(d);
+	return rc;
+}
+
+/* The whole pipeline on the device, or (host) on the host with tables t:
+ * O (nq×d, values of S), L (nq, C) and the number of P flushed. */
+static int attn_pipe(const attn_in *a, bool host, const gpu_tables *t, float *O, float *L,
+                     double *lost)
+{
+	size_t nq = a->nq, nk = a->nk, d = a->d, bk = a->bk, nkt = (nk + bk - 1) / bk;
+	size_t nparts = a->v == 0 ? 1 : nkt, w = a->v == 0 ? nk : bk;
+	float *sacc = malloc(nq * nk * sizeof *sacc), *P = malloc(nq * nk * sizeof *P);
+	float *alpha = malloc(nq * nkt * sizeof *alpha), *lrow = malloc(nq * sizeof *lrow);
+	float *nl = malloc(nq * sizeof *nl), *part = malloc(nparts * nq * d * sizeof *part);
+	float *pb = malloc(nq * w * sizeof *pb), *vb = malloc(d * w * sizeof *vb);
+	gpu_kfmt S = kfmt(a->S), C = kfmt(a->C), A = kfmt(a->A);
+	int rc = -1;
+	if (!sacc || !P || !alpha || !lrow || !nl || !part || !pb || !vb) {
+		snprintf(err, sizeof err, "attn: out of memory");
+		goto out;
+	}
+	if (attn_mma(a, host, a->q, a->k, nq, nk, d, sacc))
+		goto out;
+	if (host ? gpu_rows_attn_soft(t, a->v, C, A, sacc, nq, nk, bk, a->causal, a->sc, a->dq8,
+	                              a->tq, a->dk8, a->tk, a->psc, P, alpha, lrow, L, nl, err,
+	                              sizeof err)
+	         : gpu_dev_attn_soft(a->v, C, A, sacc, nq, nk, bk, a->causal, a->sc, a->dq8, a->tq,
+	                             a->dk8, a->tk, a->psc, P, alpha, lrow, L, nl, err, sizeof err))
+		goto out;
+	/* P·V: block b's keys [b·w, b·w + w) (naive: one block, every key) */
+	for (size_t b = 0; b < nparts; b++) {
+		for (size_t i = 0; i < nq; i++)
+			for (size_t j = 0; j < w; j++)
+				pb[i * w + j] = P[i * nk + b * w + j];
+		for (size_t c = 0; c < d; c++)
+			for (size_t j = 0; j < w; j++)
+				vb[c * w + j] = a->vv[(b * w + j) * d + c];
+		if (attn_mma(a, host, pb, vb, nq, d, w, part + b * nq * d))
+			goto out;
+	}
+	if (host ? gpu_rows_attn_out(t, a->v, S, C, A, part, alpha, lrow, a->dv8, a->tk, a->psc, nq,
+	                             nk, bk, a->causal, d, O, err, sizeof err)
+	         : gpu_dev_attn_out(a->v, S, C, A, part, alpha, lrow, a->dv8, a->tk, a->psc, nq, nk,
+	                            bk, a->causal, d, O, err, sizeof err))
+		goto out;
+	*lost = 0;
+	for (size_t i = 0; i < nq; i++)
+		*lost += nl[i];
+	rc = 0;
+out:
+	free(sacc);
+	free(P);
+	free(alpha);
+	free(lrow);
+	free(nl);
+	free(part);
+	free(pb);
+	free(vb);
+	return rc;
+}
+
+/* fp8's quantisation of one of Q, K, V (rows × d compute-format values x),
+ * as kernels/attention.c's quantise(): values into q, decode scales (in C)
+ * into ds, one per tile of `tile` rows. */
+static int attn_quant(const emu_format *C, const double *x, size_t rows, size_t d, size_t tile,
+                      uint64_t seed, float *q, float *ds)
+{
+	char spec[128], e[160];
+	emu_recipe r;
+	emu_qtensor qt;
+	emu_qpart part = {0, rows, seed, NAN, 0};
+	snprintf(spec, sizeof spec, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=no", tile);
+	if (emu_recipe_parse(spec, &r, e, sizeof e) != EMU_OK ||
+	    emu_quantize_part(&r, EMU_ROLE_ACT, false, x, rows, d, &part, &qt) != 0) {
+		snprintf(err, sizeof err, "attn: quantiser: %s", e);
+		return -1;
+	}
+	for (size_t i = 0; i < rows * d; i++)
+		q[i] = (float)qt.q[i];
+	for (size_t t = 0; t < (rows + tile - 1) / tile; t++)
+		ds[t] = (float)emu_decode(C, emu_from_double(C, qt.d[t], &env_rne).bits);
+	emu_qtensor_free(&qt);
+	return 0;
+}
+
+/* The GPU's outputs against the engine's (2 ulp: exp and log are the
+ * GPU's own) or against the host replay (exact). */
+static void attn_compare(const char *kname, const char *fmts, const emu_run *er,
+                         const kern_out *outs, size_t nouts, const kern_out *rep)
+{
+	for (size_t g = 0; g < nouts; g++) {
+		const emu_kout_item *it = NULL;
+		for (int k = 0; k < er->out.n; k++)
+			if (!strcmp(er->out.item[k].name, outs[g].name))
+				it = &er->out.item[k];
+		if (!it || it->n != outs[g].n) {
+			step_failed("attn", "engine output missing or of another size");
+			continue;
+		}
+		char name[40];
+		snprintf(name, sizeof name, rep ? "%s replay" : "%s", kname);
+		gpu_cmp row;
+		gpu_cmp_init(&row, "attn", name, fmts, it->name, it->fmt,
+		             (gpu_tol){rep ? 0 : 2, true});
+		for (size_t i = 0; i < it->n; i++)
+			gpu_cmp_one(&row, i, i, emu_from_float(it->fmt, outs[g].v[i], &env_rne).bits,
+			            rep ? emu_from_float(it->fmt, rep[g].v[i], &env_rne).bits
+			                : emu_encode(it->fmt, emu_kout_d(NULL, it, i)));
+		add_row(&row);
+	}
+}
+
+static void step_attn(const gpu_opts *o)
+{
+	static const char *const pols[] = {"storage=fp16,compute=fp16,accum=fp32",
+	                                   "storage=bf16,compute=bf16,accum=fp32",
+	                                   "storage=fp16,compute=fp16,accum=fp16"};
+	static const char *const vname[] = {"naive:tc:h200", "online:tc:h200", "fp8:tc:h200"};
+	const size_t R = o->quick ? 32 : 64, d = o->quick ? 32 : 64, N = 3 * d;
+	double *x = malloc(R * N * sizeof *x), *qkv = malloc(3 * R * d * sizeof *qkv);
+	float *fq = malloc(3 * R * d * sizeof *fq), *O = malloc(R * d * sizeof *O);
+	float *L = malloc(R * sizeof *L), *O2 = malloc(R * d * sizeof *O2);
+	float *L2 = malloc(R * sizeof *L2), *ds = malloc(3 * R * sizeof *ds);
+	gpu_tables tabs = {NULL, 0};
+	bool have_tabs = false;
+	if (!x || !qkv || !fq || !O || !L || !O2 || !L2 || !ds) {
+		step_failed("attn", "out of memory");
+		goto out;
+	}
+	/* q, k, v uniform in ±2·(1 + 3·(i mod 4)): rows of logits from ~±1 to
+	 * ~±100 at scale 1/sqrt(d), so exp underflows and the online rescaling
+	 * matters on some rows */
+	for (size_t i = 0; i < R; i++)
+		for (size_t c = 0; c < N; c++) {
+			double u = (double)(rnd(o->seed, 700, i * N + c) >> 40) * 0x1p-24;
+			x[i * N + c] = (u - 0.5) * 4.0 * (double)(1 + 3 * (i % 4));
+		}
+	have_tabs = kern_tables(o, &tabs);
+	for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+		emu_policy pol;
+		if (emu_policy_parse(pols[p], &pol, err, sizeof err)) {
+			step_failed("attn", err);
+			continue;
+		}
+		const emu_format *S = &pol.storage, *C = &pol.compute, *A = &pol.accum;
+		const gpu_tables *rt = have_tabs ? &tabs : NULL;
+		char fmts[128];
+		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
+		/* Q, K, V as the kernel loads them: stored in S, then into C */
+		for (size_t i = 0; i < R; i++)
+			for (size_t c = 0; c < N; c++) {
+				double s = emu_decode(S, emu_from_double(S, x[i * N + c], &pol.env).bits);
+				double v = emu_decode(C, emu_from_double(C, s, &pol.env).bits);
+				qkv[(c / d) * R * d + i * d + c % d] = v;
+			}
+		for (int v = 0; v < 3; v++)
+			for (int causal = 0; causal < 2; causal++) {
+				size_t bk = v == 2 ? 32 : 16; /* an fp8 mma.sync takes k = 32 */
+				attn_in a = {v,  causal, R,  R,   d,    bk,   bk,   bk,  S,    C,    A,
+				             v == 2 ? fmt("e4m3") : C,    0,    448, NULL, NULL, NULL,
+				             NULL, NULL, NULL};
+				a.sc = (float)emu_decode(
+				    C, emu_from_double(C, 1 / sqrt((double)d), &pol.env).bits);
+				a.psc = (float)emu_decode(C, emu_from_double(C, 448, &pol.env).bits);
+				if (v == 2) {
+					if (attn_quant(C, qkv, R, d, bk, o->seed, fq, ds) ||
+					    attn_quant(C, qkv + R * d, R, d, bk, o->seed, fq + R * d,
+					               ds + R) ||
+					    attn_quant(C, qkv + 2 * R * d, R, d, bk, o->seed,
+					               fq + 2 * R * d, ds + 2 * R)) {
+						step_failed("attn", err);
+						continue;
+					}
+					a.dq8 = ds, a.dk8 = ds + R, a.dv8 = ds + 2 * R;
+				} else {
+					for (size_t i = 0; i < 3 * R * d; i++)
+						fq[i] = (float)qkv[i];
+				}
+				a.q = fq, a.k = fq + R * d, a.vv = fq + 2 * R * d;
+				char kname[40];
+				double lost = 0, lost2 = 0;
+				snprintf(kname, sizeof kname, "attention %s%s", vname[v],
+				         causal ? " causal" : "");
+				emu_kparam par[] = {{"block_k", (double)bk}, {"causal", causal}};
+				emu_kin in = {x, R, N, par, 2, o->seed};
+				emu_run er;
+				if (attn_pipe(&a, false, NULL, O, L, &lost)) {
+					step_failed("attn", err);
+					continue;
+				}
+				float fl = (float)lost, fl2;
+				kern_out outs[] = {{"O", O, R * d}, {"L", L, R}, {"p_lost", &fl, 1}};
+				size_t nouts = v == 2 ? 3 : 2;
+				if (!kern_engine(&emu_kernel_attention, &pol, vname[v], &in, &er))
+					continue;
+				attn_compare(kname, fmts, &er, outs, nouts, NULL);
+				/* the replay, where the tables hold C's exp and log */
+				if (rt && C->bits == 16) {
+					if (attn_pipe(&a, true, rt, O2, L2, &lost2)) {
+						step_failed("attn", err);
+					} else {
+						fl2 = (float)lost2;
+						kern_out rep[] = {{"O", O2, R * d}, {"L", L2, R}, {"p_lost", &fl2, 1}};
+						attn_compare(kname, fmts, &er, outs, nouts, rep);
+					}
+				}
+				emu_run_free(&er);
+			}
+	}
+	gpu_report_note(&rep, "attn: attention naive, online and fp8 (:tc:h200; causal 0 and 1) on "
+	                      "%zu queries and keys of head dim %zu, key blocks of 16 (fp8: 32, "
+	                      "its mma.sync's k), Q·Kᵀ and P·V on our mma.sync GEMMs (fixed K "
+	                      "order), the softmax from gpu/rows.h; against the fast backend within "
+	                      "2 ulp (the GPU's exp and log), and bit for bit against the host "
+	                      "replay with the GPU's tables and the h200 model",
+	                R, d);
+out:
+	gpu_tables_free(&tabs);
+	free(x);
+	free(qkv);
+	free(fq);
+	free(O);
+	free(L);
+	free(O2);
+	free(L2);
+	free(ds);
+}
+
 int main(int argc, char **argv)
 {
 	gpu_opts o;
@@ -1417,10 +1720,12 @@ int main(int argc, char **argv)
 	printf("nanmap-gpu: %s\n", name);
 	static void (*const steps[])(const gpu_opts *) = {step_conv, step_tables, step_arith,
 	                                                   step_tc,   step_gemm,   step_gemmex,
-	                                                   step_lt,   step_kern,   step_quant};
+	                                                   step_lt,   step_kern,   step_quant,
+	                                                   step_attn};
 	static const unsigned bits[] = {GPU_STEP_CONV,  GPU_STEP_TABLES, GPU_STEP_ARITH,
 	                                GPU_STEP_TC,    GPU_STEP_GEMM,   GPU_STEP_GEMMEX,
-	                                GPU_STEP_LT,    GPU_STEP_KERN,   GPU_STEP_QUANT};
+	                                GPU_STEP_LT,    GPU_STEP_KERN,   GPU_STEP_QUANT,
+	                                GPU_STEP_ATTN};
 	for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
 		if (!(o.steps & bits[s]))
 			continue;

@@ -271,6 +271,8 @@ START_TEST(test_args)
 	    {{"x", "--only", "all"}, 1, GPU_STEP_ALL, 1},
 	    {{"x", "--only", "lt", "--stride", "65537"}, 1, GPU_STEP_LT, 65537},
 	    {{"x", "--only", "kern,arith"}, 1, GPU_STEP_KERN | GPU_STEP_ARITH, 1},
+	    {{"x", "--only", "attn,quant"}, 1, GPU_STEP_ATTN | GPU_STEP_QUANT, 1},
+	    {{"x", "--only", "attention"}, 0, 0, 0},
 	    {{"x", "--stride", "0x101"}, 1, GPU_STEP_ALL, 257},
 	    {{"x", "--only", "conv,"}, 0, 0, 0},
 	    {{"x", "--only", "gpu"}, 0, 0, 0},
@@ -623,6 +625,62 @@ START_TEST(test_rows_quant_examples)
 }
 END_TEST
 
+/* attention's row bodies (gpu/rows.h) on the host, by hand: naive over two
+ * equal logits (P = 1/2 each, L = log 2), online over two blocks of one key
+ * with logits 0 and 10 (α = exp(−10), l = α + 1, L = 10 + log l), fp8's P
+ * cast flushing a tiny e (counted in lost), a causal row that sees one key
+ * (the other P is +0, not read by a GEMM as −0), and a format that is none of fp32, fp16, bf16 */
+START_TEST(test_attn_rows)
+{
+	const emu_format *f32 = emu_format_by_name("fp32");
+	const emu_env rne = EMU_ENV_DEFAULT;
+	char err[160];
+	float sacc[4] = {0.0f, 0.0f, 0.0f, 10.0f}, P[4], al[4], l[2], L[2], lost[2], O[4];
+	/* naive, fp32, two queries of two keys; row 1 logits 0 and 10 */
+	ck_assert_int_eq(gpu_rows_attn_soft(NULL, 0, GPU_K_F32, GPU_K_F32, sacc, 2, 2, 2, 0, 1.0f,
+	                                    NULL, 1, NULL, 1, 448.0f, P, al, l, L, lost, err,
+	                                    sizeof err),
+	                 0);
+	ck_assert(P[0] == 0.5f && P[1] == 0.5f && l[0] == 2.0f);
+	ck_assert_uint_eq(emu_encode(f32, L[0]), emu_log(f32, emu_encode(f32, 2.0), &rne).bits);
+	/* online, blocks of one key */
+	ck_assert_int_eq(gpu_rows_attn_soft(NULL, 1, GPU_K_F32, GPU_K_F32, sacc, 2, 2, 1, 0, 1.0f,
+	                                    NULL, 1, NULL, 1, 448.0f, P, al, l, L, lost, err,
+	                                    sizeof err),
+	                 0);
+	emu_bits a = emu_exp(f32, emu_encode(f32, -10.0), &rne).bits;
+	ck_assert_uint_eq(emu_encode(f32, al[3]), a);
+	ck_assert(P[2] == 1.0f && P[3] == 1.0f);
+	float lw = (float)emu_decode(f32, a) + 1.0f;
+	ck_assert_uint_eq(emu_encode(f32, l[1]), emu_encode(f32, lw));
+	/* its output: part_0 = 2, part_1 = 4 (one column): O = (α·2 + 4) / l */
+	float part[4] = {2.0f, 2.0f, 2.0f, 4.0f};
+	ck_assert_int_eq(gpu_rows_attn_out(NULL, 1, GPU_K_F32, GPU_K_F32, GPU_K_F32, part, al, l,
+	                                   NULL, 1, 448.0f, 2, 2, 1, 0, 1, O, err, sizeof err),
+	                 0);
+	volatile float ow = (float)emu_decode(f32, a) * 2.0f;
+	ow = (ow + 4.0f) / l[1];
+	ck_assert_uint_eq(emu_encode(f32, O[1]), emu_encode(f32, ow));
+	/* fp8: e = exp(−30)·448 is below e4m3's smallest subnormal (2^-9): flushed */
+	float s8[2] = {0.0f, -30.0f}, d8[1] = {1.0f};
+	ck_assert_int_eq(gpu_rows_attn_soft(NULL, 2, GPU_K_F32, GPU_K_F32, s8, 1, 2, 2, 0, 1.0f, d8,
+	                                    1, d8, 2, 448.0f, P, al, l, L, lost, err, sizeof err),
+	                 0);
+	ck_assert(P[0] == 448.0f && P[1] == 0.0f && lost[0] == 1.0f);
+	/* causal, two queries of two keys: query 0 sees key 0 only */
+	ck_assert_int_eq(gpu_rows_attn_soft(NULL, 0, GPU_K_F32, GPU_K_F32, sacc, 2, 2, 2, 1, 1.0f,
+	                                    NULL, 1, NULL, 1, 448.0f, P, al, l, L, lost, err,
+	                                    sizeof err),
+	                 0);
+	ck_assert(P[0] == 1.0f && P[1] == 0.0f && !signbit(P[1]) && L[0] == 0.0f);
+	ck_assert_int_eq(gpu_rows_attn_soft(NULL, 0, GPU_K_E4M3, GPU_K_F32, sacc, 1, 2, 2, 0, 1.0f,
+	                                    NULL, 1, NULL, 1, 448.0f, P, al, l, L, lost, err,
+	                                    sizeof err),
+	                 -1);
+	ck_assert_str_eq(err, "kernel format 3 is not fp32, fp16 or bf16");
+}
+END_TEST
+
 Suite *suite_gpuhost(void)
 {
 	Suite *s = suite_create("gpuhost");
@@ -636,6 +694,7 @@ Suite *suite_gpuhost(void)
 	tcase_add_test(tf, test_args);
 	tcase_add_test(tf, test_tables);
 	tcase_add_test(tf, test_tcv);
+	tcase_add_test(tf, test_attn_rows);
 	tcase_add_test(tf, test_rows_tables);
 	tcase_add_test(tf, test_rows_rsqrt_table);
 	tcase_add_test(tf, test_rows_bad_format);

@@ -2,7 +2,7 @@
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
 # agree with the emulator (tests/cli_gpu.sh). The Makefile refuses the result
-# unless exactly fifteen lines changed, so a rewritten rows.h fails the build of
+# unless exactly seventeen lines changed, so a rewritten rows.h fails the build of
 # the mutant instead of leaving it equal to the original.
 #
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
@@ -38,3 +38,7 @@ s/^\(\t*\)sdyx = K_ADD(A, sdyx, K_RND(A, K_MUL(C, dyc, XM(n))));$/\1sdyx = K_ADD
 # only the policies whose compute format is wider than the state's move)
 s/^\(\t*\)m = K_RND(T, K_MUL(C, K_RND(C, m), K\[2\]));$/\1m = K_RND(T, K_MUL(T, K_RND(C, m), K[2]));/
 s/^\(\t*\)m = K_RND(T, K_ADD(C, xc, d));$/\1m = K_RND(T, K_ADD(T, xc, d));/
+# attention: the row sum l rounded to C after every addition, and online's
+# and fp8's rescaled O·α rounded to C before the block's part joins it
+s/^\(\t*\)l = K_ADD(A, l, K_RND(A, e));$/\1l = K_RND(C, K_ADD(A, l, K_RND(A, e)));/
+s/^\(\t*\)o = b == 0 ? part : K_ADD(A, K_MUL(A, o, ALPHA\[i \* nkt + b\]), part);$/\1o = b == 0 ? part : K_ADD(A, K_RND(C, K_MUL(A, o, ALPHA[i * nkt + b])), part);/

@@ -139,7 +139,7 @@ TCARG=""
 if [ -d "$TCV/H200" ]; then
 	TCARG="--tc-vectors $TCV"
 fi
-for spec in tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 attn:40 arith:60 conv:300; do
+for spec in tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 attn:60 arith:60 conv:300; do
 	step=${spec%%:*}
 	max=${spec#*:}
 	left=$((BUDGET - $(elapsed) - 10))

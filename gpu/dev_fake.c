@@ -267,3 +267,14 @@ int gpu_dev_attn_out(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *par
 	return gpu_rows_attn_out(NULL, v, S, C, A, part, alpha, lrow, dv8, tk, psc, nq, nk, bk,
 	                         causal, d, o, err, len);
 }
+
+int gpu_dev_attn_seq(int v, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *q,
+                     const float *k, const float *vv, size_t nq, size_t nk, size_t d, size_t bk,
+                     int causal, float sc, const float *dq8, size_t tq, const float *dk8,
+                     size_t tk, const float *dv8, float psc, const float *dO, float *o,
+                     float *lse, float *lost, float *dq, float *dk, float *dv, char *err,
+                     size_t len)
+{
+	return gpu_rows_attn_seq(NULL, v, bwd, S, C, A, q, k, vv, nq, nk, d, bk, causal, sc, dq8, tq,
+	                         dk8, tk, dv8, psc, dO, o, lse, lost, dq, dk, dv, err, len);
+}

@@ -213,6 +213,23 @@ int gpu_dev_attn_out(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const floa
                      size_t nq, size_t nk, size_t bk, int causal, size_t d, float *o, char *err,
                      size_t len);
 
+/*
+ * attention's sequential variants (naive, online, fp8 without :tc; bwd = 1:
+ * the backward of naive and online), every GEMM a sequential FMA fold in A:
+ * gpu/rows.h's k_attn_qk_row, k_attn_soft_row and k_attn_pv_row one thread
+ * per query, then (bwd) k_attn_bwd_q_row per query and k_attn_bwd_k_row per
+ * key. q (nq×d), k, v (nk×d) hold the loaded values (of C; fp8: e4m3 values
+ * with dq8, dk8, dv8 their decode scales per tile of tq / tk rows); dO (nq×d,
+ * values of S) the upstream gradient. Outputs: o (nq×d, S), lse (nq, C),
+ * lost (per row, fp8), and with bwd dq (nq×d), dk and dv (nk×d, S).
+ */
+int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *q,
+                     const float *k, const float *v, size_t nq, size_t nk, size_t d, size_t bk,
+                     int causal, float sc, const float *dq8, size_t tq, const float *dk8,
+                     size_t tk, const float *dv8, float psc, const float *dO, float *o,
+                     float *lse, float *lost, float *dq, float *dk, float *dv, char *err,
+                     size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -195,6 +195,13 @@ int gpu_rows_attn_out(const gpu_tables *t, int v, int S, int C, int A, const flo
                       size_t nq, size_t nk, size_t bk, int causal, size_t d, float *o, char *err,
                       size_t len);
 
+int gpu_rows_attn_seq(const gpu_tables *t, int v, int bwd, int S, int C, int A, const float *q,
+                      const float *k, const float *vv, size_t nq, size_t nk, size_t d, size_t bk,
+                      int causal, float sc, const float *dq8, size_t tq, const float *dk8,
+                      size_t tk, const float *dv8, float psc, const float *dO, float *o,
+                      float *lse, float *lost, float *dq, float *dk, float *dv, char *err,
+                      size_t len);
+
 /* ---- Tensor Core hardware vectors (gpu/host_tcv.c) ---- */
 /* <dir>/<gpu>/<fmt>/{a,b}_<gpu>_<fmt>.txt (hex binary32, K per line),
  * c_<gpu>_fp32.txt and d_<gpu>_<out>.txt (32-character binary strings);

@@ -324,3 +324,50 @@ int gpu_rows_attn_out(const gpu_tables *t, int v, int S, int C, int A, const flo
 		               causal, d, i, O);
 	return 0;
 }
+
+/* gpu/kern.cu's gpu_dev_attn_seq: its three launches (five with the
+ * backward) in order, row after row */
+int gpu_rows_attn_seq(const gpu_tables *t, int v, int bwd, int S, int C, int A, const float *q,
+                      const float *k, const float *vv, size_t nq, size_t nk, size_t d, size_t bk,
+                      int causal, float sc, const float *dq8, size_t tq, const float *dk8,
+                      size_t tk, const float *dv8, float psc, const float *dO, float *o,
+                      float *lse, float *lost, float *dq, float *dk, float *dv, char *err,
+                      size_t len)
+{
+	host_fmt h[3], e4 = {emu_format_by_name("e4m3"), NULL};
+	size_t nkt = (nk + bk - 1) / bk;
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	float *sacc = malloc(nq * nk * sizeof *sacc), *P = malloc(nq * nk * sizeof *P);
+	float *al = malloc(nq * nkt * sizeof *al), *lrow = malloc(nq * sizeof *lrow);
+	float *DS = malloc(nq * nk * sizeof *DS);
+	int rc = -1;
+	if (!sacc || !P || !al || !lrow || !DS) {
+		snprintf(err, len, "host rows: out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nq; i++)
+		k_attn_qk_row(&h[A], q, k, nq, nk, d, causal, i, sacc);
+	for (size_t i = 0; i < nq; i++)
+		k_attn_soft_row(v, &h[C], &h[A], &e4, sacc, nq, nk, bk, causal, i, sc, dq8, tq, dk8, tk,
+		                psc, P, al, lrow, lse, lost);
+	for (size_t i = 0; i < nq; i++)
+		k_attn_pv_row(v, &h[S], &h[C], &h[A], P, vv, al, lrow, dv8, tk, psc, nq, nk, bk, causal,
+		              d, i, o);
+	if (bwd) {
+		for (size_t i = 0; i < nq; i++)
+			k_attn_bwd_q_row(v, &h[S], &h[C], &h[A], k, vv, sacc, lse, dO, o, sc, nq, nk, d,
+			                 causal, i, P, DS, dq);
+		for (size_t j = 0; j < nk; j++)
+			k_attn_bwd_k_row(&h[S], &h[C], &h[A], q, P, DS, dO, sc, nq, nk, d, causal, j, dv,
+			                 dk);
+	}
+	rc = 0;
+out:
+	free(sacc);
+	free(P);
+	free(al);
+	free(lrow);
+	free(DS);
+	return rc;
+}

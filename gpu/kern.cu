@@ -2,7 +2,8 @@
  * kern.cu — the training kernels on CUDA cores: the launch code and the
  * definitions of the operations gpu/rows.h is written against. The row
  * bodies themselves (softmax_ce, layernorm and rmsnorm forward and backward,
- * bce, matmul, batchnorm, the optimizers, the loss-scaled backward) are in gpu/rows.h, which gpu/host_rows.c compiles
+ * bce, matmul, batchnorm, the optimizers, the loss-scaled backward, attention
+ * around its GEMMs) are in gpu/rows.h, which gpu/host_rows.c compiles
  * too with the emulator's operations: the fake device runs the very code
  * compiled here, in the emulator's order of operations (kernels/softmax.c,
  * layernorm.c, backward.c, rmsnorm.c, bce.c), so every intermediate is the same value
@@ -638,6 +639,106 @@ extern "C" int gpu_dev_attn_out(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A,
 	                                                       nk, bk, causal, d, dO);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(o, dO, nq * d * sizeof *m, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(m);
+	return rc;
+}
+
+/* ---- attention's sequential variants: every GEMM a sequential FMA fold, one thread a row ---- */
+static __global__ void k_attn_qk_rows(int A, const float *Q, const float *K, size_t nq, size_t nk,
+                                      size_t d, int causal, float *SACC)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < nq)
+		k_attn_qk_row(A, Q, K, nq, nk, d, causal, i, SACC);
+}
+
+static __global__ void k_attn_pv_rows(int v, int S, int C, int A, const float *P, const float *V,
+                                      const float *ALPHA, const float *LROW, const float *DV8,
+                                      size_t tk, float psc, size_t nq, size_t nk, size_t bk,
+                                      int causal, size_t d, float *O)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < nq)
+		k_attn_pv_row(v, S, C, A, P, V, ALPHA, LROW, DV8, tk, psc, nq, nk, bk, causal, d, i, O);
+}
+
+static __global__ void k_attn_bwd_q_rows(int v, int S, int C, int A, const float *K,
+                                         const float *V, const float *SACC, const float *L,
+                                         const float *DO, const float *O, float sc, size_t nq,
+                                         size_t nk, size_t d, int causal, float *P, float *DS,
+                                         float *DQ)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < nq)
+		k_attn_bwd_q_row(v, S, C, A, K, V, SACC, L, DO, O, sc, nq, nk, d, causal, i, P, DS, DQ);
+}
+
+static __global__ void k_attn_bwd_k_rows(int S, int C, int A, const float *Q, const float *P,
+                                         const float *DS, const float *DO, float sc, size_t nq,
+                                         size_t nk, size_t d, int causal, float *DV, float *DK)
+{
+	size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (j < nk)
+		k_attn_bwd_k_row(S, C, A, Q, P, DS, DO, sc, nq, nk, d, causal, j, DV, DK);
+}
+
+extern "C" int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A,
+                                const float *q, const float *k, const float *v, size_t nq,
+                                size_t nk, size_t d, size_t bk, int causal, float sc,
+                                const float *dq8, size_t tq, const float *dk8, size_t tk,
+                                const float *dv8, float psc, const float *dO, float *o, float *lse,
+                                float *lost, float *dq, float *dk, float *dv, char *err, size_t len)
+{
+	float *m = NULL;
+	int rc = -1;
+	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk, nkt = (nk + bk - 1) / bk;
+	size_t n1 = attn_tiles(dq8, nq, tq), n2 = attn_tiles(dk8, nk, tk), n3 = attn_tiles(dv8, nk, tk);
+	unsigned gq = (unsigned)((nq + 127) / 128), gk = (unsigned)((nk + 127) / 128);
+	/* q k v dq8 dk8 dv8 sacc P alpha lrow L lost O DS dO dQ dK dV */
+	size_t total = nqd + 2 * nkd + n1 + n2 + n3 + 2 * ns + nq * nkt + 3 * nq + nqd +
+	               (bwd ? ns + 2 * nqd + 2 * nkd : 0);
+	float *dQ_, *dK_, *dV_, *d1, *d2, *d3, *dS, *dP, *dal, *dl, *dL, *dlost, *dOut, *dDS, *ddo,
+	    *gq_, *gk_, *gv_;
+	GPU_CK(cudaMalloc(&m, total * sizeof *m));
+	dQ_ = m, dK_ = dQ_ + nqd, dV_ = dK_ + nkd, d1 = dV_ + nkd, d2 = d1 + n1, d3 = d2 + n2,
+	dS = d3 + n3, dP = dS + ns, dal = dP + ns, dl = dal + nq * nkt, dL = dl + nq,
+	dlost = dL + nq, dOut = dlost + nq, dDS = dOut + nqd, ddo = dDS + (bwd ? ns : 0),
+	gq_ = ddo + (bwd ? nqd : 0), gk_ = gq_ + (bwd ? nqd : 0), gv_ = gk_ + (bwd ? nkd : 0);
+	GPU_CK(cudaMemcpy(dQ_, q, nqd * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dK_, k, nkd * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dV_, v, nkd * sizeof *m, cudaMemcpyHostToDevice));
+	if (n1)
+		GPU_CK(cudaMemcpy(d1, dq8, n1 * sizeof *m, cudaMemcpyHostToDevice));
+	if (n2)
+		GPU_CK(cudaMemcpy(d2, dk8, n2 * sizeof *m, cudaMemcpyHostToDevice));
+	if (n3)
+		GPU_CK(cudaMemcpy(d3, dv8, n3 * sizeof *m, cudaMemcpyHostToDevice));
+	k_attn_qk_rows<<<gq, 128>>>((int)A, dQ_, dK_, nq, nk, d, causal, dS);
+	GPU_CK_LAUNCH();
+	k_attn_soft_rows<<<gq, 128>>>(variant, (int)C, (int)A, dS, nq, nk, bk, causal, sc,
+	                              n1 ? d1 : NULL, tq, n2 ? d2 : NULL, tk, psc, dP, dal, dl, dL,
+	                              dlost);
+	GPU_CK_LAUNCH();
+	k_attn_pv_rows<<<gq, 128>>>(variant, (int)S, (int)C, (int)A, dP, dV_, dal, dl, n3 ? d3 : NULL,
+	                            tk, psc, nq, nk, bk, causal, d, dOut);
+	GPU_CK_LAUNCH();
+	if (bwd) {
+		GPU_CK(cudaMemcpy(ddo, dO, nqd * sizeof *m, cudaMemcpyHostToDevice));
+		k_attn_bwd_q_rows<<<gq, 128>>>(variant, (int)S, (int)C, (int)A, dK_, dV_, dS, dL, ddo,
+		                               dOut, sc, nq, nk, d, causal, dP, dDS, gq_);
+		GPU_CK_LAUNCH();
+		k_attn_bwd_k_rows<<<gk, 128>>>((int)S, (int)C, (int)A, dQ_, dP, dDS, ddo, sc, nq, nk, d,
+		                               causal, gv_, gk_);
+		GPU_CK_LAUNCH();
+		GPU_CK(cudaMemcpy(dq, gq_, nqd * sizeof *m, cudaMemcpyDeviceToHost));
+		GPU_CK(cudaMemcpy(dk, gk_, nkd * sizeof *m, cudaMemcpyDeviceToHost));
+		GPU_CK(cudaMemcpy(dv, gv_, nkd * sizeof *m, cudaMemcpyDeviceToHost));
+	}
+	GPU_CK(cudaMemcpy(o, dOut, nqd * sizeof *m, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(lse, dL, nq * sizeof *m, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(lost, dlost, nq * sizeof *m, cudaMemcpyDeviceToHost));
 	rc = 0;
 out:
 	cudaFree(m);

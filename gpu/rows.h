@@ -710,4 +710,112 @@ K_FN void k_attn_out_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *PART, co
 	}
 }
 
+/*
+ * attention's sequential variants (naive, online, fp8 without :tc, and the
+ * backward of naive:bwd and online:bwd): every GEMM a sequential FMA fold in
+ * A from +0 over operands converted into A, one thread per query row (per
+ * key row for dV and dK). Q, K, V hold the loaded values (of C; fp8: e4m3).
+ * k_attn_qk_row: row i of S_acc = Q·Kᵀ for the keys row i sees (the rest
+ * +0, never read); then k_attn_soft_row as for :tc.
+ */
+K_FN void k_attn_qk_row(k_fmt A, const float *Q, const float *K, size_t nq, size_t nk, size_t d,
+                        int causal, size_t i, float *SACC)
+{
+	size_t n = causal ? i + 1 + (nk - nq) : nk;
+	for (size_t j = 0; j < nk; j++) {
+		float acc = 0.0f;
+		for (size_t c = 0; j < n && c < d; c++)
+			acc = K_FMA(A, K_RND(A, Q[i * d + c]), K_RND(A, K[j * d + c]), acc);
+		SACC[i * nk + j] = acc;
+	}
+}
+
+/* O's row i from soft's P (naive: P = e / l over the whole row; online and
+ * fp8: per key block): naive O = Σ A(P_j)·A(v_j) from +0; online continues
+ * each block's chain from α_b·O (the first block from +0), then O / l;
+ * fp8 sums each block from +0, multiplies it by A(C(d_V / psc)) and adds it
+ * to α_b·O, then O / l; O stored in S */
+K_FN void k_attn_pv_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *P, const float *V,
+                        const float *ALPHA, const float *LROW, const float *DV8, size_t tk,
+                        float psc, size_t nq, size_t nk, size_t bk, int causal, size_t d,
+                        size_t i, float *O)
+{
+	size_t n = causal ? i + 1 + (nk - nq) : nk, nkt = (nk + bk - 1) / bk;
+	size_t bsz = v == 0 ? nk : bk;
+	const float *p = P + i * nk;
+	for (size_t c = 0; c < d; c++) {
+		float o = 0.0f;
+		for (size_t j0 = 0, b = 0; j0 < n; j0 += bsz, b++) {
+			size_t j1 = j0 + bsz < n ? j0 + bsz : n;
+			float al = ALPHA[i * nkt + b];
+			float acc = v == 1 && b > 0 ? K_MUL(A, o, al) : 0.0f;
+			for (size_t j = j0; j < j1; j++)
+				acc = K_FMA(A, K_RND(A, p[j]), K_RND(A, V[j * d + c]), acc);
+			if (v == 2) {
+				acc = K_MUL(A, acc, K_RND(A, K_DIV(C, DV8[j0 / tk], psc)));
+				o = b == 0 ? acc : K_ADD(A, K_MUL(A, o, al), acc);
+			} else {
+				o = acc;
+			}
+		}
+		if (v != 0)
+			o = K_DIV(A, o, LROW[i]);
+		O[i * d + c] = K_RND(S, o);
+	}
+}
+
+/* The backward, query row i (v 0 naive: P is the forward's; 1 online: P_ij
+ * = exp(C(S_acc)·sc − L_i), S_acc recomputed, equal to the forward's): dP_ij
+ * = C(Σ_c dO_ic·v_jc), D_i = C(Σ_c dO_ic·O_ic), dS_ij = P_ij·(dP_ij − D_i)
+ * in C, DS = A(dS); dQ_ic = S(C(Σ_j dS_ij·k_jc)·sc). dO and O are values of
+ * S, taken into C and then A; P (row i) is written for the key rows. */
+K_FN void k_attn_bwd_q_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *K, const float *V,
+                           const float *SACC, const float *L, const float *DO, const float *O,
+                           float sc, size_t nq, size_t nk, size_t d, int causal, size_t i,
+                           float *P, float *DS, float *DQ)
+{
+	size_t n = causal ? i + 1 + (nk - nq) : nk;
+	float *p = P + i * nk, *ds = DS + i * nk;
+	(void)S;
+#define DOA(c) K_RND(A, K_RND(C, DO[i * d + (c)]))
+	if (v == 1)
+		for (size_t j = 0; j < n; j++)
+			p[j] = K_EXP(C, K_SUB(C, K_MUL(C, K_RND(C, SACC[i * nk + j]), sc), L[i]));
+	float Dv = 0.0f;
+	for (size_t c = 0; c < d; c++)
+		Dv = K_FMA(A, DOA(c), K_RND(A, K_RND(C, O[i * d + c])), Dv);
+	Dv = K_RND(C, Dv);
+	for (size_t j = 0; j < n; j++) {
+		float dp = 0.0f;
+		for (size_t c = 0; c < d; c++)
+			dp = K_FMA(A, DOA(c), K_RND(A, V[j * d + c]), dp);
+		ds[j] = K_RND(A, K_MUL(C, p[j], K_SUB(C, K_RND(C, dp), Dv)));
+	}
+	for (size_t c = 0; c < d; c++) {
+		float g = 0.0f;
+		for (size_t j = 0; j < n; j++)
+			g = K_FMA(A, ds[j], K_RND(A, K[j * d + c]), g);
+		DQ[i * d + c] = K_RND(S, K_MUL(C, K_RND(C, g), sc));
+	}
+#undef DOA
+}
+
+/* The backward, key row j: dV_jc = S(Σ_i A(P_ij)·dO_ic) and dK_jc =
+ * S(C(Σ_i dS_ij·q_ic)·sc) over the queries that see key j, in order */
+K_FN void k_attn_bwd_k_row(k_fmt S, k_fmt C, k_fmt A, const float *Q, const float *P,
+                           const float *DS, const float *DO, float sc, size_t nq, size_t nk,
+                           size_t d, int causal, size_t j, float *DV, float *DK)
+{
+	size_t shift = nk - nq, i0 = causal && j > shift ? j - shift : 0;
+	for (size_t c = 0; c < d; c++) {
+		float gv = 0.0f, gk = 0.0f;
+		for (size_t i = i0; i < nq; i++)
+			gv = K_FMA(A, K_RND(A, P[i * nk + j]), K_RND(A, K_RND(C, DO[i * d + c])), gv);
+		for (size_t i = i0; i < nq; i++)
+			gk = K_FMA(A, DS[i * nk + j], K_RND(A, Q[i * d + c]), gk);
+		DV[j * d + c] = K_RND(S, gv);
+		DK[j * d + c] = K_RND(S, K_MUL(C, K_RND(C, gk), sc));
+	}
+}
+
 #endif

@@ -1579,20 +1579,50 @@ static void attn_compare(const char *kname, const char *fmts, const emu_run *er,
 	}
 }
 
+/* One run of the seq variants: on the device, or (host) rows.h on the host. */
+static int attn_seq(const attn_in *a, int bwd, bool host, const gpu_tables *t, const float *dO,
+                    float *O, float *L, double *lost, float *dq, float *dk, float *dv)
+{
+	float *nl = malloc(a->nq * sizeof *nl);
+	int rc;
+	if (!nl) {
+		snprintf(err, sizeof err, "attn: out of memory");
+		return -1;
+	}
+	gpu_kfmt S = kfmt(a->S), C = kfmt(a->C), A = kfmt(a->A);
+	rc = host ? gpu_rows_attn_seq(t, a->v, bwd, S, C, A, a->q, a->k, a->vv, a->nq, a->nk, a->d,
+	                              a->bk, a->causal, a->sc, a->dq8, a->tq, a->dk8, a->tk, a->dv8,
+	                              a->psc, dO, O, L, nl, dq, dk, dv, err, sizeof err)
+	          : gpu_dev_attn_seq(a->v, bwd, S, C, A, a->q, a->k, a->vv, a->nq, a->nk, a->d,
+	                             a->bk, a->causal, a->sc, a->dq8, a->tq, a->dk8, a->tk, a->dv8,
+	                             a->psc, dO, O, L, nl, dq, dk, dv, err, sizeof err);
+	*lost = 0;
+	for (size_t i = 0; rc == 0 && i < a->nq; i++)
+		*lost += nl[i];
+	free(nl);
+	return rc;
+}
+
 static void step_attn(const gpu_opts *o)
 {
-	static const char *const pols[] = {"storage=fp16,compute=fp16,accum=fp32",
-	                                   "storage=bf16,compute=bf16,accum=fp32",
-	                                   "storage=fp16,compute=fp16,accum=fp16"};
-	static const char *const vname[] = {"naive:tc:h200", "online:tc:h200", "fp8:tc:h200"};
+	static const char *const pols[] = {
+	    "storage=fp16,compute=fp16,accum=fp32", "storage=bf16,compute=bf16,accum=fp32",
+	    "storage=fp16,compute=fp16,accum=fp16", "storage=bf16,compute=fp32"};
+	/* the variants: kernel name, base (0 naive, 1 online, 2 fp8), Tensor
+	 * Cores, backward */
+	static const struct {
+		const char *name;
+		int v, tc, bwd;
+	} vs[] = {{"naive:tc:h200", 0, 1, 0}, {"online:tc:h200", 1, 1, 0}, {"fp8:tc:h200", 2, 1, 0},
+	          {"naive", 0, 0, 0},         {"online", 1, 0, 0},         {"fp8", 2, 0, 0},
+	          {"naive:bwd", 0, 0, 1},     {"online:bwd", 1, 0, 1}};
 	const size_t R = o->quick ? 32 : 64, d = o->quick ? 32 : 64, N = 3 * d;
 	double *x = malloc(R * N * sizeof *x), *qkv = malloc(3 * R * d * sizeof *qkv);
-	float *fq = malloc(3 * R * d * sizeof *fq), *O = malloc(R * d * sizeof *O);
-	float *L = malloc(R * sizeof *L), *O2 = malloc(R * d * sizeof *O2);
-	float *L2 = malloc(R * sizeof *L2), *ds = malloc(3 * R * sizeof *ds);
+	float *fq = malloc(3 * R * d * sizeof *fq), *ds = malloc(3 * R * sizeof *ds);
+	float *g = malloc(2 * (5 * R * d + R) * sizeof *g), *dO = malloc(R * d * sizeof *dO);
 	gpu_tables tabs = {NULL, 0};
 	bool have_tabs = false;
-	if (!x || !qkv || !fq || !O || !L || !O2 || !L2 || !ds) {
+	if (!x || !qkv || !fq || !ds || !g || !dO) {
 		step_failed("attn", "out of memory");
 		goto out;
 	}
@@ -1604,6 +1634,9 @@ static void step_attn(const gpu_opts *o)
 			double u = (double)(rnd(o->seed, 700, i * N + c) >> 40) * 0x1p-24;
 			x[i * N + c] = (u - 0.5) * 4.0 * (double)(1 + 3 * (i % 4));
 		}
+	/* the backward's dO, as kernels/attention.c draws it: ±1 by bit 0 */
+	for (size_t i = 0; i < R * d; i++)
+		dO[i] = emu_sr_bits(o->seed, i) & 1 ? -1.0f : 1.0f;
 	have_tabs = kern_tables(o, &tabs);
 	for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
 		emu_policy pol;
@@ -1612,7 +1645,8 @@ static void step_attn(const gpu_opts *o)
 			continue;
 		}
 		const emu_format *S = &pol.storage, *C = &pol.compute, *A = &pol.accum;
-		const gpu_tables *rt = have_tabs ? &tabs : NULL;
+		/* replay where the tables hold C's exp and log */
+		const gpu_tables *rt = have_tabs && C->bits == 16 ? &tabs : NULL;
 		char fmts[128];
 		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
 		/* Q, K, V as the kernel loads them: stored in S, then into C */
@@ -1622,8 +1656,16 @@ static void step_attn(const gpu_opts *o)
 				double v = emu_decode(C, emu_from_double(C, s, &pol.env).bits);
 				qkv[(c / d) * R * d + i * d + c % d] = v;
 			}
-		for (int v = 0; v < 3; v++)
+		for (size_t vi = 0; vi < sizeof vs / sizeof vs[0]; vi++)
 			for (int causal = 0; causal < 2; causal++) {
+				int v = vs[vi].v, tc = vs[vi].tc, bwd = vs[vi].bwd;
+				/* the mma.sync GEMMs take fp16/bf16 (C) or e4m3 inputs and
+				 * write fp32 or fp16 */
+				const emu_format *tin = v == 2 ? fmt("e4m3") : C;
+				bool a32 = A->bits == 32, a16 = A->bits == 16 && A->p == 11;
+				bool in_ok = tin->bits == 8 || (tin->bits == 16 && (tin->p == 11 || !a16));
+				if (tc && (!(a32 || a16) || !in_ok))
+					continue;
 				size_t bk = v == 2 ? 32 : 16; /* an fp8 mma.sync takes k = 32 */
 				attn_in a = {v,  causal, R,  R,   d,    bk,   bk,   bk,  S,    C,    A,
 				             v == 2 ? fmt("e4m3") : C,    0,    448, NULL, NULL, NULL,
@@ -1647,52 +1689,86 @@ static void step_attn(const gpu_opts *o)
 				}
 				a.q = fq, a.k = fq + R * d, a.vv = fq + 2 * R * d;
 				char kname[40];
-				double lost = 0, lost2 = 0;
-				snprintf(kname, sizeof kname, "attention %s%s", vname[v],
+				snprintf(kname, sizeof kname, "attention %s%s", vs[vi].name,
 				         causal ? " causal" : "");
 				emu_kparam par[] = {{"block_k", (double)bk}, {"causal", causal}};
 				emu_kin in = {x, R, N, par, 2, o->seed};
 				emu_run er;
-				if (attn_pipe(&a, false, NULL, O, L, &lost)) {
+				/* two sets of outputs (device, replay): O L dQ dK dV */
+				float *out[2][5], lostf[2];
+				for (int h = 0; h < 2; h++) {
+					float *b = g + h * (5 * R * d + R);
+					out[h][0] = b, out[h][1] = b + R * d, out[h][2] = b + R * d + R,
+					out[h][3] = out[h][2] + R * d, out[h][4] = out[h][3] + R * d;
+				}
+				double lost[2] = {0, 0};
+				int bad = tc ? attn_pipe(&a, false, NULL, out[0][0], out[0][1], &lost[0])
+				             : attn_seq(&a, bwd, false, NULL, dO, out[0][0], out[0][1],
+				                        &lost[0], out[0][2], out[0][3], out[0][4]);
+				if (bad) {
 					step_failed("attn", err);
 					continue;
 				}
-				float fl = (float)lost, fl2;
-				kern_out outs[] = {{"O", O, R * d}, {"L", L, R}, {"p_lost", &fl, 1}};
-				size_t nouts = v == 2 ? 3 : 2;
-				if (!kern_engine(&emu_kernel_attention, &pol, vname[v], &in, &er))
+				lostf[0] = (float)lost[0];
+				kern_out outs[] = {{"O", out[0][0], R * d},  {"L", out[0][1], R},
+				                   {"p_lost", &lostf[0], 1}, {"dQ", out[0][2], R * d},
+				                   {"dK", out[0][3], R * d}, {"dV", out[0][4], R * d}};
+				size_t nouts = v == 2 ? 3 : bwd ? 6 : 2;
+				kern_out *sel = outs;
+				kern_out sel_bwd[5];
+				if (bwd) { /* O, L, dQ, dK, dV */
+					sel_bwd[0] = outs[0], sel_bwd[1] = outs[1];
+					for (int q = 0; q < 3; q++)
+						sel_bwd[2 + q] = outs[3 + q];
+					sel = sel_bwd, nouts = 5;
+				}
+				if (!kern_engine(&emu_kernel_attention, &pol, vs[vi].name, &in, &er))
 					continue;
-				attn_compare(kname, fmts, &er, outs, nouts, NULL);
-				/* the replay, where the tables hold C's exp and log */
-				if (rt && C->bits == 16) {
-					if (attn_pipe(&a, true, rt, O2, L2, &lost2)) {
+				attn_compare(kname, fmts, &er, sel, nouts, NULL);
+				if (rt) {
+					bad = tc ? attn_pipe(&a, true, rt, out[1][0], out[1][1], &lost[1])
+					         : attn_seq(&a, bwd, true, rt, dO, out[1][0], out[1][1],
+					                    &lost[1], out[1][2], out[1][3], out[1][4]);
+					if (bad) {
 						step_failed("attn", err);
 					} else {
-						fl2 = (float)lost2;
-						kern_out rep[] = {{"O", O2, R * d}, {"L", L2, R}, {"p_lost", &fl2, 1}};
-						attn_compare(kname, fmts, &er, outs, nouts, rep);
+						lostf[1] = (float)lost[1];
+						kern_out rep[] = {{"O", out[1][0], R * d},
+						                  {"L", out[1][1], R},
+						                  {"p_lost", &lostf[1], 1},
+						                  {"dQ", out[1][2], R * d},
+						                  {"dK", out[1][3], R * d},
+						                  {"dV", out[1][4], R * d}};
+						kern_out rsel[5];
+						const kern_out *r = rep;
+						if (bwd) {
+							rsel[0] = rep[0], rsel[1] = rep[1];
+							for (int q = 0; q < 3; q++)
+								rsel[2 + q] = rep[3 + q];
+							r = rsel;
+						}
+						attn_compare(kname, fmts, &er, sel, nouts, r);
 					}
 				}
 				emu_run_free(&er);
 			}
 	}
-	gpu_report_note(&rep, "attn: attention naive, online and fp8 (:tc:h200; causal 0 and 1) on "
-	                      "%zu queries and keys of head dim %zu, key blocks of 16 (fp8: 32, "
-	                      "its mma.sync's k), Q·Kᵀ and P·V on our mma.sync GEMMs (fixed K "
-	                      "order), the softmax from gpu/rows.h; against the fast backend within "
-	                      "2 ulp (the GPU's exp and log), and bit for bit against the host "
-	                      "replay with the GPU's tables and the h200 model",
+	gpu_report_note(&rep, "attn: attention on %zu queries and keys of head dim %zu, key blocks of "
+	                      "16 (fp8: 32, its mma.sync's k), causal 0 and 1: naive, online and fp8 "
+	                      "with :tc:h200 (Q·Kᵀ and P·V on our mma.sync GEMMs, fixed K order; fp16 "
+	                      "or bf16 compute), and naive, online, fp8, naive:bwd, online:bwd with "
+	                      "every GEMM a sequential FMA fold; the rest from gpu/rows.h; against "
+	                      "the fast backend within 2 ulp (the GPU's exp and log), and bit for bit "
+	                      "against the host replay with the GPU's tables (and the h200 model)",
 	                R, d);
 out:
 	gpu_tables_free(&tabs);
 	free(x);
 	free(qkv);
 	free(fq);
-	free(O);
-	free(L);
-	free(O2);
-	free(L2);
 	free(ds);
+	free(g);
+	free(dO);
 }
 
 int main(int argc, char **argv)

@@ -58,7 +58,7 @@ csv=$tmp/fake/nanmap-gpu.csv
 [ -f "$csv" ] || fail "fake run: no $csv"
 head -n 1 "$csv" | grep -q '^step,kernel,format,mode,compared,identical,' || fail "fake run: CSV header"
 rows=$(tail -n +2 "$csv" | wc -l)
-[ "$rows" -eq 740 ] || fail "fake run: $rows rows, want 740 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 438 kern, 135 kern replay, 6 quant, 42 attn, 42 attn replay)"
+[ "$rows" -eq 984 ] || fail "fake run: $rows rows, want 984 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 438 kern, 135 kern replay, 6 quant, 184 attn, 144 attn replay)"
 [ "$(grep -c '^kern,[^,]* replay,' "$csv")" -eq 135 ] || fail "fake run: kern replay rows missing"
 for step in conv tables arith tc gemm gemmex lt kern quant attn; do
 	grep -q "^$step," "$csv" || fail "fake run: no $step rows"
@@ -81,14 +81,18 @@ n=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 "/" $3 }' "$csv" | sort
 got=$(awk -F, '$1 == "quant" { print $2 "/" $3 "/" $4 }' "$csv" | tr '\n' ',')
 want="mxfp8/e4m3/elements rn-satfinite,mxfp8/e8m0/block scales,mxfp8:e5m2/e5m2/elements rn-satfinite,mxfp8:e5m2/e8m0/block scales,deepseek/e4m3/elements rn-satfinite,deepseek/fp32/block scales,"
 [ "$got" = "$want" ] || fail "fake run: quant rows '$got', want '$want'"
-# attention's :tc variants: the GEMMs on the mma.sync GEMM (the fake: the h200
-# model), the rest gpu/rows.h; every variant, causal or not, under three
-# policies, against the engine and (with the tables) against the host replay
-attn="attention fp8:tc:h200,attention fp8:tc:h200 causal,attention naive:tc:h200,attention naive:tc:h200 causal,attention online:tc:h200,attention online:tc:h200 causal,"
+# attention: naive, online and fp8 with :tc:h200 (the GEMMs on the mma.sync
+# GEMM: the fake's is the h200 model) and without (sequential FMA folds), and
+# naive:bwd and online:bwd, the rest gpu/rows.h; causal or not; four policies
+# (:tc only where the mma.sync takes the formats), against the engine and,
+# with the tables, against the host replay
+attn="attention fp8,attention fp8 causal,attention fp8:tc:h200,attention fp8:tc:h200 causal,attention naive,attention naive causal,attention naive:bwd,attention naive:bwd causal,attention naive:tc:h200,attention naive:tc:h200 causal,attention online,attention online causal,attention online:bwd,attention online:bwd causal,attention online:tc:h200,attention online:tc:h200 causal,"
 got=$(awk -F, '$1 == "attn" && $2 !~ / replay$/ { print $2 }' "$csv" | sort -u | tr '\n' ',')
 [ "$got" = "$attn" ] || fail "fake run: attn kernels '$got', want '$attn'"
+n=$(awk -F, '$1 == "attn" && $2 !~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
+[ "$n" -eq 60 ] || fail "fake run: $n attn kernel/policy pairs, want 60"
 n=$(awk -F, '$1 == "attn" && $2 ~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
-[ "$n" -eq 18 ] || fail "fake run: $n attn replay kernel/policy pairs, want 18"
+[ "$n" -eq 48 ] || fail "fake run: $n attn replay kernel/policy pairs, want 48"
 [ "$(grep -c '^table ' "$tmp/fake/gpu-tables.txt")" -eq 12 ] || fail "fake run: gpu-tables.txt"
 grep -q '^| conv | __float2half_rn | fp16 | rn |' "$tmp/fake/nanmap-gpu.md" || fail "fake run: report table"
 grep -q 'tc: SKIPPED bf16->fp32' "$tmp/fake/nanmap-gpu.md" || fail "fake run: tc skip not reported"
@@ -126,8 +130,9 @@ bad=$(awk -F, '$1 == "kern" && $13 != "identical" && $2 ~ /^optimizer / && $3 !~
 got=$(awk -F, '$1 == "quant" && $13 != "identical" { print $2 }' "$mcsv" | sort -u | tr '\n' ',')
 [ "$got" = "deepseek,mxfp8,mxfp8:e5m2," ] || fail "mutant run: quant recipes with a row not identical: '$got'"
 grep -q '^quant,deepseek,fp32,block scales,.*,MISMATCH$' "$mcsv" || fail "mutant run: deepseek's 1/s scale not caught"
-# attention: l and the rescaled O rounded to C move every variant where C
-# is narrower than A, and nothing where they are the same format
+# attention: l, the rescaled O, P·V's running sum and dV's sum rounded to C
+# move every variant where C is narrower than A, and nothing where they are
+# the same format
 got=$(awk -F, '$1 == "attn" && $13 != "identical" { print $2 }' "$mcsv" | sort -u | tr '\n' ',')
 [ "$got" = "$attn" ] || fail "mutant run: attn kernels with a row not identical: '$got', want '$attn'"
 bad=$(awk -F, '$1 == "attn" && $13 != "identical" && $3 !~ /^(fp16\/fp16|bf16\/bf16)\/fp32$/' "$mcsv" | wc -l)

@@ -2,7 +2,7 @@
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
 # agree with the emulator (tests/cli_gpu.sh). The Makefile refuses the result
-# unless exactly seventeen lines changed, so a rewritten rows.h fails the build of
+# unless exactly nineteen lines changed, so a rewritten rows.h fails the build of
 # the mutant instead of leaving it equal to the original.
 #
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
@@ -42,3 +42,7 @@ s/^\(\t*\)m = K_RND(T, K_ADD(C, xc, d));$/\1m = K_RND(T, K_ADD(T, xc, d));/
 # and fp8's rescaled O·α rounded to C before the block's part joins it
 s/^\(\t*\)l = K_ADD(A, l, K_RND(A, e));$/\1l = K_RND(C, K_ADD(A, l, K_RND(A, e)));/
 s/^\(\t*\)o = b == 0 ? part : K_ADD(A, K_MUL(A, o, ALPHA\[i \* nkt + b\]), part);$/\1o = b == 0 ? part : K_ADD(A, K_RND(C, K_MUL(A, o, ALPHA[i * nkt + b])), part);/
+# attention's sequential variants: P·V's running sum and the backward's dV
+# sum rounded to C after every step
+s/^\(\t*\)acc = K_FMA(A, K_RND(A, p\[j\]), K_RND(A, V\[j \* d + c\]), acc);$/\1acc = K_RND(C, K_FMA(A, K_RND(A, p[j]), K_RND(A, V[j * d + c]), acc));/
+s/^\(\t*\)gv = K_FMA(A, K_RND(A, P\[i \* nk + j\]), K_RND(A, K_RND(C, DO\[i \* d + c\])), gv);$/\1gv = K_RND(C, K_FMA(A, K_RND(A, P[i * nk + j]), K_RND(A, K_RND(C, DO[i * d + c])), gv));/

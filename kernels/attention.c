@@ -1097,6 +1097,8 @@ const emu_kernel emu_kernel_attention = {
     "head_dim=D (cols = 3·D: row i is q_i k_i v_i); seq_q=NQ seq_k=NK (default rows); "
     "scale=S (default 1/sqrt(D) in the compute format); causal=0|1; block_k=B (online, fp8: "
     "key block, default 16); fp8: tile=T (rows of a quantisation tile, a multiple of B, 0: one "
-    "scale per tensor; default B), p_scale=PS (default 448), hadamard=0|1",
+    "scale per tensor; default B), p_scale=PS (default 448), hadamard=0|1; fp8:bwd: do_fmt=5|4 "
+    "(dO and dS in e5m2, default, or e4m3), ds_scale=X (dS's FP8 scale; default 0: this run's "
+    "fmax / amax)",
     run,
 };

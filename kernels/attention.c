@@ -31,7 +31,7 @@
  *           d_Q·d_K, each block of P·V by d_V / p_scale); P is cast to e4m3
  *           as P·p_scale (static scale, default 448); its output p_lost
  *           counts the nonzero P̃ that cast flushed to 0.
- * Suffixes: ":bwd" (naive, online) adds the backward pass; ":tc" or
+ * Suffixes: ":bwd" (naive, online, fp8) adds the backward pass; ":tc" or
  * ":tc:MODEL" runs both forward GEMMs through the Tensor Core fold
  * (emu_fold_tc, any model emu_tc_parse takes; default emu_tc_default()),
  * each dot product in a fixed K order (the head for Q·Kᵀ, the keys in
@@ -64,6 +64,37 @@
  * the compute format, and the results stored. (FlashAttention-2 sums dQ
  * over key blocks with atomic adds, in no fixed order; the key order here is
  * one of its orders.)
+ *
+ * Backward of fp8 (fp8:bwd): the order of cuDNN's FP8 SDPA backward graph,
+ * SDPAFP8BackwardNode::expand_node in cudnn-frontend
+ * (https://github.com/NVIDIA/cudnn-frontend/blob/main/include/cudnn_frontend/node/sdpa_fp8_bwd.h,
+ * the per-tensor path: every FP8 GEMM descaled after, dS multiplied by the
+ * softmax scale and cast to dO's FP8 format with Scale_dP, amax_dP out),
+ * the FP8 formats of Transformer Engine's HYBRID recipe (e4m3 forward, e5m2
+ * gradients). The forward is fp8's, unchanged; then, with Q8, K8, V8 the
+ * forward's e4m3 tensors and d_Q, d_K, d_V their tile decode scales:
+ *   dO (±1 as above, stored) is quantised to DF (do_fmt=5: e5m2, the
+ *   default; 4: e4m3) with one fp32 scale per tensor, fmax / amax (TE's
+ *   current scaling), decode scale d_dO;
+ *   P_ij = C(exp(C(S_ij − L_i))), S_ij recomputed as the forward computes it
+ *   (σ = C(C(d_Q·d_K)·scale) per block), P8 = E(C(P·p_scale)) as the forward;
+ *   dV = S(A(Σ_i P8_ij·dO8_ic) · A(C(d_dO / p_scale)))   one GEMM over the queries
+ *   dP_ij = C(C(Σ_c dO8_ic·V8_jc) · C(d_dO·d_V[t]))      t: key j's tile
+ *   D_i = C(C(Σ_c dO8_ic·O_ic) · d_dO)                   O as stored
+ *   dS_ij = C(C(C(dP_ij − D_i) · P_ij) · scale)          P before its cast
+ *   s = ds_scale, or (default 0) fmax_DF / amax(dS) over the unmasked
+ *   entries held, clamped to fp32's and the compute format's largest finite
+ *   value (1 when the amax is 0 or not finite), stored in fp32, into C;
+ *   dS8 = DF(C(dS · s));
+ *   dQ_i = S(Σ_t A(A(Σ_{j∈t} dS8_ij·K8_jc) · A(C(d_K[t] / s))))  over K's tiles,
+ *   dK_j = S(Σ_t A(A(Σ_{i∈t} dS8_ij·Q8_ic) · A(C(d_Q[t] / s))))  over Q's tiles,
+ *   each tile's GEMM from +0, the tiles added in order in A (one tile with
+ *   tile=0, cuDNN's per-tensor case). Outputs ds_lost (the nonzero dS the
+ *   cast flushed to 0) and amax_ds (cuDNN's amax_dP, what a delayed
+ *   recipe's history would record). On the truth of the original inputs the
+ *   quantisation of dO is skipped like Q's, and the casts and scales are
+ *   exact there, so it is the unquantised gradient. hadamard=1 is refused
+ *   (dQ and dK would need the inverse transform), and so is :tc.
  */
 #include <math.h>
 #include <stdio.h>

@@ -20,7 +20,8 @@
  *     C-float computation of its order (dS in e5m2 and e4m3); its forward
  *     outputs fp8's bit for bit; its truth of the original inputs the
  *     unquantised gradients (online:bwd's truth) and its errors against them
- *     bounded, smaller with dS in e4m3 than e5m2; ds_lost with a static
+ *     bounded, smaller with dS in e4m3 than e5m2, also masked, with
+ *     seq_q < seq_k and per-tensor or wider tiles; ds_lost with a static
  *     dS scale too small; its refusals (:tc, hadamard, do_fmt, ds_scale);
  *   - :tc under a Tensor Core model of one RNE product per block equals
  *     the sequential variants bit for bit (the model sits in the GEMMs);
@@ -586,6 +587,62 @@ START_TEST(test_fp8_bwd_truth)
 }
 END_TEST
 
+/*
+ * The mask, fewer queries than keys, per-tensor scales and tiles larger
+ * than a block: fp8:bwd's truth is online:bwd's and its gradients stay
+ * within FP8's error of it, so every index of the masked and tiled sums
+ * (dV and dK from the first query that sees a key, dQ over K's tiles, dK
+ * over Q's) is the one the definition has.
+ */
+START_TEST(test_fp8_bwd_shapes)
+{
+	enum { R = 32, D = 16, COLS = 3 * D };
+	static const char *const g3[] = {"dQ", "dK", "dV"};
+	static const struct {
+		double causal, seq_q, tile, block_k;
+	} cfg[] = {{1, R, 16, 16}, {1, 20, 16, 8}, {0, 20, 0, 16}, {1, R, 0, 4}, {0, R, 16, 8}};
+	double x[R * COLS], worst = 0;
+	for (size_t c = 0; c < ARRAY_SIZE(cfg); c++) {
+		fill(x, R * COLS, 2, 1300 + c);
+		emu_kparam p[] = {{"causal", cfg[c].causal},
+		                  {"seq_q", cfg[c].seq_q},
+		                  {"tile", cfg[c].tile},
+		                  {"block_k", cfg[c].block_k}};
+		emu_kin in = {x, R, COLS, p, 4, 1};
+		att_result a;
+		att_run(&a, "storage=bf16,compute=fp32", "fp8:bwd", x, R, COLS, p, 4, EMU_BE_FAST);
+		emu_truth t, o;
+		char e[200];
+		ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "fp8:bwd", &in, &t, e,
+		                        sizeof e) == 0);
+		ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "online:bwd", &in, &o, e,
+		                        sizeof e) == 0);
+		const emu_run *te = emu_truth_e2e(&t), *oe = emu_truth_e2e(&o);
+		for (int k = 0; k < 3; k++) {
+			const emu_kout_item *ti = &te->out.item[2 + k], *oi = &oe->out.item[2 + k];
+			for (size_t j = 0; j < ti->n; j++) {
+				double u = emu_kout_d(&te->be, ti, j), v = emu_kout_d(&oe->be, oi, j);
+				ck_assert_msg(fabs(u - v) <= 1e-30 * (1 + fabs(v)),
+				              "config %zu truth %s[%zu]: fp8:bwd %.17g online:bwd %.17g",
+				              c, g3[k], j, u, v);
+			}
+		}
+		emu_run_compare(&a.r, &t);
+		for (int k = 0; k < 3; k++) {
+			double r = a.r.m[item(&a, g3[k])].rel_err;
+			worst = fmax(worst, r);
+			ck_assert_msg(r < 0.12, "config %zu %s: rel err %g", c, g3[k], r);
+		}
+		emu_truth_free(&t);
+		emu_truth_free(&o);
+		emu_run_free(&a.r);
+	}
+	printf("attention: fp8:bwd masked, seq_q < seq_k, tiled: worst rel err %.3e\n", worst);
+	t_count("attention: fp8:bwd shapes (mask, seq_q < seq_k, tiles) against truth",
+	        ARRAY_SIZE(cfg));
+}
+END_TEST
+
 /* A static dS scale far too small flushes every dS to zero: ds_lost counts
  * them all and dQ, dK are zero, dV untouched (it does not use dS) */
 START_TEST(test_fp8_bwd_ds_lost)
@@ -822,6 +879,7 @@ Suite *suite_attention(void)
 	tcase_add_test(tc, test_fp8_bwd_reference);
 	tcase_add_test(tc, test_fp8_bwd_forward);
 	tcase_add_test(tc, test_fp8_bwd_truth);
+	tcase_add_test(tc, test_fp8_bwd_shapes);
 	tcase_add_test(tc, test_fp8_bwd_ds_lost);
 	tcase_add_test(tc, test_fp8_bwd_errors);
 	suite_add_tcase(s, tc);

@@ -104,7 +104,7 @@
 #include "kernels.h"
 #include "tc.h"
 
-static const char *const variants[] = {"naive",     "online",     "fp8",     "naive:bwd",
+static const char *const variants[] = {"naive",      "online",    "fp8",     "naive:bwd",
                                        "online:bwd", "online:tc", "fp8:bwd", NULL};
 
 enum { NAIVE, ONLINE, FP8 };
@@ -450,10 +450,10 @@ out:
  */
 static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const emu_format *DF,
                         emu_vec *Qo, emu_vec *Ko, emu_vec *Vo, emu_vec *dq8, emu_vec *dk8,
-                        emu_vec *dv8, emu_vec *O, emu_vec *L, emu_vec *dQ, emu_vec *dK,
-                        emu_vec *dV, emu_vec *ds_lost, emu_vec *amax_ds, size_t nq, size_t nk,
-                        size_t d, size_t B, size_t Tq, size_t Tk, bool causal, double dss,
-                        emu_ref sc, emu_ref psc, emu_vec *P, emu_vec *PA, emu_vec *sacc)
+                        emu_vec *dv8, emu_vec *O, emu_vec *L, emu_vec *dQ, emu_vec *dK, emu_vec *dV,
+                        emu_vec *ds_lost, emu_vec *amax_ds, size_t nq, size_t nk, size_t d,
+                        size_t B, size_t Tq, size_t Tk, bool causal, double dss, emu_ref sc,
+                        emu_ref psc, emu_vec *P, emu_vec *PA, emu_vec *sacc)
 {
 	emu_be *be = k->be;
 	const emu_format *S = k->S, *C = k->C, *A = k->A, *E4 = emu_format_by_name("e4m3"),
@@ -512,7 +512,8 @@ static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const 
 		emu_map(be, S_SUB_L, EMU_OP_SUB, C, Pr, Pr, emu_at(L, i), EMU_NOREF, n, el, NULL);
 		emu_map(be, S_EXP_B, EMU_OP_EXP, C, Pr, Pr, EMU_NOREF, EMU_NOREF, n, el, NULL);
 		emu_map(be, S_P_MUL_B, EMU_OP_MUL, C, P8r, Pr, psc, EMU_NOREF, n, el, NULL);
-		emu_map(be, S_P_CAST_B, EMU_OP_CVT, E4, P8r, P8r, EMU_NOREF, EMU_NOREF, n, el, NULL);
+		emu_map(be, S_P_CAST_B, EMU_OP_CVT, E4, P8r, P8r, EMU_NOREF, EMU_NOREF, n, el,
+		        NULL);
 		emu_map(be, S_P_A_B, EMU_OP_CVT, A, emu_row(PA, i * nk), P8r, EMU_NOREF, EMU_NOREF,
 		        n, el, NULL);
 	}
@@ -527,8 +528,8 @@ static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const 
 			         emu_strided(PA, i0 * nk + j, nk), emu_strided(dOA, i0 * d + c, d),
 			         nq - i0, ((uint64_t)j * d + c) * nq + i0);
 		}
-		emu_map(be, S_DV_DESCALE, EMU_OP_MUL, A, emu_row(g, 0), emu_row(g, 0), fa, EMU_NOREF,
-		        d, (uint64_t)j * d, NULL);
+		emu_map(be, S_DV_DESCALE, EMU_OP_MUL, A, emu_row(g, 0), emu_row(g, 0), fa,
+		        EMU_NOREF, d, (uint64_t)j * d, NULL);
 		emu_map(be, S_DV_STORE, EMU_OP_CVT, S, emu_row(dV, j * d), emu_row(g, 0), EMU_NOREF,
 		        EMU_NOREF, d, (uint64_t)j * d, NULL);
 	}
@@ -551,11 +552,12 @@ static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const 
 			        emu_row(dS, i * nk + j0), emu_at(dpf, j0 / Tk), EMU_NOREF,
 			        (j0 + Tk < n ? Tk : n - j0), el + j0, NULL);
 		emu_fill(be, emu_at(Dv, i), 0, 1);
-		emu_fold(be, S_ROWSUM, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(Dv, i), emu_row(dOA, i * d),
-		         emu_row(OA, i * d), d, (uint64_t)i * d);
+		emu_fold(be, S_ROWSUM, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(Dv, i),
+		         emu_row(dOA, i * d), emu_row(OA, i * d), d, (uint64_t)i * d);
 		emu_op1(be, S_ROWSUM_C, EMU_OP_CVT, C, emu_at(Dv, i), emu_at(Dv, i), EMU_NOREF, i);
 		emu_op1(be, S_ROWSUM_DESCALE, EMU_OP_MUL, C, emu_at(Dv, i), emu_at(Dv, i), d_do, i);
-		emu_map(be, S_DS_SUB, EMU_OP_SUB, C, dSr, dSr, emu_at(Dv, i), EMU_NOREF, n, el, NULL);
+		emu_map(be, S_DS_SUB, EMU_OP_SUB, C, dSr, dSr, emu_at(Dv, i), EMU_NOREF, n, el,
+		        NULL);
 		emu_map(be, S_DS, EMU_OP_MUL, C, dSr, dSr, emu_row(P, i * nk), EMU_NOREF, n, el,
 		        NULL);
 		emu_map(be, S_DS_SCALE, EMU_OP_MUL, C, dSr, dSr, sc, EMU_NOREF, n, el, NULL);
@@ -602,9 +604,10 @@ static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const 
 		        NULL);
 		emu_map(be, S_DS_CAST, EMU_OP_CVT, DF, r8, r8, EMU_NOREF, EMU_NOREF, n, el, NULL);
 		for (size_t j = 0; j < n; j++)
-			lost += emu_vget(be, dS, i * nk + j) != 0 && emu_vget(be, dS8, i * nk + j) == 0;
-		emu_map(be, S_DS_A, EMU_OP_CVT, A, emu_row(dSA, i * nk), r8, EMU_NOREF, EMU_NOREF, n,
-		        el, NULL);
+			lost +=
+			    emu_vget(be, dS, i * nk + j) != 0 && emu_vget(be, dS8, i * nk + j) == 0;
+		emu_map(be, S_DS_A, EMU_OP_CVT, A, emu_row(dSA, i * nk), r8, EMU_NOREF, EMU_NOREF,
+		        n, el, NULL);
 	}
 	emu_fill(be, emu_at(ds_lost, 0), lost, 1);
 	/* the descale factors A(C(d_K[t] / s)) and A(C(d_Q[t] / s)) */
@@ -626,8 +629,8 @@ static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const 
 			for (size_t c = 0; c < d; c++) {
 				emu_fill(be, emu_at(dst, c), 0, 1);
 				emu_fold(be, S_DQ, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(dst, c),
-				         emu_row(dSA, i * nk + j0), emu_strided(Ko, j0 * d + c, d), nt,
-				         ((uint64_t)i * d + c) * nk + j0);
+				         emu_row(dSA, i * nk + j0), emu_strided(Ko, j0 * d + c, d),
+				         nt, ((uint64_t)i * d + c) * nk + j0);
 			}
 			uint64_t pe = ((uint64_t)i * ntk + tt) * d;
 			emu_map(be, S_DQ_DESCALE, EMU_OP_MUL, A, emu_row(dst, 0), emu_row(dst, 0),
@@ -714,9 +717,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	    !emu_kparam_real(in, "attention", "ds_scale", 0, INFINITY, 0, 0, &dss, err, errlen))
 		return -1;
 	if (bwd && v == FP8 && had) {
-		snprintf(err, errlen,
-		         "attention: fp8:bwd takes hadamard=0 (the transform rotates Q and K, so dQ "
-		         "and dK would need its inverse)");
+		snprintf(
+		    err, errlen,
+		    "attention: fp8:bwd takes hadamard=0 (the transform rotates Q and K, so dQ "
+		    "and dK would need its inverse)");
 		return -1;
 	}
 	size_t nq = (size_t)sq, nk = (size_t)sk, B = (size_t)bk, T = (size_t)tile;
@@ -813,7 +817,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	k.part = emu_vec_new(be, 1);
 	if (!O || !L || (bwd && (!dQ || !dK || !dV)) || !Qc || !Kc || !Vc || !sacc || !s || !e ||
 	    !ea || !oacc || !t || !P || !PA || !raw || !k.part || !pv ||
-	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost)) || (v == FP8 && bwd && (!ds_lost || !amax_ds)))
+	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost)) ||
+	    (v == FP8 && bwd && (!ds_lost || !amax_ds)))
 		goto oom;
 	double *qr = raw, *kr = raw + nq * d, *vr = raw + (nq + nk) * d;
 	for (size_t i = 0; i < nq; i++)

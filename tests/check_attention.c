@@ -356,8 +356,9 @@ static void fp8_bwd_reference(const double *x, size_t nq, size_t d, size_t B, co
 		t[k] = malloc(nq * d * sizeof *t[k]);
 		for (size_t i = 0; i < nq; i++)
 			for (size_t c = 0; c < d; c++)
-				t[k][i * d + c] = k < 3 ? x[i * cols + (size_t)k * d + c]
-				                        : (emu_sr_bits(1, i * d + c) & 1 ? -1.0 : 1.0);
+				t[k][i * d + c] =
+				    k < 3 ? x[i * cols + (size_t)k * d + c]
+				          : (emu_sr_bits(1, i * d + c) & 1 ? -1.0 : 1.0);
 		char spec[128], err[160];
 		snprintf(spec, sizeof spec, "elem=%s,scale=fp32,rule=fp32,block=%zux0,rht=no",
 		         k < 3 ? "e4m3" : DF, k < 3 ? B : 0);
@@ -478,7 +479,8 @@ START_TEST(test_fp8_bwd_reference)
 				int it = item(&a, nm);
 				for (size_t j = 0; j < NQ * D; j++)
 					ck_assert_msg(out(&a, it, j) == g[k][j],
-					              "%s seed %" PRIu64 " %s[%zu]: kernel %a reference %a",
+					              "%s seed %" PRIu64
+					              " %s[%zu]: kernel %a reference %a",
 					              df[f], seed, nm, j, out(&a, it, j), g[k][j]);
 			}
 			ck_assert_msg(out(&a, item(&a, "amax_ds"), 0) == amax, "amax_ds %a, %a",
@@ -504,7 +506,8 @@ START_TEST(test_fp8_bwd_forward)
 		for (int causal = 0; causal < 2; causal++)
 			for (int tile = 0; tile < 2; tile++) {
 				fill(x, NQ * COLS, 3, 900 + s);
-				emu_kparam p[] = {{"causal", causal}, {"block_k", 4}, {"tile", tile * 8}};
+				emu_kparam p[] = {
+				    {"causal", causal}, {"block_k", 4}, {"tile", tile * 8}};
 				att_result a, b;
 				att_run(&a, specs[s], "fp8", x, NQ, COLS, p, 3, EMU_BE_FAST);
 				att_run(&b, specs[s], "fp8:bwd", x, NQ, COLS, p, 3, EMU_BE_FAST);
@@ -514,10 +517,11 @@ START_TEST(test_fp8_bwd_forward)
 					ck_assert(a.r.out.item[ia].n == b.r.out.item[ib].n);
 					for (size_t j = 0; j < a.r.out.item[ia].n; j++) {
 						double u = out(&a, ia, j), v = out(&b, ib, j);
-						ck_assert_msg(u == v || (isnan(u) && isnan(v)),
-						              "%s causal %d tile %d %s[%zu]: fp8 %a, "
-						              "fp8:bwd %a",
-						              specs[s], causal, tile * 8, outs[o], j, u, v);
+						ck_assert_msg(
+						    u == v || (isnan(u) && isnan(v)),
+						    "%s causal %d tile %d %s[%zu]: fp8 %a, "
+						    "fp8:bwd %a",
+						    specs[s], causal, tile * 8, outs[o], j, u, v);
 					}
 				}
 				emu_run_free(&a.r);
@@ -550,20 +554,22 @@ START_TEST(test_fp8_bwd_truth)
 			        EMU_BE_FAST);
 			emu_truth t, o;
 			char e[200];
-			ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "fp8:bwd", &in, &t, e,
-			                        sizeof e) == 0);
-			ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "online:bwd", &in, &o,
+			ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "fp8:bwd", &in, &t,
 			                        e, sizeof e) == 0);
+			ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "online:bwd", &in,
+			                        &o, e, sizeof e) == 0);
 			const emu_run *te = emu_truth_e2e(&t), *oe = emu_truth_e2e(&o);
 			for (int k = 0; k < 3; k++) {
-				const emu_kout_item *ti = &te->out.item[2 + k], *oi = &oe->out.item[2 + k];
+				const emu_kout_item *ti = &te->out.item[2 + k],
+				                    *oi = &oe->out.item[2 + k];
 				ck_assert(!strcmp(ti->name, g3[k]) && !strcmp(oi->name, g3[k]));
 				for (size_t j = 0; j < ti->n; j++) {
 					double u = emu_kout_d(&te->be, ti, j),
 					       v = emu_kout_d(&oe->be, oi, j);
-					ck_assert_msg(fabs(u - v) <= 1e-30 * (1 + fabs(v)),
-					              "truth %s[%zu]: fp8:bwd %.17g online:bwd %.17g",
-					              g3[k], j, u, v);
+					ck_assert_msg(
+					    fabs(u - v) <= 1e-30 * (1 + fabs(v)),
+					    "truth %s[%zu]: fp8:bwd %.17g online:bwd %.17g", g3[k],
+					    j, u, v);
 				}
 			}
 			emu_run_compare(&a.r, &t);
@@ -621,10 +627,12 @@ START_TEST(test_fp8_bwd_shapes)
 		for (int k = 0; k < 3; k++) {
 			const emu_kout_item *ti = &te->out.item[2 + k], *oi = &oe->out.item[2 + k];
 			for (size_t j = 0; j < ti->n; j++) {
-				double u = emu_kout_d(&te->be, ti, j), v = emu_kout_d(&oe->be, oi, j);
-				ck_assert_msg(fabs(u - v) <= 1e-30 * (1 + fabs(v)),
-				              "config %zu truth %s[%zu]: fp8:bwd %.17g online:bwd %.17g",
-				              c, g3[k], j, u, v);
+				double u = emu_kout_d(&te->be, ti, j),
+				       v = emu_kout_d(&oe->be, oi, j);
+				ck_assert_msg(
+				    fabs(u - v) <= 1e-30 * (1 + fabs(v)),
+				    "config %zu truth %s[%zu]: fp8:bwd %.17g online:bwd %.17g", c,
+				    g3[k], j, u, v);
 			}
 		}
 		emu_run_compare(&a.r, &t);

@@ -49,8 +49,8 @@ static const char *const ng_v_bce[] = {"naive", "stable", NULL};
 static const char *const ng_v_optimizer[] = {"adamw", "adamw_kahan", "adamw_sr", "sgd", NULL};
 static const char *const ng_v_batchnorm[] = {"twopass", "welford", "eval", NULL};
 static const char *const ng_v_matmul[] = {"seq", "tc", NULL};
-static const char *const ng_v_attention[] = {"naive", "online", "fp8", "naive:bwd", "online:bwd",
-                                             NULL};
+static const char *const ng_v_attention[] = {"naive",      "online",  "fp8", "naive:bwd",
+                                             "online:bwd", "fp8:bwd", NULL};
 
 static const char *const ng_v_none[] = {NULL};
 

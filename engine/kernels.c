@@ -195,15 +195,15 @@ double emu_kernel_values(const emu_kernel *k, size_t rows, size_t cols, const em
 		/* the largest of the variants (the variant is not known here): Q K V, their
 		 * accumulator copies and their raw doubles, or fp8's quantised copies (each
 		 * up to R·N); O, L and :bwd's dQ dK dV, dO and O's copy (R·N/3 each); P
-		 * and its copy, and :bwd's dP and dS (seq_q × seq_k each); the row's S,
-		 * e and their copies */
+		 * and its copy, and :bwd's dP and dS, or fp8:bwd's P8, dS, dS8 and dS's
+		 * copy (seq_q × seq_k each); the row's S, e and their copies */
 		double nq = in ? emu_kparam_get(in, "seq_q", R) : R;
 		double nk = in ? emu_kparam_get(in, "seq_k", R) : R;
 		if (!(nq >= 1 && nq <= R))
 			nq = R;
 		if (!(nk >= 1 && nk <= R))
 			nk = R;
-		return 5 * R * N + 7 * R * N / 3 + 4 * nq * nk + 6 * nk + 3 * nq + N;
+		return 5 * R * N + 7 * R * N / 3 + 6 * nq * nk + 6 * nk + 3 * nq + N;
 	}
 	return 4 * R * N;
 }

@@ -31,7 +31,7 @@
  *           d_Q·d_K, each block of P·V by d_V / p_scale); P is cast to e4m3
  *           as P·p_scale (static scale, default 448); its output p_lost
  *           counts the nonzero P̃ that cast flushed to 0.
- * Suffixes: ":bwd" (naive, online) adds the backward pass; ":tc" or
+ * Suffixes: ":bwd" (naive, online, fp8) adds the backward pass; ":tc" or
  * ":tc:MODEL" runs both forward GEMMs through the Tensor Core fold
  * (emu_fold_tc, any model emu_tc_parse takes; default emu_tc_default()),
  * each dot product in a fixed K order (the head for Q·Kᵀ, the keys in
@@ -64,6 +64,37 @@
  * the compute format, and the results stored. (FlashAttention-2 sums dQ
  * over key blocks with atomic adds, in no fixed order; the key order here is
  * one of its orders.)
+ *
+ * Backward of fp8 (fp8:bwd): the order of cuDNN's FP8 SDPA backward graph,
+ * SDPAFP8BackwardNode::expand_node in cudnn-frontend
+ * (https://github.com/NVIDIA/cudnn-frontend/blob/main/include/cudnn_frontend/node/sdpa_fp8_bwd.h,
+ * the per-tensor path: every FP8 GEMM descaled after, dS multiplied by the
+ * softmax scale and cast to dO's FP8 format with Scale_dP, amax_dP out),
+ * the FP8 formats of Transformer Engine's HYBRID recipe (e4m3 forward, e5m2
+ * gradients). The forward is fp8's, unchanged; then, with Q8, K8, V8 the
+ * forward's e4m3 tensors and d_Q, d_K, d_V their tile decode scales:
+ *   dO (±1 as above, stored) is quantised to DF (do_fmt=5: e5m2, the
+ *   default; 4: e4m3) with one fp32 scale per tensor, fmax / amax (TE's
+ *   current scaling), decode scale d_dO;
+ *   P_ij = C(exp(C(S_ij − L_i))), S_ij recomputed as the forward computes it
+ *   (σ = C(C(d_Q·d_K)·scale) per block), P8 = E(C(P·p_scale)) as the forward;
+ *   dV = S(A(Σ_i P8_ij·dO8_ic) · A(C(d_dO / p_scale)))   one GEMM over the queries
+ *   dP_ij = C(C(Σ_c dO8_ic·V8_jc) · C(d_dO·d_V[t]))      t: key j's tile
+ *   D_i = C(C(Σ_c dO8_ic·O_ic) · d_dO)                   O as stored
+ *   dS_ij = C(C(C(dP_ij − D_i) · P_ij) · scale)          P before its cast
+ *   s = ds_scale, or (default 0) fmax_DF / amax(dS) over the unmasked
+ *   entries held, clamped to fp32's and the compute format's largest finite
+ *   value (1 when the amax is 0 or not finite), stored in fp32, into C;
+ *   dS8 = DF(C(dS · s));
+ *   dQ_i = S(Σ_t A(A(Σ_{j∈t} dS8_ij·K8_jc) · A(C(d_K[t] / s))))  over K's tiles,
+ *   dK_j = S(Σ_t A(A(Σ_{i∈t} dS8_ij·Q8_ic) · A(C(d_Q[t] / s))))  over Q's tiles,
+ *   each tile's GEMM from +0, the tiles added in order in A (one tile with
+ *   tile=0, cuDNN's per-tensor case). Outputs ds_lost (the nonzero dS the
+ *   cast flushed to 0) and amax_ds (cuDNN's amax_dP, what a delayed
+ *   recipe's history would record). On the truth of the original inputs the
+ *   quantisation of dO is skipped like Q's, and the casts and scales are
+ *   exact there, so it is the unquantised gradient. hadamard=1 is refused
+ *   (dQ and dK would need the inverse transform), and so is :tc.
  */
 #include <math.h>
 #include <stdio.h>
@@ -73,8 +104,8 @@
 #include "kernels.h"
 #include "tc.h"
 
-static const char *const variants[] = {"naive",      "online",    "fp8", "naive:bwd",
-                                       "online:bwd", "online:tc", NULL};
+static const char *const variants[] = {"naive",      "online",    "fp8",     "naive:bwd",
+                                       "online:bwd", "online:tc", "fp8:bwd", NULL};
 
 enum { NAIVE, ONLINE, FP8 };
 
@@ -152,6 +183,33 @@ enum {
 	S_DK_C,
 	S_DK_SCALE,
 	S_DK_STORE,
+	/* fp8:bwd's own sites */
+	S_DO8,
+	S_DO8_SCALE,
+	S_DO8_DC,
+	S_DESCALE_B,
+	S_DESCALE_SCALE_B,
+	S_P_MUL_B,
+	S_P_CAST_B,
+	S_DV_FACTOR,
+	S_DV_FACTOR_A,
+	S_DV_DESCALE,
+	S_DP_FACTOR,
+	S_DP_DESCALE,
+	S_ROWSUM_DESCALE,
+	S_DS_SCALE,
+	S_DS8_SCALE,
+	S_DS8_SCALE_C,
+	S_DS_MUL,
+	S_DS_CAST,
+	S_DQ_FACTOR,
+	S_DQ_FACTOR_A,
+	S_DQ_DESCALE,
+	S_DQ_ADD,
+	S_DK_FACTOR,
+	S_DK_FACTOR_A,
+	S_DK_DESCALE,
+	S_DK_ADD,
 	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
@@ -227,6 +285,32 @@ static const char *const steps[S_END - EMU_STEP0] = {
     [S_DK_C - EMU_STEP0] = "to_compute",
     [S_DK_SCALE - EMU_STEP0] = "dk_scale",
     [S_DK_STORE - EMU_STEP0] = "store",
+    [S_DO8 - EMU_STEP0] = "do8",
+    [S_DO8_SCALE - EMU_STEP0] = "do8_scale",
+    [S_DO8_DC - EMU_STEP0] = "to_compute",
+    [S_DESCALE_B - EMU_STEP0] = "descale",
+    [S_DESCALE_SCALE_B - EMU_STEP0] = "scale",
+    [S_P_MUL_B - EMU_STEP0] = "p_scale",
+    [S_P_CAST_B - EMU_STEP0] = "p_cast",
+    [S_DV_FACTOR - EMU_STEP0] = "dv_factor",
+    [S_DV_FACTOR_A - EMU_STEP0] = "to_accum",
+    [S_DV_DESCALE - EMU_STEP0] = "dv_descale",
+    [S_DP_FACTOR - EMU_STEP0] = "dp_factor",
+    [S_DP_DESCALE - EMU_STEP0] = "dp_descale",
+    [S_ROWSUM_DESCALE - EMU_STEP0] = "rowsum_descale",
+    [S_DS_SCALE - EMU_STEP0] = "ds_attn_scale",
+    [S_DS8_SCALE - EMU_STEP0] = "ds8_scale",
+    [S_DS8_SCALE_C - EMU_STEP0] = "to_compute",
+    [S_DS_MUL - EMU_STEP0] = "ds_scale",
+    [S_DS_CAST - EMU_STEP0] = "ds_cast",
+    [S_DQ_FACTOR - EMU_STEP0] = "dq_factor",
+    [S_DQ_FACTOR_A - EMU_STEP0] = "to_accum",
+    [S_DQ_DESCALE - EMU_STEP0] = "dq_descale",
+    [S_DQ_ADD - EMU_STEP0] = "dq_add",
+    [S_DK_FACTOR - EMU_STEP0] = "dk_factor",
+    [S_DK_FACTOR_A - EMU_STEP0] = "to_accum",
+    [S_DK_DESCALE - EMU_STEP0] = "dk_descale",
+    [S_DK_ADD - EMU_STEP0] = "dk_add",
 };
 
 /* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
@@ -302,13 +386,21 @@ static int parse_variant(const char *v, bool *bwd, bool *tc, const char **spec)
 	return -1;
 }
 
-/* The fp8 variant's quantised tensor: e4m3 values in the vector q, one
- * decode scale per tile of rows in d (compute format). */
+/* The fp8 variant's quantised tensor: the recipe's element values (e4m3;
+ * fp8:bwd's dO: e5m2 or e4m3) in the vector q, one decode scale per tile of
+ * rows in d (compute format); st: the steps of the elements, the scales as
+ * stored and their conversion into the compute format. */
+typedef struct {
+	unsigned q, scale, to_c;
+} qsteps;
+static const qsteps qkv_steps = {S_Q8, S_Q8_SCALE, S_D_C};
+static const qsteps do_steps = {S_DO8, S_DO8_SCALE, S_DO8_DC};
+
 static int quantise(emu_be *be, const emu_recipe *rc, emu_vec *src, size_t rows, size_t dd,
                     size_t tile, uint64_t e0, uint64_t seed, emu_vec *q, emu_vec *dsc,
-                    const emu_format *C)
+                    const emu_format *C, const qsteps *st)
 {
-	const emu_format *e4 = emu_format_by_name("e4m3"), *f32 = emu_format_by_name("fp32");
+	const emu_format *e4 = emu_format_by_name(rc->elem.name), *f32 = emu_format_by_name("fp32");
 	size_t n = rows * dd, nt = (rows + tile - 1) / tile;
 	double *x = malloc((n ? n : 1) * sizeof *x), *ds = malloc(nt * sizeof *ds);
 	int rc_ = -1;
@@ -320,7 +412,7 @@ static int quantise(emu_be *be, const emu_recipe *rc, emu_vec *src, size_t rows,
 		/* the original tensors: no quantisation, no transform, scale 1 */
 		for (size_t t = 0; t < nt; t++)
 			ds[t] = 1;
-		emu_input(be, S_Q8, e4, emu_row(q, 0), x, 1, n, e0, NULL);
+		emu_input(be, st->q, e4, emu_row(q, 0), x, 1, n, e0, NULL);
 	} else {
 		emu_qtensor qt;
 		emu_qpart part = {0, rows, seed, NAN, e0};
@@ -332,21 +424,253 @@ static int quantise(emu_be *be, const emu_recipe *rc, emu_vec *src, size_t rows,
 			ds[t] = qt.d[t];
 		bool was = be->loading;
 		be->loading = true; /* counted above, as the quantisation's */
-		emu_input(be, S_Q8, e4, emu_row(q, 0), qt.q, 1, n, e0, NULL);
+		emu_input(be, st->q, e4, emu_row(q, 0), qt.q, 1, n, e0, NULL);
 		be->loading = was;
 		emu_qtensor_free(&qt);
 	}
 	bool was = be->loading;
 	be->loading = true;
-	emu_input(be, S_Q8_SCALE, f32, emu_row(dsc, 0), ds, 1, nt, e0, NULL);
+	emu_input(be, st->scale, f32, emu_row(dsc, 0), ds, 1, nt, e0, NULL);
 	be->loading = was;
-	emu_map(be, S_D_C, EMU_OP_CVT, C, emu_row(dsc, 0), emu_row(dsc, 0), EMU_NOREF, EMU_NOREF,
+	emu_map(be, st->to_c, EMU_OP_CVT, C, emu_row(dsc, 0), emu_row(dsc, 0), EMU_NOREF, EMU_NOREF,
 	        nt, e0, NULL);
 	rc_ = 0;
 out:
 	free(x);
 	free(ds);
 	return rc_;
+}
+
+/*
+ * fp8:bwd's backward pass (the header's order, cuDNN's FP8 SDPA backward
+ * graph): the forward's e4m3 Q, K, V (accumulator-format copies Qo, Ko, Vo)
+ * and tile decode scales dq8, dk8, dv8, its stored O and its L; P
+ * recomputed from S and L; dO and dS in DF (e5m2 or e4m3) with one scale
+ * per tensor; dV, dQ and dK stored in the storage format.
+ */
+static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const emu_format *DF,
+                        emu_vec *Qo, emu_vec *Ko, emu_vec *Vo, emu_vec *dq8, emu_vec *dk8,
+                        emu_vec *dv8, emu_vec *O, emu_vec *L, emu_vec *dQ, emu_vec *dK, emu_vec *dV,
+                        emu_vec *ds_lost, emu_vec *amax_ds, size_t nq, size_t nk, size_t d,
+                        size_t B, size_t Tq, size_t Tk, bool causal, double dss, emu_ref sc,
+                        emu_ref psc, emu_vec *P, emu_vec *PA, emu_vec *sacc)
+{
+	emu_be *be = k->be;
+	const emu_format *S = k->S, *C = k->C, *A = k->A, *E4 = emu_format_by_name("e4m3"),
+	                 *F32 = emu_format_by_name("fp32");
+	size_t shift = nk - nq, nkt = (nk + B - 1) / B, ntq = (nq + Tq - 1) / Tq,
+	       ntk = (nk + Tk - 1) / Tk;
+	emu_vec *dOc = emu_vec_new(be, nq * d), *dOA = emu_vec_new(be, nq * d),
+	        *OA = emu_vec_new(be, nq * d), *P8 = emu_vec_new(be, nq * nk),
+	        *dS = emu_vec_new(be, nq * nk), *dS8 = emu_vec_new(be, nq * nk),
+	        *dSA = emu_vec_new(be, nq * nk), *Dv = emu_vec_new(be, nq), *g = emu_vec_new(be, d),
+	        *part = emu_vec_new(be, d), *ddo = emu_vec_new(be, 1), *dpf = emu_vec_new(be, ntk),
+	        *dqf = emu_vec_new(be, ntk), *dkf = emu_vec_new(be, ntq), *t = emu_vec_new(be, 4);
+	double *dor = malloc(nq * d * sizeof *dor);
+	int rc = -1;
+	if (!dOc || !dOA || !OA || !P8 || !dS || !dS8 || !dSA || !Dv || !g || !part || !ddo ||
+	    !dpf || !dqf || !dkf || !t || !dor)
+		goto out;
+	emu_ref dsc = emu_at(t, 0), fa = emu_at(t, 1), sds = emu_at(t, 2), d_do = emu_at(ddo, 0);
+	/* dO = ±1 stored, into the compute format, then quantised to DF with one
+	 * fp32 scale (current scaling: fmax / amax) */
+	for (size_t i = 0; i < nq * d; i++)
+		dor[i] = emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
+	emu_input(be, S_DO, S, emu_row(dOc, 0), dor, 1, nq * d, 0, NULL);
+	emu_map(be, S_DO_C, EMU_OP_CVT, C, emu_row(dOc, 0), emu_row(dOc, 0), EMU_NOREF, EMU_NOREF,
+	        nq * d, 0, NULL);
+	if (quantise(be, rdo, dOc, nq, d, nq, 0, in->seed, dOc, ddo, C, &do_steps) != 0)
+		goto out;
+	emu_map(be, S_DO_A, EMU_OP_CVT, A, emu_row(dOA, 0), emu_row(dOc, 0), EMU_NOREF, EMU_NOREF,
+	        nq * d, 0, NULL);
+	emu_map(be, S_O_C, EMU_OP_CVT, C, emu_row(OA, 0), emu_row(O, 0), EMU_NOREF, EMU_NOREF,
+	        nq * d, 0, NULL);
+	emu_map(be, S_O_A, EMU_OP_CVT, A, emu_row(OA, 0), emu_row(OA, 0), EMU_NOREF, EMU_NOREF,
+	        nq * d, 0, NULL);
+	/* P_ij = exp(S_ij − L_i) with S as the forward computes it, and its e4m3
+	 * cast P8 = E(P · p_scale) as the forward's */
+	for (size_t i = 0; i < nq; i++) {
+		size_t n = causal ? i + 1 + shift : nk;
+		uint64_t el = (uint64_t)i * nk;
+		emu_ref Pr = emu_row(P, i * nk), P8r = emu_row(P8, i * nk);
+		for (size_t j = 0; j < n; j++) {
+			emu_fill(be, emu_at(sacc, j), 0, 1);
+			emu_fold(be, S_QK_B, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(sacc, j),
+			         emu_row(Qo, i * d), emu_row(Ko, j * d), d, (el + j) * d);
+		}
+		emu_map(be, S_S_C_B, EMU_OP_CVT, C, Pr, emu_row(sacc, 0), EMU_NOREF, EMU_NOREF, n,
+		        el, NULL);
+		for (size_t j0 = 0, b = 0; j0 < n; j0 += B, b++) {
+			size_t nb = j0 + B < n ? B : n - j0;
+			uint64_t pe = (uint64_t)i * nkt + b;
+			emu_op1(be, S_DESCALE_B, EMU_OP_MUL, C, dsc, emu_at(dq8, i / Tq),
+			        emu_at(dk8, j0 / Tk), pe);
+			emu_op1(be, S_DESCALE_SCALE_B, EMU_OP_MUL, C, dsc, dsc, sc, pe);
+			emu_map(be, S_SCALE_B, EMU_OP_MUL, C, emu_row(P, i * nk + j0),
+			        emu_row(P, i * nk + j0), dsc, EMU_NOREF, nb, el + j0, NULL);
+		}
+		emu_map(be, S_SUB_L, EMU_OP_SUB, C, Pr, Pr, emu_at(L, i), EMU_NOREF, n, el, NULL);
+		emu_map(be, S_EXP_B, EMU_OP_EXP, C, Pr, Pr, EMU_NOREF, EMU_NOREF, n, el, NULL);
+		emu_map(be, S_P_MUL_B, EMU_OP_MUL, C, P8r, Pr, psc, EMU_NOREF, n, el, NULL);
+		emu_map(be, S_P_CAST_B, EMU_OP_CVT, E4, P8r, P8r, EMU_NOREF, EMU_NOREF, n, el,
+		        NULL);
+		emu_map(be, S_P_A_B, EMU_OP_CVT, A, emu_row(PA, i * nk), P8r, EMU_NOREF, EMU_NOREF,
+		        n, el, NULL);
+	}
+	/* dV = P8ᵀ·dO8 (one GEMM), descaled by d_dO / p_scale */
+	emu_op1(be, S_DV_FACTOR, EMU_OP_DIV, C, dsc, d_do, psc, 0);
+	emu_op1(be, S_DV_FACTOR_A, EMU_OP_CVT, A, fa, dsc, EMU_NOREF, 0);
+	for (size_t j = 0; j < nk; j++) {
+		size_t i0 = causal && j > shift ? j - shift : 0;
+		for (size_t c = 0; c < d; c++) {
+			emu_fill(be, emu_at(g, c), 0, 1);
+			emu_fold(be, S_DV, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(g, c),
+			         emu_strided(PA, i0 * nk + j, nk), emu_strided(dOA, i0 * d + c, d),
+			         nq - i0, ((uint64_t)j * d + c) * nq + i0);
+		}
+		emu_map(be, S_DV_DESCALE, EMU_OP_MUL, A, emu_row(g, 0), emu_row(g, 0), fa,
+		        EMU_NOREF, d, (uint64_t)j * d, NULL);
+		emu_map(be, S_DV_STORE, EMU_OP_CVT, S, emu_row(dV, j * d), emu_row(g, 0), EMU_NOREF,
+		        EMU_NOREF, d, (uint64_t)j * d, NULL);
+	}
+	/* dP = dO8·V8ᵀ descaled by d_dO·d_V (one factor per V tile); D = dO8·O
+	 * descaled by d_dO; dS = (dP − D)·P·scale, all in the compute format */
+	emu_map(be, S_DP_FACTOR, EMU_OP_MUL, C, emu_row(dpf, 0), d_do, emu_row(dv8, 0), EMU_NOREF,
+	        ntk, 0, NULL);
+	for (size_t i = 0; i < nq; i++) {
+		size_t n = causal ? i + 1 + shift : nk;
+		uint64_t el = (uint64_t)i * nk;
+		emu_ref dSr = emu_row(dS, i * nk);
+		for (size_t j = 0; j < n; j++) {
+			emu_fill(be, emu_at(dS, i * nk + j), 0, 1);
+			emu_fold(be, S_DP, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(dS, i * nk + j),
+			         emu_row(dOA, i * d), emu_row(Vo, j * d), d, (el + j) * d);
+		}
+		emu_map(be, S_DP_C, EMU_OP_CVT, C, dSr, dSr, EMU_NOREF, EMU_NOREF, n, el, NULL);
+		for (size_t j0 = 0; j0 < n; j0 += Tk)
+			emu_map(be, S_DP_DESCALE, EMU_OP_MUL, C, emu_row(dS, i * nk + j0),
+			        emu_row(dS, i * nk + j0), emu_at(dpf, j0 / Tk), EMU_NOREF,
+			        (j0 + Tk < n ? Tk : n - j0), el + j0, NULL);
+		emu_fill(be, emu_at(Dv, i), 0, 1);
+		emu_fold(be, S_ROWSUM, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(Dv, i),
+		         emu_row(dOA, i * d), emu_row(OA, i * d), d, (uint64_t)i * d);
+		emu_op1(be, S_ROWSUM_C, EMU_OP_CVT, C, emu_at(Dv, i), emu_at(Dv, i), EMU_NOREF, i);
+		emu_op1(be, S_ROWSUM_DESCALE, EMU_OP_MUL, C, emu_at(Dv, i), emu_at(Dv, i), d_do, i);
+		emu_map(be, S_DS_SUB, EMU_OP_SUB, C, dSr, dSr, emu_at(Dv, i), EMU_NOREF, n, el,
+		        NULL);
+		emu_map(be, S_DS, EMU_OP_MUL, C, dSr, dSr, emu_row(P, i * nk), EMU_NOREF, n, el,
+		        NULL);
+		emu_map(be, S_DS_SCALE, EMU_OP_MUL, C, dSr, dSr, sc, EMU_NOREF, n, el, NULL);
+	}
+	/* dS's amax over the unmasked entries (on the values this backend
+	 * holds), its scale (ds_scale, or fmax / amax clamped to the largest
+	 * finite value of fp32 and of the compute format; 1 when the amax is 0
+	 * or not finite), stored in fp32 and converted into the compute format */
+	double amax = 0, s;
+	bool nan = false;
+	for (size_t i = 0; i < nq; i++) {
+		size_t n = causal ? i + 1 + shift : nk;
+		for (size_t j = 0; j < n; j++) {
+			double a = fabs(emu_vget(be, dS, i * nk + j));
+			if (isnan(a))
+				nan = true;
+			else if (a > amax)
+				amax = a;
+		}
+	}
+	if (dss > 0) {
+		s = dss;
+	} else if (nan || amax == 0 || isinf(amax)) {
+		s = 1;
+	} else {
+		double smax = C->max < F32->max ? C->max : F32->max;
+		s = DF->max / amax;
+		if (s > smax)
+			s = smax;
+	}
+	emu_fill(be, emu_at(amax_ds, 0), nan ? NAN : amax, 1);
+	bool was = be->loading;
+	be->loading = true; /* a scale the recipe chose, not an input */
+	emu_input(be, S_DS8_SCALE, F32, sds, &s, 1, 1, 0, NULL);
+	be->loading = was;
+	emu_op1(be, S_DS8_SCALE_C, EMU_OP_CVT, C, sds, sds, EMU_NOREF, 0);
+	/* dS8 = DF(dS · s), into the accumulator format */
+	double lost = 0;
+	for (size_t i = 0; i < nq; i++) {
+		size_t n = causal ? i + 1 + shift : nk;
+		uint64_t el = (uint64_t)i * nk;
+		emu_ref r8 = emu_row(dS8, i * nk);
+		emu_map(be, S_DS_MUL, EMU_OP_MUL, C, r8, emu_row(dS, i * nk), sds, EMU_NOREF, n, el,
+		        NULL);
+		emu_map(be, S_DS_CAST, EMU_OP_CVT, DF, r8, r8, EMU_NOREF, EMU_NOREF, n, el, NULL);
+		for (size_t j = 0; j < n; j++)
+			lost +=
+			    emu_vget(be, dS, i * nk + j) != 0 && emu_vget(be, dS8, i * nk + j) == 0;
+		emu_map(be, S_DS_A, EMU_OP_CVT, A, emu_row(dSA, i * nk), r8, EMU_NOREF, EMU_NOREF,
+		        n, el, NULL);
+	}
+	emu_fill(be, emu_at(ds_lost, 0), lost, 1);
+	/* the descale factors A(C(d_K[t] / s)) and A(C(d_Q[t] / s)) */
+	emu_map(be, S_DQ_FACTOR, EMU_OP_DIV, C, emu_row(dqf, 0), emu_row(dk8, 0), sds, EMU_NOREF,
+	        ntk, 0, NULL);
+	emu_map(be, S_DQ_FACTOR_A, EMU_OP_CVT, A, emu_row(dqf, 0), emu_row(dqf, 0), EMU_NOREF,
+	        EMU_NOREF, ntk, 0, NULL);
+	emu_map(be, S_DK_FACTOR, EMU_OP_DIV, C, emu_row(dkf, 0), emu_row(dq8, 0), sds, EMU_NOREF,
+	        ntq, 0, NULL);
+	emu_map(be, S_DK_FACTOR_A, EMU_OP_CVT, A, emu_row(dkf, 0), emu_row(dkf, 0), EMU_NOREF,
+	        EMU_NOREF, ntq, 0, NULL);
+	/* dQ_i = Σ over K's tiles of (dS8_i,tile · K8_tile) · factor, tile by tile
+	 * added in the accumulator format, stored */
+	for (size_t i = 0; i < nq; i++) {
+		size_t n = causal ? i + 1 + shift : nk;
+		for (size_t j0 = 0; j0 < n; j0 += Tk) {
+			size_t nt = j0 + Tk < n ? Tk : n - j0, tt = j0 / Tk;
+			emu_vec *dst = j0 == 0 ? g : part;
+			for (size_t c = 0; c < d; c++) {
+				emu_fill(be, emu_at(dst, c), 0, 1);
+				emu_fold(be, S_DQ, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(dst, c),
+				         emu_row(dSA, i * nk + j0), emu_strided(Ko, j0 * d + c, d),
+				         nt, ((uint64_t)i * d + c) * nk + j0);
+			}
+			uint64_t pe = ((uint64_t)i * ntk + tt) * d;
+			emu_map(be, S_DQ_DESCALE, EMU_OP_MUL, A, emu_row(dst, 0), emu_row(dst, 0),
+			        emu_at(dqf, tt), EMU_NOREF, d, pe, NULL);
+			if (j0)
+				emu_map(be, S_DQ_ADD, EMU_OP_ADD, A, emu_row(g, 0), emu_row(g, 0),
+				        emu_row(part, 0), EMU_NOREF, d, pe, NULL);
+		}
+		emu_map(be, S_DQ_STORE, EMU_OP_CVT, S, emu_row(dQ, i * d), emu_row(g, 0), EMU_NOREF,
+		        EMU_NOREF, d, (uint64_t)i * d, NULL);
+	}
+	/* dK_j = Σ over Q's tiles of (dS8ᵀ_j,tile · Q8_tile) · factor, likewise */
+	for (size_t j = 0; j < nk; j++) {
+		size_t i0 = causal && j > shift ? j - shift : 0;
+		bool first = true;
+		for (size_t tt = i0 / Tq; tt * Tq < nq; tt++, first = false) {
+			size_t lo = tt * Tq > i0 ? tt * Tq : i0,
+			       hi = (tt + 1) * Tq < nq ? (tt + 1) * Tq : nq;
+			emu_vec *dst = first ? g : part;
+			for (size_t c = 0; c < d; c++) {
+				emu_fill(be, emu_at(dst, c), 0, 1);
+				emu_fold(be, S_DK, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(dst, c),
+				         emu_strided(dSA, lo * nk + j, nk),
+				         emu_strided(Qo, lo * d + c, d), hi - lo,
+				         ((uint64_t)j * d + c) * nq + lo);
+			}
+			uint64_t pe = ((uint64_t)j * ntq + tt) * d;
+			emu_map(be, S_DK_DESCALE, EMU_OP_MUL, A, emu_row(dst, 0), emu_row(dst, 0),
+			        emu_at(dkf, tt), EMU_NOREF, d, pe, NULL);
+			if (!first)
+				emu_map(be, S_DK_ADD, EMU_OP_ADD, A, emu_row(g, 0), emu_row(g, 0),
+				        emu_row(part, 0), EMU_NOREF, d, pe, NULL);
+		}
+		emu_map(be, S_DK_STORE, EMU_OP_CVT, S, emu_row(dK, j * d), emu_row(g, 0), EMU_NOREF,
+		        EMU_NOREF, d, (uint64_t)j * d, NULL);
+	}
+	rc = 0;
+out:
+	free(dor);
+	return rc;
 }
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
@@ -365,12 +689,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		         v < 0 ? variant : "");
 		return -1;
 	}
-	if (bwd && (v == FP8 || tc)) {
-		snprintf(err, errlen, "attention: :bwd applies to naive and online, without :tc");
+	if (bwd && tc) {
+		snprintf(err, errlen, "attention: :bwd does not combine with :tc (%s)", variant);
 		return -1;
 	}
 	size_t R = in->rows, N = in->cols, d3 = N / 3; /* the default head: a third of a row */
-	double hd, sq, sk, causal, bk, had, ps, scale, tile;
+	double hd, sq, sk, causal, bk, had, ps, scale, tile, dofmt, dss;
 	if (!emu_kparam_int(in, "attention", "head_dim", 1, 1e9, (double)d3, &hd, err, errlen))
 		return -1;
 	if (hd < 1 || 3 * (size_t)hd != N) {
@@ -388,8 +712,17 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	    !emu_kparam_real(in, "attention", "p_scale", 0, INFINITY, EMU_KP_ABOVE_LO, 448, &ps,
 	                     err, errlen) ||
 	    !emu_kparam_real(in, "attention", "scale", 0, INFINITY, EMU_KP_ABOVE_LO,
-	                     1 / sqrt((double)d), &scale, err, errlen))
+	                     1 / sqrt((double)d), &scale, err, errlen) ||
+	    !emu_kparam_int(in, "attention", "do_fmt", 4, 5, 5, &dofmt, err, errlen) ||
+	    !emu_kparam_real(in, "attention", "ds_scale", 0, INFINITY, 0, 0, &dss, err, errlen))
 		return -1;
+	if (bwd && v == FP8 && had) {
+		snprintf(
+		    err, errlen,
+		    "attention: fp8:bwd takes hadamard=0 (the transform rotates Q and K, so dQ "
+		    "and dK would need its inverse)");
+		return -1;
+	}
 	size_t nq = (size_t)sq, nk = (size_t)sk, B = (size_t)bk, T = (size_t)tile;
 	if (T % B != 0) {
 		snprintf(err, errlen,
@@ -426,7 +759,16 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			return -1;
 		}
 	}
-	emu_recipe rq, rv;
+	emu_recipe rq, rv, rdo;
+	const emu_format *DF = dofmt == 4 ? E4 : emu_format_by_name("e5m2"); /* dO, dS */
+	if (v == FP8 && bwd) { /* dO: one fp32 scale per tensor, current scaling */
+		char rs[160], e[160];
+		snprintf(rs, sizeof rs, "elem=%s,scale=fp32,rule=fp32,block=0x0,rht=no", DF->name);
+		if (emu_recipe_parse(rs, &rdo, e, sizeof e) != EMU_OK) {
+			snprintf(err, errlen, "attention: %s", e);
+			return -1;
+		}
+	}
 	if (v == FP8) {
 		char rs[160], e[160];
 		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=%s", T,
@@ -453,6 +795,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	 * p_scale), counted on the values this backend holds */
 	const emu_format *F32 = emu_format_by_name("fp32");
 	emu_vec *p_lost = v == FP8 ? emu_kout_vec(be, out, "p_lost", 1, F32) : NULL;
+	/* fp8:bwd's: the nonzero dS its FP8 cast flushed to 0, and dS's amax
+	 * (cuDNN's amax_dP, what a delayed recipe's history records) */
+	emu_vec *ds_lost = v == FP8 && bwd ? emu_kout_vec(be, out, "ds_lost", 1, F32) : NULL;
+	emu_vec *amax_ds = v == FP8 && bwd ? emu_kout_vec(be, out, "amax_ds", 1, C) : NULL;
 	double n_p_lost = 0;
 	emu_vec *Qc = emu_vec_new(be, nq * d), *Kc = emu_vec_new(be, nk * d),
 	        *Vc = emu_vec_new(be, nk * d);
@@ -471,7 +817,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	k.part = emu_vec_new(be, 1);
 	if (!O || !L || (bwd && (!dQ || !dK || !dV)) || !Qc || !Kc || !Vc || !sacc || !s || !e ||
 	    !ea || !oacc || !t || !P || !PA || !raw || !k.part || !pv ||
-	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost)))
+	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost)) ||
+	    (v == FP8 && bwd && (!ds_lost || !amax_ds)))
 		goto oom;
 	double *qr = raw, *kr = raw + nq * d, *vr = raw + (nq + nk) * d;
 	for (size_t i = 0; i < nq; i++)
@@ -487,9 +834,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	    emu_load_at(be, pol, vr, nk, d, (uint64_t)((nq + nk) * d), Vc) != 0)
 		goto oom;
 	if (v == FP8) { /* the e4m3 tensors replace Q, K and V */
-		if (quantise(be, &rq, Qc, nq, d, Tq, 0, in->seed, Qc, dq8, C) != 0 ||
-		    quantise(be, &rq, Kc, nk, d, Tk, nq * d, in->seed, Kc, dk8, C) != 0 ||
-		    quantise(be, &rv, Vc, nk, d, Tk, (nq + nk) * d, in->seed, Vc, dv8, C) != 0)
+		if (quantise(be, &rq, Qc, nq, d, Tq, 0, in->seed, Qc, dq8, C, &qkv_steps) != 0 ||
+		    quantise(be, &rq, Kc, nk, d, Tk, nq * d, in->seed, Kc, dk8, C, &qkv_steps) !=
+		        0 ||
+		    quantise(be, &rv, Vc, nk, d, Tk, (nq + nk) * d, in->seed, Vc, dv8, C,
+		             &qkv_steps) != 0)
 			goto oom;
 	}
 	if (tc) {
@@ -649,7 +998,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	if (v == FP8)
 		emu_fill(be, emu_at(p_lost, 0), n_p_lost, 1);
-	if (bwd) {
+	if (bwd && v == FP8) {
+		if (fp8_backward(&k, in, &rdo, DF, Qo, Ko, Vo, dq8, dk8, dv8, O, L, dQ, dK, dV,
+		                 ds_lost, amax_ds, nq, nk, d, B, Tq, Tk, causal != 0, dss, sc, psc,
+		                 P, PA, sacc) != 0)
+			goto oom;
+	} else if (bwd) {
 		/* dO (±1), O stored, both in the accumulator format */
 		emu_vec *dOA = emu_vec_new(be, nq * d), *OA = emu_vec_new(be, nq * d),
 		        *dP = emu_vec_new(be, nq * nk), *dSA = emu_vec_new(be, nq * nk),
@@ -779,6 +1133,8 @@ const emu_kernel emu_kernel_attention = {
     "head_dim=D (cols = 3·D: row i is q_i k_i v_i); seq_q=NQ seq_k=NK (default rows); "
     "scale=S (default 1/sqrt(D) in the compute format); causal=0|1; block_k=B (online, fp8: "
     "key block, default 16); fp8: tile=T (rows of a quantisation tile, a multiple of B, 0: one "
-    "scale per tensor; default B), p_scale=PS (default 448), hadamard=0|1",
+    "scale per tensor; default B), p_scale=PS (default 448), hadamard=0|1; fp8:bwd: do_fmt=5|4 "
+    "(dO and dS in e5m2, default, or e4m3), ds_scale=X (dS's FP8 scale; default 0: this run's "
+    "fmax / amax)",
     run,
 };

@@ -16,6 +16,13 @@
  *     the Hadamard transform;
  *   - backward (naive and online): dQ, dK, dV within 1e-5 of central
  *     differences of Σ dO ∘ O computed in binary64 from the definition;
+ *   - fp8:bwd: dQ, dK, dV, amax_ds and ds_lost bit for bit an independent
+ *     C-float computation of its order (dS in e5m2 and e4m3); its forward
+ *     outputs fp8's bit for bit; its truth of the original inputs the
+ *     unquantised gradients (online:bwd's truth) and its errors against them
+ *     bounded, smaller with dS in e4m3 than e5m2, also masked, with
+ *     seq_q < seq_k and per-tensor or wider tiles; ds_lost with a static
+ *     dS scale too small; its refusals (:tc, hadamard, do_fmt, ds_scale);
  *   - :tc under a Tensor Core model of one RNE product per block equals
  *     the sequential variants bit for bit (the model sits in the GEMMs);
  *   - the claim that the online softmax is as accurate as the two-pass
@@ -332,6 +339,381 @@ START_TEST(test_fp8_reference)
 END_TEST
 
 /*
+ * fp8:bwd's order (docs/kernels-attention.md, after cuDNN's FP8 SDPA
+ * backward) written again in C floats from emu_quantize's outputs and the
+ * forward reference's L: every format fp32, e4m3 for P, DF (e5m2 or e4m3)
+ * for dO and dS, one scale per tensor for dO and dS, tiles of B rows for
+ * Q, K and V. Outputs dQ, dK, dV (nq × d each) and dS's amax.
+ */
+static void fp8_bwd_reference(const double *x, size_t nq, size_t d, size_t B, const char *DF,
+                              const double *Lr, const double *Or, double *dQ, double *dK,
+                              double *dV, double *amax_out, double *lost_out)
+{
+	size_t cols = 3 * d, nk = nq, nt = (nq + B - 1) / B;
+	double *t[4];
+	emu_qtensor q[4];
+	for (int k = 0; k < 4; k++) {
+		t[k] = malloc(nq * d * sizeof *t[k]);
+		for (size_t i = 0; i < nq; i++)
+			for (size_t c = 0; c < d; c++)
+				t[k][i * d + c] =
+				    k < 3 ? x[i * cols + (size_t)k * d + c]
+				          : (emu_sr_bits(1, i * d + c) & 1 ? -1.0 : 1.0);
+		char spec[128], err[160];
+		snprintf(spec, sizeof spec, "elem=%s,scale=fp32,rule=fp32,block=%zux0,rht=no",
+		         k < 3 ? "e4m3" : DF, k < 3 ? B : 0);
+		emu_recipe r;
+		ck_assert_msg(emu_recipe_parse(spec, &r, err, sizeof err) == EMU_OK, "%s", err);
+		emu_qpart part = {0, nq, 1, NAN, k < 3 ? (uint64_t)k * nq * d : 0};
+		ck_assert(emu_quantize_part(&r, EMU_ROLE_ACT, false, t[k], nq, d, &part, &q[k]) ==
+		          0);
+	}
+	const double *q8 = q[0].q, *k8 = q[1].q, *v8 = q[2].q, *do8 = q[3].q;
+	float scale = (float)(1 / sqrt((double)d)), ps = 448, ddo = (float)q[3].d[0];
+	float *P = malloc(nq * nk * sizeof *P), *P8 = malloc(nq * nk * sizeof *P8),
+	      *dS = malloc(nq * nk * sizeof *dS), *dS8 = malloc(nq * nk * sizeof *dS8);
+	for (size_t i = 0; i < nq; i++)
+		for (size_t j = 0; j < nk; j++) {
+			float acc = 0;
+			for (size_t c = 0; c < d; c++)
+				acc = fmaf((float)q8[i * d + c], (float)k8[j * d + c], acc);
+			float sc = (float)q[0].d[i / B] * (float)q[1].d[j / B];
+			sc = sc * scale;
+			float s = acc * sc;
+			P[i * nk + j] = cr_exp(s - (float)Lr[i], false);
+			P8[i * nk + j] = (float)rnd("e4m3", (double)(P[i * nk + j] * ps));
+		}
+	float fv = ddo / ps;
+	for (size_t j = 0; j < nk; j++)
+		for (size_t c = 0; c < d; c++) {
+			float acc = 0;
+			for (size_t i = 0; i < nq; i++)
+				acc = fmaf(P8[i * nk + j], (float)do8[i * d + c], acc);
+			dV[j * d + c] = (double)(acc * fv);
+		}
+	float amax = 0;
+	for (size_t i = 0; i < nq; i++) {
+		float D = 0;
+		for (size_t c = 0; c < d; c++)
+			D = fmaf((float)do8[i * d + c], (float)Or[i * d + c], D);
+		D = D * ddo;
+		for (size_t j = 0; j < nk; j++) {
+			float acc = 0;
+			for (size_t c = 0; c < d; c++)
+				acc = fmaf((float)do8[i * d + c], (float)v8[j * d + c], acc);
+			float f = ddo * (float)q[2].d[j / B];
+			float dp = acc * f;
+			float ds = (dp - D) * P[i * nk + j];
+			ds = ds * scale;
+			dS[i * nk + j] = ds;
+			amax = fmaxf(amax, fabsf(ds));
+		}
+	}
+	float s = amax > 0 ? (float)(t_fmt(DF)->max / (double)amax) : 1, lost = 0;
+	for (size_t i = 0; i < nq * nk; i++) {
+		dS8[i] = (float)rnd(DF, (double)(dS[i] * s));
+		lost += dS[i] != 0 && dS8[i] == 0;
+	}
+	for (size_t i = 0; i < nq; i++)
+		for (size_t c = 0; c < d; c++) {
+			float g = 0;
+			for (size_t tt = 0; tt < nt; tt++) {
+				float acc = 0, f = (float)q[1].d[tt] / s;
+				for (size_t j = tt * B; j < nk && j < (tt + 1) * B; j++)
+					acc = fmaf(dS8[i * nk + j], (float)k8[j * d + c], acc);
+				g = tt ? g + acc * f : acc * f;
+			}
+			dQ[i * d + c] = (double)g;
+		}
+	for (size_t j = 0; j < nk; j++)
+		for (size_t c = 0; c < d; c++) {
+			float g = 0;
+			for (size_t tt = 0; tt < nt; tt++) {
+				float acc = 0, f = (float)q[0].d[tt] / s;
+				for (size_t i = tt * B; i < nq && i < (tt + 1) * B; i++)
+					acc = fmaf(dS8[i * nk + j], (float)q8[i * d + c], acc);
+				g = tt ? g + acc * f : acc * f;
+			}
+			dK[j * d + c] = (double)g;
+		}
+	*amax_out = (double)amax;
+	*lost_out = (double)lost;
+	free(P);
+	free(P8);
+	free(dS);
+	free(dS8);
+	for (int k = 0; k < 4; k++) {
+		emu_qtensor_free(&q[k]);
+		free(t[k]);
+	}
+}
+
+/* The output named name of a run (its index), asserted present. */
+static int item(const att_result *a, const char *name)
+{
+	for (int i = 0; i < a->r.out.n; i++)
+		if (!strcmp(a->r.out.item[i].name, name))
+			return i;
+	ck_abort_msg("no output %s", name);
+	return -1;
+}
+
+/* fp8:bwd bit for bit the C-float computation above, dO and dS in e5m2
+ * and in e4m3, two tiles of 8 rows (the second ragged) */
+START_TEST(test_fp8_bwd_reference)
+{
+	enum { NQ = 13, D = 8, COLS = 3 * D, B = 8 }; /* scale 1/√8: not a power of two */
+	static const char *const df[] = {"e5m2", "e4m3"};
+	double x[NQ * COLS], O[NQ * D], L[NQ], g[3][NQ * D], amax, lost;
+	uint64_t n = 0;
+	for (int f = 0; f < 2; f++)
+		for (uint64_t seed = 0; seed < 4; seed++) {
+			fill(x, NQ * COLS, 2, 800 + seed);
+			emu_kparam p[] = {{"block_k", B}, {"do_fmt", f ? 4 : 5}};
+			att_result a;
+			att_run(&a, "storage=fp32", "fp8:bwd", x, NQ, COLS, p, 2, EMU_BE_FAST);
+			fp8_reference(x, NQ, D, B, false, O, L);
+			fp8_bwd_reference(x, NQ, D, B, df[f], L, O, g[0], g[1], g[2], &amax, &lost);
+			for (int k = 0; k < 3; k++) {
+				char nm[3] = {'d', "QKV"[k], 0};
+				int it = item(&a, nm);
+				for (size_t j = 0; j < NQ * D; j++)
+					ck_assert_msg(out(&a, it, j) == g[k][j],
+					              "%s seed %" PRIu64
+					              " %s[%zu]: kernel %a reference %a",
+					              df[f], seed, nm, j, out(&a, it, j), g[k][j]);
+			}
+			ck_assert_msg(out(&a, item(&a, "amax_ds"), 0) == amax, "amax_ds %a, %a",
+			              out(&a, item(&a, "amax_ds"), 0), amax);
+			ck_assert(out(&a, item(&a, "ds_lost"), 0) == lost);
+			emu_run_free(&a.r);
+			n++;
+		}
+	t_count("attention: fp8:bwd == independent C-float computation", n);
+}
+END_TEST
+
+/* fp8:bwd's forward is fp8's, bit for bit (O, L, p_lost), under several
+ * policies, with the mask, per-tensor and per-tile scales */
+START_TEST(test_fp8_bwd_forward)
+{
+	enum { NQ = 19, D = 8, COLS = 3 * D };
+	static const char *const specs[] = {"storage=fp32", "storage=bf16,compute=fp32",
+	                                    "storage=fp16,compute=fp32", "storage=bf16"};
+	double x[NQ * COLS];
+	uint64_t n = 0;
+	for (size_t s = 0; s < ARRAY_SIZE(specs); s++)
+		for (int causal = 0; causal < 2; causal++)
+			for (int tile = 0; tile < 2; tile++) {
+				fill(x, NQ * COLS, 3, 900 + s);
+				emu_kparam p[] = {
+				    {"causal", causal}, {"block_k", 4}, {"tile", tile * 8}};
+				att_result a, b;
+				att_run(&a, specs[s], "fp8", x, NQ, COLS, p, 3, EMU_BE_FAST);
+				att_run(&b, specs[s], "fp8:bwd", x, NQ, COLS, p, 3, EMU_BE_FAST);
+				static const char *const outs[] = {"O", "L", "p_lost"};
+				for (size_t o = 0; o < 3; o++) {
+					int ia = item(&a, outs[o]), ib = item(&b, outs[o]);
+					ck_assert(a.r.out.item[ia].n == b.r.out.item[ib].n);
+					for (size_t j = 0; j < a.r.out.item[ia].n; j++) {
+						double u = out(&a, ia, j), v = out(&b, ib, j);
+						ck_assert_msg(
+						    u == v || (isnan(u) && isnan(v)),
+						    "%s causal %d tile %d %s[%zu]: fp8 %a, "
+						    "fp8:bwd %a",
+						    specs[s], causal, tile * 8, outs[o], j, u, v);
+					}
+				}
+				emu_run_free(&a.r);
+				emu_run_free(&b.r);
+				n++;
+			}
+	t_count("attention: fp8:bwd's forward == fp8's bit for bit", n);
+}
+END_TEST
+
+/*
+ * Against the exact gradients: the truth of the original inputs of fp8:bwd
+ * is the unquantised computation (online:bwd's truth, to 256-bit rounding),
+ * and the FP8 gradients approach it as the casts get finer: dS in e4m3
+ * (3 bits) beats e5m2 (2 bits) on dQ and dK, and every error stays within
+ * the FP8 bounds below (bf16 storage, fp32 arithmetic, normal inputs).
+ */
+START_TEST(test_fp8_bwd_truth)
+{
+	enum { NQ = 32, D = 16, COLS = 3 * D, SEEDS = 4 };
+	static const char *const g3[] = {"dQ", "dK", "dV"};
+	double x[NQ * COLS], err[2][3] = {{0}};
+	for (uint64_t seed = 0; seed < SEEDS; seed++) {
+		fill(x, NQ * COLS, 2, 1000 + seed);
+		for (int f = 0; f < 2; f++) {
+			emu_kparam p[] = {{"do_fmt", f ? 4 : 5}};
+			emu_kin in = {x, NQ, COLS, p, 1, 1}; /* att_run's seed: the same dO */
+			att_result a;
+			att_run(&a, "storage=bf16,compute=fp32", "fp8:bwd", x, NQ, COLS, p, 1,
+			        EMU_BE_FAST);
+			emu_truth t, o;
+			char e[200];
+			ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "fp8:bwd", &in, &t,
+			                        e, sizeof e) == 0);
+			ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "online:bwd", &in,
+			                        &o, e, sizeof e) == 0);
+			const emu_run *te = emu_truth_e2e(&t), *oe = emu_truth_e2e(&o);
+			for (int k = 0; k < 3; k++) {
+				const emu_kout_item *ti = &te->out.item[2 + k],
+				                    *oi = &oe->out.item[2 + k];
+				ck_assert(!strcmp(ti->name, g3[k]) && !strcmp(oi->name, g3[k]));
+				for (size_t j = 0; j < ti->n; j++) {
+					double u = emu_kout_d(&te->be, ti, j),
+					       v = emu_kout_d(&oe->be, oi, j);
+					ck_assert_msg(
+					    fabs(u - v) <= 1e-30 * (1 + fabs(v)),
+					    "truth %s[%zu]: fp8:bwd %.17g online:bwd %.17g", g3[k],
+					    j, u, v);
+				}
+			}
+			emu_run_compare(&a.r, &t);
+			for (int k = 0; k < 3; k++)
+				err[f][k] += a.r.m[item(&a, g3[k])].rel_err / SEEDS;
+			emu_truth_free(&t);
+			emu_truth_free(&o);
+			emu_run_free(&a.r);
+		}
+	}
+	printf("attention: fp8:bwd mean rel err against truth, dS e5m2: dQ %.3e dK %.3e dV %.3e; "
+	       "e4m3: dQ %.3e dK %.3e dV %.3e\n",
+	       err[0][0], err[0][1], err[0][2], err[1][0], err[1][1], err[1][2]);
+	for (int k = 0; k < 3; k++)
+		ck_assert_msg(err[0][k] < 0.1 && err[1][k] < 0.08, "%s: e5m2 %g e4m3 %g", g3[k],
+		              err[0][k], err[1][k]);
+	ck_assert_msg(err[1][0] < err[0][0] && err[1][1] < err[0][1],
+	              "e4m3 dS not finer than e5m2: dQ %g %g dK %g %g", err[1][0], err[0][0],
+	              err[1][1], err[0][1]);
+	t_count("attention: fp8:bwd against the exact gradients (truth)", 2 * SEEDS);
+}
+END_TEST
+
+/*
+ * The mask, fewer queries than keys, per-tensor scales and tiles larger
+ * than a block: fp8:bwd's truth is online:bwd's and its gradients stay
+ * within FP8's error of it, so every index of the masked and tiled sums
+ * (dV and dK from the first query that sees a key, dQ over K's tiles, dK
+ * over Q's) is the one the definition has.
+ */
+START_TEST(test_fp8_bwd_shapes)
+{
+	enum { R = 32, D = 16, COLS = 3 * D };
+	static const char *const g3[] = {"dQ", "dK", "dV"};
+	static const struct {
+		double causal, seq_q, tile, block_k;
+	} cfg[] = {{1, R, 16, 16}, {1, 20, 16, 8}, {0, 20, 0, 16}, {1, R, 0, 4}, {0, R, 16, 8}};
+	double x[R * COLS], worst = 0;
+	for (size_t c = 0; c < ARRAY_SIZE(cfg); c++) {
+		fill(x, R * COLS, 2, 1300 + c);
+		emu_kparam p[] = {{"causal", cfg[c].causal},
+		                  {"seq_q", cfg[c].seq_q},
+		                  {"tile", cfg[c].tile},
+		                  {"block_k", cfg[c].block_k}};
+		emu_kin in = {x, R, COLS, p, 4, 1};
+		att_result a;
+		att_run(&a, "storage=bf16,compute=fp32", "fp8:bwd", x, R, COLS, p, 4, EMU_BE_FAST);
+		emu_truth t, o;
+		char e[200];
+		ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "fp8:bwd", &in, &t, e,
+		                        sizeof e) == 0);
+		ck_assert(emu_run_truth(&emu_kernel_attention, &a.pol, "online:bwd", &in, &o, e,
+		                        sizeof e) == 0);
+		const emu_run *te = emu_truth_e2e(&t), *oe = emu_truth_e2e(&o);
+		for (int k = 0; k < 3; k++) {
+			const emu_kout_item *ti = &te->out.item[2 + k], *oi = &oe->out.item[2 + k];
+			for (size_t j = 0; j < ti->n; j++) {
+				double u = emu_kout_d(&te->be, ti, j),
+				       v = emu_kout_d(&oe->be, oi, j);
+				ck_assert_msg(
+				    fabs(u - v) <= 1e-30 * (1 + fabs(v)),
+				    "config %zu truth %s[%zu]: fp8:bwd %.17g online:bwd %.17g", c,
+				    g3[k], j, u, v);
+			}
+		}
+		emu_run_compare(&a.r, &t);
+		for (int k = 0; k < 3; k++) {
+			double r = a.r.m[item(&a, g3[k])].rel_err;
+			worst = fmax(worst, r);
+			ck_assert_msg(r < 0.12, "config %zu %s: rel err %g", c, g3[k], r);
+		}
+		emu_truth_free(&t);
+		emu_truth_free(&o);
+		emu_run_free(&a.r);
+	}
+	printf("attention: fp8:bwd masked, seq_q < seq_k, tiled: worst rel err %.3e\n", worst);
+	t_count("attention: fp8:bwd shapes (mask, seq_q < seq_k, tiles) against truth",
+	        ARRAY_SIZE(cfg));
+}
+END_TEST
+
+/* A static dS scale far too small flushes every dS to zero: ds_lost counts
+ * them all and dQ, dK are zero, dV untouched (it does not use dS) */
+START_TEST(test_fp8_bwd_ds_lost)
+{
+	enum { NQ = 8, D = 4, COLS = 3 * D };
+	double x[NQ * COLS];
+	fill(x, NQ * COLS, 2, 1100);
+	emu_kparam p[] = {{"ds_scale", 1e-9}}, p0[] = {{"ds_scale", 0}};
+	att_result a, b;
+	att_run(&a, "storage=fp32", "fp8:bwd", x, NQ, COLS, p, 1, EMU_BE_FAST);
+	att_run(&b, "storage=fp32", "fp8:bwd", x, NQ, COLS, p0, 1, EMU_BE_FAST);
+	ck_assert_msg(out(&a, item(&a, "ds_lost"), 0) == NQ * NQ, "ds_lost %g",
+	              out(&a, item(&a, "ds_lost"), 0));
+	ck_assert(out(&b, item(&b, "ds_lost"), 0) == 0);
+	for (size_t j = 0; j < NQ * D; j++) {
+		ck_assert(out(&a, item(&a, "dQ"), j) == 0 && out(&a, item(&a, "dK"), j) == 0);
+		ck_assert(out(&a, item(&a, "dV"), j) == out(&b, item(&b, "dV"), j));
+	}
+	emu_run_free(&a.r);
+	emu_run_free(&b.r);
+	t_count("attention: fp8:bwd ds_lost counts dS flushed by a static scale", 2);
+}
+END_TEST
+
+/* What fp8:bwd refuses, each with its reason */
+START_TEST(test_fp8_bwd_errors)
+{
+	enum { NQ = 4, D = 4, COLS = 3 * D };
+	double x[NQ * COLS];
+	fill(x, NQ * COLS, 1, 1200);
+	struct {
+		const char *variant, *param;
+		double value;
+		const char *want;
+	} bad[] = {
+	    {"fp8:bwd:tc", NULL, 0, ":bwd does not combine with :tc"},
+	    {"fp8:bwd:tc:h100", NULL, 0, ":bwd does not combine with :tc"},
+	    {"fp8:bwd", "hadamard", 1, "fp8:bwd takes hadamard=0"},
+	    {"fp8:bwd", "do_fmt", 3, "do_fmt"},
+	    {"fp8:bwd", "do_fmt", 4.5, "do_fmt"},
+	    {"fp8:bwd", "ds_scale", -1, "ds_scale"},
+	    {"fp8:bwdx", NULL, 0, "unknown variant"},
+	};
+	emu_policy pol;
+	char err[300];
+	ck_assert(emu_policy_parse("storage=fp32", &pol, err, sizeof err) == EMU_OK);
+	for (size_t b = 0; b < ARRAY_SIZE(bad); b++) {
+		emu_kparam p[] = {{bad[b].param ? bad[b].param : "causal", bad[b].value}};
+		emu_kin in = {x, NQ, COLS, p, 1, 1};
+		emu_run r;
+		err[0] = 0;
+		int rc = emu_run_kernel(&emu_kernel_attention, &pol, bad[b].variant, &in,
+		                        EMU_BE_FAST, &r, err, sizeof err);
+		emu_run_free(&r);
+		ck_assert_msg(rc != 0 && strstr(err, bad[b].want), "%s %s=%g: rc %d, '%s'",
+		              bad[b].variant, bad[b].param ? bad[b].param : "", bad[b].value, rc,
+		              err);
+	}
+	t_count("attention: fp8:bwd's refusals name their reason", ARRAY_SIZE(bad));
+}
+END_TEST
+
+/*
  * The claim: the online softmax is as accurate as the two-pass one. Both
  * against the truth of the stored inputs (the arithmetic alone), over 6
  * seeds and 4 policies, with logits of spread ~4 and 4 key blocks; the
@@ -502,6 +884,12 @@ Suite *suite_attention(void)
 	tcase_add_test(tc, test_online_accuracy);
 	tcase_add_test(tc, test_backward_fd);
 	tcase_add_test(tc, test_tc_one_product);
+	tcase_add_test(tc, test_fp8_bwd_reference);
+	tcase_add_test(tc, test_fp8_bwd_forward);
+	tcase_add_test(tc, test_fp8_bwd_truth);
+	tcase_add_test(tc, test_fp8_bwd_shapes);
+	tcase_add_test(tc, test_fp8_bwd_ds_lost);
+	tcase_add_test(tc, test_fp8_bwd_errors);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -402,6 +402,7 @@ K_FN void k_matmul_tc_store(k_fmt S, k_fmt C, k_fmt O, const float *D, size_t no
                             float *ACC, float *CS)
 {
 	(void)C;
+	(void)O; /* the mutant's edit (gpu/testdata/rows-mutant.sed) takes C for it */
 	if (o >= no)
 		return;
 	float tcacc = K_RND(O, D[o]);
@@ -648,9 +649,8 @@ K_FN void k_adamw_ext_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const floa
 		float ss = K[7 + 2 * (s - 1)], bc2s = K[8 + 2 * (s - 1)];
 		if (v == 1) /* w·(1 − lr·wd), stored by SR */
 			w = k_sr(S, K_MUL(C, K_RND(C, w), K[3]), k_sr_bits(seed, decay_step, e));
-		xc = K_RND(C, m); /* m = lerp(m, g, 1 − β1) */
-		d = K_MUL(C, K[4], K_SUB(C, gc, xc));
-		m = K_RND(T, K_ADD(C, xc, d));
+		xc = K_RND(C, m); /* m = lerp(m, g, 1 − β1), as k_opt_elem's */
+		m = K_RND(T, K_ADD(C, xc, K_MUL(C, K[4], K_SUB(C, gc, xc))));
 		vv = K_RND(T, K_MUL(C, K_RND(C, vv), K[5])); /* v·β2 + ((1 − β2)·g)·g */
 		d = K_MUL(C, K_MUL(C, K[6], gc), gc);
 		vv = K_RND(T, K_ADD(C, K_RND(C, vv), d));

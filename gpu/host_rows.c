@@ -301,6 +301,19 @@ int gpu_rows_adamw_ext(const gpu_tables *t, int v, int S, int C, int G, int T, c
 	return 0;
 }
 
+/* rows.h's stochastic rounding alone (tests/check_gpuhost.c): out[i] = x[i]
+ * rounded to F by k_sr with the bits k_sr_bits(seed, step, e0 + i) */
+int gpu_rows_sr(int F, const float *x, size_t n, uint64_t seed, unsigned step, uint64_t e0,
+                float *out, char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(NULL, F, F, F, h, err, len))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		out[i] = k_sr(&h[F], x[i], k_sr_bits(seed, step, e0 + i));
+	return 0;
+}
+
 /* gpu/kern.cu's gpu_dev_matmul_tc after its GEMM: the store's launch,
  * element after element */
 int gpu_rows_matmul_tc_store(int S, int C, int O, const float *d, size_t no, float *acc,

@@ -18,6 +18,9 @@
  * keeps each sum's order sequential. The block quantisers run one thread
  * per scaling block; their element conversion is __nv_cvt_float_to_fp8
  * with __NV_SATFINITE (cvt.rn.satfinite.e4m3x2.f32 and e5m2x2).
+ * matmul tc is gpu/mma.cu's mma.sync GEMM followed by rows.h's store;
+ * adamw_sr's random bits and stochastic rounding are rows.h's integer and
+ * exact binary64 code, the same on both sides.
  */
 #include <cstdlib>
 #include <cstring>

@@ -983,16 +983,18 @@ out:
 }
 
 /* matmul tc with the h200 model (variant "tc:h200"): gpu/mma.cu's mma.sync
- * GEMM, its K order fixed, then gpu/rows.h's store into S, on kern_matmul's
- * input and shape (A m×k row-major; B, k×n there, laid out n×k for the
- * GEMM), against the fast backend: acc (the Tensor Core's output format:
- * the accumulator format, fp16 or fp32) and c. Only where the storage
- * format is fp16 or bf16: mma.sync takes no fp32 operands. */
-static void kern_matmul_tc(const gpu_opts *o, const emu_policy *pol, const char *fmts, size_t R,
-                           size_t N)
+ * GEMM, its K order fixed, then gpu/rows.h's store into S, on the first
+ * min(R, 64) rows of kern_matmul's input in its default shape (A m×k
+ * row-major; B, k×n there, laid out n×k for the GEMM: at full size 32×512
+ * by 512×32, since the engine's Tensor Core model takes ~6 s a policy on
+ * the whole 128×512 by 512×128), against the fast backend: acc (the Tensor Core's
+ * output format: the accumulator format, fp16 or fp32) and c. Only where
+ * the storage format is fp16 or bf16: mma.sync takes no fp32 operands. */
+static void kern_matmul_tc(const gpu_opts *o, const emu_policy *pol, const char *fmts,
+                           size_t Rall, size_t N)
 {
 	const emu_format *S = &pol->storage, *A = &pol->accum;
-	const size_t m = (R + 1) / 2, n = R - m, k = N;
+	const size_t R = Rall < 64 ? Rall : 64, m = (R + 1) / 2, n = R - m, k = N;
 	bool s16 = S->bits == 16 && (S->p == 11 || S->p == 8);
 	bool o16 = A->bits == 16 && A->p == 11 && S->p == 11, o32 = A->bits == 32;
 	if (!s16 || !(o16 || o32)) {
@@ -1336,7 +1338,8 @@ static void step_kern(const gpu_opts *o)
 	}
 	gpu_report_note(&rep, "kern: softmax_ce, layernorm, rmsnorm and bce on %zu rows of %zu, "
 	                      "matmul seq (fma=0 and 1) on the same input as A then B, and tc:h200 "
-	                      "(mma.sync, then the store) where storage is fp16 or bf16, "
+	                      "(mma.sync, then the store) on its first 64 rows where storage is "
+	                      "fp16 or bf16, "
 	                      "batchnorm twopass, welford and eval on as many samples and channels, "
 	                      "sgd, adamw, adamw_kahan and adamw_sr over 10 steps on as many "
 	                      "weights, "

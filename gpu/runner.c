@@ -1159,7 +1159,8 @@ static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t see
  * in ±1e-3 from the run's seed) on R·N weights uniform in ±1, against the
  * fast backend: w, m and v. The gradient stream is kernels/optimizer.c's
  * formula, stored in the grad format; the Python scalars are binary64,
- * rounded into the compute format, as there. */
+ * rounded into the compute format, as there. Then adamw_kahan and adamw_sr
+ * on the same (kern_adamw_ext). */
 static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char *fmts, size_t R,
                            size_t N)
 {

@@ -243,6 +243,51 @@ int gpu_dev_optimizer(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, con
 	return gpu_rows_optimizer(NULL, v, S, C, G, T, gs, n, steps, k, w, m, vv, err, len);
 }
 
+int gpu_dev_adamw_ext(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, const float *gs,
+                      size_t n, unsigned steps, const float *k, uint64_t seed,
+                      unsigned decay_step, unsigned store_step, float *w, float *m, float *vv,
+                      char *err, size_t len)
+{
+	return gpu_rows_adamw_ext(NULL, v, S, C, G, T, gs, n, steps, k, seed, decay_step,
+	                          store_step, w, m, vv, err, len);
+}
+
+/* gpu/kern.cu's gpu_dev_matmul_tc: the GEMM (gpu_dev_mma above, the h200
+ * model), its encodings widened, then the store of gpu/rows.h */
+int gpu_dev_matmul_tc(gpu_kfmt S, gpu_kfmt C, gpu_kfmt O, const uint16_t *a, const uint16_t *b,
+                      size_t m, size_t n, size_t k, float *acc, float *c, char *err, size_t len)
+{
+	size_t no = m * n;
+	uint32_t *cz = calloc(no, sizeof *cz), *dd = malloc(no * sizeof *dd);
+	float *hd = malloc(no * sizeof *hd);
+	const emu_format *of = emu_format_by_name(O == GPU_K_F16 ? "fp16" : "fp32");
+	int rc = -1;
+	if ((S != GPU_K_F16 && S != GPU_K_BF16) || (O != GPU_K_F32 && O != GPU_K_F16)) {
+		snprintf(err, len, "matmul tc: storage %d is not fp16 or bf16, or output %d is not "
+		                   "fp32 or fp16", (int)S, (int)O);
+		goto out;
+	}
+	if (!cz || !dd || !hd) {
+		snprintf(err, len, "matmul tc: out of memory");
+		goto out;
+	}
+	if (m % 16 || n % 8 || k % 16) {
+		snprintf(err, len, "mma: bad shape or mode (M %zu N %zu K %zu)", m, n, k);
+		goto out;
+	}
+	if (gpu_dev_mma(S == GPU_K_F16 ? GPU_F16 : GPU_BF16, O == GPU_K_F16, a, b, cz, m, n, k, 0,
+	                dd, err, len))
+		goto out;
+	for (size_t i = 0; i < no; i++)
+		hd[i] = (float)emu_decode(of, dd[i]);
+	rc = gpu_rows_matmul_tc_store(S, C, O, hd, no, acc, c, err, len);
+out:
+	free(cz);
+	free(dd);
+	free(hd);
+	return rc;
+}
+
 int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
                   const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
                   size_t len)

@@ -157,7 +157,9 @@ int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, 
  * upstream gradient dy (values of S); cst: eps, gamma, beta, momentum and
  * the running mean and variance before the step, each in C. Outputs: y and
  * dx (values of S), mean and var (CH values of C), the running mean and
- * variance, dgamma and dbeta (CH values of S).
+ * variance, dgamma and dbeta (CH values of S). Variant 2 is eval
+ * (inference): mean and var are the running statistics given, which it
+ * stores unchanged (momentum unused), and dx = dy · gamma · invstd.
  */
 int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
                       const float *dy, size_t NB, size_t CH, const float cst[6], float *y,
@@ -174,6 +176,31 @@ int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
 int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
                       const float *gs, size_t n, unsigned steps, const float *k, float *w,
                       float *m, float *v, char *err, size_t len);
+
+/*
+ * optimizer (kernels/optimizer.c), variant 0 adamw_kahan (the weights
+ * Kahan-compensated, the compensation stored in S), 1 adamw_sr (both stores
+ * of the weights stochastically rounded), weight decay on, one thread per
+ * element over `steps` steps (gpu/rows.h's k_adamw_ext_elem): gpu_dev_optimizer's
+ * arguments, k with one scalar more at k[7 + 2·steps] (−lr·wd in C), and
+ * for adamw_sr the policy's seed and the step ids of the weight's two
+ * stores (the decay's and the update's), which key the random bits.
+ */
+int gpu_dev_adamw_ext(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
+                      const float *gs, size_t n, unsigned steps, const float *k, uint64_t seed,
+                      unsigned decay_step, unsigned store_step, float *w, float *m, float *v,
+                      char *err, size_t len);
+
+/*
+ * matmul (kernels/matmul.c, variant tc): gpu_dev_mma's GEMM (S fp16 or bf16
+ * encodings: a m×k row-major, b n×k, B's columns contiguous; C zero, no
+ * promotion; output O, GPU_K_F32, or GPU_K_F16 for fp16's fp16
+ * accumulator), then one thread per output element (gpu/rows.h's
+ * k_matmul_tc_store): acc (m·n values of O) and c (acc stored in S).
+ * m % 16, n % 8, k % 16 must be 0.
+ */
+int gpu_dev_matmul_tc(gpu_kfmt S, gpu_kfmt C, gpu_kfmt O, const uint16_t *a, const uint16_t *b,
+                      size_t m, size_t n, size_t k, float *acc, float *c, char *err, size_t len);
 
 /*
  * Block quantisers (gpu/rows.h's k_quant_block), one thread per block of

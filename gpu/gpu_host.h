@@ -179,6 +179,18 @@ int gpu_rows_batchnorm(const gpu_tables *t, int v, int S, int C, int A, const fl
 int gpu_rows_optimizer(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
                        size_t n, unsigned steps, const float *k, float *w, float *m, float *vv,
                        char *err, size_t len);
+int gpu_rows_adamw_ext(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
+                       size_t n, unsigned steps, const float *k, uint64_t seed,
+                       unsigned decay_step, unsigned store_step, float *w, float *m, float *vv,
+                       char *err, size_t len);
+/* rows.h's stochastic rounding (k_sr, k_sr_bits) of x[0..n) into F (a
+ * gpu_kfmt): element i draws the bits of element e0 + i of step id step */
+int gpu_rows_sr(int F, const float *x, size_t n, uint64_t seed, unsigned step, uint64_t e0,
+                float *out, char *err, size_t len);
+/* gpu_dev_matmul_tc's store, after the GEMM: d holds its m·n results widened
+ * to float (values of O) */
+int gpu_rows_matmul_tc_store(int S, int C, int O, const float *d, size_t no, float *acc,
+                             float *c, char *err, size_t len);
 /* gpu_dev_quant's arguments (rule a gpu_qrule, elem a gpu_kfmt), by the
  * block bodies kern.cu compiles, with the emulator's operations. */
 int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const float *x,

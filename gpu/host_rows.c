@@ -93,6 +93,9 @@ typedef const host_fmt *k_fmt;
 #define K_CODE8(F, x) host_code8(F, x)
 #define K_F2U(x) host_f2u(x)
 #define K_U2F(u) host_u2f(u)
+#define K_PREC(F) ((F)->f->p)
+#define K_EMIN(F) ((F)->f->emin)
+#define K_FMAX(F) ((F)->f->max)
 #include "rows.h"
 
 /* The handles of the three gpu_kfmt formats, indexed by gpu_kfmt. -1 with
@@ -258,8 +261,14 @@ int gpu_rows_batchnorm(const gpu_tables *t, int v, int S, int C, int A, const fl
 		return -1;
 	}
 	for (size_t c = 0; c < CH; c++)
-		k_batchnorm_col(v, &h[S], &h[C], &h[A], X, DY, NB, CH, c, cst[0], cst[1], cst[2],
-		                cst[3], cst[4], cst[5], Y, DX, MEAN, VAR, RM, RV, DGAMMA, DBETA, xmu);
+		if (v == 2) /* eval */
+			k_batchnorm_eval_col(&h[S], &h[C], &h[A], X, DY, NB, CH, c, cst[0], cst[1],
+			                     cst[2], cst[4], cst[5], Y, DX, MEAN, VAR, RM, RV, DGAMMA,
+			                     DBETA, xmu);
+		else
+			k_batchnorm_col(v, &h[S], &h[C], &h[A], X, DY, NB, CH, c, cst[0], cst[1],
+			                cst[2], cst[3], cst[4], cst[5], Y, DX, MEAN, VAR, RM, RV, DGAMMA,
+			                DBETA, xmu);
 	free(xmu);
 	return 0;
 }
@@ -274,6 +283,47 @@ int gpu_rows_optimizer(const gpu_tables *t, int v, int S, int C, int G, int T, c
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		k_opt_elem(v, &h[S], &h[C], &h[G], &h[T], gs, n, i, steps, k, w, m, vv);
+	return 0;
+}
+
+/* gpu/kern.cu's gpu_dev_adamw_ext: its one launch, element after element */
+int gpu_rows_adamw_ext(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
+                       size_t n, unsigned steps, const float *k, uint64_t seed,
+                       unsigned decay_step, unsigned store_step, float *w, float *m, float *vv,
+                       char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(t, S, C, G, h, err, len) || host_fmts(t, T, T, T, h, err, len))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		k_adamw_ext_elem(v, &h[S], &h[C], &h[G], &h[T], gs, n, i, steps, k, seed, decay_step,
+		                 store_step, w, m, vv);
+	return 0;
+}
+
+/* rows.h's stochastic rounding alone (tests/check_gpuhost.c): out[i] = x[i]
+ * rounded to F by k_sr with the bits k_sr_bits(seed, step, e0 + i) */
+int gpu_rows_sr(int F, const float *x, size_t n, uint64_t seed, unsigned step, uint64_t e0,
+                float *out, char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(NULL, F, F, F, h, err, len))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		out[i] = k_sr(&h[F], x[i], k_sr_bits(seed, step, e0 + i));
+	return 0;
+}
+
+/* gpu/kern.cu's gpu_dev_matmul_tc after its GEMM: the store's launch,
+ * element after element */
+int gpu_rows_matmul_tc_store(int S, int C, int O, const float *d, size_t no, float *acc,
+                             float *c, char *err, size_t len)
+{
+	host_fmt h[3];
+	if (host_fmts(NULL, S, C, O, h, err, len))
+		return -1;
+	for (size_t o = 0; o < no; o++)
+		k_matmul_tc_store(&h[S], &h[C], &h[O], d, no, o, acc, c);
 	return 0;
 }
 

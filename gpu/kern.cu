@@ -19,7 +19,13 @@
  * keeps each sum's order sequential. The block quantisers run one thread
  * per scaling block; their element conversion is __nv_cvt_float_to_fp8
  * with __NV_SATFINITE (cvt.rn.satfinite.e4m3x2.f32 and e5m2x2).
+ * matmul tc is gpu/mma.cu's mma.sync GEMM followed by rows.h's store;
+ * adamw_sr's random bits and stochastic rounding are rows.h's integer and
+ * exact binary64 code, the same on both sides.
  */
+#include <cstdlib>
+#include <cstring>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -171,6 +177,9 @@ typedef int k_fmt;
 #define K_CODE8(F, x) code8(F, x)
 #define K_F2U(x) __float_as_uint(x)
 #define K_U2F(u) __uint_as_float(u)
+#define K_PREC(F) ((F) == GPU_K_F16 ? 11 : (F) == GPU_K_BF16 ? 8 : 24)
+#define K_EMIN(F) ((F) == GPU_K_F16 ? -14 : -126)
+#define K_FMAX(F) ((F) == GPU_K_F16 ? 65504.0 : (F) == GPU_K_BF16 ? 0x1.fep127 : 0x1.fffffep127)
 #include "rows.h"
 
 /* softmax_ce, one row per thread */
@@ -361,6 +370,63 @@ out:
 	return rc;
 }
 
+/* ---- matmul tc: gpu/mma.cu's GEMM, then the store, one thread per output element ---- */
+static __global__ void k_matmul_tc_stores(int S, int C, int O, const float *D, size_t no,
+                                          float *ACC, float *CS)
+{
+	size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	k_matmul_tc_store(S, C, O, D, no, o, ACC, CS);
+}
+
+extern "C" int gpu_dev_matmul_tc(gpu_kfmt S, gpu_kfmt C, gpu_kfmt O, const uint16_t *a,
+                                 const uint16_t *b, size_t m, size_t n, size_t k, float *acc,
+                                 float *c, char *err, size_t len)
+{
+	uint32_t *cz = NULL, *dd = NULL;
+	float *d = NULL, *hd = NULL;
+	int rc = -1;
+	size_t no = m * n;
+	if ((S != GPU_K_F16 && S != GPU_K_BF16) || (O != GPU_K_F32 && O != GPU_K_F16)) {
+		snprintf(err, len, "matmul tc: storage %d is not fp16 or bf16, or output %d is not "
+		                   "fp32 or fp16", (int)S, (int)O);
+		return -1;
+	}
+	cz = (uint32_t *)calloc(no, sizeof *cz);
+	dd = (uint32_t *)malloc(no * sizeof *dd);
+	hd = (float *)malloc(no * sizeof *hd);
+	if (!cz || !dd || !hd) {
+		snprintf(err, len, "matmul tc: out of memory");
+		goto out;
+	}
+	/* D = A·B + 0 in the fixed K order, no promotion */
+	if (gpu_dev_mma(S == GPU_K_F16 ? GPU_F16 : GPU_BF16, O == GPU_K_F16, a, b, cz, m, n, k, 0,
+	                dd, err, len))
+		goto out;
+	for (size_t i = 0; i < no; i++) { /* the output's encodings, widened (exact) */
+		if (O == GPU_K_F16) {
+			__half_raw h;
+			h.x = (unsigned short)dd[i];
+			hd[i] = __half2float(__half(h));
+		} else {
+			memcpy(&hd[i], &dd[i], sizeof hd[i]);
+		}
+	}
+	GPU_CK(cudaMalloc(&d, 3 * no * sizeof *d));
+	GPU_CK(cudaMemcpy(d, hd, no * sizeof *d, cudaMemcpyHostToDevice));
+	k_matmul_tc_stores<<<(unsigned)((no + 127) / 128), 128>>>((int)S, (int)C, (int)O, d, no,
+	                                                          d + no, d + 2 * no);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(acc, d + no, no * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(c, d + 2 * no, no * sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	free(cz);
+	free(dd);
+	free(hd);
+	return rc;
+}
+
 /* ---- batchnorm: kernels/batchnorm.c's run() (training), one thread per channel ---- */
 static __global__ void k_batchnorm_cols(int v, int S, int C, int A, const float *X,
                                         const float *DY, size_t NB, size_t CH, float epsc,
@@ -371,8 +437,12 @@ static __global__ void k_batchnorm_cols(int v, int S, int C, int A, const float 
 	size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (c >= CH)
 		return;
-	k_batchnorm_col(v, S, C, A, X, DY, NB, CH, c, epsc, gam, bet, mom, rmc, rvc, Y, DX, MEAN,
-	                VAR, RM, RV, DGAMMA, DBETA, XMU);
+	if (v == 2) /* eval */
+		k_batchnorm_eval_col(S, C, A, X, DY, NB, CH, c, epsc, gam, bet, rmc, rvc, Y, DX, MEAN,
+		                     VAR, RM, RV, DGAMMA, DBETA, XMU);
+	else
+		k_batchnorm_col(v, S, C, A, X, DY, NB, CH, c, epsc, gam, bet, mom, rmc, rvc, Y, DX,
+		                MEAN, VAR, RM, RV, DGAMMA, DBETA, XMU);
 }
 
 extern "C" int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
@@ -431,6 +501,43 @@ extern "C" int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G
 	k_opt_elems<<<(unsigned)((n + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)G, (int)T,
 	                                                  d + og, n, steps, d + ok, d + ow, d + om,
 	                                                  d + ov);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(w, d + ow, n * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(m, d + om, n * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(v, d + ov, n * sizeof *d, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(d);
+	return rc;
+}
+
+/* ---- optimizer adamw_kahan and adamw_sr: one thread per element over the steps ---- */
+static __global__ void k_adamw_ext_elems(int v, int S, int C, int G, int T, const float *GS,
+                                         size_t n, unsigned NS, const float *K, uint64_t seed,
+                                         unsigned decay_step, unsigned store_step, float *W,
+                                         float *M, float *V)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	k_adamw_ext_elem(v, S, C, G, T, GS, n, i, NS, K, seed, decay_step, store_step, W, M, V);
+}
+
+extern "C" int gpu_dev_adamw_ext(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
+                                 const float *gs, size_t n, unsigned steps, const float *k,
+                                 uint64_t seed, unsigned decay_step, unsigned store_step,
+                                 float *w, float *m, float *v, char *err, size_t len)
+{
+	float *d = NULL;
+	int rc = -1;
+	size_t ng = (size_t)steps * n, nk = 8 + 2 * (size_t)steps;
+	/* gradients, scalars, w, m, v */
+	size_t og = 0, ok = ng, ow = ok + nk, om = ow + n, ov = om + n;
+	GPU_CK(cudaMalloc(&d, (ov + n) * sizeof *d));
+	GPU_CK(cudaMemcpy(d + og, gs, ng * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + ok, k, nk * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + ow, w, n * sizeof *d, cudaMemcpyHostToDevice));
+	k_adamw_ext_elems<<<(unsigned)((n + 127) / 128), 128>>>(
+	    variant, (int)S, (int)C, (int)G, (int)T, d + og, n, steps, d + ok, seed, decay_step,
+	    store_step, d + ow, d + om, d + ov);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(w, d + ow, n * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(m, d + om, n * sizeof *d, cudaMemcpyDeviceToHost));

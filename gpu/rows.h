@@ -34,11 +34,23 @@
  *                     __NV_SATFINITE; NaN gives a NaN)
  *   K_F2U(x)          the binary32 bits of the float x (uint32_t)
  *   K_U2F(u)          the float with binary32 bits u
+ * and, for stochastic rounding (k_sr_round, below):
+ *   K_PREC(F)         F's precision p (int: 11 fp16, 8 bf16, 24 fp32)
+ *   K_EMIN(F)         F's least normal exponent (int: -14, -126, -126)
+ *   K_FMAX(F)         F's largest finite value (a double)
  * Every value travels as a float: each fp16, bf16 and fp32 value is one, so
  * an operation's operands are in its format exactly and only the operation
  * rounds (never twice). Each body is one thread's work on the GPU (one row,
  * or one gradient element, or one scaling block of one row), so every sum is
  * sequential in its index.
+ *
+ * Stochastic rounding (the optimizer's adamw_sr) is written here too, not
+ * passed in as precomputed random words: its bits are a pure integer
+ * function of (seed, step, element) (core/round.c's emu_sr_bits, SplitMix64's
+ * finaliser, and engine/kern.h's emu_sr_key), and the rounding that takes
+ * them is exact arithmetic on binary64 (k_sr_round), so one plain-C copy
+ * serves nvcc and cc alike, the fake device runs the very draw the GPU
+ * makes, and the GPU needs no n·steps·2 words of host memory per run.
  */
 #ifndef NANMAP_GPU_ROWS_H
 #define NANMAP_GPU_ROWS_H
@@ -380,6 +392,26 @@ K_FN void k_matmul_elem(int fma, k_fmt S, k_fmt C, k_fmt A, const float *X, size
 	CS[o] = K_RND(S, acc);
 }
 
+/* matmul (kernels/matmul.c's run(), variant tc) after the Tensor Core GEMM
+ * (gpu/mma.cu's gpu_dev_mma: the model's fixed K order, output format O,
+ * fp32 or fp16): output o of the GEMM's result D (its m·n values, widened
+ * to float) is the accumulator, a value of O, and its one rounding into S
+ * the stored result. C, the compute format, takes no part (without a
+ * scaling recipe the operands are the stored values): the mutant's
+ * epilogue that rounds into it is caught where it is narrower than O. An o
+ * past the end (a thread of the GPU's last block) writes nothing. */
+K_FN void k_matmul_tc_store(k_fmt S, k_fmt C, k_fmt O, const float *D, size_t no, size_t o,
+                            float *ACC, float *CS)
+{
+	(void)C;
+	(void)O; /* the mutant's edit (gpu/testdata/rows-mutant.sed) takes C for it */
+	if (o >= no)
+		return;
+	float tcacc = K_RND(O, D[o]);
+	ACC[o] = tcacc;
+	CS[o] = K_RND(S, tcacc);
+}
+
 /* batchnorm (kernels/batchnorm.c's run(), training mode), forward, running
  * statistics and backward of channel (column) c of X and DY (NB rows of CH,
  * values of S): v 0 twopass, 1 welford. epsc, gam, bet, mom, rmc and rvc
@@ -452,6 +484,49 @@ K_FN void k_batchnorm_col(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, cons
 #undef XM
 }
 
+/* batchnorm (kernels/batchnorm.c's run(), variant eval: inference with the
+ * running statistics), forward and backward of channel (column) c of X and
+ * DY (NB rows of CH, values of S). epsc, gam, bet, rmc and rvc are eps,
+ * gamma, beta and the running mean and variance, each in C (mom is unused:
+ * eval leaves the running statistics as they were). mean = rmc, var = rvc;
+ * invstd = 1 / sqrt(var + eps); y = ((gamma · (x − mean)) · invstd) +
+ * beta; the running statistics stored as given; backward: dbeta = Σ dy and
+ * dgamma = Σ dy·(x − mean) · invstd (sums in A from +0, then in C), dx =
+ * dy · (gamma · invstd) (the statistics are constants). Writes what
+ * k_batchnorm_col writes; column c of XMU is scratch (x − mean in C). */
+K_FN void k_batchnorm_eval_col(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *DY,
+                               size_t NB, size_t CH, size_t c, float epsc, float gam, float bet,
+                               float rmc, float rvc, float *Y, float *DX, float *MEAN, float *VAR,
+                               float *RM, float *RV, float *DGAMMA, float *DBETA, float *XMU)
+{
+	float tmp, mean = rmc, var = rvc;
+	for (size_t n = 0; n < NB; n++)
+		XMU[n * CH + c] = K_SUB(C, K_RND(C, X[n * CH + c]), mean);
+	float invstd = K_DIV(C, 1.0f, K_SQRT(C, K_ADD(C, var, epsc)));
+	MEAN[c] = mean;
+	VAR[c] = var;
+	for (size_t n = 0; n < NB; n++) { /* y = ((gamma · (x − mean)) · invstd) + beta */
+		tmp = K_MUL(C, K_MUL(C, gam, XMU[n * CH + c]), invstd);
+		Y[n * CH + c] = K_RND(S, K_ADD(C, tmp, bet));
+	}
+	RM[c] = K_RND(S, rmc);
+	RV[c] = K_RND(S, rvc);
+	/* backward: the two sums, dbeta, dgamma, then dx = dy · factor_2 */
+	float esdy = 0.0f, esdyx = 0.0f;
+	for (size_t n = 0; n < NB; n++) {
+		float dyc = K_RND(C, DY[n * CH + c]);
+		esdy = K_ADD(A, esdy, K_RND(A, dyc));
+		esdyx = K_ADD(A, esdyx, K_RND(A, K_MUL(C, dyc, XMU[n * CH + c])));
+	}
+	esdy = K_RND(C, esdy);
+	esdyx = K_RND(C, esdyx);
+	DBETA[c] = K_RND(S, esdy);
+	DGAMMA[c] = K_RND(S, K_MUL(C, esdyx, invstd));
+	float f2 = K_MUL(C, gam, invstd);
+	for (size_t n = 0; n < NB; n++)
+		DX[n * CH + c] = K_RND(S, K_MUL(C, K_RND(C, DY[n * CH + c]), f2));
+}
+
 /* optimizer (kernels/optimizer.c's run()), element i over NS steps: v 0
  * sgd (weight decay 0, momentum K[2]), 1 adamw (weight decay on, 1 − β1
  * below 1/2: lerp's first form). W (values of S) is updated in place, M and
@@ -493,6 +568,109 @@ K_FN void k_opt_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const float *GS,
 		d = K_RND(C, K_RND(T, K_ADD(C, K_RND(C, d), K[0])));
 		a = K_DIV(C, K_MUL(C, ss, K_RND(C, m)), d); /* addcdiv */
 		w = K_RND(S, K_ADD(C, K_RND(C, w), a));
+	}
+	W[i] = w;
+	M[i] = m;
+	V[i] = vv;
+}
+
+/* SplitMix64's finaliser (core/emu.h's emu_mix64) */
+K_FN uint64_t k_mix64(uint64_t z)
+{
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The 32 random bits the engine's stochastic rounding draws for element e
+ * of step id `step` under `seed`: core/round.c's emu_sr_bits(seed,
+ * emu_sr_key(step, 0, e)) (engine/kern.h), integer arithmetic mod 2^64 */
+K_FN uint32_t k_sr_bits(uint64_t seed, unsigned step, uint64_t e)
+{
+	uint64_t key = ((uint64_t)(step + 1) << 44) | (e & ((1ull << 42) - 1));
+	return (uint32_t)(k_mix64((seed ^ (key * 0x9e3779b97f4a7c15ull)) + 0x9e3779b97f4a7c15ull) >>
+	                  32);
+}
+
+/* x rounded by SR with the bits u to the format of precision p, least
+ * normal exponent emin (subnormals below) and largest finite fmax, as
+ * core/round.c rounds (EMU_SR, no saturation): with F the discarded part of
+ * |x| in units of the last kept place, round away from zero iff
+ * floor(F·2^32) > u, or equal with something below those 32 bits; past
+ * fmax, inf. Every step is exact in binary64 (|x| has 24 bits), so nvcc and
+ * cc compute the same value; zeros, infinities and NaN come back as they
+ * are. */
+K_FN float k_sr_round(int p, int emin, double fmax, float x, uint32_t u)
+{
+	double a = fabs((double)x), q, n, f, f32, r;
+	int ex, e;
+	if (!(a > 0.0) || isinf(a))
+		return x;
+	(void)frexp(a, &ex);
+	e = ex - 1 < emin ? emin : ex - 1; /* the binade's exponent, or emin */
+	q = ldexp(a, p - 1 - e);           /* |x| over the last kept place */
+	n = floor(q);
+	f = (q - n) * 4294967296.0;
+	f32 = floor(f);
+	if (f32 > (double)u || (f32 == (double)u && f != f32))
+		n = n + 1.0;
+	r = ldexp(n, e - p + 1);
+	if (r > fmax)
+		r = INFINITY;
+	return (float)(x < 0.0f ? -r : r);
+}
+
+/* x rounded to F by SR with the bits u */
+K_FN float k_sr(k_fmt F, float x, uint32_t u)
+{
+	return k_sr_round(K_PREC(F), K_EMIN(F), K_FMAX(F), x, u);
+}
+
+/* optimizer (kernels/optimizer.c's run()), element i over NS steps: v 0
+ * adamw_kahan, 1 adamw_sr (weight decay on, 1 − β1 below 1/2), k_opt_elem's
+ * adamw step with the weight's stores changed. adamw_kahan: no separate
+ * decay; u = w·(−lr·wd) + a, c = c + u, w' = w + c, c = c + (w − w'), the
+ * compensation c (from +0) stored in S like w. adamw_sr: both stores of w
+ * (the decay's and the update's) by SR, the bits of element (s − 1)·n + i
+ * of step ids decay_step and store_step (kernels/optimizer.c's
+ * S_DECAY_STORE and S_STORE) under seed, the policy's. K as k_opt_elem's,
+ * then K[7 + 2·NS] = −lr·wd in C. An i past the end (a thread of the GPU's
+ * last block) writes nothing. */
+K_FN void k_adamw_ext_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const float *GS, size_t n,
+                           size_t i, unsigned NS, const float *K, uint64_t seed,
+                           unsigned decay_step, unsigned store_step, float *W, float *M,
+                           float *V)
+{
+	if (i >= n)
+		return;
+	float w = W[i], m = 0.0f, vv = 0.0f, cp = 0.0f, d, a, u, wc, xc;
+	(void)G; /* the gradients arrive stored in G */
+	for (unsigned s = 1; s <= NS; s++) {
+		uint64_t e = (uint64_t)(s - 1) * n + i; /* element i of step s */
+		float gc = K_RND(C, GS[e]);
+		float ss = K[7 + 2 * (s - 1)], bc2s = K[8 + 2 * (s - 1)];
+		if (v == 1) /* w·(1 − lr·wd), stored by SR */
+			w = k_sr(S, K_MUL(C, K_RND(C, w), K[3]), k_sr_bits(seed, decay_step, e));
+		xc = K_RND(C, m); /* m = lerp(m, g, 1 − β1), as k_opt_elem's */
+		m = K_RND(T, K_ADD(C, xc, K_MUL(C, K[4], K_SUB(C, gc, xc))));
+		vv = K_RND(T, K_MUL(C, K_RND(C, vv), K[5])); /* v·β2 + ((1 − β2)·g)·g */
+		d = K_MUL(C, K_MUL(C, K[6], gc), gc);
+		vv = K_RND(T, K_ADD(C, K_RND(C, vv), d));
+		d = K_RND(T, K_SQRT(C, K_RND(C, vv))); /* (sqrt(v) / sqrt(bc2)) + eps */
+		d = K_RND(T, K_DIV(C, K_RND(C, d), bc2s));
+		d = K_RND(C, K_RND(T, K_ADD(C, K_RND(C, d), K[0])));
+		a = K_DIV(C, K_MUL(C, ss, K_RND(C, m)), d); /* addcdiv's increment */
+		wc = K_RND(C, w);
+		if (v == 1) {
+			w = k_sr(S, K_ADD(C, wc, a), k_sr_bits(seed, store_step, e));
+			continue;
+		}
+		u = K_ADD(C, K_MUL(C, wc, K[7 + 2 * NS]), a); /* the compensated sum */
+		cp = K_RND(S, K_ADD(C, K_RND(C, cp), u));
+		xc = K_RND(C, cp);
+		w = K_RND(S, K_ADD(C, wc, xc));
+		u = K_SUB(C, wc, K_RND(C, w));
+		cp = K_RND(S, K_ADD(C, xc, u));
 	}
 	W[i] = w;
 	M[i] = m;

@@ -982,15 +982,70 @@ out:
 	free(c);
 }
 
+/* matmul tc with the h200 model (variant "tc:h200"): gpu/mma.cu's mma.sync
+ * GEMM, its K order fixed, then gpu/rows.h's store into S, on the first
+ * min(R, 64) rows of kern_matmul's input in its default shape (A m×k
+ * row-major; B, k×n there, laid out n×k for the GEMM: at full size 32×512
+ * by 512×32, since the engine's Tensor Core model takes ~6 s a policy on
+ * the whole 128×512 by 512×128), against the fast backend: acc (the Tensor Core's
+ * output format: the accumulator format, fp16 or fp32) and c. Only where
+ * the storage format is fp16 or bf16: mma.sync takes no fp32 operands. */
+static void kern_matmul_tc(const gpu_opts *o, const emu_policy *pol, const char *fmts,
+                           size_t Rall, size_t N)
+{
+	const emu_format *S = &pol->storage, *A = &pol->accum;
+	const size_t R = Rall < 64 ? Rall : 64, m = (R + 1) / 2, n = R - m, k = N;
+	bool s16 = S->bits == 16 && (S->p == 11 || S->p == 8);
+	bool o16 = A->bits == 16 && A->p == 11 && S->p == 11, o32 = A->bits == 32;
+	if (!s16 || !(o16 || o32)) {
+		gpu_report_note(&rep, "kern: no matmul tc:h200 row for %s (mma.sync takes fp16 or "
+		                      "bf16 operands into an fp32, or fp16's fp16, accumulator)",
+		                fmts);
+		return;
+	}
+	double *x = malloc(R * N * sizeof *x);
+	uint16_t *a = malloc(m * k * sizeof *a), *bt = malloc(n * k * sizeof *bt);
+	float *acc = malloc(m * n * sizeof *acc), *c = malloc(m * n * sizeof *c);
+	emu_run er;
+	emu_kin in = {x, R, N, NULL, 0, o->seed};
+	if (!x || !a || !bt || !acc || !c) {
+		step_failed("kern", "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < R * N; i++) /* kern_matmul's values */
+		x[i] = ((double)(rnd(o->seed, 420, i) >> 40) * 0x1p-24 - 0.5) * 4.0;
+	for (size_t i = 0; i < m * k; i++)
+		a[i] = (uint16_t)emu_from_double(S, x[i], &pol->env).bits;
+	for (size_t l = 0; l < k; l++)
+		for (size_t j = 0; j < n; j++)
+			bt[j * k + l] = (uint16_t)emu_from_double(S, x[m * k + l * n + j], &pol->env).bits;
+	if (gpu_dev_matmul_tc(kfmt(S), kfmt(&pol->compute), o16 ? GPU_K_F16 : GPU_K_F32, a, bt, m,
+	                      n, k, acc, c, err, sizeof err)) {
+		step_failed("kern", err);
+		goto out;
+	}
+	if (!kern_engine(&emu_kernel_matmul, pol, "tc:h200", &in, &er))
+		goto out;
+	kern_out outs[] = {{"acc", acc, m * n}, {"c", c, m * n}};
+	kern_compare("matmul tc:h200", fmts, &er, outs, 2);
+	emu_run_free(&er);
+out:
+	free(x);
+	free(a);
+	free(bt);
+	free(acc);
+	free(c);
+}
+
 /* batchnorm twopass and welford (training; its defaults: eps 1e-5, gamma
  * 1, beta 0, momentum 0.1, running statistics 0 and 1, dy = ±1 from the
- * seed, as layernorm's) on R samples of N channels, channel c around
+ * seed, as layernorm's), and eval (inference with those running statistics) on R samples of N channels, channel c around
  * 0, 4, 300 or 2000 by c mod 4 with spread ±1, against the fast backend.
  * No replay: its sqrt is correctly rounded on the GPU, nothing to look up. */
 static void kern_batchnorm(const gpu_opts *o, const emu_policy *pol, const char *fmts,
                            const float *dys, size_t R, size_t N)
 {
-	static const char *const bn_var[] = {"twopass", "welford"};
+	static const char *const bn_var[] = {"twopass", "welford", "eval"};
 	static const double off[4] = {0, 4, 300, 2000};
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
 	const double cd[6] = {1e-5, 1, 0, 0.1, 0, 1};
@@ -1009,7 +1064,7 @@ static void kern_batchnorm(const gpu_opts *o, const emu_policy *pol, const char 
 		x[i] = off[(i % N) % 4] + (u - 0.5) * 2.0;
 		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
 	}
-	for (int v = 0; v < 2; v++) {
+	for (int v = 0; v < 3; v++) {
 		char kname[40];
 		emu_run er;
 		emu_kin in = {x, R, N, NULL, 0, o->seed};
@@ -1054,12 +1109,58 @@ static double opt_pow(double b, double t)
 	return r;
 }
 
+/* The step ids of kernels/optimizer.c's two stores of the weights (its
+ * S_DECAY_STORE and S_STORE), whose SR draws adamw_sr keys by: checked by
+ * name against the engine's run, so a renumbering fails the step loudly. */
+#define OPT_STEP_DECAY_STORE (EMU_STEP0 + 22)
+#define OPT_STEP_STORE (EMU_STEP0 + 49)
+
+/* adamw_kahan and adamw_sr on kern_optimizer's weights, gradients and
+ * scalars (k with −lr·wd after the steps'), SR keyed by the policy's seed,
+ * against the fast backend: w, m and v. w, m and vv are scratch. */
+static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t seed,
+                           const double *x, const float *xs, size_t R, size_t N, unsigned NS,
+                           const float *gs, const float *k, float *w, float *m, float *vv)
+{
+	static const char *const ext_var[] = {"adamw_kahan", "adamw_sr"};
+	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad,
+	                 *T = &pol->state;
+	const size_t n = R * N;
+	for (int v = 0; v < 2; v++) {
+		char kname[40];
+		emu_run er;
+		emu_kin in = {x, R, N, NULL, 0, seed};
+		snprintf(kname, sizeof kname, "optimizer %s", ext_var[v]);
+		memcpy(w, xs, n * sizeof *w);
+		if (gpu_dev_adamw_ext(v, kfmt(S), kfmt(C), kfmt(G), kfmt(T), gs, n, NS, k,
+		                      pol->env.seed, OPT_STEP_DECAY_STORE, OPT_STEP_STORE, w, m, vv,
+		                      err, sizeof err)) {
+			step_failed("kern", err);
+			continue;
+		}
+		if (!kern_engine(&emu_kernel_optimizer, pol, ext_var[v], &in, &er))
+			continue;
+		if (strcmp(emu_step_name(&er.be, OPT_STEP_DECAY_STORE), "decay_store") ||
+		    strcmp(emu_step_name(&er.be, OPT_STEP_STORE), "store")) {
+			step_failed("kern", "optimizer adamw_sr: kernels/optimizer.c's store steps are "
+			                    "no longer the runner's OPT_STEP_DECAY_STORE and "
+			                    "OPT_STEP_STORE");
+			emu_run_free(&er);
+			continue;
+		}
+		kern_out outs[] = {{"w", w, n}, {"m", m, n}, {"v", vv, n}};
+		kern_compare(kname, fmts, &er, outs, 3);
+		emu_run_free(&er);
+	}
+}
+
 /* sgd and adamw (their defaults: 10 steps, lr 1e-3, β 0.9 and 0.999, eps
  * 1e-8, weight decay 0 sgd and 0.01 adamw, momentum 0.9, gradients uniform
  * in ±1e-3 from the run's seed) on R·N weights uniform in ±1, against the
  * fast backend: w, m and v. The gradient stream is kernels/optimizer.c's
  * formula, stored in the grad format; the Python scalars are binary64,
- * rounded into the compute format, as there. */
+ * rounded into the compute format, as there. Then adamw_kahan and adamw_sr
+ * on the same (kern_adamw_ext). */
 static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char *fmts, size_t R,
                            size_t N)
 {
@@ -1072,7 +1173,7 @@ static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char 
 	double *x = malloc(n * sizeof *x);
 	float *xs = malloc(n * sizeof *xs), *w = malloc(n * sizeof *w), *m = malloc(n * sizeof *m),
 	      *vv = malloc(n * sizeof *vv), *gs = malloc(NS * n * sizeof *gs);
-	float k[7 + 2 * 10];
+	float k[8 + 2 * 10]; /* k_opt_elem's, then −lr·wd (k_adamw_ext_elem's) */
 	if (!x || !xs || !w || !m || !vv || !gs) {
 		step_failed("kern", "out of memory");
 		goto out;
@@ -1100,6 +1201,7 @@ static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char 
 		k[7 + 2 * (s - 1)] = KC(-(lr / (1 - opt_pow(b1, s))));
 		k[8 + 2 * (s - 1)] = KC(sqrt(1 - opt_pow(b2, s)));
 	}
+	k[7 + 2 * NS] = KC(-(lr * wd));
 #undef KC
 	for (int v = 0; v < 2; v++) {
 		char kname[40];
@@ -1118,6 +1220,7 @@ static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char 
 		kern_compare(kname, fmts, &er, outs, 3);
 		emu_run_free(&er);
 	}
+	kern_adamw_ext(pol, fmts, o->seed, x, xs, R, N, NS, gs, k, w, m, vv);
 out:
 	free(x);
 	free(xs);
@@ -1230,13 +1333,17 @@ static void step_kern(const gpu_opts *o)
 		kern_norm_bce(o, &pol, fmts, rt, xl, xls, dys, ty, R, N);
 		kern_backward(o, &pol, fmts, rt);
 		kern_matmul(o, &pol, fmts, R, N);
+		kern_matmul_tc(o, &pol, fmts, R, N);
 		kern_batchnorm(o, &pol, fmts, dys, R, N);
 		kern_optimizer(o, &pol, fmts, R, N);
 	}
 	gpu_report_note(&rep, "kern: softmax_ce, layernorm, rmsnorm and bce on %zu rows of %zu, "
-	                      "matmul seq (fma=0 and 1) on the same input as A then B, "
-	                      "batchnorm twopass and welford on as many samples and channels, "
-	                      "sgd and adamw over 10 steps on as many weights, "
+	                      "matmul seq (fma=0 and 1) on the same input as A then B, and tc:h200 "
+	                      "(mma.sync, then the store) on its first 64 rows where storage is "
+	                      "fp16 or bf16, "
+	                      "batchnorm twopass, welford and eval on as many samples and channels, "
+	                      "sgd, adamw, adamw_kahan and adamw_sr over 10 steps on as many "
+	                      "weights, "
 	                      "backward on %s, against the fast "
 	                      "backend; exp, log, log1p and fp16/bf16 rsqrt are the GPU's own (hexp, "
 	                      "hlog, expf, logf, log1pf, hrsqrt), so agreement within 2 ulp is "

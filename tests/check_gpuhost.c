@@ -13,7 +13,11 @@
  *  - the Tensor Core vector reader on gpu/testdata/tcv (two fp16 cases);
  *  - gpu/rows.h on the host (the fake device's kernels) takes exp and
  *    rsqrt from the GPU's tables when given them, and refuses a format
- *    that is none of fp32, fp16, bf16.
+ *    that is none of fp32, fp16, bf16;
+ *  - rows.h's stochastic rounding (adamw_sr's, which the GPU computes with
+ *    the same code) equals the emulator's EMU_SR with the engine's key, on
+ *    every kind of binary32 input (subnormal results, overflow, ties of the
+ *    draw, zeros, infinities, NaN).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -24,6 +28,7 @@
 
 #include "../gpu/gpu_dev.h"
 #include "../gpu/gpu_host.h"
+#include "kern.h"
 #include "lib.h"
 #include "nm_file.h"
 #include "tc.h"
@@ -571,6 +576,67 @@ START_TEST(test_rows_bad_format)
 }
 END_TEST
 
+/* k_sr_round and k_sr_bits (gpu/rows.h) against emu_from_float under EMU_SR
+ * keyed by emu_sr_key(step, 0, e), for fp16, bf16 and fp32: random binary32
+ * encodings (every exponent), values near each format's largest finite and
+ * smallest subnormal, and the specials; equal encodings, NaN for NaN. */
+START_TEST(test_rows_sr)
+{
+	static const char *const names[3] = {"fp32", "fp16", "bf16"}; /* by gpu_kfmt */
+	enum { NX = 6000 };
+	const uint64_t seed = 0x1234abcdull, e0 = 77;
+	const unsigned step = 65;
+	float *x = malloc(NX * sizeof *x), *got = malloc(NX * sizeof *got);
+	char err[256] = "";
+	ck_assert_ptr_nonnull(x);
+	ck_assert_ptr_nonnull(got);
+	for (int F = GPU_K_F32; F <= GPU_K_BF16; F++) {
+		const emu_format *f = emu_format_by_name(names[F]);
+		uint64_t r = 0x9e3779b97f4a7c15ull * (uint64_t)(F + 1);
+		for (size_t i = 0; i < NX; i++) {
+			uint32_t u;
+			r = emu_mix64(r + i);
+			if (i < 2000) { /* any encoding */
+				u = (uint32_t)r;
+				memcpy(&x[i], &u, sizeof u);
+			} else if (i < 3000) { /* around the largest finite */
+				x[i] = (float)(f->max * (1.0 + ((double)(r >> 11) * 0x1p-53 - 0.5) * 0.01));
+			} else if (i < 4000) { /* around the smallest subnormal */
+				x[i] = (float)(f->min_subnormal * ((double)(r >> 11) * 0x1p-53 * 8.0));
+			} else if (i < 5000) { /* ordinary values */
+				x[i] = (float)(((double)(r >> 11) * 0x1p-53 - 0.5) * 4.0);
+			} else { /* a value a quarter of an ulp past a value of F */
+				x[i] = (float)((1.0 + (double)(r % 64) / 64.0) * (1.0 + f->epsilon / 4));
+			}
+			if (r >> 63)
+				x[i] = -x[i];
+		}
+		x[0] = 0.0f;
+		x[1] = -0.0f;
+		x[2] = INFINITY;
+		x[3] = -INFINITY;
+		x[4] = NAN;
+		ck_assert_int_eq(gpu_rows_sr(F, x, NX, seed, step, e0, got, err, sizeof err), 0);
+		for (size_t i = 0; i < NX; i++) {
+			emu_env env = {EMU_SR, false, false, false, seed, emu_sr_key(step, 0, e0 + i)};
+			double want = emu_decode(f, emu_from_float(f, x[i], &env).bits);
+			if (isnan(want)) {
+				ck_assert_msg(isnan(got[i]), "%s: sr(%a) = %a, want NaN", names[F],
+				              (double)x[i], (double)got[i]);
+				continue;
+			}
+			bool same = emu_encode(f, got[i]) == emu_encode(f, want) &&
+			            !signbit(got[i]) == !signbit(want);
+			ck_assert_msg(same,
+			              "%s: element %zu: sr(%a) = %a, want %a", names[F], i, (double)x[i],
+			              (double)got[i], want);
+		}
+	}
+	free(x);
+	free(got);
+}
+END_TEST
+
 /* The block quantisers of gpu/rows.h on the host, on the sources' own
  * examples (docs/recipes.md): TE's MXFP8 gives the 957 block X = 4 (957 ·
  * fp32(1/448) rounds up to 4), so 957 becomes 239.25 -> 240; an amax of
@@ -699,6 +765,7 @@ Suite *suite_gpuhost(void)
 	tcase_add_test(tf, test_rows_rsqrt_table);
 	tcase_add_test(tf, test_rows_bad_format);
 	tcase_add_test(tf, test_rows_quant_examples);
+	tcase_add_test(tf, test_rows_sr);
 	suite_add_tcase(s, tf);
 	return s;
 }

@@ -47,8 +47,10 @@ run() {
 # (gpu/host_rows.c), so identical kern rows for every kernel, variant and
 # policy prove that the CUDA code keeps the order of kernels/softmax.c,
 # kernels/layernorm.c, kernels/rmsnorm.c, kernels/bce.c, kernels/matmul.c
-# (seq, fma=0 and 1), kernels/batchnorm.c (twopass, welford),
-# kernels/optimizer.c (sgd, adamw) and kernels/backward.c.
+# (seq, fma=0 and 1; tc:h200, the mma.sync GEMM then the store, where
+# storage is fp16 or bf16), kernels/batchnorm.c (twopass, welford, eval),
+# kernels/optimizer.c (sgd, adamw, adamw_kahan, adamw_sr: its SR draw
+# included) and kernels/backward.c.
 [ -x "$F" ] || { echo "cli_gpu: $F not built (make $F)" >&2; exit 1; }
 rc=0
 "$F" --out "$tmp/fake" --quick --stride 16777259 --pairs 4096 --tc-vectors gpu/testdata/tcv \
@@ -58,7 +60,7 @@ csv=$tmp/fake/nanmap-gpu.csv
 [ -f "$csv" ] || fail "fake run: no $csv"
 head -n 1 "$csv" | grep -q '^step,kernel,format,mode,compared,identical,' || fail "fake run: CSV header"
 rows=$(tail -n +2 "$csv" | wc -l)
-[ "$rows" -eq 984 ] || fail "fake run: $rows rows, want 984 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 438 kern, 135 kern replay, 6 quant, 184 attn, 144 attn replay)"
+[ "$rows" -eq 1078 ] || fail "fake run: $rows rows, want 1078 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 532 kern, 135 kern replay, 6 quant, 184 attn, 144 attn replay)"
 [ "$(grep -c '^kern,[^,]* replay,' "$csv")" -eq 135 ] || fail "fake run: kern replay rows missing"
 for step in conv tables arith tc gemm gemmex lt kern quant attn; do
 	grep -q "^$step," "$csv" || fail "fake run: no $step rows"
@@ -71,11 +73,11 @@ lt_ok=$(awk -F, '$1 == "lt" && $13 == "identical" { print $2 "/" $4 }' "$csv" | 
 want="cublasLt e4m3xe4m3 FAST_ACCUM=0/model promote=128 cublasLt e4m3xe4m3 FAST_ACCUM=1/model promote=0 cublasLt e4m3xe5m2 FAST_ACCUM=0/model promote=128 cublasLt e4m3xe5m2 FAST_ACCUM=1/model promote=0 "
 [ "$lt_ok" = "$want" ] || fail "fake run: lt rows identical: '$lt_ok', want '$want'"
 # every kernel and variant the GPU runs, each under the six policies
-kernels="backward scale=1,backward scale=65536,batchnorm twopass,batchnorm welford,bce naive,bce stable,layernorm onepass,layernorm twopass,layernorm welford,matmul seq,matmul seq fma=1,optimizer adamw,optimizer sgd,rmsnorm fp32stats,rmsnorm plain,rmsnorm prescaled,softmax_ce lse,softmax_ce maxsub,softmax_ce naive,"
+kernels="backward scale=1,backward scale=65536,batchnorm eval,batchnorm twopass,batchnorm welford,bce naive,bce stable,layernorm onepass,layernorm twopass,layernorm welford,matmul seq,matmul seq fma=1,matmul tc:h200,optimizer adamw,optimizer adamw_kahan,optimizer adamw_sr,optimizer sgd,rmsnorm fp32stats,rmsnorm plain,rmsnorm prescaled,softmax_ce lse,softmax_ce maxsub,softmax_ce naive,"
 got=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 }' "$csv" | sort -u | tr '\n' ',')
 [ "$got" = "$kernels" ] || fail "fake run: kern kernels '$got', want '$kernels'"
 n=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
-[ "$n" -eq 114 ] || fail "fake run: $n kernel/policy pairs in kern, want 114 (19 kernels x 6 policies)"
+[ "$n" -eq 137 ] || fail "fake run: $n kernel/policy pairs in kern, want 137 (22 kernels x 6 policies, matmul tc:h200 x the 5 with fp16 or bf16 storage)"
 # the block quantisers (gpu/rows.h, compiled for the host) against emu_quantize:
 # elements and scales of each recipe, every one identical (checked above)
 got=$(awk -F, '$1 == "quant" { print $2 "/" $3 "/" $4 }' "$csv" | tr '\n' ',')
@@ -104,9 +106,13 @@ pass=$((pass + 1))
 # layernorm's backward sum of dy·ŷ, rmsnorm's backward sum of g·dy·x̂ and
 # backward's logit sums in the compute format instead of the accumulator's,
 # bce's loss terms finished in the accumulator's instead of the compute's,
-# matmul's sum of products and its fused step and batchnorm's backward sum
-# of dy·(x − mean) in the compute format, the optimizer's first moment
-# (sgd's momentum product, adamw's addition) in the state format; the
+# matmul's sum of products and its fused step, batchnorm's backward sum
+# of dy·(x − mean) (training and eval) and matmul tc's output (rounded into
+# it before the store) in the compute format, the optimizer's first moment
+# (sgd's momentum product, adamw's addition) in the state format,
+# adamw_kahan's increment stored in the weights' format before it is
+# compensated, adamw_sr's update draw keyed by the element's index within
+# the step instead of its number over the steps; the
 # block quantisers' amax dropping
 # a NaN element (fmaxf, as TE's kernels take it) and deepseek's stored scale
 # as fp32(1/s). The comparison above must catch that: every kernel has a

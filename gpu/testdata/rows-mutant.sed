@@ -2,7 +2,7 @@
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
 # agree with the emulator (tests/cli_gpu.sh). The Makefile refuses the result
-# unless exactly nineteen lines changed, so a rewritten rows.h fails the build of
+# unless exactly twenty-three lines changed, so a rewritten rows.h fails the build of
 # the mutant instead of leaving it equal to the original.
 #
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
@@ -46,3 +46,15 @@ s/^\(\t*\)o = b == 0 ? part : K_ADD(A, K_MUL(A, o, ALPHA\[i \* nkt + b\]), part)
 # sum rounded to C after every step
 s/^\(\t*\)acc = K_FMA(A, K_RND(A, p\[j\]), K_RND(A, V\[j \* d + c\]), acc);$/\1acc = K_RND(C, K_FMA(A, K_RND(A, p[j]), K_RND(A, V[j * d + c]), acc));/
 s/^\(\t*\)gv = K_FMA(A, K_RND(A, P\[i \* nk + j\]), K_RND(A, K_RND(C, DO\[i \* d + c\])), gv);$/\1gv = K_RND(C, K_FMA(A, K_RND(A, P[i * nk + j]), K_RND(A, K_RND(C, DO[i * d + c])), gv));/
+# batchnorm eval: its backward sum of dy·(x − mean) in C instead of A
+s/^\(\t*\)esdyx = K_ADD(A, esdyx, K_RND(A, K_MUL(C, dyc, XMU\[n \* CH + c\])));$/\1esdyx = K_ADD(C, esdyx, K_RND(A, K_MUL(C, dyc, XMU[n * CH + c])));/
+# adamw_kahan: the increment stored in the weights' format before it enters
+# the compensated sum (a kernel that materialises it as a tensor of w's dtype)
+s/^\(\t*\)cp = K_RND(S, K_ADD(C, K_RND(C, cp), u));$/\1cp = K_RND(S, K_ADD(C, K_RND(C, cp), K_RND(S, u)));/
+# adamw_sr: the update's draw keyed by the element's index within the step
+# instead of its number over the steps (every step draws the same bits)
+s/^\(\t*\)w = k_sr(S, K_ADD(C, wc, a), k_sr_bits(seed, store_step, e));$/\1w = k_sr(S, K_ADD(C, wc, a), k_sr_bits(seed, store_step, i));/
+# matmul tc: the Tensor Core's output rounded into the compute format before
+# the store (an epilogue in the compute dtype): only acc moves, and only where
+# compute is narrower than the output
+s/^\(\t*\)float tcacc = K_RND(O, D\[o\]);$/\1float tcacc = K_RND(C, D[o]);/

@@ -323,3 +323,25 @@ int gpu_dev_attn_seq(int v, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const f
 	return gpu_rows_attn_seq(NULL, v, bwd, S, C, A, q, k, vv, nq, nk, d, bk, causal, sc, dq8, tq,
 	                         dk8, tk, dv8, psc, dO, o, lse, lost, dq, dk, dv, err, len);
 }
+
+int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, const float *k8,
+                        const float *v8, const float *dq8, size_t tq, const float *dk8,
+                        const float *dv8, size_t tk, const float *lse, const float *o,
+                        const float *do8, float d_do, float sc, float psc, size_t nq, size_t nk,
+                        size_t d, size_t bk, int causal, float *p8a, float *ds, char *err,
+                        size_t len)
+{
+	return gpu_rows_attn8_bwd_q(NULL, C, A, q8, k8, v8, dq8, tq, dk8, dv8, tk, lse, o, do8, d_do,
+	                            sc, psc, nq, nk, d, bk, causal, p8a, ds, err, len);
+}
+
+int gpu_dev_attn8_bwd_rest(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, gpu_kfmt DF, const float *q8,
+                           const float *k8, const float *dq8, size_t tq, const float *dk8,
+                           size_t tk, const float *do8, float d_do, float psc, float sds,
+                           const float *p8a, const float *ds, size_t nq, size_t nk, size_t d,
+                           int causal, float *dq, float *dk, float *dv, float *lost, char *err,
+                           size_t len)
+{
+	return gpu_rows_attn8_bwd_rest(NULL, S, C, A, DF, q8, k8, dq8, tq, dk8, tk, do8, d_do, psc,
+	                               sds, p8a, ds, nq, nk, d, causal, dq, dk, dv, lost, err, len);
+}

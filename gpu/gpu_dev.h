@@ -257,6 +257,31 @@ int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, c
                      float *lse, float *lost, float *dq, float *dk, float *dv, char *err,
                      size_t len);
 
+/*
+ * fp8:bwd (kernels/attention.c's fp8_backward) after the fp8 forward
+ * (gpu_dev_attn_seq, variant 2): q8, k8, v8 the forward's e4m3 values with
+ * their decode scales dq8, dk8, dv8 (C) per tile of tq / tk rows, L and o
+ * the forward's outputs, do8 the upstream gradient quantised to its FP8
+ * format with decode scale d_do (C). attn8_bwd_q (k_attn8_bwd_q_row per
+ * query): p8a (P's e4m3 cast, in A) and ds (dS in C), nq×nk. The caller
+ * chooses dS's scale sds (C) from ds's amax; attn8_bwd_rest
+ * (k_attn8_bwd_dq_row per query, then k_attn8_bwd_k_row per key), DF the
+ * format dS is cast to (GPU_K_E4M3 or GPU_K_E5M2): dq (nq×d), dk, dv (nk×d,
+ * values of S) and lost (per query: the nonzero dS the cast flushed).
+ */
+int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, const float *k8,
+                        const float *v8, const float *dq8, size_t tq, const float *dk8,
+                        const float *dv8, size_t tk, const float *lse, const float *o,
+                        const float *do8, float d_do, float sc, float psc, size_t nq, size_t nk,
+                        size_t d, size_t bk, int causal, float *p8a, float *ds, char *err,
+                        size_t len);
+int gpu_dev_attn8_bwd_rest(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, gpu_kfmt DF, const float *q8,
+                           const float *k8, const float *dq8, size_t tq, const float *dk8,
+                           size_t tk, const float *do8, float d_do, float psc, float sds,
+                           const float *p8a, const float *ds, size_t nq, size_t nk, size_t d,
+                           int causal, float *dq, float *dk, float *dv, float *lost, char *err,
+                           size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -214,6 +214,19 @@ int gpu_rows_attn_seq(const gpu_tables *t, int v, int bwd, int S, int C, int A, 
                       float *lse, float *lost, float *dq, float *dk, float *dv, char *err,
                       size_t len);
 
+int gpu_rows_attn8_bwd_q(const gpu_tables *t, int C, int A, const float *q8, const float *k8,
+                         const float *v8, const float *dq8, size_t tq, const float *dk8,
+                         const float *dv8, size_t tk, const float *lse, const float *o,
+                         const float *do8, float d_do, float sc, float psc, size_t nq, size_t nk,
+                         size_t d, size_t bk, int causal, float *p8a, float *ds, char *err,
+                         size_t len);
+int gpu_rows_attn8_bwd_rest(const gpu_tables *t, int S, int C, int A, int DF, const float *q8,
+                            const float *k8, const float *dq8, size_t tq, const float *dk8,
+                            size_t tk, const float *do8, float d_do, float psc, float sds,
+                            const float *p8a, const float *ds, size_t nq, size_t nk, size_t d,
+                            int causal, float *dq, float *dk, float *dv, float *lost, char *err,
+                            size_t len);
+
 /* ---- Tensor Core hardware vectors (gpu/host_tcv.c) ---- */
 /* <dir>/<gpu>/<fmt>/{a,b}_<gpu>_<fmt>.txt (hex binary32, K per line),
  * c_<gpu>_fp32.txt and d_<gpu>_<out>.txt (32-character binary strings);

@@ -421,3 +421,50 @@ out:
 	free(DS);
 	return rc;
 }
+
+/* gpu/kern.cu's gpu_dev_attn8_bwd_q and gpu_dev_attn8_bwd_rest, row after row */
+int gpu_rows_attn8_bwd_q(const gpu_tables *t, int C, int A, const float *q8, const float *k8,
+                         const float *v8, const float *dq8, size_t tq, const float *dk8,
+                         const float *dv8, size_t tk, const float *lse, const float *o,
+                         const float *do8, float d_do, float sc, float psc, size_t nq, size_t nk,
+                         size_t d, size_t bk, int causal, float *p8a, float *ds, char *err,
+                         size_t len)
+{
+	host_fmt h[3], e4 = {emu_format_by_name("e4m3"), NULL};
+	if (host_fmts(t, C, C, A, h, err, len))
+		return -1;
+	for (size_t i = 0; i < nq; i++)
+		k_attn8_bwd_q_row(&h[C], &h[A], &e4, q8, k8, v8, dq8, tq, dk8, dv8, tk, lse, o, do8, d_do,
+		                  sc, psc, nq, nk, d, bk, causal, i, p8a, ds);
+	return 0;
+}
+
+int gpu_rows_attn8_bwd_rest(const gpu_tables *t, int S, int C, int A, int DF, const float *q8,
+                            const float *k8, const float *dq8, size_t tq, const float *dk8,
+                            size_t tk, const float *do8, float d_do, float psc, float sds,
+                            const float *p8a, const float *ds, size_t nq, size_t nk, size_t d,
+                            int causal, float *dq, float *dk, float *dv, float *lost, char *err,
+                            size_t len)
+{
+	host_fmt h[3], df = {emu_format_by_name(DF == GPU_K_E5M2 ? "e5m2" : "e4m3"), NULL};
+	if (host_fmts(t, S, C, A, h, err, len))
+		return -1;
+	if (DF != GPU_K_E4M3 && DF != GPU_K_E5M2) {
+		snprintf(err, len, "attn8: dS format %d is not e4m3 or e5m2", DF);
+		return -1;
+	}
+	float *dsa = malloc((nq * nk + 1) * sizeof *dsa);
+	if (!dsa) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	memcpy(dsa, ds, nq * nk * sizeof *dsa);
+	for (size_t i = 0; i < nq; i++)
+		k_attn8_bwd_dq_row(&h[S], &h[C], &h[A], &df, k8, dk8, tk, sds, nq, nk, d, causal, i, dsa,
+		                   dq, lost);
+	for (size_t j = 0; j < nk; j++)
+		k_attn8_bwd_k_row(&h[S], &h[C], &h[A], q8, dq8, tq, do8, d_do, psc, sds, p8a, dsa, nq, nk,
+		                  d, causal, j, dv, dk);
+	free(dsa);
+	return 0;
+}

@@ -42,6 +42,9 @@ static __device__ float rnd(int f, float x)
 	if (f == GPU_K_E4M3) /* attention's P cast: RN, NaN past the range (no satfinite) */
 		return __half2float(__half(__nv_cvt_fp8_to_halfraw(
 		    __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3), __NV_E4M3)));
+	if (f == GPU_K_E5M2) /* fp8:bwd's dS cast: RN, inf past the range */
+		return __half2float(__half(__nv_cvt_fp8_to_halfraw(
+		    __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2), __NV_E5M2)));
 	return x;
 }
 
@@ -846,6 +849,125 @@ extern "C" int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gp
 	GPU_CK(cudaMemcpy(o, dOut, nqd * sizeof *m, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(lse, dL, nq * sizeof *m, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(lost, dlost, nq * sizeof *m, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(m);
+	return rc;
+}
+
+/* ---- fp8:bwd: the FP8 attention backward, one thread a query row, then a key row ---- */
+static __global__ void k_attn8_bwd_q_rows(int C, int A, const float *Q8, const float *K8,
+                                          const float *V8, const float *DQ8, size_t tq,
+                                          const float *DK8, const float *DV8, size_t tk,
+                                          const float *L, const float *O, const float *DO8,
+                                          float d_do, float sc, float psc, size_t nq, size_t nk,
+                                          size_t d, size_t bk, int causal, float *P8A, float *DS)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < nq)
+		k_attn8_bwd_q_row(C, A, GPU_K_E4M3, Q8, K8, V8, DQ8, tq, DK8, DV8, tk, L, O, DO8, d_do, sc,
+		                  psc, nq, nk, d, bk, causal, i, P8A, DS);
+}
+
+static __global__ void k_attn8_bwd_dq_rows(int S, int C, int A, int DF, const float *K8,
+                                           const float *DK8, size_t tk, float sds, size_t nq,
+                                           size_t nk, size_t d, int causal, float *DS, float *DQ,
+                                           float *LOST)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < nq)
+		k_attn8_bwd_dq_row(S, C, A, DF, K8, DK8, tk, sds, nq, nk, d, causal, i, DS, DQ, LOST);
+}
+
+static __global__ void k_attn8_bwd_k_rows(int S, int C, int A, const float *Q8, const float *DQ8,
+                                          size_t tq, const float *DO8, float d_do, float psc,
+                                          float sds, const float *P8A, const float *DSA,
+                                          size_t nq, size_t nk, size_t d, int causal, float *DV,
+                                          float *DK)
+{
+	size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (j < nk)
+		k_attn8_bwd_k_row(S, C, A, Q8, DQ8, tq, DO8, d_do, psc, sds, P8A, DSA, nq, nk, d, causal,
+		                  j, DV, DK);
+}
+
+extern "C" int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, const float *k8,
+                                   const float *v8, const float *dq8, size_t tq, const float *dk8,
+                                   const float *dv8, size_t tk, const float *lse, const float *o,
+                                   const float *do8, float d_do, float sc, float psc, size_t nq,
+                                   size_t nk, size_t d, size_t bk, int causal, float *p8a,
+                                   float *ds, char *err, size_t len)
+{
+	float *m = NULL;
+	int rc = -1;
+	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk, n1 = (nq + tq - 1) / tq,
+	       n2 = (nk + tk - 1) / tk;
+	/* q8 k8 v8 dq8 dk8 dv8 L O dO8 P8A DS */
+	float *dq_, *dk_, *dv_, *s1, *s2, *s3, *dL, *dO_, *ddo, *dpa, *dds;
+	GPU_CK(cudaMalloc(&m, (3 * nqd + 2 * nkd + n1 + 2 * n2 + nq + 2 * ns) * sizeof *m));
+	dq_ = m, dk_ = dq_ + nqd, dv_ = dk_ + nkd, s1 = dv_ + nkd, s2 = s1 + n1, s3 = s2 + n2,
+	dL = s3 + n2, dO_ = dL + nq, ddo = dO_ + nqd, dpa = ddo + nqd, dds = dpa + ns;
+	GPU_CK(cudaMemcpy(dq_, q8, nqd * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dk_, k8, nkd * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dv_, v8, nkd * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(s1, dq8, n1 * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(s2, dk8, n2 * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(s3, dv8, n2 * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dL, lse, nq * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dO_, o, nqd * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(ddo, do8, nqd * sizeof *m, cudaMemcpyHostToDevice));
+	k_attn8_bwd_q_rows<<<(unsigned)((nq + 127) / 128), 128>>>(
+	    (int)C, (int)A, dq_, dk_, dv_, s1, tq, s2, s3, tk, dL, dO_, ddo, d_do, sc, psc, nq, nk, d,
+	    bk, causal, dpa, dds);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(p8a, dpa, ns * sizeof *m, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(ds, dds, ns * sizeof *m, cudaMemcpyDeviceToHost));
+	rc = 0;
+out:
+	cudaFree(m);
+	return rc;
+}
+
+extern "C" int gpu_dev_attn8_bwd_rest(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, gpu_kfmt DF,
+                                      const float *q8, const float *k8, const float *dq8,
+                                      size_t tq, const float *dk8, size_t tk, const float *do8,
+                                      float d_do, float psc, float sds, const float *p8a,
+                                      const float *ds, size_t nq, size_t nk, size_t d, int causal,
+                                      float *dq, float *dk, float *dv, float *lost, char *err,
+                                      size_t len)
+{
+	float *m = NULL;
+	int rc = -1;
+	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk, n1 = (nq + tq - 1) / tq,
+	       n2 = (nk + tk - 1) / tk;
+	/* q8 k8 dq8 dk8 dO8 P8A DS(A) dQ dK dV lost */
+	float *dq_, *dk_, *s1, *s2, *ddo, *dpa, *dds, *gq, *gk, *gv, *dl;
+	if (DF != GPU_K_E4M3 && DF != GPU_K_E5M2) {
+		snprintf(err, len, "attn8: dS format %d is not e4m3 or e5m2", (int)DF);
+		return -1;
+	}
+	GPU_CK(cudaMalloc(&m, (3 * nqd + 3 * nkd + n1 + n2 + 2 * ns + nq) * sizeof *m));
+	dq_ = m, dk_ = dq_ + nqd, s1 = dk_ + nkd, s2 = s1 + n1, ddo = s2 + n2, dpa = ddo + nqd,
+	dds = dpa + ns, gq = dds + ns, gk = gq + nqd, gv = gk + nkd, dl = gv + nkd;
+	GPU_CK(cudaMemcpy(dq_, q8, nqd * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dk_, k8, nkd * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(s1, dq8, n1 * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(s2, dk8, n2 * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(ddo, do8, nqd * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dpa, p8a, ns * sizeof *m, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dds, ds, ns * sizeof *m, cudaMemcpyHostToDevice));
+	k_attn8_bwd_dq_rows<<<(unsigned)((nq + 127) / 128), 128>>>((int)S, (int)C, (int)A, (int)DF,
+	                                                           dk_, s2, tk, sds, nq, nk, d,
+	                                                           causal, dds, gq, dl);
+	GPU_CK_LAUNCH();
+	k_attn8_bwd_k_rows<<<(unsigned)((nk + 127) / 128), 128>>>((int)S, (int)C, (int)A, dq_, s1, tq,
+	                                                          ddo, d_do, psc, sds, dpa, dds, nq,
+	                                                          nk, d, causal, gv, gk);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(dq, gq, nqd * sizeof *m, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(dk, gk, nkd * sizeof *m, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(dv, gv, nkd * sizeof *m, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(lost, dl, nq * sizeof *m, cudaMemcpyDeviceToHost));
 	rc = 0;
 out:
 	cudaFree(m);

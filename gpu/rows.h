@@ -996,4 +996,101 @@ K_FN void k_attn_bwd_k_row(k_fmt S, k_fmt C, k_fmt A, const float *Q, const floa
 	}
 }
 
+/*
+ * fp8:bwd (kernels/attention.c's fp8_backward, cuDNN's FP8 attention
+ * backward order), per query row i: S_acc recomputed by sequential FMAs in A
+ * over A(q8), A(k8); P = exp(C(S_acc)·C(C(d_Q·d_K)·sc) − L_i) per key block
+ * of bk; P8A = A(E4(P·psc)) (the dV GEMM's operand); dP = C(Σ_c A(dO8)·A(v8))
+ * times C(d_dO·d_V) per tile of tk keys; D = C(Σ_c A(dO8)·A(C(O)))·d_dO;
+ * DS = (dP − D)·P·sc, all in C. dO8 holds dO quantised (values of its FP8
+ * format), d_do its decode scale in C; masked keys get +0.
+ */
+K_FN void k_attn8_bwd_q_row(k_fmt C, k_fmt A, k_fmt E4, const float *Q8, const float *K8,
+                            const float *V8, const float *DQ8, size_t tq, const float *DK8,
+                            const float *DV8, size_t tk, const float *L, const float *O,
+                            const float *DO8, float d_do, float sc, float psc, size_t nq,
+                            size_t nk, size_t d, size_t bk, int causal, size_t i, float *P8A,
+                            float *DS)
+{
+	size_t n = causal ? i + 1 + (nk - nq) : nk;
+	float *pa = P8A + i * nk, *ds = DS + i * nk;
+	float D = 0.0f;
+	for (size_t c = 0; c < d; c++)
+		D = K_FMA(A, K_RND(A, DO8[i * d + c]), K_RND(A, K_RND(C, O[i * d + c])), D);
+	D = K_MUL(C, K_RND(C, D), d_do);
+	for (size_t j = 0; j < nk; j++) {
+		pa[j] = ds[j] = 0.0f;
+		if (j >= n)
+			continue;
+		float s = 0.0f, dp = 0.0f;
+		for (size_t c = 0; c < d; c++)
+			s = K_FMA(A, K_RND(A, Q8[i * d + c]), K_RND(A, K8[j * d + c]), s);
+		float dsc = K_MUL(C, K_MUL(C, DQ8[i / tq], DK8[j / bk * bk / tk]), sc);
+		float p = K_EXP(C, K_SUB(C, K_MUL(C, K_RND(C, s), dsc), L[i]));
+		pa[j] = K_RND(A, K_RND(E4, K_MUL(C, p, psc)));
+		for (size_t c = 0; c < d; c++)
+			dp = K_FMA(A, K_RND(A, DO8[i * d + c]), K_RND(A, V8[j * d + c]), dp);
+		dp = K_MUL(C, K_RND(C, dp), K_MUL(C, d_do, DV8[j / tk]));
+		ds[j] = K_MUL(C, K_MUL(C, K_SUB(C, dp, D), p), sc);
+	}
+}
+
+/* fp8:bwd, query row i, after dS's scale sds (in C) is chosen from its
+ * amax: DSA = A(DF(dS·sds)) (LOST[i]: the nonzero dS it flushed), then dQ_i
+ * = Σ over K's tiles t of (Σ_j DSA_ij·A(k8_j)) · A(C(d_K[t] / sds)), the tiles
+ * added in A in order, stored in S */
+K_FN void k_attn8_bwd_dq_row(k_fmt S, k_fmt C, k_fmt A, k_fmt DF, const float *K8,
+                             const float *DK8, size_t tk, float sds, size_t nq, size_t nk,
+                             size_t d, int causal, size_t i, float *DS, float *DQ, float *LOST)
+{
+	size_t n = causal ? i + 1 + (nk - nq) : nk;
+	float *ds = DS + i * nk, lost = 0.0f;
+	for (size_t j = 0; j < n; j++) {
+		float q = K_RND(DF, K_MUL(C, ds[j], sds));
+		lost += ds[j] != 0.0f && q == 0.0f;
+		ds[j] = K_RND(A, q);
+	}
+	LOST[i] = lost;
+	for (size_t c = 0; c < d; c++) {
+		float g = 0.0f;
+		for (size_t j0 = 0; j0 < n; j0 += tk) {
+			size_t j1 = j0 + tk < n ? j0 + tk : n;
+			float part = 0.0f;
+			for (size_t j = j0; j < j1; j++)
+				part = K_FMA(A, ds[j], K_RND(A, K8[j * d + c]), part);
+			part = K_MUL(A, part, K_RND(A, K_DIV(C, DK8[j0 / tk], sds)));
+			g = j0 == 0 ? part : K_ADD(A, g, part);
+		}
+		DQ[i * d + c] = K_RND(S, g);
+	}
+}
+
+/* fp8:bwd, key row j (after every query row's DSA): dV_j = S(Σ_i P8A_ij·
+ * A(dO8_i) · A(C(d_dO / psc))) and dK_j = Σ over Q's tiles t of (Σ_i
+ * DSA_ij·A(q8_i)) · A(C(d_Q[t] / sds)), added in A in order, stored in S,
+ * over the queries that see key j */
+K_FN void k_attn8_bwd_k_row(k_fmt S, k_fmt C, k_fmt A, const float *Q8, const float *DQ8,
+                            size_t tq, const float *DO8, float d_do, float psc, float sds,
+                            const float *P8A, const float *DSA, size_t nq, size_t nk, size_t d,
+                            int causal, size_t j, float *DV, float *DK)
+{
+	size_t shift = nk - nq, i0 = causal && j > shift ? j - shift : 0;
+	float fa = K_RND(A, K_DIV(C, d_do, psc));
+	for (size_t c = 0; c < d; c++) {
+		float gv = 0.0f, gk = 0.0f;
+		for (size_t i = i0; i < nq; i++)
+			gv = K_FMA(A, P8A[i * nk + j], K_RND(A, DO8[i * d + c]), gv);
+		DV[j * d + c] = K_RND(S, K_MUL(A, gv, fa));
+		for (size_t t = i0 / tq; t * tq < nq; t++) {
+			size_t lo = t * tq > i0 ? t * tq : i0, hi = (t + 1) * tq < nq ? (t + 1) * tq : nq;
+			float part = 0.0f;
+			for (size_t i = lo; i < hi; i++)
+				part = K_FMA(A, DSA[i * nk + j], K_RND(A, Q8[i * d + c]), part);
+			part = K_MUL(A, part, K_RND(A, K_DIV(C, DQ8[t], sds)));
+			gk = t == i0 / tq ? part : K_ADD(A, gk, part);
+		}
+		DK[j * d + c] = K_RND(S, gk);
+	}
+}
+
 #endif

@@ -1637,15 +1637,15 @@ out:
 
 /* fp8's quantisation of one of Q, K, V (rows × d compute-format values x),
  * as kernels/attention.c's quantise(): values into q, decode scales (in C)
- * into ds, one per tile of `tile` rows. */
-static int attn_quant(const emu_format *C, const double *x, size_t rows, size_t d, size_t tile,
-                      uint64_t seed, float *q, float *ds)
+ * into ds, one per tile of `tile` rows; _by takes the recipe spec (fp8:bwd's
+ * dO: its FP8 format, one scale per tensor). */
+static int attn_quant_by(const emu_format *C, const char *spec, const double *x, size_t rows,
+                         size_t d, size_t tile, uint64_t seed, float *q, float *ds)
 {
-	char spec[128], e[160];
+	char e[160] = "";
 	emu_recipe r;
 	emu_qtensor qt;
 	emu_qpart part = {0, rows, seed, NAN, 0};
-	snprintf(spec, sizeof spec, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=no", tile);
 	if (emu_recipe_parse(spec, &r, e, sizeof e) != EMU_OK ||
 	    emu_quantize_part(&r, EMU_ROLE_ACT, false, x, rows, d, &part, &qt) != 0) {
 		snprintf(err, sizeof err, "attn: quantiser: %s", e);
@@ -1657,6 +1657,14 @@ static int attn_quant(const emu_format *C, const double *x, size_t rows, size_t 
 		ds[t] = (float)emu_decode(C, emu_from_double(C, qt.d[t], &env_rne).bits);
 	emu_qtensor_free(&qt);
 	return 0;
+}
+
+static int attn_quant(const emu_format *C, const double *x, size_t rows, size_t d, size_t tile,
+                      uint64_t seed, float *q, float *ds)
+{
+	char spec[128];
+	snprintf(spec, sizeof spec, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=no", tile);
+	return attn_quant_by(C, spec, x, rows, d, tile, seed, q, ds);
 }
 
 /* The GPU's outputs against the engine's (2 ulp: exp and log are the
@@ -1710,19 +1718,94 @@ static int attn_seq(const attn_in *a, int bwd, bool host, const gpu_tables *t, c
 	return rc;
 }
 
+/* fp8:bwd on the device or (host) the host: the fp8 forward, dO quantised
+ * as the kernel does (e5m2, one fp32 scale), then the backward rows, with
+ * dS's scale chosen here from its amax as the kernel chooses it. out: O L
+ * dQ dK dV; lost[0] p_lost, lost[1] ds_lost, lost[2] amax_ds. */
+static int attn8_bwd(const attn_in *a, bool host, const gpu_tables *t, const float *dO_s,
+                     float *O, float *L, float *dq, float *dk, float *dv, double lost[3])
+{
+	const emu_format *C = a->C, *F32 = fmt("fp32"), *DF = fmt("e5m2");
+	size_t nq = a->nq, nk = a->nk, d = a->d;
+	double *x = malloc(nq * d * sizeof *x);
+	float *do8 = malloc(nq * d * sizeof *do8), *p8a = malloc(nq * nk * sizeof *p8a);
+	float *ds = malloc(nq * nk * sizeof *ds), *nl = malloc(nq * sizeof *nl), d_do;
+	gpu_kfmt S = kfmt(a->S), Ck = kfmt(C), A = kfmt(a->A);
+	int rc = -1;
+	if (!x || !do8 || !p8a || !ds || !nl) {
+		snprintf(err, sizeof err, "attn: out of memory");
+		goto out;
+	}
+	if (attn_seq(a, 0, host, t, NULL, O, L, &lost[0], dq, dk, dv))
+		goto out;
+	for (size_t i = 0; i < nq * d; i++)
+		x[i] = emu_decode(C, emu_from_float(C, dO_s[i], &env_rne).bits);
+	if (attn_quant_by(C, "elem=e5m2,scale=fp32,rule=fp32,block=0x0,rht=no", x, nq, d, nq, 0,
+	                  do8, &d_do))
+		goto out;
+	if (host ? gpu_rows_attn8_bwd_q(t, Ck, A, a->q, a->k, a->vv, a->dq8, a->tq, a->dk8, a->dv8,
+	                                a->tk, L, O, do8, d_do, a->sc, a->psc, nq, nk, d, a->bk,
+	                                a->causal, p8a, ds, err, sizeof err)
+	         : gpu_dev_attn8_bwd_q(Ck, A, a->q, a->k, a->vv, a->dq8, a->tq, a->dk8, a->dv8, a->tk,
+	                               L, O, do8, d_do, a->sc, a->psc, nq, nk, d, a->bk, a->causal,
+	                               p8a, ds, err, sizeof err))
+		goto out;
+	/* dS's amax over the keys each query sees, and its scale (the kernel's
+	 * rule: fmax / amax, at most the largest of fp32 and C; 1 when the amax
+	 * is 0 or not finite), stored in fp32, then into C */
+	double amax = 0, sc8;
+	bool nan = false;
+	for (size_t i = 0; i < nq; i++)
+		for (size_t j = 0; j < (a->causal ? i + 1 + (nk - nq) : nk); j++) {
+			double v = fabs((double)ds[i * nk + j]);
+			if (isnan(v))
+				nan = true;
+			else if (v > amax)
+				amax = v;
+		}
+	if (nan || amax == 0 || isinf(amax)) {
+		sc8 = 1;
+	} else {
+		double smax = C->max < F32->max ? C->max : F32->max;
+		sc8 = DF->max / amax > smax ? smax : DF->max / amax;
+	}
+	lost[2] = nan ? NAN : amax;
+	float sds = (float)emu_decode(
+	    C, emu_from_double(C, emu_decode(F32, emu_from_double(F32, sc8, &env_rne).bits), &env_rne)
+	           .bits);
+	if (host ? gpu_rows_attn8_bwd_rest(t, S, Ck, A, GPU_K_E5M2, a->q, a->k, a->dq8, a->tq,
+	                                   a->dk8, a->tk, do8, d_do, a->psc, sds, p8a, ds, nq, nk, d,
+	                                   a->causal, dq, dk, dv, nl, err, sizeof err)
+	         : gpu_dev_attn8_bwd_rest(S, Ck, A, GPU_K_E5M2, a->q, a->k, a->dq8, a->tq, a->dk8,
+	                                  a->tk, do8, d_do, a->psc, sds, p8a, ds, nq, nk, d, a->causal,
+	                                  dq, dk, dv, nl, err, sizeof err))
+		goto out;
+	lost[1] = 0;
+	for (size_t i = 0; i < nq; i++)
+		lost[1] += nl[i];
+	rc = 0;
+out:
+	free(x);
+	free(do8);
+	free(p8a);
+	free(ds);
+	free(nl);
+	return rc;
+}
+
 static void step_attn(const gpu_opts *o)
 {
 	static const char *const pols[] = {
 	    "storage=fp16,compute=fp16,accum=fp32", "storage=bf16,compute=bf16,accum=fp32",
 	    "storage=fp16,compute=fp16,accum=fp16", "storage=bf16,compute=fp32"};
 	/* the variants: kernel name, base (0 naive, 1 online, 2 fp8), Tensor
-	 * Cores, backward */
+	 * Cores, backward (2: fp8's) */
 	static const struct {
 		const char *name;
 		int v, tc, bwd;
 	} vs[] = {{"naive:tc:h200", 0, 1, 0}, {"online:tc:h200", 1, 1, 0}, {"fp8:tc:h200", 2, 1, 0},
 	          {"naive", 0, 0, 0},         {"online", 1, 0, 0},         {"fp8", 2, 0, 0},
-	          {"naive:bwd", 0, 0, 1},     {"online:bwd", 1, 0, 1}};
+	          {"naive:bwd", 0, 0, 1},     {"online:bwd", 1, 0, 1},     {"fp8:bwd", 2, 0, 2}};
 	const size_t R = o->quick ? 32 : 64, d = o->quick ? 32 : 64, N = 3 * d;
 	double *x = malloc(R * N * sizeof *x), *qkv = malloc(3 * R * d * sizeof *qkv);
 	float *fq = malloc(3 * R * d * sizeof *fq), *ds = malloc(3 * R * sizeof *ds);
@@ -1801,70 +1884,58 @@ static void step_attn(const gpu_opts *o)
 				emu_kparam par[] = {{"block_k", (double)bk}, {"causal", causal}};
 				emu_kin in = {x, R, N, par, 2, o->seed};
 				emu_run er;
-				/* two sets of outputs (device, replay): O L dQ dK dV */
-				float *out[2][5], lostf[2];
-				for (int h = 0; h < 2; h++) {
-					float *b = g + h * (5 * R * d + R);
-					out[h][0] = b, out[h][1] = b + R * d, out[h][2] = b + R * d + R,
-					out[h][3] = out[h][2] + R * d, out[h][4] = out[h][3] + R * d;
-				}
-				double lost[2] = {0, 0};
-				int bad = tc ? attn_pipe(&a, false, NULL, out[0][0], out[0][1], &lost[0])
-				             : attn_seq(&a, bwd, false, NULL, dO, out[0][0], out[0][1],
-				                        &lost[0], out[0][2], out[0][3], out[0][4]);
-				if (bad) {
-					step_failed("attn", err);
-					continue;
-				}
-				lostf[0] = (float)lost[0];
-				kern_out outs[] = {{"O", out[0][0], R * d},  {"L", out[0][1], R},
-				                   {"p_lost", &lostf[0], 1}, {"dQ", out[0][2], R * d},
-				                   {"dK", out[0][3], R * d}, {"dV", out[0][4], R * d}};
-				size_t nouts = v == 2 ? 3 : bwd ? 6 : 2;
-				kern_out *sel = outs;
-				kern_out sel_bwd[5];
-				if (bwd) { /* O, L, dQ, dK, dV */
-					sel_bwd[0] = outs[0], sel_bwd[1] = outs[1];
-					for (int q = 0; q < 3; q++)
-						sel_bwd[2 + q] = outs[3 + q];
-					sel = sel_bwd, nouts = 5;
-				}
+				/* the outputs of the device (h 0) and of the replay (h 1) */
+				kern_out outs[2][8];
+				float lostf[2][3];
+				size_t nouts = 0;
 				if (!kern_engine(&emu_kernel_attention, &pol, vs[vi].name, &in, &er))
 					continue;
-				attn_compare(kname, fmts, &er, sel, nouts, NULL);
-				if (rt) {
-					bad = tc ? attn_pipe(&a, true, rt, out[1][0], out[1][1], &lost[1])
-					         : attn_seq(&a, bwd, true, rt, dO, out[1][0], out[1][1],
-					                    &lost[1], out[1][2], out[1][3], out[1][4]);
+				int h;
+				for (h = 0; h < (rt ? 2 : 1); h++) {
+					float *b = g + (size_t)h * (5 * R * d + R);
+					float *O = b, *L = b + R * d, *dq = L + R, *dk = dq + R * d,
+					      *dv = dk + R * d;
+					double lost[3] = {0, 0, 0};
+					const gpu_tables *t = h ? rt : NULL;
+					int bad = tc    ? attn_pipe(&a, h, t, O, L, &lost[0])
+					          : bwd == 2 ? attn8_bwd(&a, h, t, dO, O, L, dq, dk, dv, lost)
+					                     : attn_seq(&a, bwd, h, t, dO, O, L, &lost[0], dq,
+					                                dk, dv);
 					if (bad) {
 						step_failed("attn", err);
-					} else {
-						lostf[1] = (float)lost[1];
-						kern_out rep[] = {{"O", out[1][0], R * d},
-						                  {"L", out[1][1], R},
-						                  {"p_lost", &lostf[1], 1},
-						                  {"dQ", out[1][2], R * d},
-						                  {"dK", out[1][3], R * d},
-						                  {"dV", out[1][4], R * d}};
-						kern_out rsel[5];
-						const kern_out *r = rep;
-						if (bwd) {
-							rsel[0] = rep[0], rsel[1] = rep[1];
-							for (int q = 0; q < 3; q++)
-								rsel[2 + q] = rep[3 + q];
-							r = rsel;
-						}
-						attn_compare(kname, fmts, &er, sel, nouts, r);
+						break;
+					}
+					for (int q = 0; q < 3; q++)
+						lostf[h][q] = (float)lost[q];
+					kern_out *k = outs[h];
+					nouts = 0;
+					k[nouts++] = (kern_out){"O", O, R * d};
+					k[nouts++] = (kern_out){"L", L, R};
+					if (v == 2)
+						k[nouts++] = (kern_out){"p_lost", &lostf[h][0], 1};
+					if (bwd) {
+						k[nouts++] = (kern_out){"dQ", dq, R * d};
+						k[nouts++] = (kern_out){"dK", dk, R * d};
+						k[nouts++] = (kern_out){"dV", dv, R * d};
+					}
+					if (bwd == 2) {
+						k[nouts++] = (kern_out){"ds_lost", &lostf[h][1], 1};
+						k[nouts++] = (kern_out){"amax_ds", &lostf[h][2], 1};
 					}
 				}
+				if (h > 0)
+					attn_compare(kname, fmts, &er, outs[0], nouts, NULL);
+				if (h > 1)
+					attn_compare(kname, fmts, &er, outs[0], nouts, outs[1]);
 				emu_run_free(&er);
 			}
 	}
 	gpu_report_note(&rep, "attn: attention on %zu queries and keys of head dim %zu, key blocks of "
 	                      "16 (fp8: 32, its mma.sync's k), causal 0 and 1: naive, online and fp8 "
 	                      "with :tc:h200 (Q·Kᵀ and P·V on our mma.sync GEMMs, fixed K order; fp16 "
-	                      "or bf16 compute), and naive, online, fp8, naive:bwd, online:bwd with "
-	                      "every GEMM a sequential FMA fold; the rest from gpu/rows.h; against "
+	                      "or bf16 compute), and naive, online, fp8, naive:bwd, online:bwd, fp8:bwd "
+	                      "with every GEMM a sequential FMA fold (fp8:bwd: dO quantised to e5m2 "
+	                      "and dS's scale chosen on the host); the rest from gpu/rows.h; against "
 	                      "the fast backend within 2 ulp (the GPU's exp and log), and bit for bit "
 	                      "against the host replay with the GPU's tables (and the h200 model)",
 	                R, d);

@@ -11,6 +11,7 @@
 # Run from the repository root: sh tests/cli_gpu.sh (NANMAP_GPU overrides
 # the binary). Skips, saying so, when the binary was not built.
 set -u
+export LC_ALL=C # the sorted kernel lists below are in byte order
 
 G=${NANMAP_GPU:-bin/nanmap-gpu}
 F=${NANMAP_GPU_FAKE:-build/gpu/nanmap-gpu-fake}
@@ -60,7 +61,7 @@ csv=$tmp/fake/nanmap-gpu.csv
 [ -f "$csv" ] || fail "fake run: no $csv"
 head -n 1 "$csv" | grep -q '^step,kernel,format,mode,compared,identical,' || fail "fake run: CSV header"
 rows=$(tail -n +2 "$csv" | wc -l)
-[ "$rows" -eq 1078 ] || fail "fake run: $rows rows, want 1078 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 532 kern, 135 kern replay, 6 quant, 184 attn, 144 attn replay)"
+[ "$rows" -eq 1190 ] || fail "fake run: $rows rows, want 1190 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 532 kern, 135 kern replay, 6 quant, 248 attn, 192 attn replay)"
 [ "$(grep -c '^kern,[^,]* replay,' "$csv")" -eq 135 ] || fail "fake run: kern replay rows missing"
 for step in conv tables arith tc gemm gemmex lt kern quant attn; do
 	grep -q "^$step," "$csv" || fail "fake run: no $step rows"
@@ -85,16 +86,16 @@ want="mxfp8/e4m3/elements rn-satfinite,mxfp8/e8m0/block scales,mxfp8:e5m2/e5m2/e
 [ "$got" = "$want" ] || fail "fake run: quant rows '$got', want '$want'"
 # attention: naive, online and fp8 with :tc:h200 (the GEMMs on the mma.sync
 # GEMM: the fake's is the h200 model) and without (sequential FMA folds), and
-# naive:bwd and online:bwd, the rest gpu/rows.h; causal or not; four policies
+# naive:bwd, online:bwd and fp8:bwd, the rest gpu/rows.h; causal or not; four policies
 # (:tc only where the mma.sync takes the formats), against the engine and,
 # with the tables, against the host replay
-attn="attention fp8,attention fp8 causal,attention fp8:tc:h200,attention fp8:tc:h200 causal,attention naive,attention naive causal,attention naive:bwd,attention naive:bwd causal,attention naive:tc:h200,attention naive:tc:h200 causal,attention online,attention online causal,attention online:bwd,attention online:bwd causal,attention online:tc:h200,attention online:tc:h200 causal,"
+attn="attention fp8,attention fp8 causal,attention fp8:bwd,attention fp8:bwd causal,attention fp8:tc:h200,attention fp8:tc:h200 causal,attention naive,attention naive causal,attention naive:bwd,attention naive:bwd causal,attention naive:tc:h200,attention naive:tc:h200 causal,attention online,attention online causal,attention online:bwd,attention online:bwd causal,attention online:tc:h200,attention online:tc:h200 causal,"
 got=$(awk -F, '$1 == "attn" && $2 !~ / replay$/ { print $2 }' "$csv" | sort -u | tr '\n' ',')
 [ "$got" = "$attn" ] || fail "fake run: attn kernels '$got', want '$attn'"
 n=$(awk -F, '$1 == "attn" && $2 !~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
-[ "$n" -eq 60 ] || fail "fake run: $n attn kernel/policy pairs, want 60"
+[ "$n" -eq 68 ] || fail "fake run: $n attn kernel/policy pairs, want 68"
 n=$(awk -F, '$1 == "attn" && $2 ~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
-[ "$n" -eq 48 ] || fail "fake run: $n attn replay kernel/policy pairs, want 48"
+[ "$n" -eq 54 ] || fail "fake run: $n attn replay kernel/policy pairs, want 54"
 [ "$(grep -c '^table ' "$tmp/fake/gpu-tables.txt")" -eq 12 ] || fail "fake run: gpu-tables.txt"
 grep -q '^| conv | __float2half_rn | fp16 | rn |' "$tmp/fake/nanmap-gpu.md" || fail "fake run: report table"
 grep -q 'tc: SKIPPED bf16->fp32' "$tmp/fake/nanmap-gpu.md" || fail "fake run: tc skip not reported"
@@ -136,7 +137,7 @@ bad=$(awk -F, '$1 == "kern" && $13 != "identical" && $2 ~ /^optimizer / && $3 !~
 got=$(awk -F, '$1 == "quant" && $13 != "identical" { print $2 }' "$mcsv" | sort -u | tr '\n' ',')
 [ "$got" = "deepseek,mxfp8,mxfp8:e5m2," ] || fail "mutant run: quant recipes with a row not identical: '$got'"
 grep -q '^quant,deepseek,fp32,block scales,.*,MISMATCH$' "$mcsv" || fail "mutant run: deepseek's 1/s scale not caught"
-# attention: l, the rescaled O, P·V's running sum and dV's sum rounded to C
+# attention: l, the rescaled O, P·V's running sum and dV's sums rounded to C
 # move every variant where C is narrower than A, and nothing where they are
 # the same format
 got=$(awk -F, '$1 == "attn" && $13 != "identical" { print $2 }' "$mcsv" | sort -u | tr '\n' ',')

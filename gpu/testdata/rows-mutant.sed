@@ -2,7 +2,7 @@
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
 # agree with the emulator (tests/cli_gpu.sh). The Makefile refuses the result
-# unless exactly twenty-three lines changed, so a rewritten rows.h fails the build of
+# unless exactly twenty-four lines changed, so a rewritten rows.h fails the build of
 # the mutant instead of leaving it equal to the original.
 #
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
@@ -58,3 +58,5 @@ s/^\(\t*\)w = k_sr(S, K_ADD(C, wc, a), k_sr_bits(seed, store_step, e));$/\1w = k
 # the store (an epilogue in the compute dtype): only acc moves, and only where
 # compute is narrower than the output
 s/^\(\t*\)float tcacc = K_RND(O, D\[o\]);$/\1float tcacc = K_RND(C, D[o]);/
+# fp8:bwd: dV's running sum rounded to C after every step
+s/^\(\t*\)gv = K_FMA(A, P8A\[i \* nk + j\], K_RND(A, DO8\[i \* d + c\]), gv);$/\1gv = K_RND(C, K_FMA(A, P8A[i * nk + j], K_RND(A, DO8[i * d + c]), gv));/

@@ -181,5 +181,6 @@ Suite *suite_exhaustive(void)
 	tcase_add_loop_test(tc, test_stride_mpfr, 0, (int)(ARRAY_SIZE(ops) * 2));
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, t_tcase_random_policies(true));
+	suite_add_tcase(s, t_tcase_fast_exact_more());
 	return s;
 }

@@ -1,7 +1,8 @@
 /*
  * check_kernels.c — every kernel, variant and policy: the fast and the
  * exact-format backends agree bit for bit and flag for flag (per operation
- * kind, and on the first operation that failed) on >= 1000 random inputs,
+ * kind, and on the first operation that failed) on 300 random inputs (1000
+ * with make test-exhaustive),
  * with magnitudes spread from tiny to overflowing; and the facts the kernels
  * must reproduce from their own arithmetic.
  */
@@ -91,19 +92,23 @@ static bool same_runs(const emu_kernel *k, const emu_policy *pol, const char *va
 	return ra == 0;
 }
 
-START_TEST(test_fast_equals_exact)
+/* Inputs [c0, c1) of every kernel, variant and policy; _i picks the kernel
+ * and policy. make test runs the first FE_INPUTS, test-exhaustive the rest
+ * up to FE_INPUTS_EXH (more inputs, not the same ones). */
+enum { FE_INPUTS = 300, FE_INPUTS_EXH = 1000 };
+
+static void fast_equals_exact(int i, int c0, int c1)
 {
-	const emu_kernel *k = emu_kernel_at((size_t)_i / ARRAY_SIZE(policies));
-	const char *spec = policies[(size_t)_i % ARRAY_SIZE(policies)];
+	const emu_kernel *k = emu_kernel_at((size_t)i / ARRAY_SIZE(policies));
+	const char *spec = policies[(size_t)i % ARRAY_SIZE(policies)];
 	emu_policy pol;
 	char err[200];
 	ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK, "%s", err);
-	const int ninputs = t_quick() ? 40 : 1000;
 	enum { ROWS = 2, COLS = 6 };
 	double x[ROWS * COLS];
 	uint64_t cases = 0;
 	for (const char *const *v = k->variants; *v; v++) {
-		for (int c = 0; c < ninputs; c++) {
+		for (int c = c0; c < c1; c++) {
 			make_input(&pol, (uint64_t)c, x, ROWS * COLS);
 			emu_kin in = {x, ROWS, COLS, NULL, 0, t_seed()};
 			char what[300];
@@ -115,6 +120,17 @@ START_TEST(test_fast_equals_exact)
 	char what[160];
 	snprintf(what, sizeof what, "kernels: %s fast == exact (bits, flags per op)", k->name);
 	t_count(what, cases);
+}
+
+START_TEST(test_fast_equals_exact)
+{
+	fast_equals_exact(_i, 0, t_quick() ? 40 : FE_INPUTS);
+}
+END_TEST
+
+START_TEST(test_fast_equals_exact_more)
+{
+	fast_equals_exact(_i, FE_INPUTS, FE_INPUTS_EXH);
 }
 END_TEST
 
@@ -226,6 +242,15 @@ START_TEST(test_random_policies)
 	t_count("kernels: random policies refused (parser or kernel)", refused);
 }
 END_TEST
+
+TCase *t_tcase_fast_exact_more(void)
+{
+	TCase *tc = tcase_create("backends-exhaustive");
+	tcase_set_timeout(tc, 0);
+	tcase_add_loop_test(tc, test_fast_equals_exact_more, 0,
+	                    (int)(emu_kernel_count() * ARRAY_SIZE(policies)));
+	return tc;
+}
 
 TCase *t_tcase_random_policies(bool exhaustive)
 {

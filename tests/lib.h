@@ -28,6 +28,10 @@ void t_skip(const char *suite, const char *fmt, ...) __attribute__((format(print
 /* The kernels' random-policy proof (check_kernels.c): the cases of make test,
  * or (exhaustive, for suite_exhaustive) 20 times as many that follow them. */
 TCase *t_tcase_random_policies(bool exhaustive);
+/* The per-kernel fast == exact proof's further inputs (check_kernels.c): make
+ * test takes each kernel, variant and policy on 300 inputs, suite_exhaustive
+ * on the next 700. */
+TCase *t_tcase_fast_exact_more(void);
 
 Suite *suite_format(void);
 Suite *suite_round(void);

@@ -527,6 +527,21 @@ K_FN void k_batchnorm_eval_col(k_fmt S, k_fmt C, k_fmt A, const float *X, const 
 		DX[n * CH + c] = K_RND(S, K_MUL(C, K_RND(C, DY[n * CH + c]), f2));
 }
 
+/* AdamW's second moment and denominator, shared by k_opt_elem and
+ * k_adamw_ext_elem: v = v·β2 + ((1 − β2)·g)·g stored in T, then
+ * (sqrt(v) / sqrt(bc2)) + eps with every intermediate stored in T (K as
+ * k_opt_elem's: K[5] β2, K[6] 1 − β2, K[0] eps) */
+K_FN float k_adam_denom(k_fmt C, k_fmt T, float gc, float *vv, const float *K, float bc2s)
+{
+	float d;
+	*vv = K_RND(T, K_MUL(C, K_RND(C, *vv), K[5]));
+	d = K_MUL(C, K_MUL(C, K[6], gc), gc);
+	*vv = K_RND(T, K_ADD(C, K_RND(C, *vv), d));
+	d = K_RND(T, K_SQRT(C, K_RND(C, *vv)));
+	d = K_RND(T, K_DIV(C, K_RND(C, d), bc2s));
+	return K_RND(C, K_RND(T, K_ADD(C, K_RND(C, d), K[0])));
+}
+
 /* optimizer (kernels/optimizer.c's run()), element i over NS steps: v 0
  * sgd (weight decay 0, momentum K[2]), 1 adamw (weight decay on, 1 − β1
  * below 1/2: lerp's first form). W (values of S) is updated in place, M and
@@ -560,12 +575,7 @@ K_FN void k_opt_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const float *GS,
 		float xc = K_RND(C, m); /* m = lerp(m, g, 1 − β1) */
 		d = K_MUL(C, K[4], K_SUB(C, gc, xc));
 		m = K_RND(T, K_ADD(C, xc, d));
-		vv = K_RND(T, K_MUL(C, K_RND(C, vv), K[5])); /* v·β2 + ((1 − β2)·g)·g */
-		d = K_MUL(C, K_MUL(C, K[6], gc), gc);
-		vv = K_RND(T, K_ADD(C, K_RND(C, vv), d));
-		d = K_RND(T, K_SQRT(C, K_RND(C, vv))); /* (sqrt(v) / sqrt(bc2)) + eps */
-		d = K_RND(T, K_DIV(C, K_RND(C, d), bc2s));
-		d = K_RND(C, K_RND(T, K_ADD(C, K_RND(C, d), K[0])));
+		d = k_adam_denom(C, T, gc, &vv, K, bc2s);
 		a = K_DIV(C, K_MUL(C, ss, K_RND(C, m)), d); /* addcdiv */
 		w = K_RND(S, K_ADD(C, K_RND(C, w), a));
 	}
@@ -653,12 +663,7 @@ K_FN void k_adamw_ext_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const floa
 			w = k_sr(S, K_MUL(C, K_RND(C, w), K[3]), k_sr_bits(seed, decay_step, e));
 		xc = K_RND(C, m); /* m = lerp(m, g, 1 − β1), as k_opt_elem's */
 		m = K_RND(T, K_ADD(C, xc, K_MUL(C, K[4], K_SUB(C, gc, xc))));
-		vv = K_RND(T, K_MUL(C, K_RND(C, vv), K[5])); /* v·β2 + ((1 − β2)·g)·g */
-		d = K_MUL(C, K_MUL(C, K[6], gc), gc);
-		vv = K_RND(T, K_ADD(C, K_RND(C, vv), d));
-		d = K_RND(T, K_SQRT(C, K_RND(C, vv))); /* (sqrt(v) / sqrt(bc2)) + eps */
-		d = K_RND(T, K_DIV(C, K_RND(C, d), bc2s));
-		d = K_RND(C, K_RND(T, K_ADD(C, K_RND(C, d), K[0])));
+		d = k_adam_denom(C, T, gc, &vv, K, bc2s);
 		a = K_DIV(C, K_MUL(C, ss, K_RND(C, m)), d); /* addcdiv's increment */
 		wc = K_RND(C, w);
 		if (v == 1) {

@@ -7,6 +7,8 @@
 #   OUTDIR/gpu-results.csv     one line per row (kernel, format, mode, counts)
 #   OUTDIR/gpu-mismatches.csv  the first mismatches of every row
 #   OUTDIR/gpu-tables.txt      hexp hlog hexp2 hrcp hrsqrt hsqrt, all fp16/bf16 inputs
+#   OUTDIR/tc-rules.csv        the disputed Tensor Core rules (gpu/tc-rules.txt): which
+#                              reading each case's mma.sync returned
 #   OUTDIR/check.log           everything the build and the steps printed
 # so a run cut short still leaves a complete report of what finished. It
 # never stops at a failed step: the report says which failed and why, and
@@ -98,6 +100,9 @@ assemble() {
 	if [ -f "$PARTS/step-tables/gpu-tables.txt" ]; then
 		cp "$PARTS/step-tables/gpu-tables.txt" "$OUT/gpu-tables.txt"
 	fi
+	if [ -f "$PARTS/step-rules/tc-rules.csv" ]; then
+		cp "$PARTS/step-rules/tc-rules.csv" "$OUT/tc-rules.csv"
+	fi
 }
 
 status() { # step status seconds note
@@ -123,7 +128,9 @@ t=$(date +%s)
 target=gpu
 [ "$RUNNER" = bin/nanmap-gpu ] || target=$RUNNER
 log "== build (make $target, -j$JOBS)"
-if limit 240 make -j"$JOBS" NVCC="$NVCC" "$target" >>"$LOG" 2>&1; then
+# DEPS_INSTALL=no: a machine without the Debian packages (or a network) fails
+# the build at once and falls back to a runner built elsewhere, never waits on apt
+if limit 240 make -j"$JOBS" DEPS_INSTALL=no NVCC="$NVCC" "$target" >>"$LOG" 2>&1; then
 	status build ok $(($(date +%s) - t)) "make $target"
 elif [ -x "$RUNNER" ]; then
 	status build FAILED $(($(date +%s) - t)) "make $target failed (see check.log); using the $RUNNER already there"
@@ -134,12 +141,14 @@ else
 	exit 0
 fi
 
-# ---- the steps, cheapest first; conv (the exhaustive sweep) gets what is left ----
+# ---- the steps, in priority order: the disputed Tensor Core rules (seconds, and
+# what no other source can settle), then the cheapest; conv (the exhaustive
+# sweep) gets what is left ----
 TCARG=""
 if [ -d "$TCV/H200" ]; then
 	TCARG="--tc-vectors $TCV"
 fi
-for spec in tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 attn:60 arith:60 conv:300; do
+for spec in rules:30 tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 attn:60 arith:60 conv:300; do
 	step=${spec%%:*}
 	max=${spec#*:}
 	left=$((BUDGET - $(elapsed) - 10))

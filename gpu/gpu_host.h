@@ -35,13 +35,15 @@ enum {
 	GPU_STEP_KERN = 1u << 7,   /* softmax_ce in the emulator's order of operations */
 	GPU_STEP_QUANT = 1u << 8,  /* the mxfp8 and deepseek block quantisers vs emu_quantize */
 	GPU_STEP_ATTN = 1u << 9,   /* attention: mma.sync GEMMs and gpu/rows.h's softmax rows */
-	GPU_STEP_ALL = (1u << 10) - 1
+	GPU_STEP_RULES = 1u << 10, /* the disputed Tensor Core rules (gpu/tc-rules.txt) */
+	GPU_STEP_ALL = (1u << 11) - 1
 };
 
 typedef struct {
 	const char *out_dir;    /* --out DIR (default "gpu-out") */
 	const char *tc_vectors; /* --tc-vectors DIR, else $NANMAP_TC_VECTORS, else NULL */
 	const char *gpu_tables; /* --gpu-tables FILE|DIR: measured tables for the kern replay */
+	const char *tc_rules;   /* --tc-rules FILE (default gpu/tc-rules.txt) */
 	unsigned steps;         /* --only a,b,... (default all) */
 	int chunk_log2;         /* --chunk-log2 N: inputs per GPU launch, 16..30 (28) */
 	uint64_t stride;        /* --stride N: conversions visit 0, N, 2N, ... < 2^32 (1: all) */
@@ -242,5 +244,23 @@ typedef struct {
 int gpu_tcv_load(const char *dir, const char *gpu, const char *fmt, const char *out,
                  gpu_tcv *v, char *err, size_t len);
 void gpu_tcv_free(gpu_tcv *v);
+
+/* ---- the disputed Tensor Core rules (gpu/tc-rules.txt, read by host_tcv.c) ---- */
+#define GPU_RULE_K_MAX 32
+typedef struct {
+	char name[40];
+	const emu_format *in, *out;
+	size_t K;                  /* 16 for fp16/bf16, 32 for fp8: one mma.sync */
+	uint32_t c;                /* the addend, binary32 */
+	emu_bits nanmap, mmasim;   /* D under each reading (encodings of out) */
+	bool has_mmasim;           /* false: MMA-Sim does not model the instruction */
+	emu_bits a[GPU_RULE_K_MAX], b[GPU_RULE_K_MAX];
+} gpu_rule;
+
+/* Read the cases of path into *out (malloc'd, *n of them). 0, or -1 with one
+ * line in err naming the file, the line and what is wrong. */
+int gpu_rules_load(const char *path, gpu_rule **out, size_t *n, char *err, size_t len);
+/* Which reading got is: "nanmap", "MMA-Sim", "both" or "neither". */
+const char *gpu_rule_reading(const gpu_rule *r, emu_bits got);
 
 #endif

@@ -11,7 +11,8 @@
 #include "gpu_host.h"
 
 static const char *const step_names[] = {"conv", "arith", "tables", "tc",   "gemm",
-                                         "gemmex", "lt",  "kern",   "quant", "attn"};
+                                         "gemmex", "lt",  "kern",   "quant", "attn",
+                                         "rules"};
 
 const char *gpu_step_name(unsigned step)
 {
@@ -25,14 +26,16 @@ const char *gpu_usage(void)
 {
 	return "usage: nanmap-gpu [--out DIR] [--only STEP,...] [--tc-vectors DIR]\n"
 	       "                  [--chunk-log2 N] [--stride N] [--pairs N] [--seed N] [--quick]\n"
-	       "                  [--gpu-tables FILE|DIR]\n"
+	       "                  [--gpu-tables FILE|DIR] [--tc-rules FILE]\n"
 	       "Runs the CUDA counterparts on the first GPU and compares every output with\n"
 	       "the emulator bit for bit; writes DIR/nanmap-gpu.{csv,md}, -miss.csv and\n"
 	       "DIR/gpu-tables.txt. Steps: conv arith tables tc gemm gemmex lt kern quant\n"
-	       "attn (default all).\n"
+	       "attn rules (default all).\n"
 	       "--tc-vectors (or NANMAP_TC_VECTORS): the Tensor Core hardware vectors.\n"
 	       "--stride N: every N-th binary32 input only; --pairs N: operand pairs per\n"
 	       "arithmetic op (2^32: all pairs for add and mul); --quick: 16-row GEMMs.\n"
+	       "--tc-rules FILE: the disputed Tensor Core rule cases (default\n"
+	       "gpu/tc-rules.txt); the rules step writes DIR/tc-rules.csv.\n"
 	       "--gpu-tables FILE|DIR: the tables a tables step wrote (default: DIR/gpu-tables.txt\n"
 	       "when present); the kern step then predicts fp16/bf16 kernels bit for bit.\n"
 	       "Exit 0 when every step ran (mismatches are findings, in the report), 1 when\n"
@@ -81,6 +84,7 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 	const char *env = getenv("NANMAP_TC_VECTORS");
 	*o = (gpu_opts){.out_dir = "gpu-out",
 	                .tc_vectors = env && *env ? env : NULL,
+	                .tc_rules = "gpu/tc-rules.txt",
 	                .steps = GPU_STEP_ALL,
 	                .chunk_log2 = 28,
 	                .stride = 1,
@@ -98,7 +102,7 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 		}
 		static const char *const with_value[] = {"--out",   "--only",  "--tc-vectors",
 		                                         "--chunk-log2", "--stride", "--pairs",
-		                                         "--seed",  "--gpu-tables"};
+		                                         "--seed",  "--gpu-tables", "--tc-rules"};
 		int k = -1;
 		for (int j = 0; j < (int)(sizeof with_value / sizeof with_value[0]); j++)
 			if (strcmp(a, with_value[j]) == 0)
@@ -120,7 +124,7 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 		case 1:
 			if (parse_steps(v, &o->steps)) {
 				snprintf(err, len, "--only: '%s' is not a list of conv, arith, tables, tc, "
-				                   "gemm, gemmex, lt, kern, quant, attn, all", v);
+				                   "gemm, gemmex, lt, kern, quant, attn, rules, all", v);
 				return -1;
 			}
 			break;
@@ -158,6 +162,9 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 			break;
 		case 7:
 			o->gpu_tables = v;
+			break;
+		case 8:
+			o->tc_rules = v;
 			break;
 		}
 	}

@@ -134,3 +134,159 @@ int gpu_tcv_load(const char *dir, const char *gpu, const char *fmt, const char *
 	}
 	return 0;
 }
+
+/* One hex token of at most digits digits, whole, into *v. */
+static bool hex_tok(const char *s, int digits, uint32_t *v)
+{
+	char *end;
+	size_t k = strlen(s);
+	if (!k || k > (size_t)digits || strspn(s, "0123456789abcdefABCDEF") != k)
+		return false;
+	errno = 0;
+	unsigned long x = strtoul(s, &end, 16);
+	if (errno || *end)
+		return false;
+	*v = (uint32_t)x;
+	return true;
+}
+
+/* Whether v is an encoding of a bits-wide format. */
+static bool fits(uint32_t v, int bits)
+{
+	return bits >= 32 || v < (1u << bits);
+}
+
+static const emu_format *rule_fmt(const char *s, bool in)
+{
+	static const char *const ins[] = {"fp16", "bf16", "e4m3", "e5m2"};
+	static const char *const outs[] = {"fp32", "fp16"};
+	const char *const *set = in ? ins : outs;
+	size_t n = in ? 4 : 2;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(s, set[i]))
+			return emu_format_by_name(s);
+	return NULL;
+}
+
+/* Parse one case line (tokens in tok[0..nt)) into r; NULL or what is wrong. */
+static const char *rule_parse(char **tok, int nt, gpu_rule *r)
+{
+	uint32_t v;
+	memset(r, 0, sizeof *r);
+	if (nt < 6)
+		return "fewer than 6 fields (name in out C nanmap mmasim term...)";
+	if (strlen(tok[0]) >= sizeof r->name)
+		return "name longer than 39 characters";
+	strcpy(r->name, tok[0]);
+	r->in = rule_fmt(tok[1], true);
+	r->out = rule_fmt(tok[2], false);
+	if (!r->in || !r->out)
+		return "formats: in is fp16, bf16, e4m3 or e5m2, out is fp32 or fp16";
+	r->K = r->in->bits == 8 ? 32 : 16;
+	if (!hex_tok(tok[3], 8, &r->c))
+		return "C is not a hex binary32 encoding";
+	if (!hex_tok(tok[4], 8, &v) || !fits(v, r->out->bits))
+		return "nanmap is not a hex encoding of out";
+	r->nanmap = v;
+	r->has_mmasim = strcmp(tok[5], "-") != 0;
+	if (r->has_mmasim) {
+		if (!hex_tok(tok[5], 8, &v) || !fits(v, r->out->bits))
+			return "mmasim is not a hex encoding of out or -";
+		r->mmasim = v;
+	}
+	bool seen[GPU_RULE_K_MAX] = {false};
+	for (int i = 6; i < nt; i++) {
+		char *eq = strchr(tok[i], '='), *comma = eq ? strchr(eq, ',') : NULL;
+		uint32_t k, a, b;
+		if (!eq || !comma)
+			return "a term is not k=a,b";
+		*eq = *comma = '\0';
+		if (!hex_tok(tok[i], 2, &k) || k >= r->K)
+			return "a term's k is not a hex index below K";
+		if (seen[k])
+			return "a term's k is given twice";
+		seen[k] = true;
+		if (!hex_tok(eq + 1, 4, &a) || !hex_tok(comma + 1, 4, &b) || !fits(a, r->in->bits) ||
+		    !fits(b, r->in->bits))
+			return "a term's a or b is not a hex encoding of in";
+		r->a[k] = a;
+		r->b[k] = b;
+	}
+	return NULL;
+}
+
+int gpu_rules_load(const char *path, gpu_rule **out, size_t *n, char *err, size_t len)
+{
+	FILE *fp = fopen(path, "r");
+	*out = NULL;
+	*n = 0;
+	if (!fp) {
+		snprintf(err, len, "cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	char line[2048];
+	int lineno = 0;
+	size_t cap = 0;
+	gpu_rule *v = NULL;
+	const char *why = NULL;
+	while (fgets(line, sizeof line, fp)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(fp)) {
+			why = "line longer than 2047 characters";
+			break;
+		}
+		char *tok[GPU_RULE_K_MAX + 8], *save = NULL, *t;
+		int nt = 0;
+		char *hash = strchr(line, '#');
+		if (hash)
+			*hash = '\0';
+		for (t = strtok_r(line, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
+			if (nt == (int)(sizeof tok / sizeof tok[0])) {
+				why = "too many fields";
+				break;
+			}
+			tok[nt++] = t;
+		}
+		if (why)
+			break;
+		if (!nt)
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			gpu_rule *p = realloc(v, cap * sizeof *p);
+			if (!p) {
+				why = "out of memory";
+				break;
+			}
+			v = p;
+		}
+		why = rule_parse(tok, nt, &v[*n]);
+		if (why)
+			break;
+		for (size_t i = 0; i < *n; i++)
+			if (!strcmp(v[i].name, v[*n].name))
+				why = "a case name given twice";
+		if (why)
+			break;
+		(*n)++;
+	}
+	if (!why && ferror(fp))
+		why = "read error";
+	fclose(fp);
+	if (!why && !*n)
+		why = "no cases";
+	if (why) {
+		snprintf(err, len, "%s:%d: %s", path, lineno, why);
+		free(v);
+		*n = 0;
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+const char *gpu_rule_reading(const gpu_rule *r, emu_bits got)
+{
+	bool a = got == r->nanmap, b = r->has_mmasim && got == r->mmasim;
+	return a && b ? "both" : a ? "nanmap" : b ? "MMA-Sim" : "neither";
+}

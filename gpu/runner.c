@@ -438,6 +438,91 @@ static void step_tc(const gpu_opts *o)
 	}
 }
 
+/* ---- rules: the disputed Tensor Core rules, one mma.sync a case ----
+ * Each case of gpu/tc-rules.txt alone in a 16×8 tile (row 0, column 0; every
+ * other element 0), C in the output format, one mma.sync (K = 16, or 32 for
+ * fp8). The row per in/out pair compares with the h200 model; the note and
+ * DIR/tc-rules.csv say which reading (nanmap's or MMA-Sim's) the hardware
+ * returned, which is the finding. */
+static void step_rules(const gpu_opts *o)
+{
+	gpu_rule *rs = NULL;
+	size_t n = 0;
+	if (gpu_rules_load(o->tc_rules, &rs, &n, err, sizeof err)) {
+		step_failed("rules", err);
+		return;
+	}
+	char path[300], tmp[320];
+	if (snprintf(path, sizeof path, "%s/tc-rules.csv", o->out_dir) >= (int)sizeof path) {
+		step_failed("rules", "--out: the directory name is too long");
+		free(rs);
+		return;
+	}
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *csv = fopen(tmp, "w");
+	if (!csv) {
+		snprintf(err, sizeof err, "cannot write %s: %s", tmp, strerror(errno));
+		step_failed("rules", err);
+		free(rs);
+		return;
+	}
+	fprintf(csv, "case,in,out,gpu,nanmap,mmasim,reading\n");
+	gpu_report_note(&rep, "rules: each case of %s on one mma.sync; the reading the GPU "
+	                      "returned (nanmap's model, MMA-Sim's, both or neither):", o->tc_rules);
+	const emu_format *f32 = fmt("fp32");
+	uint16_t A[16 * GPU_RULE_K_MAX], B[8 * GPU_RULE_K_MAX];
+	uint32_t C[16 * 8], D[16 * 8];
+	for (size_t i = 0; i < n; i++) {
+		const gpu_rule *r = &rs[i];
+		bool acc16 = r->out->bits == 16;
+		char pair[96];
+		gpu_cmp row;
+		snprintf(pair, sizeof pair, "%s->%s", r->in->name, r->out->name);
+		gpu_cmp_init(&row, "rules", "mma.sync vs model h200", pair, r->name, r->out,
+		             (gpu_tol){0, false});
+		memset(A, 0, sizeof A);
+		memset(B, 0, sizeof B);
+		memset(C, 0, sizeof C);
+		for (size_t k = 0; k < r->K; k++) {
+			A[k] = (uint16_t)r->a[k];
+			B[k] = (uint16_t)r->b[k];
+		}
+		C[0] = acc16 ? (uint32_t)emu_convert(r->out, f32, r->c, &env_rne).bits : r->c;
+		if (gpu_dev_mma(gfmt(r->in), acc16, A, B, C, 16, 8, r->K, 0, D, err, sizeof err)) {
+			step_failed("rules", err);
+			break;
+		}
+		emu_tc_model m;
+		if (emu_tc_preset("h200", r->in, r->out, &m)) {
+			step_failed("rules", "no h200 preset for this pair");
+			break;
+		}
+		emu_bits got = acc16 ? (D[0] & 0xffffu) : D[0];
+		emu_bits want = emu_tc_dot(&m, r->in, r->out, r->a, r->b, r->K, r->c).bits;
+		gpu_cmp_one(&row, i, i, got, want);
+		const char *reading = gpu_rule_reading(r, got);
+		int w = acc16 ? 4 : 8;
+		char ms[16];
+		if (r->has_mmasim)
+			snprintf(ms, sizeof ms, "0x%0*" PRIx64, w, (uint64_t)r->mmasim);
+		else
+			snprintf(ms, sizeof ms, "-");
+		fprintf(csv, "%s,%s,%s,0x%0*" PRIx64 ",0x%0*" PRIx64 ",%s,%s\n", r->name, r->in->name,
+		        r->out->name, w, (uint64_t)got, w, (uint64_t)r->nanmap, ms, reading);
+		gpu_report_note(&rep, "rules: %-18s %s->%s: GPU 0x%0*" PRIx64 ", nanmap 0x%0*" PRIx64
+		                      ", MMA-Sim %s: %s",
+		                r->name, r->in->name, r->out->name, w, (uint64_t)got, w,
+		                (uint64_t)r->nanmap, ms, reading);
+		add_row(&row);
+	}
+	if (fclose(csv) != 0 || rename(tmp, path) != 0) {
+		snprintf(err, sizeof err, "cannot write %s: %s", path, strerror(errno));
+		step_failed("rules", err);
+		remove(tmp);
+	}
+	free(rs);
+}
+
 /* A random normal encoding of in with a small exponent (no overflow in K ≤ 4096 sums). */
 static uint16_t rnd_enc(const emu_format *in, uint64_t r)
 {
@@ -1975,11 +2060,11 @@ int main(int argc, char **argv)
 	static void (*const steps[])(const gpu_opts *) = {step_conv, step_tables, step_arith,
 	                                                   step_tc,   step_gemm,   step_gemmex,
 	                                                   step_lt,   step_kern,   step_quant,
-	                                                   step_attn};
+	                                                   step_attn, step_rules};
 	static const unsigned bits[] = {GPU_STEP_CONV,  GPU_STEP_TABLES, GPU_STEP_ARITH,
 	                                GPU_STEP_TC,    GPU_STEP_GEMM,   GPU_STEP_GEMMEX,
 	                                GPU_STEP_LT,    GPU_STEP_KERN,   GPU_STEP_QUANT,
-	                                GPU_STEP_ATTN};
+	                                GPU_STEP_ATTN,  GPU_STEP_RULES};
 	for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
 		if (!(o.steps & bits[s]))
 			continue;

@@ -11,6 +11,8 @@
  *  - the transcendental table file: write, load, look up, and every way a
  *    file can be malformed;
  *  - the Tensor Core vector reader on gpu/testdata/tcv (two fp16 cases);
+ *  - gpu/tc-rules.txt, the disputed-rule cases: each nanmap column is the
+ *    h200 model's answer, each MMA-Sim column differs, bad files are refused;
  *  - gpu/rows.h on the host (the fake device's kernels) takes exp and
  *    rsqrt from the GPU's tables when given them, and refuses a format
  *    that is none of fp32, fp16, bf16;
@@ -162,7 +164,8 @@ START_TEST(test_cmp_merge)
 	ck_assert_int_eq(whole.nshow, GPU_SHOW_MAX);
 	ck_assert_int_eq(memcmp(merged.show, whole.show, sizeof whole.show), 0);
 	for (int k = 0; k < GPU_SHOW_MAX; k++)
-		ck_assert_msg(k == 0 || whole.show[k].index > whole.show[k - 1].index, "order at %d", k);
+		ck_assert_msg(k == 0 || whole.show[k].index > whole.show[k - 1].index,
+		              "order at %d", k);
 	ck_assert_uint_eq(whole.show[0].index, 0);
 	ck_assert_uint_eq(whole.show[1].index, 7);
 	/* six NaN payloads: four kept, the rest counted as other */
@@ -241,7 +244,8 @@ START_TEST(test_convert_report)
 		snprintf(rec, sizeof rec, "gpu/testdata/%s", files[i]);
 		char *a = slurp(path), *b = slurp(rec);
 		ck_assert_msg(a && b, "cannot read %s or %s", path, rec);
-		ck_assert_msg(strcmp(a, b) == 0, "%s differs from the recorded %s:\n%s", path, rec, a);
+		ck_assert_msg(strcmp(a, b) == 0, "%s differs from the recorded %s:\n%s", path, rec,
+		              a);
 		free(a);
 		free(b);
 	}
@@ -277,6 +281,7 @@ START_TEST(test_args)
 	    {{"x", "--only", "lt", "--stride", "65537"}, 1, GPU_STEP_LT, 65537},
 	    {{"x", "--only", "kern,arith"}, 1, GPU_STEP_KERN | GPU_STEP_ARITH, 1},
 	    {{"x", "--only", "attn,quant"}, 1, GPU_STEP_ATTN | GPU_STEP_QUANT, 1},
+	    {{"x", "--only", "rules", "--tc-rules", "r.txt"}, 1, GPU_STEP_RULES, 1},
 	    {{"x", "--only", "attention"}, 0, 0, 0},
 	    {{"x", "--stride", "0x101"}, 1, GPU_STEP_ALL, 257},
 	    {{"x", "--only", "conv,"}, 0, 0, 0},
@@ -310,9 +315,10 @@ START_TEST(test_args)
 		ck_assert_ptr_null(o.tc_vectors);
 		ck_assert(!o.quick && !o.help);
 	}
-	const char *full[] = {"x", "--out", "o", "--tc-vectors", "v", "--chunk-log2", "20",
-	                      "--pairs", "4294967296", "--seed", "7", "-h", "--quick",
-	                      "--gpu-tables", "t.txt"};
+	const char *full[] = {"x",          "--out",        "o",    "--tc-vectors",
+	                      "v",          "--chunk-log2", "20",   "--pairs",
+	                      "4294967296", "--seed",       "7",    "-h",
+	                      "--quick",    "--gpu-tables", "t.txt"};
 	gpu_opts o;
 	char err[256];
 	ck_assert_int_eq(gpu_parse_args(15, (char *const *)full, &o, err, sizeof err), 0);
@@ -349,7 +355,8 @@ START_TEST(test_tables)
 	mk_tmp();
 	char path[128], err[256];
 	snprintf(path, sizeof path, "%s/gpu-tables.txt", tmpdir);
-	ck_assert_int_eq(gpu_tables_write(path, "synthetic, for the tests", t, 2, err, sizeof err), 0);
+	ck_assert_int_eq(gpu_tables_write(path, "synthetic, for the tests", t, 2, err, sizeof err),
+	                 0);
 	gpu_tables ts;
 	/* by directory, the runner's layout */
 	ck_assert_msg(gpu_tables_load(tmpdir, &ts, err, sizeof err) == 0, "%s", err);
@@ -375,8 +382,9 @@ START_TEST(test_tables)
 	static const struct {
 		const char *what, *reason;
 	} bad[] = {
-	    {"short", "short"},           {"badhex", "not a 16-bit hex"}, {"dup", "given twice"},
-	    {"header", "expected 'table"}, {"orphan", "values before"},    {"empty", "no table"},
+	    {"short", "short"},          {"badhex", "not a 16-bit hex"},
+	    {"dup", "given twice"},      {"header", "expected 'table"},
+	    {"orphan", "values before"}, {"empty", "no table"},
 	    {"long", "more than 65536"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -404,8 +412,10 @@ START_TEST(test_tables)
 		}
 		ck_assert_int_eq(fclose(fp), 0);
 		err[0] = '\0';
-		ck_assert_msg(gpu_tables_load(p, &ts, err, sizeof err) != 0, "%s accepted", bad[i].what);
-		ck_assert_msg(strstr(err, bad[i].reason) != NULL, "%s: reason '%s'", bad[i].what, err);
+		ck_assert_msg(gpu_tables_load(p, &ts, err, sizeof err) != 0, "%s accepted",
+		              bad[i].what);
+		ck_assert_msg(strstr(err, bad[i].reason) != NULL, "%s: reason '%s'", bad[i].what,
+		              err);
 		ck_assert_ptr_null(ts.t);
 	}
 	ck_assert_int_ne(gpu_tables_load("/nonexistent/gpu-tables.txt", &ts, err, sizeof err), 0);
@@ -445,13 +455,85 @@ START_TEST(test_tcv)
 		ck_assert_uint_eq(emu_tc_dot(&m, in, out, a, b, 16, v.c[i]).bits, v.d[i]);
 	}
 	gpu_tcv_free(&v);
-	ck_assert_int_eq(gpu_tcv_load("gpu/testdata/tcv", "H200", "bf16", "fp32", &v, err, sizeof err),
-	                 1);
+	ck_assert_int_eq(
+	    gpu_tcv_load("gpu/testdata/tcv", "H200", "bf16", "fp32", &v, err, sizeof err), 1);
 	ck_assert_ptr_nonnull(strstr(err, "not found"));
-	ck_assert_int_eq(gpu_tcv_load("gpu/testdata/tcv", "H200", "fp16", "bad", &v, err, sizeof err),
-	                 -1);
+	ck_assert_int_eq(
+	    gpu_tcv_load("gpu/testdata/tcv", "H200", "fp16", "bad", &v, err, sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "binary string"));
 	ck_assert_ptr_null(v.a);
+}
+END_TEST
+
+/* gpu/tc-rules.txt: every case parses, its nanmap column is what the h200
+ * model gives (integer and MPFR models both), its MMA-Sim column differs from
+ * it (else the case separates nothing), and malformed files are refused with
+ * the line named. */
+START_TEST(test_tc_rules)
+{
+	gpu_rule *rs;
+	size_t n;
+	char err[512];
+	int rc = gpu_rules_load("gpu/tc-rules.txt", &rs, &n, err, sizeof err);
+	ck_assert_msg(rc == 0, "%s", err);
+	ck_assert_uint_ge(n, 12);
+	int rule_seen[4] = {0};
+	for (size_t i = 0; i < n; i++) {
+		const gpu_rule *r = &rs[i];
+		emu_tc_model m;
+		ck_assert_int_eq(emu_tc_preset("h200", r->in, r->out, &m), 0);
+		emu_bits d = emu_tc_dot(&m, r->in, r->out, r->a, r->b, r->K, r->c).bits;
+		emu_bits dm = emu_tc_mp_dot(&m, r->in, r->out, r->a, r->b, r->K, r->c).bits;
+		ck_assert_msg(d == r->nanmap && dm == r->nanmap,
+		              "%s: model 0x%llx / MPFR 0x%llx, file 0x%llx", r->name,
+		              (unsigned long long)d, (unsigned long long)dm,
+		              (unsigned long long)r->nanmap);
+		if (r->has_mmasim)
+			ck_assert_msg(r->mmasim != r->nanmap, "%s separates nothing", r->name);
+		ck_assert_str_eq(gpu_rule_reading(r, r->nanmap), "nanmap");
+		if (r->has_mmasim)
+			ck_assert_str_eq(gpu_rule_reading(r, r->mmasim), "MMA-Sim");
+		ck_assert_str_eq(gpu_rule_reading(r, r->nanmap ^ 0x10), "neither");
+		rule_seen[strncmp(r->name, "zero-align", 10) == 0 ? 0
+		          : strncmp(r->name, "subnormal", 9) == 0 ? 1
+		          : strncmp(r->name, "zero-sign", 9) == 0 ? 2
+		                                                  : 3]++;
+	}
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(rule_seen[i] > 0, "no case for rule %d", i);
+	/* the K of the instruction: 16 for fp16, 32 for fp8 */
+	ck_assert_uint_eq(rs[0].K, 16);
+	ck_assert_uint_eq(rs[n - 1].K, 32);
+	free(rs);
+	static const struct {
+		const char *text, *why;
+	} bad[] = {
+	    {"a fp16 fp32 0 0 0\nb fp16 fp33 0 0 0\n", ":2: formats"},
+	    {"a fp16 fp32 0 0\n", ":1: fewer than 6"},
+	    {"a fp16 fp32 0 0 0 10=3c00,3c00\n", "k is not a hex index below K"},
+	    {"a fp16 fp32 0 0 0 1=3c00,3c00 1=3c00,3c00\n", "given twice"},
+	    {"a fp16 fp32 0 0 0 1=13c00,3c00\n", "not a hex encoding of in"},
+	    {"a e4m3 fp32 0 0 0 1=100,38\n", "not a hex encoding of in"},
+	    {"a fp16 fp16 0 10000 0\n", "nanmap is not"},
+	    {"a fp16 fp32 0 0 x\n", "mmasim is not"},
+	    {"a fp16 fp32 0g 0 0\n", "C is not"},
+	    {"a fp16 fp32 0 0 0 1:3c00\n", "not k=a,b"},
+	    {"a fp16 fp32 0 0 0\na fp16 fp32 0 0 0\n", "name given twice"},
+	    {"# nothing\n\n", "no cases"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char path[] = "/tmp/nanmap-rules-XXXXXX";
+		int fd = mkstemp(path);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, bad[i].text, strlen(bad[i].text)),
+		                 (ssize_t)strlen(bad[i].text));
+		close(fd);
+		ck_assert_int_eq(gpu_rules_load(path, &rs, &n, err, sizeof err), -1);
+		ck_assert_msg(strstr(err, bad[i].why) && strstr(err, path), "case %zu: %s", i, err);
+		ck_assert_ptr_null(rs);
+		unlink(path);
+	}
+	ck_assert_int_eq(gpu_rules_load("/nonexistent/rules.txt", &rs, &n, err, sizeof err), -1);
 }
 END_TEST
 
@@ -550,8 +632,8 @@ START_TEST(test_rows_rsqrt_table)
 	for (size_t r = 0; r < R; r++) {
 		uint16_t b0 = (uint16_t)emu_from_float(bf16, rs0[r], &env).bits;
 		uint16_t b1 = (uint16_t)emu_from_float(bf16, rs1[r], &env).bits;
-		ck_assert_msg(b1 == b0 + 1, "row %zu: rstd 0x%04x with the table, 0x%04x without", r,
-		              b1, b0);
+		ck_assert_msg(b1 == b0 + 1, "row %zu: rstd 0x%04x with the table, 0x%04x without",
+		              r, b1, b0);
 	}
 	ck_assert_int_eq(gpu_rows_layernorm(NULL, 0, B, F32, F32, x, dy, R, N, eps, y, dx, rs0, var,
 	                                    err, sizeof err),
@@ -568,9 +650,9 @@ START_TEST(test_rows_bad_format)
 {
 	float x[4] = {1, 2, 3, 4}, g[4] = {0}, loss = 0;
 	char err[256] = "";
-	ck_assert_int_eq(gpu_rows_softmax(NULL, 0, GPU_K_F16, 3, GPU_K_F32, x, 1, 4, g, &loss, err,
-	                                  sizeof err),
-	                 -1);
+	ck_assert_int_eq(
+	    gpu_rows_softmax(NULL, 0, GPU_K_F16, 3, GPU_K_F32, x, 1, 4, g, &loss, err, sizeof err),
+	    -1);
 	ck_assert_str_eq(err, "kernel format 3 is not fp32, fp16 or bf16");
 	ck_assert_float_eq(g[0], 0.0f);
 }
@@ -600,13 +682,16 @@ START_TEST(test_rows_sr)
 				u = (uint32_t)r;
 				memcpy(&x[i], &u, sizeof u);
 			} else if (i < 3000) { /* around the largest finite */
-				x[i] = (float)(f->max * (1.0 + ((double)(r >> 11) * 0x1p-53 - 0.5) * 0.01));
+				x[i] = (float)(f->max *
+				               (1.0 + ((double)(r >> 11) * 0x1p-53 - 0.5) * 0.01));
 			} else if (i < 4000) { /* around the smallest subnormal */
-				x[i] = (float)(f->min_subnormal * ((double)(r >> 11) * 0x1p-53 * 8.0));
+				x[i] =
+				    (float)(f->min_subnormal * ((double)(r >> 11) * 0x1p-53 * 8.0));
 			} else if (i < 5000) { /* ordinary values */
 				x[i] = (float)(((double)(r >> 11) * 0x1p-53 - 0.5) * 4.0);
 			} else { /* a value a quarter of an ulp past a value of F */
-				x[i] = (float)((1.0 + (double)(r % 64) / 64.0) * (1.0 + f->epsilon / 4));
+				x[i] = (float)((1.0 + (double)(r % 64) / 64.0) *
+				               (1.0 + f->epsilon / 4));
 			}
 			if (r >> 63)
 				x[i] = -x[i];
@@ -618,7 +703,8 @@ START_TEST(test_rows_sr)
 		x[4] = NAN;
 		ck_assert_int_eq(gpu_rows_sr(F, x, NX, seed, step, e0, got, err, sizeof err), 0);
 		for (size_t i = 0; i < NX; i++) {
-			emu_env env = {EMU_SR, false, false, false, seed, emu_sr_key(step, 0, e0 + i)};
+			emu_env env = {EMU_SR, false, false,
+			               false,  seed,  emu_sr_key(step, 0, e0 + i)};
 			double want = emu_decode(f, emu_from_float(f, x[i], &env).bits);
 			if (isnan(want)) {
 				ck_assert_msg(isnan(got[i]), "%s: sr(%a) = %a, want NaN", names[F],
@@ -627,9 +713,8 @@ START_TEST(test_rows_sr)
 			}
 			bool same = emu_encode(f, got[i]) == emu_encode(f, want) &&
 			            !signbit(got[i]) == !signbit(want);
-			ck_assert_msg(same,
-			              "%s: element %zu: sr(%a) = %a, want %a", names[F], i, (double)x[i],
-			              (double)got[i], want);
+			ck_assert_msg(same, "%s: element %zu: sr(%a) = %a, want %a", names[F], i,
+			              (double)x[i], (double)got[i], want);
 		}
 	}
 	free(x);
@@ -659,21 +744,21 @@ START_TEST(test_rows_quant_examples)
 	                                err, sizeof err),
 	                 0);
 	ck_assert_uint_eq(sc[0], 127 + 2);
-	ck_assert_uint_eq(q[0], 0x77);  /* 240 */
-	ck_assert_uint_eq(q[1], 0x28);  /* 0.25 */
+	ck_assert_uint_eq(q[0], 0x77); /* 240 */
+	ck_assert_uint_eq(q[1], 0x28); /* 0.25 */
 	ck_assert_uint_eq(sc[1], 127 + 3);
 	ck_assert_uint_eq(q[32], 0x7e); /* 448 */
 	ck_assert_uint_eq(q[33], 0xa0); /* -0.125 */
 	ck_assert_uint_eq(sc[2], 0x00);
 	ck_assert_uint_eq(q[64], 0x00);
-	ck_assert_uint_eq(sc[3], 0x00); /* TE's fmaxf drops the NaN: a zero block */
+	ck_assert_uint_eq(sc[3], 0x00);  /* TE's fmaxf drops the NaN: a zero block */
 	ck_assert_uint_eq(q[104], 0x7f); /* the NaN element itself */
 	for (int i = 0; i < 128; i++)
 		x[i] = i == 5 ? 448.0f : 0.5f;
 	for (int i = 128; i < 256; i++)
 		x[i] = 0.0f;
-	ck_assert_int_eq(gpu_rows_quant(GPU_Q_DEEPSEEK, GPU_K_E4M3, 448.0f, 1e-4f, 128, x, 2, 128, q,
-	                                sc, err, sizeof err),
+	ck_assert_int_eq(gpu_rows_quant(GPU_Q_DEEPSEEK, GPU_K_E4M3, 448.0f, 1e-4f, 128, x, 2, 128,
+	                                q, sc, err, sizeof err),
 	                 0);
 	volatile float amin = 1e-4f; /* the division at run time, in binary32 */
 	float d0 = amin / 448.0f;
@@ -684,8 +769,8 @@ START_TEST(test_rows_quant_examples)
 	ck_assert_uint_eq(q[6], 0x30); /* 0.5 */
 	ck_assert_uint_eq(sc[1], dz);
 	ck_assert_uint_eq(q[128], 0x00);
-	ck_assert_int_eq(gpu_rows_quant(GPU_Q_MXFP8, GPU_K_F16, 448.0f, 0.0f, 32, x, 1, 32, q, sc, err,
-	                                sizeof err),
+	ck_assert_int_eq(gpu_rows_quant(GPU_Q_MXFP8, GPU_K_F16, 448.0f, 0.0f, 32, x, 1, 32, q, sc,
+	                                err, sizeof err),
 	                 -1);
 	ck_assert_str_eq(err, "quant: element format 1 is not e4m3 or e5m2, or no block");
 }
@@ -760,6 +845,7 @@ Suite *suite_gpuhost(void)
 	tcase_add_test(tf, test_args);
 	tcase_add_test(tf, test_tables);
 	tcase_add_test(tf, test_tcv);
+	tcase_add_test(tf, test_tc_rules);
 	tcase_add_test(tf, test_attn_rows);
 	tcase_add_test(tf, test_rows_tables);
 	tcase_add_test(tf, test_rows_rsqrt_table);

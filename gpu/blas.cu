@@ -79,8 +79,9 @@ extern "C" int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, co
 	cublasLtMatmulDesc_t op = NULL;
 	cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
 	cublasLtMatmulPreference_t pref = NULL;
-	cublasLtMatmulHeuristicResult_t heur[8];
-	int nres = 0, pick = -1;
+	cublasLtMatmulHeuristicResult_t heur[32];
+	int nres = 0, order[32], norder = 0, ran = -1;
+	cublasStatus_t last = CUBLAS_STATUS_NOT_SUPPORTED;
 	uint8_t *dA = NULL, *dB = NULL;
 	float *dD = NULL, *dS = NULL, scales[2] = {scale_a, scale_b}, alpha = 1.0f, beta = 0.0f;
 	uint32_t *cm = NULL;
@@ -117,29 +118,47 @@ extern "C" int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, co
 	GPU_CKB(cublasLtMatmulPreferenceCreate(&pref));
 	GPU_CKB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
 	                                             &wsz, sizeof wsz));
-	GPU_CKB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 8, heur, &nres));
-	/* the first algorithm that does not split K: a split changes the K order
-	 * and would hide the promotion interval; else the first one (reported) */
+	GPU_CKB(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, ld, ld, pref, 32, heur, &nres));
+	/* Algorithms that do not split K first (a split changes the K order and
+	 * would hide the promotion interval), then the rest, each in the
+	 * heuristic's order; a returned algorithm is no promise that it runs
+	 * (cuBLASLt's own samples try them one by one), so the first that runs
+	 * is the one measured, its split reported. */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < nres; i++) {
+			int32_t sk = 1;
+			size_t w = 0;
+			if (heur[i].state != CUBLAS_STATUS_SUCCESS)
+				continue;
+			if (cublasLtMatmulAlgoConfigGetAttribute(&heur[i].algo,
+			                                         CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk,
+			                                         sizeof sk, &w) != CUBLAS_STATUS_SUCCESS)
+				sk = 0; /* unknown */
+			if ((sk == 1) == (pass == 0))
+				order[norder++] = i;
+		}
 	*splitk = 0;
-	for (int i = 0; i < nres; i++) {
-		int32_t sk = 1;
-		size_t w = 0;
-		if (heur[i].state != CUBLAS_STATUS_SUCCESS)
-			continue;
-		if (cublasLtMatmulAlgoConfigGetAttribute(&heur[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
-		                                         &sk, sizeof sk, &w) != CUBLAS_STATUS_SUCCESS)
-			sk = 0; /* unknown */
-		if (pick < 0 || (*splitk != 1 && sk == 1)) {
-			pick = i;
-			*splitk = sk;
+	for (int j = 0; j < norder && ran < 0; j++) {
+		int i = order[j];
+		last = cublasLtMatmul(lt, op, &alpha, dA, la, dB, lb, &beta, dD, ld, dD, ld,
+		                      &heur[i].algo, ws, wsz, 0);
+		if (last == CUBLAS_STATUS_SUCCESS) {
+			int32_t sk = 0;
+			size_t w = 0;
+			ran = i;
+			if (cublasLtMatmulAlgoConfigGetAttribute(&heur[i].algo,
+			                                         CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &sk,
+			                                         sizeof sk, &w) == CUBLAS_STATUS_SUCCESS)
+				*splitk = sk;
 		}
 	}
-	if (pick < 0) {
-		snprintf(err, len, "cuBLASLt: no FP8 algorithm for M %zu N %zu K %zu", M, N, K);
+	if (ran < 0) {
+		snprintf(err, len,
+		         "cuBLASLt: none of the %d FP8 algorithms the heuristic returned for M %zu N %zu "
+		         "K %zu ran (last: %s)",
+		         norder, M, N, K, cublasGetStatusString(last));
 		goto out;
 	}
-	GPU_CKB(cublasLtMatmul(lt, op, &alpha, dA, la, dB, lb, &beta, dD, ld, dD, ld, &heur[pick].algo,
-	                       ws, wsz, 0));
 	GPU_CK(cudaDeviceSynchronize());
 	cm = (uint32_t *)malloc(M * N * 4);
 	if (!cm) {

@@ -26,6 +26,15 @@ static const emu_format *fmt_of(gpu_fmt f)
 	return emu_format_by_name(names[f]);
 }
 
+/* The fake's functions are the emulator's, correctly rounded either way. */
+int gpu_dev_fp32_math(int cr, char *err, size_t len)
+{
+	(void)cr;
+	(void)err;
+	(void)len;
+	return 0;
+}
+
 int gpu_dev_init(char *name, size_t nlen, char *err, size_t len)
 {
 	(void)err;
@@ -99,15 +108,16 @@ int gpu_dev_table(gpu_fmt g, int func, uint16_t *out, char *err, size_t len)
 	return 0;
 }
 
-/* D[i][j] = model(A row i, B row j, C[i][j]) under the h200 preset. */
-static int fake_gemm(const emu_format *in, const emu_format *out, const uint16_t *A,
-                     const uint16_t *B, const uint32_t *C, size_t M, size_t N, size_t K,
-                     size_t promote, double scale, uint32_t *D, char *err, size_t len)
+/* D[i][j] = model(A row i, B row j, C[i][j]) under the preset gpu: "h200-mma"
+ * for our mma.sync, "h200" (wgmma's FP8 path) for cuBLAS. */
+static int fake_gemm(const char *gpu, const emu_format *in, const emu_format *out,
+                     const uint16_t *A, const uint16_t *B, const uint32_t *C, size_t M, size_t N,
+                     size_t K, size_t promote, double scale, uint32_t *D, char *err, size_t len)
 {
 	const emu_format *f32 = emu_format_by_name("fp32");
 	emu_tc_model m;
-	if (emu_tc_preset("h200", in, out, &m)) {
-		snprintf(err, len, "fake: no h200 preset for %s -> %s", in->name, out->name);
+	if (emu_tc_preset(gpu, in, out, &m)) {
+		snprintf(err, len, "fake: no %s preset for %s -> %s", gpu, in->name, out->name);
 		return -1;
 	}
 	m.promote_every = promote;
@@ -144,18 +154,17 @@ static int fake_gemm(const emu_format *in, const emu_format *out, const uint16_t
 }
 
 int gpu_dev_mma(gpu_fmt in, int acc16, const uint16_t *A, const uint16_t *B, const uint32_t *C,
-                size_t M, size_t N, size_t K, size_t promote, uint32_t *D, char *err,
-                size_t len)
+                size_t M, size_t N, size_t K, size_t promote, uint32_t *D, char *err, size_t len)
 {
-	return fake_gemm(fmt_of(in), emu_format_by_name(acc16 ? "fp16" : "fp32"), A, B, C, M, N, K,
-	                 promote, 1.0, D, err, len);
+	return fake_gemm("h200-mma", fmt_of(in), emu_format_by_name(acc16 ? "fp16" : "fp32"), A, B,
+	                 C, M, N, K, promote, 1.0, D, err, len);
 }
 
 int gpu_dev_gemmex(int compute16, const uint16_t *A, const uint16_t *B, size_t M, size_t N,
                    size_t K, uint32_t *D, char *err, size_t len)
 {
-	return fake_gemm(fmt_of(GPU_F16), emu_format_by_name(compute16 ? "fp16" : "fp32"), A, B,
-	                 NULL, M, N, K, 0, 1.0, D, err, len);
+	return fake_gemm("h200", fmt_of(GPU_F16), emu_format_by_name(compute16 ? "fp16" : "fp32"),
+	                 A, B, NULL, M, N, K, 0, 1.0, D, err, len);
 }
 
 /* cuBLASLt as the fake sees it: the model with promotion every 128 (the
@@ -177,8 +186,8 @@ int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t
 		a[i] = A[i];
 	for (size_t i = 0; i < N * K; i++)
 		b[i] = (uint16_t)emu_convert(e4, bf, B[i], &rne).bits;
-	rc = fake_gemm(e4, emu_format_by_name("fp32"), a, b, NULL, M, N, K, fast_accum ? 0 : 128,
-	               (double)scale_a * scale_b, D, err, len);
+	rc = fake_gemm("h200", e4, emu_format_by_name("fp32"), a, b, NULL, M, N, K,
+	               fast_accum ? 0 : 128, (double)scale_a * scale_b, D, err, len);
 out:
 	free(a);
 	free(b);
@@ -186,30 +195,30 @@ out:
 }
 
 /* the training kernels: gpu/rows.h on the host (gpu/host_rows.c), without tables */
-int gpu_dev_softmax(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, size_t R,
-                    size_t N, float *grad, float *loss, char *err, size_t len)
+int gpu_dev_softmax(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, size_t R, size_t N,
+                    float *grad, float *loss, char *err, size_t len)
 {
 	return gpu_rows_softmax(NULL, v, S, C, A, X, R, N, grad, loss, err, len);
 }
 
-int gpu_dev_layernorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
-                      const float *DY, size_t R, size_t N, float epsc, float *Y, float *DX,
-                      float *RSTD, float *VAR, char *err, size_t len)
+int gpu_dev_layernorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const float *DY,
+                      size_t R, size_t N, float epsc, float *Y, float *DX, float *RSTD, float *VAR,
+                      char *err, size_t len)
 {
 	return gpu_rows_layernorm(NULL, v, S, C, A, X, DY, R, N, epsc, Y, DX, RSTD, VAR, err, len);
 }
 
-int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const float *W,
-                     size_t R, size_t D, size_t K, float scale, float inv, float *G, float *U,
-                     float *loss, float *found, char *err, size_t len)
+int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const float *W, size_t R,
+                     size_t D, size_t K, float scale, float inv, float *G, float *U, float *loss,
+                     float *found, char *err, size_t len)
 {
 	return gpu_rows_backward(NULL, S, C, A, X, W, R, D, K, scale, inv, G, U, loss, found, err,
 	                         len);
 }
 
-int gpu_dev_rmsnorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
-                    const float *DY, size_t R, size_t N, float epsc, float gs, float *Y,
-                    float *DX, float *RSTD, float *MS, float *DG, char *err, size_t len)
+int gpu_dev_rmsnorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const float *DY,
+                    size_t R, size_t N, float epsc, float gs, float *Y, float *DX, float *RSTD,
+                    float *MS, float *DG, char *err, size_t len)
 {
 	return gpu_rows_rmsnorm(NULL, v, S, C, A, X, DY, R, N, epsc, gs, Y, DX, RSTD, MS, DG, err,
 	                        len);
@@ -221,16 +230,16 @@ int gpu_dev_bce(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const
 	return gpu_rows_bce(NULL, v, S, C, A, X, TY, R, N, grad, loss, err, len);
 }
 
-int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, size_t m,
-                   size_t n, size_t k, float *acc, float *c, char *err, size_t len)
+int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, size_t m, size_t n,
+                   size_t k, float *acc, float *c, char *err, size_t len)
 {
 	return gpu_rows_matmul(NULL, fma, S, C, A, X, m, n, k, acc, c, err, len);
 }
 
-int gpu_dev_batchnorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
-                      const float *DY, size_t NB, size_t CH, const float cst[6], float *Y,
-                      float *DX, float *MEAN, float *VAR, float *RM, float *RV, float *DGAMMA,
-                      float *DBETA, char *err, size_t len)
+int gpu_dev_batchnorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X, const float *DY,
+                      size_t NB, size_t CH, const float cst[6], float *Y, float *DX, float *MEAN,
+                      float *VAR, float *RM, float *RV, float *DGAMMA, float *DBETA, char *err,
+                      size_t len)
 {
 	return gpu_rows_batchnorm(NULL, v, S, C, A, X, DY, NB, CH, cst, Y, DX, MEAN, VAR, RM, RV,
 	                          DGAMMA, DBETA, err, len);
@@ -244,15 +253,14 @@ int gpu_dev_optimizer(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, con
 }
 
 int gpu_dev_adamw_ext(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, const float *gs,
-                      size_t n, unsigned steps, const float *k, uint64_t seed,
-                      unsigned decay_step, unsigned store_step, float *w, float *m, float *vv,
-                      char *err, size_t len)
+                      size_t n, unsigned steps, const float *k, uint64_t seed, unsigned decay_step,
+                      unsigned store_step, float *w, float *m, float *vv, char *err, size_t len)
 {
 	return gpu_rows_adamw_ext(NULL, v, S, C, G, T, gs, n, steps, k, seed, decay_step,
 	                          store_step, w, m, vv, err, len);
 }
 
-/* gpu/kern.cu's gpu_dev_matmul_tc: the GEMM (gpu_dev_mma above, the h200
+/* gpu/kern.cu's gpu_dev_matmul_tc: the GEMM (gpu_dev_mma above, the h200-mma
  * model), its encodings widened, then the store of gpu/rows.h */
 int gpu_dev_matmul_tc(gpu_kfmt S, gpu_kfmt C, gpu_kfmt O, const uint16_t *a, const uint16_t *b,
                       size_t m, size_t n, size_t k, float *acc, float *c, char *err, size_t len)
@@ -263,8 +271,10 @@ int gpu_dev_matmul_tc(gpu_kfmt S, gpu_kfmt C, gpu_kfmt O, const uint16_t *a, con
 	const emu_format *of = emu_format_by_name(O == GPU_K_F16 ? "fp16" : "fp32");
 	int rc = -1;
 	if ((S != GPU_K_F16 && S != GPU_K_BF16) || (O != GPU_K_F32 && O != GPU_K_F16)) {
-		snprintf(err, len, "matmul tc: storage %d is not fp16 or bf16, or output %d is not "
-		                   "fp32 or fp16", (int)S, (int)O);
+		snprintf(err, len,
+		         "matmul tc: storage %d is not fp16 or bf16, or output %d is not "
+		         "fp32 or fp16",
+		         (int)S, (int)O);
 		goto out;
 	}
 	if (!cz || !dd || !hd) {
@@ -288,9 +298,8 @@ out:
 	return rc;
 }
 
-int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
-                  const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
-                  size_t len)
+int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs, const float *x,
+                  size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err, size_t len)
 {
 	return gpu_rows_quant(rule, elem, fmax, amin, bs, x, R, N, q, scale, err, len);
 }
@@ -300,8 +309,8 @@ int gpu_dev_attn_soft(int v, gpu_kfmt C, gpu_kfmt A, const float *sacc, size_t n
                       const float *dk8, size_t tk, float psc, float *p, float *alpha, float *lrow,
                       float *lse, float *lost, char *err, size_t len)
 {
-	return gpu_rows_attn_soft(NULL, v, C, A, sacc, nq, nk, bk, causal, sc, dq8, tq, dk8, tk, psc,
-	                          p, alpha, lrow, lse, lost, err, len);
+	return gpu_rows_attn_soft(NULL, v, C, A, sacc, nq, nk, bk, causal, sc, dq8, tq, dk8, tk,
+	                          psc, p, alpha, lrow, lse, lost, err, len);
 }
 
 int gpu_dev_attn_out(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *part,
@@ -315,24 +324,22 @@ int gpu_dev_attn_out(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *par
 
 int gpu_dev_attn_seq(int v, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *q,
                      const float *k, const float *vv, size_t nq, size_t nk, size_t d, size_t bk,
-                     int causal, float sc, const float *dq8, size_t tq, const float *dk8,
-                     size_t tk, const float *dv8, float psc, const float *dO, float *o,
-                     float *lse, float *lost, float *dq, float *dk, float *dv, char *err,
-                     size_t len)
+                     int causal, float sc, const float *dq8, size_t tq, const float *dk8, size_t tk,
+                     const float *dv8, float psc, const float *dO, float *o, float *lse,
+                     float *lost, float *dq, float *dk, float *dv, char *err, size_t len)
 {
-	return gpu_rows_attn_seq(NULL, v, bwd, S, C, A, q, k, vv, nq, nk, d, bk, causal, sc, dq8, tq,
-	                         dk8, tk, dv8, psc, dO, o, lse, lost, dq, dk, dv, err, len);
+	return gpu_rows_attn_seq(NULL, v, bwd, S, C, A, q, k, vv, nq, nk, d, bk, causal, sc, dq8,
+	                         tq, dk8, tk, dv8, psc, dO, o, lse, lost, dq, dk, dv, err, len);
 }
 
-int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, const float *k8,
-                        const float *v8, const float *dq8, size_t tq, const float *dk8,
-                        const float *dv8, size_t tk, const float *lse, const float *o,
-                        const float *do8, float d_do, float sc, float psc, size_t nq, size_t nk,
-                        size_t d, size_t bk, int causal, float *p8a, float *ds, char *err,
-                        size_t len)
+int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, const float *k8, const float *v8,
+                        const float *dq8, size_t tq, const float *dk8, const float *dv8, size_t tk,
+                        const float *lse, const float *o, const float *do8, float d_do, float sc,
+                        float psc, size_t nq, size_t nk, size_t d, size_t bk, int causal,
+                        float *p8a, float *ds, char *err, size_t len)
 {
-	return gpu_rows_attn8_bwd_q(NULL, C, A, q8, k8, v8, dq8, tq, dk8, dv8, tk, lse, o, do8, d_do,
-	                            sc, psc, nq, nk, d, bk, causal, p8a, ds, err, len);
+	return gpu_rows_attn8_bwd_q(NULL, C, A, q8, k8, v8, dq8, tq, dk8, dv8, tk, lse, o, do8,
+	                            d_do, sc, psc, nq, nk, d, bk, causal, p8a, ds, err, len);
 }
 
 int gpu_dev_attn8_bwd_rest(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, gpu_kfmt DF, const float *q8,

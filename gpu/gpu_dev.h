@@ -24,14 +24,14 @@ typedef enum { GPU_F16 = 0, GPU_BF16, GPU_E4M3, GPU_E5M2, GPU_NFMT } gpu_fmt;
 
 /* float -> format conversions: the CUDA intrinsic (or PTX cvt) named. */
 typedef enum {
-	GPU_CV_F16_RN = 0,   /* __float2half_rn */
-	GPU_CV_F16_RZ,       /* __float2half_rz */
-	GPU_CV_F16_RN_SAT,   /* cvt.rn.satfinite.f16.f32 */
-	GPU_CV_BF16_RN,      /* __float2bfloat16_rn */
-	GPU_CV_BF16_RZ,      /* __float2bfloat16_rz */
-	GPU_CV_BF16_RN_SAT,  /* cvt.rn.satfinite.bf16.f32 */
-	GPU_CV_E4M3_SAT,     /* __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3) */
-	GPU_CV_E4M3_NOSAT,   /* __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3) */
+	GPU_CV_F16_RN = 0,  /* __float2half_rn */
+	GPU_CV_F16_RZ,      /* __float2half_rz */
+	GPU_CV_F16_RN_SAT,  /* cvt.rn.satfinite.f16.f32 */
+	GPU_CV_BF16_RN,     /* __float2bfloat16_rn */
+	GPU_CV_BF16_RZ,     /* __float2bfloat16_rz */
+	GPU_CV_BF16_RN_SAT, /* cvt.rn.satfinite.bf16.f32 */
+	GPU_CV_E4M3_SAT,    /* __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3) */
+	GPU_CV_E4M3_NOSAT,  /* __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3) */
 	GPU_CV_E5M2_SAT,
 	GPU_CV_E5M2_NOSAT,
 	GPU_CV_N
@@ -64,8 +64,7 @@ int gpu_dev_table(gpu_fmt f, int func, uint16_t *out /* 65536 */, char *err, siz
  * binary32 bits. M % 16 == 0, N % 8 == 0, K % k == 0.
  */
 int gpu_dev_mma(gpu_fmt in, int acc16, const uint16_t *A, const uint16_t *B, const uint32_t *C,
-                size_t M, size_t N, size_t K, size_t promote, uint32_t *D, char *err,
-                size_t len);
+                size_t M, size_t N, size_t K, size_t promote, uint32_t *D, char *err, size_t len);
 
 /* cublasGemmEx, fp16 A (M×K row-major) and B (N×K), D M×N row-major:
  * compute16 = 1: CUBLAS_COMPUTE_16F, fp16 D (in uint32_t); 0: 32F, fp32 D. */
@@ -80,6 +79,14 @@ int gpu_dev_gemmex(int compute16, const uint16_t *A, const uint16_t *B, size_t M
 int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t *B, size_t M,
                    size_t N, size_t K, float scale_a, float scale_b, uint32_t *D, int *splitk,
                    char *err, size_t len);
+
+/* fp32's exp, log and log1p in the training kernels: 0 (default) CUDA's expf,
+ * logf and log1pf (within 2 ulp, not correctly rounded); 1 the binary64
+ * function rounded once to fp32 (correctly rounded unless the binary64 result
+ * lies within its 1-ulp error of an fp32 midpoint, about 2^-28 of inputs), so
+ * the kernels' order of operations can be proved bit for bit where the GPU
+ * has no table. 0, or -1 with err. */
+int gpu_dev_fp32_math(int cr, char *err, size_t len);
 
 /*
  * softmax_ce (kernels/softmax.c) in the emulator's exact order of operations,
@@ -114,9 +121,9 @@ int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
  * (skipped when inv is 1) into un, with found = 1 when any unscaled value
  * is inf or NaN; loss is the mean loss in A. Sums are sequential in A.
  */
-int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, const float *w,
-                     size_t R, size_t D, size_t K, float scale, float inv, float *grad,
-                     float *un, float *loss, float *found, char *err, size_t len);
+int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, const float *w, size_t R,
+                     size_t D, size_t K, float scale, float inv, float *grad, float *un,
+                     float *loss, float *found, char *err, size_t len);
 
 /*
  * rmsnorm (kernels/rmsnorm.c), forward and backward, variant 0 plain,
@@ -148,8 +155,8 @@ int gpu_dev_bce(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
  * (fma = 1: one fused multiply-add in A per step). Outputs: acc (m·n values
  * of A) and c (acc stored in S).
  */
-int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, size_t m,
-                   size_t n, size_t k, float *acc, float *c, char *err, size_t len);
+int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, size_t m, size_t n,
+                   size_t k, float *acc, float *c, char *err, size_t len);
 
 /*
  * batchnorm (kernels/batchnorm.c, training mode), variant 0 twopass,
@@ -173,9 +180,9 @@ int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
  * scalars in C (gpu/rows.h's k_opt_elem). w (values of S) is updated in
  * place; m and v (values of T) start at 0.
  */
-int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
-                      const float *gs, size_t n, unsigned steps, const float *k, float *w,
-                      float *m, float *v, char *err, size_t len);
+int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, const float *gs,
+                      size_t n, unsigned steps, const float *k, float *w, float *m, float *v,
+                      char *err, size_t len);
 
 /*
  * optimizer (kernels/optimizer.c), variant 0 adamw_kahan (the weights
@@ -186,10 +193,9 @@ int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt 
  * for adamw_sr the policy's seed and the step ids of the weight's two
  * stores (the decay's and the update's), which key the random bits.
  */
-int gpu_dev_adamw_ext(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
-                      const float *gs, size_t n, unsigned steps, const float *k, uint64_t seed,
-                      unsigned decay_step, unsigned store_step, float *w, float *m, float *v,
-                      char *err, size_t len);
+int gpu_dev_adamw_ext(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, const float *gs,
+                      size_t n, unsigned steps, const float *k, uint64_t seed, unsigned decay_step,
+                      unsigned store_step, float *w, float *m, float *v, char *err, size_t len);
 
 /*
  * matmul (kernels/matmul.c, variant tc): gpu_dev_mma's GEMM (S fp16 or bf16
@@ -214,9 +220,8 @@ int gpu_dev_matmul_tc(gpu_kfmt S, gpu_kfmt C, gpu_kfmt O, const uint16_t *a, con
  * code, or the stored scale's binary32 bits).
  */
 typedef enum { GPU_Q_MXFP8 = 0, GPU_Q_DEEPSEEK } gpu_qrule;
-int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs,
-                  const float *x, size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err,
-                  size_t len);
+int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t bs, const float *x,
+                  size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err, size_t len);
 
 /*
  * attention (kernels/attention.c, naive:tc, online:tc, fp8:tc) around its
@@ -231,8 +236,8 @@ int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t 
  * block, values of A) and soft's alpha and lrow in; o (nq×d, values of S)
  * out; fp8: dv8 per tile of tk key rows.
  */
-int gpu_dev_attn_soft(int variant, gpu_kfmt C, gpu_kfmt A, const float *sacc, size_t nq,
-                      size_t nk, size_t bk, int causal, float sc, const float *dq8, size_t tq,
+int gpu_dev_attn_soft(int variant, gpu_kfmt C, gpu_kfmt A, const float *sacc, size_t nq, size_t nk,
+                      size_t bk, int causal, float sc, const float *dq8, size_t tq,
                       const float *dk8, size_t tk, float psc, float *p, float *alpha, float *lrow,
                       float *lse, float *lost, char *err, size_t len);
 int gpu_dev_attn_out(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *part,
@@ -252,10 +257,9 @@ int gpu_dev_attn_out(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const floa
  */
 int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *q,
                      const float *k, const float *v, size_t nq, size_t nk, size_t d, size_t bk,
-                     int causal, float sc, const float *dq8, size_t tq, const float *dk8,
-                     size_t tk, const float *dv8, float psc, const float *dO, float *o,
-                     float *lse, float *lost, float *dq, float *dk, float *dv, char *err,
-                     size_t len);
+                     int causal, float sc, const float *dq8, size_t tq, const float *dk8, size_t tk,
+                     const float *dv8, float psc, const float *dO, float *o, float *lse,
+                     float *lost, float *dq, float *dk, float *dv, char *err, size_t len);
 
 /*
  * fp8:bwd (kernels/attention.c's fp8_backward) after the fp8 forward
@@ -269,12 +273,11 @@ int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, c
  * format dS is cast to (GPU_K_E4M3 or GPU_K_E5M2): dq (nq×d), dk, dv (nk×d,
  * values of S) and lost (per query: the nonzero dS the cast flushed).
  */
-int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, const float *k8,
-                        const float *v8, const float *dq8, size_t tq, const float *dk8,
-                        const float *dv8, size_t tk, const float *lse, const float *o,
-                        const float *do8, float d_do, float sc, float psc, size_t nq, size_t nk,
-                        size_t d, size_t bk, int causal, float *p8a, float *ds, char *err,
-                        size_t len);
+int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, const float *k8, const float *v8,
+                        const float *dq8, size_t tq, const float *dk8, const float *dv8, size_t tk,
+                        const float *lse, const float *o, const float *do8, float d_do, float sc,
+                        float psc, size_t nq, size_t nk, size_t d, size_t bk, int causal,
+                        float *p8a, float *ds, char *err, size_t len);
 int gpu_dev_attn8_bwd_rest(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, gpu_kfmt DF, const float *q8,
                            const float *k8, const float *dq8, size_t tq, const float *dk8,
                            size_t tk, const float *do8, float d_do, float psc, float sds,

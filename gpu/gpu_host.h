@@ -73,10 +73,10 @@ typedef struct {
 #define GPU_NANENC_MAX 4
 
 typedef struct {
-	uint64_t index;  /* element number in the comparison */
-	uint64_t input;  /* the input's bits (or packed operands, or a case number) */
+	uint64_t index; /* element number in the comparison */
+	uint64_t input; /* the input's bits (or packed operands, or a case number) */
 	emu_bits got, want;
-	uint64_t ulp;    /* UINT64_MAX: one side is NaN */
+	uint64_t ulp; /* UINT64_MAX: one side is NaN */
 } gpu_miss;
 
 typedef struct {
@@ -84,16 +84,16 @@ typedef struct {
 	const emu_format *f; /* the output format */
 	gpu_tol tol;
 	uint64_t compared;
-	uint64_t identical;  /* same bits */
-	uint64_t nan_equal;  /* both NaN, different encodings, accepted by nan_any */
-	uint64_t within;     /* not identical, inside the ulp tolerance */
-	uint64_t max_ulp;    /* over all compared; UINT64_MAX for NaN vs number */
-	int nshow;           /* the first mismatches (lowest index) */
+	uint64_t identical; /* same bits */
+	uint64_t nan_equal; /* both NaN, different encodings, accepted by nan_any */
+	uint64_t within;    /* not identical, inside the ulp tolerance */
+	uint64_t max_ulp;   /* over all compared; UINT64_MAX for NaN vs number */
+	int nshow;          /* the first mismatches (lowest index) */
 	gpu_miss show[GPU_SHOW_MAX];
-	int nnan;            /* NaN encodings the GPU produced, with counts */
+	int nnan; /* NaN encodings the GPU produced, with counts */
 	emu_bits nan_enc[GPU_NANENC_MAX];
 	uint64_t nan_cnt[GPU_NANENC_MAX];
-	uint64_t nan_other;  /* NaNs beyond GPU_NANENC_MAX distinct encodings */
+	uint64_t nan_other; /* NaNs beyond GPU_NANENC_MAX distinct encodings */
 } gpu_cmp;
 
 void gpu_cmp_init(gpu_cmp *c, const char *step, const char *kernel, const char *format,
@@ -148,8 +148,8 @@ typedef emu_gpu_tables gpu_tables;
 #define gpu_tables_find emu_gpu_tables_find
 #define gpu_tables_lookup emu_gpu_tables_lookup
 #define gpu_tables_free emu_gpu_tables_free
-int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, size_t n,
-                     char *err, size_t len);
+int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, size_t n, char *err,
+                     size_t len);
 
 /* ---- gpu/rows.h on the host (gpu/host_rows.c) ---- */
 /* The same arguments as gpu_dev_softmax, gpu_dev_layernorm,
@@ -164,8 +164,8 @@ int gpu_rows_layernorm(const gpu_tables *t, int v, int S, int C, int A, const fl
                        const float *dy, size_t R, size_t N, float eps_c, float *y, float *dx,
                        float *rstd, float *var, char *err, size_t len);
 int gpu_rows_backward(const gpu_tables *t, int S, int C, int A, const float *x, const float *w,
-                      size_t R, size_t D, size_t K, float scale, float inv, float *grad,
-                      float *un, float *loss, float *found, char *err, size_t len);
+                      size_t R, size_t D, size_t K, float scale, float inv, float *grad, float *un,
+                      float *loss, float *found, char *err, size_t len);
 int gpu_rows_rmsnorm(const gpu_tables *t, int v, int S, int C, int A, const float *x,
                      const float *dy, size_t R, size_t N, float eps_c, float g_s, float *y,
                      float *dx, float *rstd, float *ms, float *dg, char *err, size_t len);
@@ -182,21 +182,20 @@ int gpu_rows_optimizer(const gpu_tables *t, int v, int S, int C, int G, int T, c
                        size_t n, unsigned steps, const float *k, float *w, float *m, float *vv,
                        char *err, size_t len);
 int gpu_rows_adamw_ext(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
-                       size_t n, unsigned steps, const float *k, uint64_t seed,
-                       unsigned decay_step, unsigned store_step, float *w, float *m, float *vv,
-                       char *err, size_t len);
+                       size_t n, unsigned steps, const float *k, uint64_t seed, unsigned decay_step,
+                       unsigned store_step, float *w, float *m, float *vv, char *err, size_t len);
 /* rows.h's stochastic rounding (k_sr, k_sr_bits) of x[0..n) into F (a
  * gpu_kfmt): element i draws the bits of element e0 + i of step id step */
 int gpu_rows_sr(int F, const float *x, size_t n, uint64_t seed, unsigned step, uint64_t e0,
                 float *out, char *err, size_t len);
 /* gpu_dev_matmul_tc's store, after the GEMM: d holds its m·n results widened
  * to float (values of O) */
-int gpu_rows_matmul_tc_store(int S, int C, int O, const float *d, size_t no, float *acc,
-                             float *c, char *err, size_t len);
+int gpu_rows_matmul_tc_store(int S, int C, int O, const float *d, size_t no, float *acc, float *c,
+                             char *err, size_t len);
 /* gpu_dev_quant's arguments (rule a gpu_qrule, elem a gpu_kfmt), by the
  * block bodies kern.cu compiles, with the emulator's operations. */
-int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const float *x,
-                   size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err, size_t len);
+int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const float *x, size_t R,
+                   size_t N, uint8_t *q, uint32_t *scale, char *err, size_t len);
 
 /* gpu_dev_attn_soft's and gpu_dev_attn_out's arguments, by the row bodies
  * kern.cu compiles, with the emulator's operations (t as above). */
@@ -212,9 +211,8 @@ int gpu_rows_attn_out(const gpu_tables *t, int v, int S, int C, int A, const flo
 int gpu_rows_attn_seq(const gpu_tables *t, int v, int bwd, int S, int C, int A, const float *q,
                       const float *k, const float *vv, size_t nq, size_t nk, size_t d, size_t bk,
                       int causal, float sc, const float *dq8, size_t tq, const float *dk8,
-                      size_t tk, const float *dv8, float psc, const float *dO, float *o,
-                      float *lse, float *lost, float *dq, float *dk, float *dv, char *err,
-                      size_t len);
+                      size_t tk, const float *dv8, float psc, const float *dO, float *o, float *lse,
+                      float *lost, float *dq, float *dk, float *dv, char *err, size_t len);
 
 int gpu_rows_attn8_bwd_q(const gpu_tables *t, int C, int A, const float *q8, const float *k8,
                          const float *v8, const float *dq8, size_t tq, const float *dk8,
@@ -241,8 +239,8 @@ typedef struct {
 
 /* 0; 1 when the files are absent (a reason in err: the caller skips);
  * -1 on a malformed file (a reason in err). */
-int gpu_tcv_load(const char *dir, const char *gpu, const char *fmt, const char *out,
-                 gpu_tcv *v, char *err, size_t len);
+int gpu_tcv_load(const char *dir, const char *gpu, const char *fmt, const char *out, gpu_tcv *v,
+                 char *err, size_t len);
 void gpu_tcv_free(gpu_tcv *v);
 
 /* ---- the disputed Tensor Core rules (gpu/tc-rules.txt, read by host_tcv.c) ---- */
@@ -250,17 +248,18 @@ void gpu_tcv_free(gpu_tcv *v);
 typedef struct {
 	char name[40];
 	const emu_format *in, *out;
-	size_t K;                  /* 16 for fp16/bf16, 32 for fp8: one mma.sync */
-	uint32_t c;                /* the addend, binary32 */
-	emu_bits nanmap, mmasim;   /* D under each reading (encodings of out) */
-	bool has_mmasim;           /* false: MMA-Sim does not model the instruction */
+	size_t K;              /* 16 for fp16/bf16, 32 for fp8: one mma.sync */
+	uint32_t c;            /* the addend, binary32 */
+	emu_bits model, other; /* D under each reading (encodings of out): the
+	                          h200-mma model's, and the rival reading's */
+	bool has_other;        /* false: no rival reading to test (-) */
 	emu_bits a[GPU_RULE_K_MAX], b[GPU_RULE_K_MAX];
 } gpu_rule;
 
 /* Read the cases of path into *out (malloc'd, *n of them). 0, or -1 with one
  * line in err naming the file, the line and what is wrong. */
 int gpu_rules_load(const char *path, gpu_rule **out, size_t *n, char *err, size_t len);
-/* Which reading got is: "nanmap", "MMA-Sim", "both" or "neither". */
+/* Which reading got is: "model", "other", "both" or "neither". */
 const char *gpu_rule_reading(const gpu_rule *r, emu_bits got);
 
 #endif

@@ -10,9 +10,8 @@
 
 #include "gpu_host.h"
 
-static const char *const step_names[] = {"conv", "arith", "tables", "tc",   "gemm",
-                                         "gemmex", "lt",  "kern",   "quant", "attn",
-                                         "rules"};
+static const char *const step_names[] = {"conv", "arith", "tables", "tc",   "gemm", "gemmex",
+                                         "lt",   "kern",  "quant",  "attn", "rules"};
 
 const char *gpu_step_name(unsigned step)
 {
@@ -36,7 +35,8 @@ const char *gpu_usage(void)
 	       "arithmetic op (2^32: all pairs for add and mul); --quick: 16-row GEMMs.\n"
 	       "--tc-rules FILE: the disputed Tensor Core rule cases (default\n"
 	       "gpu/tc-rules.txt); the rules step writes DIR/tc-rules.csv.\n"
-	       "--gpu-tables FILE|DIR: the tables a tables step wrote (default: DIR/gpu-tables.txt\n"
+	       "--gpu-tables FILE|DIR: the tables a tables step wrote (default: "
+	       "DIR/gpu-tables.txt\n"
 	       "when present); the kern step then predicts fp16/bf16 kernels bit for bit.\n"
 	       "Exit 0 when every step ran (mismatches are findings, in the report), 1 when\n"
 	       "a step failed, 2 on bad arguments, 77 when no CUDA device is usable.\n";
@@ -100,9 +100,9 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 			o->quick = true;
 			continue;
 		}
-		static const char *const with_value[] = {"--out",   "--only",  "--tc-vectors",
-		                                         "--chunk-log2", "--stride", "--pairs",
-		                                         "--seed",  "--gpu-tables", "--tc-rules"};
+		static const char *const with_value[] = {
+		    "--out",   "--only", "--tc-vectors", "--chunk-log2", "--stride",
+		    "--pairs", "--seed", "--gpu-tables", "--tc-rules"};
 		int k = -1;
 		for (int j = 0; j < (int)(sizeof with_value / sizeof with_value[0]); j++)
 			if (strcmp(a, with_value[j]) == 0)
@@ -123,8 +123,10 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 			break;
 		case 1:
 			if (parse_steps(v, &o->steps)) {
-				snprintf(err, len, "--only: '%s' is not a list of conv, arith, tables, tc, "
-				                   "gemm, gemmex, lt, kern, quant, attn, rules, all", v);
+				snprintf(err, len,
+				         "--only: '%s' is not a list of conv, arith, tables, tc, "
+				         "gemm, gemmex, lt, kern, quant, attn, rules, all",
+				         v);
 				return -1;
 			}
 			break;
@@ -133,7 +135,8 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 			break;
 		case 3:
 			if (num(v, 16, 30, &n)) {
-				snprintf(err, len, "--chunk-log2: '%s' is not an integer in 16..30", v);
+				snprintf(err, len, "--chunk-log2: '%s' is not an integer in 16..30",
+				         v);
 				return -1;
 			}
 			o->chunk_log2 = (int)n;
@@ -141,7 +144,8 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 		case 4:
 			/* inputs 0, N, 2N, ... below 2^32 (1: every input) */
 			if (num(v, 1, UINT32_MAX, &n)) {
-				snprintf(err, len, "--stride: '%s' is not an integer in 1..2^32-1", v);
+				snprintf(err, len, "--stride: '%s' is not an integer in 1..2^32-1",
+				         v);
 				return -1;
 			}
 			o->stride = n;

@@ -24,8 +24,8 @@ void gpu_tcv_free(gpu_tcv *v)
 /* Read whitespace-separated tokens: hex words (a, b) or 32-char binary (c, d).
  * Stores up to cap values; returns the count and the tokens on the first line
  * in *first_line, or -1 with err. */
-static long read_words(const char *path, bool binary, uint32_t **out, size_t *first_line,
-                       char *err, size_t len)
+static long read_words(const char *path, bool binary, uint32_t **out, size_t *first_line, char *err,
+                       size_t len)
 {
 	FILE *fp = fopen(path, "r");
 	if (!fp) {
@@ -60,7 +60,9 @@ static long read_words(const char *path, bool binary, uint32_t **out, size_t *fi
 		bool ok = binary ? k == 32 : (k >= 1 && k <= 8);
 		for (size_t i = 0; ok && i < k; i++) {
 			char ch = tok[i];
-			int d = binary ? (ch == '0' ? 0 : ch == '1' ? 1 : -1)
+			int d = binary ? (ch == '0'   ? 0
+			                  : ch == '1' ? 1
+			                              : -1)
 			               : (ch >= '0' && ch <= '9'   ? ch - '0'
 			                  : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
 			                  : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
@@ -96,8 +98,8 @@ static long read_words(const char *path, bool binary, uint32_t **out, size_t *fi
 	return (long)n;
 }
 
-int gpu_tcv_load(const char *dir, const char *gpu, const char *fmt, const char *out,
-                 gpu_tcv *v, char *err, size_t len)
+int gpu_tcv_load(const char *dir, const char *gpu, const char *fmt, const char *out, gpu_tcv *v,
+                 char *err, size_t len)
 {
 	char path[4][1024];
 	memset(v, 0, sizeof *v);
@@ -174,7 +176,7 @@ static const char *rule_parse(char **tok, int nt, gpu_rule *r)
 	uint32_t v;
 	memset(r, 0, sizeof *r);
 	if (nt < 6)
-		return "fewer than 6 fields (name in out C nanmap mmasim term...)";
+		return "fewer than 6 fields (name in out C model other term...)";
 	if (strlen(tok[0]) >= sizeof r->name)
 		return "name longer than 39 characters";
 	strcpy(r->name, tok[0]);
@@ -186,13 +188,13 @@ static const char *rule_parse(char **tok, int nt, gpu_rule *r)
 	if (!hex_tok(tok[3], 8, &r->c))
 		return "C is not a hex binary32 encoding";
 	if (!hex_tok(tok[4], 8, &v) || !fits(v, r->out->bits))
-		return "nanmap is not a hex encoding of out";
-	r->nanmap = v;
-	r->has_mmasim = strcmp(tok[5], "-") != 0;
-	if (r->has_mmasim) {
+		return "model is not a hex encoding of out";
+	r->model = v;
+	r->has_other = strcmp(tok[5], "-") != 0;
+	if (r->has_other) {
 		if (!hex_tok(tok[5], 8, &v) || !fits(v, r->out->bits))
-			return "mmasim is not a hex encoding of out or -";
-		r->mmasim = v;
+			return "other is not a hex encoding of out or -";
+		r->other = v;
 	}
 	bool seen[GPU_RULE_K_MAX] = {false};
 	for (int i = 6; i < nt; i++) {
@@ -206,8 +208,8 @@ static const char *rule_parse(char **tok, int nt, gpu_rule *r)
 		if (seen[k])
 			return "a term's k is given twice";
 		seen[k] = true;
-		if (!hex_tok(eq + 1, 4, &a) || !hex_tok(comma + 1, 4, &b) || !fits(a, r->in->bits) ||
-		    !fits(b, r->in->bits))
+		if (!hex_tok(eq + 1, 4, &a) || !hex_tok(comma + 1, 4, &b) ||
+		    !fits(a, r->in->bits) || !fits(b, r->in->bits))
 			return "a term's a or b is not a hex encoding of in";
 		r->a[k] = a;
 		r->b[k] = b;
@@ -240,7 +242,8 @@ int gpu_rules_load(const char *path, gpu_rule **out, size_t *n, char *err, size_
 		char *hash = strchr(line, '#');
 		if (hash)
 			*hash = '\0';
-		for (t = strtok_r(line, " \t\r\n", &save); t; t = strtok_r(NULL, " \t\r\n", &save)) {
+		for (t = strtok_r(line, " \t\r\n", &save); t;
+		     t = strtok_r(NULL, " \t\r\n", &save)) {
 			if (nt == (int)(sizeof tok / sizeof tok[0])) {
 				why = "too many fields";
 				break;
@@ -287,6 +290,6 @@ int gpu_rules_load(const char *path, gpu_rule **out, size_t *n, char *err, size_
 
 const char *gpu_rule_reading(const gpu_rule *r, emu_bits got)
 {
-	bool a = got == r->nanmap, b = r->has_mmasim && got == r->mmasim;
-	return a && b ? "both" : a ? "nanmap" : b ? "MMA-Sim" : "neither";
+	bool a = got == r->model, b = r->has_other && got == r->other;
+	return a && b ? "both" : a ? "model" : b ? "other" : "neither";
 }

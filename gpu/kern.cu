@@ -87,13 +87,25 @@ static __device__ float f_div(int f, float a, float b)
 	return __fdiv_rn(a, b);
 }
 
+/* gpu_dev_fp32_math: 1 makes fp32's exp, log and log1p binary64's, rounded once */
+static __device__ int d_fp32_cr;
+
+extern "C" int gpu_dev_fp32_math(int cr, char *err, size_t len)
+{
+	int rc = -1;
+	GPU_CK(cudaMemcpyToSymbol(d_fp32_cr, &cr, sizeof cr));
+	rc = 0;
+out:
+	return rc;
+}
+
 static __device__ float f_exp(int f, float a)
 {
 	if (f == GPU_K_F16)
 		return __half2float(hexp(H(a)));
 	if (f == GPU_K_BF16)
 		return __bfloat162float(hexp(B(a)));
-	return expf(a);
+	return d_fp32_cr ? __double2float_rn(exp((double)a)) : expf(a);
 }
 
 static __device__ float f_log(int f, float a)
@@ -102,7 +114,7 @@ static __device__ float f_log(int f, float a)
 		return __half2float(hlog(H(a)));
 	if (f == GPU_K_BF16)
 		return __bfloat162float(hlog(B(a)));
-	return logf(a);
+	return d_fp32_cr ? __double2float_rn(log((double)a)) : logf(a);
 }
 
 static __device__ float f_rsqrt(int f, float a)
@@ -121,7 +133,7 @@ static __device__ float f_rsqrt(int f, float a)
  * cannot show it. */
 static __device__ float f_log1p(int f, float a)
 {
-	return rnd(f, log1pf(a));
+	return rnd(f, d_fp32_cr ? __double2float_rn(log1p((double)a)) : log1pf(a));
 }
 
 /* a·b + c, one rounding: F's fused instruction */

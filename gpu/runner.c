@@ -118,8 +118,8 @@ static void step_conv(const gpu_opts *o)
 		env.mode = conv_rows[r].m;
 		env.sat = conv_rows[r].sat;
 		gpu_cmp row;
-		gpu_cmp_init(&row, "conv", conv_rows[r].name, conv_rows[r].fmt, conv_rows[r].mode, f,
-		             (gpu_tol){0, true});
+		gpu_cmp_init(&row, "conv", conv_rows[r].name, conv_rows[r].fmt, conv_rows[r].mode,
+		             f, (gpu_tol){0, true});
 		double t0 = now();
 		bool ok = true;
 		/* the row goes into the report at once and is rewritten after every
@@ -129,8 +129,8 @@ static void step_conv(const gpu_opts *o)
 			idx = SIZE_MAX;
 		for (uint64_t j0 = 0; j0 < total && ok; j0 += chunk) {
 			size_t n = total - j0 < chunk ? (size_t)(total - j0) : chunk;
-			if (gpu_dev_convert(conv_rows[r].kind, j0 * o->stride, o->stride, n, got, err,
-			                    sizeof err)) {
+			if (gpu_dev_convert(conv_rows[r].kind, j0 * o->stride, o->stride, n, got,
+			                    err, sizeof err)) {
 				ok = false;
 				break;
 			}
@@ -142,13 +142,15 @@ static void step_conv(const gpu_opts *o)
 		}
 		if (!ok) {
 			char what[700];
-			snprintf(what, sizeof what, "%s %s: %s (the row holds the inputs compared before)",
+			snprintf(what, sizeof what,
+			         "%s %s: %s (the row holds the inputs compared before)",
 			         conv_rows[r].fmt, conv_rows[r].mode, err);
 			step_failed("conv", what);
 			continue;
 		}
 		print_row(&row);
-		gpu_report_note(&rep, "conv %s %s: %" PRIu64 " inputs (stride %" PRIu64 ") in %.1f s",
+		gpu_report_note(&rep,
+		                "conv %s %s: %" PRIu64 " inputs (stride %" PRIu64 ") in %.1f s",
 		                conv_rows[r].fmt, conv_rows[r].mode, total, o->stride, now() - t0);
 	}
 	free(got);
@@ -191,19 +193,22 @@ static void step_arith(const gpu_opts *o)
 		for (int op = 0; op < 3; op++) {
 			gpu_cmp row;
 			gpu_cmp_init(&row, "arith", onames[op], fnames[g],
-			             all && op < 2 ? "rn-allpairs" : "rn-sampled", f, (gpu_tol){0, true});
+			             all && op < 2 ? "rn-allpairs" : "rn-sampled", f,
+			             (gpu_tol){0, true});
 			bool ok = true;
 			for (uint64_t j0 = 0; j0 < o->pairs && ok; j0 += chunk) {
 				size_t n = o->pairs - j0 < chunk ? (size_t)(o->pairs - j0) : chunk;
 #pragma omp parallel for schedule(static)
 				for (size_t i = 0; i < n; i++) {
-					uint64_t r = rnd(o->seed, 1 + (uint64_t)(g * 3 + op), j0 + i);
+					uint64_t r =
+					    rnd(o->seed, 1 + (uint64_t)(g * 3 + op), j0 + i);
 					bool pair = all && op < 2;
 					a[i] = pair ? (uint16_t)((j0 + i) >> 16) : (uint16_t)r;
 					b[i] = pair ? (uint16_t)(j0 + i) : (uint16_t)(r >> 16);
 					c[i] = (uint16_t)(r >> 32);
 				}
-				if (gpu_dev_arith((gpu_fmt)g, op, a, b, c, n, got, err, sizeof err)) {
+				if (gpu_dev_arith((gpu_fmt)g, op, a, b, c, n, got, err,
+				                  sizeof err)) {
 					ok = false;
 					break;
 				}
@@ -213,10 +218,13 @@ static void step_arith(const gpu_opts *o)
 					emu_env env = EMU_ENV_DEFAULT;
 #pragma omp for schedule(static)
 					for (size_t i = 0; i < n; i++) {
-						emu_bits w = op == 0   ? emu_add(f, a[i], b[i], &env).bits
-						             : op == 1 ? emu_mul(f, a[i], b[i], &env).bits
-						                       : emu_fma(f, a[i], b[i], c[i], &env).bits;
-						uint64_t in = (uint64_t)a[i] << 32 | (uint64_t)b[i] << 16 | c[i];
+						emu_bits w =
+						    op == 0 ? emu_add(f, a[i], b[i], &env).bits
+						    : op == 1
+						        ? emu_mul(f, a[i], b[i], &env).bits
+						        : emu_fma(f, a[i], b[i], c[i], &env).bits;
+						uint64_t in = (uint64_t)a[i] << 32 |
+						              (uint64_t)b[i] << 16 | c[i];
 						gpu_cmp_one(&mine, j0 + i, in, got[i], w);
 					}
 #pragma omp critical
@@ -237,7 +245,8 @@ static void step_arith(const gpu_opts *o)
 static void step_tables(const gpu_opts *o)
 {
 	static const char *const fnames[2] = {"fp16", "bf16"};
-	static const char *const funcs[GPU_NFUNC] = {"hexp", "hlog", "hexp2", "hrcp", "hrsqrt", "hsqrt"};
+	static const char *const funcs[GPU_NFUNC] = {"hexp", "hlog",   "hexp2",
+	                                             "hrcp", "hrsqrt", "hsqrt"};
 	gpu_table *t = calloc(2 * GPU_NFUNC, sizeof *t);
 	size_t nt = 0;
 	if (!t) {
@@ -259,8 +268,8 @@ static void step_tables(const gpu_opts *o)
 			/* against the correctly rounded result: 1 ulp is the documented
 			 * class of these approximations (FACTS §2) */
 			gpu_cmp row;
-			gpu_cmp_init(&row, "tables", funcs[fn], fnames[g], "vs correctly rounded", f,
-			             (gpu_tol){1, true});
+			gpu_cmp_init(&row, "tables", funcs[fn], fnames[g], "vs correctly rounded",
+			             f, (gpu_tol){1, true});
 #pragma omp parallel
 			{
 				gpu_cmp mine = gpu_cmp_blank(&row);
@@ -300,7 +309,8 @@ static void step_tables(const gpu_opts *o)
 	snprintf(path, sizeof path, "%s/gpu-tables.txt", o->out_dir);
 	snprintf(note, sizeof note,
 	         "nanmap-gpu tables: hexp hlog hexp2 hrcp hrsqrt hsqrt of every fp16/bf16 input, "
-	         "measured on %s", rep.notes && rep.nnotes ? rep.notes[0] : "a GPU");
+	         "measured on %s",
+	         rep.notes && rep.nnotes ? rep.notes[0] : "a GPU");
 	if (nt && gpu_tables_write(path, note, t, nt, err, sizeof err))
 		step_failed("tables", err);
 	else if (nt) {
@@ -335,7 +345,8 @@ static uint16_t enc_of(const emu_format *in, uint32_t bits)
 
 static gpu_fmt gfmt(const emu_format *in)
 {
-	return in->bits == 8 ? (in->p == 4 ? GPU_E4M3 : GPU_E5M2) : (in->p == 11 ? GPU_F16 : GPU_BF16);
+	return in->bits == 8 ? (in->p == 4 ? GPU_E4M3 : GPU_E5M2)
+	                     : (in->p == 11 ? GPU_F16 : GPU_BF16);
 }
 
 /* ---- tc: the hardware vectors through our mma.sync ---- */
@@ -347,21 +358,25 @@ static void step_tc(const gpu_opts *o)
 	            {"E4M3", "e4m3", "fp32"}, {"E4M3", "e4m3", "fp16"}, {"E5M2", "e5m2", "fp32"},
 	            {"E5M2", "e5m2", "fp16"}};
 	if (!o->tc_vectors) {
-		gpu_report_note(&rep, "tc: SKIPPED: no vectors path (--tc-vectors or NANMAP_TC_VECTORS)");
+		gpu_report_note(&rep,
+		                "tc: SKIPPED: no vectors path (--tc-vectors or NANMAP_TC_VECTORS)");
 		printf("tc: SKIPPED: no vectors path (--tc-vectors or NANMAP_TC_VECTORS)\n");
 		flush_report();
 		return;
 	}
 	gpu_report_note(&rep, "tc: tf32 vectors not run: the mma kernel takes fp16, bf16 and fp8");
-	gpu_report_note(&rep, "tc: FP8 mma.sync on sm_90 is emulated by ptxas (fp16 HMMAs): the h200 "
-	                      "FP8 -> fp16 preset models it; the FP8 -> fp32 preset and files are "
-	                      "wgmma's native path, so a mismatch there is a measurement");
+	gpu_report_note(&rep,
+	                "tc: FP8 mma.sync on sm_90 is emulated by ptxas (fp16 HMMAs), which the "
+	                "h200-mma preset models; the recorded FP8 -> fp32 files are wgmma's "
+	                "native path (the h200 preset), so mma.sync against them is a "
+	                "measurement of how the two paths differ");
 	for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
 		gpu_tcv v;
 		int rc = gpu_tcv_load(o->tc_vectors, "H200", sets[s].dir, sets[s].out, &v, err,
 		                      sizeof err);
 		if (rc == 1) {
-			gpu_report_note(&rep, "tc: SKIPPED %s->%s: %s", sets[s].in, sets[s].out, err);
+			gpu_report_note(&rep, "tc: SKIPPED %s->%s: %s", sets[s].in, sets[s].out,
+			                err);
 			printf("tc: SKIPPED %s->%s: %s\n", sets[s].in, sets[s].out, err);
 			continue;
 		}
@@ -382,16 +397,16 @@ static void step_tc(const gpu_opts *o)
 		emu_bits *ea = malloc(K * sizeof *ea), *eb = malloc(K * sizeof *eb);
 		emu_tc_model m;
 		gpu_cmp vs_model, vs_hw;
-		gpu_cmp_init(&vs_model, "tc", "mma.sync vs model h200", sets[s].in, sets[s].out, out,
-		             (gpu_tol){0, true});
-		gpu_cmp_init(&vs_hw, "tc", "mma.sync vs recorded H200", sets[s].in, sets[s].out, out,
-		             (gpu_tol){0, true});
+		gpu_cmp_init(&vs_model, "tc", "mma.sync vs model h200-mma", sets[s].in, sets[s].out,
+		             out, (gpu_tol){0, true});
+		gpu_cmp_init(&vs_hw, "tc", "mma.sync vs recorded H200", sets[s].in, sets[s].out,
+		             out, (gpu_tol){0, true});
 		if (!A || !B || !ea || !eb) {
 			step_failed("tc", "out of memory");
 			goto next;
 		}
-		if (emu_tc_preset("h200", in, out, &m)) {
-			step_failed("tc", "no h200 preset for this pair");
+		if (emu_tc_preset("h200-mma", in, out, &m)) {
+			step_failed("tc", "no h200-mma preset for this pair");
 			goto next;
 		}
 		for (size_t g0 = 0; g0 < v.n; g0 += 8) {
@@ -410,7 +425,8 @@ static void step_tc(const gpu_opts *o)
 					c = emu_convert(out, f32, c, &env_rne).bits;
 				C[j * 8 + j] = c;
 			}
-			if (gpu_dev_mma(gfmt(in), acc16, A, B, C, 16, 8, K, 0, D, err, sizeof err)) {
+			if (gpu_dev_mma(gfmt(in), acc16, A, B, C, 16, 8, K, 0, D, err,
+			                sizeof err)) {
 				step_failed("tc", err);
 				goto next;
 			}
@@ -423,7 +439,8 @@ static void step_tc(const gpu_opts *o)
 				uint32_t c = with_c ? v.c[i] : 0;
 				emu_bits want = emu_tc_dot(&m, in, out, ea, eb, K, c).bits;
 				gpu_cmp_one(&vs_model, i, i, D[j * 8 + j], want);
-				emu_bits hw = acc16 ? emu_convert(out, f32, v.d[i], &env_rne).bits : v.d[i];
+				emu_bits hw =
+				    acc16 ? emu_convert(out, f32, v.d[i], &env_rne).bits : v.d[i];
 				gpu_cmp_one(&vs_hw, i, i, D[j * 8 + j], hw);
 			}
 		}
@@ -441,9 +458,9 @@ static void step_tc(const gpu_opts *o)
 /* ---- rules: the disputed Tensor Core rules, one mma.sync a case ----
  * Each case of gpu/tc-rules.txt alone in a 16×8 tile (row 0, column 0; every
  * other element 0), C in the output format, one mma.sync (K = 16, or 32 for
- * fp8). The row per in/out pair compares with the h200 model; the note and
- * DIR/tc-rules.csv say which reading (nanmap's or MMA-Sim's) the hardware
- * returned, which is the finding. */
+ * fp8). Each case's row compares with the h200-mma model; the note and
+ * DIR/tc-rules.csv say which reading (the model's or the rival one's) the
+ * hardware returned, which is the finding. */
 static void step_rules(const gpu_opts *o)
 {
 	gpu_rule *rs = NULL;
@@ -466,9 +483,11 @@ static void step_rules(const gpu_opts *o)
 		free(rs);
 		return;
 	}
-	fprintf(csv, "case,in,out,gpu,nanmap,mmasim,reading\n");
-	gpu_report_note(&rep, "rules: each case of %s on one mma.sync; the reading the GPU "
-	                      "returned (nanmap's model, MMA-Sim's, both or neither):", o->tc_rules);
+	fprintf(csv, "case,in,out,gpu,model,other,reading\n");
+	gpu_report_note(&rep,
+	                "rules: each case of %s on one mma.sync; the reading the GPU "
+	                "returned (the h200-mma model's, the other one's, both or neither):",
+	                o->tc_rules);
 	const emu_format *f32 = fmt("fp32");
 	uint16_t A[16 * GPU_RULE_K_MAX], B[8 * GPU_RULE_K_MAX];
 	uint32_t C[16 * 8], D[16 * 8];
@@ -478,7 +497,7 @@ static void step_rules(const gpu_opts *o)
 		char pair[96];
 		gpu_cmp row;
 		snprintf(pair, sizeof pair, "%s->%s", r->in->name, r->out->name);
-		gpu_cmp_init(&row, "rules", "mma.sync vs model h200", pair, r->name, r->out,
+		gpu_cmp_init(&row, "rules", "mma.sync vs model h200-mma", pair, r->name, r->out,
 		             (gpu_tol){0, false});
 		memset(A, 0, sizeof A);
 		memset(B, 0, sizeof B);
@@ -493,8 +512,8 @@ static void step_rules(const gpu_opts *o)
 			break;
 		}
 		emu_tc_model m;
-		if (emu_tc_preset("h200", r->in, r->out, &m)) {
-			step_failed("rules", "no h200 preset for this pair");
+		if (emu_tc_preset("h200-mma", r->in, r->out, &m)) {
+			step_failed("rules", "no h200-mma preset for this pair");
 			break;
 		}
 		emu_bits got = acc16 ? (D[0] & 0xffffu) : D[0];
@@ -503,16 +522,18 @@ static void step_rules(const gpu_opts *o)
 		const char *reading = gpu_rule_reading(r, got);
 		int w = acc16 ? 4 : 8;
 		char ms[16];
-		if (r->has_mmasim)
-			snprintf(ms, sizeof ms, "0x%0*" PRIx64, w, (uint64_t)r->mmasim);
+		if (r->has_other)
+			snprintf(ms, sizeof ms, "0x%0*" PRIx64, w, (uint64_t)r->other);
 		else
 			snprintf(ms, sizeof ms, "-");
-		fprintf(csv, "%s,%s,%s,0x%0*" PRIx64 ",0x%0*" PRIx64 ",%s,%s\n", r->name, r->in->name,
-		        r->out->name, w, (uint64_t)got, w, (uint64_t)r->nanmap, ms, reading);
-		gpu_report_note(&rep, "rules: %-18s %s->%s: GPU 0x%0*" PRIx64 ", nanmap 0x%0*" PRIx64
-		                      ", MMA-Sim %s: %s",
+		fprintf(csv, "%s,%s,%s,0x%0*" PRIx64 ",0x%0*" PRIx64 ",%s,%s\n", r->name,
+		        r->in->name, r->out->name, w, (uint64_t)got, w, (uint64_t)r->model, ms,
+		        reading);
+		gpu_report_note(&rep,
+		                "rules: %-18s %s->%s: GPU 0x%0*" PRIx64 ", model 0x%0*" PRIx64
+		                ", other %s: %s",
 		                r->name, r->in->name, r->out->name, w, (uint64_t)got, w,
-		                (uint64_t)r->nanmap, ms, reading);
+		                (uint64_t)r->model, ms, reading);
 		add_row(&row);
 	}
 	if (fclose(csv) != 0 || rename(tmp, path) != 0) {
@@ -553,8 +574,7 @@ static void cmp_gemm(gpu_cmp *row, const emu_tc_model *m, const emu_format *in,
 			}
 			emu_bits w = emu_tc_dot(m, in, out, ea, eb, K, 0).bits;
 			if (scale != 1.0) /* a power of two: exact unless out of range */
-				w = emu_from_double(f32, emu_decode(f32, w) * scale,
-				                    &env_rne).bits;
+				w = emu_from_double(f32, emu_decode(f32, w) * scale, &env_rne).bits;
 			gpu_cmp_one(&mine, ij, (uint64_t)i << 32 | j, D[ij], w);
 		}
 		free(ea);
@@ -570,10 +590,11 @@ static void step_gemm(const gpu_opts *o)
 	static const struct {
 		const char *in, *out;
 		size_t K, promote;
-	} runs[] = {{"fp16", "fp32", 1024, 0},  {"fp16", "fp32", 1024, 128}, {"bf16", "fp32", 1024, 0},
-	            {"bf16", "fp32", 1024, 128}, {"fp16", "fp16", 256, 0},   {"e4m3", "fp32", 1024, 0},
-	            {"e4m3", "fp32", 1024, 128}, {"e5m2", "fp32", 1024, 0},  {"e5m2", "fp32", 1024, 128},
-	            {"e4m3", "fp16", 256, 0}};
+	} runs[] = {{"fp16", "fp32", 1024, 0},   {"fp16", "fp32", 1024, 128},
+	            {"bf16", "fp32", 1024, 0},   {"bf16", "fp32", 1024, 128},
+	            {"fp16", "fp16", 256, 0},    {"e4m3", "fp32", 1024, 0},
+	            {"e4m3", "fp32", 1024, 128}, {"e5m2", "fp32", 1024, 0},
+	            {"e5m2", "fp32", 1024, 128}, {"e4m3", "fp16", 256, 0}};
 	const size_t M = o->quick ? 16 : 64, N = M;
 	for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
 		const emu_format *in = fmt(runs[r].in), *out = fmt(runs[r].out);
@@ -590,19 +611,20 @@ static void step_gemm(const gpu_opts *o)
 			A[i] = rnd_enc(in, rnd(o->seed, 100 + r, i));
 		for (size_t i = 0; i < N * K; i++)
 			B[i] = rnd_enc(in, rnd(o->seed, 200 + r, i));
-		if (emu_tc_preset("h200", in, out, &m)) {
-			step_failed("gemm", "no h200 preset");
+		if (emu_tc_preset("h200-mma", in, out, &m)) {
+			step_failed("gemm", "no h200-mma preset");
 			goto next;
 		}
 		m.promote_every = runs[r].promote;
-		if (gpu_dev_mma(gfmt(in), out->bits == 16, A, B, C, M, N, K, runs[r].promote, D, err,
-		                sizeof err)) {
+		if (gpu_dev_mma(gfmt(in), out->bits == 16, A, B, C, M, N, K, runs[r].promote, D,
+		                err, sizeof err)) {
 			step_failed("gemm", err);
 			goto next;
 		}
-		snprintf(mode, sizeof mode, "->%s K=%zu promote=%zu", runs[r].out, K, runs[r].promote);
+		snprintf(mode, sizeof mode, "->%s K=%zu promote=%zu", runs[r].out, K,
+		         runs[r].promote);
 		gpu_cmp row;
-		gpu_cmp_init(&row, "gemm", "mma.sync vs model h200", runs[r].in, mode, out,
+		gpu_cmp_init(&row, "gemm", "mma.sync vs model h200-mma", runs[r].in, mode, out,
 		             (gpu_tol){0, true});
 		cmp_gemm(&row, &m, in, out, A, B, M, N, K, D, 1.0);
 		add_row(&row);
@@ -641,8 +663,9 @@ static void step_gemmex(const gpu_opts *o)
 			continue;
 		}
 		gpu_cmp row;
-		gpu_cmp_init(&row, "gemmex", c16 ? "cublasGemmEx COMPUTE_16F" : "cublasGemmEx COMPUTE_32F",
-		             "fp16", "vs model h200 K order 0..K-1", out, (gpu_tol){0, true});
+		gpu_cmp_init(&row, "gemmex",
+		             c16 ? "cublasGemmEx COMPUTE_16F" : "cublasGemmEx COMPUTE_32F", "fp16",
+		             "vs model h200 K order 0..K-1", out, (gpu_tol){0, true});
 		cmp_gemm(&row, &m, in, out, A, B, M, N, K, D, 1.0);
 		add_row(&row);
 	}
@@ -682,26 +705,31 @@ static void step_lt(const gpu_opts *o)
 		for (size_t i = 0; i < M; i++)
 			for (size_t k = 0; k < K; k++) {
 				bool big = k == (i * 97 + 13) % K;
-				A[i * K + k] = (uint16_t)emu_from_double(e4, big ? 448.0 : 0x1p-6, &env_rne).bits;
+				A[i * K + k] =
+				    (uint16_t)emu_from_double(e4, big ? 448.0 : 0x1p-6, &env_rne)
+				        .bits;
 				A8[i * K + k] = (uint8_t)A[i * K + k];
 			}
 		for (size_t j = 0; j < N; j++)
 			for (size_t k = 0; k < K; k++) {
-				B[j * K + k] = (uint16_t)emu_from_double(bfmt, ldexp(1.0, -(int)(j % 4)), &env_rne).bits;
+				B[j * K + k] = (uint16_t)emu_from_double(
+				                   bfmt, ldexp(1.0, -(int)(j % 4)), &env_rne)
+				                   .bits;
 				B8[j * K + k] = (uint8_t)B[j * K + k];
 			}
 		for (int fast = 0; fast < 2; fast++) {
 			char kern[40];
-			snprintf(kern, sizeof kern, "cublasLt e4m3x%s FAST_ACCUM=%d", bf ? "e5m2" : "e4m3",
-			         fast);
+			snprintf(kern, sizeof kern, "cublasLt e4m3x%s FAST_ACCUM=%d",
+			         bf ? "e5m2" : "e4m3", fast);
 			int splitk = 0;
-			if (gpu_dev_lt_fp8(bf ? GPU_E5M2 : GPU_E4M3, fast, A8, B8, M, N, K, sa, sb, D, &splitk,
-			                   err, sizeof err)) {
+			if (gpu_dev_lt_fp8(bf ? GPU_E5M2 : GPU_E4M3, fast, A8, B8, M, N, K, sa, sb,
+			                   D, &splitk, err, sizeof err)) {
 				step_failed("lt", err);
 				continue;
 			}
-			gpu_report_note(&rep, "lt %s: cuBLASLt algorithm with SPLITK_NUM %d%s", kern, splitk,
-			                splitk == 1 ? "" : " (K is split or unknown: no candidate may match)");
+			gpu_report_note(
+			    &rep, "lt %s: cuBLASLt algorithm with SPLITK_NUM %d%s", kern, splitk,
+			    splitk == 1 ? "" : " (K is split or unknown: no candidate may match)");
 			for (size_t c = 0; c < sizeof cand / sizeof cand[0]; c++) {
 				emu_tc_model m;
 				char mode[48];
@@ -713,10 +741,11 @@ static void step_lt(const gpu_opts *o)
 				m.promote_every = cand[c];
 				snprintf(mode, sizeof mode, "model promote=%zu", cand[c]);
 				gpu_cmp row;
-				gpu_cmp_init(&row, "lt", kern, bf ? "e4m3xe5m2" : "e4m3xe4m3", mode, f32,
-				             (gpu_tol){0, true});
-				/* mixed inputs: the model takes one input format; e5m2 B values here
-				 * (powers of two) are e4m3 values too, so B is re-encoded as e4m3 */
+				gpu_cmp_init(&row, "lt", kern, bf ? "e4m3xe5m2" : "e4m3xe4m3", mode,
+				             f32, (gpu_tol){0, true});
+				/* mixed inputs: the model takes one input format; e5m2 B values
+				 * here (powers of two) are e4m3 values too, so B is re-encoded as
+				 * e4m3 */
 				uint16_t *Bm = B;
 				uint16_t *tmp = NULL;
 				if (bf) {
@@ -724,7 +753,9 @@ static void step_lt(const gpu_opts *o)
 					if (!tmp)
 						break;
 					for (size_t x = 0; x < N * K; x++)
-						tmp[x] = (uint16_t)emu_convert(e4, bfmt, B[x], &env_rne).bits;
+						tmp[x] =
+						    (uint16_t)emu_convert(e4, bfmt, B[x], &env_rne)
+						        .bits;
 					Bm = tmp;
 				}
 				cmp_gemm(&row, &m, e4, f32, A, Bm, M, N, K, D, (double)sa * sb);
@@ -733,8 +764,9 @@ static void step_lt(const gpu_opts *o)
 			}
 		}
 	}
-	gpu_report_note(&rep, "lt: the candidate whose row is all identical is the promotion "
-	                      "interval cuBLASLt used for this shape (M %zu N %zu K %zu)",
+	gpu_report_note(&rep,
+	                "lt: the candidate whose row is all identical is the promotion "
+	                "interval cuBLASLt used for this shape (M %zu N %zu K %zu)",
 	                M, N, K);
 out:
 	free(A);
@@ -770,9 +802,15 @@ static bool kern_engine(const emu_kernel *k, const emu_policy *pol, const char *
 	return false;
 }
 
+/* The second pass of step_kern: fp32's exp, log and log1p correctly rounded
+ * on the GPU, so its rows must be identical (and are tagged "cr-fp32"). */
+static bool kern_cr;
+
 static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
                          const kern_out *outs, size_t nouts)
 {
+	char tagged[64];
+	snprintf(tagged, sizeof tagged, "%s%s", kname, kern_cr ? " cr-fp32" : "");
 	for (int k = 0; k < er->out.n; k++) {
 		const emu_kout_item *it = &er->out.item[k];
 		const kern_out *g = NULL;
@@ -785,9 +823,11 @@ static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
 			step_failed("kern", "unexpected output size");
 			continue;
 		}
-		/* the approximate exp, log and rsqrt of fp16/bf16 (FACTS §2): 2 ulp */
+		/* the approximate exp, log and rsqrt of fp16/bf16 (FACTS §2), expf
+		 * and logf: 2 ulp; none in the cr-fp32 pass */
 		gpu_cmp row;
-		gpu_cmp_init(&row, "kern", kname, fmts, it->name, it->fmt, (gpu_tol){2, true});
+		gpu_cmp_init(&row, "kern", tagged, fmts, it->name, it->fmt,
+		             (gpu_tol){kern_cr ? 0 : 2, true});
 		for (size_t i = 0; i < it->n; i++)
 			gpu_cmp_one(&row, i, i, emu_from_float(it->fmt, g->v[i], &env_rne).bits,
 			            emu_encode(it->fmt, emu_kout_d(NULL, it, i)));
@@ -799,8 +839,8 @@ static void kern_compare(const char *kname, const char *fmts, const emu_run *er,
 static void kern_replay(const char *kname, const char *fmts, const kern_out *g, const kern_out *m,
                         const emu_format *const *f, size_t n)
 {
-	char name[40];
-	snprintf(name, sizeof name, "%s replay", kname);
+	char name[64];
+	snprintf(name, sizeof name, "%s replay%s", kname, kern_cr ? " cr-fp32" : "");
 	for (size_t k = 0; k < n; k++) {
 		gpu_cmp row;
 		gpu_cmp_init(&row, "kern", name, fmts, g[k].name, f[k], (gpu_tol){0, true});
@@ -820,7 +860,8 @@ static bool kern_tables(const gpu_opts *o, gpu_tables *t)
 		snprintf(path, sizeof path, "%s/gpu-tables.txt", o->out_dir);
 		FILE *fp = fopen(path, "r");
 		if (!fp) {
-			gpu_report_note(&rep, "kern: no replay rows: no --gpu-tables and no %s", path);
+			gpu_report_note(&rep, "kern: no replay rows: no --gpu-tables and no %s",
+			                path);
 			return false;
 		}
 		fclose(fp);
@@ -863,7 +904,8 @@ static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *
 		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
 	}
 	for (size_t i = 0; i < D * K; i++) {
-		double wd = (1 / sqrt((double)D)) * ((double)(bw_mix(o->seed, i) >> 11) * 0x1p-52 - 1);
+		double wd =
+		    (1 / sqrt((double)D)) * ((double)(bw_mix(o->seed, i) >> 11) * 0x1p-52 - 1);
 		ws[i] = (float)emu_decode(S, emu_from_double(S, wd, &pol->env).bits);
 	}
 	for (int sc = 0; sc < 2; sc++) {
@@ -875,8 +917,8 @@ static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *
 		emu_run er;
 		char kname[40];
 		snprintf(kname, sizeof kname, "backward scale=%g", scale);
-		if (gpu_dev_backward(kfmt(S), kfmt(C), kfmt(A), xs, ws, R, D, K, (float)scale, inv, grad,
-		                     un, &loss, &found, err, sizeof err)) {
+		if (gpu_dev_backward(kfmt(S), kfmt(C), kfmt(A), xs, ws, R, D, K, (float)scale, inv,
+		                     grad, un, &loss, &found, err, sizeof err)) {
 			step_failed("kern", err);
 			continue;
 		}
@@ -1075,16 +1117,17 @@ out:
  * the whole 128×512 by 512×128), against the fast backend: acc (the Tensor Core's
  * output format: the accumulator format, fp16 or fp32) and c. Only where
  * the storage format is fp16 or bf16: mma.sync takes no fp32 operands. */
-static void kern_matmul_tc(const gpu_opts *o, const emu_policy *pol, const char *fmts,
-                           size_t Rall, size_t N)
+static void kern_matmul_tc(const gpu_opts *o, const emu_policy *pol, const char *fmts, size_t Rall,
+                           size_t N)
 {
 	const emu_format *S = &pol->storage, *A = &pol->accum;
 	const size_t R = Rall < 64 ? Rall : 64, m = (R + 1) / 2, n = R - m, k = N;
 	bool s16 = S->bits == 16 && (S->p == 11 || S->p == 8);
 	bool o16 = A->bits == 16 && A->p == 11 && S->p == 11, o32 = A->bits == 32;
 	if (!s16 || !(o16 || o32)) {
-		gpu_report_note(&rep, "kern: no matmul tc:h200 row for %s (mma.sync takes fp16 or "
-		                      "bf16 operands into an fp32, or fp16's fp16, accumulator)",
+		gpu_report_note(&rep,
+		                "kern: no matmul tc:h200 row for %s (mma.sync takes fp16 or "
+		                "bf16 operands into an fp32, or fp16's fp16, accumulator)",
 		                fmts);
 		return;
 	}
@@ -1103,7 +1146,8 @@ static void kern_matmul_tc(const gpu_opts *o, const emu_policy *pol, const char 
 		a[i] = (uint16_t)emu_from_double(S, x[i], &pol->env).bits;
 	for (size_t l = 0; l < k; l++)
 		for (size_t j = 0; j < n; j++)
-			bt[j * k + l] = (uint16_t)emu_from_double(S, x[m * k + l * n + j], &pol->env).bits;
+			bt[j * k + l] =
+			    (uint16_t)emu_from_double(S, x[m * k + l * n + j], &pol->env).bits;
 	if (gpu_dev_matmul_tc(kfmt(S), kfmt(&pol->compute), o16 ? GPU_K_F16 : GPU_K_F32, a, bt, m,
 	                      n, k, acc, c, err, sizeof err)) {
 		step_failed("kern", err);
@@ -1124,8 +1168,8 @@ out:
 
 /* batchnorm twopass and welford (training; its defaults: eps 1e-5, gamma
  * 1, beta 0, momentum 0.1, running statistics 0 and 1, dy = ±1 from the
- * seed, as layernorm's), and eval (inference with those running statistics) on R samples of N channels, channel c around
- * 0, 4, 300 or 2000 by c mod 4 with spread ±1, against the fast backend.
+ * seed, as layernorm's), and eval (inference with those running statistics) on R samples of N
+ * channels, channel c around 0, 4, 300 or 2000 by c mod 4 with spread ±1, against the fast backend.
  * No replay: its sqrt is correctly rounded on the GPU, nothing to look up. */
 static void kern_batchnorm(const gpu_opts *o, const emu_policy *pol, const char *fmts,
                            const float *dys, size_t R, size_t N)
@@ -1203,13 +1247,12 @@ static double opt_pow(double b, double t)
 /* adamw_kahan and adamw_sr on kern_optimizer's weights, gradients and
  * scalars (k with −lr·wd after the steps'), SR keyed by the policy's seed,
  * against the fast backend: w, m and v. w, m and vv are scratch. */
-static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t seed,
-                           const double *x, const float *xs, size_t R, size_t N, unsigned NS,
-                           const float *gs, const float *k, float *w, float *m, float *vv)
+static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t seed, const double *x,
+                           const float *xs, size_t R, size_t N, unsigned NS, const float *gs,
+                           const float *k, float *w, float *m, float *vv)
 {
 	static const char *const ext_var[] = {"adamw_kahan", "adamw_sr"};
-	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad,
-	                 *T = &pol->state;
+	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad, *T = &pol->state;
 	const size_t n = R * N;
 	for (int v = 0; v < 2; v++) {
 		char kname[40];
@@ -1227,9 +1270,10 @@ static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t see
 			continue;
 		if (strcmp(emu_step_name(&er.be, OPT_STEP_DECAY_STORE), "decay_store") ||
 		    strcmp(emu_step_name(&er.be, OPT_STEP_STORE), "store")) {
-			step_failed("kern", "optimizer adamw_sr: kernels/optimizer.c's store steps are "
-			                    "no longer the runner's OPT_STEP_DECAY_STORE and "
-			                    "OPT_STEP_STORE");
+			step_failed("kern",
+			            "optimizer adamw_sr: kernels/optimizer.c's store steps are "
+			            "no longer the runner's OPT_STEP_DECAY_STORE and "
+			            "OPT_STEP_STORE");
 			emu_run_free(&er);
 			continue;
 		}
@@ -1250,8 +1294,7 @@ static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char 
                            size_t N)
 {
 	static const char *const op_var[] = {"sgd", "adamw"};
-	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad,
-	                 *T = &pol->state;
+	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad, *T = &pol->state;
 	const unsigned NS = 10;
 	const size_t n = R * N;
 	const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01, mu = 0.9;
@@ -1317,10 +1360,12 @@ out:
 
 static void step_kern(const gpu_opts *o)
 {
-	static const char *const pols[] = {
-	    "storage=fp16,compute=fp16,accum=fp16", "storage=fp16,compute=fp16,accum=fp32",
-	    "storage=fp16,compute=fp32",            "storage=bf16,compute=bf16,accum=fp32",
-	    "storage=bf16,compute=fp32",            "storage=fp32"};
+	static const char *const pols[] = {"storage=fp16,compute=fp16,accum=fp16",
+	                                   "storage=fp16,compute=fp16,accum=fp32",
+	                                   "storage=fp16,compute=fp32",
+	                                   "storage=bf16,compute=bf16,accum=fp32",
+	                                   "storage=bf16,compute=fp32",
+	                                   "storage=fp32"};
 	static const char *const sm_var[] = {"naive", "maxsub", "lse"};
 	static const char *const ln_var[] = {"twopass", "onepass", "welford"};
 	const size_t R = o->quick ? 32 : 256, N = o->quick ? 64 : 512;
@@ -1353,13 +1398,27 @@ static void step_kern(const gpu_opts *o)
 	for (size_t i = 0; i < R * N; i++)
 		ty[i] = (float)(emu_sr_bits(o->seed, i) >> 31);
 	have_tabs = kern_tables(o, &tabs);
-	for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
+	/* every policy with CUDA's expf, logf and log1pf; then the fp32-compute
+	 * ones again with those correctly rounded (gpu_dev_fp32_math), rows
+	 * tagged "cr-fp32", where the order of operations must agree bit for bit */
+	const size_t npol = sizeof pols / sizeof pols[0];
+	for (size_t pp = 0; pp < 2 * npol; pp++) {
+		size_t p = pp % npol;
 		emu_policy pol;
 		if (emu_policy_parse(pols[p], &pol, err, sizeof err)) {
 			step_failed("kern", err);
 			continue;
 		}
 		const emu_format *S = &pol.storage, *C = &pol.compute, *A = &pol.accum;
+		if (pp >= npol && C->p != 24)
+			continue;
+		if (pp >= npol && !kern_cr) {
+			if (gpu_dev_fp32_math(1, err, sizeof err)) {
+				step_failed("kern", err);
+				break;
+			}
+			kern_cr = true;
+		}
 		/* replay where the compute format's approximate functions are tabulated */
 		const gpu_tables *rt = have_tabs && C->bits == 16 ? &tabs : NULL;
 		char fmts[128];
@@ -1384,8 +1443,8 @@ static void step_kern(const gpu_opts *o)
 				kern_out outs[] = {{"grad", o1, R * N}, {"loss", o3, 1}};
 				kern_compare(kname, fmts, &er, outs, 2);
 				emu_run_free(&er);
-				if (rt && gpu_rows_softmax(rt, v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, m1, m3,
-				                           err, sizeof err)) {
+				if (rt && gpu_rows_softmax(rt, v, kfmt(S), kfmt(C), kfmt(A), xs, R,
+				                           N, m1, m3, err, sizeof err)) {
 					step_failed("kern", err);
 				} else if (rt) {
 					kern_out mo[] = {{"grad", m1, R * N}, {"loss", m3, 1}};
@@ -1396,20 +1455,25 @@ static void step_kern(const gpu_opts *o)
 			/* layernorm, forward and backward (eps 1e-5, dy = ±1 from the seed) */
 			snprintf(kname, sizeof kname, "layernorm %s", ln_var[v]);
 			emu_kin inl = {xl, R, N, NULL, 0, o->seed};
-			if (gpu_dev_layernorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc, o1, o2,
-			                      o3, o4, err, sizeof err)) {
+			if (gpu_dev_layernorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc,
+			                      o1, o2, o3, o4, err, sizeof err)) {
 				step_failed("kern", err);
 			} else if (kern_engine(&emu_kernel_layernorm, &pol, ln_var[v], &inl, &er)) {
-				kern_out outs[] = {
-				    {"y", o1, R * N}, {"dx", o2, R * N}, {"rstd", o3, R}, {"var", o4, R}};
+				kern_out outs[] = {{"y", o1, R * N},
+				                   {"dx", o2, R * N},
+				                   {"rstd", o3, R},
+				                   {"var", o4, R}};
 				kern_compare(kname, fmts, &er, outs, 4);
 				emu_run_free(&er);
-				if (rt && gpu_rows_layernorm(rt, v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N,
-				                             epsc, m1, m2, m3, m4, err, sizeof err)) {
+				if (rt && gpu_rows_layernorm(rt, v, kfmt(S), kfmt(C), kfmt(A), xls,
+				                             dys, R, N, epsc, m1, m2, m3, m4, err,
+				                             sizeof err)) {
 					step_failed("kern", err);
 				} else if (rt) {
-					kern_out mo[] = {
-					    {"y", m1, R * N}, {"dx", m2, R * N}, {"rstd", m3, R}, {"var", m4, R}};
+					kern_out mo[] = {{"y", m1, R * N},
+					                 {"dx", m2, R * N},
+					                 {"rstd", m3, R},
+					                 {"var", m4, R}};
 					const emu_format *f[] = {S, S, C, C};
 					kern_replay(kname, fmts, outs, mo, f, 4);
 				}
@@ -1422,18 +1486,22 @@ static void step_kern(const gpu_opts *o)
 		kern_batchnorm(o, &pol, fmts, dys, R, N);
 		kern_optimizer(o, &pol, fmts, R, N);
 	}
-	gpu_report_note(&rep, "kern: softmax_ce, layernorm, rmsnorm and bce on %zu rows of %zu, "
-	                      "matmul seq (fma=0 and 1) on the same input as A then B, and tc:h200 "
-	                      "(mma.sync, then the store) on its first 64 rows where storage is "
-	                      "fp16 or bf16, "
-	                      "batchnorm twopass, welford and eval on as many samples and channels, "
-	                      "sgd, adamw, adamw_kahan and adamw_sr over 10 steps on as many "
-	                      "weights, "
-	                      "backward on %s, against the fast "
-	                      "backend; exp, log, log1p and fp16/bf16 rsqrt are the GPU's own (hexp, "
-	                      "hlog, expf, logf, log1pf, hrsqrt), so agreement within 2 ulp is "
-	                      "accepted and the largest distance is reported; bce stable is not "
-	                      "replayed (no table holds log1pf)",
+	if (kern_cr && gpu_dev_fp32_math(0, err, sizeof err))
+		step_failed("kern", err);
+	kern_cr = false;
+	gpu_report_note(&rep,
+	                "kern: softmax_ce, layernorm, rmsnorm and bce on %zu rows of %zu, "
+	                "matmul seq (fma=0 and 1) on the same input as A then B, and tc:h200 "
+	                "(mma.sync, then the store) on its first 64 rows where storage is "
+	                "fp16 or bf16, "
+	                "batchnorm twopass, welford and eval on as many samples and channels, "
+	                "sgd, adamw, adamw_kahan and adamw_sr over 10 steps on as many "
+	                "weights, "
+	                "backward on %s, against the fast "
+	                "backend; exp, log, log1p and fp16/bf16 rsqrt are the GPU's own (hexp, "
+	                "hlog, expf, logf, log1pf, hrsqrt), so agreement within 2 ulp is "
+	                "accepted and the largest distance is reported; bce stable is not "
+	                "replayed (no table holds log1pf)",
 	                R, N, o->quick ? "16x32 inputs" : "64x128 inputs, 8 classes");
 out:
 	gpu_tables_free(&tabs);
@@ -1494,7 +1562,8 @@ static float quant_input(uint64_t seed, size_t r, size_t c, size_t N)
 		if (blk == 0)
 			x = c == 3 ? 957.0 : (u2 - 0.5) * 1900.0;
 		else
-			x = c % 32 == 7 ? -ldexp(448.0, (int)blk - 16) : ldexp(g / 8, (int)blk - 16);
+			x = c % 32 == 7 ? -ldexp(448.0, (int)blk - 16)
+			                : ldexp(g / 8, (int)blk - 16);
 		break;
 	default: {
 		uint32_t b = (uint32_t)u;
@@ -1515,9 +1584,8 @@ static void step_quant(const gpu_opts *o)
 	static const struct {
 		const char *recipe;
 		gpu_qrule rule;
-	} qr[] = {{"mxfp8", GPU_Q_MXFP8},
-	          {"mxfp8:e5m2", GPU_Q_MXFP8},
-	          {"deepseek", GPU_Q_DEEPSEEK}};
+	} qr[] = {
+	    {"mxfp8", GPU_Q_MXFP8}, {"mxfp8:e5m2", GPU_Q_MXFP8}, {"deepseek", GPU_Q_DEEPSEEK}};
 	const size_t R = o->quick ? 64 : 512, N = 1024;
 	float *xs = malloc(R * N * sizeof *xs);
 	double *xd = malloc(R * N * sizeof *xd);
@@ -1573,9 +1641,10 @@ static void step_quant(const gpu_opts *o)
 		add_row(&bl);
 		emu_qtensor_free(&want);
 	}
-	gpu_report_note(&rep, "quant: %zu rows of %zu fp32 inputs (normal, outliers, zero, NaN "
-	                      "and infinite blocks, near FLT_MAX, tiny, amax 957 and 448*2^k), "
-	                      "row-wise, role act, one GPU thread per block, against emu_quantize",
+	gpu_report_note(&rep,
+	                "quant: %zu rows of %zu fp32 inputs (normal, outliers, zero, NaN "
+	                "and infinite blocks, near FLT_MAX, tiny, amax 957 and 448*2^k), "
+	                "row-wise, role act, one GPU thread per block, against emu_quantize",
 	                R, N);
 out:
 	free(xs);
@@ -1586,14 +1655,14 @@ out:
 
 /* ---- attn: attention's :tc variants, the GEMMs on our mma.sync, the rest gpu/rows.h ----
  *
- * kernels/attention.c's naive:tc, online:tc and fp8:tc under the h200 model
- * as the GPU runs them: S_acc = Q·Kᵀ one mma.sync GEMM (gpu_dev_mma, K =
+ * kernels/attention.c's naive:tc, online:tc and fp8:tc under the h200-mma model
+ * (sm_90's mma.sync) as the GPU runs them: S_acc = Q·Kᵀ one mma.sync GEMM (gpu_dev_mma, K =
  * the head, in order), then gpu/rows.h's k_attn_soft_row per query, then
  * P·V as one GEMM (naive, K = the keys) or one per key block (online, fp8:
  * K = the block's keys, each from +0), then k_attn_out_row. Compared with
  * the engine's kernel on the fast backend, and (fp16/bf16 compute, with the
  * tables) with the same pipeline on the host: rows.h with the GPU's exp and
- * log, the GEMMs by the h200 model, so the GPU must agree bit for bit. fp8's
+ * log, the GEMMs by the h200-mma model, so the GPU must agree bit for bit. fp8's
  * Q, K, V are quantised on the host by the recipe library, as the kernel
  * quantises them (e4m3, one fp32 scale per tile of block_k rows), so this
  * step checks the GEMMs and the softmax, not that quantiser (the quant step
@@ -1604,12 +1673,12 @@ typedef struct {
 	size_t nq, nk, d, bk, tq, tk;
 	const emu_format *S, *C, *A, *in; /* in: the GEMMs' inputs (C, or e4m3) */
 	float sc, psc;
-	const float *q, *k, *vv;          /* nq×d, nk×d, nk×d values of in */
-	const float *dq8, *dk8, *dv8;     /* fp8: decode scales in C; else NULL */
+	const float *q, *k, *vv;      /* nq×d, nk×d, nk×d values of in */
+	const float *dq8, *dk8, *dv8; /* fp8: decode scales in C; else NULL */
 } attn_in;
 
 /* D (M×N) = A (M×K) · B (N×K) from +0 into attn_in's A: the GPU's mma.sync,
- * or (host) the h200 model it is checked against; float values of A. */
+ * or (host) the h200-mma model it is checked against; float values of A. */
 static int attn_mma(const attn_in *a, bool host, const float *Af, const float *Bf, size_t M,
                     size_t N, size_t K, float *D)
 {
@@ -1627,11 +1696,12 @@ static int attn_mma(const attn_in *a, bool host, const float *Af, const float *B
 	for (size_t i = 0; i < N * K; i++)
 		eb[i] = (uint16_t)emu_from_float(in, Bf[i], &env_rne).bits;
 	if (!host) {
-		if (gpu_dev_mma(gfmt(in), out->bits == 16, ea, eb, c, M, N, K, 0, d, err, sizeof err))
+		if (gpu_dev_mma(gfmt(in), out->bits == 16, ea, eb, c, M, N, K, 0, d, err,
+		                sizeof err))
 			goto out;
 	} else {
-		if (emu_tc_preset("h200", in, out, &m)) {
-			snprintf(err, sizeof err, "attn: no h200 preset for %s -> %s", in->name,
+		if (emu_tc_preset("h200-mma", in, out, &m)) {
+			snprintf(err, sizeof err, "attn: no h200-mma preset for %s -> %s", in->name,
 			         out->name);
 			goto out;
 		}
@@ -1772,7 +1842,8 @@ static void attn_compare(const char *kname, const char *fmts, const emu_run *er,
 		gpu_cmp_init(&row, "attn", name, fmts, it->name, it->fmt,
 		             (gpu_tol){rep ? 0 : 2, true});
 		for (size_t i = 0; i < it->n; i++)
-			gpu_cmp_one(&row, i, i, emu_from_float(it->fmt, outs[g].v[i], &env_rne).bits,
+			gpu_cmp_one(&row, i, i,
+			            emu_from_float(it->fmt, outs[g].v[i], &env_rne).bits,
 			            rep ? emu_from_float(it->fmt, rep[g].v[i], &env_rne).bits
 			                : emu_encode(it->fmt, emu_kout_d(NULL, it, i)));
 		add_row(&row);
@@ -1807,8 +1878,8 @@ static int attn_seq(const attn_in *a, int bwd, bool host, const gpu_tables *t, c
  * as the kernel does (e5m2, one fp32 scale), then the backward rows, with
  * dS's scale chosen here from its amax as the kernel chooses it. out: O L
  * dQ dK dV; lost[0] p_lost, lost[1] ds_lost, lost[2] amax_ds. */
-static int attn8_bwd(const attn_in *a, bool host, const gpu_tables *t, const float *dO_s,
-                     float *O, float *L, float *dq, float *dk, float *dv, double lost[3])
+static int attn8_bwd(const attn_in *a, bool host, const gpu_tables *t, const float *dO_s, float *O,
+                     float *L, float *dq, float *dk, float *dv, double lost[3])
 {
 	const emu_format *C = a->C, *F32 = fmt("fp32"), *DF = fmt("e5m2");
 	size_t nq = a->nq, nk = a->nk, d = a->d;
@@ -1831,9 +1902,9 @@ static int attn8_bwd(const attn_in *a, bool host, const gpu_tables *t, const flo
 	if (host ? gpu_rows_attn8_bwd_q(t, Ck, A, a->q, a->k, a->vv, a->dq8, a->tq, a->dk8, a->dv8,
 	                                a->tk, L, O, do8, d_do, a->sc, a->psc, nq, nk, d, a->bk,
 	                                a->causal, p8a, ds, err, sizeof err)
-	         : gpu_dev_attn8_bwd_q(Ck, A, a->q, a->k, a->vv, a->dq8, a->tq, a->dk8, a->dv8, a->tk,
-	                               L, O, do8, d_do, a->sc, a->psc, nq, nk, d, a->bk, a->causal,
-	                               p8a, ds, err, sizeof err))
+	         : gpu_dev_attn8_bwd_q(Ck, A, a->q, a->k, a->vv, a->dq8, a->tq, a->dk8, a->dv8,
+	                               a->tk, L, O, do8, d_do, a->sc, a->psc, nq, nk, d, a->bk,
+	                               a->causal, p8a, ds, err, sizeof err))
 		goto out;
 	/* dS's amax over the keys each query sees, and its scale (the kernel's
 	 * rule: fmax / amax, at most the largest of fp32 and C; 1 when the amax
@@ -1856,14 +1927,15 @@ static int attn8_bwd(const attn_in *a, bool host, const gpu_tables *t, const flo
 	}
 	lost[2] = nan ? NAN : amax;
 	float sds = (float)emu_decode(
-	    C, emu_from_double(C, emu_decode(F32, emu_from_double(F32, sc8, &env_rne).bits), &env_rne)
-	           .bits);
+	    C,
+	    emu_from_double(C, emu_decode(F32, emu_from_double(F32, sc8, &env_rne).bits), &env_rne)
+	        .bits);
 	if (host ? gpu_rows_attn8_bwd_rest(t, S, Ck, A, GPU_K_E5M2, a->q, a->k, a->dq8, a->tq,
-	                                   a->dk8, a->tk, do8, d_do, a->psc, sds, p8a, ds, nq, nk, d,
-	                                   a->causal, dq, dk, dv, nl, err, sizeof err)
+	                                   a->dk8, a->tk, do8, d_do, a->psc, sds, p8a, ds, nq, nk,
+	                                   d, a->causal, dq, dk, dv, nl, err, sizeof err)
 	         : gpu_dev_attn8_bwd_rest(S, Ck, A, GPU_K_E5M2, a->q, a->k, a->dq8, a->tq, a->dk8,
-	                                  a->tk, do8, d_do, a->psc, sds, p8a, ds, nq, nk, d, a->causal,
-	                                  dq, dk, dv, nl, err, sizeof err))
+	                                  a->tk, do8, d_do, a->psc, sds, p8a, ds, nq, nk, d,
+	                                  a->causal, dq, dk, dv, nl, err, sizeof err))
 		goto out;
 	lost[1] = 0;
 	for (size_t i = 0; i < nq; i++)
@@ -1888,9 +1960,15 @@ static void step_attn(const gpu_opts *o)
 	static const struct {
 		const char *name;
 		int v, tc, bwd;
-	} vs[] = {{"naive:tc:h200", 0, 1, 0}, {"online:tc:h200", 1, 1, 0}, {"fp8:tc:h200", 2, 1, 0},
-	          {"naive", 0, 0, 0},         {"online", 1, 0, 0},         {"fp8", 2, 0, 0},
-	          {"naive:bwd", 0, 0, 1},     {"online:bwd", 1, 0, 1},     {"fp8:bwd", 2, 0, 2}};
+	} vs[] = {{"naive:tc:h200-mma", 0, 1, 0},
+	          {"online:tc:h200-mma", 1, 1, 0},
+	          {"fp8:tc:h200-mma", 2, 1, 0},
+	          {"naive", 0, 0, 0},
+	          {"online", 1, 0, 0},
+	          {"fp8", 2, 0, 0},
+	          {"naive:bwd", 0, 0, 1},
+	          {"online:bwd", 1, 0, 1},
+	          {"fp8:bwd", 2, 0, 2}};
 	const size_t R = o->quick ? 32 : 64, d = o->quick ? 32 : 64, N = 3 * d;
 	double *x = malloc(R * N * sizeof *x), *qkv = malloc(3 * R * d * sizeof *qkv);
 	float *fq = malloc(3 * R * d * sizeof *fq), *ds = malloc(3 * R * sizeof *ds);
@@ -1927,7 +2005,8 @@ static void step_attn(const gpu_opts *o)
 		/* Q, K, V as the kernel loads them: stored in S, then into C */
 		for (size_t i = 0; i < R; i++)
 			for (size_t c = 0; c < N; c++) {
-				double s = emu_decode(S, emu_from_double(S, x[i * N + c], &pol.env).bits);
+				double s =
+				    emu_decode(S, emu_from_double(S, x[i * N + c], &pol.env).bits);
 				double v = emu_decode(C, emu_from_double(C, s, &pol.env).bits);
 				qkv[(c / d) * R * d + i * d + c % d] = v;
 			}
@@ -1938,20 +2017,24 @@ static void step_attn(const gpu_opts *o)
 				 * write fp32 or fp16 */
 				const emu_format *tin = v == 2 ? fmt("e4m3") : C;
 				bool a32 = A->bits == 32, a16 = A->bits == 16 && A->p == 11;
-				bool in_ok = tin->bits == 8 || (tin->bits == 16 && (tin->p == 11 || !a16));
+				bool in_ok =
+				    tin->bits == 8 || (tin->bits == 16 && (tin->p == 11 || !a16));
 				if (tc && (!(a32 || a16) || !in_ok))
 					continue;
 				size_t bk = v == 2 ? 32 : 16; /* an fp8 mma.sync takes k = 32 */
-				attn_in a = {v,  causal, R,  R,   d,    bk,   bk,   bk,  S,    C,    A,
-				             v == 2 ? fmt("e4m3") : C,    0,    448, NULL, NULL, NULL,
-				             NULL, NULL, NULL};
+				attn_in a = {v,    causal, R,    R,
+				             d,    bk,     bk,   bk,
+				             S,    C,      A,    v == 2 ? fmt("e4m3") : C,
+				             0,    448,    NULL, NULL,
+				             NULL, NULL,   NULL, NULL};
 				a.sc = (float)emu_decode(
 				    C, emu_from_double(C, 1 / sqrt((double)d), &pol.env).bits);
-				a.psc = (float)emu_decode(C, emu_from_double(C, 448, &pol.env).bits);
+				a.psc =
+				    (float)emu_decode(C, emu_from_double(C, 448, &pol.env).bits);
 				if (v == 2) {
 					if (attn_quant(C, qkv, R, d, bk, o->seed, fq, ds) ||
-					    attn_quant(C, qkv + R * d, R, d, bk, o->seed, fq + R * d,
-					               ds + R) ||
+					    attn_quant(C, qkv + R * d, R, d, bk, o->seed,
+					               fq + R * d, ds + R) ||
 					    attn_quant(C, qkv + 2 * R * d, R, d, bk, o->seed,
 					               fq + 2 * R * d, ds + 2 * R)) {
 						step_failed("attn", err);
@@ -1973,7 +2056,8 @@ static void step_attn(const gpu_opts *o)
 				kern_out outs[2][8];
 				float lostf[2][3];
 				size_t nouts = 0;
-				if (!kern_engine(&emu_kernel_attention, &pol, vs[vi].name, &in, &er))
+				if (!kern_engine(&emu_kernel_attention, &pol, vs[vi].name, &in,
+				                 &er))
 					continue;
 				int h;
 				for (h = 0; h < (rt ? 2 : 1); h++) {
@@ -1982,10 +2066,11 @@ static void step_attn(const gpu_opts *o)
 					      *dv = dk + R * d;
 					double lost[3] = {0, 0, 0};
 					const gpu_tables *t = h ? rt : NULL;
-					int bad = tc    ? attn_pipe(&a, h, t, O, L, &lost[0])
-					          : bwd == 2 ? attn8_bwd(&a, h, t, dO, O, L, dq, dk, dv, lost)
-					                     : attn_seq(&a, bwd, h, t, dO, O, L, &lost[0], dq,
-					                                dk, dv);
+					int bad = tc         ? attn_pipe(&a, h, t, O, L, &lost[0])
+					          : bwd == 2 ? attn8_bwd(&a, h, t, dO, O, L, dq, dk,
+					                                 dv, lost)
+					                     : attn_seq(&a, bwd, h, t, dO, O, L,
+					                                &lost[0], dq, dk, dv);
 					if (bad) {
 						step_failed("attn", err);
 						break;
@@ -2015,15 +2100,17 @@ static void step_attn(const gpu_opts *o)
 				emu_run_free(&er);
 			}
 	}
-	gpu_report_note(&rep, "attn: attention on %zu queries and keys of head dim %zu, key blocks of "
-	                      "16 (fp8: 32, its mma.sync's k), causal 0 and 1: naive, online and fp8 "
-	                      "with :tc:h200 (Q·Kᵀ and P·V on our mma.sync GEMMs, fixed K order; fp16 "
-	                      "or bf16 compute), and naive, online, fp8, naive:bwd, online:bwd, fp8:bwd "
-	                      "with every GEMM a sequential FMA fold (fp8:bwd: dO quantised to e5m2 "
-	                      "and dS's scale chosen on the host); the rest from gpu/rows.h; against "
-	                      "the fast backend within 2 ulp (the GPU's exp and log), and bit for bit "
-	                      "against the host replay with the GPU's tables (and the h200 model)",
-	                R, d);
+	gpu_report_note(
+	    &rep,
+	    "attn: attention on %zu queries and keys of head dim %zu, key blocks of "
+	    "16 (fp8: 32, its mma.sync's k), causal 0 and 1: naive, online and fp8 "
+	    "with :tc:h200-mma (Q·Kᵀ and P·V on our mma.sync GEMMs, fixed K order; fp16 "
+	    "or bf16 compute), and naive, online, fp8, naive:bwd, online:bwd, fp8:bwd "
+	    "with every GEMM a sequential FMA fold (fp8:bwd: dO quantised to e5m2 "
+	    "and dS's scale chosen on the host); the rest from gpu/rows.h; against "
+	    "the fast backend within 2 ulp (the GPU's exp and log), and bit for bit "
+	    "against the host replay with the GPU's tables (and the h200 model)",
+	    R, d);
 out:
 	gpu_tables_free(&tabs);
 	free(x);
@@ -2057,14 +2144,13 @@ int main(int argc, char **argv)
 	gpu_report_init(&rep, o.out_dir, "nanmap-gpu");
 	gpu_report_note(&rep, "%s", name);
 	printf("nanmap-gpu: %s\n", name);
-	static void (*const steps[])(const gpu_opts *) = {step_conv, step_tables, step_arith,
-	                                                   step_tc,   step_gemm,   step_gemmex,
-	                                                   step_lt,   step_kern,   step_quant,
-	                                                   step_attn, step_rules};
-	static const unsigned bits[] = {GPU_STEP_CONV,  GPU_STEP_TABLES, GPU_STEP_ARITH,
-	                                GPU_STEP_TC,    GPU_STEP_GEMM,   GPU_STEP_GEMMEX,
-	                                GPU_STEP_LT,    GPU_STEP_KERN,   GPU_STEP_QUANT,
-	                                GPU_STEP_ATTN,  GPU_STEP_RULES};
+	static void (*const steps[])(const gpu_opts *) = {
+	    step_conv, step_tables, step_arith, step_tc,   step_gemm, step_gemmex,
+	    step_lt,   step_kern,   step_quant, step_attn, step_rules};
+	static const unsigned bits[] = {GPU_STEP_CONV, GPU_STEP_TABLES, GPU_STEP_ARITH,
+	                                GPU_STEP_TC,   GPU_STEP_GEMM,   GPU_STEP_GEMMEX,
+	                                GPU_STEP_LT,   GPU_STEP_KERN,   GPU_STEP_QUANT,
+	                                GPU_STEP_ATTN, GPU_STEP_RULES};
 	for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++) {
 		if (!(o.steps & bits[s]))
 			continue;

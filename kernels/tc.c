@@ -22,8 +22,8 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +49,10 @@ emu_tc_model emu_tc_default(void)
 	                      .c_late = false,
 	                      .c_round = EMU_RNE,
 	                      .split = 1,
-	                      .group = 1};
+	                      .group = 1,
+	                      .c_emin = false,
+	                      .zero_pos = false,
+	                      .nan_ones = false};
 }
 
 /* The formats the presets know, told apart by their defining fields. */
@@ -85,7 +88,10 @@ static enum tc_kind tc_kind_of(const emu_format *f)
  * then a separate RNE fp32 addition of C; "b200-tcgen05" keeps the tcgen05
  * rule (MMA-Sim's kind::f16/tf32/f8f6f4: C inside the fused sum, 25 bits,
  * RZ). Ada's FP8 → fp16 row is the published parameters, unverified
- * (docs/tensor-cores.md). */
+ * (docs/tensor-cores.md). "h100-mma" is sm_90's mma.sync where it differs
+ * from "h100": FP8 -> fp32, which ptxas emulates as FP8 -> fp16 does, with
+ * fp32-accumulating HMMAs (the H200 mma.sync agrees on every FP8 vector,
+ * docs/gpu-results.md); every other pair falls back to "h100". */
 struct tc_preset {
 	const char *gpu;
 	enum tc_kind in, out;
@@ -111,6 +117,7 @@ static const struct tc_preset presets[] = {
     {"h100", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
     {"h100", TK_E4M3, TK_FP32, 32, -10, EMU_RTZ, false, -133, 14, 1, 1, false},
     {"h100", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -133, 0, 2, 2, true},
+    {"h100-mma", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 2, 2, true},
     {"ada", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
     {"ada", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
     {"ada", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false},
@@ -134,6 +141,8 @@ static const char *tc_alias(const char *gpu)
 {
 	if (!strcmp(gpu, "h200"))
 		return "h100";
+	if (!strcmp(gpu, "h200-mma"))
+		return "h100-mma";
 	if (!strcmp(gpu, "l40s"))
 		return "ada";
 	return gpu;
@@ -156,23 +165,32 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
 		return EMU_ERR_BAD_SPEC;
 	if (ki == TK_E5M2)
 		ki = TK_E4M3;
-	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		const struct tc_preset *p = &presets[i];
-		if (strcmp(p->gpu, g) != 0 || p->in != ki || p->out != ko || ki == TK_OTHER)
-			continue;
-		*m = emu_tc_default();
-		m->k = p->k;
-		m->neab = p->neab;
-		m->final_mode = p->mode;
-		m->c_preround = p->cpre;
-		m->exp_floor = p->floor;
-		m->block_prec = p->prec;
-		m->c_late = p->late;
-		m->c_round = EMU_RNE; /* HADD2, FADD: IEEE additions */
-		m->split = p->split;
-		m->group = p->group;
-		return EMU_OK;
-	}
+	/* sm_90: a zero operand takes no part in the alignment (no change), a
+	 * subnormal fp16 C aligns at 2^-14, zero results are +0, NaN is all ones:
+	 * the H200's mma.sync on gpu/tc-rules.txt (docs/gpu-results.md) */
+	bool sm90 = !strcmp(g, "h100") || !strcmp(g, "h100-mma");
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+			const struct tc_preset *p = &presets[i];
+			/* "h100-mma" takes "h100"'s rows where it has none of its own */
+			const char *want = pass == 0 ? g : !strcmp(g, "h100-mma") ? "h100" : NULL;
+			if (!want || strcmp(p->gpu, want) != 0 || p->in != ki || p->out != ko ||
+			    ki == TK_OTHER)
+				continue;
+			*m = emu_tc_default();
+			m->k = p->k;
+			m->neab = p->neab;
+			m->final_mode = p->mode;
+			m->c_preround = p->cpre;
+			m->exp_floor = p->floor;
+			m->block_prec = p->prec;
+			m->c_late = p->late;
+			m->c_round = EMU_RNE; /* HADD2, FADD: IEEE additions */
+			m->split = p->split;
+			m->group = p->group;
+			m->c_emin = m->zero_pos = m->nan_ones = sm90;
+			return EMU_OK;
+		}
 	return EMU_ERR_UNKNOWN_FORMAT;
 }
 
@@ -185,7 +203,8 @@ static void tc_err(char *err, size_t len, const char *fmt, ...)
 	if (!err || !len)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
+	vsnprintf(err, len, fmt,
+	          ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
 	va_end(ap);
 }
 
@@ -256,6 +275,18 @@ static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err
 	} else if (!strcmp(key, "clate")) {
 		if (!tc_bool(val, &m->c_late))
 			goto bad;
+	} else if (!strcmp(key, "csub")) {
+		if (strcmp(val, "true") && strcmp(val, "emin"))
+			goto bad;
+		m->c_emin = !strcmp(val, "emin");
+	} else if (!strcmp(key, "zsign")) {
+		if (strcmp(val, "ieee") && strcmp(val, "pos"))
+			goto bad;
+		m->zero_pos = !strcmp(val, "pos");
+	} else if (!strcmp(key, "nan")) {
+		if (strcmp(val, "canon") && strcmp(val, "ones"))
+			goto bad;
+		m->nan_ones = !strcmp(val, "ones");
 	} else if (!strcmp(key, "split") || !strcmp(key, "group")) {
 		if (!tc_int(val, 1, EMU_TC_K_MAX, &v))
 			goto bad;
@@ -263,7 +294,7 @@ static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err
 	} else {
 		tc_err(err, len,
 		       "unknown key '%s' (keys: k neab final cpre floor prec promote sat clate "
-		       "cround split group)",
+		       "cround split group csub zsign nan)",
 		       key);
 		return false;
 	}
@@ -299,8 +330,8 @@ emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format
 		}
 		if (!eq) {
 			if (!first) {
-				tc_err(err, errlen, "'%s' is not key=value (a GPU name comes first)",
-				       item);
+				tc_err(err, errlen,
+				       "'%s' is not key=value (a GPU name comes first)", item);
 				return EMU_ERR_BAD_SPEC;
 			}
 			if (!in || !out) {
@@ -310,10 +341,11 @@ emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format
 			}
 			emu_status st = emu_tc_preset(item, in, out, &r);
 			if (st == EMU_ERR_BAD_SPEC) {
-				tc_err(err, errlen,
-				       "unknown GPU '%s' (v100 a100 h100 h200 ada l40s b200 "
-				       "b200-tcgen05)",
-				       item);
+				tc_err(
+				    err, errlen,
+				    "unknown GPU '%s' (v100 a100 h100 h200 h100-mma h200-mma ada "
+				    "l40s b200 b200-tcgen05)",
+				    item);
 				return st;
 			}
 			if (st != EMU_OK) {
@@ -344,10 +376,11 @@ const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len)
 		snprintf(pr, sizeof pr, "%d", m->block_prec);
 	snprintf(buf, len,
 	         "k=%d,neab=%d,final=%s,cpre=%d,floor=%s,prec=%s,promote=%zu,sat=%d,clate=%d,"
-	         "cround=%s,split=%d,group=%d",
+	         "cround=%s,split=%d,group=%d,csub=%s,zsign=%s,nan=%s",
 	         m->k, m->neab, emu_mode_name(m->final_mode), m->c_preround, fl, pr,
-	         m->promote_every, m->sat, m->c_late, emu_mode_name(m->c_round), m->split,
-	         m->group);
+	         m->promote_every, m->sat, m->c_late, emu_mode_name(m->c_round), m->split, m->group,
+	         m->c_emin ? "emin" : "true", m->zero_pos ? "pos" : "ieee",
+	         m->nan_ones ? "ones" : "canon");
 	return buf;
 }
 
@@ -359,8 +392,8 @@ emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_f
 		why = "k out of range";
 	else if (m->neab < EMU_TC_NEAB_MIN || m->neab > EMU_TC_NEAB_MAX)
 		why = "neab out of range";
-	else if (m->final_mode != EMU_RNE && m->final_mode != EMU_RTZ &&
-	         m->final_mode != EMU_UP && m->final_mode != EMU_DOWN)
+	else if (m->final_mode != EMU_RNE && m->final_mode != EMU_RTZ && m->final_mode != EMU_UP &&
+	         m->final_mode != EMU_DOWN)
 		why = "final rounding must be rne, rtz, up or down";
 	else if (m->c_round != EMU_RNE && m->c_round != EMU_RTZ && m->c_round != EMU_UP &&
 	         m->c_round != EMU_DOWN)
@@ -459,8 +492,8 @@ static void tc_scan_term(tc_scan *s, bool neg, bool zero, int E)
  * (+ c when with_c), c a value of the chain (binary32-representable, or
  * ±inf, NaN). Returns the block's result as a value of t->blk (and so of
  * t->out). */
-static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
-                       const tc_sub *sub, double c, bool with_c, unsigned *flags)
+static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+                            const tc_sub *sub, double c, bool with_c, unsigned *flags)
 {
 	const emu_tc_model *m = t->m;
 	const emu_format *in = t->in;
@@ -476,9 +509,12 @@ static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 	} else if (c == 0) {
 		tc_scan_term(&s, signbit(c), true, 0);
 	} else {
+		/* csub=emin: C aligns at no less than the output's emin (its value
+		 * enters pass 2 exactly either way) */
 		uint64_t P;
 		int e, lsb;
-		tc_split(c, FP32_EMIN, 24, &P, &e, &lsb);
+		tc_split(c, m->c_emin && t->out->emin > FP32_EMIN ? t->out->emin : FP32_EMIN, 24,
+		         &P, &e, &lsb);
 		tc_scan_term(&s, false, false, e);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -552,6 +588,24 @@ static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 	if ((fl & EMU_FLAG_OVERFLOW) && !m->sat && isfinite(r))
 		r = neg ? -INFINITY : INFINITY; /* the published model: overflow is ±inf */
 	*flags |= fl;
+	return r;
+}
+
+/* tc_block_ieee, then zsign=pos: any zero result is +0. */
+static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+                       const tc_sub *sub, double c, bool with_c, unsigned *flags)
+{
+	double r = tc_block_ieee(t, a, b, n, sub, c, with_c, flags);
+	return t->m->zero_pos && r == 0 ? 0.0 : r;
+}
+
+/* The encoding of a result: nan=ones gives NaN all ones (sign clear). */
+static emu_result tc_result(const tc_ctx *t, emu_result r)
+{
+	const emu_format *o = t->out;
+	bool nan = (r.bits & o->exp_mask) == o->exp_mask && (r.bits & o->man_mask) != 0;
+	if (nan && t->m->nan_ones)
+		r.bits = o->exp_mask | o->man_mask;
 	return r;
 }
 
@@ -644,7 +698,7 @@ emu_result emu_tc_dot(const emu_tc_model *m, const emu_format *in, const emu_for
 	}
 	if (m->promote_every == 0) {
 		double d = tc_chain(&t, a, b, K, emu_decode(t.fp32, c32), &flags);
-		return (emu_result){emu_encode(out, d), flags};
+		return tc_result(&t, (emu_result){emu_encode(out, d), flags});
 	}
 
 	/* promotion: each chunk's chain starts from +0 and is added into the
@@ -659,5 +713,5 @@ emu_result emu_tc_dot(const emu_tc_model *m, const emu_format *in, const emu_for
 	}
 	emu_result r = emu_convert(out, t.fp32, acc, &rne);
 	r.flags |= flags;
-	return r;
+	return tc_result(&t, r);
 }

@@ -60,16 +60,29 @@ typedef struct emu_tc_model {
 	                         (i / group) mod split == j */
 	int group;            /* run length of that interleave; k must be a
 	                         multiple of split * group */
+	/* Three rules no published vector decides (docs/tensor-cores.md), each
+	 * settled for sm_90 by the H200 (docs/gpu-results.md): */
+	bool c_emin;   /* csub=emin: C (and a block's partial passed on)
+	                  aligns at no less than the output's emin, so a
+	                  subnormal fp16 C counts as 2^-14 (H200; MMA-Sim);
+	                  false: at its true exponent */
+	bool zero_pos; /* zsign=pos: a block's zero result is +0 whatever
+	                  the signs (H200; MMA-Sim); false: IEEE's sign */
+	bool nan_ones; /* nan=ones: a NaN result is 0x7fff / 0x7fffffff
+	                  (H200; MMA-Sim); false: the output's canonical NaN */
 } emu_tc_model;
 
 /* What the model does when nothing is said: k=16, neab=2, final=rtz, no C
  * pre-rounding, no floor, the output's precision, no promotion, overflow to
- * inf, C inside the block (c_round rne for when it is not), no split. */
+ * inf, C inside the block (c_round rne for when it is not), no split, C at its
+ * true exponent, IEEE zero signs, the canonical NaN. */
 emu_tc_model emu_tc_default(void);
 
 /*
  * The measured model of a GPU ("v100", "a100", "h100", "h200", "ada", "l40s",
- * "b200", and "b200-tcgen05": B200's tcgen05 rule, C inside the fused sum)
+ * "b200", and "b200-tcgen05": B200's tcgen05 rule, C inside the fused sum;
+ * "h100-mma", "h200-mma": sm_90's mma.sync, whose FP8 kinds ptxas emulates
+ * with fp16 HMMAs, where "h100"/"h200" FP8 -> fp32 is wgmma's native path)
  * for inputs in and output out (matched on the descriptor's p, ebits and
  * bias: fp16, bf16, tf32, e4m3, e5m2 in; fp32 or fp16 out).
  * EMU_ERR_UNKNOWN_FORMAT: the GPU does not take that pair; EMU_ERR_BAD_SPEC:
@@ -83,7 +96,7 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
  * name (its preset for in/out), then key=value overrides:
  *   k=N  neab=N  final=rne|rtz|rz|up|down  cpre=0|1  floor=N|none
  *   prec=N|out  promote=N  sat=0|1  clate=0|1  cround=rne|rtz|rz|up|down
- *   split=N  group=N
+ *   split=N  group=N  csub=true|emin  zsign=ieee|pos  nan=canon|ones
  * e.g. "h100", "h100,promote=128", "k=16,neab=2,final=rz,cpre=1".
  * On error writes one line into err and returns non-zero.
  */

@@ -143,8 +143,8 @@ static mpfr_rnd_t tc_rnd(emu_mode m)
 /* Round the exact nonzero y once to g (precision g->p, g's exponent range)
  * in mode md, as the model: overflow is ±inf, or ±max under sat. Result
  * into r. */
-static void tc_round(const emu_tc_model *m, emu_mode md, const emu_format *g, mpfr_srcptr y,
-                     tv *r, unsigned *flags)
+static void tc_round(const emu_tc_model *m, emu_mode md, const emu_format *g, mpfr_srcptr y, tv *r,
+                     unsigned *flags)
 {
 	mpfr_rnd_t rnd = tc_rnd(md);
 	bool neg = mpfr_signbit(y);
@@ -243,7 +243,8 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 	else if (c->kind == TK_ZERO)
 		*(c->neg ? &zneg : &zpos) = true;
 	else if (c->kind == TK_FIN) {
-		R = tc_expo(c->v, FP32_EMIN);
+		/* csub=emin: C's exponent read at no less than the output's emin */
+		R = tc_expo(c->v, m->c_emin && g->emin > FP32_EMIN ? g->emin : FP32_EMIN);
 		any = true;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -311,6 +312,8 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 	}
 	tc_round(m, m->final_mode, g, sum, c, flags);
 done:
+	if (m->zero_pos && c->kind == TK_ZERO) /* zsign=pos */
+		c->neg = false;
 	mpfr_clears(p, sum, x.v, y.v, (mpfr_ptr)0);
 }
 
@@ -428,6 +431,10 @@ emu_result emu_tc_mp_dot(const emu_tc_model *m, const emu_format *in, const emu_
 		res.flags |= flags;
 	}
 	mpfr_clear(acc.v);
+	/* nan=ones: the NaN's payload all ones, sign clear */
+	emu_bits mag = res.bits & ~out->sign_mask;
+	if (m->nan_ones && mag > out->exp_mask && (mag & out->exp_mask) == out->exp_mask)
+		res.bits = out->exp_mask | out->man_mask;
 
 	mpfr_set_emin(emin);
 	mpfr_set_emax(emax);

@@ -11,8 +11,8 @@
  *  - the transcendental table file: write, load, look up, and every way a
  *    file can be malformed;
  *  - the Tensor Core vector reader on gpu/testdata/tcv (two fp16 cases);
- *  - gpu/tc-rules.txt, the disputed-rule cases: each nanmap column is the
- *    h200 model's answer, each MMA-Sim column differs, bad files are refused;
+ *  - gpu/tc-rules.txt, the disputed-rule cases: each model column is the
+ *    h200-mma model's answer, each other column differs, bad files are refused;
  *  - gpu/rows.h on the host (the fake device's kernels) takes exp and
  *    rsqrt from the GPU's tables when given them, and refuses a format
  *    that is none of fp32, fp16, bf16;
@@ -465,8 +465,8 @@ START_TEST(test_tcv)
 }
 END_TEST
 
-/* gpu/tc-rules.txt: every case parses, its nanmap column is what the h200
- * model gives (integer and MPFR models both), its MMA-Sim column differs from
+/* gpu/tc-rules.txt: every case parses, its model column is what the h200-mma
+ * model gives (integer and MPFR models both), its other column differs from
  * it (else the case separates nothing), and malformed files are refused with
  * the line named. */
 START_TEST(test_tc_rules)
@@ -477,29 +477,30 @@ START_TEST(test_tc_rules)
 	int rc = gpu_rules_load("gpu/tc-rules.txt", &rs, &n, err, sizeof err);
 	ck_assert_msg(rc == 0, "%s", err);
 	ck_assert_uint_ge(n, 12);
-	int rule_seen[4] = {0};
+	int rule_seen[5] = {0};
 	for (size_t i = 0; i < n; i++) {
 		const gpu_rule *r = &rs[i];
 		emu_tc_model m;
-		ck_assert_int_eq(emu_tc_preset("h200", r->in, r->out, &m), 0);
+		ck_assert_int_eq(emu_tc_preset("h200-mma", r->in, r->out, &m), 0);
 		emu_bits d = emu_tc_dot(&m, r->in, r->out, r->a, r->b, r->K, r->c).bits;
 		emu_bits dm = emu_tc_mp_dot(&m, r->in, r->out, r->a, r->b, r->K, r->c).bits;
-		ck_assert_msg(d == r->nanmap && dm == r->nanmap,
+		ck_assert_msg(d == r->model && dm == r->model,
 		              "%s: model 0x%llx / MPFR 0x%llx, file 0x%llx", r->name,
 		              (unsigned long long)d, (unsigned long long)dm,
-		              (unsigned long long)r->nanmap);
-		if (r->has_mmasim)
-			ck_assert_msg(r->mmasim != r->nanmap, "%s separates nothing", r->name);
-		ck_assert_str_eq(gpu_rule_reading(r, r->nanmap), "nanmap");
-		if (r->has_mmasim)
-			ck_assert_str_eq(gpu_rule_reading(r, r->mmasim), "MMA-Sim");
-		ck_assert_str_eq(gpu_rule_reading(r, r->nanmap ^ 0x10), "neither");
+		              (unsigned long long)r->model);
+		if (r->has_other)
+			ck_assert_msg(r->other != r->model, "%s separates nothing", r->name);
+		ck_assert_str_eq(gpu_rule_reading(r, r->model), "model");
+		if (r->has_other)
+			ck_assert_str_eq(gpu_rule_reading(r, r->other), "other");
+		ck_assert_str_eq(gpu_rule_reading(r, r->model ^ 0x10), "neither");
 		rule_seen[strncmp(r->name, "zero-align", 10) == 0 ? 0
 		          : strncmp(r->name, "subnormal", 9) == 0 ? 1
 		          : strncmp(r->name, "zero-sign", 9) == 0 ? 2
-		                                                  : 3]++;
+		          : strncmp(r->name, "nan", 3) == 0       ? 3
+		                                                  : 4]++;
 	}
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		ck_assert_msg(rule_seen[i] > 0, "no case for rule %d", i);
 	/* the K of the instruction: 16 for fp16, 32 for fp8 */
 	ck_assert_uint_eq(rs[0].K, 16);
@@ -514,8 +515,8 @@ START_TEST(test_tc_rules)
 	    {"a fp16 fp32 0 0 0 1=3c00,3c00 1=3c00,3c00\n", "given twice"},
 	    {"a fp16 fp32 0 0 0 1=13c00,3c00\n", "not a hex encoding of in"},
 	    {"a e4m3 fp32 0 0 0 1=100,38\n", "not a hex encoding of in"},
-	    {"a fp16 fp16 0 10000 0\n", "nanmap is not"},
-	    {"a fp16 fp32 0 0 x\n", "mmasim is not"},
+	    {"a fp16 fp16 0 10000 0\n", "model is not"},
+	    {"a fp16 fp32 0 0 x\n", "other is not"},
 	    {"a fp16 fp32 0g 0 0\n", "C is not"},
 	    {"a fp16 fp32 0 0 0 1:3c00\n", "not k=a,b"},
 	    {"a fp16 fp32 0 0 0\na fp16 fp32 0 0 0\n", "name given twice"},

@@ -35,6 +35,7 @@
 #define IX EMU_FLAG_INEXACT
 #define OF (EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT)
 #define INV EMU_FLAG_INVALID
+#define UF EMU_FLAG_UNDERFLOW
 
 /* t_rand streams, one per generator */
 enum { S_TC_CASE = 0x7c000001, S_TC_VAR, S_TC_ERR };
@@ -56,57 +57,73 @@ static const struct {
 } specs[] = {
     {"h100", "fp16", "fp32",
      "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
     {"h200", "bf16", "fp32",
      "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
     {"h100", "fp16", "fp16",
      "k=16,neab=2,final=rne,cpre=1,floor=-133,prec=out,promote=0,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
     {"h100", "e4m3", "fp32",
      "k=32,neab=-10,final=rtz,cpre=0,floor=-133,prec=14,promote=0,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
     {"h100,promote=128", "e5m2", "fp32",
      "k=32,neab=-10,final=rtz,cpre=0,floor=-133,prec=14,promote=128,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
     {"v100", "fp16", "fp32",
      "k=4,neab=0,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
     {"a100", "tf32", "fp32",
      "k=4,neab=1,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
     {"ada", "e4m3", "fp32",
      "k=16,neab=-10,final=rtz,cpre=0,floor=none,prec=14,promote=0,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
     {"h200", "e5m2", "fp16", /* mma.sync, emulated: two fp16 HMMAs, then C */
      "k=32,neab=2,final=rne,cpre=1,floor=-133,prec=out,promote=0,sat=0,clate=1,cround=rne,"
-     "split=2,group=2"},
+     "split=2,group=2,csub=emin,zsign=pos,nan=ones"},
     {"b200", "e4m3", "fp32", /* mma.sync: the dot with C = 0, then an RNE addition */
      "k=32,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=1,cround=rne,"
-     "split=1,group=1"},
+     "split=1,group=1,csub=true,zsign=ieee,nan=canon"},
     {"b200-tcgen05", "e5m2", "fp32", /* C inside the fused sum */
      "k=32,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0,cround=rne,"
-     "split=1,group=1"},
+     "split=1,group=1,csub=true,zsign=ieee,nan=canon"},
     {"b200-tcgen05", "bf16", "fp32",
      "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0,cround=rne,"
-     "split=1,group=1"},
+     "split=1,group=1,csub=true,zsign=ieee,nan=canon"},
     {"k=12,split=3,group=2,clate=1,cround=down", "fp16", "fp32",
      "k=12,neab=2,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=1,cround=down,"
-     "split=3,group=2"},
+     "split=3,group=2,csub=true,zsign=ieee,nan=canon"},
     {"k=16,neab=2,final=rz,cpre=1,promote=128", "fp16", "fp32",
      "k=16,neab=2,final=rtz,cpre=1,floor=none,prec=out,promote=128,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
     {"k=8,neab=-3,final=down,floor=-20,prec=9,sat=1,clate=1", "bf16", "fp16",
      "k=8,neab=-3,final=down,cpre=0,floor=-20,prec=9,promote=0,sat=1,clate=1,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
     {"a100,k=2", "bf16", "fp32",
      "k=2,neab=1,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
-     "cround=rne,split=1,group=1"},
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
+    /* sm_90's mma.sync: FP8 -> fp32 emulated as FP8 -> fp16 is, C added late */
+    {"h200-mma", "e4m3", "fp32",
+     "k=32,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=1,cround=rne,"
+     "split=2,group=2,csub=emin,zsign=pos,nan=ones"},
+    {"h100-mma", "bf16", "fp32", /* every other pair is h100's */
+     "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
+    {"h200,csub=true,zsign=ieee,nan=canon", "fp16", "fp16",
+     "k=16,neab=2,final=rne,cpre=1,floor=-133,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
+    {"a100,csub=emin,zsign=pos,nan=ones", "fp16", "fp32",
+     "k=8,neab=1,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
+    {"csub=14", "fp16", "fp32", NULL},
+    {"zsign=neg", "fp16", "fp32", NULL},
+    {"nan=0x7fff", "fp16", "fp32", NULL},
     {"", "fp16", "fp32", NULL},
     {"h300", "fp16", "fp32", NULL},
-    {"v100", "bf16", "fp32", NULL},       /* V100 has no bf16 */
-    {"a100", "e4m3", "fp32", NULL},       /* nor A100 FP8 */
-    {"h100", "fp16", "bf16", NULL},       /* no bf16 output */
+    {"v100", "bf16", "fp32", NULL}, /* V100 has no bf16 */
+    {"a100", "e4m3", "fp32", NULL}, /* nor A100 FP8 */
+    {"h100", "fp16", "bf16", NULL}, /* no bf16 output */
     {"k=0", "fp16", "fp32", NULL},
     {"k=65537", "fp16", "fp32", NULL},
     {"neab=37", "fp16", "fp32", NULL},
@@ -114,7 +131,7 @@ static const struct {
     {"final=rna", "fp16", "fp32", NULL},
     {"final=sr", "fp16", "fp32", NULL},
     {"k=16,,neab=2", "fp16", "fp32", NULL},
-    {"k=16,h100", "fp16", "fp32", NULL},  /* the GPU name comes first */
+    {"k=16,h100", "fp16", "fp32", NULL}, /* the GPU name comes first */
     {"k=1x", "fp16", "fp32", NULL},
     {"cpre=2", "fp16", "fp32", NULL},
     {"prec=1", "fp16", "fp32", NULL},
@@ -123,7 +140,7 @@ static const struct {
     {"b200-tcgen05", "fp16", "fp16", NULL}, /* tcgen05's rule is for fp32 output */
     {"split=0", "fp16", "fp32", NULL},
     {"group=0", "fp16", "fp32", NULL},
-    {"split=3", "fp16", "fp32", NULL},          /* 16 is no multiple of 3 */
+    {"split=3", "fp16", "fp32", NULL},               /* 16 is no multiple of 3 */
     {"k=32,split=2,group=32", "fp16", "fp32", NULL}, /* nor 32 of 64 */
     {"split=65537", "fp16", "fp32", NULL},
     {"cround=rna", "fp16", "fp32", NULL},
@@ -179,58 +196,300 @@ static const struct {
 	const char *why;
 } hand[] = {
     /* fp16: 1 = 0x3c00, 2 = 0x4000, -1 = 0xbc00, inf = 0x7c00, NaN = 0x7e00 */
-    {"h100", "fp16", "fp32", {0x3c00, 0x4000}, {0x3c00, 0x4000}, 2, 0x3f800000, 0x40c00000, 0,
+    {"h100",
+     "fp16",
+     "fp32",
+     {0x3c00, 0x4000},
+     {0x3c00, 0x4000},
+     2,
+     0x3f800000,
+     0x40c00000,
+     0,
      "1*1 + 2*2 + 1 = 6 exactly"},
-    {"h100", "fp16", "fp32", {0x7e00}, {0x3c00}, 1, 0, 0x7fc00000, 0, "NaN operand: quiet"},
-    {"h100", "fp16", "fp32", {0x3c00}, {0x3c00}, 1, 0x7fc00000, 0x7fc00000, 0, "NaN C"},
-    {"h100", "fp16", "fp32", {0x7c00}, {0}, 1, 0, 0x7fc00000, INV, "inf*0 is invalid"},
-    {"h100", "fp16", "fp32", {0x7c00, 0x7c00}, {0x3c00, 0xbc00}, 2, 0, 0x7fc00000, INV,
+    {"h100,nan=canon",
+     "fp16",
+     "fp32",
+     {0x7e00},
+     {0x3c00},
+     1,
+     0,
+     0x7fc00000,
+     0,
+     "NaN operand: quiet"},
+    {"h100,nan=canon", "fp16", "fp32", {0x3c00}, {0x3c00}, 1, 0x7fc00000, 0x7fc00000, 0, "NaN C"},
+    {"h100,nan=canon", "fp16", "fp32", {0x7c00}, {0}, 1, 0, 0x7fc00000, INV, "inf*0 is invalid"},
+    {"h100,nan=canon",
+     "fp16",
+     "fp32",
+     {0x7c00, 0x7c00},
+     {0x3c00, 0xbc00},
+     2,
+     0,
+     0x7fc00000,
+     INV,
      "inf - inf is invalid"},
-    {"h100", "fp16", "fp32", {0x7c00}, {0x3c00}, 1, 0xff800000, 0x7fc00000, INV,
+    {"h100,nan=canon",
+     "fp16",
+     "fp32",
+     {0x7c00},
+     {0x3c00},
+     1,
+     0xff800000,
+     0x7fc00000,
+     INV,
      "inf + C = -inf is invalid"},
-    {"h100", "fp16", "fp32", {0x7c00, 0x3c00}, {0xbc00, 0x3c00}, 2, 0x3f800000, 0xff800000, 0,
+    /* sm_90 as the H200 answered gpu/tc-rules.txt (docs/gpu-results.md) */
+    {"h200", "fp16", "fp32", {0x7e00}, {0x3c00}, 1, 0, 0x7fffffff, 0, "nan=ones: all ones"},
+    {"h200", "fp16", "fp16", {0x7c00}, {0}, 1, 0, 0x7fff, INV, "nan=ones in fp16: 0x7fff"},
+    {"h200",
+     "bf16",
+     "fp32",
+     {0x7fc1},
+     {0x3f80},
+     1,
+     0,
+     0x7fffffff,
+     0,
+     "nan=ones: a NaN operand's payload and sign are not kept"},
+    {"h200",
+     "fp16",
+     "fp16",
+     {0x0800, 0x8004},
+     {0x0c00, 0x0001},
+     2,
+     0x33800000,
+     0x0002,
+     UF | IX,
+     "csub=emin: C = 2^-24 aligns at 2^-14, -2^-46 is chopped, 1.5 * 2^-24 ties to even"},
+    {"h200,csub=true",
+     "fp16",
+     "fp16",
+     {0x0800, 0x8004},
+     {0x0c00, 0x0001},
+     2,
+     0x33800000,
+     0x0001,
+     UF | IX,
+     "csub=true: C at 2^-24 keeps -2^-46, the sum is below the tie"},
+    {"h200",
+     "fp16",
+     "fp16",
+     {0x8800},
+     {0x0800},
+     1,
+     0,
+     0x0000,
+     UF | IX,
+     "zsign=pos: -2^-26 rounds to +0"},
+    {"h200,zsign=ieee",
+     "fp16",
+     "fp16",
+     {0x8800},
+     {0x0800},
+     1,
+     0,
+     0x8000,
+     UF | IX,
+     "zsign=ieee: -2^-26 rounds to -0"},
+    {"h200",
+     "fp16",
+     "fp32",
+     {0x8000},
+     {0x3c00},
+     1,
+     0x80000000,
+     0,
+     0,
+     "zsign=pos: (-0)*1 + (-0) = +0"},
+    {"h200-mma",
+     "e4m3",
+     "fp32",
+     {0x03},
+     {0x01},
+     1,
+     0x43000000,
+     0x43000001,
+     IX,
+     "mma.sync FP8 -> fp32: C = 128 added late by an RNE FADD, + 0.75 ulp rounds up"},
+    {"h100",
+     "fp16",
+     "fp32",
+     {0x7c00, 0x3c00},
+     {0xbc00, 0x3c00},
+     2,
+     0x3f800000,
+     0xff800000,
+     0,
      "-inf wins over finite terms"},
     {"h100", "fp16", "fp32", {0x3c00}, {0x3c00}, 1, 0x7f800000, 0x7f800000, 0, "C = inf"},
     /* bf16 2^127 = 0x7f00: 2^127 * 2 + 2^127 overflows fp32 */
-    {"h100", "bf16", "fp32", {0x7f00}, {0x4000}, 1, 0x7f000000, 0x7f800000, OF,
+    {"h100",
+     "bf16",
+     "fp32",
+     {0x7f00},
+     {0x4000},
+     1,
+     0x7f000000,
+     0x7f800000,
+     OF,
      "overflow is inf even under RZ (the published model)"},
-    {"h100,sat=1", "bf16", "fp32", {0x7f00}, {0x4000}, 1, 0x7f000000, 0x7f7fffff, OF,
+    {"h100,sat=1",
+     "bf16",
+     "fp32",
+     {0x7f00},
+     {0x4000},
+     1,
+     0x7f000000,
+     0x7f7fffff,
+     OF,
      "sat: overflow is max"},
-    {"h100", "bf16", "fp32", {0xff00}, {0x4000}, 1, 0xff000000, 0xff800000, OF,
+    {"h100",
+     "bf16",
+     "fp32",
+     {0xff00},
+     {0x4000},
+     1,
+     0xff000000,
+     0xff800000,
+     OF,
      "negative overflow"},
-    {"h100", "fp16", "fp32", {0x8000}, {0x3c00}, 1, 0x80000000, 0x80000000, 0,
+    {"h100,zsign=ieee",
+     "fp16",
+     "fp32",
+     {0x8000},
+     {0x3c00},
+     1,
+     0x80000000,
+     0x80000000,
+     0,
      "(-0)*1 + (-0) = -0"},
     {"h100", "fp16", "fp32", {0x8000}, {0x3c00}, 1, 0, 0, 0, "(-0)*1 + (+0) = +0"},
     {"h100", "fp16", "fp32", {0x3c00}, {0x3c00}, 1, 0xbf800000, 0, 0, "1 - 1 = +0"},
-    {"h100,final=down", "fp16", "fp32", {0x3c00}, {0x3c00}, 1, 0xbf800000, 0x80000000, 0,
+    {"h100,final=down,zsign=ieee",
+     "fp16",
+     "fp32",
+     {0x3c00},
+     {0x3c00},
+     1,
+     0xbf800000,
+     0x80000000,
+     0,
      "1 - 1 = -0 rounding down"},
     {"h100", "fp16", "fp32", {0}, {0}, 0, 0xc0400000, 0xc0400000, 0, "K = 0: D = C"},
     /* RZ: 1 + 2^-24 (from C's window) — C = 1, product 2^-12 * 2^-12 */
-    {"h100", "fp16", "fp32", {0x0c00}, {0x0c00}, 1, 0x3f800000, 0x3f800000, IX,
+    {"h100",
+     "fp16",
+     "fp32",
+     {0x0c00},
+     {0x0c00},
+     1,
+     0x3f800000,
+     0x3f800000,
+     IX,
      "1 + 2^-24 fits the window (neab 2); RZ to fp32 drops it"},
-    {"v100", "fp16", "fp32", {0x3c00, 0x1400}, {0x3c00, 0x3c00}, 2, 0, 0x3f802000, 0,
+    {"v100",
+     "fp16",
+     "fp32",
+     {0x3c00, 0x1400},
+     {0x3c00, 0x3c00},
+     2,
+     0,
+     0x3f802000,
+     0,
      "1 + 2^-10 fits v100's window"},
-    {"v100", "fp16", "fp32", {0x3c00, 0x0400}, {0x3c00, 0x0400}, 2, 0, 0x3f800000, IX,
+    {"v100",
+     "fp16",
+     "fp32",
+     {0x3c00, 0x0400},
+     {0x3c00, 0x0400},
+     2,
+     0,
+     0x3f800000,
+     IX,
      "2^-28 is chopped below v100's 23-bit window"},
-    {"h100", "fp16", "fp16", {0x3c00}, {0x3c00}, 1, 0x3f500001, 0x3f40, IX,
+    {"h100",
+     "fp16",
+     "fp16",
+     {0x3c00},
+     {0x3c00},
+     1,
+     0x3f500001,
+     0x3f40,
+     IX,
      "fp16 out: C (0.8125 + 2^-24) rounded to fp16 first, then 1 + 0.8125"},
-    {"h100", "fp16", "fp16", {0x7bff, 0x7bff}, {0x3c00, 0x3c00}, 2, 0, 0x7c00, OF,
+    {"h100",
+     "fp16",
+     "fp16",
+     {0x7bff, 0x7bff},
+     {0x3c00, 0x3c00},
+     2,
+     0,
+     0x7c00,
+     OF,
      "fp16 overflow is inf"},
     /* e4m3: 1 = 0x38, 2^-5 = 0x10, 2^-6 = 0x08, so 0x08*0x10 = 2^-11, half an
      * fp16 ulp at 1. h200 FP8 -> fp16 sums k mod 4 in {0,1}, then {2,3}. */
-    {"h200", "e4m3", "fp16", {0x38, 0x08, 0, 0x08}, {0x38, 0x10, 0, 0x10}, 4, 0, 0x3c00, IX,
+    {"h200",
+     "e4m3",
+     "fp16",
+     {0x38, 0x08, 0, 0x08},
+     {0x38, 0x10, 0, 0x10},
+     4,
+     0,
+     0x3c00,
+     IX,
      "1 + 2^-11 ties to 1 in the first HMMA, and again in the second"},
-    {"h200", "e4m3", "fp16", {0x38, 0, 0x08, 0x08}, {0x38, 0, 0x10, 0x10}, 4, 0, 0x3c01, 0,
+    {"h200",
+     "e4m3",
+     "fp16",
+     {0x38, 0, 0x08, 0x08},
+     {0x38, 0, 0x10, 0x10},
+     4,
+     0,
+     0x3c01,
+     0,
      "positions 2 and 3 share the second HMMA: 1 + 2^-10 exactly"},
-    {"h200", "e4m3", "fp16", {0x38}, {0x38}, 1, 0x3a000000, 0x3c00, IX,
+    {"h200",
+     "e4m3",
+     "fp16",
+     {0x38},
+     {0x38},
+     1,
+     0x3a000000,
+     0x3c00,
+     IX,
      "C = 2^-11 joins last, in an fp16 addition: 1 + 2^-11 ties to 1"},
-    {"h200", "e4m3", "fp16", {0x38, 0x08}, {0x38, 0x10}, 2, 0x3a000000, 0x3c00, IX,
+    {"h200",
+     "e4m3",
+     "fp16",
+     {0x38, 0x08},
+     {0x38, 0x10},
+     2,
+     0x3a000000,
+     0x3c00,
+     IX,
      "1 + 2^-11 -> 1 in the HMMA, then + 2^-11 -> 1: C is no term of the block"},
     /* 1*1 + 3*2^-25 (0.75 ulp): inside the fused sum RZ keeps 1; a separate RNE
      * addition of C rounds 1 + 0.75 ulp up */
-    {"b200", "e4m3", "fp32", {0x38}, {0x38}, 1, 0x33c00000, 0x3f800001, IX,
+    {"b200",
+     "e4m3",
+     "fp32",
+     {0x38},
+     {0x38},
+     1,
+     0x33c00000,
+     0x3f800001,
+     IX,
      "b200 FP8 mma.sync: RNE_fp32(dot + C)"},
-    {"b200-tcgen05", "e4m3", "fp32", {0x38}, {0x38}, 1, 0x33c00000, 0x3f800000, IX,
+    {"b200-tcgen05",
+     "e4m3",
+     "fp32",
+     {0x38},
+     {0x38},
+     1,
+     0x33c00000,
+     0x3f800000,
+     IX,
      "tcgen05: C inside the fused sum, RZ"},
     {"b200", "e5m2", "fp32", {0}, {0}, 0, 0xc0400000, 0xc0400000, 0, "K = 0: D = C"},
 };
@@ -241,7 +500,8 @@ START_TEST(test_tc_hand)
 		const emu_format *in = t_fmt(hand[i].in), *out = t_fmt(hand[i].out);
 		emu_tc_model m = model_of(hand[i].spec, in, out);
 		emu_result f = emu_tc_dot(&m, in, out, hand[i].a, hand[i].b, hand[i].K, hand[i].c);
-		emu_result p = emu_tc_mp_dot(&m, in, out, hand[i].a, hand[i].b, hand[i].K, hand[i].c);
+		emu_result p =
+		    emu_tc_mp_dot(&m, in, out, hand[i].a, hand[i].b, hand[i].K, hand[i].c);
 		char f1[48], f2[48], f3[48];
 		ck_assert_msg(f.bits == hand[i].want && f.flags == hand[i].flags,
 		              "row %zu (%s): fast 0x%x %s, want 0x%x %s", i, hand[i].why, f.bits,
@@ -288,24 +548,29 @@ typedef struct {
 } tc_pair;
 
 static const tc_pair pairs[] = {
-    {"v100", "fp16", "fp32"}, {"v100", "fp16", "fp16"},
+    {"v100", "fp16", "fp32"},         {"v100", "fp16", "fp16"},
 
-    {"a100", "fp16", "fp32"}, {"a100", "bf16", "fp32"}, {"a100", "tf32", "fp32"},
-    {"a100", "fp16", "fp16"},
+    {"a100", "fp16", "fp32"},         {"a100", "bf16", "fp32"},
+    {"a100", "tf32", "fp32"},         {"a100", "fp16", "fp16"},
 
-    {"h100", "fp16", "fp32"}, {"h100", "bf16", "fp32"}, {"h100", "tf32", "fp32"},
-    {"h100", "fp16", "fp16"}, {"h100", "e4m3", "fp32"}, {"h100", "e5m2", "fp32"},
-    {"h100", "e4m3", "fp16"}, {"h100", "e5m2", "fp16"},
+    {"h100", "fp16", "fp32"},         {"h100", "bf16", "fp32"},
+    {"h100", "tf32", "fp32"},         {"h100", "fp16", "fp16"},
+    {"h100", "e4m3", "fp32"},         {"h100", "e5m2", "fp32"},
+    {"h100", "e4m3", "fp16"},         {"h100", "e5m2", "fp16"},
 
-    {"ada", "fp16", "fp32"},  {"ada", "bf16", "fp32"},  {"ada", "tf32", "fp32"},
-    {"ada", "fp16", "fp16"},  {"ada", "e4m3", "fp32"},  {"ada", "e5m2", "fp16"},
+    {"ada", "fp16", "fp32"},          {"ada", "bf16", "fp32"},
+    {"ada", "tf32", "fp32"},          {"ada", "fp16", "fp16"},
+    {"ada", "e4m3", "fp32"},          {"ada", "e5m2", "fp16"},
 
-    {"b200", "fp16", "fp32"}, {"b200", "bf16", "fp32"}, {"b200", "tf32", "fp32"},
-    {"b200", "fp16", "fp16"}, {"b200", "e4m3", "fp32"}, {"b200", "e5m2", "fp32"},
+    {"b200", "fp16", "fp32"},         {"b200", "bf16", "fp32"},
+    {"b200", "tf32", "fp32"},         {"b200", "fp16", "fp16"},
+    {"b200", "e4m3", "fp32"},         {"b200", "e5m2", "fp32"},
 
     {"b200-tcgen05", "fp16", "fp32"}, {"b200-tcgen05", "bf16", "fp32"},
     {"b200-tcgen05", "tf32", "fp32"}, {"b200-tcgen05", "e4m3", "fp32"},
-    {"b200-tcgen05", "e5m2", "fp32"},
+    {"b200-tcgen05", "e5m2", "fp32"}, {"h200-mma", "e4m3", "fp32"},
+    {"h200-mma", "e5m2", "fp32"},     {"h200-mma", "fp16", "fp16"},
+    {"h100-mma", "e4m3", "fp16"},     {"h100-mma", "fp16", "fp16"},
 };
 
 /* Variants beyond the presets (any input format pairs with them). */
@@ -325,6 +590,12 @@ static const char *const variants[] = {
     "k=8,neab=0,final=rtz,split=4,clate=1,cround=up,promote=20",
     "k=16,neab=1,final=down,split=2,group=8,floor=-20",
     "k=6,neab=4,final=rtz,split=6,sat=1,clate=1,cround=rtz,prec=9",
+    /* the sm_90 rules apart and on other shapes */
+    "k=4,neab=0,final=rne,cpre=1,csub=emin",
+    "k=8,neab=1,final=down,zsign=pos,clate=1,cround=down",
+    "k=16,neab=2,final=rtz,nan=ones,promote=32",
+    "h100,csub=true,zsign=ieee,nan=canon",
+    "k=32,neab=2,final=rne,cpre=1,split=2,group=2,clate=1,csub=emin,zsign=pos,nan=ones",
 };
 static const char *const var_in[] = {"fp16", "bf16", "tf32", "e4m3", "e5m2", "e2m3"};
 static const char *const var_out[] = {"fp32", "fp16", "bf16"};
@@ -472,7 +743,8 @@ static uint64_t n_cases(uint64_t full)
 
 START_TEST(test_tc_vs_mpfr_presets)
 {
-	static const char *const gpus[] = {"v100", "a100", "h100", "ada", "b200", "b200-tcgen05"};
+	static const char *const gpus[] = {"v100", "a100",         "h100",     "ada",
+	                                   "b200", "b200-tcgen05", "h200-mma", "h100-mma"};
 	const char *gpu = gpus[_i];
 	char what[96];
 	snprintf(what, sizeof what, "tc fast == mpfr, %s preset%s", gpu,
@@ -483,8 +755,7 @@ END_TEST
 
 START_TEST(test_tc_vs_mpfr_variants)
 {
-	prove_tc("tc fast == mpfr, variants", n_cases(100000), S_TC_CASE + 99, setup_variant,
-	         NULL);
+	prove_tc("tc fast == mpfr, variants", n_cases(100000), S_TC_CASE + 99, setup_variant, NULL);
 }
 END_TEST
 
@@ -550,8 +821,8 @@ static size_t run_hw(const hw_file *h, const emu_tc_model *m, const emu_format *
 		for (size_t j = 0; j < K; j++) {
 			emu_result x = emu_convert(in, fp32, h->a.v[i * K + j], &rne);
 			emu_result y = emu_convert(in, fp32, h->b.v[i * K + j], &rne);
-			ck_assert_msg(x.flags == 0 && y.flags == 0, "case %zu: input %zu not in %s", i,
-			              j, in->name);
+			ck_assert_msg(x.flags == 0 && y.flags == 0, "case %zu: input %zu not in %s",
+			              i, j, in->name);
 			ea[j] = x.bits;
 			eb[j] = y.bits;
 		}
@@ -619,14 +890,16 @@ START_TEST(test_tc_hw_vectors)
 		printf("tc: %s %s -> %s (%s): %zu/%zu\n", hw_rows[i].G, hw_rows[i].in,
 		       hw_rows[i].out, hw_rows[i].gpu, ok, h.d.count);
 		fflush(stdout);
-		ck_assert_msg(ok == h.d.count, "%s %s -> %s: %zu of %zu match; first mismatch case %zu",
+		ck_assert_msg(ok == h.d.count,
+		              "%s %s -> %s: %zu of %zu match; first mismatch case %zu",
 		              hw_rows[i].G, hw_rows[i].in, hw_rows[i].out, ok, h.d.count, bad + 1);
 		t_count("tc hardware vectors matched", ok);
 		files += hw_rows[i].required;
 		free_hw(&h);
 	}
-	ck_assert_msg(files == required, "only %zu of the %zu required vector files were found in %s",
-	              files, required, dir);
+	ck_assert_msg(files == required,
+	              "only %zu of the %zu required vector files were found in %s", files, required,
+	              dir);
 }
 END_TEST
 
@@ -662,7 +935,7 @@ START_TEST(test_tc_fp8_accumulation_error)
 	emu_tc_model promo = model_of("h100,promote=128", in, out);
 	const size_t ndots = t_quick() ? 40 : 400;
 	double worst[2] = {0, 0}, sum[2] = {0, 0};
-#pragma omp parallel for schedule(dynamic, 4) reduction(max : worst[ : 2]) reduction(+ : sum[ : 2])
+#pragma omp parallel for schedule(dynamic, 4) reduction(max : worst[:2]) reduction(+ : sum[:2])
 	for (size_t i = 0; i < ndots; i++) {
 		emu_bits a[ERR_K], b[ERR_K];
 		/* both signs, with a positive mean so the exact result is not near 0 */
@@ -686,7 +959,8 @@ START_TEST(test_tc_fp8_accumulation_error)
 	       100 * sum[1] / (double)ndots);
 	fflush(stdout);
 	ck_assert_msg(worst[0] > 0.01 && worst[0] < 0.05,
-	              "the tensor-core accumulation error %.3g is not near DeepSeek's 2%%", worst[0]);
+	              "the tensor-core accumulation error %.3g is not near DeepSeek's 2%%",
+	              worst[0]);
 	ck_assert_msg(worst[1] < worst[0] / 20, "promotion did not help: %.3g vs %.3g", worst[1],
 	              worst[0]);
 }
@@ -707,7 +981,9 @@ static const struct {
     {"3f800000 400000000\n", 0, 1, ":1: value 2 ('400000000')"},
     {"3f800000\n\n3f800000\n", 0, 1, ":2: empty line"},
     {"", 0, 1, "no vectors"},
-    {"3f80\0" "00\n", 8, 1, ":1: a NUL byte"},
+    {"3f80\0"
+     "00\n",
+     8, 1, ":1: a NUL byte"},
     {"00111111100000000000000000000000\n", 0, 0, NULL},
     {"00111111100000000000000000000000  \n0011111110000000000000000000000\n", 0, 0,
      ":2: expected a binary32 as 32 characters 0/1"},
@@ -781,7 +1057,7 @@ Suite *suite_tc(void)
 
 	tc = tcase_create("proof");
 	tcase_set_timeout(tc, 300);
-	tcase_add_loop_test(tc, test_tc_vs_mpfr_presets, 0, 6);
+	tcase_add_loop_test(tc, test_tc_vs_mpfr_presets, 0, 8);
 	tcase_add_test(tc, test_tc_vs_mpfr_variants);
 	suite_add_tcase(s, tc);
 

@@ -133,7 +133,8 @@ log "== build (make $target, -j$JOBS)"
 if limit 240 make -j"$JOBS" DEPS_INSTALL=no NVCC="$NVCC" "$target" >>"$LOG" 2>&1; then
 	status build ok $(($(date +%s) - t)) "make $target"
 elif [ -x "$RUNNER" ]; then
-	status build FAILED $(($(date +%s) - t)) "make $target failed (see check.log); using the $RUNNER already there"
+	why=$(grep '^deps: ' "$LOG" | tail -n 1 | tr '|' '/' | cut -c1-160)
+	status build FAILED $(($(date +%s) - t)) "make $target failed (${why:-see check.log}); using the $RUNNER already there"
 else
 	status build FAILED $(($(date +%s) - t)) "make gpu failed; nothing can run (see check.log: $(tail -n 1 "$LOG" | tr '|' '/' | cut -c1-160))"
 	log "check.sh: report in $OUT/gpu-report.md"
@@ -181,7 +182,7 @@ for spec in rules:30 tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 at
 	0) status "$step" ok "$dt" "" ;;
 	77) status "$step" SKIPPED "$dt" "$(grep 'no CUDA device' "$LOG" | tail -n 1)" ;;
 	124 | 137) status "$step" TIMEOUT "$dt" "stopped after $max s; the rows that finished are below" ;;
-	*) status "$step" FAILED "$dt" "exit $rc: $(grep 'nanmap-gpu: ' "$LOG" | tail -n 1 | tr '|' '/' | cut -c1-160)" ;;
+	*) status "$step" FAILED "$dt" "exit $rc: $(grep "nanmap-gpu: $step: " "$LOG" | tail -n 1 | tr '|' '/' | cut -c1-160)" ;;
 	esac
 done
 

@@ -349,6 +349,17 @@ sweep: deps all
 sweep-quick: deps all
 	$(BIN) sweep --quick cases
 
+# the golden files (nanmap check CASE/OUTPUT and golden list find them under
+# PREFIX/share/nanmap/golden, beside the installed command)
+GOLDEN_FILES := $(sort $(wildcard golden/*.golden)) golden/README.md
+# ldconfig after installing into a folder the dynamic linker searches (the
+# system's lib folders and those its configuration, LD_SO_CONF, names;
+# LDCONFIG=true skips it)
+LDCONFIG ?= ldconfig
+LD_SO_CONF ?= /etc/ld.so.conf /etc/ld.so.conf.d/*.conf
+LD_SEARCHED = { case "$(1)" in /lib | /usr/lib | /lib64 | /usr/lib64) true ;; \
+  *) cat $(LD_SO_CONF) 2>/dev/null | grep -qxF "$(1)" ;; esac; }
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/nanmap $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/nanmap
@@ -358,14 +369,24 @@ install: all
 	ln -sf $(SHLIB_SONAME) $(DESTDIR)$(PREFIX)/lib/libnanmap.so
 	install -m 644 $(PUBLIC_H) $(DESTDIR)$(PREFIX)/include/nanmap/
 	install -m 644 nanmap.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
+	install -d $(DESTDIR)$(PREFIX)/share/nanmap/golden
+	install -m 644 $(GOLDEN_FILES) $(DESTDIR)$(PREFIX)/share/nanmap/golden/
+	@# the dynamic linker's cache knows the new library only after ldconfig;
+	@# a PREFIX outside its search path needs an rpath or LD_LIBRARY_PATH (README)
+	@if [ -z "$(DESTDIR)" ] && $(call LD_SEARCHED,$(PREFIX)/lib); then \
+	  if [ "$$(id -u)" = 0 ]; then echo "$(LDCONFIG)"; $(LDCONFIG); \
+	  else echo "install: run ldconfig as root so that programs find $(PREFIX)/lib/$(SHLIB_SONAME)"; fi; \
+	fi
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/nanmap $(DESTDIR)$(PREFIX)/lib/libnanmap.a \
 	  $(DESTDIR)$(PREFIX)/lib/libnanmap.so $(DESTDIR)$(PREFIX)/lib/$(SHLIB_SONAME) \
 	  $(DESTDIR)$(PREFIX)/lib/$(notdir $(SHLIB_REAL)) \
 	  $(addprefix $(DESTDIR)$(PREFIX)/include/nanmap/,$(notdir $(PUBLIC_H))) \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
-	-rmdir $(DESTDIR)$(PREFIX)/include/nanmap 2>/dev/null
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc \
+	  $(addprefix $(DESTDIR)$(PREFIX)/share/nanmap/golden/,$(notdir $(GOLDEN_FILES)))
+	-rmdir $(DESTDIR)$(PREFIX)/include/nanmap $(DESTDIR)$(PREFIX)/share/nanmap/golden \
+	  $(DESTDIR)$(PREFIX)/share/nanmap 2>/dev/null
 
 format:
 	clang-format -i $(foreach d,$(LAYERS) cli sweep oracles,$(d)/*.[ch]) tests/*.[ch] bench/*.c

@@ -370,6 +370,14 @@ bad_in "two values on a round line" "nanmap: stdin line 1: one value per line, g
 bad_in "NUL byte on stdin" "nanmap: stdin line 1: a NUL byte in the input" '1\00002\n' round -
 bad_in "op line arity" "nanmap: stdin line 2: add takes 2 operands, got 1" '1 2\n3\n' op add -
 # '-' with nothing to read is an error, as no VALUE is (it exited 0 with a header)
+# stdin is read within bounds: a stream without end stops with one line
+# (it once grew at 0.6 GB/s until the kernel killed it)
+rc=0
+timeout 20 "$N" round - </dev/zero >"$tmp/out" 2>"$tmp/err" || rc=$?
+expect_err "round - < /dev/zero" "nanmap: stdin line 1: longer than 4096 bytes (one value a line)"
+rc=0
+yes 1 | timeout 60 "$N" op sqrt - >"$tmp/out" 2>"$tmp/err" || rc=$?
+expect_err "op - < yes" "nanmap: stdin: more than 1048576 lines (give at most 1048576 operations at a time)"
 bad_in "round, empty stdin" "nanmap: '-': stdin is empty (no value to read)" '' round -
 bad_in "round, blank stdin" "nanmap: '-': stdin holds no value (2 lines, all blank)" '\n  \n' round -
 bad_in "op, empty stdin" "nanmap: '-': stdin is empty (no operation to read)" '' op add -

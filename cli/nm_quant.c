@@ -590,13 +590,14 @@ static void nq_track_worst(const struct nq_job *j, struct nq_result *res, const 
 
 static void nq_progress(const struct nq_job *j, const struct nq_reader *rd, size_t done_rows)
 {
-	char line[512];
+	char line[512], name[256];
 	double mb = 1e6, per_row = (double)rd->cols * (double)rd->elem_bytes;
 	int n;
 
 	if (!j->progress)
 		return;
-	n = snprintf(line, sizeof(line), "quant: %s  %.1f/%.1f MB\n", rd->name,
+	n = snprintf(line, sizeof(line), "quant: %s  %.1f/%.1f MB\n",
+	             nm_shown(rd->name, name, sizeof(name)),
 	             (double)done_rows * per_row / mb, (double)rd->rows * per_row / mb);
 	if (n > 0 &&
 	    write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
@@ -1032,17 +1033,20 @@ static void nq_print_table(nm_buf *b, const char *const *head, char **cells, siz
                            size_t ncols, const bool *right)
 {
 	size_t w[NQ_NCOLS + 8] = {0};
+	char shown[1024]; /* a cell as nm_shown shows it: a tensor's name from a file
+	                   * may hold control bytes, which must not reach a terminal */
 
 	for (size_t c = 0; c < ncols; c++) {
 		w[c] = strlen(head[c]);
 		for (size_t r = 0; r < nrows; r++) {
-			size_t l = strlen(cells[r * ncols + c]);
+			size_t l = strlen(nm_shown(cells[r * ncols + c], shown, sizeof(shown)));
 			w[c] = l > w[c] ? l : w[c];
 		}
 	}
 	for (size_t r = 0; r <= nrows; r++) {
 		for (size_t c = 0; c < ncols; c++) {
-			const char *s = r ? cells[(r - 1) * ncols + c] : head[c];
+			const char *s =
+			    nm_shown(r ? cells[(r - 1) * ncols + c] : head[c], shown, sizeof(shown));
 			bool last = c + 1 == ncols;
 			if (last)
 				nm_buf_put(b, s);
@@ -1088,8 +1092,10 @@ static void nq_text(nm_buf *b, const struct nq_report *rp, bool *oom)
 		char **cells;
 		if (rp->in->t[i].skipped)
 			continue;
-		nm_buf_printf(b, "\nworst blocks of %s (%zu of %zu, lowest SQNR first):\n",
-		              rp->in->t[i].name, res->nworst, res->nbr * res->nbc);
+		nm_buf_put(b, "\nworst blocks of ");
+		nm_buf_put_shown(b, rp->in->t[i].name);
+		nm_buf_printf(b, " (%zu of %zu, lowest SQNR first):\n", res->nworst,
+		              res->nbr * res->nbc);
 		cells = calloc((res->nworst ? res->nworst : 1) * nc, sizeof(*cells));
 		if (!cells) {
 			*oom = true;

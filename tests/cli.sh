@@ -378,6 +378,8 @@ expect_err "round - < /dev/zero" "nanmap: stdin line 1: longer than 4096 bytes (
 rc=0
 yes 1 | timeout 60 "$N" op sqrt - >"$tmp/out" 2>"$tmp/err" || rc=$?
 expect_err "op - < yes" "nanmap: stdin: more than 1048576 lines (give at most 1048576 operations at a time)"
+# an argument's control bytes are shown as \xNN in the error line, never sent
+bad "control bytes in an argument" "nanmap: bad value 'a\\x1b[2Jb\\x0a.'" round "$(printf 'a\033[2Jb\n.')"
 bad_in "round, empty stdin" "nanmap: '-': stdin is empty (no value to read)" '' round -
 bad_in "round, blank stdin" "nanmap: '-': stdin holds no value (2 lines, all blank)" '\n  \n' round -
 bad_in "op, empty stdin" "nanmap: '-': stdin is empty (no operation to read)" '' op add -

@@ -193,6 +193,19 @@ succeeded "checkpoint, --tensor"
 run quant --recipe nvfp4 --input "$tmp/ck.safetensors" --tensor w.f16 --csv
 [ "$(awk 'END { print NR }' "$tmp/out")" = 2 ] || fail "one --tensor: no total row"
 pass=$((pass + 1))
+# a tensor's name with control bytes (an escape that clears the screen): the
+# table, the CSV and the worst-blocks lines show them as \xNN, never send them
+h2='{"w\u001b[2J\u0007":{"dtype":"F16","shape":[16],"data_offsets":[0,32]}}'
+st "$tmp/esc.safetensors" "$h2" "$(enc fp16 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1 2 3 4 5 6 700)"
+for how in --csv "--per-block 2" ""; do
+	# shellcheck disable=SC2086
+	run quant --recipe nvfp4 --input "$tmp/esc.safetensors" $how
+	succeeded "a tensor name with control bytes, $how"
+	! LC_ALL=C grep -q "$(printf '[\033\007]')" "$tmp/out" "$tmp/err" ||
+		fail "a tensor name's control bytes reached the output ($how)"
+	grep -qF 'w\x1b[2J\x07' "$tmp/out" || fail "the tensor's name not shown as w\\x1b[2J\\x07 ($how)"
+done
+pass=$((pass + 1))
 run quant --recipe mxfp8 --input "$tmp/ck.safetensors" --json --per-block 2
 succeeded "checkpoint, --json"
 [ "$(grep -c '^  {"name": ' "$tmp/out")" = 5 ] || fail "--json: 5 objects"

@@ -1199,6 +1199,39 @@ static uint32_t nq_f32_bits(double v)
 }
 
 /* Every tensor quantised, as one .safetensors file. */
+/* Remove what a killed quant --out left beside its output: the temporaries
+ * "NAME.tmp.PID" of the files it writes (the output, and beside a .npy its
+ * .scales.npy and .tensor_scale.npy) whose PID is no running process; only
+ * those names, each said on stderr, as the sweep and golden update clean
+ * theirs. */
+static void nq_clean_stale(const char *out)
+{
+	static const char *const sfx[] = {"", ".scales.npy", ".tensor_scale.npy"};
+	const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+	bool npy = nq_ends_with(out, ".npy");
+	size_t stem = strlen(base) - (npy ? 4 : 0);
+	char dir[4096], pat[1200];
+
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", slash == out ? 1 : (int)(slash - out), out);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	for (size_t k = 0; k < (npy ? 3u : 1u); k++) {
+		size_t n = 0;
+		const char *name = base;
+		size_t len = k ? stem : strlen(base);
+
+		/* the name literally: % and * are the pattern's */
+		for (size_t i = 0; i < len && n + 2 < sizeof(pat) - 32; i++) {
+			if (name[i] == '%' || name[i] == '*')
+				pat[n++] = '%';
+			pat[n++] = name[i];
+		}
+		snprintf(pat + n, sizeof(pat) - n, "%s.tmp.%%p", sfx[k]);
+		(void)nm_file_clean_match(dir, pat, "left by a quant --out that did not finish");
+	}
+}
+
 static int nq_write_st(const struct nq_report *rp)
 {
 	const struct nq_opts *o = rp->o;
@@ -1496,8 +1529,10 @@ static int nq_run(struct nq_opts *o)
 		emu_qstats_finish(&rp.total);
 		rc = nq_build_report(&rp, &b);
 	}
-	if (!rc && o->out)
+	if (!rc && o->out) {
+		nq_clean_stale(o->out);
 		rc = nq_ends_with(o->out, ".npy") ? nq_write_npy(&rp) : nq_write_st(&rp);
+	}
 	if (!rc) {
 		if (b.len)
 			fwrite(b.s, 1, b.len, stdout);

@@ -88,6 +88,23 @@ run round -f fp32 --csv --input "$tmp/floor.npy"
 [ "$(sed -n 3p "$tmp/out" | cut -d, -f4)" = 1 ] || fail "mxfp8:floor: 1 stays 1"
 pass=$((pass + 1))
 # TE: scale 2^ceil(log2(957/448)) = 4, 957/4 = 239.25 rounds to 240: 960
+# a killed quant --out leaves NAME.tmp.PID: the next one into that name removes
+# its own names' temporaries of dead processes (pid 999999999 is above any
+# pid_max), and nothing else
+mkdir -p "$tmp/stale"
+for f in q.npy.tmp.999999999 q.scales.npy.tmp.999999999 q.npy.tmp.$$ other.npy.tmp.999999999 q.npy.tmp.x; do
+	: >"$tmp/stale/$f"
+done
+run quant --recipe mxfp8 --input "$tmp/m.npy" --csv --out "$tmp/stale/q.npy"
+[ "$rc" -eq 0 ] || fail "quant --out beside stale temporaries: exit status $rc"
+[ ! -e "$tmp/stale/q.npy.tmp.999999999" ] && [ ! -e "$tmp/stale/q.scales.npy.tmp.999999999" ] ||
+	fail "quant --out left a killed run's temporaries: $(ls "$tmp/stale")"
+for f in q.npy.tmp.$$ other.npy.tmp.999999999 q.npy.tmp.x q.npy; do
+	[ -e "$tmp/stale/$f" ] || fail "quant --out removed (or did not write) $f"
+done
+[ "$(grep -c '^nanmap: removed .*left by a quant --out that did not finish$' "$tmp/err")" = 2 ] ||
+	fail "quant --out: the removals not said: $(cat "$tmp/err")"
+pass=$((pass + 1))
 run quant --recipe mxfp8 --input "$tmp/m.npy" --csv --out "$tmp/te.npy"
 succeeded "mxfp8"
 [ "$(field "$tmp/m.npy" saturated)" = 0 ] || fail "mxfp8: saturated, want 0"

@@ -73,7 +73,7 @@ static const char nm_usage[] =
     "      compare a kernel's outputs with a golden output; exit 0 all match,\n"
     "      1 mismatches, 2 bad input (docs/golden.md; nanmap check --help)\n"
     "  nanmap sweep [--quick] [--fresh] [--quiet] [-j N] [--out DIR] [--plots DIR]\n"
-    "               [--docs DIR] [--only NAME] PATH...\n"
+    "               [--docs DIR] [--only NAME] [--max-memory SIZE] PATH...\n"
     "      run the case files (cases/README.md) at every point: results/<case>.csv,\n"
     "      thresholds, plots; resumes an interrupted run (docs/sweep.md)\n"
     "  nanmap plot CASE.case [--results DIR] [--plots DIR]\n"
@@ -1114,6 +1114,9 @@ int main(int argc, char **argv)
 
 	if (!cmd)
 		return nm_fail("missing command (try: nanmap --help)");
+	if (!strcmp(cmd, "help") && argc == 3 &&
+	    (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+		return nm_help(); /* help's own help is the overview */
 	if (!strcmp(cmd, "help") && argc == 3) { /* nanmap help CMD: CMD --help */
 		char *args[] = {argv[2], "--help", NULL};
 		return nm_dispatch(argv[2], 2, args);

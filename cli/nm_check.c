@@ -157,7 +157,8 @@ static const char nc_usage[] =
     "                 must agree too (payloads are never compared)\n"
     "  --csv          mismatches as CSV on stdout, the summary on stderr\n"
     "Prints each mismatch and 'checked N, mismatched M, max ulp U'.\n"
-    "Exit status: 0 all within tolerance, 1 not, 2 bad input. See docs/golden.md.\n";
+    "Exit status: 0 all within tolerance, 1 not, 2 bad input. See docs/golden.md.\n"
+    "Example: nanmap check softmax_ce.naive.fp16-fp16.safe/grad tests/data/grad.txt\n";
 
 int nm_check_main(int argc, char **argv)
 {

@@ -687,7 +687,8 @@ static const char ng_usage[] =
     "        (rows x cols); with --encodings the storage format's encodings instead\n"
     "        (.npy as |u1/<u2/<u4, any other name as raw little-endian bytes).\n"
     "Then run your kernel on it and compare: nanmap check FILE:CASE/OUTPUT ACTUAL.\n"
-    "See golden/README.md and docs/golden.md.\n";
+    "See golden/README.md and docs/golden.md.\n"
+    "Example: nanmap golden list\n";
 
 int nm_golden_main(int argc, char **argv)
 {

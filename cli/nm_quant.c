@@ -1453,7 +1453,8 @@ static const char nq_usage[] =
     "                  when stderr is a terminal)\n"
     "  --list          the built-in recipes\n"
     "\n"
-    "Columns and formulas: docs/quant.md. Errors: one line on stderr, exit status 2.\n";
+    "Columns and formulas: docs/quant.md. Errors: one line on stderr, exit status 2.\n"
+    "Example: nanmap quant --recipe nvfp4 --gen normal --n 4096 --rows 64 --outliers 100:0.001\n";
 
 static int nq_list(void)
 {

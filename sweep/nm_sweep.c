@@ -99,7 +99,8 @@ static const char sw_usage[] =
     "  --max-memory SIZE  the most a case's results may take in memory, in bytes\n"
     "               or with K, M, G, T (powers of 1024; default 8G)\n"
     "Every case file is checked before anything runs; an interrupted sweep\n"
-    "resumes where it stopped (docs/sweep.md).\n";
+    "resumes where it stopped (docs/sweep.md).\n"
+    "Example: nanmap sweep tests/data/sweep_tiny.case\n";
 
 enum { SW_O_QUICK, SW_O_FRESH, SW_O_QUIET, SW_O_JOBS, SW_O_OUT, SW_O_PLOTS, SW_O_DOCS,
        SW_O_ONLY, SW_O_MAXMEM };

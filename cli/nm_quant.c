@@ -597,8 +597,8 @@ static void nq_progress(const struct nq_job *j, const struct nq_reader *rd, size
 	if (!j->progress)
 		return;
 	n = snprintf(line, sizeof(line), "quant: %s  %.1f/%.1f MB\n",
-	             nm_shown(rd->name, name, sizeof(name)),
-	             (double)done_rows * per_row / mb, (double)rd->rows * per_row / mb);
+	             nm_shown(rd->name, name, sizeof(name)), (double)done_rows * per_row / mb,
+	             (double)rd->rows * per_row / mb);
 	if (n > 0 &&
 	    write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
 		return; /* progress is best effort: a closed stderr is no error */
@@ -1045,8 +1045,8 @@ static void nq_print_table(nm_buf *b, const char *const *head, char **cells, siz
 	}
 	for (size_t r = 0; r <= nrows; r++) {
 		for (size_t c = 0; c < ncols; c++) {
-			const char *s =
-			    nm_shown(r ? cells[(r - 1) * ncols + c] : head[c], shown, sizeof(shown));
+			const char *s = nm_shown(r ? cells[(r - 1) * ncols + c] : head[c], shown,
+			                         sizeof(shown));
 			bool last = c + 1 == ncols;
 			if (last)
 				nm_buf_put(b, s);

@@ -1675,7 +1675,8 @@ static int sw_finish(struct sw_all *s)
 			return -1;
 		}
 		if (kept && !s->o.quiet)
-			fprintf(stderr, "nanmap: sweep: %s: kept the rows of %zu case%s not swept here\n",
+			fprintf(stderr,
+			        "nanmap: sweep: %s: kept the rows of %zu case%s not swept here\n",
 			        md, kept, kept == 1 ? "" : "s");
 	}
 	for (size_t i = 0; i < s->ncases; i++)

@@ -740,7 +740,8 @@ static th_part *th_split(const char *text, bool md, size_t *np)
 			v[n].len = (size_t)(end - start);
 			n++;
 		}
-		p = md ? (*end ? end - 1 : NULL) : (end > start && end[-1] == '\n' ? end - 1 : NULL);
+		p = md ? (*end ? end - 1 : NULL)
+		       : (end > start && end[-1] == '\n' ? end - 1 : NULL);
 	}
 	*np = n;
 	return v;
@@ -861,7 +862,8 @@ int nm_thresh_update(const nm_thresh_row *rows, size_t n, const char *const *own
 	if (csv_path &&
 	    th_merge(csv_path, false, rows, n, owned, nowned, order, norder, &k, err, errlen))
 		return -1;
-	if (md_path && th_merge(md_path, true, rows, n, owned, nowned, order, norder, kept, err, errlen))
+	if (md_path &&
+	    th_merge(md_path, true, rows, n, owned, nowned, order, norder, kept, err, errlen))
 		return -1;
 	return 0;
 }

@@ -44,7 +44,7 @@ done
 # The harnesses are built by make (build/fuzz/NAME/fuzz), from the one source
 # list per harness in the Makefile that make test builds too; all of them
 # first, so a harness that does not link stops the run before any fuzzing.
-# shellcheck disable=SC2086
+# shellcheck disable=SC2046 # the targets are words
 ${MAKE:-make} --no-print-directory FUZZ_CC="$CC_FUZZ" $(for t in $TARGETS; do printf '%s ' "$OUT/$t/fuzz"; done) >/dev/null
 
 # fuzz NAME WHAT MAXLEN SEEDS : run build/fuzz/NAME/fuzz; every target runs,

@@ -100,7 +100,7 @@ missing=""; for p in $(foreach p,$(1),$(p)$(if $(DEP_HDR_$(p)),:$(DEP_HDR_$(p)))
 	else echo "deps: missing Debian packages:$$missing (run: sudo apt-get install$$missing)"; exit 1; fi
 endef
 
-.PHONY: all deps test test-exhaustive test-mpi asan bench install uninstall clean format lint sweep sweep-quick check fuzz gpu
+.PHONY: all deps test test-exhaustive test-mpi asan bench install uninstall clean format lint sweep sweep-quick check fuzz fuzz-build gpu
 all: $(LIB) $(SHLIB) $(BIN) nanmap.pc
 
 # deps: install Debian packages when root; otherwise name them.
@@ -187,8 +187,11 @@ nanmap.pc: nanmap.pc.in Makefile build/pc.vars
 # and make test fails when any step did.
 RESULTS := build/tests/results.txt
 STEP := NANMAP_RESULTS=$(RESULTS) sh tests/results.sh
+# It builds everything its steps use (make all's libraries too: the Python
+# package loads lib/libnanmap.so), so it passes on a fresh clone with nothing
+# built; tests/fresh.sh checks that list against a dry run of it.
 test: deps
-	$(MAKE) --no-print-directory $(TESTBIN) $(BIN) $(GPU_FAKE) $(GPU_MUTANT)
+	$(MAKE) --no-print-directory all $(TESTBIN) $(GPU_FAKE) $(GPU_MUTANT)
 	@rm -f $(RESULTS)
 	$(STEP) run check_nanmap $(TESTBIN)
 	$(STEP) run cli sh tests/cli.sh
@@ -206,6 +209,9 @@ test: deps
 	@if [ -x "$(NVCC)" ]; then $(STEP) run gpu $(MAKE) --no-print-directory gpu; \
 	else $(STEP) skip gpu "the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi
 	$(STEP) run cli_gpu sh tests/cli_gpu.sh
+	@mkdir -p build/fuzz; if $(FUZZ_PROBE); then $(STEP) run fuzz_build $(MAKE) --no-print-directory fuzz-build; \
+	else $(STEP) skip fuzz_build "the fuzz harnesses: $(FUZZ_CC) without libFuzzer (apt-get install clang, or set FUZZ_CC=)"; fi
+	$(STEP) run fresh sh tests/fresh.sh
 	@$(STEP) total
 
 check: test
@@ -237,6 +243,51 @@ asan:
 # CSV readers, FUZZ_SECONDS each (default 60); needs clang.
 fuzz:
 	sh tests/fuzz/run.sh
+
+# The harnesses (tests/fuzz/fuzz_NAME.c) and the sources each links: the one
+# list, which tests/fuzz/run.sh builds through and make test builds (without
+# running them) so that a list missing a file fails make test, not make fuzz.
+# Objects are instrumented once (build/fuzz/obj/) and shared by the harnesses.
+FUZZ_CC ?= clang
+FUZZ_NAMES := npy golden case plot gputab safetensors
+FUZZ_CFLAGS := -std=c11 -g -O1 -fno-omit-frame-pointer -ffp-contract=off \
+  -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+  -D_POSIX_C_SOURCE=200809L $(foreach d,$(LAYERS) cli sweep,-I$(d))
+FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+# the emulator files a reader decodes through, and the whole library
+FUZZ_EMU := core/format.c core/codec.c core/convert.c core/round.c
+FUZZ_LAYERS := $(sort $(wildcard core/*.c engine/*.c kernels/*.c))
+FUZZ_SRC_npy := tests/fuzz/fuzz_npy.c io/nm_npy.c io/nm_file.c $(FUZZ_EMU)
+FUZZ_LIBS_npy := -lm
+FUZZ_SRC_golden := tests/fuzz/fuzz_golden.c io/nm_golden.c io/nm_npy.c io/nm_parse.c io/nm_file.c \
+  $(FUZZ_LAYERS)
+FUZZ_LIBS_golden := -lmpfr -lgmp -lm
+FUZZ_SRC_case := tests/fuzz/fuzz_case.c sweep/nm_case.c io/nm_parse.c cli/nm_gen.c $(FUZZ_LAYERS)
+FUZZ_LIBS_case := -linih -lmpfr -lgmp -lm
+FUZZ_SRC_plot := tests/fuzz/fuzz_plot.c sweep/nm_plot.c sweep/nm_point.c sweep/nm_case.c \
+  io/nm_parse.c io/nm_file.c cli/nm_gen.c $(FUZZ_LAYERS)
+FUZZ_LIBS_plot := -linih -lmpfr -lgmp -lm
+FUZZ_SRC_gputab := tests/fuzz/fuzz_gputab.c engine/gputab.c $(FUZZ_EMU)
+FUZZ_LIBS_gputab := -lm
+FUZZ_SRC_safetensors := tests/fuzz/fuzz_safetensors.c io/nm_safetensors.c io/nm_file.c $(FUZZ_EMU)
+FUZZ_LIBS_safetensors := -lm
+# FUZZ_PROBE: true when $(FUZZ_CC) links a libFuzzer harness
+FUZZ_PROBE = printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' | \
+  $(FUZZ_CC) -fsanitize=fuzzer -x c - -o build/fuzz/probe >/dev/null 2>&1
+FUZZ_OBJ = $(FUZZ_SRC_$(1):%.c=build/fuzz/obj/%.o)
+
+fuzz-build: $(FUZZ_NAMES:%=build/fuzz/%/fuzz)
+
+build/fuzz/obj/%.o: %.c build/dep.mode | build/deps.ok
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+define fuzz_link
+build/fuzz/$(1)/fuzz: $(call FUZZ_OBJ,$(1))
+	@mkdir -p $$(dir $$@)
+	$$(FUZZ_CC) $$(FUZZ_LDFLAGS) -o $$@ $$^ $$(FUZZ_LIBS_$(1))
+endef
+$(foreach n,$(FUZZ_NAMES),$(eval $(call fuzz_link,$(n))))
 
 # gpu: bin/nanmap-gpu (needs the CUDA toolkit, not a GPU; run it with gpu/check.sh)
 gpu:
@@ -298,6 +349,17 @@ sweep: deps all
 sweep-quick: deps all
 	$(BIN) sweep --quick cases
 
+# the golden files (nanmap check CASE/OUTPUT and golden list find them under
+# PREFIX/share/nanmap/golden, beside the installed command)
+GOLDEN_FILES := $(sort $(wildcard golden/*.golden)) golden/README.md
+# ldconfig after installing into a folder the dynamic linker searches (the
+# system's lib folders and those its configuration, LD_SO_CONF, names;
+# LDCONFIG=true skips it)
+LDCONFIG ?= ldconfig
+LD_SO_CONF ?= /etc/ld.so.conf /etc/ld.so.conf.d/*.conf
+LD_SEARCHED = { case "$(1)" in /lib | /usr/lib | /lib64 | /usr/lib64) true ;; \
+  *) cat $(LD_SO_CONF) 2>/dev/null | grep -qxF "$(1)" ;; esac; }
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/nanmap $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/nanmap
@@ -307,14 +369,24 @@ install: all
 	ln -sf $(SHLIB_SONAME) $(DESTDIR)$(PREFIX)/lib/libnanmap.so
 	install -m 644 $(PUBLIC_H) $(DESTDIR)$(PREFIX)/include/nanmap/
 	install -m 644 nanmap.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
+	install -d $(DESTDIR)$(PREFIX)/share/nanmap/golden
+	install -m 644 $(GOLDEN_FILES) $(DESTDIR)$(PREFIX)/share/nanmap/golden/
+	@# the dynamic linker's cache knows the new library only after ldconfig;
+	@# a PREFIX outside its search path needs an rpath or LD_LIBRARY_PATH (README)
+	@if [ -z "$(DESTDIR)" ] && $(call LD_SEARCHED,$(PREFIX)/lib); then \
+	  if [ "$$(id -u)" = 0 ]; then echo "$(LDCONFIG)"; $(LDCONFIG); \
+	  else echo "install: run ldconfig as root so that programs find $(PREFIX)/lib/$(SHLIB_SONAME)"; fi; \
+	fi
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/nanmap $(DESTDIR)$(PREFIX)/lib/libnanmap.a \
 	  $(DESTDIR)$(PREFIX)/lib/libnanmap.so $(DESTDIR)$(PREFIX)/lib/$(SHLIB_SONAME) \
 	  $(DESTDIR)$(PREFIX)/lib/$(notdir $(SHLIB_REAL)) \
 	  $(addprefix $(DESTDIR)$(PREFIX)/include/nanmap/,$(notdir $(PUBLIC_H))) \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
-	-rmdir $(DESTDIR)$(PREFIX)/include/nanmap 2>/dev/null
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc \
+	  $(addprefix $(DESTDIR)$(PREFIX)/share/nanmap/golden/,$(notdir $(GOLDEN_FILES)))
+	-rmdir $(DESTDIR)$(PREFIX)/include/nanmap $(DESTDIR)$(PREFIX)/share/nanmap/golden \
+	  $(DESTDIR)$(PREFIX)/share/nanmap 2>/dev/null
 
 format:
 	clang-format -i $(foreach d,$(LAYERS) cli sweep oracles,$(d)/*.[ch]) tests/*.[ch] bench/*.c
@@ -329,4 +401,5 @@ clean:
 # every object's header list, as the compiler wrote it (absent before the first build)
 -include $(wildcard $(patsubst %.o,%.d,$(LIB_OBJ) $(PIC_OBJ) $(CLI_OBJ) $(ORACLE_OBJ) \
   $(TEST_OBJ) $(GPU_HOST_OBJ) build/cli/main.o build/gpu/runner.o build/gpu/dev_fake.o \
-  $(MPI_SWEEP_OBJ) $(GPU_CU:%.cu=build/%.cu.o)))
+  $(MPI_SWEEP_OBJ) $(GPU_CU:%.cu=build/%.cu.o) \
+  $(sort $(foreach n,$(FUZZ_NAMES),$(call FUZZ_OBJ,$(n)))))))

@@ -73,7 +73,7 @@ static const char nm_usage[] =
     "      compare a kernel's outputs with a golden output; exit 0 all match,\n"
     "      1 mismatches, 2 bad input (docs/golden.md; nanmap check --help)\n"
     "  nanmap sweep [--quick] [--fresh] [--quiet] [-j N] [--out DIR] [--plots DIR]\n"
-    "               [--docs DIR] [--only NAME] PATH...\n"
+    "               [--docs DIR] [--only NAME] [--max-memory SIZE] PATH...\n"
     "      run the case files (cases/README.md) at every point: results/<case>.csv,\n"
     "      thresholds, plots; resumes an interrupted run (docs/sweep.md)\n"
     "  nanmap plot CASE.case [--results DIR] [--plots DIR]\n"
@@ -485,16 +485,50 @@ typedef int (*nm_line_fn)(void *ctx, char **fields, size_t n, size_t lineno);
 /* what names a line's content for the error an input without any gets
  * ("a value", "an operation"): '-' with nothing to read is an error, as
  * the command without a VALUE is. */
+/* stdin's bounds: a line (a value or an operation is a few dozen bytes) and
+ * the lines (each a row of the table printed at the end). A stream without
+ * end (round - < /dev/zero) stops at the first bound with one line, rather
+ * than growing until the kernel kills it. */
+#define NM_STDIN_LINE_MAX 4096
+#define NM_STDIN_LINES_MAX (1u << 20)
+
+/* One line of f into buf (at most max bytes before the NUL): its length,
+ * 0 at the end of the input, or max + 1 when the line is longer. */
+static size_t nm_get_line(FILE *f, char *buf, size_t max)
+{
+	size_t n = 0;
+	int ch = 0;
+
+	while (n <= max && (ch = getc(f)) != EOF) {
+		if (n == max)
+			return max + 1;
+		buf[n++] = (char)ch;
+		if (ch == '\n')
+			break;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
 static int nm_read_lines(nm_line_fn fn, void *ctx, const char *what)
 {
-	char *line = NULL, *fields[NM_MAX_FIELDS];
-	size_t cap = 0, n, lineno = 0, used = 0;
-	ssize_t len;
+	char line[NM_STDIN_LINE_MAX + 1], *fields[NM_MAX_FIELDS];
+	size_t n, lineno = 0, used = 0, len;
 	int rc = 0;
 
-	while (!rc && (len = getline(&line, &cap, stdin)) >= 0) {
+	while (!rc && (len = nm_get_line(stdin, line, NM_STDIN_LINE_MAX)) > 0) {
 		lineno++;
-		switch (nm_split_fields(line, (size_t)len, fields, NM_MAX_FIELDS, &n)) {
+		if (len > NM_STDIN_LINE_MAX) {
+			rc = nm_fail("stdin line %zu: longer than %d bytes (one %s a line)", lineno,
+			             NM_STDIN_LINE_MAX, what);
+			break;
+		}
+		if (lineno > NM_STDIN_LINES_MAX) {
+			rc = nm_fail("stdin: more than %u lines (give at most %u %ss at a time)",
+			             NM_STDIN_LINES_MAX, NM_STDIN_LINES_MAX, what);
+			break;
+		}
+		switch (nm_split_fields(line, len, fields, NM_MAX_FIELDS, &n)) {
 		case NM_OK:
 			rc = n ? fn(ctx, fields, n, lineno) : 0;
 			used += n > 0;
@@ -514,7 +548,6 @@ static int nm_read_lines(nm_line_fn fn, void *ctx, const char *what)
 	else if (!rc && used == 0)
 		rc = nm_fail("'-': stdin holds no %s (%zu line%s, all blank)", what, lineno,
 		             lineno == 1 ? "" : "s");
-	free(line);
 	return rc;
 }
 
@@ -1081,6 +1114,9 @@ int main(int argc, char **argv)
 
 	if (!cmd)
 		return nm_fail("missing command (try: nanmap --help)");
+	if (!strcmp(cmd, "help") && argc == 3 &&
+	    (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+		return nm_help(); /* help's own help is the overview */
 	if (!strcmp(cmd, "help") && argc == 3) { /* nanmap help CMD: CMD --help */
 		char *args[] = {argv[2], "--help", NULL};
 		return nm_dispatch(argv[2], 2, args);

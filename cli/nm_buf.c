@@ -101,17 +101,38 @@ bool nm_buf_printf(nm_buf *b, const char *fmt, ...)
 	return ok;
 }
 
+static bool nm_ctl(char c)
+{
+	return (unsigned char)c < 0x20 || c == 0x7f;
+}
+
+bool nm_buf_put_shown(nm_buf *b, const char *s)
+{
+	for (; *s; s++)
+		if (nm_ctl(*s))
+			nm_buf_printf(b, "\\x%02x", (unsigned)(unsigned char)*s);
+		else
+			nm_buf_putc(b, *s);
+	return !b->oom;
+}
+
 bool nm_buf_csv(nm_buf *b, const char *s)
 {
-	if (!strpbrk(s, ",\"\r\n"))
-		return nm_buf_put(b, s);
-	nm_buf_putc(b, '"');
+	bool quote = strpbrk(s, ",\"") != NULL;
+
+	if (quote)
+		nm_buf_putc(b, '"');
 	for (; *s; s++) {
 		if (*s == '"')
 			nm_buf_putc(b, '"');
-		nm_buf_putc(b, *s);
+		if (nm_ctl(*s))
+			nm_buf_printf(b, "\\x%02x", (unsigned)(unsigned char)*s);
+		else
+			nm_buf_putc(b, *s);
 	}
-	return nm_buf_putc(b, '"');
+	if (quote)
+		nm_buf_putc(b, '"');
+	return !b->oom;
 }
 
 const char *nm_buf_str(const nm_buf *b)

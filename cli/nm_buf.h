@@ -34,9 +34,13 @@ bool nm_buf_putc(nm_buf *b, char c);
 bool nm_buf_printf(nm_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 bool nm_buf_vprintf(nm_buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* s as one CSV field (RFC 4180): as it is, or between double quotes, each
- * quote doubled, when it holds a comma, a quote or a line end (custom format
- * names and policies contain commas). */
+ * quote doubled, when it holds a comma or a quote (custom format names and
+ * policies contain commas). Control bytes, line ends included (an escape
+ * sequence in a tensor's name), are shown as \xNN, as nm_shown shows them:
+ * a CSV on a terminal cannot drive it, and a record is one line. */
 bool nm_buf_csv(nm_buf *b, const char *s);
+/* s as nm_shown shows it: each control byte as \xNN. */
+bool nm_buf_put_shown(nm_buf *b, const char *s);
 /* s as a JSON string: between double quotes, '"' and '\\' escaped, control
  * characters (and DEL) as \u00XX; other bytes as they are (UTF-8 passes). */
 bool nm_buf_json_str(nm_buf *b, const char *s);

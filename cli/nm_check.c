@@ -107,9 +107,10 @@ static int nc_resolve(const char *golden, char *path, size_t plen, const char **
 		snprintf(path, plen, "%s", golden);
 		return 0;
 	}
-	/* CASE/OUTPUT: golden/KERNEL.golden, KERNEL = the id up to its first '.' */
+	/* CASE/OUTPUT: golden/KERNEL.golden, KERNEL = the id up to its first '.';
+	 * golden/ the checkout's, or the installed one */
 	size_t n = strcspn(golden, ".");
-	snprintf(path, plen, "golden/%.*s.golden", (int)n, golden);
+	snprintf(path, plen, "%s/%.*s.golden", nm_golden_default_dir(), (int)n, golden);
 	*target = golden;
 	return 0;
 }
@@ -145,8 +146,8 @@ static const char nc_usage[] =
     "\n"
     "Compare a kernel's outputs (ACTUAL) with one golden output, element by element.\n"
     "GOLDEN: FILE:CASE/OUTPUT, FILE:CASE (one output), FILE (one output), or\n"
-    "        CASE/OUTPUT alone (read from golden/KERNEL.golden); nanmap golden list\n"
-    "        names them.\n"
+    "        CASE/OUTPUT alone (read from golden/KERNEL.golden, or where make install\n"
+    "        put it, PREFIX/share/nanmap/golden); nanmap golden list names them.\n"
     "ACTUAL: .npy (|u1 <u2 <u4 encodings; <f2 for fp16, <f4 for fp32 outputs),\n"
     "        *.txt or *.hex (one hex encoding per line), else raw little-endian\n"
     "        encodings (1, 2 or 4 bytes each, by the format's width).\n"
@@ -156,7 +157,8 @@ static const char nc_usage[] =
     "                 must agree too (payloads are never compared)\n"
     "  --csv          mismatches as CSV on stdout, the summary on stderr\n"
     "Prints each mismatch and 'checked N, mismatched M, max ulp U'.\n"
-    "Exit status: 0 all within tolerance, 1 not, 2 bad input. See docs/golden.md.\n";
+    "Exit status: 0 all within tolerance, 1 not, 2 bad input. See docs/golden.md.\n"
+    "Example: nanmap check softmax_ce.naive.fp16-fp16.safe/grad tests/data/grad.txt\n";
 
 int nm_check_main(int argc, char **argv)
 {

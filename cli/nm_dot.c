@@ -45,7 +45,9 @@ static const char nm_dot_usage[] =
     "       key=value items, e.g. h100  h100,promote=128  k=16,neab=2,final=rz,cpre=1\n"
     "       keys: k neab final cpre floor prec promote sat clate cround split group\n"
     "       (docs/tensor-cores.md)\n"
-    "Errors: one line on stderr, exit status 2.\n";
+    "Errors: one line on stderr, exit status 2.\n"
+    "Example: nanmap dot --model h200 --in fp16 --out fp32 tests/data/tc/a_fp16.txt\n"
+    "         tests/data/tc/b_fp16.txt tests/data/tc/c_fp32.txt\n";
 
 /* ---- reading the vector files ---- */
 

@@ -86,7 +86,8 @@ static const char ng_usage[] =
     "of the original and of the dequantised matrices (max relative error, SQNR)\n"
     "and the inf/NaN outputs. See docs/gemm.md.\n"
     "\n"
-    "Errors: one line on stderr, exit status 2.\n";
+    "Errors: one line on stderr, exit status 2.\n"
+    "Example: nanmap gemm --recipe mxfp8 --model blackwell --m 16 --n 16 --k 1024\n";
 
 struct ng_opts {
 	const char *recipe, *model;

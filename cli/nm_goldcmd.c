@@ -395,9 +395,33 @@ static int ng_parse(const char *cmd, int argc, char **argv, struct ng_opts *o)
 	                                  .arg = ng_arg,
 	                                  .ctx = o},
 	                  argc - 1, argv + 1);
-	if (!o->dir)
-		o->dir = "golden";
+	if (!o->dir) /* update writes into the checkout's; the readers find one */
+		o->dir = strcmp(cmd, "update") ? nm_golden_default_dir() : "golden";
 	return rc;
+}
+
+const char *nm_golden_default_dir(void)
+{
+	static char dir[4096];
+	char exe[4096];
+	struct stat st;
+	ssize_t n;
+	char *slash;
+
+	if (stat("golden", &st) == 0 && S_ISDIR(st.st_mode))
+		return "golden";
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0 || (size_t)n >= sizeof(exe) - 1)
+		return "golden";
+	exe[n] = '\0';
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return "golden";
+	*slash = '\0';
+	if ((size_t)snprintf(dir, sizeof(dir), "%s/../share/nanmap/golden", exe) >= sizeof(dir) ||
+	    stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return "golden";
+	return dir;
 }
 
 static char *ng_path(const char *dir, const char *kernel)
@@ -663,7 +687,8 @@ static const char ng_usage[] =
     "        (rows x cols); with --encodings the storage format's encodings instead\n"
     "        (.npy as |u1/<u2/<u4, any other name as raw little-endian bytes).\n"
     "Then run your kernel on it and compare: nanmap check FILE:CASE/OUTPUT ACTUAL.\n"
-    "See golden/README.md and docs/golden.md.\n";
+    "See golden/README.md and docs/golden.md.\n"
+    "Example: nanmap golden list\n";
 
 int nm_golden_main(int argc, char **argv)
 {

@@ -44,6 +44,16 @@ int nm_gold_text(const char *kernel, emu_be_kind kind, char **text, size_t *len,
                  size_t *nrecords, char *err, size_t errlen);
 
 /*
+ * The folder a reading command (golden list and export, check CASE/OUTPUT)
+ * takes the golden files from when not told (--dir): golden/ in the current
+ * directory (a checkout), else the one make install put beside the command,
+ * BIN/../share/nanmap/golden (BIN: the running executable's folder, so any
+ * PREFIX and a moved DESTDIR tree work), else "golden" (whose absence the
+ * reader reports). golden update writes into golden/ unless told.
+ */
+const char *nm_golden_default_dir(void);
+
+/*
  * nanmap golden update [--dir DIR]
  * nanmap golden list [--dir DIR]
  * nanmap golden export CASE --inputs FILE [--encodings] [--dir DIR]

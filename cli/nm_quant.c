@@ -590,14 +590,15 @@ static void nq_track_worst(const struct nq_job *j, struct nq_result *res, const 
 
 static void nq_progress(const struct nq_job *j, const struct nq_reader *rd, size_t done_rows)
 {
-	char line[512];
+	char line[512], name[256];
 	double mb = 1e6, per_row = (double)rd->cols * (double)rd->elem_bytes;
 	int n;
 
 	if (!j->progress)
 		return;
-	n = snprintf(line, sizeof(line), "quant: %s  %.1f/%.1f MB\n", rd->name,
-	             (double)done_rows * per_row / mb, (double)rd->rows * per_row / mb);
+	n = snprintf(line, sizeof(line), "quant: %s  %.1f/%.1f MB\n",
+	             nm_shown(rd->name, name, sizeof(name)), (double)done_rows * per_row / mb,
+	             (double)rd->rows * per_row / mb);
 	if (n > 0 &&
 	    write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
 		return; /* progress is best effort: a closed stderr is no error */
@@ -1032,17 +1033,20 @@ static void nq_print_table(nm_buf *b, const char *const *head, char **cells, siz
                            size_t ncols, const bool *right)
 {
 	size_t w[NQ_NCOLS + 8] = {0};
+	char shown[1024]; /* a cell as nm_shown shows it: a tensor's name from a file
+	                   * may hold control bytes, which must not reach a terminal */
 
 	for (size_t c = 0; c < ncols; c++) {
 		w[c] = strlen(head[c]);
 		for (size_t r = 0; r < nrows; r++) {
-			size_t l = strlen(cells[r * ncols + c]);
+			size_t l = strlen(nm_shown(cells[r * ncols + c], shown, sizeof(shown)));
 			w[c] = l > w[c] ? l : w[c];
 		}
 	}
 	for (size_t r = 0; r <= nrows; r++) {
 		for (size_t c = 0; c < ncols; c++) {
-			const char *s = r ? cells[(r - 1) * ncols + c] : head[c];
+			const char *s = nm_shown(r ? cells[(r - 1) * ncols + c] : head[c], shown,
+			                         sizeof(shown));
 			bool last = c + 1 == ncols;
 			if (last)
 				nm_buf_put(b, s);
@@ -1088,8 +1092,10 @@ static void nq_text(nm_buf *b, const struct nq_report *rp, bool *oom)
 		char **cells;
 		if (rp->in->t[i].skipped)
 			continue;
-		nm_buf_printf(b, "\nworst blocks of %s (%zu of %zu, lowest SQNR first):\n",
-		              rp->in->t[i].name, res->nworst, res->nbr * res->nbc);
+		nm_buf_put(b, "\nworst blocks of ");
+		nm_buf_put_shown(b, rp->in->t[i].name);
+		nm_buf_printf(b, " (%zu of %zu, lowest SQNR first):\n", res->nworst,
+		              res->nbr * res->nbc);
 		cells = calloc((res->nworst ? res->nworst : 1) * nc, sizeof(*cells));
 		if (!cells) {
 			*oom = true;
@@ -1193,6 +1199,39 @@ static uint32_t nq_f32_bits(double v)
 }
 
 /* Every tensor quantised, as one .safetensors file. */
+/* Remove what a killed quant --out left beside its output: the temporaries
+ * "NAME.tmp.PID" of the files it writes (the output, and beside a .npy its
+ * .scales.npy and .tensor_scale.npy) whose PID is no running process; only
+ * those names, each said on stderr, as the sweep and golden update clean
+ * theirs. */
+static void nq_clean_stale(const char *out)
+{
+	static const char *const sfx[] = {"", ".scales.npy", ".tensor_scale.npy"};
+	const char *slash = strrchr(out, '/'), *base = slash ? slash + 1 : out;
+	bool npy = nq_ends_with(out, ".npy");
+	size_t stem = strlen(base) - (npy ? 4 : 0);
+	char dir[4096], pat[1200];
+
+	if (slash)
+		snprintf(dir, sizeof(dir), "%.*s", slash == out ? 1 : (int)(slash - out), out);
+	else
+		snprintf(dir, sizeof(dir), ".");
+	for (size_t k = 0; k < (npy ? 3u : 1u); k++) {
+		size_t n = 0;
+		const char *name = base;
+		size_t len = k ? stem : strlen(base);
+
+		/* the name literally: % and * are the pattern's */
+		for (size_t i = 0; i < len && n + 2 < sizeof(pat) - 32; i++) {
+			if (name[i] == '%' || name[i] == '*')
+				pat[n++] = '%';
+			pat[n++] = name[i];
+		}
+		snprintf(pat + n, sizeof(pat) - n, "%s.tmp.%%p", sfx[k]);
+		(void)nm_file_clean_match(dir, pat, "left by a quant --out that did not finish");
+	}
+}
+
 static int nq_write_st(const struct nq_report *rp)
 {
 	const struct nq_opts *o = rp->o;
@@ -1414,7 +1453,8 @@ static const char nq_usage[] =
     "                  when stderr is a terminal)\n"
     "  --list          the built-in recipes\n"
     "\n"
-    "Columns and formulas: docs/quant.md. Errors: one line on stderr, exit status 2.\n";
+    "Columns and formulas: docs/quant.md. Errors: one line on stderr, exit status 2.\n"
+    "Example: nanmap quant --recipe nvfp4 --gen normal --n 4096 --rows 64 --outliers 100:0.001\n";
 
 static int nq_list(void)
 {
@@ -1490,8 +1530,10 @@ static int nq_run(struct nq_opts *o)
 		emu_qstats_finish(&rp.total);
 		rc = nq_build_report(&rp, &b);
 	}
-	if (!rc && o->out)
+	if (!rc && o->out) {
+		nq_clean_stale(o->out);
 		rc = nq_ends_with(o->out, ".npy") ? nq_write_npy(&rp) : nq_write_st(&rp);
+	}
 	if (!rc) {
 		if (b.len)
 			fwrite(b.s, 1, b.len, stdout);

@@ -1417,8 +1417,11 @@ static const char nr_usage[] =
     "\n"
     "  --policy SPEC   storage=FMT[,compute=FMT][,accum=FMT][,round=MODE]\n"
     "                  [,overflow=ieee|sat][,subnormals=keep|ftz|daz|ftzdaz]\n"
-    "                  [,seed=N][,scale=none|tensor|delayed:L:M|mx32:floor|\n"
-    "                  mx32:rceil|tile128]\n"
+    "                  [,seed=N][,scale=RECIPE][,role=act|weight|grad]\n"
+    "                  [,grad=FMT][,state=FMT] (an optimizer's gradients and\n"
+    "                  states; default storage); RECIPE: any of nanmap quant --list\n"
+    "                  (none tensor delayed:L:M mx32:floor mxfp8 nvfp4 ...) or a\n"
+    "                  custom KEY=VALUE recipe (docs/recipes.md)\n"
     "  --variant V     default: the kernel's first variant\n"
     "  --param N=V     a numeric kernel parameter (repeat for more)\n"
     "  --input FILE    .npy, float16/float32/float64, 1-D (one row) or 2-D\n"
@@ -1437,6 +1440,8 @@ static const char nr_usage[] =
     "                  checkpointing's recomputation) on fast and exact, and\n"
     "                  report per output how many elements differ from the first\n"
     "                  run and how many became inf or NaN\n"
+    "\n"
+    "Example: nanmap run softmax_ce --policy storage=fp16 --variant naive --values 11.09375,0\n"
     "\n"
     "Kernels (variants; parameters):\n";
 

@@ -347,9 +347,15 @@ static int set_key(emu_recipe *r, const char *k, const char *v, char *why, size_
 	return -1;
 }
 
+/* The keys of one list, each at most once: a key given twice is refused, as
+ * the policy parser refuses one (the last one winning hid a typo). A key of
+ * the list may still override the built-in it follows (mxfp8,elem=e5m2). */
 static int apply_keys(emu_recipe *r, char *s, char *why, size_t wl)
 {
 	char *save = NULL; /* strtok_r: a caller may be inside its own strtok loop */
+	const char *seen[64];
+	size_t nseen = 0;
+
 	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		if (!eq) {
@@ -357,6 +363,13 @@ static int apply_keys(emu_recipe *r, char *s, char *why, size_t wl)
 			return -1;
 		}
 		*eq = 0;
+		for (size_t i = 0; i < nseen; i++)
+			if (strcmp(seen[i], tok) == 0) {
+				snprintf(why, wl, "key '%s' given twice", tok);
+				return -1;
+			}
+		if (nseen < sizeof seen / sizeof seen[0])
+			seen[nseen++] = tok;
 		if (set_key(r, tok, eq + 1, why, wl))
 			return -1;
 	}

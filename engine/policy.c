@@ -183,7 +183,10 @@ emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t
 			if (p.role == EMU_NROLES)
 				return fail(err, errlen, "unknown role '%s' (act weight grad)", v);
 		} else {
-			return fail(err, errlen, "unknown policy key '%s'", k);
+			return fail(err, errlen,
+			            "unknown policy key '%s' (keys: storage compute accum round overflow "
+			            "subnormals seed scale role grad state)",
+			            k);
 		}
 		if (st != EMU_OK)
 			return st;

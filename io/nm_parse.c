@@ -419,18 +419,39 @@ const char *nm_fmt_bits(const emu_format *f, emu_bits b, char *buf, size_t len)
 	return buf;
 }
 
+const char *nm_shown(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		bool ctl = c < 0x20 || c == 0x7f;
+
+		if (n + (ctl ? 4 : 1) >= len)
+			break;
+		if (ctl)
+			n += (size_t)snprintf(buf + n, len - n, "\\x%02x", c);
+		else
+			buf[n++] = (char)c;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 size_t nm_fail_format(char *buf, size_t len, const char *fmt, va_list ap)
 {
 	static const char prefix[] = "nanmap: ";
+	char msg[NM_FAIL_LEN];
 	size_t n = sizeof(prefix) - 1;
-	int w;
 
 	if (len < n + 2)
 		return 0;
 	memcpy(buf, prefix, n);
-	w = vsnprintf(buf + n, len - n - 1, fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
-	if (w > 0)
-		n += (size_t)w < len - n - 1 ? (size_t)w : len - n - 2; /* a long one is cut */
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized) */
+	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
+		msg[0] = '\0';
+	nm_shown(msg, buf + n, len - n - 1); /* a long one is cut */
+	n += strlen(buf + n);
 	buf[n++] = '\n';
 	buf[n] = '\0';
 	return n;

@@ -24,11 +24,19 @@
 
 /* Print one error line "nanmap: <message>" on stderr with one write(2), so
  * that it cannot interleave with other writers of a shared pipe; returns
- * NM_EXIT_ERR. A message longer than NM_FAIL_LEN is cut, still one line. */
+ * NM_EXIT_ERR. A message longer than NM_FAIL_LEN is cut, still one line.
+ * Control bytes in it (an argument's, a file's) are shown as \xNN (nm_shown):
+ * they never reach the terminal, and a newline never splits the line. */
 int nm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define NM_FAIL_LEN 4096
 /* nm_fail's line, "nanmap: " message "\n", in buf (len >= 10); its length. */
 size_t nm_fail_format(char *buf, size_t len, const char *fmt, va_list ap);
+
+/* s as a terminal may show it: each control byte (below 0x20, and 0x7f) as
+ * \xNN, every other byte as it is (UTF-8 passes), cut where buf (len >= 1)
+ * ends, never inside an escape; returns buf. For names that come from outside
+ * (arguments, tensor names) on their way to a table, a CSV or stderr. */
+const char *nm_shown(const char *s, char *buf, size_t len);
 
 typedef enum nm_status {
 	NM_OK = 0,

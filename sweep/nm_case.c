@@ -158,8 +158,11 @@ static char *nc_reader(char *str, int num, void *stream)
 		char name[64];
 		size_t len;
 
-		if (!end)
-			return str; /* inih reports the syntax error */
+		if (!end) { /* inih would skip it and blame the next key's line */
+			nc_err(x, x->line, NULL, "section header '%.*s' has no closing ']'",
+			       (int)strcspn(p, "\r\n"), p);
+			return NULL;
+		}
 		len = (size_t)(end - p - 1);
 		if (len >= sizeof(name)) {
 			nc_err(x, x->line, NULL, "section name too long");
@@ -272,6 +275,11 @@ static int nc_handler(void *user, const char *section, const char *name, const c
 		return 0;
 	if (!name[0])
 		return nc_err(x, x->line, NULL, "'= %s' has no key", value), 0;
+	if (!section[0]) /* not "unknown section '[]'": there is none yet */
+		return nc_err(x, x->line, name,
+		              "before any section header (a case file starts with [case]; "
+		              "cases/README.md)"),
+		       0;
 	if (!strcmp(section, "case")) {
 		if (!strcmp(name, "policy")) {
 			if (x->npolicy == NC_MAX_LIST)

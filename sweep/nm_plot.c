@@ -1614,7 +1614,8 @@ static const char plot_usage[] =
     "\n"
     "Redraw DIR/<case>.png and .svg (default plots/) from the sweep's CSV of\n"
     "the case (default results/<case>.csv) with gnuplot, as its [plot]\n"
-    "section asks (cases/README.md). Nothing is recomputed.\n";
+    "section asks (cases/README.md). Nothing is recomputed.\n"
+    "Example: nanmap plot tests/data/sweep_tiny.case (after nanmap sweep on it)\n";
 
 enum { PL_O_RESULTS, PL_O_PLOTS };
 

@@ -99,7 +99,8 @@ static const char sw_usage[] =
     "  --max-memory SIZE  the most a case's results may take in memory, in bytes\n"
     "               or with K, M, G, T (powers of 1024; default 8G)\n"
     "Every case file is checked before anything runs; an interrupted sweep\n"
-    "resumes where it stopped (docs/sweep.md).\n";
+    "resumes where it stopped (docs/sweep.md).\n"
+    "Example: nanmap sweep tests/data/sweep_tiny.case\n";
 
 enum { SW_O_QUICK, SW_O_FRESH, SW_O_QUIET, SW_O_JOBS, SW_O_OUT, SW_O_PLOTS, SW_O_DOCS,
        SW_O_ONLY, SW_O_MAXMEM };
@@ -1047,6 +1048,9 @@ struct sw_all {
 	int rank, size;
 	nm_case *cases[SW_MAX_CASES];
 	size_t ncases;
+	/* the cases whose thresholds this run has (computed, or read up to
+	 * date): the docs' rows of any other case stay as they are */
+	bool owned[SW_MAX_CASES];
 	nm_thresh_row *rows;
 	size_t nrows;
 	char err[SW_ERR_LEN];
@@ -1654,12 +1658,26 @@ static int sw_finish(struct sw_all *s)
 	if (sw_mkdirs(s->o.docs, s->err, sizeof(s->err)))
 		return -1;
 	{
+		/* only this run's cases' rows change: a sweep of one case (--only, or
+		 * a case file of one's own) must not erase the others' */
 		char terr[SW_ERR_LEN] = "";
+		const char *order[SW_MAX_CASES], *owned[SW_MAX_CASES];
+		size_t nowned = 0, kept = 0;
 
-		if (nm_thresh_write(s->rows, s->nrows, csv, md, terr, sizeof(terr))) {
+		for (size_t i = 0; i < s->ncases; i++) {
+			order[i] = s->cases[i]->name;
+			if (s->owned[i])
+				owned[nowned++] = s->cases[i]->name;
+		}
+		if (nm_thresh_update(s->rows, s->nrows, owned, nowned, order, s->ncases, csv, md,
+		                     &kept, terr, sizeof(terr))) {
 			snprintf(s->err, sizeof(s->err), "thresholds: %s", terr);
 			return -1;
 		}
+		if (kept && !s->o.quiet)
+			fprintf(stderr,
+			        "nanmap: sweep: %s: kept the rows of %zu case%s not swept here\n",
+			        md, kept, kept == 1 ? "" : "s");
 	}
 	for (size_t i = 0; i < s->ncases; i++)
 		if (sw_is_claim(s->cases[i]))
@@ -1744,7 +1762,7 @@ int nm_sweep_main(int argc, char **argv)
 
 				if (sw_up_to_date(&cr, why, sizeof(why)) &&
 				    sw_thresh_load(&cr, &rows, &n) == 0) {
-					(void)sw_add_rows(s, rows, n);
+					s->owned[i] = sw_add_rows(s, rows, n) == 0;
 					free(rows);
 				}
 				sw_case_free(&cr);
@@ -1753,6 +1771,7 @@ int nm_sweep_main(int argc, char **argv)
 		}
 		if (sw_case(s, s->cases[i]))
 			rc = s->rank == 0 ? nm_fail("%s", s->err) : NM_EXIT_ERR;
+		s->owned[i] = true;
 	}
 	if (!rc && s->rank == 0 && sw_finish(s))
 		rc = nm_fail("%s", s->err);

@@ -54,4 +54,19 @@ int nm_thresh_case(const nm_case *c, bool quick, const emu_run_status *grid, nm_
 int nm_thresh_write(const nm_thresh_row *rows, size_t n, const char *csv_path,
                     const char *md_path, char *err, size_t errlen);
 
+/*
+ * As nm_thresh_write, for a sweep of some cases (--only, or case files of
+ * one's own beside docs/ of all of cases/): each file keeps what it already
+ * holds for every case not in owned[0..nowned), in its place; an owned
+ * case (whose rows this run computed or found up to date; rows holds them)
+ * has its old rows replaced by its new ones, or dropped when it has none.
+ * A case new to a file goes next to its neighbours in order[0..norder) (the
+ * cases the sweep loaded, in its order). A file holding no other case's rows
+ * is written as nm_thresh_write writes it. *kept (may be NULL): the number of
+ * cases whose rows md_path kept. 0, or -1 with a reason in err.
+ */
+int nm_thresh_update(const nm_thresh_row *rows, size_t n, const char *const *owned, size_t nowned,
+                     const char *const *order, size_t norder, const char *csv_path,
+                     const char *md_path, size_t *kept, char *err, size_t errlen);
+
 #endif

@@ -6,12 +6,14 @@
  * vocabulary of yes and no that case files, model specs and plots share.
  */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "lib.h"
 #include "nm_buf.h"
+#include "nm_parse.h"
 
 START_TEST(test_appends)
 {
@@ -95,8 +97,13 @@ START_TEST(test_csv)
 	    {"p=4,emax=8", "\"p=4,emax=8\""},
 	    {"say \"hi\"", "\"say \"\"hi\"\"\""},
 	    {"\"", "\"\"\"\""},
-	    {"two\nlines", "\"two\nlines\""},
-	    {"cr\r", "\"cr\r\""},
+	    /* control bytes shown, never written: a tensor named "w\e[2J" cleared
+	     * the screen of whoever read the CSV; a record stays one line */
+	    {"two\nlines", "two\\x0alines"},
+	    {"cr\r", "cr\\x0d"},
+	    {"w\x1b[2J", "w\\x1b[2J"},
+	    {"a,\x7f", "\"a,\\x7f\""},
+	    {"caf\xc3\xa9", "caf\xc3\xa9"},
 	};
 
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
@@ -109,6 +116,33 @@ START_TEST(test_csv)
 		              rows[i].out);
 		nm_buf_free(&b);
 	}
+}
+END_TEST
+
+static size_t t_fail_line(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static size_t t_fail_line(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	n = nm_fail_format(buf, len, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+/* nm_shown and the error line: control bytes as \xNN, cut whole */
+START_TEST(test_shown)
+{
+	char buf[16], line[64];
+
+	ck_assert_str_eq(nm_shown("a\x1b[2Jb\n", buf, sizeof buf), "a\\x1b[2Jb\\x0a");
+	ck_assert_str_eq(nm_shown("\t\t\t\t", buf, 10), "\\x09\\x09"); /* no half escape */
+	ck_assert_str_eq(nm_shown("caf\xc3\xa9", buf, sizeof buf), "caf\xc3\xa9");
+	ck_assert_uint_eq(t_fail_line(line, sizeof line, "bad value '%s'", "x\x1b[2J\ny"), 34);
+	ck_assert_str_eq(line, "nanmap: bad value 'x\\x1b[2J\\x0ay'\n");
+	t_count("buf: control bytes shown as \\xNN", 4);
 }
 END_TEST
 
@@ -159,6 +193,7 @@ Suite *suite_buf(void)
 	tcase_add_test(tc, test_growth);
 	tcase_add_test(tc, test_oom);
 	tcase_add_test(tc, test_csv);
+	tcase_add_test(tc, test_shown);
 	tcase_add_test(tc, test_bool_words);
 	tcase_add_test(tc, test_json);
 	suite_add_tcase(s, tc);

@@ -305,6 +305,10 @@ static const struct {
     {5, "policy = storage={fmt}\npolicy = storage=fp16", ":6: key 'policy': policy 'storage=fp16' listed twice"},
     {5, "", ": [case] needs at least one policy"},
     {1, "[case]\ncolor = red", ":2: key 'color': unknown key in [case]"},
+    /* an unclosed header is its own line's error, not the next key's "unknown section '[]'" */
+    {1, "[case", ":1: section header '[case' has no closing ']'"},
+    {1, "kernel = bce\n[case]", ":1: key 'kernel': before any section header (a case file "
+                               "starts with [case]; cases/README.md)"},
     {0, "[param]\nlable = 2", ":12: key 'lable': unknown parameter for softmax_ce (it reads: "
                               "label=Y (default: row mod classes))"},
     {0, "[param]\nlabel = two", ":12: key 'label': bad number 'two'"},
@@ -331,7 +335,7 @@ static const struct {
      ": inputs of up to 16777216 x 32 values (at most 2^28)"},
     {0, "[param]\n = 2", ":12: '= 2' has no key"},
     {7, "cols 16", ":7: not a section header, key = value, or comment"},
-    {7, "cols = 16\n[input", ":8: not a section header, key = value, or comment"},
+    {7, "cols = 16\n[input", ":8: section header '[input' has no closing ']'"},
 };
 
 START_TEST(test_bad)

@@ -1458,7 +1458,9 @@ START_TEST(test_parse_errors)
 	static const char *const bad[] = {
 	    "nvfp5",           "mxfp8:e9m9",         "mxfp8,block=0x",  "mxfp8,foo=1",
 	    "elem=nope",       "elem=e4m3,rule=wat", "nvfp4,sr_bits=0", "nvfp4,sr_bits=33",
-	    "mxfp8,sat=maybe", "mxfp8,4over6=yes"};
+	    "mxfp8,sat=maybe", "mxfp8,4over6=yes",
+	    /* a key twice: the last one used to win (mxfp8 ran as e5m2) */
+	    "mxfp8,elem=e4m3,elem=e5m2", "elem=e4m3,rule=none,rule=none"};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		emu_recipe r;
 		char err[256] = "";
@@ -1473,7 +1475,12 @@ START_TEST(test_parse_errors)
 	char err[256] = "";
 	ck_assert(emu_recipe_parse("", &r, err, sizeof err) != EMU_OK);
 	ck_assert_msg(*err && !strchr(err, '\n'), "empty spec: '%s'", err);
-	t_count("recipe: bad specs rejected", ARRAY_SIZE(bad) + 1);
+	ck_assert(emu_recipe_parse("mxfp8,block=1x16,block=1x32", &r, err, sizeof err) != EMU_OK);
+	ck_assert_msg(strstr(err, "key 'block' given twice") != NULL, "a key twice: '%s'", err);
+	/* overriding a built-in's key is no repeat */
+	ck_assert_msg(emu_recipe_parse("mxfp8,elem=e5m2", &r, err, sizeof err) == EMU_OK, "%s", err);
+	ck_assert_str_eq(r.elem.name, "e5m2");
+	t_count("recipe: bad specs rejected", ARRAY_SIZE(bad) + 3);
 }
 END_TEST
 

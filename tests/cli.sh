@@ -370,6 +370,16 @@ bad_in "two values on a round line" "nanmap: stdin line 1: one value per line, g
 bad_in "NUL byte on stdin" "nanmap: stdin line 1: a NUL byte in the input" '1\00002\n' round -
 bad_in "op line arity" "nanmap: stdin line 2: add takes 2 operands, got 1" '1 2\n3\n' op add -
 # '-' with nothing to read is an error, as no VALUE is (it exited 0 with a header)
+# stdin is read within bounds: a stream without end stops with one line
+# (it once grew at 0.6 GB/s until the kernel killed it)
+rc=0
+timeout 20 "$N" round - </dev/zero >"$tmp/out" 2>"$tmp/err" || rc=$?
+expect_err "round - < /dev/zero" "nanmap: stdin line 1: longer than 4096 bytes (one value a line)"
+rc=0
+yes 1 | timeout 60 "$N" op sqrt - >"$tmp/out" 2>"$tmp/err" || rc=$?
+expect_err "op - < yes" "nanmap: stdin: more than 1048576 lines (give at most 1048576 operations at a time)"
+# an argument's control bytes are shown as \xNN in the error line, never sent
+bad "control bytes in an argument" "nanmap: bad value 'a\\x1b[2Jb\\x0a.'" round "$(printf 'a\033[2Jb\n.')"
 bad_in "round, empty stdin" "nanmap: '-': stdin is empty (no value to read)" '' round -
 bad_in "round, blank stdin" "nanmap: '-': stdin holds no value (2 lines, all blank)" '\n  \n' round -
 bad_in "op, empty stdin" "nanmap: '-': stdin is empty (no operation to read)" '' op add -
@@ -451,10 +461,40 @@ for c in formats round op check golden plot dot sweep run quant; do
 	grep -q "^usage: nanmap $c" "$tmp/out" || fail "help $c: not its own usage line"
 	pass=$((pass + 1))
 done
-for c in formats round op; do
+# every command's help has an example (the README promises one), and the
+# example runs: from a folder that links the repository's data, in the order
+# below (plot draws what sweep wrote)
+mkdir -p "$tmp/ex"
+for f in tests golden; do ln -s "$PWD/$f" "$tmp/ex/$f"; done
+for c in formats round op run quant dot gemm golden check sweep plot; do
 	run "$c" --help
 	grep -q '^Example: nanmap ' "$tmp/out" || fail "$c --help: no example"
+	ex=$(awk '/^Example: nanmap / { sub(/^Example: nanmap /, ""); l = $0; next }
+		l != "" && /^         / { sub(/^ +/, " "); l = l $0; next }
+		l != "" { exit } END { print l }' "$tmp/out" | sed 's/ (after .*//')
+	if [ "$c" = plot ] && ! command -v gnuplot >/dev/null 2>&1; then
+		skip 1 "plot --help's example: gnuplot not found"
+		continue
+	fi
+	rc=0
+	# shellcheck disable=SC2086 # the example is words
+	(cd "$tmp/ex" && "$OLDPWD/$N" $ex) >"$tmp/out" 2>"$tmp/err" || rc=$?
+	# check's example shows a mismatch: exit status 1
+	[ "$rc" -eq 0 ] || { [ "$c" = check ] && [ "$rc" -eq 1 ]; } ||
+		fail "$c --help's example 'nanmap $ex': exit status $rc"
+	pass=$((pass + 1))
 done
+run help --help
+[ "$rc" -eq 0 ] || fail "help --help: exit status $rc"
+grep -q '^usage: nanmap COMMAND' "$tmp/out" || fail "help --help: not the overview"
+# the overview lists every option of sweep's usage
+run --help
+cp "$tmp/out" "$tmp/top"
+run sweep --help
+for o in $(sed -n '/^usage/,/^  PATH/p' "$tmp/out" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+	grep -q -- "$o" "$tmp/top" || fail "nanmap --help: sweep's $o missing"
+done
+pass=$((pass + 1))
 bad "help for an unknown command" "nanmap: unknown command 'frob' (try: nanmap --help)" help frob
 
 # The error line is one write(2) (it was three: "nanmap: ", the message and

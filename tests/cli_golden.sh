@@ -225,30 +225,30 @@ bad "export without --inputs" "needs --inputs" golden export softmax_ce.naive.fp
 bad "export bad id" "bad case id" golden export nodot --inputs "$tmp/x.npy"
 
 # ---- check: the exact outputs pass ----
-T=softmax_ce.naive.fp16-fp16.safe/grad
-records "$T" >"$tmp/g.txt"
-[ "$(wc -l <"$tmp/g.txt")" -eq 32 ] || fail "records $T"
+TGT=softmax_ce.naive.fp16-fp16.safe/grad
+records "$TGT" >"$tmp/g.txt"
+[ "$(wc -l <"$tmp/g.txt")" -eq 32 ] || fail "records $TGT"
 raw 2 <"$tmp/g.txt" >"$tmp/g.bin"
 npy "$tmp/g.npy" '<u2' '(2, 16)' <"$tmp/g.bin"
 npy "$tmp/gf2.npy" '<f2' '(32,)' <"$tmp/g.bin"
 npy "$tmp/gf4.npy" '<f4' '(16,)' <"$tmp/g.bin"
 for a in g.txt g.bin g.npy gf2.npy; do
-	run check "$T" "$tmp/$a"
+	run check "$TGT" "$tmp/$a"
 	status 0 "check exact outputs ($a)" "checked 32, mismatched 0, max ulp 0"
 done
-run check "golden/softmax_ce.golden:$T" "$tmp/g.bin"
+run check "golden/softmax_ce.golden:$TGT" "$tmp/g.bin"
 status 0 "check FILE:TARGET" "checked 32, mismatched 0, max ulp 0"
 
 # a 1-ulp change: caught, and passed by --ulp 1
 e5=$(sed -n 5p "$tmp/g.txt")
 u5=$(printf '0x%04x' $((e5 + 1)))
 sed "5s/.*/$u5/" "$tmp/g.txt" >"$tmp/u.txt"
-run check "$T" "$tmp/u.txt"
+run check "$TGT" "$tmp/u.txt"
 status 1 "check a 1-ulp change" "checked 32, mismatched 1, max ulp 1"
 grep -q "^grad\[4\]: expected $e5 (.*), actual $u5 (.*), ulp 1\$" "$tmp/out" || fail "1 ulp: mismatch line"
-run check "$T" "$tmp/u.txt" --ulp 1
+run check "$TGT" "$tmp/u.txt" --ulp 1
 status 0 "check --ulp 1" "checked 32, mismatched 0, max ulp 1"
-run check "$T" "$tmp/u.txt" --csv
+run check "$TGT" "$tmp/u.txt" --csv
 [ "$rc" -eq 1 ] || fail "--csv: exit $rc"
 head -n 1 "$tmp/out" | grep -qx 'index,expected,actual,ulp,expected_value,actual_value' || fail "--csv header"
 grep -q "^4,$e5,$u5,1," "$tmp/out" || fail "--csv row"
@@ -257,7 +257,7 @@ pass=$((pass + 1))
 
 # a NaN where a finite value belongs, even with a large tolerance
 sed '7s/.*/0x7e00/' "$tmp/g.txt" >"$tmp/n.txt"
-run check "$T" "$tmp/n.txt" --ulp 100000
+run check "$TGT" "$tmp/n.txt" --ulp 100000
 status 1 "check NaN for finite" "checked 32, mismatched 1, max ulp inf"
 grep -q '^grad\[6\]: expected .*, actual 0x7e00 (nan), ulp inf$' "$tmp/out" || fail "NaN: mismatch line"
 
@@ -295,21 +295,21 @@ status 0 "check another NaN payload, strict"
 
 # ---- check: bad input, exit 2 with one line naming it ----
 head -c 63 "$tmp/g.bin" >"$tmp/trunc.bin"
-bad "truncated raw file" "$tmp/trunc.bin: 63 bytes" check "$T" "$tmp/trunc.bin"
+bad "truncated raw file" "$tmp/trunc.bin: 63 bytes" check "$TGT" "$tmp/trunc.bin"
 head -c 62 "$tmp/g.bin" >"$tmp/short.bin"
-bad "short raw file" "$tmp/short.bin: 31 elements, but $T has 32" check "$T" "$tmp/short.bin"
+bad "short raw file" "$tmp/short.bin: 31 elements, but $TGT has 32" check "$TGT" "$tmp/short.bin"
 head -n 31 "$tmp/g.txt" >"$tmp/short.txt"
-bad "short hex file" "$tmp/short.txt: 31 elements" check "$T" "$tmp/short.txt"
+bad "short hex file" "$tmp/short.txt: 31 elements" check "$TGT" "$tmp/short.txt"
 { cat "$tmp/g.txt"; echo 0x3c00; } >"$tmp/long.txt"
-bad "long hex file" "$tmp/long.txt: 33 elements" check "$T" "$tmp/long.txt"
-bad "wrong dtype" "$tmp/gf4.npy: dtype <f4 does not hold fp16" check "$T" "$tmp/gf4.npy"
+bad "long hex file" "$tmp/long.txt: 33 elements" check "$TGT" "$tmp/long.txt"
+bad "wrong dtype" "$tmp/gf4.npy: dtype <f4 does not hold fp16" check "$TGT" "$tmp/gf4.npy"
 printf '0x3c00\nxyz\n' >"$tmp/junk.txt"
-bad "junk hex" "$tmp/junk.txt:2: not an encoding" check "$T" "$tmp/junk.txt"
+bad "junk hex" "$tmp/junk.txt:2: not an encoding" check "$TGT" "$tmp/junk.txt"
 printf '0x13c00\n' >"$tmp/wide.txt"
-bad "too wide" "$tmp/wide.txt:1: 0x13c00 is wider than fp16" check "$T" "$tmp/wide.txt"
+bad "too wide" "$tmp/wide.txt:1: 0x13c00 is wider than fp16" check "$TGT" "$tmp/wide.txt"
 printf 'junk' >"$tmp/junk.npy"
-bad "junk .npy" "$tmp/junk.npy: " check "$T" "$tmp/junk.npy"
-bad "unreadable actual" "$tmp/none.bin: cannot open" check "$T" "$tmp/none.bin"
+bad "junk .npy" "$tmp/junk.npy: " check "$TGT" "$tmp/junk.npy"
+bad "unreadable actual" "$tmp/none.bin: cannot open" check "$TGT" "$tmp/none.bin"
 bad "unknown target" "no output 'softmax_ce.nope/grad'" check softmax_ce.nope/grad "$tmp/g.bin"
 bad "case with two outputs" "no output 'softmax_ce.naive.fp16-fp16.safe'" \
 	check golden/softmax_ce.golden:softmax_ce.naive.fp16-fp16.safe "$tmp/g.bin"
@@ -317,10 +317,10 @@ bad "file with many outputs" "has [0-9]* outputs" check golden/softmax_ce.golden
 printf 'not golden\n' >"$tmp/x.golden"
 bad "not a golden file" "$tmp/x.golden:1: not a golden file" check "$tmp/x.golden" "$tmp/g.bin"
 bad "missing golden file" "$tmp/none.golden: cannot open" check "$tmp/none.golden" "$tmp/g.bin"
-bad "bad --ulp" "bad --ulp '-1'" check "$T" "$tmp/g.bin" --ulp -1
-bad "bad --nan-sign" "bad --nan-sign 'loose'" check "$T" "$tmp/g.bin" --nan-sign loose
-bad "one argument" "check needs GOLDEN and ACTUAL" check "$T"
-bad "unknown option" "unknown option '--x' for check" check "$T" "$tmp/g.bin" --x
+bad "bad --ulp" "bad --ulp '-1'" check "$TGT" "$tmp/g.bin" --ulp -1
+bad "bad --nan-sign" "bad --nan-sign 'loose'" check "$TGT" "$tmp/g.bin" --nan-sign loose
+bad "one argument" "check needs GOLDEN and ACTUAL" check "$TGT"
+bad "unknown option" "unknown option '--x' for check" check "$TGT" "$tmp/g.bin" --x
 
 # ---- the C API example, linked against the library ----
 CC=${CC:-cc}
@@ -337,10 +337,10 @@ private=$(sed -n 's/^Libs\.private: //p' nanmap.pc.in)
 	lib/libnanmap.a $private -o "$tmp/golden_check" 2>"$tmp/err" ||
 	fail "examples/golden_check.c does not build with lib/libnanmap.a $private"
 rc=0
-"$tmp/golden_check" golden/softmax_ce.golden "$T" "$tmp/g.bin" >"$tmp/out" 2>"$tmp/err" || rc=$?
-status 0 "example on the exact outputs" "$T: 32 checked, 0 mismatched"
+"$tmp/golden_check" golden/softmax_ce.golden "$TGT" "$tmp/g.bin" >"$tmp/out" 2>"$tmp/err" || rc=$?
+status 0 "example on the exact outputs" "$TGT: 32 checked, 0 mismatched"
 rc=0
-"$tmp/golden_check" golden/softmax_ce.golden "$T" "$tmp/u.txt" >"$tmp/out" 2>"$tmp/err" || rc=$?
-status 1 "example on a 1-ulp change" "$T: 32 checked, 1 mismatched"
+"$tmp/golden_check" golden/softmax_ce.golden "$TGT" "$tmp/u.txt" >"$tmp/out" 2>"$tmp/err" || rc=$?
+status 1 "example on a 1-ulp change" "$TGT: 32 checked, 1 mismatched"
 
 echo "cli_golden: all $pass checks passed"

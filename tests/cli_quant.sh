@@ -88,6 +88,23 @@ run round -f fp32 --csv --input "$tmp/floor.npy"
 [ "$(sed -n 3p "$tmp/out" | cut -d, -f4)" = 1 ] || fail "mxfp8:floor: 1 stays 1"
 pass=$((pass + 1))
 # TE: scale 2^ceil(log2(957/448)) = 4, 957/4 = 239.25 rounds to 240: 960
+# a killed quant --out leaves NAME.tmp.PID: the next one into that name removes
+# its own names' temporaries of dead processes (pid 999999999 is above any
+# pid_max), and nothing else
+mkdir -p "$tmp/stale"
+for f in q.npy.tmp.999999999 q.scales.npy.tmp.999999999 q.npy.tmp.$$ other.npy.tmp.999999999 q.npy.tmp.x; do
+	: >"$tmp/stale/$f"
+done
+run quant --recipe mxfp8 --input "$tmp/m.npy" --csv --out "$tmp/stale/q.npy"
+[ "$rc" -eq 0 ] || fail "quant --out beside stale temporaries: exit status $rc"
+[ ! -e "$tmp/stale/q.npy.tmp.999999999" ] && [ ! -e "$tmp/stale/q.scales.npy.tmp.999999999" ] ||
+	fail "quant --out left a killed run's temporaries: $(ls "$tmp/stale")"
+for f in q.npy.tmp.$$ other.npy.tmp.999999999 q.npy.tmp.x q.npy; do
+	[ -e "$tmp/stale/$f" ] || fail "quant --out removed (or did not write) $f"
+done
+[ "$(grep -c '^nanmap: removed .*left by a quant --out that did not finish$' "$tmp/err")" = 2 ] ||
+	fail "quant --out: the removals not said: $(cat "$tmp/err")"
+pass=$((pass + 1))
 run quant --recipe mxfp8 --input "$tmp/m.npy" --csv --out "$tmp/te.npy"
 succeeded "mxfp8"
 [ "$(field "$tmp/m.npy" saturated)" = 0 ] || fail "mxfp8: saturated, want 0"
@@ -192,6 +209,19 @@ succeeded "checkpoint, --tensor"
 	fail "checkpoint, --tensor: rows $(cut -d, -f1 "$tmp/out" | tr '\n' ' ')"
 run quant --recipe nvfp4 --input "$tmp/ck.safetensors" --tensor w.f16 --csv
 [ "$(awk 'END { print NR }' "$tmp/out")" = 2 ] || fail "one --tensor: no total row"
+pass=$((pass + 1))
+# a tensor's name with control bytes (an escape that clears the screen): the
+# table, the CSV and the worst-blocks lines show them as \xNN, never send them
+h2='{"w\u001b[2J\u0007":{"dtype":"F16","shape":[16],"data_offsets":[0,32]}}'
+st "$tmp/esc.safetensors" "$h2" "$(enc fp16 0.1 0.2 0.3 0.4 0.5 0.6 0.7 0.8 0.9 1 2 3 4 5 6 700)"
+for how in --csv "--per-block 2" ""; do
+	# shellcheck disable=SC2086
+	run quant --recipe nvfp4 --input "$tmp/esc.safetensors" $how
+	succeeded "a tensor name with control bytes, $how"
+	! LC_ALL=C grep -q "$(printf '[\033\007]')" "$tmp/out" "$tmp/err" ||
+		fail "a tensor name's control bytes reached the output ($how)"
+	grep -qF 'w\x1b[2J\x07' "$tmp/out" || fail "the tensor's name not shown as w\\x1b[2J\\x07 ($how)"
+done
 pass=$((pass + 1))
 run quant --recipe mxfp8 --input "$tmp/ck.safetensors" --json --per-block 2
 succeeded "checkpoint, --json"

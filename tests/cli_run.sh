@@ -253,6 +253,9 @@ grep -q "^nanmap: $tmp/junk.npy: " "$tmp/err" || fail "--input junk: the message
 bad "--input integer dtype" "nanmap: $tmp/u1.npy: dtype |u1 (run takes float16, float32 or float64)" \
 	run softmax_ce --policy "$P16" --input "$tmp/u1.npy"
 bad "--input missing" "" run softmax_ce --policy "$P16" --input "$tmp/none.npy"
+# a bad policy key names the valid ones
+bad "unknown policy key" "nanmap: bad policy 'storage=fp16,frob=1': unknown policy key 'frob' (keys: storage compute accum round overflow subnormals seed scale role grad state)" \
+	run softmax_ce --policy storage=fp16,frob=1 --values 1
 bad "--input shape mismatch" \
 	"nanmap: shape mismatch: 3 values do not make 2 equal rows (--rows)" \
 	run softmax_ce --policy "$P16" --input "$tmp/f8x3.npy" --rows 2

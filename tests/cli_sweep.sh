@@ -167,6 +167,35 @@ grep -q "^nanmap: $tmp/mix/b_bad.case:5: key 'kernel': unknown kernel 'softmax' 
 [ ! -e "$tmp/e" ] || fail "a bad file beside a good one: the good one ran"
 pass=$((pass + 1))
 
+# ---- a sweep of some cases changes only their rows of the docs ----
+# (in a fresh clone, results/ is empty: --only and a case file of one's own
+# used to rewrite docs/thresholds.md with their rows alone)
+mkdir -p "$tmp/two" "$tmp/mine"
+cp "$CASE" "$tmp/two/a.case"
+sed 's/^formats = fp16 bf16$/formats = bf16/' "$CASE" >"$tmp/two/b.case"
+cp "$CASE" "$tmp/mine/c.case"
+sweep "$tmp/p" --quick --quiet "$tmp/two"
+status 0 "two cases"
+[ "$(grep -c '^## ' "$tmp/p/docs/thresholds.md")" -eq 2 ] || fail "two cases: not two sections"
+cp -R "$tmp/p/docs" "$tmp/pd"
+sweep "$tmp/p1" --docs "$tmp/pd" --quick --only b "$tmp/two"
+status 0 "--only b, nothing else swept here"
+said "nanmap: sweep: $tmp/pd/thresholds.md: kept the rows of 1 case not swept here" "--only b"
+cmp -s "$tmp/p/docs/thresholds.md" "$tmp/pd/thresholds.md" || fail "--only b changed thresholds.md"
+sweep "$tmp/p2" --docs "$tmp/pd" --quick --quiet "$tmp/mine"
+status 0 "a case file of one's own"
+grep '^## ' "$tmp/pd/thresholds.md" | tr '\n' ' ' >"$tmp/secs"
+[ "$(cat "$tmp/secs")" = "## a ## b ## c " ] || fail "a case of one's own: sections $(cat "$tmp/secs")"
+head -n "$(wc -l <"$tmp/p/docs/thresholds.md")" "$tmp/pd/thresholds.md" | cmp -s - "$tmp/p/docs/thresholds.md" ||
+	fail "a case of one's own changed the other cases' rows"
+# swept again with no status change, its rows go; the others' stay
+sed 's/^grid = log 1 1e4 9$/grid = log 1 2 3/; s/^quick = .*$/quick = list 1 2/' "$tmp/mine/c.case" >"$tmp/c.case"
+mv "$tmp/c.case" "$tmp/mine/c.case"
+sweep "$tmp/p3" --docs "$tmp/pd" --quick --quiet "$tmp/mine"
+status 0 "a case of one's own without thresholds"
+cmp -s "$tmp/p/docs/thresholds.md" "$tmp/pd/thresholds.md" || fail "a case without thresholds left rows"
+pass=$((pass + 1))
+
 # command-line errors
 sweep "$tmp/e"
 status 2 "no PATH"

@@ -45,6 +45,36 @@ for f in bin/nanmap lib/libnanmap.a lib/libnanmap.so lib/libnanmap.so.0 include/
 done
 [ ! -e "$P/include/nanmap/hw.h" ] || fail "make install: the test oracle's hw.h is installed"
 grep -qxF "prefix=$P" "$P/lib/pkgconfig/nanmap.pc" || fail "installed nanmap.pc: prefix is not $P"
+for f in softmax_ce.golden attention.golden README.md; do
+	[ -f "$P/share/nanmap/golden/$f" ] || fail "make install: no $P/share/nanmap/golden/$f"
+done
+! grep -q ldconfig "$tmp/out" || fail "make install into a prefix the linker does not search ran ldconfig"
+pass=$((pass + 1))
+
+# ---- ldconfig when the prefix's lib is one the dynamic linker searches ----
+printf '%s\n' "# a stand-in for /etc/ld.so.conf.d/" "$tmp/sys/lib" >"$tmp/ld.conf"
+rc=0
+"$MAKE" --no-print-directory install PREFIX="$tmp/sys" LD_SO_CONF="$tmp/ld.conf" \
+	LDCONFIG="touch $tmp/ldconfig-ran" >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "make install into a searched prefix: exit status $rc"
+if [ "$(id -u)" = 0 ]; then
+	[ -f "$tmp/ldconfig-ran" ] || fail "make install into a searched prefix, as root: no ldconfig"
+else
+	grep -q "run ldconfig as root" "$tmp/out" || fail "make install into a searched prefix: no ldconfig advice"
+fi
+pass=$((pass + 1))
+
+# ---- the installed command finds the installed golden files, anywhere ----
+G=softmax_ce.naive.fp16-fp16.safe/grad
+awk -v t="$G" '$1 == t && NF == 4 { print $3 }' golden/softmax_ce.golden >"$tmp/actual.txt"
+mkdir -p "$tmp/elsewhere"
+rc=0
+(cd "$tmp/elsewhere" && "$P/bin/nanmap" check "$G" "$tmp/actual.txt") >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "installed nanmap check CASE/OUTPUT outside the checkout: exit status $rc"
+rc=0
+(cd "$tmp/elsewhere" && "$P/bin/nanmap" golden list) >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "installed nanmap golden list outside the checkout: exit status $rc"
+grep -qF "$G" "$tmp/out" || fail "installed nanmap golden list: no $G"
 pass=$((pass + 1))
 
 # ---- the shared library: versioned, and only the public names ----
@@ -80,8 +110,6 @@ fi
 	>"$tmp/out" 2>"$tmp/err" || fail "examples/golden_check.c does not build with: $flags"
 readelf -d "$tmp/golden_check" | grep -q 'Shared library: \[libnanmap.so.0\]' ||
 	fail "the example built with pkg-config does not use libnanmap.so.0"
-G=softmax_ce.naive.fp16-fp16.safe/grad
-awk -v t="$G" '$1 == t && NF == 4 { print $3 }' golden/softmax_ce.golden >"$tmp/actual.txt"
 rc=0
 LD_LIBRARY_PATH="$P/lib" "$tmp/golden_check" golden/softmax_ce.golden "$G" "$tmp/actual.txt" \
 	>"$tmp/out" 2>"$tmp/err" || rc=$?

@@ -22,8 +22,9 @@
 # tests/fuzz/corpus_gputab/ (a first byte choosing the mode, see
 # fuzz_gputab.c); tests/fuzz/corpus_safetensors/ (files nm_st_write wrote,
 # and one with __metadata__);
-# tokens: tests/fuzz/NAME.dict. Exit status 0 when every run ended without a
-# crash, leak or timeout, nonzero otherwise.
+# tokens: tests/fuzz/NAME.dict. Each harness's sources: FUZZ_SRC_NAME in the
+# Makefile. Every target runs even after one fails; exit status 0 when every
+# run ended without a crash, leak or timeout, nonzero otherwise.
 set -eu
 cd "$(dirname "$0")/../.."
 
@@ -40,15 +41,19 @@ for t in $TARGETS; do
 	case "$t" in npy | golden | case | plot | gputab | safetensors) ;; *) echo "run.sh: unknown target '$t' in FUZZ_TARGETS (npy golden case plot gputab safetensors)" >&2; exit 2 ;; esac
 done
 
-# fuzz NAME WHAT MAXLEN SEEDS SOURCES... : build build/fuzz/NAME/fuzz and run it.
+# The harnesses are built by make (build/fuzz/NAME/fuzz), from the one source
+# list per harness in the Makefile that make test builds too; all of them
+# first, so a harness that does not link stops the run before any fuzzing.
+# shellcheck disable=SC2046 # the targets are words
+${MAKE:-make} --no-print-directory FUZZ_CC="$CC_FUZZ" $(for t in $TARGETS; do printf '%s ' "$OUT/$t/fuzz"; done) >/dev/null
+
+# fuzz NAME WHAT MAXLEN SEEDS : run build/fuzz/NAME/fuzz; every target runs,
+# and the exit status is the first failure's.
+status=0
 fuzz() {
 	name=$1 what=$2 maxlen=$3 seeds=$4
-	shift 4
 	d=$OUT/$name
 	mkdir -p "$d/corpus" "$d/artifacts"
-	"$CC_FUZZ" -std=c11 -g -O1 -fno-omit-frame-pointer -ffp-contract=off \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-D_POSIX_C_SOURCE=200809L -Icore -Iengine -Ikernels -Iio -Icli -Isweep "$@" -o "$d/fuzz"
 	echo "run.sh: fuzzing $what for ${SECS} s (log: $d/fuzz.log)"
 	set +e
 	# shellcheck disable=SC2086
@@ -60,40 +65,21 @@ fuzz() {
 	grep -E '^(#[0-9]+[[:space:]]+(INITED|DONE)|stat::number_of_executed_units|stat::peak_rss_mb|Done )' "$d/fuzz.log" || true
 	if [ $rc -ne 0 ]; then
 		tail -n 40 "$d/fuzz.log" >&2
-		echo "run.sh: FAILED (exit $rc); inputs in $d/artifacts/" >&2
-		exit $rc
+		echo "run.sh: $name FAILED (exit $rc); inputs in $d/artifacts/" >&2
+		[ $status -ne 0 ] || status=$rc
+		return 0
 	fi
 	echo "run.sh: no crash in ${SECS} s; corpus: $(find "$d/corpus" -type f | wc -l) inputs"
 }
 
 for t in $TARGETS; do
 	case "$t" in
-	npy) # the reader and the emulator files it reaches; no MPFR or OpenMP
-		fuzz npy "the .npy reader" 4096 tests/fuzz/corpus \
-			tests/fuzz/fuzz_npy.c io/nm_npy.c \
-			core/format.c core/codec.c core/convert.c core/round.c -lm ;;
-	golden) # checks operation names (core/apply.c): the library layers and MPFR
-		# shellcheck disable=SC2046
-		fuzz golden "the golden-file and actual-output readers" 8192 tests/fuzz/corpus_golden \
-			tests/fuzz/fuzz_golden.c io/nm_golden.c io/nm_npy.c io/nm_parse.c \
-			$(ls core/*.c engine/*.c kernels/*.c) -lmpfr -lgmp -lm ;;
-	case) # names kernels and parses policies: the library layers, inih
-		# shellcheck disable=SC2046
-		fuzz case "the case-file reader" 4096 tests/fuzz/corpus_case \
-			tests/fuzz/fuzz_case.c sweep/nm_case.c io/nm_parse.c cli/nm_gen.c \
-			$(ls core/*.c engine/*.c kernels/*.c) -linih -lmpfr -lgmp -lm ;;
-	plot) # the CSV against its case, whose kernel runs once for its columns
-		# shellcheck disable=SC2046
-		fuzz plot "the plot's results reader" 16384 tests/fuzz/corpus_plot \
-			tests/fuzz/fuzz_plot.c sweep/nm_plot.c sweep/nm_point.c sweep/nm_case.c \
-			io/nm_parse.c cli/nm_gen.c $(ls core/*.c engine/*.c kernels/*.c) -linih -lmpfr -lgmp -lm ;;
-	gputab) # the loader and the format table it names formats by
-		fuzz gputab "the GPU-tables reader" 4096 tests/fuzz/corpus_gputab \
-			tests/fuzz/fuzz_gputab.c engine/gputab.c \
-			core/format.c core/codec.c core/convert.c core/round.c -lm ;;
-	safetensors) # the reader, the one atomic writer it links, the emulator's decoders
-		fuzz safetensors "the .safetensors reader" 8192 tests/fuzz/corpus_safetensors \
-			tests/fuzz/fuzz_safetensors.c io/nm_safetensors.c io/nm_file.c \
-			core/format.c core/codec.c core/convert.c core/round.c -lm ;;
+	npy) fuzz npy "the .npy reader" 4096 tests/fuzz/corpus ;;
+	golden) fuzz golden "the golden-file and actual-output readers" 8192 tests/fuzz/corpus_golden ;;
+	case) fuzz case "the case-file reader" 4096 tests/fuzz/corpus_case ;;
+	plot) fuzz plot "the plot's results reader" 16384 tests/fuzz/corpus_plot ;;
+	gputab) fuzz gputab "the GPU-tables reader" 4096 tests/fuzz/corpus_gputab ;;
+	safetensors) fuzz safetensors "the .safetensors reader" 8192 tests/fuzz/corpus_safetensors ;;
 	esac
 done
+exit $status

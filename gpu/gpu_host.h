@@ -80,7 +80,7 @@ typedef struct {
 } gpu_miss;
 
 typedef struct {
-	char step[16], kernel[40], format[24], mode[40];
+	char step[16], kernel[64], format[24], mode[40];
 	const emu_format *f; /* the output format */
 	gpu_tol tol;
 	uint64_t compared;

@@ -138,7 +138,7 @@ static const char *field(const char *s, char *buf, size_t len)
 
 static void put_labels(sbuf *b, const gpu_cmp *c)
 {
-	char f[4][48];
+	char f[4][64];
 	sb_printf(b, "%s,%s,%s,%s,", field(c->step, f[0], sizeof f[0]),
 	          field(c->kernel, f[1], sizeof f[1]), field(c->format, f[2], sizeof f[2]),
 	          field(c->mode, f[3], sizeof f[3]));

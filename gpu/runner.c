@@ -1836,7 +1836,7 @@ static void attn_compare(const char *kname, const char *fmts, const emu_run *er,
 			step_failed("attn", "engine output missing or of another size");
 			continue;
 		}
-		char name[40];
+		char name[64];
 		snprintf(name, sizeof name, rep ? "%s replay" : "%s", kname);
 		gpu_cmp row;
 		gpu_cmp_init(&row, "attn", name, fmts, it->name, it->fmt,

@@ -184,6 +184,12 @@ static uint64_t blocks_of(const emu_tc_model *m, size_t N)
  * equals one emu_tc_dot call over the whole row (bits; and flags, on a
  * one-row run: the inputs are values of the storage format, so the only
  * flags are the model's). */
+/* The same encoding, or both NaN. */
+static bool same_or_nan(const emu_format *f, emu_bits a, emu_bits b)
+{
+	return a == b || (emu_is_nan(f, a) && emu_is_nan(f, b));
+}
+
 START_TEST(test_tc_chain_equals_model)
 {
 	static const struct {
@@ -237,7 +243,9 @@ START_TEST(test_tc_chain_equals_model)
 				for (size_t r = 0; r < ROWS; r++) {
 					emu_result d = model_row(&m, S, O, x, r * N, N, dot);
 					emu_bits got = emu_encode(O, out0(&a, r));
-					ck_assert_msg(got == d.bits,
+					/* a kernel's values carry no NaN payload: its NaN is the
+					 * format's, where sm_90's presets return all ones */
+					ck_assert_msg(same_or_nan(O, got, d.bits),
 					              "%s %s N=%zu row %zu: kernel 0x%x model 0x%x",
 					              c[i].spec, var, N, r, got, d.bits);
 					ck_assert_msg(emu_encode(O, out0(&b, r)) == got,
@@ -247,7 +255,7 @@ START_TEST(test_tc_chain_equals_model)
 					run(&pol, var, x + r * N, 1, N, &par, np, EMU_BE_FAST,
 					    &one);
 					d = model_row(&m, S, O, x + r * N, 0, N, dot);
-					ck_assert(emu_encode(O, out0(&one, 0)) == d.bits);
+					ck_assert(same_or_nan(O, emu_encode(O, out0(&one, 0)), d.bits));
 					ck_assert_msg(one.be.st.all_flags == d.flags,
 					              "%s %s N=%zu row %zu: flags 0x%x, model 0x%x",
 					              c[i].spec, var, N, r, one.be.st.all_flags,

@@ -61,9 +61,9 @@ csv=$tmp/fake/nanmap-gpu.csv
 [ -f "$csv" ] || fail "fake run: no $csv"
 head -n 1 "$csv" | grep -q '^step,kernel,format,mode,compared,identical,' || fail "fake run: CSV header"
 rows=$(tail -n +2 "$csv" | wc -l)
-[ "$rows" -eq 1190 ] || fail "fake run: $rows rows, want 1190 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 532 kern, 135 kern replay, 6 quant, 248 attn, 192 attn replay)"
+[ "$rows" -eq 1470 ] || fail "fake run: $rows rows, want 1470 (14 conv, 13 tables, 6 arith, 4 tc, 10 gemm, 2 gemmex, 28 lt, 532 kern, 135 kern replay, 265 kern cr-fp32, 6 quant, 248 attn, 192 attn replay, 15 rules)"
 [ "$(grep -c '^kern,[^,]* replay,' "$csv")" -eq 135 ] || fail "fake run: kern replay rows missing"
-for step in conv tables arith tc gemm gemmex lt kern quant attn; do
+for step in conv tables arith tc gemm gemmex lt kern quant attn rules; do
 	grep -q "^$step," "$csv" || fail "fake run: no $step rows"
 done
 bad=$(awk -F, 'NR > 1 && NF != 13' "$csv" | wc -l)
@@ -75,21 +75,34 @@ want="cublasLt e4m3xe4m3 FAST_ACCUM=0/model promote=128 cublasLt e4m3xe4m3 FAST_
 [ "$lt_ok" = "$want" ] || fail "fake run: lt rows identical: '$lt_ok', want '$want'"
 # every kernel and variant the GPU runs, each under the six policies
 kernels="backward scale=1,backward scale=65536,batchnorm eval,batchnorm twopass,batchnorm welford,bce naive,bce stable,layernorm onepass,layernorm twopass,layernorm welford,matmul seq,matmul seq fma=1,matmul tc:h200,optimizer adamw,optimizer adamw_kahan,optimizer adamw_sr,optimizer sgd,rmsnorm fp32stats,rmsnorm plain,rmsnorm prescaled,softmax_ce lse,softmax_ce maxsub,softmax_ce naive,"
-got=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 }' "$csv" | sort -u | tr '\n' ',')
+got=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ && $2 !~ / cr-fp32$/ { print $2 }' "$csv" | sort -u | tr '\n' ',')
 [ "$got" = "$kernels" ] || fail "fake run: kern kernels '$got', want '$kernels'"
-n=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
+# the second pass: the fp32-compute policies (fp16/fp32/fp32, bf16/fp32/fp32, fp32)
+# again with correctly rounded fp32 functions on the device, every kernel
+got=$(awk -F, '$1 == "kern" && $2 ~ / cr-fp32$/ { sub(/ cr-fp32$/, "", $2); print $2 }' "$csv" | sort -u | tr '\n' ',')
+[ "$got" = "$kernels" ] || fail "fake run: kern cr-fp32 kernels '$got', want '$kernels'"
+got=$(awk -F, '$1 == "kern" && $2 ~ / cr-fp32$/ { print $3 }' "$csv" | sort -u | tr '\n' ',')
+[ "$got" = "bf16/fp32/fp32,fp16/fp32/fp32,fp32/fp32/fp32," ] || fail "fake run: kern cr-fp32 policies '$got'"
+[ "$(grep -c '^kern,[^,]* cr-fp32,' "$csv")" -eq 265 ] || fail "fake run: kern cr-fp32 rows missing"
+# the disputed Tensor Core rules: one row a case of gpu/tc-rules.txt, and the
+# case table with the reading the (fake) GPU returned: the model's, every one
+[ "$(grep -c '^rules,' "$csv")" -eq 15 ] || fail "fake run: rules rows"
+[ -f "$tmp/fake/tc-rules.csv" ] || fail "fake run: no tc-rules.csv"
+head -n 1 "$tmp/fake/tc-rules.csv" | grep -qx 'case,in,out,gpu,model,other,reading' || fail "fake run: tc-rules.csv header"
+[ "$(grep -c ',model$' "$tmp/fake/tc-rules.csv")" -eq 15 ] || fail "fake run: tc-rules.csv readings"
+n=$(awk -F, '$1 == "kern" && $2 !~ / replay$/ && $2 !~ / cr-fp32$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
 [ "$n" -eq 137 ] || fail "fake run: $n kernel/policy pairs in kern, want 137 (22 kernels x 6 policies, matmul tc:h200 x the 5 with fp16 or bf16 storage)"
 # the block quantisers (gpu/rows.h, compiled for the host) against emu_quantize:
 # elements and scales of each recipe, every one identical (checked above)
 got=$(awk -F, '$1 == "quant" { print $2 "/" $3 "/" $4 }' "$csv" | tr '\n' ',')
 want="mxfp8/e4m3/elements rn-satfinite,mxfp8/e8m0/block scales,mxfp8:e5m2/e5m2/elements rn-satfinite,mxfp8:e5m2/e8m0/block scales,deepseek/e4m3/elements rn-satfinite,deepseek/fp32/block scales,"
 [ "$got" = "$want" ] || fail "fake run: quant rows '$got', want '$want'"
-# attention: naive, online and fp8 with :tc:h200 (the GEMMs on the mma.sync
-# GEMM: the fake's is the h200 model) and without (sequential FMA folds), and
+# attention: naive, online and fp8 with :tc:h200-mma (the GEMMs on the mma.sync
+# GEMM: the fake's is the h200-mma model) and without (sequential FMA folds), and
 # naive:bwd, online:bwd and fp8:bwd, the rest gpu/rows.h; causal or not; four policies
 # (:tc only where the mma.sync takes the formats), against the engine and,
 # with the tables, against the host replay
-attn="attention fp8,attention fp8 causal,attention fp8:bwd,attention fp8:bwd causal,attention fp8:tc:h200,attention fp8:tc:h200 causal,attention naive,attention naive causal,attention naive:bwd,attention naive:bwd causal,attention naive:tc:h200,attention naive:tc:h200 causal,attention online,attention online causal,attention online:bwd,attention online:bwd causal,attention online:tc:h200,attention online:tc:h200 causal,"
+attn="attention fp8,attention fp8 causal,attention fp8:bwd,attention fp8:bwd causal,attention fp8:tc:h200-mma,attention fp8:tc:h200-mma causal,attention naive,attention naive causal,attention naive:bwd,attention naive:bwd causal,attention naive:tc:h200-mma,attention naive:tc:h200-mma causal,attention online,attention online causal,attention online:bwd,attention online:bwd causal,attention online:tc:h200-mma,attention online:tc:h200-mma causal,"
 got=$(awk -F, '$1 == "attn" && $2 !~ / replay$/ { print $2 }' "$csv" | sort -u | tr '\n' ',')
 [ "$got" = "$attn" ] || fail "fake run: attn kernels '$got', want '$attn'"
 n=$(awk -F, '$1 == "attn" && $2 !~ / replay$/ { print $2 "/" $3 }' "$csv" | sort -u | wc -l)
@@ -127,7 +140,8 @@ rc=0
 [ "$rc" = 0 ] || fail "mutant run: exit $rc"
 mcsv=$tmp/mutant/nanmap-gpu.csv
 [ -f "$mcsv" ] || fail "mutant run: no $mcsv"
-got=$(awk -F, '$1 == "kern" && $13 != "identical" { print $2 }' "$mcsv" | sort -u | tr '\n' ',')
+# (the cr-fp32 pass, the fp32-compute policies again, counts as its kernel)
+got=$(awk -F, '$1 == "kern" && $13 != "identical" { sub(/ cr-fp32$/, "", $2); print $2 }' "$mcsv" | sort -u | tr '\n' ',')
 [ "$got" = "$kernels" ] || fail "mutant run: kernels with a row not identical: '$got', want '$kernels'"
 bad=$(awk -F, '$1 == "kern" && $13 != "identical" && $2 !~ /^optimizer / && $3 !~ /^(fp16\/fp16|bf16\/bf16)\/fp32$/' "$mcsv" | wc -l)
 [ "$bad" -eq 0 ] || fail "mutant run: $bad rows not identical where compute = accumulator"

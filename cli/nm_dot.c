@@ -31,19 +31,22 @@
 #define NM_ERR_LEN 512
 
 static const char nm_dot_usage[] =
-    "usage: nanmap dot --model MODEL --in FMT --out FMT [--bits] A_FILE B_FILE [C_FILE]\n"
+    "usage: nanmap dot --model MODEL --in FMT [--in-b FMT] --out FMT [--bits] A_FILE B_FILE\n"
+    "                  [C_FILE]\n"
     "\n"
     "  D = A*B + C for each case (line) of the files, through the Tensor Core\n"
     "  model MODEL; without C_FILE, C = 0.\n"
     "  A_FILE, B_FILE: one case per line, K binary32 bit patterns in hex, each\n"
-    "                  exactly a value of the input format FMT\n"
+    "                  exactly a value of the input format FMT (B: --in-b's, when\n"
+    "                  given: mixed operands such as e4m3 x e5m2)\n"
     "  C_FILE:         one binary32 per line as 32 characters 0/1\n"
     "  Output: one line per case, the result widened to binary32 as 32\n"
     "  characters 0/1 (the form of the hardware d files); with --bits the\n"
     "  result's own encoding in hex (0x3c00 for fp16 1.0).\n"
-    "MODEL: a GPU (v100 a100 h100 h200 ada l40s b200 b200-tcgen05) and/or\n"
-    "       key=value items, e.g. h100  h100,promote=128  k=16,neab=2,final=rz,cpre=1\n"
+    "MODEL: a GPU (v100 a100 h100 h200 h100-mma h200-mma ada l40s b200 b200-tcgen05)\n"
+    "       and/or key=value items, e.g. h100  h100,promote=128  k=16,neab=2,final=rz\n"
     "       keys: k neab final cpre floor prec promote sat clate cround split group\n"
+    "       csub zsign nan\n"
     "       (docs/tensor-cores.md)\n"
     "Errors: one line on stderr, exit status 2.\n"
     "Example: nanmap dot --model h200 --in fp16 --out fp32 tests/data/tc/a_fp16.txt\n"
@@ -87,8 +90,8 @@ static int nm_next_line(struct nm_lines *r, char *err, size_t errlen)
 			return -1;
 		}
 		if (n + 1 >= NM_DOT_MAX_LINE) {
-			snprintf(err, errlen, "%s:%zu: line longer than %u bytes", r->path, r->lineno,
-			         NM_DOT_MAX_LINE - 1);
+			snprintf(err, errlen, "%s:%zu: line longer than %u bytes", r->path,
+			         r->lineno, NM_DOT_MAX_LINE - 1);
 			return -1;
 		}
 		r->buf[n++] = (char)ch;
@@ -204,8 +207,8 @@ static void nm_append_fail(int ap, const struct nm_lines *r, char *err, size_t e
 /* The end of a reader: got is nm_next_line's last result (0 at the end of
  * the file, -1 after an error, as for a bad line); a file without a line
  * is an error ("no WHAT"). On success *out takes v; otherwise v is freed. */
-static int nm_vecs_finish(struct nm_lines *r, nm_vecs *v, int got, const char *what,
-                          nm_vecs *out, char *err, size_t errlen)
+static int nm_vecs_finish(struct nm_lines *r, nm_vecs *v, int got, const char *what, nm_vecs *out,
+                          char *err, size_t errlen)
 {
 	int rc = got;
 
@@ -242,11 +245,12 @@ int nm_read_hex_vectors(const char *path, nm_vecs *out, char *err, size_t errlen
 				i++;
 			uint32_t x;
 			if (!nm_hex32(r.buf + start, i - start, &x)) {
-				snprintf(err, errlen,
-				         "%s:%zu: value %zu ('%.*s') is not a binary32 bit pattern in "
-				         "hex",
-				         path, r.lineno, k + 1, (int)(i - start > 20 ? 20 : i - start),
-				         r.buf + start);
+				snprintf(
+				    err, errlen,
+				    "%s:%zu: value %zu ('%.*s') is not a binary32 bit pattern in "
+				    "hex",
+				    path, r.lineno, k + 1, (int)(i - start > 20 ? 20 : i - start),
+				    r.buf + start);
 				goto fail;
 			}
 			int ap = nm_append(&v, &used, &cap, x);
@@ -297,8 +301,9 @@ int nm_read_bin_scalars(const char *path, nm_vecs *out, char *err, size_t errlen
 		}
 		if (!ok) {
 			snprintf(err, errlen,
-			         "%s:%zu: expected a binary32 as 32 characters 0/1, got '%.*s'%s", path,
-			         r.lineno, (int)(n > 40 ? 40 : n), r.buf, n > 40 ? "..." : "");
+			         "%s:%zu: expected a binary32 as 32 characters 0/1, got '%.*s'%s",
+			         path, r.lineno, (int)(n > 40 ? 40 : n), r.buf,
+			         n > 40 ? "..." : "");
 			goto fail;
 		}
 		int ap = nm_append(&v, &used, &cap, x);
@@ -316,17 +321,18 @@ fail:
 /* ---- the command ---- */
 
 struct nm_dot_opts {
-	const char *model, *in, *out;
+	const char *model, *in, *in_b, *out;
 	bool bits;
 	const char *files[3];
 	size_t nfiles;
 };
 
-enum { ND_O_MODEL, ND_O_IN, ND_O_OUT, ND_O_BITS };
+enum { ND_O_MODEL, ND_O_IN, ND_O_INB, ND_O_OUT, ND_O_BITS };
 
 static const nm_opt nm_dot_optdefs[] = {
     {"-m", "--model", ND_O_MODEL, NM_OPTF_VALUE, 0},
     {NULL, "--in", ND_O_IN, NM_OPTF_VALUE, 0},
+    {NULL, "--in-b", ND_O_INB, NM_OPTF_VALUE, 0},
     {NULL, "--out", ND_O_OUT, NM_OPTF_VALUE, 0},
     {NULL, "--bits", ND_O_BITS, 0, 0},
 };
@@ -339,6 +345,8 @@ static int nm_dot_take(void *ctx, const nm_opt *d, const char *v)
 		o->model = v;
 	else if (d->id == ND_O_IN)
 		o->in = v;
+	else if (d->id == ND_O_INB)
+		o->in_b = v;
 	else if (d->id == ND_O_OUT)
 		o->out = v;
 	else
@@ -359,13 +367,14 @@ static int nm_dot_file(void *ctx, const char *s)
 static int nm_dot_args(int argc, char **argv, struct nm_dot_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	if (nm_opt_parse(&(nm_optparser){.cmd = "dot",
-	                                 .defs = nm_dot_optdefs,
-	                                 .ndefs = sizeof(nm_dot_optdefs) / sizeof(nm_dot_optdefs[0]),
-	                                 .take = nm_dot_take,
-	                                 .arg = nm_dot_file,
-	                                 .ctx = o},
-	                 argc - 1, argv + 1))
+	if (nm_opt_parse(
+	        &(nm_optparser){.cmd = "dot",
+	                        .defs = nm_dot_optdefs,
+	                        .ndefs = sizeof(nm_dot_optdefs) / sizeof(nm_dot_optdefs[0]),
+	                        .take = nm_dot_take,
+	                        .arg = nm_dot_file,
+	                        .ctx = o},
+	        argc - 1, argv + 1))
 		return NM_EXIT_ERR;
 	if (!o->model)
 		return nm_fail("dot: --model is required (e.g. --model h100)");
@@ -388,7 +397,7 @@ static int nm_dot_to_input(nm_vecs *v, const char *path, const emu_format *in,
 		bool src_nan = emu_is_nan(fp32, x);
 		if (r.flags != 0 || emu_is_nan(in, r.bits) != src_nan)
 			return nm_fail("%s:%zu: value %zu (0x%08x) is not exactly a value of %s",
-			                   path, i / v->K + 1, i % v->K + 1, (unsigned)x, in->name);
+			               path, i / v->K + 1, i % v->K + 1, (unsigned)x, in->name);
 		v->v[i] = r.bits;
 	}
 	return 0;
@@ -397,7 +406,7 @@ static int nm_dot_to_input(nm_vecs *v, const char *path, const emu_format *in,
 static int nm_dot_run(const struct nm_dot_opts *o)
 {
 	char err[NM_ERR_LEN];
-	emu_format in, out;
+	emu_format in, in_b, out;
 	const emu_format *fp32 = emu_format_by_name("fp32");
 	emu_tc_model m;
 	nm_vecs A = {0}, B = {0}, C = {0};
@@ -408,11 +417,17 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 		return nm_fail("dot: --in: %s", err);
 	if (emu_format_parse(o->out, &out, err, sizeof err) != EMU_OK)
 		return nm_fail("dot: --out: %s", err);
+	in_b = in;
+	if (o->in_b && emu_format_parse(o->in_b, &in_b, err, sizeof err) != EMU_OK)
+		return nm_fail("dot: --in-b: %s", err);
 	if (emu_tc_parse(o->model, &in, &out, &m, err, sizeof err) != EMU_OK)
 		return nm_fail("dot: --model: %s", err);
 	if (emu_tc_check(&m, &in, &out, err, sizeof err) != EMU_OK)
 		return nm_fail("dot: --model %s with %s -> %s: %s", o->model, in.name, out.name,
-		                   err);
+		               err);
+	if (emu_tc_check(&m, &in_b, &out, err, sizeof err) != EMU_OK)
+		return nm_fail("dot: --model %s with B in %s -> %s: %s", o->model, in_b.name,
+		               out.name, err);
 	rc = NM_EXIT_ERR;
 	if (nm_read_hex_vectors(o->files[0], &A, err, sizeof err) ||
 	    nm_read_hex_vectors(o->files[1], &B, err, sizeof err) ||
@@ -421,17 +436,17 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 		goto done;
 	}
 	if (B.count != A.count || B.K != A.K) {
-		nm_fail("%s: %zu cases of %zu values, but %s has %zu of %zu", o->files[1],
-		            B.count, B.K, o->files[0], A.count, A.K);
+		nm_fail("%s: %zu cases of %zu values, but %s has %zu of %zu", o->files[1], B.count,
+		        B.K, o->files[0], A.count, A.K);
 		goto done;
 	}
 	if (o->nfiles == 3 && C.count != A.count) {
-		nm_fail("%s: %zu values, but %s has %zu cases", o->files[2], C.count,
-		            o->files[0], A.count);
+		nm_fail("%s: %zu values, but %s has %zu cases", o->files[2], C.count, o->files[0],
+		        A.count);
 		goto done;
 	}
 	if (nm_dot_to_input(&A, o->files[0], &in, fp32) ||
-	    nm_dot_to_input(&B, o->files[1], &in, fp32))
+	    nm_dot_to_input(&B, o->files[1], &in_b, fp32))
 		goto done;
 
 	/* each output line is at most 33 bytes ("0x" + 8 hex digits is less) */
@@ -444,12 +459,15 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 	const emu_env rne = EMU_ENV_DEFAULT;
 	for (size_t i = 0; i < A.count; i++) {
 		emu_bits c = o->nfiles == 3 ? C.v[i] : 0;
-		emu_result d = emu_tc_dot(&m, &in, &out, A.v + i * A.K, B.v + i * A.K, A.K, c);
+		emu_result d =
+		    emu_tc_dot2(&m, &in, &in_b, &out, A.v + i * A.K, B.v + i * A.K, A.K, c);
 		if (o->bits) {
 			char hex[NM_NUM_LEN];
-			pos += (size_t)sprintf(text + pos, "%s\n", nm_fmt_bits(&out, d.bits, hex, sizeof hex));
+			pos += (size_t)sprintf(text + pos, "%s\n",
+			                       nm_fmt_bits(&out, d.bits, hex, sizeof hex));
 		} else {
-			emu_bits w = emu_convert(fp32, &out, d.bits, &rne).bits; /* exact widening */
+			emu_bits w =
+			    emu_convert(fp32, &out, d.bits, &rne).bits; /* exact widening */
 			for (int j = 31; j >= 0; j--)
 				text[pos++] = (char)('0' + ((w >> j) & 1));
 			text[pos++] = '\n';

@@ -555,8 +555,9 @@ static uint16_t rnd_enc(const emu_format *in, uint64_t r)
 
 /* D (M×N) of a GEMM against the Tensor Core model m, in natural K order. */
 static void cmp_gemm(gpu_cmp *row, const emu_tc_model *m, const emu_format *in,
-                     const emu_format *out, const uint16_t *A, const uint16_t *B, size_t M,
-                     size_t N, size_t K, const uint32_t *D, double scale)
+                     const emu_format *in_b, const emu_format *out, const uint16_t *A,
+                     const uint16_t *B, size_t M, size_t N, size_t K, const uint32_t *D,
+                     double scale)
 {
 	const emu_format *f32 = emu_format_by_name("fp32");
 #pragma omp parallel
@@ -572,7 +573,7 @@ static void cmp_gemm(gpu_cmp *row, const emu_tc_model *m, const emu_format *in,
 				ea[k] = A[i * K + k];
 				eb[k] = B[j * K + k];
 			}
-			emu_bits w = emu_tc_dot(m, in, out, ea, eb, K, 0).bits;
+			emu_bits w = emu_tc_dot2(m, in, in_b, out, ea, eb, K, 0).bits;
 			if (scale != 1.0) /* a power of two: exact unless out of range */
 				w = emu_from_double(f32, emu_decode(f32, w) * scale, &env_rne).bits;
 			gpu_cmp_one(&mine, ij, (uint64_t)i << 32 | j, D[ij], w);
@@ -626,7 +627,7 @@ static void step_gemm(const gpu_opts *o)
 		gpu_cmp row;
 		gpu_cmp_init(&row, "gemm", "mma.sync vs model h200-mma", runs[r].in, mode, out,
 		             (gpu_tol){0, true});
-		cmp_gemm(&row, &m, in, out, A, B, M, N, K, D, 1.0);
+		cmp_gemm(&row, &m, in, in, out, A, B, M, N, K, D, 1.0);
 		add_row(&row);
 	next:
 		free(A);
@@ -666,7 +667,7 @@ static void step_gemmex(const gpu_opts *o)
 		gpu_cmp_init(&row, "gemmex",
 		             c16 ? "cublasGemmEx COMPUTE_16F" : "cublasGemmEx COMPUTE_32F", "fp16",
 		             "vs model h200 K order 0..K-1", out, (gpu_tol){0, true});
-		cmp_gemm(&row, &m, in, out, A, B, M, N, K, D, 1.0);
+		cmp_gemm(&row, &m, in, in, out, A, B, M, N, K, D, 1.0);
 		add_row(&row);
 	}
 	gpu_report_note(&rep, "gemmex: cuBLAS picks its own K order and split; a mismatch against "
@@ -743,23 +744,9 @@ static void step_lt(const gpu_opts *o)
 				gpu_cmp row;
 				gpu_cmp_init(&row, "lt", kern, bf ? "e4m3xe5m2" : "e4m3xe4m3", mode,
 				             f32, (gpu_tol){0, true});
-				/* mixed inputs: the model takes one input format; e5m2 B values
-				 * here (powers of two) are e4m3 values too, so B is re-encoded as
-				 * e4m3 */
-				uint16_t *Bm = B;
-				uint16_t *tmp = NULL;
-				if (bf) {
-					tmp = malloc(N * K * sizeof *tmp);
-					if (!tmp)
-						break;
-					for (size_t x = 0; x < N * K; x++)
-						tmp[x] =
-						    (uint16_t)emu_convert(e4, bfmt, B[x], &env_rne)
-						        .bits;
-					Bm = tmp;
-				}
-				cmp_gemm(&row, &m, e4, f32, A, Bm, M, N, K, D, (double)sa * sb);
-				free(tmp);
+				/* mixed inputs: A in e4m3, B in its own format (emu_tc_dot2) */
+				cmp_gemm(&row, &m, e4, bfmt, f32, A, B, M, N, K, D,
+				         (double)sa * sb);
 				add_row(&row);
 			}
 		}

@@ -422,10 +422,10 @@ emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_f
 
 typedef struct {
 	const emu_tc_model *m;
-	const emu_format *in, *out, *fp32;
-	emu_format blk; /* the format each block rounds to */
-	emu_env env;    /* final_mode (and sat) */
-	emu_env env_c;  /* c_round (and sat): the late addition of C */
+	const emu_format *ina, *inb, *out, *fp32; /* A's and B's formats may differ */
+	emu_format blk;                           /* the format each block rounds to */
+	emu_env env;                              /* final_mode (and sat) */
+	emu_env env_c;                            /* c_round (and sat): the late addition of C */
 } tc_ctx;
 
 /* Whether a sub-block takes the product at block position i: sub-block j of
@@ -496,7 +496,7 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
                             const tc_sub *sub, double c, bool with_c, unsigned *flags)
 {
 	const emu_tc_model *m = t->m;
-	const emu_format *in = t->in;
+	const emu_format *fa = t->ina, *fb = t->inb;
 	tc_scan s = {0};
 
 	/* pass 1: specials, zero signs, the alignment exponent */
@@ -520,7 +520,7 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 	for (size_t i = 0; i < n; i++) {
 		if (!tc_in_sub(sub, i))
 			continue;
-		double x = emu_decode(in, a[i]), y = emu_decode(in, b[i]);
+		double x = emu_decode(fa, a[i]), y = emu_decode(fb, b[i]);
 		bool neg = (signbit(x) != 0) != (signbit(y) != 0);
 		if (isnan(x) || isnan(y)) {
 			s.nan = true;
@@ -534,8 +534,8 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 		} else {
 			uint64_t P;
 			int ea, eb, lsb;
-			tc_split(x, in->emin, in->p, &P, &ea, &lsb);
-			tc_split(y, in->emin, in->p, &P, &eb, &lsb);
+			tc_split(x, fa->emin, fa->p, &P, &ea, &lsb);
+			tc_split(y, fb->emin, fb->p, &P, &eb, &lsb);
 			tc_scan_term(&s, neg, false, ea + eb);
 		}
 	}
@@ -558,13 +558,13 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 		tc_add_term(&S, signbit(c), P, lsb - L, &chopped);
 	}
 	for (size_t i = 0; i < n; i++) {
-		double x = emu_decode(in, a[i]), y = emu_decode(in, b[i]);
+		double x = emu_decode(fa, a[i]), y = emu_decode(fb, b[i]);
 		if (!tc_in_sub(sub, i) || x == 0 || y == 0)
 			continue;
 		uint64_t Pa, Pb;
 		int ea, eb, la, lb;
-		tc_split(x, in->emin, in->p, &Pa, &ea, &la);
-		tc_split(y, in->emin, in->p, &Pb, &eb, &lb);
+		tc_split(x, fa->emin, fa->p, &Pa, &ea, &la);
+		tc_split(y, fb->emin, fb->p, &Pb, &eb, &lb);
 		tc_add_term(&S, (signbit(x) != 0) != (signbit(y) != 0), Pa * Pb, la + lb - L,
 		            &chopped);
 	}
@@ -656,13 +656,15 @@ static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 	return c;
 }
 
-static bool tc_ctx_init(tc_ctx *t, const emu_tc_model *m, const emu_format *in,
-                        const emu_format *out)
+static bool tc_ctx_init(tc_ctx *t, const emu_tc_model *m, const emu_format *ina,
+                        const emu_format *inb, const emu_format *out)
 {
-	if (emu_tc_check(m, in, out, NULL, 0) != EMU_OK)
+	if (emu_tc_check(m, ina, out, NULL, 0) != EMU_OK ||
+	    emu_tc_check(m, inb, out, NULL, 0) != EMU_OK)
 		return false;
 	t->m = m;
-	t->in = in;
+	t->ina = ina;
+	t->inb = inb;
 	t->out = out;
 	t->fp32 = emu_format_by_name("fp32");
 	t->blk = *out;
@@ -682,10 +684,17 @@ static bool tc_ctx_init(tc_ctx *t, const emu_tc_model *m, const emu_format *in,
 emu_result emu_tc_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
                       const emu_bits *a, const emu_bits *b, size_t K, emu_bits c)
 {
+	return emu_tc_dot2(m, in, in, out, a, b, K, c);
+}
+
+emu_result emu_tc_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
+                       const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
+                       emu_bits c)
+{
 	tc_ctx t;
 	unsigned flags = 0;
 	const emu_env rne = EMU_ENV_DEFAULT;
-	if (!tc_ctx_init(&t, m, in, out))
+	if (!tc_ctx_init(&t, m, in_a, in_b, out))
 		return (emu_result){out->nan_bits, EMU_FLAG_INVALID};
 
 	/* C enters as binary32, or first rounded to the output (CUDA's

@@ -127,8 +127,22 @@ emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_f
 emu_result emu_tc_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
                       const emu_bits *a, const emu_bits *b, size_t K, emu_bits c);
 
-/* The same model computed with MPFR (kernels/tc_mp.c), for the tests. */
+/*
+ * The same with A's elements encodings of in_a and B's of in_b: the mixed
+ * FP8 GEMMs of FP8 training (e4m3 × e5m2 in dgrad and wgrad, as Transformer
+ * Engine's HYBRID recipe and cuBLASLt's FP8 kinds multiply). Each product is
+ * exact whatever the two formats; the model (its preset taken for in_a) is
+ * otherwise unchanged. emu_tc_dot is emu_tc_dot2 with in_a = in_b.
+ */
+emu_result emu_tc_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
+                       const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
+                       emu_bits c);
+
+/* The same models computed with MPFR (kernels/tc_mp.c), for the tests. */
 emu_result emu_tc_mp_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
                          const emu_bits *a, const emu_bits *b, size_t K, emu_bits c);
+emu_result emu_tc_mp_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
+                          const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
+                          emu_bits c);
 
 #endif

@@ -222,9 +222,9 @@ static bool tc_mp_takes(const emu_tc_model *m, size_t j, size_t i)
 
 /* One block FMA: the products of a and b that sub-block j takes, plus c
  * when with_c; the result replaces c (c is not read when !with_c). */
-static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_format *g,
-                        const emu_bits *a, const emu_bits *b, size_t n, size_t j, tv *c,
-                        bool with_c, unsigned *flags)
+static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
+                        const emu_format *g, const emu_bits *a, const emu_bits *b, size_t n,
+                        size_t j, tv *c, bool with_c, unsigned *flags)
 {
 	bool nan = with_c && c->kind == TK_NAN, pinf = false, ninf = false, invalid = false;
 	bool any = false, zpos = false, zneg = false;
@@ -251,7 +251,7 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 		if (!tc_mp_takes(m, j, i))
 			continue;
 		tv_decode(&x, in, a[i]);
-		tv_decode(&y, in, b[i]);
+		tv_decode(&y, inb, b[i]);
 		bool neg = x.neg != y.neg;
 		if (x.kind == TK_NAN || y.kind == TK_NAN) {
 			nan = true;
@@ -263,7 +263,7 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 		} else if (x.kind == TK_ZERO || y.kind == TK_ZERO) {
 			*(neg ? &zneg : &zpos) = true;
 		} else {
-			long E = tc_expo(x.v, in->emin) + tc_expo(y.v, in->emin);
+			long E = tc_expo(x.v, in->emin) + tc_expo(y.v, inb->emin);
 			if (!any || E > R)
 				R = E;
 			any = true;
@@ -297,7 +297,7 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 		if (!tc_mp_takes(m, j, i))
 			continue;
 		tv_decode(&x, in, a[i]);
-		tv_decode(&y, in, b[i]);
+		tv_decode(&y, inb, b[i]);
 		if (x.kind != TK_FIN || y.kind != TK_FIN)
 			continue;
 		mpfr_mul(p, x.v, y.v, MPFR_RNDN); /* exact in TERM_PREC */
@@ -358,8 +358,9 @@ static void tc_mp_late_add(const emu_tc_model *m, const emu_format *g, const tv 
 	mpfr_clear(s);
 }
 
-static void tc_mp_chain(const emu_tc_model *m, const emu_format *in, const emu_format *g,
-                        const emu_bits *a, const emu_bits *b, size_t K, tv *c, unsigned *flags)
+static void tc_mp_chain(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
+                        const emu_format *g, const emu_bits *a, const emu_bits *b, size_t K, tv *c,
+                        unsigned *flags)
 {
 	size_t k = (size_t)m->k, i = 0;
 	tv r;
@@ -369,11 +370,11 @@ static void tc_mp_chain(const emu_tc_model *m, const emu_format *in, const emu_f
 		if (m->c_late) {
 			/* the sub-blocks chain from no C at all; C joins after the last */
 			for (size_t j = 0; j < (size_t)m->split; j++)
-				tc_mp_block(m, in, g, a + i, b + i, n, j, &r, j > 0, flags);
+				tc_mp_block(m, in, inb, g, a + i, b + i, n, j, &r, j > 0, flags);
 			tc_mp_late_add(m, g, &r, c, flags);
 		} else {
 			for (size_t j = 0; j < (size_t)m->split; j++)
-				tc_mp_block(m, in, g, a + i, b + i, n, j, c, true, flags);
+				tc_mp_block(m, in, inb, g, a + i, b + i, n, j, c, true, flags);
 		}
 		i += n;
 	} while (i < K);
@@ -383,12 +384,20 @@ static void tc_mp_chain(const emu_tc_model *m, const emu_format *in, const emu_f
 emu_result emu_tc_mp_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
                          const emu_bits *a, const emu_bits *b, size_t K, emu_bits c)
 {
+	return emu_tc_mp_dot2(m, in, in, out, a, b, K, c);
+}
+
+emu_result emu_tc_mp_dot2(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
+                          const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
+                          emu_bits c)
+{
 	const emu_format *fp32 = emu_format_by_name("fp32");
 	const emu_env rne = EMU_ENV_DEFAULT;
 	emu_format g = *out;
 	unsigned flags = 0;
 	emu_result res;
-	if (emu_tc_check(m, in, out, NULL, 0) != EMU_OK || !fp32)
+	if (emu_tc_check(m, in, out, NULL, 0) != EMU_OK ||
+	    emu_tc_check(m, inb, out, NULL, 0) != EMU_OK || !fp32)
 		return (emu_result){out->nan_bits, EMU_FLAG_INVALID};
 	if (m->block_prec) {
 		g.p = m->block_prec;
@@ -411,7 +420,7 @@ emu_result emu_tc_mp_dot(const emu_tc_model *m, const emu_format *in, const emu_
 	tv_init(&acc, SUM_PREC);
 	if (m->promote_every == 0) {
 		tv_decode(&acc, fp32, c32);
-		tc_mp_chain(m, in, &g, a, b, K, &acc, &flags);
+		tc_mp_chain(m, in, inb, &g, a, b, K, &acc, &flags);
 		res = (emu_result){tv_encode(&acc, out), flags};
 	} else {
 		emu_bits sum = c32;
@@ -419,7 +428,7 @@ emu_result emu_tc_mp_dot(const emu_tc_model *m, const emu_format *in, const emu_
 			size_t n = K - i < m->promote_every ? K - i : m->promote_every;
 			acc.kind = TK_ZERO;
 			acc.neg = false;
-			tc_mp_chain(m, in, &g, a + i, b + i, n, &acc, &flags);
+			tc_mp_chain(m, in, inb, &g, a + i, b + i, n, &acc, &flags);
 			emu_bits part[2] = {sum, 0};
 			emu_bits po = tv_encode(&acc, out);
 			part[1] = emu_mp_apply(EMU_OP_CVT, fp32, out, &po, &rne).bits; /* exact */

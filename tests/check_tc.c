@@ -603,6 +603,7 @@ static const char *const var_out[] = {"fp32", "fp16", "bf16"};
 typedef struct {
 	emu_tc_model m;
 	const emu_format *in, *out;
+	const emu_format *inb; /* B's format: in, unless the case is mixed */
 	size_t K;
 	emu_bits a[TC_KMAX], b[TC_KMAX], c;
 	char what[160];
@@ -629,9 +630,14 @@ static void gen_operands(tc_case *t, uint64_t st, uint64_t i)
 	}
 	if (t->K > TC_KMAX)
 		t->K = TC_KMAX;
+	/* B's centre: the same exponent in B's format, inside its range */
+	int topb = (int)(t->inb->max_bits >> (t->inb->p - 1));
+	int ceb = ce - t->in->bias + t->inb->bias;
+	ceb = ceb < 1 ? 1 : ceb > topb ? topb : ceb;
 	for (size_t j = 0; j < t->K; j++) {
 		t->a[j] = rand_enc(t->in, ce, t_rand(st, 4 * i + 1) ^ (j * 0x9e3779b97f4a7c15ull));
-		t->b[j] = rand_enc(t->in, ce, t_rand(st, 4 * i + 2) ^ (j * 0xc2b2ae3d27d4eb4full));
+		t->b[j] =
+		    rand_enc(t->inb, ceb, t_rand(st, 4 * i + 2) ^ (j * 0xc2b2ae3d27d4eb4full));
 	}
 	/* C: binary32 near the products' exponent 2*(ce - bias) */
 	uint64_t rc = t_rand(st, 4 * i + 3);
@@ -680,8 +686,8 @@ static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn 
 		tc_case t;
 		setup(&t, i, ctx);
 		gen_operands(&t, stream, i);
-		emu_result f = emu_tc_dot(&t.m, t.in, t.out, t.a, t.b, t.K, t.c);
-		emu_result p = emu_tc_mp_dot(&t.m, t.in, t.out, t.a, t.b, t.K, t.c);
+		emu_result f = emu_tc_dot2(&t.m, t.in, t.inb, t.out, t.a, t.b, t.K, t.c);
+		emu_result p = emu_tc_mp_dot2(&t.m, t.in, t.inb, t.out, t.a, t.b, t.K, t.c);
 		if (f.bits != p.bits || f.flags != p.flags) {
 			uint64_t k;
 #pragma omp atomic capture
@@ -709,10 +715,30 @@ static void setup_preset(tc_case *t, uint64_t i, const void *ctx)
 			idx[n++] = j;
 	const tc_pair *p = &pairs[idx[i % n]];
 	t->in = t_fmt(p->in);
+	t->inb = t->in;
 	t->out = t_fmt(p->out);
 	if (emu_tc_preset(gpu, t->in, t->out, &t->m) != EMU_OK)
 		abort();
 	snprintf(t->what, sizeof t->what, "%s %s -> %s", gpu, p->in, p->out);
+}
+
+/* Mixed FP8 operands (e4m3 x e5m2 and e5m2 x e4m3) under every preset with
+ * an FP8 row, and under the variants. */
+static void setup_mixed(tc_case *t, uint64_t i, const void *ctx)
+{
+	(void)ctx;
+	static const struct {
+		const char *gpu, *out;
+	} fp8[] = {{"h100", "fp32"}, {"h100", "fp16"}, {"h200-mma", "fp32"},    {"ada", "fp32"},
+	           {"ada", "fp16"},  {"b200", "fp32"}, {"b200-tcgen05", "fp32"}};
+	bool swap = (i / ARRAY_SIZE(fp8)) % 2;
+	t->in = t_fmt(swap ? "e5m2" : "e4m3");
+	t->inb = t_fmt(swap ? "e4m3" : "e5m2");
+	t->out = t_fmt(fp8[i % ARRAY_SIZE(fp8)].out);
+	if (emu_tc_preset(fp8[i % ARRAY_SIZE(fp8)].gpu, t->in, t->out, &t->m) != EMU_OK)
+		abort();
+	snprintf(t->what, sizeof t->what, "%s %s x %s -> %s", fp8[i % ARRAY_SIZE(fp8)].gpu,
+	         t->in->name, t->inb->name, t->out->name);
 }
 
 static void setup_variant(tc_case *t, uint64_t i, const void *ctx)
@@ -724,6 +750,9 @@ static void setup_variant(tc_case *t, uint64_t i, const void *ctx)
 	t->in = t_fmt(var_in[r % ARRAY_SIZE(var_in)]);
 	r /= ARRAY_SIZE(var_in);
 	t->out = t_fmt(var_out[r % ARRAY_SIZE(var_out)]);
+	r /= ARRAY_SIZE(var_out);
+	/* one case in four multiplies by another input format */
+	t->inb = r % 4 == 0 ? t_fmt(var_in[(r / 4) % ARRAY_SIZE(var_in)]) : t->in;
 	char err[200];
 	const char *gpu_free = spec;
 	/* a GPU preset only exists for its own formats: fall back to its knobs */
@@ -733,7 +762,10 @@ static void setup_variant(tc_case *t, uint64_t i, const void *ctx)
 		if (emu_tc_parse(gpu_free, t->in, t->out, &t->m, err, sizeof err) != EMU_OK)
 			abort();
 	}
-	snprintf(t->what, sizeof t->what, "%s %s -> %s", gpu_free, t->in->name, t->out->name);
+	if (emu_tc_check(&t->m, t->inb, t->out, err, sizeof err) != EMU_OK)
+		t->inb = t->in;
+	snprintf(t->what, sizeof t->what, "%s %s x %s -> %s", gpu_free, t->in->name, t->inb->name,
+	         t->out->name);
 }
 
 static uint64_t n_cases(uint64_t full)
@@ -750,6 +782,44 @@ START_TEST(test_tc_vs_mpfr_presets)
 	snprintf(what, sizeof what, "tc fast == mpfr, %s preset%s", gpu,
 	         !strcmp(gpu, "h100") ? " (= h200)" : "");
 	prove_tc(what, n_cases(100000), S_TC_CASE + (uint64_t)_i, setup_preset, gpu);
+}
+END_TEST
+
+START_TEST(test_tc_vs_mpfr_mixed)
+{
+	prove_tc("tc fast == mpfr, mixed FP8 operands", n_cases(100000), S_TC_CASE + 98,
+	         setup_mixed, NULL);
+}
+END_TEST
+
+/* B decoded in its own format: e5m2 0x01 is 2^-16, as e4m3 it would be 2^-9;
+ * e4m3's 448 times e5m2's 57344 is exact; a B format the model cannot take
+ * gives NaN with invalid; and dot2 with one format is dot. */
+START_TEST(test_tc_mixed_hand)
+{
+	const emu_format *e4 = t_fmt("e4m3"), *e5 = t_fmt("e5m2"), *f32 = t_fmt("fp32");
+	emu_tc_model m;
+	ck_assert_int_eq(emu_tc_preset("h200", e4, f32, &m), EMU_OK);
+	emu_bits a[2] = {0x38, 0x7e}, b[2] = {0x01, 0x7b};
+	emu_result r = emu_tc_dot2(&m, e4, e5, f32, a, b, 1, 0);
+	ck_assert_uint_eq(r.bits, 0x37800000); /* 1 * 2^-16 */
+	ck_assert_uint_eq(emu_tc_mp_dot2(&m, e4, e5, f32, a, b, 1, 0).bits, 0x37800000);
+	ck_assert_uint_eq(emu_tc_dot(&m, e4, f32, a, b, 1, 0).bits, 0x3b000000); /* 2^-9 */
+	r = emu_tc_dot2(&m, e4, e5, f32, a + 1, b + 1, 1, 0);
+	ck_assert_uint_eq(r.bits, 0x4bc40000); /* 448 * 57344 = 25690112 */
+	ck_assert_uint_eq(r.flags, 0);
+	r = emu_tc_dot2(&m, e4, t_fmt("e8m0"), f32, a, b, 1, 0);
+	ck_assert(emu_is_nan(f32, r.bits) && r.flags == EMU_FLAG_INVALID);
+	for (uint64_t i = 0; i < 2000; i++) {
+		emu_bits x[4], y[4];
+		for (int k = 0; k < 4; k++) {
+			x[k] = (emu_bits)(t_rand(S_TC_CASE + 97, 8 * i + (uint64_t)k) & 0xff);
+			y[k] = (emu_bits)(t_rand(S_TC_CASE + 97, 8 * i + 4 + (uint64_t)k) & 0xff);
+		}
+		emu_result d1 = emu_tc_dot(&m, e5, f32, x, y, 4, 0x3f800000);
+		emu_result d2 = emu_tc_dot2(&m, e5, e5, f32, x, y, 4, 0x3f800000);
+		ck_assert(d1.bits == d2.bits && d1.flags == d2.flags);
+	}
 }
 END_TEST
 
@@ -1059,6 +1129,8 @@ Suite *suite_tc(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_tc_vs_mpfr_presets, 0, 8);
 	tcase_add_test(tc, test_tc_vs_mpfr_variants);
+	tcase_add_test(tc, test_tc_vs_mpfr_mixed);
+	tcase_add_test(tc, test_tc_mixed_hand);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hardware");

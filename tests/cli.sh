@@ -436,6 +436,13 @@ bad "dot --model twice" "nanmap: option '--model' given twice" \
 	dot --model h100 --model a100 --in fp16 --out fp32 a b
 bad "dot -m then --model" "nanmap: option '--model' given twice" \
 	dot -m h100 --model=a100 --in fp16 --out fp32 a b
+# mixed operands: B's own format, checked like A's
+bad "dot --in-b unknown" "nanmap: dot: --in-b: unknown format 'e4m4'" \
+	dot --model h200 --in e4m3 --in-b e4m4 --out fp32 tests/data/tc/a_e4m3.txt tests/data/tc/b_e5m2.txt
+bad "dot --in-b no sign" "nanmap: dot: --model h200 with B in e8m0 -> fp32: the input format needs a sign and a zero" \
+	dot --model h200 --in e4m3 --in-b e8m0 --out fp32 tests/data/tc/a_e4m3.txt tests/data/tc/b_e5m2.txt
+bad "dot B not in --in-b" "nanmap: tests/data/tc/b_e5m2.txt:1: value 1 (0x37800000) is not exactly a value of e4m3" \
+	dot --model h200 --in e4m3 --in-b e4m3 --out fp32 tests/data/tc/a_e4m3.txt tests/data/tc/b_e5m2.txt
 bad "sweep --out twice" "nanmap: option '--out' given twice" sweep --out a --out b cases
 bad "sweep -j twice" "nanmap: option '-j' given twice" sweep -j 1 -j 2 cases
 bad "sweep -j 0" "nanmap: bad -j '0': too small (at least 1)" sweep -j 0 cases

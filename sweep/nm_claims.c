@@ -294,6 +294,8 @@ static double ovf_threshold(const emu_format *f)
 
 typedef enum { V_UNSETTLED = 0, V_TRUE, V_FALSE, V_PARTLY } cl_verdict;
 
+static const char *vname(cl_verdict v);
+
 static cl_verdict claim1(cl_ctx *x)
 {
 	const emu_format *h = emu_format_by_name("fp16");
@@ -371,56 +373,120 @@ static cl_verdict claim1(cl_ctx *x)
 	return upper && lower ? V_TRUE : upper || lower ? V_PARTLY : V_FALSE;
 }
 
+/* Claim 2's verdict at one loss: overflowed when scaled by the default 65536
+ * already (so at both scales the statement names): true; only once the scale
+ * has grown to 131072: partly; at neither: false. */
+static cl_verdict scaled_verdict(bool at65536, bool at131072)
+{
+	return at65536 && at131072 ? V_TRUE : at131072 ? V_PARTLY : V_FALSE;
+}
+
 static cl_verdict claim2(cl_ctx *x)
 {
-	cl_res r;
-	if (!load(x, 2, NULL, &r))
+	const emu_format *s32 = emu_format_by_name("fp32");
+	cl_res r, b;
+	if (!s32 || !load(x, 2, "forward", &r))
 		return V_UNSETTLED;
-	const char *pols[] = {"storage=fp32", "storage=fp16,compute=fp32", "storage=fp16"};
-	const char *what[] = {"fp32 loss (autocast: every loss runs in fp32)",
-	                      "fp32 arithmetic, result held in fp16 (`loss.half()`)",
-	                      "fp16 loss and fp16 arithmetic (a `.half()` model without autocast)"};
-	bool bad[3] = {false, false, false}, seen[3] = {false, false, false};
-	double at = NAN, val[3] = {NAN, NAN, NAN};
-	for (size_t i = 0; i < nrows(&r); i++)
-		for (int p = 0; p < 3; p++)
-			if (match(&r, i, NULL, pols[p])) {
-				double s = axis(&r, i, 0);
-				if (!(s >= 131072))
-					continue;
-				seen[p] = true;
-				at = s;
-				bad[p] = overflowed(status(&r, i));
-				val[p] = num(&r, i, "grad.maxabs");
-				if (bad[p])
-					nm_buf_printf(&x->num,
-					              "- scale %.9g, %s (`%s`): status %s, the "
-					              "scaled loss is not "
-					              "finite\n",
-					              s, what[p], pols[p], stname(status(&r, i)));
-				else
-					nm_buf_printf(&x->num,
-					              "- scale %.9g, %s (`%s`): status %s, scaled "
-					              "loss %.9g\n",
-					              s, what[p], pols[p], stname(status(&r, i)),
-					              val[p]);
-			}
-	unload(&r);
-	if (!seen[0] || (!seen[1] && !seen[2])) {
-		snprintf(x->missing, sizeof x->missing,
-		         "the case needs the policies storage=fp32 and storage=fp16 at scale 131072");
+	if (!load(x, 2, "backward", &b)) {
+		unload(&r);
 		return V_UNSETTLED;
 	}
-	bool fp16bad = bad[1] || bad[2];
-	nm_buf_printf(
-	    &x->why,
-	    "15 × %.9g = %.9g. In fp32, where autocast computes every loss (cross_entropy runs as "
-	    "log_softmax + nll_loss in fp32), the scaled loss is %s. It can overflow only when the "
-	    "loss itself is held in fp16 (%s), which a GradScaler run under autocast does not "
-	    "do. ",
-	    at, 15 * at, bad[0] ? "not finite" : "finite",
-	    fp16bad ? "there it is not finite" : "and not even there");
-	return bad[0] ? V_TRUE : fp16bad ? V_PARTLY : V_FALSE;
+	/* forward: the product loss × S in fp32 (PyTorch's promotion) */
+	double losses[16];
+	bool ovf[16][2];
+	size_t nl = 0;
+	for (size_t i = 0; i < nrows(&r); i++) {
+		if (!match(&r, i, NULL, "storage=fp32"))
+			continue;
+		double loss = axis(&r, i, 0), sc = axis(&r, i, 1);
+		int k = sc == 65536 ? 0 : sc == 131072 ? 1 : -1;
+		if (k < 0)
+			continue;
+		size_t j = 0;
+		while (j < nl && losses[j] != loss)
+			j++;
+		if (j == nl) {
+			if (nl == 16)
+				continue;
+			losses[nl] = loss;
+			ovf[nl][0] = ovf[nl][1] = false;
+			nl++;
+		}
+		int st = status(&r, i);
+		ovf[j][k] = overflowed(st);
+		if (overflowed(st))
+			nm_buf_printf(
+			    &x->num,
+			    "- forward, loss %.9g × S = %.9g in fp32 (`storage=fp32`): status "
+			    "%s, the scaled loss is not finite\n",
+			    loss, sc, stname(st));
+		else
+			nm_buf_printf(
+			    &x->num,
+			    "- forward, loss %.9g × S = %.9g in fp32 (`storage=fp32`): status "
+			    "%s, scaled loss %.9g\n",
+			    loss, sc, stname(st), num(&r, i, "grad.maxabs"));
+	}
+	unload(&r);
+	/* backward: the gradient S held in fp32 and cast into fp16 */
+	bool bwd16[2] = {false, false}, bwd32[2] = {false, false}, seen_b = false;
+	for (size_t i = 0; i < nrows(&b); i++) {
+		double sc = axis(&b, i, 0);
+		int k = sc == 65536 ? 0 : sc == 131072 ? 1 : -1;
+		bool p16 = match(&b, i, NULL, "storage=fp16,compute=fp32"),
+		     p32 = match(&b, i, NULL, "storage=fp32");
+		if (k < 0 || (!p16 && !p32))
+			continue;
+		int st = status(&b, i);
+		seen_b = true;
+		if (p16)
+			bwd16[k] = overflowed(st);
+		else
+			bwd32[k] = overflowed(st);
+		nm_buf_printf(&x->num, "- backward, the gradient S = %.9g %s: status %s\n", sc,
+		              p16 ? "cast into an fp16 loss's dtype (`storage=fp16,compute=fp32`)"
+		                  : "held in fp32, an autocast loss's dtype (`storage=fp32`)",
+		              stname(st));
+	}
+	unload(&b);
+	long at15 = -1;
+	for (size_t j = 0; j < nl; j++)
+		if (losses[j] == 15)
+			at15 = (long)j;
+	if (at15 < 0 || !seen_b) {
+		snprintf(
+		    x->missing, sizeof x->missing,
+		    "the forward part needs loss 15 at S = 65536 and 131072 (storage=fp32), the "
+		    "backward part S = 65536 and 131072");
+		return V_UNSETTLED;
+	}
+	/* the boundary: the smallest loss whose fp32 product overflows at 131072 */
+	double bound = ovf_threshold(s32) / 131072;
+	nm_buf_printf(&x->why,
+	              "GradScaler's scale() multiplies the loss by a zero-dimensional fp32 tensor, "
+	              "and PyTorch promotes a 0-dim fp16 times a 0-dim fp32 to fp32, so the scaled "
+	              "loss is fp32 whatever the loss's dtype: 15 × 131072 = %.9g is %s. A product "
+	              "overflows only for a loss above fp32's overflow point / 131072 ≈ %.3g (an "
+	              "fp16 loss is at most 65504, so its product never does). ",
+	              15.0 * 131072, ovf[at15][1] ? "not finite" : "finite", bound);
+	for (size_t j = 0; j < nl; j++)
+		if ((size_t)at15 != j)
+			nm_buf_printf(&x->why, "The rule at a loss of %.3g would say %s. ",
+			              losses[j], vname(scaled_verdict(ovf[j][0], ovf[j][1])));
+	if (bwd16[0] || bwd16[1])
+		nm_buf_printf(
+		    &x->why,
+		    "The overflow is in backward: it starts from d(loss·S)/d(loss) = S, and where "
+		    "the "
+		    "loss is fp16 (a .half() model) that gradient is cast into fp16, inf at S = "
+		    "%s, "
+		    "whatever the loss's value. Under autocast the loss is fp32 and S stays fp32%s "
+		    "until the first fp16 activation, whose gradient is S times its own: whether "
+		    "that overflows depends on the gradients, not on the loss. ",
+		    bwd16[0] ? "65536 and 131072 (both above fp16's overflow point 65520)"
+		             : "131072",
+		    bwd32[0] || bwd32[1] ? " (here it overflows even there)" : "");
+	return scaled_verdict(ovf[at15][0], ovf[at15][1]);
 }
 
 static cl_verdict claim3(cl_ctx *x)
@@ -1494,6 +1560,13 @@ static cl_verdict claim12(cl_ctx *x)
 	return same == n ? V_TRUE : same == 0 ? V_FALSE : V_PARTLY;
 }
 
+/* How close a value is to fp16's largest, as the statement's "close" reads:
+ * within 2 % true, beyond 10 % false, between partly ("about" stretched). */
+static cl_verdict closeness(double gap)
+{
+	return gap <= 0.02 ? V_TRUE : gap > 0.10 ? V_FALSE : V_PARTLY;
+}
+
 static cl_verdict claim13(cl_ctx *x)
 {
 	const emu_format *h = emu_format_by_name("fp16");
@@ -1501,45 +1574,54 @@ static cl_verdict claim13(cl_ctx *x)
 	if (!h || !load(x, 13, NULL, &r))
 		return V_UNSETTLED;
 	const char *pols[] = {"storage=fp32", "storage=fp16,compute=fp32", "storage=fp16"};
-	bool bad16 = false, seen = false, bad32 = false;
+	bool bad16 = false, seen = false;
+	double held = NAN; /* the scaled loss GradScaler holds (fp32) at S = 65536 */
 	for (size_t i = 0; i < nrows(&r); i++)
 		for (int p = 0; p < 3; p++)
 			if (match(&r, i, NULL, pols[p])) {
-				double s = axis(&r, i, 0);
+				double s = axis(&r, i, 0), v = num(&r, i, "grad.maxabs");
 				int st = status(&r, i);
 				nm_buf_printf(&x->num,
-				              "- S = %.9g, `%s`: status %s, scaled loss %.9g\n", s,
-				              pols[p], stname(st), num(&r, i, "grad.maxabs"));
+				              "- S = %.9g, `%s`: status %s, scaled loss %.9g", s,
+				              pols[p], stname(st), v);
+				if (p == 0 && !overflowed(st))
+					nm_buf_printf(
+					    &x->num,
+					    " (%.3g %% from fp16's largest: the rule would "
+					    "say %s of this S)",
+					    100 * fabs(v / h->max - 1),
+					    vname(closeness(fabs(v / h->max - 1))));
+				nm_buf_printf(&x->num, "\n");
 				if (s == 65536) {
-					seen = true;
+					seen |= p == 0;
 					if (p == 0)
-						bad32 |= overflowed(st);
+						held = overflowed(st) ? INFINITY : v;
 					else
 						bad16 |= overflowed(st);
 				}
 			}
 	unload(&r);
 	if (!seen) {
-		snprintf(x->missing, sizeof x->missing, "the case needs S = 65536");
+		snprintf(x->missing, sizeof x->missing,
+		         "the case needs S = 65536 with storage=fp32");
 		return V_UNSETTLED;
 	}
-	double thr = ovf_threshold(h), gap = 65536 / h->max - 1;
+	double thr = ovf_threshold(h), gap = fabs(held / h->max - 1);
 	nm_buf_printf(&x->num,
 	              "- fp16 (descriptor): largest finite %.9g, values round to inf from %.9g\n",
 	              h->max, thr);
-	/* close: within 2 % of the largest value; below: a 65536 held in fp16
-	 * stays finite (measured, not read off the descriptor) */
-	bool close = gap < 0.02, below = !bad16;
-	nm_buf_printf(&x->why,
-	              "65536 is %.3g %% from fp16's largest value %.9g, but on the other side: %s "
-	              "(it rounds to inf from %.9g). A scaled loss of 1 held in fp16 %s; held in "
-	              "fp32, as GradScaler keeps the scale and autocast the loss, it %s. ",
-	              100 * gap, h->max,
-	              65536 < thr ? "it is an fp16 value"
-	                          : "it is not an fp16 value, 2^16 is fp16's inf",
-	              thr, bad16 ? "is inf at S = 65536" : "stays finite",
-	              bad32 ? "overflows too" : "is exactly 65536");
-	return close && below ? V_TRUE : close || below ? V_PARTLY : V_FALSE;
+	nm_buf_printf(
+	    &x->why,
+	    "The statement says \"close to\", and that is what the rule reads: the scale "
+	    "as GradScaler holds it (an fp32 scalar, %.9g) is %.3g %% from fp16's largest "
+	    "value %.9g (close: within 2 %%; beyond 10 %% not close; between, partly). "
+	    "It does not say the scale fits in fp16, and it does not: 65536 is past fp16's "
+	    "overflow point %.9g (%s), so a scaled loss of 1 held in fp16 %s. GradScaler "
+	    "never holds it there: the scale and, under autocast, the loss are fp32. ",
+	    held, 100 * gap, h->max, thr,
+	    65536 < thr ? "an fp16 value" : "it rounds to inf; 2^16 is fp16's inf",
+	    bad16 ? "is inf at S = 65536" : "stays finite");
+	return closeness(gap);
 }
 
 static cl_verdict claim14(cl_ctx *x)

@@ -6,6 +6,7 @@
  * and a rewrite of the same results gives the same bytes.
  */
 #include <check.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,12 +21,34 @@
 static char tdir[] = "/tmp/nanmap-claims-XXXXXX";
 
 static const char *const claim_files[] = {
-    "fp16_range", "scaled_loss", "ce_logits", "layernorm_eps", "gradacc_divide",
-    "bf16_range", "bf16_precision", "sum_stall", "fp8_scaling",
-    "mx_floor", "nvfp4_mxfp4", "rht_outliers", "sr_bias", "ftz_scale",
-    "gs_spikes_default", "gs_spikes_conservative", "bce_float", "bn_tiny_var", "o2_state",
-    "scale_65536", "einsum_fp16", "recompute_fp16", "bf16_unscaled", "rmsnorm_256", "adam_eps",
-    "attn_online", "fp8_p_scale",
+    "fp16_range",
+    "scaled_loss",
+    "scaled_loss_bwd",
+    "ce_logits",
+    "layernorm_eps",
+    "gradacc_divide",
+    "bf16_range",
+    "bf16_precision",
+    "sum_stall",
+    "fp8_scaling",
+    "mx_floor",
+    "nvfp4_mxfp4",
+    "rht_outliers",
+    "sr_bias",
+    "ftz_scale",
+    "gs_spikes_default",
+    "gs_spikes_conservative",
+    "bce_float",
+    "bn_tiny_var",
+    "o2_state",
+    "scale_65536",
+    "einsum_fp16",
+    "recompute_fp16",
+    "bf16_unscaled",
+    "rmsnorm_256",
+    "adam_eps",
+    "attn_online",
+    "fp8_p_scale",
 };
 #define NCASES ARRAY_SIZE(claim_files)
 static nm_case cases[NCASES];
@@ -104,20 +127,35 @@ START_TEST(claim1_fp16_range)
 }
 END_TEST
 
-#define R2_HDR "case,kernel,variant,policy,S,backend,status,grad.maxabs"
+#define R2_HDR "case,kernel,variant,policy,loss,S,backend,status,grad.maxabs"
+#define R2B_HDR "case,kernel,variant,policy,S,backend,status,grad.maxabs"
 
 START_TEST(claim2_scaled_loss)
 {
-	csv("scaled_loss", R2_HDR, "scaled_loss,accum,gradacc,storage=fp32,131072,fast,ok,1966080",
-	    "scaled_loss,accum,gradacc,\"storage=fp16,compute=fp32\",131072,fast,inf,0",
-	    "scaled_loss,accum,gradacc,storage=fp16,131072,fast,inf,0", NULL);
-	verdict(2, "partly");
-	csv("scaled_loss", R2_HDR, "scaled_loss,accum,gradacc,storage=fp32,131072,fast,inf,0",
-	    "scaled_loss,accum,gradacc,storage=fp16,131072,fast,inf,0", NULL);
-	verdict(2, "true");
-	csv("scaled_loss", R2_HDR, "scaled_loss,accum,gradacc,storage=fp32,131072,fast,ok,1966080",
-	    "scaled_loss,accum,gradacc,storage=fp16,131072,fast,ok,1966080", NULL);
+	csv("scaled_loss_bwd", R2B_HDR,
+	    "scaled_loss_bwd,accum,gradacc,storage=fp32,65536,fast,ok,65536",
+	    "scaled_loss_bwd,accum,gradacc,storage=fp32,131072,fast,ok,131072",
+	    "scaled_loss_bwd,accum,gradacc,\"storage=fp16,compute=fp32\",65536,fast,inf,0",
+	    "scaled_loss_bwd,accum,gradacc,\"storage=fp16,compute=fp32\",131072,fast,inf,0", NULL);
+	/* PyTorch's promotion: the product is fp32 and finite, so false */
+	csv("scaled_loss", R2_HDR, "scaled_loss,accum,gradacc,storage=fp32,15,65536,fast,ok,983040",
+	    "scaled_loss,accum,gradacc,storage=fp32,15,131072,fast,ok,1966080",
+	    "scaled_loss,accum,gradacc,storage=fp32,1e34,65536,fast,inf,0",
+	    "scaled_loss,accum,gradacc,storage=fp32,1e34,131072,fast,inf,0", NULL);
 	verdict(2, "false");
+	/* overflowing only once the scale has grown: partly; at both: true */
+	csv("scaled_loss", R2_HDR, "scaled_loss,accum,gradacc,storage=fp32,15,65536,fast,ok,983040",
+	    "scaled_loss,accum,gradacc,storage=fp32,15,131072,fast,inf,0", NULL);
+	verdict(2, "partly");
+	csv("scaled_loss", R2_HDR, "scaled_loss,accum,gradacc,storage=fp32,15,65536,fast,inf,0",
+	    "scaled_loss,accum,gradacc,storage=fp32,15,131072,fast,inf,0", NULL);
+	verdict(2, "true");
+	/* independently: 15·131072 = 1966080 < 2^24 is exact in fp32, and the first
+	 * loss whose product passes fp32's overflow point (2^128 − 2^103) */
+	ck_assert((double)(15.0f * 131072.0f) == 1966080.0);
+	double ovf32 = ldexp(1, 128) - ldexp(1, 103);
+	ck_assert(ovf32 / 131072 > 2.5e33 && ovf32 / 131072 < 2.7e33);
+	ck_assert(65504.0 * 131072 < 1e10); /* an fp16 loss's product never overflows fp32 */
 }
 END_TEST
 
@@ -467,13 +505,22 @@ END_TEST
 
 START_TEST(claim13_scale)
 {
+	/* "close to": 65536 is 0.049 % from 65504, whatever fp16 makes of it */
 	csv("scale_65536", R13_HDR, "scale_65536,accum,gradacc,storage=fp32,65536,fast,ok,65536",
 	    "scale_65536,accum,gradacc,storage=fp16,65536,fast,inf,0", NULL);
-	verdict(13, "partly");
-	/* if 65536 were an fp16 value */
-	csv("scale_65536", R13_HDR, "scale_65536,accum,gradacc,storage=fp32,65536,fast,ok,65536",
-	    "scale_65536,accum,gradacc,storage=fp16,65536,fast,ok,65536", NULL);
 	verdict(13, "true");
+	/* the rule reads the held value: 8.4 % away is partly, 50 % false */
+	csv("scale_65536", R13_HDR, "scale_65536,accum,gradacc,storage=fp32,65536,fast,ok,60000",
+	    "scale_65536,accum,gradacc,storage=fp16,65536,fast,inf,0", NULL);
+	verdict(13, "partly");
+	csv("scale_65536", R13_HDR, "scale_65536,accum,gradacc,storage=fp32,65536,fast,ok,32768",
+	    "scale_65536,accum,gradacc,storage=fp16,65536,fast,ok,32768", NULL);
+	verdict(13, "false");
+	/* independently: fp16's largest value (2 − 2^-10)·2^15, its overflow point
+	 * 65504 + 2^4, and 65536's distance from it */
+	double fmax = (2 - 1.0 / 1024) * 32768;
+	ck_assert(fmax == 65504 && fmax + 16 == 65520 && 65536 > fmax + 16);
+	ck_assert(65536 / fmax - 1 < 0.0005 && 65536 / fmax - 1 > 0.00048);
 }
 END_TEST
 

@@ -333,6 +333,20 @@ START_TEST(claim18_nvfp4_mxfp4)
 	rows[1] = "row," QP("nvfp4") ",100,fast,ok,0.2,0,0,0,0";
 	qcsv("nvfp4_mxfp4", "outlier_k", rows, 4);
 	verdict(18, "false");
+	/* a higher SQNR that loses the ordinary elements is not more accurate */
+	rows[0] = "row," QP("nvfp4") ",1,fast,ok,0.09,0,0,0,0";
+	rows[1] = "row," QP("nvfp4") ",100,fast,ok,0.03,16358,0,0,0";
+	rows[3] = "row," QP("mxfp4") ",100,fast,ok,0.1,2214,0,0,0";
+	qcsv("nvfp4_mxfp4", "outlier_k", rows, 4);
+	verdict(18, "partly");
+	/* independently, the boundary from the definitions (FACTS §5b): an
+	 * ordinary block's E4M3 scale is 448·b/amax for block amax b, and e4m3
+	 * rounds to 0 below half its smallest subnormal 2^-9 */
+	double ratio = 448 * 1024.0; /* amax / b where the block scale flushes */
+	ck_assert(ratio == 458752);
+	/* a normal tensor's blocks have b of about 1 to 3 sd, an outlier K·|z|:
+	 * K = 1e5 cannot wipe a block (1e5·4.5 < 458752·1), 1e6 does */
+	ck_assert(1e5 * 4.5 < ratio * 1.0 && 1e6 * 1.0 > ratio * 2.0);
 }
 END_TEST
 

@@ -1122,43 +1122,62 @@ static cl_verdict claim19(cl_ctx *x)
 
 static cl_verdict claim20(cl_ctx *x)
 {
+	const emu_format *f32 = emu_format_by_name("fp32");
 	cl_res r;
-	if (!load(x, 20, NULL, &r))
+	if (!f32 || !load(x, 20, NULL, &r))
 		return V_UNSETTLED;
-	static const char *const cols[] = {"bias.maxabs", "bias_se.maxabs"};
-	if (!need_cols(x, &r, cols, 2)) {
+	static const char *const cols[] = {"bias.maxabs", "bias_se.maxabs", "bias_exact.maxabs",
+	                                   "bias_round.maxabs"};
+	if (!need_cols(x, &r, cols, 4)) {
 		unload(&r);
 		return V_UNSETTLED;
 	}
+	/* a width is biased when its exact rounding bias (no sampling, saturation
+	 * apart) exceeds fp32's relative resolution 2^-24 of amax: below that the
+	 * bias is smaller than the inputs' own rounding */
+	double tol = ldexp(1, -f32->p);
 	size_t nsr = 0, biased = 0;
-	int largest_biased = 0, smallest_clean = 0;
-	double clip_max = 0;
+	int widest_biased = 0, narrowest_clean = 0;
+	double sat_min = INFINITY, sat_max = 0;
 	for (size_t i = 0; i < nrows(&r); i++) {
 		if (!match(&r, i, NULL, NULL))
 			continue;
 		const char *p = nm_csv_get(&r.t, i, r.cp), *b = strstr(p, "sr_bits=");
 		double bias = num(&r, i, "bias.maxabs"), se = num(&r, i, "bias_se.maxabs");
-		bool big = bias > 4 * se;
+		double ex = num(&r, i, "bias_exact.maxabs"), rd = num(&r, i, "bias_round.maxabs");
 		if (!b) {
-			nm_buf_printf(&x->num,
-			              "- round to nearest even: |bias| %.3g of amax, standard error %.3g "
-			              "(%.1f standard errors)\n",
-			              bias, se, bias / se);
+			nm_buf_printf(
+			    &x->num,
+			    "- round to nearest even: |bias| %.3g of amax (sampled: %.3g, "
+			    "standard error %.3g)\n",
+			    ex, bias, se);
 			continue;
 		}
 		int n = atoi(b + 8);
-		if (has_col(&r, "clipped.maxabs"))
-			clip_max = fmax(clip_max, num(&r, i, "clipped.maxabs"));
-		nm_buf_printf(&x->num,
-		              "- SR with %d random bit%s: |bias| %.3g of amax, standard error %.3g "
-		              "(%.1f standard errors)%s\n",
-		              n, n == 1 ? "" : "s", bias, se, bias / se, big ? ": biased" : "");
+		bool big = rd > tol;
+		nm_buf_printf(
+		    &x->num,
+		    "- SR with %d random bit%s: exact |bias| %.3g of amax, of which the "
+		    "rounding's %.3g and saturation's %.3g (sampled: %.3g, standard error "
+		    "%.3g)%s\n",
+		    n, n == 1 ? "" : "s", ex, rd, ex - rd, bias, se,
+		    big ? ": the rounding is biased" : "");
 		nsr++;
+		if (n >= 12) {
+			sat_min = fmin(sat_min, ex - rd);
+			sat_max = fmax(sat_max, ex - rd);
+		}
 		if (big) {
 			biased++;
-			largest_biased = n > largest_biased ? n : largest_biased;
-		} else if (!smallest_clean || n < smallest_clean)
-			smallest_clean = n;
+			widest_biased = n > widest_biased ? n : widest_biased;
+		}
+	}
+	/* the narrowest width above every biased one */
+	for (size_t i = 0; i < nrows(&r); i++) {
+		const char *b = strstr(nm_csv_get(&r.t, i, r.cp), "sr_bits=");
+		int n = b && match(&r, i, NULL, NULL) ? atoi(b + 8) : 0;
+		if (n > widest_biased && (!narrowest_clean || n < narrowest_clean))
+			narrowest_clean = n;
 	}
 	unload(&r);
 	if (!nsr) {
@@ -1166,28 +1185,35 @@ static cl_verdict claim20(cl_ctx *x)
 		return V_UNSETTLED;
 	}
 	nm_buf_printf(&x->why,
-	              "A bias counts when it exceeds 4 standard errors of the mean over the "
-	              "tensor. %zu of %zu SR widths are biased%s",
-	              biased, nsr, biased ? "" : ". ");
-	if (biased)
-		nm_buf_printf(&x->why,
-		              ", the widest at %d bits; from %d bits on none is measurable here. "
-		              "With n bits the dither compares only the first n discarded bits, so "
-		              "the rest of the fraction is lost and the result leans toward zero by up "
-		              "to 2^-n of an ulp (about 2^-(n+1) on average); the tensor's standard "
-		              "error sets how small a bias can be seen. ",
-		              largest_biased, smallest_clean);
-	if (clip_max > 0)
-		nm_buf_printf(&x->why,
-		              "What remains at the widest SR is not the rounding's: up to %.3g %% of "
-		              "the elements clip, a block maximum that SR rounds up past 6 saturating "
-		              "(NVFP4's E4M3 block scale is rounded, so a block maximum can land just "
-		              "above 6), which pulls toward zero. ",
-		              100 * clip_max);
+	              "The bias here is computed exactly: each element's expected value over every "
+	              "draw of the n random bits (it rounds away with probability F/2^n, F the "
+	              "first n discarded bits), so it does not move with the tensor's size or seed "
+	              "as a sampled mean against its standard error does. A width counts as biased "
+	              "when the rounding's own bias (saturation apart) exceeds 2^-%d of amax, "
+	              "fp32's resolution. %zu of %zu SR widths are biased",
+	              f32->p, biased, nsr);
+	if (biased && narrowest_clean)
+		nm_buf_printf(
+		    &x->why,
+		    ", up to %d bits; from %d bits on the rounding is unbiased to fp32's "
+		    "resolution (the boundary lies between the two). With n bits the "
+		    "discarded bits below the first n are ignored, so the result leans toward "
+		    "zero by up to 2^-n of an ulp (about 2^-(n+1) on average). ",
+		    widest_biased, narrowest_clean);
+	else
+		nm_buf_printf(&x->why, ". ");
+	if (sat_max > 0)
+		nm_buf_printf(
+		    &x->why,
+		    "What remains at 12 bits and more (%.3g to %.3g of amax) is saturation, "
+		    "not rounding: NVFP4's E4M3 block scale is rounded, so a block maximum can "
+		    "land just above 6, and SR rounding it up past 6 saturates, which pulls "
+		    "toward zero; the statement is about the rounding. ",
+		    sat_min, sat_max);
 	nm_buf_printf(&x->why,
-	              "The sweep records |bias|; its sign, toward zero, is checked in "
-	              "tests/check_quant.c. Round to nearest is shown for scale: it is biased "
-	              "on this data too, because the normal density falls across each rounding "
+	              "The report gives magnitudes; the sign, toward zero, is checked in "
+	              "tests/check_quant.c. Round to nearest is shown for scale: it is biased on "
+	              "this data too, because the normal density falls across each rounding "
 	              "interval. ");
 	return biased == 0 ? V_TRUE : biased == nsr ? V_FALSE : V_PARTLY;
 }

@@ -14,9 +14,10 @@
 #include <unistd.h>
 
 #include "lib.h"
-#include "nm_file.h"
 #include "nm_case.h"
 #include "nm_claims.h"
+#include "nm_file.h"
+#include "recipe.h"
 
 static char tdir[] = "/tmp/nanmap-claims-XXXXXX";
 
@@ -280,8 +281,9 @@ END_TEST
 
 
 /* claims 17–21: the quant kernel's columns */
-#define RQ_HDR "case,kernel,variant,policy,%s,backend,status,deq.rel_err,deq.lost,bias.maxabs," \
-               "bias_se.maxabs,clipped.maxabs"
+#define RQ_HDR                                                                                     \
+	"case,kernel,variant,policy,%s,backend,status,deq.rel_err,deq.lost,bias.maxabs,"           \
+	"bias_se.maxabs,clipped.maxabs,bias_exact.maxabs,bias_round.maxabs"
 #define QP(r) "\"compute=fp32,scale=" r "\""
 
 static void qcsv(const char *name, const char *axes, const char *const *rows, size_t n)
@@ -292,8 +294,16 @@ static void qcsv(const char *name, const char *axes, const char *const *rows, si
 	FILE *f = fopen(p, "w");
 	ck_assert_ptr_nonnull(f);
 	fprintf(f, "%s\n", hdr);
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%s,quant,%s\n", name, rows[i]);
+	size_t naxes = 1;
+	for (const char *c = axes; *c; c++)
+		naxes += *c == ',';
+	for (size_t i = 0; i < n; i++) { /* rows without the exact biases get 0, 0 */
+		size_t commas = 0;
+		for (const char *c = strchr(rows[i], '"') ? strrchr(rows[i], '"') : rows[i]; *c;
+		     c++)
+			commas += *c == ',';
+		fprintf(f, "%s,quant,%s%s\n", name, rows[i], commas == naxes + 7 ? ",0,0" : "");
+	}
 	ck_assert_int_eq(fclose(f), 0);
 }
 
@@ -372,21 +382,59 @@ START_TEST(claim19_rht)
 END_TEST
 
 #define SRP(n) QP("{nvfp4,sr_bits=" #n "},role=grad")
+/* A second n-bit SR on e2m1, written from the dither's definition (round away
+ * iff the first n discarded bits plus an n-bit draw carry) over e2m1's grid
+ * listed by hand, averaged over all 2^n draws. */
+static double e2m1_sr_mean_ref(double v, int n, bool bounded)
+{
+	static const double g[] = {0, 0.5, 1, 1.5, 2, 3, 4, 6, 8}; /* 8: the grid continued */
+	double a = fabs(v);
+	size_t k = 0;
+	while (k + 1 < ARRAY_SIZE(g) && g[k + 1] <= a)
+		k++;
+	if (g[k] == a)
+		return v;
+	double lo = g[k], hi = g[k + 1], frac = (a - lo) / (hi - lo);
+	unsigned long F = (unsigned long)(frac * (double)(1ul << n)), sum = 0;
+	for (unsigned long u = 0; u < (1ul << n); u++)
+		sum += F + u >= (1ul << n);
+	double up = bounded && hi > 6 ? 6 : hi;
+	double m = lo + (up - lo) * (double)sum / (double)(1ul << n);
+	return v < 0 ? -m : m;
+}
+
 START_TEST(claim20_sr)
 {
 	const char *rows[] = {
-	    "row," SRP(2) ",1,fast,ok,0.1,0,0.009,0.0001,0",
-	    "row," SRP(32) ",1,fast,ok,0.1,0,0.0002,0.0001,0",
+	    "row," SRP(2) ",1,fast,ok,0.1,0,0.009,0.0001,0,0.009,0.009",
+	    "row," SRP(32) ",1,fast,ok,0.1,0,0.0002,0.0001,0,0.0004,1e-10",
 	};
 	qcsv("sr_bias", "sd", rows, 2);
 	verdict(20, "partly");
-	rows[0] = "row," SRP(2) ",1,fast,ok,0.1,0,0.0003,0.0001,0";
+	/* the rule reads the exact rounding bias, not the sample: a sampled
+	 * bias of 100 standard errors does not make a width biased */
+	rows[0] = "row," SRP(2) ",1,fast,ok,0.1,0,0.01,0.0001,0,0.0004,1e-10";
 	qcsv("sr_bias", "sd", rows, 2);
 	verdict(20, "true");
-	rows[0] = "row," SRP(2) ",1,fast,ok,0.1,0,0.009,0.0001,0";
-	rows[1] = "row," SRP(32) ",1,fast,ok,0.1,0,0.0005,0.0001,0";
+	rows[0] = "row," SRP(2) ",1,fast,ok,0.1,0,0.009,0.0001,0,0.009,0.009";
+	rows[1] = "row," SRP(32) ",1,fast,ok,0.1,0,0.0005,0.0001,0,0.0004,1e-6";
 	qcsv("sr_bias", "sd", rows, 2);
 	verdict(20, "false");
+	/* the exact expectation the quant kernel reports, against the second
+	 * implementation, on values across e2m1's grid and past its largest */
+	const emu_format *e = emu_format_by_name("e2m1");
+	ck_assert_ptr_nonnull(e);
+	for (int n = 1; n <= 12; n++)
+		for (double v = -6.9; v <= 6.9; v += 0.0371) {
+			double y = (double)(float)v;
+			for (int b = 0; b < 2; b++) {
+				double want = e2m1_sr_mean_ref(y, n, b),
+				       got = emu_round_sr_mean(e, y, n, b);
+				ck_assert_msg(got == want,
+				              "e2m1 n=%d v=%a bounded=%d: %a against %a", n, y, b,
+				              got, want);
+			}
+		}
 }
 END_TEST
 

@@ -2126,35 +2126,56 @@ static cl_verdict claim24(cl_ctx *x)
 	return within == n ? V_TRUE : within == 0 ? V_FALSE : V_PARTLY;
 }
 
+/* Claim 25's verdict at one point: the flushed probabilities' share of the
+ * row's mass reaches e4m3's unit roundoff (what the cast costs every kept
+ * probability): true; something lost, less than that: partly (lost in fact,
+ * not in effect); nothing lost: false. */
+static cl_verdict p_verdict(double share, double u)
+{
+	return share >= u ? V_TRUE : share > 0 ? V_PARTLY : V_FALSE;
+}
+
 static cl_verdict claim25(cl_ctx *x)
 {
 	const emu_format *e4 = emu_format_by_name("e4m3");
-	cl_res r;
-	if (!e4 || !load(x, 25, NULL, &r))
+	cl_res r, g;
+	if (!e4 || !load(x, 25, "head", &r))
 		return V_UNSETTLED;
-	static const char *const cols[] = {"p_lost.maxabs", "O.rel_err"};
-	if (!need_cols(x, &r, cols, 2)) {
+	if (!load(x, 25, "length", &g)) {
 		unload(&r);
+		return V_UNSETTLED;
+	}
+	static const char *const cols[] = {"p_lost.maxabs", "O.rel_err"};
+	static const char *const gcols[] = {"p_lost.maxabs", "p_mass.maxabs"};
+	if (!need_cols(x, &r, cols, 2) || !need_cols(x, &g, gcols, 2)) {
+		unload(&r);
+		unload(&g);
 		return V_UNSETTLED;
 	}
 	/* a P̃ is flushed when P̃·p_scale rounds to 0 in e4m3: below half the
 	 * smallest subnormal over p_scale */
 	const double ps = 448, thr = e4->min_subnormal / 2 / ps, u = ldexp(1, -e4->p);
-	double lost = 0, big_lost = NAN, big_ps = NAN;
-	size_t n = 0, big_fail = 0, big_n = 0;
+	double lost = 0, big_lost = NAN, big_ps = NAN, head_share = 0;
+	size_t n = 0, big_fail = 0, big_n = 0, nv[4] = {0, 0, 0, 0};
+	bool have_mass = has_col(&r, "p_mass.maxabs");
 	for (size_t i = 0; i < nrows(&r); i++) {
 		if (!match(&r, i, "fp8", NULL))
 			continue;
 		const char *pol = nm_csv_get(&r.t, i, r.cp);
 		double sc = axis(&r, i, 0), p = axis(&r, i, 1), pl = num(&r, i, "p_lost.maxabs");
+		/* the share measured, or bounded by l ≥ 1 (the row's max is exp(0)) */
+		double share = have_mass ? num(&r, i, "p_mass.maxabs") : pl * thr;
 		int st = status(&r, i);
-		nm_buf_printf(&x->num,
-		              "- `%s`, scale %g, p_scale %g: %s, %.0f probabilities flushed to 0, "
-		              "O error %.4g\n",
-		              pol, sc, p, stname(st), pl, num(&r, i, "O.rel_err"));
+		nm_buf_printf(
+		    &x->num,
+		    "- 32 keys, `%s`, scale %g, p_scale %g: %s, %.0f probabilities flushed to "
+		    "0 (%.3g of a row's mass), O error %.4g\n",
+		    pol, sc, p, stname(st), pl, share, num(&r, i, "O.rel_err"));
 		if (p == ps) {
 			n++;
 			lost = fmax(lost, pl);
+			head_share = fmax(head_share, share);
+			nv[p_verdict(share, u)]++;
 		} else if (p > ps) {
 			big_n++;
 			big_fail += overflowed(st);
@@ -2163,31 +2184,83 @@ static cl_verdict claim25(cl_ctx *x)
 		}
 	}
 	unload(&r);
-	if (!n) {
-		snprintf(x->missing, sizeof x->missing, "the case needs p_scale = 448");
+	/* the length part: the first (keys, sink) where the share reaches u */
+	double first_keys = NAN, first_sink = NAN, first_share = NAN, best = 0, best_keys = NAN,
+	       best_sink = NAN;
+	size_t ng = 0;
+	for (size_t i = 0; i < nrows(&g); i++) {
+		if (!match(&g, i, "fp8", NULL))
+			continue;
+		double keys = axis(&g, i, 0), sink = axis(&g, i, 1);
+		double pl = num(&g, i, "p_lost.maxabs"), share = num(&g, i, "p_mass.maxabs");
+		char what[48];
+		if (sink != 0)
+			snprintf(what, sizeof what, "a sink of logit %g", sink);
+		else
+			snprintf(what, sizeof what, "no sink");
+		nm_buf_printf(&x->num,
+		              "- %g keys, %s: %.0f probabilities flushed to 0, %.3g of the row's "
+		              "mass%s\n",
+		              keys, what, pl, share,
+		              share >= u ? ": at least e4m3's unit roundoff" : "");
+		ng++;
+		nv[p_verdict(share, u)]++;
+		if (share > best) {
+			best = share;
+			best_keys = keys;
+			best_sink = sink;
+		}
+		if (share >= u && (isnan(first_keys) || keys < first_keys)) {
+			first_keys = keys;
+			first_sink = sink;
+			first_share = share;
+		}
+	}
+	unload(&g);
+	if (!n || !ng) {
+		snprintf(x->missing, sizeof x->missing,
+		         "the head part needs p_scale = 448, the length part rows");
 		return V_UNSETTLED;
 	}
-	/* l ≥ 1 (the row's max contributes exp(0)), so the lost share of a
-	 * row's mass is at most (lost probabilities)·thr */
-	double share = lost * thr;
 	nm_buf_printf(&x->why,
 	              "With p_scale 448 a probability P̃ survives the e4m3 cast only above half "
-	              "e4m3's smallest subnormal (%.6g) over 448, %.4g; at most %.0f are flushed "
-	              "at one point of the grid, so at most %.3g of a row's mass (l ≥ 1), "
-	              "against e4m3's unit roundoff %.4g on every probability kept. ",
-	              e4->min_subnormal, thr, lost, share, u);
+	              "e4m3's smallest subnormal (%.6g) over 448, %.4g of the row's max. A point "
+	              "counts as losing the small probabilities when what the cast flushed "
+	              "carried at least e4m3's unit roundoff %.4g of the row's mass (l), what the "
+	              "cast costs every probability it keeps; less is lost in fact but not in "
+	              "effect. With 32 keys a row at most %.0f are flushed (%.3g of the mass): a "
+	              "row that short cannot lose %.4g. ",
+	              e4->min_subnormal, thr, u, lost, head_share, u);
+	if (!isnan(first_keys))
+		nm_buf_printf(
+		    &x->why,
+		    "Long rows can: with an attention sink (one key's logit %g above the "
+		    "bulk, whose own logits have sd 1) a row of %g keys loses %.3g of its "
+		    "mass, and the largest loss here is %.3g (%g keys, sink %g). The "
+		    "verdict turns on the row length and the pattern: true from about %g "
+		    "keys with a sink of logit %g, partly below that or without one (a normal "
+		    "row's "
+		    "own largest logit leaves the bulk too close to be flushed in bulk). ",
+		    first_sink, first_keys, first_share, best, best_keys, best_sink, first_keys,
+		    first_sink);
+	else
+		nm_buf_printf(
+		    &x->why,
+		    "No row here, up to %g keys with a sink, loses that much (at most %.3g "
+		    "of its mass, %g keys, sink %g). ",
+		    best_keys, best, best_keys, best_sink);
 	if (big_n)
 		nm_buf_printf(&x->why,
 		              "A larger static scale (%g) flushes at most %.0f but overflows "
 		              "e4m3 at P̃ = 1 (every row has one): %zu of %zu points fail. ",
 		              big_ps, big_lost, big_fail, big_n);
 	nm_buf_printf(&x->why,
-	              "The statement holds in full when the lost mass reaches the cast's own "
-	              "rounding (%.4g), which takes %.0f flushed probabilities in one row; "
-	              "probabilities that carry less than that are lost in fact but not in "
-	              "effect (partly). ",
-	              u, u / thr);
-	return lost == 0 ? V_FALSE : share >= u ? V_TRUE : V_PARTLY;
+	              "Points: %zu where the statement holds in full, %zu where probabilities are "
+	              "lost but carry less than %.4g, %zu where none is lost. ",
+	              nv[V_TRUE], nv[V_PARTLY], u, nv[V_FALSE]);
+	return nv[V_PARTLY] == 0 && nv[V_FALSE] == 0  ? V_TRUE
+	       : nv[V_TRUE] == 0 && nv[V_PARTLY] == 0 ? V_FALSE
+	                                              : V_PARTLY;
 }
 
 static cl_verdict (*const claim_fn[NM_CLAIMS_N])(cl_ctx *) = {

@@ -2053,27 +2053,37 @@ static cl_verdict claim22(cl_ctx *x)
 static cl_verdict claim23(cl_ctx *x)
 {
 	const emu_format *h = emu_format_by_name("fp16");
-	cl_res r;
-	if (!h || !load(x, 23, NULL, &r))
+	cl_res rr[2];
+	if (!h || !load(x, 23, "tensor", &rr[0]))
 		return V_UNSETTLED;
-	const char *pols[] = {"storage=fp16", "storage=fp16,compute=fp32",
-	                      "storage=fp32,state=fp16"};
-	const char *what[] = {"fp16 arithmetic", "fp16 tensors, fp32 opmath (PyTorch)",
-	                      "fp32 weights, fp16 state"};
-	/* per policy at eps = 1e-8: eps as the arithmetic sees it, and whether
+	if (!load(x, 23, "fused", &rr[1])) {
+		unload(&rr[0]);
+		return V_UNSETTLED;
+	}
+	enum { NP = 5 };
+	const int part[NP] = {0, 0, 0, 1, 1};
+	const char *pols[NP] = {"storage=fp16", "storage=fp16,compute=fp32",
+	                        "storage=fp32,state=fp16", "storage=fp16,compute=fp32",
+	                        "storage=fp32,state=fp16"};
+	const char *what[NP] = {
+	    "fp16 arithmetic", "fp16 tensors, fp32 opmath (PyTorch)", "fp32 weights, fp16 state",
+	    "fp16 tensors, fused kernel (PyTorch fused=True): denom in fp32",
+	    "fp32 weights, fp16 state, fused kernel (FusedAdam): denom in fp32"};
+	/* per placement at eps = 1e-8: eps as the arithmetic sees it, and whether
 	 * the step breaks (non-finite updates) where the largest eps does not */
-	bool zero[3] = {false}, nf8[3] = {false}, nftop[3] = {false}, seen[3] = {false};
-	double survive = NAN, top[3] = {0, 0, 0};
-	for (int p = 0; p < 3; p++)
-		for (size_t i = 0; i < nrows(&r); i++) {
-			if (!match(&r, i, NULL, pols[p]))
+	bool zero[NP] = {false}, nf8[NP] = {false}, nftop[NP] = {false}, seen[NP] = {false};
+	double survive = NAN, top[NP] = {0};
+	for (int p = 0; p < NP; p++) {
+		const cl_res *r = &rr[part[p]];
+		for (size_t i = 0; i < nrows(r); i++) {
+			if (!match(r, i, NULL, pols[p]))
 				continue;
-			double e = axis(&r, i, 0), ev = num(&r, i, "eps.maxabs");
-			double nf = num(&r, i, "nonfinite.maxabs");
+			double e = axis(r, i, 0), ev = num(r, i, "eps.maxabs");
+			double nf = num(r, i, "nonfinite.maxabs");
 			nm_buf_printf(&x->num,
-			              "- eps %g, %s (`%s`): eps as the arithmetic sees it %.9g; "
+			              "- eps %g, %s (`%s`%s): eps as the arithmetic sees it %.9g; "
 			              "non-finite updates %.0f\n",
-			              e, what[p], pols[p], ev, nf);
+			              e, what[p], pols[p], part[p] ? ", fused=1" : "", ev, nf);
 			if (fabs(e / 1e-8 - 1) < 1e-6) {
 				seen[p] = true;
 				zero[p] = ev == 0;
@@ -2086,31 +2096,39 @@ static cl_verdict claim23(cl_ctx *x)
 			if (p == 0 && ev != 0 && !(survive <= e))
 				survive = e;
 		}
-	unload(&r);
-	if (!seen[0] || !seen[1] || !seen[2]) {
-		snprintf(x->missing, sizeof x->missing,
-		         "the case needs eps = 1e-8 under %s, %s and %s", pols[0], pols[1],
-		         pols[2]);
-		return V_UNSETTLED;
 	}
+	unload(&rr[0]);
+	unload(&rr[1]);
+	for (int p = 0; p < NP; p++)
+		if (!seen[p]) {
+			snprintf(x->missing, sizeof x->missing,
+			         "the case needs eps = 1e-8 under %s%s", pols[p],
+			         part[p] ? " (fused part)" : "");
+			return V_UNSETTLED;
+		}
 	/* zero in effect: the scalar is 0, or the step breaks at 1e-8 and not
 	 * at a larger eps (eps lost where it lands in an fp16 tensor) */
-	int n = 0;
-	for (int p = 0; p < 3; p++)
-		n += zero[p] || (nf8[p] && !nftop[p]);
+	int n = 0, nfused = 0;
+	for (int p = 0; p < NP; p++) {
+		bool z = zero[p] || (nf8[p] && !nftop[p]);
+		n += z;
+		nfused += z && part[p];
+	}
 	nm_buf_printf(&x->why,
 	              "fp16's smallest subnormal is %.6g and half of it %.6g: 1e-8 %s in fp16 "
 	              "arithmetic; the smallest eps on the axis that survives there is %g. Under "
-	              "PyTorch's opmath the scalar eps is fp32 and %s, but denom = √v/√bc2 + eps "
-	              "is a tensor of v's dtype: with v = 0 in fp16 (here (1 − β2)·g² < 2^-25) "
-	              "denom is 1e-8 rounded to fp16, 0, and the update divides by it (%s). eps "
-	              "is zero in effect in %d of the 3 placements of fp16. ",
+	              "PyTorch's opmath the scalar eps is fp32 and %s, but in the for-each kernel "
+	              "denom = √v/√bc2 + eps is a tensor of v's dtype: with v = 0 in fp16 (here "
+	              "(1 − β2)·g² < 2^-25) denom is 1e-8 rounded to fp16, 0, and the update "
+	              "divides by it (%s). The fused kernels (PyTorch's fused=True, Apex's "
+	              "FusedAdam) form denom in fp32 registers and never store it: there eps is "
+	              "%s. eps is zero in effect in %d of the %d placements of fp16. ",
 	              h->min_subnormal, h->min_subnormal / 2, zero[0] ? "rounds to 0" : "survives",
 	              survive, zero[1] ? "0 too" : "kept",
 	              nf8[1] || nf8[2] ? "non-finite updates at 1e-8, none at the largest eps"
 	                               : "no non-finite update here",
-	              n);
-	return n == 3 ? V_TRUE : n == 0 ? V_FALSE : V_PARTLY;
+	              nfused ? "lost as well" : "kept and the update finite", n, NP);
+	return n == NP ? V_TRUE : n == 0 ? V_FALSE : V_PARTLY;
 }
 
 /* Claim 24's tolerance: online's end-to-end error at most this many times

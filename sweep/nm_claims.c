@@ -370,6 +370,12 @@ static cl_verdict claim1(cl_ctx *x)
 	    upper ? "is right" : "is wrong", isnan(ov_real) ? ov_bad : ov_real, h->max,
 	    lower ? "is right" : "is not", h->min_normal, h->emin,
 	    normal_lower ? ", which is what 6e-5 names" : "", lo_end, h->emin - h->p + 1);
+	if (normal_lower && !lower)
+		nm_buf_printf(&x->why,
+		              "The verdict rests on that reading: \"range\" read as where stored "
+		              "values become 0. Read as the normal range, where every value keeps "
+		              "fp16's 11 bits (the usual meaning of a format's dynamic range), the "
+		              "statement is right at both ends. ");
 	return upper && lower ? V_TRUE : upper || lower ? V_PARTLY : V_FALSE;
 }
 
@@ -845,9 +851,11 @@ static cl_verdict claim8(cl_ctx *x)
 	    &x->why,
 	    "Without scaling, e4m3 (largest 448, no infinity) breaks once values pass 448. "
 	    "Per-tensor scaling %s. MX block scaling with the OCP specification's floor-rounded "
-	    "E8M0 scale %s: floor(log2 amax) − 8 leaves a block maximum whose significand is "
-	    "at least 1.8125 above 448, where it overflows or saturates. The ceiling rounding "
-	    "that Transformer Engine and cuBLAS use %s. ",
+	    "E8M0 scale %s, in the sense of clipping: floor(log2 amax) − 8 leaves a block "
+	    "maximum whose significand is at least 1.8125 above 448, and OCP MX saturates it to "
+	    "448 (status overflow: a clamped value, not an inf or NaN; the tensor stays finite, "
+	    "its largest elements too small). Without scaling e4m3 has no inf, so what passes "
+	    "448 there is NaN. The ceiling rounding that Transformer Engine and cuBLAS use %s. ",
 	    bad[1] ? "still overflowed here" : "never overflowed here",
 	    bad[2] ? "still overflows" : "did not overflow here",
 	    bad[3] ? "overflows too" : "never overflowed");
@@ -1529,21 +1537,19 @@ static cl_verdict claim9(cl_ctx *x)
 		              h ? ";" : "", hd[h], hc[h], hz[h], fewer[h], nstreams,
 		              vname(gs_verdict(hd[h], hc[h])));
 	nm_buf_printf(&x->why, ". ");
-	/* the boundary: every horizon where the verdict changes */
+	/* the boundary: the verdict at each horizon, when it changes */
 	bool turns = false;
 	for (size_t h = 1; h < nh; h++)
-		if (gs_verdict(hd[h], hc[h]) != gs_verdict(hd[h - 1], hc[h - 1])) {
-			nm_buf_printf(&x->why, "%s %s up to %zu steps, %s from %zu",
-			              turns ? ";" : "The verdict turns on the horizon:",
-			              vname(gs_verdict(hd[h - 1], hc[h - 1])), hz[h - 1],
+		turns |= gs_verdict(hd[h], hc[h]) != gs_verdict(hd[0], hc[0]);
+	if (turns) {
+		nm_buf_printf(&x->why, "The verdict turns on the horizon (");
+		for (size_t h = 0; h < nh; h++)
+			nm_buf_printf(&x->why, "%s%s at %zu steps", h ? ", " : "",
 			              vname(gs_verdict(hd[h], hc[h])), hz[h]);
-			turns = true;
-		}
-	if (turns)
 		nm_buf_printf(&x->why,
-		              "; the verdict given is the longest run's (%zu steps), as "
-		              "training runs are that long or longer. ",
-		              hz[nh - 1]);
+		              "); the verdict given is the longest run's, as training runs "
+		              "are that long or longer. ");
+	}
 	nm_buf_printf(
 	    &x->why,
 	    "The conservative settings start lower (2048 against 65536), which saves the defaults' "
@@ -1629,6 +1635,12 @@ static cl_verdict claim10(cl_ctx *x)
 	              b ? "rescues" : "does not rescue", bad100[0][1], bad100[0][0],
 	              bad100[1][0] || bad10[1][0] ? "still overflowed here"
 	                                          : "never overflowed here");
+	if (a && !b && 100 > ln_s)
+		nm_buf_printf(
+		    &x->why, "The half scored right (\"FP16 can't represent e^100\") is right but "
+		             "beside the point: fp32 cannot represent it either, so it is not what "
+		             "separates the two precisions; what saves the loss is the formula "
+		             "that never forms e^100, not the format. ");
 	return a && b ? V_TRUE : a || b ? V_PARTLY : V_FALSE;
 }
 
@@ -1931,7 +1943,11 @@ static cl_verdict claim15(cl_ctx *x)
 	if (fresh)
 		nm_buf_printf(&x->why, " (from a largest |logit| of %g, %s)", first, firstv);
 	nm_buf_printf(&x->why, ". It can happen only when the recomputation runs in another "
-	                       "precision than the forward. ");
+	                       "precision than the forward, which torch.utils.checkpoint does not "
+	                       "do: the statement's \"recomputes in FP16\" is wrong for it, so at "
+	                       "best the statement is partly right (a recomputation outside the "
+	                       "forward's autocast state, written by hand, can overflow), and "
+	                       "true is out of reach by construction. ");
 	return fresh ? V_PARTLY : V_FALSE;
 }
 
@@ -1950,7 +1966,7 @@ static cl_verdict claim16(cl_ctx *x)
 		return V_UNSETTLED;
 	}
 	size_t n = 0, fine = 0;
-	double worst_b = 0, worst_h1 = 0, worst_hs = 0, big_s = 0;
+	double worst_b = 0, worst_h1 = 0, worst_hs = 0, big_s = 0, same_mag = NAN, same_lost = 0;
 	for (size_t i = 0; i < nrows(&r); i++) {
 		if (!match(&r, i, NULL, pb) || axis(&r, i, 0) != 1)
 			continue;
@@ -1974,6 +1990,10 @@ static cl_verdict claim16(cl_ctx *x)
 		    "%.3g unscaled and %.3g at S = %g (%.3g overflowed)\n",
 		    mag, lb, l1, ls, big_s, os);
 		fine += lb <= ls || !(os == 0);
+		if (ls > 0 && ls == l1 && isnan(same_mag)) {
+			same_mag = mag;
+			same_lost = ls;
+		}
 		worst_b = fmax(worst_b, lb);
 		worst_h1 = fmax(worst_h1, l1);
 		worst_hs = fmax(worst_hs, ls);
@@ -1992,6 +2012,15 @@ static cl_verdict claim16(cl_ctx *x)
 	    "fp16 at %zu of %zu magnitudes. Scaling cannot buy bf16 precision: its 8 "
 	    "significant bits are the same at any scale. ",
 	    worst_b, worst_h1, worst_hs, fine, n);
+	if (!isnan(same_mag))
+		nm_buf_printf(
+		    &x->why,
+		    "Where fp16 loses as much scaled as unscaled (%.3g at magnitude %g), "
+		    "what it loses is not gradients: the layer's inputs of that magnitude "
+		    "underflow when they are stored in fp16, so the weight gradients that "
+		    "multiply them are 0 at any loss scale. Loss scaling protects the "
+		    "gradients, not the activations. ",
+		    same_lost, same_mag);
 	return fine == n ? V_TRUE : fine == 0 ? V_FALSE : V_PARTLY;
 }
 

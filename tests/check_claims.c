@@ -6,6 +6,7 @@
  * and a rewrite of the same results gives the same bytes.
  */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -835,6 +836,72 @@ START_TEST(claim25_p_scale)
 }
 END_TEST
 
+/* Round v to p significant bits with exponents floored at emin (the
+ * subnormal spacing), ties to even: a second rounding, from the definition,
+ * for the checks below (nearbyint rounds to nearest even by default). */
+static double rne_bits(double v, int p, int emin)
+{
+	if (v == 0)
+		return v;
+	int e = ilogb(v);
+	e = e < emin ? emin : e;
+	double q = ldexp(1, e - p + 1);
+	return nearbyint(v / q) * q;
+}
+
+/* The key numbers of the claims whose rules read format facts, recomputed
+ * from the formats' definitions (p, emin, emax) with C's own arithmetic,
+ * not nanmap's descriptors or rounding. */
+START_TEST(claims_key_numbers)
+{
+	/* 1: fp16 (p 11, emin −14, emax 15): largest, smallest normal, values
+	 * round to 0 at or below half the smallest subnormal, to inf from 65520 */
+	ck_assert(ldexp(2 - ldexp(1, -10), 15) == 65504 && ldexp(1, -14) > 6.1e-5);
+	ck_assert(rne_bits(ldexp(1, -25), 11, -14) == 0 && rne_bits(2.9802324e-8, 11, -14) > 0);
+	ck_assert(rne_bits(65519.99, 11, -14) == 65504 && rne_bits(65520, 11, -14) == 65536);
+	/* 3, 10: exp overflows fp16 from ln 65520 ≈ 11.09 and fp32 from ≈ 88.72;
+	 * e^100 ≈ 2.7e43 is beyond both */
+	ck_assert(fabs(log(65520) - 11.09) < 0.01 && fabs(log(FLT_MAX) - 88.72) < 0.01);
+	ck_assert(exp(100) > 2.6e43 && exp(100) > FLT_MAX);
+	/* 4: var 1e-7, eps 1e-5: 1/sqrt(var + eps) ≈ 314, outputs ≈ 0.0995 sd */
+	ck_assert(fabs(1 / sqrt(1.01e-5) - 314.7) < 0.1 &&
+	          fabs(sqrt(1e-7 / 1.01e-5) - 0.0995) < 1e-4);
+	/* 6: bf16 (p 8): largest (2 − 2^-7)·2^127, overflow from (2 − 2^-8)·2^127,
+	 * both below fp32's largest */
+	ck_assert(ldexp(2 - ldexp(1, -7), 127) < ldexp(2 - ldexp(1, -8), 127));
+	ck_assert(ldexp(2 - ldexp(1, -8), 127) < FLT_MAX);
+	/* 7: a running sum of ones stalls at 2048 in fp16 and at 2^24 in fp32 */
+	double s16 = 0;
+	for (int i = 0; i < 4096; i++)
+		s16 = rne_bits(s16 + 1, 11, -14);
+	ck_assert(s16 == 2048);
+	volatile float s32 = 16777000;
+	for (int i = 0; i < 1000; i++)
+		s32 = s32 + 1.0f;
+	ck_assert(s32 == 16777216.0f);
+	/* 8, 17: the OCP floor scale 2^(floor(log2 amax) − emax_elem) leaves
+	 * amax/X = m·2^emax_elem, m in [1, 2): above e4m3's 448 = 1.75·2^8 (464,
+	 * the tie, still rounds to 448, so clipping from m > 1.8125) and e2m1's
+	 * 6 = 1.5·2^2 */
+	ck_assert(464.0 / 256 == 1.8125 && 448.0 / 256 == 1.75 && 6.0 / 4 == 1.5);
+	/* 11: training mode bounds |y| by sqrt(N − 1) (Samuelson), 7.94 for N = 64;
+	 * eval with running variance 1e-8: invstd ≈ 316, fp16 overflow from an
+	 * input about 207 from the mean */
+	ck_assert(sqrt(63) < 8 && fabs(1 / sqrt(1e-8 + 1e-5) - 316.1) < 0.1);
+	ck_assert(fabs(65520 * sqrt(1e-8 + 1e-5) - 207.3) < 0.1);
+	/* 14: c = Σ of 4096 products of N(0, sd²): sd(c) = 64·sd², so sd 32 puts
+	 * one sd of c past 65504, sd 16 keeps even 2.5 sd of it below */
+	ck_assert(64.0 * 32 * 32 > 65504 && 2.5 * 64 * 16 * 16 < 65504);
+	/* 16: a magnitude of 1e-8 is below half fp16's smallest subnormal, not
+	 * bf16's (2^-133) */
+	ck_assert(rne_bits(1e-8, 11, -14) == 0 && rne_bits(1e-8, 8, -126) != 0);
+	/* 21: 2^-127, e8m0's code 0, is below fp32's smallest normal 2^-126 */
+	ck_assert(ldexp(1, -127) < FLT_MIN);
+	/* 22: x² overflows fp16 from |x| = sqrt(65520) ≈ 255.97 */
+	ck_assert(fabs(sqrt(65520) - 255.97) < 0.01);
+}
+END_TEST
+
 static char *slurp(const char *path)
 {
 	char *s = nm_file_read(path, NULL);
@@ -927,6 +994,7 @@ Suite *suite_claims(void)
 	tcase_add_test(tc, claim23_eps);
 	tcase_add_test(tc, claim24_online);
 	tcase_add_test(tc, claim25_p_scale);
+	tcase_add_test(tc, claims_key_numbers);
 	tcase_add_test(tc, write_report);
 	tcase_add_test(tc, bad_claim_keys);
 	suite_add_tcase(s, tc);

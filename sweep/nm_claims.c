@@ -971,11 +971,12 @@ static cl_verdict claim17(cl_ctx *x)
 		else
 			nm_buf_printf(
 			    &x->why,
-			    "the floor's finer scale %s at every standard deviation (%+.2f to "
-			    "%+.2f dB). ",
+			    "the floor's finer scale %s at each of the %zu standard deviations "
+			    "here (%+.2f to %+.2f dB; one tensor each, so more seeds could move "
+			    "the sign). ",
 			    worst_cost > 0 ? "did not pay for its clipping"
 			                   : "paid for its clipping",
-			    -worst_cost, -best_cost);
+			    n[1], -worst_cost, -best_cost);
 	}
 	unload(&r);
 	nm_buf_printf(&x->why,
@@ -2342,8 +2343,8 @@ static cl_verdict claim25(cl_ctx *x)
 	              "counts as losing the small probabilities when what the cast flushed "
 	              "carried at least e4m3's unit roundoff %.4g of the row's mass (l), what the "
 	              "cast costs every probability it keeps; less is lost in fact but not in "
-	              "effect. With 32 keys a row at most %.0f are flushed (%.3g of the mass): a "
-	              "row that short cannot lose %.4g. ",
+	              "effect. With 32 keys a row at most %.0f are flushed over a head of 32 "
+	              "queries (at most %.3g of a row's mass): a row that short cannot lose %.4g. ",
 	              e4->min_subnormal, thr, u, lost, head_share, u);
 	if (!isnan(first_keys))
 		nm_buf_printf(

@@ -529,6 +529,24 @@ double emu_round_sr_bits(const emu_format *f, double v, int n, bool sat, uint64_
 	return res;
 }
 
+double emu_round_sr_mean(const emu_format *f, double v, int n, bool bounded)
+{
+	if (isnan(v) || isinf(v))
+		return v;
+	emu_env env = {EMU_RTZ, true, false, false, 0, 0};
+	double av = fabs(v), l = fabs(dec_signed(f, emu_from_double(f, av, &env).bits));
+	if (l == av)
+		return v;
+	int e = l >= f->min_normal ? ilogb(l) : f->emin;
+	double ulp = ldexp(1.0, e - f->p + 1);
+	double frac = (av - l) / ulp; /* exact: a power-of-two division */
+	n = n > 32 ? 32 : n;
+	double F = frac >= 1 ? ldexp(1.0, n) : floor(ldexp(frac, n));
+	double hi = bounded && l + ulp > f->max ? f->max : l + ulp;
+	double m = l + ldexp(F, -n) * (hi - l);
+	return v < 0 ? -m : m;
+}
+
 /* ---- scales ---- */
 
 /* TE's float_to_e8m0 (the software path of cvt.rp.satfinite.ue8m0x2.f32)

@@ -218,6 +218,13 @@ void emu_recipe_block_scale(const emu_recipe *r, double a, double hist, double f
  * (emu_from_double), nanmap's one definition of full SR. */
 double emu_round_sr_bits(const emu_format *f, double v, int n, bool sat, uint64_t seed,
                          uint64_t index, unsigned *flags);
+/* The expected value of emu_round_sr_bits(f, v, n, ...) over its 2^n equally
+ * likely dithers, computed exactly (no sampling): it rounds away with
+ * probability F/2^n. bounded: a rounding away past f's largest value lands
+ * on it (saturation); unbounded: on the next point of the grid continued
+ * past the largest, so the result is the rounding's own bias without the
+ * saturation's. n above 32 counts as 32. */
+double emu_round_sr_mean(const emu_format *f, double v, int n, bool bounded);
 
 /* What quantisation did to a tensor (nanmap quant's report; docs/recipes.md
  * defines each number). Elements whose input is NaN or infinite are

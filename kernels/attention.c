@@ -6,10 +6,11 @@
  * Layout: row i of the input X holds [q_i | k_i | v_i], d = cols / 3 values
  * each (head_dim); Q has seq_q rows, K and V seq_k (default: all rows).
  * Rows past seq_q (past seq_k) carry no query (no key and value) and are not
- * read. Q, K and V are each loaded by emu_load as a tensor of its own (the
- * storage format, the policy's scaling recipe with its own scales, then the
- * compute format); element (i, c) of Q is element i·d + c of the load, K's
- * follow Q's and V's K's.
+ * read. sink=G replaces k_0 by q_0·G/(scale·|q_0|²) before anything is
+ * rounded, so query 0's logit for key 0 is G: an attention sink. Q, K and V are each loaded by
+ * emu_load as a tensor of its own (the storage format, the policy's scaling recipe with its own
+ * scales, then the compute format); element (i, c) of Q is element i·d + c of the load, K's follow
+ * Q's and V's K's.
  *
  * Variants (docs/kernels-attention.md has every order of operations):
  *   naive   the whole row of S, then the max-subtracted softmax:
@@ -30,7 +31,10 @@
  *           GEMMs run on the e4m3 values and are descaled after (S by
  *           d_Q·d_K, each block of P·V by d_V / p_scale); P is cast to e4m3
  *           as P·p_scale (static scale, default 448); its output p_lost
- *           counts the nonzero P̃ that cast flushed to 0.
+ *           counts the nonzero P̃ that cast flushed to 0, and p_mass is
+ *           the largest share of a row's l those flushed P̃ carried (their
+ *           sum rescaled by α as l is, over l; in double from the values
+ *           this backend holds, a diagnostic as p_lost is; not with :bwd).
  * Suffixes: ":bwd" (naive, online, fp8) adds the backward pass; ":tc" or
  * ":tc:MODEL" runs both forward GEMMs through the Tensor Core fold
  * (emu_fold_tc, any model emu_tc_parse takes; default emu_tc_default()),
@@ -694,7 +698,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		return -1;
 	}
 	size_t R = in->rows, N = in->cols, d3 = N / 3; /* the default head: a third of a row */
-	double hd, sq, sk, causal, bk, had, ps, scale, tile, dofmt, dss;
+	double hd, sq, sk, causal, bk, had, ps, scale, tile, dofmt, dss, sink;
 	if (!emu_kparam_int(in, "attention", "head_dim", 1, 1e9, (double)d3, &hd, err, errlen))
 		return -1;
 	if (hd < 1 || 3 * (size_t)hd != N) {
@@ -714,7 +718,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	    !emu_kparam_real(in, "attention", "scale", 0, INFINITY, EMU_KP_ABOVE_LO,
 	                     1 / sqrt((double)d), &scale, err, errlen) ||
 	    !emu_kparam_int(in, "attention", "do_fmt", 4, 5, 5, &dofmt, err, errlen) ||
-	    !emu_kparam_real(in, "attention", "ds_scale", 0, INFINITY, 0, 0, &dss, err, errlen))
+	    !emu_kparam_real(in, "attention", "ds_scale", 0, INFINITY, 0, 0, &dss, err, errlen) ||
+	    !emu_kparam_real(in, "attention", "sink", -1e4, 1e4, 0, 0, &sink, err, errlen))
 		return -1;
 	if (bwd && v == FP8 && had) {
 		snprintf(
@@ -795,11 +800,13 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	 * p_scale), counted on the values this backend holds */
 	const emu_format *F32 = emu_format_by_name("fp32");
 	emu_vec *p_lost = v == FP8 ? emu_kout_vec(be, out, "p_lost", 1, F32) : NULL;
+	/* (not with :bwd, whose eight outputs fill emu_kout) */
+	emu_vec *p_mass = v == FP8 && !bwd ? emu_kout_vec(be, out, "p_mass", 1, F32) : NULL;
 	/* fp8:bwd's: the nonzero dS its FP8 cast flushed to 0, and dS's amax
 	 * (cuDNN's amax_dP, what a delayed recipe's history records) */
 	emu_vec *ds_lost = v == FP8 && bwd ? emu_kout_vec(be, out, "ds_lost", 1, F32) : NULL;
 	emu_vec *amax_ds = v == FP8 && bwd ? emu_kout_vec(be, out, "amax_ds", 1, C) : NULL;
-	double n_p_lost = 0;
+	double n_p_lost = 0, p_mass_max = 0;
 	emu_vec *Qc = emu_vec_new(be, nq * d), *Kc = emu_vec_new(be, nk * d),
 	        *Vc = emu_vec_new(be, nk * d);
 	/* the GEMM operands: accumulator-format copies, or the TC's input values */
@@ -817,7 +824,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	k.part = emu_vec_new(be, 1);
 	if (!O || !L || (bwd && (!dQ || !dK || !dV)) || !Qc || !Kc || !Vc || !sacc || !s || !e ||
 	    !ea || !oacc || !t || !P || !PA || !raw || !k.part || !pv ||
-	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost)) ||
+	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost || (!bwd && !p_mass))) ||
 	    (v == FP8 && bwd && (!ds_lost || !amax_ds)))
 		goto oom;
 	double *qr = raw, *kr = raw + nq * d, *vr = raw + (nq + nk) * d;
@@ -829,6 +836,14 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			kr[j * d + c] = in->x[j * N + d + c];
 			vr[j * d + c] = in->x[j * N + 2 * d + c];
 		}
+	if (sink != 0) { /* an attention sink: k_0 = q_0 · sink / (scale·|q_0|²), so
+		            query 0's logit for key 0 is sink before any rounding */
+		double qq = 0;
+		for (size_t c = 0; c < d; c++)
+			qq += qr[c] * qr[c];
+		for (size_t c = 0; qq > 0 && c < d; c++)
+			kr[c] = qr[c] * sink / (scale * qq);
+	}
 	if (emu_load_at(be, pol, qr, nq, d, 0, Qc) != 0 ||
 	    emu_load_at(be, pol, kr, nk, d, (uint64_t)(nq * d), Kc) != 0 ||
 	    emu_load_at(be, pol, vr, nk, d, (uint64_t)((nq + nk) * d), Vc) != 0)
@@ -873,6 +888,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	for (size_t i = 0; i < nq; i++) {
 		size_t n = causal ? i + 1 + shift : nk; /* keys [0, n) */
 		emu_ref q = emu_row(Qo, i * d);
+		double row_lost = 0; /* the flushed P̃ of row i, in l's running frame */
 		for (size_t j0 = 0, b = 0; j0 < n; j0 += bsz, b++) {
 			size_t j1 = j0 + bsz < n ? j0 + bsz : n, nb = j1 - j0;
 			uint64_t el = (uint64_t)i * nk + j0; /* element of (i, j0) */
@@ -931,8 +947,13 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 				        EMU_NOREF, nb, el, NULL);
 				emu_map(be, S_P_CAST, EMU_OP_CVT, E4, emu_row(P, j0),
 				        emu_row(P, j0), EMU_NOREF, EMU_NOREF, nb, el, NULL);
+				if (!first)
+					row_lost *= emu_vget(be, t, ALPHA);
 				for (size_t j = j0; j < j1; j++)
-					n_p_lost += emu_vget(be, e, j) != 0 && emu_vget(be, P, j) == 0;
+					if (emu_vget(be, e, j) != 0 && emu_vget(be, P, j) == 0) {
+						n_p_lost++;
+						row_lost += emu_vget(be, e, j);
+					}
 				pop = emu_row(P, j0);
 			} else {
 				pop = eb;
@@ -970,6 +991,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			}
 		}
 		uint64_t od = (uint64_t)i * d;
+		if (v == FP8 && emu_vget(be, t, LSUM) > 0)
+			p_mass_max = fmax(p_mass_max, row_lost / emu_vget(be, t, LSUM));
 		emu_op1(be, S_L_C, EMU_OP_CVT, C, lc, l, EMU_NOREF, i);
 		if (v == NAIVE) { /* P = e / l, O = P·V */
 			size_t po = bwd ? i * nk : 0;
@@ -996,8 +1019,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_op1(be, S_LOG, EMU_OP_LOG, C, emu_at(L, i), lc, EMU_NOREF, i);
 		emu_op1(be, S_LSE, EMU_OP_ADD, C, emu_at(L, i), m, emu_at(L, i), i);
 	}
-	if (v == FP8)
+	if (v == FP8) {
 		emu_fill(be, emu_at(p_lost, 0), n_p_lost, 1);
+		if (p_mass)
+			emu_fill(be, emu_at(p_mass, 0), p_mass_max, 1);
+	}
 	if (bwd && v == FP8) {
 		if (fp8_backward(&k, in, &rdo, DF, Qo, Ko, Vo, dq8, dk8, dv8, O, L, dQ, dK, dV,
 		                 ds_lost, amax_ds, nq, nk, d, B, Tq, Tk, causal != 0, dss, sc, psc,
@@ -1135,6 +1161,7 @@ const emu_kernel emu_kernel_attention = {
     "key block, default 16); fp8: tile=T (rows of a quantisation tile, a multiple of B, 0: one "
     "scale per tensor; default B), p_scale=PS (default 448), hadamard=0|1; fp8:bwd: do_fmt=5|4 "
     "(dO and dS in e5m2, default, or e4m3), ds_scale=X (dS's FP8 scale; default 0: this run's "
-    "fmax / amax)",
+    "fmax / amax); sink=G (default 0: none; key 0 set to q_0·G/(scale·|q_0|²), so query 0's "
+    "logit for it is G: an attention sink)",
     run,
 };

@@ -34,6 +34,18 @@
  * Core block by its first index); the conversions number A's elements
  * from 0 and B's from m·k; the store numbers (i, j) as i·n + j.
  *
+ * The weight-gradient geometry (claim 19, dW = dYᵀ·X over the tokens):
+ * bt=1 reads B transposed, n × k row-major (cuBLASLt's "TN" layout), and
+ * loads it as an n × k tensor, so both operands' blocks and RHT tiles run
+ * along k. Three parameters shape the input before anything is rounded, in
+ * double: tok_a=σ and tok_b=σ multiply A's column l and B's reduction row l
+ * by exp(σ·z_l), z_l one standard normal per l (seed and l: per-token
+ * magnitudes; the same z_l for both, so the two operands' magnitudes are
+ * correlated when both are set), and chan=C, chan_k=K multiply B's first C
+ * output columns by K (outlier channels of X); corr=ρ makes A's row i
+ * ρ·(B's column i mod n, as generated) + sqrt(1 − ρ²)·(its own values)
+ * before its per-token factor: a gradient correlated with the activation.
+ *
  * Outputs: acc (m·n, the accumulator format, or the Tensor Core's output
  * format) and c (m·n, the storage format).
  */
@@ -93,6 +105,39 @@ static bool shape(const emu_kin *in, double *m, double *n, double *k, char *err,
 	return true;
 }
 
+/* The input as the GEMM reads it (see the header): in->x itself
+ * (SHAPED_NONE) when no shaping parameter is set, else a shaped copy the
+ * caller frees; NULL when out of memory. */
+static double shaped_none_;
+#define SHAPED_NONE (&shaped_none_)
+static double *shaped(const emu_kin *in, size_t m, size_t n, size_t k, bool bt, double tok_a,
+                      double tok_b, size_t chan, double chan_k, double corr)
+{
+	if (tok_a == 0 && tok_b == 0 && (chan == 0 || chan_k == 1) && corr == 0)
+		return SHAPED_NONE;
+	size_t T = m * k + k * n;
+	double *x = malloc(T * sizeof *x);
+	if (!x)
+		return NULL;
+	memcpy(x, in->x, T * sizeof *x);
+	double *B = x + m * k;
+	for (size_t l = 0; l < k; l++) {
+		/* z_l: Box-Muller on two draws keyed by (seed, l) */
+		double u1 = ((double)emu_sr_bits(in->seed ^ 0x746f6b, 2 * l) + 0.5) * 0x1p-32;
+		double u2 = ((double)emu_sr_bits(in->seed ^ 0x746f6b, 2 * l + 1) + 0.5) * 0x1p-32;
+		double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+		double fa = exp(tok_a * z), fb = exp(tok_b * z);
+		for (size_t i = 0; i < m; i++) { /* A's row i follows B's column i mod n */
+			size_t j = i % n;
+			double bij = in->x[m * k + (bt ? j * k + l : l * n + j)];
+			x[i * k + l] = fa * (corr * bij + sqrt(1 - corr * corr) * x[i * k + l]);
+		}
+		for (size_t j = 0; j < n; j++)
+			B[bt ? j * k + l : l * n + j] *= fb * (j < chan ? chan_k : 1);
+	}
+	return x;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -112,10 +157,16 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		         v < 0 ? variant : "");
 		return -1;
 	}
-	double dm, dn, dk, fma, promote;
+	double dm, dn, dk, fma, promote, bt, tok_a, tok_b, chan, chan_k, corr;
 	if (!shape(in, &dm, &dn, &dk, err, errlen) ||
 	    !emu_kparam_int(in, "matmul", "fma", 0, 1, 0, &fma, err, errlen) ||
-	    !emu_kparam_int(in, "matmul", "promote", -1, 1e12, -1, &promote, err, errlen))
+	    !emu_kparam_int(in, "matmul", "promote", -1, 1e12, -1, &promote, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "bt", 0, 1, 0, &bt, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "tok_a", 0, 10, 0, 0, &tok_a, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "tok_b", 0, 10, 0, 0, &tok_b, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "chan", 0, dn, 0, &chan, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "chan_k", 0, 1e30, 0, 1, &chan_k, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "corr", 0, 1, 0, 0, &corr, err, errlen))
 		return -1;
 	if (fma && v != SEQ) {
 		snprintf(err, errlen, "matmul: fma=1 applies to seq");
@@ -151,16 +202,22 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *c = emu_kout_vec(be, out, "c", m * n, S);
 	emu_vec *Av = emu_vec_new(be, m * k), *Bv = emu_vec_new(be, k * n);
 	emu_vec *p = emu_vec_new(be, k);
-	if (!acc || !c || !Av || !Bv || !p)
+	double *x = shaped(in, m, n, k, bt != 0, tok_a, tok_b, (size_t)chan, chan_k, corr);
+	if (!acc || !c || !Av || !Bv || !p || !x)
 		goto oom;
+	const double *xin = x == SHAPED_NONE ? in->x : x;
 	if (tc_raw) { /* the stored values themselves */
-		emu_input(be, EMU_STEP_INPUT, S, emu_row(Av, 0), in->x, 1, m * k, 0, NULL);
-		emu_input(be, EMU_STEP_INPUT, S, emu_row(Bv, 0), in->x + m * k, 1, k * n, m * k,
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(Av, 0), xin, 1, m * k, 0, NULL);
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(Bv, 0), xin + m * k, 1, k * n, m * k,
 		          NULL);
-	} else if (emu_load_at(be, pol, in->x, m, k, 0, Av) != 0 ||
-	           emu_load_at(be, pol, in->x + m * k, k, n, (uint64_t)(m * k), Bv) != 0) {
+	} else if (emu_load_at(be, pol, xin, m, k, 0, Av) != 0 ||
+	           emu_load_at(be, pol, xin + m * k, bt ? n : k, bt ? k : n, (uint64_t)(m * k),
+	                       Bv) != 0) {
 		goto oom;
 	}
+	if (x != SHAPED_NONE)
+		free(x);
+	x = NULL;
 	if (v == SEQ) {
 		emu_map(be, S_TO_ACCUM_A, EMU_OP_CVT, A, emu_row(Av, 0), emu_row(Av, 0), EMU_NOREF,
 		        EMU_NOREF, m * k, 0, NULL);
@@ -171,7 +228,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		for (size_t j = 0; j < n; j++) {
 			size_t o = i * n + j;
 			uint64_t base = (uint64_t)o * k;
-			emu_ref a = emu_row(Av, i * k), b = emu_strided(Bv, j, n),
+			emu_ref a = emu_row(Av, i * k),
+			        b = bt ? emu_row(Bv, j * k) : emu_strided(Bv, j, n),
 			        s = emu_at(acc, o);
 			if (v == TC) {
 				if (emu_fold_tc(be, tc_steps, &model, I, O, s, a, b, k, base) != 0)
@@ -195,6 +253,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	        m * n, 0, NULL);
 	return 0;
 oom:
+	if (x && x != SHAPED_NONE)
+		free(x);
 	snprintf(err, errlen, "matmul: out of memory");
 	return -1;
 }
@@ -204,6 +264,9 @@ const emu_kernel emu_kernel_matmul = {
     variants,
     "m=M, n=N, k=K (A m x k then B k x n, row-major, in the input; default k = cols, "
     "m = ceil(rows/2), n = rows - m); fma=0|1 (seq: one FMA per step); promote=N_C (tc: fp32 "
-    "promotion every N_C products)",
+    "promotion every N_C products); bt=0|1 (B read as n x k, row-major: the TN layout); "
+    "tok_a=S, tok_b=S (A's column l and B's row l times exp(S·z_l), z_l normal per l), "
+    "chan=C, chan_k=K (B's first C output columns times K); corr=R (A's row i correlated "
+    "with B's column i mod n)",
     run,
 };

@@ -13,7 +13,9 @@
  * Formats: w in the storage format (the master weights), every operation
  * rounded to the compute format (PyTorch's opmath), the gradients stored in
  * the policy's grad format, m and v (and every temporary tensor PyTorch
- * materialises from them, such as denom) stored in its state format.
+ * materialises from them, such as denom) stored in its state format; with
+ * fused=1 denom is not stored but kept in the compute format, as the fused
+ * kernels (PyTorch's fused=True, Apex's FusedAdam) keep it in registers.
  * Python's scalars (1 − lr·wd, the bias corrections, step_size) are
  * binary64, as CPython computes them, and rounded into the compute format
  * where a tensor operation meets them (so eps = 1e-8 is 0 in fp16). A
@@ -227,7 +229,7 @@ static bool v_same(const emu_be *be, const emu_vec *a, const emu_vec *b, size_t 
 }
 
 typedef struct {
-	double steps, lr, beta1, beta2, eps, wd, momentum, grad_scale, seed;
+	double steps, lr, beta1, beta2, eps, wd, momentum, grad_scale, seed, fused;
 } opt_params;
 
 static bool read_params(const emu_kin *in, int v, opt_params *p, char *err, size_t errlen)
@@ -245,7 +247,8 @@ static bool read_params(const emu_kin *in, int v, opt_params *p, char *err, size
 	       emu_kparam_real(in, k, "momentum", 0, INFINITY, 0, 0.9, &p->momentum, err, errlen) &&
 	       emu_kparam_real(in, k, "grad_scale", 0, INFINITY, 0, 1e-3, &p->grad_scale, err,
 	                       errlen) &&
-	       emu_kparam_int(in, k, "seed", 0, 0x1p53, -1, &p->seed, err, errlen);
+	       emu_kparam_int(in, k, "seed", 0, 0x1p53, -1, &p->seed, err, errlen) &&
+	       emu_kparam_int(in, k, "fused", 0, 1, 0, &p->fused, err, errlen);
 }
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
@@ -428,13 +431,16 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			/* denom = (sqrt(v) / sqrt(bc2)) + eps, each a tensor of v's dtype */
 			TO_C(S_V_C3, Xc, V);
 			OP(S_SQRT, EMU_OP_SQRT, D, Xc, EMU_NOREF);
-			STORE(S_SQRT_STORE, T, D);
+			if (!P.fused) /* fused=1: denom stays in registers, the compute format */
+				STORE(S_SQRT_STORE, T, D);
 			TO_C(S_D_C, D, D);
 			OP(S_BC2_DIV, EMU_OP_DIV, D, D, bc2s);
-			STORE(S_BC2_STORE, T, D);
+			if (!P.fused)
+				STORE(S_BC2_STORE, T, D);
 			TO_C(S_D_C2, D, D);
 			OP(S_ADD_EPS, EMU_OP_ADD, D, D, epsc);
-			STORE(S_DENOM_STORE, T, D);
+			if (!P.fused)
+				STORE(S_DENOM_STORE, T, D);
 			TO_C(S_D_C3, D, D);
 			/* addcdiv: a = ((−step_size)·m)/denom, w = w + a */
 			TO_C(S_M_C2, Xc, M);
@@ -501,6 +507,7 @@ const emu_kernel emu_kernel_optimizer = {
     "steps=N (default 10); lr=L (1e-3); beta1=B1 (0.9); beta2=B2 (0.999); eps=E (1e-8, "
     "rounded into the compute format); weight_decay=WD (0.01 adamw, 0 sgd); momentum=MU (0.9, "
     "sgd); grad_scale=X (1e-3: gradients uniform on [-X, X)); seed=S (the gradient stream's; "
-    "default the run's seed)",
+    "default the run's seed); fused=0|1 (adamw: 1 keeps denom in the compute format, as "
+    "PyTorch's fused=True and Apex's FusedAdam do, instead of a tensor of the state's dtype)",
     run,
 };

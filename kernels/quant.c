@@ -33,9 +33,18 @@
  *   clipped  fp32: the fraction of elements whose quantisation overflowed
  *            (saturated to ± the largest finite value, or became inf/NaN):
  *            the load's overflow count over rows·cols.
- * The three statistics are metadata of the load, computed in double from
+ *   bias_exact  fp32: bias's expectation over every SR draw, exact (no
+ *            sampling, so it does not move with the tensor's size or seed):
+ *            each element's expected value emu_round_sr_mean(E, fp32(x·m),
+ *            sr_bits, saturating) times its block's d·t, in the recipe's own
+ *            domain (after the RHT where the copy has it); with RNE the
+ *            element itself. 0 for retile.
+ *   bias_round  fp32: the same with the grid continued past the element
+ *            format's largest value (no saturation): the rounding's own
+ *            bias; bias_exact − bias_round is what saturation adds.
+ * The statistics are metadata of the load, computed in double from
  * the loaded values and the original x, then rounded once to fp32; on the
- * truth of the original inputs deq = x and all three are 0.
+ * truth of the original inputs deq = x and all are 0.
  */
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +63,44 @@ static double fp32(double v)
 	emu_env e = EMU_ENV_DEFAULT;
 	const emu_format *f = emu_format_by_name("fp32");
 	return emu_decode(f, emu_from_double(f, v, &e).bits);
+}
+
+/* bias_exact and bias_round (out[0], out[1]): the recipe's quantisation of x
+ * (its scales and elements, emu_quantize), each element replaced by its
+ * expected value over the SR draws; sums in double in element order. */
+static int exact_bias(const emu_policy *pol, const emu_kin *in, bool colwise, double out[2])
+{
+	const emu_recipe *r = &pol->recipe;
+	emu_qtensor q;
+	if (emu_quantize(r, pol->role, colwise, in->x, in->rows, in->cols, in->seed, &q) != 0)
+		return -1;
+	bool sr = r->elem_mode[pol->role] == EMU_SR;
+	double amax = 0, sum[2] = {0, 0};
+	size_t n = 0, T = q.rows * q.cols;
+	for (size_t i = 0; i < T; i++)
+		if (isfinite(q.x[i]) && fabs(q.x[i]) > amax)
+			amax = fabs(q.x[i]);
+	for (size_t i = 0; i < T && amax > 0; i++) {
+		size_t b = (i / q.cols / q.brows) * q.nbc + (i % q.cols) / q.bcols;
+		double x = q.x[i], dt = q.d[b] * q.t;
+		if (!isfinite(x) || !isfinite(q.deq[i]))
+			continue;
+		double xs = r->rule == EMU_RSCALE_NONE   ? x
+		            : r->apply == EMU_RAPPLY_DIV ? fp32(x / q.d[b])
+		                                         : fp32(x * q.m[b]);
+		for (int k = 0; k < 2; k++) {
+			double e = !sr ? q.deq[i]
+			           : r->rule == EMU_RSCALE_NONE
+			               ? emu_round_sr_mean(&r->elem, xs, r->sr_bits, k == 0)
+			               : emu_round_sr_mean(&r->elem, xs, r->sr_bits, k == 0) * dt;
+			sum[k] += (x < 0 ? x - e : e - x) / amax;
+		}
+		n++;
+	}
+	emu_qtensor_free(&q);
+	out[0] = n ? sum[0] / (double)n : 0;
+	out[1] = n ? sum[1] / (double)n : 0;
+	return 0;
 }
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
@@ -77,8 +124,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *bias = emu_kout_vec(be, out, "bias", 1, F);
 	emu_vec *bias_se = emu_kout_vec(be, out, "bias_se", 1, F);
 	emu_vec *clipped = emu_kout_vec(be, out, "clipped", 1, F);
+	emu_vec *bias_exact = emu_kout_vec(be, out, "bias_exact", 1, F);
+	emu_vec *bias_round = emu_kout_vec(be, out, "bias_round", 1, F);
 	uint64_t overflowed = be->st.in_overflow;
-	if (!deq || !bias || !bias_se || !clipped) {
+	if (!deq || !bias || !bias_se || !clipped || !bias_exact || !bias_round) {
 		snprintf(err, errlen, "quant: out of memory");
 		return -1;
 	}
@@ -119,6 +168,13 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_fill(be, emu_at(bias, 0), fp32(mean), 1);
 	emu_fill(be, emu_at(bias_se, 0), fp32(n ? sqrt(var / (double)n) : 0), 1);
 	emu_fill(be, emu_at(clipped, 0), fp32((double)overflowed / (double)T), 1);
+	double exact[2] = {0, 0};
+	if (v != 2 && exact_bias(pol, in, v == 1, exact) != 0) {
+		snprintf(err, errlen, "quant: out of memory");
+		return -1;
+	}
+	emu_fill(be, emu_at(bias_exact, 0), fp32(exact[0]), 1);
+	emu_fill(be, emu_at(bias_round, 0), fp32(exact[1]), 1);
 	return 0;
 }
 

@@ -94,6 +94,38 @@ static void fill(double *x, size_t n, double X, uint64_t stream)
 		x[i] = (float)(X * ((double)(t_rand(stream, i) >> 11) * 0x1p-52 - 1));
 }
 
+/* sink=G sets key 0 so that query 0's logit for it is G: with the other
+ * logits small, L = log Σ exp(s_j) is G plus a little; and fp8's p_mass, the
+ * flushed share of l, lies in [0, 1], 0 where nothing is flushed. */
+START_TEST(test_sink)
+{
+	enum { R = 64, D = 16 };
+	double x[R * 3 * D];
+	for (size_t i = 0; i < ARRAY_SIZE(x); i++)
+		x[i] = (double)((i * 7919) % 41) / 80 - 0.25; /* in [−0.25, 0.25] */
+	emu_kparam p[2] = {{"seq_q", 1}, {"sink", 20}};
+	att_result a;
+	att_run(&a, "storage=fp32", "naive", x, R, 3 * D, p, 2, EMU_BE_FAST);
+	/* the other 63 logits are at most 16·0.0625·0.25 = 0.25: L − 20 < 64·e^0.25·e^-20 */
+	ck_assert_msg(out(&a, L_OUT, 0) >= 20 - 1e-5 && out(&a, L_OUT, 0) - 20 < 1e-6, "L = %.9g",
+	              out(&a, L_OUT, 0));
+	emu_run_free(&a.r);
+	p[1].value = 0;
+	att_run(&a, "storage=bf16,compute=fp32", "fp8", x, R, 3 * D, p, 2, EMU_BE_FAST);
+	ck_assert(a.r.out.n >= 4 && strcmp(a.r.out.item[3].name, "p_mass") == 0);
+	ck_assert_msg(emu_kout_d(NULL, &a.r.out.item[3], 0) == 0, "no sink: p_mass %g",
+	              emu_kout_d(NULL, &a.r.out.item[3], 0));
+	emu_run_free(&a.r);
+	p[1].value = 14;
+	att_run(&a, "storage=bf16,compute=fp32", "fp8", x, R, 3 * D, p, 2, EMU_BE_FAST);
+	double pm = emu_kout_d(NULL, &a.r.out.item[3], 0),
+	       pl = emu_kout_d(NULL, &a.r.out.item[2], 0);
+	ck_assert_msg(pl > 0 && pm > 0 && pm < 1, "sink 14: %g flushed, p_mass %g", pl, pm);
+	emu_run_free(&a.r);
+	t_count("attention: sink sets the logit; p_mass", 4);
+}
+END_TEST
+
 START_TEST(test_online_matches_naive)
 {
 	enum { NQ = 24, D = 8, COLS = 3 * D };
@@ -890,6 +922,7 @@ Suite *suite_attention(void)
 	tcase_add_test(tc, test_fp8_bwd_shapes);
 	tcase_add_test(tc, test_fp8_bwd_ds_lost);
 	tcase_add_test(tc, test_fp8_bwd_errors);
+	tcase_add_test(tc, test_sink);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -130,6 +130,58 @@ START_TEST(test_fma)
 }
 END_TEST
 
+/* The weight-gradient layout (bt=1) reads B transposed: the same product as
+ * bt=0 on the transposed values, bit for bit, in both variants and under a
+ * block-scaled recipe too (blocks then run along k in both operands, so only
+ * the unscaled policies must agree exactly); shaping with tok_a = tok_b = 0
+ * and chan_k = 1 is no shaping, and corr = 1 makes A's row i B's column i. */
+START_TEST(test_bt)
+{
+	enum { M = 3, N = 2, K = 5 };
+	double x[M * K + K * N], xt[M * K + K * N];
+	for (size_t i = 0; i < ARRAY_SIZE(x); i++)
+		x[i] = (double)((i * 7919) % 23) / 8 - 1.375;
+	memcpy(xt, x, M * K * sizeof *x);
+	for (size_t l = 0; l < K; l++)
+		for (size_t j = 0; j < N; j++)
+			xt[M * K + j * K + l] = x[M * K + l * N + j];
+	emu_kparam p[3] = {{"m", M}, {"n", N}, {"k", K}};
+	emu_kparam pt[4] = {{"m", M}, {"n", N}, {"k", K}, {"bt", 1}};
+	const char *const variants[] = {"seq", "tc"};
+	char err[300];
+	for (size_t v = 0; v < 2; v++) {
+		emu_run a, b;
+		ck_assert_msg(mm_run(&a, "storage=fp16,compute=fp32", variants[v], x, 1,
+		                     ARRAY_SIZE(x), p, 3, err, sizeof err) == 0,
+		              "%s", err);
+		ck_assert_msg(mm_run(&b, "storage=fp16,compute=fp32", variants[v], xt, 1,
+		                     ARRAY_SIZE(x), pt, 4, err, sizeof err) == 0,
+		              "%s", err);
+		for (size_t o = 0; o < M * N; o++)
+			ck_assert_msg(out_d(&a, ACC, o) == out_d(&b, ACC, o),
+			              "%s (%zu): %a against %a", variants[v], o, out_d(&a, ACC, o),
+			              out_d(&b, ACC, o));
+		emu_run_free(&a);
+		emu_run_free(&b);
+	}
+	/* corr = 1 with no per-token factor: A's row i is B's column i mod n */
+	emu_kparam pc[5] = {{"m", M}, {"n", N}, {"k", K}, {"bt", 1}, {"corr", 1}};
+	emu_run r;
+	ck_assert(mm_run(&r, "storage=fp32", "seq", xt, 1, ARRAY_SIZE(x), pc, 5, err, sizeof err) ==
+	          0);
+	for (size_t i = 0; i < M; i++) {
+		double want = 0;
+		for (size_t l = 0; l < K; l++) /* in fp32, sequentially, as seq does */
+			want = (double)(float)(want + (double)(float)(xt[M * K + (i % N) * K + l] *
+			                                              xt[M * K + 0 * K + l]));
+		ck_assert_msg(out_d(&r, ACC, i * N) == want, "corr row %zu: %a against %a", i,
+		              out_d(&r, ACC, i * N), want);
+	}
+	emu_run_free(&r);
+	t_count("matmul: bt=1 against the transposed input; corr=1", 2 * M * N + M);
+}
+END_TEST
+
 /* The layout: 9 values in one row as A 1 × 3 and B 3 × 2 (m=1, n=2, k=3):
  * [1 2 3] · [[4 5] [6 7] [8 9]] = [40 46]. A shape that does not add up,
  * and one row under the default shape (n = 0), are refused. */
@@ -160,6 +212,7 @@ Suite *suite_matmul(void)
 	tcase_add_test(tc, test_store_overflow);
 	tcase_add_test(tc, test_fma);
 	tcase_add_test(tc, test_shape);
+	tcase_add_test(tc, test_bt);
 	suite_add_tcase(s, tc);
 	return s;
 }

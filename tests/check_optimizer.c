@@ -61,6 +61,37 @@ static emu_bits enc(const opt_result *o, int item, size_t j)
 	return emu_encode(it->fmt, emu_kout_d(NULL, it, j));
 }
 
+/* fused=1 keeps denom in the compute format: with fp16 state and gradients
+ * too small for (1 − β2)·g² to survive in fp16, the for-each step divides by
+ * denom = fp16(1e-8) = 0 (non-finite updates) and the fused one by fp32's
+ * 1e-8 (finite); and on a step whose denom is an fp16 value anyway the two
+ * agree bit for bit. */
+START_TEST(test_fused_denom)
+{
+	const double x[4] = {0.5, -0.25, 1, -1};
+	emu_kparam p[3] = {{"steps", 1}, {"grad_scale", 1e-4}, {"fused", 0}};
+	opt_result a, b;
+	opt_run(&a, "storage=fp32,state=fp16", "adamw", x, 4, p, 3, EMU_BE_FAST);
+	p[2].value = 1;
+	opt_run(&b, "storage=fp32,state=fp16", "adamw", x, 4, p, 3, EMU_BE_FAST);
+	ck_assert_msg(out(&a, NONFINITE, 0) > 0, "for-each: %g", out(&a, NONFINITE, 0));
+	ck_assert_msg(out(&b, NONFINITE, 0) == 0, "fused: %g", out(&b, NONFINITE, 0));
+	emu_run_free(&a.r);
+	emu_run_free(&b.r);
+	/* fp32 state: denom is never narrowed, so fused changes nothing */
+	emu_kparam q[2] = {{"fused", 0}, {"steps", 3}};
+	opt_run(&a, "storage=fp32", "adamw", x, 4, q, 2, EMU_BE_FAST);
+	q[0].value = 1;
+	opt_run(&b, "storage=fp32", "adamw", x, 4, q, 2, EMU_BE_FAST);
+	for (size_t i = 0; i < 4; i++)
+		ck_assert_msg(enc(&a, W, i) == enc(&b, W, i), "w[%zu] 0x%x against 0x%x", i,
+		              enc(&a, W, i), enc(&b, W, i));
+	emu_run_free(&a.r);
+	emu_run_free(&b.r);
+	t_count("optimizer: fused denom keeps eps; fp32 state unchanged", 6);
+}
+END_TEST
+
 START_TEST(test_eps_stored)
 {
 	const double x[2] = {1, -1};
@@ -321,6 +352,7 @@ Suite *suite_optimizer(void)
 	tcase_add_test(tc, test_adamw_fp32_reference);
 	tcase_add_test(tc, test_sgd_fp32_reference);
 	tcase_add_test(tc, test_truth);
+	tcase_add_test(tc, test_fused_denom);
 	suite_add_tcase(s, tc);
 	return s;
 }

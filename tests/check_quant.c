@@ -43,7 +43,7 @@ static void run_quant(const emu_policy *pol, const char *variant, const double *
 	ck_assert_msg(
 	    emu_run_kernel(&emu_kernel_quant, pol, variant, &in, kind, r, err, sizeof err) == 0,
 	    "%s", err);
-	ck_assert(r->out.n == 4 && strcmp(r->out.item[DEQ].name, "deq") == 0 &&
+	ck_assert(r->out.n == 6 && strcmp(r->out.item[DEQ].name, "deq") == 0 &&
 	          strcmp(r->out.item[BIAS].name, "bias") == 0 &&
 	          strcmp(r->out.item[BIAS_SE].name, "bias_se") == 0 &&
 	          strcmp(r->out.item[CLIPPED].name, "clipped") == 0);

@@ -332,7 +332,7 @@ static bool is_column(const nm_plot_cols *k, const char *y)
 	for (int i = 0; i < 4 && k->fractions; i++)
 		if (strcmp(y, frac_names[i]) == 0)
 			return true;
-	return strcmp(y, "status") == 0;
+	return strcmp(y, "status") == 0 || strcmp(y, "flushed") == 0;
 }
 
 static bool is_output(const nm_plot_cols *k, const char *name)
@@ -356,7 +356,7 @@ int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen)
 	if (nm_plot_check(c, err, errlen))
 		return -1;
 	const nm_case_kv *y = nm_case_get(c, "plot", "y");
-	if (!y && !c->nseries)
+	if (!y && !c->nseries && !c->accuracy[0])
 		return 0;
 	nm_plot_cols k;
 	char why[512], outs[256];
@@ -369,6 +369,9 @@ int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen)
 		            "%s:%d: key 'y': '%s' is not a results column (status, OUT.rel_err, "
 		            "OUT.max_ulp, ... for an output OUT of %s: %s)",
 		            c->path, y->line, y->value, c->kernel->name, outs);
+	if (c->accuracy[0] && !is_output(&k, c->accuracy))
+		return perr(err, errlen, "%s: key 'accuracy': '%s' is not an output of kernel %s (%s)",
+		            c->path, c->accuracy, c->kernel->name, outs);
 	for (size_t i = 0; i < c->nseries; i++)
 		if (!is_output(&k, c->series[i]))
 			return perr(err, errlen,
@@ -498,6 +501,8 @@ static size_t header_of(const nm_case *c, const nm_plot_cols *k, bool series, ch
 		return n;
 	}
 	H("status");
+	H("verdict");
+	H("flushed");
 	H("first_op");
 	H("first_step");
 	H("first_index");
@@ -614,11 +619,22 @@ static size_t check_rows(const nm_case *c, const pl_grid *g, const nm_csv *t, co
 			            "%s:%zu: status '%s' is not ok, underflow, overflow, inf or nan", path,
 			            line, vis(s)),
 			       line;
-		if (!uint_ok(s = nm_csv_get(t, r, base + 3), true))
+		s = nm_csv_get(t, r, base + 1);
+		if (strcmp(s, "accurate") != 0 && strcmp(s, "inaccurate") != 0 && strcmp(s, "-") != 0)
+			return perr_msg(err, errlen,
+			            "%s:%zu: verdict '%s' is not accurate, inaccurate or -", path, line,
+			            vis(s)),
+			       line;
+		s = nm_csv_get(t, r, base + 2);
+		if (!num_ok(s, false) || !(nm_csv_num(s) >= 0 && nm_csv_num(s) <= 1))
+			return perr_msg(err, errlen, "%s:%zu: flushed '%s' is not a fraction 0 ... 1", path,
+			            line, vis(s)),
+			       line;
+		if (!uint_ok(s = nm_csv_get(t, r, base + 5), true))
 			return perr_msg(err, errlen, "%s:%zu: first_index '%s' is not a whole number", path,
 			            line, vis(s)),
 			       line;
-		for (size_t j = (size_t)base + 4; j < t->ncols; j++) {
+		for (size_t j = (size_t)base + 6; j < t->ncols; j++) {
 			const char *name = t->cell[j];
 			size_t l = strlen(name);
 			bool lost = l > 5 && strcmp(name + l - 5, ".lost") == 0;
@@ -739,6 +755,8 @@ static int check_results(const nm_case *c, const nm_plot_cols *k, bool series, c
 typedef struct {
 	double x, y, z; /* z: the heat map's second axis */
 	int st;
+	int verdict;    /* nm_verdict */
+	double flushed; /* the CSV's flushed: the largest fraction of a tensor flushed */
 } pl_pt;
 
 typedef struct {
@@ -838,6 +856,22 @@ static bool want_log(const char *opt, double lo, double hi)
 /* Point types per status, drawn in every line's colour. */
 static const int st_pt[] = {7, 11, 9, 5, 3};
 static const char *const st_rgb[] = {"#4daf4a", "#80b1d3", "#ff7f00", "#e41a1c", "#6a3d9a"};
+/* the grades within ok and underflow (docs/sweep.md, Plots): ok whose
+ * verdict is inaccurate, and an underflow that flushed at most the
+ * tolerance's fraction of every tensor */
+#define RGB_OK_INACCURATE 0xffd92fu
+#define RGB_UNDERFLOW_SLIGHT 0xd6e9f5u
+
+/* A status cell's colour: the status, graded by the verdict (ok) and the
+ * fraction flushed (underflow). */
+static unsigned status_rgb(const nm_case *c, const pl_pt *p)
+{
+	if (p->st == 0 && p->verdict == NM_VERDICT_INACCURATE)
+		return RGB_OK_INACCURATE;
+	if (p->st == 1 && p->flushed <= c->tolerance)
+		return RGB_UNDERFLOW_SLIGHT;
+	return (unsigned)strtoul(st_rgb[p->st] + 1, NULL, 16);
+}
 static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
                                       "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                                       "#000080", "#006400"};
@@ -852,6 +886,8 @@ typedef struct {
 	double hx0, hx1, hy0, hy1; /* heat map: the outer cell edges */
 	size_t nvar, npol; /* distinct variants / policies present (heat map layout) */
 	const char *xname, *zname;
+	const char *accname; /* the output the verdict judges */
+	double tolline;      /* lines of that output's rel_err: the tolerance, else NaN */
 	bool zlog;
 	double zlo, zhi; /* zlog: the colour range, the positive values' (a panel may have none) */
 } pl_spec;
@@ -895,6 +931,9 @@ static void lines_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *
 		        st_names[st]);
 	if (!sp->ystatus && !sp->series)
 		fprintf(f, ", NaN with dots lc rgb 'white' title 'top edge: inf/nan, bottom: 0'");
+	if (isfinite(sp->tolline))
+		fprintf(f, ", %.17g with lines dt 2 lw 1 lc rgb 'black' title 'tolerance %g %%'",
+		        sp->tolline, 100 * sp->tolline);
 	fprintf(f, "\n");
 }
 
@@ -906,8 +945,9 @@ static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *d
 		snprintf(t, sizeof t, "%s — colour: %s (grey: inf/nan)", sp->title, sp->zname);
 	else
 		snprintf(t, sizeof t,
-		         "%s — green ok, blue underflow, orange overflow, red inf, purple nan",
-		         sp->title);
+		         "%s — green ok (yellow: %s error > %g %%), blue underflow (pale: at most "
+		         "%g %% of a tensor flushed), orange overflow, red inf, purple nan",
+		         sp->title, sp->accname, 100 * sp->c->tolerance, 100 * sp->c->tolerance);
 	gq(f, t);
 	fprintf(f, "\nset key off\nunset grid\n");
 	fprintf(f, sp->logx ? "set logscale x\nset format x '1e%%L'\n" : "unset logscale x\n");
@@ -1040,7 +1080,7 @@ static int write_heat_data(FILE *f, pl_spec *sp, const pl_set *s)
 				edges(vy, ny, sp->logy, find_d(vy, ny, p->z), &yl, &yh);
 				unsigned rgb = 0xbbbbbb;
 				if (!sp->zname && p->st >= 0)
-					rgb = (unsigned)strtoul(st_rgb[p->st] + 1, NULL, 16);
+					rgb = status_rgb(sp->c, p);
 				else if (sp->zname && isfinite(p->y) && p->y <= 0)
 					rgb = 0x000000;
 				fprintf(f, "%.17g %.17g %.17g %.17g %.17g %.17g %.17g %u\n", p->x, p->z, xl,
@@ -1242,6 +1282,7 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 {
 	int cv = nm_csv_col(t, "variant"), cp = nm_csv_col(t, "policy");
 	int cb = nm_csv_col(t, "backend"), cs = nm_csv_col(t, "status");
+	int cvd = nm_csv_col(t, "verdict"), cfl = nm_csv_col(t, "flushed");
 	int ca[NM_CASE_MAX_AXES];
 	if (cv < 0 || cp < 0)
 		return perr(err, errlen, "%s: no variant or policy column", path);
@@ -1295,6 +1336,11 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 			pt.x = c->naxes ? nm_csv_num(nm_csv_get(t, r, ca[xa])) : 0;
 			pt.z = c->naxes == 2 ? nm_csv_num(nm_csv_get(t, r, ca[1 - xa])) : 0;
 			pt.st = nm_status_code(nm_csv_get(t, r, cs));
+			const char *vd = cvd >= 0 ? nm_csv_get(t, r, cvd) : "-";
+			pt.verdict = !strcmp(vd, "inaccurate") ? NM_VERDICT_INACCURATE
+			             : !strcmp(vd, "accurate") ? NM_VERDICT_ACCURATE
+			                                       : NM_VERDICT_NONE;
+			pt.flushed = cfl >= 0 ? nm_csv_num(nm_csv_get(t, r, cfl)) : 0;
 		}
 		if (l > 0 && label[l - 1] == ' ')
 			label[--l] = 0;
@@ -1404,6 +1450,14 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	sp.ystatus = !series && strcmp(sp.ycol, "status") == 0;
 	if (sp.heat && !sp.ystatus)
 		sp.zname = sp.ycol;
+	sp.accname = c->accuracy[0] ? c->accuracy : kc.nout ? kc.out[0] : "?";
+	sp.tolline = NAN;
+	{
+		char accrel[64];
+		snprintf(accrel, sizeof accrel, "%s.rel_err", sp.accname);
+		if (!series && !sp.heat && strcmp(sp.ycol, accrel) == 0)
+			sp.tolline = c->tolerance;
+	}
 
 	pl_set s = {0};
 	int rc = load_points(&sp, c, &t, series, backend, &s, path, err, errlen);

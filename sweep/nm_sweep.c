@@ -456,6 +456,7 @@ static void sw_encode(nm_buf *b, size_t idx, const struct sw_pt *p, int nbe)
 		}
 		nm_buf_printf(b, " %d %a %a %a %a", r->has_fractions, r->fractions[0],
 		              r->fractions[1], r->fractions[2], r->fractions[3]);
+		nm_buf_printf(b, " %" PRIu64 " %" PRIu64, r->in_n, r->in_flushed);
 		nm_buf_printf(b, " %zu", p->nser[k]);
 		for (size_t i = 0; i < p->nser[k]; i++) {
 			sw_put_str(b, p->ser[k][i].name);
@@ -599,6 +600,8 @@ static int sw_decode(char *line, size_t npoints, int nbe, size_t *idx, struct sw
 		r->has_fractions = sw_next_u(&t, 1);
 		for (int i = 0; i < 4; i++)
 			r->fractions[i] = sw_next_d(&t);
+		r->in_n = sw_next_u(&t, UINT64_MAX);
+		r->in_flushed = sw_next_u(&t, r->in_n);
 		p->nser[k] = (size_t)sw_next_u(&t, SW_MAX_SER);
 		for (size_t i = 0; i < p->nser[k] && !t.bad; i++) {
 			struct sw_series *s = &p->ser[k][i];
@@ -690,7 +693,7 @@ static void sw_case_paths(struct sw_case_run *cr, const struct sw_opts *o)
 	snprintf(cr->thresh, sizeof(cr->thresh), "%s/.state/%s.thresh", o->out, nm);
 	/* r2: the results' definitions (end-to-end and arithmetic errors); an
 	 * older journal or state is not reused */
-	snprintf(cr->tag, sizeof(cr->tag), "nanmap %s r2 case %016" PRIx64 " grid %s points %zu x%d",
+	snprintf(cr->tag, sizeof(cr->tag), "nanmap %s r3 case %016" PRIx64 " grid %s points %zu x%d",
 	         NM_VERSION, cr->c->hash, cr->quick ? "quick" : "full", cr->npoints, cr->nbe);
 }
 
@@ -897,7 +900,7 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 		nm_buf_printf(&b, ",");
 		nm_buf_csv(&b, c->axes[a].name);
 	}
-	nm_buf_printf(&b, ",backend,status,first_op,first_step,first_index");
+	nm_buf_printf(&b, ",backend,status,verdict,flushed,first_op,first_step,first_index");
 	for (size_t i = 0; i < r0->nout; i++)
 		nm_buf_printf(
 		    &b,
@@ -912,8 +915,10 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 			const nm_point_result *r = &cr->pts[idx].r[k];
 
 			sw_csv_lead(&b, cr, idx);
-			nm_buf_printf(&b, ",%s,%s,", sw_be_names[k],
-			              emu_run_status_name(r->status));
+			nm_buf_printf(&b, ",%s,%s,%s", sw_be_names[k], emu_run_status_name(r->status),
+			              nm_verdict_name(nm_point_verdict(c, r)));
+			sw_csv_num(&b, nm_point_flushed(r));
+			nm_buf_printf(&b, ",");
 			if (r->has_first) {
 				nm_buf_csv(&b, r->first_op);
 				nm_buf_printf(&b, ",");
@@ -1528,14 +1533,26 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 			snprintf(s->err, sizeof(s->err), "out of memory");
 			goto out;
 		}
-		for (size_t i = 0; i < cr.npoints; i++)
+		signed char *verdict = malloc(cr.npoints ? cr.npoints : 1);
+
+		if (!verdict) {
+			free(grid);
+			snprintf(s->err, sizeof(s->err), "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < cr.npoints; i++) {
 			grid[i] = cr.pts[i].r[0].status;
-		if (nm_thresh_case(c, cr.quick, grid, &rows, &nrows, terr, sizeof(terr))) {
+			verdict[i] = (signed char)nm_point_verdict(c, &cr.pts[i].r[0]);
+		}
+		if (nm_thresh_case_acc(c, cr.quick, grid, verdict, &rows, &nrows, terr,
+		                       sizeof(terr))) {
 			snprintf(s->err, sizeof(s->err), "%s: thresholds: %s", c->name, terr);
 			free(grid);
+			free(verdict);
 			goto out;
 		}
 		free(grid);
+		free(verdict);
 	}
 	if (sw_thresh_save(&cr, rows, nrows, s->err, sizeof(s->err)) ||
 	    sw_add_rows(s, rows, nrows)) {

@@ -22,7 +22,7 @@ status 0 "first run"
 csv="$tmp/a/results/sweep_tiny.csv"
 [ -f "$csv" ] || fail "first run: no $csv"
 head -n 1 "$csv" >"$tmp/head"
-printf '%s\n' "case,kernel,variant,policy,logit_max,backend,status,first_op,first_step,first_index,loss.max_ulp,loss.rel_err,loss.lost,loss.maxabs,loss.arith_max_ulp,loss.arith_rel_err,grad.max_ulp,grad.rel_err,grad.lost,grad.maxabs,grad.arith_max_ulp,grad.arith_rel_err" |
+printf '%s\n' "case,kernel,variant,policy,logit_max,backend,status,verdict,flushed,first_op,first_step,first_index,loss.max_ulp,loss.rel_err,loss.lost,loss.maxabs,loss.arith_max_ulp,loss.arith_rel_err,grad.max_ulp,grad.rel_err,grad.lost,grad.maxabs,grad.arith_max_ulp,grad.arith_rel_err" |
 	cmp -s - "$tmp/head" || fail "first run: header is $(cat "$tmp/head")"
 [ "$(wc -l <"$csv")" -eq 55 ] || fail "first run: $(wc -l <"$csv") lines, want 1 + 54"
 # the policy with a comma is quoted; rows in (variant, policy, axis) order
@@ -34,7 +34,7 @@ sed -n 55p "$csv" | grep -qF 'sweep_tiny,softmax_ce,lse,"storage=fp16,compute=fp
 	fail "last row: $(sed -n 55p "$csv")"
 # naive fp16 softmax overflows between logit 3.16 and 10 (exp overflows at 11.09:
 # uniform inputs scaled to max |x| = 10 sum past 65504 first)
-sed -n 4p "$csv" | grep -q ',fast,inf,add,sum,' || fail "naive fp16 at 10: $(sed -n 4p "$csv")"
+sed -n 4p "$csv" | grep -q ',fast,inf,inaccurate,[0-9.e-]*,add,sum,' || fail "naive fp16 at 10: $(sed -n 4p "$csv")"
 [ -f "$tmp/a/results/thresholds.csv" ] || fail "first run: no thresholds.csv"
 [ -f "$tmp/a/docs/thresholds.md" ] || fail "first run: no thresholds.md"
 [ ! -e "$tmp/a/results/.partial/sweep_tiny.journal" ] || fail "first run: journal left behind"
@@ -204,6 +204,30 @@ sweep "$tmp/e" --only nosuch "$CASE"
 status 2 "--only with an unknown case"
 said "nanmap: --only nosuch: no such case" "--only"
 [ ! -e "$tmp/e" ] || fail "command-line errors wrote files"
+pass=$((pass + 1))
+
+# ---- the accuracy verdict: ok is not accurate ----
+# fp16 maxsub softmax_ce is ok at every class count, but its loss error
+# passes the case's 1 % between 2048 and 4096 classes: the verdict column
+# says so, and the sweep bisects the crossing like a status change
+sweep "$tmp/acc" --quiet tests/data/sweep_accuracy.case
+status 0 "accuracy run"
+csv="$tmp/acc/results/sweep_accuracy.csv"
+grep -q '^sweep_accuracy,softmax_ce,maxsub,storage=fp16,2048,fast,ok,accurate,0,' "$csv" ||
+	fail "accuracy: 2048 classes: $(grep ',2048,' "$csv")"
+grep -q '^sweep_accuracy,softmax_ce,maxsub,storage=fp16,131072,fast,ok,inaccurate,0,' "$csv" ||
+	fail "accuracy: 131072 classes: $(grep ',131072,' "$csv")"
+grep -qx 'sweep_accuracy,softmax_ce,maxsub,storage=fp16,classes,loss.rel_err>0.01,3096,3097,nan,-' \
+	"$tmp/acc/results/thresholds.csv" || fail "accuracy: thresholds: $(cat "$tmp/acc/results/thresholds.csv")"
+grep -q '| classes | loss.rel_err>0.01 | 3096 (3096) | 3097 (3097) |' "$tmp/acc/docs/thresholds.md" ||
+	fail "accuracy: thresholds.md"
+# a bad tolerance or accuracy output: one line, exit 2
+sed 's/^tolerance = 0.01/tolerance = 0/' tests/data/sweep_accuracy.case >"$tmp/tol0.case"
+sweep "$tmp/e2" "$tmp/tol0.case"
+said "nanmap: $tmp/tol0.case:8: key 'tolerance': '0' is not a relative error > 0 (0.01 is 1 %)" "tolerance 0"
+sed 's/^tolerance = 0.01/tolerance = 0.01\naccuracy = grad2/' tests/data/sweep_accuracy.case >"$tmp/acco.case"
+sweep "$tmp/e2" "$tmp/acco.case"
+said "nanmap: $tmp/acco.case: key 'accuracy': 'grad2' is not an output of kernel softmax_ce (loss grad)" "accuracy output"
 pass=$((pass + 1))
 
 echo "cli_sweep: $pass checks passed"

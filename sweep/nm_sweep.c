@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mpfr.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -729,6 +731,76 @@ static const char *sw_fmt_bytes(double b, char *buf, size_t len)
 		b /= 1024, u++;
 	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 	return buf;
+}
+
+/* MemAvailable, else the physical memory; NANMAP_MEMORY (bytes) overrides
+ * both (as for nanmap run), so that the check is tested the same on every
+ * machine. -1 when neither is known. */
+static double sw_memory_available(void)
+{
+	const char *env = getenv("NANMAP_MEMORY");
+	FILE *f;
+	char line[128];
+	double kb = -1;
+	uint64_t b;
+
+	if (env && nm_parse_u64(env, &b) == NM_OK)
+		return (double)b;
+	f = fopen("/proc/meminfo", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (kb >= 0)
+		return kb * 1024;
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	return pages > 0 && size > 0 ? (double)pages * (double)size : -1;
+}
+
+/* A value's bytes on the MPFR backends (the truth at EMU_TRUTH_PREC bits;
+ * the exact backend's values are smaller, counted the same) */
+#define SW_MP_VALUE_BYTES ((double)sizeof(mpfr_t) + EMU_TRUTH_PREC / 8)
+
+/*
+ * Refuse a case one of whose points cannot run in the memory there is,
+ * before any point runs (the pre-run check included): a point's working
+ * memory at the case's largest input is the input, the fast run's values
+ * (8 bytes each), the exact run's and the truth's (twice: end to end and
+ * stored) at SW_MP_VALUE_BYTES each; -j threads run that many points at
+ * once. The figures are those of nanmap run's own check (docs/sweep.md).
+ */
+static int sw_work_check(const struct sw_opts *o, const nm_case *c)
+{
+	double r, k, len = nm_case_max_input(c, &r, &k), avail = sw_memory_available();
+	emu_kparam params[NM_CASE_MAX_PARAMS];
+	int threads = o->jobs;
+	char a[40], b[40], d[40], e[40];
+
+#ifdef _OPENMP
+	if (!threads)
+		threads = omp_get_max_threads();
+#endif
+	if (threads < 1)
+		threads = 1;
+	for (size_t i = 0; i < c->nparams && i < NM_CASE_MAX_PARAMS; i++)
+		params[i] = (emu_kparam){c->param_names[i], c->params[i].value};
+	emu_kin kin = {NULL, (size_t)r, (size_t)k, params, c->nparams, c->gen.seed};
+	double vals = emu_kernel_values(c->kernel, (size_t)r, (size_t)k, &kin);
+	double per = len * sizeof(double) + vals * sizeof(double) +
+	             (c->exact ? vals * SW_MP_VALUE_BYTES : 0) +
+	             (c->truth ? 2 * vals * SW_MP_VALUE_BYTES : 0);
+	double need = per * threads;
+	if (avail < 0 || need <= avail)
+		return 0;
+	return nm_fail("%s: case %s: a point of %.0f x %.0f inputs needs about %s of working memory "
+	               "(input %s, %.0f kernel values on fast%s%s), x %d threads = %s, more than the "
+	               "%s of memory available%s",
+	               c->path, c->name, r, k, sw_fmt_bytes(per, a, sizeof(a)),
+	               sw_fmt_bytes(len * sizeof(double), b, sizeof(b)), vals,
+	               c->exact ? ", exact" : "", c->truth ? " and truth (twice)" : "", threads,
+	               sw_fmt_bytes(need, d, sizeof(d)), sw_fmt_bytes(avail, e, sizeof(e)),
+	               threads > 1 ? " (-j 1 runs one point at a time)" : "");
 }
 
 /* Refuse a case whose results would not fit in --max-memory, before any
@@ -1632,6 +1704,11 @@ static int sw_load_all(struct sw_all *s)
 			break;
 		}
 		s->cases[s->ncases++] = c;
+		/* before the pre-run check below runs the case's first point */
+		if ((!s->o.only || !strcmp(c->name, s->o.only)) && sw_work_check(&s->o, c)) {
+			rc = NM_EXIT_ERR;
+			break;
+		}
 #ifdef SW_HAVE_PLOT
 		if (nm_plot_check_columns(c, err, sizeof(err))) {
 			rc = nm_fail("%s", err);

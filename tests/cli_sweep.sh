@@ -230,4 +230,22 @@ sweep "$tmp/e2" "$tmp/acco.case"
 said "nanmap: $tmp/acco.case: key 'accuracy': 'grad2' is not an output of kernel softmax_ce (loss grad)" "accuracy output"
 pass=$((pass + 1))
 
+# ---- a point that cannot fit in memory is refused before anything runs ----
+# rmsnorm 4 x 2^26 needs about 198 GiB a point with truth; -j 2 doubles what
+# the points of a case need at once. One line with the figures, exit 2, and
+# not even the pre-run check's first point runs (it alone took 11.5 GB).
+printf '[case]\nkernel = rmsnorm\npolicy = storage=fp16\n[input]\ngen = normal\nrows = 4\ncols = 67108864\n[axis s]\nsets = scale\ngrid = list 1 2\n' >"$tmp/big.case"
+NANMAP_MEMORY=8000000000 sweep "$tmp/big" -j 2 "$tmp/big.case"
+status 2 "big point"
+unset NANMAP_MEMORY # a function's assignment may outlive its call
+said "nanmap: $tmp/big.case: case big: a point of 4 x 67108864 inputs needs about 197.5 GiB of working memory (input 2.0 GiB, 1543503880 kernel values on fast and truth (twice)), x 2 threads = 395.0 GiB, more than the 7.5 GiB of memory available (-j 1 runs one point at a time)" "big point"
+[ ! -e "$tmp/big" ] || fail "big point: wrote files"
+# the same check counts -j: 131072 classes fit once in 100 MB, not twice
+NANMAP_MEMORY=100000000 sweep "$tmp/acc2" -j 2 tests/data/sweep_accuracy.case
+status 2 "-j 2 over memory"
+unset NANMAP_MEMORY
+grep -q "x 2 threads = 138.0 MiB, more than the 95.4 MiB of memory available" "$tmp/err" ||
+	fail "-j 2 over memory: $(cat "$tmp/err")"
+pass=$((pass + 1))
+
 echo "cli_sweep: $pass checks passed"

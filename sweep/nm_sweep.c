@@ -733,31 +733,6 @@ static const char *sw_fmt_bytes(double b, char *buf, size_t len)
 	return buf;
 }
 
-/* MemAvailable, else the physical memory; NANMAP_MEMORY (bytes) overrides
- * both (as for nanmap run), so that the check is tested the same on every
- * machine. -1 when neither is known. */
-static double sw_memory_available(void)
-{
-	const char *env = getenv("NANMAP_MEMORY");
-	FILE *f;
-	char line[128];
-	double kb = -1;
-	uint64_t b;
-
-	if (env && nm_parse_u64(env, &b) == NM_OK)
-		return (double)b;
-	f = fopen("/proc/meminfo", "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	if (kb >= 0)
-		return kb * 1024;
-	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-	return pages > 0 && size > 0 ? (double)pages * (double)size : -1;
-}
-
 /* A value's bytes on the MPFR backends (the truth at EMU_TRUTH_PREC bits;
  * the exact backend's values are smaller, counted the same) */
 #define SW_MP_VALUE_BYTES ((double)sizeof(mpfr_t) + EMU_TRUTH_PREC / 8)
@@ -772,7 +747,7 @@ static double sw_memory_available(void)
  */
 static int sw_work_check(const struct sw_opts *o, const nm_case *c)
 {
-	double r, k, len = nm_case_max_input(c, &r, &k), avail = sw_memory_available();
+	double r, k, len = nm_case_max_input(c, &r, &k), avail = nm_memory_available();
 	emu_kparam params[NM_CASE_MAX_PARAMS];
 	int threads = o->jobs;
 	char a[40], b[40], d[40], e[40];

@@ -1507,9 +1507,15 @@ static cl_verdict claim13(cl_ctx *x)
 			if (match(&r, i, NULL, pols[p])) {
 				double s = axis(&r, i, 0);
 				int st = status(&r, i);
-				nm_buf_printf(&x->num,
-				              "- S = %.9g, `%s`: status %s, scaled loss %.9g\n", s,
-				              pols[p], stname(st), num(&r, i, "grad.maxabs"));
+				/* maxabs is the largest finite |value|: 0 for an infinite loss */
+				if (overflowed(st))
+					nm_buf_printf(&x->num,
+					              "- S = %.9g, `%s`: status %s, the scaled loss is not "
+					              "finite\n",
+					              s, pols[p], stname(st));
+				else
+					nm_buf_printf(&x->num, "- S = %.9g, `%s`: status %s, scaled loss %.9g\n",
+					              s, pols[p], stname(st), num(&r, i, "grad.maxabs"));
 				if (s == 65536) {
 					seen = true;
 					if (p == 0)

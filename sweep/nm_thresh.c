@@ -714,9 +714,16 @@ static void th_write_md_case(nm_buf *b, const nm_thresh_row *rows, size_t n)
 		th_cell(b, t->policy);
 		nm_buf_put(b, "` | ");
 		th_cell(b, t->axis);
+		/* 6 digits, or as many more as tell last ok from first bad (two
+		 * adjacent values differ only far down: 0.779297 and 0.779297) */
+		int prec = 6;
+		while (prec < 17 && t->last_ok != t->first_bad &&
+		       !strcmp(nm_fmt_g(t->last_ok, prec, a, sizeof a),
+		               nm_fmt_g(t->first_bad, prec, c, sizeof c)))
+			prec++;
 		nm_buf_printf(b, " | %s | %s (%s) | %s (%s) | %s | %s |\n", t->event,
-		              nm_fmt_g(t->last_ok, 6, a, sizeof a), t->last_hex,
-		              nm_fmt_g(t->first_bad, 6, c, sizeof c), t->first_hex,
+		              nm_fmt_g(t->last_ok, prec, a, sizeof a), t->last_hex,
+		              nm_fmt_g(t->first_bad, prec, c, sizeof c), t->first_hex,
 		              nm_fmt_g(t->real_boundary, 6, r, sizeof r), t->first_op);
 	}
 }

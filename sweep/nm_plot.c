@@ -335,6 +335,43 @@ static bool is_column(const nm_plot_cols *k, const char *y)
 	return strcmp(y, "status") == 0 || strcmp(y, "flushed") == 0;
 }
 
+/* A results column in words, for an axis label: "O.rel_err" is "O: relative
+ * error, end to end"; a name it does not know is itself. */
+static const char *column_label(const char *col, char *buf, size_t len)
+{
+	static const struct {
+		const char *suffix, *words;
+	} m[] = {
+	    {".max_ulp", "largest error, ulps (end to end)"},
+	    {".rel_err", "relative error ||v - truth|| / ||truth|| (end to end)"},
+	    {".lost", "elements lost to zero"},
+	    {".maxabs", "largest finite |value|"},
+	    {".arith_max_ulp", "largest error of the arithmetic, ulps"},
+	    {".arith_rel_err", "relative error of the arithmetic"},
+	};
+	static const struct {
+		const char *name, *words;
+	} w[] = {
+	    {"flushed", "largest fraction of a tensor flushed to zero"},
+	    {"frac_zero", "fraction of gradients zero"},
+	    {"frac_subnormal", "fraction of gradients subnormal"},
+	    {"frac_lost", "fraction of gradients lost to zero"},
+	    {"frac_overflow", "fraction of gradients overflowed"},
+	};
+	size_t l = strlen(col);
+	for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+		size_t k = strlen(m[i].suffix);
+		if (l > k && strcmp(col + l - k, m[i].suffix) == 0) {
+			snprintf(buf, len, "%.*s: %s", (int)(l - k), col, m[i].words);
+			return buf;
+		}
+	}
+	for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+		if (strcmp(col, w[i].name) == 0)
+			return w[i].words;
+	return col;
+}
+
 static bool is_output(const nm_plot_cols *k, const char *name)
 {
 	for (size_t i = 0; i < k->nout; i++)
@@ -1536,11 +1573,12 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	if (!sp.xlabel)
 		sp.xlabel = series ? "step" : sp.xname ? sp.xname : "";
 	sp.ylabel = kv_get(c, "ylabel");
+	char ylabel[160];
 	if (!sp.ylabel)
 		sp.ylabel = series ? series
 		            : sp.strip ? ""
 		            : sp.heat ? (c->naxes == 2 ? c->axes[1].name : "")
-		                       : sp.ycol;
+		                       : column_label(sp.ycol, ylabel, sizeof ylabel);
 	if (sp.strip) {
 		sp.nvar = sp.npol = 1;
 	} else if (sp.heat) {

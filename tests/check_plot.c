@@ -149,6 +149,14 @@ START_TEST(lines_deterministic)
 	put("p1.case", case1);
 	put("p1.csv", csv1);
 	twice("p1.case", "p1");
+	/* the y axis says what the column means, not "result.rel_err", and the
+	 * accuracy output's relative error shows the tolerance */
+	size_t n;
+	char *svg = get("p1.svg", &n);
+	ck_assert_msg(strstr(svg, "result: relative error ||v - truth|| / ||truth|| (end to end)"),
+	              "no worded y label");
+	ck_assert_msg(strstr(svg, "tolerance 1 %"), "no tolerance line");
+	free(svg);
 }
 END_TEST
 

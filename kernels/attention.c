@@ -795,6 +795,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	 * p_scale), counted on the values this backend holds */
 	const emu_format *F32 = emu_format_by_name("fp32");
 	emu_vec *p_lost = v == FP8 ? emu_kout_vec(be, out, "p_lost", 1, F32) : NULL;
+	/* and the share of each row's probability mass those flushed P̃
+	 * carried, its largest and its mean over the rows (in double from the
+	 * row's held logits: Σ_flushed exp(s_j − max s) / Σ_j exp(s_j − max s)) */
+	emu_vec *p_mass_max = v == FP8 ? emu_kout_vec(be, out, "p_lost_mass_max", 1, F32) : NULL;
+	emu_vec *p_mass_mean = v == FP8 ? emu_kout_vec(be, out, "p_lost_mass_mean", 1, F32) : NULL;
+	double mass_max = 0, mass_sum = 0;
 	/* fp8:bwd's: the nonzero dS its FP8 cast flushed to 0, and dS's amax
 	 * (cuDNN's amax_dP, what a delayed recipe's history records) */
 	emu_vec *ds_lost = v == FP8 && bwd ? emu_kout_vec(be, out, "ds_lost", 1, F32) : NULL;
@@ -817,7 +823,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	k.part = emu_vec_new(be, 1);
 	if (!O || !L || (bwd && (!dQ || !dK || !dV)) || !Qc || !Kc || !Vc || !sacc || !s || !e ||
 	    !ea || !oacc || !t || !P || !PA || !raw || !k.part || !pv ||
-	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost)) ||
+	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost || !p_mass_max || !p_mass_mean)) ||
 	    (v == FP8 && bwd && (!ds_lost || !amax_ds)))
 		goto oom;
 	double *qr = raw, *kr = raw + nq * d, *vr = raw + (nq + nk) * d;
@@ -969,6 +975,20 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 				}
 			}
 		}
+		if (v == FP8 && n > 0) { /* row i's flushed mass (a diagnostic, no operation) */
+			double mx = -INFINITY, den = 0, fl = 0;
+			for (size_t j = 0; j < n; j++)
+				mx = fmax(mx, emu_vget(be, s, j));
+			for (size_t j = 0; j < n && isfinite(mx); j++) {
+				double w = exp(emu_vget(be, s, j) - mx);
+				den += w;
+				if (emu_vget(be, e, j) != 0 && emu_vget(be, P, j) == 0)
+					fl += w;
+			}
+			double mass = den > 0 ? fl / den : 0;
+			mass_max = fmax(mass_max, mass);
+			mass_sum += mass;
+		}
 		uint64_t od = (uint64_t)i * d;
 		emu_op1(be, S_L_C, EMU_OP_CVT, C, lc, l, EMU_NOREF, i);
 		if (v == NAIVE) { /* P = e / l, O = P·V */
@@ -996,8 +1016,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_op1(be, S_LOG, EMU_OP_LOG, C, emu_at(L, i), lc, EMU_NOREF, i);
 		emu_op1(be, S_LSE, EMU_OP_ADD, C, emu_at(L, i), m, emu_at(L, i), i);
 	}
-	if (v == FP8)
+	if (v == FP8) {
 		emu_fill(be, emu_at(p_lost, 0), n_p_lost, 1);
+		emu_fill(be, emu_at(p_mass_max, 0), (double)(float)mass_max, 1); /* fp32, RNE */
+		emu_fill(be, emu_at(p_mass_mean, 0), (double)(float)(nq ? mass_sum / (double)nq : 0), 1);
+	}
 	if (bwd && v == FP8) {
 		if (fp8_backward(&k, in, &rdo, DF, Qo, Ko, Vo, dq8, dk8, dv8, O, L, dQ, dK, dV,
 		                 ds_lost, amax_ds, nq, nk, d, B, Tq, Tk, causal != 0, dss, sc, psc,

@@ -924,6 +924,8 @@ typedef struct {
 	size_t nvar, npol; /* distinct variants / policies present (heat map layout) */
 	const char *xname, *zname;
 	const char *accname; /* the output the verdict judges */
+	const nm_thresh_row *bounds; /* the case's bisected boundaries (heat maps mark them) */
+	size_t nbounds;
 	double tolline;      /* lines of that output's rel_err: the tolerance, else NaN */
 	bool zlog;
 	double zlo, zhi; /* zlog: the colour range, the positive values' (a panel may have none) */
@@ -979,12 +981,14 @@ static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *d
 	fprintf(f, "set multiplot layout %zu,%zu title ", sp->nvar, sp->npol);
 	char t[512];
 	if (sp->zname)
-		snprintf(t, sizeof t, "%s — colour: %s (grey: inf/nan)", sp->title, sp->zname);
+		snprintf(t, sizeof t, "%s — colour: %s (grey: inf/nan; ×: bisected boundary)", sp->title,
+		         sp->zname);
 	else
 		snprintf(t, sizeof t,
 		         "%s — green ok (yellow: %s error > %g %%), blue underflow (pale: at most "
-		         "%g %% of a tensor flushed), orange overflow, red inf, purple nan",
-		         sp->title, sp->accname, 100 * sp->c->tolerance, 100 * sp->c->tolerance);
+		         "%g %% of a tensor flushed), orange overflow, red inf, purple nan%s",
+		         sp->title, sp->accname, 100 * sp->c->tolerance, 100 * sp->c->tolerance,
+		         sp->strip ? "" : "; ×: bisected boundary");
 	gq(f, t);
 	fprintf(f, "\nset key off\nunset grid\n");
 	fprintf(f, sp->logx ? "set logscale x\nset format x '1e%%L'\n" : "unset logscale x\n");
@@ -1024,12 +1028,16 @@ static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *d
 		if (sp->zname)
 			fprintf(f, " index %zu using 1:2:3:4:5:6:7 with boxxyerror fs solid 1.0 noborder "
 			           "lc palette notitle, '' index %zu using 1:2:3:4:5:6:8 with boxxyerror fs "
-			           "solid 1.0 noborder lc rgb variable notitle\n",
-			        2 * i, 2 * i + 1);
+			           "solid 1.0 noborder lc rgb variable notitle",
+			        3 * i, 3 * i + 1);
 		else
 			fprintf(f, " index %zu using 1:2:3:4:5:6:8 with boxxyerror fs solid 1.0 noborder "
-			           "lc rgb variable notitle\n",
-			        2 * i + 1);
+			           "lc rgb variable notitle",
+			        3 * i + 1);
+		/* the bisected boundaries: a cross at each first bad value */
+		fprintf(f, ", '' index %zu using 1:2 with points pt 2 ps 1.2 lw 1.5 lc rgb 'black' "
+		           "notitle\n",
+		        3 * i + 2);
 	}
 	fprintf(f, "unset multiplot\n");
 }
@@ -1088,6 +1096,31 @@ static size_t find_d(const double *v, size_t n, double x)
 	return 0;
 }
 
+/* Where boundary row t lies on panel g of a 2-D heat map: its first bad
+ * value on the axis it was bisected along, at the other axis's value its
+ * label names ("NAME@OTHER=VALUE"). false when it is not g's. */
+static bool bound_at(const pl_spec *sp, const nm_thresh_row *t, const pl_group *g, double *x,
+                     double *y)
+{
+	const nm_case *c = sp->c;
+	if (strcmp(t->case_name, c->name) != 0 || g->variant >= c->nvariants ||
+	    g->policy >= c->npolicies || strcmp(t->variant, c->variants[g->variant]) != 0 ||
+	    strcmp(t->policy, c->policy_specs[g->policy]) != 0)
+		return false;
+	const char *at = strchr(t->axis, '@'), *eq = at ? strchr(at, '=') : NULL;
+	if (!at || !eq)
+		return false;
+	char *end;
+	double v = strtod(eq + 1, &end);
+	if (*end || !isfinite(t->first_bad))
+		return false;
+	size_t la = (size_t)(at - t->axis);
+	bool onx = strlen(sp->xname) == la && !strncmp(t->axis, sp->xname, la);
+	*x = onx ? t->first_bad : v;
+	*y = onx ? v : t->first_bad;
+	return true;
+}
+
 static int write_heat_data(FILE *f, pl_spec *sp, const pl_set *s)
 {
 	size_t nx, ny;
@@ -1128,6 +1161,18 @@ static int write_heat_data(FILE *f, pl_spec *sp, const pl_set *s)
 				fprintf(f, "NaN NaN NaN NaN NaN NaN NaN 0\n");
 			fprintf(f, "\n\n");
 		}
+		/* block 3i+2: the boundaries of this panel's variant and policy */
+		size_t nb = 0;
+		for (size_t b = 0; b < sp->nbounds && !sp->strip && sp->c->naxes == 2; b++) {
+			double bx, by;
+			if (bound_at(sp, &sp->bounds[b], g, &bx, &by)) {
+				fprintf(f, "%.17g %.17g\n", bx, by);
+				nb++;
+			}
+		}
+		if (nb == 0)
+			fprintf(f, "NaN NaN\n");
+		fprintf(f, "\n\n");
 	}
 	free(vx);
 	free(vy);
@@ -1435,8 +1480,50 @@ static int make_tmp(char *buf, size_t len, const char *dir, const char *name, co
 	return 0;
 }
 
+/* The rows of c in results_dir/thresholds.csv (as nm_thresh_write wrote
+ * them), malloc'd into *rows; none when the file is absent or not one. */
+static void read_bounds(const nm_case *c, const char *results_dir, nm_thresh_row **rows,
+                        size_t *n)
+{
+	char path[1100], err[256];
+	nm_csv t;
+	*rows = NULL;
+	*n = 0;
+	snprintf(path, sizeof path, "%s/thresholds.csv", results_dir);
+	if (access(path, R_OK) != 0 || nm_csv_read(path, &t, err, sizeof err))
+		return;
+	int cc = nm_csv_col(&t, "case"), cv = nm_csv_col(&t, "variant"),
+	    cp = nm_csv_col(&t, "policy"), ca = nm_csv_col(&t, "axis"),
+	    cl = nm_csv_col(&t, "last_ok"), cf = nm_csv_col(&t, "first_bad");
+	if (cc >= 0 && cv >= 0 && cp >= 0 && ca >= 0 && cl >= 0 && cf >= 0 && t.nrec > 1)
+		*rows = calloc(t.nrec - 1, sizeof **rows);
+	for (size_t r = 0; *rows && r + 1 < t.nrec; r++) {
+		if (strcmp(nm_csv_get(&t, r, cc), c->name) != 0)
+			continue;
+		nm_thresh_row *w = &(*rows)[(*n)++];
+		snprintf(w->case_name, sizeof w->case_name, "%s", c->name);
+		snprintf(w->variant, sizeof w->variant, "%s", nm_csv_get(&t, r, cv));
+		snprintf(w->policy, sizeof w->policy, "%s", nm_csv_get(&t, r, cp));
+		snprintf(w->axis, sizeof w->axis, "%s", nm_csv_get(&t, r, ca));
+		w->last_ok = nm_csv_num(nm_csv_get(&t, r, cl));
+		w->first_bad = nm_csv_num(nm_csv_get(&t, r, cf));
+	}
+	nm_csv_free(&t);
+}
+
 int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_dir, char *err,
                  size_t errlen)
+{
+	nm_thresh_row *rows;
+	size_t n;
+	read_bounds(c, results_dir, &rows, &n);
+	int rc = nm_plot_case_rows(c, results_dir, plots_dir, rows, n, err, errlen);
+	free(rows);
+	return rc;
+}
+
+int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plots_dir,
+                      const nm_thresh_row *rows, size_t nrows, char *err, size_t errlen)
 {
 	const char *gpname = getenv("NANMAP_GNUPLOT");
 	char prog[1024];
@@ -1447,7 +1534,7 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	if (nm_plot_check(c, err, errlen))
 		return -1;
 	nm_plot_clean_stale(plots_dir, c->name); /* of runs killed before they ended */
-	pl_spec sp = {.c = c};
+	pl_spec sp = {.c = c, .bounds = rows, .nbounds = nrows};
 	const char *series = kv_get(c, "series");
 	const char *type = kv_get(c, "type");
 	const char *backend = kv_get(c, "backend");

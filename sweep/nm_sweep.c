@@ -1624,7 +1624,7 @@ plot:
 	if (s->rank == 0 && !(skip && sw_plotted(s, c, cr.tag))) {
 		char perr[SW_ERR_LEN] = "";
 
-		if (nm_plot_case(c, s->o.out, s->o.plots, perr, sizeof(perr))) {
+		if (nm_plot_case_rows(c, s->o.out, s->o.plots, rows, nrows, perr, sizeof(perr))) {
 			snprintf(s->err, sizeof(s->err), "%s: plot: %s", c->name, perr);
 			rc = -1;
 		} else if (sw_state_write(&cr, s->o.plots, s->err, sizeof(s->err))) {

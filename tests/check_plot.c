@@ -217,6 +217,28 @@ START_TEST(heatmap_deterministic)
 	ck_assert_msg(strstr(svg, "rgb( 77, 175,  74)"), "no green (ok, accurate) cell");
 	ck_assert_msg(strstr(svg, "rgb(214, 233, 245)"), "no pale blue (slight underflow) cell");
 	ck_assert_msg(strstr(svg, "rgb(128, 177, 211)"), "no blue (underflow) cell");
+	ck_assert_msg(!strstr(svg, "href='#gpPt1'"), "a boundary cross without boundaries");
+	free(svg);
+	/* a boundary bisected between two grid points is drawn as a cross in its
+	 * panel, on its line; one of another policy or case is not */
+	nm_thresh_row b[3];
+	memset(b, 0, sizeof b);
+	for (int i = 0; i < 3; i++) {
+		snprintf(b[i].case_name, sizeof b[i].case_name, "%s", i == 2 ? "other" : "p2");
+		snprintf(b[i].variant, sizeof b[i].variant, "twopass");
+		snprintf(b[i].policy, sizeof b[i].policy, "%s", i ? "storage=bf16" : "storage=fp16");
+		snprintf(b[i].axis, sizeof b[i].axis, "eps@sd=1e-08");
+		b[i].last_ok = 3.0306e-10;
+		b[i].first_bad = 3.0307e-10;
+	}
+	char p[256], err[512];
+	nm_case c;
+	snprintf(p, sizeof p, "%s/p2.case", tdir);
+	ck_assert_msg(nm_case_load(p, &c, err, sizeof err) == 0, "%s", err);
+	ck_assert_msg(nm_plot_case_rows(&c, tdir, tdir, b, 3, err, sizeof err) == 0, "%s", err);
+	nm_case_free(&c);
+	svg = get("p2.svg", &nsvg);
+	ck_assert_msg(strstr(svg, "href='#gpPt1'"), "no boundary cross");
 	free(svg);
 }
 END_TEST

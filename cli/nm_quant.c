@@ -625,6 +625,28 @@ static int nq_quantize(const struct nq_job *j, const struct nq_reader *rd, struc
 
 	emu_qstats_init(&res->st);
 	res->s_enc = res->t = 1;
+	{
+		/* refuse what cannot fit before allocating it, with the figures: a
+		 * part (the input as read, then the recipe's x, q, deq, code and
+		 * flags a value) and, for --out, the whole tensor's values and codes */
+		double part = (double)pr * (double)cols, whole = (double)n;
+		double per = 4 * sizeof(double) + sizeof(emu_bits) + 1;
+		double need = part * per + whole * ((j->keep_deq ? sizeof(*res->deq) : 0) +
+		                                    (j->keep_codes ? sizeof(*res->codes) : 0));
+		double avail = nm_memory_available();
+		char a[24], b[24], c[24];
+		if (avail >= 0 && need > avail) {
+			char name[160], out[64] = "";
+			if (need > part * per)
+				snprintf(out, sizeof(out), ", and %s to keep for --out",
+				         nm_fmt_bytes(need - part * per, b, sizeof(b)));
+			return nm_fail("%s: quantising %zu x %zu values needs about %s (%.0f bytes a value "
+			               "of a part of %zu row%s%s), more than the %s of memory available",
+			               nm_shown(rd->name, name, sizeof(name)), rows, cols,
+			               nm_fmt_bytes(need, a, sizeof(a)), per, pr, pr == 1 ? "" : "s", out,
+			               nm_fmt_bytes(avail, c, sizeof(c)));
+		}
+	}
 	if (j->worst_k && !(res->worst = calloc(j->worst_k, sizeof(*res->worst))))
 		return nq_oom();
 	if (j->keep_deq && !(res->deq = calloc(n ? n : 1, sizeof(*res->deq))))

@@ -25,6 +25,7 @@
 
 #include "kernels.h"
 #include "nm_buf.h"
+#include "nm_file.h"
 #include "nm_gen.h"
 #include "nm_npy.h"
 #include "nm_parse.h"
@@ -678,29 +679,10 @@ static int nr_plan(const struct nr_opts *o, bool *shown, bool *run)
  */
 #define NR_TRUTH_VALUE_BYTES (sizeof(mpfr_t) + EMU_TRUTH_PREC / 8)
 
-/* MemAvailable, else the physical memory; NANMAP_MEMORY (bytes) overrides
- * both, so that the check can be tested the same on every machine. */
+/* The memory there is (nm_file.h: MemAvailable, or NANMAP_MEMORY). */
 static double nr_memory_available(void)
 {
-	const char *env = getenv("NANMAP_MEMORY");
-	FILE *f;
-	char line[128];
-	double kb = -1;
-	uint64_t b;
-
-	if (env && nm_parse_u64(env, &b) == NM_OK)
-		return (double)b;
-	f = fopen("/proc/meminfo", "r");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	if (kb >= 0)
-		return kb * 1024;
-	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-	return pages > 0 && size > 0 ? (double)pages * (double)size : -1;
+	return nm_memory_available();
 }
 
 static const char *nr_bytes(double b, char *buf, size_t len)

@@ -23,7 +23,7 @@ typedef struct {
 	uint64_t seed;
 } emu_kin;
 
-#define EMU_KOUT_MAX 8
+#define EMU_KOUT_MAX 10
 typedef struct {
 	const char *name;      /* "loss", "grad", "y", ... */
 	emu_vec *vec;          /* owned by the backend */

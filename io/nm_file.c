@@ -18,6 +18,45 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+double nm_memory_available(void)
+{
+	const char *env = getenv("NANMAP_MEMORY");
+	FILE *f;
+	char line[128], *end;
+	double kb = -1;
+
+	if (env && *env) {
+		unsigned long long b;
+		errno = 0;
+		b = strtoull(env, &end, 10);
+		if (!*end && !errno && env[0] != '-')
+			return (double)b;
+	}
+	f = fopen("/proc/meminfo", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lf kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	if (kb >= 0)
+		return kb * 1024;
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	return pages > 0 && size > 0 ? (double)pages * (double)size : -1;
+}
+
+const char *nm_fmt_bytes(double b, char *buf, size_t len)
+{
+	if (b >= 10e9)
+		snprintf(buf, len, "%.0f GB", b / 1e9);
+	else if (b >= 1e9)
+		snprintf(buf, len, "%.1f GB", b / 1e9);
+	else if (b >= 1e6)
+		snprintf(buf, len, "%.0f MB", b / 1e6);
+	else
+		snprintf(buf, len, "%.0f bytes", b);
+	return buf;
+}
+
 #define NF_TMP ".tmp."
 
 int nm_file_stage(const char *path, const void *data, size_t len, char **tmp, char *err,

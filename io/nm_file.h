@@ -61,4 +61,12 @@ int nm_file_clean_match(const char *dir, const char *pattern, const char *report
 /* nm_file_clean_match(dir, NM_FILE_TMP_PATTERN, NULL). */
 int nm_file_clean(const char *dir);
 
+/* The memory this process may take, in bytes: MemAvailable, else the
+ * physical memory; NANMAP_MEMORY (bytes) overrides both, so the checks
+ * that refuse what cannot fit (run, sweep, quant, .npy reading) are tested
+ * the same on every machine. -1 when none is known. */
+double nm_memory_available(void);
+/* b bytes as "1.5 GB", "12 MB", "512 bytes" (powers of 1000). */
+const char *nm_fmt_bytes(double b, char *buf, size_t len);
+
 #endif

@@ -625,9 +625,28 @@ nm_npy_status nm_npy_read(const char *path, nm_npy *out, char *err, size_t errle
 		if (hlen <= NM_NPY_MAX_HEADER)
 			ok = read_more(fp, &buf, &len, &cap, 8 + lb + (size_t)hlen - len);
 		if (ok && hlen <= NM_NPY_MAX_HEADER && len == 8 + lb + hlen &&
-		    npy_meta(buf, len, path, &m, NULL, 0) == NM_NPY_OK)
+		    npy_meta(buf, len, path, &m, NULL, 0) == NM_NPY_OK) {
+			/* what reading takes at its peak: the data as read, then a
+			 * double and (but for f8) an encoding a value; refused with
+			 * the figures before any of it is allocated */
+			double need = (double)m.need + 65536 +
+			              (double)m.count * (8 + (m.t == NM_NPY_F8 ? 0 : 4));
+			double avail = nm_memory_available();
+			char a[24], b[24], c[24];
+			if (avail >= 0 && need > avail) {
+				fclose(fp);
+				free(buf);
+				return fail(err, errlen, path, NM_NPY_ERR_NOMEM,
+				            "%zu values (%s of data) need about %s to read (the data, "
+				            "then %zu bytes a value), more than the %s of memory available",
+				            m.count, nm_fmt_bytes((double)m.need, a, sizeof a),
+				            nm_fmt_bytes(need, b, sizeof b),
+				            m.t == NM_NPY_F8 ? (size_t)8 : (size_t)12,
+				            nm_fmt_bytes(avail, c, sizeof c));
+			}
 			/* the data and at most 64 KiB more, to say how many trail */
 			ok = data = read_more(fp, &buf, &len, &cap, m.need + 65536);
+		}
 	}
 	if (!ok)
 		st = fail(err, errlen, path, NM_NPY_ERR_NOMEM, "out of memory reading the file");

@@ -34,7 +34,11 @@
  *           counts the nonzero P̃ that cast flushed to 0, and p_mass is
  *           the largest share of a row's l those flushed P̃ carried (their
  *           sum rescaled by α as l is, over l; in double from the values
- *           this backend holds, a diagnostic as p_lost is; not with :bwd).
+ *           this backend holds, a diagnostic as p_lost is; not with :bwd);
+ *           p_lost_mass_max and p_lost_mass_mean (with :bwd too) are that
+ *           share measured against the row's exact mass instead, from its
+ *           held logits in double (Σ_flushed exp(s_j − max) / Σ_j exp(s_j −
+ *           max)), the largest and the mean over the rows.
  * Suffixes: ":bwd" (naive, online, fp8) adds the backward pass; ":tc" or
  * ":tc:MODEL" runs both forward GEMMs through the Tensor Core fold
  * (emu_fold_tc, any model emu_tc_parse takes; default emu_tc_default()),
@@ -802,6 +806,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *p_lost = v == FP8 ? emu_kout_vec(be, out, "p_lost", 1, F32) : NULL;
 	/* (not with :bwd, whose eight outputs fill emu_kout) */
 	emu_vec *p_mass = v == FP8 && !bwd ? emu_kout_vec(be, out, "p_mass", 1, F32) : NULL;
+	/* and the share of each row's probability mass those flushed P̃
+	 * carried, its largest and its mean over the rows (in double from the
+	 * row's held logits: Σ_flushed exp(s_j − max s) / Σ_j exp(s_j − max s)) */
+	emu_vec *lm_max = v == FP8 ? emu_kout_vec(be, out, "p_lost_mass_max", 1, F32) : NULL;
+	emu_vec *lm_mean = v == FP8 ? emu_kout_vec(be, out, "p_lost_mass_mean", 1, F32) : NULL;
+	double mass_max = 0, mass_sum = 0;
 	/* fp8:bwd's: the nonzero dS its FP8 cast flushed to 0, and dS's amax
 	 * (cuDNN's amax_dP, what a delayed recipe's history records) */
 	emu_vec *ds_lost = v == FP8 && bwd ? emu_kout_vec(be, out, "ds_lost", 1, F32) : NULL;
@@ -824,7 +834,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	k.part = emu_vec_new(be, 1);
 	if (!O || !L || (bwd && (!dQ || !dK || !dV)) || !Qc || !Kc || !Vc || !sacc || !s || !e ||
 	    !ea || !oacc || !t || !P || !PA || !raw || !k.part || !pv ||
-	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost || (!bwd && !p_mass))) ||
+	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost || (!bwd && !p_mass) || !lm_max ||
+	                  !lm_mean)) ||
 	    (v == FP8 && bwd && (!ds_lost || !amax_ds)))
 		goto oom;
 	double *qr = raw, *kr = raw + nq * d, *vr = raw + (nq + nk) * d;
@@ -990,6 +1001,20 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 				}
 			}
 		}
+		if (v == FP8 && n > 0) { /* row i's flushed mass (a diagnostic, no operation) */
+			double mx = -INFINITY, den = 0, fl = 0;
+			for (size_t j = 0; j < n; j++)
+				mx = fmax(mx, emu_vget(be, s, j));
+			for (size_t j = 0; j < n && isfinite(mx); j++) {
+				double w = exp(emu_vget(be, s, j) - mx);
+				den += w;
+				if (emu_vget(be, e, j) != 0 && emu_vget(be, P, j) == 0)
+					fl += w;
+			}
+			double mass = den > 0 ? fl / den : 0;
+			mass_max = fmax(mass_max, mass);
+			mass_sum += mass;
+		}
 		uint64_t od = (uint64_t)i * d;
 		if (v == FP8 && emu_vget(be, t, LSUM) > 0)
 			p_mass_max = fmax(p_mass_max, row_lost / emu_vget(be, t, LSUM));
@@ -1023,6 +1048,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_fill(be, emu_at(p_lost, 0), n_p_lost, 1);
 		if (p_mass)
 			emu_fill(be, emu_at(p_mass, 0), p_mass_max, 1);
+		emu_fill(be, emu_at(lm_max, 0), (double)(float)mass_max, 1); /* fp32, RNE */
+		emu_fill(be, emu_at(lm_mean, 0), (double)(float)(nq ? mass_sum / (double)nq : 0), 1);
 	}
 	if (bwd && v == FP8) {
 		if (fp8_backward(&k, in, &rdo, DF, Qo, Ko, Vo, dq8, dk8, dv8, O, L, dQ, dK, dV,

@@ -52,7 +52,7 @@ struct nc_ctx {
 	size_t len, pos;
 	int line;
 	/* raw values */
-	struct nc_raw title, kernel, variants, formats, truth, exact, series;
+	struct nc_raw title, kernel, variants, formats, truth, exact, series, tolerance, accuracy;
 	struct nc_raw policy[NC_MAX_LIST];
 	size_t npolicy;
 	struct nc_raw gen, rows, cols, seed, scale, range, maxabs, outlier_k, outlier_frac;
@@ -230,7 +230,7 @@ struct nc_key {
 #define NC_KEY(n) {#n, offsetof(struct nc_ctx, n)}
 static const struct nc_key nc_case_keys[] = {
     NC_KEY(title), NC_KEY(kernel), NC_KEY(variants), NC_KEY(formats),
-    NC_KEY(truth), NC_KEY(exact),  NC_KEY(series),
+    NC_KEY(truth), NC_KEY(exact),  NC_KEY(series), NC_KEY(tolerance), NC_KEY(accuracy),
 };
 static const struct nc_key nc_input_keys[] = {
     NC_KEY(gen), NC_KEY(rows), NC_KEY(cols), NC_KEY(seed), NC_KEY(scale), NC_KEY(range), NC_KEY(maxabs),
@@ -926,6 +926,38 @@ static int nc_series(struct nc_ctx *x)
 	return 0;
 }
 
+/* The accuracy verdict's keys: tolerance a finite number > 0 (a relative
+ * error), accuracy one output name (checked against the kernel's outputs
+ * by nm_plot_check_columns, which runs the kernel). */
+static int nc_accuracy(struct nc_ctx *x)
+{
+	nm_case *c = x->c;
+	char *w[2];
+
+	c->tolerance = NM_CASE_TOLERANCE;
+	if (x->tolerance.text) {
+		double t;
+
+		if (nc_number(x, "tolerance", x->tolerance.text, x->tolerance.line, &t))
+			return -1;
+		if (!(t > 0 && isfinite(t)))
+			return nc_err(x, x->tolerance.line, "tolerance",
+			              "'%s' is not a relative error > 0 (0.01 is 1 %%)",
+			              x->tolerance.text);
+		c->tolerance = t;
+		c->tolerance_set = true;
+	}
+	if (x->accuracy.text) {
+		if (nc_words(x->accuracy.text, w, 1, true) != 1)
+			return nc_err(x, x->accuracy.line, "accuracy", "want one output name");
+		if (strlen(w[0]) >= sizeof(c->accuracy))
+			return nc_err(x, x->accuracy.line, "accuracy", "output name '%s' too long",
+			              w[0]);
+		strcpy(c->accuracy, w[0]);
+	}
+	return 0;
+}
+
 /* ---- loading ---- */
 
 static void nc_raw_free(struct nc_raw *r)
@@ -937,7 +969,7 @@ static void nc_raw_free(struct nc_raw *r)
 static void nc_ctx_free(struct nc_ctx *x)
 {
 	struct nc_raw *all[] = {&x->title, &x->kernel, &x->variants, &x->formats, &x->truth,
-	                        &x->exact, &x->series, &x->gen, &x->rows, &x->cols,
+	                        &x->exact, &x->series, &x->tolerance, &x->accuracy, &x->gen, &x->rows, &x->cols,
 	                        &x->seed, &x->scale, &x->range, &x->maxabs,
 	                        &x->outlier_k, &x->outlier_frac};
 
@@ -1078,7 +1110,7 @@ int nm_case_load(const char *path, nm_case *c, char *err, size_t errlen)
 	}
 	if (nc_kernel(x) || nc_variants(x) || nc_policies(x) ||
 	    nc_bool(x, &x->truth, "truth", true, &c->truth) ||
-	    nc_bool(x, &x->exact, "exact", false, &c->exact) || nc_series(x) ||
+	    nc_bool(x, &x->exact, "exact", false, &c->exact) || nc_series(x) || nc_accuracy(x) ||
 	    nc_input(x, axis_cols, axis_rows) || nc_params(x))
 		goto out;
 	for (size_t i = 0; i < x->naxis; i++)

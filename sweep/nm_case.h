@@ -17,6 +17,7 @@
 #define NM_CASE_MAX_AXES 2
 #define NM_CASE_MAX_PARAMS 16
 #define NM_CASE_MAX_KV 32
+#define NM_CASE_TOLERANCE 0.01 /* the default tolerance: 1 % */
 
 /* What an axis value sets. */
 typedef enum {
@@ -77,6 +78,13 @@ typedef struct {
 	size_t naxes;
 	bool truth;         /* run the truth backend for metrics (default yes) */
 	bool exact;         /* also run the exact-format backend at every point (default no) */
+	/* the accuracy verdict (cases/README.md): the end-to-end relative error
+	 * of output `accuracy` ("" = the kernel's first) above `tolerance` is
+	 * "inaccurate"; tolerance_set: the case gave it, and the sweep then
+	 * bisects the verdict's changes as it bisects the statuses' */
+	double tolerance;   /* default NM_CASE_TOLERANCE */
+	bool tolerance_set;
+	char accuracy[24];
 	char **series;      /* output arrays written whole to <case>-series.csv */
 	size_t nseries;
 	nm_case_kv kv[NM_CASE_MAX_KV];

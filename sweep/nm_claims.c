@@ -1842,9 +1842,15 @@ static cl_verdict claim13(cl_ctx *x)
 			if (match(&r, i, NULL, pols[p])) {
 				double s = axis(&r, i, 0), v = num(&r, i, "grad.maxabs");
 				int st = status(&r, i);
-				nm_buf_printf(&x->num,
-				              "- S = %.9g, `%s`: status %s, scaled loss %.9g", s,
-				              pols[p], stname(st), v);
+				/* maxabs is the largest finite |value|: 0 for an infinite loss */
+				if (overflowed(st))
+					nm_buf_printf(&x->num,
+					              "- S = %.9g, `%s`: status %s, the scaled loss is not "
+					              "finite",
+					              s, pols[p], stname(st));
+				else
+					nm_buf_printf(&x->num, "- S = %.9g, `%s`: status %s, scaled loss %.9g",
+					              s, pols[p], stname(st), v);
 				if (p == 0 && !overflowed(st))
 					nm_buf_printf(
 					    &x->num,

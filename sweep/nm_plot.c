@@ -332,7 +332,44 @@ static bool is_column(const nm_plot_cols *k, const char *y)
 	for (int i = 0; i < 4 && k->fractions; i++)
 		if (strcmp(y, frac_names[i]) == 0)
 			return true;
-	return strcmp(y, "status") == 0;
+	return strcmp(y, "status") == 0 || strcmp(y, "flushed") == 0;
+}
+
+/* A results column in words, for an axis label: "O.rel_err" is "O: relative
+ * error, end to end"; a name it does not know is itself. */
+static const char *column_label(const char *col, char *buf, size_t len)
+{
+	static const struct {
+		const char *suffix, *words;
+	} m[] = {
+	    {".max_ulp", "largest error, ulps (end to end)"},
+	    {".rel_err", "relative error ||v - truth|| / ||truth|| (end to end)"},
+	    {".lost", "elements lost to zero"},
+	    {".maxabs", "largest finite |value|"},
+	    {".arith_max_ulp", "largest error of the arithmetic, ulps"},
+	    {".arith_rel_err", "relative error of the arithmetic"},
+	};
+	static const struct {
+		const char *name, *words;
+	} w[] = {
+	    {"flushed", "largest fraction of a tensor flushed to zero"},
+	    {"frac_zero", "fraction of gradients zero"},
+	    {"frac_subnormal", "fraction of gradients subnormal"},
+	    {"frac_lost", "fraction of gradients lost to zero"},
+	    {"frac_overflow", "fraction of gradients overflowed"},
+	};
+	size_t l = strlen(col);
+	for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+		size_t k = strlen(m[i].suffix);
+		if (l > k && strcmp(col + l - k, m[i].suffix) == 0) {
+			snprintf(buf, len, "%.*s: %s", (int)(l - k), col, m[i].words);
+			return buf;
+		}
+	}
+	for (size_t i = 0; i < sizeof w / sizeof *w; i++)
+		if (strcmp(col, w[i].name) == 0)
+			return w[i].words;
+	return col;
 }
 
 static bool is_output(const nm_plot_cols *k, const char *name)
@@ -356,7 +393,7 @@ int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen)
 	if (nm_plot_check(c, err, errlen))
 		return -1;
 	const nm_case_kv *y = nm_case_get(c, "plot", "y");
-	if (!y && !c->nseries)
+	if (!y && !c->nseries && !c->accuracy[0])
 		return 0;
 	nm_plot_cols k;
 	char why[512], outs[256];
@@ -369,6 +406,9 @@ int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen)
 		            "%s:%d: key 'y': '%s' is not a results column (status, OUT.rel_err, "
 		            "OUT.max_ulp, ... for an output OUT of %s: %s)",
 		            c->path, y->line, y->value, c->kernel->name, outs);
+	if (c->accuracy[0] && !is_output(&k, c->accuracy))
+		return perr(err, errlen, "%s: key 'accuracy': '%s' is not an output of kernel %s (%s)",
+		            c->path, c->accuracy, c->kernel->name, outs);
 	for (size_t i = 0; i < c->nseries; i++)
 		if (!is_output(&k, c->series[i]))
 			return perr(err, errlen,
@@ -498,6 +538,8 @@ static size_t header_of(const nm_case *c, const nm_plot_cols *k, bool series, ch
 		return n;
 	}
 	H("status");
+	H("verdict");
+	H("flushed");
 	H("first_op");
 	H("first_step");
 	H("first_index");
@@ -614,11 +656,22 @@ static size_t check_rows(const nm_case *c, const pl_grid *g, const nm_csv *t, co
 			            "%s:%zu: status '%s' is not ok, underflow, overflow, inf or nan", path,
 			            line, vis(s)),
 			       line;
-		if (!uint_ok(s = nm_csv_get(t, r, base + 3), true))
+		s = nm_csv_get(t, r, base + 1);
+		if (strcmp(s, "accurate") != 0 && strcmp(s, "inaccurate") != 0 && strcmp(s, "-") != 0)
+			return perr_msg(err, errlen,
+			            "%s:%zu: verdict '%s' is not accurate, inaccurate or -", path, line,
+			            vis(s)),
+			       line;
+		s = nm_csv_get(t, r, base + 2);
+		if (!num_ok(s, false) || !(nm_csv_num(s) >= 0 && nm_csv_num(s) <= 1))
+			return perr_msg(err, errlen, "%s:%zu: flushed '%s' is not a fraction 0 ... 1", path,
+			            line, vis(s)),
+			       line;
+		if (!uint_ok(s = nm_csv_get(t, r, base + 5), true))
 			return perr_msg(err, errlen, "%s:%zu: first_index '%s' is not a whole number", path,
 			            line, vis(s)),
 			       line;
-		for (size_t j = (size_t)base + 4; j < t->ncols; j++) {
+		for (size_t j = (size_t)base + 6; j < t->ncols; j++) {
 			const char *name = t->cell[j];
 			size_t l = strlen(name);
 			bool lost = l > 5 && strcmp(name + l - 5, ".lost") == 0;
@@ -739,6 +792,8 @@ static int check_results(const nm_case *c, const nm_plot_cols *k, bool series, c
 typedef struct {
 	double x, y, z; /* z: the heat map's second axis */
 	int st;
+	int verdict;    /* nm_verdict */
+	double flushed; /* the CSV's flushed: the largest fraction of a tensor flushed */
 } pl_pt;
 
 typedef struct {
@@ -838,6 +893,22 @@ static bool want_log(const char *opt, double lo, double hi)
 /* Point types per status, drawn in every line's colour. */
 static const int st_pt[] = {7, 11, 9, 5, 3};
 static const char *const st_rgb[] = {"#4daf4a", "#80b1d3", "#ff7f00", "#e41a1c", "#6a3d9a"};
+/* the grades within ok and underflow (docs/sweep.md, Plots): ok whose
+ * verdict is inaccurate, and an underflow that flushed at most the
+ * tolerance's fraction of every tensor */
+#define RGB_OK_INACCURATE 0xffd92fu
+#define RGB_UNDERFLOW_SLIGHT 0xd6e9f5u
+
+/* A status cell's colour: the status, graded by the verdict (ok) and the
+ * fraction flushed (underflow). */
+static unsigned status_rgb(const nm_case *c, const pl_pt *p)
+{
+	if (p->st == 0 && p->verdict == NM_VERDICT_INACCURATE)
+		return RGB_OK_INACCURATE;
+	if (p->st == 1 && p->flushed <= c->tolerance)
+		return RGB_UNDERFLOW_SLIGHT;
+	return (unsigned)strtoul(st_rgb[p->st] + 1, NULL, 16);
+}
 static const char *const colours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
                                       "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
                                       "#000080", "#006400"};
@@ -852,6 +923,10 @@ typedef struct {
 	double hx0, hx1, hy0, hy1; /* heat map: the outer cell edges */
 	size_t nvar, npol; /* distinct variants / policies present (heat map layout) */
 	const char *xname, *zname;
+	const char *accname; /* the output the verdict judges */
+	const nm_thresh_row *bounds; /* the case's bisected boundaries (heat maps mark them) */
+	size_t nbounds;
+	double tolline;      /* lines of that output's rel_err: the tolerance, else NaN */
 	bool zlog;
 	double zlo, zhi; /* zlog: the colour range, the positive values' (a panel may have none) */
 } pl_spec;
@@ -895,6 +970,9 @@ static void lines_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *
 		        st_names[st]);
 	if (!sp->ystatus && !sp->series)
 		fprintf(f, ", NaN with dots lc rgb 'white' title 'top edge: inf/nan, bottom: 0'");
+	if (isfinite(sp->tolline))
+		fprintf(f, ", %.17g with lines dt 2 lw 1 lc rgb 'black' title 'tolerance %g %%'",
+		        sp->tolline, 100 * sp->tolline);
 	fprintf(f, "\n");
 }
 
@@ -903,11 +981,14 @@ static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *d
 	fprintf(f, "set multiplot layout %zu,%zu title ", sp->nvar, sp->npol);
 	char t[512];
 	if (sp->zname)
-		snprintf(t, sizeof t, "%s — colour: %s (grey: inf/nan)", sp->title, sp->zname);
+		snprintf(t, sizeof t, "%s — colour: %s (grey: inf/nan; ×: bisected boundary)", sp->title,
+		         sp->zname);
 	else
 		snprintf(t, sizeof t,
-		         "%s — green ok, blue underflow, orange overflow, red inf, purple nan",
-		         sp->title);
+		         "%s — green ok (yellow: %s error > %g %%), blue underflow (pale: at most "
+		         "%g %% of a tensor flushed), orange overflow, red inf, purple nan%s",
+		         sp->title, sp->accname, 100 * sp->c->tolerance, 100 * sp->c->tolerance,
+		         sp->strip ? "" : "; ×: bisected boundary");
 	gq(f, t);
 	fprintf(f, "\nset key off\nunset grid\n");
 	fprintf(f, sp->logx ? "set logscale x\nset format x '1e%%L'\n" : "unset logscale x\n");
@@ -947,12 +1028,16 @@ static void heat_body(FILE *f, const pl_spec *sp, const pl_set *s, const char *d
 		if (sp->zname)
 			fprintf(f, " index %zu using 1:2:3:4:5:6:7 with boxxyerror fs solid 1.0 noborder "
 			           "lc palette notitle, '' index %zu using 1:2:3:4:5:6:8 with boxxyerror fs "
-			           "solid 1.0 noborder lc rgb variable notitle\n",
-			        2 * i, 2 * i + 1);
+			           "solid 1.0 noborder lc rgb variable notitle",
+			        3 * i, 3 * i + 1);
 		else
 			fprintf(f, " index %zu using 1:2:3:4:5:6:8 with boxxyerror fs solid 1.0 noborder "
-			           "lc rgb variable notitle\n",
-			        2 * i + 1);
+			           "lc rgb variable notitle",
+			        3 * i + 1);
+		/* the bisected boundaries: a cross at each first bad value */
+		fprintf(f, ", '' index %zu using 1:2 with points pt 2 ps 1.2 lw 1.5 lc rgb 'black' "
+		           "notitle\n",
+		        3 * i + 2);
 	}
 	fprintf(f, "unset multiplot\n");
 }
@@ -1011,6 +1096,31 @@ static size_t find_d(const double *v, size_t n, double x)
 	return 0;
 }
 
+/* Where boundary row t lies on panel g of a 2-D heat map: its first bad
+ * value on the axis it was bisected along, at the other axis's value its
+ * label names ("NAME@OTHER=VALUE"). false when it is not g's. */
+static bool bound_at(const pl_spec *sp, const nm_thresh_row *t, const pl_group *g, double *x,
+                     double *y)
+{
+	const nm_case *c = sp->c;
+	if (strcmp(t->case_name, c->name) != 0 || g->variant >= c->nvariants ||
+	    g->policy >= c->npolicies || strcmp(t->variant, c->variants[g->variant]) != 0 ||
+	    strcmp(t->policy, c->policy_specs[g->policy]) != 0)
+		return false;
+	const char *at = strchr(t->axis, '@'), *eq = at ? strchr(at, '=') : NULL;
+	if (!at || !eq)
+		return false;
+	char *end;
+	double v = strtod(eq + 1, &end);
+	if (*end || !isfinite(t->first_bad))
+		return false;
+	size_t la = (size_t)(at - t->axis);
+	bool onx = strlen(sp->xname) == la && !strncmp(t->axis, sp->xname, la);
+	*x = onx ? t->first_bad : v;
+	*y = onx ? v : t->first_bad;
+	return true;
+}
+
 static int write_heat_data(FILE *f, pl_spec *sp, const pl_set *s)
 {
 	size_t nx, ny;
@@ -1040,7 +1150,7 @@ static int write_heat_data(FILE *f, pl_spec *sp, const pl_set *s)
 				edges(vy, ny, sp->logy, find_d(vy, ny, p->z), &yl, &yh);
 				unsigned rgb = 0xbbbbbb;
 				if (!sp->zname && p->st >= 0)
-					rgb = (unsigned)strtoul(st_rgb[p->st] + 1, NULL, 16);
+					rgb = status_rgb(sp->c, p);
 				else if (sp->zname && isfinite(p->y) && p->y <= 0)
 					rgb = 0x000000;
 				fprintf(f, "%.17g %.17g %.17g %.17g %.17g %.17g %.17g %u\n", p->x, p->z, xl,
@@ -1051,6 +1161,18 @@ static int write_heat_data(FILE *f, pl_spec *sp, const pl_set *s)
 				fprintf(f, "NaN NaN NaN NaN NaN NaN NaN 0\n");
 			fprintf(f, "\n\n");
 		}
+		/* block 3i+2: the boundaries of this panel's variant and policy */
+		size_t nb = 0;
+		for (size_t b = 0; b < sp->nbounds && !sp->strip && sp->c->naxes == 2; b++) {
+			double bx, by;
+			if (bound_at(sp, &sp->bounds[b], g, &bx, &by)) {
+				fprintf(f, "%.17g %.17g\n", bx, by);
+				nb++;
+			}
+		}
+		if (nb == 0)
+			fprintf(f, "NaN NaN\n");
+		fprintf(f, "\n\n");
 	}
 	free(vx);
 	free(vy);
@@ -1242,6 +1364,7 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 {
 	int cv = nm_csv_col(t, "variant"), cp = nm_csv_col(t, "policy");
 	int cb = nm_csv_col(t, "backend"), cs = nm_csv_col(t, "status");
+	int cvd = nm_csv_col(t, "verdict"), cfl = nm_csv_col(t, "flushed");
 	int ca[NM_CASE_MAX_AXES];
 	if (cv < 0 || cp < 0)
 		return perr(err, errlen, "%s: no variant or policy column", path);
@@ -1295,6 +1418,11 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 			pt.x = c->naxes ? nm_csv_num(nm_csv_get(t, r, ca[xa])) : 0;
 			pt.z = c->naxes == 2 ? nm_csv_num(nm_csv_get(t, r, ca[1 - xa])) : 0;
 			pt.st = nm_status_code(nm_csv_get(t, r, cs));
+			const char *vd = cvd >= 0 ? nm_csv_get(t, r, cvd) : "-";
+			pt.verdict = !strcmp(vd, "inaccurate") ? NM_VERDICT_INACCURATE
+			             : !strcmp(vd, "accurate") ? NM_VERDICT_ACCURATE
+			                                       : NM_VERDICT_NONE;
+			pt.flushed = cfl >= 0 ? nm_csv_num(nm_csv_get(t, r, cfl)) : 0;
 		}
 		if (l > 0 && label[l - 1] == ' ')
 			label[--l] = 0;
@@ -1352,8 +1480,50 @@ static int make_tmp(char *buf, size_t len, const char *dir, const char *name, co
 	return 0;
 }
 
+/* The rows of c in results_dir/thresholds.csv (as nm_thresh_write wrote
+ * them), malloc'd into *rows; none when the file is absent or not one. */
+static void read_bounds(const nm_case *c, const char *results_dir, nm_thresh_row **rows,
+                        size_t *n)
+{
+	char path[1100], err[256];
+	nm_csv t;
+	*rows = NULL;
+	*n = 0;
+	snprintf(path, sizeof path, "%s/thresholds.csv", results_dir);
+	if (access(path, R_OK) != 0 || nm_csv_read(path, &t, err, sizeof err))
+		return;
+	int cc = nm_csv_col(&t, "case"), cv = nm_csv_col(&t, "variant"),
+	    cp = nm_csv_col(&t, "policy"), ca = nm_csv_col(&t, "axis"),
+	    cl = nm_csv_col(&t, "last_ok"), cf = nm_csv_col(&t, "first_bad");
+	if (cc >= 0 && cv >= 0 && cp >= 0 && ca >= 0 && cl >= 0 && cf >= 0 && t.nrec > 1)
+		*rows = calloc(t.nrec - 1, sizeof **rows);
+	for (size_t r = 0; *rows && r + 1 < t.nrec; r++) {
+		if (strcmp(nm_csv_get(&t, r, cc), c->name) != 0)
+			continue;
+		nm_thresh_row *w = &(*rows)[(*n)++];
+		snprintf(w->case_name, sizeof w->case_name, "%s", c->name);
+		snprintf(w->variant, sizeof w->variant, "%s", nm_csv_get(&t, r, cv));
+		snprintf(w->policy, sizeof w->policy, "%s", nm_csv_get(&t, r, cp));
+		snprintf(w->axis, sizeof w->axis, "%s", nm_csv_get(&t, r, ca));
+		w->last_ok = nm_csv_num(nm_csv_get(&t, r, cl));
+		w->first_bad = nm_csv_num(nm_csv_get(&t, r, cf));
+	}
+	nm_csv_free(&t);
+}
+
 int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_dir, char *err,
                  size_t errlen)
+{
+	nm_thresh_row *rows;
+	size_t n;
+	read_bounds(c, results_dir, &rows, &n);
+	int rc = nm_plot_case_rows(c, results_dir, plots_dir, rows, n, err, errlen);
+	free(rows);
+	return rc;
+}
+
+int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plots_dir,
+                      const nm_thresh_row *rows, size_t nrows, char *err, size_t errlen)
 {
 	const char *gpname = getenv("NANMAP_GNUPLOT");
 	char prog[1024];
@@ -1364,7 +1534,7 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	if (nm_plot_check(c, err, errlen))
 		return -1;
 	nm_plot_clean_stale(plots_dir, c->name); /* of runs killed before they ended */
-	pl_spec sp = {.c = c};
+	pl_spec sp = {.c = c, .bounds = rows, .nbounds = nrows};
 	const char *series = kv_get(c, "series");
 	const char *type = kv_get(c, "type");
 	const char *backend = kv_get(c, "backend");
@@ -1404,6 +1574,14 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	sp.ystatus = !series && strcmp(sp.ycol, "status") == 0;
 	if (sp.heat && !sp.ystatus)
 		sp.zname = sp.ycol;
+	sp.accname = c->accuracy[0] ? c->accuracy : kc.nout ? kc.out[0] : "?";
+	sp.tolline = NAN;
+	{
+		char accrel[64];
+		snprintf(accrel, sizeof accrel, "%s.rel_err", sp.accname);
+		if (!series && !sp.heat && strcmp(sp.ycol, accrel) == 0)
+			sp.tolline = c->tolerance;
+	}
 
 	pl_set s = {0};
 	int rc = load_points(&sp, c, &t, series, backend, &s, path, err, errlen);
@@ -1482,11 +1660,12 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	if (!sp.xlabel)
 		sp.xlabel = series ? "step" : sp.xname ? sp.xname : "";
 	sp.ylabel = kv_get(c, "ylabel");
+	char ylabel[160];
 	if (!sp.ylabel)
 		sp.ylabel = series ? series
 		            : sp.strip ? ""
 		            : sp.heat ? (c->naxes == 2 ? c->axes[1].name : "")
-		                       : sp.ycol;
+		                       : column_label(sp.ycol, ylabel, sizeof ylabel);
 	if (sp.strip) {
 		sp.nvar = sp.npol = 1;
 	} else if (sp.heat) {

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "nm_case.h"
+#include "nm_thresh.h"
 
 /* A CSV file held whole: ncols fields per record, record 0 is the header. */
 typedef struct {
@@ -80,6 +81,14 @@ size_t nm_plot_clean_stale(const char *dir, const char *name);
  * program is $NANMAP_GNUPLOT when set, else "gnuplot" on PATH. */
 int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_dir, char *err,
                  size_t errlen);
+/* nm_plot_case with the case's bisected boundaries given (the sweep's rows
+ * of c; nm_plot_case reads them from results_dir/thresholds.csv, none when
+ * it has none): a 2-D heat map marks each row's first bad value with a
+ * cross, on the line of the other axis's value it was searched along, in
+ * the panel of its variant and policy, so a boundary between two grid
+ * points shows. Other plots ignore them. */
+int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plots_dir,
+                      const nm_thresh_row *rows, size_t nrows, char *err, size_t errlen);
 
 /* `nanmap plot CASE.case [--results DIR] [--plots DIR]`; argv[0] is "plot".
  * The exit status: 0, or 2 after one error line. */

@@ -167,6 +167,40 @@ static void np_fill(nm_point_result *r, const emu_run *run, const emu_truth *tr)
 		r->out[i].lost = truth ? run->m[i].lost : 0;
 	}
 	r->has_fractions = emu_backward_fractions(run, truth, r->fractions) == 0;
+	r->in_n = run->be.st.in_n;
+	r->in_flushed = run->be.st.in_flushed;
+}
+
+size_t nm_point_accuracy_out(const nm_case *c, const nm_point_result *r)
+{
+	if (!c->accuracy[0])
+		return r->nout ? 0 : r->nout;
+	for (size_t i = 0; i < r->nout && i < NM_POINT_MAX_OUT; i++)
+		if (strcmp(r->out[i].name, c->accuracy) == 0)
+			return i;
+	return r->nout;
+}
+
+nm_verdict nm_point_verdict(const nm_case *c, const nm_point_result *r)
+{
+	size_t i = nm_point_accuracy_out(c, r);
+	if (i >= r->nout || i >= NM_POINT_MAX_OUT || isnan(r->out[i].rel_err))
+		return NM_VERDICT_NONE;
+	return r->out[i].rel_err > c->tolerance ? NM_VERDICT_INACCURATE : NM_VERDICT_ACCURATE;
+}
+
+const char *nm_verdict_name(nm_verdict v)
+{
+	return v == NM_VERDICT_ACCURATE ? "accurate" : v == NM_VERDICT_INACCURATE ? "inaccurate" : "-";
+}
+
+double nm_point_flushed(const nm_point_result *r)
+{
+	double f = r->in_n ? (double)r->in_flushed / (double)r->in_n : 0;
+	for (size_t i = 0; i < r->nout && i < NM_POINT_MAX_OUT; i++)
+		if (r->out[i].n && (double)r->out[i].lost / (double)r->out[i].n > f)
+			f = (double)r->out[i].lost / (double)r->out[i].n;
+	return f;
 }
 
 int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, bool truth,

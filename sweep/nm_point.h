@@ -32,7 +32,26 @@ typedef struct {
 	} out[NM_POINT_MAX_OUT];
 	bool has_fractions;              /* backward: zero, subnormal, lost, overflow */
 	double fractions[4];
+	uint64_t in_n, in_flushed;       /* input elements stored, and those flushed to 0 */
 } nm_point_result;
+
+/* The accuracy verdict of r (docs/sweep.md): the end-to-end relative error
+ * of c's accuracy output (its first when the case names none) against
+ * c->tolerance. */
+typedef enum {
+	NM_VERDICT_NONE = -1, /* no error known (truth = no, a NaN truth) */
+	NM_VERDICT_ACCURATE = 0,
+	NM_VERDICT_INACCURATE = 1, /* rel_err > tolerance (inf for a NaN or infinite output) */
+} nm_verdict;
+nm_verdict nm_point_verdict(const nm_case *c, const nm_point_result *r);
+/* "-", "accurate", "inaccurate" */
+const char *nm_verdict_name(nm_verdict v);
+/* The output the verdict judges (c->accuracy, or r's first): its index in
+ * r->out, or r->nout when r has no such output. */
+size_t nm_point_accuracy_out(const nm_case *c, const nm_point_result *r);
+/* How much a flush took: the largest fraction of one tensor lost to zero,
+ * the inputs as stored or any output (0 … 1). */
+double nm_point_flushed(const nm_point_result *r);
 
 /* Evaluate p on backend kind (FAST or EXACT), with the truth run for metrics
  * when truth is set. series: when not NULL, receives the values of the

@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mpfr.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -456,6 +458,7 @@ static void sw_encode(nm_buf *b, size_t idx, const struct sw_pt *p, int nbe)
 		}
 		nm_buf_printf(b, " %d %a %a %a %a", r->has_fractions, r->fractions[0],
 		              r->fractions[1], r->fractions[2], r->fractions[3]);
+		nm_buf_printf(b, " %" PRIu64 " %" PRIu64, r->in_n, r->in_flushed);
 		nm_buf_printf(b, " %zu", p->nser[k]);
 		for (size_t i = 0; i < p->nser[k]; i++) {
 			sw_put_str(b, p->ser[k][i].name);
@@ -599,6 +602,8 @@ static int sw_decode(char *line, size_t npoints, int nbe, size_t *idx, struct sw
 		r->has_fractions = sw_next_u(&t, 1);
 		for (int i = 0; i < 4; i++)
 			r->fractions[i] = sw_next_d(&t);
+		r->in_n = sw_next_u(&t, UINT64_MAX);
+		r->in_flushed = sw_next_u(&t, r->in_n);
 		p->nser[k] = (size_t)sw_next_u(&t, SW_MAX_SER);
 		for (size_t i = 0; i < p->nser[k] && !t.bad; i++) {
 			struct sw_series *s = &p->ser[k][i];
@@ -690,7 +695,7 @@ static void sw_case_paths(struct sw_case_run *cr, const struct sw_opts *o)
 	snprintf(cr->thresh, sizeof(cr->thresh), "%s/.state/%s.thresh", o->out, nm);
 	/* r2: the results' definitions (end-to-end and arithmetic errors); an
 	 * older journal or state is not reused */
-	snprintf(cr->tag, sizeof(cr->tag), "nanmap %s r2 case %016" PRIx64 " grid %s points %zu x%d",
+	snprintf(cr->tag, sizeof(cr->tag), "nanmap %s r3 case %016" PRIx64 " grid %s points %zu x%d",
 	         NM_VERSION, cr->c->hash, cr->quick ? "quick" : "full", cr->npoints, cr->nbe);
 }
 
@@ -726,6 +731,51 @@ static const char *sw_fmt_bytes(double b, char *buf, size_t len)
 		b /= 1024, u++;
 	snprintf(buf, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
 	return buf;
+}
+
+/* A value's bytes on the MPFR backends (the truth at EMU_TRUTH_PREC bits;
+ * the exact backend's values are smaller, counted the same) */
+#define SW_MP_VALUE_BYTES ((double)sizeof(mpfr_t) + EMU_TRUTH_PREC / 8)
+
+/*
+ * Refuse a case one of whose points cannot run in the memory there is,
+ * before any point runs (the pre-run check included): a point's working
+ * memory at the case's largest input is the input, the fast run's values
+ * (8 bytes each), the exact run's and the truth's (twice: end to end and
+ * stored) at SW_MP_VALUE_BYTES each; -j threads run that many points at
+ * once. The figures are those of nanmap run's own check (docs/sweep.md).
+ */
+static int sw_work_check(const struct sw_opts *o, const nm_case *c)
+{
+	double r, k, len = nm_case_max_input(c, &r, &k), avail = nm_memory_available();
+	emu_kparam params[NM_CASE_MAX_PARAMS];
+	int threads = o->jobs;
+	char a[40], b[40], d[40], e[40];
+
+#ifdef _OPENMP
+	if (!threads)
+		threads = omp_get_max_threads();
+#endif
+	if (threads < 1)
+		threads = 1;
+	for (size_t i = 0; i < c->nparams && i < NM_CASE_MAX_PARAMS; i++)
+		params[i] = (emu_kparam){c->param_names[i], c->params[i].value};
+	emu_kin kin = {NULL, (size_t)r, (size_t)k, params, c->nparams, c->gen.seed};
+	double vals = emu_kernel_values(c->kernel, (size_t)r, (size_t)k, &kin);
+	double per = len * sizeof(double) + vals * sizeof(double) +
+	             (c->exact ? vals * SW_MP_VALUE_BYTES : 0) +
+	             (c->truth ? 2 * vals * SW_MP_VALUE_BYTES : 0);
+	double need = per * threads;
+	if (avail < 0 || need <= avail)
+		return 0;
+	return nm_fail("%s: case %s: a point of %.0f x %.0f inputs needs about %s of working memory "
+	               "(input %s, %.0f kernel values on fast%s%s), x %d threads = %s, more than the "
+	               "%s of memory available%s",
+	               c->path, c->name, r, k, sw_fmt_bytes(per, a, sizeof(a)),
+	               sw_fmt_bytes(len * sizeof(double), b, sizeof(b)), vals,
+	               c->exact ? ", exact" : "", c->truth ? " and truth (twice)" : "", threads,
+	               sw_fmt_bytes(need, d, sizeof(d)), sw_fmt_bytes(avail, e, sizeof(e)),
+	               threads > 1 ? " (-j 1 runs one point at a time)" : "");
 }
 
 /* Refuse a case whose results would not fit in --max-memory, before any
@@ -897,7 +947,7 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 		nm_buf_printf(&b, ",");
 		nm_buf_csv(&b, c->axes[a].name);
 	}
-	nm_buf_printf(&b, ",backend,status,first_op,first_step,first_index");
+	nm_buf_printf(&b, ",backend,status,verdict,flushed,first_op,first_step,first_index");
 	for (size_t i = 0; i < r0->nout; i++)
 		nm_buf_printf(
 		    &b,
@@ -912,8 +962,10 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 			const nm_point_result *r = &cr->pts[idx].r[k];
 
 			sw_csv_lead(&b, cr, idx);
-			nm_buf_printf(&b, ",%s,%s,", sw_be_names[k],
-			              emu_run_status_name(r->status));
+			nm_buf_printf(&b, ",%s,%s,%s", sw_be_names[k], emu_run_status_name(r->status),
+			              nm_verdict_name(nm_point_verdict(c, r)));
+			sw_csv_num(&b, nm_point_flushed(r));
+			nm_buf_printf(&b, ",");
 			if (r->has_first) {
 				nm_buf_csv(&b, r->first_op);
 				nm_buf_printf(&b, ",");
@@ -1528,14 +1580,26 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 			snprintf(s->err, sizeof(s->err), "out of memory");
 			goto out;
 		}
-		for (size_t i = 0; i < cr.npoints; i++)
+		signed char *verdict = malloc(cr.npoints ? cr.npoints : 1);
+
+		if (!verdict) {
+			free(grid);
+			snprintf(s->err, sizeof(s->err), "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < cr.npoints; i++) {
 			grid[i] = cr.pts[i].r[0].status;
-		if (nm_thresh_case(c, cr.quick, grid, &rows, &nrows, terr, sizeof(terr))) {
+			verdict[i] = (signed char)nm_point_verdict(c, &cr.pts[i].r[0]);
+		}
+		if (nm_thresh_case_acc(c, cr.quick, grid, verdict, &rows, &nrows, terr,
+		                       sizeof(terr))) {
 			snprintf(s->err, sizeof(s->err), "%s: thresholds: %s", c->name, terr);
 			free(grid);
+			free(verdict);
 			goto out;
 		}
 		free(grid);
+		free(verdict);
 	}
 	if (sw_thresh_save(&cr, rows, nrows, s->err, sizeof(s->err)) ||
 	    sw_add_rows(s, rows, nrows)) {
@@ -1560,7 +1624,7 @@ plot:
 	if (s->rank == 0 && !(skip && sw_plotted(s, c, cr.tag))) {
 		char perr[SW_ERR_LEN] = "";
 
-		if (nm_plot_case(c, s->o.out, s->o.plots, perr, sizeof(perr))) {
+		if (nm_plot_case_rows(c, s->o.out, s->o.plots, rows, nrows, perr, sizeof(perr))) {
 			snprintf(s->err, sizeof(s->err), "%s: plot: %s", c->name, perr);
 			rc = -1;
 		} else if (sw_state_write(&cr, s->o.plots, s->err, sizeof(s->err))) {
@@ -1615,6 +1679,11 @@ static int sw_load_all(struct sw_all *s)
 			break;
 		}
 		s->cases[s->ncases++] = c;
+		/* before the pre-run check below runs the case's first point */
+		if ((!s->o.only || !strcmp(c->name, s->o.only)) && sw_work_check(&s->o, c)) {
+			rc = NM_EXIT_ERR;
+			break;
+		}
 #ifdef SW_HAVE_PLOT
 		if (nm_plot_check_columns(c, err, sizeof(err))) {
 			rc = nm_fail("%s", err);

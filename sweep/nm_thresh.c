@@ -149,6 +149,7 @@ typedef struct {
 	const nm_case *c;
 	bool quick;
 	const emu_run_status *grid;
+	const signed char *verdict; /* NULL: no accuracy boundaries */
 	size_t v, p;
 	nm_thresh_row *rows;
 	size_t n, cap;
@@ -426,6 +427,90 @@ static int th_search1(th_task *t, size_t k, double *ax, double a, double b, emu_
 	return 0;
 }
 
+/*
+ * The accuracy boundary between grid points ax[k] = a (verdict va) and b
+ * (vb), one accurate and the other inaccurate: bisected on FAST with truth
+ * to adjacent allowed values, lo accurate and hi inaccurate.
+ */
+static int th_search_acc(th_task *t, size_t k, double *ax, double a, double b, int va,
+                         const char *label)
+{
+	const nm_case *c = t->c;
+	const nm_axis *axis = &c->axes[k];
+	const emu_policy *pol = &c->policies[t->p];
+	th_dom d = {axis->domain, NULL};
+	if (axis->target == NM_SET_COLS || axis->target == NM_SET_ROWS)
+		d.dom = NM_DOM_INT;
+	if (d.dom == NM_DOM_STORAGE)
+		d.f = &pol->storage;
+	else if (d.dom == NM_DOM_COMPUTE)
+		d.f = &pol->compute;
+	double lo = va == NM_VERDICT_ACCURATE ? a : b, hi = va == NM_VERDICT_ACCURATE ? b : a;
+	nm_point_result r;
+	int steps = 0;
+	double mid;
+	while (steps < TH_MAX_STEPS && th_mid(&d, fmin(lo, hi), fmax(lo, hi), &mid)) {
+		ax[k] = mid;
+		if (th_eval(t, ax, EMU_BE_FAST, true, &r))
+			return -1;
+		steps++;
+		if (nm_point_verdict(c, &r) == NM_VERDICT_INACCURATE)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	nm_thresh_row *row = th_new_row(t);
+	if (!row) {
+		snprintf(t->err, sizeof t->err, "out of memory");
+		return -1;
+	}
+	snprintf(row->case_name, sizeof row->case_name, "%s", c->name);
+	snprintf(row->kernel, sizeof row->kernel, "%s", c->kernel->name);
+	snprintf(row->variant, sizeof row->variant, "%s", c->variants[t->v]);
+	snprintf(row->policy, sizeof row->policy, "%s",
+	         c->policy_specs ? c->policy_specs[t->p] : pol->spec);
+	snprintf(row->axis, sizeof row->axis, "%s", label);
+	ax[k] = hi;
+	if (th_eval(t, ax, EMU_BE_FAST, true, &r))
+		return -1;
+	size_t o = nm_point_accuracy_out(c, &r);
+	char tol[24];
+	th_short(c->tolerance, tol, sizeof tol);
+	snprintf(row->event, sizeof row->event, "%.23s.rel_err>%.15s",
+	         o < r.nout ? r.out[o].name : "?", tol);
+	row->last_ok = lo;
+	row->first_bad = hi;
+	th_dom show = d;
+	if (show.f && !(th_in_fmt(&d, lo) && th_in_fmt(&d, hi)))
+		show.f = NULL, show.dom = NM_DOM_REAL;
+	th_hex(&show, lo, row->last_hex, sizeof row->last_hex);
+	th_hex(&show, hi, row->first_hex, sizeof row->first_hex);
+	row->variant_i = t->v;
+	row->policy_i = t->p;
+	row->axis_i = k;
+	row->domain = d.dom;
+	row->steps = steps;
+	row->real_boundary = NAN;
+	/* confirmation: the exact-format backend gives the same verdicts */
+	nm_point_result el, eh;
+	if (th_eval(t, ax, EMU_BE_EXACT, true, &eh))
+		return -1;
+	ax[k] = lo;
+	if (th_eval(t, ax, EMU_BE_EXACT, true, &el))
+		return -1;
+	row->confirmed = nm_point_verdict(c, &eh) == NM_VERDICT_INACCURATE &&
+	                 nm_point_verdict(c, &el) == NM_VERDICT_ACCURATE;
+	snprintf(row->first_op, sizeof row->first_op, "%s", row->confirmed ? "-" : "unconfirmed");
+	if (!row->confirmed)
+		fprintf(stderr,
+		        "nanmap: warning: %s %s [%s] %s: fast says %s at %.17g and %s at %.17g, "
+		        "exact says %s and %s\n",
+		        c->name, row->variant, row->policy, label, "accurate", lo, "inaccurate", hi,
+		        nm_verdict_name(nm_point_verdict(c, &el)),
+		        nm_verdict_name(nm_point_verdict(c, &eh)));
+	return 0;
+}
+
 static int th_search(th_task *t, size_t k, double *ax, double a, double b, emu_run_status sa,
                      emu_run_status sb, const char *label)
 {
@@ -468,10 +553,20 @@ static int th_run_task(th_task *t)
 				size_t i0b = k == 0 ? i + 1 : j, i1b = k == 0 ? j : i + 1;
 				emu_run_status sa = t->grid[base + i0 * n[1] + i1];
 				emu_run_status sb = t->grid[base + i0b * n[1] + i1b];
-				if (sa == sb)
-					continue;
-				if (th_search(t, k, ax, g[k][i], g[k][i + 1], sa, sb, label))
+				if (sa != sb && th_search(t, k, ax, g[k][i], g[k][i + 1], sa, sb, label))
 					return -1;
+				if (!t->verdict)
+					continue;
+				int va = t->verdict[base + i0 * n[1] + i1];
+				int vb = t->verdict[base + i0b * n[1] + i1b];
+				if (va == vb || va == NM_VERDICT_NONE || vb == NM_VERDICT_NONE)
+					continue;
+				double t0 = omp_get_wtime();
+				size_t n0 = t->n;
+				if (th_search_acc(t, k, ax, g[k][i], g[k][i + 1], va, label))
+					return -1;
+				if (t->n > n0)
+					t->rows[t->n - 1].seconds = omp_get_wtime() - t0;
 			}
 		}
 	}
@@ -480,6 +575,13 @@ static int th_run_task(th_task *t)
 
 int nm_thresh_case(const nm_case *c, bool quick, const emu_run_status *grid, nm_thresh_row **rows,
                    size_t *n, char *err, size_t errlen)
+{
+	return nm_thresh_case_acc(c, quick, grid, NULL, rows, n, err, errlen);
+}
+
+int nm_thresh_case_acc(const nm_case *c, bool quick, const emu_run_status *grid,
+                       const signed char *verdict, nm_thresh_row **rows, size_t *n, char *err,
+                       size_t errlen)
 {
 	size_t ntask = c->nvariants * c->npolicies;
 	*rows = NULL;
@@ -493,6 +595,7 @@ int nm_thresh_case(const nm_case *c, bool quick, const emu_run_status *grid, nm_
 	}
 	for (size_t i = 0; i < ntask; i++)
 		tasks[i] = (th_task){.c = c, .quick = quick, .grid = grid,
+		                     .verdict = c->tolerance_set && c->truth ? verdict : NULL,
 		                     .v = i / c->npolicies, .p = i % c->npolicies};
 #pragma omp parallel for schedule(dynamic, 1)
 	for (long i = 0; i < (long)ntask; i++)
@@ -611,9 +714,16 @@ static void th_write_md_case(nm_buf *b, const nm_thresh_row *rows, size_t n)
 		th_cell(b, t->policy);
 		nm_buf_put(b, "` | ");
 		th_cell(b, t->axis);
+		/* 6 digits, or as many more as tell last ok from first bad (two
+		 * adjacent values differ only far down: 0.779297 and 0.779297) */
+		int prec = 6;
+		while (prec < 17 && t->last_ok != t->first_bad &&
+		       !strcmp(nm_fmt_g(t->last_ok, prec, a, sizeof a),
+		               nm_fmt_g(t->first_bad, prec, c, sizeof c)))
+			prec++;
 		nm_buf_printf(b, " | %s | %s (%s) | %s (%s) | %s | %s |\n", t->event,
-		              nm_fmt_g(t->last_ok, 6, a, sizeof a), t->last_hex,
-		              nm_fmt_g(t->first_bad, 6, c, sizeof c), t->first_hex,
+		              nm_fmt_g(t->last_ok, prec, a, sizeof a), t->last_hex,
+		              nm_fmt_g(t->first_bad, prec, c, sizeof c), t->first_hex,
 		              nm_fmt_g(t->real_boundary, 6, r, sizeof r), t->first_op);
 	}
 }

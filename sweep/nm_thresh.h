@@ -18,7 +18,8 @@
 typedef struct {
 	char case_name[64], kernel[32], variant[48], policy[192];
 	char axis[96];        /* "NAME", or "NAME@OTHER=VALUE" on a 2-D case */
-	char event[32];       /* status at first_bad, or "FROM->TO" when neither is ok */
+	char event[48];       /* status at first_bad, or "FROM->TO" when neither is ok, or
+	                         "OUT.rel_err>TOL" where the accuracy verdict turns */
 	double last_ok, first_bad;
 	char last_hex[72], first_hex[72]; /* exact forms for the table ("fp16 0x498b", "0x1.8p+3") */
 	double real_boundary; /* NAN when it cannot be defined */
@@ -43,6 +44,19 @@ typedef struct {
  */
 int nm_thresh_case(const nm_case *c, bool quick, const emu_run_status *grid, nm_thresh_row **rows,
                    size_t *n, char *err, size_t errlen);
+/*
+ * As nm_thresh_case, and when c sets its tolerance (c->tolerance_set) and
+ * verdict is not NULL (the nm_verdict of every grid point, same order), the
+ * accuracy boundaries too: wherever two neighbours' verdicts are accurate
+ * and inaccurate, the axis is bisected on the fast backend with truth to
+ * the adjacent pair where the error of the accuracy output first exceeds
+ * the tolerance; event "OUT.rel_err>TOL", confirmed on the exact backend,
+ * first_failing_op "-", real_boundary NAN (the exact computation has no
+ * error to cross it).
+ */
+int nm_thresh_case_acc(const nm_case *c, bool quick, const emu_run_status *grid,
+                       const signed char *verdict, nm_thresh_row **rows, size_t *n, char *err,
+                       size_t errlen);
 
 /*
  * Write rows (of every case, in the order given) to csv_path

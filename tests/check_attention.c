@@ -525,6 +525,46 @@ START_TEST(test_fp8_bwd_reference)
 }
 END_TEST
 
+/*
+ * fp8's flushed probability mass per row (issue 23): p_lost counts the P̃
+ * its e4m3 cast flushed; p_lost_mass_max and _mean say how much of a row's
+ * mass they carried. Each flushed P̃ is below 2^-10/448 of the row's max
+ * (whose own P̃ is 1, so a row's mass sums to at least 1): a row's share is
+ * at most its count times that, the mean at most the max, and the max at
+ * most the rows' sum. No flush, no mass; the exact backend agrees.
+ */
+START_TEST(test_fp8_lost_mass)
+{
+	enum { NK = 256, D = 16, COLS = 3 * D, NQ = 16 };
+	static double x[NK * COLS];
+	for (int big = 0; big < 2; big++) {
+		fill(x, NK * COLS, big ? 4 : 1, 77);
+		emu_kparam p[] = {{"seq_q", NQ}, {"scale", 1}};
+		att_result a, e;
+		att_run(&a, "storage=bf16,compute=fp32", "fp8", x, NK, COLS, p, 2, EMU_BE_FAST);
+		att_run(&e, "storage=bf16,compute=fp32", "fp8", x, NK, COLS, p, 2, EMU_BE_EXACT);
+		int il = item(&a, "p_lost"), imx = item(&a, "p_lost_mass_max"),
+		    imn = item(&a, "p_lost_mass_mean");
+		double lost = out(&a, il, 0), mx = out(&a, imx, 0), mean = out(&a, imn, 0);
+		if (!big) {
+			ck_assert_msg(lost == 0 && mx == 0 && mean == 0, "no flush: %g %g %g", lost, mx,
+			              mean);
+		} else {
+			ck_assert_msg(lost > 0, "inputs of 4: nothing flushed");
+			ck_assert_msg(mx > 0 && mx <= lost * 0x1p-10 / 448, "max %g, lost %g", mx, lost);
+			ck_assert_msg(mean > 0 && mean <= mx && mx <= mean * NQ * (1 + 0x1p-20),
+			              "mean %g, max %g", mean, mx);
+		}
+		ck_assert_msg(out(&e, item(&e, "p_lost_mass_max"), 0) == mx &&
+		                  out(&e, item(&e, "p_lost_mass_mean"), 0) == mean,
+		              "exact %g %g, fast %g %g", out(&e, item(&e, "p_lost_mass_max"), 0),
+		              out(&e, item(&e, "p_lost_mass_mean"), 0), mx, mean);
+		emu_run_free(&a.r);
+		emu_run_free(&e.r);
+	}
+}
+END_TEST
+
 /* fp8:bwd's forward is fp8's, bit for bit (O, L, p_lost), under several
  * policies, with the mask, per-tensor and per-tile scales */
 START_TEST(test_fp8_bwd_forward)
@@ -923,6 +963,7 @@ Suite *suite_attention(void)
 	tcase_add_test(tc, test_fp8_bwd_ds_lost);
 	tcase_add_test(tc, test_fp8_bwd_errors);
 	tcase_add_test(tc, test_sink);
+	tcase_add_test(tc, test_fp8_lost_mass);
 	suite_add_tcase(s, tc);
 	return s;
 }

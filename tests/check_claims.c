@@ -1037,6 +1037,17 @@ START_TEST(write_report)
 	ck_assert_msg(strstr(a, "| 1 | FP16's dynamic range is about 6e-5 to 6.5e4. | **unsettled** |"),
 	              "%s", a);
 	ck_assert_msg(strstr(a, "stops at 2048") && strstr(a, "stops too, at 16777216"), "%s", a);
+	/* claim 13: an infinite scaled loss is not "scaled loss 0" (maxabs is the
+	 * largest finite value, 0 when the loss is inf) */
+	csv("scale_65536", R13_HDR, "scale_65536,accum,gradacc,storage=fp32,65536,fast,ok,65536",
+	    "scale_65536,accum,gradacc,storage=fp16,65536,fast,inf,0", NULL);
+	ck_assert_msg(nm_claims_write(ptrs, NCASES, tdir, md, err, sizeof err) == 0, "%s", err);
+	free(a);
+	a = slurp(md);
+	ck_assert_msg(strstr(a, "- S = 65536, `storage=fp16`: status inf, the scaled loss is not finite\n"),
+	              "%s", a);
+	ck_assert_msg(!strstr(a, "scaled loss 0"), "%s", a);
+	ck_assert_msg(strstr(a, "- S = 65536, `storage=fp32`: status ok, scaled loss 65536"), "%s", a);
 	ck_assert_msg(nm_claims_write(ptrs, NCASES, tdir, md, err, sizeof err) == 0, "%s", err);
 	char *b = slurp(md);
 	ck_assert_msg(strcmp(a, b) == 0, "a rewrite changed claims.md");

@@ -91,21 +91,21 @@ static const char case1[] = "[case]\nkernel = accum\nvariants = sum:seq sum:pair
                             "[plot]\ny = result.rel_err\nxlabel = N\n";
 
 static const char csv1[] =
-    "case,kernel,variant,policy,n,backend,status,first_op,first_step,first_index,"
+    "case,kernel,variant,policy,n,backend,status,verdict,flushed,first_op,first_step,first_index,"
     "result.max_ulp,result.rel_err,result.lost,result.maxabs,result.arith_max_ulp,"
     "result.arith_rel_err\n"
-    "p1,accum,sum:seq,storage=fp16,1,fast,ok,,,,0,0,0,1,0,0\n"
-    "p1,accum,sum:seq,storage=fp16,100,fast,ok,,,,0,0,0,100,0,0\n"
-    "p1,accum,sum:seq,storage=fp16,10000,fast,inf,,,,inf,inf,0,inf,0,0\n"
-    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",1,fast,ok,,,,0,0,0,1,0,0\n"
-    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",100,fast,ok,,,,0,1e-7,0,100,0,0\n"
-    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",10000,fast,ok,,,,0,1e-3,0,10000,0,0\n"
-    "p1,accum,sum:pairwise,storage=fp16,1,fast,ok,,,,0,0,0,1,0,0\n"
-    "p1,accum,sum:pairwise,storage=fp16,100,fast,underflow,,,,0,0.5,0,100,0,0\n"
-    "p1,accum,sum:pairwise,storage=fp16,10000,fast,nan,,,,nan,nan,0,nan,0,0\n"
-    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",1,fast,ok,,,,0,0,0,1,0,0\n"
-    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",100,fast,ok,,,,0,0,0,100,0,0\n"
-    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",10000,fast,ok,,,,0,0,0,10000,0,0\n";
+    "p1,accum,sum:seq,storage=fp16,1,fast,ok,accurate,0,,,,0,0,0,1,0,0\n"
+    "p1,accum,sum:seq,storage=fp16,100,fast,ok,accurate,0,,,,0,0,0,100,0,0\n"
+    "p1,accum,sum:seq,storage=fp16,10000,fast,inf,inaccurate,0,,,,inf,inf,0,inf,0,0\n"
+    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",1,fast,ok,accurate,0,,,,0,0,0,1,0,0\n"
+    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",100,fast,ok,accurate,0,,,,0,1e-7,0,100,0,0\n"
+    "p1,accum,sum:seq,\"storage=fp16,accum=fp32\",10000,fast,ok,accurate,0,,,,0,1e-3,0,10000,0,0\n"
+    "p1,accum,sum:pairwise,storage=fp16,1,fast,ok,accurate,0,,,,0,0,0,1,0,0\n"
+    "p1,accum,sum:pairwise,storage=fp16,100,fast,underflow,inaccurate,0,,,,0,0.5,0,100,0,0\n"
+    "p1,accum,sum:pairwise,storage=fp16,10000,fast,nan,-,0,,,,nan,nan,0,nan,0,0\n"
+    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",1,fast,ok,accurate,0,,,,0,0,0,1,0,0\n"
+    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",100,fast,ok,accurate,0,,,,0,0,0,100,0,0\n"
+    "p1,accum,sum:pairwise,\"storage=fp16,accum=fp32\",10000,fast,ok,accurate,0,,,,0,0,0,10000,0,0\n";
 
 static void render(const char *casefile, const char *name, char **png, size_t *npng, char **svg,
                    size_t *nsvg)
@@ -149,6 +149,14 @@ START_TEST(lines_deterministic)
 	put("p1.case", case1);
 	put("p1.csv", csv1);
 	twice("p1.case", "p1");
+	/* the y axis says what the column means, not "result.rel_err", and the
+	 * accuracy output's relative error shows the tolerance */
+	size_t n;
+	char *svg = get("p1.svg", &n);
+	ck_assert_msg(strstr(svg, "result: relative error ||v - truth|| / ||truth|| (end to end)"),
+	              "no worded y label");
+	ck_assert_msg(strstr(svg, "tolerance 1 %"), "no tolerance line");
+	free(svg);
 }
 END_TEST
 
@@ -181,7 +189,7 @@ START_TEST(heatmap_deterministic)
 	                               "0,1e-3,0,1,0,1e-3,0,1e-3,0,1,0,1e-3";
 	char csv[8192];
 	int l = snprintf(csv, sizeof csv, "case,kernel,variant,policy,eps,sd,backend,status,"
-	                                  "first_op,first_step,first_index");
+	                                  "verdict,flushed,first_op,first_step,first_index");
 	static const char *const outs[] = {"y", "dx", "rstd", "var"};
 	for (int o = 0; o < 4; o++)
 		l += snprintf(csv + l, sizeof csv - (size_t)l,
@@ -195,10 +203,43 @@ START_TEST(heatmap_deterministic)
 		for (int e = 0; e < 3; e++)
 			for (int s = 0; s < 2; s++, k++)
 				l += snprintf(csv + l, sizeof csv - (size_t)l,
-				              "p2,layernorm,twopass,%s,%s,%s,fast,%s,,,,%s\n", pol[p], eps[e],
-				              sd[s], st[k % 6], metrics4);
+				              "p2,layernorm,twopass,%s,%s,%s,fast,%s,%s,%s,,,,%s\n", pol[p], eps[e],
+				              sd[s], st[k % 6], k % 4 ? "accurate" : "inaccurate",
+				              k % 4 == 1 ? "0.001" : "0.5", metrics4);
 	put("p2.csv", csv);
 	twice("p2.case", "p2");
+	/* the grades (docs/sweep.md, Plots): an ok cell whose error is above the
+	 * tolerance is yellow, not green; an underflow that flushed at most the
+	 * tolerance's fraction is pale blue, a larger one the usual blue */
+	size_t nsvg;
+	char *svg = get("p2.svg", &nsvg);
+	ck_assert_msg(strstr(svg, "rgb(255, 217,  47)"), "no yellow (ok, inaccurate) cell");
+	ck_assert_msg(strstr(svg, "rgb( 77, 175,  74)"), "no green (ok, accurate) cell");
+	ck_assert_msg(strstr(svg, "rgb(214, 233, 245)"), "no pale blue (slight underflow) cell");
+	ck_assert_msg(strstr(svg, "rgb(128, 177, 211)"), "no blue (underflow) cell");
+	ck_assert_msg(!strstr(svg, "href='#gpPt1'"), "a boundary cross without boundaries");
+	free(svg);
+	/* a boundary bisected between two grid points is drawn as a cross in its
+	 * panel, on its line; one of another policy or case is not */
+	nm_thresh_row b[3];
+	memset(b, 0, sizeof b);
+	for (int i = 0; i < 3; i++) {
+		snprintf(b[i].case_name, sizeof b[i].case_name, "%s", i == 2 ? "other" : "p2");
+		snprintf(b[i].variant, sizeof b[i].variant, "twopass");
+		snprintf(b[i].policy, sizeof b[i].policy, "%s", i ? "storage=bf16" : "storage=fp16");
+		snprintf(b[i].axis, sizeof b[i].axis, "eps@sd=1e-08");
+		b[i].last_ok = 3.0306e-10;
+		b[i].first_bad = 3.0307e-10;
+	}
+	char p[256], err[512];
+	nm_case c;
+	snprintf(p, sizeof p, "%s/p2.case", tdir);
+	ck_assert_msg(nm_case_load(p, &c, err, sizeof err) == 0, "%s", err);
+	ck_assert_msg(nm_plot_case_rows(&c, tdir, tdir, b, 3, err, sizeof err) == 0, "%s", err);
+	nm_case_free(&c);
+	svg = get("p2.svg", &nsvg);
+	ck_assert_msg(strstr(svg, "href='#gpPt1'"), "no boundary cross");
+	free(svg);
 }
 END_TEST
 
@@ -215,7 +256,7 @@ START_TEST(heatmap_log_colour_zero_panel)
 	               "[plot]\ntype = heatmap\ny = y.rel_err\n");
 	char csv[8192];
 	int l = snprintf(csv, sizeof csv, "case,kernel,variant,policy,eps,sd,backend,status,"
-	                                  "first_op,first_step,first_index");
+	                                  "verdict,flushed,first_op,first_step,first_index");
 	static const char *const outs[] = {"y", "dx", "rstd", "var"};
 	for (int o = 0; o < 4; o++)
 		l += snprintf(csv + l, sizeof csv - (size_t)l,
@@ -231,7 +272,7 @@ START_TEST(heatmap_log_colour_zero_panel)
 			for (int s = 0; s < 2; s++, k++) {
 				const char *r = p == 0 ? rel[k % 6] : "0"; /* bf16: all zero */
 				l += snprintf(csv + l, sizeof csv - (size_t)l,
-				              "p4,layernorm,twopass,%s,%s,%s,fast,ok,,,", pol[p], eps[e], sd[s]);
+				              "p4,layernorm,twopass,%s,%s,%s,fast,ok,accurate,0,,,", pol[p], eps[e], sd[s]);
 				for (int o = 0; o < 4; o++)
 					l += snprintf(csv + l, sizeof csv - (size_t)l, ",0,%s,0,1,0,%s",
 					              o == 0 ? r : "0", o == 0 ? r : "0");
@@ -259,7 +300,7 @@ START_TEST(no_gnuplot)
 	put("p1.csv", "case,kernel,variant,policy,n,backend,status\np1,accum,sum:seq,storage=fp16,1,fast,ok\n");
 	rc = nm_plot_case(&c, tdir, tdir, err, sizeof err);
 	ck_assert_int_eq(rc, -1);
-	ck_assert_msg(strstr(err, "p1.csv:1: 7 columns, case p1's results have 16"), "got: %s", err);
+	ck_assert_msg(strstr(err, "p1.csv:1: 7 columns, case p1's results have 18"), "got: %s", err);
 	nm_case_free(&c);
 }
 END_TEST
@@ -305,7 +346,7 @@ START_TEST(damaged_csv)
 		const char *want;
 	} rows[] = {
 	    {"result.rel_err,", "result.relerr,",
-	     "p1.csv:1: column 12 is 'result.relerr', case p1's results have 'result.rel_err'"},
+	     "p1.csv:1: column 14 is 'result.relerr', case p1's results have 'result.rel_err'"},
 	    {",100,fast,ok,", ",100,fast,okay,",
 	     "p1.csv:3: status 'okay' is not ok, underflow, overflow, inf or nan"},
 	    {"p1,accum,sum:seq,storage=fp16,100,", "p9,accum,sum:seq,storage=fp16,100,",
@@ -316,13 +357,13 @@ START_TEST(damaged_csv)
 	     "p1.csv:3: n '1000', expected '100'"},
 	    {"sum:seq,storage=fp16,100,", "sum:pairwise,storage=fp16,100,",
 	     "p1.csv:3: variant 'sum:pairwise', expected 'sum:seq'"},
-	    {"100,fast,ok,,,,0,0,0,100,", "100,exact,ok,,,,0,0,0,100,",
+	    {"100,fast,ok,accurate,0,,,,0,0,0,100,", "100,exact,ok,accurate,0,,,,0,0,0,100,",
 	     "p1.csv:3: backend 'exact', expected fast"},
-	    {"100,fast,ok,,,,0,0,0,100,", "100,fast,ok,,,,0,0x,0,100,",
+	    {"100,fast,ok,accurate,0,,,,0,0,0,100,", "100,fast,ok,accurate,0,,,,0,0x,0,100,",
 	     "p1.csv:3: result.rel_err '0x' is not a number"},
-	    {"100,fast,ok,,,,0,0,0,100,", "100,fast,ok,,,,0,0,-1,100,",
+	    {"100,fast,ok,accurate,0,,,,0,0,0,100,", "100,fast,ok,accurate,0,,,,0,0,-1,100,",
 	     "p1.csv:3: result.lost '-1' is not a whole number"},
-	    {"100,fast,ok,,,,0,0,0,100,", "100,fast,ok,,,x,0,0,0,100,",
+	    {"100,fast,ok,accurate,0,,,,0,0,0,100,", "100,fast,ok,accurate,0,,,x,0,0,0,100,",
 	     "p1.csv:3: first_index 'x' is not a whole number"},
 	    /* a field's bytes are shown escaped: the error stays one line */
 	    {",100,fast,ok,", ",100,fast,\"o\nk\xff\",",

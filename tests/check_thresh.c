@@ -298,6 +298,42 @@ START_TEST(test_deterministic)
 }
 END_TEST
 
+/* thresholds.md prints as many digits as tell last ok from first bad: two
+ * adjacent doubles are not both "0.779297" (issue 23), and a pair that 6
+ * digits tell apart keeps 6. */
+START_TEST(test_md_digits)
+{
+	nm_thresh_row r[2];
+	char err[256] = "", md[256];
+	memset(r, 0, sizeof r);
+	for (int i = 0; i < 2; i++) {
+		snprintf(r[i].case_name, sizeof r[i].case_name, "digits");
+		snprintf(r[i].kernel, sizeof r[i].kernel, "softmax_ce");
+		snprintf(r[i].variant, sizeof r[i].variant, "online");
+		snprintf(r[i].policy, sizeof r[i].policy, "storage=bf16");
+		snprintf(r[i].axis, sizeof r[i].axis, "scale");
+		snprintf(r[i].event, sizeof r[i].event, "underflow");
+		snprintf(r[i].first_op, sizeof r[i].first_op, "-");
+		r[i].real_boundary = NAN;
+	}
+	r[0].first_bad = 0x1.8fp-1;
+	r[0].last_ok = nextafter(r[0].first_bad, 0);
+	snprintf(r[0].last_hex, sizeof r[0].last_hex, "%a", r[0].last_ok);
+	snprintf(r[0].first_hex, sizeof r[0].first_hex, "%a", r[0].first_bad);
+	r[1].last_ok = 2753;
+	r[1].first_bad = 2754;
+	snprintf(md, sizeof md, "build/tests/thresh-digits-%ld.md", (long)getpid());
+	ck_assert_msg(nm_thresh_write(r, 2, NULL, md, err, sizeof err) == 0, "%s", err);
+	size_t n;
+	char *s = slurp(md, &n);
+	ck_assert_msg(strstr(s, "| 0.77929687 (0x1.8efffffffffffp-1) | 0.77929688 (0x1.8fp-1) |"),
+	              "%s", s);
+	ck_assert_msg(strstr(s, "| 2753 () | 2754 () |"), "%s", s);
+	free(s);
+	remove(md);
+}
+END_TEST
+
 Suite *suite_thresh(void)
 {
 	Suite *s = suite_create("thresh");
@@ -309,6 +345,7 @@ Suite *suite_thresh(void)
 	tcase_add_test(tc, test_underflow_downwards);
 	tcase_add_test(tc, test_two_axes);
 	tcase_add_test(tc, test_deterministic);
+	tcase_add_test(tc, test_md_digits);
 	suite_add_tcase(s, tc);
 	return s;
 }

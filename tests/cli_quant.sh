@@ -354,4 +354,19 @@ run quant --recipe mxfp8 --gen normal --n 256 --per-block 3
 succeeded "--per-block 3"
 grep -q '^worst blocks of gen:normal (3 of 8, lowest SQNR first):$' "$tmp/out" || fail "--per-block 3: heading"
 
+# ---- what cannot fit is refused up front, with the figures ----
+# (NANMAP_MEMORY stands in for the machine's MemAvailable)
+export NANMAP_MEMORY=8000000000
+bade "--gen over memory" "nanmap: gen:normal: quantising 1 x 2147483648 values needs about 79 GB (37 bytes a value of a part of 1 row), more than the 8.0 GB of memory available" \
+	quant --recipe nvfp4 --gen normal --n 2147483648
+# a 2^31-element float32 .npy: its header is read, its 8.6 GB of data are not
+# (a sparse file: no disk is used)
+printf '\223NUMPY\001\000v\000{'"'"'descr'"'"': '"'"'<f4'"'"', '"'"'fortran_order'"'"': False, '"'"'shape'"'"': (2147483648,), }' >"$tmp/big.npy"
+printf '%*s\n' $((128 - 10 - 1 - $(wc -c <"$tmp/big.npy") + 10)) '' >>"$tmp/big.npy"
+truncate -s $((128 + 2147483648 * 4)) "$tmp/big.npy"
+bade "a .npy over memory" "nanmap: $tmp/big.npy: 2147483648 values (8.6 GB of data) need about 34 GB to read (the data, then 12 bytes a value), more than the 8.0 GB of memory available" \
+	quant --recipe nvfp4 --input "$tmp/big.npy" --out "$O"
+unset NANMAP_MEMORY
+rm -f "$tmp/big.npy"
+
 echo "$T: $pass passed"

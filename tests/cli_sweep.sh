@@ -22,7 +22,7 @@ status 0 "first run"
 csv="$tmp/a/results/sweep_tiny.csv"
 [ -f "$csv" ] || fail "first run: no $csv"
 head -n 1 "$csv" >"$tmp/head"
-printf '%s\n' "case,kernel,variant,policy,logit_max,backend,status,first_op,first_step,first_index,loss.max_ulp,loss.rel_err,loss.lost,loss.maxabs,loss.arith_max_ulp,loss.arith_rel_err,grad.max_ulp,grad.rel_err,grad.lost,grad.maxabs,grad.arith_max_ulp,grad.arith_rel_err" |
+printf '%s\n' "case,kernel,variant,policy,logit_max,backend,status,verdict,flushed,first_op,first_step,first_index,loss.max_ulp,loss.rel_err,loss.lost,loss.maxabs,loss.arith_max_ulp,loss.arith_rel_err,grad.max_ulp,grad.rel_err,grad.lost,grad.maxabs,grad.arith_max_ulp,grad.arith_rel_err" |
 	cmp -s - "$tmp/head" || fail "first run: header is $(cat "$tmp/head")"
 [ "$(wc -l <"$csv")" -eq 55 ] || fail "first run: $(wc -l <"$csv") lines, want 1 + 54"
 # the policy with a comma is quoted; rows in (variant, policy, axis) order
@@ -34,7 +34,7 @@ sed -n 55p "$csv" | grep -qF 'sweep_tiny,softmax_ce,lse,"storage=fp16,compute=fp
 	fail "last row: $(sed -n 55p "$csv")"
 # naive fp16 softmax overflows between logit 3.16 and 10 (exp overflows at 11.09:
 # uniform inputs scaled to max |x| = 10 sum past 65504 first)
-sed -n 4p "$csv" | grep -q ',fast,inf,add,sum,' || fail "naive fp16 at 10: $(sed -n 4p "$csv")"
+sed -n 4p "$csv" | grep -q ',fast,inf,inaccurate,[0-9.e-]*,add,sum,' || fail "naive fp16 at 10: $(sed -n 4p "$csv")"
 [ -f "$tmp/a/results/thresholds.csv" ] || fail "first run: no thresholds.csv"
 [ -f "$tmp/a/docs/thresholds.md" ] || fail "first run: no thresholds.md"
 [ ! -e "$tmp/a/results/.partial/sweep_tiny.journal" ] || fail "first run: journal left behind"
@@ -204,6 +204,48 @@ sweep "$tmp/e" --only nosuch "$CASE"
 status 2 "--only with an unknown case"
 said "nanmap: --only nosuch: no such case" "--only"
 [ ! -e "$tmp/e" ] || fail "command-line errors wrote files"
+pass=$((pass + 1))
+
+# ---- the accuracy verdict: ok is not accurate ----
+# fp16 maxsub softmax_ce is ok at every class count, but its loss error
+# passes the case's 1 % between 2048 and 4096 classes: the verdict column
+# says so, and the sweep bisects the crossing like a status change
+sweep "$tmp/acc" --quiet tests/data/sweep_accuracy.case
+status 0 "accuracy run"
+csv="$tmp/acc/results/sweep_accuracy.csv"
+grep -q '^sweep_accuracy,softmax_ce,maxsub,storage=fp16,2048,fast,ok,accurate,0,' "$csv" ||
+	fail "accuracy: 2048 classes: $(grep ',2048,' "$csv")"
+grep -q '^sweep_accuracy,softmax_ce,maxsub,storage=fp16,131072,fast,ok,inaccurate,0,' "$csv" ||
+	fail "accuracy: 131072 classes: $(grep ',131072,' "$csv")"
+grep -qx 'sweep_accuracy,softmax_ce,maxsub,storage=fp16,classes,loss.rel_err>0.01,3096,3097,nan,-' \
+	"$tmp/acc/results/thresholds.csv" || fail "accuracy: thresholds: $(cat "$tmp/acc/results/thresholds.csv")"
+grep -q '| classes | loss.rel_err>0.01 | 3096 (3096) | 3097 (3097) |' "$tmp/acc/docs/thresholds.md" ||
+	fail "accuracy: thresholds.md"
+# a bad tolerance or accuracy output: one line, exit 2
+sed 's/^tolerance = 0.01/tolerance = 0/' tests/data/sweep_accuracy.case >"$tmp/tol0.case"
+sweep "$tmp/e2" "$tmp/tol0.case"
+said "nanmap: $tmp/tol0.case:8: key 'tolerance': '0' is not a relative error > 0 (0.01 is 1 %)" "tolerance 0"
+sed 's/^tolerance = 0.01/tolerance = 0.01\naccuracy = grad2/' tests/data/sweep_accuracy.case >"$tmp/acco.case"
+sweep "$tmp/e2" "$tmp/acco.case"
+said "nanmap: $tmp/acco.case: key 'accuracy': 'grad2' is not an output of kernel softmax_ce (loss grad)" "accuracy output"
+pass=$((pass + 1))
+
+# ---- a point that cannot fit in memory is refused before anything runs ----
+# rmsnorm 4 x 2^26 needs about 198 GiB a point with truth; -j 2 doubles what
+# the points of a case need at once. One line with the figures, exit 2, and
+# not even the pre-run check's first point runs (it alone took 11.5 GB).
+printf '[case]\nkernel = rmsnorm\npolicy = storage=fp16\n[input]\ngen = normal\nrows = 4\ncols = 67108864\n[axis s]\nsets = scale\ngrid = list 1 2\n' >"$tmp/big.case"
+NANMAP_MEMORY=8000000000 sweep "$tmp/big" -j 2 "$tmp/big.case"
+status 2 "big point"
+unset NANMAP_MEMORY # a function's assignment may outlive its call
+said "nanmap: $tmp/big.case: case big: a point of 4 x 67108864 inputs needs about 197.5 GiB of working memory (input 2.0 GiB, 1543503880 kernel values on fast and truth (twice)), x 2 threads = 395.0 GiB, more than the 7.5 GiB of memory available (-j 1 runs one point at a time)" "big point"
+[ ! -e "$tmp/big" ] || fail "big point: wrote files"
+# the same check counts -j: 131072 classes fit once in 100 MB, not twice
+NANMAP_MEMORY=100000000 sweep "$tmp/acc2" -j 2 tests/data/sweep_accuracy.case
+status 2 "-j 2 over memory"
+unset NANMAP_MEMORY
+grep -q "x 2 threads = 138.0 MiB, more than the 95.4 MiB of memory available" "$tmp/err" ||
+	fail "-j 2 over memory: $(cat "$tmp/err")"
 pass=$((pass + 1))
 
 echo "cli_sweep: $pass checks passed"

@@ -23,7 +23,7 @@ c_dp = ctypes.POINTER(ctypes.c_double)
 
 EMU_NOPS = 16
 EMU_NFLAGS = 5
-EMU_KOUT_MAX = 8
+EMU_KOUT_MAX = 10  # engine/kernels.h
 FLAG_NAMES = ("invalid", "divbyzero", "overflow", "underflow", "inexact")
 
 

@@ -276,15 +276,15 @@ static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err
 		if (!tc_bool(val, &m->c_late))
 			goto bad;
 	} else if (!strcmp(key, "csub")) {
-		if (strcmp(val, "true") && strcmp(val, "emin"))
+		if (strcmp(val, "true") != 0 && strcmp(val, "emin") != 0)
 			goto bad;
 		m->c_emin = !strcmp(val, "emin");
 	} else if (!strcmp(key, "zsign")) {
-		if (strcmp(val, "ieee") && strcmp(val, "pos"))
+		if (strcmp(val, "ieee") != 0 && strcmp(val, "pos") != 0)
 			goto bad;
 		m->zero_pos = !strcmp(val, "pos");
 	} else if (!strcmp(key, "nan")) {
-		if (strcmp(val, "canon") && strcmp(val, "ones"))
+		if (strcmp(val, "canon") != 0 && strcmp(val, "ones") != 0)
 			goto bad;
 		m->nan_ones = !strcmp(val, "ones");
 	} else if (!strcmp(key, "split") || !strcmp(key, "group")) {

@@ -203,8 +203,8 @@ static void tc_err(char *err, size_t len, const char *fmt, ...)
 	if (!err || !len)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(err, len, fmt,
-	          ap); /* NOLINT(clang-analyzer-valist.Uninitialized): false positive */
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive */
+	vsnprintf(err, len, fmt, ap);
 	va_end(ap);
 }
 

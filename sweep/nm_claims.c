@@ -1456,7 +1456,7 @@ static bool gs_traj(cl_ctx *x, const cl_res *r, double g0, cl_gs *o)
 	for (size_t t = 0; ok && t < o->n; t++) {
 		o->skips += sk[t] != 0;
 		for (size_t h = 0; h < o->nh; h++)
-			o->skips_by[h] += sk[t] != 0 && t < o->horizon[h];
+			o->skips_by[h] += t < o->horizon[h] && sk[t] != 0;
 		o->uf_steps += lo[t] > 0;
 		/* recovery after an isolated skip (a spike after a clean step):
 		 * steps until the scale is back where the skipped step ran */

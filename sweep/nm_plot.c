@@ -637,6 +637,13 @@ static size_t check_rows(const nm_case *c, const pl_grid *g, const nm_csv *t, co
 {
 	size_t nbe = c->exact ? 2 : 1, n0 = c->naxes > 0 ? g->n[0] : 1,
 	       n1 = c->naxes > 1 ? g->n[1] : 1;
+	if (n0 == 0 || n1 == 0) { /* an empty grid: no row belongs to it */
+		if (t->nrec <= 1)
+			return 0;
+		return perr_msg(err, errlen, "%s:%zu: a row for a grid with no points", path,
+		                t->line[1]),
+		       t->line[1];
+	}
 	int base = 5 + (int)c->naxes; /* status */
 	for (size_t r = 0; r + 1 < t->nrec; r++) {
 		size_t idx = r / nbe, i1 = idx % n1, q = idx / n1, i0 = q % n0;
@@ -1365,7 +1372,7 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 	int cv = nm_csv_col(t, "variant"), cp = nm_csv_col(t, "policy");
 	int cb = nm_csv_col(t, "backend"), cs = nm_csv_col(t, "status");
 	int cvd = nm_csv_col(t, "verdict"), cfl = nm_csv_col(t, "flushed");
-	int ca[NM_CASE_MAX_AXES];
+	int ca[NM_CASE_MAX_AXES] = {0};
 	if (cv < 0 || cp < 0)
 		return perr(err, errlen, "%s: no variant or policy column", path);
 	size_t xa = 0;

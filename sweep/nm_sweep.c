@@ -735,7 +735,7 @@ static const char *sw_fmt_bytes(double b, char *buf, size_t len)
 
 /* A value's bytes on the MPFR backends (the truth at EMU_TRUTH_PREC bits;
  * the exact backend's values are smaller, counted the same) */
-#define SW_MP_VALUE_BYTES ((double)sizeof(mpfr_t) + EMU_TRUTH_PREC / 8)
+#define SW_MP_VALUE_BYTES ((double)sizeof(mpfr_t) + EMU_TRUTH_PREC / 8.0)
 
 /*
  * Refuse a case one of whose points cannot run in the memory there is,

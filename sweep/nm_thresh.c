@@ -557,8 +557,9 @@ static int th_run_task(th_task *t)
 					return -1;
 				if (!t->verdict)
 					continue;
-				int va = t->verdict[base + i0 * n[1] + i1];
-				int vb = t->verdict[base + i0b * n[1] + i1b];
+				/* signed: NM_VERDICT_NONE is -1 */
+				int va = t->verdict[base + i0 * n[1] + i1];   // NOLINT(bugprone-signed-char-misuse)
+				int vb = t->verdict[base + i0b * n[1] + i1b]; // NOLINT(bugprone-signed-char-misuse)
 				if (va == vb || va == NM_VERDICT_NONE || vb == NM_VERDICT_NONE)
 					continue;
 				double t0 = omp_get_wtime();
@@ -910,7 +911,7 @@ static int th_merge(const char *path, bool md, const nm_thresh_row *rows, size_t
 			r[nr++] = e[i];
 			continue;
 		}
-		for (j = 0; j < nf && strcmp(f[j].name, e[i].name); j++)
+		for (j = 0; j < nf && strcmp(f[j].name, e[i].name) != 0; j++)
 			;
 		if (j < nf && !f[j].used) {
 			f[j].used = true;

@@ -7,8 +7,12 @@ SOMAJOR := $(firstword $(subst ., ,$(VERSION)))
 
 CC ?= cc
 # the library's layers and the rooms on them (below, and docs/architecture.md)
-LAYERS := core engine kernels io
-INC := $(foreach d,$(LAYERS) cli sweep oracles,-I$(d))
+# lowest first: a file may include headers of its own layer and those before it
+# (tests/layers.sh, run by make lint and make test)
+LAYERS := core recipes engine kernels io
+LAYER_DIRS := $(LAYERS:%=emu/%)
+# one include path, the root: a header is named with its layer, "emu/engine/kern.h"
+INC := -I.
 WARN := -Wall -Wextra
 ifeq ($(WERROR),1)
 WARN += -Werror
@@ -18,21 +22,23 @@ NM_CFLAGS := $(BASE_CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) $(CFL
 NM_LDLIBS := -linih -lmpfr -lgmp -lm -fopenmp $(LDLIBS)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
 
-# The layers (docs/architecture.md): core (formats, rounding, operations),
-# engine (the kernel interface, its backends, policies, recipes), kernels
-# (kernels and models), io (golden files, .npy, files, strict parsing); then
-# the rooms built on them: cli (the command), sweep (the sweep pipeline).
-# The library, libnanmap.a and libnanmap.so alike, is the four layers; the
+# The layers (docs/architecture.md), each a folder of emu/: core (formats,
+# rounding, operations), recipes (scaling recipes, the one quantiser), engine
+# (the kernel interface, its backends, policies), kernels (kernels and
+# models), io (golden files, .npy, .safetensors, files, strict parsing, the
+# input generator, the string buffer); then the rooms built on them:
+# emu/sweep (the sweep pipeline) and emu/cli (the command).
+# The library, libnanmap.a and libnanmap.so alike, is the five layers; the
 # command line's code (case files through inih, sweeps, plots) is
 # build/libnanmap-cli.a, linked into bin/nanmap, the tests, the bench and
-# the GPU runner, and installed nowhere. Hardware oracles (oracles/): an
-# independent reference for the tests, linked into the test binary only.
-LIB_SRC := $(sort $(foreach d,$(LAYERS),$(wildcard $(d)/*.c)))
-ORACLE_SRC := $(sort $(wildcard oracles/*.c))
+# the GPU runner, and installed nowhere. Hardware oracles (tests/oracles/):
+# an independent reference for the tests, linked into the test binary only.
+LIB_SRC := $(sort $(foreach d,$(LAYER_DIRS),$(wildcard $(d)/*.c)))
+ORACLE_SRC := $(sort $(wildcard tests/oracles/*.c))
 ORACLE_OBJ := $(ORACLE_SRC:%.c=build/%.o)
 LIB_OBJ := $(LIB_SRC:%.c=build/%.o)
 PIC_OBJ := $(LIB_SRC:%.c=build/pic/%.o)
-CLI_SRC := $(filter-out cli/main.c,$(sort $(wildcard cli/*.c sweep/*.c)))
+CLI_SRC := $(filter-out emu/cli/main.c,$(sort $(wildcard emu/cli/*.c emu/sweep/*.c)))
 CLI_OBJ := $(CLI_SRC:%.c=build/%.o)
 CLI_LIB := build/libnanmap-cli.a
 TEST_SRC := $(sort $(wildcard tests/*.c))
@@ -56,17 +62,17 @@ NVCC_WARN := -Xcompiler -Wall,-Wextra
 ifeq ($(WERROR),1)
 NVCC_WARN += -Werror all-warnings -Xcompiler -Werror
 endif
-NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) $(INC) -Igpu $(NVCCFLAGS)
-PUBLIC_H := core/emu.h core/recipe.h kernels/tcscaled.h engine/gputab.h engine/kern.h engine/kernels.h kernels/tc.h kernels/gradscaler.h io/nm_golden.h
+NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) $(INC) $(NVCCFLAGS)
+PUBLIC_H := emu/core/emu.h emu/recipes/recipe.h emu/kernels/tcscaled.h emu/engine/gputab.h emu/engine/kern.h emu/engine/kernels.h emu/kernels/tc.h emu/kernels/gradscaler.h emu/io/nm_golden.h
 LIB := lib/libnanmap.a
 SHLIB := lib/libnanmap.so
 SHLIB_REAL := $(SHLIB).$(VERSION)
 SHLIB_SONAME := libnanmap.so.$(SOMAJOR)
 # what the library itself links (nanmap.pc's Libs.private says the same)
 LIB_LDLIBS := -lmpfr -lgmp -lm
-# the exports: emu_* and nm_golden_* (nanmap.map); internal.h's helpers are
+# the exports: emu_* and nm_golden_* (emu/nanmap.map); internal.h's helpers are
 # hidden by their declarations
-SHLIB_LDFLAGS := -shared -Wl,-soname,$(SHLIB_SONAME) -Wl,--version-script=nanmap.map -Wl,--no-undefined
+SHLIB_LDFLAGS := -shared -Wl,-soname,$(SHLIB_SONAME) -Wl,--version-script=emu/nanmap.map -Wl,--no-undefined
 BIN := bin/nanmap
 TESTBIN := build/tests/check_nanmap
 
@@ -140,7 +146,7 @@ $(CLI_LIB): $(CLI_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 # libnanmap.so -> libnanmap.so.0 -> libnanmap.so.0.1.0, the soname the middle one
-$(SHLIB_REAL): $(PIC_OBJ) nanmap.map
+$(SHLIB_REAL): $(PIC_OBJ) emu/nanmap.map
 	@mkdir -p lib
 	$(CC) $(SHLIB_LDFLAGS) -o $@ $(PIC_OBJ) $(LIB_LDLIBS) $(LDFLAGS)
 
@@ -151,34 +157,34 @@ $(SHLIB): $(SHLIB_REAL)
 # MPI=1: bin/nanmap linked by mpicc with the sweep built for MPI ranks
 # (nm_sweep.c with -DNM_MPI, placed before the library so it wins).
 MPICC ?= mpicc
-MPI_SWEEP_OBJ := build/mpi/sweep/nm_sweep.o
+MPI_SWEEP_OBJ := build/mpi/emu/sweep/nm_sweep.o
 LINK_MODE := $(if $(filter 1,$(MPI)),mpi,plain)
 $(shell mkdir -p build && { [ "$$(cat build/link.mode 2>/dev/null)" = "$(LINK_MODE)" ] || echo $(LINK_MODE) > build/link.mode; })
 
-$(MPI_SWEEP_OBJ): sweep/nm_sweep.c build/dep.mode
+$(MPI_SWEEP_OBJ): emu/sweep/nm_sweep.c build/dep.mode
 	@mkdir -p $(dir $@)
 	$(MPICC) $(NM_CFLAGS) $(DEPFLAGS) -DNM_MPI -c $< -o $@
 
 ifeq ($(MPI),1)
-$(BIN): build/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) build/link.mode
+$(BIN): build/emu/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) build/link.mode
 	@mkdir -p bin
-	$(MPICC) $(NM_CFLAGS) -o $@ build/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+	$(MPICC) $(NM_CFLAGS) -o $@ build/emu/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 else
-$(BIN): build/cli/main.o $(CLI_LIB) $(LIB) build/link.mode
+$(BIN): build/emu/cli/main.o $(CLI_LIB) $(LIB) build/link.mode
 	@mkdir -p bin
-	$(CC) $(NM_CFLAGS) -o $@ build/cli/main.o $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+	$(CC) $(NM_CFLAGS) -o $@ build/emu/cli/main.o $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 endif
 
 # The MPI build for make test-mpi, beside the plain bin/nanmap it is compared with.
-build/mpi/nanmap: build/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB)
-	$(MPICC) $(NM_CFLAGS) -o $@ build/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+build/mpi/nanmap: build/emu/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB)
+	$(MPICC) $(NM_CFLAGS) -o $@ build/emu/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 
 $(TESTBIN): $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(CLI_LIB) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
 
 # nanmap.pc carries PREFIX: build/pc.vars changes when PREFIX or VERSION does
 $(shell mkdir -p build && { [ "$$(cat build/pc.vars 2>/dev/null)" = "$(PREFIX) $(VERSION)" ] || echo "$(PREFIX) $(VERSION)" > build/pc.vars; })
-nanmap.pc: nanmap.pc.in Makefile build/pc.vars
+nanmap.pc: emu/nanmap.pc.in Makefile build/pc.vars
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # test: the Check suites (fast == MPFR, hardware oracles) and the CLI tests.
@@ -194,6 +200,7 @@ test: deps
 	$(MAKE) --no-print-directory all $(TESTBIN) $(GPU_FAKE) $(GPU_MUTANT)
 	@rm -f $(RESULTS)
 	$(STEP) run check_nanmap $(TESTBIN)
+	$(STEP) run layers sh tests/layers.sh
 	$(STEP) run cli sh tests/cli.sh
 	$(STEP) run cli_run sh tests/cli_run.sh
 	$(STEP) run cli_quant sh tests/cli_quant.sh
@@ -252,24 +259,24 @@ FUZZ_CC ?= clang
 FUZZ_NAMES := npy golden case plot gputab safetensors
 FUZZ_CFLAGS := -std=c11 -g -O1 -fno-omit-frame-pointer -ffp-contract=off \
   -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
-  -D_POSIX_C_SOURCE=200809L $(foreach d,$(LAYERS) cli sweep,-I$(d))
+  -D_POSIX_C_SOURCE=200809L $(INC)
 FUZZ_LDFLAGS := -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 # the emulator files a reader decodes through, and the whole library
-FUZZ_EMU := core/format.c core/codec.c core/convert.c core/round.c
-FUZZ_LAYERS := $(sort $(wildcard core/*.c engine/*.c kernels/*.c))
-FUZZ_SRC_npy := tests/fuzz/fuzz_npy.c io/nm_npy.c io/nm_file.c $(FUZZ_EMU)
+FUZZ_EMU := emu/core/format.c emu/core/codec.c emu/core/convert.c emu/core/round.c
+FUZZ_LAYERS := $(sort $(wildcard emu/core/*.c emu/recipes/*.c emu/engine/*.c emu/kernels/*.c))
+FUZZ_SRC_npy := tests/fuzz/fuzz_npy.c emu/io/nm_npy.c emu/io/nm_file.c $(FUZZ_EMU)
 FUZZ_LIBS_npy := -lm
-FUZZ_SRC_golden := tests/fuzz/fuzz_golden.c io/nm_golden.c io/nm_npy.c io/nm_parse.c io/nm_file.c \
+FUZZ_SRC_golden := tests/fuzz/fuzz_golden.c emu/io/nm_golden.c emu/io/nm_npy.c emu/io/nm_parse.c emu/io/nm_file.c \
   $(FUZZ_LAYERS)
 FUZZ_LIBS_golden := -lmpfr -lgmp -lm
-FUZZ_SRC_case := tests/fuzz/fuzz_case.c sweep/nm_case.c io/nm_parse.c cli/nm_gen.c $(FUZZ_LAYERS)
+FUZZ_SRC_case := tests/fuzz/fuzz_case.c emu/sweep/nm_case.c emu/io/nm_parse.c emu/io/nm_gen.c $(FUZZ_LAYERS)
 FUZZ_LIBS_case := -linih -lmpfr -lgmp -lm
-FUZZ_SRC_plot := tests/fuzz/fuzz_plot.c sweep/nm_plot.c sweep/nm_point.c sweep/nm_case.c \
-  io/nm_parse.c io/nm_file.c cli/nm_gen.c $(FUZZ_LAYERS)
+FUZZ_SRC_plot := tests/fuzz/fuzz_plot.c emu/sweep/nm_plot.c emu/sweep/nm_point.c emu/sweep/nm_case.c \
+  emu/io/nm_parse.c emu/io/nm_file.c emu/io/nm_gen.c $(FUZZ_LAYERS)
 FUZZ_LIBS_plot := -linih -lmpfr -lgmp -lm
-FUZZ_SRC_gputab := tests/fuzz/fuzz_gputab.c engine/gputab.c $(FUZZ_EMU)
+FUZZ_SRC_gputab := tests/fuzz/fuzz_gputab.c emu/engine/gputab.c $(FUZZ_EMU)
 FUZZ_LIBS_gputab := -lm
-FUZZ_SRC_safetensors := tests/fuzz/fuzz_safetensors.c io/nm_safetensors.c io/nm_file.c $(FUZZ_EMU)
+FUZZ_SRC_safetensors := tests/fuzz/fuzz_safetensors.c emu/io/nm_safetensors.c emu/io/nm_file.c $(FUZZ_EMU)
 FUZZ_LIBS_safetensors := -lm
 # FUZZ_PROBE: true when $(FUZZ_CC) links a libFuzzer harness
 FUZZ_PROBE = printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' | \
@@ -307,9 +314,10 @@ build/gpu/host_rows.o build/gpu/kern.cu.o: gpu/rows.h
 
 # The negative check of that single source (tests/cli_gpu.sh): the fake device built from
 # rows.h as gpu/testdata/rows-mutant.sed edits it must disagree with the emulator. The edit
-# must change exactly twenty-four lines. host_rows.c is copied next to the mutant, since
-# #include "rows.h" looks in the includer's own directory first.
-build/gpu/mutant/rows.h: gpu/rows.h gpu/testdata/rows-mutant.sed
+# must change exactly twenty-four lines. host_rows.c is copied to build/gpu/mutant/ with the
+# mutant at build/gpu/mutant/gpu/rows.h, since #include "gpu/rows.h" looks in the
+# includer's own directory first.
+build/gpu/mutant/gpu/rows.h: gpu/rows.h gpu/testdata/rows-mutant.sed
 	@mkdir -p $(dir $@)
 	sed -f gpu/testdata/rows-mutant.sed gpu/rows.h >$@.tmp
 	@n=$$(diff gpu/rows.h $@.tmp | grep -c '^>'); [ "$$n" = 24 ] || { \
@@ -321,8 +329,8 @@ build/gpu/mutant/host_rows.c: gpu/host_rows.c
 	@mkdir -p $(dir $@)
 	cp gpu/host_rows.c $@
 
-build/gpu/mutant/host_rows.o: build/gpu/mutant/host_rows.c build/gpu/mutant/rows.h build/dep.mode | build/deps.ok
-	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -Igpu -c $< -o $@
+build/gpu/mutant/host_rows.o: build/gpu/mutant/host_rows.c build/gpu/mutant/gpu/rows.h build/dep.mode | build/deps.ok
+	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(GPU_MUTANT): build/gpu/runner.o build/gpu/dev_fake.o $(filter-out build/gpu/host_rows.o,$(GPU_HOST_OBJ)) build/gpu/mutant/host_rows.o $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
@@ -367,7 +375,11 @@ install: all
 	install -m 755 $(SHLIB_REAL) $(DESTDIR)$(PREFIX)/lib/
 	ln -sf $(notdir $(SHLIB_REAL)) $(DESTDIR)$(PREFIX)/lib/$(SHLIB_SONAME)
 	ln -sf $(SHLIB_SONAME) $(DESTDIR)$(PREFIX)/lib/libnanmap.so
-	install -m 644 $(PUBLIC_H) $(DESTDIR)$(PREFIX)/include/nanmap/
+	@# the headers side by side, as programs include them ("nm_golden.h"):
+	@# their includes of each other lose the layer folder
+	for h in $(PUBLIC_H); do sed 's|^#include "emu/[a-z]*/|#include "|' $$h >$(DESTDIR)$(PREFIX)/include/nanmap/$${h##*/}.tmp && \
+	  chmod 644 $(DESTDIR)$(PREFIX)/include/nanmap/$${h##*/}.tmp && \
+	  mv $(DESTDIR)$(PREFIX)/include/nanmap/$${h##*/}.tmp $(DESTDIR)$(PREFIX)/include/nanmap/$${h##*/} || exit 1; done
 	install -m 644 nanmap.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nanmap.pc
 	install -d $(DESTDIR)$(PREFIX)/share/nanmap/golden
 	install -m 644 $(GOLDEN_FILES) $(DESTDIR)$(PREFIX)/share/nanmap/golden/
@@ -389,17 +401,18 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/share/nanmap 2>/dev/null
 
 format:
-	clang-format -i $(foreach d,$(LAYERS) cli sweep oracles,$(d)/*.[ch]) tests/*.[ch] bench/*.c
+	clang-format -i $(foreach d,$(LAYER_DIRS) emu/cli emu/sweep tests/oracles,$(d)/*.[ch]) tests/*.[ch] bench/*.c
 
 lint:
-	clang-tidy --quiet $(foreach d,$(LAYERS) cli sweep oracles,$(d)/*.c) -- $(BASE_CFLAGS) 2>/dev/null
-	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr $(INC) $(LAYERS) cli sweep oracles
+	sh tests/layers.sh
+	clang-tidy --quiet $(foreach d,$(LAYER_DIRS) emu/cli emu/sweep tests/oracles,$(d)/*.c) -- $(BASE_CFLAGS) 2>/dev/null
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability --inline-suppr $(INC) $(LAYER_DIRS) emu/cli emu/sweep tests/oracles
 
 clean:
 	rm -rf build lib bin nanmap.pc bench/nanmap-bench
 
 # every object's header list, as the compiler wrote it (absent before the first build)
 -include $(wildcard $(patsubst %.o,%.d,$(LIB_OBJ) $(PIC_OBJ) $(CLI_OBJ) $(ORACLE_OBJ) \
-  $(TEST_OBJ) $(GPU_HOST_OBJ) build/cli/main.o build/gpu/runner.o build/gpu/dev_fake.o \
+  $(TEST_OBJ) $(GPU_HOST_OBJ) build/emu/cli/main.o build/gpu/runner.o build/gpu/dev_fake.o \
   $(MPI_SWEEP_OBJ) $(GPU_CU:%.cu=build/%.cu.o) \
   $(sort $(foreach n,$(FUZZ_NAMES),$(call FUZZ_OBJ,$(n)))))))

@@ -28,7 +28,7 @@
 #include <omp.h>
 #endif
 
-#include "emu.h"
+#include "emu/core/emu.h"
 
 /* bench/bench_kernels.c: tables 5 and 6, the kernels end to end. */
 void bench_kernels(int reps);

@@ -1,5 +1,5 @@
 /*
- * bench_aops.c — table 9: the array operations (core/aops.c) on 2^20 values
+ * bench_aops.c — table 9: the array operations (emu/core/aops.c) on 2^20 values
  * of fp16, bf16, e4m3 and e5m2, in three shapes: unit (every operand of
  * stride 1: add, mul in rne and sr; fma, div, sqrt, exp, log, exp2, rsqrt
  * in rne), bcast (the second operand broadcast, stride 0: add, mul; fma
@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "emu.h"
+#include "emu/core/emu.h"
 
 void bench_aops(int reps);
 

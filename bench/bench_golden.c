@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "nm_golden.h"
-#include "nm_parse.h"
+#include "emu/io/nm_golden.h"
+#include "emu/io/nm_parse.h"
 
 void bench_golden(int reps, size_t mb);
 

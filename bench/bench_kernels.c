@@ -25,7 +25,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels.h"
+#include "emu/engine/kernels.h"
 
 void bench_kernels(int reps);
 
@@ -74,7 +74,7 @@ static void bk_fill(double *x, size_t n, uint64_t seed)
 
 enum { BK_NAIVE = 0, BK_MAXSUB, BK_LSE };
 
-/* softmax_ce in native float with the kernel's structure (kernels/softmax.c):
+/* softmax_ce in native float with the kernel's structure (emu/kernels/softmax.c):
  * max, exp and sum, log, loss, then one gradient pass; returns the loss. */
 static float bk_native(const float *x, size_t R, size_t N, int v, float *grad, float *e)
 {
@@ -113,7 +113,7 @@ static float bk_native(const float *x, size_t R, size_t N, int v, float *grad, f
 }
 
 /* layernorm (twopass) forward and backward in native float with the
- * kernel's structure (kernels/layernorm.c): sum, mean, centre and square-sum,
+ * kernel's structure (emu/kernels/layernorm.c): sum, mean, centre and square-sum,
  * rsqrt, y; then dy's two sums and dx. dy = ±1 as the kernel draws it. */
 static float bk_native_ln(const float *x, size_t R, size_t N, float *y, float *dx, float *yc,
                           const float *dy)

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "emu.h"
-#include "nm_gen.h"
-#include "nm_quant.h"
-#include "recipe.h"
+#include "emu/core/emu.h"
+#include "emu/io/nm_gen.h"
+#include "emu/cli/nm_quant.h"
+#include "emu/recipes/recipe.h"
 
 void bench_quant(int reps);
 

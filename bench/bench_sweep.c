@@ -22,8 +22,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "nm_case.h"
-#include "nm_point.h"
+#include "emu/sweep/nm_case.h"
+#include "emu/sweep/nm_point.h"
 
 void bench_sweep(int reps);
 

@@ -10,8 +10,8 @@
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 
-#include "gpu_cuda.h"
-#include "gpu_dev.h"
+#include "gpu/gpu_cuda.h"
+#include "gpu/gpu_dev.h"
 
 #define GPU_CKB(call)                                                                     \
 	do {                                                                              \

@@ -8,8 +8,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include "gpu_cuda.h"
-#include "gpu_dev.h"
+#include "gpu/gpu_cuda.h"
+#include "gpu/gpu_dev.h"
 
 extern "C" int gpu_dev_init(char *name, size_t nlen, char *err, size_t len)
 {

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_dev.h"
-#include "gpu_host.h"
-#include "tc.h"
+#include "gpu/gpu_dev.h"
+#include "gpu/gpu_host.h"
+#include "emu/kernels/tc.h"
 
 static const emu_env rne = EMU_ENV_DEFAULT;
 

@@ -89,7 +89,7 @@ int gpu_dev_lt_fp8(gpu_fmt bfmt, int fast_accum, const uint8_t *A, const uint8_t
 int gpu_dev_fp32_math(int cr, char *err, size_t len);
 
 /*
- * softmax_ce (kernels/softmax.c) in the emulator's exact order of operations,
+ * softmax_ce (emu/kernels/softmax.c) in the emulator's exact order of operations,
  * one thread per row: variant 0 naive, 1 maxsub, 2 lse; S, C, A the
  * storage, compute and accumulator formats. x holds the inputs already
  * stored in S (as floats, exact); grad gets the stored gradient (values of
@@ -103,7 +103,7 @@ int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float
                     size_t N, float *grad, float *loss, char *err, size_t len);
 
 /*
- * layernorm (kernels/layernorm.c), forward and backward, variant 0 twopass,
+ * layernorm (emu/kernels/layernorm.c), forward and backward, variant 0 twopass,
  * 1 onepass, 2 welford, one thread per row, in the emulator's order. x and
  * dy hold values of S; eps_c is eps already rounded into C. Outputs: y and
  * dx (values of S), rstd and var per row (values of C). rsqrt is hrsqrt in
@@ -114,7 +114,7 @@ int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
                       float *rstd, float *var, char *err, size_t len);
 
 /*
- * backward (kernels/backward.c): a linear layer (X R×D times W D×K, values of
+ * backward (emu/kernels/backward.c): a linear layer (X R×D times W D×K, values of
  * S) with softmax cross-entropy (maxsub, label r mod K), its backward under
  * the loss scale `scale` (already an fp32 value), the gradients dW (D×K) and
  * dX (R×D) stored in S into grad (dW first), then unscaled in fp32 by inv
@@ -126,7 +126,7 @@ int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, const f
                      float *loss, float *found, char *err, size_t len);
 
 /*
- * rmsnorm (kernels/rmsnorm.c), forward and backward, variant 0 plain,
+ * rmsnorm (emu/kernels/rmsnorm.c), forward and backward, variant 0 plain,
  * 1 prescaled, 2 fp32stats (statistics in fp32), one thread per row, then
  * one per column for dg, in the emulator's order. x and dy hold values of
  * S; eps_c is eps already rounded into C (fp32 for fp32stats); g_s is the
@@ -138,7 +138,7 @@ int gpu_dev_rmsnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float
                     float *dx, float *rstd, float *ms, float *dg, char *err, size_t len);
 
 /*
- * bce (kernels/bce.c): binary cross-entropy with logits, variant 0 naive,
+ * bce (emu/kernels/bce.c): binary cross-entropy with logits, variant 0 naive,
  * 1 stable, one thread per row, then the mean loss on one thread. x holds
  * values of S, target 0 or 1 per element. Outputs: grad (values of S) and
  * the mean loss in A. stable's log1p is log1pf rounded to C, not correctly
@@ -149,7 +149,7 @@ int gpu_dev_bce(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
                 size_t len);
 
 /*
- * matmul (kernels/matmul.c, variant seq): C = A·B, x holding A (m×k) then
+ * matmul (emu/kernels/matmul.c, variant seq): C = A·B, x holding A (m×k) then
  * B (k×n), row-major, values of S; one thread per output element, each
  * operand in C then A, products rounded in A and added in order from +0
  * (fma = 1: one fused multiply-add in A per step). Outputs: acc (m·n values
@@ -159,7 +159,7 @@ int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x, 
                    size_t k, float *acc, float *c, char *err, size_t len);
 
 /*
- * batchnorm (kernels/batchnorm.c, training mode), variant 0 twopass,
+ * batchnorm (emu/kernels/batchnorm.c, training mode), variant 0 twopass,
  * 1 welford, one thread per channel (column) of the NB×CH input x and the
  * upstream gradient dy (values of S); cst: eps, gamma, beta, momentum and
  * the running mean and variance before the step, each in C. Outputs: y and
@@ -174,7 +174,7 @@ int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
                       float *dbeta, char *err, size_t len);
 
 /*
- * optimizer (kernels/optimizer.c), variant 0 sgd (weight decay 0), 1 adamw
+ * optimizer (emu/kernels/optimizer.c), variant 0 sgd (weight decay 0), 1 adamw
  * (weight decay on), one thread per element over `steps` steps; gs holds
  * the stored gradients (values of G), step s's n at gs[(s − 1)·n]; k the
  * scalars in C (gpu/rows.h's k_opt_elem). w (values of S) is updated in
@@ -185,7 +185,7 @@ int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt 
                       char *err, size_t len);
 
 /*
- * optimizer (kernels/optimizer.c), variant 0 adamw_kahan (the weights
+ * optimizer (emu/kernels/optimizer.c), variant 0 adamw_kahan (the weights
  * Kahan-compensated, the compensation stored in S), 1 adamw_sr (both stores
  * of the weights stochastically rounded), weight decay on, one thread per
  * element over `steps` steps (gpu/rows.h's k_adamw_ext_elem): gpu_dev_optimizer's
@@ -198,7 +198,7 @@ int gpu_dev_adamw_ext(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt 
                       unsigned store_step, float *w, float *m, float *v, char *err, size_t len);
 
 /*
- * matmul (kernels/matmul.c, variant tc): gpu_dev_mma's GEMM (S fp16 or bf16
+ * matmul (emu/kernels/matmul.c, variant tc): gpu_dev_mma's GEMM (S fp16 or bf16
  * encodings: a m×k row-major, b n×k, B's columns contiguous; C zero, no
  * promotion; output O, GPU_K_F32, or GPU_K_F16 for fp16's fp16
  * accumulator), then one thread per output element (gpu/rows.h's
@@ -224,7 +224,7 @@ int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t 
                   size_t R, size_t N, uint8_t *q, uint32_t *scale, char *err, size_t len);
 
 /*
- * attention (kernels/attention.c, naive:tc, online:tc, fp8:tc) around its
+ * attention (emu/kernels/attention.c, naive:tc, online:tc, fp8:tc) around its
  * two GEMMs, which run as gpu_dev_mma calls (gpu/runner.c's attn step):
  * gpu/rows.h's k_attn_soft_row and k_attn_out_row, one thread per query
  * row; variant 0 naive, 1 online, 2 fp8; A fp32 or fp16 (the GEMMs write
@@ -262,7 +262,7 @@ int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, c
                      float *lost, float *dq, float *dk, float *dv, char *err, size_t len);
 
 /*
- * fp8:bwd (kernels/attention.c's fp8_backward) after the fp8 forward
+ * fp8:bwd (emu/kernels/attention.c's fp8_backward) after the fp8 forward
  * (gpu_dev_attn_seq, variant 2): q8, k8, v8 the forward's e4m3 values with
  * their decode scales dq8, dk8, dv8 (C) per tile of tq / tk rows, L and o
  * the forward's outputs, do8 the upstream gradient quantised to its FP8

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "emu.h"
-#include "gputab.h"
+#include "emu/core/emu.h"
+#include "emu/engine/gputab.h"
 
 /* Exit status when no CUDA device is usable (the automake "skipped" code). */
 #define GPU_EXIT_SKIP 77
@@ -138,7 +138,7 @@ void gpu_report_free(gpu_report *r);
 const char *gpu_report_csv_header(void);
 
 /* ---- transcendental tables measured on the GPU ---- */
-/* The loader and lookup are the library's (engine/gputab.h: file format there);
+/* The loader and lookup are the library's (emu/engine/gputab.h: file format there);
  * gpu/host_tables.c only writes them. The old names stay for gpu/ code. */
 #define GPU_TABLE_N EMU_GPU_TABLE_N
 typedef emu_gpu_table gpu_table;

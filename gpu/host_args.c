@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_host.h"
+#include "gpu/gpu_host.h"
 
 static const char *const step_names[] = {"conv", "arith", "tables", "tc",   "gemm", "gemmex",
                                          "lt",   "kern",  "quant",  "attn", "rules"};

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gpu_host.h"
+#include "gpu/gpu_host.h"
 
 void gpu_cmp_init(gpu_cmp *c, const char *step, const char *kernel, const char *format,
                   const char *mode, const emu_format *f, gpu_tol tol)

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_host.h"
-#include "nm_file.h"
+#include "gpu/gpu_host.h"
+#include "emu/io/nm_file.h"
 
 void gpu_report_init(gpu_report *r, const char *dir, const char *base)
 {

@@ -3,7 +3,7 @@
  * compiled for the host with each operation the emulator's in the same
  * format (RNE), and run row after row. Two uses:
  *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
- *    emulator's own kernels (kernels/softmax.c, layernorm.c, backward.c,
+ *    emulator's own kernels (emu/kernels/softmax.c, layernorm.c, backward.c,
  *    rmsnorm.c, bce.c, matmul.c, batchnorm.c, optimizer.c) must
  *    give the same bits, which proves that the code nvcc compiles keeps
  *    their order of operations, without a GPU;
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_dev.h"
-#include "gpu_host.h"
+#include "gpu/gpu_dev.h"
+#include "gpu/gpu_host.h"
 
 static const emu_env rne = EMU_ENV_DEFAULT;
 
@@ -96,7 +96,7 @@ typedef const host_fmt *k_fmt;
 #define K_PREC(F) ((F)->f->p)
 #define K_EMIN(F) ((F)->f->emin)
 #define K_FMAX(F) ((F)->f->max)
-#include "rows.h"
+#include "gpu/rows.h"
 
 /* The handles of the three gpu_kfmt formats, indexed by gpu_kfmt. -1 with
  * err when one of S, C, A is none of them. */

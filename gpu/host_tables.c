@@ -2,15 +2,15 @@
  * host_tables.c — writes the GPU's fp16/bf16 transcendental results, one
  * table of 65536 encodings per function and format, so the emulator can
  * replay hexp, hlog, ... bit for bit where the hardware's approximation is
- * not documented (FACTS §2). The reader is the library's (engine/gputab.c).
+ * not documented (FACTS §2). The reader is the library's (emu/engine/gputab.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_host.h"
-#include "nm_file.h"
+#include "gpu/gpu_host.h"
+#include "emu/io/nm_file.h"
 
 int gpu_tables_write(const char *path, const char *comment, const gpu_table *t, size_t n,
                      char *err, size_t len)

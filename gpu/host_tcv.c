@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_host.h"
+#include "gpu/gpu_host.h"
 
 void gpu_tcv_free(gpu_tcv *v)
 {

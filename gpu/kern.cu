@@ -5,7 +5,7 @@
  * bce, matmul, batchnorm, the optimizers, the loss-scaled backward, attention
  * around its GEMMs) are in gpu/rows.h, which gpu/host_rows.c compiles
  * too with the emulator's operations: the fake device runs the very code
- * compiled here, in the emulator's order of operations (kernels/softmax.c,
+ * compiled here, in the emulator's order of operations (emu/kernels/softmax.c,
  * layernorm.c, backward.c, rmsnorm.c, bce.c), so every intermediate is the same value
  * wherever the hardware's operation is correctly rounded.
  *
@@ -30,8 +30,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include "gpu_cuda.h"
-#include "gpu_dev.h"
+#include "gpu/gpu_cuda.h"
+#include "gpu/gpu_dev.h"
 
 static __device__ float rnd(int f, float x)
 {
@@ -153,7 +153,7 @@ static __device__ float f_sqrt(int f, float a)
 	return rnd(f, __fsqrt_rn(a));
 }
 
-/* maximumNumber, +0 above -0: emu_max's rule (core/minmax.c) */
+/* maximumNumber, +0 above -0: emu_max's rule (emu/core/minmax.c) */
 static __device__ float f_max(float a, float b)
 {
 	if (isnan(a))
@@ -195,7 +195,7 @@ typedef int k_fmt;
 #define K_PREC(F) ((F) == GPU_K_F16 ? 11 : (F) == GPU_K_BF16 ? 8 : 24)
 #define K_EMIN(F) ((F) == GPU_K_F16 ? -14 : -126)
 #define K_FMAX(F) ((F) == GPU_K_F16 ? 65504.0 : (F) == GPU_K_BF16 ? 0x1.fep127 : 0x1.fffffep127)
-#include "rows.h"
+#include "gpu/rows.h"
 
 /* softmax_ce, one row per thread */
 static __global__ void k_softmax_rows(int v, int S, int C, int A, const float *X, size_t R,
@@ -270,7 +270,7 @@ out:
 	return rc;
 }
 
-/* ---- rmsnorm: kernels/rmsnorm.c's run(), in its order ---- */
+/* ---- rmsnorm: emu/kernels/rmsnorm.c's run(), in its order ---- */
 /* one row per thread; XH holds N scratch values per row, Q the row's dy·x̂ */
 static __global__ void k_rmsnorm_rows(int v, int S, int C, int A, const float *X,
                                       const float *DY, size_t R, size_t N, float epsc, float gs,
@@ -321,7 +321,7 @@ out:
 	return rc;
 }
 
-/* ---- bce: kernels/bce.c's run(), in its order ---- */
+/* ---- bce: emu/kernels/bce.c's run(), in its order ---- */
 /* one row per thread; LA gets every element's loss in A */
 static __global__ void k_bce_rows(int v, int S, int C, int A, const float *X, const float *TY,
                                   size_t R, size_t N, float *grad, float *LA)
@@ -356,7 +356,7 @@ out:
 	return rc;
 }
 
-/* ---- matmul: kernels/matmul.c's run() (seq), one thread per output element ---- */
+/* ---- matmul: emu/kernels/matmul.c's run() (seq), one thread per output element ---- */
 static __global__ void k_matmul_elems(int fma, int S, int C, int A, const float *X, size_t m,
                                       size_t n, size_t k, float *ACC, float *CS)
 {
@@ -442,7 +442,7 @@ out:
 	return rc;
 }
 
-/* ---- batchnorm: kernels/batchnorm.c's run() (training), one thread per channel ---- */
+/* ---- batchnorm: emu/kernels/batchnorm.c's run() (training), one thread per channel ---- */
 static __global__ void k_batchnorm_cols(int v, int S, int C, int A, const float *X,
                                         const float *DY, size_t NB, size_t CH, float epsc,
                                         float gam, float bet, float mom, float rmc, float rvc,
@@ -492,7 +492,7 @@ out:
 	return rc;
 }
 
-/* ---- optimizer: kernels/optimizer.c's run(), one thread per element over the steps ---- */
+/* ---- optimizer: emu/kernels/optimizer.c's run(), one thread per element over the steps ---- */
 static __global__ void k_opt_elems(int v, int S, int C, int G, int T, const float *GS, size_t n,
                                    unsigned NS, const float *K, float *W, float *M, float *V)
 {
@@ -563,7 +563,7 @@ out:
 	return rc;
 }
 
-/* ---- backward: kernels/backward.c's run(), in its order ---- */
+/* ---- backward: emu/kernels/backward.c's run(), in its order ---- */
 /* one row per thread; Z and E hold K scratch values per row */
 static __global__ void k_bw_rows(int S, int C, int A, const float *X, const float *W, size_t R,
                                  size_t D, size_t K, float scale, float *Z, float *E, float *DL,
@@ -672,7 +672,7 @@ out:
 	return rc;
 }
 
-/* ---- attention: kernels/attention.c's :tc variants around their GEMMs, one thread per query ---- */
+/* ---- attention: emu/kernels/attention.c's :tc variants around their GEMMs, one thread per query ---- */
 static __global__ void k_attn_soft_rows(int v, int C, int A, const float *SACC, size_t nq,
                                         size_t nk, size_t bk, int causal, float sc,
                                         const float *DQ8, size_t tq, const float *DK8, size_t tk,

@@ -1,7 +1,7 @@
 /*
  * mma.cu — our own Tensor Core GEMM with a known K order: one warp per
  * 16×8 output tile, mma.sync steps walking K upward, each step's D the next
- * step's C — the chained block FMA of the model in kernels/tc.h, so the model's
+ * step's C — the chained block FMA of the model in emu/kernels/tc.h, so the model's
  * prediction for every output element is exact, not statistical. With
  * promotion, every N products the tile's partial sum is added into binary32
  * registers with __fadd_rn and the chain restarts from +0 (DeepSeek-V3
@@ -15,8 +15,8 @@
  */
 #include <cuda_fp16.h>
 
-#include "gpu_cuda.h"
-#include "gpu_dev.h"
+#include "gpu/gpu_cuda.h"
+#include "gpu/gpu_dev.h"
 
 /* Element i of a thread's A fragment: its row and column in the 16×k tile. */
 static __device__ void a_pos(int kstep, int lane, int i, int *row, int *col)

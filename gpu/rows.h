@@ -4,9 +4,9 @@
  * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
- * equal the emulator's kernels (kernels/softmax.c, layernorm.c, backward.c,
+ * equal the emulator's kernels (emu/kernels/softmax.c, layernorm.c, backward.c,
  * rmsnorm.c, bce.c, matmul.c, batchnorm.c, optimizer.c, and attention.c
- * around its Tensor Core GEMMs) and quantiser (core/recipe.c) the order of
+ * around its Tensor Core GEMMs) and quantiser (emu/recipes/recipe.c) the order of
  * operations proved is the one the GPU runs, not a copy of it kept in step
  * by hand.
  *
@@ -46,8 +46,8 @@
  *
  * Stochastic rounding (the optimizer's adamw_sr) is written here too, not
  * passed in as precomputed random words: its bits are a pure integer
- * function of (seed, step, element) (core/round.c's emu_sr_bits, SplitMix64's
- * finaliser, and engine/kern.h's emu_sr_key), and the rounding that takes
+ * function of (seed, step, element) (emu/core/round.c's emu_sr_bits, SplitMix64's
+ * finaliser, and emu/engine/kern.h's emu_sr_key), and the rounding that takes
  * them is exact arithmetic on binary64 (k_sr_round), so one plain-C copy
  * serves nvcc and cc alike, the fake device runs the very draw the GPU
  * makes, and the GPU needs no n·steps·2 words of host memory per run.
@@ -59,7 +59,7 @@
 #error "rows.h: define K_FN, k_fmt and the K_ operations first (gpu/kern.cu, gpu/host_rows.c)"
 #endif
 
-/* softmax_ce (kernels/softmax.c), row r of X (R×N logits stored in S, label r
+/* softmax_ce (emu/kernels/softmax.c), row r of X (R×N logits stored in S, label r
  * mod N): v 0 naive, 1 maxsub, 2 lse. Writes row r of grad (the stored
  * gradient, values of S) and la_acc[r], the row's loss in A (summed by
  * k_mean_loss). */
@@ -115,7 +115,7 @@ K_FN float k_mean_loss(k_fmt A, const float *la, size_t R)
 	return K_DIV(A, sum, K_RND(A, (float)R));
 }
 
-/* layernorm (kernels/layernorm.c's run()), forward and backward, row r of X
+/* layernorm (emu/kernels/layernorm.c's run()), forward and backward, row r of X
  * and DY (rows of N, stored in S): v 0 twopass, 1 onepass, 2 welford; epsc
  * is eps in C. Writes row r of Y and DX (values of S), RSTD[r] and VAR[r]
  * (values of C), and uses row r of YC as scratch: the compute-format
@@ -192,7 +192,7 @@ K_FN void k_layernorm_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, cons
 #undef XC
 }
 
-/* backward (kernels/backward.c's run()), row r of the linear layer X (R×D) ·
+/* backward (emu/kernels/backward.c's run()), row r of the linear layer X (R×D) ·
  * W (D×K), values of S, with softmax cross-entropy (maxsub, label r mod K)
  * under the loss scale `scale` (an fp32 value). Writes row r of DL, the
  * dlogits (K values of S, then in C), and la_acc[r], the row's loss in A;
@@ -256,7 +256,7 @@ K_FN void k_bw_grad(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *W, c
 	G[i] = K_RND(S, acc);
 }
 
-/* rmsnorm (kernels/rmsnorm.c's run()), forward and backward, row r of X
+/* rmsnorm (emu/kernels/rmsnorm.c's run()), forward and backward, row r of X
  * and DY (rows of N, values of S): v 0 plain, 1 prescaled, 2 fp32stats (the
  * statistics in F32, the fp32 handle); epsc is eps in the statistics'
  * compute format (C, or fp32 in fp32stats), gs the weight g stored in S
@@ -336,7 +336,7 @@ K_FN void k_rmsnorm_dg(k_fmt A, const float *Q, size_t R, size_t N, size_t j, fl
 	DG[j] = acc;
 }
 
-/* bce (kernels/bce.c's run()), row r of X (R×N logits, values of S) and TY
+/* bce (emu/kernels/bce.c's run()), row r of X (R×N logits, values of S) and TY
  * (targets, 0 or 1): v 0 naive, 1 stable. Writes row r of grad (values of
  * S) and of LA, each element's loss in A; k_mean_loss over all R·N of LA
  * is the mean loss. */
@@ -366,7 +366,7 @@ K_FN void k_bce_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, const floa
 	}
 }
 
-/* matmul (kernels/matmul.c's run(), variant seq), output (i, j) = o of
+/* matmul (emu/kernels/matmul.c's run(), variant seq), output (i, j) = o of
  * C = A·B: X holds A (m×k) then B (k×n), row-major, values of S. Each
  * operand is loaded (in C) and converted to A; the products are rounded in
  * A and added in order from +0 (fma 0), or c = fma(a_il, b_lj, c) in A for
@@ -392,7 +392,7 @@ K_FN void k_matmul_elem(int fma, k_fmt S, k_fmt C, k_fmt A, const float *X, size
 	CS[o] = K_RND(S, acc);
 }
 
-/* matmul (kernels/matmul.c's run(), variant tc) after the Tensor Core GEMM
+/* matmul (emu/kernels/matmul.c's run(), variant tc) after the Tensor Core GEMM
  * (gpu/mma.cu's gpu_dev_mma: the model's fixed K order, output format O,
  * fp32 or fp16): output o of the GEMM's result D (its m·n values, widened
  * to float) is the accumulator, a value of O, and its one rounding into S
@@ -412,7 +412,7 @@ K_FN void k_matmul_tc_store(k_fmt S, k_fmt C, k_fmt O, const float *D, size_t no
 	CS[o] = K_RND(S, tcacc);
 }
 
-/* batchnorm (kernels/batchnorm.c's run(), training mode), forward, running
+/* batchnorm (emu/kernels/batchnorm.c's run(), training mode), forward, running
  * statistics and backward of channel (column) c of X and DY (NB rows of CH,
  * values of S): v 0 twopass, 1 welford. epsc, gam, bet, mom, rmc and rvc
  * are eps, gamma, beta, momentum and the running statistics before the
@@ -484,7 +484,7 @@ K_FN void k_batchnorm_col(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, cons
 #undef XM
 }
 
-/* batchnorm (kernels/batchnorm.c's run(), variant eval: inference with the
+/* batchnorm (emu/kernels/batchnorm.c's run(), variant eval: inference with the
  * running statistics), forward and backward of channel (column) c of X and
  * DY (NB rows of CH, values of S). epsc, gam, bet, rmc and rvc are eps,
  * gamma, beta and the running mean and variance, each in C (mom is unused:
@@ -542,7 +542,7 @@ K_FN float k_adam_denom(k_fmt C, k_fmt T, float gc, float *vv, const float *K, f
 	return K_RND(C, K_RND(T, K_ADD(C, K_RND(C, d), K[0])));
 }
 
-/* optimizer (kernels/optimizer.c's run()), element i over NS steps: v 0
+/* optimizer (emu/kernels/optimizer.c's run()), element i over NS steps: v 0
  * sgd (weight decay 0, momentum K[2]), 1 adamw (weight decay on, 1 − β1
  * below 1/2: lerp's first form). W (values of S) is updated in place, M and
  * V (values of T, from +0) are the states; GS holds the stored gradients
@@ -584,7 +584,7 @@ K_FN void k_opt_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const float *GS,
 	V[i] = vv;
 }
 
-/* SplitMix64's finaliser (core/emu.h's emu_mix64) */
+/* SplitMix64's finaliser (emu/core/emu.h's emu_mix64) */
 K_FN uint64_t k_mix64(uint64_t z)
 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -593,8 +593,8 @@ K_FN uint64_t k_mix64(uint64_t z)
 }
 
 /* The 32 random bits the engine's stochastic rounding draws for element e
- * of step id `step` under `seed`: core/round.c's emu_sr_bits(seed,
- * emu_sr_key(step, 0, e)) (engine/kern.h), integer arithmetic mod 2^64 */
+ * of step id `step` under `seed`: emu/core/round.c's emu_sr_bits(seed,
+ * emu_sr_key(step, 0, e)) (emu/engine/kern.h), integer arithmetic mod 2^64 */
 K_FN uint32_t k_sr_bits(uint64_t seed, unsigned step, uint64_t e)
 {
 	uint64_t key = ((uint64_t)(step + 1) << 44) | (e & ((1ull << 42) - 1));
@@ -604,7 +604,7 @@ K_FN uint32_t k_sr_bits(uint64_t seed, unsigned step, uint64_t e)
 
 /* x rounded by SR with the bits u to the format of precision p, least
  * normal exponent emin (subnormals below) and largest finite fmax, as
- * core/round.c rounds (EMU_SR, no saturation): with F the discarded part of
+ * emu/core/round.c rounds (EMU_SR, no saturation): with F the discarded part of
  * |x| in units of the last kept place, round away from zero iff
  * floor(F·2^32) > u, or equal with something below those 32 bits; past
  * fmax, inf. Every step is exact in binary64 (|x| has 24 bits), so nvcc and
@@ -636,13 +636,13 @@ K_FN float k_sr(k_fmt F, float x, uint32_t u)
 	return k_sr_round(K_PREC(F), K_EMIN(F), K_FMAX(F), x, u);
 }
 
-/* optimizer (kernels/optimizer.c's run()), element i over NS steps: v 0
+/* optimizer (emu/kernels/optimizer.c's run()), element i over NS steps: v 0
  * adamw_kahan, 1 adamw_sr (weight decay on, 1 − β1 below 1/2), k_opt_elem's
  * adamw step with the weight's stores changed. adamw_kahan: no separate
  * decay; u = w·(−lr·wd) + a, c = c + u, w' = w + c, c = c + (w − w'), the
  * compensation c (from +0) stored in S like w. adamw_sr: both stores of w
  * (the decay's and the update's) by SR, the bits of element (s − 1)·n + i
- * of step ids decay_step and store_step (kernels/optimizer.c's
+ * of step ids decay_step and store_step (emu/kernels/optimizer.c's
  * S_DECAY_STORE and S_STORE) under seed, the policy's. K as k_opt_elem's,
  * then K[7 + 2·NS] = −lr·wd in C. An i past the end (a thread of the GPU's
  * last block) writes nothing. */
@@ -689,7 +689,7 @@ K_FN float k_unscale(k_fmt F32, float g, float inv)
 	return inv != 1.0f ? K_MUL(F32, g, inv) : g;
 }
 
-/* ---- block quantisers: core/recipe.c's `mxfp8` (and `mxfp8:e5m2`) and
+/* ---- block quantisers: emu/recipes/recipe.c's `mxfp8` (and `mxfp8:e5m2`) and
  * `deepseek` recipes, row-wise copy (docs/recipes.md has the rules and
  * their sources). Block i of an R×N fp32 tensor X is columns
  * [b·bs, min(b·bs + bs, N)) of row r = i / nb, b = i mod nb, nb =
@@ -793,7 +793,7 @@ K_FN void k_quant_block(int rule, k_fmt F32, k_fmt E, float fmax, float amin, co
 }
 
 /*
- * attention (kernels/attention.c, variants naive:tc, online:tc, fp8:tc): the
+ * attention (emu/kernels/attention.c, variants naive:tc, online:tc, fp8:tc): the
  * work between and after the two Tensor Core GEMMs, which the GPU runs as
  * our own mma.sync GEMMs (gpu/mma.cu, a fixed K order; gpu/runner.c's attn
  * step lays them out). The accumulator format A is one a Tensor Core writes
@@ -1002,7 +1002,7 @@ K_FN void k_attn_bwd_k_row(k_fmt S, k_fmt C, k_fmt A, const float *Q, const floa
 }
 
 /*
- * fp8:bwd (kernels/attention.c's fp8_backward, cuDNN's FP8 attention
+ * fp8:bwd (emu/kernels/attention.c's fp8_backward, cuDNN's FP8 attention
  * backward order), per query row i: S_acc recomputed by sequential FMAs in A
  * over A(q8), A(k8); P = exp(C(S_acc)·C(C(d_Q·d_K)·sc) − L_i) per key block
  * of bk; P8A = A(E4(P·psc)) (the dV GEMM's operand); dP = C(Σ_c A(dO8)·A(v8))

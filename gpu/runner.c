@@ -18,11 +18,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "gpu_dev.h"
-#include "gpu_host.h"
-#include "kernels.h"
-#include "recipe.h"
-#include "tc.h"
+#include "gpu/gpu_dev.h"
+#include "gpu/gpu_host.h"
+#include "emu/engine/kernels.h"
+#include "emu/recipes/recipe.h"
+#include "emu/kernels/tc.h"
 
 static gpu_report rep;
 static const emu_env env_rne = EMU_ENV_DEFAULT;
@@ -1212,7 +1212,7 @@ out:
 	free(ch);
 }
 
-/* β^t in binary64, correctly rounded (kernels/optimizer.c's pow_d) */
+/* β^t in binary64, correctly rounded (emu/kernels/optimizer.c's pow_d) */
 static double opt_pow(double b, double t)
 {
 	mpfr_t x, y;
@@ -1225,7 +1225,7 @@ static double opt_pow(double b, double t)
 	return r;
 }
 
-/* The step ids of kernels/optimizer.c's two stores of the weights (its
+/* The step ids of emu/kernels/optimizer.c's two stores of the weights (its
  * S_DECAY_STORE and S_STORE), whose SR draws adamw_sr keys by: checked by
  * name against the engine's run, so a renumbering fails the step loudly. */
 #define OPT_STEP_DECAY_STORE (EMU_STEP0 + 22)
@@ -1258,7 +1258,7 @@ static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t see
 		if (strcmp(emu_step_name(&er.be, OPT_STEP_DECAY_STORE), "decay_store") ||
 		    strcmp(emu_step_name(&er.be, OPT_STEP_STORE), "store")) {
 			step_failed("kern",
-			            "optimizer adamw_sr: kernels/optimizer.c's store steps are "
+			            "optimizer adamw_sr: emu/kernels/optimizer.c's store steps are "
 			            "no longer the runner's OPT_STEP_DECAY_STORE and "
 			            "OPT_STEP_STORE");
 			emu_run_free(&er);
@@ -1273,7 +1273,7 @@ static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t see
 /* sgd and adamw (their defaults: 10 steps, lr 1e-3, β 0.9 and 0.999, eps
  * 1e-8, weight decay 0 sgd and 0.01 adamw, momentum 0.9, gradients uniform
  * in ±1e-3 from the run's seed) on R·N weights uniform in ±1, against the
- * fast backend: w, m and v. The gradient stream is kernels/optimizer.c's
+ * fast backend: w, m and v. The gradient stream is emu/kernels/optimizer.c's
  * formula, stored in the grad format; the Python scalars are binary64,
  * rounded into the compute format, as there. Then adamw_kahan and adamw_sr
  * on the same (kern_adamw_ext). */
@@ -1381,7 +1381,7 @@ static void step_kern(const gpu_opts *o)
 			x[r * N + j] = (u - 0.5) * 16.0 * (double)(1 + 4 * (r % 4));
 			xl[r * N + j] = off[r % 4] + (u - 0.5) * 2.0;
 		}
-	/* bce's targets, as kernels/bce.c draws them: bit 31 of the element's draw */
+	/* bce's targets, as emu/kernels/bce.c draws them: bit 31 of the element's draw */
 	for (size_t i = 0; i < R * N; i++)
 		ty[i] = (float)(emu_sr_bits(o->seed, i) >> 31);
 	have_tabs = kern_tables(o, &tabs);
@@ -1642,7 +1642,7 @@ out:
 
 /* ---- attn: attention's :tc variants, the GEMMs on our mma.sync, the rest gpu/rows.h ----
  *
- * kernels/attention.c's naive:tc, online:tc and fp8:tc under the h200-mma model
+ * emu/kernels/attention.c's naive:tc, online:tc and fp8:tc under the h200-mma model
  * (sm_90's mma.sync) as the GPU runs them: S_acc = Q·Kᵀ one mma.sync GEMM (gpu_dev_mma, K =
  * the head, in order), then gpu/rows.h's k_attn_soft_row per query, then
  * P·V as one GEMM (naive, K = the keys) or one per key block (online, fp8:
@@ -1778,7 +1778,7 @@ out:
 }
 
 /* fp8's quantisation of one of Q, K, V (rows × d compute-format values x),
- * as kernels/attention.c's quantise(): values into q, decode scales (in C)
+ * as emu/kernels/attention.c's quantise(): values into q, decode scales (in C)
  * into ds, one per tile of `tile` rows; _by takes the recipe spec (fp8:bwd's
  * dO: its FP8 format, one scale per tensor). */
 static int attn_quant_by(const emu_format *C, const char *spec, const double *x, size_t rows,
@@ -1974,7 +1974,7 @@ static void step_attn(const gpu_opts *o)
 			double u = (double)(rnd(o->seed, 700, i * N + c) >> 40) * 0x1p-24;
 			x[i * N + c] = (u - 0.5) * 4.0 * (double)(1 + 3 * (i % 4));
 		}
-	/* the backward's dO, as kernels/attention.c draws it: ±1 by bit 0 */
+	/* the backward's dO, as emu/kernels/attention.c draws it: ±1 by bit 0 */
 	for (size_t i = 0; i < R * d; i++)
 		dO[i] = emu_sr_bits(o->seed, i) & 1 ? -1.0f : 1.0f;
 	have_tabs = kern_tables(o, &tabs);

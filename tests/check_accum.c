@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
-#include "tc.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
+#include "emu/kernels/tc.h"
 
 static void parse(const char *spec, emu_policy *pol)
 {

@@ -1,5 +1,5 @@
 /*
- * check_aops.c — the array operations (core/aops.c) equal the scalar
+ * check_aops.c — the array operations (emu/core/aops.c) equal the scalar
  * operations on encodings element for element, bits (through emu_encode)
  * and flags, and the per-array counts equal the sum of the per-element
  * flags: every pair of every <= 8-bit built-in format in every mode, ieee
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib.h"
+#include "tests/lib.h"
 
 static const emu_op binops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,
                                 EMU_OP_DIV, EMU_OP_MIN, EMU_OP_MAX};

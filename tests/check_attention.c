@@ -37,8 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 enum { O_OUT, L_OUT };
 

@@ -15,8 +15,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 enum { BR = 16, BD = 16, BC = 8, NDW = BD * BC, NDX = BR * BD, KMAX = 24 };
 

@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 enum { Y, DX, MEAN, VAR, RMEAN, RVAR, DGAMMA, DBETA }; /* the kernel's outputs, in order */
 
@@ -202,7 +202,7 @@ START_TEST(test_fp32_formula)
 }
 END_TEST
 
-/* Recomputation (engine/run.c's emu_recompute_compare): eval run in fp32
+/* Recomputation (emu/engine/run.c's emu_recompute_compare): eval run in fp32
  * compute, then recomputed in fp16 compute. y(207) moves from 65472 to
  * 65408 and y(−1) from −316.25 to −316 (fp16's invstd is 316, not 316.2),
  * y(0) stays 0: two differ, both finite; y(208) is inf

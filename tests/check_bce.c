@@ -29,8 +29,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 enum { LOSS, GRAD }; /* the kernel's outputs, in order */
 

@@ -1,5 +1,5 @@
 /*
- * check_buf.c — cli/nm_buf.c, the one growable string: appends of every
+ * check_buf.c — emu/io/nm_buf.c, the one growable string: appends of every
  * kind give the bytes a single printf would, growth keeps them, a failed
  * allocation leaves the text intact and stops later appends, and CSV fields
  * are quoted exactly when RFC 4180 needs it. Also emu_bool_by_name, the one
@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib.h"
-#include "nm_buf.h"
-#include "nm_parse.h"
+#include "tests/lib.h"
+#include "emu/io/nm_buf.h"
+#include "emu/io/nm_parse.h"
 
 START_TEST(test_appends)
 {

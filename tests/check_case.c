@@ -1,5 +1,5 @@
 /*
- * check_case.c — the case-file reader (sweep/nm_case.c):
+ * check_case.c — the case-file reader (emu/sweep/nm_case.c):
  *  - a full file: every field, {fmt} expansion (custom specs in braces),
  *    grids of each kind (ends exact, values by their encodings), the default
  *    and explicit --quick grids, [plot]/[claim] kept with their lines, the
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib.h"
-#include "nm_case.h"
+#include "tests/lib.h"
+#include "emu/sweep/nm_case.h"
 
 /* Write text to a fresh file NAME.case in a temporary directory; the path
  * goes into path (the directory is removed by t_case_rm). */

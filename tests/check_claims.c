@@ -1,5 +1,5 @@
 /*
- * check_claims.c — the claims report (sweep/nm_claims.c) decides each
+ * check_claims.c — the claims report (emu/sweep/nm_claims.c) decides each
  * verdict from numbers: synthetic results for the real claim cases
  * (cases/claims/, read from the source tree) give one verdict, and changing
  * the number the rule turns on flips it. The report is written atomically
@@ -15,11 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib.h"
-#include "nm_case.h"
-#include "nm_claims.h"
-#include "nm_file.h"
-#include "recipe.h"
+#include "tests/lib.h"
+#include "emu/sweep/nm_case.h"
+#include "emu/sweep/nm_claims.h"
+#include "emu/io/nm_file.h"
+#include "emu/recipes/recipe.h"
 
 static char tdir[] = "/tmp/nanmap-claims-XXXXXX";
 

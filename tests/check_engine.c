@@ -1,5 +1,5 @@
 /*
- * check_engine.c — the array-level kernel interface (engine/backend.c, the
+ * check_engine.c — the array-level kernel interface (emu/engine/backend.c, the
  * maps and folds of kern.h) against the scalar operations it is made of:
  * every element of a map and every step of a fold equals the scalar
  * operation with the SR index emu_sr_key(step, phase, element), bits and
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 static const char *const fmts[] = {"fp16", "bf16", "e4m3", "e5m2", "fp32"};
 static const char *const envs[] = {"rne", "rtz", "up", "down", "rna", "sr"};

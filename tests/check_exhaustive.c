@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw.h"
-#include "lib.h"
+#include "tests/oracles/hw.h"
+#include "tests/lib.h"
 
 static const emu_op ops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL, EMU_OP_DIV, EMU_OP_FMA};
 static const emu_bits fixed_c = 0xbc00; /* -1: cancellation near 1 */

@@ -1,5 +1,5 @@
 /*
- * check_file.c — io/nm_file.c, nanmap's one atomic writer: a whole file
+ * check_file.c — emu/io/nm_file.c, nanmap's one atomic writer: a whole file
  * or nothing under the final name, no temporary left after a failure, no
  * write at all when the bytes are already there, and only a dead writer's
  * temporaries cleaned.
@@ -12,8 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib.h"
-#include "nm_file.h"
+#include "tests/lib.h"
+#include "emu/io/nm_file.h"
 
 /* A fresh directory under /tmp (removed by the caller with fl_rmdir). */
 static void fl_mkdir(char *dir, size_t len)

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib.h"
+#include "tests/lib.h"
 
 static const struct {
 	const char *name;

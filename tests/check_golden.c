@@ -1,6 +1,6 @@
 /*
- * check_golden.c — golden files and the comparison (io/nm_golden.c,
- * cli/nm_goldcmd.c):
+ * check_golden.c — golden files and the comparison (emu/io/nm_golden.c,
+ * emu/cli/nm_goldcmd.c):
  *  - the fast backend reproduces every golden file byte for byte below its
  *    provenance header: every record's encoding and class, every case's
  *    status, flag counts per operation kind and first failing operation;
@@ -17,12 +17,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib.h"
-#include "nm_file.h"
-#include "nm_goldcmd.h"
-#include "nm_golden.h"
-#include "nm_npy.h"
-#include "nm_parse.h"
+#include "tests/lib.h"
+#include "emu/io/nm_file.h"
+#include "emu/cli/nm_goldcmd.h"
+#include "emu/io/nm_golden.h"
+#include "emu/io/nm_npy.h"
+#include "emu/io/nm_parse.h"
 
 #define CHECK(cond, ...)                                                                           \
 	do {                                                                                       \

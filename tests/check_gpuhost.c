@@ -28,12 +28,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../gpu/gpu_dev.h"
-#include "../gpu/gpu_host.h"
-#include "kern.h"
-#include "lib.h"
-#include "nm_file.h"
-#include "tc.h"
+#include "gpu/gpu_dev.h"
+#include "gpu/gpu_host.h"
+#include "emu/engine/kern.h"
+#include "tests/lib.h"
+#include "emu/io/nm_file.h"
+#include "emu/kernels/tc.h"
 
 static char tmpdir[64];
 

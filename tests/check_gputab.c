@@ -1,6 +1,6 @@
 /*
  * check_gputab.c — the GPU's transcendental tables in the library
- * (engine/gputab.c) and their replay by the fast backend (emu_be.tables):
+ * (emu/engine/gputab.c) and their replay by the fast backend (emu_be.tables):
  *  - a synthetic fp16 hexp table equal to the correctly rounded exp except
  *    one ulp up at chosen inputs: a single emu_op1 and softmax_ce give the
  *    table's bits with the table and the correct bits without; other ops,
@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gputab.h"
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/gputab.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 static char dir[64], path[128];
 

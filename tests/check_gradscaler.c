@@ -1,5 +1,5 @@
 /*
- * check_gradscaler.c — the GradScaler simulation (kernels/gradscaler.c):
+ * check_gradscaler.c — the GradScaler simulation (emu/kernels/gradscaler.c):
  *  - against a literal transcription of PyTorch's C++ update kernel in
  *    hardware float/double, bit for bit, on random settings and trajectories;
  *  - always-inf gradients take 2^16 to exactly 0.0, first after step 166;
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gradscaler.h"
-#include "lib.h"
+#include "emu/kernels/gradscaler.h"
+#include "tests/lib.h"
 
 /* ck_assert reports every passing check to the runner (a write each); the
  * loops below use this instead. */
@@ -123,7 +123,7 @@ END_TEST
  * double (x86-64 SSE: IEEE single and double, no excess precision):
  *   inv_scale = self._scale.double().reciprocal().float()
  *   unscale:   found_inf |= !isfinite(val); val * inv_scale (float)
- *   _amp_update_scale_cpu_kernel (see kernels/gradscaler.c).
+ *   _amp_update_scale_cpu_kernel (see emu/kernels/gradscaler.c).
  * The scaled gradient g·scale is exact in double here (g has 24 bits), so
  * (float)(g * scale) is the single rounding the simulation makes.
  */

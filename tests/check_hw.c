@@ -1,7 +1,7 @@
 /*
  * check_hw.c — the emulator's fast backend against x86 hardware.
  *
- * Oracles (oracles/hw.h): F16C conversions fp16 <-> fp32 in RNE/RTZ/UP/DOWN
+ * Oracles (tests/oracles/hw.h): F16C conversions fp16 <-> fp32 in RNE/RTZ/UP/DOWN
  * (and, for NaN inputs, MXCSR's invalid flag: signaling NaNs),
  * AVX-512 FP16 arithmetic in the same four modes, AVX-512 BF16 fp32 -> bf16
  * (RNE). A missing feature is reported once on stdout with the CPUID bit that
@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hw.h"
-#include "lib.h"
+#include "tests/oracles/hw.h"
+#include "tests/lib.h"
 
 /* The four modes the hardware encodes, in the loop-test index order. */
 static const emu_mode hw_modes[4] = {EMU_RNE, EMU_RTZ, EMU_UP, EMU_DOWN};

@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
-#include "nm_gen.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
+#include "emu/io/nm_gen.h"
 
 static const char *const policies[] = {
 	"storage=fp16",
@@ -140,7 +140,7 @@ END_TEST
  * custom (nosub, noinf, fn, fnuz, none), and the optimizer's grad and state
  * formats (half the time each); every mode (sr with a seed), overflow
  * rule, subnormal option and scale recipe; shapes up to 3 x 64 from the
- * CLI's generator (cli/nm_gen.c) with a scale from 1e-8 to 1e6. Case c
+ * CLI's generator (emu/io/nm_gen.c) with a scale from 1e-8 to 1e6. Case c
  * depends only on (t_seed(), c), and a failure prints the `nanmap run`
  * command that repeats it. Combinations the parser or the kernel refuses are
  * counted, not compared.

@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 static const char *const variants[] = {"twopass", "onepass", "welford"};
 enum { Y, DX, RSTD, VAR }; /* the kernel's outputs, in order */

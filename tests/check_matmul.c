@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 enum { ACC, C }; /* the kernel's outputs, in order */
 

@@ -1,5 +1,5 @@
 /*
- * check_metrics.c — what a run reports against truth (engine/run.c,
+ * check_metrics.c — what a run reports against truth (emu/engine/run.c,
  * docs/run.md): NaN and infinite outputs have error inf, errors end to end
  * (the original inputs' truth) and of the arithmetic alone (the stored
  * inputs' truth), the inputs that storing flushed or overflowed, and the
@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 struct mrun {
 	emu_run f;

@@ -20,8 +20,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kern.h"
-#include "lib.h"
+#include "emu/engine/kern.h"
+#include "tests/lib.h"
 
 typedef struct {
 	emu_op op;

@@ -1,5 +1,5 @@
 /*
- * check_npy.c — the .npy reader and writer (io/nm_npy.c):
+ * check_npy.c — the .npy reader and writer (emu/io/nm_npy.c):
  *  - files written by NumPy 2.4.6 (versions 1.0, 2.0, 3.0, both byte orders)
  *    read to the right values, and the writer reproduces NumPy's bytes;
  *  - round trips for every dtype, 1-D and 2-D shapes, empty ones included,
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib.h"
-#include "nm_npy.h"
+#include "tests/lib.h"
+#include "emu/io/nm_npy.h"
 
 /* ck_assert reports every passing check to the runner; hot loops use this. */
 #define CHECK(cond, ...)                                                                           \

@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kern.h"
-#include "lib.h"
+#include "emu/engine/kern.h"
+#include "tests/lib.h"
 
 static double emu_bitsd_t(uint64_t u)
 {

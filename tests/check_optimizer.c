@@ -24,8 +24,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 enum { W, M, V, LOST, VZERO, EPS, NONFINITE }; /* the kernel's outputs, in order */
 

@@ -1,5 +1,5 @@
 /*
- * check_parse.c — the command line's parsers (io/nm_parse.c): table
+ * check_parse.c — the command line's parsers (emu/io/nm_parse.c): table
  * tests of every accepted and refused form, exact rounding of decimals that
  * sit next to a halfway point (where going through double would round
  * twice), stochastic rounding decided on bits a double cannot hold, and a
@@ -16,8 +16,8 @@
 
 #include <mpfr.h>
 
-#include "lib.h"
-#include "nm_parse.h"
+#include "tests/lib.h"
+#include "emu/io/nm_parse.h"
 
 #define IX EMU_FLAG_INEXACT
 #define OF (EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT)

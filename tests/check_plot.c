@@ -1,6 +1,6 @@
 /*
  * check_plot.c — the CSV reader, the [plot] checks and gnuplot rendering
- * (sweep/nm_plot.c): two renders of the same CSV are the same bytes, a
+ * (emu/sweep/nm_plot.c): two renders of the same CSV are the same bytes, a
  * missing gnuplot is one clear error, a bad [plot] key names its line.
  */
 #include <check.h>
@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib.h"
-#include "nm_case.h"
-#include "nm_plot.h"
+#include "tests/lib.h"
+#include "emu/sweep/nm_case.h"
+#include "emu/sweep/nm_plot.h"
 
 static char tdir[] = "/tmp/nanmap-plot-XXXXXX";
 

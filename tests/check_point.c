@@ -1,5 +1,5 @@
 /*
- * check_point.c — sweep/nm_point.c and the TRUTH backend with format
+ * check_point.c — emu/sweep/nm_point.c and the TRUTH backend with format
  * ranges (emu_be.range, emu_k_range): the input a point builds, its status
  * on the fast and exact-format backends, and the real-valued boundary of
  * naive fp16 softmax_ce, where exp(x) crosses fp16's overflow threshold
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
-#include "nm_point.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
+#include "emu/sweep/nm_point.h"
 
 /* A case filled by hand (one variant, one policy, one axis); the nm_case
  * points into the struct, so it must not be copied once built. */

@@ -1,5 +1,5 @@
 /*
- * check_qstream.c — nanmap quant's streaming (cli/nm_quant.c) against the
+ * check_qstream.c — nanmap quant's streaming (emu/cli/nm_quant.c) against the
  * library's whole-tensor quantiser: a tensor taken in parts of rows, with
  * NVFP4's tensor amax from a first pass, must give the statistics of
  * emu_quantize on the whole tensor bit for bit — every count, every sum in
@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib.h"
-#include "nm_quant.h"
-#include "recipe.h"
+#include "tests/lib.h"
+#include "emu/cli/nm_quant.h"
+#include "emu/recipes/recipe.h"
 
 static const struct {
 	const char *recipe;

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 enum { DEQ, BIAS, BIAS_SE, CLIPPED }; /* the kernel's outputs, in order */
 
@@ -88,7 +88,7 @@ START_TEST(test_deq_is_the_recipe)
 					    "%s: %s", spec, err);
 				}
 				if (pol.scale != EMU_SCALE_RECIPE)
-					continue; /* the legacy kinds: engine/scale.c's own load */
+					continue; /* the legacy kinds: emu/engine/scale.c's own load */
 				uint64_t seed = 7 + k;
 				emu_qtensor q;
 				ck_assert(emu_quantize(&pol.recipe, pol.role, col, x, R, N,

@@ -1,5 +1,5 @@
 /*
- * check_recipe.c — the proof of the scaling recipes (core/recipe.h): an
+ * check_recipe.c — the proof of the scaling recipes (emu/recipes/recipe.h): an
  * independent quantiser written with MPFR from the sources' rules
  * (docs/recipes.md and ../shared/FACTS.md §5b name them), compared with
  * emu_quantize bit for bit on random tensors of every built-in recipe, role,
@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib.h"
-#include "recipe.h"
+#include "tests/lib.h"
+#include "emu/recipes/recipe.h"
 
 /* ---- formats ---- */
 static const emu_format *F32, *BF16, *E4M3, *E8M0;
@@ -286,7 +286,7 @@ static const xrecipe XR[] = {
 	{"deepseek", "e4m3", "fp32", EMU_RSCALE_FP32_DEEPGEMM, {1, 128, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 1e-4, false, false},
 	{"deepseek:pow2", "e4m3", "fp32", EMU_RSCALE_POW2_DOWN, {1, 128, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 0, false, true},
 	{"deepseek:ue8m0", "e4m3", "e8m0", EMU_RSCALE_POW2_UP, {1, 128, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 1e-4, false, false},
-	/* legacy (engine/scale.c group_scale): element format and sat from the parser */
+	/* legacy (emu/engine/scale.c group_scale): element format and sat from the parser */
 	{"tensor", NULL, "fp32", EMU_RSCALE_FP32_MAX_OVER_AMAX, {0, 0, 0}, {0, 0, 0}, false, false, 0, EMU_R46_NONE, 0, false, false},
 	{"tile128", NULL, "fp32", EMU_RSCALE_FP32_RECIP, {1, 1, 1}, {128, 128, 128}, false, false, 0, EMU_R46_NONE, 0, false, false},
 	{"mx32:floor", NULL, "e8m0", EMU_RSCALE_LEGACY_MX, {1, 1, 1}, {32, 32, 32}, false, false, 0, EMU_R46_NONE, 0, false, false},
@@ -1297,7 +1297,7 @@ START_TEST(test_source_ue8m0_nan)
 END_TEST
 
 /* A non-saturating e4m3 conversion of −inf (or a negative overflow): the
- * emulator's own rule (emu_from_double, core/specialize.h
+ * emulator's own rule (emu_from_double, emu/core/specialize.h
  * EMU_OVERFLOW_NAN_SIGNED; FACTS §2 "__NV_NOSAT: e4m3 overflow → NaN
  * 0x7F/0xFF") keeps the sign: 0xFF. */
 START_TEST(test_source_nan_sign)

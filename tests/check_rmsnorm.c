@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "lib.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
 
 static const char *const variants[] = {"plain", "prescaled", "fp32stats"};
 enum { PLAIN, PRESCALED, FP32STATS };

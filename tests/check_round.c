@@ -4,7 +4,7 @@
  */
 #include <math.h>
 
-#include "lib.h"
+#include "tests/lib.h"
 
 #define OF (EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT)
 #define UF (EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT)

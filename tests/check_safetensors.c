@@ -1,6 +1,6 @@
 /*
  * check_safetensors.c — the .safetensors reader and writer
- * (io/nm_safetensors.c):
+ * (emu/io/nm_safetensors.c):
  *  - files built byte by byte here decode to known answers (fp16 0x3C00 = 1,
  *    bf16 0x3F80 = 1, e4m3 0x7E = 448, e5m2 0x7B = 57344, binary32/64 bits,
  *    NaNs, infinities, subnormals); every dtype name; metadata; scalars and
@@ -19,8 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib.h"
-#include "nm_safetensors.h"
+#include "tests/lib.h"
+#include "emu/io/nm_safetensors.h"
 
 /* ck_assert reports every passing check to the runner; hot loops use this. */
 #define CHECK(cond, ...)                                                                           \

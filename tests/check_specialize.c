@@ -1,5 +1,5 @@
 /*
- * check_specialize.c — core/specialize.h: each implementation-defined choice
+ * check_specialize.c — emu/core/specialize.h: each implementation-defined choice
  * it names, seen in the results of both backends (the fast operations and
  * the MPFR reference), so a change of a choice shows here by name before it
  * shows in a golden file. Bits and flags are compared, never values.
@@ -7,8 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "lib.h"
-#include "specialize.h"
+#include "tests/lib.h"
+#include "emu/core/specialize.h"
 
 struct sp_row {
 	const char *fmt;

@@ -8,7 +8,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
-#include "lib.h"
+#include "tests/lib.h"
 
 static const struct {
 	const char *fmt;

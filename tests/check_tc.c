@@ -1,10 +1,10 @@
 /*
- * check_tc.c — the Tensor Core model (kernels/tc.c) and `nanmap dot`'s readers.
+ * check_tc.c — the Tensor Core model (emu/kernels/tc.c) and `nanmap dot`'s readers.
  *
  *  - spec strings and presets, table-driven;
  *  - specials (NaN, inf, 0*inf, overflow, signed zeros) against written-down
  *    answers, in both implementations;
- *  - the proof: the integer model equals the MPFR model (kernels/tc_mp.c),
+ *  - the proof: the integer model equals the MPFR model (emu/kernels/tc_mp.c),
  *    encodings and flags, on 10^5 seeded random cases per GPU preset (spread
  *    over its input/output pairs) and 10^5 on variants (promotion, sat,
  *    directed modes, floors, block precision, c_late and its rounding,
@@ -28,9 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "lib.h"
-#include "nm_dot.h"
-#include "tc.h"
+#include "tests/lib.h"
+#include "emu/cli/nm_dot.h"
+#include "emu/kernels/tc.h"
 
 #define IX EMU_FLAG_INEXACT
 #define OF (EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT)

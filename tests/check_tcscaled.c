@@ -1,5 +1,5 @@
 /*
- * check_tcscaled.c — the block-scaled MMA kinds (kernels/tcscaled.h) and
+ * check_tcscaled.c — the block-scaled MMA kinds (emu/kernels/tcscaled.h) and
  * the scaled GEMM.
  *
  *  - hand cases: known answers and every special rule of docs/gemm.md
@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib.h"
-#include "tcscaled.h"
+#include "tests/lib.h"
+#include "emu/kernels/tcscaled.h"
 
 enum { S_F8 = 0x7c100001, S_F4 };
 

@@ -1,5 +1,5 @@
 /*
- * check_thresh.c — sweep/nm_thresh.c on cases whose boundaries are known
+ * check_thresh.c — emu/sweep/nm_thresh.c on cases whose boundaries are known
  * by hand:
  *   naive fp16 softmax_ce on one logit x: exp(x) overflows fp16 from
  *     x = 11.09375 (the fp16 value after 11.0859375), first op exp@exp, and
@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernels.h"
-#include "lib.h"
-#include "nm_file.h"
-#include "nm_point.h"
-#include "nm_thresh.h"
+#include "emu/engine/kernels.h"
+#include "tests/lib.h"
+#include "emu/io/nm_file.h"
+#include "emu/sweep/nm_point.h"
+#include "emu/sweep/nm_thresh.h"
 
 #define TT_MAX 4
 

@@ -328,14 +328,14 @@ extra=""
 if nm lib/libnanmap.a 2>/dev/null | grep -q __asan_init; then
 	extra="-fsanitize=address,undefined"
 fi
-grep -q '^PUBLIC_H :=.*io/nm_golden.h' Makefile || fail "nm_golden.h is not a public header"
+grep -q '^PUBLIC_H :=.*emu/io/nm_golden.h' Makefile || fail "nm_golden.h is not a public header"
 # the static library with exactly what nanmap.pc says it links
-private=$(sed -n 's/^Libs\.private: //p' nanmap.pc.in)
+private=$(sed -n 's/^Libs\.private: //p' emu/nanmap.pc.in)
 [ -n "$private" ] || fail "nanmap.pc: no Libs.private (the libraries libnanmap.a needs)"
 # shellcheck disable=SC2086
-"$CC" -std=c11 -Wall -Wextra -Werror $extra -Iio -Icore -Iengine -Ikernels examples/golden_check.c \
+"$CC" -std=c11 -Wall -Wextra -Werror $extra -Iemu/io docs/examples/golden_check.c \
 	lib/libnanmap.a $private -o "$tmp/golden_check" 2>"$tmp/err" ||
-	fail "examples/golden_check.c does not build with lib/libnanmap.a $private"
+	fail "docs/examples/golden_check.c does not build with lib/libnanmap.a $private"
 rc=0
 "$tmp/golden_check" golden/softmax_ce.golden "$TGT" "$tmp/g.bin" >"$tmp/out" 2>"$tmp/err" || rc=$?
 status 0 "example on the exact outputs" "$TGT: 32 checked, 0 mismatched"

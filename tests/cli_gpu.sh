@@ -46,12 +46,12 @@ run() {
 # gpu/rows.h, the row bodies
 # gpu/kern.cu compiles, built with the emulator's operations
 # (gpu/host_rows.c), so identical kern rows for every kernel, variant and
-# policy prove that the CUDA code keeps the order of kernels/softmax.c,
-# kernels/layernorm.c, kernels/rmsnorm.c, kernels/bce.c, kernels/matmul.c
+# policy prove that the CUDA code keeps the order of emu/kernels/softmax.c,
+# emu/kernels/layernorm.c, emu/kernels/rmsnorm.c, emu/kernels/bce.c, emu/kernels/matmul.c
 # (seq, fma=0 and 1; tc:h200, the mma.sync GEMM then the store, where
-# storage is fp16 or bf16), kernels/batchnorm.c (twopass, welford, eval),
-# kernels/optimizer.c (sgd, adamw, adamw_kahan, adamw_sr: its SR draw
-# included) and kernels/backward.c.
+# storage is fp16 or bf16), emu/kernels/batchnorm.c (twopass, welford, eval),
+# emu/kernels/optimizer.c (sgd, adamw, adamw_kahan, adamw_sr: its SR draw
+# included) and emu/kernels/backward.c.
 [ -x "$F" ] || { echo "cli_gpu: $F not built (make $F)" >&2; exit 1; }
 rc=0
 "$F" --out "$tmp/fake" --quick --stride 16777259 --pairs 4096 --tc-vectors gpu/testdata/tcv \

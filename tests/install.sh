@@ -7,7 +7,7 @@
 #    its soname links, exporting only emu_* and nm_golden_*, no inih, no
 #    hardware oracle) and a nanmap.pc that names $tmp, and pkg-config alone
 #    (PKG_CONFIG_PATH=$tmp/lib/pkgconfig, no -I/-L of the source tree) builds
-#    examples/golden_check.c against the shared library, and with --static
+#    docs/examples/golden_check.c against the shared library, and with --static
 #    against the static one; each build then checks a golden output;
 #  - DESTDIR stages the files without changing the prefix in nanmap.pc;
 #  - make uninstall PREFIX=$tmp leaves no file behind;
@@ -24,7 +24,7 @@ unset MAKEFLAGS MFLAGS
 
 # ---- make all names missing dependencies before compiling ----
 mkdir -p "$tmp/src"
-cp -R Makefile nanmap.pc.in nanmap.map core engine kernels io cli sweep oracles "$tmp/src/"
+mkdir -p "$tmp/src/tests" && cp -R Makefile emu "$tmp/src/" && cp -R tests/oracles "$tmp/src/tests/"
 rc=0
 "$MAKE" -C "$tmp/src" all BUILD_PKGS="build-essential nanmap-no-such-dev" DEPS_INSTALL=no \
 	>"$tmp/out" 2>"$tmp/err" || rc=$?
@@ -100,14 +100,14 @@ flags=$(pkg-config --cflags --libs nanmap 2>"$tmp/err") || fail "pkg-config --cf
 case " $flags " in
 *" -I$PWD"* | *" -L$PWD"*) fail "pkg-config names the source tree: $flags" ;;
 esac
-cp examples/golden_check.c "$tmp/golden_check.c"
+cp docs/examples/golden_check.c "$tmp/golden_check.c"
 extra=""
 if nm lib/libnanmap.a 2>/dev/null | grep -q __asan_init; then
 	extra="-fsanitize=address,undefined"
 fi
 # shellcheck disable=SC2086
 (cd "$tmp" && "$CC" -std=c11 -Wall -Wextra -Werror $extra golden_check.c $flags -o golden_check) \
-	>"$tmp/out" 2>"$tmp/err" || fail "examples/golden_check.c does not build with: $flags"
+	>"$tmp/out" 2>"$tmp/err" || fail "docs/examples/golden_check.c does not build with: $flags"
 readelf -d "$tmp/golden_check" | grep -q 'Shared library: \[libnanmap.so.0\]' ||
 	fail "the example built with pkg-config does not use libnanmap.so.0"
 rc=0
@@ -124,7 +124,7 @@ sflags=$(pkg-config --cflags --libs --static nanmap 2>"$tmp/err") || fail "pkg-c
 sflags=$(printf '%s\n' "$sflags" | sed 's/-lnanmap\( \|$\)/-l:libnanmap.a\1/')
 # shellcheck disable=SC2086
 (cd "$tmp" && "$CC" -std=c11 -Wall -Wextra -Werror $extra golden_check.c $sflags -o golden_static) \
-	>"$tmp/out" 2>"$tmp/err" || fail "examples/golden_check.c does not build with: $sflags"
+	>"$tmp/out" 2>"$tmp/err" || fail "docs/examples/golden_check.c does not build with: $sflags"
 ! readelf -d "$tmp/golden_static" | grep -q 'libnanmap' || fail "the static example needs libnanmap.so"
 rc=0
 "$tmp/golden_static" golden/softmax_ce.golden "$G" "$tmp/actual.txt" >"$tmp/out" 2>"$tmp/err" || rc=$?

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib.h"
+#include "tests/lib.h"
 
 #define DEFAULT_SEED 0x6e616e6d6170ull /* "nanmap" */
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib.h"
+#include "tests/lib.h"
 
 /* Sum the counts the (forked) tests appended, merging repeated names. */
 static void print_counts(const char *path)

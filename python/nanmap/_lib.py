@@ -2,8 +2,8 @@
 
 Why ctypes: numpy is the package's only dependency, and ctypes needs no
 compiler at install time. The structs below mirror the installed headers
-field for field (core/emu.h, core/recipe.h, engine/kern.h,
-engine/kernels.h, io/nm_golden.h); python/tests/test_layout.py compiles the
+field for field (emu/core/emu.h, emu/recipes/recipe.h, emu/engine/kern.h,
+emu/engine/kernels.h, emu/io/nm_golden.h); python/tests/test_layout.py compiles the
 headers and checks every size and offset, so a header change that is not
 made here too fails the tests instead of reading the wrong bytes. Structs
 that Python only passes back to the library (a parsed recipe or policy) are
@@ -23,7 +23,7 @@ c_dp = ctypes.POINTER(ctypes.c_double)
 
 EMU_NOPS = 16
 EMU_NFLAGS = 5
-EMU_KOUT_MAX = 10  # engine/kernels.h
+EMU_KOUT_MAX = 10  # emu/engine/kernels.h
 FLAG_NAMES = ("invalid", "divbyzero", "overflow", "underflow", "inexact")
 
 
@@ -105,7 +105,7 @@ class QStats(ctypes.Structure):
     ]
 
 
-# ---- the kernel engine (engine/kern.h, engine/kernels.h) ----
+# ---- the kernel engine (emu/engine/kern.h, emu/engine/kernels.h) ----
 
 class Vec(ctypes.Structure):
     _fields_ = [("n", ctypes.c_size_t), ("d", c_dp), ("m", ctypes.c_void_p)]
@@ -183,7 +183,7 @@ class Kernel(ctypes.Structure):
     ]
 
 
-# ---- golden files (io/nm_golden.h) ----
+# ---- golden files (emu/io/nm_golden.h) ----
 
 class GCase(ctypes.Structure):
     _fields_ = [

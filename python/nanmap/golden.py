@@ -1,4 +1,4 @@
-"""nanmap.golden: golden files through the C golden API (io/nm_golden.h).
+"""nanmap.golden: golden files through the C golden API (emu/io/nm_golden.h).
 
     g = nanmap.golden.load("golden/softmax_ce.golden")
     case = g["softmax_ce.naive.fp16-fp16.safe"]

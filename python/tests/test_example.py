@@ -1,4 +1,4 @@
-"""examples/python_tour.py runs and prints what the README's Python tour says."""
+"""docs/examples/python_tour.py runs and prints what the README's Python tour says."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ from conftest import ROOT
 
 
 def test_python_tour_runs():
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python_tour.py")],
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "docs", "examples", "python_tour.py")],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert "softmax_ce naive status nan" in r.stdout

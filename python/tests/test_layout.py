@@ -28,8 +28,9 @@ STRUCTS = {
 
 
 def _c_program():
-    lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "emu.h"',
-             '#include "recipe.h"', '#include "kernels.h"', '#include "nm_golden.h"',
+    lines = ['#include <stddef.h>', '#include <stdio.h>', '#include "emu/core/emu.h"',
+             '#include "emu/recipes/recipe.h"', '#include "emu/engine/kernels.h"',
+             '#include "emu/io/nm_golden.h"',
              "int main(void) {"]
     for cname, cls in STRUCTS.items():
         lines.append('printf("%s %%zu\\n", sizeof(%s));' % (cname, cname))
@@ -52,9 +53,7 @@ def c_layout(tmp_path_factory):
     d = tmp_path_factory.mktemp("layout")
     src, exe = d / "layout.c", d / "layout"
     src.write_text(_c_program())
-    inc = []
-    for sub in ("core", "engine", "kernels", "io"):
-        inc += ["-I", os.path.join(ROOT, sub)]
+    inc = ["-I", ROOT]
     r = subprocess.run([cc, "-std=c11", "-D_POSIX_C_SOURCE=200809L"] + inc +
                        ["-o", str(exe), str(src)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

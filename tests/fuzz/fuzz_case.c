@@ -1,5 +1,5 @@
 /*
- * fuzz_case.c — libFuzzer harness for the case-file reader (sweep/nm_case.c).
+ * fuzz_case.c — libFuzzer harness for the case-file reader (emu/sweep/nm_case.c).
  *
  * Each input is a whole case file: written to a temporary file (the reader
  * takes a path, as the sweep gives it) and loaded. A failure must come with
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nm_case.h"
+#include "emu/sweep/nm_case.h"
 
 #define REQUIRE(cond)                                                                              \
 	do {                                                                                       \

@@ -1,6 +1,6 @@
 /*
  * fuzz_golden.c — libFuzzer harness for the golden-file reader and the
- * readers of a kernel's actual outputs (io/nm_golden.c).
+ * readers of a kernel's actual outputs (emu/io/nm_golden.c).
  *
  * The first byte picks the reader (its value mod 4): 0 the golden-file
  * reader on the rest; 1, 2, 3 the hex, raw and .npy readers of actual
@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nm_golden.h"
-#include "nm_parse.h"
+#include "emu/io/nm_golden.h"
+#include "emu/io/nm_parse.h"
 
 #define REQUIRE(cond)                                                                              \
 	do {                                                                                       \

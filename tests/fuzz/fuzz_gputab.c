@@ -1,6 +1,6 @@
 /*
  * fuzz_gputab.c — libFuzzer harness for the GPU-tables reader
- * (engine/gputab.c, emu_gpu_tables_read through fmemopen).
+ * (emu/engine/gputab.c, emu_gpu_tables_read through fmemopen).
  *
  * A table is 65536 values (4096 lines), too long for the fuzzer to write,
  * so the first byte picks the mode: even, the rest is the whole file; odd,
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gputab.h"
+#include "emu/engine/gputab.h"
 
 #define REQUIRE(cond)                                                                              \
 	do {                                                                                       \

@@ -1,5 +1,5 @@
 /*
- * fuzz_npy.c — libFuzzer harness for the .npy reader (io/nm_npy.c).
+ * fuzz_npy.c — libFuzzer harness for the .npy reader (emu/io/nm_npy.c).
  *
  * Each input is a whole file given to nm_npy_read_mem. A failure must come
  * with a one-line reason that starts with the name; a success must be
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nm_npy.h"
+#include "emu/io/nm_npy.h"
 
 #define REQUIRE(cond)                                                                              \
 	do {                                                                                       \

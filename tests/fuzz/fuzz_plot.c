@@ -1,6 +1,6 @@
 /*
  * fuzz_plot.c — libFuzzer harness for the plot's results reader
- * (nm_plot_read_results in sweep/nm_plot.c: the RFC 4180 reader and the
+ * (nm_plot_read_results in emu/sweep/nm_plot.c: the RFC 4180 reader and the
  * checks against the case).
  *
  * The first byte chooses the case and the file: bit 0 the case (fa: accum,
@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nm_case.h"
-#include "nm_plot.h"
+#include "emu/sweep/nm_case.h"
+#include "emu/sweep/nm_plot.h"
 
 #define REQUIRE(cond)                                                                              \
 	do {                                                                                       \

@@ -1,6 +1,6 @@
 /*
  * fuzz_safetensors.c — libFuzzer harness for the .safetensors reader
- * (io/nm_safetensors.c).
+ * (emu/io/nm_safetensors.c).
  *
  * Each input is a whole file given to nm_st_open_mem. A failure must come
  * with a one-line reason that starts with the name and leave nothing to
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nm_safetensors.h"
+#include "emu/io/nm_safetensors.h"
 
 #define REQUIRE(cond)                                                                              \
 	do {                                                                                       \

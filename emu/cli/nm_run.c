@@ -1,0 +1,1511 @@
+/*
+ * nm_run.c — `nanmap run`: one kernel of the registry (emu/engine/kernels.h) on
+ * the fast, exact-format and truth backends (docs/run.md).
+ *
+ * Same contract as the other commands (emu/cli/main.c): every error is one
+ * line on stderr naming the bad argument, exit status 2, and the output is
+ * built in memory and printed only when everything succeeded, so an error
+ * never leaves half a report on stdout.
+ *
+ * Steps: parse the options (syntax of every value), resolve the kernel,
+ * variant, policy and parameters, build the input tensor (--values, an .npy
+ * file, or a counter-based generator), run the backends (truth first when
+ * any other backend needs metrics), compare fast with exact when both ran,
+ * then write the report as text, CSV (backend,kind,key,value) or JSON.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "emu/engine/kernels.h"
+#include "emu/io/nm_buf.h"
+#include "emu/io/nm_file.h"
+#include "emu/io/nm_gen.h"
+#include "emu/io/nm_npy.h"
+#include "emu/io/nm_parse.h"
+#include "emu/cli/nm_run.h"
+
+#define NR_ERR_LEN 512
+#define NR_MAX_PARAMS 32
+/* Largest input tensor, in elements (16 GiB of doubles). */
+#define NR_MAX_ELEMS ((uint64_t)1 << 31)
+/* Outputs with more elements than this are summarised in the text report. */
+#define NR_SHOW_ALL 16
+#define NR_SHOW_FIRST 8
+
+
+static int nr_oom(void)
+{
+	return nm_fail("out of memory");
+}
+
+/* ---- options ---- */
+
+enum nr_src { NR_SRC_NONE = 0, NR_SRC_INPUT, NR_SRC_VALUES, NR_SRC_GEN };
+enum nr_dist { NR_NORMAL = 0, NR_UNIFORM, NR_LOGSPACE, NR_ONES, NR_NDIST };
+enum nr_style { NR_TEXT = 0, NR_CSV, NR_JSON };
+
+static const char *const nr_dist_names[NR_NDIST] = {"normal", "uniform", "logspace", "ones"};
+
+enum nr_optid {
+	NR_O_POLICY = 0,
+	NR_O_VARIANT,
+	NR_O_PARAM,
+	NR_O_INPUT,
+	NR_O_VALUES,
+	NR_O_GEN,
+	NR_O_N,
+	NR_O_ROWS,
+	NR_O_SEED,
+	NR_O_SCALE,
+	NR_O_RANGE,
+	NR_O_BACKEND,
+	NR_O_NO_TRUTH,
+	NR_O_CSV,
+	NR_O_JSON,
+	NR_O_GPU_TABLES,
+	NR_O_RECOMPUTE,
+};
+
+static const nm_opt nr_optdefs[] = {
+    {NULL, "--policy", NR_O_POLICY, NM_OPTF_VALUE, 0},
+    {NULL, "--variant", NR_O_VARIANT, NM_OPTF_VALUE, 0},
+    {NULL, "--param", NR_O_PARAM, NM_OPTF_VALUE | NM_OPTF_REPEAT, 0},
+    {NULL, "--input", NR_O_INPUT, NM_OPTF_VALUE, 0},
+    {NULL, "--values", NR_O_VALUES, NM_OPTF_VALUE, 0},
+    {NULL, "--gen", NR_O_GEN, NM_OPTF_VALUE, 0},
+    {NULL, "--n", NR_O_N, NM_OPTF_VALUE, 0},
+    {NULL, "--rows", NR_O_ROWS, NM_OPTF_VALUE, 0},
+    {NULL, "--seed", NR_O_SEED, NM_OPTF_VALUE, 0},
+    {NULL, "--scale", NR_O_SCALE, NM_OPTF_VALUE, 0},
+    {NULL, "--range", NR_O_RANGE, NM_OPTF_VALUE, 0},
+    {NULL, "--backend", NR_O_BACKEND, NM_OPTF_VALUE, 0},
+    {NULL, "--no-truth", NR_O_NO_TRUTH, 0, 0},
+    {NULL, "--csv", NR_O_CSV, 0, 1},
+    {NULL, "--json", NR_O_JSON, 0, 1},
+    {NULL, "--gpu-tables", NR_O_GPU_TABLES, NM_OPTF_VALUE, 0},
+    {NULL, "--recompute", NR_O_RECOMPUTE, NM_OPTF_VALUE, 0},
+};
+
+struct nr_param {
+	char *text; /* "NAME=VALUE" copied, split at '=' */
+	const char *name, *value_text;
+};
+
+struct nr_opts {
+	unsigned seen; /* 1 << nr_optid of the options given */
+	const char *kernel_name, *policy_spec, *variant;
+	struct nr_param params[NR_MAX_PARAMS];
+	emu_kparam kparams[NR_MAX_PARAMS];
+	size_t nparams;
+	enum nr_src src;
+	const char *src_opt; /* the option that gave the input, for messages */
+	const char *input_path, *values;
+	enum nr_dist dist;
+	uint64_t n, rows, seed;
+	double scale, lo, hi;
+	bool want[EMU_NBE], no_truth, all;
+	enum nr_style style;
+	const char *gpu_tables; /* FILE|DIR: the fast backend replays the GPU's tables */
+	const char *recompute;  /* the second run's policy (activation checkpointing) */
+};
+
+/* A whole token that is a number (nm_parse_number's syntax), as the nearest
+ * double (strtod: RNE; beyond the double range, ±inf or ±0). */
+static bool nr_number(const char *s, double *out)
+{
+	nm_number x;
+
+	if (nm_parse_number(s, &x) != NM_OK)
+		return false;
+	*out = strtod(s, NULL);
+	return true;
+}
+
+static int nr_count(const char *arg, const char *opt, uint64_t *out)
+{
+	return nm_parse_count(opt, arg, 1, NR_MAX_ELEMS, out);
+}
+
+static int nr_opt_param(struct nr_opts *o, const char *arg)
+{
+	struct nr_param *p;
+	char *eq;
+	double v;
+
+	if (o->nparams == NR_MAX_PARAMS)
+		return nm_fail("too many parameters (at most %d)", NR_MAX_PARAMS);
+	eq = strchr(arg, '=');
+	if (!eq || eq == arg)
+		return nm_fail("bad parameter '%s' (want NAME=VALUE, e.g. eps=1e-5)", arg);
+	p = &o->params[o->nparams];
+	p->text = strdup(arg);
+	if (!p->text)
+		return nr_oom();
+	p->text[eq - arg] = '\0';
+	p->name = p->text;
+	p->value_text = p->text + (eq - arg) + 1;
+	o->nparams++; /* freed with the options from here on */
+	for (size_t i = 0; i + 1 < o->nparams; i++)
+		if (!strcmp(o->params[i].name, p->name))
+			return nm_fail("parameter '%s' given twice", p->name);
+	if (!nr_number(p->value_text, &v))
+		return nm_fail("bad value '%s' for parameter '%s' (a number)", p->value_text,
+		               p->name);
+	o->kparams[o->nparams - 1] = (emu_kparam){p->name, v};
+	return 0;
+}
+
+static int nr_opt_source(struct nr_opts *o, enum nr_src src, const char *opt, const char *arg)
+{
+	if (o->src != NR_SRC_NONE)
+		return nm_fail("%s and %s both give the input (use one)", o->src_opt, opt);
+	o->src = src;
+	o->src_opt = opt;
+	if (src == NR_SRC_INPUT) {
+		o->input_path = arg;
+	} else if (src == NR_SRC_VALUES) {
+		o->values = arg;
+	} else {
+		int d = 0;
+		while (d < NR_NDIST && strcmp(nr_dist_names[d], arg) != 0)
+			d++;
+		if (d == NR_NDIST)
+			return nm_fail(
+			    "unknown distribution '%s' (--gen normal uniform logspace ones)", arg);
+		o->dist = (enum nr_dist)d;
+	}
+	return 0;
+}
+
+static int nr_opt_range(struct nr_opts *o, const char *arg)
+{
+	const char *comma = strchr(arg, ',');
+	char lo[NM_NUM_LEN * 4];
+
+	if (comma && (size_t)(comma - arg) < sizeof(lo)) {
+		memcpy(lo, arg, (size_t)(comma - arg));
+		lo[comma - arg] = '\0';
+		if (nr_number(lo, &o->lo) && nr_number(comma + 1, &o->hi) && o->lo > 0 &&
+		    o->hi >= o->lo && isfinite(o->hi))
+			return 0;
+	}
+	return nm_fail("bad --range '%s' (want LO,HI with 0 < LO <= HI, finite)", arg);
+}
+
+static int nr_opt_backend(struct nr_opts *o, const char *arg)
+{
+	emu_be_kind k = emu_be_by_name(arg);
+
+	if (!strcmp(arg, "all")) {
+		o->all = true;
+		for (int i = 0; i < EMU_NBE; i++)
+			o->want[i] = true;
+		return 0;
+	}
+	if (k == EMU_NBE)
+		return nm_fail("unknown backend '%s' (backends: fast exact truth all)", arg);
+	o->want[k] = true;
+	return 0;
+}
+
+static int nr_take(void *ctx, const nm_opt *d, const char *arg)
+{
+	struct nr_opts *o = ctx;
+
+	o->seen |= 1u << d->id; /* nm_opt_parse refused a second one */
+	switch (d->id) {
+	case NR_O_POLICY:
+		o->policy_spec = arg;
+		return 0;
+	case NR_O_VARIANT:
+		o->variant = arg;
+		return 0;
+	case NR_O_PARAM:
+		return nr_opt_param(o, arg);
+	case NR_O_INPUT:
+		return nr_opt_source(o, NR_SRC_INPUT, d->lng, arg);
+	case NR_O_VALUES:
+		return nr_opt_source(o, NR_SRC_VALUES, d->lng, arg);
+	case NR_O_GEN:
+		return nr_opt_source(o, NR_SRC_GEN, d->lng, arg);
+	case NR_O_N:
+		return nr_count(arg, d->lng, &o->n);
+	case NR_O_ROWS:
+		return nr_count(arg, d->lng, &o->rows);
+	case NR_O_SEED:
+		return nm_parse_count("--seed", arg, 0, UINT64_MAX, &o->seed);
+	case NR_O_SCALE:
+		if (!nr_number(arg, &o->scale) || !isfinite(o->scale))
+			return nm_fail("bad --scale '%s' (a finite number)", arg);
+		return 0;
+	case NR_O_RANGE:
+		return nr_opt_range(o, arg);
+	case NR_O_BACKEND:
+		return nr_opt_backend(o, arg);
+	case NR_O_NO_TRUTH:
+		o->no_truth = true;
+		return 0;
+	case NR_O_CSV:
+		o->style = NR_CSV;
+		return 0;
+	case NR_O_JSON:
+		o->style = NR_JSON;
+		return 0;
+	case NR_O_GPU_TABLES:
+		o->gpu_tables = arg;
+		return 0;
+	case NR_O_RECOMPUTE:
+		o->recompute = arg;
+		return 0;
+	}
+	return 0;
+}
+
+static int nr_take_kernel(void *ctx, const char *a)
+{
+	struct nr_opts *o = ctx;
+
+	if (o->kernel_name)
+		return nm_fail("run takes one KERNEL, '%s' is a second one", a);
+	o->kernel_name = a;
+	return 0;
+}
+
+static int nr_parse_args(struct nr_opts *o, int argc, char **argv)
+{
+	o->scale = 1;
+	o->lo = 0x1p-16;
+	o->hi = 0x1p16;
+	return nm_opt_parse(&(nm_optparser){.cmd = "run",
+	                                    .defs = nr_optdefs,
+	                                    .ndefs = sizeof(nr_optdefs) / sizeof(nr_optdefs[0]),
+	                                    .take = nr_take,
+	                                    .arg = nr_take_kernel,
+	                                    .ctx = o},
+	                    argc - 1, argv + 1);
+}
+
+static void nr_opts_free(struct nr_opts *o)
+{
+	for (size_t i = 0; i < o->nparams; i++)
+		free(o->params[i].text);
+	o->nparams = 0;
+}
+
+/* ---- kernel, variant, policy, parameters ---- */
+
+static void nr_kernel_list(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < emu_kernel_count() && n < len; i++) {
+		int w = snprintf(buf + n, len - n, "%s%s", i ? " " : "", emu_kernel_at(i)->name);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+static void nr_variant_list(const emu_kernel *k, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (const char *const *v = k->variants; *v && n < len; v++) {
+		int w = snprintf(buf + n, len - n, "%s%s", v == k->variants ? "" : " ", *v);
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+}
+
+struct nr_run_setup {
+	const emu_kernel *k;
+	const char *variant;
+	emu_policy pol;
+	emu_policy pol2; /* --recompute's */
+};
+
+static int nr_resolve(const struct nr_opts *o, struct nr_run_setup *s)
+{
+	char list[NR_ERR_LEN], err[NR_ERR_LEN];
+
+	nr_kernel_list(list, sizeof(list));
+	if (!o->kernel_name)
+		return nm_fail("run needs a KERNEL (kernels: %s)", list);
+	s->k = emu_kernel_by_name(o->kernel_name);
+	if (!s->k)
+		return nm_fail("unknown kernel '%s' (kernels: %s)", o->kernel_name, list);
+	s->variant = s->k->variants[0];
+	if (o->variant) {
+		/* a listed variant, or one with a ':' suffix the kernel parses
+		 * itself (accum's dot:tc:h100, dot:tc:k=16,neab=2) */
+		const char *const *v = s->k->variants;
+		while (*v && strcmp(*v, o->variant) != 0 &&
+		       !(strncmp(*v, o->variant, strlen(*v)) == 0 && o->variant[strlen(*v)] == ':'))
+			v++;
+		nr_variant_list(s->k, list, sizeof(list));
+		if (!*v)
+			return nm_fail("unknown variant '%s' for %s (variants: %s)", o->variant,
+			               s->k->name, list);
+		s->variant = o->variant;
+	}
+	if (!o->policy_spec)
+		return nm_fail("run needs --policy SPEC (e.g. --policy storage=fp16,compute=fp32)");
+	err[0] = '\0';
+	if (emu_policy_parse(o->policy_spec, &s->pol, err, sizeof(err)) != EMU_OK)
+		return nm_fail("bad policy '%s': %s", o->policy_spec, err[0] ? err : "bad spec");
+	err[0] = '\0';
+	if (o->recompute && emu_policy_parse(o->recompute, &s->pol2, err, sizeof(err)) != EMU_OK)
+		return nm_fail("bad --recompute policy '%s': %s", o->recompute,
+		               err[0] ? err : "bad spec");
+	for (size_t i = 0; i < o->nparams; i++)
+		if (!emu_kernel_reads_param(s->k, o->params[i].name))
+			return nm_fail("unknown parameter '%s' for %s (it reads: %s)",
+			               o->params[i].name, s->k->name,
+			               s->k->params_doc && s->k->params_doc[0] ? s->k->params_doc
+			                                                       : "none");
+	return 0;
+}
+
+/* ---- the input tensor ---- */
+
+struct nr_input {
+	double *x;
+	size_t rows, cols;
+	char desc[NR_ERR_LEN]; /* "values", "gen normal", "file a.npy (float32)" */
+};
+
+static double nr_gen_one(const struct nr_opts *o, uint64_t i)
+{
+	nm_gen g = {(nm_gen_dist)o->dist, o->scale, o->lo, o->hi, o->seed, 0, 0};
+	return nm_gen_one(&g, i);
+}
+
+static int nr_alloc_input(struct nr_input *in, uint64_t total)
+{
+	if (total > NR_MAX_ELEMS)
+		return nm_fail("the input has %" PRIu64 " elements (at most %" PRIu64 ")", total,
+		               NR_MAX_ELEMS);
+	in->x = malloc((size_t)total * sizeof(*in->x));
+	return in->x ? 0 : nr_oom();
+}
+
+static int nr_gen_input(const struct nr_opts *o, struct nr_input *in)
+{
+	uint64_t rows = o->rows ? o->rows : 1;
+	int rc;
+
+	if (!(o->seen & (1u << NR_O_N)))
+		return nm_fail("--gen needs --n N (elements per row)");
+	if (rows > NR_MAX_ELEMS || o->n > NR_MAX_ELEMS / rows)
+		return nm_fail("--n %" PRIu64 " x --rows %" PRIu64
+		               " is too many elements (at most %" PRIu64 ")",
+		               o->n, rows, NR_MAX_ELEMS);
+	rc = nr_alloc_input(in, rows * o->n);
+	if (rc)
+		return rc;
+	in->rows = (size_t)rows;
+	in->cols = (size_t)o->n;
+	for (uint64_t i = 0; i < rows * o->n; i++)
+		/* NOLINTNEXTLINE(clang-analyzer-core.NullDereference): nm_fail never returns 0 */
+		in->x[i] = nr_gen_one(o, i);
+	if (o->dist == NR_LOGSPACE)
+		snprintf(in->desc, sizeof(in->desc), "gen logspace %.17g..%.17g", o->lo, o->hi);
+	else
+		snprintf(in->desc, sizeof(in->desc), "gen %s", nr_dist_names[o->dist]);
+	if (o->scale != 1) {
+		size_t n = strlen(in->desc);
+		snprintf(in->desc + n, sizeof(in->desc) - n, " scale %.17g", o->scale);
+	}
+	return 0;
+}
+
+static int nr_values_input(const struct nr_opts *o, struct nr_input *in)
+{
+	const char *s = o->values;
+	uint64_t total = 1, k = 0;
+	int rc;
+
+	for (const char *p = s; *p; p++)
+		total += *p == ',';
+	rc = nr_alloc_input(in, total);
+	if (rc)
+		return rc;
+	for (;;) {
+		const char *end = strchr(s, ',');
+		size_t len = end ? (size_t)(end - s) : strlen(s);
+		char *tok = malloc(len + 1);
+		bool good;
+
+		if (!tok)
+			return nr_oom();
+		memcpy(tok, s, len);
+		tok[len] = '\0';
+		good = nr_number(tok, &in->x[k]);
+		if (!good) {
+			rc = nm_fail("bad value '%s' in --values (item %" PRIu64 ")", tok, k + 1);
+			free(tok);
+			return rc;
+		}
+		free(tok);
+		k++;
+		if (!end)
+			break;
+		s = end + 1;
+	}
+	in->rows = 1;
+	in->cols = (size_t)total;
+	snprintf(in->desc, sizeof(in->desc), "values");
+	return 0;
+}
+
+static int nr_file_input(const struct nr_opts *o, struct nr_input *in)
+{
+	nm_npy a;
+	char err[NR_ERR_LEN];
+
+	err[0] = '\0';
+	if (nm_npy_read(o->input_path, &a, err, sizeof(err)) != NM_NPY_OK)
+		return nm_fail("%s", err[0] ? err : "cannot read the --input file");
+	if (a.dtype != NM_NPY_F2 && a.dtype != NM_NPY_F4 && a.dtype != NM_NPY_F8) {
+		nm_npy_dtype t = a.dtype;
+		nm_npy_free(&a);
+		return nm_fail("%s: dtype %s (run takes float16, float32 or float64)",
+		               o->input_path, nm_npy_dtype_name(t));
+	}
+	if (a.count == 0) {
+		nm_npy_free(&a);
+		return nm_fail("%s: an empty array", o->input_path);
+	}
+	in->x = a.values; /* ours now */
+	a.values = NULL;
+	in->rows = a.ndim == 2 ? a.shape[0] : 1;
+	in->cols = a.ndim == 2 ? a.shape[1] : a.shape[0];
+	snprintf(in->desc, sizeof(in->desc), "file %s (%s)", o->input_path,
+	         nm_npy_dtype_name(a.dtype));
+	nm_npy_free(&a);
+	return 0;
+}
+
+/* --rows R: reshape the row-major data into R rows. */
+static int nr_reshape(const struct nr_opts *o, struct nr_input *in)
+{
+	size_t total = in->rows * in->cols;
+
+	if (!o->rows || o->src == NR_SRC_GEN)
+		return 0;
+	if (o->rows > total || total % o->rows)
+		return nm_fail("shape mismatch: %zu values do not make %" PRIu64
+		               " equal rows (--rows)",
+		               total, o->rows);
+	in->rows = (size_t)o->rows;
+	in->cols = total / in->rows;
+	return 0;
+}
+
+static int nr_build_input(const struct nr_opts *o, struct nr_input *in)
+{
+	int rc;
+
+	if (o->src == NR_SRC_NONE)
+		return nm_fail("run needs an input: --input FILE, --values LIST or --gen DIST");
+	if (o->src != NR_SRC_GEN) {
+		static const enum nr_optid gen_only[] = {NR_O_N, NR_O_SCALE, NR_O_RANGE};
+		static const char *const gen_only_names[] = {"--n", "--scale", "--range"};
+		for (size_t i = 0; i < 3; i++)
+			if (o->seen & (1u << gen_only[i]))
+				return nm_fail("%s goes with --gen (not with %s)",
+				               gen_only_names[i], o->src_opt);
+	} else if ((o->seen & (1u << NR_O_RANGE)) && o->dist != NR_LOGSPACE) {
+		return nm_fail("--range goes with --gen logspace (not --gen %s)",
+		               nr_dist_names[o->dist]);
+	}
+	if (o->src == NR_SRC_GEN)
+		rc = nr_gen_input(o, in);
+	else if (o->src == NR_SRC_VALUES)
+		rc = nr_values_input(o, in);
+	else
+		rc = nr_file_input(o, in);
+	return rc ? rc : nr_reshape(o, in);
+}
+
+/* ---- running ---- */
+
+struct nr_report {
+	const struct nr_opts *o;
+	const struct nr_run_setup *s;
+	const struct nr_input *in;
+	emu_run runs[EMU_NBE]; /* runs[EMU_BE_TRUTH] unused: truth is below */
+	emu_truth truth;       /* both truth runs (emu_run_truth) */
+	bool ran[EMU_NBE], shown[EMU_NBE];
+	bool compared; /* fast and exact both ran */
+	bool agree;
+	/* fast replayed the GPU's tables: it is not meant to agree with exact,
+	 * so the two are not compared */
+	bool tabled;
+	emu_gpu_tables tables;
+	char why[NR_ERR_LEN]; /* the first difference */
+	/* --recompute: each of fast and exact run again under the second policy,
+	 * compared with the first run output by output */
+	emu_run reruns[EMU_NBE];
+	bool reran[EMU_NBE];
+	emu_recompute_item diff[EMU_NBE][EMU_KOUT_MAX];
+};
+
+static bool nr_same_stats(const emu_be_stats *a, const emu_be_stats *b)
+{
+	return memcmp(a->ops, b->ops, sizeof(a->ops)) == 0 &&
+	       memcmp(a->flags, b->flags, sizeof(a->flags)) == 0 && a->all_flags == b->all_flags &&
+	       a->first_set == b->first_set && a->in_n == b->in_n &&
+	       a->in_changed == b->in_changed && a->in_overflow == b->in_overflow &&
+	       a->in_flushed == b->in_flushed &&
+	       (!a->first_set ||
+	        (a->first_op == b->first_op && a->first_flags == b->first_flags &&
+	         a->first_index == b->first_index && strcmp(a->first_step, b->first_step) == 0));
+}
+
+/* The run shown for backend k: truth is the truth of the original inputs. */
+static const emu_run *nr_run_of(const struct nr_report *r, emu_be_kind k)
+{
+	return k == EMU_BE_TRUTH ? emu_truth_e2e(&r->truth) : &r->runs[k];
+}
+
+/* Fast against exact: every output's encodings, then the flag statistics. */
+static void nr_agree(struct nr_report *r)
+{
+	const emu_run *f = &r->runs[EMU_BE_FAST], *e = &r->runs[EMU_BE_EXACT];
+
+	r->compared = true;
+	r->agree = false;
+	if (f->out.n != e->out.n) {
+		snprintf(r->why, sizeof(r->why), "%d outputs against %d", f->out.n, e->out.n);
+		return;
+	}
+	for (int i = 0; i < f->out.n; i++) {
+		const emu_kout_item *a = &f->out.item[i], *b = &e->out.item[i];
+		if (a->n != b->n || strcmp(a->name, b->name) != 0) {
+			snprintf(r->why, sizeof(r->why), "output %s[%zu] against %s[%zu]", a->name,
+			         a->n, b->name, b->n);
+			return;
+		}
+		for (size_t j = 0; j < a->n; j++) {
+			emu_bits x = emu_encode(a->fmt, emu_kout_d(NULL, a, j)),
+			         y = emu_encode(b->fmt, emu_kout_d(NULL, b, j));
+			char bx[16], by[16];
+			if (x != y) {
+				snprintf(r->why, sizeof(r->why), "%s[%zu]: fast %s, exact %s",
+				         a->name, j, nm_fmt_bits(a->fmt, x, bx, sizeof(bx)),
+				         nm_fmt_bits(b->fmt, y, by, sizeof(by)));
+				return;
+			}
+		}
+	}
+	if (!nr_same_stats(&f->be.st, &e->be.st)) {
+		snprintf(r->why, sizeof(r->why), "the flag statistics differ");
+		return;
+	}
+	r->agree = true;
+}
+
+/*
+ * Progress on a terminal: a big run (truth takes minutes on 2^27 elements)
+ * says which phase it is in, on one line of stderr that the next phase
+ * overwrites and the end erases. Nothing when stderr is not a terminal, so
+ * scripts and the error convention see no extra line.
+ */
+#define NR_PROGRESS_ELEMS ((uint64_t)1 << 22)
+
+static struct timespec nr_t0;
+static bool nr_progress_on;
+
+static void nr_progress_start(uint64_t elems)
+{
+	nr_progress_on = elems >= NR_PROGRESS_ELEMS && isatty(STDERR_FILENO);
+	clock_gettime(CLOCK_MONOTONIC, &nr_t0);
+}
+
+static void nr_progress(const struct nr_opts *o, const char *phase)
+{
+	struct timespec t;
+	char line[128];
+	int n;
+
+	(void)o;
+	if (!nr_progress_on)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	if (phase)
+		n = snprintf(line, sizeof(line), "\rnanmap run: %s, %.1f s elapsed\033[K", phase,
+		             (double)(t.tv_sec - nr_t0.tv_sec) + (t.tv_nsec - nr_t0.tv_nsec) / 1e9);
+	else
+		n = snprintf(line, sizeof(line), "\r\033[K");
+	if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0)
+		nr_progress_on = false;
+}
+
+/* The backends shown (shown) and run (run: truth too when the metrics need
+ * it); 0, or an error for --no-truth with --backend truth. */
+static int nr_plan(const struct nr_opts *o, bool *shown, bool *run)
+{
+	memcpy(run, o->want, sizeof(o->want));
+	if (!run[EMU_BE_FAST] && !run[EMU_BE_EXACT] && !run[EMU_BE_TRUTH])
+		run[EMU_BE_FAST] = true;
+	if (o->no_truth && run[EMU_BE_TRUTH] && !o->all)
+		return nm_fail("--no-truth and --backend truth exclude each other");
+	if (o->no_truth)
+		run[EMU_BE_TRUTH] = false;
+	if (shown)
+		memcpy(shown, run, sizeof(o->want));
+	if (!o->no_truth && (run[EMU_BE_FAST] || run[EMU_BE_EXACT]))
+		run[EMU_BE_TRUTH] = true; /* the metrics need it */
+	return 0;
+}
+
+/*
+ * Memory, checked before anything is allocated: the input's doubles, and
+ * per backend the kernel's values (emu_kernel_values), which every backend
+ * keeps until the report is written (truth twice: its two runs). A fast or exact value is a
+ * double; a truth value an mpfr_t and its limbs, side by side in the vector's one block
+ * (docs/engine.md).
+ */
+#define NR_TRUTH_VALUE_BYTES (sizeof(mpfr_t) + EMU_TRUTH_PREC / 8)
+
+/* The memory there is (nm_file.h: MemAvailable, or NANMAP_MEMORY). */
+static double nr_memory_available(void)
+{
+	return nm_memory_available();
+}
+
+static const char *nr_bytes(double b, char *buf, size_t len)
+{
+	if (b >= 10e9)
+		snprintf(buf, len, "%.0f GB", b / 1e9);
+	else if (b >= 1e9)
+		snprintf(buf, len, "%.1f GB", b / 1e9);
+	else if (b >= 1e6)
+		snprintf(buf, len, "%.0f MB", b / 1e6);
+	else
+		snprintf(buf, len, "%.0f bytes", b);
+	return buf;
+}
+
+/* what names the input ("--n 2147483648", "--input x.npy") in the message. */
+static int nr_check_memory(const struct nr_opts *o, const struct nr_run_setup *s, double rows,
+                           double cols, const char *what)
+{
+	emu_kin kin = {NULL, 0, 0, o->kparams, o->nparams, o->seed};
+	bool run[EMU_NBE];
+	double per[EMU_NBE] = {0}, total, avail, vals;
+	char a[24], in_s[24], av[24], b[EMU_NBE][24], parts[160] = "";
+
+	if (nr_plan(o, NULL, run))
+		return NM_EXIT_ERR;
+	vals = emu_kernel_values(s->k, (size_t)rows, (size_t)cols, &kin);
+	total = rows * cols * sizeof(double);
+	for (int k = 0; k < EMU_NBE; k++) {
+		if (!run[k])
+			continue;
+		/* truth: two runs when storing changes the inputs (end to end and
+		 * stored), both kept for the report */
+		per[k] = vals * (double)(k == EMU_BE_TRUTH ? 2 * NR_TRUTH_VALUE_BYTES : sizeof(double));
+		if (k != EMU_BE_TRUTH && o->recompute)
+			per[k] *= 2; /* the second run is kept beside the first */
+		total += per[k];
+	}
+	avail = nr_memory_available();
+	if (avail < 0 || total <= avail)
+		return 0;
+	for (int k = 0, n = 0; k < EMU_NBE; k++)
+		if (run[k]) {
+			size_t used = strlen(parts);
+			snprintf(parts + used, sizeof(parts) - used, "%s%s %s", n++ ? ", " : "",
+			         emu_be_name((emu_be_kind)k), nr_bytes(per[k], b[k], sizeof(b[k])));
+		}
+	return nm_fail("%s: the run needs about %s (input %s, %s), more than the %s of memory "
+	               "available%s",
+	               what, nr_bytes(total, a, sizeof(a)),
+	               nr_bytes(rows * cols * sizeof(double), in_s, sizeof(in_s)), parts,
+	               nr_bytes(avail, av, sizeof(av)),
+	               run[EMU_BE_TRUTH] ? " (--no-truth skips truth)" : "");
+}
+
+/*
+ * Before --gen allocates (in NULL: its shape is --n x --rows), or once a
+ * file or --values is read (in: the shape read), the memory check; the
+ * progress line's clock starts here too.
+ */
+static int nr_input_memory(const struct nr_opts *o, const struct nr_run_setup *s,
+                           const struct nr_input *in)
+{
+	uint64_t rows = o->rows ? o->rows : 1;
+	char what[96];
+
+	if (!in) {
+		if (o->src != NR_SRC_GEN || !(o->seen & (1u << NR_O_N)) || rows > NR_MAX_ELEMS ||
+		    o->n > NR_MAX_ELEMS / rows)
+			return 0; /* nr_build_input says what is wrong */
+		if (o->rows)
+			snprintf(what, sizeof(what), "--n %" PRIu64 " x --rows %" PRIu64, o->n, rows);
+		else
+			snprintf(what, sizeof(what), "--n %" PRIu64, o->n);
+		if (nr_check_memory(o, s, (double)rows, (double)o->n, what))
+			return NM_EXIT_ERR;
+		nr_progress_start(o->n * rows);
+		nr_progress(o, "generating the input");
+		return 0;
+	}
+	if (o->src == NR_SRC_GEN)
+		return 0;
+	if (o->src == NR_SRC_INPUT)
+		snprintf(what, sizeof(what), "--input %s", o->input_path);
+	else
+		snprintf(what, sizeof(what), "--values");
+	if (nr_check_memory(o, s, (double)in->rows, (double)in->cols, what))
+		return NM_EXIT_ERR;
+	nr_progress_start((uint64_t)in->rows * in->cols);
+	return 0;
+}
+
+static int nr_execute(struct nr_report *r)
+{
+	const struct nr_opts *o = r->o;
+	emu_kin kin = {r->in->x, r->in->rows, r->in->cols, o->kparams, o->nparams, o->seed};
+	bool want[EMU_NBE];
+	static const emu_be_kind order[EMU_NBE] = {EMU_BE_TRUTH, EMU_BE_FAST, EMU_BE_EXACT};
+	char err[NR_ERR_LEN];
+
+	if (nr_plan(o, r->shown, want))
+		return NM_EXIT_ERR;
+	if (o->recompute && !want[EMU_BE_FAST] && !want[EMU_BE_EXACT])
+		return nm_fail("--recompute compares fast or exact runs (not --backend truth alone)");
+	if (o->gpu_tables && emu_gpu_tables_load(o->gpu_tables, &r->tables, err, sizeof(err)))
+		return nm_fail("%s", err);
+	for (int i = 0; i < EMU_NBE; i++) {
+		emu_be_kind k = order[i];
+		if (!want[k])
+			continue;
+		err[0] = '\0';
+		r->ran[k] = true;
+		nr_progress(o, k == EMU_BE_TRUTH ? "truth backend (256-bit MPFR)"
+		               : k == EMU_BE_FAST ? "fast backend"
+		                                  : "exact backend (MPFR in the format)");
+		int bad = k == EMU_BE_TRUTH
+		              ? emu_run_truth(r->s->k, &r->s->pol, r->s->variant, &kin, &r->truth,
+		                              err, sizeof(err))
+		              : emu_run_kernel_tables(r->s->k, &r->s->pol, r->s->variant, &kin, k,
+		                                      o->gpu_tables ? &r->tables : NULL,
+		                                      &r->runs[k], err, sizeof(err));
+		if (bad) {
+			nr_progress(o, NULL); /* the error line starts at the left */
+			return nm_fail("%s", err[0] ? err : "the kernel failed");
+		}
+		if (k != EMU_BE_TRUTH && r->ran[EMU_BE_TRUTH])
+			emu_run_compare(&r->runs[k], &r->truth);
+	}
+	for (int k = 0; o->recompute && k < EMU_NBE; k++) {
+		if (k == EMU_BE_TRUTH || !r->ran[k])
+			continue;
+		err[0] = '\0';
+		r->reran[k] = true;
+		nr_progress(o, "recomputing");
+		if (emu_run_kernel_tables(r->s->k, &r->s->pol2, r->s->variant, &kin, (emu_be_kind)k,
+		                          o->gpu_tables ? &r->tables : NULL, &r->reruns[k], err,
+		                          sizeof(err)) != 0 ||
+		    emu_recompute_compare(&r->runs[k], &r->reruns[k], r->diff[k], err,
+		                          sizeof(err)) != 0) {
+			nr_progress(o, NULL);
+			return nm_fail("--recompute %s: %s", o->recompute,
+			               err[0] ? err : "the kernel failed");
+		}
+	}
+	nr_progress(o, NULL);
+	if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT] && o->gpu_tables)
+		r->tabled = true;
+	else if (r->ran[EMU_BE_FAST] && r->ran[EMU_BE_EXACT])
+		nr_agree(r);
+	return 0;
+}
+
+/* ---- the facts the three styles print ---- */
+
+/* The order flags are listed in (emu_flags_str's): overflow underflow inexact
+ * invalid divbyzero, as bit numbers. */
+static const int nr_flag_order[EMU_NFLAGS] = {2, 3, 4, 0, 1};
+
+static const char *nr_flag_name(int bit)
+{
+	static const char *const names[EMU_NFLAGS] = {"invalid", "divbyzero", "overflow",
+	                                              "underflow", "inexact"};
+	return names[bit];
+}
+
+static bool nr_op_has_flags(const emu_be_stats *st, int op)
+{
+	for (int k = 0; k < EMU_NFLAGS; k++)
+		if (st->flags[op][k])
+			return true;
+	return false;
+}
+
+struct nr_summary {
+	double min, max;
+	size_t nans;
+};
+
+static struct nr_summary nr_summarise(const emu_run *run, const emu_kout_item *it)
+{
+	struct nr_summary s = {NAN, NAN, 0};
+
+	for (size_t j = 0; j < it->n; j++) {
+		double v = emu_kout_d(&run->be, it, j);
+		if (isnan(v)) {
+			s.nans++;
+			continue;
+		}
+		if (isnan(s.min) || v < s.min)
+			s.min = v;
+		if (isnan(s.max) || v > s.max)
+			s.max = v;
+	}
+	return s;
+}
+
+/* ---- text ---- */
+
+/* All values, or for a big output: min, max (and the NaN count), then the
+ * first NR_SHOW_FIRST values on a second line indented by `indent`. */
+static void nr_text_values(nm_buf *b, const emu_run *run, const emu_kout_item *it, int indent)
+{
+	char v[NM_NUM_LEN];
+	size_t show = it->n > NR_SHOW_ALL ? NR_SHOW_FIRST : it->n;
+
+	if (it->n > NR_SHOW_ALL) {
+		struct nr_summary s = nr_summarise(run, it);
+		char lo[NM_NUM_LEN];
+		nm_buf_printf(b, "min %s  max %s", nm_fmt_double(s.min, lo, sizeof(lo)),
+		              nm_fmt_double(s.max, v, sizeof(v)));
+		if (s.nans)
+			nm_buf_printf(b, "  nan %zu", s.nans);
+		nm_buf_printf(b, "\n%*sfirst %d:", indent, "", NR_SHOW_FIRST);
+	}
+	for (size_t j = 0; j < show; j++)
+		nm_buf_printf(b, "%s%s", j || it->n > NR_SHOW_ALL ? " " : "",
+		              nm_fmt_double(emu_kout_d(&run->be, it, j), v, sizeof(v)));
+	nm_buf_putc(b, '\n');
+}
+
+static void nr_text_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = nr_run_of(r, k);
+	const emu_be_stats *st = &run->be.st;
+	char g1[NM_NUM_LEN], g2[NM_NUM_LEN], fl[48];
+	int w = 5;
+	bool any = false;
+
+	nm_buf_printf(b, "%s: %s\n", emu_be_name(k), emu_run_status_name(run->status));
+	for (int i = 0; i < run->out.n; i++)
+		if ((int)strlen(run->out.item[i].name) > w)
+			w = (int)strlen(run->out.item[i].name);
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		char shape[64];
+		snprintf(shape, sizeof(shape), "%s[%zu]",
+		         k == EMU_BE_TRUTH ? "real" : it->fmt->name, it->n);
+		nm_buf_printf(b, "  %-*s %s  ", w, it->name, shape);
+		nr_text_values(b, run, it, 2 + w + 1 + (int)strlen(shape) + 2);
+		if (run->have_metrics) {
+			const emu_item_metrics *m = &run->m[i];
+			nm_buf_printf(b, "  %-*s max_ulp %s  rel_err %s", w, "",
+			              nm_fmt_g(m->max_ulp, 4, g1, sizeof(g1)),
+			              nm_fmt_g(m->rel_err, 4, g2, sizeof(g2)));
+			if (m->lost)
+				nm_buf_printf(b, "  lost %zu", m->lost);
+			nm_buf_putc(b, '\n');
+			/* storing changed the inputs: the kernel's arithmetic alone */
+			if (!r->truth.same)
+				nm_buf_printf(b, "  %-*s arith_max_ulp %s  arith_rel_err %s\n", w,
+				              "", nm_fmt_g(m->arith_max_ulp, 4, g1, sizeof(g1)),
+				              nm_fmt_g(m->arith_rel_err, 4, g2, sizeof(g2)));
+		}
+	}
+	if (k != EMU_BE_TRUTH && (st->in_overflow || st->in_flushed)) {
+		nm_buf_printf(b, "  %-*s %" PRIu64 " input%s:", w, "stored", st->in_n,
+		              st->in_n == 1 ? "" : "s");
+		if (st->in_overflow)
+			nm_buf_printf(b, " overflow %" PRIu64 "%s", st->in_overflow,
+			              st->in_flushed ? "," : "");
+		if (st->in_flushed)
+			nm_buf_printf(b, " flushed to zero %" PRIu64, st->in_flushed);
+		nm_buf_putc(b, '\n');
+	}
+	for (int op = 0; op < EMU_NOPS; op++) {
+		if (!nr_op_has_flags(st, op))
+			continue;
+		nm_buf_printf(b, "  %-*s %-5s %" PRIu64 " op%s:", w, any ? "" : "flags",
+		              emu_op_name((emu_op)op), st->ops[op], st->ops[op] == 1 ? "" : "s");
+		for (int i = 0, sep = 0; i < EMU_NFLAGS; i++) {
+			int bit = nr_flag_order[i];
+			if (st->flags[op][bit])
+				nm_buf_printf(b, "%s %s %" PRIu64, sep++ ? "," : "",
+				              nr_flag_name(bit), st->flags[op][bit]);
+		}
+		nm_buf_putc(b, '\n');
+		any = true;
+	}
+	if (!any)
+		nm_buf_printf(b, "  %-*s none\n", w, "flags");
+	if (st->first_set)
+		nm_buf_printf(b, "  %-*s %s at step %s, element %" PRIu64 ": %s\n", w, "first",
+		              emu_op_name(st->first_op), st->first_step, st->first_index,
+		              emu_flags_str(st->first_flags, fl, sizeof(fl)));
+}
+
+/* The second run of backend k against its first, output by output. */
+static void nr_text_recompute(nm_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = &r->reruns[k];
+	const emu_be_stats *st = &run->be.st;
+	char fl[48];
+	int w = 5;
+
+	nm_buf_printf(b, "recompute %s, policy %s: %s\n", emu_be_name(k), r->s->pol2.spec,
+	              emu_run_status_name(run->status));
+	for (int i = 0; i < run->out.n; i++)
+		if ((int)strlen(run->out.item[i].name) > w)
+			w = (int)strlen(run->out.item[i].name);
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		const emu_recompute_item *d = &r->diff[k][i];
+		char shape[64];
+		snprintf(shape, sizeof(shape), "%s[%zu]", it->fmt->name, it->n);
+		nm_buf_printf(b, "  %-*s %s  differ %zu", w, it->name, shape, d->differ);
+		if (d->differ)
+			nm_buf_printf(b, " (first %zu)", d->first_differ);
+		if (d->new_nonfinite)
+			nm_buf_printf(b, "  new inf/nan %zu", d->new_nonfinite);
+		if (d->gone_nonfinite)
+			nm_buf_printf(b, "  inf/nan gone %zu", d->gone_nonfinite);
+		nm_buf_putc(b, '\n');
+	}
+	if (st->first_set)
+		nm_buf_printf(b, "  %-*s %s at step %s, element %" PRIu64 ": %s\n", w, "first",
+		              emu_op_name(st->first_op), st->first_step, st->first_index,
+		              emu_flags_str(st->first_flags, fl, sizeof(fl)));
+}
+
+static void nr_text_params(nm_buf *b, const struct nr_opts *o)
+{
+	for (size_t i = 0; i < o->nparams; i++)
+		nm_buf_printf(b, "%s%s=%s", i ? " " : ", params ", o->params[i].name,
+		              o->params[i].value_text);
+}
+
+static void nr_text(nm_buf *b, const struct nr_report *r)
+{
+	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
+	const struct nr_opts *o = r->o;
+
+	nm_buf_printf(b, "%s %s, policy %s, input %zu x %zu (%s), seed %" PRIu64, r->s->k->name,
+	              r->s->variant, r->s->pol.spec, r->in->rows, r->in->cols, r->in->desc,
+	              o->seed);
+	nr_text_params(b, o);
+	nm_buf_putc(b, '\n');
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->shown[order[i]]) {
+			nm_buf_putc(b, '\n');
+			nr_text_backend(b, r, order[i]);
+		}
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->reran[order[i]]) {
+			nm_buf_putc(b, '\n');
+			nr_text_recompute(b, r, order[i]);
+		}
+	if (r->tabled)
+		nm_buf_put(b, "\nfast == exact: not compared (--gpu-tables)\n");
+	if (r->compared) {
+		nm_buf_printf(b, "\nfast == exact: %s", r->agree ? "yes" : "no");
+		if (!r->agree)
+			nm_buf_printf(b, " (%s)", r->why);
+		nm_buf_putc(b, '\n');
+	}
+}
+
+/* ---- CSV: backend,kind,key,value ---- */
+
+static void nr_csv_row(nm_buf *b, const char *be, const char *kind, const char *key,
+                       const char *value)
+{
+	nm_buf_csv(b, be);
+	nm_buf_putc(b, ',');
+	nm_buf_csv(b, kind);
+	nm_buf_putc(b, ',');
+	nm_buf_csv(b, key);
+	nm_buf_putc(b, ',');
+	nm_buf_csv(b, value);
+	nm_buf_putc(b, '\n');
+}
+
+static void nr_csv_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = nr_run_of(r, k);
+	const emu_be_stats *st = &run->be.st;
+	const char *be = emu_be_name(k);
+	char key[128], val[NM_NUM_LEN + 64];
+
+	nr_csv_row(b, be, "status", "status", emu_run_status_name(run->status));
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		snprintf(key, sizeof(key), "%s.format", it->name);
+		nr_csv_row(b, be, "meta", key, k == EMU_BE_TRUTH ? "real" : it->fmt->name);
+		snprintf(key, sizeof(key), "%s.n", it->name);
+		snprintf(val, sizeof(val), "%zu", it->n);
+		nr_csv_row(b, be, "meta", key, val);
+	}
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		for (size_t j = 0; j < it->n; j++) {
+			double v = emu_kout_d(&run->be, it, j);
+			snprintf(key, sizeof(key), "%s[%zu]", it->name, j);
+			nr_csv_row(b, be, "output", key, nm_fmt_double(v, val, sizeof(val)));
+			if (k != EMU_BE_TRUTH)
+				nr_csv_row(
+				    b, be, "bits", key,
+				    nm_fmt_bits(it->fmt, emu_encode(it->fmt, v), val, sizeof(val)));
+		}
+	}
+	if (run->have_metrics)
+		for (int i = 0; i < run->out.n; i++) {
+			const emu_item_metrics *m = &run->m[i];
+			/* in this order; lost (a count) is the one that is not a double */
+			const struct {
+				const char *key;
+				double v;
+			} mets[] = {{"max_ulp", m->max_ulp},
+			            {"rel_err", m->rel_err},
+			            {"lost", NAN},
+			            {"arith_max_ulp", m->arith_max_ulp},
+			            {"arith_rel_err", m->arith_rel_err}};
+			for (size_t j = 0; j < sizeof(mets) / sizeof(mets[0]); j++) {
+				snprintf(key, sizeof(key), "%s.%s", run->out.item[i].name, mets[j].key);
+				if (j == 2)
+					snprintf(val, sizeof(val), "%zu", m->lost);
+				else
+					nm_fmt_double(mets[j].v, val, sizeof(val));
+				nr_csv_row(b, be, "metric", key, val);
+			}
+		}
+	if (k != EMU_BE_TRUTH) {
+		static const char *const keys[4] = {"n", "changed", "overflow", "flushed"};
+		const uint64_t cnt[4] = {st->in_n, st->in_changed, st->in_overflow, st->in_flushed};
+		for (int i = 0; i < 4; i++) {
+			snprintf(val, sizeof(val), "%" PRIu64, cnt[i]);
+			nr_csv_row(b, be, "stored", keys[i], val);
+		}
+	}
+	for (int op = 0; op < EMU_NOPS; op++) {
+		if (!st->ops[op])
+			continue;
+		snprintf(val, sizeof(val), "%" PRIu64, st->ops[op]);
+		nr_csv_row(b, be, "ops", emu_op_name((emu_op)op), val);
+	}
+	for (int op = 0; op < EMU_NOPS; op++)
+		for (int i = 0; i < EMU_NFLAGS; i++) {
+			int bit = nr_flag_order[i];
+			if (!st->flags[op][bit])
+				continue;
+			snprintf(key, sizeof(key), "%s.%s", emu_op_name((emu_op)op),
+			         nr_flag_name(bit));
+			snprintf(val, sizeof(val), "%" PRIu64, st->flags[op][bit]);
+			nr_csv_row(b, be, "flags", key, val);
+		}
+	if (st->first_set) {
+		nr_csv_row(b, be, "first", "op", emu_op_name(st->first_op));
+		nr_csv_row(b, be, "first", "step", st->first_step);
+		snprintf(val, sizeof(val), "%" PRIu64, st->first_index);
+		nr_csv_row(b, be, "first", "index", val);
+		nr_csv_row(b, be, "first", "flags",
+		           emu_flags_str(st->first_flags, val, sizeof(val)));
+	}
+}
+
+static void nr_csv_recompute(nm_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = &r->reruns[k];
+	const char *be = emu_be_name(k);
+	char key[128], val[64];
+
+	nr_csv_row(b, be, "recompute", "status", emu_run_status_name(run->status));
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_recompute_item *d = &r->diff[k][i];
+		const char *name = run->out.item[i].name;
+		const struct {
+			const char *key;
+			size_t v;
+		} f[] = {{"n", d->n},
+		         {"differ", d->differ},
+		         {"new_nonfinite", d->new_nonfinite},
+		         {"gone_nonfinite", d->gone_nonfinite}};
+		snprintf(key, sizeof(key), "%s.format", name);
+		nr_csv_row(b, be, "recompute", key, run->out.item[i].fmt->name);
+		for (size_t j = 0; j < sizeof(f) / sizeof(f[0]); j++) {
+			snprintf(key, sizeof(key), "%s.%s", name, f[j].key);
+			snprintf(val, sizeof(val), "%zu", f[j].v);
+			nr_csv_row(b, be, "recompute", key, val);
+		}
+	}
+}
+
+static void nr_csv(nm_buf *b, const struct nr_report *r)
+{
+	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
+	const struct nr_opts *o = r->o;
+	char val[64];
+
+	nm_buf_put(b, "backend,kind,key,value\n");
+	nr_csv_row(b, "", "run", "kernel", r->s->k->name);
+	nr_csv_row(b, "", "run", "variant", r->s->variant);
+	nr_csv_row(b, "", "run", "policy", r->s->pol.spec);
+	nr_csv_row(b, "", "run", "input", r->in->desc);
+	snprintf(val, sizeof(val), "%zu", r->in->rows);
+	nr_csv_row(b, "", "run", "rows", val);
+	snprintf(val, sizeof(val), "%zu", r->in->cols);
+	nr_csv_row(b, "", "run", "cols", val);
+	snprintf(val, sizeof(val), "%" PRIu64, o->seed);
+	nr_csv_row(b, "", "run", "seed", val);
+	for (size_t i = 0; i < o->nparams; i++)
+		nr_csv_row(b, "", "param", o->params[i].name,
+		           nm_fmt_double(o->kparams[i].value, val, sizeof(val)));
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->shown[order[i]])
+			nr_csv_backend(b, r, order[i]);
+	if (o->recompute)
+		nr_csv_row(b, "", "recompute", "policy", r->s->pol2.spec);
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->reran[order[i]])
+			nr_csv_recompute(b, r, order[i]);
+	if (r->compared)
+		nr_csv_row(b, "", "agree", "fast==exact", r->agree ? "yes" : "no");
+	else if (r->tabled)
+		nr_csv_row(b, "", "agree", "fast==exact", "not compared (--gpu-tables)");
+}
+
+/* ---- JSON ---- */
+
+static void nr_json_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
+{
+	const emu_run *run = nr_run_of(r, k);
+	const emu_be_stats *st = &run->be.st;
+	char t[64];
+	bool first = true;
+
+	nm_buf_put(b, "    ");
+	nm_buf_json_str(b, emu_be_name(k));
+	nm_buf_put(b, ": {\n      \"status\": ");
+	nm_buf_json_str(b, emu_run_status_name(run->status));
+	nm_buf_put(b, ",\n      \"outputs\": [");
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		nm_buf_put(b, i ? ",\n        {\"name\": " : "\n        {\"name\": ");
+		nm_buf_json_str(b, it->name);
+		nm_buf_put(b, ", \"format\": ");
+		nm_buf_json_str(b, k == EMU_BE_TRUTH ? "real" : it->fmt->name);
+		nm_buf_printf(b, ", \"n\": %zu", it->n);
+		if (run->have_metrics) {
+			nm_buf_put(b, ", \"max_ulp\": ");
+			nm_buf_json_num(b, run->m[i].max_ulp);
+			nm_buf_put(b, ", \"rel_err\": ");
+			nm_buf_json_num(b, run->m[i].rel_err);
+			nm_buf_printf(b, ", \"lost\": %zu", run->m[i].lost);
+			nm_buf_put(b, ", \"arith_max_ulp\": ");
+			nm_buf_json_num(b, run->m[i].arith_max_ulp);
+			nm_buf_put(b, ", \"arith_rel_err\": ");
+			nm_buf_json_num(b, run->m[i].arith_rel_err);
+		}
+		nm_buf_put(b, ",\n         \"values\": [");
+		for (size_t j = 0; j < it->n; j++) {
+			if (j)
+				nm_buf_put(b, ", ");
+			nm_buf_json_num(b, emu_kout_d(&run->be, it, j));
+		}
+		nm_buf_put(b, "]");
+		if (k != EMU_BE_TRUTH) {
+			nm_buf_put(b, ",\n         \"bits\": [");
+			for (size_t j = 0; j < it->n; j++) {
+				nm_buf_put(b, j ? ", \"" : "\"");
+				nm_buf_put(b,
+				           nm_fmt_bits(it->fmt,
+				                       emu_encode(it->fmt, emu_kout_d(NULL, it, j)),
+				                       t, sizeof(t)));
+				nm_buf_putc(b, '"');
+			}
+			nm_buf_put(b, "]");
+		}
+		nm_buf_put(b, "}");
+	}
+	nm_buf_put(b, "],");
+	if (k != EMU_BE_TRUTH)
+		nm_buf_printf(b,
+		              "\n      \"stored\": {\"n\": %" PRIu64 ", \"changed\": %" PRIu64
+		              ", \"overflow\": %" PRIu64 ", \"flushed\": %" PRIu64 "},",
+		              st->in_n, st->in_changed, st->in_overflow, st->in_flushed);
+	nm_buf_put(b, "\n      \"ops\": {");
+	for (int op = 0; op < EMU_NOPS; op++) {
+		if (!st->ops[op])
+			continue;
+		nm_buf_put(b, first ? "" : ", ");
+		nm_buf_json_str(b, emu_op_name((emu_op)op));
+		nm_buf_printf(b, ": %" PRIu64, st->ops[op]);
+		first = false;
+	}
+	nm_buf_put(b, "},\n      \"flags\": {");
+	first = true;
+	for (int op = 0; op < EMU_NOPS; op++) {
+		if (!nr_op_has_flags(st, op))
+			continue;
+		nm_buf_put(b, first ? "" : ", ");
+		nm_buf_json_str(b, emu_op_name((emu_op)op));
+		nm_buf_put(b, ": {");
+		for (int i = 0, sep = 0; i < EMU_NFLAGS; i++) {
+			int bit = nr_flag_order[i];
+			if (!st->flags[op][bit])
+				continue;
+			nm_buf_put(b, sep++ ? ", " : "");
+			nm_buf_json_str(b, nr_flag_name(bit));
+			nm_buf_printf(b, ": %" PRIu64, st->flags[op][bit]);
+		}
+		nm_buf_put(b, "}");
+		first = false;
+	}
+	nm_buf_put(b, "},\n      \"first\": ");
+	if (st->first_set) {
+		nm_buf_put(b, "{\"op\": ");
+		nm_buf_json_str(b, emu_op_name(st->first_op));
+		nm_buf_put(b, ", \"step\": ");
+		nm_buf_json_str(b, st->first_step);
+		nm_buf_printf(b, ", \"index\": %" PRIu64 ", \"flags\": ", st->first_index);
+		nm_buf_json_str(b, emu_flags_str(st->first_flags, t, sizeof(t)));
+		nm_buf_put(b, "}");
+	} else {
+		nm_buf_put(b, "null");
+	}
+	nm_buf_put(b, "\n    }");
+}
+
+/* "recompute": {"policy": ..., "fast": {"status": ..., "outputs": [...]}, ...}, */
+static void nr_json_recompute(nm_buf *b, const struct nr_report *r)
+{
+	static const emu_be_kind order[2] = {EMU_BE_FAST, EMU_BE_EXACT};
+
+	nm_buf_put(b, "\n  \"recompute\": {\"policy\": ");
+	nm_buf_json_str(b, r->s->pol2.spec);
+	for (int i = 0; i < 2; i++) {
+		emu_be_kind k = order[i];
+		const emu_run *run = &r->reruns[k];
+		if (!r->reran[k])
+			continue;
+		nm_buf_put(b, ",\n    ");
+		nm_buf_json_str(b, emu_be_name(k));
+		nm_buf_put(b, ": {\"status\": ");
+		nm_buf_json_str(b, emu_run_status_name(run->status));
+		nm_buf_put(b, ", \"outputs\": [");
+		for (int j = 0; j < run->out.n; j++) {
+			const emu_recompute_item *d = &r->diff[k][j];
+			nm_buf_put(b, j ? ",\n      {\"name\": " : "\n      {\"name\": ");
+			nm_buf_json_str(b, run->out.item[j].name);
+			nm_buf_put(b, ", \"format\": ");
+			nm_buf_json_str(b, run->out.item[j].fmt->name);
+			nm_buf_printf(b,
+			              ", \"n\": %zu, \"differ\": %zu, \"new_nonfinite\": %zu, "
+			              "\"gone_nonfinite\": %zu}",
+			              d->n, d->differ, d->new_nonfinite, d->gone_nonfinite);
+		}
+		nm_buf_put(b, "]}");
+	}
+	nm_buf_put(b, "},");
+}
+
+static void nr_json(nm_buf *b, const struct nr_report *r)
+{
+	static const emu_be_kind order[EMU_NBE] = {EMU_BE_FAST, EMU_BE_EXACT, EMU_BE_TRUTH};
+	const struct nr_opts *o = r->o;
+	bool first = true;
+
+	nm_buf_put(b, "{\n  \"kernel\": ");
+	nm_buf_json_str(b, r->s->k->name);
+	nm_buf_put(b, ",\n  \"variant\": ");
+	nm_buf_json_str(b, r->s->variant);
+	nm_buf_put(b, ",\n  \"policy\": ");
+	nm_buf_json_str(b, r->s->pol.spec);
+	nm_buf_put(b, ",\n  \"input\": {\"source\": ");
+	nm_buf_json_str(b, r->in->desc);
+	nm_buf_printf(b,
+	              ", \"rows\": %zu, \"cols\": %zu},\n  \"seed\": %" PRIu64 ",\n  \"params\": {",
+	              r->in->rows, r->in->cols, o->seed);
+	for (size_t i = 0; i < o->nparams; i++) {
+		nm_buf_put(b, i ? ", " : "");
+		nm_buf_json_str(b, o->params[i].name);
+		nm_buf_put(b, ": ");
+		nm_buf_json_num(b, o->kparams[i].value);
+	}
+	nm_buf_put(b, "},\n  \"backends\": {\n");
+	for (int i = 0; i < EMU_NBE; i++)
+		if (r->shown[order[i]]) {
+			nm_buf_put(b, first ? "" : ",\n");
+			nr_json_backend(b, r, order[i]);
+			first = false;
+		}
+	nm_buf_put(b, "\n  },");
+	if (o->recompute)
+		nr_json_recompute(b, r);
+	nm_buf_put(b, "\n  \"fast_equals_exact\": ");
+	if (!r->compared) {
+		nm_buf_put(b, "null");
+		if (r->tabled)
+			nm_buf_put(b, ",\n  \"not_compared\": \"--gpu-tables\"");
+	} else {
+		nm_buf_put(b, r->agree ? "true" : "false");
+		if (!r->agree) {
+			nm_buf_put(b, ",\n  \"difference\": ");
+			nm_buf_json_str(b, r->why);
+		}
+	}
+	nm_buf_put(b, "\n}\n");
+}
+
+/* ---- help and main ---- */
+
+static const char nr_usage[] =
+    "usage: nanmap run KERNEL --policy SPEC [--variant V] [--param NAME=VALUE]...\n"
+    "                  (--input FILE.npy | --values V1,V2,... | --gen DIST --n N)\n"
+    "                  [--rows R] [--seed S] [--scale X] [--range LO,HI]\n"
+    "                  [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
+    "                  [--gpu-tables FILE|DIR] [--recompute SPEC]\n"
+    "\n"
+    "Run a training kernel on the fast emulator (default), the exact-format MPFR\n"
+    "backend (exact), the 256-bit MPFR truth (truth), or all three; report each\n"
+    "run's status (ok underflow overflow inf nan), outputs, max ulp and normwise\n"
+    "relative error against truth, flag counts per operation kind and the first\n"
+    "operation that raised overflow, invalid or divbyzero. --backend all also\n"
+    "says whether fast and exact agree bit for bit (fast == exact: yes|no).\n"
+    "\n"
+    "  --policy SPEC   storage=FMT[,compute=FMT][,accum=FMT][,round=MODE]\n"
+    "                  [,overflow=ieee|sat][,subnormals=keep|ftz|daz|ftzdaz]\n"
+    "                  [,seed=N][,scale=RECIPE][,role=act|weight|grad]\n"
+    "                  [,grad=FMT][,state=FMT] (an optimizer's gradients and\n"
+    "                  states; default storage); RECIPE: any of nanmap quant --list\n"
+    "                  (none tensor delayed:L:M mx32:floor mxfp8 nvfp4 ...) or a\n"
+    "                  custom KEY=VALUE recipe (docs/recipes.md)\n"
+    "  --variant V     default: the kernel's first variant\n"
+    "  --param N=V     a numeric kernel parameter (repeat for more)\n"
+    "  --input FILE    .npy, float16/float32/float64, 1-D (one row) or 2-D\n"
+    "  --values LIST   comma-separated numbers, one row (--rows R reshapes)\n"
+    "  --gen DIST      normal (sd X), uniform [-X, X), logspace (|x| log-uniform\n"
+    "                  over --range LO,HI, default 0x1p-16,0x1p16, times X, random\n"
+    "                  sign), ones (all X); X is --scale (default 1); --n elements\n"
+    "                  per row, --rows rows (default 1), drawn from --seed\n"
+    "  --seed S        the generator's seed and the kernel's (default 0)\n"
+    "  --no-truth      skip the truth run (no metrics; it is slow on big inputs)\n"
+    "  --csv           rows backend,kind,key,value; --json: one object\n"
+    "  --gpu-tables F  the fast backend takes fp16/bf16 exp, log, exp2, rsqrt and\n"
+    "                  sqrt from the GPU's tables (bin/nanmap-gpu's gpu-tables.txt,\n"
+    "                  or its directory); fast and exact are then not compared\n"
+    "  --recompute P2  run the kernel again under policy P2 (activation\n"
+    "                  checkpointing's recomputation) on fast and exact, and\n"
+    "                  report per output how many elements differ from the first\n"
+    "                  run and how many became inf or NaN\n"
+    "\n"
+    "Example: nanmap run softmax_ce --policy storage=fp16 --variant naive --values 11.09375,0\n"
+    "\n"
+    "Kernels (variants; parameters):\n";
+
+static int nr_help(void)
+{
+	fputs(nr_usage, stdout);
+	for (size_t i = 0; i < emu_kernel_count(); i++) {
+		const emu_kernel *k = emu_kernel_at(i);
+		char v[NR_ERR_LEN];
+		nr_variant_list(k, v, sizeof(v));
+		printf("  %-12s %s; %s\n", k->name, v,
+		       k->params_doc && k->params_doc[0] ? k->params_doc : "no parameters");
+	}
+	fputs("\nErrors: one line on stderr, exit status 2. See docs/run.md.\n", stdout);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		return nm_fail("cannot write the output: %s", strerror(errno));
+	return 0;
+}
+
+static int nr_report(struct nr_report *r)
+{
+	nm_buf b = {0};
+	int rc = 0;
+
+	if (r->o->style == NR_CSV)
+		nr_csv(&b, r);
+	else if (r->o->style == NR_JSON)
+		nr_json(&b, r);
+	else
+		nr_text(&b, r);
+	if (b.oom) {
+		rc = nr_oom();
+	} else {
+		if (b.len)
+			fwrite(b.s, 1, b.len, stdout);
+		if (fflush(stdout) != 0 || ferror(stdout))
+			rc = nm_fail("cannot write the output: %s", strerror(errno));
+	}
+	nm_buf_free(&b);
+	return rc;
+}
+
+int nm_run_main(int argc, char **argv)
+{
+	struct nr_opts o;
+	struct nr_run_setup s;
+	struct nr_input in;
+	struct nr_report r;
+	int rc;
+
+	if (nm_wants_help(argc - 1, argv + 1))
+		return nr_help();
+	memset(&o, 0, sizeof(o));
+	memset(&s, 0, sizeof(s));
+	memset(&in, 0, sizeof(in));
+	memset(&r, 0, sizeof(r));
+	r.o = &o;
+	r.s = &s;
+	r.in = &in;
+	rc = nr_parse_args(&o, argc, argv);
+	if (!rc)
+		rc = nr_resolve(&o, &s);
+	if (!rc)
+		rc = nr_input_memory(&o, &s, NULL);
+	if (!rc)
+		rc = nr_build_input(&o, &in);
+	if (!rc)
+		rc = nr_input_memory(&o, &s, &in);
+	if (!rc)
+		rc = nr_execute(&r);
+	if (!rc)
+		rc = nr_report(&r);
+	for (int i = 0; i < EMU_NBE; i++) {
+		if (r.ran[i] && i != EMU_BE_TRUTH)
+			emu_run_free(&r.runs[i]);
+		if (r.reran[i])
+			emu_run_free(&r.reruns[i]);
+	}
+	if (r.ran[EMU_BE_TRUTH])
+		emu_truth_free(&r.truth);
+	emu_gpu_tables_free(&r.tables);
+	free(in.x);
+	nr_opts_free(&o);
+	return rc;
+}

@@ -1,0 +1,879 @@
+/*
+ * aops.c — arithmetic over arrays of format values (the value domain:
+ * doubles that hold values of f), exact and with flags, for every mode,
+ * overflow rule and subnormal option.
+ *
+ * Two paths, one result (tests/check_aops.c proves them equal, bits and
+ * flags, to the scalar operations):
+ *  - generic: element i goes through the proven scalar operation under
+ *    env with index env->index + i (emu_v_* for add, sub, mul, div, fma,
+ *    as the kernel engine's fast backend; encodings and emu_apply for the unary ops
+ *    and min/max; emu_v_from_double for cvt);
+ *  - fast: round-to-nearest-even (and SR for p <= 20) without ftz or daz
+ *    (sat too, but for the transcendentals), formats with sign, zero and subnormals, p <= 25, for cvt (a
+ *    double rounded once), add, sub, mul, div, sqrt and fma: r = a op b
+ *    in binary64 (innocuous double rounding, docs/numerics.md), its exact
+ *    error term for the inexact
+ *    flag; for fma the exact a·b + c as r + e (TwoSum) rounded to odd at 53
+ *    bits; then r rounded to f with masks, no branch on data, overflow
+ *    included. exp, log, exp2, rsqrt in rne: f(x) in binary64 within a
+ *    proven error bound, kept when both ends of the interval round alike
+ *    (a Ziv check). An element it cannot decide (an operand or r not
+ *    finite, a square root below 2^emin, an interval across a rounding
+ *    boundary) is counted, found again in a second look over its chunk and
+ *    redone by the generic path. Unit strides and the broadcasts of the
+ *    kernels' maps get loops of their own.
+ *  - emu_a_fold, a sequential chain, takes the fast path's step (min and
+ *    max: a compare) with a branch around the rare cases instead of masks.
+ */
+#include <fenv.h>
+
+#include "emu/core/internal.h"
+
+/* A result encoding read back as the value domain holds it: a NaN keeps
+ * the encoding's sign (as backend.c's decode). */
+static double value_of(const emu_format *f, emu_bits b)
+{
+	double v = emu_decode(f, b);
+	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
+}
+
+/* DAZ in the value domain (as backend.c): subnormal values of f are read
+ * as zeros of their sign. */
+static double daz_value(const emu_format *f, double x)
+{
+	return x != 0 && fabs(x) < f->min_normal ? copysign(0.0, x) : x;
+}
+
+double emu_a_element(emu_op op, const emu_format *f, double x, double y, double z,
+                     const emu_env *env, unsigned *fl)
+{
+	if (env->daz && op >= EMU_OP_ADD && op <= EMU_OP_FMA) {
+		x = daz_value(f, x);
+		y = daz_value(f, y);
+		z = daz_value(f, z);
+	}
+	switch (op) {
+	case EMU_OP_CVT:
+		return emu_v_from_double(f, x, env, fl);
+	case EMU_OP_ADD:
+		return emu_v_add(f, x, y, env, fl);
+	case EMU_OP_SUB:
+		return emu_v_sub(f, x, y, env, fl);
+	case EMU_OP_MUL:
+		return emu_v_mul(f, x, y, env, fl);
+	case EMU_OP_DIV:
+		return emu_v_div(f, x, y, env, fl);
+	case EMU_OP_FMA:
+		return emu_v_fma(f, x, y, z, env, fl);
+	default: {
+		int ar = emu_op_arity(op);
+		emu_bits args[3] = {emu_encode(f, x), ar > 1 ? emu_encode(f, y) : 0, 0};
+		emu_result r = emu_apply(op, f, NULL, args, env);
+		*fl |= r.flags;
+		return value_of(f, r.bits);
+	}
+	}
+}
+
+#define MASK(c) (-(uint64_t)(c))
+#define SEL(m, x, y) (((x) & (m)) | ((y) & ~(m)))
+#define CHUNK 2048
+
+struct fconsts {
+	uint64_t low, half_m1, max_d, minnorm_d, fnuz;
+	uint64_t ovf_d; /* what an overflow gives: inf, NaN or max (and under sat) */
+	double magic;
+	int S;
+	double inv_quantum; /* 2^-(emin-p+1): below 2^emin, units of the quantum */
+	double quantum;
+	uint64_t seed;
+};
+
+/* The draw of emu_sr_bits (round.c), inline so that the loop vectorises;
+ * the tests prove every SR element equal to the scalar op. */
+static inline __attribute__((always_inline)) uint32_t a_sr_bits(uint64_t seed, uint64_t index)
+{
+	return emu_sr_draw(seed, index);
+}
+
+/* r (binary64, finite) rounded to f in RNE: the p-bit rounding of its
+ * magnitude bits (the carry runs into the exponent), or below 2^emin the
+ * FPU's rounding of |r| + 2^(emin-p+1+52) to the quantum. ix: the rounding
+ * was inexact; tiny: the p-bit rounding with unbounded exponent is below
+ * 2^emin; big: above max, the result then is the format's overflow value. */
+static inline __attribute__((always_inline)) double
+round_rne(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint64_t *big)
+{
+	const int S = c->S;
+	uint64_t b = emu_dbits(r);
+	uint64_t a = b & 0x7fffffffffffffffull;
+	uint64_t sign = b & 0x8000000000000000ull;
+	uint64_t rn = (a + c->half_m1 + ((a >> S) & 1)) & ~c->low;
+	uint64_t m_sub = MASK(a < c->minnorm_d);
+	double ax = emu_bitsd(a & m_sub);
+	double y = (ax + c->magic) - c->magic;
+	uint64_t res = SEL(m_sub, emu_dbits(y), rn);
+	*ix = res != a;
+	*tiny = rn < c->minnorm_d;
+	*big = rn > c->max_d;
+	res = SEL(MASK(*big), c->ovf_d, res);
+	/* fnuz has no -0: a zero result is +0 */
+	res |= sign & ~(c->fnuz & MASK(res == 0));
+	return emu_bitsd(res);
+}
+
+/* round_rne for a chain of dependent steps (a fold): the common case (r
+ * normal in f, no overflow) by its few integer operations alone, the rest
+ * by round_rne, so that only the taken path is on the chain's latency;
+ * the same results and outputs as round_rne. */
+static inline __attribute__((always_inline)) double
+round_rne_chain(const struct fconsts *c, double r, uint64_t *ix, uint64_t *tiny, uint64_t *big)
+{
+	/* on the sign-magnitude bits as they are: the carry of a normal r's
+	 * rounding stays below the sign bit (rn <= max_d is checked) */
+	uint64_t b = emu_dbits(r);
+	uint64_t rn = (b + c->half_m1 + ((b >> c->S) & 1)) & ~c->low;
+	uint64_t a = b & 0x7fffffffffffffffull;
+	if (__builtin_expect(a >= c->minnorm_d && (rn & 0x7fffffffffffffffull) <= c->max_d, 1)) {
+		*ix = rn != b;
+		*tiny = 0;
+		*big = 0;
+		return emu_bitsd(rn);
+	}
+	return round_rne(c, r, ix, tiny, big);
+}
+
+/* r (binary64, finite, rounded to odd at 53 bits) rounded to f in SR with
+ * the draw u, as the core does: away from zero iff the top 32 discarded
+ * bits exceed u (or equal it with anything below). S >= 33 (p <= 20), so
+ * those 32 bits and the sticky rest lie inside r. Below 2^emin |r| is
+ * scaled (exactly) into units of the quantum and split there. Outputs as
+ * round_rne. */
+static inline __attribute__((always_inline)) double
+round_sr(const struct fconsts *c, double r, uint32_t u, uint64_t *ix, uint64_t *tiny, uint64_t *big)
+{
+	const int S = c->S;
+	uint64_t b = emu_dbits(r);
+	uint64_t a = b & 0x7fffffffffffffffull;
+	uint64_t sign = b & 0x8000000000000000ull;
+	uint64_t disc = a & c->low;
+	uint32_t f32 = (uint32_t)(disc >> (S - 32));
+	uint64_t rest = (disc & ((1ull << (S - 32)) - 1)) != 0;
+	uint64_t up = (uint64_t)(f32 > u) | ((uint64_t)(f32 == u) & rest);
+	uint64_t rn = (a & ~c->low) + (up << S);
+	uint64_t m_sub = MASK(a < c->minnorm_d);
+	double q = emu_bitsd(a & m_sub) * c->inv_quantum;
+	int32_t qi = (int32_t)q;
+	double fr = q - (double)qi;
+	double f2 = fr * 0x1p32;
+	uint32_t g32 = (uint32_t)(int64_t)f2;
+	uint64_t rs = f2 != (double)g32;
+	uint64_t ups = (uint64_t)(g32 > u) | ((uint64_t)(g32 == u) & rs);
+	double ys = (double)((int64_t)qi + (int64_t)ups) * c->quantum;
+	uint64_t res = SEL(m_sub, emu_dbits(ys), rn);
+	*ix = SEL(m_sub, (uint64_t)(fr != 0), (uint64_t)(disc != 0));
+	*tiny = rn < c->minnorm_d;
+	*big = rn > c->max_d;
+	res = SEL(MASK(*big), c->ovf_d, res);
+	res |= sign & ~(c->fnuz & MASK(res == 0));
+	return emu_bitsd(res);
+}
+
+/* round_sr for a chain (as round_rne_chain): r normal in f and its SR
+ * rounding below overflow by the integer split alone, the rest by
+ * round_sr; the same results and outputs. */
+static inline __attribute__((always_inline)) double round_sr_chain(const struct fconsts *c,
+                                                                   double r, uint32_t u,
+                                                                   uint64_t *ix, uint64_t *tiny,
+                                                                   uint64_t *big)
+{
+	const int S = c->S;
+	uint64_t b = emu_dbits(r);
+	uint64_t a = b & 0x7fffffffffffffffull;
+	uint64_t disc = a & c->low;
+	uint32_t f32 = (uint32_t)(disc >> (S - 32));
+	uint64_t rest = (disc & ((1ull << (S - 32)) - 1)) != 0;
+	uint64_t up = (uint64_t)(f32 > u) | ((uint64_t)(f32 == u) & rest);
+	uint64_t rn = (a & ~c->low) + (up << S);
+	if (__builtin_expect(a >= c->minnorm_d && rn <= c->max_d, 1)) {
+		*ix = disc != 0;
+		*tiny = 0;
+		*big = 0;
+		return emu_bitsd(rn | (b & 0x8000000000000000ull));
+	}
+	return round_sr(c, r, u, ix, tiny, big);
+}
+
+/* r replaced by the exact value r + d rounded to odd at 53 bits, where d is
+ * known by whether it is nonzero (nz) and its sign bit (dneg): the
+ * truncation is r, or its neighbour toward zero when d points there, and
+ * the last bit is set when inexact (Boldo & Melquiond 2008). */
+static inline __attribute__((always_inline)) double to_odd(double r, uint64_t nz, uint64_t dneg)
+{
+	uint64_t rb = emu_dbits(r);
+	uint64_t toward = nz & (dneg ^ (rb >> 63));
+	return emu_bitsd((rb - toward) | nz);
+}
+
+#define FIN(x) ((emu_dbits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull)
+
+/* ---- exp, log, exp2, rsqrt: a Ziv check in binary64 (docs/numerics.md) ----
+ * y = f(x) is computed in binary64 with a relative error below 2^-46 (the
+ * bounds are derived below each function); the exact value then lies
+ * strictly between lo and hi, y's magnitude TR_K units of the last place
+ * down and up (at least 2^8 · 2^-53 · |lo| = 2^-45 |lo| away from y). Rounding
+ * is monotone, so when lo and hi round to the same value with the same
+ * tininess and overflow, so does the exact value, which is irrational
+ * (exp, exp2 of a non-integer, log of x != 1; rsqrt of x != 4^k is either
+ * irrational or a non-dyadic rational, never a midpoint): inexact, with
+ * underflow when tiny. The exact cases (exp(±0), exp2(n), log(1),
+ * rsqrt(4^k)) are computed exactly and rounded once. Anything else (NaN,
+ * infinities, zeros and negatives where the function is special, huge
+ * arguments, and the about 2^(p-44) of inputs whose interval straddles a
+ * rounding boundary) is left to the scalar op. */
+#define TR_K 256
+#define IS_TR(op)                                                                                  \
+	((op) == EMU_OP_EXP || (op) == EMU_OP_LOG || (op) == EMU_OP_EXP2 || (op) == EMU_OP_RSQRT)
+
+/* 2^k's binade offset: round-to-nearest integer of t by adding 1.5·2^52 */
+#define TR_SHIFT 0x1.8p52
+/* fdlibm's ln2_hi (its low 21 bits are zero: k·LN2_HI is exact for
+ * |k| < 2^21) and ln2_lo, |ln2 - LN2_HI - LN2_LO| < 2^-84 */
+#define TR_LN2_HI 0x1.62e42feep-1
+#define TR_LN2_LO 0x1.a39ef35793c76p-33
+#define TR_INV_LN2 0x1.71547652b82fep0
+#define TR_LN2 0x1.62e42fefa39efp-1
+
+/* e^r for |r| <= 0.3466: Taylor to degree 13 (coefficients 1/k! rounded to
+ * double; 13! < 2^53, so each quotient is one correct rounding). Error:
+ * remainder |r|^14/14!·e^|r| < 2^-56.7 relative; coefficients 2^-53·e^|r|
+ * absolute; Horner's rounding (Higham, ASNA §5.1) gamma_26·Σ|c_k||r|^k
+ * <= 26·2^-53·e^0.3466 absolute; over e^r >= e^-0.3466 that totals < 2^-47.1
+ * relative. */
+static inline __attribute__((always_inline)) double tr_exp_poly(double r)
+{
+	double p = 1.0 / 6227020800.0;
+	p = p * r + 1.0 / 479001600.0;
+	p = p * r + 1.0 / 39916800.0;
+	p = p * r + 1.0 / 3628800.0;
+	p = p * r + 1.0 / 362880.0;
+	p = p * r + 1.0 / 40320.0;
+	p = p * r + 1.0 / 5040.0;
+	p = p * r + 1.0 / 720.0;
+	p = p * r + 1.0 / 120.0;
+	p = p * r + 1.0 / 24.0;
+	p = p * r + 1.0 / 6.0;
+	p = p * r + 0.5;
+	p = p * r + 1.0;
+	return p * r + 1.0;
+}
+
+/* One element of exp, log, exp2, rsqrt in rne (outputs as fast_elem). */
+static inline __attribute__((always_inline)) uint64_t tr_elem(emu_op op, const struct fconsts *c,
+                                                              double x, double *v, uint64_t *ixo,
+                                                              uint64_t *ufo, uint64_t *ovo)
+{
+	uint64_t xb = emu_dbits(x), exm, bad; /* exm: all ones for an exact case */
+	double y;
+	switch (op) {
+	case EMU_OP_EXP: {
+		/* x = k·ln2 + r: t's low bits hold k (k·LN2_HI exact, x - k·LN2_HI
+		 * exact by Sterbenz), |r| <= ln2/2 + 2^-40; r's error (ln2's
+		 * approximation times |k| <= 1010, two roundings) < 2^-54.4 absolute,
+		 * so e^r's relative error from it < 2^-54.3; p·2^k is exact (an
+		 * exponent field add: |x| <= 700 keeps it normal). Total < 2^-47. */
+		double t = x * TR_INV_LN2 + TR_SHIFT;
+		double kd = t - TR_SHIFT;
+		uint64_t kb = emu_dbits(t) - emu_dbits(TR_SHIFT);
+		double r = (x - kd * TR_LN2_HI) - kd * TR_LN2_LO;
+		y = emu_bitsd(emu_dbits(tr_exp_poly(r)) + (kb << 52));
+		exm = MASK(x == 0);
+		bad = !(fabs(x) <= 700);
+		break;
+	}
+	case EMU_OP_EXP2: {
+		/* x = k + r exactly (x has <= 25 bits), |r| <= 1/2; r·ln2 has a
+		 * relative error below 2^-52, e^(r·ln2) then as exp. An integer x
+		 * gives r = 0 and 2^k exactly. */
+		double t = x + TR_SHIFT;
+		double kd = t - TR_SHIFT;
+		uint64_t kb = emu_dbits(t) - emu_dbits(TR_SHIFT);
+		double r = x - kd;
+		y = emu_bitsd(emu_dbits(tr_exp_poly(r * TR_LN2)) + (kb << 52));
+		exm = MASK(r == 0);
+		bad = !(fabs(x) <= 1000);
+		break;
+	}
+	case EMU_OP_LOG: {
+		/* x = 2^k·m, m in [√2/2, √2); f = m - 1 exact (Sterbenz);
+		 * log m = 2 atanh(s), s = f/(2 + f), |s| <= 0.1716: the series to
+		 * s^19 (remainder < 2^-55 relative), s with two roundings (2^-52),
+		 * the sum's own roundings: log m within 2^-49.5 relative; then
+		 * k·LN2_HI (exact) + (k·LN2_LO + log m): for k != 0, |log x| >=
+		 * ln2 - 0.3466 >= |log m|, so the sum's error stays below 2^-48
+		 * relative; k = 0 gives log m itself. */
+		uint64_t mant = xb & 0x000fffffffffffffull;
+		uint64_t up = mant >= 0x6a09e667f3bcdull; /* m >= √2: halve it */
+		uint64_t kb = (xb >> 52) - 1023 + up;
+		double m = emu_bitsd(mant | ((1023 - up) << 52));
+		double kd = emu_bitsd(emu_dbits(TR_SHIFT) + kb) - TR_SHIFT;
+		double f = m - 1.0;
+		double sv = f / (2.0 + f), s2 = sv * sv;
+		double q = 1.0 / 19;
+		q = q * s2 + 1.0 / 17;
+		q = q * s2 + 1.0 / 15;
+		q = q * s2 + 1.0 / 13;
+		q = q * s2 + 1.0 / 11;
+		q = q * s2 + 1.0 / 9;
+		q = q * s2 + 1.0 / 7;
+		q = q * s2 + 1.0 / 5;
+		q = q * s2 + 1.0 / 3;
+		double ts = sv + sv;
+		double lm = ts + ts * (s2 * q);
+		y = kd * TR_LN2_HI + (kd * TR_LN2_LO + lm);
+		exm = MASK(x == 1);
+		bad = !(x >= 0x1p-1022) | !FIN(x);
+		break;
+	}
+	default: {
+		/* rsqrt without sqrt (GCC keeps libm's errno call, and a scalar loop,
+		 * around sqrt): the bit guess 0x5fe6eb50c7b537a9 - x/2 (relative error
+		 * e0 < 0.035, Lomont 2003; < 0.2 is all this needs), then five Newton
+		 * steps y(3/2 - x·y²/2): |e'| <= 1.5e² + 0.5|e|³ takes 0.2 below 2^-54,
+		 * and each step's own roundings (about 4·2^-53) are squared away by the
+		 * next but the last's: < 2^-50.5. x = 4^k: 2^-k from the exponent. */
+		double h = 0.5 * x;
+		y = emu_bitsd(0x5fe6eb50c7b537a9ull - (xb >> 1));
+		y = y * (1.5 - h * y * y); /* unrolled: an inner loop stops the vectoriser */
+		y = y * (1.5 - h * y * y);
+		y = y * (1.5 - h * y * y);
+		y = y * (1.5 - h * y * y);
+		y = y * (1.5 - h * y * y);
+		/* masks, not a bool &: GCC 12 does not vectorise the latter here */
+		exm = MASK((xb & 0x000fffffffffffffull) == 0) & MASK((xb >> 52) & 1);
+		y = emu_bitsd(SEL(exm, ((3069 - (xb >> 52)) >> 1) << 52, emu_dbits(y)));
+		bad = !(x >= 0x1p-1022) | !FIN(x);
+		break;
+	}
+	}
+	uint64_t yb = emu_dbits(y);
+	uint64_t sign = yb & 0x8000000000000000ull, mag = yb & 0x7fffffffffffffffull;
+	uint64_t kk = SEL(exm, 0, (uint64_t)TR_K);
+	uint64_t ix1, t1, b1, ix2, t2, b2;
+	double v1 = round_rne(c, emu_bitsd((mag - kk) | sign), &ix1, &t1, &b1);
+	double v2 = round_rne(c, emu_bitsd((mag + kk) | sign), &ix2, &t2, &b2);
+	bad |= (emu_dbits(v1) != emu_dbits(v2)) | (t1 != t2) | (b1 != b2);
+	uint64_t ix = SEL(exm, ix1 | b1, 1);
+	*v = v1;
+	*ixo = ix;
+	*ufo = t1 & ix;
+	*ovo = b1;
+	return bad;
+}
+
+/* One element of the fast path: the value into *v, its inexact, underflow
+ * and overflow bits; returns 1 when the generic path must decide it. */
+static inline __attribute__((always_inline)) uint64_t
+fast_elem_x(const int S, emu_op op, const bool sr, const bool chain, const struct fconsts *c0,
+            double x, double y, double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo,
+            uint64_t *ovo)
+{
+	struct fconsts c = *c0;
+	c.S = S;
+	if (IS_TR(op))
+		return tr_elem(op, &c, x, v, ixo, ufo, ovo);
+	if (op == EMU_OP_SUB)
+		y = -y;
+	if (op == EMU_OP_SQRT || op == EMU_OP_CVT) /* unary: whatever y the caller read */
+		y = 0;
+	if (op != EMU_OP_FMA)
+		z = 0;
+	double r, err;
+	uint64_t sqrt_low = 0, zbad = 0, onz = 0, oneg = 0;
+	switch (op) {
+	case EMU_OP_ADD:
+	case EMU_OP_SUB: { /* TwoSum (Knuth): r + err = x + y exactly */
+		r = x + y;
+		double bb = r - x;
+		err = (x - (r - bb)) + (y - bb);
+		onz = (uint64_t)(err != 0); /* SR needs the exact discarded part */
+		oneg = emu_dbits(err) >> 63;
+		break;
+	}
+	case EMU_OP_MUL: /* 2p <= 50 bits, exponent in [-298, 256]: exact */
+		r = x * y;
+		err = 0;
+		break;
+	case EMU_OP_DIV: /* the remainder of a rounded quotient is exact */
+		r = x / y;
+		err = fma(-r, y, x);
+		onz = (uint64_t)(err != 0); /* x/y - r = err/y */
+		oneg = (emu_dbits(err) ^ emu_dbits(y)) >> 63;
+		break;
+	case EMU_OP_FMA: { /* x·y exact; TwoSum: r + e = x·y + z exactly */
+		double pr = x * y;
+		r = pr + z;
+		double bb = r - pr;
+		double e = (pr - (r - bb)) + (z - bb);
+		/* r to odd: the exact value's truncation to 53 bits with its last bit
+		 * set when inexact; rounding that to p <= 51 bits is the exact
+		 * value's rounding (Boldo & Melquiond 2008) */
+		onz = (uint64_t)(e != 0);
+		oneg = emu_dbits(e) >> 63;
+		err = 0;
+		zbad = !FIN(z);
+		break;
+	}
+	case EMU_OP_CVT: /* a double: rounded once */
+		r = x;
+		err = 0;
+		break;
+	default: /* sqrt: the residual is exact */
+		/* of |x|: GCC then knows errno is never set and keeps no branch; a
+		 * negative x (and every zero) is left to the generic path */
+		r = sqrt(fabs(x));
+		err = fma(-r, r, x);
+		sqrt_low = (r < emu_bitsd(c.minnorm_d)) | (x < 0);
+		onz = (uint64_t)(err != 0); /* sqrt(x) - r has the sign of x - r² */
+		oneg = emu_dbits(err) >> 63;
+		break;
+	}
+	uint64_t ix, tiny, big;
+	uint64_t rbad = !FIN(r);
+	if (sr || op == EMU_OP_FMA) { /* r to odd (fma: always) */
+		r = to_odd(r, onz, oneg);
+		err = 0;
+	}
+	if (sr && chain)
+		*v = round_sr_chain(&c, r, u, &ix, &tiny, &big);
+	else if (sr)
+		*v = round_sr(&c, r, u, &ix, &tiny, &big);
+	else if (chain)
+		*v = round_rne_chain(&c, r, &ix, &tiny, &big);
+	else
+		*v = round_rne(&c, r, &ix, &tiny, &big);
+	ix |= (err != 0) | big;
+	*ixo = ix;
+	*ufo = tiny & ix;
+	*ovo = big;
+	return !FIN(x) | !FIN(y) | rbad | sqrt_low | zbad;
+}
+
+/* The vector loops' element (branch free). */
+static inline __attribute__((always_inline)) uint64_t
+fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c, double x, double y,
+          double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
+{
+	return fast_elem_x(S, op, sr, false, c, x, y, z, u, v, ixo, ufo, ovo);
+}
+
+/* One chunk of the fast path: values into dst, per-element flags into fl
+ * when it is not NULL (bit 7: left to the generic path); adds the inexact
+ * underflow and overflow counts of the decided elements to cnt[0..2] and
+ * returns how many it left undecided. */
+static inline __attribute__((always_inline)) unsigned
+fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, double *dst,
+           const double *a, size_t sa, const double *b, size_t sb, const double *cc, size_t sc,
+           size_t n, uint64_t idx0, uint8_t *fl, uint64_t *cnt)
+{
+	uint64_t nfb = 0, nix = 0, nuf = 0, nov = 0;
+	for (size_t i = 0; i < n; i++) {
+		double y = op == EMU_OP_SQRT || op == EMU_OP_CVT ? 0.0 : b[i * sb], v;
+		uint64_t ix, uf, ov;
+		double z = op == EMU_OP_FMA ? cc[i * sc] : 0.0;
+		uint32_t u = sr ? a_sr_bits(c->seed, idx0 + i) : 0;
+		uint64_t bad = fast_elem(S, op, sr, c, a[i * sa], y, z, u, &v, &ix, &uf, &ov);
+		dst[i] = v;
+		if (fl)
+			fl[i] = (uint8_t)((ix << 4) | (uf << 3) | (ov << 2) | (bad << 7));
+		nfb += bad;
+		nix += ix & ~bad;
+		nuf += uf & ~bad;
+		nov += ov & ~bad;
+	}
+	cnt[0] += nix;
+	cnt[1] += nuf;
+	cnt[2] += nov;
+	return (unsigned)nfb;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#define A_CLONES                                                                                   \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"),               \
+	               optimize("O3", "no-math-errno")))
+#else
+#define A_CLONES
+#endif
+
+/* The stride patterns with loops of their own (FAST_LOOPS); an operand the
+ * op does not read counts as unit stride. */
+enum stride_pat { PAT_UNIT, PAT_B0, PAT_A0, PAT_C0, PAT_BC0, PAT_OTHER };
+
+static inline __attribute__((always_inline)) enum stride_pat stride_pat(emu_op op, size_t sa,
+                                                                        size_t sb, size_t sc)
+{
+	/* the fast ops' arities, known at compile time (emu_op_arity is a call) */
+	int ar = op == EMU_OP_FMA                                                               ? 3
+	         : op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_MUL || op == EMU_OP_DIV ? 2
+	                                                                                        : 1;
+	sb = ar > 1 ? sb : 1;
+	sc = ar > 2 ? sc : 1;
+	if (sa == 1 && sb == 1 && sc == 1)
+		return PAT_UNIT;
+	if (ar > 1 && sa == 1 && sb == 0 && sc == 1)
+		return PAT_B0;
+	if (ar > 1 && sa == 0 && sb == 1 && sc == 1)
+		return PAT_A0;
+	if (ar > 2 && sa == 1 && sb == 1 && sc == 0)
+		return PAT_C0;
+	if (ar > 2 && sa == 1 && sb == 0 && sc == 0)
+		return PAT_BC0;
+	return PAT_OTHER;
+}
+
+/* One instance per op. Without per-element flags, unit strides and the
+ * broadcasts the kernels' maps use (a[i] op s, s op b[i]; fma with c, b or
+ * both broadcast) get loops with constant strides, so a broadcast operand is
+ * one register and the loop vectorises as the unit one; with flags, unit
+ * strides get their own loop (a byte store per element would otherwise set
+ * the vector width). Anything else takes the loop with strides as given. */
+#define FAST_CALL(OP, SR, SA, SB, SC, FL)                                                          \
+	fast_chunk(c->S, OP, SR, c, dst, a, SA, b, SB, cc, SC, n, idx0, FL, cnt)
+#define FAST_LOOPS(OP, SR)                                                                         \
+	do {                                                                                       \
+		if (!fl && pat == PAT_UNIT)                                                        \
+			return FAST_CALL(OP, SR, 1, 1, 1, NULL);                                   \
+		if (!fl && pat == PAT_B0)                                                          \
+			return FAST_CALL(OP, SR, 1, 0, 1, NULL);                                   \
+		if (!fl && pat == PAT_A0)                                                          \
+			return FAST_CALL(OP, SR, 0, 1, 1, NULL);                                   \
+		if (!fl && pat == PAT_C0)                                                          \
+			return FAST_CALL(OP, SR, 1, 1, 0, NULL);                                   \
+		if (!fl && pat == PAT_BC0)                                                         \
+			return FAST_CALL(OP, SR, 1, 0, 0, NULL);                                   \
+		if (pat == PAT_UNIT)                                                               \
+			return FAST_CALL(OP, SR, 1, 1, 1, fl);                                     \
+		return FAST_CALL(OP, SR, sa, sb, sc, fl);                                          \
+	} while (0)
+#define FAST_OP(OP, NAME)                                                                          \
+	A_CLONES static unsigned NAME(const struct fconsts *c, bool sr, double *dst,               \
+	                              const double *a, size_t sa, const double *b, size_t sb,      \
+	                              const double *cc, size_t sc, size_t n, uint64_t idx0,        \
+	                              uint8_t *fl, uint64_t *cnt)                                  \
+	{                                                                                          \
+		enum stride_pat pat = stride_pat(OP, sa, sb, sc);                                  \
+		if (sr && !IS_TR(OP)) /* fast_ok: the transcendentals only in rne */               \
+			FAST_LOOPS(OP, true);                                                      \
+		FAST_LOOPS(OP, false);                                                             \
+	}                                                                                          \
+	/* Is element (x, y, z) left to the generic path? (the chunk's second look;                \
+	 * the mode does not change the answer) */                                                 \
+	static bool NAME##_bad(const struct fconsts *c, double x, double y, double z)              \
+	{                                                                                          \
+		double v;                                                                          \
+		uint64_t ix, uf, ov;                                                               \
+		return fast_elem(c->S, OP, false, c, x, y, z, 0, &v, &ix, &uf, &ov) != 0;          \
+	}
+FAST_OP(EMU_OP_ADD, fast_add)
+FAST_OP(EMU_OP_SUB, fast_sub)
+FAST_OP(EMU_OP_MUL, fast_mul)
+FAST_OP(EMU_OP_DIV, fast_div)
+FAST_OP(EMU_OP_SQRT, fast_sqrt)
+FAST_OP(EMU_OP_FMA, fast_fma)
+FAST_OP(EMU_OP_CVT, fast_cvt)
+FAST_OP(EMU_OP_EXP, fast_exp)
+FAST_OP(EMU_OP_LOG, fast_log)
+FAST_OP(EMU_OP_EXP2, fast_exp2)
+FAST_OP(EMU_OP_RSQRT, fast_rsqrt)
+
+typedef unsigned (*fast_fn)(const struct fconsts *, bool, double *, const double *, size_t,
+                            const double *, size_t, const double *, size_t, size_t, uint64_t,
+                            uint8_t *, uint64_t *);
+typedef bool (*bad_fn)(const struct fconsts *, double, double, double);
+static const struct {
+	fast_fn run;
+	bad_fn bad;
+} fast_tab[EMU_NOPS] = {
+    [EMU_OP_ADD] = {fast_add, fast_add_bad},    [EMU_OP_SUB] = {fast_sub, fast_sub_bad},
+    [EMU_OP_MUL] = {fast_mul, fast_mul_bad},    [EMU_OP_DIV] = {fast_div, fast_div_bad},
+    [EMU_OP_SQRT] = {fast_sqrt, fast_sqrt_bad}, [EMU_OP_FMA] = {fast_fma, fast_fma_bad},
+    [EMU_OP_EXP] = {fast_exp, fast_exp_bad},    [EMU_OP_LOG] = {fast_log, fast_log_bad},
+    [EMU_OP_EXP2] = {fast_exp2, fast_exp2_bad}, [EMU_OP_RSQRT] = {fast_rsqrt, fast_rsqrt_bad},
+    [EMU_OP_CVT] = {fast_cvt, fast_cvt_bad},
+};
+
+static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
+{
+	if (op >= EMU_NOPS || !fast_tab[op].run)
+		return false;
+	if ((env->mode != EMU_RNE && env->mode != EMU_SR) || env->ftz || env->daz)
+		return false;
+	/* sat: an overflow gives ±max (below); non-finite operands, whose clamped
+	 * results differ, go to the generic path anyway. The transcendentals'
+	 * check keeps the unsaturated overflow. */
+	if (env->sat && IS_TR(op))
+		return false;
+	/* the transcendental check rounds with round_rne */
+	if (env->mode == EMU_SR && IS_TR(op))
+		return false;
+	/* SR reads the top 32 discarded bits and a sticky bit from r to odd */
+	if (env->mode == EMU_SR && f->p > 20)
+		return false;
+	if (!f->has_sign || !f->has_zero || !f->has_subnormals || f->p < 2 || f->p > 25)
+		return false;
+	if (fegetround() != FE_TONEAREST)
+		return false;
+	c->S = 53 - f->p;
+	c->low = (1ull << c->S) - 1;
+	c->half_m1 = (1ull << (c->S - 1)) - 1;
+	c->max_d = emu_dbits(f->max);
+	c->minnorm_d = emu_dbits(f->min_normal);
+	c->magic = ldexp(1.0, f->emin - f->p + 1 + 52);
+	c->fnuz = MASK(f->nan == EMU_NAN_FNUZ);
+	c->quantum = ldexp(1.0, f->emin - f->p + 1);
+	c->inv_quantum = ldexp(1.0, -(f->emin - f->p + 1));
+	c->seed = env->seed;
+	c->ovf_d = env->sat || (!f->has_inf && f->nan == EMU_NAN_NONE) ? emu_dbits(f->max)
+	           : f->has_inf                                         ? emu_dbits(INFINITY)
+	                                                                : emu_dbits(NAN);
+	return true;
+}
+
+static void tally(uint64_t *count, unsigned v)
+{
+	for (int k = 0; k < 5; k++)
+		count[k] += (v >> k) & 1;
+}
+
+/* Does [d, d + m) overlap the elements operand x reads, x[0..(m-1)·s]? */
+static bool overlaps(const double *d, const double *x, size_t s, size_t m)
+{
+	const double *xe = x + (m - 1) * s + 1;
+	return d < xe && x < d + m;
+}
+
+static bool bad_flags(unsigned v)
+{
+	return (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO)) != 0;
+}
+
+emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *const *args,
+                     const size_t *strides, size_t n, const emu_env *env, uint8_t *flags)
+{
+	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+	int ar = emu_op_arity(op);
+	const double *a = args[0], *b = ar > 1 ? args[1] : a, *c = ar > 2 ? args[2] : a;
+	size_t sa = strides[0], sb = ar > 1 ? strides[1] : 0, sc = ar > 2 ? strides[2] : 0;
+	struct fconsts k;
+	bool fast = fast_ok(op, f, env, &k);
+	bool sr = env->mode == EMU_SR;
+	uint64_t cnt[3] = {0, 0, 0}; /* the fast path's inexact, underflow, overflow counts */
+	emu_env e = *env;
+	double buf[CHUNK]; /* the chunk's results when dst overlaps an operand */
+	for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+		size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+		const double *pa = a + i0 * sa, *pb = b + i0 * sb, *pc = c + i0 * sc;
+		/* an operand overwritten in place would be read again by the second
+		 * look and the generic path: results go to buf, then to dst */
+		bool alias = overlaps(dst + i0, pa, sa, m) ||
+		             (ar > 1 && overlaps(dst + i0, pb, sb, m)) ||
+		             (ar > 2 && overlaps(dst + i0, pc, sc, m));
+		// cppcheck-suppress legacyUninitvar ; buf is where the chunk's results are written
+		double *out = alias ? buf : dst + i0;
+		uint8_t *fl = flags ? flags + i0 : NULL;
+		unsigned nfb = (unsigned)m;
+		uint64_t ov0 = cnt[2];
+		bool chunk_bad = false;
+		bool (*bad)(const struct fconsts *, double, double, double) = NULL;
+		if (fast) {
+			nfb = fast_tab[op].run(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
+			                       env->index + i0, fl, cnt);
+			bad = fast_tab[op].bad;
+			chunk_bad = cnt[2] != ov0;
+		}
+		for (size_t j = 0; nfb && j < m; j++) {
+			if (bad &&
+			    (fl ? !(fl[j] & 0x80) : !bad(&k, pa[j * sa], pb[j * sb], pc[j * sc])))
+				continue;
+			unsigned v = 0;
+			e.index = env->index + i0 + j;
+			out[j] = emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e, &v);
+			if (fl)
+				fl[j] = (uint8_t)v;
+			tally(acc.count, v);
+			chunk_bad |= bad_flags(v);
+			nfb--;
+		}
+		/* the first element that raised overflow, invalid or divbyzero: looked
+		 * for element by element (the scalar op's flags equal the fast
+		 * path's) in the first chunk that has one */
+		for (size_t j = 0; chunk_bad && acc.first_bad == UINT64_MAX && j < m; j++) {
+			unsigned v = 0;
+			if (fl) {
+				v = fl[j];
+			} else {
+				e.index = env->index + i0 + j;
+				(void)emu_a_element(op, f, pa[j * sa], pb[j * sb], pc[j * sc], &e,
+				                    &v);
+			}
+			if (bad_flags(v)) {
+				acc.first_bad = i0 + j;
+				acc.first_flags = v;
+			}
+		}
+		if (alias) /* every element of out was written above */
+			// cppcheck-suppress uninitvar ; the chunk's results, all m written
+			memcpy(dst + i0, buf, m * sizeof *buf);
+	}
+	acc.count[4] += cnt[0];
+	acc.count[3] += cnt[1];
+	acc.count[2] += cnt[2];
+	for (int j = 0; j < 5; j++)
+		if (acc.count[j])
+			acc.any |= 1u << j;
+	return acc;
+}
+
+#define A1(NAME, OP)                                                                               \
+	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa, size_t n,   \
+	                 const emu_env *env, uint8_t *flags)                                       \
+	{                                                                                          \
+		const double *args[1] = {a};                                                       \
+		size_t st[1] = {sa};                                                               \
+		return emu_a_op(OP, f, dst, args, st, n, env, flags);                              \
+	}
+#define A2(NAME, OP)                                                                               \
+	emu_a_flags NAME(const emu_format *f, double *dst, const double *a, size_t sa,             \
+	                 const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags) \
+	{                                                                                          \
+		const double *args[2] = {a, b};                                                    \
+		size_t st[2] = {sa, sb};                                                           \
+		return emu_a_op(OP, f, dst, args, st, n, env, flags);                              \
+	}
+A1(emu_a_cvt, EMU_OP_CVT)
+A1(emu_a_sqrt, EMU_OP_SQRT)
+A1(emu_a_exp, EMU_OP_EXP)
+A1(emu_a_log, EMU_OP_LOG)
+A1(emu_a_exp2, EMU_OP_EXP2)
+A1(emu_a_rsqrt, EMU_OP_RSQRT)
+A1(emu_a_neg, EMU_OP_NEG)
+A1(emu_a_abs, EMU_OP_ABS)
+A2(emu_a_add, EMU_OP_ADD)
+A2(emu_a_sub, EMU_OP_SUB)
+A2(emu_a_mul, EMU_OP_MUL)
+A2(emu_a_div, EMU_OP_DIV)
+A2(emu_a_min, EMU_OP_MIN)
+A2(emu_a_max, EMU_OP_MAX)
+
+emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t sa, const double *b,
+                      size_t sb, const double *c, size_t sc, size_t n, const emu_env *env,
+                      uint8_t *flags)
+{
+	const double *args[3] = {a, b, c};
+	size_t st[3] = {sa, sb, sc};
+	return emu_a_op(EMU_OP_FMA, f, dst, args, st, n, env, flags);
+}
+
+/* One step of a fold on the fast path: min and max of two finite values
+ * that differ and are not zeros (no flags; a NaN, an infinity or a zero
+ * result, whose sign rules and format encodings the scalar op knows, are
+ * left to it), the others as emu_a_op's elements with the rounding of a
+ * chain. Returns 1 when the generic path must take the step. */
+static inline __attribute__((always_inline)) uint64_t
+fold_step(const emu_op op, const bool sr, const struct fconsts *c, double s, double x, double y,
+          uint64_t index, double *v, uint64_t *ix, uint64_t *uf, uint64_t *ov)
+{
+	if (op == EMU_OP_MIN || op == EMU_OP_MAX) {
+		double r = (op == EMU_OP_MIN) == (x < s) ? x : s;
+		*v = r;
+		*ix = *uf = *ov = 0;
+		return !FIN(s) | !FIN(x) | (s == x) | (r == 0);
+	}
+	uint32_t u = sr ? a_sr_bits(c->seed, index) : 0;
+	return op == EMU_OP_FMA ? fast_elem_x(c->S, op, sr, true, c, x, y, s, u, v, ix, uf, ov)
+	                        : fast_elem_x(c->S, op, sr, true, c, s, x, 0.0, u, v, ix, uf, ov);
+}
+
+/* The fold's loop for one op and mode (constant after inlining): a chain of
+ * scalar steps, each the fast path's element or, where that cannot decide,
+ * emu_a_element; fast says whether the fast path applies at all. The fast
+ * steps' counts stay in registers (a tally in memory would be a second
+ * chain). */
+static inline __attribute__((always_inline)) emu_a_flags
+fold_loop(const emu_op op, const bool sr, const bool fast, const struct fconsts *c,
+          const emu_format *f, double *acc, const double *a, size_t sa, const double *b, size_t sb,
+          size_t n, const emu_env *env, uint8_t *flags)
+{
+	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+	emu_env e = *env;
+	double s = *acc;
+	uint64_t nix = 0, nuf = 0, nov = 0;
+	for (size_t j = 0; j < n; j++) {
+		unsigned v = 0;
+		double x = a[j * sa], y = op == EMU_OP_FMA ? b[j * sb] : 0.0, t;
+		uint64_t ix, uf, ov;
+		if (fast && !fold_step(op, sr, c, s, x, y, env->index + j, &t, &ix, &uf, &ov)) {
+			s = t;
+			nix += ix;
+			nuf += uf;
+			nov += ov;
+			if (flags)
+				flags[j] = (uint8_t)((ix << 4) | (uf << 3) | (ov << 2));
+			if (__builtin_expect(ov && r.first_bad == UINT64_MAX, 0)) {
+				r.first_bad = j;
+				r.first_flags = (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
+			}
+			continue;
+		}
+		e.index = env->index + j;
+		s = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s, &e, &v)
+		                     : emu_a_element(op, f, s, x, 0, &e, &v);
+		if (flags)
+			flags[j] = (uint8_t)v;
+		tally(r.count, v);
+		if (bad_flags(v) && r.first_bad == UINT64_MAX) {
+			r.first_bad = j;
+			r.first_flags = v;
+		}
+	}
+	*acc = s;
+	r.count[4] += nix;
+	r.count[3] += nuf;
+	r.count[2] += nov;
+	for (int j = 0; j < 5; j++)
+		if (r.count[j])
+			r.any |= 1u << j;
+	return r;
+}
+
+#define FOLD_CASE(OP)                                                                              \
+	case OP:                                                                                   \
+		return sr ? fold_loop(OP, true, true, &k, f, acc, a, sa, b, sb, n, env, flags)     \
+		          : fold_loop(OP, false, true, &k, f, acc, a, sa, b, sb, n, env, flags)
+
+emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
+                       const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
+{
+	struct fconsts k;
+	/* min and max never round: the fast path's conditions hold for them in
+	 * every mode (sr needs no p limit) */
+	emu_env rne = *env;
+	bool minmax = op == EMU_OP_MIN || op == EMU_OP_MAX;
+	if (minmax)
+		rne.mode = EMU_RNE;
+	bool sr = !minmax && env->mode == EMU_SR;
+	if (fast_ok(minmax ? EMU_OP_ADD : op, f, &rne, &k)) {
+		switch (op) {
+			FOLD_CASE(EMU_OP_ADD);
+			FOLD_CASE(EMU_OP_SUB);
+			FOLD_CASE(EMU_OP_MUL);
+			FOLD_CASE(EMU_OP_FMA);
+			FOLD_CASE(EMU_OP_MIN);
+			FOLD_CASE(EMU_OP_MAX);
+		default:
+			break;
+		}
+	}
+	return fold_loop(op, false, false, &k, f, acc, a, sa, b, sb, n, env, flags);
+}

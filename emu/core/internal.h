@@ -1,0 +1,84 @@
+/*
+ * internal.h — what the fast backend's operation files share: the special
+ * results (NaN, infinities, zeros) every operation ends in, the input reader
+ * that applies DAZ, and the exact-value adaptors into the rounding core.
+ * The choices those results make are specialize.h's. Nothing here is part
+ * of the library's interface: the functions are hidden from libnanmap.so's
+ * exports (EMU_INTERNAL), though a static link still reaches them.
+ */
+#ifndef NANMAP_EMU_INTERNAL_H
+#define NANMAP_EMU_INTERNAL_H
+
+#include <math.h>
+#include <string.h>
+
+#include "emu/core/emu.h"
+#include "emu/core/specialize.h"
+
+#define EMU_INTERNAL __attribute__((visibility("hidden")))
+
+/* A NaN result; `invalid` says whether the operation itself was invalid. */
+EMU_INTERNAL double emu_nan_result(const emu_format *f, bool invalid, unsigned *flags);
+/* An infinite result of sign neg; dbz: exact (divide by zero), else from an
+ * infinite operand. Applies sat and the format's lack of inf. */
+EMU_INTERNAL double emu_inf_result(const emu_format *f, bool neg, bool dbz, const emu_env *env,
+                                   unsigned *flags);
+/* An exact zero result of sign neg (fnuz: +0; no zero: e8m0 rule). */
+EMU_INTERNAL double emu_zero_result(const emu_format *f, bool neg, unsigned *flags);
+/* An exact real result that may need rounding: x exact in double. */
+EMU_INTERNAL double emu_round_exact(const emu_format *f, double x, const emu_env *env,
+                                    unsigned *flags);
+/* A binary64 source rounded into f (emu_from_double in the value domain):
+ * daz on the source, invalid for a signaling NaN. */
+EMU_INTERNAL double emu_v_from_double(const emu_format *f, double x, const emu_env *env,
+                                      unsigned *flags);
+/* An operand: decoded, with DAZ applied. */
+EMU_INTERNAL double emu_operand(const emu_format *f, emu_bits b, const emu_env *env);
+/* invalid for a signaling NaN operand (IEEE 754-2019 §7.2(a)); the result
+ * is the produced NaN, which is quiet, so quieting needs nothing else. */
+static inline unsigned emu_snan_flag(const emu_format *f, emu_bits b)
+{
+	return emu_is_snan(f, b) ? EMU_FLAG_INVALID : 0;
+}
+static inline emu_result emu_pack(const emu_format *f, double v, unsigned flags)
+{
+	return (emu_result){emu_encode(f, v), flags};
+}
+/* The vectorised RNE/SR array loop (round_simd.c); false when the format,
+ * mode or environment is outside its scope. */
+EMU_INTERNAL bool emu_round_array_simd(const emu_format *f, const double *in, emu_bits *out,
+                                       size_t n, const emu_env *env, unsigned *flags_out);
+/* A double's bits and back (memcpy: no aliasing trouble, compiles to a move). */
+static inline uint64_t emu_dbits(double x)
+{
+	uint64_t u;
+	memcpy(&u, &x, sizeof u);
+	return u;
+}
+static inline double emu_bitsd(uint64_t u)
+{
+	double x;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
+/* 2^k for -1022 <= k <= 1023, built from bits (exact, no libm call). */
+static inline double emu_pow2(int k)
+{
+	union {
+		uint64_t u;
+		double d;
+	} c = {.u = (uint64_t)(k + 1023) << 52};
+	return c.d;
+}
+
+/* SR's 32 random bits for (seed, index), inline for the vectorised loops
+ * (round_simd.c, aops.c); emu_sr_bits is this, as a function. */
+static inline __attribute__((always_inline)) uint32_t emu_sr_draw(uint64_t seed,
+                                                                   uint64_t index)
+{
+	return (uint32_t)(emu_mix64((seed ^ (index * 0x9e3779b97f4a7c15ull)) +
+	                            0x9e3779b97f4a7c15ull) >>
+	                  32);
+}
+
+#endif

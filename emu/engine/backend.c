@@ -1,0 +1,708 @@
+/*
+ * backend.c — the three backends behind the kernel interface. FAST calls the emulator
+ * on exact double values; EXACT encodes the same values and calls the MPFR
+ * backend, so the two run the same kernel code and differ only in who
+ * rounds; TRUTH computes at EMU_TRUTH_PREC bits and ignores formats.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu/core/internal.h"
+#include "emu/engine/kern.h"
+
+static const char *const be_names[EMU_NBE] = {"fast", "exact", "truth"};
+
+const char *emu_be_name(emu_be_kind k)
+{
+	return k < EMU_NBE ? be_names[k] : "?";
+}
+
+emu_be_kind emu_be_by_name(const char *name)
+{
+	for (int i = 0; i < EMU_NBE; i++)
+		if (strcmp(be_names[i], name) == 0)
+			return (emu_be_kind)i;
+	return EMU_NBE;
+}
+
+void emu_be_init(emu_be *be, emu_be_kind kind, const emu_env *env)
+{
+	memset(be, 0, sizeof *be);
+	be->kind = kind;
+	be->env = *env;
+	be->env.index = 0;
+}
+
+void emu_be_free(emu_be *be)
+{
+	for (size_t i = 0; i < be->nvecs; i++)
+		free(be->vecs[i]);
+	free(be->vecs);
+	be->vecs = NULL;
+	be->nvecs = be->capvecs = 0;
+	be->scratch = NULL;
+	free(be->st.step_ops);
+	free(be->st.step_flags);
+	be->st.step_ops = NULL;
+	be->st.step_flags = NULL;
+	be->st.nsteps = 0;
+}
+
+/* The value of an encoding, a NaN keeping its sign bit (an overflow or an
+ * infinity in a format without inf is a signed NaN, docs/numerics.md), as
+ * the fast operations' doubles do. */
+static double decode(const emu_format *f, emu_bits b)
+{
+	double v = emu_decode(f, b);
+	return isnan(v) && f->nan != EMU_NAN_FNUZ && (b & f->sign_mask) ? -v : v;
+}
+
+/* Flags of a table result v that is not the correctly rounded one (so
+ * never exact): docs/gpu.md. */
+static unsigned table_flags(const emu_format *f, double x, double v)
+{
+	if (isnan(v))
+		return isnan(x) ? 0 : EMU_FLAG_INVALID;
+	if (x == 0 || isinf(x)) /* the exact cases: only a pole is signalled */
+		return isinf(v) && x == 0 ? EMU_FLAG_DIVBYZERO : 0;
+	unsigned fl = EMU_FLAG_INEXACT;
+	if (isinf(v) && isfinite(x))
+		fl |= EMU_FLAG_OVERFLOW;
+	if (fabs(v) < f->min_normal)
+		fl |= EMU_FLAG_UNDERFLOW;
+	return fl;
+}
+
+/*
+ * Range check of an exact value. Rounding v to f depends only on which side
+ * of f's values and midpoints v lies, and those are doubles (p <= 24): so v
+ * is replaced by its nearest double x plus a tail that only carries the
+ * sign of v − x (|tail| far below ulp(x)/2), which emu_round_value rounds
+ * exactly as it would round v, in every mode. Magnitudes beyond 2^±900 lie
+ * beyond every format's range and are clamped there.
+ */
+static unsigned range_flags(mpfr_srcptr v, const emu_format *f, const emu_env *env)
+{
+	if (!mpfr_number_p(v) || mpfr_zero_p(v))
+		return 0;
+	double x, tail = 0;
+	mpfr_exp_t e = mpfr_get_exp(v);
+	if (e > 900 || e < -900) {
+		x = ldexp(mpfr_sgn(v) < 0 ? -1.0 : 1.0, e > 0 ? 900 : -900);
+	} else {
+		x = mpfr_get_d(v, MPFR_RNDN);
+		int c = mpfr_cmp_d(v, x);
+		if (c)
+			tail = ldexp(c < 0 ? -fabs(x) : fabs(x), -80);
+	}
+	emu_env e2 = *env;
+	e2.daz = false;
+	unsigned fl = 0;
+	double r = emu_round_value(f, x, tail, &e2, &fl);
+	return (fl & EMU_FLAG_OVERFLOW) | (r == 0 ? EMU_FLAG_UNDERFLOW : 0);
+}
+
+unsigned emu_k_range(const emu_be *be, mpfr_srcptr v, const emu_format *f)
+{
+	return be->kind == EMU_BE_TRUTH && f ? range_flags(v, f, &be->env) : 0;
+}
+
+/* range_peak: log2 |v| from MPFR's exponent, so exp(1e6) does not overflow */
+static unsigned range_note_mp(emu_be *be, mpfr_srcptr v, const emu_format *f)
+{
+	if (!f)
+		return 0;
+	if (mpfr_number_p(v) && !mpfr_zero_p(v)) {
+		long e;
+		double m = mpfr_get_d_2exp(&e, v, MPFR_RNDN);
+		double t = f->max + ldexp(1, f->emax - f->p); /* the RNE threshold */
+		double peak = (double)e + log2(fabs(m)) - log2(t);
+		if (peak > be->range_peak)
+			be->range_peak = peak;
+	}
+	return be->kind == EMU_BE_TRUTH ? range_flags(v, f, &be->env) : 0;
+}
+
+void emu_k_note_input(emu_be *be, double x, double v, unsigned fl)
+{
+	emu_be_stats *st = &be->st;
+	st->in_n++;
+	if (isnan(x) ? !isnan(v) : !(v == x && signbit(v) == signbit(x)))
+		st->in_changed++;
+	if ((fl & EMU_FLAG_OVERFLOW) || (isfinite(x) && !isfinite(v)))
+		st->in_overflow++;
+	if (v == 0 && x != 0 && isfinite(x))
+		st->in_flushed++;
+}
+
+static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_srcptr c)
+{
+	switch (op) {
+	case EMU_OP_CVT:
+		mpfr_set(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_ADD:
+		mpfr_add(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_SUB:
+		mpfr_sub(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_MUL:
+		mpfr_mul(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_DIV:
+		mpfr_div(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_FMA:
+		mpfr_fma(d, a, b, c, MPFR_RNDN);
+		break;
+	case EMU_OP_SQRT:
+		mpfr_sqrt(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_EXP:
+		mpfr_exp(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_LOG:
+		mpfr_log(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_LOG1P:
+		mpfr_log1p(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_EXP2:
+		mpfr_exp2(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_RSQRT:
+		mpfr_rec_sqrt(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_MIN:
+		mpfr_min(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_MAX:
+		mpfr_max(d, a, b, MPFR_RNDN);
+		break;
+	case EMU_OP_NEG:
+		mpfr_neg(d, a, MPFR_RNDN);
+		break;
+	case EMU_OP_ABS:
+		mpfr_abs(d, a, MPFR_RNDN);
+		break;
+	default:
+		mpfr_set_nan(d);
+	}
+}
+
+/* ================= the array-level interface ================= */
+
+static const char *const engine_steps[EMU_STEP0] = {
+    "input", "scale", "quantize", "to_compute", "to_compute", "dequantize",
+};
+
+void emu_steps(emu_be *be, const char *const *names, unsigned n)
+{
+	be->step_names = names;
+	be->nstep_names = n;
+}
+
+const char *emu_step_name(const emu_be *be, unsigned s)
+{
+	if (s < EMU_STEP0)
+		return engine_steps[s] ? engine_steps[s] : "?";
+	s -= EMU_STEP0;
+	return s < be->nstep_names && be->step_names[s] ? be->step_names[s] : "?";
+}
+
+/* the per-step counters, grown to hold step s; false out of memory (the
+ * per-step counts are then not kept, everything else is) */
+static bool step_slot(emu_be_stats *st, size_t s)
+{
+	if (s < st->nsteps)
+		return true;
+	size_t n = s + 1 > 2 * st->nsteps ? s + 1 : 2 * st->nsteps;
+	uint64_t *ops = realloc(st->step_ops, n * sizeof *ops);
+	if (!ops)
+		return false;
+	st->step_ops = ops;
+	uint64_t(*fl)[EMU_NFLAGS] = realloc(st->step_flags, n * sizeof *fl);
+	if (!fl)
+		return false;
+	st->step_flags = fl;
+	memset(ops + st->nsteps, 0, (n - st->nsteps) * sizeof *ops);
+	memset(fl + st->nsteps, 0, (n - st->nsteps) * sizeof *fl);
+	st->nsteps = n;
+	return true;
+}
+
+/* n operations of kind op in step s, cnt[k] of which raised flag k; the
+ * first of them to raise overflow, invalid or divbyzero is element e with
+ * flags efl (e = UINT64_MAX: none did) */
+static void record(emu_be *be, unsigned s, emu_op op, uint64_t n, const uint64_t *cnt, unsigned any,
+                   uint64_t e, unsigned efl)
+{
+	emu_be_stats *st = &be->st;
+	st->ops[op] += n;
+	st->all_flags |= any;
+	bool ss = step_slot(st, s);
+	if (ss)
+		st->step_ops[s] += n;
+	for (int k = 0; k < EMU_NFLAGS; k++) {
+		st->flags[op][k] += cnt[k];
+		if (ss)
+			st->step_flags[s][k] += cnt[k];
+	}
+	unsigned bad = efl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO);
+	if (e != UINT64_MAX && bad && !st->first_set) {
+		st->first_set = true;
+		st->first_op = op;
+		st->first_flags = bad;
+		st->first_step = emu_step_name(be, s);
+		st->first_index = e;
+	}
+}
+
+void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e)
+{
+	uint64_t cnt[EMU_NFLAGS];
+	for (int k = 0; k < EMU_NFLAGS; k++)
+		cnt[k] = (fl >> k) & 1;
+	record(be, s, op, 1, cnt, fl, e, fl);
+}
+
+emu_vec *emu_vec_new(emu_be *be, size_t n)
+{
+	if (be->nvecs == be->capvecs) {
+		size_t cap = be->capvecs ? 2 * be->capvecs : 16;
+		emu_vec **nv = realloc(
+		    be->vecs,
+		    cap *
+		        sizeof(
+		            emu_vec *)); // NOLINT(bugprone-sizeof-expression): an array of pointers
+		if (!nv)
+			return NULL;
+		be->vecs = nv;
+		be->capvecs = cap;
+	}
+	bool truth = be->kind == EMU_BE_TRUTH;
+	size_t limbs = mpfr_custom_get_size(EMU_TRUTH_PREC);
+	size_t each = truth ? sizeof(__mpfr_struct) + limbs : sizeof(double);
+	if (n > (SIZE_MAX - sizeof(emu_vec) - 64) / each)
+		return NULL;
+	emu_vec *v = malloc(sizeof(emu_vec) + 64 + n * each);
+	if (!v)
+		return NULL;
+	v->n = n;
+	v->d = NULL;
+	v->m = NULL;
+	/* the values start on a 64-byte line after the header */
+	char *base = (char *)(v + 1) + ((64 - ((uintptr_t)(v + 1) & 63)) & 63);
+	if (truth) {
+		v->m = (__mpfr_struct *)(void *)base;
+		char *lp = (char *)(v->m + n);
+		for (size_t i = 0; i < n; i++)
+			mpfr_custom_init_set(&v->m[i], MPFR_ZERO_KIND, 0, EMU_TRUTH_PREC,
+			                     lp + i * limbs);
+	} else {
+		v->d = (double *)(void *)base;
+		memset(v->d, 0, n * sizeof *v->d);
+	}
+	be->vecs[be->nvecs++] = v;
+	return v;
+}
+
+double emu_vget(const emu_be *be, const emu_vec *v, size_t i)
+{
+	(void)be;
+	return v->m ? mpfr_get_d(&v->m[i], MPFR_RNDN) : v->d[i];
+}
+
+/* element j of an operand */
+static inline size_t ix(emu_ref r, size_t j)
+{
+	return r.off + j * r.stride;
+}
+
+void emu_fill(emu_be *be, emu_ref dst, double x, size_t n)
+{
+	(void)be;
+	if (!dst.v)
+		return;
+	for (size_t j = 0; j < n; j++) {
+		if (dst.v->m)
+			mpfr_set_d(&dst.v->m[ix(dst, j)], x, MPFR_RNDN);
+		else
+			dst.v->d[ix(dst, j)] = x;
+	}
+}
+
+void emu_copy(emu_be *be, emu_ref dst, emu_ref src, size_t n)
+{
+	(void)be;
+	if (!dst.v || !src.v)
+		return;
+	for (size_t j = 0; j < n; j++) {
+		if (dst.v->m)
+			mpfr_set(&dst.v->m[ix(dst, j)], &src.v->m[ix(src, j)], MPFR_RNDN);
+		else
+			dst.v->d[ix(dst, j)] = src.v->d[ix(src, j)];
+	}
+}
+
+/* What a run of operations raised: how many raised each flag, their OR,
+ * and the first element that raised overflow, invalid or divbyzero. */
+typedef struct {
+	uint64_t cnt[EMU_NFLAGS];
+	unsigned any, efl;
+	uint64_t first; /* UINT64_MAX: none */
+} tally;
+#define TALLY0 ((tally){{0}, 0, 0, UINT64_MAX})
+
+/* element e raised fl */
+static void tally_one(tally *t, unsigned fl, uint64_t e)
+{
+	for (int k = 0; k < EMU_NFLAGS; k++)
+		t->cnt[k] += (fl >> k) & 1;
+	t->any |= fl;
+	if (t->first == UINT64_MAX &&
+	    (fl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+		t->first = e;
+		t->efl = fl;
+	}
+}
+
+/* an array operation's counts, its elements numbered from e0 */
+static void tally_array(tally *t, const emu_a_flags *r, uint64_t e0)
+{
+	for (int k = 0; k < EMU_NFLAGS; k++)
+		t->cnt[k] += r->count[k];
+	t->any |= r->any;
+	if (t->first == UINT64_MAX && r->first_bad != UINT64_MAX) {
+		t->first = e0 + r->first_bad;
+		t->efl = r->first_flags;
+	}
+}
+
+static void record_tally(emu_be *be, unsigned s, emu_op op, uint64_t n, const tally *t)
+{
+	record(be, s, op, n, t->cnt, t->any, t->first, t->efl);
+}
+
+void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, const double *x,
+               size_t sx, size_t n, uint64_t elem, uint8_t *fl)
+{
+	tally tl = TALLY0;
+	emu_env env = be->env;
+	env.daz = false;
+	if (be->kind == EMU_BE_FAST && dst.stride == 1) { /* the array conversion */
+		uint8_t buf[2048];
+		for (size_t j0 = 0; j0 < n; j0 += sizeof buf) {
+			size_t m = n - j0 < sizeof buf ? n - j0 : sizeof buf;
+			const double *args[1] = {x + j0 * sx};
+			size_t st[1] = {sx};
+			double *d = dst.v->d + dst.off + j0;
+			env.index = emu_sr_key(step, 0, elem + j0);
+			emu_a_flags r = emu_a_op(EMU_OP_CVT, f, d, args, st, m, &env, buf);
+			tally_array(&tl, &r, elem + j0);
+			for (size_t j = 0; j < m; j++) {
+				if (fl)
+					fl[j0 + j] |= buf[j];
+				if (!be->loading)
+					emu_k_note_input(be, x[(j0 + j) * sx], d[j], buf[j]);
+			}
+		}
+		record_tally(be, step, EMU_OP_CVT, n, &tl);
+		return;
+	}
+	for (size_t j = 0; j < n; j++) {
+		double xj = x[j * sx];
+		size_t i = ix(dst, j);
+		unsigned rfl = 0;
+		double v;
+		if (be->kind == EMU_BE_TRUTH && (be->range || be->exact_inputs)) {
+			mpfr_set_d(&dst.v->m[i], xj, MPFR_RNDN);
+			if (be->range)
+				rfl = range_note_mp(be, &dst.v->m[i], f);
+		} else {
+			env.index = emu_sr_key(step, 0, elem + j);
+			if (be->kind == EMU_BE_EXACT) {
+				emu_result r = emu_mp_from_double(f, xj, &env);
+				v = decode(f, r.bits);
+				rfl = r.flags;
+			} else {
+				v = emu_v_from_double(f, xj, &env, &rfl);
+			}
+			if (be->kind == EMU_BE_TRUTH)
+				mpfr_set_d(&dst.v->m[i], v, MPFR_RNDN);
+			else
+				dst.v->d[i] = v;
+			if (!be->loading)
+				emu_k_note_input(be, xj, v, rfl);
+		}
+		if (fl)
+			fl[j] |= (uint8_t)rfl;
+		tally_one(&tl, rfl, elem + j);
+	}
+	record_tally(be, step, EMU_OP_CVT, n, &tl);
+}
+
+/* One element on FAST with the GPU's tables (the table ops of fp16/bf16),
+ * or any element of FAST through the scalar reference. */
+static double fast_one(const emu_be *be, emu_op op, const emu_format *f, double x, double y,
+                       double z, const emu_env *env, unsigned *fl)
+{
+	if (op == EMU_OP_CVT) {
+		emu_env e = *env;
+		e.daz = false; /* the operand's own format is not known here */
+		return emu_a_element(op, f, x, y, z, &e, fl);
+	}
+	if (be->tables && op != EMU_OP_ADD && op != EMU_OP_SUB && op != EMU_OP_MUL &&
+	    op != EMU_OP_DIV && op != EMU_OP_FMA) {
+		int ar = emu_op_arity(op);
+		emu_bits args[3] = {emu_encode(f, x), ar > 1 ? emu_encode(f, y) : 0,
+		                    ar > 2 ? emu_encode(f, z) : 0};
+		emu_result res = emu_apply(op, f, NULL, args, env);
+		unsigned rf = res.flags;
+		emu_bits t;
+		if (emu_gpu_tables_lookup(be->tables, emu_gpu_table_func(op), f, args[0], &t) &&
+		    t != res.bits) {
+			res.bits = t;
+			rf = table_flags(f, x, decode(f, t));
+		}
+		*fl |= rf;
+		return decode(f, res.bits);
+	}
+	return emu_a_element(op, f, x, y, z, env, fl);
+}
+
+/* One element on EXACT: the MPFR backend on encodings. */
+static double exact_one(emu_op op, const emu_format *f, double x, double y, double z,
+                        const emu_env *env, unsigned *fl)
+{
+	emu_result res;
+	if (op == EMU_OP_CVT) {
+		emu_env e = *env;
+		e.daz = false;
+		res = emu_mp_from_double(f, x, &e);
+	} else {
+		emu_bits args[3] = {emu_encode(f, x), emu_encode(f, y), emu_encode(f, z)};
+		res = emu_mp_apply(op, f, NULL, args, env);
+	}
+	*fl |= res.flags;
+	return decode(f, res.bits);
+}
+
+static mpfr_srcptr mp_at(emu_ref r, size_t j)
+{
+	return r.v ? &r.v->m[ix(r, j)] : NULL;
+}
+
+static double d_at(emu_ref r, size_t j)
+{
+	return r.v ? r.v->d[ix(r, j)] : 0.0;
+}
+
+/* element j of a map on EXACT or TRUTH (or FAST's element path) */
+static unsigned map_one(emu_be *be, emu_op op, const emu_format *f, const emu_env *env, emu_ref d,
+                        emu_ref a, emu_ref b, emu_ref c, size_t j)
+{
+	unsigned fl = 0;
+	if (be->kind == EMU_BE_TRUTH) {
+		mpfr_ptr dm = &d.v->m[ix(d, j)];
+		truth_op(op, dm, mp_at(a, j), mp_at(b, j), mp_at(c, j));
+		if (mpfr_nan_p(dm))
+			fl |= EMU_FLAG_INVALID;
+		if (be->range)
+			fl |= range_note_mp(be, dm, f);
+		return fl;
+	}
+	double x = d_at(a, j), y = d_at(b, j), z = d_at(c, j), r;
+	if (be->kind == EMU_BE_FAST)
+		r = fast_one(be, op, f, x, y, z, env, &fl);
+	else
+		r = exact_one(op, f, x, y, z, env, &fl);
+	d.v->d[ix(d, j)] = r;
+	return fl;
+}
+
+static bool table_op(const emu_be *be, emu_op op)
+{
+	return be->tables && op != EMU_OP_CVT && op != EMU_OP_ADD && op != EMU_OP_SUB &&
+	       op != EMU_OP_MUL && op != EMU_OP_DIV && op != EMU_OP_FMA;
+}
+
+/* a map under env (the policy's, or one with another rounding mode) */
+static void map_env(emu_be *be, const emu_env *base, unsigned step, emu_op op,
+                    const emu_format *f, emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n,
+                    uint64_t elem, uint8_t *fl)
+{
+	if (n == 0 || !dst.v || !a.v)
+		return;
+	emu_env env = *base;
+	env.index = emu_sr_key(step, 0, elem);
+	if (op == EMU_OP_CVT)
+		env.daz = false; /* the operand's own format is not known here */
+	if (be->kind == EMU_BE_FAST && !table_op(be, op) && (dst.stride == 1 || n == 1)) {
+		int ar = emu_op_arity(op);
+		if ((ar > 1 && !b.v) || (ar > 2 && !c.v))
+			return; /* an operand missing: a caller's error */
+		const double *args[3] = {a.v->d + a.off, ar > 1 ? b.v->d + b.off : NULL,
+		                         ar > 2 ? c.v->d + c.off : NULL};
+		size_t st[3] = {a.stride, ar > 1 ? b.stride : 0, ar > 2 ? c.stride : 0};
+		double *d = dst.v->d + dst.off;
+		tally tl = TALLY0;
+		uint8_t buf[2048];
+		for (size_t j0 = 0; j0 < n; j0 += fl ? sizeof buf : n) {
+			size_t m = fl && n - j0 > sizeof buf ? sizeof buf : n - j0;
+			const double *pa[3] = {args[0] + j0 * st[0],
+			                       args[1] ? args[1] + j0 * st[1] : NULL,
+			                       args[2] ? args[2] + j0 * st[2] : NULL};
+			emu_env e = env;
+			e.index = env.index + j0;
+			// cppcheck-suppress legacyUninitvar ; buf receives each element's flags
+			emu_a_flags r = emu_a_op(op, f, d + j0, pa, st, m, &e, fl ? buf : NULL);
+			tally_array(&tl, &r, elem + j0);
+			for (size_t j = 0; fl && j < m; j++)
+				fl[j0 + j] |= buf[j];
+		}
+		record_tally(be, step, op, n, &tl);
+		return;
+	}
+	tally tl = TALLY0;
+	for (size_t j = 0; j < n; j++) {
+		emu_env e = env;
+		e.index = env.index + j;
+		unsigned v = map_one(be, op, f, &e, dst, a, b, c, j);
+		if (fl)
+			fl[j] |= (uint8_t)v;
+		tally_one(&tl, v, elem + j);
+	}
+	record_tally(be, step, op, n, &tl);
+}
+
+void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref dst, emu_ref a,
+             emu_ref b, emu_ref c, size_t n, uint64_t elem, uint8_t *fl)
+{
+	map_env(be, &be->env, step, op, f, dst, a, b, c, n, elem, fl);
+}
+
+void emu_map_mode(emu_be *be, unsigned step, emu_op op, emu_mode mode, const emu_format *f,
+                  emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n, uint64_t elem,
+                  uint8_t *fl)
+{
+	emu_env env = be->env; /* the policy's stays as it was validated */
+	env.mode = mode;
+	map_env(be, &env, step, op, f, dst, a, b, c, n, elem, fl);
+}
+
+/* the backend's few scratch values (a block fold's partial sum) */
+static emu_vec *scratch(emu_be *be)
+{
+	if (!be->scratch)
+		be->scratch = emu_vec_new(be, 4);
+	return be->scratch;
+}
+
+/* s(a[lo..lo+n)) into a[lo]: the pairwise order */
+static void pairwise(emu_be *be, unsigned step, const emu_format *f, emu_ref a, size_t lo, size_t n,
+                     uint64_t elem)
+{
+	if (n < 2)
+		return;
+	size_t h = n / 2;
+	pairwise(be, step, f, a, lo, h, elem);
+	pairwise(be, step, f, a, lo + h, n - h, elem);
+	emu_ref x = emu_at(a.v, ix(a, lo)), y = emu_at(a.v, ix(a, lo + h));
+	emu_map(be, step, EMU_OP_ADD, f, x, x, y, EMU_NOREF, 1, elem + lo + h, NULL);
+}
+
+/* the sequential fold of a[0..n) (and b) into acc */
+static void fold_seq(emu_be *be, unsigned step, unsigned phase, emu_op op, const emu_format *f,
+                     emu_ref acc, emu_ref a, emu_ref b, size_t n, uint64_t elem)
+{
+	if (n == 0 || !acc.v || !a.v)
+		return;
+	emu_env env = be->env;
+	env.index = emu_sr_key(step, phase, elem);
+	bool fma = op == EMU_OP_FMA;
+	if (fma && !b.v)
+		return; /* an operand missing: a caller's error */
+	if (be->kind == EMU_BE_FAST && !table_op(be, op)) {
+		double *s = &acc.v->d[acc.off];
+		emu_a_flags r =
+		    emu_a_fold(op, f, s, a.v->d + a.off, a.stride, fma ? b.v->d + b.off : NULL,
+		               fma ? b.stride : 0, n, &env, NULL);
+		tally tl = TALLY0;
+		tally_array(&tl, &r, elem);
+		record_tally(be, step, op, n, &tl);
+		return;
+	}
+	tally tl = TALLY0;
+	emu_ref s = emu_at(acc.v, acc.off);
+	for (size_t j = 0; j < n; j++) {
+		emu_env e = env;
+		e.index = env.index + j;
+		emu_ref x = emu_at(a.v, ix(a, j));
+		unsigned v = fma ? map_one(be, op, f, &e, s, x, emu_at(b.v, ix(b, j)), s, 0)
+		                 : map_one(be, op, f, &e, s, s, x, EMU_NOREF, 0);
+		tally_one(&tl, v, elem + j);
+	}
+	record_tally(be, step, op, n, &tl);
+}
+
+/* the pairwise order on FAST: the scalar op per node, counted in one go */
+static double pairwise_fast(const emu_format *f, const double *a, size_t sa, size_t lo, size_t n,
+                            const emu_env *env, uint64_t elem, tally *t)
+{
+	if (n < 2)
+		return a[lo * sa];
+	size_t h = n / 2;
+	double l = pairwise_fast(f, a, sa, lo, h, env, elem, t);
+	double r = pairwise_fast(f, a, sa, lo + h, n - h, env, elem, t);
+	emu_env e = *env;
+	e.index = env->index + lo + h;
+	unsigned v = 0;
+	double s = emu_a_element(EMU_OP_ADD, f, l, r, 0, &e, &v);
+	tally_one(t, v, elem + lo + h); /* the first failing node in the recursion's order */
+	return s;
+}
+
+void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_order o, emu_ref acc,
+              emu_ref a, emu_ref b, size_t n, uint64_t elem)
+{
+	switch (o.order) {
+	case EMU_FOLD_PAIRWISE:
+		if (n == 0)
+			return;
+		if (be->kind == EMU_BE_FAST) {
+			tally tl = TALLY0;
+			emu_env env = be->env;
+			env.index = emu_sr_key(step, 0, elem);
+			double s =
+			    pairwise_fast(f, a.v->d + a.off, a.stride, 0, n, &env, elem, &tl);
+			a.v->d[a.off] = s;
+			if (n > 1)
+				record_tally(be, step, EMU_OP_ADD, n - 1, &tl);
+			emu_copy(be, acc, emu_at(a.v, a.off), 1);
+			return;
+		}
+		pairwise(be, step, f, a, 0, n, elem);
+		emu_copy(be, acc, emu_at(a.v, a.off), 1);
+		return;
+	case EMU_FOLD_BLOCK: {
+		emu_vec *t = scratch(be);
+		size_t k = o.k ? o.k : n;
+		for (size_t lo = 0; lo < n; lo += k) {
+			size_t m = n - lo < k ? n - lo : k;
+			emu_fill(be, emu_at(t, 0), 0, 1);
+			fold_seq(
+			    be, step, 0, op, f, emu_at(t, 0), emu_strided(a.v, ix(a, lo), a.stride),
+			    b.v ? emu_strided(b.v, ix(b, lo), b.stride) : EMU_NOREF, m, elem + lo);
+			emu_ref s = emu_at(acc.v, acc.off);
+			emu_map(be, o.step2, EMU_OP_ADD, f, s, s, emu_at(t, 0), EMU_NOREF, 1,
+			        elem + lo, NULL);
+		}
+		return;
+	}
+	default:
+		fold_seq(be, step, 0, op, f, acc, a, b, n, elem);
+	}
+}

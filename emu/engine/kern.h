@@ -1,0 +1,284 @@
+/*
+ * kern.h — the arithmetic the kernels are written in, one interface for the
+ * three backends, and the precision policy.
+ *
+ * A kernel is written once against the array-level interface below (maps
+ * and folds over vectors, docs/engine.md) and runs on:
+ *   EMU_BE_FAST  the fast emulator: values are doubles holding exact format
+ *                values; a map is one array operation (emu_a_op);
+ *   EMU_BE_EXACT MPFR in the format (emu_mp_apply) on the same doubles,
+ *                element by element; must agree with FAST bit for bit and
+ *                flag for flag;
+ *   EMU_BE_TRUTH MPFR at EMU_TRUTH_PREC bits, formats ignored: the answer
+ *                errors are judged by. Two kinds of truth run: from the
+ *                inputs as stored (emu_input and emu_load give what the
+ *                kernel's own load gives) and, with emu_be.exact_inputs,
+ *                from the original inputs (nothing stored, no recipe).
+ * Every operation names the kernel step and element index it belongs to, so
+ * a run can say which operation raised overflow, invalid or divbyzero first.
+ * Stochastic rounding draws are keyed by the run's seed, the step and the
+ * element, so a run is reproducible and independent of operation order.
+ */
+#ifndef NANMAP_KERN_H
+#define NANMAP_KERN_H
+
+#include <mpfr.h>
+
+#include "emu/core/emu.h"
+#include "emu/engine/gputab.h"
+#include "emu/recipes/recipe.h"
+
+#define EMU_TRUTH_PREC 256
+
+typedef enum { EMU_BE_FAST = 0, EMU_BE_EXACT, EMU_BE_TRUTH, EMU_NBE } emu_be_kind;
+
+/* A vector of values (the array-level interface below). */
+typedef struct emu_vec {
+	size_t n;
+	double *d;        /* FAST, EXACT: n values */
+	__mpfr_struct *m; /* TRUTH: n numbers of EMU_TRUTH_PREC bits */
+} emu_vec;
+
+enum { EMU_NFLAGS = 5 }; /* flag bits, as EMU_FLAG_* */
+
+typedef struct {
+	uint64_t ops[EMU_NOPS];
+	uint64_t flags[EMU_NOPS][EMU_NFLAGS];
+	unsigned all_flags;
+	bool first_set; /* first op that raised overflow, invalid or divbyzero */
+	emu_op first_op;
+	unsigned first_flags;
+	const char *first_step;
+	uint64_t first_index;
+	/* input elements as stored (emu_input, emu_load): how many were
+	 * stored, changed by storing (value differs, or NaN for a number),
+	 * raised overflow (saturated, or inf/NaN from a finite value), and
+	 * became zero from a nonzero finite value (flushed). TRUTH with
+	 * exact_inputs or range stores nothing: all 0. */
+	uint64_t in_n, in_changed, in_overflow, in_flushed;
+	/* per step id (emu_steps): operations and how many raised each flag;
+	 * nsteps entries, grown as steps are met */
+	uint64_t *step_ops;
+	uint64_t (*step_flags)[EMU_NFLAGS];
+	size_t nsteps;
+} emu_be_stats;
+
+typedef struct emu_be {
+	emu_be_kind kind;
+	emu_env env; /* mode, sat, ftz, daz, seed; env.index counts operations */
+	emu_be_stats st;
+	/* TRUTH only, set after emu_be_init: values stay exact (inputs too, not
+	 * stored first), and every emu_input / emu_map also raises the
+	 * overflow and underflow its format would (emu_k_range), so a run finds
+	 * where the exact computation leaves the formats' ranges */
+	bool range;
+	/* TRUTH only, set after emu_be_init: inputs are the exact doubles given,
+	 * not stored and not passed through the scaling recipe (the truth of
+	 * the original inputs, for end-to-end errors) */
+	bool exact_inputs;
+	/* set by emu_load while it loads: it counts the elements it stores
+	 * itself (emu_k_note_input), so emu_input does not */
+	bool loading;
+	/* with range: the largest log2(|v| / (max + ulp(max)/2)) over the
+	 * values checked, a continuous measure of how far the run is from (or
+	 * beyond) an overflow; set it to -INFINITY together with range */
+	double range_peak;
+	/* FAST only, NULL by default (set after emu_be_init; not owned): fp16
+	 * and bf16 exp, log, exp2, rsqrt and sqrt are the table's encoding for
+	 * the operand's, as the GPU computes them (docs/gpu.md). The policy's
+	 * rounding mode, overflow=sat and ftz/daz do not apply to them. Flags:
+	 * the correctly rounded op's when the table agrees with it; otherwise
+	 * invalid for NaN from non-NaN; from ±0 or ±inf, divbyzero for inf
+	 * from 0, else none; otherwise inexact, plus overflow for inf and
+	 * underflow for a zero or subnormal result. */
+	const emu_gpu_tables *tables;
+	/* the kernel's step names (emu_steps): id EMU_STEP0 + k is names[k] */
+	const char *const *step_names;
+	unsigned nstep_names;
+	/* every emu_vec_new, freed by emu_be_free */
+	emu_vec **vecs;
+	size_t nvecs, capvecs;
+	emu_vec *scratch; /* a few values for the folds' partial sums */
+} emu_be;
+
+/* ---- backends (emu/engine/backend.c) ---- */
+void emu_be_init(emu_be *be, emu_be_kind kind, const emu_env *env);
+void emu_be_free(emu_be *be);
+const char *emu_be_name(emu_be_kind k);
+emu_be_kind emu_be_by_name(const char *name); /* EMU_NBE if unknown */
+/* Count one input element stored: x the original, v its stored value,
+ * fl the flags storing raised (emu_be_stats.in_*). */
+void emu_k_note_input(emu_be *be, double x, double v, unsigned fl);
+/* What rounding the exact value v to f under be's environment would raise:
+ * EMU_FLAG_OVERFLOW as the format's rounding decides it (RNE: |v| at or
+ * above max + ulp(max)/2), EMU_FLAG_UNDERFLOW when v is nonzero and rounds
+ * to zero. 0 for zero, infinities and NaN. TRUTH values only. */
+unsigned emu_k_range(const emu_be *be, mpfr_srcptr v, const emu_format *f);
+
+/* ---- the array-level kernel interface (emu/engine/backend.c) ----
+ *
+ * A kernel is written once, in its exact order of operations, as maps
+ * (elementwise, with broadcast) and folds (reductions in a named order)
+ * over vectors. On FAST a map is one emu_a_op call over double[] (the
+ * array operations' branch-free paths); EXACT runs the same calls element
+ * by element through the MPFR backend, TRUTH at EMU_TRUTH_PREC bits.
+ *
+ * Steps are ids: the engine's own below EMU_STEP0 (loading inputs), a
+ * kernel's from EMU_STEP0 on, named by emu_steps. Every operation counts
+ * per op kind and per step, and the first that raised overflow, invalid or
+ * divbyzero is reported by step name and element.
+ *
+ * Stochastic rounding is keyed by (seed, step, element): the draw of
+ * element e of step s is emu_sr_bits(seed, emu_sr_key(s, phase, e)), so a
+ * result does not depend on the order operations run in, on chunking or on
+ * threads.
+ */
+
+/* An operand: elements v[off + j·stride], j = 0..n-1 (stride 0: v[off]
+ * broadcast). A destination has stride 1, or n = 1. */
+typedef struct {
+	emu_vec *v;
+	size_t off, stride;
+} emu_ref;
+
+static inline emu_ref emu_row(emu_vec *v, size_t off)
+{
+	return (emu_ref){v, off, 1};
+}
+static inline emu_ref emu_at(emu_vec *v, size_t i)
+{
+	return (emu_ref){v, i, 0};
+}
+static inline emu_ref emu_strided(emu_vec *v, size_t off, size_t stride)
+{
+	return (emu_ref){v, off, stride};
+}
+#define EMU_NOREF ((emu_ref){NULL, 0, 0})
+
+/* The engine's steps (the input load, emu/engine/scale.c). */
+enum {
+	EMU_STEP_INPUT = 0, /* an input stored in its format */
+	EMU_STEP_SCALE,     /* x · s in fp32 (scaling recipes) */
+	EMU_STEP_QUANTIZE,  /* into the storage format */
+	EMU_STEP_TO_COMPUTE,
+	EMU_STEP_SCALE_INV, /* fp32(1/s) into the compute format */
+	EMU_STEP_DEQUANTIZE,
+	EMU_STEP0 = 16 /* a kernel's first step */
+};
+
+/* The SR index of element e of step s; phase tells a fold's inner and
+ * outer operations apart (0..3). e < 2^42. */
+static inline uint64_t emu_sr_key(unsigned step, unsigned phase, uint64_t e)
+{
+	return ((uint64_t)(step + 1) << 44) | ((uint64_t)(phase & 3) << 42) |
+	       (e & ((1ull << 42) - 1));
+}
+
+/* names[k] names step EMU_STEP0 + k (not copied: static storage). */
+void emu_steps(emu_be *be, const char *const *names, unsigned n);
+/* The name of step id s ("?" if unknown). */
+const char *emu_step_name(const emu_be *be, unsigned s);
+/* n values, all +0, freed with the backend; NULL on allocation failure.
+ * TRUTH: 64 bytes a value. */
+emu_vec *emu_vec_new(emu_be *be, size_t n);
+/* Element i as the nearest double (TRUTH rounds to nearest). */
+double emu_vget(const emu_be *be, const emu_vec *v, size_t i);
+/* n elements of dst set to the constant x (exact in the formats it meets:
+ * 0, 1, N), or copied from src. */
+void emu_fill(emu_be *be, emu_ref dst, double x, size_t n);
+void emu_copy(emu_be *be, emu_ref dst, emu_ref src, size_t n);
+/* n input doubles x[j·sx] stored in f (rounded by the policy's mode, as
+ * emu_load; TRUTH with range or exact_inputs keeps them), counted in
+ * emu_be_stats.in_* unless be->loading. fl, if not NULL, ORs each
+ * element's flags into fl[j]. */
+void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, const double *x,
+               size_t sx, size_t n, uint64_t elem, uint8_t *fl);
+/* dst[j] = op(a[j], b[j], c[j]) rounded to f (TRUTH: exact), j < n;
+ * element j is element elem + j of the step. EMU_OP_CVT rounds a into f.
+ * dst may be an operand itself (same offset and stride) or apart from it.
+ * fl as emu_input. */
+void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref dst, emu_ref a,
+             emu_ref b, emu_ref c, size_t n, uint64_t elem, uint8_t *fl);
+/* emu_map rounding in mode instead of the policy's (the rest of the
+ * environment, SR's seed and keys included, is the policy's): a kernel that
+ * rounds one site differently, such as a weight update stored with
+ * stochastic rounding, names the mode at that site. TRUTH: exact, as
+ * emu_map. */
+void emu_map_mode(emu_be *be, unsigned step, emu_op op, emu_mode mode, const emu_format *f,
+                  emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n, uint64_t elem,
+                  uint8_t *fl);
+/* One element: emu_map with n = 1. */
+static inline void emu_op1(emu_be *be, unsigned step, emu_op op, const emu_format *f,
+                           emu_ref dst, emu_ref a, emu_ref b, uint64_t elem)
+{
+	emu_map(be, step, op, f, dst, a, b, EMU_NOREF, 1, elem, NULL);
+}
+
+/* Fold orders. */
+typedef enum {
+	EMU_FOLD_SEQ = 0,  /* acc = acc op a[0], then op a[1], ... (a C loop) */
+	EMU_FOLD_PAIRWISE, /* acc = s(a[0..n)), s(a[lo..hi)) = s(a[lo..h)) + s(a[h..hi)),
+	                      h = lo + ⌊(hi−lo)/2⌋, s(a_j) = a_j; acc's value is not read
+	                      and a is overwritten (a[0] holds the sum) */
+	EMU_FOLD_BLOCK,    /* blocks of k: each summed sequentially from +0 (step), then
+	                      acc = acc + block sum, block by block (step2) */
+} emu_fold_order;
+
+typedef struct {
+	emu_fold_order order;
+	size_t k;       /* BLOCK: block length */
+	unsigned step2; /* BLOCK: the step of the block sums */
+} emu_order;
+#define EMU_ORDER_SEQ ((emu_order){EMU_FOLD_SEQ, 0, 0})
+
+/* acc = fold of op over a[0..n) (op ADD, SUB, MUL, MIN, MAX: acc =
+ * op(acc, a[j])), or of fma (acc = fma(a[j], b[j], acc); SEQ and BLOCK)
+ * in f, in order o. Step j's element is elem + j (pairwise: the node
+ * splitting at h is elem + h; a block sum is elem + its first index). */
+void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_order o,
+              emu_ref acc, emu_ref a, emu_ref b, size_t n, uint64_t elem);
+/* Record operations a kernel computed itself (a Tensor Core block): count
+ * ops of kind op under step s with flags fl, element e. */
+void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e);
+
+/* ---- precision policy (emu/engine/policy.c) ---- */
+typedef enum {
+	EMU_SCALE_NONE = 0,
+	EMU_SCALE_TENSOR,  /* current scaling: fp8_max / amax */
+	EMU_SCALE_DELAYED, /* amax history of length L, margin */
+	EMU_SCALE_MX32,    /* blocks of 32 with an e8m0 scale, floor or rceil */
+	EMU_SCALE_TILE128, /* 1x128 tiles, s = amax / max */
+	EMU_SCALE_RECIPE,  /* any other recipe of emu/recipes/recipe.h, through emu_quantize */
+} emu_scale_kind;
+
+typedef struct {
+	emu_format storage, compute, accum;
+	emu_format grad, state; /* an optimizer's gradients and states (default: storage) */
+	emu_env env;
+	emu_scale_kind scale;
+	int delayed_len, delayed_margin;
+	bool mx_rceil;
+	/* the recipe (every scale kind has one: the legacy kinds' scales come
+	 * from emu_recipe_block_scale too) and the role its inputs play */
+	emu_recipe recipe;
+	emu_role role;
+	char spec[192]; /* the canonical spec string */
+} emu_policy;
+
+/* "storage=fp16,compute=fp32,accum=fp32,round=rne,overflow=ieee" and
+ * "storage=e4m3,compute=fp32,scale=mx32:rceil". Keys: storage (required),
+ * compute (default: storage), accum (default: compute), round
+ * (rne|rtz|up|down|rna|sr), overflow (ieee|sat), subnormals
+ * (keep|ftz|daz|ftzdaz), seed (for sr), scale (none|tensor|delayed:L:margin|
+ * mx32:floor|mx32:rceil|tile128, or any recipe of emu/recipes/recipe.h by name,
+ * e.g. nvfp4, mxfp8, deepseek, or as a spec in braces), role (act|weight|
+ * grad: the recipe's block shape and element rounding; default act), grad
+ * and state (the formats an optimizer holds its gradients and its states
+ * m, v in; default: storage, which is then the master weights'). A
+ * recipe other than the legacy ones stores its own element format: storage
+ * may be left out, and must name that format if given. A custom format
+ * goes in braces: storage={p=5,emax=15}. */
+emu_status emu_policy_parse(const char *spec, emu_policy *out, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+#endif

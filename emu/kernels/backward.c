@@ -1,0 +1,452 @@
+/*
+ * backward.c — a linear layer with softmax cross-entropy, forward and
+ * backward under loss scaling, as a mixed-precision training step does it;
+ * and GradScaler's scale over a run of steps.
+ *
+ * Kernel `backward` (variant "maxsub", the only one). Input X: rows = batch,
+ * cols = features D. Parameters: classes C (8), wscale (1/sqrt(D)),
+ * scale S (1). Generated from in->seed:
+ *   W[d][c] = wscale·u, u uniform on [−1, 1) (53 bits of SplitMix64 of
+ *             seed ⊕ (d·C + c)·φ);
+ *   label of row r = r mod C.
+ * X and W (D rows of C) are loaded by emu_load: stored in the storage
+ * format through the policy's scaling recipe, then in the compute format.
+ * Forward, with the policy's formats as softmax.c uses them:
+ *   logits = X·W: products in compute, converted to accum, summed in accum
+ *            sequentially over d, stored in storage;
+ *   softmax (maxsub) in compute with the sum in accum; loss = mean over rows
+ *            of log s − (z_y − m), held in accum (output `loss`, unscaled).
+ * Backward with loss scale S:
+ *   S is first rounded to fp32 (GradScaler keeps its scale as an fp32
+ *   scalar), then enters by CVT into the compute format (a constant, as R
+ *   does in softmax.c); SR = S/R in compute is the gradient autograd hands
+ *   the per-row loss (mean backward of S·loss);
+ *   dlogits = (p − onehot(y))·SR in compute, stored in storage;
+ *   dW = Xᵀ·dlogits (sum over rows), dX = dlogits·Wᵀ (sum over classes):
+ *            products in compute, sums in accum, stored in storage. This
+ *            store is where gradients underflow or overflow; output `grad`
+ *            holds these scaled, stored values (dW then dX).
+ * Unscale and check, as GradScaler.unscale_:
+ *   inv = fp32(1/double(S)); each stored gradient is converted to fp32 and
+ *   multiplied by inv in fp32 (skipped when inv == 1, as PyTorch does);
+ *   outputs `dW` and `dX` are these fp32 values; `found_inf` is 1 when any
+ *   unscaled element is inf or NaN. (PyTorch's kernel tests the scaled
+ *   input; the two differ only when the unscale itself turns a finite value
+ *   non-finite: S < 1 with a scaled gradient within a factor 1/S of the
+ *   fp32 maximum, or inv = inf for S = 0 or S < 2^-128.)
+ * Fractions (emu_backward_fractions, not an output: run.c would judge a
+ * fraction like a value, so 0 here against 0.005 in truth would count as a
+ * lost element): of the `grad` elements, [0] zero, [1] subnormal
+ * (0 < |g| < 2^emin of storage), [2] lost (zero here, nonzero and finite in
+ * truth; 0 without a TRUTH run) and [3] overflowed (inf, NaN or |g| >= max
+ * of storage; with a TRUTH run only where truth is finite, and a value at
+ * ±max counts only if truth is beyond max). On a TRUTH run itself they
+ * classify the exact scaled gradients against the storage format's ranges.
+ *
+ * Written on the array-level engine (kern.h) in the order of the loops
+ * above: row by row the logits, then the softmax, loss and dlogits as
+ * maps over the row's classes (as softmax.c); then dW and dX output by
+ * output; then unscale_ as maps over dW and over dX. A sum of products (a
+ * logit, a dW or dX element) is its products as one map, their conversions
+ * to accum as one map, then a sequential fold from +0: every term goes
+ * through the same three roundings as in a scalar loop, but all products
+ * of one sum run before its first addition, which can only change which
+ * operation a run reports first when several fail. Elements: term j of the
+ * sum for output i (i = r·C + c for a logit, d·C + c for dW, r·D + d for
+ * dX) is element i·n + j of its mul, to_accum and sum steps (n = D, R, C),
+ * so every term has its own stochastic rounding draw (keyed by seed, step
+ * and element) and a failing sum names output ⌊e/n⌋, term e mod n; every
+ * other operation is the element of what it computes (r·C + c in the
+ * softmax and dlogits, r for a row's scalars, d·C + c or r·D + d for a
+ * store, the index in `grad` for unscale_). emu_load numbers each tensor's
+ * elements from 0, so under round=sr X[i] and W's element i are stored
+ * with the same draw.
+ *
+ * Kernel `gradscaler`: emu/kernels/gradscaler.c's simulation of torch GradScaler.
+ * The input, read row-major, is the largest |gradient| of each step (its
+ * magnitude is used). Parameters: init (65536), growth (2), backoff (0.5),
+ * interval (2000), gfmt (format of the backward's gradients: 0, the policy's
+ * storage format; 16: fp16; 32: fp32), mfmt (.grad's format as unscale_ sees
+ * it: 0, the same as gfmt; 16; 32), elems (1: only the largest element),
+ * spread (6); the seed draws the elements below the largest. Outputs (fp32):
+ * `scale`, the scale each step ran with; `skipped`, 1 when the step was
+ * skipped; `lost`, the fraction of the step's nonzero gradient elements that
+ * the scaled backward stored as 0 (rounded to fp32); `final`, the scale after
+ * the last update. The simulation is scalar fp32
+ * arithmetic through the emulator (RNE, the policy's rounding is not used);
+ * all three backends run the same simulation and only store its results, so
+ * TRUTH is not an independent reference for this kernel.
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu/kernels/gradscaler.h"
+#include "emu/engine/kernels.h"
+
+static const char *const variants[] = {"maxsub", NULL};
+
+/* SplitMix64 of seed ⊕ i·φ. */
+static uint64_t mix(uint64_t seed, uint64_t i)
+{
+	uint64_t z = seed ^ (i * 0x9e3779b97f4a7c15ull);
+	z += 0x9e3779b97f4a7c15ull;
+	return emu_mix64(z);
+}
+
+static const emu_env rne = {EMU_RNE, false, false, false, 0, 0};
+
+/* x rounded to fp32 (RNE), as a double. */
+static double to_fp32(double x)
+{
+	const emu_format *f = emu_format_by_name("fp32");
+	return emu_decode(f, emu_from_double(f, x, &rne).bits);
+}
+
+/* The fractions of g's elements (an output of be) that are zero, subnormal,
+ * lost and overflowed in its format; with t (the same output of tbe, the
+ * truth) lost and overflowed are judged against it, else lost is 0. */
+static void fractions(const emu_be *be, const emu_kout_item *g, const emu_be *tbe,
+                      const emu_kout_item *t, double out[4])
+{
+	const emu_format *S = g->fmt;
+	size_t k[4] = {0, 0, 0, 0};
+	for (size_t i = 0; i < g->n; i++) {
+		double v = emu_kout_d(be, g, i), a = fabs(v);
+		bool over = !isfinite(v) || a >= S->max;
+		k[0] += v == 0;
+		k[1] += v != 0 && a < S->min_normal;
+		if (t && tbe) {
+			double w = emu_kout_d(tbe, t, i);
+			k[2] += v == 0 && w != 0 && isfinite(w);
+			over = isfinite(w) && (!isfinite(v) || (over && fabs(w) > S->max));
+		}
+		k[3] += over;
+	}
+	for (int j = 0; j < 4; j++)
+		out[j] = g->n ? (double)k[j] / (double)g->n : 0;
+}
+
+/* The stored gradients of a backward run (its outputs, in order: loss, dW,
+ * dX, found_inf, grad), else NULL. */
+static const emu_kout_item *grad_item(const emu_run *r)
+{
+	static const char *const names[] = {"loss", "dW", "dX", "found_inf", "grad"};
+	if (r->out.n != 5)
+		return NULL;
+	for (int i = 0; i < 5; i++)
+		if (strcmp(r->out.item[i].name, names[i]) != 0)
+			return NULL;
+	return &r->out.item[4];
+}
+
+int emu_backward_fractions(const emu_run *r, const emu_run *truth, double out[4])
+{
+	const emu_kout_item *g = grad_item(r);
+	const emu_kout_item *t = truth ? grad_item(truth) : NULL;
+	if (!g || (truth && (!t || t->n != g->n)))
+		return -1;
+	fractions(&r->be, g, truth ? &truth->be : NULL, t, out);
+	return 0;
+}
+
+/* The steps of `backward`, each one operation site, in kernel order; the
+ * names, line for line, are what reports print. */
+/* clang-format off */
+enum {
+	S_ROWS_C = EMU_STEP0, S_ROWS_A, S_SCALE_C, S_SR,
+	S_MUL, S_MUL_ACCUM, S_SUM, S_STORE_LOGIT, S_LOGIT_C,
+	S_MAX, S_SUB_MAX, S_EXP, S_E_ACCUM, S_SUM_EXP, S_S_COMPUTE,
+	S_LOG, S_LOSS_ZM, S_LOSS, S_LA_ACCUM, S_MEAN,
+	S_DIV, S_ONEHOT, S_SCALE, S_STORE_DLOGIT, S_DLOGIT_C, S_MEAN_DIV,
+	S_DW_MUL, S_DW_ACCUM, S_DW_SUM, S_STORE_DW,
+	S_DX_MUL, S_DX_ACCUM, S_DX_SUM, S_STORE_DX,
+	S_TO_FP32, S_UNSCALE,
+	S_END
+};
+static const char *const steps[S_END - EMU_STEP0] = {
+	"to_compute", "to_accum", "to_compute", "scale",
+	"mul", "to_accum", "sum", "store_logit", "to_compute",
+	"max", "sub_max", "exp", "to_accum", "sum_exp", "to_compute",
+	"log", "loss", "loss", "to_accum", "mean",
+	"div", "onehot", "scale", "store_dlogit", "to_compute", "mean",
+	"dW_mul", "to_accum", "dW_sum", "store_dW",
+	"dX_mul", "to_accum", "dX_sum", "store_dX",
+	"to_fp32", "unscale",
+};
+/* clang-format on */
+
+/* One sum of products, as the GEMM loops do it: p_j = a_j·b_j in compute
+ * (a map), each converted to accum (a map), then acc = ((0 + p_0) + p_1) +
+ * … in accum (a sequential fold), and the sum stored: dst = S(acc). Term j
+ * is element i·n + j of the product, conversion and sum steps (distinct SR
+ * draws for every term of every output); the store is element i. */
+typedef struct {
+	unsigned mul, accum, sum, store;
+} gemm_steps;
+
+static void dot_store(emu_be *be, const emu_policy *pol, gemm_steps s, emu_vec *p, emu_ref acc,
+                      emu_ref dst, emu_ref a, emu_ref b, size_t n, uint64_t i)
+{
+	emu_ref P = emu_row(p, 0);
+	emu_map(be, s.mul, EMU_OP_MUL, &pol->compute, P, a, b, EMU_NOREF, n, i * n, NULL);
+	emu_map(be, s.accum, EMU_OP_CVT, &pol->accum, P, P, EMU_NOREF, EMU_NOREF, n, i * n, NULL);
+	emu_fill(be, acc, 0, 1);
+	emu_fold(be, s.sum, EMU_OP_ADD, &pol->accum, EMU_ORDER_SEQ, acc, P, EMU_NOREF, n, i * n);
+	emu_op1(be, s.store, EMU_OP_CVT, &pol->storage, dst, acc, EMU_NOREF, i);
+}
+
+static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
+               emu_kout *out, char *err, size_t errlen)
+{
+	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
+	const emu_format *F32 = emu_format_by_name("fp32");
+	if (variant && strcmp(variant, "maxsub") != 0) {
+		snprintf(err, errlen, "backward: unknown variant '%s' (maxsub)", variant);
+		return -1;
+	}
+	if (in->cols == 0 || in->rows == 0 || !F32) {
+		snprintf(err, errlen, "backward: %s",
+		         !F32 ? "the fp32 format is missing" : "empty input");
+		return -1;
+	}
+	double nc, wscale, scale;
+	if (!emu_kparam_int(in, "backward", "classes", 1, 4096, 8, &nc, err, errlen) ||
+	    !emu_kparam_real(in, "backward", "wscale", -INFINITY, INFINITY, 0,
+	                     1 / sqrt((double)in->cols), &wscale, err, errlen) ||
+	    !emu_kparam_real(in, "backward", "scale", 0, FLT_MAX, EMU_KP_ABOVE_LO, 1, &scale, err,
+	                     errlen))
+		return -1;
+	size_t R = in->rows, D = in->cols, K = (size_t)nc;
+	if (K == 0) { /* emu_kparam_int's bound keeps it out; row r's label is r mod K */
+		snprintf(err, errlen, "backward: classes=0 must be at least 1");
+		return -1;
+	}
+	scale = to_fp32(scale); /* the loss scale is an fp32 tensor, as in PyTorch */
+	if (!isfinite(scale) || scale == 0) {
+		snprintf(err, errlen, "backward: scale=%g is %s in fp32",
+		         emu_kparam_get(in, "scale", 1), scale == 0 ? "0" : "infinite");
+		return -1;
+	}
+	emu_steps(be, steps, S_END - EMU_STEP0);
+	size_t np = D > R ? D : R; /* the longest sum: over d (logits) or r (dW) */
+	if (K > np)
+		np = K;
+	emu_vec *loss = emu_kout_vec(be, out, "loss", 1, A);
+	emu_vec *dW = emu_kout_vec(be, out, "dW", D * K, F32);
+	emu_vec *dX = emu_kout_vec(be, out, "dX", R * D, F32);
+	emu_vec *found = emu_kout_vec(be, out, "found_inf", 1, F32);
+	emu_vec *grad = emu_kout_vec(be, out, "grad", D * K + R * D, S);
+	emu_vec *X = emu_vec_new(be, R * D), *W = emu_vec_new(be, D * K);
+	emu_vec *z = emu_vec_new(be, K), *e = emu_vec_new(be, K), *ea = emu_vec_new(be, K);
+	emu_vec *dl = emu_vec_new(be, R * K), *p = emu_vec_new(be, np), *t = emu_vec_new(be, 12);
+	double *wd = malloc(D * K * sizeof *wd);
+	if (!loss || !dW || !dX || !found || !grad || !X || !W || !z || !e || !ea || !dl || !p ||
+	    !t || !wd) {
+		free(wd);
+		snprintf(err, errlen, "backward: out of memory");
+		return -1;
+	}
+	enum { M, SUM, LS, TMP, SUMLOSS, RC, ONE, LA, RA, SC, SR, ACC };
+	emu_ref m = emu_at(t, M), s = emu_at(t, SUM), ls = emu_at(t, LS), tmp = emu_at(t, TMP),
+	        sumloss = emu_at(t, SUMLOSS), Rc = emu_at(t, RC), one = emu_at(t, ONE),
+	        la = emu_at(t, LA), Ra = emu_at(t, RA), Sc = emu_at(t, SC), SRc = emu_at(t, SR),
+	        acc = emu_at(t, ACC);
+	emu_fill(be, one, 1, 1);
+	emu_fill(be, tmp, (double)R, 1);
+	emu_op1(be, S_ROWS_C, EMU_OP_CVT, C, Rc, tmp, EMU_NOREF, 0);
+	emu_op1(be, S_ROWS_A, EMU_OP_CVT, A, Ra, tmp, EMU_NOREF, 0);
+	/* element 1, as when R and S shared one to_compute step: a run that
+	 * overflows converting S still reports "to_compute 1" */
+	emu_fill(be, tmp, scale, 1);
+	emu_op1(be, S_SCALE_C, EMU_OP_CVT, C, Sc, tmp, EMU_NOREF, 1);
+	emu_op1(be, S_SR, EMU_OP_DIV, C, SRc, Sc, Rc, 0);
+	/* X and W loaded as tensors: storage (through the scaling recipe), then
+	 * compute */
+	for (size_t i = 0; i < D * K; i++)
+		wd[i] = wscale * ((double)(mix(in->seed, i) >> 11) * 0x1p-52 - 1);
+	int lx = emu_load(be, pol, in->x, R, D, X),
+	    lw = emu_load_at(be, pol, wd, D, K, (uint64_t)R * D, W);
+	free(wd);
+	if (lx != 0 || lw != 0) {
+		snprintf(err, errlen, "backward: out of memory");
+		return -1;
+	}
+	const gemm_steps logit = {S_MUL, S_MUL_ACCUM, S_SUM, S_STORE_LOGIT},
+	                 wgrad = {S_DW_MUL, S_DW_ACCUM, S_DW_SUM, S_STORE_DW},
+	                 xgrad = {S_DX_MUL, S_DX_ACCUM, S_DX_SUM, S_STORE_DX};
+	for (size_t r = 0; r < R; r++) {
+		size_t o = r * K, y = r % K;
+		emu_ref Z = emu_row(z, 0), E = emu_row(e, 0), EA = emu_row(ea, 0),
+		        g = emu_row(dl, o);
+		/* logits z_c = Σ_d x_d·W[d][c], stored, then in compute */
+		for (size_t c = 0; c < K; c++) {
+			dot_store(be, pol, logit, p, acc, emu_at(z, c), emu_row(X, r * D),
+			          emu_strided(W, c, K), D, o + c);
+			emu_op1(be, S_LOGIT_C, EMU_OP_CVT, C, emu_at(z, c), emu_at(z, c), EMU_NOREF,
+			        o + c);
+		}
+		/* softmax and loss (maxsub) */
+		emu_copy(be, m, Z, 1);
+		emu_fold(be, S_MAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, m, emu_row(z, 1), EMU_NOREF,
+		         K - 1, o + 1);
+		emu_map(be, S_SUB_MAX, EMU_OP_SUB, C, E, Z, m, EMU_NOREF, K, o, NULL);
+		emu_map(be, S_EXP, EMU_OP_EXP, C, E, E, EMU_NOREF, EMU_NOREF, K, o, NULL);
+		emu_map(be, S_E_ACCUM, EMU_OP_CVT, A, EA, E, EMU_NOREF, EMU_NOREF, K, o, NULL);
+		emu_fill(be, s, 0, 1);
+		emu_fold(be, S_SUM_EXP, EMU_OP_ADD, A, EMU_ORDER_SEQ, s, EA, EMU_NOREF, K, o);
+		emu_op1(be, S_S_COMPUTE, EMU_OP_CVT, C, s, s, EMU_NOREF, r);
+		emu_op1(be, S_LOG, EMU_OP_LOG, C, ls, s, EMU_NOREF, r);
+		emu_op1(be, S_LOSS_ZM, EMU_OP_SUB, C, tmp, emu_at(z, y), m, r);
+		emu_op1(be, S_LOSS, EMU_OP_SUB, C, la, ls, tmp, r);
+		emu_op1(be, S_LA_ACCUM, EMU_OP_CVT, A, tmp, la, EMU_NOREF, r);
+		emu_op1(be, S_MEAN, EMU_OP_ADD, A, sumloss, sumloss, tmp, r);
+		/* dlogits = (p − onehot)·S/R, stored, then in compute */
+		emu_map(be, S_DIV, EMU_OP_DIV, C, g, E, s, EMU_NOREF, K, o, NULL);
+		emu_op1(be, S_ONEHOT, EMU_OP_SUB, C, emu_at(dl, o + y), emu_at(dl, o + y), one,
+		        o + y);
+		emu_map(be, S_SCALE, EMU_OP_MUL, C, g, g, SRc, EMU_NOREF, K, o, NULL);
+		emu_map(be, S_STORE_DLOGIT, EMU_OP_CVT, S, g, g, EMU_NOREF, EMU_NOREF, K, o, NULL);
+		emu_map(be, S_DLOGIT_C, EMU_OP_CVT, C, g, g, EMU_NOREF, EMU_NOREF, K, o, NULL);
+	}
+	emu_op1(be, S_MEAN_DIV, EMU_OP_DIV, A, emu_at(loss, 0), sumloss, Ra, 0);
+	/* dW[d][c] = Σ_r x[r][d]·dl[r][c]; dX[r][d] = Σ_c dl[r][c]·W[d][c]; stored */
+	for (size_t d = 0; d < D; d++)
+		for (size_t c = 0; c < K; c++)
+			dot_store(be, pol, wgrad, p, acc, emu_at(grad, d * K + c),
+			          emu_strided(X, d, D), emu_strided(dl, c, K), R, d * K + c);
+	for (size_t r = 0; r < R; r++)
+		for (size_t d = 0; d < D; d++)
+			dot_store(be, pol, xgrad, p, acc, emu_at(grad, D * K + r * D + d),
+			          emu_row(dl, r * K), emu_row(W, d * K), K, r * D + d);
+	/* unscale_: inv = fp32(1/double(S)), the product in fp32 (none for
+	 * inv = 1); the stored dW and dX are elements 0.. and D·K.. of grad */
+	double inv = to_fp32(1 / scale);
+	emu_ref invv = tmp;
+	emu_fill(be, invv, inv, 1);
+	struct {
+		emu_vec *v;
+		size_t off, n;
+	} part[2] = {{dW, 0, D * K}, {dX, D * K, R * D}};
+	for (int k = 0; k < 2; k++) {
+		emu_ref o = emu_row(part[k].v, 0);
+		emu_map(be, S_TO_FP32, EMU_OP_CVT, F32, o, emu_row(grad, part[k].off), EMU_NOREF,
+		        EMU_NOREF, part[k].n, part[k].off, NULL);
+		if (inv != 1)
+			emu_map(be, S_UNSCALE, EMU_OP_MUL, F32, o, o, invv, EMU_NOREF, part[k].n,
+			        part[k].off, NULL);
+	}
+	bool bad = false;
+	for (size_t i = 0; i < D * K && !bad; i++)
+		bad = !isfinite(emu_vget(be, dW, i));
+	for (size_t i = 0; i < R * D && !bad; i++)
+		bad = !isfinite(emu_vget(be, dX, i));
+	emu_fill(be, emu_at(found, 0), bad ? 1 : 0, 1);
+	return 0;
+}
+
+const emu_kernel emu_kernel_backward = {
+    "backward",
+    variants,
+    "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)",
+    run,
+};
+
+/* ---- gradscaler ---- */
+
+static const char *const gs_variants[] = {"pytorch", NULL};
+
+static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
+                  emu_kout *out, char *err, size_t errlen)
+{
+	if (variant && strcmp(variant, "pytorch") != 0) {
+		snprintf(err, errlen, "gradscaler: unknown variant '%s' (pytorch)", variant);
+		return -1;
+	}
+	size_t n = in->rows * in->cols;
+	if (n == 0) {
+		snprintf(err, errlen, "gradscaler: empty input");
+		return -1;
+	}
+	emu_gs_config c;
+	emu_gs_config_default(&c);
+	double iv, gf, mf, ne, drift;
+	const char *k = "gradscaler";
+	if (!emu_kparam_real(in, k, "init", 0, FLT_MAX, EMU_KP_ABOVE_LO, c.init_scale,
+	                     &c.init_scale, err, errlen) ||
+	    !emu_kparam_real(in, k, "growth", 1, FLT_MAX, EMU_KP_ABOVE_LO, c.growth_factor,
+	                     &c.growth_factor, err, errlen) ||
+	    !emu_kparam_real(in, k, "backoff", 0, 1, EMU_KP_ABOVE_LO | EMU_KP_BELOW_HI,
+	                     c.backoff_factor, &c.backoff_factor, err, errlen) ||
+	    !emu_kparam_int(in, k, "interval", 1, 2147483647.0, c.growth_interval, &iv, err,
+	                    errlen) ||
+	    !emu_kparam_int(in, k, "gfmt", 0, 32, 0, &gf, err, errlen) ||
+	    !emu_kparam_int(in, k, "mfmt", 0, 32, 0, &mf, err, errlen) ||
+	    !emu_kparam_int(in, k, "elems", 1, 1e6, 1, &ne, err, errlen) ||
+	    !emu_kparam_real(in, k, "spread", 0, INFINITY, 0, c.spread, &c.spread, err, errlen) ||
+	    !emu_kparam_real(in, k, "drift", 0, 10, 0, 0, &drift, err, errlen))
+		return -1;
+	c.seed = in->seed;
+	if (!(gf == 0 || gf == 16 || gf == 32) || !(mf == 0 || mf == 16 || mf == 32)) {
+		snprintf(err, errlen, "gradscaler: %s=%g must be 0, 16 or 32",
+		         gf == 0 || gf == 16 || gf == 32 ? "mfmt" : "gfmt",
+		         gf == 0 || gf == 16 || gf == 32 ? mf : gf);
+		return -1;
+	}
+	c.growth_interval = (int32_t)iv;
+	c.n_elems = (size_t)ne;
+	c.grad_format = gf == 16   ? emu_format_by_name("fp16")
+	                : gf == 32 ? emu_format_by_name("fp32")
+	                           : &pol->storage;
+	c.master_format = mf == 16   ? emu_format_by_name("fp16")
+	                  : mf == 32 ? emu_format_by_name("fp32")
+	                             : NULL;
+	const emu_format *F32 = emu_format_by_name("fp32");
+	double *g = malloc(n * sizeof *g);
+	emu_gs_step *st = malloc(n * sizeof *st);
+	emu_vec *sc = emu_kout_vec(be, out, "scale", n, F32);
+	emu_vec *sk = emu_kout_vec(be, out, "skipped", n, F32);
+	emu_vec *lost = emu_kout_vec(be, out, "lost", n, F32);
+	emu_vec *fin = emu_kout_vec(be, out, "final", 1, F32);
+	if (!g || !st || !sc || !sk || !lost || !fin || !F32 || !c.grad_format) {
+		free(g);
+		free(st);
+		snprintf(err, errlen, "gradscaler: out of memory");
+		return -1;
+	}
+	/* drift=SIGMA: a drifting gradient distribution, the input times a
+	 * log-normal random walk from 1 (emu_gs_traj_fill, seeded by the seed). */
+	int rc = 0;
+	if (drift > 0) {
+		emu_gs_traj tr = {.kind = EMU_GS_DRIFT, .g = 1, .sigma = drift, .seed = in->seed};
+		rc = emu_gs_traj_fill(&tr, g, n, err, errlen) == EMU_GS_OK ? 0 : -1;
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			g[i] *= fabs(in->x[i]);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			g[i] = fabs(in->x[i]);
+	}
+	if (rc == 0)
+		rc = emu_gs_simulate(&c, g, n, st, err, errlen) == EMU_GS_OK ? 0 : -1;
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		emu_fill(be, emu_at(sc, i), emu_gs_value(st[i].scale), 1);
+		emu_fill(be, emu_at(sk, i), st[i].skipped ? 1 : 0, 1);
+		emu_fill(be, emu_at(lost, i), to_fp32(st[i].frac_underflow), 1);
+	}
+	if (rc == 0)
+		emu_fill(be, emu_at(fin, 0), emu_gs_value(st[n - 1].scale_next), 1);
+	free(g);
+	free(st);
+	return rc;
+}
+
+const emu_kernel emu_kernel_gradscaler = {
+    "gradscaler",
+    gs_variants,
+    "init=65536 growth=2 backoff=0.5 interval=2000 gfmt=0|16|32 (0: storage) "
+    "mfmt=0|16|32 (0: gfmt) elems=1 spread=6 drift=0 (log sd per step of a random walk "
+    "that multiplies the input)",
+    gs_run,
+};

@@ -1,0 +1,272 @@
+/*
+ * matmul.c — a GEMM, C = A·B (A m × k, B k × n), accumulated through the
+ * policy's accumulator format and stored in the storage format.
+ *
+ * Why the store is its own step: a GEMM that accumulates in fp32 and writes
+ * fp16 (cuBLAS's HGEMM with an fp32 compute type, every autocast matmul)
+ * overflows only when the finished sum is stored. The output `acc` is the
+ * accumulator before that store and `c` the stored result, so a run shows
+ * the one finite and the other infinite, and the first failing operation is
+ * the store (step "store").
+ *
+ * Layout: the input tensor is read as one flat sequence of m·k + k·n
+ * values: A row-major (m × k), then B row-major (k × n). Parameters m, n, k
+ * give the shape; by default k = cols, m = ⌈rows/2⌉ and n = rows − m, so an
+ * input of rows × k values holds A in its first m rows and B in the rest
+ * (read as k × n, row-major). m·k + k·n must equal rows·cols. A and B are
+ * loaded as two tensors (emu_load_at: each its own scales under a scaling
+ * recipe; B's elements numbered after A's).
+ *
+ * Variants (the order of each dot product c_ij = Σ_l a_il · b_lj):
+ *   seq     A and B converted to the accumulator format, each product
+ *           rounded there and added in order from +0 (the C loop); with
+ *           fma=1, c = fma(a_il, b_lj, c) for l = 0..k−1;
+ *   tc[:MODEL]  the Tensor Core block-FMA model (emu/kernels/tc.h, as accum's
+ *           dot:tc): blocks of the model's k products and C rounded at
+ *           once, fp32 promotion every N_C products (parameter promote);
+ *           its input format is the storage format without a scaling
+ *           recipe (the operands are the stored values), else the compute
+ *           format (the dequantised ones); its output format the
+ *           accumulator format where a Tensor Core can write it, else fp32.
+ *
+ * Element numbering: element l of the dot product of output (i, j) is
+ * element (i·n + j)·k + l of its steps (the products, the fold, a Tensor
+ * Core block by its first index); the conversions number A's elements
+ * from 0 and B's from m·k; the store numbers (i, j) as i·n + j.
+ *
+ * The weight-gradient geometry (claim 19, dW = dYᵀ·X over the tokens):
+ * bt=1 reads B transposed, n × k row-major (cuBLASLt's "TN" layout), and
+ * loads it as an n × k tensor, so both operands' blocks and RHT tiles run
+ * along k. Three parameters shape the input before anything is rounded, in
+ * double: tok_a=σ and tok_b=σ multiply A's column l and B's reduction row l
+ * by exp(σ·z_l), z_l one standard normal per l (seed and l: per-token
+ * magnitudes; the same z_l for both, so the two operands' magnitudes are
+ * correlated when both are set), and chan=C, chan_k=K multiply B's first C
+ * output columns by K (outlier channels of X); corr=ρ makes A's row i
+ * ρ·(B's column i mod n, as generated) + sqrt(1 − ρ²)·(its own values)
+ * before its per-token factor: a gradient correlated with the activation.
+ *
+ * Outputs: acc (m·n, the accumulator format, or the Tensor Core's output
+ * format) and c (m·n, the storage format).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu/engine/kernels.h"
+#include "emu/kernels/tc.h"
+
+static const char *const variants[] = {"seq", "tc", NULL};
+
+enum { SEQ, TC };
+
+enum {
+	S_TO_ACCUM_A = EMU_STEP0,
+	S_TO_ACCUM_B,
+	S_MUL,
+	S_SUM,
+	S_FMA,
+	S_TC_BLOCK,
+	S_PROMOTE,
+	S_TC_OUT,
+	S_STORE,
+	S_END
+};
+static const char *const steps[S_END - EMU_STEP0] = {
+    "to_accum", "to_accum", "mul", "sum", "fma", "tc_block", "promote", "tc_out", "store",
+};
+static const emu_tc_steps tc_steps = {S_TC_BLOCK, S_PROMOTE, S_TC_OUT};
+
+/* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
+static bool tc_out_ok(const emu_format *f)
+{
+	return f->has_sign && f->has_inf && f->nan == EMU_NAN_IEEE && f->has_subnormals &&
+	       f->has_zero && f->p <= 24 && f->emin >= -126 && f->emax <= 127;
+}
+
+/* The shape: m, n, k from the parameters and the input's size. */
+static bool shape(const emu_kin *in, double *m, double *n, double *k, char *err, size_t errlen)
+{
+	double R = (double)in->rows, N = (double)in->cols;
+	double dm = ceil(R / 2), dn = R - dm;
+	if (!emu_kparam_int(in, "matmul", "k", 1, 0x1p31, N, k, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "m", 1, 0x1p31, dm, m, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "n", 1, 0x1p31, dn, n, err, errlen))
+		return false;
+	if (*n < 1 || *m * *k + *k * *n != R * N) {
+		snprintf(err, errlen,
+		         "matmul: m=%.0f n=%.0f k=%.0f need m·k + k·n = %.0f values, the input has "
+		         "%.0f (A m × k, then B k × n; default k = cols, m = ceil(rows/2), "
+		         "n = rows − m)",
+		         *m, *n, *k, *m * *k + *k * *n, R * N);
+		return false;
+	}
+	return true;
+}
+
+/* The input as the GEMM reads it (see the header): in->x itself
+ * (SHAPED_NONE) when no shaping parameter is set, else a shaped copy the
+ * caller frees; NULL when out of memory. */
+static double shaped_none_;
+#define SHAPED_NONE (&shaped_none_)
+static double *shaped(const emu_kin *in, size_t m, size_t n, size_t k, bool bt, double tok_a,
+                      double tok_b, size_t chan, double chan_k, double corr)
+{
+	if (tok_a == 0 && tok_b == 0 && (chan == 0 || chan_k == 1) && corr == 0)
+		return SHAPED_NONE;
+	size_t T = m * k + k * n;
+	double *x = malloc(T * sizeof *x);
+	if (!x)
+		return NULL;
+	memcpy(x, in->x, T * sizeof *x);
+	double *B = x + m * k;
+	for (size_t l = 0; l < k; l++) {
+		/* z_l: Box-Muller on two draws keyed by (seed, l) */
+		double u1 = ((double)emu_sr_bits(in->seed ^ 0x746f6b, 2 * l) + 0.5) * 0x1p-32;
+		double u2 = ((double)emu_sr_bits(in->seed ^ 0x746f6b, 2 * l + 1) + 0.5) * 0x1p-32;
+		double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+		double fa = exp(tok_a * z), fb = exp(tok_b * z);
+		for (size_t i = 0; i < m; i++) { /* A's row i follows B's column i mod n */
+			size_t j = i % n;
+			double bij = in->x[m * k + (bt ? j * k + l : l * n + j)];
+			x[i * k + l] = fa * (corr * bij + sqrt(1 - corr * corr) * x[i * k + l]);
+		}
+		for (size_t j = 0; j < n; j++)
+			B[bt ? j * k + l : l * n + j] *= fb * (j < chan ? chan_k : 1);
+	}
+	return x;
+}
+
+static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
+               emu_kout *out, char *err, size_t errlen)
+{
+	const emu_format *S = &pol->storage, *A = &pol->accum;
+	const char *spec = NULL;
+	int v = -1;
+	if (!variant || !strcmp(variant, "seq"))
+		v = SEQ;
+	else if (!strcmp(variant, "tc"))
+		v = TC;
+	else if (!strncmp(variant, "tc:", 3) && variant[3])
+		v = TC, spec = variant + 3;
+	if (v < 0 || in->cols == 0 || in->rows == 0) {
+		snprintf(err, errlen,
+		         v < 0 ? "matmul: unknown variant '%s' (seq, tc[:MODEL])"
+		               : "matmul: empty input%s",
+		         v < 0 ? variant : "");
+		return -1;
+	}
+	double dm, dn, dk, fma, promote, bt, tok_a, tok_b, chan, chan_k, corr;
+	if (!shape(in, &dm, &dn, &dk, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "fma", 0, 1, 0, &fma, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "promote", -1, 1e12, -1, &promote, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "bt", 0, 1, 0, &bt, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "tok_a", 0, 10, 0, 0, &tok_a, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "tok_b", 0, 10, 0, 0, &tok_b, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "chan", 0, dn, 0, &chan, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "chan_k", 0, 1e30, 0, 1, &chan_k, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "corr", 0, 1, 0, 0, &corr, err, errlen))
+		return -1;
+	if (fma && v != SEQ) {
+		snprintf(err, errlen, "matmul: fma=1 applies to seq");
+		return -1;
+	}
+	size_t m = (size_t)dm, n = (size_t)dn, k = (size_t)dk;
+	emu_steps(be, steps, S_END - EMU_STEP0);
+	/* the Tensor Core model, its input format I and its output format O */
+	bool tc_raw = v == TC && pol->scale == EMU_SCALE_NONE;
+	const emu_format *I = tc_raw ? S : &pol->compute, *O = A;
+	emu_tc_model model;
+	if (v == TC) {
+		if (!tc_out_ok(A))
+			O = emu_format_by_name("fp32");
+		char why[160];
+		if (spec) {
+			if (emu_tc_parse(spec, I, O, &model, why, sizeof why) != EMU_OK) {
+				snprintf(err, errlen, "matmul: tc model '%s': %s", spec, why);
+				return -1;
+			}
+		} else {
+			model = emu_tc_default();
+		}
+		if (promote >= 0)
+			model.promote_every = (size_t)promote;
+		if (emu_tc_check(&model, I, O, why, sizeof why) != EMU_OK) {
+			snprintf(err, errlen, "matmul: tc with %s -> %s: %s", I->name, O->name,
+			         why);
+			return -1;
+		}
+	}
+	emu_vec *acc = emu_kout_vec(be, out, "acc", m * n, O);
+	emu_vec *c = emu_kout_vec(be, out, "c", m * n, S);
+	emu_vec *Av = emu_vec_new(be, m * k), *Bv = emu_vec_new(be, k * n);
+	emu_vec *p = emu_vec_new(be, k);
+	double *x = shaped(in, m, n, k, bt != 0, tok_a, tok_b, (size_t)chan, chan_k, corr);
+	if (!acc || !c || !Av || !Bv || !p || !x)
+		goto oom;
+	const double *xin = x == SHAPED_NONE ? in->x : x;
+	if (tc_raw) { /* the stored values themselves */
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(Av, 0), xin, 1, m * k, 0, NULL);
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(Bv, 0), xin + m * k, 1, k * n, m * k,
+		          NULL);
+	} else if (emu_load_at(be, pol, xin, m, k, 0, Av) != 0 ||
+	           emu_load_at(be, pol, xin + m * k, bt ? n : k, bt ? k : n, (uint64_t)(m * k),
+	                       Bv) != 0) {
+		goto oom;
+	}
+	if (x != SHAPED_NONE)
+		free(x);
+	x = NULL;
+	if (v == SEQ) {
+		emu_map(be, S_TO_ACCUM_A, EMU_OP_CVT, A, emu_row(Av, 0), emu_row(Av, 0), EMU_NOREF,
+		        EMU_NOREF, m * k, 0, NULL);
+		emu_map(be, S_TO_ACCUM_B, EMU_OP_CVT, A, emu_row(Bv, 0), emu_row(Bv, 0), EMU_NOREF,
+		        EMU_NOREF, k * n, m * k, NULL);
+	}
+	for (size_t i = 0; i < m; i++)
+		for (size_t j = 0; j < n; j++) {
+			size_t o = i * n + j;
+			uint64_t base = (uint64_t)o * k;
+			emu_ref a = emu_row(Av, i * k),
+			        b = bt ? emu_row(Bv, j * k) : emu_strided(Bv, j, n),
+			        s = emu_at(acc, o);
+			if (v == TC) {
+				if (emu_fold_tc(be, tc_steps, &model, I, O, s, a, b, k, base) != 0)
+					goto oom;
+				continue;
+			}
+			emu_fill(be, s, 0, 1);
+			if (fma) {
+				emu_fold(be, S_FMA, EMU_OP_FMA, A, EMU_ORDER_SEQ, s, a, b, k, base);
+			} else {
+				emu_ref P = emu_row(p, 0);
+				emu_map(be, S_MUL, EMU_OP_MUL, A, P, a, b, EMU_NOREF, k, base,
+				        NULL);
+				emu_fold(be, S_SUM, EMU_OP_ADD, A, EMU_ORDER_SEQ, s, P, EMU_NOREF,
+				         k, base);
+			}
+		}
+	/* the one rounding into the storage format: where an fp32 GEMM writing
+	 * fp16 overflows */
+	emu_map(be, S_STORE, EMU_OP_CVT, S, emu_row(c, 0), emu_row(acc, 0), EMU_NOREF, EMU_NOREF,
+	        m * n, 0, NULL);
+	return 0;
+oom:
+	if (x && x != SHAPED_NONE)
+		free(x);
+	snprintf(err, errlen, "matmul: out of memory");
+	return -1;
+}
+
+const emu_kernel emu_kernel_matmul = {
+    "matmul",
+    variants,
+    "m=M, n=N, k=K (A m x k then B k x n, row-major, in the input; default k = cols, "
+    "m = ceil(rows/2), n = rows - m); fma=0|1 (seq: one FMA per step); promote=N_C (tc: fp32 "
+    "promotion every N_C products); bt=0|1 (B read as n x k, row-major: the TN layout); "
+    "tok_a=S, tok_b=S (A's column l and B's row l times exp(S·z_l), z_l normal per l), "
+    "chan=C, chan_k=K (B's first C output columns times K); corr=R (A's row i correlated "
+    "with B's column i mod n)",
+    run,
+};

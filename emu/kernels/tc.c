@@ -1,0 +1,726 @@
+/*
+ * tc.c — the Tensor Core block-FMA model (emu/kernels/tc.h), in integer arithmetic.
+ *
+ * Why this is exact: a product of two significands of at most 24 bits is an
+ * exact 48-bit integer. Every term is chopped to a multiple of 2^L, where
+ * L = R − 23 − neab and R is the block's alignment exponent; a term's
+ * magnitude is below 2^(R+2) (a product's significand lies in [0, 4) times
+ * 2^E with E <= R; C's in [0, 2)), so the chopped term is an integer below
+ * 2^(25+neab) <= 2^61, and a block of at most 2^16 of them sums exactly in
+ * __int128. That sum is handed once to emu_round_core (shifted right, with a
+ * sticky bit, only when it exceeds 64 bits, which leaves 63 bits below the
+ * leading one, more than the 34 the core asks for). So the only roundings
+ * are the ones the model has: the chop of each term and the block's one
+ * final rounding (plus C's pre-rounding and the fp32 promotion additions).
+ *
+ * Alignment exponents follow the published model (Khattak & Mikaitis,
+ * arXiv 2512.07004, and its MATLAB reference): an input x has exponent
+ * e(x) = max(floor(log2|x|), emin_in) and a product a·b is held
+ * "denormalised" as a significand in [0, 4) times 2^(e(a)+e(b)); C (a
+ * binary32 value) has max(floor(log2|C|), −126). R is the largest of these
+ * over the nonzero terms, floored at exp_floor. Zero products take no part.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu/core/internal.h"
+#include "emu/kernels/tc.h"
+
+#define FP32_EMIN (-126)
+#define TC_FRAC 23 /* the accumulator's fraction bits before neab */
+
+/* ---- models, presets, spec strings ---- */
+
+emu_tc_model emu_tc_default(void)
+{
+	return (emu_tc_model){.k = 16,
+	                      .neab = 2,
+	                      .final_mode = EMU_RTZ,
+	                      .c_preround = false,
+	                      .exp_floor = EMU_TC_NO_FLOOR,
+	                      .block_prec = 0,
+	                      .promote_every = 0,
+	                      .sat = false,
+	                      .c_late = false,
+	                      .c_round = EMU_RNE,
+	                      .split = 1,
+	                      .group = 1,
+	                      .c_emin = false,
+	                      .zero_pos = false,
+	                      .nan_ones = false};
+}
+
+/* The formats the presets know, told apart by their defining fields. */
+enum tc_kind { TK_OTHER = 0, TK_FP32, TK_TF32, TK_FP16, TK_BF16, TK_E4M3, TK_E5M2 };
+
+static enum tc_kind tc_kind_of(const emu_format *f)
+{
+	static const struct {
+		int p, ebits, bias;
+		enum tc_kind kind;
+	} kinds[] = {
+	    {24, 8, 127, TK_FP32}, {11, 8, 127, TK_TF32}, {11, 5, 15, TK_FP16},
+	    {8, 8, 127, TK_BF16},  {4, 4, 7, TK_E4M3},    {3, 5, 15, TK_E5M2},
+	};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (f->p == kinds[i].p && f->ebits == kinds[i].ebits && f->bias == kinds[i].bias)
+			return kinds[i].kind;
+	return TK_OTHER;
+}
+
+/* One row: a GPU, an input kind (TK_E4M3 stands for both FP8 formats), an
+ * output kind, and the model. Sources: FACTS §3 (Khattak & Mikaitis's table
+ * of measured k, neab and final rounding; exp_floor −133, and B200's −15 for
+ * fp16 output, from their H100TC.m / B200TC.m; C pre-rounded to fp16 as
+ * their CUDA drivers do with __float2half for fp16 output). FP8 → fp32
+ * blocks round to 14 bits (an e8m13 result, their GEMM.m's "NoManBitsOut +
+ * neab"), which the H200 vectors confirm; that is wgmma's native FP8 path.
+ * Hopper has no FP8 mma.sync: for FP8 → fp16 ptxas emits two chained fp16
+ * HMMAs over the products with k mod 4 in {0, 1} and then {2, 3}, and an
+ * HADD2 for C (the split, group and late-C columns; FACTS §3, nvdisasm of
+ * CUDA 13.0 SASS), which the H200 vectors confirm. B200's FP8 vectors were
+ * made with the legacy mma.sync: the fused dot of the 32 products with C = 0,
+ * then a separate RNE fp32 addition of C; "b200-tcgen05" keeps the tcgen05
+ * rule (MMA-Sim's kind::f16/tf32/f8f6f4: C inside the fused sum, 25 bits,
+ * RZ). Ada's FP8 → fp16 row is the published parameters, unverified
+ * (docs/tensor-cores.md). "h100-mma" is sm_90's mma.sync where it differs
+ * from "h100": FP8 -> fp32, which ptxas emulates as FP8 -> fp16 does, with
+ * fp32-accumulating HMMAs (the H200 mma.sync agrees on every FP8 vector,
+ * docs/gpu-results.md); every other pair falls back to "h100". */
+struct tc_preset {
+	const char *gpu;
+	enum tc_kind in, out;
+	int k, neab;
+	emu_mode mode;
+	bool cpre;
+	int floor, prec;
+	int split, group; /* 1, 1: one block per instruction */
+	bool late;        /* C after the block, added with an RNE rounding */
+};
+
+#define NF EMU_TC_NO_FLOOR
+static const struct tc_preset presets[] = {
+    {"v100", TK_FP16, TK_FP32, 4, 0, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"v100", TK_FP16, TK_FP16, 4, 0, EMU_RNE, true, NF, 0, 1, 1, false},
+    {"a100", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"a100", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"a100", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false},
+    {"a100", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"h100", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"h100", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"h100", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -133, 0, 1, 1, false},
+    {"h100", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"h100", TK_E4M3, TK_FP32, 32, -10, EMU_RTZ, false, -133, 14, 1, 1, false},
+    {"h100", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -133, 0, 2, 2, true},
+    {"h100-mma", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 2, 2, true},
+    {"ada", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"ada", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"ada", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false},
+    {"ada", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
+    {"ada", TK_E4M3, TK_FP32, 16, -10, EMU_RTZ, false, NF, 14, 1, 1, false},
+    {"ada", TK_E4M3, TK_FP16, 16, -10, EMU_RNE, true, NF, 0, 1, 1, false},
+    {"b200", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, 1, 1, false},
+    {"b200", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, true},
+    {"b200-tcgen05", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200-tcgen05", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200-tcgen05", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"b200-tcgen05", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+};
+#undef NF
+
+/* GPUs that share another's model. */
+static const char *tc_alias(const char *gpu)
+{
+	if (!strcmp(gpu, "h200"))
+		return "h100";
+	if (!strcmp(gpu, "h200-mma"))
+		return "h100-mma";
+	if (!strcmp(gpu, "l40s"))
+		return "ada";
+	return gpu;
+}
+
+static bool tc_known_gpu(const char *gpu)
+{
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+		if (!strcmp(presets[i].gpu, gpu))
+			return true;
+	return false;
+}
+
+emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format *out,
+                         emu_tc_model *m)
+{
+	const char *g = tc_alias(gpu);
+	enum tc_kind ki = tc_kind_of(in), ko = tc_kind_of(out);
+	if (!tc_known_gpu(g))
+		return EMU_ERR_BAD_SPEC;
+	if (ki == TK_E5M2)
+		ki = TK_E4M3;
+	/* sm_90: a zero operand takes no part in the alignment (no change), a
+	 * subnormal fp16 C aligns at 2^-14, zero results are +0, NaN is all ones:
+	 * the H200's mma.sync on gpu/tc-rules.txt (docs/gpu-results.md) */
+	bool sm90 = !strcmp(g, "h100") || !strcmp(g, "h100-mma");
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+			const struct tc_preset *p = &presets[i];
+			/* "h100-mma" takes "h100"'s rows where it has none of its own */
+			const char *want = pass == 0 ? g : !strcmp(g, "h100-mma") ? "h100" : NULL;
+			if (!want || strcmp(p->gpu, want) != 0 || p->in != ki || p->out != ko ||
+			    ki == TK_OTHER)
+				continue;
+			*m = emu_tc_default();
+			m->k = p->k;
+			m->neab = p->neab;
+			m->final_mode = p->mode;
+			m->c_preround = p->cpre;
+			m->exp_floor = p->floor;
+			m->block_prec = p->prec;
+			m->c_late = p->late;
+			m->c_round = EMU_RNE; /* HADD2, FADD: IEEE additions */
+			m->split = p->split;
+			m->group = p->group;
+			m->c_emin = m->zero_pos = m->nan_ones = sm90;
+			return EMU_OK;
+		}
+	return EMU_ERR_UNKNOWN_FORMAT;
+}
+
+static void tc_err(char *err, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void tc_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized): false positive */
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+/* A whole decimal integer in [lo, hi]. */
+static bool tc_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	if (!*s)
+		return false;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool tc_bool(const char *s, bool *out)
+{
+	int v = emu_bool_by_name(s);
+
+	if (v >= 0)
+		*out = v;
+	return v >= 0;
+}
+
+/* One key=value item; returns false with err written. */
+static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err, size_t len)
+{
+	long v;
+	if (!strcmp(key, "k")) {
+		if (!tc_int(val, 1, EMU_TC_K_MAX, &v))
+			goto bad;
+		m->k = (int)v;
+	} else if (!strcmp(key, "neab")) {
+		if (!tc_int(val, EMU_TC_NEAB_MIN, EMU_TC_NEAB_MAX, &v))
+			goto bad;
+		m->neab = (int)v;
+	} else if (!strcmp(key, "final") || !strcmp(key, "cround")) {
+		emu_mode md = !strcmp(val, "rz") ? EMU_RTZ : emu_mode_by_name(val);
+		if (md != EMU_RNE && md != EMU_RTZ && md != EMU_UP && md != EMU_DOWN)
+			goto bad;
+		*(key[0] == 'f' ? &m->final_mode : &m->c_round) = md;
+	} else if (!strcmp(key, "cpre")) {
+		if (!tc_bool(val, &m->c_preround))
+			goto bad;
+	} else if (!strcmp(key, "floor")) {
+		if (!strcmp(val, "none"))
+			m->exp_floor = EMU_TC_NO_FLOOR;
+		else if (tc_int(val, -10000, 10000, &v))
+			m->exp_floor = (int)v;
+		else
+			goto bad;
+	} else if (!strcmp(key, "prec")) {
+		if (!strcmp(val, "out"))
+			m->block_prec = 0;
+		else if (tc_int(val, 2, 24, &v))
+			m->block_prec = (int)v;
+		else
+			goto bad;
+	} else if (!strcmp(key, "promote")) {
+		if (!tc_int(val, 0, LONG_MAX, &v))
+			goto bad;
+		m->promote_every = (size_t)v;
+	} else if (!strcmp(key, "sat")) {
+		if (!tc_bool(val, &m->sat))
+			goto bad;
+	} else if (!strcmp(key, "clate")) {
+		if (!tc_bool(val, &m->c_late))
+			goto bad;
+	} else if (!strcmp(key, "csub")) {
+		if (strcmp(val, "true") != 0 && strcmp(val, "emin") != 0)
+			goto bad;
+		m->c_emin = !strcmp(val, "emin");
+	} else if (!strcmp(key, "zsign")) {
+		if (strcmp(val, "ieee") != 0 && strcmp(val, "pos") != 0)
+			goto bad;
+		m->zero_pos = !strcmp(val, "pos");
+	} else if (!strcmp(key, "nan")) {
+		if (strcmp(val, "canon") != 0 && strcmp(val, "ones") != 0)
+			goto bad;
+		m->nan_ones = !strcmp(val, "ones");
+	} else if (!strcmp(key, "split") || !strcmp(key, "group")) {
+		if (!tc_int(val, 1, EMU_TC_K_MAX, &v))
+			goto bad;
+		*(key[0] == 's' ? &m->split : &m->group) = (int)v;
+	} else {
+		tc_err(err, len,
+		       "unknown key '%s' (keys: k neab final cpre floor prec promote sat clate "
+		       "cround split group csub zsign nan)",
+		       key);
+		return false;
+	}
+	return true;
+bad:
+	tc_err(err, len, "bad value '%s' for %s", val, key);
+	return false;
+}
+
+emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format *out,
+                        emu_tc_model *m, char *err, size_t errlen)
+{
+	char buf[256];
+	emu_tc_model r = emu_tc_default();
+	if (!spec || !*spec) {
+		tc_err(err, errlen, "empty model");
+		return EMU_ERR_BAD_SPEC;
+	}
+	if (strlen(spec) >= sizeof buf) {
+		tc_err(err, errlen, "model spec too long");
+		return EMU_ERR_BAD_SPEC;
+	}
+	strcpy(buf, spec);
+	bool first = true;
+	for (char *item = buf, *next; item; item = next, first = false) {
+		next = strchr(item, ',');
+		if (next)
+			*next++ = 0;
+		char *eq = strchr(item, '=');
+		if (!*item) {
+			tc_err(err, errlen, "empty item in model '%s'", spec);
+			return EMU_ERR_BAD_SPEC;
+		}
+		if (!eq) {
+			if (!first) {
+				tc_err(err, errlen,
+				       "'%s' is not key=value (a GPU name comes first)", item);
+				return EMU_ERR_BAD_SPEC;
+			}
+			if (!in || !out) {
+				tc_err(err, errlen, "GPU model '%s' needs input and output formats",
+				       item);
+				return EMU_ERR_BAD_SPEC;
+			}
+			emu_status st = emu_tc_preset(item, in, out, &r);
+			if (st == EMU_ERR_BAD_SPEC) {
+				tc_err(
+				    err, errlen,
+				    "unknown GPU '%s' (v100 a100 h100 h200 h100-mma h200-mma ada "
+				    "l40s b200 b200-tcgen05)",
+				    item);
+				return st;
+			}
+			if (st != EMU_OK) {
+				tc_err(err, errlen, "%s has no %s -> %s model", item, in->name,
+				       out->name);
+				return st;
+			}
+			continue;
+		}
+		*eq = 0;
+		if (!tc_item(&r, item, eq + 1, err, errlen))
+			return EMU_ERR_BAD_SPEC;
+	}
+	*m = r;
+	return EMU_OK;
+}
+
+const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len)
+{
+	char fl[16], pr[16];
+	if (m->exp_floor == EMU_TC_NO_FLOOR)
+		snprintf(fl, sizeof fl, "none");
+	else
+		snprintf(fl, sizeof fl, "%d", m->exp_floor);
+	if (m->block_prec == 0)
+		snprintf(pr, sizeof pr, "out");
+	else
+		snprintf(pr, sizeof pr, "%d", m->block_prec);
+	snprintf(buf, len,
+	         "k=%d,neab=%d,final=%s,cpre=%d,floor=%s,prec=%s,promote=%zu,sat=%d,clate=%d,"
+	         "cround=%s,split=%d,group=%d,csub=%s,zsign=%s,nan=%s",
+	         m->k, m->neab, emu_mode_name(m->final_mode), m->c_preround, fl, pr,
+	         m->promote_every, m->sat, m->c_late, emu_mode_name(m->c_round), m->split, m->group,
+	         m->c_emin ? "emin" : "true", m->zero_pos ? "pos" : "ieee",
+	         m->nan_ones ? "ones" : "canon");
+	return buf;
+}
+
+emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_format *out,
+                        char *err, size_t errlen)
+{
+	const char *why = NULL;
+	if (m->k < 1 || m->k > EMU_TC_K_MAX)
+		why = "k out of range";
+	else if (m->neab < EMU_TC_NEAB_MIN || m->neab > EMU_TC_NEAB_MAX)
+		why = "neab out of range";
+	else if (m->final_mode != EMU_RNE && m->final_mode != EMU_RTZ && m->final_mode != EMU_UP &&
+	         m->final_mode != EMU_DOWN)
+		why = "final rounding must be rne, rtz, up or down";
+	else if (m->c_round != EMU_RNE && m->c_round != EMU_RTZ && m->c_round != EMU_UP &&
+	         m->c_round != EMU_DOWN)
+		why = "cround must be rne, rtz, up or down";
+	else if (m->split < 1 || m->group < 1 || m->split > m->k || m->group > m->k ||
+	         m->k % ((long)m->split * m->group) != 0)
+		why = "k must be a multiple of split * group";
+	else if (m->block_prec != 0 && (m->block_prec < 2 || m->block_prec > out->p))
+		why = "prec must lie between 2 and the output's precision";
+	else if (m->exp_floor != EMU_TC_NO_FLOOR && (m->exp_floor < -10000 || m->exp_floor > 10000))
+		why = "floor out of range";
+	else if (!in->has_sign || !in->has_zero || in->p > 24)
+		why = "the input format needs a sign and a zero";
+	else if (!out->has_sign || !out->has_inf || out->nan != EMU_NAN_IEEE ||
+	         !out->has_subnormals || !out->has_zero)
+		why = "the output format must have a sign, infinities, NaNs and subnormals";
+	else if (out->emin < FP32_EMIN || out->emax > 127)
+		why = "the output format must lie within binary32's range";
+	if (!why)
+		return EMU_OK;
+	tc_err(err, errlen, "%s", why);
+	return EMU_ERR_RANGE;
+}
+
+/* ---- the block FMA ---- */
+
+typedef struct {
+	const emu_tc_model *m;
+	const emu_format *ina, *inb, *out, *fp32; /* A's and B's formats may differ */
+	emu_format blk;                           /* the format each block rounds to */
+	emu_env env;                              /* final_mode (and sat) */
+	emu_env env_c;                            /* c_round (and sat): the late addition of C */
+} tc_ctx;
+
+/* Whether a sub-block takes the product at block position i: sub-block j of
+ * `split` takes the runs of `group` products numbered j mod split. */
+typedef struct {
+	size_t split, group, j;
+} tc_sub;
+
+static bool tc_in_sub(const tc_sub *s, size_t i)
+{
+	return (i / s->group) % s->split == s->j;
+}
+
+/* |x| = P·2^lsb with e = max(floor(log2|x|), emin) and lsb = e − (p − 1):
+ * the significand as an integer at the format's grid. x finite, nonzero. */
+static void tc_split(double x, int emin, int p, uint64_t *P, int *e, int *lsb)
+{
+	int fe;
+	(void)frexp(x, &fe);
+	*e = fe - 1 < emin ? emin : fe - 1;
+	*lsb = *e - (p - 1);
+	*P = (uint64_t)ldexp(fabs(x), -*lsb); /* exact: an integer below 2^p */
+}
+
+/* Add ±P·2^sh (chopped toward zero when sh < 0) into *S. */
+static void tc_add_term(__int128 *S, bool neg, uint64_t P, int sh, bool *chopped)
+{
+	uint64_t v;
+	if (sh >= 0) {
+		v = P << sh; /* < 2^(25+neab): see the top of the file */
+	} else if (sh > -64) {
+		v = P >> -sh;
+		*chopped |= (P & ((1ull << -sh) - 1)) != 0;
+	} else {
+		v = 0;
+		*chopped |= P != 0;
+	}
+	*S += neg ? -(__int128)v : (__int128)v;
+}
+
+/* What a block sees: the special-value summary and the alignment exponent. */
+typedef struct {
+	bool nan, pinf, ninf, invalid;
+	bool any_term;           /* a nonzero finite term exists */
+	bool zero_pos, zero_neg; /* signs of the zero terms */
+	int R;
+} tc_scan;
+
+static void tc_scan_term(tc_scan *s, bool neg, bool zero, int E)
+{
+	if (zero) {
+		if (neg)
+			s->zero_neg = true;
+		else
+			s->zero_pos = true;
+		return;
+	}
+	if (!s->any_term || E > s->R)
+		s->R = E;
+	s->any_term = true;
+}
+
+/* One block FMA: the products a[i]·b[i], i < n, that sub-block sub takes
+ * (+ c when with_c), c a value of the chain (binary32-representable, or
+ * ±inf, NaN). Returns the block's result as a value of t->blk (and so of
+ * t->out). */
+static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+                            const tc_sub *sub, double c, bool with_c, unsigned *flags)
+{
+	const emu_tc_model *m = t->m;
+	const emu_format *fa = t->ina, *fb = t->inb;
+	tc_scan s = {0};
+
+	/* pass 1: specials, zero signs, the alignment exponent */
+	if (!with_c) {
+		/* c_late: C is no term here (not even a zero one) */
+	} else if (isnan(c)) {
+		s.nan = true;
+	} else if (isinf(c)) {
+		*(signbit(c) ? &s.ninf : &s.pinf) = true;
+	} else if (c == 0) {
+		tc_scan_term(&s, signbit(c), true, 0);
+	} else {
+		/* csub=emin: C aligns at no less than the output's emin (its value
+		 * enters pass 2 exactly either way) */
+		uint64_t P;
+		int e, lsb;
+		tc_split(c, m->c_emin && t->out->emin > FP32_EMIN ? t->out->emin : FP32_EMIN, 24,
+		         &P, &e, &lsb);
+		tc_scan_term(&s, false, false, e);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!tc_in_sub(sub, i))
+			continue;
+		double x = emu_decode(fa, a[i]), y = emu_decode(fb, b[i]);
+		bool neg = (signbit(x) != 0) != (signbit(y) != 0);
+		if (isnan(x) || isnan(y)) {
+			s.nan = true;
+		} else if (isinf(x) || isinf(y)) {
+			if (x == 0 || y == 0)
+				s.invalid = true;
+			else
+				*(neg ? &s.ninf : &s.pinf) = true;
+		} else if (x == 0 || y == 0) {
+			tc_scan_term(&s, neg, true, 0);
+		} else {
+			uint64_t P;
+			int ea, eb, lsb;
+			tc_split(x, fa->emin, fa->p, &P, &ea, &lsb);
+			tc_split(y, fb->emin, fb->p, &P, &eb, &lsb);
+			tc_scan_term(&s, neg, false, ea + eb);
+		}
+	}
+	if (s.nan || s.invalid || (s.pinf && s.ninf))
+		return emu_nan_result(t->out, s.invalid || (s.pinf && s.ninf), flags);
+	if (s.pinf || s.ninf)
+		return s.ninf ? -INFINITY : INFINITY;
+	if (!s.any_term) /* only zeros: IEEE's sign of an exact zero sum */
+		return (s.zero_neg && (!s.zero_pos || m->final_mode == EMU_DOWN)) ? -0.0 : 0.0;
+
+	/* pass 2: chop every term to the window and sum exactly */
+	int R = s.R < m->exp_floor ? m->exp_floor : s.R;
+	int L = R - TC_FRAC - m->neab;
+	__int128 S = 0;
+	bool chopped = false;
+	if (with_c && c != 0) {
+		uint64_t P;
+		int e, lsb;
+		tc_split(c, FP32_EMIN, 24, &P, &e, &lsb);
+		tc_add_term(&S, signbit(c), P, lsb - L, &chopped);
+	}
+	for (size_t i = 0; i < n; i++) {
+		double x = emu_decode(fa, a[i]), y = emu_decode(fb, b[i]);
+		if (!tc_in_sub(sub, i) || x == 0 || y == 0)
+			continue;
+		uint64_t Pa, Pb;
+		int ea, eb, la, lb;
+		tc_split(x, fa->emin, fa->p, &Pa, &ea, &la);
+		tc_split(y, fb->emin, fb->p, &Pb, &eb, &lb);
+		tc_add_term(&S, (signbit(x) != 0) != (signbit(y) != 0), Pa * Pb, la + lb - L,
+		            &chopped);
+	}
+	if (chopped)
+		*flags |= EMU_FLAG_INEXACT;
+
+	/* one rounding of the exact sum S·2^L */
+	if (S == 0) /* cancellation (or everything chopped away): +0, −0 in down */
+		return m->final_mode == EMU_DOWN ? -0.0 : 0.0;
+	bool neg = S < 0;
+	unsigned __int128 U = neg ? -(unsigned __int128)S : (unsigned __int128)S;
+	int E = L;
+	bool sticky = false;
+	while (U >> 64) {
+		sticky |= (U & 1) != 0;
+		U >>= 1;
+		E++;
+	}
+	unsigned fl = 0;
+	double r = emu_round_core(&t->blk, neg, (uint64_t)U, E, sticky, &t->env, &fl);
+	if ((fl & EMU_FLAG_OVERFLOW) && !m->sat && isfinite(r))
+		r = neg ? -INFINITY : INFINITY; /* the published model: overflow is ±inf */
+	*flags |= fl;
+	return r;
+}
+
+/* tc_block_ieee, then zsign=pos: any zero result is +0. */
+static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+                       const tc_sub *sub, double c, bool with_c, unsigned *flags)
+{
+	double r = tc_block_ieee(t, a, b, n, sub, c, with_c, flags);
+	return t->m->zero_pos && r == 0 ? 0.0 : r;
+}
+
+/* The encoding of a result: nan=ones gives NaN all ones (sign clear). */
+static emu_result tc_result(const tc_ctx *t, emu_result r)
+{
+	const emu_format *o = t->out;
+	bool nan = (r.bits & o->exp_mask) == o->exp_mask && (r.bits & o->man_mask) != 0;
+	if (nan && t->m->nan_ones)
+		r.bits = o->exp_mask | o->man_mask;
+	return r;
+}
+
+/* c_late: the block's rounded product sum r plus C, rounded once more, with
+ * c_round. Both are binary32-range values, so the core's adaptor (TwoSum)
+ * is exact. */
+static double tc_late_add(const tc_ctx *t, double r, double c, unsigned *flags)
+{
+	if (isnan(r) || isnan(c))
+		return NAN;
+	if (isinf(r) || isinf(c)) { /* the specials rule of a block, not sat's */
+		if (isinf(r) && isinf(c) && signbit(r) != signbit(c))
+			return emu_nan_result(t->out, true, flags);
+		return isinf(r) ? r : c;
+	}
+	unsigned fl = 0;
+	double s = emu_v_add(&t->blk, r, c, &t->env_c, &fl);
+	if ((fl & EMU_FLAG_OVERFLOW) && !t->m->sat && isfinite(s))
+		s = copysign(INFINITY, s);
+	*flags |= fl;
+	return s;
+}
+
+/* The chain of blocks over a[0..K) starting from C = c. Each block runs
+ * all its sub-blocks in turn (a short last block too: the instruction runs
+ * whole), each sub-block's result the next one's accumulator; with c_late
+ * the first starts without C and C is added after the last. */
+static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t K, double c,
+                       unsigned *flags)
+{
+	size_t k = (size_t)t->m->k;
+	size_t i = 0;
+	tc_sub sub = {(size_t)t->m->split, (size_t)t->m->group, 0};
+	do {
+		size_t n = K - i < k ? K - i : k;
+		if (t->m->c_late) {
+			sub.j = 0;
+			double h = tc_block(t, a + i, b + i, n, &sub, 0.0, false, flags);
+			for (sub.j = 1; sub.j < sub.split; sub.j++)
+				h = tc_block(t, a + i, b + i, n, &sub, h, true, flags);
+			c = tc_late_add(t, h, c, flags);
+		} else {
+			for (sub.j = 0; sub.j < sub.split; sub.j++)
+				c = tc_block(t, a + i, b + i, n, &sub, c, true, flags);
+		}
+		i += n;
+	} while (i < K);
+	return c;
+}
+
+static bool tc_ctx_init(tc_ctx *t, const emu_tc_model *m, const emu_format *ina,
+                        const emu_format *inb, const emu_format *out)
+{
+	if (emu_tc_check(m, ina, out, NULL, 0) != EMU_OK ||
+	    emu_tc_check(m, inb, out, NULL, 0) != EMU_OK)
+		return false;
+	t->m = m;
+	t->ina = ina;
+	t->inb = inb;
+	t->out = out;
+	t->fp32 = emu_format_by_name("fp32");
+	t->blk = *out;
+	if (m->block_prec) {
+		t->blk.p = m->block_prec;
+		if (emu_format_init(&t->blk) != EMU_OK)
+			return false;
+	}
+	t->env = EMU_ENV_DEFAULT;
+	t->env.mode = m->final_mode;
+	t->env.sat = m->sat;
+	t->env_c = t->env;
+	t->env_c.mode = m->c_round;
+	return t->fp32 != NULL;
+}
+
+emu_result emu_tc_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
+                      const emu_bits *a, const emu_bits *b, size_t K, emu_bits c)
+{
+	return emu_tc_dot2(m, in, in, out, a, b, K, c);
+}
+
+emu_result emu_tc_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
+                       const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
+                       emu_bits c)
+{
+	tc_ctx t;
+	unsigned flags = 0;
+	const emu_env rne = EMU_ENV_DEFAULT;
+	if (!tc_ctx_init(&t, m, in_a, in_b, out))
+		return (emu_result){out->nan_bits, EMU_FLAG_INVALID};
+
+	/* C enters as binary32, or first rounded to the output (CUDA's
+	 * __float2half before an fp16-accumulating mma) */
+	emu_bits c32 = c;
+	if (m->c_preround) {
+		emu_result r = emu_convert(out, t.fp32, c, &rne);
+		flags |= r.flags;
+		c32 = emu_convert(t.fp32, out, r.bits, &rne).bits; /* exact */
+	}
+	if (m->promote_every == 0) {
+		double d = tc_chain(&t, a, b, K, emu_decode(t.fp32, c32), &flags);
+		return tc_result(&t, (emu_result){emu_encode(out, d), flags});
+	}
+
+	/* promotion: each chunk's chain starts from +0 and is added into the
+	 * binary32 accumulator by an RNE addition on the CUDA cores */
+	emu_bits acc = c32;
+	for (size_t i = 0; i < K; i += m->promote_every) {
+		size_t n = K - i < m->promote_every ? K - i : m->promote_every;
+		double part = tc_chain(&t, a + i, b + i, n, 0.0, &flags);
+		emu_result s = emu_add(t.fp32, acc, emu_encode(t.fp32, part), &rne);
+		flags |= s.flags;
+		acc = s.bits;
+	}
+	emu_result r = emu_convert(out, t.fp32, acc, &rne);
+	r.flags |= flags;
+	return tc_result(&t, r);
+}

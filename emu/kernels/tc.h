@@ -1,0 +1,148 @@
+/*
+ * tc.h — a bit-exact model of NVIDIA Tensor Core dot products (block FMA).
+ *
+ * The model (Khattak & Mikaitis, "Accurate Models of NVIDIA Tensor Cores",
+ * arXiv 2512.07004; docs/tensor-cores.md is the specification) computes
+ * D = sum a_i*b_i + C in blocks of k products:
+ *  1. every product is exact; input subnormals are kept;
+ *  2. the products and C are aligned to the largest of their alignment
+ *     exponents (floored at exp_floor) and each is chopped toward zero to
+ *     23 + neab fraction bits below it (no guard, round or sticky bit);
+ *  3. the chopped terms are summed exactly and the sum is rounded once, with
+ *     final_mode, to the block format (the output format, or a narrower
+ *     precision block_prec);
+ *  4. a longer vector is cut into blocks; each block's result is the next
+ *     block's C. With promote_every = N, every N products the partial sum is
+ *     added into a binary32 accumulator with an RNE addition and the chain
+ *     restarts from +0 (DeepSeek-V3 §3.3.2).
+ * A block (one instruction) may be split into chained sub-blocks over an
+ * interleave of its products, and C may join once after the block's last
+ * sub-block with its own rounding (c_late): the shape of code a compiler
+ * emits for an instruction the unit lacks (Hopper's FP8 mma.sync, FACTS §3).
+ *
+ * Two implementations: emu_tc_dot (integer arithmetic) and emu_tc_mp_dot
+ * (MPFR, written independently); the tests prove they agree bit for bit and
+ * flag for flag, and that the presets reproduce measured hardware vectors.
+ */
+#ifndef NANMAP_TC_H
+#define NANMAP_TC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "emu/core/emu.h"
+
+/* exp_floor value meaning "no floor". */
+#define EMU_TC_NO_FLOOR (-100000)
+
+/* Limits that keep the integer model exact (see tc.c). */
+#define EMU_TC_NEAB_MIN (-22)
+#define EMU_TC_NEAB_MAX 36
+#define EMU_TC_K_MAX 65536
+
+typedef struct emu_tc_model {
+	int k;                /* products per block FMA, 1..EMU_TC_K_MAX */
+	int neab;             /* extra alignment bits: terms keep 23 + neab fraction bits */
+	emu_mode final_mode;  /* rounding of each block's sum: rne, rtz, up or down */
+	bool c_preround;      /* C is first rounded (RNE) to the output format */
+	int exp_floor;        /* least alignment exponent, or EMU_TC_NO_FLOOR */
+	int block_prec;       /* 0: blocks round to the output format; else to this
+	                         many bits (2..p_out) in the output's exponent range */
+	size_t promote_every; /* 0: never; N: fp32 promotion every N products */
+	bool sat;             /* an overflowing block gives ±max instead of ±inf */
+	bool c_late;          /* C joins after the products: each block rounds its
+	                         products' sum (its sub-blocks chained, the first
+	                         without C), then adds C with one more rounding,
+	                         in c_round */
+	emu_mode c_round;     /* rounding of that addition: rne, rtz, up or down */
+	int split;            /* sub-blocks per block, chained, 1 = none: sub-block j
+	                         takes the block's products i with
+	                         (i / group) mod split == j */
+	int group;            /* run length of that interleave; k must be a
+	                         multiple of split * group */
+	/* Three rules no published vector decides (docs/tensor-cores.md), each
+	 * settled for sm_90 by the H200 (docs/gpu-results.md): */
+	bool c_emin;   /* csub=emin: C (and a block's partial passed on)
+	                  aligns at no less than the output's emin, so a
+	                  subnormal fp16 C counts as 2^-14 (H200; MMA-Sim);
+	                  false: at its true exponent */
+	bool zero_pos; /* zsign=pos: a block's zero result is +0 whatever
+	                  the signs (H200; MMA-Sim); false: IEEE's sign */
+	bool nan_ones; /* nan=ones: a NaN result is 0x7fff / 0x7fffffff
+	                  (H200; MMA-Sim); false: the output's canonical NaN */
+} emu_tc_model;
+
+/* What the model does when nothing is said: k=16, neab=2, final=rtz, no C
+ * pre-rounding, no floor, the output's precision, no promotion, overflow to
+ * inf, C inside the block (c_round rne for when it is not), no split, C at its
+ * true exponent, IEEE zero signs, the canonical NaN. */
+emu_tc_model emu_tc_default(void);
+
+/*
+ * The measured model of a GPU ("v100", "a100", "h100", "h200", "ada", "l40s",
+ * "b200", and "b200-tcgen05": B200's tcgen05 rule, C inside the fused sum;
+ * "h100-mma", "h200-mma": sm_90's mma.sync, whose FP8 kinds ptxas emulates
+ * with fp16 HMMAs, where "h100"/"h200" FP8 -> fp32 is wgmma's native path)
+ * for inputs in and output out (matched on the descriptor's p, ebits and
+ * bias: fp16, bf16, tf32, e4m3, e5m2 in; fp32 or fp16 out).
+ * EMU_ERR_UNKNOWN_FORMAT: the GPU does not take that pair; EMU_ERR_BAD_SPEC:
+ * no such GPU.
+ */
+emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format *out,
+                         emu_tc_model *m) __attribute__((warn_unused_result));
+
+/*
+ * A model from text: comma-separated items, optionally starting with a GPU
+ * name (its preset for in/out), then key=value overrides:
+ *   k=N  neab=N  final=rne|rtz|rz|up|down  cpre=0|1  floor=N|none
+ *   prec=N|out  promote=N  sat=0|1  clate=0|1  cround=rne|rtz|rz|up|down
+ *   split=N  group=N  csub=true|emin  zsign=ieee|pos  nan=canon|ones
+ * e.g. "h100", "h100,promote=128", "k=16,neab=2,final=rz,cpre=1".
+ * On error writes one line into err and returns non-zero.
+ */
+emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format *out,
+                        emu_tc_model *m, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* The canonical spec string of m ("k=16,neab=2,final=rtz,..."). */
+const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len);
+
+/*
+ * Whether m, in and out can be run: the limits above, final_mode and
+ * c_round not rna/sr, split and group >= 1 with k a multiple of split*group,
+ * in with a sign and a zero, out an IEEE-style format (sign, inf, NaN,
+ * subnormals) inside binary32's range. On error writes one line into err.
+ */
+emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_format *out,
+                        char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * D = sum_{i<K} a[i]*b[i] + c under m. a and b are encodings of in, c is a
+ * binary32 encoding, the result an encoding of out with the OR of every
+ * step's flags (chopping a term counts as inexact). m, in and out must pass
+ * emu_tc_check (otherwise: out's NaN with invalid).
+ * Specials: a NaN anywhere, 0*inf, or infinities of both signs give NaN
+ * (invalid unless a NaN operand); otherwise an infinity gives that infinity.
+ */
+emu_result emu_tc_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
+                      const emu_bits *a, const emu_bits *b, size_t K, emu_bits c);
+
+/*
+ * The same with A's elements encodings of in_a and B's of in_b: the mixed
+ * FP8 GEMMs of FP8 training (e4m3 × e5m2 in dgrad and wgrad, as Transformer
+ * Engine's HYBRID recipe and cuBLASLt's FP8 kinds multiply). Each product is
+ * exact whatever the two formats; the model (its preset taken for in_a) is
+ * otherwise unchanged. emu_tc_dot is emu_tc_dot2 with in_a = in_b.
+ */
+emu_result emu_tc_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
+                       const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
+                       emu_bits c);
+
+/* The same models computed with MPFR (emu/kernels/tc_mp.c), for the tests. */
+emu_result emu_tc_mp_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
+                         const emu_bits *a, const emu_bits *b, size_t K, emu_bits c);
+emu_result emu_tc_mp_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
+                          const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
+                          emu_bits c);
+
+#endif

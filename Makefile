@@ -41,7 +41,8 @@ PIC_OBJ := $(LIB_SRC:%.c=build/pic/%.o)
 CLI_SRC := $(filter-out emu/cli/main.c,$(sort $(wildcard emu/cli/*.c emu/sweep/*.c)))
 CLI_OBJ := $(CLI_SRC:%.c=build/%.o)
 CLI_LIB := build/libnanmap-cli.a
-TEST_SRC := $(sort $(wildcard tests/*.c))
+# the Check suites, by layer (tests/LAYER/check_*.c), and their runner
+TEST_SRC := $(sort $(wildcard tests/*.c $(foreach d,core recipes engine kernels io sweep cli gpu,tests/$(d)/*.c)))
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
@@ -201,21 +202,21 @@ test: deps
 	@rm -f $(RESULTS)
 	$(STEP) run check_nanmap $(TESTBIN)
 	$(STEP) run layers sh tests/layers.sh
-	$(STEP) run cli sh tests/cli.sh
-	$(STEP) run cli_run sh tests/cli_run.sh
-	$(STEP) run cli_quant sh tests/cli_quant.sh
+	$(STEP) run cli sh tests/cli/cli.sh
+	$(STEP) run cli_run sh tests/cli/cli_run.sh
+	$(STEP) run cli_quant sh tests/cli/cli_quant.sh
 	$(STEP) run python env PYTHON="$(PYTHON)" sh tests/python.sh
-	$(STEP) run cli_gemm sh tests/cli_gemm.sh
-	$(STEP) run cli_metrics sh tests/cli_metrics.sh
-	$(STEP) run cli_golden sh tests/cli_golden.sh
-	$(STEP) run cli_sweep sh tests/cli_sweep.sh
-	$(STEP) run faults_sweep sh tests/faults_sweep.sh
-	$(STEP) run faults_plot sh tests/faults_plot.sh
+	$(STEP) run cli_gemm sh tests/cli/cli_gemm.sh
+	$(STEP) run cli_metrics sh tests/cli/cli_metrics.sh
+	$(STEP) run cli_golden sh tests/cli/cli_golden.sh
+	$(STEP) run cli_sweep sh tests/sweep/cli_sweep.sh
+	$(STEP) run faults_sweep sh tests/sweep/faults_sweep.sh
+	$(STEP) run faults_plot sh tests/sweep/faults_plot.sh
 	$(STEP) run readme sh tests/readme.sh
 	$(STEP) run install sh tests/install.sh
 	@if [ -x "$(NVCC)" ]; then $(STEP) run gpu $(MAKE) --no-print-directory gpu; \
 	else $(STEP) skip gpu "the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi
-	$(STEP) run cli_gpu sh tests/cli_gpu.sh
+	$(STEP) run cli_gpu sh tests/gpu/cli_gpu.sh
 	@mkdir -p build/fuzz; if $(FUZZ_PROBE); then $(STEP) run fuzz_build $(MAKE) --no-print-directory fuzz-build; \
 	else $(STEP) skip fuzz_build "the fuzz harnesses: $(FUZZ_CC) without libFuzzer (apt-get install clang, or set FUZZ_CC=)"; fi
 	$(STEP) run fresh sh tests/fresh.sh
@@ -226,7 +227,7 @@ check: test
 # test-mpi: a small sweep on 2 ranks must write the same bytes as one process.
 test-mpi: deps
 	$(MAKE) --no-print-directory $(BIN) build/mpi/nanmap
-	sh tests/mpi_sweep.sh
+	sh tests/sweep/mpi_sweep.sh
 
 test-exhaustive: deps
 	$(MAKE) --no-print-directory $(TESTBIN)
@@ -237,13 +238,13 @@ asan:
 	$(MAKE) --no-print-directory CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  LDFLAGS="-fsanitize=address,undefined" $(TESTBIN) $(BIN)
 	NANMAP_QUICK=1 CK_FORK=no $(TESTBIN)
-	sh tests/cli.sh
-	sh tests/cli_run.sh
-	sh tests/cli_quant.sh
-	sh tests/cli_gemm.sh
-	sh tests/cli_metrics.sh
-	sh tests/cli_golden.sh
-	sh tests/cli_sweep.sh
+	sh tests/cli/cli.sh
+	sh tests/cli/cli_run.sh
+	sh tests/cli/cli_quant.sh
+	sh tests/cli/cli_gemm.sh
+	sh tests/cli/cli_metrics.sh
+	sh tests/cli/cli_golden.sh
+	sh tests/sweep/cli_sweep.sh
 	$(MAKE) --no-print-directory clean
 
 # fuzz: libFuzzer on the .npy, golden-file, actual-output, case-file and plot results
@@ -312,7 +313,7 @@ $(GPU_FAKE): build/gpu/runner.o build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(CLI_LIB) 
 # device (host_rows.c) and by nvcc for the GPU (kern.cu). An edit rebuilds both.
 build/gpu/host_rows.o build/gpu/kern.cu.o: gpu/rows.h
 
-# The negative check of that single source (tests/cli_gpu.sh): the fake device built from
+# The negative check of that single source (tests/gpu/cli_gpu.sh): the fake device built from
 # rows.h as gpu/testdata/rows-mutant.sed edits it must disagree with the emulator. The edit
 # must change exactly twenty-four lines. host_rows.c is copied to build/gpu/mutant/ with the
 # mutant at build/gpu/mutant/gpu/rows.h, since #include "gpu/rows.h" looks in the
@@ -401,7 +402,7 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/share/nanmap 2>/dev/null
 
 format:
-	clang-format -i $(foreach d,$(LAYER_DIRS) emu/cli emu/sweep tests/oracles,$(d)/*.[ch]) tests/*.[ch] bench/*.c
+	clang-format -i $(foreach d,$(LAYER_DIRS) emu/cli emu/sweep tests/oracles,$(d)/*.[ch]) tests/*.[ch] tests/*/*.[ch] bench/*.c
 
 lint:
 	sh tests/layers.sh

@@ -301,7 +301,7 @@ int gpu_rows_adamw_ext(const gpu_tables *t, int v, int S, int C, int G, int T, c
 	return 0;
 }
 
-/* rows.h's stochastic rounding alone (tests/check_gpuhost.c): out[i] = x[i]
+/* rows.h's stochastic rounding alone (tests/gpu/check_gpuhost.c): out[i] = x[i]
  * rounded to F by k_sr with the bits k_sr_bits(seed, step, e0 + i) */
 int gpu_rows_sr(int F, const float *x, size_t n, uint64_t seed, unsigned step, uint64_t e0,
                 float *out, char *err, size_t len)

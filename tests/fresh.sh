@@ -10,7 +10,7 @@
 set -u
 
 T=fresh
-. tests/cli_lib.sh
+. tests/cli/cli_lib.sh
 MAKE=${MAKE:-make}
 # a make of its own, not in make test's jobserver; the dry run's steps (a
 # recursive make runs even under -n) write their counts to a file of ours

@@ -16,7 +16,7 @@
 set -u
 
 T=install
-. tests/cli_lib.sh
+. tests/cli/cli_lib.sh
 MAKE=${MAKE:-make}
 CC=${CC:-cc}
 # the makes below run on their own, not in make test's jobserver

@@ -18,7 +18,7 @@
 set -u
 
 T=readme
-. tests/cli_lib.sh
+. tests/cli/cli_lib.sh
 README=${1:-README.md}
 [ -f "$README" ] || { echo "readme: $README not found" >&2; exit 1; }
 root=$(pwd)

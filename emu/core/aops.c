@@ -3,7 +3,7 @@
  * doubles that hold values of f), exact and with flags, for every mode,
  * overflow rule and subnormal option.
  *
- * Two paths, one result (tests/check_aops.c proves them equal, bits and
+ * Two paths, one result (tests/core/check_aops.c proves them equal, bits and
  * flags, to the scalar operations):
  *  - generic: element i goes through the proven scalar operation under
  *    env with index env->index + i (emu_v_* for add, sub, mul, div, fma,

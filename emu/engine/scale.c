@@ -59,7 +59,7 @@ static double group_scale(const emu_policy *pol, double amax, double hist)
 }
 
 /* A recipe of emu/recipes/recipe.h on fast and exact: the library quantises
- * (proven against MPFR by tests/check_recipe.c), and the kernel receives
+ * (proven against MPFR by tests/recipes/check_recipe.c), and the kernel receives
  * each element as fp32(fp32(q·d)·t) in the compute format, as a
  * dequantising load computes it; each element's quantisation is counted
  * as an operation of step quantize (its flags: saturation, flushes). */

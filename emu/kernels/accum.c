@@ -55,7 +55,7 @@
  * promotion (step "promote") and one EMU_OP_CVT for the final conversion of
  * the fp32 accumulator (step "tc_out") when promotion is on. The blocks are
  * chained there, each block's result being the next one's C, which is the
- * model's own definition; tests/check_accum.c proves the chain equals one
+ * model's own definition; tests/kernels/check_accum.c proves the chain equals one
  * emu_tc_dot call over the whole row, bit for bit and flag for flag.
  * The model's input format: without a scaling recipe, the storage format,
  * and the operands are the stored values (emu_input; an FP8 GEMM on FP8

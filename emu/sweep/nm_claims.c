@@ -1318,7 +1318,7 @@ static cl_verdict claim20(cl_ctx *x)
 		    sat_min, sat_max);
 	nm_buf_printf(&x->why,
 	              "The report gives magnitudes; the sign, toward zero, is checked in "
-	              "tests/check_quant.c. Round to nearest is shown for scale: it is biased on "
+	              "tests/kernels/check_quant.c. Round to nearest is shown for scale: it is biased on "
 	              "this data too, because the normal density falls across each rounding "
 	              "interval. ");
 	return biased == 0 ? V_TRUE : biased == nsr ? V_FALSE : V_PARTLY;
@@ -2215,7 +2215,7 @@ static cl_verdict claim23(cl_ctx *x)
 }
 
 /* Claim 24's tolerance: online's end-to-end error at most this many times
- * naive's (tests/check_attention.c asks the same of the stored inputs). */
+ * naive's (tests/kernels/check_attention.c asks the same of the stored inputs). */
 #define CL24_TOL 1.5
 
 static cl_verdict claim24(cl_ctx *x)

@@ -10,7 +10,7 @@
  *
  * Determinism: the pngcairo and svg terminals write no date or host; the
  * size and the font are fixed; the data are printed with %.17g. A rerun on
- * the same CSV rewrites the same bytes (tests/check_plot.c compares them).
+ * the same CSV rewrites the same bytes (tests/sweep/check_plot.c compares them).
  * Script and data go through temporary files next to the outputs, and each
  * output is written to a temporary name and renamed into place.
  *

@@ -1124,7 +1124,7 @@ static int sw_add_rows(struct sw_all *s, nm_thresh_row *rows, size_t n)
 	return 0;
 }
 
-/* tests/faults_sweep.sh kills a run between the steps that finish a case
+/* tests/sweep/faults_sweep.sh kills a run between the steps that finish a case
  * (NANMAP_SWEEP_KILL_AT=journal, csv, thresh, state or plot: just after
  * that step); a rerun must complete it to the same bytes. */
 static void sw_kill_at(const char *moment)
@@ -1353,10 +1353,10 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 	struct sw_progress pg = {0};
 	nm_buf sendbuf = {0};
 	int failed = 0;
-	/* tests/cli_sweep.sh interrupts a run here, after that many journal lines */
+	/* tests/sweep/cli_sweep.sh interrupts a run here, after that many journal lines */
 	const char *stop = getenv("NANMAP_SWEEP_INTERRUPT_AFTER");
 	size_t stop_after = stop ? (size_t)strtoull(stop, NULL, 10) : 0, journalled = 0;
-	/* and tests/faults_sweep.sh with SIGKILL (nothing cleaned up) or
+	/* and tests/sweep/faults_sweep.sh with SIGKILL (nothing cleaned up) or
 	 * SIGSTOP (a run that holds its folder while another starts) */
 	const char *sig = getenv("NANMAP_SWEEP_SIGNAL");
 	int stop_sig = sig && !strcmp(sig, "KILL")   ? SIGKILL

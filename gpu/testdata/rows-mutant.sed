@@ -1,7 +1,7 @@
 # rows-mutant.sed — gpu/rows.h with one operation per kernel moved into another
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
-# agree with the emulator (tests/cli_gpu.sh). The Makefile refuses the result
+# agree with the emulator (tests/gpu/cli_gpu.sh). The Makefile refuses the result
 # unless exactly twenty-four lines changed, so a rewritten rows.h fails the build of
 # the mutant instead of leaving it equal to the original.
 #

@@ -1,5 +1,5 @@
 /*
- * tests/faults/enospc.c — an LD_PRELOAD hook for tests/faults_sweep.sh where
+ * tests/faults/enospc.c — an LD_PRELOAD hook for tests/sweep/faults_sweep.sh where
  * no tmpfs can be mounted: writes to files whose path contains
  * $NANMAP_FAULT_PATH fail with ENOSPC once $NANMAP_FAULT_BYTES bytes have
  * gone to them, as on a full disk. It wraps write(2) (nm_file_write) and

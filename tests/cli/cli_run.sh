@@ -1,15 +1,15 @@
 #!/bin/sh
-# tests/cli_run.sh — `nanmap run`, end to end: exact results for small cases
+# tests/cli/cli_run.sh — `nanmap run`, end to end: exact results for small cases
 # whose arithmetic is worked out in docs/run.md (softmax_ce's fp16 overflow
 # boundary), the CSV and JSON layouts, the generator against its documented
 # formula, .npy inputs, fast == exact, and the error convention (one stderr
 # line, exit 2, nothing on stdout) on every error path.
-# Run from the repository root after the build: sh tests/cli_run.sh
+# Run from the repository root after the build: sh tests/cli/cli_run.sh
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
 T=cli_run
-. tests/cli_lib.sh
+. tests/cli/cli_lib.sh
 
 # succeeded DESC: the last run exited 0 and wrote nothing on stderr.
 succeeded() {

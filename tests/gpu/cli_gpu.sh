@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/cli_gpu.sh — the runner end to end on the fake device (the emulator
+# tests/gpu/cli_gpu.sh — the runner end to end on the fake device (the emulator
 # standing in for the GPU, build/gpu/nanmap-gpu-fake: needs no nvcc), the
 # same device built from a deliberately wrong gpu/rows.h, which must fail
 # the kern and quant comparisons (build/gpu/nanmap-gpu-mutant), then
@@ -8,7 +8,7 @@
 # exit 77; bad arguments: one line, exit 2, before any device is touched;
 # --help: the usage, exit 0. CUDA_VISIBLE_DEVICES is emptied so the check
 # is the same on a machine that has a GPU (the full run is gpu/check.sh).
-# Run from the repository root: sh tests/cli_gpu.sh (NANMAP_GPU overrides
+# Run from the repository root: sh tests/gpu/cli_gpu.sh (NANMAP_GPU overrides
 # the binary). Skips, saying so, when the binary was not built.
 set -u
 export LC_ALL=C # the sorted kernel lists below are in byte order

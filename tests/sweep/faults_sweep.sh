@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/faults_sweep.sh — `nanmap sweep` under faults, on tests/data/sweep_tiny.case:
+# tests/sweep/faults_sweep.sh — `nanmap sweep` under faults, on tests/data/sweep_tiny.case:
 # a full disk (a small tmpfs, and an LD_PRELOAD hook that fails the journal's
 # writes with ENOSPC), SIGKILL at set moments then a rerun, a CSV cut short and
 # a broken plot, two sweeps into one --out, a read-only results folder with
@@ -7,15 +7,15 @@
 # binary case file. Every rerun must give the bytes of a run never disturbed.
 # Mounting needs root (and a kernel that lets us); without it the tmpfs and
 # read-only checks say SKIPPED and why.
-# Run from the repository root after the build: sh tests/faults_sweep.sh
+# Run from the repository root after the build: sh tests/sweep/faults_sweep.sh
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
 T=faults_sweep
-. tests/cli_lib.sh
-. tests/sweep_lib.sh
+. tests/cli/cli_lib.sh
+. tests/sweep/sweep_lib.sh
 CASE=tests/data/sweep_tiny.case
-# skip N REASON (where tests/cli_lib.sh has none)
+# skip N REASON (where tests/cli/cli_lib.sh has none)
 command -v skip >/dev/null 2>&1 || skip() { printf '%s: SKIPPED %s\n' "$T" "$2"; }
 
 # Mounts and a stopped sweep must not outlive a failure: undo them before

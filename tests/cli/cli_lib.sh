@@ -1,4 +1,4 @@
-# tests/cli_lib.sh — what every CLI test script starts with, sourced after
+# tests/cli/cli_lib.sh — what every CLI test script starts with, sourced after
 # setting T (the script's name in messages): the binary N (NANMAP overrides
 # it), a temporary directory tmp removed on exit, the pass and skipped
 # counters, fail, skip and run. Each script adds its own checks on top.

@@ -1,18 +1,18 @@
 #!/bin/sh
-# tests/cli_sweep.sh — `nanmap sweep`, end to end, on tests/data/sweep_tiny.case
+# tests/sweep/cli_sweep.sh — `nanmap sweep`, end to end, on tests/data/sweep_tiny.case
 # (2 variants x 3 policies x 9 logit magnitudes): the CSV's header and rows,
 # a rerun that finds everything up to date and changes no byte, an
 # interrupted run (and a torn journal) that resumes to the same bytes, a
 # journal of another case version ignored, --fresh, --quick, thread counts,
 # and malformed case files: one error line naming file and line, exit 2,
 # nothing written.
-# Run from the repository root after the build: sh tests/cli_sweep.sh
+# Run from the repository root after the build: sh tests/sweep/cli_sweep.sh
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
 T=cli_sweep
-. tests/cli_lib.sh
-. tests/sweep_lib.sh
+. tests/cli/cli_lib.sh
+. tests/sweep/sweep_lib.sh
 CASE=tests/data/sweep_tiny.case
 
 # ---- a whole run ----

@@ -1,14 +1,14 @@
 #!/bin/sh
-# tests/cli_gemm.sh — `nanmap gemm`, end to end: known answers worked out
+# tests/cli/cli_gemm.sh — `nanmap gemm`, end to end: known answers worked out
 # in docs/gemm.md (all-ones operands whose quantisation and accumulation
 # are exact), both models, the CSV and JSON layouts, determinism, and the
 # error convention (one stderr line, exit 2, nothing on stdout).
-# Run from the repository root after the build: sh tests/cli_gemm.sh
+# Run from the repository root after the build: sh tests/cli/cli_gemm.sh
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
 T=cli_gemm
-. tests/cli_lib.sh
+. tests/cli/cli_lib.sh
 
 succeeded() {
 	[ "$rc" -eq 0 ] || fail "$1: exit status $rc"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/cli_golden.sh — `nanmap golden` and `nanmap check`, end to end:
+# tests/cli/cli_golden.sh — `nanmap golden` and `nanmap check`, end to end:
 # update is deterministic and reproduces golden/ (below the provenance
 # header); export writes inputs that `nanmap run` turns into exactly the
 # golden records; check passes the exact outputs (raw, hex, .npy) and
@@ -7,12 +7,12 @@
 # an inf for the largest finite value, a truncated file, a wrong length and
 # dtype (exit 0/1/2 as docs/golden.md says); the C API example compiles
 # against lib/libnanmap.a and agrees.
-# Run from the repository root after the build: sh tests/cli_golden.sh
+# Run from the repository root after the build: sh tests/cli/cli_golden.sh
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
 T=cli_golden
-. tests/cli_lib.sh
+. tests/cli/cli_lib.sh
 
 # status WANT DESC LINE...: the last run exited WANT, wrote nothing on
 # stderr, and every LINE is a whole line of its stdout.

@@ -1,17 +1,17 @@
 #!/bin/sh
-# tests/cli_quant.sh — `nanmap quant`, end to end: known answers worked out
+# tests/cli/cli_quant.sh — `nanmap quant`, end to end: known answers worked out
 # by hand in docs/quant.md (the OCP floor's saturation at 957, TE's 960,
 # NVFP4's E2M1 rounding boundaries and its scales), zero, NaN and empty
 # tensors, a .safetensors checkpoint with F32, F16, BF16 and a skipped I64
 # tensor, the CSV and JSON layouts, streaming in parts against one part,
 # determinism of the seeds, and the error convention (one stderr line,
 # exit 2, nothing on stdout, no file left) on every error path.
-# Run from the repository root after the build: sh tests/cli_quant.sh
+# Run from the repository root after the build: sh tests/cli/cli_quant.sh
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
 T=cli_quant
-. tests/cli_lib.sh
+. tests/cli/cli_lib.sh
 
 succeeded() {
 	[ "$rc" -eq 0 ] || fail "$1: exit status $rc"

@@ -1,5 +1,5 @@
-# tests/sweep_lib.sh — what the sweep's CLI test scripts share, sourced
-# after tests/cli_lib.sh: sweep, status, said and same. sweep_opts (empty
+# tests/sweep/sweep_lib.sh — what the sweep's CLI test scripts share, sourced
+# after tests/cli/cli_lib.sh: sweep, status, said and same. sweep_opts (empty
 # unless the script sets it) are options every sweep is given.
 
 # sweep DIR [--out|--plots|--docs FOLDER] ARGS...: nanmap sweep with every

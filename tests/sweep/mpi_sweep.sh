@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/mpi_sweep.sh — make test-mpi: tests/data/sweep_tiny.case swept by 2 MPI
+# tests/sweep/mpi_sweep.sh — make test-mpi: tests/data/sweep_tiny.case swept by 2 MPI
 # ranks (build/mpi/nanmap under mpirun) must write every file byte for byte
 # as one process does (bin/nanmap), first run and resumed run alike.
 # Run from the repository root after make bin/nanmap build/mpi/nanmap.

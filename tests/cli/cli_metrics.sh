@@ -1,13 +1,13 @@
 #!/bin/sh
-# tests/cli_metrics.sh — what `nanmap run` reports against truth
+# tests/cli/cli_metrics.sh — what `nanmap run` reports against truth
 # (docs/run.md, "Errors"): a NaN or infinite output has error inf in the
 # text, CSV and JSON; errors end to end and of the arithmetic alone; the
 # stored inputs' counts and the status they give.
-# Run from the repository root after the build: sh tests/cli_metrics.sh
+# Run from the repository root after the build: sh tests/cli/cli_metrics.sh
 set -u
 
 T=cli_metrics
-. tests/cli_lib.sh
+. tests/cli/cli_lib.sh
 
 # ok_has DESC LINE... after run: success, and every LINE is a line of stdout
 ok_has() {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/faults_plot.sh — plots under faults: a full disk while gnuplot writes
+# tests/sweep/faults_plot.sh — plots under faults: a full disk while gnuplot writes
 # (a 64 KiB tmpfs; gnuplot itself exits 0), read-only output folders, a
 # [plot] y and a series the kernel does not have, kill -9 during gnuplot,
 # damaged results CSVs for `nanmap plot`. Each is exit status 2 with one
@@ -9,13 +9,13 @@
 # read-only mount, since root writes through chmod 555). Without mount
 # permission the full-disk checks are SKIPPED (a line says why) and the
 # read-only ones use chmod 555, which stops a user who is not root.
-# Run from the repository root after the build: sh tests/faults_plot.sh
+# Run from the repository root after the build: sh tests/sweep/faults_plot.sh
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
 T=faults_plot
-. tests/cli_lib.sh
-. tests/sweep_lib.sh
+. tests/cli/cli_lib.sh
+. tests/sweep/sweep_lib.sh
 sweep_opts=--quiet
 mounts=""
 cleanup() {

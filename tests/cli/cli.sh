@@ -1,13 +1,13 @@
 #!/bin/sh
-# tests/cli.sh — the command line's contract, end to end: exact CSV for known
+# tests/cli/cli.sh — the command line's contract, end to end: exact CSV for known
 # cases (each one a fact from docs/numerics.md), stdin modes, and the error
 # convention (one stderr line, exit 2, nothing on stdout) on every error path.
-# Run from the repository root after the build: sh tests/cli.sh
+# Run from the repository root after the build: sh tests/cli/cli.sh
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
 
 T=cli
-. tests/cli_lib.sh
+. tests/cli/cli_lib.sh
 
 # run_in INPUT ARGS...: the same with INPUT (printf %b escapes) on stdin.
 run_in() {
@@ -77,7 +77,7 @@ ok_grep "--help" '^usage: nanmap' --help
 ok_grep "help" 'nanmap op OP' help
 ok_grep "-h after a command" '^usage: nanmap' round -h
 ok_grep "--version" '^nanmap [0-9][0-9.]*$' --version
-# (the sweep itself: tests/cli_sweep.sh)
+# (the sweep itself: tests/sweep/cli_sweep.sh)
 ok_grep "sweep --help" '^usage: nanmap sweep' sweep --help
 bad "sweep without a PATH" "nanmap: sweep needs a PATH (a .case file or a directory, e.g. cases)" sweep
 

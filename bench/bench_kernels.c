@@ -240,7 +240,7 @@ static void bk_other_rows(int reps)
 		for (size_t pi = 0; pi < 2; pi++) {
 			emu_policy pol;
 			bk_policy(pols[pi], &pol);
-			emu_kin in = {x, kk ? 1 : R, kk ? ND : N, NULL, 0, 0};
+			emu_kin in = {x, kk ? 1 : R, kk ? ND : N, NULL, 0, 0, NULL, 0};
 			struct bk_case c = {kk ? &emu_kernel_accum : &emu_kernel_layernorm, &pol,
 			                    kk ? "dot:seq" : "twopass", &in, EMU_BE_FAST};
 			double best_f = INFINITY, nat = kk ? nat_dot : nat_ln;
@@ -262,7 +262,7 @@ static void bk_native_table(int reps)
 	double *x = bk_alloc(R * N * sizeof *x);
 	float *xf = bk_alloc(R * N * sizeof *xf), *grad = bk_alloc(R * N * sizeof *grad);
 	float *e = bk_alloc(N * sizeof *e);
-	emu_kin in = {x, R, N, NULL, 0, 0};
+	emu_kin in = {x, R, N, NULL, 0, 0, NULL, 0};
 	int nrep = reps < 3 ? reps : 3;
 
 	bk_fill(x, R * N, 11);
@@ -320,7 +320,7 @@ static void bk_exact_table(int reps)
 {
 	const size_t R = 8, N = 1024;
 	double *x = bk_alloc(R * N * sizeof *x);
-	emu_kin in = {x, R, N, NULL, 0, 0};
+	emu_kin in = {x, R, N, NULL, 0, 0, NULL, 0};
 	char err[256];
 
 	bk_fill(x, R * N, 12);

@@ -900,7 +900,7 @@ static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *
 		float inv = (float)emu_decode(f32, emu_from_double(f32, 1 / scale, &env_rne).bits);
 		float loss, found;
 		emu_kparam par = {"scale", scale};
-		emu_kin in = {x, R, D, &par, 1, o->seed};
+		emu_kin in = {x, R, D, &par, 1, o->seed, NULL, 0};
 		emu_run er;
 		char kname[40];
 		snprintf(kname, sizeof kname, "backward scale=%g", scale);
@@ -983,7 +983,7 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
 		const emu_format *SC = v == 2 ? f32 : C; /* fp32stats: statistics in fp32 */
 		float epsc = (float)emu_decode(SC, emu_from_double(SC, 1e-6, &pol->env).bits);
 		snprintf(kname, sizeof kname, "rmsnorm %s", rn_var[v]);
-		emu_kin in = {xl, R, N, NULL, 0, o->seed};
+		emu_kin in = {xl, R, N, NULL, 0, o->seed, NULL, 0};
 		if (gpu_dev_rmsnorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc, gs, y, dx,
 		                    rs, ms, dg, err, sizeof err)) {
 			step_failed("kern", err);
@@ -1016,7 +1016,7 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
 		emu_run er;
 		float loss, mloss;
 		snprintf(kname, sizeof kname, "bce %s", bce_var[v]);
-		emu_kin in = {x, R, N, NULL, 0, o->seed};
+		emu_kin in = {x, R, N, NULL, 0, o->seed, NULL, 0};
 		if (gpu_dev_bce(v, kfmt(S), kfmt(C), kfmt(A), xs, ty, R, N, y, &loss, err,
 		                sizeof err)) {
 			step_failed("kern", err);
@@ -1076,7 +1076,7 @@ static void kern_matmul(const gpu_opts *o, const emu_policy *pol, const char *fm
 		char kname[40];
 		emu_run er;
 		emu_kparam par = {"fma", fma};
-		emu_kin in = {x, R, N, &par, 1, o->seed};
+		emu_kin in = {x, R, N, &par, 1, o->seed, NULL, 0};
 		snprintf(kname, sizeof kname, fma ? "matmul seq fma=1" : "matmul seq");
 		if (gpu_dev_matmul(fma, kfmt(S), kfmt(C), kfmt(A), xs, m, n, k, acc, c, err,
 		                   sizeof err)) {
@@ -1122,7 +1122,7 @@ static void kern_matmul_tc(const gpu_opts *o, const emu_policy *pol, const char 
 	uint16_t *a = malloc(m * k * sizeof *a), *bt = malloc(n * k * sizeof *bt);
 	float *acc = malloc(m * n * sizeof *acc), *c = malloc(m * n * sizeof *c);
 	emu_run er;
-	emu_kin in = {x, R, N, NULL, 0, o->seed};
+	emu_kin in = {x, R, N, NULL, 0, o->seed, NULL, 0};
 	if (!x || !a || !bt || !acc || !c) {
 		step_failed("kern", "out of memory");
 		goto out;
@@ -1183,7 +1183,7 @@ static void kern_batchnorm(const gpu_opts *o, const emu_policy *pol, const char 
 	for (int v = 0; v < 3; v++) {
 		char kname[40];
 		emu_run er;
-		emu_kin in = {x, R, N, NULL, 0, o->seed};
+		emu_kin in = {x, R, N, NULL, 0, o->seed, NULL, 0};
 		snprintf(kname, sizeof kname, "batchnorm %s", bn_var[v]);
 		if (gpu_dev_batchnorm(v, kfmt(S), kfmt(C), kfmt(A), xs, dys, R, N, cst, y, dx, ch,
 		                      ch + N, ch + 2 * N, ch + 3 * N, ch + 4 * N, ch + 5 * N, err,
@@ -1244,7 +1244,7 @@ static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t see
 	for (int v = 0; v < 2; v++) {
 		char kname[40];
 		emu_run er;
-		emu_kin in = {x, R, N, NULL, 0, seed};
+		emu_kin in = {x, R, N, NULL, 0, seed, NULL, 0};
 		snprintf(kname, sizeof kname, "optimizer %s", ext_var[v]);
 		memcpy(w, xs, n * sizeof *w);
 		if (gpu_dev_adamw_ext(v, kfmt(S), kfmt(C), kfmt(G), kfmt(T), gs, n, NS, k,
@@ -1321,7 +1321,7 @@ static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char 
 	for (int v = 0; v < 2; v++) {
 		char kname[40];
 		emu_run er;
-		emu_kin in = {x, R, N, NULL, 0, o->seed};
+		emu_kin in = {x, R, N, NULL, 0, o->seed, NULL, 0};
 		snprintf(kname, sizeof kname, "optimizer %s", op_var[v]);
 		memcpy(w, xs, n * sizeof *w);
 		if (gpu_dev_optimizer(v, kfmt(S), kfmt(C), kfmt(G), kfmt(T), gs, n, NS, k, w, m, vv,
@@ -1422,7 +1422,7 @@ static void step_kern(const gpu_opts *o)
 			emu_run er;
 			/* softmax_ce */
 			snprintf(kname, sizeof kname, "softmax_ce %s", sm_var[v]);
-			emu_kin in = {x, R, N, NULL, 0, o->seed};
+			emu_kin in = {x, R, N, NULL, 0, o->seed, NULL, 0};
 			if (gpu_dev_softmax(v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, o1, o3, err,
 			                    sizeof err)) {
 				step_failed("kern", err);
@@ -1441,7 +1441,7 @@ static void step_kern(const gpu_opts *o)
 			}
 			/* layernorm, forward and backward (eps 1e-5, dy = ±1 from the seed) */
 			snprintf(kname, sizeof kname, "layernorm %s", ln_var[v]);
-			emu_kin inl = {xl, R, N, NULL, 0, o->seed};
+			emu_kin inl = {xl, R, N, NULL, 0, o->seed, NULL, 0};
 			if (gpu_dev_layernorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc,
 			                      o1, o2, o3, o4, err, sizeof err)) {
 				step_failed("kern", err);
@@ -2037,7 +2037,7 @@ static void step_attn(const gpu_opts *o)
 				snprintf(kname, sizeof kname, "attention %s%s", vs[vi].name,
 				         causal ? " causal" : "");
 				emu_kparam par[] = {{"block_k", (double)bk}, {"causal", causal}};
-				emu_kin in = {x, R, N, par, 2, o->seed};
+				emu_kin in = {x, R, N, par, 2, o->seed, NULL, 0};
 				emu_run er;
 				/* the outputs of the device (h 0) and of the replay (h 1) */
 				kern_out outs[2][8];

@@ -117,6 +117,18 @@ LD_LIBRARY_PATH="$P/lib" "$tmp/golden_check" golden/softmax_ce.golden "$G" "$tmp
 grep -qxF "$G: 32 checked, 0 mismatched" "$tmp/out" || fail "installed example (shared): wrong report"
 "$P/bin/nanmap" --version >"$tmp/out" 2>"$tmp/err" || fail "installed nanmap --version"
 pass=$((pass + 1))
+# the inputs example: a case's every input, through the installed headers
+cp docs/examples/golden_inputs.c "$tmp/golden_inputs.c"
+# shellcheck disable=SC2086
+(cd "$tmp" && "$CC" -std=c11 -Wall -Wextra -Werror $extra golden_inputs.c $flags -o golden_inputs) \
+	>"$tmp/out" 2>"$tmp/err" || fail "docs/examples/golden_inputs.c does not build with: $flags"
+rc=0
+LD_LIBRARY_PATH="$P/lib" "$tmp/golden_inputs" golden/layernorm.golden \
+	layernorm.twopass.fp16-fp32.safe >"$tmp/out" 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "installed inputs example: exit status $rc"
+grep -qxF "layernorm.twopass.fp16-fp32.safe/dx: 32 checked, 0 mismatched" "$tmp/out" ||
+	fail "installed inputs example: wrong report"
+pass=$((pass + 1))
 
 # ---- the static library, with what pkg-config --static adds ----
 sflags=$(pkg-config --cflags --libs --static nanmap 2>"$tmp/err") || fail "pkg-config --static nanmap"

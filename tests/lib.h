@@ -59,6 +59,8 @@ Suite *suite_accum(void);
 Suite *suite_tc(void);
 Suite *suite_tcscaled(void);
 Suite *suite_golden(void);
+Suite *suite_golden_inputs(void);
+Suite *suite_kinputs(void);
 Suite *suite_gpuhost(void);
 Suite *suite_gputab(void);
 Suite *suite_point(void);

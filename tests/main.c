@@ -96,6 +96,8 @@ int main(void)
 	srunner_add_suite(sr, suite_tc());
 	srunner_add_suite(sr, suite_tcscaled());
 	srunner_add_suite(sr, suite_golden());
+	srunner_add_suite(sr, suite_golden_inputs());
+	srunner_add_suite(sr, suite_kinputs());
 	srunner_add_suite(sr, suite_gpuhost());
 	srunner_add_suite(sr, suite_gputab());
 	srunner_add_suite(sr, suite_point());

@@ -229,7 +229,7 @@ static int ng_case_text(nm_buf *b, const nm_gold_case *c, emu_be_kind kind, size
 		return -1;
 	}
 	nm_gen_fill(&g, x, n);
-	emu_kin in = {x, c->rows, c->cols, NULL, 0, c->seed};
+	emu_kin in = {x, c->rows, c->cols, NULL, 0, c->seed, NULL, 0};
 	rc = emu_run_kernel(k, &pol, c->variant, &in, kind, &r, e, sizeof e);
 	free(x);
 	if (rc != 0) {
@@ -344,16 +344,17 @@ static void ng_clean_stale(const char *dir)
 /* ---- options ---- */
 
 struct ng_opts {
-	const char *dir, *inputs, *pos[3];
+	const char *dir, *inputs, *out, *pos[3];
 	size_t npos;
 	bool encodings;
 };
 
-enum { NG_O_DIR, NG_O_INPUTS, NG_O_ENCODINGS };
+enum { NG_O_DIR, NG_O_INPUTS, NG_O_OUT, NG_O_ENCODINGS };
 
 static const nm_opt ng_optdefs[] = {
     {NULL, "--dir", NG_O_DIR, NM_OPTF_VALUE, 0},
     {NULL, "--inputs", NG_O_INPUTS, NM_OPTF_VALUE, 0},
+    {NULL, "--out", NG_O_OUT, NM_OPTF_VALUE, 0},
     {NULL, "--encodings", NG_O_ENCODINGS, 0, 0},
 };
 
@@ -365,6 +366,8 @@ static int ng_take(void *ctx, const nm_opt *d, const char *v)
 		o->dir = v;
 	else if (d->id == NG_O_INPUTS)
 		o->inputs = v;
+	else if (d->id == NG_O_OUT)
+		o->out = v;
 	else
 		o->encodings = true;
 	return 0;
@@ -451,8 +454,8 @@ static int ng_update(const struct ng_opts *o)
 	/* Progress is counted (made, ok), not read back from rc: what the
 	 * loops may touch then follows from the code here, not from nm_fail
 	 * never returning 0. */
-	if (o->npos || o->inputs || o->encodings || !tmp || !path || !nc || !nr) {
-		rc = o->npos || o->inputs || o->encodings
+	if (o->npos || o->inputs || o->out || o->encodings || !tmp || !path || !nc || !nr) {
+		rc = o->npos || o->inputs || o->out || o->encodings
 		         ? nm_fail("golden update takes only --dir DIR")
 		         : nm_fail("out of memory");
 		free(tmp);
@@ -531,7 +534,7 @@ static int ng_update(const struct ng_opts *o)
 
 static int ng_list(const struct ng_opts *o)
 {
-	if (o->npos || o->inputs || o->encodings)
+	if (o->npos || o->inputs || o->out || o->encodings)
 		return nm_fail("golden list takes only --dir DIR");
 	for (size_t k = 0; k < nm_gold_kernel_count(); k++) {
 		char err[NG_ERR_LEN], *path = ng_path(o->dir, nm_gold_kernel_at(k));
@@ -596,81 +599,175 @@ static bool ng_ends_with(const char *s, const char *tail)
 	return a >= b && !strcmp(s + a - b, tail);
 }
 
+/* The .npy dtype a role is written as: class indices as <u4; with
+ * --encodings a role the kernel rounds into a format as that format's
+ * encodings (|u1, <u2, <u4); every other as float64 values. */
+static nm_npy_dtype ng_dtype(const nm_golden_input *t, bool encodings)
+{
+	if (!strcmp(t->format, "index"))
+		return NM_NPY_U4;
+	if (!encodings || !t->encodings)
+		return NM_NPY_F8;
+	return t->bits <= 8 ? NM_NPY_U1 : t->bits <= 16 ? NM_NPY_U2 : NM_NPY_U4;
+}
+
+/* One role into path (.npy as ng_dtype says). 0, or nm_fail's status. */
+static int ng_write_npy(const char *path, const nm_golden_input *t, bool encodings)
+{
+	char err[NG_ERR_LEN];
+	size_t shape[2] = {t->rows, t->cols};
+	nm_npy_dtype dt = ng_dtype(t, encodings);
+	uint32_t *idx = NULL;
+	const uint32_t *raw = dt == NM_NPY_F8 ? NULL : t->encodings;
+
+	if (dt == NM_NPY_U4 && !t->encodings) { /* class indices: exact integers */
+		size_t n = t->rows * t->cols;
+		idx = malloc((n ? n : 1) * sizeof *idx);
+		if (!idx)
+			return nm_fail("out of memory");
+		for (size_t i = 0; i < n; i++)
+			idx[i] = (uint32_t)t->values[i];
+		raw = idx;
+	}
+	if (t->ndim == 1)
+		shape[0] = t->cols;
+	nm_npy_status st =
+	    nm_npy_write(path, dt, t->ndim, shape, raw ? NULL : t->values, raw, err, sizeof err);
+	free(idx);
+	return st == NM_NPY_OK ? 0 : nm_fail("%s", err);
+}
+
+/* "2x16", or "16" for a vector. */
+static void ng_shape(const nm_golden_input *t, char *buf, size_t len)
+{
+	if (t->ndim == 1)
+		snprintf(buf, len, "%zu", t->cols);
+	else
+		snprintf(buf, len, "%zux%zu", t->rows, t->cols);
+}
+
+/* --inputs FILE: x alone, as before (.npy: float64 values, or with
+ * --encodings the storage encodings; any other name: raw encodings). */
+static int ng_export_x(const struct ng_opts *o, const nm_golden_case *c, const nm_golden_input *x)
+{
+	char err[NG_ERR_LEN];
+	bool npy = ng_ends_with(o->inputs, ".npy");
+
+	if ((o->encodings || !npy) && !x->encodings)
+		return nm_fail("case %s: the kernel takes x as %s (no format holds it as stored): "
+		               "export it as .npy without --encodings",
+		               c->id, x->format);
+	if (npy) {
+		int rc = ng_write_npy(o->inputs, x, o->encodings);
+		if (rc)
+			return rc;
+		printf("%s: %s %zu x %zu, %s\n", o->inputs, c->id, c->rows, c->cols,
+		       o->encodings ? "storage encodings" : "float64 values");
+		return 0;
+	}
+	size_t n = x->rows * x->cols, w = x->bits <= 8 ? 1 : x->bits <= 16 ? 2 : 4;
+	unsigned char *raw = malloc(n > 0 ? n * w : 1);
+	if (!raw)
+		return nm_fail("out of memory");
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < w; j++)
+			raw[i * w + j] = (unsigned char)(x->encodings[i] >> (8 * j));
+	int rc = nm_file_write(o->inputs, raw, n * w, err, sizeof err);
+	free(raw);
+	if (rc != 0)
+		return nm_fail("%s", err);
+	printf("%s: %s %zu x %zu, %s encodings, %zu byte%s each, little-endian\n", o->inputs, c->id,
+	       c->rows, c->cols, x->format, w, w == 1 ? "" : "s");
+	return 0;
+}
+
+/* --out DIR: every tensor the kernel consumes, DIR/ROLE.npy each, and
+ * DIR/inputs.txt saying what each file holds. */
+static int ng_export_all(const struct ng_opts *o, const nm_golden_case *c,
+                         const nm_golden_inputs *ins)
+{
+	char err[NG_ERR_LEN], shape[64];
+	struct stat st;
+	nm_buf man = {0};
+	int rc = 0;
+
+	if (mkdir(o->out, 0777) != 0 && errno != EEXIST)
+		return nm_fail("%s: cannot create the folder: %s", o->out, strerror(errno));
+	if (stat(o->out, &st) != 0 || !S_ISDIR(st.st_mode))
+		return nm_fail("%s: not a folder", o->out);
+	nm_buf_printf(&man,
+	              "# nanmap golden export %s%s (docs/golden.md)\n"
+	              "# case %s kernel=%s variant=%s policy=%s seed=%" PRIu64 "\n"
+	              "# role file dtype shape format part_of\n",
+	              c->id, o->encodings ? " --encodings" : "", c->id, c->kernel, c->variant,
+	              c->policy, c->seed);
+	for (size_t i = 0; i < ins->n && rc == 0; i++) {
+		const nm_golden_input *t = &ins->item[i];
+		size_t len = strlen(o->out) + strlen(t->role) + 8;
+		char *path = malloc(len);
+		if (!path) {
+			rc = nm_fail("out of memory");
+			break;
+		}
+		snprintf(path, len, "%s/%s.npy", o->out, t->role);
+		rc = ng_write_npy(path, t, o->encodings);
+		nm_npy_dtype dt = ng_dtype(t, o->encodings);
+		ng_shape(t, shape, sizeof shape);
+		if (rc == 0) {
+			printf("%s: %s %s, %s%s\n", path, t->role, shape,
+			       dt == NM_NPY_F8 ? "float64 values"
+			       : t->encodings  ? t->format
+			                       : "class indices",
+			       dt != NM_NPY_F8 && t->encodings ? " encodings" : "");
+			nm_buf_printf(&man, "%s %s.npy %s %s %s %s\n", t->role, t->role,
+			              nm_npy_dtype_name(dt), shape, t->format, t->of_x ? "x" : "-");
+		}
+		free(path);
+	}
+	if (rc == 0) {
+		size_t len = strlen(o->out) + 16;
+		char *path = malloc(len);
+		if (man.oom || !path)
+			rc = nm_fail("out of memory");
+		else if (snprintf(path, len, "%s/inputs.txt", o->out) < 0 ||
+		         nm_file_write(path, man.s, man.len, err, sizeof err) != 0)
+			rc = nm_fail("%s", err);
+		else
+			printf("%s: %zu tensors of %s\n", path, ins->n, c->id);
+		free(path);
+	}
+	nm_buf_free(&man);
+	return rc;
+}
+
 static int ng_export(const struct ng_opts *o)
 {
 	nm_golden *g;
 	const nm_golden_case *c = NULL;
-	emu_policy pol;
+	nm_golden_inputs ins;
 	char err[NG_ERR_LEN];
 	int rc;
 
 	if (o->npos != 1)
 		return nm_fail("golden export needs one CASE (nanmap golden list shows them)");
-	if (!o->inputs)
-		return nm_fail("golden export needs --inputs FILE (.npy: float64; else raw "
-		               "storage encodings)");
+	if (!o->inputs == !o->out)
+		return nm_fail(o->inputs
+		                   ? "golden export takes --inputs FILE or --out DIR, not both"
+		                   : "golden export needs --inputs FILE (x alone; .npy: "
+		                     "float64; else raw storage encodings) or --out DIR "
+		                     "(every input)");
 	rc = ng_open_case(o->dir, o->pos[0], &g, &c);
 	if (!c) /* not found, and said so: rc is nm_fail's status */
 		return rc;
-	err[0] = '\0';
-	int dist = nm_gen_dist_parse(c->gen);
-	if (dist != NM_GEN_UNIFORM && dist != NM_GEN_ONES) {
-		rc = nm_fail("case %s: generator '%s' (export knows uniform and ones)", c->id,
-		             c->gen);
+	if (nm_golden_case_inputs(g, c->id, &ins, err, sizeof err) != NM_GOLDEN_OK) {
+		rc = nm_fail("%s", err);
 		nm_golden_close(g);
 		return rc;
 	}
-	if (emu_policy_parse(c->policy, &pol, err, sizeof err) != EMU_OK) {
-		rc = nm_fail("case %s: bad policy '%s': %s", c->id, c->policy, err);
-		nm_golden_close(g);
-		return rc;
-	}
-	size_t n = c->rows * c->cols, shape[2] = {c->rows, c->cols};
-	const emu_format *s = &pol.storage;
-	size_t w = s->bits <= 8 ? 1 : s->bits <= 16 ? 2 : 4;
-	double *x = malloc(n * sizeof *x);
-	uint32_t *enc = malloc(n * sizeof *enc);
-	unsigned char *raw = malloc(n * w);
-	nm_gen gen = {(nm_gen_dist)dist, c->scale, 0, 0, c->seed, 0, 0};
-	if (!x || !enc || !raw) {
-		rc = nm_fail("out of memory");
-		goto out;
-	}
-	nm_gen_fill(&gen, x, n);
-	/* stored as the kernel stores its input: rounded once by the policy */
-	for (size_t i = 0; i < n; i++) {
-		emu_env env = pol.env;
-		env.index = i;
-		enc[i] = emu_from_double(s, x[i], &env).bits;
-		for (size_t j = 0; j < w; j++)
-			raw[i * w + j] = (unsigned char)(enc[i] >> (8 * j));
-	}
-	if (ng_ends_with(o->inputs, ".npy")) {
-		nm_npy_dtype t = !o->encodings ? NM_NPY_F8
-		                 : w == 1      ? NM_NPY_U1
-		                 : w == 2      ? NM_NPY_U2
-		                               : NM_NPY_U4;
-		if (nm_npy_write(o->inputs, t, 2, shape, o->encodings ? NULL : x,
-		                 o->encodings ? enc : NULL, err, sizeof err) != NM_NPY_OK) {
-			rc = nm_fail("%s", err);
-			goto out;
-		}
-		printf("%s: %s %zu x %zu, %s\n", o->inputs, c->id, c->rows, c->cols,
-		       o->encodings ? "storage encodings" : "float64 values");
-	} else {
-		if (nm_file_write(o->inputs, raw, n * w, err, sizeof err) != 0) {
-			rc = nm_fail("%s", err);
-			goto out;
-		}
-		printf("%s: %s %zu x %zu, %s encodings, %zu byte%s each, little-endian\n",
-		       o->inputs, c->id, c->rows, c->cols, s->name, w, w == 1 ? "" : "s");
-	}
-	if (fflush(stdout) != 0)
+	rc = o->out ? ng_export_all(o, c, &ins) : ng_export_x(o, c, &ins.item[0]);
+	if (rc == 0 && fflush(stdout) != 0)
 		rc = nm_fail("cannot write the output: %s", strerror(errno));
-out:
-	free(x);
-	free(enc);
-	free(raw);
+	nm_golden_inputs_free(&ins);
 	nm_golden_close(g);
 	return rc;
 }
@@ -678,15 +775,20 @@ out:
 static const char ng_usage[] =
     "usage: nanmap golden update [--dir DIR]\n"
     "       nanmap golden list [--dir DIR]\n"
+    "       nanmap golden export CASE --out OUTDIR [--encodings] [--dir DIR]\n"
     "       nanmap golden export CASE --inputs FILE [--encodings] [--dir DIR]\n"
     "\n"
     "update: regenerate every golden file (DIR/KERNEL.golden, default DIR golden)\n"
     "        on the exact backend; the same tables give the same bytes.\n"
     "list:   every output of every case (CASE/OUTPUT FORMAT[n], input shape, status).\n"
-    "export: the input of CASE, redrawn from its seed: FILE.npy gets float64 values\n"
-    "        (rows x cols); with --encodings the storage format's encodings instead\n"
-    "        (.npy as |u1/<u2/<u4, any other name as raw little-endian bytes).\n"
-    "Then run your kernel on it and compare: nanmap check FILE:CASE/OUTPUT ACTUAL.\n"
+    "export: the inputs of CASE, drawn by the kernel's own code from the case line.\n"
+    "        --out: every tensor the kernel consumes (x, dy, target, w, ...), one\n"
+    "        OUTDIR/ROLE.npy each, float64 values; with --encodings the encodings of\n"
+    "        the format the kernel stores each in (|u1/<u2/<u4); class indices <u4;\n"
+    "        OUTDIR/inputs.txt lists role, file, dtype, shape and format.\n"
+    "        --inputs: x alone; FILE.npy float64 values (rows x cols), with\n"
+    "        --encodings the storage encodings; any other name raw little-endian.\n"
+    "Then run your kernel on them and compare: nanmap check FILE:CASE/OUTPUT ACTUAL.\n"
     "See golden/README.md and docs/golden.md.\n"
     "Example: nanmap golden list\n";
 

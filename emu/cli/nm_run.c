@@ -71,6 +71,7 @@ enum nr_optid {
 	NR_O_JSON,
 	NR_O_GPU_TABLES,
 	NR_O_RECOMPUTE,
+	NR_O_TENSOR,
 };
 
 static const nm_opt nr_optdefs[] = {
@@ -91,6 +92,7 @@ static const nm_opt nr_optdefs[] = {
     {NULL, "--json", NR_O_JSON, 0, 1},
     {NULL, "--gpu-tables", NR_O_GPU_TABLES, NM_OPTF_VALUE, 0},
     {NULL, "--recompute", NR_O_RECOMPUTE, NM_OPTF_VALUE, 0},
+    {NULL, "--tensor", NR_O_TENSOR, NM_OPTF_VALUE | NM_OPTF_REPEAT, 0},
 };
 
 struct nr_param {
@@ -114,6 +116,12 @@ struct nr_opts {
 	enum nr_style style;
 	const char *gpu_tables; /* FILE|DIR: the fast backend replays the GPU's tables */
 	const char *recompute;  /* the second run's policy (activation checkpointing) */
+	/* --tensor ROLE=FILE: tensors given by role (emu_kin.tensors), read
+	 * by nr_read_tensors */
+	struct nr_param tensor_args[EMU_KINPUTS_MAX];
+	size_t ntensors;
+	nm_npy tensor_files[EMU_KINPUTS_MAX];
+	emu_ktensor tensors[EMU_KINPUTS_MAX];
 };
 
 /* A whole token that is a number (nm_parse_number's syntax), as the nearest
@@ -159,6 +167,48 @@ static int nr_opt_param(struct nr_opts *o, const char *arg)
 		return nm_fail("bad value '%s' for parameter '%s' (a number)", p->value_text,
 		               p->name);
 	o->kparams[o->nparams - 1] = (emu_kparam){p->name, v};
+	return 0;
+}
+
+/* --tensor ROLE=FILE: the file is read once every option is known. */
+static int nr_opt_tensor(struct nr_opts *o, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	struct nr_param *p;
+
+	if (o->ntensors == EMU_KINPUTS_MAX)
+		return nm_fail("too many --tensor options (at most %d)", EMU_KINPUTS_MAX);
+	if (!eq || eq == arg || !eq[1])
+		return nm_fail("bad --tensor '%s' (want ROLE=FILE.npy, e.g. dy=dy.npy)", arg);
+	p = &o->tensor_args[o->ntensors];
+	p->text = strdup(arg);
+	if (!p->text)
+		return nr_oom();
+	p->text[eq - arg] = '\0';
+	p->name = p->text;
+	p->value_text = p->text + (eq - arg) + 1;
+	o->ntensors++; /* freed with the options from here on */
+	for (size_t i = 0; i + 1 < o->ntensors; i++)
+		if (!strcmp(o->tensor_args[i].name, p->name))
+			return nm_fail("--tensor %s given twice", p->name);
+	return 0;
+}
+
+/* Read every --tensor file: float16/32/64 values, or integers (class
+ * indices) of an unsigned dtype; 1-D or 2-D. */
+static int nr_read_tensors(struct nr_opts *o)
+{
+	char err[NR_ERR_LEN];
+
+	for (size_t i = 0; i < o->ntensors; i++) {
+		nm_npy *a = &o->tensor_files[i];
+		const char *path = o->tensor_args[i].value_text;
+		if (nm_npy_read(path, a, err, sizeof(err)) != NM_NPY_OK)
+			return nm_fail("%s", err[0] ? err : "cannot read a --tensor file");
+		o->tensors[i] =
+		    (emu_ktensor){o->tensor_args[i].name, a->ndim == 1 ? 1 : a->shape[0],
+		                  a->ndim == 1 ? a->shape[0] : a->shape[1], a->values};
+	}
 	return 0;
 }
 
@@ -264,6 +314,8 @@ static int nr_take(void *ctx, const nm_opt *d, const char *arg)
 	case NR_O_RECOMPUTE:
 		o->recompute = arg;
 		return 0;
+	case NR_O_TENSOR:
+		return nr_opt_tensor(o, arg);
 	}
 	return 0;
 }
@@ -297,6 +349,11 @@ static void nr_opts_free(struct nr_opts *o)
 	for (size_t i = 0; i < o->nparams; i++)
 		free(o->params[i].text);
 	o->nparams = 0;
+	for (size_t i = 0; i < o->ntensors; i++) {
+		free(o->tensor_args[i].text);
+		nm_npy_free(&o->tensor_files[i]);
+	}
+	o->ntensors = 0;
 }
 
 /* ---- kernel, variant, policy, parameters ---- */
@@ -702,7 +759,7 @@ static const char *nr_bytes(double b, char *buf, size_t len)
 static int nr_check_memory(const struct nr_opts *o, const struct nr_run_setup *s, double rows,
                            double cols, const char *what)
 {
-	emu_kin kin = {NULL, 0, 0, o->kparams, o->nparams, o->seed};
+	emu_kin kin = {NULL, 0, 0, o->kparams, o->nparams, o->seed, NULL, 0};
 	bool run[EMU_NBE];
 	double per[EMU_NBE] = {0}, total, avail, vals;
 	char a[24], in_s[24], av[24], b[EMU_NBE][24], parts[160] = "";
@@ -778,7 +835,8 @@ static int nr_input_memory(const struct nr_opts *o, const struct nr_run_setup *s
 static int nr_execute(struct nr_report *r)
 {
 	const struct nr_opts *o = r->o;
-	emu_kin kin = {r->in->x, r->in->rows, r->in->cols, o->kparams, o->nparams, o->seed};
+	emu_kin kin = {r->in->x,   r->in->rows, r->in->cols, o->kparams,
+	               o->nparams, o->seed,     o->tensors,  o->ntensors};
 	bool want[EMU_NBE];
 	static const emu_be_kind order[EMU_NBE] = {EMU_BE_TRUTH, EMU_BE_FAST, EMU_BE_EXACT};
 	char err[NR_ERR_LEN];
@@ -1389,6 +1447,7 @@ static const char nr_usage[] =
     "                  [--rows R] [--seed S] [--scale X] [--range LO,HI]\n"
     "                  [--backend fast|exact|truth|all] [--no-truth] [--csv|--json]\n"
     "                  [--gpu-tables FILE|DIR] [--recompute SPEC]\n"
+    "                  [--tensor ROLE=FILE.npy]...\n"
     "\n"
     "Run a training kernel on the fast emulator (default), the exact-format MPFR\n"
     "backend (exact), the 256-bit MPFR truth (truth), or all three; report each\n"
@@ -1422,6 +1481,10 @@ static const char nr_usage[] =
     "                  checkpointing's recomputation) on fast and exact, and\n"
     "                  report per output how many elements differ from the first\n"
     "                  run and how many became inf or NaN\n"
+    "  --tensor R=F    a tensor the kernel consumes, given by role instead of\n"
+    "                  drawn from the seed or built from its parameters (dy, target,\n"
+    "                  w, ...: nanmap golden export --out writes them); .npy of\n"
+    "                  float16/32/64 values, or unsigned class indices\n"
     "\n"
     "Example: nanmap run softmax_ce --policy storage=fp16 --variant naive --values 11.09375,0\n"
     "\n"
@@ -1490,6 +1553,8 @@ int nm_run_main(int argc, char **argv)
 		rc = nr_input_memory(&o, &s, NULL);
 	if (!rc)
 		rc = nr_build_input(&o, &in);
+	if (!rc)
+		rc = nr_read_tensors(&o);
 	if (!rc)
 		rc = nr_input_memory(&o, &s, &in);
 	if (!rc)

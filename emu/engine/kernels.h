@@ -15,12 +15,25 @@ typedef struct {
 	double value;
 } emu_kparam;
 
+/* A tensor handed to a kernel by role (emu_kin.tensors): rows x cols values,
+ * row-major, in place of the kernel's own draw of that role. */
+typedef struct {
+	const char *role; /* "dy", "target", "w", ... (emu_kernel_inputs lists them) */
+	size_t rows, cols;
+	const double *v;
+} emu_ktensor;
+
 typedef struct {
 	const double *x; /* rows x cols, row-major */
 	size_t rows, cols;
 	const emu_kparam *params;
 	size_t nparams;
 	uint64_t seed;
+	/* tensors given by role instead of drawn from the seed or built from the
+	 * parameters (NULL: none); each must be one the kernel consumes, of its
+	 * shape */
+	const emu_ktensor *tensors;
+	size_t ntensors;
 } emu_kin;
 
 #define EMU_KOUT_MAX 10
@@ -36,6 +49,51 @@ typedef struct {
 	int n;
 } emu_kout;
 
+/*
+ * The tensors a kernel consumes, by role (emu/engine/kinputs.c). Besides its
+ * input x, a kernel draws tensors from the seed or builds them from its
+ * parameters (softmax_ce's labels, layernorm's upstream gradient dy,
+ * backward's weights, the optimizer's gradient stream, ...), and some read
+ * operands of their own out of x (matmul's A and B, attention's Q, K, V).
+ * Each kernel lists them all, x first, in one function, the one its own run
+ * takes them from: what emu_kernel_inputs lists (and `nanmap golden export`
+ * writes) is what the kernel consumes, and a tensor given in emu_kin.tensors
+ * under a role's name replaces that role's draw.
+ */
+typedef enum {
+	EMU_KIN_VALUES = 0, /* numbers, rounded by the kernel into fmt (fmt NULL: used as given) */
+	EMU_KIN_INDEX,      /* class indices 0, 1, ..., C − 1 */
+} emu_kin_kind;
+
+typedef struct {
+	const char *role; /* static storage */
+	emu_kin_kind kind;
+	size_t rows, cols;
+	bool vector;           /* one dimension: cols values (rows is 1) */
+	const emu_format *fmt; /* the format the kernel rounds the values into (storage, or
+	                          what it converts a constant into); NULL: none (x under a
+	                          scaling recipe, indices, values used as they are) */
+	unsigned step;         /* where it rounds them: element i at step `step`,
+	                          element e0 + i (SR's key), or e0 for every i when bcast
+	                          (one constant converted once and broadcast) */
+	uint64_t e0;
+	bool bcast;
+	bool of_x;       /* an operand read out of x (matmul's a and b, attention's q k v) */
+	bool given;      /* from emu_kin.tensors */
+	const double *v; /* rows·cols values as the kernel is handed them, before it
+	                    rounds them; NULL only in a kernel's own run, for a role it
+	                    draws as it goes (the optimizer's gradient stream) */
+	double *own;     /* v when allocated here */
+} emu_kinput;
+
+#define EMU_KINPUTS_MAX 8
+typedef struct {
+	emu_kinput item[EMU_KINPUTS_MAX];
+	int n;
+	bool lazy; /* a kernel's own run: a role that can be drawn as the kernel goes
+	              may be left without values */
+} emu_kinputs;
+
 typedef struct emu_kernel {
 	const char *name;
 	const char *const *variants; /* NULL-terminated; the first is the default */
@@ -43,7 +101,50 @@ typedef struct emu_kernel {
 	/* 0 on success; otherwise a one-line reason in err. */
 	int (*run)(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
 	           emu_kout *out, char *err, size_t errlen);
+	/* The tensors it consumes on in (see above), into out (emptied by the
+	 * caller; emu_kinputs_free frees it, on failure too); 0, or -1 with a
+	 * reason. Where the run would refuse the variant or the input's shape,
+	 * it lists x alone and leaves the refusal to the run. */
+	int (*inputs)(const emu_policy *pol, const char *variant, const emu_kin *in,
+	              emu_kinputs *out, char *err, size_t errlen);
 } emu_kernel;
+
+/* Every tensor k consumes on in, each with its values: k->inputs, then
+ * every tensor in in->tensors must have replaced a role ("KERNEL: no tensor
+ * 'ROLE' (its tensors: ...)" otherwise). 0, or -1 with a reason (out is
+ * then empty). Free with emu_kinputs_free. */
+int emu_kernel_inputs(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                      const emu_kin *in, emu_kinputs *out, char *err, size_t errlen);
+/* The same for a kernel's own run (lazy: the roles it draws as it goes are
+ * left without values). */
+int emu_kinputs_take(const emu_kernel *k, const emu_policy *pol, const char *variant,
+                     const emu_kin *in, emu_kinputs *out, char *err, size_t errlen);
+/* The role named role, or NULL. */
+const emu_kinput *emu_kinputs_find(const emu_kinputs *ki, const char *role);
+void emu_kinputs_free(emu_kinputs *ki);
+/* The encodings t's values get when the kernel rounds them into t->fmt under
+ * pol (its rounding mode, overflow rule and subnormals; SR keyed as the
+ * kernel keys the step), rows·cols of them into bits. t->fmt and t->v must
+ * be set. */
+void emu_kinput_bits(const emu_policy *pol, const emu_kinput *t, uint32_t *bits);
+/* For a kernel's inputs function: add x (in->x, in->rows × in->cols; stored
+ * in the storage format by emu_load, or through the scaling recipe: fmt
+ * NULL). 0, or -1 when the list is full. */
+int emu_kinputs_x(emu_kinputs *ki, const emu_policy *pol, const emu_kin *in, char *err,
+                  size_t errlen);
+/* Add role (rows × cols) to ki: *t is its entry, for the caller to set
+ * fmt, step and the rest. The tensor in->tensors gives under that name,
+ * if any, is its values (its shape must be rows × cols, or hold rows·cols
+ * values for a vector; t->given); otherwise *draw is a fresh array of
+ * rows·cols values for the caller to draw into (NULL when given, or when
+ * draw_later and ki->lazy: the kernel draws them as it goes). 0, or -1 with
+ * "KERNEL: ..." in err. */
+int emu_kinputs_add(emu_kinputs *ki, const emu_kin *in, const char *kernel, const char *role,
+                    size_t rows, size_t cols, bool draw_later, emu_kinput **t, double **draw,
+                    char *err, size_t errlen);
+/* Check that an index role given by a caller holds integers in [0, n). */
+int emu_kinput_check_index(const emu_kinput *t, const char *kernel, size_t n, char *err,
+                           size_t errlen);
 
 const emu_kernel *emu_kernel_by_name(const char *name);
 size_t emu_kernel_count(void);

@@ -159,6 +159,45 @@ nm_golden_status nm_golden_read_actual(const char *path, const nm_golden_output 
                                        size_t *n, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/*
+ * A case's inputs: every tensor its kernel consumes, each by role ("x",
+ * "dy", "target", "w", ...; docs/golden.md lists them per kernel), drawn by
+ * the kernel's own code (emu_kernel_inputs) from the case line, so they are
+ * the ones the golden outputs were computed from. A kernel run on them
+ * reproduces every output of the case bit for bit.
+ */
+typedef struct nm_golden_input {
+	const char *role; /* static storage */
+	char format[40];  /* the format the kernel rounds the values into ("fp16"),
+	                     "float64" (it takes them as they are) or "index" (class
+	                     indices 0, 1, ...) */
+	int bits;         /* that format's width; 64 for float64, 32 for index */
+	int ndim;         /* 1 (cols values; rows is 1) or 2 */
+	size_t rows, cols;
+	bool of_x;           /* an operand the kernel reads out of x (matmul's a and b,
+	                        attention's q, k, v): x holds it too */
+	double *values;      /* rows·cols values, row-major, as the kernel is handed
+	                        them, before it rounds them (exact doubles) */
+	uint32_t *encodings; /* rows·cols encodings of format, as the kernel stores
+	                        them; NULL for float64 and index */
+} nm_golden_input;
+
+typedef struct nm_golden_inputs {
+	nm_golden_input *item; /* x first */
+	size_t n;
+} nm_golden_inputs;
+
+/* The inputs of case case_id of g (redrawn from its case line: the
+ * generator for x, the kernel's code for the rest). NOTFOUND for an unknown
+ * case; FORMAT for a case whose input cannot be redrawn here (a generator
+ * other than uniform and ones, whose draws go through the C library) or
+ * whose kernel or policy this nanmap does not know. Free with
+ * nm_golden_inputs_free (on failure out is empty). */
+nm_golden_status nm_golden_case_inputs(const nm_golden *g, const char *case_id,
+                                       nm_golden_inputs *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+void nm_golden_inputs_free(nm_golden_inputs *in);
+
 typedef enum { NM_GOLDEN_ACT_NPY = 0, NM_GOLDEN_ACT_HEX, NM_GOLDEN_ACT_RAW } nm_golden_act_kind;
 /* The same from memory, the kind given (the fuzzer calls this). */
 nm_golden_status nm_golden_read_actual_mem(const void *buf, size_t len, const char *name,

@@ -38,11 +38,11 @@
  * next, so when two steps both fail the first failing op reported is the
  * earlier step's first failure rather than the lower element's.
  *
- * The second vector of a dot product is generated, like softmax_ce's labels:
- * b_j = |x_i| with i = emu_sr_bits(seed, r·N + j) mod N, loaded like x (its
- * own scales). So b has the magnitudes of the row it multiplies (the same
- * range, the same overflow and underflow risks) and the products have the
- * signs of x: a row of one sign gives a sum-like dot product (no
+ * The second vector of a dot product (tensor `b`) is generated, like
+ * softmax_ce's labels: b_j = |x_i| with i = emu_sr_bits(seed, r·N + j) mod N,
+ * loaded like x (its own scales). So b has the magnitudes of the row it
+ * multiplies (the same range, the same overflow and underflow risks) and the
+ * products have the signs of x: a row of one sign gives a sum-like dot product (no
  * cancellation), a row of random signs a random walk; a row of ones, b = 1.
  *
  * Tensor Cores. The engine's map is one rounding per operation, but a block
@@ -178,6 +178,34 @@ static void draw_b(const emu_kin *in, double *b)
 	}
 }
 
+/* x, and a dot product's second vector b (rows × N): drawn as draw_b says,
+ * stored as x is (its elements after x's), or without a scaling recipe for
+ * tc (the stored values themselves, at step "input"). */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	bool dot;
+	const char *spec;
+	int v = parse_variant(variant, &dot, &spec);
+	emu_kinput *t;
+	double *b;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if (v < 0 || !dot || in->rows == 0 || in->cols == 0)
+		return 0; /* no b, or the run refuses them */
+	if (emu_kinputs_add(ki, in, "accum", "b", in->rows, in->cols, false, &t, &b, err, errlen) !=
+	    0)
+		return -1;
+	bool tc_raw = v == TC && pol->scale == EMU_SCALE_NONE;
+	t->fmt = pol->scale == EMU_SCALE_NONE ? &pol->storage : NULL;
+	t->step = tc_raw ? S_INPUT_B : EMU_STEP_INPUT;
+	t->e0 = tc_raw ? 0 : (uint64_t)in->rows * in->cols;
+	if (b)
+		draw_b(in, b);
+	return 0;
+}
+
 /*
  * Micro-batch mb's operations on element j of row r are element
  * mb·rows·N + r·N + j of their steps: the first micro-batch numbers them as
@@ -256,8 +284,13 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		return -1;
 	}
 	emu_steps(be, steps, S_END - EMU_STEP0);
-	if (v == GRADACC)
+	if (v == GRADACC) { /* x alone: a tensor given by role is refused */
+		emu_kinputs ki;
+		if (emu_kinputs_take(&emu_kernel_accum, pol, variant, in, &ki, err, errlen) != 0)
+			return -1;
+		emu_kinputs_free(&ki);
 		return gradacc(be, pol, in, out, err, errlen);
+	}
 	size_t R = in->rows, N = in->cols;
 	double k, fma, promote;
 	if (!int_param(in, "k", v == TC ? 0 : 1, v == TC ? EMU_TC_K_MAX : 1e12, v == TC ? 0 : 32,
@@ -294,15 +327,16 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			return -1;
 		}
 	}
+	emu_kinputs ki;
+	if (emu_kinputs_take(&emu_kernel_accum, pol, variant, in, &ki, err, errlen) != 0)
+		return -1;
+	const double *braw = dot ? emu_kinputs_find(&ki, "b")->v : NULL;
 	emu_vec *res = emu_kout_vec(be, out, "result", R, O);
 	/* sum:tc multiplies by one b = 1, broadcast */
 	emu_vec *X = emu_vec_new(be, R * N), *B = emu_vec_new(be, dot ? R * N : 1);
-	double *braw = dot ? malloc(R * N * sizeof *braw) : NULL;
 	int rc = -1;
-	if (!res || !X || !B || (dot && !braw))
+	if (!res || !X || !B)
 		goto oom;
-	if (dot)
-		draw_b(in, braw);
 	if (tc_raw) { /* the stored values themselves */
 		emu_input(be, EMU_STEP_INPUT, S, emu_row(X, 0), in->x, 1, R * N, 0, NULL);
 		if (dot)
@@ -347,7 +381,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 oom:
 	if (rc)
 		snprintf(err, errlen, "accum: out of memory");
-	free(braw);
+	emu_kinputs_free(&ki);
 	return rc;
 }
 
@@ -358,4 +392,5 @@ const emu_kernel emu_kernel_accum = {
     "promote=N_C (tc: fp32 promotion every N_C products); gradacc: m=M (default 4), "
     "divide=0|1 (default 1), scale=S (loss scale, default 1)",
     run,
+    inputs,
 };

@@ -456,12 +456,12 @@ out:
  * recomputed from S and L; dO and dS in DF (e5m2 or e4m3) with one scale
  * per tensor; dV, dQ and dK stored in the storage format.
  */
-static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const emu_format *DF,
-                        emu_vec *Qo, emu_vec *Ko, emu_vec *Vo, emu_vec *dq8, emu_vec *dk8,
-                        emu_vec *dv8, emu_vec *O, emu_vec *L, emu_vec *dQ, emu_vec *dK, emu_vec *dV,
-                        emu_vec *ds_lost, emu_vec *amax_ds, size_t nq, size_t nk, size_t d,
-                        size_t B, size_t Tq, size_t Tk, bool causal, double dss, emu_ref sc,
-                        emu_ref psc, emu_vec *P, emu_vec *PA, emu_vec *sacc)
+static int fp8_backward(ctx *k, const emu_kin *in, const double *dor, const emu_recipe *rdo,
+                        const emu_format *DF, emu_vec *Qo, emu_vec *Ko, emu_vec *Vo, emu_vec *dq8,
+                        emu_vec *dk8, emu_vec *dv8, emu_vec *O, emu_vec *L, emu_vec *dQ,
+                        emu_vec *dK, emu_vec *dV, emu_vec *ds_lost, emu_vec *amax_ds, size_t nq,
+                        size_t nk, size_t d, size_t B, size_t Tq, size_t Tk, bool causal,
+                        double dss, emu_ref sc, emu_ref psc, emu_vec *P, emu_vec *PA, emu_vec *sacc)
 {
 	emu_be *be = k->be;
 	const emu_format *S = k->S, *C = k->C, *A = k->A, *E4 = emu_format_by_name("e4m3"),
@@ -474,16 +474,13 @@ static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const 
 	        *dSA = emu_vec_new(be, nq * nk), *Dv = emu_vec_new(be, nq), *g = emu_vec_new(be, d),
 	        *part = emu_vec_new(be, d), *ddo = emu_vec_new(be, 1), *dpf = emu_vec_new(be, ntk),
 	        *dqf = emu_vec_new(be, ntk), *dkf = emu_vec_new(be, ntq), *t = emu_vec_new(be, 4);
-	double *dor = malloc(nq * d * sizeof *dor);
 	int rc = -1;
 	if (!dOc || !dOA || !OA || !P8 || !dS || !dS8 || !dSA || !Dv || !g || !part || !ddo ||
-	    !dpf || !dqf || !dkf || !t || !dor)
+	    !dpf || !dqf || !dkf || !t)
 		goto out;
 	emu_ref dsc = emu_at(t, 0), fa = emu_at(t, 1), sds = emu_at(t, 2), d_do = emu_at(ddo, 0);
 	/* dO = ±1 stored, into the compute format, then quantised to DF with one
 	 * fp32 scale (current scaling: fmax / amax) */
-	for (size_t i = 0; i < nq * d; i++)
-		dor[i] = emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
 	emu_input(be, S_DO, S, emu_row(dOc, 0), dor, 1, nq * d, 0, NULL);
 	emu_map(be, S_DO_C, EMU_OP_CVT, C, emu_row(dOc, 0), emu_row(dOc, 0), EMU_NOREF, EMU_NOREF,
 	        nq * d, 0, NULL);
@@ -677,8 +674,75 @@ static int fp8_backward(ctx *k, const emu_kin *in, const emu_recipe *rdo, const 
 	}
 	rc = 0;
 out:
-	free(dor);
 	return rc;
+}
+
+/* x; the operands read out of it (row i: [q_i | k_i | v_i]; sink=G sets
+ * k_0 first), q (seq_q × d), k and v (seq_k × d), each loaded as a tensor of
+ * its own (k's elements after q's, v's after k's); with :bwd the upstream
+ * gradient dO (seq_q × d, stored at step "dO"): ±1 from bit 0 of
+ * emu_sr_bits(seed, i·d + c). */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	size_t R = in->rows, N = in->cols, d3 = N / 3; /* the default head: a third of a row */
+	bool bwd, tc;
+	const char *spec;
+	double hd, sq, sk, scale, sink, *q, *kk, *vv, *dO;
+	emu_kinput *tq, *tk, *tv, *tdo;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if (parse_variant(variant, &bwd, &tc, &spec) < 0 || R == 0 || N == 0 || (bwd && tc))
+		return 0; /* the run refuses them */
+	if (!emu_kparam_int(in, "attention", "head_dim", 1, 1e9, (double)d3, &hd, err, errlen))
+		return -1;
+	if (hd < 1 || 3 * (size_t)hd != N)
+		return 0; /* the run refuses it */
+	size_t d = (size_t)hd;
+	if (!emu_kparam_int(in, "attention", "seq_q", 1, (double)R, (double)R, &sq, err, errlen) ||
+	    !emu_kparam_int(in, "attention", "seq_k", 1, (double)R, (double)R, &sk, err, errlen) ||
+	    !emu_kparam_real(in, "attention", "scale", 0, INFINITY, EMU_KP_ABOVE_LO,
+	                     1 / sqrt((double)d), &scale, err, errlen) ||
+	    !emu_kparam_real(in, "attention", "sink", -1e4, 1e4, 0, 0, &sink, err, errlen))
+		return -1;
+	size_t nq = (size_t)sq, nk = (size_t)sk;
+	if (emu_kinputs_add(ki, in, "attention", "q", nq, d, false, &tq, &q, err, errlen) != 0 ||
+	    emu_kinputs_add(ki, in, "attention", "k", nk, d, false, &tk, &kk, err, errlen) != 0 ||
+	    emu_kinputs_add(ki, in, "attention", "v", nk, d, false, &tv, &vv, err, errlen) != 0)
+		return -1;
+	tq->fmt = tk->fmt = tv->fmt = pol->scale == EMU_SCALE_NONE ? &pol->storage : NULL;
+	tq->step = tk->step = tv->step = EMU_STEP_INPUT;
+	tk->e0 = (uint64_t)(nq * d);
+	tv->e0 = (uint64_t)((nq + nk) * d);
+	tq->of_x = tk->of_x = tv->of_x = true;
+	for (size_t i = 0; q && i < nq; i++)
+		for (size_t c = 0; c < d; c++)
+			q[i * d + c] = in->x[i * N + c];
+	for (size_t j = 0; kk && j < nk; j++)
+		for (size_t c = 0; c < d; c++)
+			kk[j * d + c] = in->x[j * N + d + c];
+	for (size_t j = 0; vv && j < nk; j++)
+		for (size_t c = 0; c < d; c++)
+			vv[j * d + c] = in->x[j * N + 2 * d + c];
+	if (sink != 0) { /* an attention sink: k_0 = q_0 · sink / (scale·|q_0|²), so
+		            query 0's logit for key 0 is sink before any rounding */
+		ki->item[0].fmt = NULL; /* x itself is not what the kernel stores */
+		double qq = 0;
+		for (size_t c = 0; c < d; c++)
+			qq += tq->v[c] * tq->v[c];
+		for (size_t c = 0; kk && qq > 0 && c < d; c++)
+			kk[c] = tq->v[c] * sink / (scale * qq);
+	}
+	if (!bwd)
+		return 0;
+	if (emu_kinputs_add(ki, in, "attention", "dO", nq, d, false, &tdo, &dO, err, errlen) != 0)
+		return -1;
+	tdo->fmt = &pol->storage;
+	tdo->step = S_DO;
+	for (size_t i = 0; dO && i < nq * d; i++)
+		dO[i] = emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
+	return 0;
 }
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
@@ -792,6 +856,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			return -1;
 		}
 	}
+	emu_kinputs ki;
+	if (emu_kinputs_take(&emu_kernel_attention, pol, variant, in, &ki, err, errlen) != 0)
+		return -1;
+	const double *qr = emu_kinputs_find(&ki, "q")->v, *kr = emu_kinputs_find(&ki, "k")->v,
+	             *vr = emu_kinputs_find(&ki, "v")->v;
+	const double *dor = bwd ? emu_kinputs_find(&ki, "dO")->v : NULL;
 	emu_steps(be, steps, S_END - EMU_STEP0);
 
 	emu_vec *O = emu_kout_vec(be, out, "O", nq * d, S);
@@ -829,32 +899,14 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	        *dk8 = v == FP8 ? emu_vec_new(be, (nk + Tk - 1) / Tk) : NULL,
 	        *dv8 = v == FP8 ? emu_vec_new(be, (nk + Tk - 1) / Tk) : NULL,
 	        *pv = emu_vec_new(be, d);
-	double *raw = malloc((nq + 2 * nk) * d * sizeof *raw);
 	int rc = -1;
 	k.part = emu_vec_new(be, 1);
 	if (!O || !L || (bwd && (!dQ || !dK || !dV)) || !Qc || !Kc || !Vc || !sacc || !s || !e ||
-	    !ea || !oacc || !t || !P || !PA || !raw || !k.part || !pv ||
-	    (v == FP8 && (!dq8 || !dk8 || !dv8 || !p_lost || (!bwd && !p_mass) || !lm_max ||
-	                  !lm_mean)) ||
+	    !ea || !oacc || !t || !P || !PA || !k.part || !pv ||
+	    (v == FP8 &&
+	     (!dq8 || !dk8 || !dv8 || !p_lost || (!bwd && !p_mass) || !lm_max || !lm_mean)) ||
 	    (v == FP8 && bwd && (!ds_lost || !amax_ds)))
 		goto oom;
-	double *qr = raw, *kr = raw + nq * d, *vr = raw + (nq + nk) * d;
-	for (size_t i = 0; i < nq; i++)
-		for (size_t c = 0; c < d; c++)
-			qr[i * d + c] = in->x[i * N + c];
-	for (size_t j = 0; j < nk; j++)
-		for (size_t c = 0; c < d; c++) {
-			kr[j * d + c] = in->x[j * N + d + c];
-			vr[j * d + c] = in->x[j * N + 2 * d + c];
-		}
-	if (sink != 0) { /* an attention sink: k_0 = q_0 · sink / (scale·|q_0|²), so
-		            query 0's logit for key 0 is sink before any rounding */
-		double qq = 0;
-		for (size_t c = 0; c < d; c++)
-			qq += qr[c] * qr[c];
-		for (size_t c = 0; qq > 0 && c < d; c++)
-			kr[c] = qr[c] * sink / (scale * qq);
-	}
 	if (emu_load_at(be, pol, qr, nq, d, 0, Qc) != 0 ||
 	    emu_load_at(be, pol, kr, nk, d, (uint64_t)(nq * d), Kc) != 0 ||
 	    emu_load_at(be, pol, vr, nk, d, (uint64_t)((nq + nk) * d), Vc) != 0)
@@ -1052,7 +1104,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_fill(be, emu_at(lm_mean, 0), (double)(float)(nq ? mass_sum / (double)nq : 0), 1);
 	}
 	if (bwd && v == FP8) {
-		if (fp8_backward(&k, in, &rdo, DF, Qo, Ko, Vo, dq8, dk8, dv8, O, L, dQ, dK, dV,
+		if (fp8_backward(&k, in, dor, &rdo, DF, Qo, Ko, Vo, dq8, dk8, dv8, O, L, dQ, dK, dV,
 		                 ds_lost, amax_ds, nq, nk, d, B, Tq, Tk, causal != 0, dss, sc, psc,
 		                 P, PA, sacc) != 0)
 			goto oom;
@@ -1061,11 +1113,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_vec *dOA = emu_vec_new(be, nq * d), *OA = emu_vec_new(be, nq * d),
 		        *dP = emu_vec_new(be, nq * nk), *dSA = emu_vec_new(be, nq * nk),
 		        *Dv = emu_vec_new(be, nq), *g = emu_vec_new(be, d);
-		double *dor = malloc(nq * d * sizeof *dor);
-		if (!dOA || !OA || !dP || !dSA || !Dv || !g || !dor) {
-			free(dor);
+		if (!dOA || !OA || !dP || !dSA || !Dv || !g)
 			goto oom;
-		}
 		if (v == ONLINE) /* P_ij = exp(S_ij − L_i), S recomputed, as FA-2's backward */
 			for (size_t i = 0; i < nq; i++) {
 				size_t n = causal ? i + 1 + shift : nk;
@@ -1088,10 +1137,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 				emu_map(be, S_P_A_B, EMU_OP_CVT, A, emu_row(PA, i * nk), Pr,
 				        EMU_NOREF, EMU_NOREF, n, el, NULL);
 			}
-		for (size_t i = 0; i < nq * d; i++)
-			dor[i] = emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
 		emu_input(be, S_DO, S, emu_row(dOA, 0), dor, 1, nq * d, 0, NULL);
-		free(dor);
 		emu_map(be, S_DO_C, EMU_OP_CVT, C, emu_row(dOA, 0), emu_row(dOA, 0), EMU_NOREF,
 		        EMU_NOREF, nq * d, 0, NULL);
 		emu_map(be, S_DO_A, EMU_OP_CVT, A, emu_row(dOA, 0), emu_row(dOA, 0), EMU_NOREF,
@@ -1176,7 +1222,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 oom:
 	if (rc)
 		snprintf(err, errlen, "attention: out of memory");
-	free(raw);
+	emu_kinputs_free(&ki);
 	return rc;
 }
 
@@ -1191,4 +1237,5 @@ const emu_kernel emu_kernel_attention = {
     "fmax / amax); sink=G (default 0: none; key 0 set to q_0·G/(scale·|q_0|²), so query 0's "
     "logit for it is G: an attention sink)",
     run,
+    inputs,
 };

@@ -5,7 +5,7 @@
  *
  * Kernel `backward` (variant "maxsub", the only one). Input X: rows = batch,
  * cols = features D. Parameters: classes C (8), wscale (1/sqrt(D)),
- * scale S (1). Generated from in->seed:
+ * scale S (1). Generated from in->seed (tensors `w` and `target`):
  *   W[d][c] = wscale·u, u uniform on [−1, 1) (53 bits of SplitMix64 of
  *             seed ⊕ (d·C + c)·φ);
  *   label of row r = r mod C.
@@ -198,6 +198,39 @@ static void dot_store(emu_be *be, const emu_policy *pol, gemm_steps s, emu_vec *
 	emu_op1(be, s.store, EMU_OP_CVT, &pol->storage, dst, acc, EMU_NOREF, i);
 }
 
+/* x; the weights w (D × C, loaded as x is, its elements after x's): wscale·u,
+ * u from SplitMix64 of (seed, d·C + c); the label of each row (`target`):
+ * r mod C. */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	size_t R = in->rows, D = in->cols;
+	emu_kinput *tw, *ty;
+	double nc, wscale, *w, *y;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if ((variant && strcmp(variant, "maxsub") != 0) || R == 0 || D == 0)
+		return 0; /* the run refuses them */
+	if (!emu_kparam_int(in, "backward", "classes", 1, 4096, 8, &nc, err, errlen) ||
+	    !emu_kparam_real(in, "backward", "wscale", -INFINITY, INFINITY, 0, 1 / sqrt((double)D),
+	                     &wscale, err, errlen))
+		return -1;
+	size_t K = (size_t)nc;
+	if (emu_kinputs_add(ki, in, "backward", "w", D, K, false, &tw, &w, err, errlen) != 0 ||
+	    emu_kinputs_add(ki, in, "backward", "target", 1, R, false, &ty, &y, err, errlen) != 0)
+		return -1;
+	tw->fmt = pol->scale == EMU_SCALE_NONE ? &pol->storage : NULL;
+	tw->step = EMU_STEP_INPUT;
+	tw->e0 = (uint64_t)R * D;
+	for (size_t i = 0; w && i < D * K; i++)
+		w[i] = wscale * ((double)(mix(in->seed, i) >> 11) * 0x1p-52 - 1);
+	ty->kind = EMU_KIN_INDEX;
+	for (size_t r = 0; y && r < R; r++)
+		y[r] = (double)(r % K);
+	return emu_kinput_check_index(ty, "backward", K, err, errlen);
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -230,6 +263,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		         emu_kparam_get(in, "scale", 1), scale == 0 ? "0" : "infinite");
 		return -1;
 	}
+	emu_kinputs ki;
+	if (emu_kinputs_take(&emu_kernel_backward, pol, variant, in, &ki, err, errlen) != 0)
+		return -1;
+	const double *wd = emu_kinputs_find(&ki, "w")->v,
+	             *target = emu_kinputs_find(&ki, "target")->v;
 	emu_steps(be, steps, S_END - EMU_STEP0);
 	size_t np = D > R ? D : R; /* the longest sum: over d (logits) or r (dW) */
 	if (K > np)
@@ -242,10 +280,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *X = emu_vec_new(be, R * D), *W = emu_vec_new(be, D * K);
 	emu_vec *z = emu_vec_new(be, K), *e = emu_vec_new(be, K), *ea = emu_vec_new(be, K);
 	emu_vec *dl = emu_vec_new(be, R * K), *p = emu_vec_new(be, np), *t = emu_vec_new(be, 12);
-	double *wd = malloc(D * K * sizeof *wd);
 	if (!loss || !dW || !dX || !found || !grad || !X || !W || !z || !e || !ea || !dl || !p ||
-	    !t || !wd) {
-		free(wd);
+	    !t) {
+		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "backward: out of memory");
 		return -1;
 	}
@@ -265,12 +302,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_op1(be, S_SR, EMU_OP_DIV, C, SRc, Sc, Rc, 0);
 	/* X and W loaded as tensors: storage (through the scaling recipe), then
 	 * compute */
-	for (size_t i = 0; i < D * K; i++)
-		wd[i] = wscale * ((double)(mix(in->seed, i) >> 11) * 0x1p-52 - 1);
-	int lx = emu_load(be, pol, in->x, R, D, X),
-	    lw = emu_load_at(be, pol, wd, D, K, (uint64_t)R * D, W);
-	free(wd);
-	if (lx != 0 || lw != 0) {
+	if (emu_load(be, pol, in->x, R, D, X) != 0 ||
+	    emu_load_at(be, pol, wd, D, K, (uint64_t)R * D, W) != 0) {
+		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "backward: out of memory");
 		return -1;
 	}
@@ -278,7 +312,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	                 wgrad = {S_DW_MUL, S_DW_ACCUM, S_DW_SUM, S_STORE_DW},
 	                 xgrad = {S_DX_MUL, S_DX_ACCUM, S_DX_SUM, S_STORE_DX};
 	for (size_t r = 0; r < R; r++) {
-		size_t o = r * K, y = r % K;
+		size_t o = r * K, y = (size_t)target[r];
 		emu_ref Z = emu_row(z, 0), E = emu_row(e, 0), EA = emu_row(ea, 0),
 		        g = emu_row(dl, o);
 		/* logits z_c = Σ_d x_d·W[d][c], stored, then in compute */
@@ -344,19 +378,29 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	for (size_t i = 0; i < R * D && !bad; i++)
 		bad = !isfinite(emu_vget(be, dX, i));
 	emu_fill(be, emu_at(found, 0), bad ? 1 : 0, 1);
+	emu_kinputs_free(&ki);
 	return 0;
 }
 
 const emu_kernel emu_kernel_backward = {
-    "backward",
-    variants,
-    "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)",
-    run,
+    "backward", variants, "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)", run, inputs,
 };
 
 /* ---- gradscaler ---- */
 
 static const char *const gs_variants[] = {"pytorch", NULL};
+
+/* x alone: the largest |gradient| of each step, used as a double (the
+ * simulation stores nothing of it). */
+static int gs_inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                     char *err, size_t errlen)
+{
+	(void)variant;
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	ki->item[0].fmt = NULL;
+	return 0;
+}
 
 static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                   emu_kout *out, char *err, size_t errlen)
@@ -370,6 +414,10 @@ static int gs_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 		snprintf(err, errlen, "gradscaler: empty input");
 		return -1;
 	}
+	emu_kinputs ki; /* x alone: a tensor given by role is refused */
+	if (emu_kinputs_take(&emu_kernel_gradscaler, pol, variant, in, &ki, err, errlen) != 0)
+		return -1;
+	emu_kinputs_free(&ki);
 	emu_gs_config c;
 	emu_gs_config_default(&c);
 	double iv, gf, mf, ne, drift;
@@ -449,4 +497,5 @@ const emu_kernel emu_kernel_gradscaler = {
     "mfmt=0|16|32 (0: gfmt) elems=1 spread=6 drift=0 (log sd per step of a random walk "
     "that multiplies the input)",
     gs_run,
+    gs_inputs,
 };

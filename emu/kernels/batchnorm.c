@@ -220,15 +220,76 @@ static const char *const steps[S_END - EMU_STEP0] = {
     "dx_store",
 };
 
+static int parse_variant(const char *variant)
+{
+	return !variant                      ? TWOPASS
+	       : !strcmp(variant, "twopass") ? TWOPASS
+	       : !strcmp(variant, "welford") ? WELFORD
+	       : !strcmp(variant, "eval")    ? EVAL
+	                                     : -1;
+}
+
+/* The per-channel parameters a tensor each, in the order of their
+ * conversions into the compute format. */
+static const struct {
+	const char *role, *param;
+	unsigned step;
+} chan_params[] = {{"gamma", "gamma", S_GAMMA_C},
+                   {"beta", "beta", S_BETA_C},
+                   {"running_mean", "rmean", S_RMEAN_C},
+                   {"running_var", "rvar", S_RVAR_C}};
+#define NCHAN_PARAMS (sizeof chan_params / sizeof chan_params[0])
+
+/* x; gamma, beta, running_mean and running_var (C each, converted into the
+ * compute format: by default the parameters', one value converted once for
+ * every channel); with backward=1 the upstream gradient dy (N × C, stored at
+ * step "dy"): parameter `dy` everywhere, else ±1 from bit 0 of
+ * emu_sr_bits(seed, n·C + c). */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	int v = parse_variant(variant);
+	size_t N = in->rows, Ch = in->cols;
+	emu_kinput *t;
+	double dyval, bwd, *vals;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if (v < 0 || N == 0 || Ch == 0 || (v != EVAL && N < 2))
+		return 0; /* the run refuses them */
+	for (size_t k = 0; k < NCHAN_PARAMS; k++) {
+		double val, lo = k == 3 ? 0 : -INFINITY, dflt = k == 0 || k == 3 ? 1 : 0;
+		if (!emu_kparam_real(in, "batchnorm", chan_params[k].param, lo, INFINITY, 0, dflt,
+		                     &val, err, errlen) ||
+		    emu_kinputs_add(ki, in, "batchnorm", chan_params[k].role, 1, Ch, false, &t,
+		                    &vals, err, errlen) != 0)
+			return -1;
+		t->fmt = &pol->compute;
+		t->step = chan_params[k].step;
+		t->bcast = !t->given;
+		for (size_t c = 0; vals && c < Ch; c++)
+			vals[c] = val;
+	}
+	if (!emu_kparam_real(in, "batchnorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err,
+	                     errlen) ||
+	    !emu_kparam_int(in, "batchnorm", "backward", 0, 1, 1, &bwd, err, errlen))
+		return -1;
+	if (!bwd)
+		return 0;
+	if (emu_kinputs_add(ki, in, "batchnorm", "dy", N, Ch, false, &t, &vals, err, errlen) != 0)
+		return -1;
+	t->fmt = &pol->storage;
+	t->step = S_DY;
+	for (size_t i = 0; vals && i < N * Ch; i++) /* the default: ±1 from the seed */
+		vals[i] = !isnan(dyval) ? dyval : emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
-	int v = !variant                      ? TWOPASS
-	        : !strcmp(variant, "twopass") ? TWOPASS
-	        : !strcmp(variant, "welford") ? WELFORD
-	        : !strcmp(variant, "eval")    ? EVAL
-	                                      : -1;
+	int v = parse_variant(variant);
 	if (v < 0) {
 		snprintf(err, errlen, "batchnorm: unknown variant '%s' (twopass welford eval)",
 		         variant);
@@ -244,6 +305,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	size_t N = in->rows, Ch = in->cols;
 	double eps, dyval, gamma, beta, mom, rmean, rvar, bwd; /* dyval NaN: the ±1 pattern */
+	emu_kinputs ki;
 	if (!emu_kparam_real(in, "batchnorm", "eps", 0, INFINITY, 0, 1e-5, &eps, err, errlen) ||
 	    !emu_kparam_real(in, "batchnorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err,
 	                     errlen) ||
@@ -255,7 +317,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	    !emu_kparam_real(in, "batchnorm", "rmean", -INFINITY, INFINITY, 0, 0, &rmean, err,
 	                     errlen) ||
 	    !emu_kparam_real(in, "batchnorm", "rvar", 0, INFINITY, 0, 1, &rvar, err, errlen) ||
-	    !emu_kparam_int(in, "batchnorm", "backward", 0, 1, 1, &bwd, err, errlen))
+	    !emu_kparam_int(in, "batchnorm", "backward", 0, 1, 1, &bwd, err, errlen) ||
+	    emu_kinputs_take(&emu_kernel_batchnorm, pol, variant, in, &ki, err, errlen) != 0)
 		return -1;
 	emu_steps(be, steps, S_END - EMU_STEP0);
 	emu_vec *y = emu_kout_vec(be, out, "y", N * Ch, S);
@@ -276,12 +339,19 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	        *mdy = emu_vec_new(be, Ch);
 	emu_vec *kA = v == WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
 	emu_vec *t = emu_vec_new(be, 16);
-	double *dyraw = malloc(N * Ch * sizeof *dyraw);
+	/* the per-channel parameters given as tensors, converted channel by channel */
+	emu_vec *cv[NCHAN_PARAMS];
+	bool cv_ok = true;
+	for (size_t k = 0; k < NCHAN_PARAMS; k++) {
+		cv[k] =
+		    emu_kinputs_find(&ki, chan_params[k].role)->given ? emu_vec_new(be, Ch) : NULL;
+		cv_ok = cv_ok && (cv[k] || !emu_kinputs_find(&ki, chan_params[k].role)->given);
+	}
 	if (!y || (bwd && (!dx || !dg || !db)) || !meanv || !varv || !rmv || !rvv || !X || !xmu ||
 	    !dyv || !row || !row2 || !w1 || !w2 || !sa || !sb || !invstd || !uvar || !f1 || !f2 ||
-	    !mdy || (v == WELFORD && !kA) || !t || !dyraw ||
+	    !mdy || (v == WELFORD && !kA) || !t || !cv_ok ||
 	    emu_load(be, pol, in->x, N, Ch, X) != 0) {
-		free(dyraw);
+		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "batchnorm: out of memory");
 		return -1;
 	}
@@ -304,16 +374,31 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	const unsigned cstep[] = {S_N_ACCUM, S_N1_ACCUM, S_EPS,     S_GAMMA_C,
 	                          S_BETA_C,  S_MOM_C,    S_RMEAN_C, S_RVAR_C};
 	const emu_ref cdst[] = {Na, N1a, epsc, gam, bet, momc, rmc, rvc};
+	const int chan_of[] = {-1, -1, -1, 0, 1, -1, 2, 3}; /* cst's per-channel ones */
 	for (size_t i = 0; i < sizeof cst / sizeof cst[0]; i++) {
+		if (chan_of[i] >= 0 && cv[chan_of[i]])
+			continue; /* given as a tensor: below */
 		emu_fill(be, tmp, cst[i], 1);
 		emu_op1(be, cstep[i], EMU_OP_CVT, i < 2 ? A : C, cdst[i], tmp, EMU_NOREF, 0);
+	}
+	/* a per-channel parameter given as a tensor, channel by channel */
+	emu_ref *chan_ref[NCHAN_PARAMS] = {&gam, &bet, &rmc, &rvc};
+	for (size_t k = 0; k < NCHAN_PARAMS; k++) {
+		if (!cv[k])
+			continue;
+		const double *val = emu_kinputs_find(&ki, chan_params[k].role)->v;
+		for (size_t c = 0; c < Ch; c++)
+			emu_fill(be, emu_at(cv[k], c), val[c], 1);
+		emu_map(be, chan_params[k].step, EMU_OP_CVT, C, emu_row(cv[k], 0),
+		        emu_row(cv[k], 0), EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
+		*chan_ref[k] = emu_row(cv[k], 0);
 	}
 	emu_fill(be, one, 1, 1);
 	emu_op1(be, S_ONE_MINUS_MOM, EMU_OP_SUB, C, omm, one, momc, 0);
 
 	/* ---- mean (and, in Welford's recurrence, M2) per channel ---- */
 	if (v == EVAL) {
-		emu_copy(be, MEAN, emu_strided(t, RMEAN, 0), Ch);
+		emu_copy(be, MEAN, rmc, Ch);
 	} else if (v == WELFORD) {
 		for (size_t j = 0; j < N; j++) /* the counts 1..N, in the accumulator format */
 			emu_fill(be, emu_at(kA, j), (double)(j + 1), 1);
@@ -357,7 +442,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		        EMU_NOREF, Ch, n * Ch, NULL);
 	/* ---- var (biased) and var_unbiased per channel, from M2 ---- */
 	if (v == EVAL) {
-		emu_copy(be, VAR, emu_strided(t, RVAR, 0), Ch);
+		emu_copy(be, VAR, rvc, Ch);
 	} else {
 		if (v == TWOPASS)
 			for (size_t c = 0; c < Ch; c++) {
@@ -393,10 +478,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	/* ---- running statistics: m · stat + (1 − m) · running, stored; eval
 	 * leaves them as they were ---- */
 	if (v == EVAL) {
-		emu_map(be, S_RM_STORE, EMU_OP_CVT, S, emu_row(rmv, 0), emu_strided(t, RMEAN, 0),
-		        EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_RV_STORE, EMU_OP_CVT, S, emu_row(rvv, 0), emu_strided(t, RVAR, 0),
-		        EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
+		emu_map(be, S_RM_STORE, EMU_OP_CVT, S, emu_row(rmv, 0), rmc, EMU_NOREF, EMU_NOREF,
+		        Ch, 0, NULL);
+		emu_map(be, S_RV_STORE, EMU_OP_CVT, S, emu_row(rvv, 0), rvc, EMU_NOREF, EMU_NOREF,
+		        Ch, 0, NULL);
 	} else {
 		emu_map(be, S_RM_MOM, EMU_OP_MUL, C, SA, momc, MEAN, EMU_NOREF, Ch, 0, NULL);
 		emu_map(be, S_RM_KEEP, EMU_OP_MUL, C, SB, omm, rmc, EMU_NOREF, Ch, 0, NULL);
@@ -411,13 +496,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 
 	if (!bwd) { /* backward=0: the forward pass alone */
-		free(dyraw);
+		emu_kinputs_free(&ki);
 		return 0;
 	}
 	/* ---- backward: dy stored, then the two sums per channel ---- */
-	for (size_t i = 0; i < N * Ch; i++) /* the default: ±1 from the seed */
-		dyraw[i] = !isnan(dyval) ? dyval : emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
-	emu_input(be, S_DY, S, emu_row(dyv, 0), dyraw, 1, N * Ch, 0, NULL);
+	emu_input(be, S_DY, S, emu_row(dyv, 0), emu_kinputs_find(&ki, "dy")->v, 1, N * Ch, 0, NULL);
 	emu_map(be, S_DY_C, EMU_OP_CVT, C, emu_row(dyv, 0), emu_row(dyv, 0), EMU_NOREF, EMU_NOREF,
 	        N * Ch, 0, NULL);
 	for (size_t c = 0; c < Ch; c++) {
@@ -471,7 +554,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_map(be, S_DX_STORE, EMU_OP_CVT, S, emu_row(dx, o), ROW, EMU_NOREF, EMU_NOREF,
 		        Ch, o, NULL);
 	}
-	free(dyraw);
+	emu_kinputs_free(&ki);
 	return 0;
 }
 
@@ -483,4 +566,5 @@ const emu_kernel emu_kernel_batchnorm = {
     "the step, eval's statistics; default 0, 1); dy=D (every upstream gradient D; default ±1 "
     "from the seed); backward=0|1 (default 1; 0: the forward pass alone, no dx, dgamma, dbeta)",
     run,
+    inputs,
 };

@@ -15,8 +15,9 @@
  * the accumulator format and summed there in one sequential fold over all
  * elements (row-major), then divided by the count; the gradient is divided
  * by the count in the compute format and stored in the storage format.
- * Targets y_j ∈ {0, 1}: parameter `target` for every element, else bit 31 of
- * emu_sr_bits(seed, j) (nanmap's one counter-based draw).
+ * Targets y_j ∈ {0, 1} (tensor `target`): parameter `target` for every
+ * element, else bit 31 of emu_sr_bits(seed, j) (nanmap's one counter-based
+ * draw).
  */
 #include <math.h>
 #include <stdio.h>
@@ -63,11 +64,45 @@ static const char *const steps[S_END - EMU_STEP0] = {
     "sum",        "mean",      "sub_y", "scale",       "store",
 };
 
+static int parse_variant(const char *variant)
+{
+	return !variant ? 0 : !strcmp(variant, "naive") ? 0 : !strcmp(variant, "stable") ? 1 : -1;
+}
+
+/* Element j's target: parameter `target` (tgt >= 0), else bit 31 of
+ * emu_sr_bits(seed, j). */
+static double target_of(uint64_t seed, double tgt, size_t j)
+{
+	return tgt >= 0 ? tgt : (double)(emu_sr_bits(seed, j) >> 31);
+}
+
+/* x, and the targets y (rows × N, 0 or 1, used as they are; a kernel's own
+ * run takes them from target_of as it goes). */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	size_t R = in->rows, N = in->cols;
+	emu_kinput *t;
+	double tgt, *y;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if (parse_variant(variant) < 0 || R == 0 || N == 0)
+		return 0; /* the run refuses them */
+	if (!emu_kparam_int(in, "bce", "target", 0, 1, -1, &tgt, err, errlen) ||
+	    emu_kinputs_add(ki, in, "bce", "target", R, N, true, &t, &y, err, errlen) != 0)
+		return -1;
+	for (size_t j = 0; y && j < R * N; j++)
+		y[j] = target_of(in->seed, tgt, j);
+	/* 0 or 1: the kernel holds them exactly, in any format */
+	return emu_kinput_check_index(t, "bce", 2, err, errlen);
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
-	int v = !variant ? 0 : !strcmp(variant, "naive") ? 0 : !strcmp(variant, "stable") ? 1 : -1;
+	int v = parse_variant(variant);
 	if (v < 0 || in->cols == 0 || in->rows == 0) {
 		snprintf(err, errlen,
 		         v < 0 ? "bce: unknown variant '%s' (naive stable)" : "bce: empty input%s",
@@ -76,8 +111,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	size_t R = in->rows, N = in->cols, T = R * N;
 	double tgt; /* -1: drawn from the seed */
-	if (!emu_kparam_int(in, "bce", "target", 0, 1, -1, &tgt, err, errlen))
+	emu_kinputs ki;
+	if (!emu_kparam_int(in, "bce", "target", 0, 1, -1, &tgt, err, errlen) ||
+	    emu_kinputs_take(&emu_kernel_bce, pol, variant, in, &ki, err, errlen) != 0)
 		return -1;
+	const double *target = emu_kinputs_find(&ki, "target")->v; /* NULL: target_of */
 	emu_steps(be, steps, S_END - EMU_STEP0);
 	emu_vec *loss = emu_kout_vec(be, out, "loss", 1, A);
 	emu_vec *grad = emu_kout_vec(be, out, "grad", T, S);
@@ -86,6 +124,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *w = emu_vec_new(be, N), *t = emu_vec_new(be, 8);
 	if (!loss || !grad || !X || !Y || !L || !e || !d || !u || !w || !t ||
 	    emu_load(be, pol, in->x, R, N, X) != 0) {
+		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "bce: out of memory");
 		return -1;
 	}
@@ -100,8 +139,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_op1(be, S_COUNT_C, EMU_OP_CVT, C, cnt_c, cnt, EMU_NOREF, 0);
 	emu_op1(be, S_COUNT_A, EMU_OP_CVT, A, cnt_a, cnt, EMU_NOREF, 0);
 	for (size_t j = 0; j < T; j++)
-		emu_fill(be, emu_at(Y, j),
-		         tgt >= 0 ? tgt : (double)(emu_sr_bits(in->seed, j) >> 31), 1);
+		emu_fill(be, emu_at(Y, j), target ? target[j] : target_of(in->seed, tgt, j), 1);
+	emu_kinputs_free(&ki);
 	for (size_t r = 0; r < R; r++) {
 		size_t o = r * N;
 		emu_ref x = emu_row(X, o), y = emu_row(Y, o), l = emu_row(L, o),
@@ -161,8 +200,5 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 }
 
 const emu_kernel emu_kernel_bce = {
-    "bce",
-    variants,
-    "target=0|1 (default: drawn from the seed)",
-    run,
+    "bce", variants, "target=0|1 (default: drawn from the seed)", run, inputs,
 };

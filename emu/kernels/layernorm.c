@@ -157,15 +157,53 @@ static const char *const steps[S_END - EMU_STEP0] = {
     "dx_store",
 };
 
+static int parse_variant(const char *variant)
+{
+	return !variant                      ? TWOPASS
+	       : !strcmp(variant, "twopass") ? TWOPASS
+	       : !strcmp(variant, "onepass") ? ONEPASS
+	       : !strcmp(variant, "welford") ? WELFORD
+	                                     : -1;
+}
+
+/* Upstream gradients i0 .. i0 + n − 1 (row-major): dyval everywhere, or
+ * when it is NaN ±1 from bit 0 of emu_sr_bits(seed, i). */
+static void dy_draw(uint64_t seed, double dyval, size_t i0, size_t n, double *dy)
+{
+	for (size_t j = 0; j < n; j++)
+		dy[j] = !isnan(dyval) ? dyval : emu_sr_bits(seed, i0 + j) & 1 ? -1.0 : 1.0;
+}
+
+/* x, and the upstream gradient dy (rows × N, stored at step "dy";
+ * parameter `dy`, else the seed's ±1: dy_draw, which a kernel's own run
+ * calls row by row). */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	size_t R = in->rows, N = in->cols;
+	emu_kinput *t;
+	double dyval, *dy;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if (parse_variant(variant) < 0 || R == 0 || N == 0)
+		return 0; /* the run refuses them */
+	if (!emu_kparam_real(in, "layernorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err,
+	                     errlen) ||
+	    emu_kinputs_add(ki, in, "layernorm", "dy", R, N, true, &t, &dy, err, errlen) != 0)
+		return -1;
+	t->fmt = &pol->storage;
+	t->step = S_DY;
+	if (dy)
+		dy_draw(in->seed, dyval, 0, R * N, dy);
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
-	int v = !variant                      ? TWOPASS
-	        : !strcmp(variant, "twopass") ? TWOPASS
-	        : !strcmp(variant, "onepass") ? ONEPASS
-	        : !strcmp(variant, "welford") ? WELFORD
-	                                      : -1;
+	int v = parse_variant(variant);
 	if (v < 0 || in->cols == 0 || in->rows == 0) {
 		snprintf(err, errlen,
 		         v < 0 ? "layernorm: unknown variant '%s' (twopass onepass welford)"
@@ -175,10 +213,13 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	size_t R = in->rows, N = in->cols;
 	double eps, dyval; /* dyval NaN: the ±1 pattern */
+	emu_kinputs ki;
 	if (!emu_kparam_real(in, "layernorm", "eps", 0, INFINITY, 0, 1e-5, &eps, err, errlen) ||
 	    !emu_kparam_real(in, "layernorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err,
-	                     errlen))
+	                     errlen) ||
+	    emu_kinputs_take(&emu_kernel_layernorm, pol, variant, in, &ki, err, errlen) != 0)
 		return -1;
+	const double *dyin = emu_kinputs_find(&ki, "dy")->v; /* NULL: dy_draw, row by row */
 	emu_steps(be, steps, S_END - EMU_STEP0);
 	emu_vec *y = emu_kout_vec(be, out, "y", R * N, S);
 	emu_vec *dx = emu_kout_vec(be, out, "dx", R * N, S);
@@ -188,10 +229,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *w1 = emu_vec_new(be, N), *w2 = emu_vec_new(be, N);
 	emu_vec *kA = v == WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
 	emu_vec *t = emu_vec_new(be, 12);
-	double *dyraw = malloc(N * sizeof *dyraw);
+	double *dyraw = dyin ? NULL : malloc(N * sizeof *dyraw);
 	if (!y || !dx || !rstd || !var || !X || !yc || !dy || !w1 || !w2 || (v == WELFORD && !kA) ||
-	    !t || !dyraw || emu_load(be, pol, in->x, R, N, X) != 0) {
+	    !t || (!dyin && !dyraw) || emu_load(be, pol, in->x, R, N, X) != 0) {
 		free(dyraw);
+		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "layernorm: out of memory");
 		return -1;
 	}
@@ -280,11 +322,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_map(be, S_STORE, EMU_OP_CVT, S, emu_row(y, o), YC, EMU_NOREF, EMU_NOREF, N, o,
 		        NULL);
 		/* ---- backward: mean(dy) and mean(dy·ŷ) ---- */
-		for (size_t j = 0, i = o; j < N; j++, i++) /* the default: ±1 from the seed */
-			dyraw[j] = !isnan(dyval)                  ? dyval
-			           : emu_sr_bits(in->seed, i) & 1 ? -1.0
-			                                          : 1.0;
-		emu_input(be, S_DY, S, DY, dyraw, 1, N, o, NULL);
+		if (!dyin)
+			dy_draw(in->seed, dyval, o, N, dyraw);
+		emu_input(be, S_DY, S, DY, dyin ? dyin + o : dyraw, 1, N, o, NULL);
 		emu_map(be, S_DY_C, EMU_OP_CVT, C, DY, DY, EMU_NOREF, EMU_NOREF, N, o, NULL);
 		emu_fill(be, s, 0, 1);
 		emu_fill(be, s2, 0, 1);
@@ -306,6 +346,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		        o, NULL);
 	}
 	free(dyraw);
+	emu_kinputs_free(&ki);
 	return 0;
 }
 
@@ -315,4 +356,5 @@ const emu_kernel emu_kernel_layernorm = {
     "eps=E (default 1e-5, rounded into the compute format); dy=D (every upstream gradient D; "
     "default ±1 from the seed)",
     run,
+    inputs,
 };

@@ -138,18 +138,77 @@ static double *shaped(const emu_kin *in, size_t m, size_t n, size_t k, bool bt, 
 	return x;
 }
 
+static int parse_variant(const char *variant, const char **spec)
+{
+	*spec = NULL;
+	if (!variant || !strcmp(variant, "seq"))
+		return SEQ;
+	if (!strcmp(variant, "tc"))
+		return TC;
+	if (!strncmp(variant, "tc:", 3) && variant[3]) {
+		*spec = variant + 3;
+		return TC;
+	}
+	return -1;
+}
+
+/* x, and the two operands read out of it, after the shaping parameters: a
+ * (m × k) and b (k × n; bt=1: n × k), each stored as a tensor of its own
+ * (b's elements after a's). A kernel's own run reads them out of x itself
+ * (shaped, as here), so that they are not copied. */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	const char *spec;
+	double dm, dn, dk, bt, tok_a, tok_b, chan, chan_k, corr, *a, *b;
+	emu_kinput *ta, *tb;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if (parse_variant(variant, &spec) < 0 || in->cols == 0 || in->rows == 0)
+		return 0; /* the run refuses them */
+	if (!shape(in, &dm, &dn, &dk, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "bt", 0, 1, 0, &bt, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "tok_a", 0, 10, 0, 0, &tok_a, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "tok_b", 0, 10, 0, 0, &tok_b, err, errlen) ||
+	    !emu_kparam_int(in, "matmul", "chan", 0, dn, 0, &chan, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "chan_k", 0, 1e30, 0, 1, &chan_k, err, errlen) ||
+	    !emu_kparam_real(in, "matmul", "corr", 0, 1, 0, 0, &corr, err, errlen))
+		return -1;
+	size_t m = (size_t)dm, n = (size_t)dn, k = (size_t)dk;
+	if (emu_kinputs_add(ki, in, "matmul", "a", m, k, true, &ta, &a, err, errlen) != 0 ||
+	    emu_kinputs_add(ki, in, "matmul", "b", bt ? n : k, bt ? k : n, true, &tb, &b, err,
+	                    errlen) != 0)
+		return -1;
+	ta->fmt = tb->fmt = pol->scale == EMU_SCALE_NONE ? &pol->storage : NULL;
+	ta->step = tb->step = EMU_STEP_INPUT;
+	tb->e0 = (uint64_t)(m * k);
+	ta->of_x = tb->of_x = true;
+	if (!a && !b)
+		return 0; /* given, or read out of x by the run */
+	double *x = shaped(in, m, n, k, bt != 0, tok_a, tok_b, (size_t)chan, chan_k, corr);
+	if (!x) {
+		snprintf(err, errlen, "matmul: out of memory");
+		return -1;
+	}
+	const double *xin = x == SHAPED_NONE ? in->x : x;
+	if (x != SHAPED_NONE)
+		ki->item[0].fmt = NULL; /* x itself is not what the kernel stores */
+	if (a)
+		memcpy(a, xin, m * k * sizeof *a);
+	if (b)
+		memcpy(b, xin + m * k, k * n * sizeof *b);
+	if (x != SHAPED_NONE)
+		free(x);
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *S = &pol->storage, *A = &pol->accum;
-	const char *spec = NULL;
-	int v = -1;
-	if (!variant || !strcmp(variant, "seq"))
-		v = SEQ;
-	else if (!strcmp(variant, "tc"))
-		v = TC;
-	else if (!strncmp(variant, "tc:", 3) && variant[3])
-		v = TC, spec = variant + 3;
+	const char *spec;
+	int v = parse_variant(variant, &spec);
 	if (v < 0 || in->cols == 0 || in->rows == 0) {
 		snprintf(err, errlen,
 		         v < 0 ? "matmul: unknown variant '%s' (seq, tc[:MODEL])"
@@ -198,21 +257,30 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			return -1;
 		}
 	}
+	emu_kinputs ki;
+	if (emu_kinputs_take(&emu_kernel_matmul, pol, variant, in, &ki, err, errlen) != 0)
+		return -1;
+	/* a and b given, or read out of x here (shaped as inputs() shapes them) */
+	const double *ain = emu_kinputs_find(&ki, "a")->v, *bin = emu_kinputs_find(&ki, "b")->v;
 	emu_vec *acc = emu_kout_vec(be, out, "acc", m * n, O);
 	emu_vec *c = emu_kout_vec(be, out, "c", m * n, S);
 	emu_vec *Av = emu_vec_new(be, m * k), *Bv = emu_vec_new(be, k * n);
 	emu_vec *p = emu_vec_new(be, k);
-	double *x = shaped(in, m, n, k, bt != 0, tok_a, tok_b, (size_t)chan, chan_k, corr);
+	double *x = ain && bin
+	                ? SHAPED_NONE
+	                : shaped(in, m, n, k, bt != 0, tok_a, tok_b, (size_t)chan, chan_k, corr);
 	if (!acc || !c || !Av || !Bv || !p || !x)
 		goto oom;
 	const double *xin = x == SHAPED_NONE ? in->x : x;
+	if (!ain)
+		ain = xin;
+	if (!bin)
+		bin = xin + m * k;
 	if (tc_raw) { /* the stored values themselves */
-		emu_input(be, EMU_STEP_INPUT, S, emu_row(Av, 0), xin, 1, m * k, 0, NULL);
-		emu_input(be, EMU_STEP_INPUT, S, emu_row(Bv, 0), xin + m * k, 1, k * n, m * k,
-		          NULL);
-	} else if (emu_load_at(be, pol, xin, m, k, 0, Av) != 0 ||
-	           emu_load_at(be, pol, xin + m * k, bt ? n : k, bt ? k : n, (uint64_t)(m * k),
-	                       Bv) != 0) {
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(Av, 0), ain, 1, m * k, 0, NULL);
+		emu_input(be, EMU_STEP_INPUT, S, emu_row(Bv, 0), bin, 1, k * n, m * k, NULL);
+	} else if (emu_load_at(be, pol, ain, m, k, 0, Av) != 0 ||
+	           emu_load_at(be, pol, bin, bt ? n : k, bt ? k : n, (uint64_t)(m * k), Bv) != 0) {
 		goto oom;
 	}
 	if (x != SHAPED_NONE)
@@ -251,10 +319,12 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	 * fp16 overflows */
 	emu_map(be, S_STORE, EMU_OP_CVT, S, emu_row(c, 0), emu_row(acc, 0), EMU_NOREF, EMU_NOREF,
 	        m * n, 0, NULL);
+	emu_kinputs_free(&ki);
 	return 0;
 oom:
 	if (x && x != SHAPED_NONE)
 		free(x);
+	emu_kinputs_free(&ki);
 	snprintf(err, errlen, "matmul: out of memory");
 	return -1;
 }
@@ -269,4 +339,5 @@ const emu_kernel emu_kernel_matmul = {
     "chan=C, chan_k=K (B's first C output columns times K); corr=R (A's row i correlated "
     "with B's column i mod n)",
     run,
+    inputs,
 };

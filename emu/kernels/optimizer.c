@@ -117,6 +117,11 @@ enum {
 	S_D_C3,
 	S_C_C,
 	S_C_C2,
+	/* initial states given by role (emu_kin.tensors): stored; by default
+	 * they are +0 and nothing is stored */
+	S_M_IN,
+	S_V_IN,
+	S_C_IN,
 	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
@@ -187,6 +192,9 @@ static const char *const steps[S_END - EMU_STEP0] = {
     [S_D_C3 - EMU_STEP0] = "to_compute",
     [S_C_C - EMU_STEP0] = "to_compute",
     [S_C_C2 - EMU_STEP0] = "to_compute",
+    [S_M_IN - EMU_STEP0] = "m",
+    [S_V_IN - EMU_STEP0] = "v",
+    [S_C_IN - EMU_STEP0] = "c",
 };
 
 /* β^t rounded to nearest in binary64 (what CPython's beta ** step gives
@@ -251,17 +259,76 @@ static bool read_params(const emu_kin *in, int v, opt_params *p, char *err, size
 	       emu_kparam_int(in, k, "fused", 0, 1, 0, &p->fused, err, errlen);
 }
 
+static int parse_variant(const char *variant)
+{
+	return !variant                          ? ADAMW
+	       : !strcmp(variant, "adamw")       ? ADAMW
+	       : !strcmp(variant, "adamw_kahan") ? ADAMW_KAHAN
+	       : !strcmp(variant, "adamw_sr")    ? ADAMW_SR
+	       : !strcmp(variant, "sgd")         ? SGD
+	                                         : -1;
+}
+
+/* Step t's gradients (n of them), as the file's comment draws them. */
+static void grad_step(uint64_t seed, uint64_t t, size_t n, double scale, double *g)
+{
+	for (size_t i = 0; i < n; i++)
+		g[i] = grad_draw(seed, t, i, scale);
+}
+
+/* x (the initial weights w); the gradient stream `grad` (steps × n, row t − 1
+ * step t's, stored in the grad format at step "grad", element (t − 1)·n + i;
+ * a kernel's own run draws it step by step); AdamW's states m and v (the
+ * state format) and adamw_kahan's compensation c (the storage format), +0
+ * at the first step, as PyTorch initialises them. */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	int v = parse_variant(variant);
+	size_t n = in->rows * in->cols;
+	opt_params P;
+	emu_kinput *t;
+	double *g;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if (v < 0 || n == 0 || !emu_format_by_name("fp32"))
+		return 0; /* the run refuses them */
+	if (!read_params(in, v, &P, err, errlen))
+		return -1;
+	if (n >= (1ull << 40) / 2 || (double)n * P.steps >= 0x1p42)
+		return 0; /* the run refuses it */
+	uint64_t seed = P.seed < 0 ? in->seed : (uint64_t)P.seed, ns = (uint64_t)P.steps;
+	if (emu_kinputs_add(ki, in, "optimizer", "grad", (size_t)ns, n, true, &t, &g, err,
+	                    errlen) != 0)
+		return -1;
+	t->fmt = &pol->grad;
+	t->step = S_GRAD;
+	for (uint64_t s = 1; g && s <= ns; s++)
+		grad_step(seed, s, n, P.grad_scale, g + (s - 1) * n);
+	static const struct {
+		const char *role;
+		unsigned step;
+	} states[] = {{"m", S_M_IN}, {"v", S_V_IN}, {"c", S_C_IN}};
+	int nstates = v == SGD ? 0 : v == ADAMW_KAHAN ? 3 : 2;
+	for (int k = 0; k < nstates; k++) {
+		if (emu_kinputs_add(ki, in, "optimizer", states[k].role, in->rows, in->cols, true,
+		                    &t, &g, err, errlen) != 0)
+			return -1;
+		t->fmt = k < 2 ? &pol->state : &pol->storage;
+		t->step = states[k].step;
+		for (size_t i = 0; g && i < n; i++)
+			g[i] = 0;
+	}
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad, *T = &pol->state,
 	                 *F = emu_format_by_name("fp32");
-	int v = !variant                          ? ADAMW
-	        : !strcmp(variant, "adamw")       ? ADAMW
-	        : !strcmp(variant, "adamw_kahan") ? ADAMW_KAHAN
-	        : !strcmp(variant, "adamw_sr")    ? ADAMW_SR
-	        : !strcmp(variant, "sgd")         ? SGD
-	                                          : -1;
+	int v = parse_variant(variant);
 	if (v < 0 || in->cols == 0 || in->rows == 0 || !F) {
 		snprintf(err, errlen,
 		         v < 0 ? "optimizer: unknown variant '%s' (adamw adamw_kahan adamw_sr sgd)"
@@ -280,6 +347,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	uint64_t seed = P.seed < 0 ? in->seed : (uint64_t)P.seed;
 	unsigned nsteps = (unsigned)P.steps;
+	emu_kinputs ki;
+	if (emu_kinputs_take(&emu_kernel_optimizer, pol, variant, in, &ki, err, errlen) != 0)
+		return -1;
+	const double *gin = emu_kinputs_find(&ki, "grad")->v; /* NULL: drawn step by step */
 	emu_steps(be, steps, S_END - EMU_STEP0);
 	emu_vec *w = emu_kout_vec(be, out, "w", n, S);
 	emu_vec *m = emu_kout_vec(be, out, "m", n, T);
@@ -299,8 +370,22 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	    !xc || !a || !d || !w_old || !u || !c || !t || !raw ||
 	    emu_load(be, pol, in->x, in->rows, in->cols, w) != 0) {
 		free(raw);
+		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "optimizer: out of memory");
 		return -1;
+	}
+	/* the initial states, where given: stored (by default +0, nothing stored) */
+	const struct {
+		const char *role;
+		unsigned step;
+		const emu_format *f;
+		emu_vec *dst;
+	} given[] = {{"m", S_M_IN, T, m}, {"v", S_V_IN, T, vv}, {"c", S_C_IN, S, c}};
+	for (int k = 0; k < 3; k++) {
+		const emu_kinput *st = emu_kinputs_find(&ki, given[k].role);
+		if (st && st->given)
+			emu_input(be, given[k].step, given[k].f, emu_row(given[k].dst, 0), st->v, 1,
+			          n, 0, NULL);
 	}
 	/* the scalars, each rounded into the compute format where PyTorch's
 	 * tensor operation meets it */
@@ -361,9 +446,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_map(be, (step), EMU_OP_CVT, (fmt), (dst), (dst), EMU_NOREF, EMU_NOREF, n, e, NULL)
 	for (unsigned s = 1; s <= nsteps; s++) {
 		uint64_t e = (uint64_t)(s - 1) * n;
-		for (size_t i = 0; i < n; i++)
-			raw[i] = grad_draw(seed, s, i, P.grad_scale);
-		emu_input(be, S_GRAD, G, Gr, raw, 1, n, e, NULL);
+		const double *gs = gin ? gin + e : raw;
+		if (!gin)
+			grad_step(seed, s, n, P.grad_scale, raw);
+		emu_input(be, S_GRAD, G, Gr, gs, 1, n, e, NULL);
 		TO_C(S_GRAD_C, Gc, Gr);
 		emu_copy(be, Wo, W, n);
 		if (v == SGD) {
@@ -498,6 +584,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 #undef OP
 #undef STORE
 	free(raw);
+	emu_kinputs_free(&ki);
 	return 0;
 }
 
@@ -510,4 +597,5 @@ const emu_kernel emu_kernel_optimizer = {
     "default the run's seed); fused=0|1 (adamw: 1 keeps denom in the compute format, as "
     "PyTorch's fused=True and Apex's FusedAdam do, instead of a tensor of the state's dtype)",
     run,
+    inputs,
 };

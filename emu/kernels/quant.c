@@ -118,6 +118,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		         v < 0 ? variant : "");
 		return -1;
 	}
+	emu_kinputs ki; /* x alone: a tensor given by role is refused */
+	if (emu_kinputs_take(&emu_kernel_quant, pol, variant, in, &ki, err, errlen) != 0)
+		return -1;
+	emu_kinputs_free(&ki);
 	size_t R = in->rows, N = in->cols, T = R * N;
 	emu_steps(be, steps, 1);
 	emu_vec *deq = emu_kout_vec(be, out, "deq", T, C);
@@ -178,9 +182,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	return 0;
 }
 
+/* inputs NULL: x alone (emu_kinputs_x) */
 const emu_kernel emu_kernel_quant = {
-    "quant",
-    variants,
-    "none (the policy's recipe and role choose the quantisation)",
-    run,
+    "quant", variants, "none (the policy's recipe and role choose the quantisation)", run, NULL,
 };

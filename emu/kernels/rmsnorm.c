@@ -155,16 +155,59 @@ static const char *const steps[S_END - EMU_STEP0] = {
     [S_DG - EMU_STEP0] = "dg",
 };
 
+static int parse_variant(const char *variant)
+{
+	return !variant                        ? PLAIN
+	       : !strcmp(variant, "plain")     ? PLAIN
+	       : !strcmp(variant, "prescaled") ? PRESCALED
+	       : !strcmp(variant, "fp32stats") ? FP32STATS
+	                                       : -1;
+}
+
+/* Upstream gradients i0 .. i0 + n − 1 (row-major): dyval everywhere, or
+ * when it is NaN ±1 from bit 0 of emu_sr_bits(seed, i). */
+static void dy_draw(uint64_t seed, double dyval, size_t i0, size_t n, double *dy)
+{
+	for (size_t j = 0; j < n; j++)
+		dy[j] = !isnan(dyval) ? dyval : emu_sr_bits(seed, i0 + j) & 1 ? -1.0 : 1.0;
+}
+
+/* x; the weights g (N, stored at step "g"): parameter `g` everywhere; the
+ * upstream gradient dy (rows × N, stored at step "dy"; parameter `dy`, else
+ * the seed's ±1: dy_draw, which a kernel's own run calls row by row). */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	size_t R = in->rows, N = in->cols;
+	emu_kinput *tg, *tdy;
+	double gval, dyval, *g, *dy;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if (parse_variant(variant) < 0 || R == 0 || N == 0)
+		return 0; /* the run refuses them */
+	if (!emu_kparam_real(in, "rmsnorm", "g", -INFINITY, INFINITY, 0, 1, &gval, err, errlen) ||
+	    !emu_kparam_real(in, "rmsnorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err,
+	                     errlen) ||
+	    emu_kinputs_add(ki, in, "rmsnorm", "g", 1, N, false, &tg, &g, err, errlen) != 0 ||
+	    emu_kinputs_add(ki, in, "rmsnorm", "dy", R, N, true, &tdy, &dy, err, errlen) != 0)
+		return -1;
+	tg->fmt = tdy->fmt = &pol->storage;
+	tg->step = S_G;
+	tdy->step = S_DY;
+	for (size_t j = 0; g && j < N; j++)
+		g[j] = gval;
+	if (dy)
+		dy_draw(in->seed, dyval, 0, R * N, dy);
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
 	const emu_format *F = emu_format_by_name("fp32");
-	int v = !variant                        ? PLAIN
-	        : !strcmp(variant, "plain")     ? PLAIN
-	        : !strcmp(variant, "prescaled") ? PRESCALED
-	        : !strcmp(variant, "fp32stats") ? FP32STATS
-	                                        : -1;
+	int v = parse_variant(variant);
 	if (v < 0 || in->cols == 0 || in->rows == 0 || !F) {
 		snprintf(err, errlen,
 		         v < 0 ? "rmsnorm: unknown variant '%s' (plain prescaled fp32stats)"
@@ -174,11 +217,15 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		return -1;
 	}
 	size_t R = in->rows, N = in->cols;
-	double eps, gval, dyval; /* dyval NaN: the ±1 pattern */
+	double eps, dyval; /* dyval NaN: the ±1 pattern */
+	emu_kinputs ki;
 	if (!emu_kparam_real(in, "rmsnorm", "eps", 0, INFINITY, 0, 1e-6, &eps, err, errlen) ||
-	    !emu_kparam_real(in, "rmsnorm", "g", -INFINITY, INFINITY, 0, 1, &gval, err, errlen) ||
-	    !emu_kparam_real(in, "rmsnorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err, errlen))
+	    !emu_kparam_real(in, "rmsnorm", "dy", -INFINITY, INFINITY, 0, NAN, &dyval, err,
+	                     errlen) ||
+	    emu_kinputs_take(&emu_kernel_rmsnorm, pol, variant, in, &ki, err, errlen) != 0)
 		return -1;
+	/* dyin NULL: dy_draw, row by row */
+	const double *gin = emu_kinputs_find(&ki, "g")->v, *dyin = emu_kinputs_find(&ki, "dy")->v;
 	/* the statistics' format: fp32 in fp32stats, else the policy's */
 	const emu_format *SA = v == FP32STATS ? F : A, *SC = v == FP32STATS ? F : C;
 	emu_steps(be, steps, S_END - EMU_STEP0);
@@ -191,10 +238,11 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *xh = emu_vec_new(be, N), *g = emu_vec_new(be, N), *dy = emu_vec_new(be, N);
 	emu_vec *w1 = emu_vec_new(be, N), *w2 = emu_vec_new(be, N);
 	emu_vec *t = emu_vec_new(be, 12);
-	double *raw = malloc(N * sizeof *raw);
+	double *raw = dyin ? NULL : malloc(N * sizeof *raw);
 	if (!y || !dx || !rstd || !ms || !dg || !X || !Q || !xh || !g || !dy || !w1 || !w2 || !t ||
-	    !raw || emu_load(be, pol, in->x, R, N, X) != 0) {
+	    (!dyin && !raw) || emu_load(be, pol, in->x, R, N, X) != 0) {
 		free(raw);
+		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "rmsnorm: out of memory");
 		return -1;
 	}
@@ -217,9 +265,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_fill(be, tmp, eps, 1);
 	emu_op1(be, v == FP32STATS ? S_EPS_F32 : S_EPS, EMU_OP_CVT, SC, epsc, tmp, EMU_NOREF, 0);
 	/* the weights: stored, then in the compute format */
-	for (size_t j = 0; j < N; j++)
-		raw[j] = gval;
-	emu_input(be, S_G, S, G, raw, 1, N, 0, NULL);
+	emu_input(be, S_G, S, G, gin, 1, N, 0, NULL);
 	emu_map(be, S_G_C, EMU_OP_CVT, C, G, G, EMU_NOREF, EMU_NOREF, N, 0, NULL);
 	for (size_t r = 0; r < R; r++) {
 		size_t o = r * N;
@@ -268,9 +314,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_map(be, S_STORE, EMU_OP_CVT, S, emu_row(y, o), W1, EMU_NOREF, EMU_NOREF, N, o,
 		        NULL);
 		/* ---- backward: m = mean(g·dy·x̂) ---- */
-		for (size_t j = 0, i = o; j < N; j++, i++) /* the default: ±1 from the seed */
-			raw[j] = !isnan(dyval) ? dyval : emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
-		emu_input(be, S_DY, S, DY, raw, 1, N, o, NULL);
+		if (!dyin)
+			dy_draw(in->seed, dyval, o, N, raw);
+		emu_input(be, S_DY, S, DY, dyin ? dyin + o : raw, 1, N, o, NULL);
 		emu_map(be, S_DY_C, EMU_OP_CVT, C, DY, DY, EMU_NOREF, EMU_NOREF, N, o, NULL);
 		emu_map(be, S_G_DY, EMU_OP_MUL, C, W1, G, DY, EMU_NOREF, N, o, NULL);
 		emu_map(be, S_GDY_XH, EMU_OP_MUL, C, W2, W1, XH, EMU_NOREF, N, o, NULL);
@@ -299,6 +345,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		emu_fold(be, S_DG, EMU_OP_ADD, A, EMU_ORDER_SEQ, emu_at(dg, j),
 		         emu_strided(Q, j, N), EMU_NOREF, R, j * R);
 	free(raw);
+	emu_kinputs_free(&ki);
 	return 0;
 }
 
@@ -308,4 +355,5 @@ const emu_kernel emu_kernel_rmsnorm = {
     "eps=E (default 1e-6, rounded into the compute format; fp32 in fp32stats); g=G (every "
     "weight G, default 1); dy=D (every upstream gradient D; default ±1 from the seed)",
     run,
+    inputs,
 };

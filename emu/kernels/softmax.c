@@ -11,8 +11,8 @@
  * Inputs are loaded by emu_load (storage format, scaling recipe, then the
  * compute format); sums run in the accumulator format, sequentially; the gradient
  * (p − onehot(y)) / rows is stored back in the storage format; the mean loss
- * is held in the accumulator format. Labels: parameter `label` for every row,
- * else row r has label r mod cols.
+ * is held in the accumulator format. Labels (tensor `target`, one class index
+ * a row): parameter `label` for every row, else row r has label r mod cols.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,24 +53,50 @@ static const char *const steps[S_END - EMU_STEP0] = {
     "sub_lse",    "exp",      "div",  "onehot",  "scale", "store",    "mean",
 };
 
-static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
-               emu_kout *out, char *err, size_t errlen)
+static int parse_variant(const char *variant)
+{
+	return !variant                     ? 0
+	       : !strcmp(variant, "naive")  ? 0
+	       : !strcmp(variant, "maxsub") ? 1
+	       : !strcmp(variant, "lse")    ? 2
+	                                    : -1;
+}
+
+/* Row r's label: parameter `label` (lab >= 0), else r mod N. */
+static size_t label_of(double lab, size_t r, size_t N)
+{
+	return lab >= 0 ? (size_t)lab : r % N;
+}
+
+/* x, and the label of each row (`target`; a kernel's own run takes them
+ * from label_of as it goes). */
+static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
+                  char *err, size_t errlen)
+{
+	size_t R = in->rows, N = in->cols;
+	emu_kinput *t;
+	double lab, *y;
+
+	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
+		return -1;
+	if (parse_variant(variant) < 0 || R == 0 || N == 0)
+		return 0; /* the run refuses them */
+	if (!emu_kparam_int(in, "softmax_ce", "label", 0, (double)(N - 1), -1, &lab, err, errlen) ||
+	    emu_kinputs_add(ki, in, "softmax_ce", "target", 1, R, true, &t, &y, err, errlen) != 0)
+		return -1;
+	t->kind = EMU_KIN_INDEX;
+	for (size_t r = 0; y && r < R; r++)
+		y[r] = (double)label_of(lab, r, N);
+	return emu_kinput_check_index(t, "softmax_ce", N, err, errlen);
+}
+
+static int run_on(emu_be *be, const emu_policy *pol, int v, const emu_kin *in,
+                  const emu_kinputs *ki, emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
-	int v = !variant                     ? 0
-	        : !strcmp(variant, "naive")  ? 0
-	        : !strcmp(variant, "maxsub") ? 1
-	        : !strcmp(variant, "lse")    ? 2
-	                                     : -1;
-	if (v < 0 || in->cols == 0 || in->rows == 0) {
-		snprintf(err, errlen,
-		         v < 0 ? "softmax_ce: unknown variant '%s' (naive maxsub lse)"
-		               : "softmax_ce: empty input%s",
-		         v < 0 ? variant : "");
-		return -1;
-	}
 	size_t R = in->rows, N = in->cols;
-	double lab; /* -1: each row's label is its index mod N */
+	const double *target = emu_kinputs_find(ki, "target")->v; /* NULL: label_of */
+	double lab;
 	if (!emu_kparam_int(in, "softmax_ce", "label", 0, (double)(N - 1), -1, &lab, err, errlen))
 		return -1;
 	emu_steps(be, steps, S_END - EMU_STEP0);
@@ -93,7 +119,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_op1(be, S_ROWS_C, EMU_OP_CVT, C, Rc, tmp, EMU_NOREF, 0);
 	emu_op1(be, S_ROWS_A, EMU_OP_CVT, A, Ra, tmp, EMU_NOREF, 0);
 	for (size_t r = 0; r < R; r++) {
-		size_t o = r * N, y = lab >= 0 ? (size_t)lab : r % N;
+		size_t o = r * N, y = target ? (size_t)target[r] : label_of(lab, r, N);
 		emu_ref x = emu_row(X, o), xy = emu_at(X, o + y), E = emu_row(e, 0),
 		        EA = emu_row(ea, 0), g = emu_row(grad, o);
 		if (v >= 1) { /* m = max x */
@@ -139,9 +165,25 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	return 0;
 }
 
+static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
+               emu_kout *out, char *err, size_t errlen)
+{
+	int v = parse_variant(variant);
+	if (v < 0 || in->cols == 0 || in->rows == 0) {
+		snprintf(err, errlen,
+		         v < 0 ? "softmax_ce: unknown variant '%s' (naive maxsub lse)"
+		               : "softmax_ce: empty input%s",
+		         v < 0 ? variant : "");
+		return -1;
+	}
+	emu_kinputs ki;
+	if (emu_kinputs_take(&emu_kernel_softmax_ce, pol, variant, in, &ki, err, errlen) != 0)
+		return -1;
+	int rc = run_on(be, pol, v, in, &ki, out, err, errlen);
+	emu_kinputs_free(&ki);
+	return rc;
+}
+
 const emu_kernel emu_kernel_softmax_ce = {
-    "softmax_ce",
-    variants,
-    "label=Y (default: row mod classes)",
-    run,
+    "softmax_ce", variants, "label=Y (default: row mod classes)", run, inputs,
 };

@@ -760,7 +760,7 @@ static int sw_work_check(const struct sw_opts *o, const nm_case *c)
 		threads = 1;
 	for (size_t i = 0; i < c->nparams && i < NM_CASE_MAX_PARAMS; i++)
 		params[i] = (emu_kparam){c->param_names[i], c->params[i].value};
-	emu_kin kin = {NULL, (size_t)r, (size_t)k, params, c->nparams, c->gen.seed};
+	emu_kin kin = {NULL, (size_t)r, (size_t)k, params, c->nparams, c->gen.seed, NULL, 0};
 	double vals = emu_kernel_values(c->kernel, (size_t)r, (size_t)k, &kin);
 	double per = len * sizeof(double) + vals * sizeof(double) +
 	             (c->exact ? vals * SW_MP_VALUE_BYTES : 0) +

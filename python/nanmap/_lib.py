@@ -168,11 +168,19 @@ class KParam(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_double)]
 
 
+class KTensor(ctypes.Structure):
+    _fields_ = [
+        ("role", ctypes.c_char_p), ("rows", ctypes.c_size_t), ("cols", ctypes.c_size_t),
+        ("v", c_dp),
+    ]
+
+
 class KIn(ctypes.Structure):
     _fields_ = [
         ("x", c_dp), ("rows", ctypes.c_size_t), ("cols", ctypes.c_size_t),
         ("params", ctypes.POINTER(KParam)), ("nparams", ctypes.c_size_t),
         ("seed", ctypes.c_uint64),
+        ("tensors", ctypes.POINTER(KTensor)), ("ntensors", ctypes.c_size_t),
     ]
 
 
@@ -180,6 +188,7 @@ class Kernel(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p), ("variants", ctypes.POINTER(ctypes.c_char_p)),
         ("params_doc", ctypes.c_char_p), ("run", ctypes.c_void_p),
+        ("inputs", ctypes.c_void_p),
     ]
 
 
@@ -200,6 +209,18 @@ class GOutput(ctypes.Structure):
         ("case_index", ctypes.c_size_t), ("format", ctypes.c_char_p), ("bits", ctypes.c_int),
         ("n", ctypes.c_size_t), ("expected", c_u32p),
     ]
+
+
+class GInput(ctypes.Structure):
+    _fields_ = [
+        ("role", ctypes.c_char_p), ("format", ctypes.c_char * 40), ("bits", ctypes.c_int),
+        ("ndim", ctypes.c_int), ("rows", ctypes.c_size_t), ("cols", ctypes.c_size_t),
+        ("of_x", ctypes.c_bool), ("values", c_dp), ("encodings", c_u32p),
+    ]
+
+
+class GInputs(ctypes.Structure):
+    _fields_ = [("item", ctypes.POINTER(GInput)), ("n", ctypes.c_size_t)]
 
 
 class GOpts(ctypes.Structure):
@@ -345,11 +366,13 @@ nm_golden_compare = _fn("nm_golden_compare", ctypes.c_int, GP, ctypes.c_char_p, 
 nm_golden_report_free = _fn("nm_golden_report_free", None, ctypes.POINTER(GReport))
 nm_golden_class = _fn("nm_golden_class", ctypes.c_char_p, ctypes.POINTER(GOutput),
                       ctypes.c_uint32)
+nm_golden_case_inputs = _fn("nm_golden_case_inputs", ctypes.c_int, GP, ctypes.c_char_p,
+                            ctypes.POINTER(GInputs), ctypes.c_char_p, sz)
+nm_golden_inputs_free = _fn("nm_golden_inputs_free", None, ctypes.POINTER(GInputs))
 
 
 def find_cli(near=None):
-    """bin/nanmap for what only the command line does (a golden case's
-    input generator lives in the command's own code, not the library):
+    """bin/nanmap, for a program that drives the command line:
     $NANMAP, the checkout of the library, the checkout of `near` (a golden
     file's folder), then PATH."""
     env = os.environ.get("NANMAP")

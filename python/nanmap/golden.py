@@ -3,6 +3,7 @@
     g = nanmap.golden.load("golden/softmax_ce.golden")
     case = g["softmax_ce.naive.fp16-fp16.safe"]
     x = case.inputs()                       # float64, rows × cols
+    t = case.tensors()                      # every input: {"x": ..., "target": ...}
     nanmap.golden.check(case.output("grad"), my_grad_bits)
 
 check raises AssertionError listing the mismatches as `nanmap check`
@@ -12,9 +13,6 @@ is never imported.
 """
 
 import ctypes
-import os
-import subprocess
-import tempfile
 
 import numpy as np
 
@@ -85,25 +83,55 @@ class Case:
         return self.output(output).expected
 
     def inputs(self, encodings=False):
-        """The case's input (float64, rows × cols; encodings=True: the
-        storage format's bits). The generator is the command line's own, so
-        this asks `nanmap golden export` for it."""
-        d = os.path.dirname(os.path.abspath(self._g.path))
-        cli = L.find_cli(near=d)
-        if not cli:
-            raise GoldenError("%s: inputs need bin/nanmap (set NANMAP=)" % self.id)
-        if os.path.basename(self._g.path) != self.kernel + ".golden":
-            raise GoldenError("%s: inputs are exported from DIR/%s.golden; %s is named "
-                              "otherwise" % (self.id, self.kernel, self._g.path))
-        with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "in.npy")
-            cmd = [cli, "golden", "export", self.id, "--inputs", path, "--dir", d]
-            if encodings:
-                cmd.append("--encodings")
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                raise GoldenError(r.stderr.strip() or "nanmap golden export failed")
-            return np.load(path)
+        """The case's input x (float64, rows × cols; encodings=True: the
+        storage format's bits), as `nanmap golden export --inputs` writes it."""
+        x = self.tensors(encodings=encodings)["x"]
+        if encodings and x.dtype == np.float64:
+            raise GoldenError("case %s: the kernel takes x as float64 (no format holds it "
+                              "as stored): ask for its values" % self.id)
+        return x
+
+    def tensors(self, encodings=False):
+        """Every tensor the case's kernel consumes, {role: numpy array}: x,
+        and what the kernel draws from the seed or builds from its parameters
+        (dy, target, w, grad, gamma, ...; matmul's a and b and attention's q,
+        k, v, the operands it reads out of x). Each as the kernel is handed
+        it, float64 values; encodings=True: for a tensor the kernel rounds
+        into a format, that format's encodings (uint8/uint16/uint32) as it
+        stores them. Class indices are uint32 either way. The library draws
+        them with the kernel's own code (nm_golden_case_inputs), as `nanmap
+        golden export --out` writes them; .formats(self) says each format."""
+        return {r: a for r, (a, _) in self._tensors(encodings).items()}
+
+    def formats(self):
+        """{role: format} of tensors(): the format the kernel rounds a tensor
+        into ("fp16"), "float64" (it takes the values as they are) or "index"."""
+        return {r: f for r, (_, f) in self._tensors(False).items()}
+
+    def _tensors(self, encodings):
+        ins = L.GInputs()
+        err = ctypes.create_string_buffer(_ERRLEN)
+        if L.nm_golden_case_inputs(self._g._h, self.id.encode(), ctypes.byref(ins), err,
+                                   _ERRLEN) != 0:
+            raise GoldenError(err.value.decode() or "%s: no inputs" % self.id)
+        try:
+            out = {}
+            for i in range(ins.n):
+                t = ins.item[i]
+                n = t.rows * t.cols
+                shape = (t.cols,) if t.ndim == 1 else (t.rows, t.cols)
+                fmt = t.format.decode()
+                if fmt == "index":
+                    a = np.ctypeslib.as_array(t.values, shape=(n,)).astype(np.uint32)
+                elif encodings and t.encodings:
+                    dt = np.uint8 if t.bits <= 8 else np.uint16 if t.bits <= 16 else np.uint32
+                    a = np.ctypeslib.as_array(t.encodings, shape=(n,)).astype(dt)
+                else:
+                    a = np.ctypeslib.as_array(t.values, shape=(n,)).copy()
+                out[t.role.decode()] = (a.reshape(shape), fmt)
+            return out
+        finally:
+            L.nm_golden_inputs_free(ctypes.byref(ins))
 
     def __repr__(self):
         return "Case(%s, %s)" % (self.id, ", ".join(map(repr, self.outputs.values())))

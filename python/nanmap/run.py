@@ -79,11 +79,22 @@ def _collect(r, res):
                   "overflow": int(st.in_overflow), "flushed": int(st.in_flushed)}
 
 
-def run(kernel, x, policy, variant=None, params=None, backend="fast", seed=0, truth=True):
+def _array_values(t):
+    """A tensor's values as an array (class indices and other integers as
+    their values, not bits)."""
+    a = np.asarray(t)
+    return a.astype(np.float64) if a.dtype.kind in "uib" else a
+
+
+def run(kernel, x, policy, variant=None, params=None, backend="fast", seed=0, truth=True,
+        tensors=None):
     """Run a kernel on x (1-D: one row; 2-D: rows × cols) under a precision
     policy ("storage=fp16,compute=fp32", docs/run.md) on backend "fast" or
     "exact" (or "truth": the 256-bit run itself). params: {name: number}.
-    truth=False skips the truth runs (no .errors), as --no-truth does."""
+    truth=False skips the truth runs (no .errors), as --no-truth does.
+    tensors: {role: array} given instead of what the kernel draws from the
+    seed or builds from its parameters (dy, target, w, ...: a golden case's
+    case.tensors() without x), as `nanmap run --tensor` gives them."""
     from . import NanmapError, _float_input
     k = L.emu_kernel_by_name(str(kernel).encode())
     if not k:
@@ -111,7 +122,18 @@ def run(kernel, x, policy, variant=None, params=None, backend="fast", seed=0, tr
     for i, (n, v) in enumerate(zip(names, params.values())):
         kp[i].name = n
         kp[i].value = float(v)
-    kin = L.KIn(a.ctypes.data_as(L.c_dp), rows, cols, kp, len(params), int(seed))
+    given = []  # (role bytes, float64 array), kept alive through the run
+    for role, t in (tensors or {}).items():
+        v = np.ascontiguousarray(_array_values(t), dtype=np.float64)
+        if v.ndim > 2:
+            raise ValueError("nanmap.run: tensor %s is %d-D (1-D or 2-D)" % (role, v.ndim))
+        given.append((str(role).encode(), v))
+    kt = (L.KTensor * max(len(given), 1))()
+    for i, (role, v) in enumerate(given):
+        r_, c_ = (1, v.size) if v.ndim < 2 else v.shape
+        kt[i] = L.KTensor(role, r_, c_, v.ctypes.data_as(L.c_dp))
+    kin = L.KIn(a.ctypes.data_as(L.c_dp), rows, cols, kp, len(params), int(seed), kt,
+                len(given))
     var = str(variant).encode() if variant is not None else None
     r = L.Run()
     t = L.Truth()

@@ -21,7 +21,9 @@ STRUCTS = {
     "emu_vec": L.Vec, "emu_be_stats": L.BeStats, "emu_be": L.Be,
     "emu_kout_item": L.KoutItem, "emu_kout": L.Kout, "emu_item_metrics": L.ItemMetrics,
     "emu_run": L.Run, "emu_truth": L.Truth, "emu_kparam": L.KParam, "emu_kin": L.KIn,
-    "emu_kernel": L.Kernel, "nm_golden_case": L.GCase, "nm_golden_output": L.GOutput,
+    "emu_ktensor": L.KTensor, "emu_kernel": L.Kernel, "nm_golden_case": L.GCase,
+    "nm_golden_output": L.GOutput, "nm_golden_input": L.GInput,
+    "nm_golden_inputs": L.GInputs,
     "nm_golden_opts": L.GOpts, "nm_golden_mismatch": L.GMismatch,
     "nm_golden_report": L.GReport,
 }

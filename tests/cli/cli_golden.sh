@@ -5,8 +5,10 @@
 # golden records; check passes the exact outputs (raw, hex, .npy) and
 # catches a 1-ulp change, a flipped sign of zero, a NaN for a finite value,
 # an inf for the largest finite value, a truncated file, a wrong length and
-# dtype (exit 0/1/2 as docs/golden.md says); the C API example compiles
-# against lib/libnanmap.a and agrees.
+# dtype (exit 0/1/2 as docs/golden.md says); the C API examples compile
+# against lib/libnanmap.a and agree; export --out writes every input a
+# case's kernel consumes (dy, target, w, ...), and nanmap run handed them
+# by role (--tensor) under another seed gives exactly the golden records.
 # Run from the repository root after the build: sh tests/cli/cli_golden.sh
 # NANMAP=path overrides the binary. Stops at the first failure.
 set -u
@@ -224,6 +226,84 @@ bad "export unknown case" "no case 'softmax_ce.nope'" golden export softmax_ce.n
 bad "export without --inputs" "needs --inputs" golden export softmax_ce.naive.fp16-fp16.safe
 bad "export bad id" "bad case id" golden export nodot --inputs "$tmp/x.npy"
 
+# ---- export --out: every input the kernel consumes reproduces the records ----
+# One case of every kernel and variant: the tensors export writes (x, and dy,
+# target, w, b, grad, gamma, ... as the kernel draws them), handed to nanmap run
+# by role (--tensor) under seed 1, not the case's, so that nothing is
+# re-derived from the seed, give every golden record of the case. (quant's
+# cases consume x alone, and their recipes round stochastically by the seed.)
+ncases=0
+for id in $(awk '$1 == "case" && $2 ~ /\.fp16-fp32\.safe$/ { print $2 }' golden/*.golden); do
+	kernel=${id%%.*}
+	d="$tmp/out.$id"
+	run golden export "$id" --out "$d"
+	status 0 "export $id --out" "$d/x.npy: x $(awk -v id="$id" '$1 == "case" && $2 == id {
+		sub("rows=", "", $6); sub("cols=", "", $7); print $6 "x" $7 }' "golden/$kernel.golden"), float64 values" \
+		"$d/inputs.txt: $(grep -vc '^#' "$d/inputs.txt") tensors of $id"
+	line=$(grep "^case $id " "golden/$kernel.golden")
+	variant=$(echo "$line" | sed 's/.* variant=\([^ ]*\).*/\1/')
+	policy=$(echo "$line" | sed 's/.* policy=\([^ ]*\).*/\1/')
+	set -- run "$kernel" --variant "$variant" --policy "$policy" --input "$d/x.npy" --seed 1 \
+		--backend exact --no-truth --csv
+	for role in $(awk '!/^#/ && $1 != "x" { print $1 }' "$d/inputs.txt"); do
+		[ -s "$d/$role.npy" ] || fail "export $id: no $role.npy"
+		set -- "$@" --tensor "$role=$d/$role.npy"
+	done
+	run "$@"
+	status 0 "run on every exported input of $id"
+	awk -F, -v id="$id" '$1 == "exact" && $2 == "bits" {
+		split($3, a, "["); sub("]", "", a[2]); print id "/" a[1], a[2], $4 }' "$tmp/out" >"$tmp/got"
+	awk -v id="$id" 'index($1, id "/") == 1 && NF == 4 { print $1, $2, $3 }' \
+		"golden/$kernel.golden" >"$tmp/want"
+	[ -s "$tmp/want" ] || fail "export $id: no records"
+	cmp -s "$tmp/want" "$tmp/got" ||
+		fail "export $id: nanmap run on the exported inputs differs from the golden records"
+	ncases=$((ncases + 1))
+done
+[ "$ncases" -ge 36 ] || fail "export --out: $ncases cases, want one per kernel and variant"
+# a backward case: its upstream gradient is in the export, and the records
+# need it (x alone under seed 1 gives another dx)
+id=layernorm.twopass.fp16-fp32.safe
+d="$tmp/out.$id"
+grep -qx 'dy dy.npy <f8 2x16 fp16 -' "$d/inputs.txt" || fail "export $id: inputs.txt has no dy line"
+run run layernorm --variant twopass --policy storage=fp16,compute=fp32 --input "$d/x.npy" \
+	--seed 1 --backend exact --no-truth --csv
+status 0 "run on x alone"
+awk -F, '$1 == "exact" && $2 == "bits" && $3 ~ /^dx\[/ { print $4 }' "$tmp/out" >"$tmp/got"
+awk -v t="$id/dx" '$1 == t && NF == 4 { print $3 }' golden/layernorm.golden >"$tmp/want"
+! cmp -s "$tmp/want" "$tmp/got" || fail "x alone under another seed reproduces $id/dx"
+pass=$((pass + 1))
+# --encodings: the storage format's encodings, class indices as <u4
+run golden export "$id" --out "$tmp/enc" --encodings
+status 0 "export --out --encodings" "$tmp/enc/dy.npy: dy 2x16, fp16 encodings"
+grep -qx 'dy dy.npy <u2 2x16 fp16 -' "$tmp/enc/inputs.txt" || fail "--encodings: dy line"
+[ "$(tail -c 64 "$tmp/enc/dy.npy" | od -An -v -tx2 | tr -s ' ' '\n' | sed '/^$/d' | sort -u |
+	tr '\n' ' ')" = "3c00 bc00 " ] || fail "--encodings: dy is not the fp16 encodings of ±1"
+run golden export softmax_ce.naive.fp16-fp16.safe --out "$tmp/sm" --encodings
+status 0 "export softmax_ce --out" "$tmp/sm/target.npy: target 2, class indices"
+grep -qx 'target target.npy <u4 2 index -' "$tmp/sm/inputs.txt" || fail "target line"
+[ "$(tail -c 8 "$tmp/sm/target.npy" | od -An -v -tu4 | tr -s ' ')" = " 0 1" ] ||
+	fail "softmax_ce's labels are not 0 1"
+# matmul's operands: a and b, read out of x
+run golden export matmul.seq.bf16-bf16.safe --out "$tmp/mm"
+grep -qx 'b b.npy <f8 8x4 bf16 x' "$tmp/mm/inputs.txt" || fail "matmul: b line"
+pass=$((pass + 1))
+printf 'x\n' >"$tmp/afile"
+bad "export --out onto a file" "$tmp/afile: not a folder" \
+	golden export "$id" --out "$tmp/afile"
+bad "export --out and --inputs" "not both" \
+	golden export "$id" --out "$tmp/o2" --inputs "$tmp/x.npy"
+bad "export float64 x as encodings" "the kernel takes x as float64" \
+	golden export quant.row.nvfp4-act --inputs "$tmp/q.bin"
+bad "run --tensor without =" "bad --tensor 'dy'" \
+	run layernorm --policy storage=fp16 --values 1,2 --tensor dy
+bad "run --tensor, a missing file" "$tmp/none.npy" \
+	run layernorm --policy storage=fp16 --values 1,2 --tensor "dy=$tmp/none.npy"
+bad "run --tensor of no role" "layernorm: no tensor 'w' (its tensors: dy; x is its input)" \
+	run layernorm --policy storage=fp16 --input "$d/x.npy" --tensor "w=$d/dy.npy"
+bad "run --tensor of another shape" "layernorm: tensor dy is 2 x 16, the kernel takes 1 x 2" \
+	run layernorm --policy storage=fp16 --values 1,2 --tensor "dy=$d/dy.npy"
+
 # ---- check: the exact outputs pass ----
 TGT=softmax_ce.naive.fp16-fp16.safe/grad
 records "$TGT" >"$tmp/g.txt"
@@ -342,5 +422,24 @@ status 0 "example on the exact outputs" "$TGT: 32 checked, 0 mismatched"
 rc=0
 "$tmp/golden_check" golden/softmax_ce.golden "$TGT" "$tmp/u.txt" >"$tmp/out" 2>"$tmp/err" || rc=$?
 status 1 "example on a 1-ulp change" "$TGT: 32 checked, 1 mismatched"
+# the inputs example: every output of a backward case from the case's
+# inputs (x and dy, as the kernel drew them), the kernel under seed 0
+# shellcheck disable=SC2086
+"$CC" -std=c11 -Wall -Wextra -Werror $extra -I. -Iemu/io -Iemu/engine docs/examples/golden_inputs.c \
+	lib/libnanmap.a $private -o "$tmp/golden_inputs" 2>"$tmp/err" ||
+	fail "docs/examples/golden_inputs.c does not build with lib/libnanmap.a $private"
+for id in layernorm.twopass.fp16-fp32.safe attention.online-bwd.bf16-fp32.near_underflow \
+	batchnorm.welford.e4m3-fp32.safe; do
+	kernel=${id%%.*}
+	rc=0
+	"$tmp/golden_inputs" "golden/$kernel.golden" "$id" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	status 0 "inputs example on $id"
+	n=$(grep -c "^$id/.*: [0-9]* checked, 0 mismatched\$" "$tmp/out")
+	[ "$n" -eq "$(grep -c "^output $id/" "golden/$kernel.golden")" ] ||
+		fail "inputs example on $id: $n outputs match"
+done
+grep -qxF "layernorm.twopass.fp16-fp32.safe: dy 2 x 16 (fp16)" "$tmp/out" ||
+	grep -qxF "batchnorm.welford.e4m3-fp32.safe: dy 8 x 4 (e4m3)" "$tmp/out" ||
+	fail "inputs example: no dy line"
 
 echo "cli_golden: all $pass checks passed"

@@ -161,7 +161,7 @@ static emu_bits grad0_kernel(const emu_gpu_tables *ts, double x0)
 	ck_assert(emu_policy_parse("storage=fp16,accum=fp32", &pol, err, sizeof err) == EMU_OK);
 	double x[2] = {x0, 0};
 	emu_kparam lab = {"label", 1};
-	emu_kin in = {x, 1, 2, &lab, 1, 1};
+	emu_kin in = {x, 1, 2, &lab, 1, 1, NULL, 0};
 	emu_run r;
 	ck_assert_msg(emu_run_kernel_tables(&emu_kernel_softmax_ce, &pol, "naive", &in, EMU_BE_FAST,
 	                                    ts, &r, err, sizeof err) == 0,

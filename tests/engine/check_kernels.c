@@ -110,7 +110,7 @@ static void fast_equals_exact(int i, int c0, int c1)
 	for (const char *const *v = k->variants; *v; v++) {
 		for (int c = c0; c < c1; c++) {
 			make_input(&pol, (uint64_t)c, x, ROWS * COLS);
-			emu_kin in = {x, ROWS, COLS, NULL, 0, t_seed()};
+			emu_kin in = {x, ROWS, COLS, NULL, 0, t_seed(), NULL, 0};
 			char what[300];
 			snprintf(what, sizeof what, "%s %s [%s] input %d", k->name, *v, spec, c);
 			ck_assert_msg(same_runs(k, &pol, *v, &in, what), "%s: refused", what);
@@ -219,7 +219,7 @@ static bool random_policy_case(uint64_t c)
 	size_t cols = 1 + r[11] % 64, rows = 1 + r[12] % 3;
 	double x[3 * 64];
 	nm_gen_fill(&g, x, rows * cols);
-	emu_kin in = {x, rows, cols, NULL, 0, g.seed};
+	emu_kin in = {x, rows, cols, NULL, 0, g.seed, NULL, 0};
 	char what[600];
 	snprintf(what, sizeof what,
 	         "case %" PRIu64 ": nanmap run %s --variant %s --policy '%s' --gen %s --n %zu "
@@ -272,7 +272,7 @@ static emu_run_status softmax_row(const char *spec, const char *variant, double 
 	char err[200];
 	ck_assert(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK);
 	double x[2] = {z0, z1};
-	emu_kin in = {x, 1, 2, NULL, 0, 1};
+	emu_kin in = {x, 1, 2, NULL, 0, 1, NULL, 0};
 	emu_run r;
 	ck_assert(emu_run_kernel(&emu_kernel_softmax_ce, &pol, variant, &in, EMU_BE_FAST, &r, err,
 	                         sizeof err) == 0);
@@ -313,7 +313,7 @@ START_TEST(test_policy_zeroless_agrees)
 			char err[200] = "";
 			ck_assert_msg(emu_policy_parse(specs[i], &pol, err, sizeof err) == EMU_OK, "%s: %s",
 			              specs[i], err);
-			emu_kin in = {xs[k], 1, k == 0 ? 1 : 2, NULL, 0, 1};
+			emu_kin in = {xs[k], 1, k == 0 ? 1 : 2, NULL, 0, 1, NULL, 0};
 			emu_run f, e;
 			ck_assert(emu_run_kernel(&emu_kernel_accum, &pol, "sum:seq", &in, EMU_BE_FAST, &f,
 			                         err, sizeof err) == 0);

@@ -26,7 +26,7 @@ static void mrun(struct mrun *m, const char *kernel, const char *spec, const cha
 	ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK, "%s", err);
 	const emu_kernel *k = emu_kernel_by_name(kernel);
 	ck_assert(k);
-	emu_kin in = {x, rows, cols, p, np, 1};
+	emu_kin in = {x, rows, cols, p, np, 1, NULL, 0};
 	ck_assert_msg(emu_run_kernel(k, &pol, variant, &in, EMU_BE_FAST, &m->f, err, sizeof err) == 0,
 	              "%s", err);
 	ck_assert_msg(emu_run_truth(k, &pol, variant, &in, &m->t, err, sizeof err) == 0, "%s", err);

@@ -28,7 +28,7 @@ static void run(const emu_policy *pol, const char *variant, const double *x, siz
                 size_t cols, const emu_kparam *par, size_t npar, emu_be_kind kind, emu_run *r)
 {
 	char err[200] = "";
-	emu_kin in = {x, rows, cols, par, npar, t_seed()};
+	emu_kin in = {x, rows, cols, par, npar, t_seed(), NULL, 0};
 	int rc = emu_run_kernel(&emu_kernel_accum, pol, variant, &in, kind, r, err, sizeof err);
 	ck_assert_msg(rc == 0, "accum %s [%s]: %s", variant, pol->spec, err);
 }
@@ -466,7 +466,7 @@ START_TEST(test_errors)
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		char err[200] = "";
-		emu_kin in = {x, 1, 4, bad[i].par, bad[i].par != NULL, 1};
+		emu_kin in = {x, 1, 4, bad[i].par, bad[i].par != NULL, 1, NULL, 0};
 		emu_run r;
 		ck_assert_msg(emu_run_kernel(&emu_kernel_accum, &pol, bad[i].variant, &in,
 		                             EMU_BE_FAST, &r, err, sizeof err) != 0,
@@ -483,7 +483,7 @@ START_TEST(test_errors)
 	emu_run_free(&r);
 	parse("storage=e4m3,compute=fp32,scale=tensor", &pol);
 	char err[200];
-	emu_kin in = {x, 1, 4, NULL, 0, 1};
+	emu_kin in = {x, 1, 4, NULL, 0, 1, NULL, 0};
 	ck_assert(emu_run_kernel(&emu_kernel_accum, &pol, "dot:tc:h100", &in, EMU_BE_FAST, &r, err,
 	                         sizeof err) != 0);
 	emu_run_free(&r);

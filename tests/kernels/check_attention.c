@@ -52,7 +52,7 @@ static void att_run(att_result *a, const char *spec, const char *variant, const 
 {
 	char err[200];
 	ck_assert_msg(emu_policy_parse(spec, &a->pol, err, sizeof err) == EMU_OK, "%s", err);
-	emu_kin in = {x, rows, cols, p, np, 1};
+	emu_kin in = {x, rows, cols, p, np, 1, NULL, 0};
 	ck_assert_msg(emu_run_kernel(&emu_kernel_attention, &a->pol, variant, &in, kind, &a->r, err,
 	                             sizeof err) == 0,
 	              "%s: %s", variant, err);
@@ -620,7 +620,8 @@ START_TEST(test_fp8_bwd_truth)
 		fill(x, NQ * COLS, 2, 1000 + seed);
 		for (int f = 0; f < 2; f++) {
 			emu_kparam p[] = {{"do_fmt", f ? 4 : 5}};
-			emu_kin in = {x, NQ, COLS, p, 1, 1}; /* att_run's seed: the same dO */
+			emu_kin in = {x, NQ, COLS, p,
+			              1, 1,  NULL, 0}; /* att_run's seed: the same dO */
 			att_result a;
 			att_run(&a, "storage=bf16,compute=fp32", "fp8:bwd", x, NQ, COLS, p, 1,
 			        EMU_BE_FAST);
@@ -686,7 +687,7 @@ START_TEST(test_fp8_bwd_shapes)
 		                  {"seq_q", cfg[c].seq_q},
 		                  {"tile", cfg[c].tile},
 		                  {"block_k", cfg[c].block_k}};
-		emu_kin in = {x, R, COLS, p, 4, 1};
+		emu_kin in = {x, R, COLS, p, 4, 1, NULL, 0};
 		att_result a;
 		att_run(&a, "storage=bf16,compute=fp32", "fp8:bwd", x, R, COLS, p, 4, EMU_BE_FAST);
 		emu_truth t, o;
@@ -771,7 +772,7 @@ START_TEST(test_fp8_bwd_errors)
 	ck_assert(emu_policy_parse("storage=fp32", &pol, err, sizeof err) == EMU_OK);
 	for (size_t b = 0; b < ARRAY_SIZE(bad); b++) {
 		emu_kparam p[] = {{bad[b].param ? bad[b].param : "causal", bad[b].value}};
-		emu_kin in = {x, NQ, COLS, p, 1, 1};
+		emu_kin in = {x, NQ, COLS, p, 1, 1, NULL, 0};
 		emu_run r;
 		err[0] = 0;
 		int rc = emu_run_kernel(&emu_kernel_attention, &pol, bad[b].variant, &in,
@@ -803,7 +804,7 @@ START_TEST(test_online_accuracy)
 		for (uint64_t seed = 0; seed < SEEDS; seed++) {
 			fill(x, NQ * COLS, 3, 300 + seed);
 			emu_kparam p[] = {{"block_k", 8}};
-			emu_kin in = {x, NQ, COLS, p, 1, seed};
+			emu_kin in = {x, NQ, COLS, p, 1, seed, NULL, 0};
 			for (int v = 0; v < 2; v++) {
 				const char *var = v ? "online" : "naive";
 				att_result a;

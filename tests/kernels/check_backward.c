@@ -53,7 +53,7 @@ static void run_bw(const char *spec, double scale, const double *x, bw_result *r
 	char err[200];
 	ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK, "%s", err);
 	emu_kparam p[] = {{"wscale", 1e-3}, {"scale", scale}, {"classes", BC}};
-	emu_kin in = {x, BR, BD, p, ARRAY_SIZE(p), 1};
+	emu_kin in = {x, BR, BD, p, ARRAY_SIZE(p), 1, NULL, 0};
 	emu_run a, t;
 	ck_assert_msg(emu_run_kernel(&emu_kernel_backward, &pol, NULL, &in, EMU_BE_FAST, &a, err,
 	                             sizeof err) == 0,
@@ -179,7 +179,7 @@ START_TEST(test_fractions_without_truth)
 	char err[200];
 	ck_assert(emu_policy_parse("storage=fp16,compute=fp32", &pol, err, sizeof err) == EMU_OK);
 	emu_kparam p[] = {{"wscale", 1e-3}, {"scale", 0x1p24}};
-	emu_kin in = {x, BR, BD, p, ARRAY_SIZE(p), 1};
+	emu_kin in = {x, BR, BD, p, ARRAY_SIZE(p), 1, NULL, 0};
 	emu_run a;
 	ck_assert(emu_run_kernel(&emu_kernel_backward, &pol, NULL, &in, EMU_BE_FAST, &a, err,
 	                         sizeof err) == 0);
@@ -193,7 +193,7 @@ START_TEST(test_fractions_without_truth)
 	emu_run_free(&a);
 	/* bad parameters are refused with a reason */
 	emu_kparam bad[] = {{"classes", 0}};
-	emu_kin in2 = {x, BR, BD, bad, 1, 1};
+	emu_kin in2 = {x, BR, BD, bad, 1, 1, NULL, 0};
 	ck_assert(emu_run_kernel(&emu_kernel_backward, &pol, NULL, &in2, EMU_BE_FAST, &a, err,
 	                         sizeof err) != 0);
 	ck_assert(strstr(err, "classes") != NULL);
@@ -224,7 +224,7 @@ START_TEST(test_first_sum_element)
 	char err[200];
 	ck_assert(emu_policy_parse("storage=fp16", &pol, err, sizeof err) == EMU_OK);
 	emu_kparam p[] = {{"wscale", wscale}, {"classes", C}};
-	emu_kin in = {x, R, D, p, ARRAY_SIZE(p), 1};
+	emu_kin in = {x, R, D, p, ARRAY_SIZE(p), 1, NULL, 0};
 	for (int kind = EMU_BE_FAST; kind <= EMU_BE_EXACT; kind++) {
 		emu_run a;
 		ck_assert(emu_run_kernel(&emu_kernel_backward, &pol, NULL, &in, (emu_be_kind)kind,
@@ -250,7 +250,7 @@ static void run_gs(const char *spec, const double *g, size_t n, const emu_kparam
 	emu_policy pol;
 	char err[200];
 	ck_assert(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK);
-	emu_kin in = {g, 1, n, p, np, 1};
+	emu_kin in = {g, 1, n, p, np, 1, NULL, 0};
 	ck_assert_msg(
 	    emu_run_kernel(&emu_kernel_gradscaler, &pol, NULL, &in, kind, r, err, sizeof err) == 0,
 	    "%s", err);
@@ -350,7 +350,7 @@ START_TEST(test_gradscaler_lost)
 	emu_policy pol;
 	char err[200];
 	ck_assert(emu_policy_parse("storage=fp16", &pol, err, sizeof err) == EMU_OK);
-	emu_kin in = {g, 1, 4, bad, 1, 1};
+	emu_kin in = {g, 1, 4, bad, 1, 1, NULL, 0};
 	ck_assert(emu_run_kernel(&emu_kernel_gradscaler, &pol, NULL, &in, EMU_BE_FAST, &a, err,
 	                         sizeof err) != 0);
 	ck_assert_msg(strstr(err, "growth") != NULL, "%s", err);

@@ -25,7 +25,7 @@ static void bn_run(emu_run *r, const char *spec, const char *variant, const doub
 	emu_policy pol;
 	char err[200];
 	ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK, "%s", err);
-	emu_kin in = {x, rows, cols, p, np, 1};
+	emu_kin in = {x, rows, cols, p, np, 1, NULL, 0};
 	ck_assert_msg(emu_run_kernel(&emu_kernel_batchnorm, &pol, variant, &in, EMU_BE_FAST, r, err,
 	                             sizeof err) == 0,
 	              "%s", err);
@@ -40,7 +40,7 @@ static void bn_run_np(emu_run *r, const char *spec, const char *variant, const d
 	emu_policy pol;
 	char err[200];
 	ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK, "%s", err);
-	emu_kin in = {x, rows, cols, p, np, 1};
+	emu_kin in = {x, rows, cols, p, np, 1, NULL, 0};
 	ck_assert_msg(emu_run_kernel(&emu_kernel_batchnorm, &pol, variant, &in, EMU_BE_FAST, r, err,
 	                             sizeof err) == 0,
 	              "%s", err);
@@ -250,7 +250,7 @@ START_TEST(test_refusals)
 	char err[200];
 	ck_assert(emu_policy_parse("storage=fp32", &pol, err, sizeof err) == EMU_OK);
 	double x[3] = {1, 2, 3};
-	emu_kin in = {x, 1, 3, NULL, 0, 1};
+	emu_kin in = {x, 1, 3, NULL, 0, 1, NULL, 0};
 	emu_run r;
 	ck_assert(emu_run_kernel(&emu_kernel_batchnorm, &pol, "twopass", &in, EMU_BE_FAST, &r, err,
 	                         sizeof err) != 0);

@@ -43,7 +43,7 @@ static void bce_run(emu_run *r, const char *spec, const char *variant, const dou
 	char err[200];
 	ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK, "%s", err);
 	emu_kparam p[1] = {{"target", target}};
-	emu_kin in = {x, 1, n, p, target >= 0 ? 1 : 0, seed};
+	emu_kin in = {x, 1, n, p, target >= 0 ? 1 : 0, seed, NULL, 0};
 	emu_run t;
 	ck_assert_msg(emu_run_kernel(&emu_kernel_bce, &pol, variant, &in, EMU_BE_FAST, r, err,
 	                             sizeof err) == 0,

@@ -25,7 +25,7 @@ static void ln_run(emu_run *r, const char *spec, const char *variant, const doub
 	char err[200];
 	ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK, "%s", err);
 	emu_kparam p[1] = {{"eps", eps}};
-	emu_kin in = {x, rows, cols, p, 1, 1};
+	emu_kin in = {x, rows, cols, p, 1, 1, NULL, 0};
 	emu_run t;
 	ck_assert_msg(emu_run_kernel(&emu_kernel_layernorm, &pol, variant, &in, EMU_BE_FAST, r, err,
 	                             sizeof err) == 0,
@@ -231,7 +231,7 @@ START_TEST(test_params)
 	for (int j = 0; j < N8; j++)
 		x[j] = 0.25 * j - 1;
 	emu_kparam p[1] = {{"dy", 1}};
-	emu_kin in = {x, 1, N8, p, 1, 1};
+	emu_kin in = {x, 1, N8, p, 1, 1, NULL, 0};
 	emu_run r;
 	ck_assert(emu_run_kernel(&emu_kernel_layernorm, &pol, "welford", &in, EMU_BE_FAST, &r, err,
 	                         sizeof err) == 0);

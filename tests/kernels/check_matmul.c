@@ -21,7 +21,7 @@ static int mm_run(emu_run *r, const char *spec, const char *variant, const doubl
 {
 	emu_policy pol;
 	ck_assert_msg(emu_policy_parse(spec, &pol, err, errlen) == EMU_OK, "%s", err);
-	emu_kin in = {x, rows, cols, p, np, 1};
+	emu_kin in = {x, rows, cols, p, np, 1, NULL, 0};
 	return emu_run_kernel(&emu_kernel_matmul, &pol, variant, &in, EMU_BE_FAST, r, err, errlen);
 }
 

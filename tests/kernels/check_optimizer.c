@@ -42,7 +42,7 @@ static void opt_run(opt_result *o, const char *spec, const char *variant, const 
 	char err[200];
 	emu_run *r = &o->r;
 	ck_assert_msg(emu_policy_parse(spec, &o->pol, err, sizeof err) == EMU_OK, "%s", err);
-	emu_kin in = {x, 1, n, p, np, 1};
+	emu_kin in = {x, 1, n, p, np, 1, NULL, 0};
 	ck_assert_msg(emu_run_kernel(&emu_kernel_optimizer, &o->pol, variant, &in, kind, r, err,
 	                             sizeof err) == 0,
 	              "%s", err);

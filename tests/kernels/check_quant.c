@@ -39,7 +39,7 @@ static void run_quant(const emu_policy *pol, const char *variant, const double *
                       size_t N, uint64_t seed, emu_be_kind kind, emu_run *r)
 {
 	char err[256];
-	emu_kin in = {x, R, N, NULL, 0, seed};
+	emu_kin in = {x, R, N, NULL, 0, seed, NULL, 0};
 	ck_assert_msg(
 	    emu_run_kernel(&emu_kernel_quant, pol, variant, &in, kind, r, err, sizeof err) == 0,
 	    "%s", err);
@@ -160,7 +160,7 @@ START_TEST(test_statistics)
 	ck_assert_msg(mean < -4 * se, "2-bit SR bias %g, standard error %g", mean, se);
 	/* the truth of the original inputs: deq = x, nothing to report */
 	emu_truth tr;
-	emu_kin in = {x, 1, N, NULL, 0, 3};
+	emu_kin in = {x, 1, N, NULL, 0, 3, NULL, 0};
 	ck_assert_msg(emu_run_truth(&emu_kernel_quant, &pol, "row", &in, &tr, err, sizeof err) == 0,
 	              "%s", err);
 	const emu_run *e2e = emu_truth_e2e(&tr);

@@ -27,7 +27,7 @@ static void rn_run(emu_run *r, const char *spec, const char *variant, const doub
 	emu_policy pol;
 	char err[200];
 	ck_assert_msg(emu_policy_parse(spec, &pol, err, sizeof err) == EMU_OK, "%s", err);
-	emu_kin in = {x, rows, cols, p, np, 1};
+	emu_kin in = {x, rows, cols, p, np, 1, NULL, 0};
 	emu_run t;
 	ck_assert_msg(emu_run_kernel(&emu_kernel_rmsnorm, &pol, variant, &in, EMU_BE_FAST, r, err,
 	                             sizeof err) == 0,
@@ -253,7 +253,7 @@ START_TEST(test_params)
 	double x[N8];
 	for (int j = 0; j < N8; j++)
 		x[j] = 0.25 * j - 1;
-	emu_kin in = {x, 1, N8, NULL, 0, 1};
+	emu_kin in = {x, 1, N8, NULL, 0, 1, NULL, 0};
 	emu_run r;
 	ck_assert(emu_run_kernel(&emu_kernel_rmsnorm, &pol, "layer", &in, EMU_BE_FAST, &r, err,
 	                         sizeof err) != 0);

@@ -9,7 +9,7 @@ CC ?= cc
 # the library's layers and the rooms on them (below, and docs/architecture.md)
 # lowest first: a file may include headers of its own layer and those before it
 # (tests/layers.sh, run by make lint and make test)
-LAYERS := core recipes engine kernels io
+LAYERS := core recipes engine kernels io train
 LAYER_DIRS := $(LAYERS:%=emu/%)
 # one include path, the root: a header is named with its layer, "emu/engine/kern.h"
 INC := -I.
@@ -42,7 +42,7 @@ CLI_SRC := $(filter-out emu/cli/main.c,$(sort $(wildcard emu/cli/*.c emu/sweep/*
 CLI_OBJ := $(CLI_SRC:%.c=build/%.o)
 CLI_LIB := build/libnanmap-cli.a
 # the Check suites, by layer (tests/LAYER/check_*.c), and their runner
-TEST_SRC := $(sort $(wildcard tests/*.c $(foreach d,core recipes engine kernels io sweep cli gpu,tests/$(d)/*.c)))
+TEST_SRC := $(sort $(wildcard tests/*.c $(foreach d,core recipes engine kernels io train sweep cli gpu,tests/$(d)/*.c)))
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 

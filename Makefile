@@ -26,9 +26,10 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 # rounding, operations), recipes (scaling recipes, the one quantiser), engine
 # (the kernel interface, its backends, policies), kernels (kernels and
 # models), io (golden files, .npy, .safetensors, files, strict parsing, the
-# input generator, the string buffer); then the rooms built on them:
+# input generator, the string buffer), train (whole training runs of a small
+# GPT-2 on the engine); then the rooms built on them:
 # emu/sweep (the sweep pipeline) and emu/cli (the command).
-# The library, libnanmap.a and libnanmap.so alike, is the five layers; the
+# The library, libnanmap.a and libnanmap.so alike, is the six layers; the
 # command line's code (case files through inih, sweeps, plots) is
 # build/libnanmap-cli.a, linked into bin/nanmap, the tests, the bench and
 # the GPU runner, and installed nowhere. Hardware oracles (tests/oracles/):
@@ -64,7 +65,7 @@ ifeq ($(WERROR),1)
 NVCC_WARN += -Werror all-warnings -Xcompiler -Werror
 endif
 NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) $(INC) $(NVCCFLAGS)
-PUBLIC_H := emu/core/emu.h emu/recipes/recipe.h emu/kernels/tcscaled.h emu/engine/gputab.h emu/engine/kern.h emu/engine/kernels.h emu/kernels/tc.h emu/kernels/gradscaler.h emu/io/nm_golden.h
+PUBLIC_H := emu/core/emu.h emu/recipes/recipe.h emu/kernels/tcscaled.h emu/engine/gputab.h emu/engine/kern.h emu/engine/kernels.h emu/kernels/tc.h emu/kernels/gradscaler.h emu/io/nm_golden.h emu/train/train.h
 LIB := lib/libnanmap.a
 SHLIB := lib/libnanmap.so
 SHLIB_REAL := $(SHLIB).$(VERSION)
@@ -205,6 +206,7 @@ test: deps
 	$(STEP) run cli sh tests/cli/cli.sh
 	$(STEP) run cli_run sh tests/cli/cli_run.sh
 	$(STEP) run cli_quant sh tests/cli/cli_quant.sh
+	$(STEP) run cli_train sh tests/cli/cli_train.sh
 	$(STEP) run python env PYTHON="$(PYTHON)" sh tests/python.sh
 	$(STEP) run cli_gemm sh tests/cli/cli_gemm.sh
 	$(STEP) run cli_metrics sh tests/cli/cli_metrics.sh
@@ -241,6 +243,7 @@ asan:
 	sh tests/cli/cli.sh
 	sh tests/cli/cli_run.sh
 	sh tests/cli/cli_quant.sh
+	sh tests/cli/cli_train.sh
 	sh tests/cli/cli_gemm.sh
 	sh tests/cli/cli_metrics.sh
 	sh tests/cli/cli_golden.sh

@@ -1232,6 +1232,7 @@ static void backward(emu_train *t, double scale, size_t div)
 	cvt(t, SITE(-1, G_LOGITS, K_LIN, "cast_w", false), Gm, emu_row(wg, 0), PR(t, P_WTE, 0),
 	    V * d, 0);
 	linear_bwd(t, -1, G_LOGITS, P_WTE, -1, 0, dlog, d, V, dx, xg, wg);
+	watch(t, L + 1, 1, "logits.dx", dx, 0, M * d);
 	/* lnf: its input gradient starts the residual gradient */
 	cvt(t, SITE(-1, G_LNF, K_LN, "dx_store", true), Gf, emu_row(dx, 0), emu_row(dx, 0), M * d,
 	    0);

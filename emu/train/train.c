@@ -31,8 +31,8 @@ const char *emu_train_role_name(emu_train_role r)
 	return r < EMU_TR_NROLES ? role_names[r] : "?";
 }
 
-const char *const emu_train_presets[] = {"fp32",      "bf16",      "fp16-amp",
-                                         "fp16-pure", "bf16-pure", NULL};
+const char *const emu_train_presets[] = {
+    "fp32", "bf16", "fp16-amp", "fp16-pure", "bf16-pure", "fp8-current", "mxfp8", "nvfp4", NULL};
 
 int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, size_t errlen)
 {
@@ -45,6 +45,8 @@ int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, si
 	 * format (model.half() with hand-written kernels). */
 	const emu_format *low = NULL;
 	bool pure = false, scaler = false;
+	const char *recipe = NULL;
+	emu_gemm_model model = EMU_GEMM_BLACKWELL;
 	if (!strcmp(name, "fp32"))
 		low = f32;
 	else if (!strcmp(name, "bf16"))
@@ -55,9 +57,17 @@ int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, si
 		low = f16, pure = true;
 	else if (!strcmp(name, "bf16-pure"))
 		low = b16, pure = true;
+	/* the FP8 and FP4 recipes: bf16 autocast around the quantised GEMMs */
+	else if (!strcmp(name, "fp8-current"))
+		low = b16, recipe = "tensor", model = EMU_GEMM_HOPPER;
+	else if (!strcmp(name, "mxfp8"))
+		low = b16, recipe = "mxfp8";
+	else if (!strcmp(name, "nvfp4"))
+		low = b16, recipe = "nvfp4";
 	if (!low || !f32) {
 		snprintf(err, errlen,
-		         "unknown training policy '%s' (fp32 bf16 fp16-amp fp16-pure bf16-pure)",
+		         "unknown training policy '%s' (fp32 bf16 fp16-amp fp16-pure bf16-pure "
+		         "fp8-current mxfp8 nvfp4)",
 		         name);
 		return -1;
 	}
@@ -67,6 +77,12 @@ int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, si
 		p->f[r] = pure ? *low : *f32;
 	p->f[EMU_TR_GEMM] = *low;
 	p->scaler = scaler;
+	if (recipe) {
+		if (emu_recipe_parse(recipe, &p->recipe, err, errlen) != EMU_OK)
+			return -1;
+		p->scaled = true;
+		p->model = model;
+	}
 	return 0;
 }
 
@@ -187,6 +203,8 @@ int emu_train_cfg_check(const emu_train_cfg *c, char *err, size_t errlen)
 		if (!f[r].has_sign || f[r].nan == EMU_NAN_NONE || f[r].bits > 32)
 			BAD("policy %s: role %s needs a signed format with NaN (%s)", c->pol.name,
 			    role_names[r], f[r].name);
+	if (c->pol.scaled && c->backend == EMU_BE_TRUTH)
+		BAD("policy %s: the truth backend has no scaled GEMM", c->pol.name);
 	if (c->pol.scaler && emu_gs_config_check(&c->gs, err, errlen) != EMU_GS_OK)
 		return -1;
 	double params = 12.0 * c->layers * c->d * c->d + (double)(c->vocab + c->seq) * c->d;
@@ -323,6 +341,7 @@ struct emu_train {
 	acts a;
 	unsigned micro;
 	bool in_step; /* a training step (watch records first failures) */
+	bool oom;     /* an allocation inside a pass failed */
 	char first_nf[64];
 	bool first_nf_set;
 	uint64_t first_nf_i;
@@ -669,6 +688,70 @@ static void dots(emu_train *t, unsigned s, emu_vec *C, size_t co, emu_vec *A, si
 			         emu_strided(Bv, bo + j * brs, bcs), P, E(t, e0 + (i * J + j) * P));
 }
 
+/* ---- the scaled GEMM: D[I,J] = A[I,P]·B[P,J] through the recipe ---- */
+
+static bool scaled_inst(const emu_train *t, int layer, int inst)
+{
+	return t->c.pol.scaled && layer >= 0 &&
+	       (inst == I_QKV || inst == I_PROJ || inst == I_FC || inst == I_FCPROJ);
+}
+
+/* A row-major I×P, quantised row-wise for role ra (its RHT along P when
+ * rht); B row-major P×J, the column-wise copy for role rb (RHT as the recipe
+ * says for column-wise copies when rht, else none). The quantisers' flags
+ * are recorded under sq (each element one cvt), the GEMM's outputs under sd
+ * (one fma an output: overflow when infinite, invalid when NaN). 0 or -1. */
+static int sgemm(emu_train *t, unsigned sq, unsigned sd, const double *A, emu_role ra,
+                 const double *B, emu_role rb, bool rht, size_t I, size_t J, size_t P, double *D,
+                 uint64_t e0)
+{
+	emu_recipe rA = t->c.pol.recipe, rB = rA;
+	if (rht)
+		rA.rht_all =
+		    rA.rht; /* A's row-wise copy is the column-wise copy of its transpose */
+	else
+		rA.rht = rA.rht_all = rB.rht = rB.rht_all = false;
+	uint64_t seed = emu_mix64(t->be->env.seed ^ emu_mix64(((uint64_t)sd << 32) + t->micro));
+	emu_qtensor qa, qb;
+	if (emu_quantize(&rA, ra, false, A, I, P, seed, &qa) != 0)
+		return -1;
+	emu_qpart part = {0, P, seed, NAN, (uint64_t)I * P};
+	if (emu_quantize_part(&rB, rb, true, B, P, J, &part, &qb) != 0) {
+		emu_qtensor_free(&qa);
+		return -1;
+	}
+	for (size_t i = 0; i < I * P; i++)
+		emu_note(t->be, sq, EMU_OP_CVT, qa.flags[i], E(t, e0 + i));
+	for (size_t i = 0; i < P * J; i++)
+		emu_note(t->be, sq, EMU_OP_CVT, qb.flags[i], E(t, e0 + I * P + i));
+	emu_gemm_opts o = {t->c.pol.model, false};
+	char err[200];
+	emu_status st = emu_scaled_gemm(&qa, &qb, &t->c.pol.recipe, &o, D, err, sizeof err);
+	emu_qtensor_free(&qa);
+	emu_qtensor_free(&qb);
+	if (st != EMU_OK) {
+		fprintf(stderr, "train: %s\n", err); /* refused by emu_train_cfg_check first */
+		return -1;
+	}
+	for (size_t i = 0; i < I * J; i++)
+		emu_note(t->be, sd, EMU_OP_FMA,
+		         isnan(D[i])   ? EMU_FLAG_INVALID
+		         : isinf(D[i]) ? EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT
+		                       : 0,
+		         E(t, e0 + i));
+	return 0;
+}
+
+static double *transpose(const double *x, size_t rows, size_t cols)
+{
+	double *y = malloc((rows * cols != 0 ? rows * cols : 1) * sizeof *y);
+	if (y)
+		for (size_t i = 0; i < rows; i++)
+			for (size_t j = 0; j < cols; j++)
+				y[j * rows + i] = x[i * cols + j];
+	return y;
+}
+
 /* ---- linear layers: y[M,N] = x[M,K]·W[N,K]ᵀ + b ---- */
 
 typedef struct {
@@ -681,9 +764,17 @@ static void linear_fwd(emu_train *t, int layer, int inst, int wi, int bi, size_t
 	const emu_format *Gm = F(t, EMU_TR_GEMM), *Ac = F(t, EMU_TR_ACCUM);
 	size_t M = t->M;
 #define LS(name) SITE(layer, inst, K_LIN, name, false)
-	cvt(t, LS("cast_x"), Gm, emu_row(xg, 0), emu_row(x, 0), M * K, 0);
-	cvt(t, LS("cast_w"), Gm, emu_row(wg, 0), PR(t, wi, wl), N * K, 0);
-	dots(t, LS("dot"), y, 0, xg, 0, K, 1, wg, 0, K, 1, M, N, K, 0);
+	if (scaled_inst(t, layer, inst)) {
+		double *wt = transpose(t->P + poff(t, wi, wl), N, K);
+		if (!wt || sgemm(t, LS("cast_x"), LS("dot"), x->d, EMU_ROLE_ACT, wt,
+		                 EMU_ROLE_WEIGHT, false, M, N, K, y->d, 0) != 0)
+			t->oom = true;
+		free(wt);
+	} else {
+		cvt(t, LS("cast_x"), Gm, emu_row(xg, 0), emu_row(x, 0), M * K, 0);
+		cvt(t, LS("cast_w"), Gm, emu_row(wg, 0), PR(t, wi, wl), N * K, 0);
+		dots(t, LS("dot"), y, 0, xg, 0, K, 1, wg, 0, K, 1, M, N, K, 0);
+	}
 	if (bi >= 0) {
 		emu_vec *b = t->a.g4;
 		cvt(t, LS("cast_b"), Gm, emu_row(b, 0), PR(t, bi, wl), N, 0);
@@ -698,20 +789,35 @@ static void linear_fwd(emu_train *t, int layer, int inst, int wi, int bi, size_t
 
 /* dy[M,N] (grad) -> dx[M,K] (gemm values, in dx); W's and b's .grad += */
 static void linear_bwd(emu_train *t, int layer, int inst, int wi, int bi, size_t wl, emu_vec *dy,
-                       size_t K, size_t N, emu_vec *dx, emu_vec *xg, emu_vec *wg)
+                       size_t K, size_t N, emu_vec *dx, emu_vec *xg, emu_vec *wg, emu_vec *x)
 {
 	const emu_format *Gm = F(t, EMU_TR_GEMM), *Ac = F(t, EMU_TR_ACCUM),
 	                 *Mf = F(t, EMU_TR_MASTER);
 	size_t M = t->M;
 	emu_vec *dyg = t->a.dA, *dw = t->a.dB;
 #define LB(name) SITE(layer, inst, K_LIN, name, true)
-	cvt(t, LB("cast_dy"), Gm, emu_row(dyg, 0), emu_row(dy, 0), M * N, 0);
-	if (dx) { /* dgrad: dx[m,k] = Σ_n dy[m,n]·W[n,k] */
-		dots(t, LB("dgrad"), dx, 0, dyg, 0, N, 1, wg, 0, 1, K, M, K, N, 0);
+	if (scaled_inst(t, layer, inst)) {
+		/* dgrad: dy (grad, along N) · W (weight, N×K, along N); wgrad: dyᵀ
+		 * (grad, along M) · x (act, M×K, along M), both with the recipe's RHT */
+		double *dyt = transpose(dy->d, M, N);
+		if (!dyt ||
+		    sgemm(t, LB("cast_dy"), LB("dgrad"), dy->d, EMU_ROLE_GRAD,
+		          t->P + poff(t, wi, wl), EMU_ROLE_WEIGHT, false, M, K, N, dx->d, 0) != 0 ||
+		    sgemm(t, LB("cast_dy"), LB("wgrad"), dyt, EMU_ROLE_GRAD, x->d, EMU_ROLE_ACT,
+		          true, N, K, M, dw->d, (uint64_t)M * N + N * K) != 0)
+			t->oom = true;
+		free(dyt);
 		cvt(t, LB("dgrad_store"), Gm, emu_row(dx, 0), emu_row(dx, 0), M * K, 0);
+		cvt(t, LB("cast_dy"), Gm, emu_row(dyg, 0), emu_row(dy, 0), M * N, 0); /* for db */
+	} else {
+		cvt(t, LB("cast_dy"), Gm, emu_row(dyg, 0), emu_row(dy, 0), M * N, 0);
+		if (dx) { /* dgrad: dx[m,k] = Σ_n dy[m,n]·W[n,k] */
+			dots(t, LB("dgrad"), dx, 0, dyg, 0, N, 1, wg, 0, 1, K, M, K, N, 0);
+			cvt(t, LB("dgrad_store"), Gm, emu_row(dx, 0), emu_row(dx, 0), M * K, 0);
+		}
+		/* wgrad: dW[n,k] = Σ_m dy[m,n]·x[m,k] */
+		dots(t, LB("wgrad"), dw, 0, dyg, 0, 1, N, xg, 0, 1, K, N, K, M, 0);
 	}
-	/* wgrad: dW[n,k] = Σ_m dy[m,n]·x[m,k] */
-	dots(t, LB("wgrad"), dw, 0, dyg, 0, 1, N, xg, 0, 1, K, N, K, M, 0);
 	cvt(t, LB("wgrad_store"), Gm, emu_row(dw, 0), emu_row(dw, 0), N * K, 0);
 	cvt(t, LB("wgrad_acc"), Mf, emu_row(dw, 0), emu_row(dw, 0), N * K, 0);
 	map(t, LB("wgrad_acc"), EMU_OP_ADD, Mf, GR(t, wi, wl), GR(t, wi, wl), emu_row(dw, 0), N * K,
@@ -1231,7 +1337,7 @@ static void backward(emu_train *t, double scale, size_t div)
 	    M * d, 0);
 	cvt(t, SITE(-1, G_LOGITS, K_LIN, "cast_w", false), Gm, emu_row(wg, 0), PR(t, P_WTE, 0),
 	    V * d, 0);
-	linear_bwd(t, -1, G_LOGITS, P_WTE, -1, 0, dlog, d, V, dx, xg, wg);
+	linear_bwd(t, -1, G_LOGITS, P_WTE, -1, 0, dlog, d, V, dx, xg, wg, a->lnf);
 	watch(t, L + 1, 1, "logits.dx", dx, 0, M * d);
 	/* lnf: its input gradient starts the residual gradient */
 	cvt(t, SITE(-1, G_LNF, K_LN, "dx_store", true), Gf, emu_row(dx, 0), emu_row(dx, 0), M * d,
@@ -1250,7 +1356,8 @@ static void backward(emu_train *t, double scale, size_t div)
 		    emu_row(a->gelu[li], 0), M * 4 * d, 0);
 		cvt(t, SITE(l, I_FCPROJ, K_LIN, "cast_w", false), Gm, emu_row(wg, 0),
 		    PR(t, P_FCPROJW, li), d * 4 * d, 0);
-		linear_bwd(t, l, I_FCPROJ, P_FCPROJW, P_FCPROJB, li, dres, 4 * d, d, dtmp, xg, wg);
+		linear_bwd(t, l, I_FCPROJ, P_FCPROJW, P_FCPROJB, li, dres, 4 * d, d, dtmp, xg, wg,
+		           a->gelu[li]);
 		watchn(t, li + 1, 1, blk, "fcproj.dx", dtmp, M * 4 * d);
 		/* gelu */
 		emu_vec *dfc = a->g3;
@@ -1263,7 +1370,7 @@ static void backward(emu_train *t, double scale, size_t div)
 		cvt(t, SITE(l, I_FC, K_LIN, "cast_w", false), Gm, emu_row(wg, 0), PR(t, P_FCW, li),
 		    4 * d * d, 0);
 		emu_vec *dln = a->g3;
-		linear_bwd(t, l, I_FC, P_FCW, P_FCB, li, dtmp, d, 4 * d, dln, xg, wg);
+		linear_bwd(t, l, I_FC, P_FCW, P_FCB, li, dtmp, d, 4 * d, dln, xg, wg, a->ln2[li]);
 		watchn(t, li + 1, 1, blk, "fc.dx", dln, M * d);
 		/* ln2 into dres */
 		cvt(t, SITE(l, I_LN2, K_LN, "dy_c", true), Gf, emu_row(dln, 0), emu_row(dln, 0),
@@ -1276,7 +1383,8 @@ static void backward(emu_train *t, double scale, size_t div)
 		    emu_row(a->atty[li], 0), M * d, 0);
 		cvt(t, SITE(l, I_PROJ, K_LIN, "cast_w", false), Gm, emu_row(wg, 0),
 		    PR(t, P_PROJW, li), d * d, 0);
-		linear_bwd(t, l, I_PROJ, P_PROJW, P_PROJB, li, dres, d, d, dtmp, xg, wg);
+		linear_bwd(t, l, I_PROJ, P_PROJW, P_PROJB, li, dres, d, d, dtmp, xg, wg,
+		           a->atty[li]);
 		watchn(t, li + 1, 1, blk, "proj.dx", dtmp, M * d);
 		/* attention: dtmp [M,d] -> dqkv (g3) */
 		/* attn_bwd's scratch is dA, ddot, g2, g3, g4: dy and dqkv elsewhere */
@@ -1290,7 +1398,8 @@ static void backward(emu_train *t, double scale, size_t div)
 		cvt(t, SITE(l, I_QKV, K_LIN, "cast_w", false), Gm, emu_row(wg, 0),
 		    PR(t, P_QKVW, li), 3 * d * d, 0);
 		emu_copy(t->be, emu_row(a->g2, 0), emu_row(dq, 0), M * 3 * d);
-		linear_bwd(t, l, I_QKV, P_QKVW, P_QKVB, li, a->g2, d, 3 * d, a->g3, xg, wg);
+		linear_bwd(t, l, I_QKV, P_QKVW, P_QKVB, li, a->g2, d, 3 * d, a->g3, xg, wg,
+		           a->ln1[li]);
 		watchn(t, li + 1, 1, blk, "qkv.dx", a->g3, M * d);
 		/* ln1 into dres */
 		cvt(t, SITE(l, I_LN1, K_LN, "dy_c", true), Gf, emu_row(a->g3, 0), emu_row(a->g3, 0),
@@ -1562,6 +1671,12 @@ int emu_train_step(emu_train *t, emu_train_row *row)
 		backward(t, scale, div);
 	}
 	row->loss = lsum / (double)t->c.micro;
+	if (t->oom) {
+		t->oom = false;
+		t->in_step = false;
+		end(t);
+		return -1;
+	}
 	if (!isfinite(row->loss) && !t->first_nf_set) {
 		t->first_nf_set = true;
 		snprintf(t->first_nf, sizeof t->first_nf, "loss");

@@ -19,6 +19,7 @@
 
 #include "emu/engine/kern.h"
 #include "emu/kernels/gradscaler.h"
+#include "emu/kernels/tcscaled.h"
 
 /* The tensor roles a training policy gives a format (docs/train.md). */
 typedef enum {
@@ -38,10 +39,19 @@ typedef struct {
 	char name[48];
 	emu_format f[EMU_TR_NROLES];
 	bool scaler; /* dynamic loss scaling (GradScaler) */
+	/* the blocks' linear layers (qkv, proj, fc, fcproj) quantised by a
+	 * scaling recipe and multiplied by a Tensor Core model: forward
+	 * x (act) · Wᵀ (weight), dgrad dy (grad) · W (weight), wgrad dyᵀ (grad)
+	 * · x (act), every operand blocked along the contraction; the output
+	 * in gemm. The logits GEMM and attention's products stay in gemm. */
+	bool scaled;
+	emu_recipe recipe;
+	emu_gemm_model model;
 } emu_train_policy;
 
 const char *emu_train_role_name(emu_train_role r);
-/* A preset by name: fp32 bf16 fp16-amp fp16-pure bf16-pure. 0, or -1 with a
+/* A preset by name: fp32 bf16 fp16-amp fp16-pure bf16-pure fp8-current mxfp8
+ * nvfp4. 0, or -1 with a
  * reason naming the presets. */
 int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, size_t errlen);
 /* Apply "ROLE=FORMAT" (FORMAT a name or a custom spec) to p. 0 or -1. */

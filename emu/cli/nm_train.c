@@ -11,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "emu/cli/nm_train.h"
 #include "emu/io/nm_buf.h"
 #include "emu/io/nm_file.h"
 #include "emu/io/nm_parse.h"
+#include "emu/sweep/nm_plot.h"
 #include "emu/train/train.h"
 
 enum {
@@ -49,6 +51,13 @@ enum {
 	NT_VAL,
 	NT_COMPARE,
 	NT_FACTOR,
+	NT_PLOT,
+	NT_SAVE,
+	NT_SAVE_EVERY,
+	NT_RESUME,
+	NT_DUMP,
+	NT_JSON,
+	NT_STOP,
 };
 
 static const nm_opt nt_defs[] = {
@@ -82,11 +91,19 @@ static const nm_opt nt_defs[] = {
     {NULL, "--val-every", NT_VAL, NM_OPTF_VALUE, 0},
     {NULL, "--compare", NT_COMPARE, NM_OPTF_VALUE, 0},
     {NULL, "--diverge", NT_FACTOR, NM_OPTF_VALUE, 0},
+    {NULL, "--plot", NT_PLOT, NM_OPTF_VALUE, 0},
+    {NULL, "--save", NT_SAVE, NM_OPTF_VALUE, 0},
+    {NULL, "--save-every", NT_SAVE_EVERY, NM_OPTF_VALUE, 0},
+    {NULL, "--resume", NT_RESUME, NM_OPTF_VALUE, 0},
+    {NULL, "--dump", NT_DUMP, NM_OPTF_VALUE, 0},
+    {NULL, "--json", NT_JSON, NM_OPTF_VALUE, 0},
+    {NULL, "--stop-at", NT_STOP, NM_OPTF_VALUE, 0},
 };
 
 typedef struct {
 	emu_train_cfg c;
-	const char *policy, *text, *csv, *lcsv, *compare;
+	const char *policy, *text, *csv, *lcsv, *compare, *plot, *save, *resume, *dump, *json;
+	uint64_t save_every, stop_at;
 	const char *roles[32];
 	size_t nroles;
 	uint64_t every;
@@ -217,6 +234,25 @@ static int nt_take(void *ctx, const nm_opt *d, const char *a)
 		return 0;
 	case NT_FACTOR:
 		return nt_real(d->lng, a, 1, 1e30, &o->factor);
+	case NT_PLOT:
+		o->plot = a;
+		return 0;
+	case NT_SAVE:
+		o->save = a;
+		return 0;
+	case NT_SAVE_EVERY:
+		return nm_parse_count(d->lng, a, 1, 100000000, &o->save_every);
+	case NT_RESUME:
+		o->resume = a;
+		return 0;
+	case NT_DUMP:
+		o->dump = a;
+		return 0;
+	case NT_JSON:
+		o->json = a;
+		return 0;
+	case NT_STOP:
+		return nm_parse_count(d->lng, a, 1, 100000000, &o->stop_at);
 	}
 	return 0;
 }
@@ -231,7 +267,8 @@ static const char nt_help[] =
     "usage: nanmap train [--policy P] [--role ROLE=FORMAT ...] [model] [data] [run] [output]\n"
     "  Train a small GPT-2 end to end on the kernel engine in a training policy, and name\n"
     "  the first operation that overflowed or turned NaN (docs/train.md).\n"
-    "policy:  --policy fp32|bf16|fp16-amp|fp16-pure|bf16-pure (default fp32)\n"
+    "policy:  --policy P[,P...]  fp32 bf16 fp16-amp fp16-pure bf16-pure fp8-current mxfp8\n"
+    "                             nvfp4 (default fp32); several run side by side\n"
     "         --role ROLE=FORMAT  override one role (master state gemm accum act compute\n"
     "                             reduce grad loss), or scaler=on|off\n"
     "model:   --layers L (2) --d-model D (32) --heads H (2) --seq T (16) --vocab V (16)\n"
@@ -243,7 +280,11 @@ static const char nt_help[] =
     "         --backend fast|exact (fast) --val-every N (10)\n"
     "output:  --every N (progress line every N steps; default steps/10) --csv FILE\n"
     "         --layers-csv FILE --compare POLICY [--diverge F (2)]: the same run under\n"
-    "         POLICY, and the first step where the losses differ by more than F times\n";
+    "         POLICY, and the first step where the losses differ by more than F times\n"
+    "         --plot FILE.svg|.png (loss curves) --json FILE (the report)\n"
+    "state:   --save FILE [--save-every N] (a checkpoint) --resume FILE (continue one)\n"
+    "         --stop-at STEP (stop there, the schedule still --steps long; --resume on)\n"
+    "         --dump DIR (initial weights, batch 0 and its gradients, .safetensors)\n";
 
 static int nt_setup(nt_opts *o, emu_train_cfg *c, const char *policy, bool overrides, char *err,
                     size_t errlen)
@@ -257,7 +298,7 @@ static int nt_setup(nt_opts *o, emu_train_cfg *c, const char *policy, bool overr
 	return 0;
 }
 
-static void nt_fail_line(const emu_train_fail *f)
+static void nt_fail_line(const emu_train_fail *f, const char *pre)
 {
 	char fl[64] = "";
 	if (f->set) {
@@ -266,19 +307,71 @@ static void nt_fail_line(const emu_train_fail *f)
 		         f->flags & EMU_FLAG_DIVBYZERO ? "divbyzero " : "");
 		if (*fl)
 			fl[strlen(fl) - 1] = '\0';
-		printf("first failing operation: step %llu, micro-batch %u, %s (%s), element "
+		printf("%sfirst failing operation: step %llu, micro-batch %u, %s (%s), element "
 		       "%llu%s%s: "
 		       "%s\n",
-		       (unsigned long long)f->step, f->micro, f->site, f->op,
+		       pre, (unsigned long long)f->step, f->micro, f->site, f->op,
 		       (unsigned long long)f->element, f->param[0] ? ", parameter " : "", f->param,
 		       fl);
 	} else {
-		printf("first failing operation: none (no overflow, invalid or divbyzero)\n");
+		printf("%sfirst failing operation: none (no overflow, invalid or divbyzero)\n",
+		       pre);
 	}
 	if (f->nonfinite_set)
-		printf("first non-finite value: %s\n", f->chain);
+		printf("%sfirst non-finite value: %s\n", pre, f->chain);
 	else
-		printf("first non-finite value: none\n");
+		printf("%sfirst non-finite value: none\n", pre);
+}
+
+#define NT_MAXRUN 9
+
+/* one run of the command: a policy, its trainer and its table */
+typedef struct {
+	emu_train_cfg c;
+	emu_train *t;
+	nm_buf csv, lcsv;
+	double *loss, *val;
+	size_t skipped;
+	double last, last_val;
+	uint64_t diverged;
+	bool ref, has_val;
+} nt_run;
+
+static void nt_json_fail(nm_buf *b, const emu_train_fail *f)
+{
+	nm_buf_put(b, "{\"set\": ");
+	nm_buf_put(b, f->set ? "true" : "false");
+	if (f->set) {
+		nm_buf_printf(b, ", \"step\": %llu, \"micro\": %u, \"site\": ",
+		              (unsigned long long)f->step, f->micro);
+		nm_buf_json_str(b, f->site);
+		nm_buf_put(b, ", \"op\": ");
+		nm_buf_json_str(b, f->op);
+		nm_buf_printf(b,
+		              ", \"element\": %llu, \"flags\": ", (unsigned long long)f->element);
+		char fl[64];
+		snprintf(fl, sizeof fl, "%s%s%s", f->flags & EMU_FLAG_OVERFLOW ? "overflow " : "",
+		         f->flags & EMU_FLAG_INVALID ? "invalid " : "",
+		         f->flags & EMU_FLAG_DIVBYZERO ? "divbyzero " : "");
+		if (*fl)
+			fl[strlen(fl) - 1] = '\0';
+		nm_buf_json_str(b, fl);
+		nm_buf_put(b, ", \"parameter\": ");
+		nm_buf_json_str(b, f->param);
+	}
+	nm_buf_put(b, ", \"nonfinite\": ");
+	nm_buf_put(b, f->nonfinite_set ? "true" : "false");
+	if (f->nonfinite_set) {
+		nm_buf_printf(b, ", \"nonfinite_step\": %llu, \"tensor\": ",
+		              (unsigned long long)f->nonfinite_step);
+		nm_buf_json_str(b, f->nonfinite_tensor);
+		nm_buf_printf(
+		    b, ", \"index\": %llu, \"value\": ", (unsigned long long)f->nonfinite_index);
+		nm_buf_json_num(b, f->nonfinite_value);
+		nm_buf_put(b, ", \"chain\": ");
+		nm_buf_json_str(b, f->chain);
+	}
+	nm_buf_put(b, "}");
 }
 
 int nm_train_main(int argc, char **argv)
@@ -300,140 +393,279 @@ int nm_train_main(int argc, char **argv)
 	                      argc - 1, argv + 1);
 	if (rc)
 		return rc;
+	/* the policies: a comma list, each with the --role overrides */
+	char pols[512];
+	const char *pname[NT_MAXRUN];
+	size_t npol = 0;
+	snprintf(pols, sizeof pols, "%s", o.policy ? o.policy : "fp32");
+	for (char *save = NULL, *p = strtok_r(pols, ",", &save); p;
+	     p = strtok_r(NULL, ",", &save)) {
+		if (npol == NT_MAXRUN - 1)
+			return nm_fail("--policy: at most %d policies", NT_MAXRUN - 1);
+		for (size_t k = 0; k < npol; k++)
+			if (!strcmp(pname[k], p))
+				return nm_fail("--policy: '%s' given twice", p);
+		pname[npol++] = p;
+	}
+	if (!npol)
+		return nm_fail("--policy: no policy named");
+	if (npol > 1 && (o.save || o.resume || o.dump))
+		return nm_fail("--save, --resume and --dump take one policy");
+	if (o.save_every && !o.save)
+		return nm_fail("--save-every needs --save FILE");
+	if (o.stop_at && !o.save)
+		return nm_fail("--stop-at needs --save FILE (to resume from)");
+	if (o.plot) {
+		size_t l = strlen(o.plot);
+		if (l < 5 || (strcmp(o.plot + l - 4, ".svg") && strcmp(o.plot + l - 4, ".png")))
+			return nm_fail("--plot %s: a plot is .png or .svg", o.plot);
+	}
+	/* every output's folder is there and writable before the run starts */
+	const char *outs[] = {o.csv, o.lcsv, o.json, o.plot, o.save};
+	for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) {
+		if (!outs[k])
+			continue;
+		char dir[4096];
+		const char *sl = strrchr(outs[k], '/');
+		snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - outs[k]) : 1, sl ? outs[k] : ".");
+		if (nm_dir_writable(*dir ? dir : "/", err, sizeof err) != 0)
+			return nm_fail("%s: %s", outs[k], err);
+	}
 	char *text = NULL;
 	if (o.text) {
 		size_t len;
+		errno = 0;
 		text = nm_file_read_max(o.text, (size_t)1 << 30, &len);
 		if (!text)
-			return nm_fail("%s: cannot read: %s", o.text, strerror(errno));
+			return nm_fail("%s: cannot read: %s", o.text,
+			               strerror(errno ? errno : ENOMEM));
 		o.c.task = EMU_TASK_TEXT;
 		o.c.text = (const unsigned char *)text;
 		o.c.text_len = len;
 		o.c.vocab = 256;
 	}
-	if (nt_setup(&o, &o.c, o.policy ? o.policy : "fp32", true, err, sizeof err) != 0) {
-		free(text);
-		return nm_fail("%s", err);
+	nt_run run[NT_MAXRUN];
+	size_t nrun = 0;
+	memset(run, 0, sizeof run);
+	rc = 0;
+	for (size_t k = 0; k < npol + (o.compare != NULL) && !rc; k++) {
+		nt_run *r = &run[nrun++];
+		r->c = o.c;
+		r->ref = k == npol;
+		if (nt_setup(&o, &r->c, r->ref ? o.compare : pname[k], !r->ref, err, sizeof err) !=
+		        0 ||
+		    !(r->t = emu_train_new(&r->c, err, sizeof err)))
+			rc = nm_fail("%s%s", r->ref ? "--compare: " : "", err);
+		else if (!(r->loss = malloc(o.c.steps * sizeof *r->loss)) ||
+		         !(r->val = malloc(o.c.steps * sizeof *r->val)))
+			rc = nm_fail("train: out of memory");
+		else
+			for (size_t s = 0; s < o.c.steps; s++)
+				r->loss[s] = r->val[s] = NAN;
 	}
-	emu_train_cfg ref = o.c;
-	if (o.compare && nt_setup(&o, &ref, o.compare, false, err, sizeof err) != 0) {
-		free(text);
-		return nm_fail("--compare: %s", err);
-	}
-	emu_train *t = emu_train_new(&o.c, err, sizeof err);
-	emu_train *r = NULL;
-	if (t && o.compare)
-		r = emu_train_new(&ref, err, sizeof err);
-	if (!t || (o.compare && !r)) {
-		emu_train_free(t);
-		free(text);
-		return nm_fail("%s", err);
-	}
+	if (!rc && o.resume)
+		for (size_t k = 0; k < nrun && !rc; k++)
+			if (emu_train_load(run[k].t, o.resume, err, sizeof err) != 0)
+				rc = nm_fail("%s", err);
+	uint64_t first = rc ? 0 : emu_train_steps_done(run[0].t) + 1;
+	if (!rc && first > o.c.steps)
+		rc = nm_fail("%s: already at step %llu of --steps %zu", o.resume,
+		             (unsigned long long)(first - 1), o.c.steps);
+	if (!rc && o.dump && mkdir(o.dump, 0777) != 0 && errno != EEXIST)
+		rc = nm_fail("%s: cannot create: %s", o.dump, strerror(errno));
+	if (!rc && o.dump && emu_train_dump(run[0].t, o.dump, err, sizeof err) != 0)
+		rc = nm_fail("%s", err);
+	if (rc)
+		goto done;
 	if (o.every == UINT64_MAX)
 		o.every = o.c.steps >= 10 ? o.c.steps / 10 : 1;
-	printf("train: gpt2, %zu layers, d %zu, %zu heads, seq %zu, vocab %zu, batch %zu x %zu, "
-	       "%zu parameters; policy %s; %zu steps on %s\n",
-	       o.c.layers, o.c.d, o.c.heads, o.c.seq, o.c.vocab, o.c.batch, o.c.micro,
-	       emu_train_nparams(t), o.c.pol.name, o.c.steps, emu_be_name(o.c.backend));
+	for (size_t k = 0; k < nrun; k++) {
+		nt_run *r = &run[k];
+		if (!r->ref)
+			printf("train: gpt2, %zu layers, d %zu, %zu heads, seq %zu, vocab %zu, "
+			       "batch %zu x "
+			       "%zu, %zu parameters; policy %s; %zu steps on %s\n",
+			       r->c.layers, r->c.d, r->c.heads, r->c.seq, r->c.vocab, r->c.batch,
+			       r->c.micro, emu_train_nparams(r->t), r->c.pol.name, r->c.steps,
+			       emu_be_name(r->c.backend));
+		r->last = r->last_val = NAN;
+	}
+	if (o.resume)
+		printf("resumed from %s at step %llu\n", o.resume, (unsigned long long)(first - 1));
 	nm_buf csv = {0}, lcsv = {0};
-	nm_buf_put(&csv, "step,loss,val_loss,grad_norm,lr,scale,skipped,overflow,underflow,"
+	nm_buf_put(&csv, "policy,step,loss,val_loss,grad_norm,lr,scale,skipped,overflow,underflow,"
 	                 "invalid,nonfinite_params");
-	if (r)
+	if (o.compare)
 		nm_buf_put(&csv, ",ref_loss,loss_ratio");
 	nm_buf_put(&csv, "\n");
-	nm_buf_put(&lcsv, "step,layer,pass,ops,overflow,underflow,invalid,amax,nan,inf\n");
-	size_t skipped = 0;
-	uint64_t diverged = 0;
-	double last = NAN, last_val = NAN;
-	rc = 0;
-	for (size_t s = 1; s <= o.c.steps; s++) {
-		emu_train_row row, rr;
-		if (emu_train_step(t, &row) != 0 || (r && emu_train_step(r, &rr) != 0)) {
-			rc = nm_fail("train: out of memory at step %zu", s);
+	nm_buf_put(&lcsv, "policy,step,layer,pass,ops,overflow,underflow,invalid,amax,nan,inf\n");
+	nt_run *ref = o.compare ? &run[nrun - 1] : NULL;
+	size_t last_step = o.stop_at && o.stop_at < o.c.steps ? o.stop_at : o.c.steps;
+	for (size_t s = first; s <= last_step && !rc; s++) {
+		emu_train_row row[NT_MAXRUN];
+		for (size_t k = 0; k < nrun && !rc; k++)
+			if (emu_train_step(run[k].t, &row[k]) != 0)
+				rc = nm_fail("train: out of memory at step %zu", s);
+		if (rc)
 			break;
-		}
-		skipped += row.skipped;
-		last = row.loss;
-		if (!isnan(row.val_loss))
-			last_val = row.val_loss;
-		char b[8][NM_NUM_LEN];
-		bool hv = !isnan(row.val_loss);
-		nm_buf_printf(&csv, "%llu,%s,%s,%s,%s,%s,%d,%llu,%llu,%llu,%llu",
-		              (unsigned long long)row.step, nm_fmt_g(row.loss, 9, b[0], NM_NUM_LEN),
-		              hv ? nm_fmt_g(row.val_loss, 9, b[1], NM_NUM_LEN) : "",
-		              nm_fmt_g(row.grad_norm, 9, b[2], NM_NUM_LEN),
-		              nm_fmt_g(row.lr, 9, b[3], NM_NUM_LEN),
-		              nm_fmt_g(row.scale, 9, b[4], NM_NUM_LEN), row.skipped,
-		              (unsigned long long)row.overflow, (unsigned long long)row.underflow,
-		              (unsigned long long)row.invalid,
-		              (unsigned long long)row.nonfinite_params);
-		if (r) {
-			double ratio = row.loss > rr.loss ? row.loss / rr.loss : rr.loss / row.loss;
-			if (!(ratio <= o.factor) && !diverged)
-				diverged = s;
-			nm_buf_printf(&csv, ",%s,%s", nm_fmt_g(rr.loss, 9, b[5], NM_NUM_LEN),
-			              nm_fmt_g(row.loss / rr.loss, 9, b[6], NM_NUM_LEN));
-		}
-		nm_buf_put(&csv, "\n");
-		size_t nl;
-		const emu_train_lstat *ls = emu_train_lstats(t, &nl);
-		for (size_t i = 0; i < nl; i++) {
-			size_t layer = i / 2;
-			char lname[32];
-			if (layer == 0)
-				snprintf(lname, sizeof lname, "emb");
-			else if (layer == nl / 2 - 1)
-				snprintf(lname, sizeof lname, "head");
-			else
-				snprintf(lname, sizeof lname, "layer%zu", layer - 1);
+		for (size_t k = 0; k < nrun; k++) {
+			nt_run *r = &run[k];
+			emu_train_row *w = &row[k];
+			r->skipped += w->skipped;
+			r->last = w->loss;
+			r->loss[s - 1] = w->loss;
+			r->val[s - 1] = w->val_loss;
+			bool hv = !isnan(w->val_loss);
+			if (hv)
+				r->last_val = w->val_loss, r->has_val = true;
+			if (r->ref)
+				continue;
+			char b[8][NM_NUM_LEN];
+			nm_buf_csv(&csv, r->c.pol.name);
 			nm_buf_printf(
-			    &lcsv, "%zu,%s,%s,%llu,%llu,%llu,%llu,%s,%llu,%llu\n", s, lname,
-			    i % 2 ? "backward" : "forward", (unsigned long long)ls[i].ops,
-			    (unsigned long long)ls[i].overflow, (unsigned long long)ls[i].underflow,
-			    (unsigned long long)ls[i].invalid,
-			    nm_fmt_g(ls[i].amax, 6, b[7], NM_NUM_LEN),
-			    (unsigned long long)ls[i].nan, (unsigned long long)ls[i].inf);
+			    &csv, ",%llu,%s,%s,%s,%s,%s,%d,%llu,%llu,%llu,%llu",
+			    (unsigned long long)w->step, nm_fmt_g(w->loss, 9, b[0], NM_NUM_LEN),
+			    hv ? nm_fmt_g(w->val_loss, 9, b[1], NM_NUM_LEN) : "",
+			    nm_fmt_g(w->grad_norm, 9, b[2], NM_NUM_LEN),
+			    nm_fmt_g(w->lr, 9, b[3], NM_NUM_LEN),
+			    nm_fmt_g(w->scale, 9, b[4], NM_NUM_LEN), w->skipped,
+			    (unsigned long long)w->overflow, (unsigned long long)w->underflow,
+			    (unsigned long long)w->invalid,
+			    (unsigned long long)w->nonfinite_params);
+			if (ref) {
+				emu_train_row *rr = &row[nrun - 1];
+				double ratio =
+				    w->loss > rr->loss ? w->loss / rr->loss : rr->loss / w->loss;
+				if (!(ratio <= o.factor) && !r->diverged)
+					r->diverged = s;
+				nm_buf_printf(&csv, ",%s,%s",
+				              nm_fmt_g(rr->loss, 9, b[5], NM_NUM_LEN),
+				              nm_fmt_g(w->loss / rr->loss, 9, b[6], NM_NUM_LEN));
+			}
+			nm_buf_put(&csv, "\n");
+			size_t nl;
+			const emu_train_lstat *ls = emu_train_lstats(r->t, &nl);
+			for (size_t i = 0; i < nl; i++) {
+				size_t layer = i / 2;
+				char lname[32];
+				if (layer == 0)
+					snprintf(lname, sizeof lname, "emb");
+				else if (layer == nl / 2 - 1)
+					snprintf(lname, sizeof lname, "head");
+				else
+					snprintf(lname, sizeof lname, "layer%zu", layer - 1);
+				nm_buf_csv(&lcsv, r->c.pol.name);
+				nm_buf_printf(
+				    &lcsv, ",%zu,%s,%s,%llu,%llu,%llu,%llu,%s,%llu,%llu\n", s,
+				    lname, i % 2 ? "backward" : "forward",
+				    (unsigned long long)ls[i].ops,
+				    (unsigned long long)ls[i].overflow,
+				    (unsigned long long)ls[i].underflow,
+				    (unsigned long long)ls[i].invalid,
+				    nm_fmt_g(ls[i].amax, 6, b[7], NM_NUM_LEN),
+				    (unsigned long long)ls[i].nan, (unsigned long long)ls[i].inf);
+			}
+			if (o.every && (s % o.every == 0 || s == last_step)) {
+				printf("step %5zu %s%s%s loss %-10s val %-10s |g| %-10s lr %-9s "
+				       "scale %-7s%s\n",
+				       s, npol > 1 ? "[" : "", npol > 1 ? r->c.pol.name : "",
+				       npol > 1 ? "]" : "", nm_fmt_g(w->loss, 5, b[0], NM_NUM_LEN),
+				       hv ? nm_fmt_g(w->val_loss, 5, b[1], NM_NUM_LEN) : "-",
+				       nm_fmt_g(w->grad_norm, 4, b[2], NM_NUM_LEN),
+				       nm_fmt_g(w->lr, 3, b[3], NM_NUM_LEN),
+				       nm_fmt_g(w->scale, 4, b[4], NM_NUM_LEN),
+				       w->skipped ? "  skipped" : "");
+			}
 		}
-		if (o.every && (s % o.every == 0 || s == o.c.steps)) {
-			printf("step %5zu  loss %-10s val %-10s |g| %-10s lr %-9s scale %-7s%s\n",
-			       s, nm_fmt_g(row.loss, 5, b[0], NM_NUM_LEN),
-			       hv ? nm_fmt_g(row.val_loss, 5, b[1], NM_NUM_LEN) : "-",
-			       nm_fmt_g(row.grad_norm, 4, b[2], NM_NUM_LEN),
-			       nm_fmt_g(row.lr, 3, b[3], NM_NUM_LEN),
-			       nm_fmt_g(row.scale, 4, b[4], NM_NUM_LEN),
-			       row.skipped ? "  skipped" : "");
-			fflush(stdout);
-		}
+		fflush(stdout);
+		if (o.save && ((o.save_every && s % o.save_every == 0) || s == last_step) &&
+		    emu_train_save(run[0].t, o.save, err, sizeof err) != 0)
+			rc = nm_fail("%s", err);
 	}
-	if (!rc) {
-		char b[2][NM_NUM_LEN];
-		printf("final: loss %s, validation loss %s, %zu of %zu steps skipped\n",
-		       nm_fmt_g(last, 6, b[0], NM_NUM_LEN), nm_fmt_g(last_val, 6, b[1], NM_NUM_LEN),
-		       skipped, o.c.steps);
-		nt_fail_line(emu_train_first_fail(t));
-		if (r) {
-			if (diverged)
-				printf("divergence from %s: the loss first differs by more than "
-				       "%gx at step "
-				       "%llu\n",
-				       ref.pol.name, o.factor, (unsigned long long)diverged);
-			else
-				printf("divergence from %s: none (within %gx every step)\n",
-				       ref.pol.name, o.factor);
+	nm_buf js = {0};
+	nm_buf_put(&js, "{\"runs\": [");
+	for (size_t k = 0; k < nrun && !rc; k++) {
+		nt_run *r = &run[k];
+		char b[2][NM_NUM_LEN], pre[64] = "";
+		if (npol > 1 || r->ref)
+			snprintf(pre, sizeof pre, "%s: ", r->c.pol.name);
+		if (!r->ref) {
+			printf("%sfinal: loss %s, validation loss %s, %zu of %zu steps skipped\n",
+			       pre, nm_fmt_g(r->last, 6, b[0], NM_NUM_LEN),
+			       r->has_val ? nm_fmt_g(r->last_val, 6, b[1], NM_NUM_LEN) : "-",
+			       r->skipped, last_step + 1 - first);
+			nt_fail_line(emu_train_first_fail(r->t), pre);
+			if (ref) {
+				if (r->diverged)
+					printf("%sdivergence from %s: the loss first differs by "
+					       "more than %gx at "
+					       "step %llu\n",
+					       pre, ref->c.pol.name, o.factor,
+					       (unsigned long long)r->diverged);
+				else
+					printf(
+					    "%sdivergence from %s: none (within %gx every step)\n",
+					    pre, ref->c.pol.name, o.factor);
+			}
 		}
+		nm_buf_put(&js, k ? ", {\"policy\": " : "{\"policy\": ");
+		nm_buf_json_str(&js, r->c.pol.name);
+		nm_buf_printf(&js,
+		              ", \"reference\": %s, \"steps\": %zu, \"skipped\": %zu, \"loss\": ",
+		              r->ref ? "true" : "false", last_step + 1 - first, r->skipped);
+		nm_buf_json_num(&js, r->last);
+		nm_buf_put(&js, ", \"val_loss\": ");
+		nm_buf_json_num(&js, r->last_val);
+		nm_buf_put(&js, ", \"diverged_at\": ");
+		if (r->diverged)
+			nm_buf_printf(&js, "%llu", (unsigned long long)r->diverged);
+		else
+			nm_buf_put(&js, "null");
+		nm_buf_put(&js, ", \"first_failure\": ");
+		nt_json_fail(&js, emu_train_first_fail(r->t));
+		nm_buf_put(&js, "}");
 	}
-	if (!rc && (csv.oom || lcsv.oom))
+	nm_buf_put(&js, "]}\n");
+	if (!rc && (csv.oom || lcsv.oom || js.oom))
 		rc = nm_fail("train: out of memory");
 	if (!rc && o.csv && nm_file_write(o.csv, csv.s, csv.len, err, sizeof err) != 0)
 		rc = nm_fail("%s", err);
 	if (!rc && o.lcsv && nm_file_write(o.lcsv, lcsv.s, lcsv.len, err, sizeof err) != 0)
 		rc = nm_fail("%s", err);
+	if (!rc && o.json && nm_file_write(o.json, js.s, js.len, err, sizeof err) != 0)
+		rc = nm_fail("%s", err);
+	if (!rc && o.plot) {
+		size_t n = last_step + 1 - first;
+		double *x = malloc(n * sizeof *x);
+		const char *names[NT_MAXRUN];
+		const double *ys[NT_MAXRUN];
+		char title[160];
+		for (size_t k = 0; k < nrun; k++)
+			names[k] = run[k].c.pol.name, ys[k] = run[k].loss + first - 1;
+		snprintf(title, sizeof title, "training loss, gpt2 %zu layers d %zu (seed %llu)",
+		         o.c.layers, o.c.d, (unsigned long long)o.c.seed);
+		if (!x)
+			rc = nm_fail("train: out of memory");
+		else {
+			for (size_t i = 0; i < n; i++)
+				x[i] = (double)(first + i);
+			if (nm_plot_curves(o.plot, title, "step", "loss", false, nrun, names, x, ys,
+			                   n, err, sizeof err) != 0)
+				rc = nm_fail("%s", err);
+		}
+		free(x);
+	}
 	if (!rc && fflush(stdout) != 0)
 		rc = nm_fail("cannot write the output: %s", strerror(errno));
 	nm_buf_free(&csv);
 	nm_buf_free(&lcsv);
-	emu_train_free(t);
-	emu_train_free(r);
+	nm_buf_free(&js);
+done:
+	for (size_t k = 0; k < nrun; k++) {
+		emu_train_free(run[k].t);
+		free(run[k].loss);
+		free(run[k].val);
+	}
 	free(text);
 	return rc;
 }

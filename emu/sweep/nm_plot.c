@@ -1793,6 +1793,99 @@ out:
 	return rc;
 }
 
+/* ---- curves: several series against one x (nanmap train's losses) ---- */
+
+int nm_plot_curves(const char *out, const char *title, const char *xlabel, const char *ylabel,
+                   bool logy, size_t nseries, const char *const *names, const double *x,
+                   const double *const *y, size_t npts, char *err, size_t errlen)
+{
+	const char *gpname = getenv("NANMAP_GNUPLOT");
+	char prog[1024];
+	size_t ol = strlen(out);
+	bool png = ol > 4 && !strcmp(out + ol - 4, ".png");
+	if (!png && !(ol > 4 && !strcmp(out + ol - 4, ".svg")))
+		return perr(err, errlen, "%s: a plot is .png or .svg", out);
+	if (!find_prog(gpname && *gpname ? gpname : "gnuplot", prog, sizeof prog))
+		return perr(err, errlen,
+		            "gnuplot not found%s%s (install the Debian package gnuplot-nox)",
+		            gpname && *gpname ? ": " : "", gpname && *gpname ? gpname : "");
+	char dir[1100];
+	const char *slash = strrchr(out, '/');
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
+	if (!*dir)
+		snprintf(dir, sizeof dir, "/");
+	const char *base = slash ? slash + 1 : out;
+	char dat[1100] = "", gp[1100] = "", elog[1100] = "", tout[1100] = "";
+	FILE *fd = NULL, *fs = NULL;
+	int rc = 0;
+	if (make_tmp(dat, sizeof dat, dir, base, "dat", &fd) ||
+	    make_tmp(gp, sizeof gp, dir, base, "gp", &fs) ||
+	    make_tmp(tout, sizeof tout, dir, base, png ? "png" : "svg", NULL) ||
+	    make_tmp(elog, sizeof elog, dir, base, "log", NULL)) {
+		rc = perr(err, errlen, "%s: cannot create a temporary file: %s", dir,
+		          strerror(errno));
+		goto out;
+	}
+	/* one block a series; NaN, inf and (logy) non-positive values are gaps */
+	for (size_t k = 0; k < nseries; k++) {
+		for (size_t i = 0; i < npts; i++) {
+			double v = y[k][i];
+			if (isfinite(v) && (!logy || v > 0))
+				fprintf(fd, "%.17g %.17g\n", x[i], v);
+			else
+				fprintf(fd, "\n");
+		}
+		fprintf(fd, "NaN NaN\n\n\n");
+	}
+	errno = 0;
+	if (fflush(fd) != 0 || ferror(fd)) {
+		rc = perr(err, errlen, "%s: write failed: %s", dat, strerror(errno ? errno : EIO));
+		goto out;
+	}
+	fprintf(fs,
+	        "set terminal %s size 1000,560 %sfont 'DejaVu Sans,9' noenhanced background "
+	        "rgb 'white'\nset output ",
+	        png ? "pngcairo" : "svg", png ? "" : "fixed ");
+	gq(fs, tout);
+	fprintf(fs, "\nset title ");
+	gq(fs, title);
+	fprintf(fs, "\nset xlabel ");
+	gq(fs, xlabel);
+	fprintf(fs, "\nset ylabel ");
+	gq(fs, ylabel);
+	fprintf(fs, "\nset grid\nset key outside right top\n%s", logy ? "set logscale y\n" : "");
+	fprintf(fs, "plot ");
+	for (size_t k = 0; k < nseries; k++) {
+		fprintf(fs, "%s", k ? ", \\\n     " : "");
+		gq(fs, dat);
+		fprintf(fs, " index %zu using 1:2 with lines lw 1.5 title ", k);
+		gq(fs, names[k]);
+	}
+	fprintf(fs, "\nunset output\n");
+	errno = 0;
+	if (fflush(fs) != 0 || ferror(fs)) {
+		rc = perr(err, errlen, "%s: write failed: %s", gp, strerror(errno ? errno : EIO));
+		goto out;
+	}
+	rc = run_gnuplot(prog, gp, elog, err, errlen);
+	if (rc == 0)
+		rc = check_written(tout, out, png, err, errlen);
+	if (rc == 0 && nm_file_commit(tout, out, err, errlen) == 0)
+		*tout = 0;
+	else if (rc == 0)
+		rc = -1;
+out:
+	if (fd)
+		fclose(fd);
+	if (fs)
+		fclose(fs);
+	nm_file_discard(tout);
+	nm_file_discard(elog);
+	nm_file_discard(dat);
+	nm_file_discard(gp);
+	return rc;
+}
+
 /* ---- nanmap plot ---- */
 
 static const char plot_usage[] =

@@ -19,6 +19,7 @@
 
 #include "emu/engine/kernels.h"
 #include "emu/io/nm_gen.h"
+#include "emu/io/nm_safetensors.h"
 #include "emu/train/train.h"
 
 /* ---- policies ---- */
@@ -1784,4 +1785,165 @@ double emu_train_grad(emu_train *t)
 	}
 	end(t);
 	return loss;
+}
+
+void emu_train_batch(emu_train *t, bool val, uint64_t k, int *inputs, int *targets)
+{
+	batch(t, val ? 1 : 0, k);
+	memcpy(inputs, t->inp, t->M * sizeof *inputs);
+	memcpy(targets, t->tgt, t->M * sizeof *targets);
+}
+
+uint64_t emu_train_steps_done(const emu_train *t)
+{
+	return t->step;
+}
+
+/* ---- checkpoints ---- */
+
+enum {
+	CK_STEP,
+	CK_ADAM_T,
+	CK_SCALE,
+	CK_TRACKER,
+	CK_GS_STEP,
+	CK_SEED,
+	CK_LAYERS,
+	CK_D,
+	CK_HEADS,
+	CK_SEQ,
+	CK_VOCAB,
+	CK_BATCH,
+	CK_MICRO,
+	CK_TASK,
+	CK_N
+};
+static const char *const ck_names[CK_N] = {
+    "step",    "adam_step", "scale", "scale_tracker", "scale_steps", "seed",  "layers",
+    "d_model", "heads",     "seq",   "vocab",         "batch",       "micro", "task"};
+
+int emu_train_save(const emu_train *t, const char *path, char *err, size_t errlen)
+{
+	nm_st_out out[3 * NP + 2];
+	char names[3 * NP][32];
+	uint64_t shape[3 * NP], st[CK_N], nst = CK_N, npol = strlen(t->c.pol.name);
+	const double *src[3] = {t->P, t->Mo, t->Vo};
+	const char *pre[3] = {"", "adam_m.", "adam_v."};
+	size_t n = 0;
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < NP; i++, n++) {
+			snprintf(names[n], sizeof names[n], "%s%s", pre[k], p_names[i]);
+			shape[n] = pcount(t, i);
+			out[n] =
+			    (nm_st_out){names[n],  NM_ST_F64,          1,
+			                &shape[n], src[k] + t->off[i], shape[n] * sizeof(double)};
+		}
+	st[CK_STEP] = t->step, st[CK_ADAM_T] = t->adam_t, st[CK_SCALE] = t->gs.scale;
+	st[CK_TRACKER] = (uint64_t)(int64_t)t->gs.tracker, st[CK_GS_STEP] = t->gs.step;
+	st[CK_SEED] = t->c.seed, st[CK_LAYERS] = t->L, st[CK_D] = t->d, st[CK_HEADS] = t->H;
+	st[CK_SEQ] = t->T, st[CK_VOCAB] = t->V, st[CK_BATCH] = t->B, st[CK_MICRO] = t->c.micro;
+	st[CK_TASK] = (uint64_t)t->c.task;
+	out[n++] = (nm_st_out){"state", NM_ST_U64, 1, &nst, st, sizeof st};
+	out[n++] = (nm_st_out){"policy", NM_ST_U8, 1, &npol, t->c.pol.name, npol};
+	return nm_st_write(path, out, n, err, errlen) == NM_ST_OK ? 0 : -1;
+}
+
+int emu_train_load(emu_train *t, const char *path, char *err, size_t errlen)
+{
+	nm_st_file f;
+	if (nm_st_open(path, &f, err, errlen) != NM_ST_OK)
+		return -1;
+	int rc = -1;
+	const nm_st_tensor *s = nm_st_find(&f, "state"), *pol = nm_st_find(&f, "policy");
+	uint64_t st[CK_N];
+	if (!s || s->dtype != NM_ST_U64 || s->count != CK_N || !pol || pol->dtype != NM_ST_U8) {
+		snprintf(err, errlen,
+		         "%s: not a nanmap train checkpoint (no state and policy tensors)", path);
+		goto out;
+	}
+	memcpy(st, s->data, sizeof st);
+	uint64_t want[CK_N] = {0,    0,    0,    0,    0,    t->c.seed,  t->L,
+	                       t->d, t->H, t->T, t->V, t->B, t->c.micro, (uint64_t)t->c.task};
+	for (int k = CK_SEED; k < CK_N; k++)
+		if (st[k] != want[k]) {
+			snprintf(err, errlen,
+			         "%s: a checkpoint of another run (%s %llu there, %llu here)", path,
+			         ck_names[k], (unsigned long long)st[k],
+			         (unsigned long long)want[k]);
+			goto out;
+		}
+	if (pol->count != strlen(t->c.pol.name) || memcmp(pol->data, t->c.pol.name, pol->count)) {
+		snprintf(err, errlen, "%s: a checkpoint of policy %.*s, not %s", path,
+		         (int)(pol->count < 48 ? pol->count : 48), (const char *)pol->data,
+		         t->c.pol.name);
+		goto out;
+	}
+	double *dst[3] = {t->P, t->Mo, t->Vo};
+	const char *pre[3] = {"", "adam_m.", "adam_v."};
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < NP; i++) {
+			char name[32];
+			snprintf(name, sizeof name, "%s%s", pre[k], p_names[i]);
+			const nm_st_tensor *x = nm_st_find(&f, name);
+			if (!x || x->dtype != NM_ST_F64 || x->count != pcount(t, i)) {
+				snprintf(err, errlen, "%s: tensor %s missing or of another shape",
+				         path, name);
+				goto out;
+			}
+			if (nm_st_decode(&f, x, 0, x->count, dst[k] + t->off[i], err, errlen) !=
+			    NM_ST_OK)
+				goto out;
+		}
+	t->step = st[CK_STEP], t->adam_t = st[CK_ADAM_T];
+	t->gs.scale = (emu_bits)st[CK_SCALE], t->gs.tracker = (int32_t)(int64_t)st[CK_TRACKER];
+	t->gs.step = st[CK_GS_STEP];
+	rc = 0;
+out:
+	nm_st_close(&f);
+	return rc;
+}
+
+int emu_train_dump(emu_train *t, const char *dir, char *err, size_t errlen)
+{
+	char path[4096];
+	if (snprintf(path, sizeof path, "%s/init.safetensors", dir) >= (int)sizeof path) {
+		snprintf(err, errlen, "%s: path too long", dir);
+		return -1;
+	}
+	nm_st_out out[NP + 3];
+	uint64_t shape[NP], bt[2] = {t->B, t->T}, one = 1;
+	for (int i = 0; i < NP; i++) {
+		shape[i] = pcount(t, i);
+		out[i] = (nm_st_out){p_names[i], NM_ST_F64,        1,
+		                     &shape[i],  t->P + t->off[i], shape[i] * sizeof(double)};
+	}
+	if (nm_st_write(path, out, NP, err, errlen) != NM_ST_OK)
+		return -1;
+	double *save = malloc(t->np * sizeof *save);
+	int64_t *tok = malloc(2 * t->M * sizeof *tok);
+	if (!save || !tok) {
+		free(save);
+		free(tok);
+		snprintf(err, errlen, "train: out of memory");
+		return -1;
+	}
+	memcpy(save, t->G, t->np * sizeof *save);
+	double loss = emu_train_grad(t);
+	for (size_t i = 0; i < t->M; i++)
+		tok[i] = t->inp[i], tok[t->M + i] = t->tgt[i];
+	char names[NP][40];
+	for (int i = 0; i < NP; i++) {
+		snprintf(names[i], sizeof names[i], "grad.%s", p_names[i]);
+		out[i] = (nm_st_out){names[i],  NM_ST_F64,        1,
+		                     &shape[i], t->G + t->off[i], shape[i] * sizeof(double)};
+	}
+	out[NP] = (nm_st_out){"inputs", NM_ST_I64, 2, bt, tok, t->M * sizeof *tok};
+	out[NP + 1] = (nm_st_out){"targets", NM_ST_I64, 2, bt, tok + t->M, t->M * sizeof *tok};
+	out[NP + 2] = (nm_st_out){"loss", NM_ST_F64, 1, &one, &loss, sizeof loss};
+	snprintf(path, sizeof path, "%s/grad.safetensors", dir);
+	int rc = nm_st_write(path, out, NP + 3, err, errlen) == NM_ST_OK ? 0 : -1;
+	memcpy(t->G, save, t->np * sizeof *save);
+	free(save);
+	free(tok);
+	return rc;
 }

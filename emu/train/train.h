@@ -160,7 +160,8 @@ const emu_train_fail *emu_train_first_fail(const emu_train *t);
 double emu_train_eval(emu_train *t, bool val, uint64_t k);
 
 /* Parameters (master format values), their gradients of the last step
- * (master format, unscaled, before clipping) and names: tensor i of n. */
+ * (master format, as AdamW read them: unscaled and clipped) and names:
+ * tensor i of n. */
 size_t emu_train_ntensors(const emu_train *t);
 const char *emu_train_tensor(const emu_train *t, size_t i, double **values, double **grads,
                              size_t *count);
@@ -168,5 +169,24 @@ const char *emu_train_tensor(const emu_train *t, size_t i, double **values, doub
  * parameters, scaled by 1 (no scaler), without an update: into
  * emu_train_tensor's grads. Returns the loss. */
 double emu_train_grad(emu_train *t);
+
+/* The tokens of batch k of the training (val false) or validation stream:
+ * inputs and targets, batch × seq each. */
+void emu_train_batch(emu_train *t, bool val, uint64_t k, int *inputs, int *targets);
+
+/* ---- checkpoints (.safetensors, docs/train.md lists the tensors) ---- */
+/* Parameters, AdamW's m and v (F64: every format's values exactly), the
+ * step, AdamW's step count, the scaler's state and the model's settings;
+ * written atomically. 0, or -1 with "PATH: reason" in err. */
+int emu_train_save(const emu_train *t, const char *path, char *err, size_t errlen);
+/* Continue from a checkpoint: the model, data and policy must be this
+ * run's (one line naming the difference otherwise). 0 or -1. */
+int emu_train_load(emu_train *t, const char *path, char *err, size_t errlen);
+/* Steps done so far. */
+uint64_t emu_train_steps_done(const emu_train *t);
+/* Write DIR/init.safetensors (the parameters now) and DIR/grad.safetensors
+ * (batch 0's inputs, targets, loss and the gradients emu_train_grad gives):
+ * what another framework checks its forward and backward against. */
+int emu_train_dump(emu_train *t, const char *dir, char *err, size_t errlen);
 
 #endif

@@ -289,7 +289,7 @@ static const char nt_help[] =
 static int nt_setup(nt_opts *o, emu_train_cfg *c, const char *policy, bool overrides, char *err,
                     size_t errlen)
 {
-	if (emu_train_policy_preset(policy, &c->pol, err, errlen) != 0)
+	if (emu_train_policy_parse(policy, &c->pol, err, errlen) != 0)
 		return -1;
 	if (overrides)
 		for (size_t i = 0; i < o->nroles; i++)

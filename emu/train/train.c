@@ -125,6 +125,26 @@ int emu_train_policy_set(emu_train_policy *p, const char *item, char *err, size_
 	return -1;
 }
 
+int emu_train_policy_parse(const char *spec, emu_train_policy *p, char *err, size_t errlen)
+{
+	char buf[256];
+	if (strlen(spec) >= sizeof buf) {
+		snprintf(err, errlen, "training policy '%.40s...' too long", spec);
+		return -1;
+	}
+	snprintf(buf, sizeof buf, "%s", spec);
+	char *save = NULL, *tok = strtok_r(buf, ":+", &save);
+	if (!tok || emu_train_policy_preset(tok, p, err, errlen) != 0) {
+		if (!tok)
+			snprintf(err, errlen, "empty training policy");
+		return -1;
+	}
+	while ((tok = strtok_r(NULL, ":+", &save)))
+		if (emu_train_policy_set(p, tok, err, errlen) != 0)
+			return -1;
+	return 0;
+}
+
 /* ---- configuration ---- */
 
 void emu_train_cfg_default(emu_train_cfg *c)
@@ -348,9 +368,13 @@ struct emu_train {
 	uint64_t first_nf_i;
 	double first_nf_v;
 	double loss_acc;
-	/* truth: parameters copied into engine vectors */
-	emu_vec *tP, *tG;
+	/* truth: parameters, gradients and states copied into engine vectors */
+	emu_vec *tP, *tG, *tM, *tV;
+	emu_be *ext; /* a kernel run's backend (emu_kernel_train), else NULL */
+	bool ready;  /* the pass's vectors are allocated */
 };
+
+static void free_acts(emu_train *t);
 
 static unsigned inst_base(const emu_train *t, int layer, int inst)
 {
@@ -494,6 +518,8 @@ void emu_train_free(emu_train *t)
 {
 	if (!t)
 		return;
+	if (t->ext && t->ready)
+		free_acts(t); /* the lists; the vectors are the backend's */
 	free(t->P);
 	free(t->G);
 	free(t->Mo);
@@ -1432,33 +1458,56 @@ static void backward(emu_train *t, double scale, size_t div)
 
 static int begin(emu_train *t, emu_be *be, uint64_t salt)
 {
-	emu_env env = EMU_ENV_DEFAULT;
-	env.seed = emu_mix64(t->c.seed ^ emu_mix64(salt));
-	emu_be_init(be, t->c.backend, &env);
-	emu_steps(be, t->site_ptrs, t->nsites);
+	uint64_t seed = emu_mix64(t->c.seed ^ emu_mix64(salt));
+	bool fresh = !t->ext || !t->ready;
+	if (t->ext) { /* a kernel run: one backend for the whole run */
+		be = t->ext;
+		be->env.seed = seed;
+	} else {
+		emu_env env = EMU_ENV_DEFAULT;
+		env.seed = seed;
+		emu_be_init(be, t->c.backend, &env);
+	}
 	t->be = be;
 	t->micro = 0;
-	t->tP = t->tG = NULL;
-	if (t->c.backend == EMU_BE_TRUTH) { /* the parameters as MPFR numbers */
-		t->tP = emu_vec_new(be, t->np);
-		t->tG = emu_vec_new(be, t->np);
-		if (!t->tP || !t->tG)
+	if (fresh) {
+		emu_steps(be, t->site_ptrs, t->nsites);
+		t->tP = t->tG = t->tM = t->tV = NULL;
+		if (t->c.backend == EMU_BE_TRUTH) { /* the parameters and states as MPFR numbers */
+			t->tP = emu_vec_new(be, t->np);
+			t->tG = emu_vec_new(be, t->np);
+			t->tM = emu_vec_new(be, t->np);
+			t->tV = emu_vec_new(be, t->np);
+			if (!t->tP || !t->tG || !t->tM || !t->tV)
+				return -1;
+		}
+		if (alloc_acts(t) != 0)
 			return -1;
-		for (size_t i = 0; i < t->np; i++)
-			emu_fill(be, emu_at(t->tP, i), t->P[i], 1);
+		t->ready = true;
 	}
-	return alloc_acts(t);
+	if (t->tP)
+		for (size_t i = 0; i < t->np; i++) {
+			emu_fill(be, emu_at(t->tP, i), t->P[i], 1);
+			emu_fill(be, emu_at(t->tG, i), 0, 1);
+			emu_fill(be, emu_at(t->tM, i), t->Mo[i], 1);
+			emu_fill(be, emu_at(t->tV, i), t->Vo[i], 1);
+		}
+	return 0;
 }
 
 static void end(emu_train *t)
 {
-	if (t->tG) /* the gradients back as the nearest doubles */
+	if (t->tG && t->be) /* the gradients back as the nearest doubles */
 		for (size_t i = 0; i < t->np; i++)
 			t->G[i] = emu_vget(t->be, t->tG, i);
+	if (t->ext) /* the vectors live as long as the kernel's backend */
+		return;
 	free_acts(t);
-	emu_be_free(t->be);
+	if (t->be)
+		emu_be_free(t->be);
 	t->be = NULL;
-	t->tP = t->tG = NULL;
+	t->ready = false;
+	t->tP = t->tG = t->tM = t->tV = NULL;
 }
 
 static const char *flag_names(unsigned fl, char *buf, size_t len)
@@ -1557,18 +1606,7 @@ static int optimize(emu_train *t, double scale, double lr, double *gnorm)
 		map(t, OS("lerp_mul"), EMU_OP_SUB, C, lerp_w, one, lerp_w, 1, 0);
 	}
 	bool small = 1 - t->c.beta1 < 0.5;
-	emu_vec *Mv = &t->Mv, *Vv = &t->Vv;
-	emu_vec *tM = NULL, *tV = NULL;
-	if (t->tP) { /* truth: states as MPFR numbers too */
-		tM = emu_vec_new(t->be, t->np), tV = emu_vec_new(t->be, t->np);
-		if (!tM || !tV)
-			return -1;
-		for (size_t i = 0; i < t->np; i++) {
-			emu_fill(t->be, emu_at(tM, i), t->Mo[i], 1);
-			emu_fill(t->be, emu_at(tV, i), t->Vo[i], 1);
-		}
-		Mv = tM, Vv = tV;
-	}
+	emu_vec *Mv = t->tM ? t->tM : &t->Mv, *Vv = t->tV ? t->tV : &t->Vv;
 	for (int i = 0; i < NP; i++) {
 		size_t n = pcount(t, i), e = t->off[i];
 		emu_ref Gc = emu_row(a->o1, 0), Wc = emu_row(a->o2, 0), Xc = emu_row(a->o3, 0),
@@ -1615,8 +1653,8 @@ static int optimize(emu_train *t, double scale, double lr, double *gnorm)
 	if (t->tP)
 		for (size_t i = 0; i < t->np; i++) {
 			t->P[i] = emu_vget(t->be, t->tP, i);
-			t->Mo[i] = emu_vget(t->be, tM, i);
-			t->Vo[i] = emu_vget(t->be, tV, i);
+			t->Mo[i] = emu_vget(t->be, t->tM, i);
+			t->Vo[i] = emu_vget(t->be, t->tV, i);
 		}
 #undef OS
 	return 0;
@@ -1947,3 +1985,92 @@ int emu_train_dump(emu_train *t, const char *dir, char *err, size_t errlen)
 	free(tok);
 	return rc;
 }
+
+/* ---- a training run as a kernel: sweep points ---- */
+
+static const char *const tk_variants[] = {
+    "fp32", "bf16", "fp16-amp", "fp16-pure", "bf16-pure", "fp8-current", "mxfp8", "nvfp4", NULL};
+
+static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
+                  emu_kout *out, char *err, size_t errlen)
+{
+	(void)pol; /* the variant names the training policy */
+	emu_train_cfg c;
+	emu_train_cfg_default(&c);
+	c.val_every = 0;
+	c.backend = be->kind;
+	c.seed = in->seed;
+	double v[18];
+	static const char *const K = "train";
+	/* name, lo, hi, default, integer */
+	static const struct {
+		const char *name;
+		double lo, hi, dflt;
+		bool integer;
+	} ps[18] = {{"steps", 1, 100000, 20, true},
+	            {"layers", 1, 64, 1, true},
+	            {"d_model", 2, 4096, 16, true},
+	            {"heads", 1, 4096, 2, true},
+	            {"seq", 2, 4096, 8, true},
+	            {"vocab", 3, 65536, 16, true},
+	            {"batch", 1, 4096, 4, true},
+	            {"micro", 1, 1024, 1, true},
+	            {"divide", 0, 1, 1, true},
+	            {"lr", 0, 10, 1e-3, false},
+	            {"warmup", 0, 1e8, 2, true},
+	            {"clip", 0, 1e30, 1, false},
+	            {"ln_eps", 0, 0.5, 1e-5, false},
+	            {"spike_step", 0, 1e8, 0, true},
+	            {"spike", -1e300, 1e300, 1, false},
+	            {"scaler_init", 0, 3.4e38, 65536, false},
+	            {"scaler_interval", 1, 1e9, 2000, true},
+	            {"task", 0, 3, 0, true}};
+	for (int i = 0; i < 18; i++)
+		if (!(ps[i].integer ? emu_kparam_int(in, K, ps[i].name, ps[i].lo, ps[i].hi,
+		                                     ps[i].dflt, &v[i], err, errlen)
+		                    : emu_kparam_real(in, K, ps[i].name, ps[i].lo, ps[i].hi, 0,
+		                                      ps[i].dflt, &v[i], err, errlen)))
+			return -1;
+	c.steps = (size_t)v[0], c.layers = (size_t)v[1], c.d = (size_t)v[2], c.heads = (size_t)v[3];
+	c.seq = (size_t)v[4], c.vocab = (size_t)v[5], c.batch = (size_t)v[6],
+	c.micro = (size_t)v[7];
+	c.divide_loss = v[8] != 0, c.lr = v[9], c.min_lr = v[9] / 10, c.warmup = (size_t)v[10];
+	c.clip = v[11], c.ln_eps = v[12], c.spike_step = (size_t)v[13], c.spike_factor = v[14];
+	c.gs.init_scale = v[15], c.gs.growth_interval = (int32_t)v[16];
+	c.task = (emu_train_task)(int)v[17];
+	if (emu_train_policy_parse(variant ? variant : "fp32", &c.pol, err, errlen) != 0)
+		return -1;
+	emu_train *t = emu_train_new(&c, err, errlen);
+	if (!t)
+		return -1;
+	t->ext = be;
+	const emu_format *f32 = emu_format_by_name("fp32");
+	emu_vec *loss = emu_kout_vec(be, out, "loss", c.steps, F(t, EMU_TR_LOSS));
+	emu_vec *skip = emu_kout_vec(be, out, "skipped", c.steps, f32);
+	emu_vec *scale = emu_kout_vec(be, out, "scale", c.steps, f32);
+	int rc = loss && skip && scale ? 0 : -1;
+	for (size_t s = 0; s < c.steps && !rc; s++) {
+		emu_train_row row;
+		if (emu_train_step(t, &row) != 0) {
+			rc = -1;
+			break;
+		}
+		emu_fill(be, emu_at(loss, s), row.loss, 1);
+		emu_fill(be, emu_at(skip, s), row.skipped, 1);
+		emu_fill(be, emu_at(scale, s), row.scale, 1);
+	}
+	if (rc)
+		snprintf(err, errlen, "train: out of memory");
+	emu_train_free(t);
+	return rc;
+}
+
+const emu_kernel emu_kernel_train = {
+    "train",
+    tk_variants,
+    "steps=N (20) layers=L (1) d_model=D (16) heads=H (2) seq=T (8) vocab=V (16) batch=B (4) "
+    "micro=K (1) divide=0|1 (1) lr=X (1e-3; min-lr lr/10) warmup=N (2) clip=C (1) "
+    "ln_eps=E (1e-5) spike_step=S (0: none) spike=F (1) scaler_init=S (65536) "
+    "scaler_interval=N (2000) task=0..3 (copy reverse sort modadd)",
+    tk_run,
+};

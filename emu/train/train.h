@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "emu/engine/kern.h"
+#include "emu/engine/kernels.h"
 #include "emu/kernels/gradscaler.h"
 #include "emu/kernels/tcscaled.h"
 
@@ -54,6 +55,9 @@ const char *emu_train_role_name(emu_train_role r);
  * nvfp4. 0, or -1 with a
  * reason naming the presets. */
 int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, size_t errlen);
+/* "PRESET[+ROLE=FORMAT...]" (':' separates as well as '+'): a preset and
+ * overrides, the form a policy's name is printed in. 0 or -1. */
+int emu_train_policy_parse(const char *spec, emu_train_policy *p, char *err, size_t errlen);
 /* Apply "ROLE=FORMAT" (FORMAT a name or a custom spec) to p. 0 or -1. */
 int emu_train_policy_set(emu_train_policy *p, const char *item, char *err, size_t errlen);
 /* The preset names, NULL-terminated. */
@@ -173,6 +177,13 @@ double emu_train_grad(emu_train *t);
 /* The tokens of batch k of the training (val false) or validation stream:
  * inputs and targets, batch × seq each. */
 void emu_train_batch(emu_train *t, bool val, uint64_t k, int *inputs, int *targets);
+
+/* A whole training run as a kernel of emu/engine/kernels.h (the sweeps'
+ * points, docs/train.md): the variant names the preset, the parameters the
+ * model and run; outputs loss, skipped and scale, one value a step. Kept out
+ * of the registry (the kernels' proofs iterate over it): emu/sweep looks it
+ * up by name. */
+extern const emu_kernel emu_kernel_train;
 
 /* ---- checkpoints (.safetensors, docs/train.md lists the tensors) ---- */
 /* Parameters, AdamW's m and v (F64: every format's values exactly), the

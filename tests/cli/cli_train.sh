@@ -113,6 +113,17 @@ run train $TINY --steps 1 --every 0 --dump "$tmp/dump"
 [ -s "$tmp/dump/init.safetensors" ] && [ -s "$tmp/dump/grad.safetensors" ] || fail "--dump: files"
 pass=$((pass + 1))
 
+# a training run as a sweep point: the spike that makes fp16-pure's loss infinite
+mkdir "$tmp/sw"
+cp cases/train_spike.case "$tmp/sw/"
+(cd "$tmp/sw" && "$OLDPWD/$N" sweep --quick train_spike.case >"$tmp/out" 2>"$tmp/err") ||
+	fail "sweep of cases/train_spike.case"
+grep -q '^train_spike,train,fp16-pure:state=fp32,storage=fp32,spike,inf,.*,add@loss.mean_sum$' "$tmp/sw/build/sweep-quick/results/thresholds.csv" ||
+	fail "train_spike: fp16-pure's threshold (thresholds.csv: $(cat "$tmp/sw/build/sweep-quick/results/thresholds.csv"))"
+[ "$(grep -c '^train_spike,train,' "$tmp/sw/build/sweep-quick/results/thresholds.csv")" -eq 1 ] ||
+	fail "train_spike: only fp16-pure breaks"
+pass=$((pass + 1))
+
 # text data
 printf 'the quick brown fox jumps over the lazy dog. %.0s' $(seq 1 20) >"$tmp/t.txt"
 run train --text "$tmp/t.txt" --layers 1 --d-model 8 --seq 8 --batch 2 --steps 2 --every 0 --val-every 1

@@ -417,7 +417,7 @@ int nm_train_main(int argc, char **argv)
 		return nm_fail("--stop-at needs --save FILE (to resume from)");
 	if (o.plot) {
 		size_t l = strlen(o.plot);
-		if (l < 5 || (strcmp(o.plot + l - 4, ".svg") && strcmp(o.plot + l - 4, ".png")))
+		if (l < 5 || (strcmp(o.plot + l - 4, ".svg") != 0 && strcmp(o.plot + l - 4, ".png") != 0))
 			return nm_fail("--plot %s: a plot is .png or .svg", o.plot);
 	}
 	/* every output's folder is there and writable before the run starts */

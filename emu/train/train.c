@@ -97,7 +97,7 @@ int emu_train_policy_set(emu_train_policy *p, const char *item, char *err, size_
 		return -1;
 	}
 	if (n == 6 && !strncmp(item, "scaler", 6)) {
-		if (strcmp(eq + 1, "on") && strcmp(eq + 1, "off")) {
+		if (strcmp(eq + 1, "on") != 0 && strcmp(eq + 1, "off") != 0) {
 			snprintf(err, errlen, "bad role override '%s' (scaler=on or scaler=off)",
 			         item);
 			return -1;
@@ -581,7 +581,7 @@ static void sequence(const emu_train *t, int stream, uint64_t k, size_t j, int *
 	}
 	/* digits 0..V-2, separator V-1: a_1..a_h SEP b_1..b_h with h = T/2 */
 	size_t h = T / 2;
-	int sep = (int)t->V - 1, m = (int)t->V - 1;
+	int m = (int)t->V - 1, sep = m; /* the digits are 0..m-1, the separator m */
 	for (size_t i = 0; i < h; i++)
 		s[i] = (int)(emu_mix64(key + i + 1) % (uint64_t)m);
 	s[h] = sep;
@@ -618,7 +618,7 @@ static void sequence(const emu_train *t, int stream, uint64_t k, size_t j, int *
 
 static void batch(emu_train *t, int stream, uint64_t k)
 {
-	int s[4097];
+	int s[4097] = {0};
 	for (size_t j = 0; j < t->B; j++) {
 		sequence(t, stream, k, j, s);
 		for (size_t i = 0; i < t->T; i++) {
@@ -1768,8 +1768,8 @@ int emu_train_step(emu_train *t, emu_train_row *row)
 			    (unsigned long long)s, st->first_step, emu_op_name(st->first_op),
 			    flag_names(st->first_flags, fl, sizeof fl),
 			    (unsigned long long)(st->first_index & 0xffffffffu), t->first_nf, v1,
-			    strcmp(t->first_nf, "loss") && !isfinite(row->loss) ? " -> loss " : "",
-			    strcmp(t->first_nf, "loss") && !isfinite(row->loss)
+			    strcmp(t->first_nf, "loss") != 0 && !isfinite(row->loss) ? " -> loss " : "",
+			    strcmp(t->first_nf, "loss") != 0 && !isfinite(row->loss)
 			        ? (isnan(row->loss) ? "nan" : "inf")
 			        : "");
 		else
@@ -1910,7 +1910,7 @@ int emu_train_load(emu_train *t, const char *path, char *err, size_t errlen)
 			         (unsigned long long)want[k]);
 			goto out;
 		}
-	if (pol->count != strlen(t->c.pol.name) || memcmp(pol->data, t->c.pol.name, pol->count)) {
+	if (pol->count != strlen(t->c.pol.name) || memcmp(pol->data, t->c.pol.name, pol->count) != 0) {
 		snprintf(err, errlen, "%s: a checkpoint of policy %.*s, not %s", path,
 		         (int)(pol->count < 48 ? pol->count : 48), (const char *)pol->data,
 		         t->c.pol.name);

@@ -58,6 +58,7 @@ enum {
 	NT_DUMP,
 	NT_JSON,
 	NT_STOP,
+	NT_LRSPIKE,
 };
 
 static const nm_opt nt_defs[] = {
@@ -98,6 +99,7 @@ static const nm_opt nt_defs[] = {
     {NULL, "--dump", NT_DUMP, NM_OPTF_VALUE, 0},
     {NULL, "--json", NT_JSON, NM_OPTF_VALUE, 0},
     {NULL, "--stop-at", NT_STOP, NM_OPTF_VALUE, 0},
+    {NULL, "--lr-spike", NT_LRSPIKE, NM_OPTF_VALUE, 0},
 };
 
 typedef struct {
@@ -192,17 +194,22 @@ static int nt_take(void *ctx, const nm_opt *d, const char *a)
 		return nt_real(d->lng, a, 0, 0.5, &c->ln_eps);
 	case NT_SEED:
 		return nm_parse_count(d->lng, a, 0, UINT64_MAX, &c->seed);
-	case NT_SPIKE: {
+	case NT_SPIKE:
+	case NT_LRSPIKE: {
 		const char *colon = strchr(a, ':');
 		char n[32];
 		if (!colon || (size_t)(colon - a) >= sizeof n)
-			return nm_fail("bad --spike '%s' (STEP:FACTOR, e.g. 50:1000)", a);
+			return nm_fail("bad %s '%s' (STEP:FACTOR, e.g. 50:1000)", d->lng, a);
 		memcpy(n, a, (size_t)(colon - a));
 		n[colon - a] = '\0';
-		if ((rc = nm_parse_count("--spike", n, 1, 100000000, &u)) != 0)
+		if ((rc = nm_parse_count(d->lng, n, 1, 100000000, &u)) != 0)
 			return rc;
+		if (d->id == NT_LRSPIKE) {
+			c->lr_spike_step = (size_t)u;
+			return nt_real(d->lng, colon + 1, 0, 1e300, &c->lr_spike);
+		}
 		c->spike_step = (size_t)u;
-		return nt_real("--spike", colon + 1, -1e300, 1e300, &c->spike_factor);
+		return nt_real(d->lng, colon + 1, -1e300, 1e300, &c->spike_factor);
 	}
 	case NT_GS_INIT:
 		return nt_real(d->lng, a, 0, 3.4e38, &c->gs.init_scale);
@@ -277,6 +284,7 @@ static const char nt_help[] =
     "run:     --steps N (100) --micro K (1) [--no-loss-div] --lr LR (1e-3) --min-lr (1e-4)\n"
     "         --warmup N (10) --wd W (0.1) --clip C (1; 0 none) --seed S (1)\n"
     "         --scaler-init S (65536) --scaler-interval N (2000) --spike STEP:FACTOR\n"
+    "         --lr-spike STEP:FACTOR (that step's learning rate times FACTOR)\n"
     "         --backend fast|exact (fast) --val-every N (10)\n"
     "output:  --every N (progress line every N steps; default steps/10) --csv FILE\n"
     "         --layers-csv FILE --compare POLICY [--diverge F (2)]: the same run under\n"

@@ -159,7 +159,7 @@ void emu_train_cfg_default(emu_train_cfg *c)
 	c->eps = 1e-8, c->clip = 1.0, c->warmup = 10;
 	emu_gs_config_default(&c->gs);
 	c->val_every = 10, c->val_batches = 2;
-	c->spike_factor = 1;
+	c->spike_factor = 1, c->lr_spike = 1;
 	char err[8];
 	if (emu_train_policy_preset("fp32", &c->pol, err, sizeof err) != 0)
 		abort(); /* fp32 is a preset */
@@ -214,6 +214,8 @@ int emu_train_cfg_check(const emu_train_cfg *c, char *err, size_t errlen)
 		BAD("--ln-eps %g: need 0 <= eps < 1", c->ln_eps);
 	if (!(fabs(c->spike_factor) < INFINITY))
 		BAD("--spike factor must be finite");
+	if (!(c->lr_spike >= 0 && c->lr_spike < INFINITY))
+		BAD("--lr-spike factor must be finite and >= 0");
 	if (c->backend != EMU_BE_FAST && c->backend != EMU_BE_EXACT && c->backend != EMU_BE_TRUTH)
 		BAD("backend: fast, exact or truth");
 	const emu_format *f = c->pol.f;
@@ -286,9 +288,10 @@ static const char *const k_steps[NK][KMAX] = {
                 "att_c",      "dv",       "dv_store",   "rowdot",     "rowdot_reduce",
                 "rowdot_sum", "rowdot_c", "dsub",       "dmul",       "dscale",
                 "cast_ds",    "dqk"},
-    [K_GELU] = {"to_compute", "cube",  "inner",   "arg",       "exp",   "den",     "sig",  "mul",
-                "store",      NULL,    "dy_c",    "one_minus", "sig_d", "x2",      "poly", "poly1",
-                "poly_c",     "chain", "chain_x", "slope",     "dx",    "dx_store"},
+    [K_GELU] = {"to_compute", "cube",      "inner",   "arg", "neg",     "min",   "exp",
+                "den",        "num_min",   "num_exp", "sig", "mul",     "store", NULL,
+                "dy_c",       "one_minus", "sig_d",   "x2",  "poly",    "poly1", "poly_c",
+                "chain",      "chain_x",   "slope",   "dx",  "dx_store"},
     [K_RES] = {"to_act", "add", NULL, "to_grad", "add"},
     [K_LOSS] = {"to_loss", "spike", "max", "sub", "exp", "sum", "log", "nll", "mean_sum", "mean",
                 "micro_div", NULL, "dscale", "dmicro", "dmean", "prob", "onehot", "dlogits",
@@ -1111,18 +1114,23 @@ static void gelu_fwd(emu_train *t, int layer, emu_vec *x, emu_vec *s, emu_vec *y
 	const emu_format *C = F(t, EMU_TR_COMPUTE), *A = F(t, EMU_TR_ACT);
 	emu_vec *xc = t->a.dC, *u = t->a.dB;
 #define GS(name) SITE(layer, I_GELU, K_GELU, name, false)
-	emu_ref k = konst(t, GS("inner"), C, GELU_K), c = konst(t, GS("arg"), C, -GELU_2C),
-	        one = konst(t, GS("den"), C, 1);
+	emu_ref k = konst(t, GS("inner"), C, GELU_K), c = konst(t, GS("arg"), C, GELU_2C),
+	        one = konst(t, GS("den"), C, 1), zero = konst(t, GS("num_min"), C, 0);
 	emu_ref X = emu_row(xc, 0), U = emu_row(u, 0), Sg = emu_row(s, 0);
 	cvt(t, GS("to_compute"), C, X, emu_row(x, 0), n, 0);
 	map(t, GS("cube"), EMU_OP_MUL, C, U, X, X, n, 0);
 	map(t, GS("cube"), EMU_OP_MUL, C, U, U, X, n, 0);
 	map(t, GS("inner"), EMU_OP_MUL, C, U, U, k, n, 0);
 	map(t, GS("inner"), EMU_OP_ADD, C, U, X, U, n, 0);
-	map(t, GS("arg"), EMU_OP_MUL, C, U, U, c, n, 0);
-	map(t, GS("exp"), EMU_OP_EXP, C, U, U, NOREF, n, 0);
-	map(t, GS("den"), EMU_OP_ADD, C, U, one, U, n, 0);
-	map(t, GS("sig"), EMU_OP_DIV, C, Sg, one, U, n, 0);
+	map(t, GS("arg"), EMU_OP_MUL, C, U, U, c, n, 0); /* v = 2u */
+	/* σ(v) = exp(min(0, v)) / (1 + exp(−|v|)): neither exp can overflow */
+	map(t, GS("neg"), EMU_OP_NEG, C, Sg, U, NOREF, n, 0);
+	map(t, GS("min"), EMU_OP_MIN, C, Sg, U, Sg, n, 0);
+	map(t, GS("exp"), EMU_OP_EXP, C, Sg, Sg, NOREF, n, 0);
+	map(t, GS("den"), EMU_OP_ADD, C, Sg, one, Sg, n, 0);
+	map(t, GS("num_min"), EMU_OP_MIN, C, U, U, zero, n, 0);
+	map(t, GS("num_exp"), EMU_OP_EXP, C, U, U, NOREF, n, 0);
+	map(t, GS("sig"), EMU_OP_DIV, C, Sg, U, Sg, n, 0);
 	map(t, GS("mul"), EMU_OP_MUL, C, emu_row(y, 0), X, Sg, n, 0);
 	cvt(t, GS("store"), A, emu_row(y, 0), emu_row(y, 0), n, 0);
 #undef GS
@@ -1691,7 +1699,7 @@ int emu_train_step(emu_train *t, emu_train_row *row)
 	t->first_nf_set = false;
 	row->step = s;
 	row->val_loss = NAN;
-	row->lr = lr_at(&t->c, s);
+	row->lr = lr_at(&t->c, s) * (s == t->c.lr_spike_step ? t->c.lr_spike : 1);
 	double scale = t->c.pol.scaler ? emu_gs_value(t->gs.scale) : 1;
 	row->scale = scale;
 	if (begin(t, &be, s) != 0) {

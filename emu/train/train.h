@@ -92,6 +92,9 @@ typedef struct {
 	 * that step's first micro-batch are multiplied by spike_factor */
 	size_t spike_step;
 	double spike_factor;
+	/* and the learning rate of step lr_spike_step multiplied by lr_spike */
+	size_t lr_spike_step;
+	double lr_spike;
 	emu_train_policy pol;
 	emu_be_kind backend; /* EMU_BE_FAST or EMU_BE_EXACT */
 } emu_train_cfg;

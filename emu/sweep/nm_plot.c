@@ -1363,6 +1363,24 @@ static int check_written(const char *tmp, const char *out, bool png, char *err, 
 	return 0;
 }
 
+/* Run gnuplot on script gp, then read back each of its n outputs tmp[i]
+ * (png[i]: a PNG, else an SVG) whole before any is renamed to out[i]; a
+ * committed tmp[i] is emptied. 0, or -1 with one line in err. */
+static int render(const char *prog, const char *gp, const char *elog, char *const *tmp,
+                  const char *const *out, const bool *png, size_t n, char *err, size_t errlen)
+{
+	int rc = run_gnuplot(prog, gp, elog, err, errlen);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = check_written(tmp[i], out[i], png[i], err, errlen);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (nm_file_commit(tmp[i], out[i], err, errlen) != 0)
+			rc = -1;
+		else
+			*tmp[i] = 0;
+	}
+	return rc;
+}
+
 /* ---- reading the results into groups ---- */
 
 static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, const char *series,
@@ -1762,20 +1780,12 @@ int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plo
 			goto out;
 		}
 	}
-	rc = run_gnuplot(prog, gp, elog, err, errlen);
-	if (rc == 0)
-		rc = check_written(tpng, opng, true, err, errlen);
-	if (rc == 0)
-		rc = check_written(tsvg, osvg, false, err, errlen);
-	/* both were read back whole before either is renamed */
-	if (rc == 0 && nm_file_commit(tpng, opng, err, errlen) == 0)
-		*tpng = 0;
-	else if (rc == 0)
-		rc = -1;
-	if (rc == 0 && nm_file_commit(tsvg, osvg, err, errlen) == 0)
-		*tsvg = 0;
-	else if (rc == 0)
-		rc = -1;
+	{ /* both are read back whole before either is renamed */
+		char *tmp[2] = {tpng, tsvg};
+		const char *outs[2] = {opng, osvg};
+		const bool png[2] = {true, false};
+		rc = render(prog, gp, elog, tmp, outs, png, 2, err, errlen);
+	}
 out:
 	if (fd)
 		fclose(fd);
@@ -1867,13 +1877,10 @@ int nm_plot_curves(const char *out, const char *title, const char *xlabel, const
 		rc = perr(err, errlen, "%s: write failed: %s", gp, strerror(errno ? errno : EIO));
 		goto out;
 	}
-	rc = run_gnuplot(prog, gp, elog, err, errlen);
-	if (rc == 0)
-		rc = check_written(tout, out, png, err, errlen);
-	if (rc == 0 && nm_file_commit(tout, out, err, errlen) == 0)
-		*tout = 0;
-	else if (rc == 0)
-		rc = -1;
+	{
+		char *tmp[1] = {tout};
+		rc = render(prog, gp, elog, tmp, &out, &png, 1, err, errlen);
+	}
 out:
 	if (fd)
 		fclose(fd);

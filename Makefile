@@ -9,7 +9,7 @@ CC ?= cc
 # the library's layers and the rooms on them (below, and docs/architecture.md)
 # lowest first: a file may include headers of its own layer and those before it
 # (tests/layers.sh, run by make lint and make test)
-LAYERS := core recipes engine kernels io
+LAYERS := core recipes engine kernels io train
 LAYER_DIRS := $(LAYERS:%=emu/%)
 # one include path, the root: a header is named with its layer, "emu/engine/kern.h"
 INC := -I.
@@ -26,9 +26,10 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 # rounding, operations), recipes (scaling recipes, the one quantiser), engine
 # (the kernel interface, its backends, policies), kernels (kernels and
 # models), io (golden files, .npy, .safetensors, files, strict parsing, the
-# input generator, the string buffer); then the rooms built on them:
+# input generator, the string buffer), train (whole training runs of a small
+# GPT-2 on the engine); then the rooms built on them:
 # emu/sweep (the sweep pipeline) and emu/cli (the command).
-# The library, libnanmap.a and libnanmap.so alike, is the five layers; the
+# The library, libnanmap.a and libnanmap.so alike, is the six layers; the
 # command line's code (case files through inih, sweeps, plots) is
 # build/libnanmap-cli.a, linked into bin/nanmap, the tests, the bench and
 # the GPU runner, and installed nowhere. Hardware oracles (tests/oracles/):
@@ -42,7 +43,7 @@ CLI_SRC := $(filter-out emu/cli/main.c,$(sort $(wildcard emu/cli/*.c emu/sweep/*
 CLI_OBJ := $(CLI_SRC:%.c=build/%.o)
 CLI_LIB := build/libnanmap-cli.a
 # the Check suites, by layer (tests/LAYER/check_*.c), and their runner
-TEST_SRC := $(sort $(wildcard tests/*.c $(foreach d,core recipes engine kernels io sweep cli gpu,tests/$(d)/*.c)))
+TEST_SRC := $(sort $(wildcard tests/*.c $(foreach d,core recipes engine kernels io train sweep cli gpu,tests/$(d)/*.c)))
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 
@@ -64,7 +65,7 @@ ifeq ($(WERROR),1)
 NVCC_WARN += -Werror all-warnings -Xcompiler -Werror
 endif
 NVCC_FLAGS := -O2 -std=c++17 --fmad=false $(GPU_ARCH) $(NVCC_WARN) $(INC) $(NVCCFLAGS)
-PUBLIC_H := emu/core/emu.h emu/recipes/recipe.h emu/kernels/tcscaled.h emu/engine/gputab.h emu/engine/kern.h emu/engine/kernels.h emu/kernels/tc.h emu/kernels/gradscaler.h emu/io/nm_golden.h
+PUBLIC_H := emu/core/emu.h emu/recipes/recipe.h emu/kernels/tcscaled.h emu/engine/gputab.h emu/engine/kern.h emu/engine/kernels.h emu/kernels/tc.h emu/kernels/gradscaler.h emu/io/nm_golden.h emu/train/train.h
 LIB := lib/libnanmap.a
 SHLIB := lib/libnanmap.so
 SHLIB_REAL := $(SHLIB).$(VERSION)
@@ -205,6 +206,7 @@ test: deps
 	$(STEP) run cli sh tests/cli/cli.sh
 	$(STEP) run cli_run sh tests/cli/cli_run.sh
 	$(STEP) run cli_quant sh tests/cli/cli_quant.sh
+	$(STEP) run cli_train sh tests/cli/cli_train.sh
 	$(STEP) run python env PYTHON="$(PYTHON)" sh tests/python.sh
 	$(STEP) run cli_gemm sh tests/cli/cli_gemm.sh
 	$(STEP) run cli_metrics sh tests/cli/cli_metrics.sh
@@ -241,6 +243,7 @@ asan:
 	sh tests/cli/cli.sh
 	sh tests/cli/cli_run.sh
 	sh tests/cli/cli_quant.sh
+	sh tests/cli/cli_train.sh
 	sh tests/cli/cli_gemm.sh
 	sh tests/cli/cli_metrics.sh
 	sh tests/cli/cli_golden.sh

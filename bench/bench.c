@@ -15,6 +15,7 @@
  * Table 8 (bench/bench_golden.c): reading a 1 GB golden file against fread.
  * Table 9 (bench/bench_aops.c): the array operations against scalar and native loops.
  * Table 10 (bench/bench_quant.c): nanmap quant's path (nvfp4, mxfp8) against memcpy.
+ * Table 11 (bench/bench_train.c): training steps under each preset, fast and exact.
  * Tables are separated by one blank line. Diagnostics go to stderr.
  * Single thread. Numbers are measured, never asserted; docs/bench.md.
  */
@@ -40,6 +41,8 @@ void bench_golden(int reps, size_t mb);
 void bench_aops(int reps);
 /* bench/bench_quant.c: table 10, nanmap quant over a 2^24-element fp32 tensor. */
 void bench_quant(int reps);
+/* bench/bench_train.c: table 11, whole training steps under each preset. */
+void bench_train(int reps);
 
 #define N_BIG (1u << 20)
 #define N_SMALL (1u << 16)
@@ -376,14 +379,14 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] "
 	                "[--kernels-only] [--sweep-only] [--golden-only] [--golden-mb N] "
-	                "[--aops-only] [--quant-only]\n");
+	                "[--aops-only] [--quant-only] [--train-only]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	bool mpfr = true, kernels_only = false, sweep_only = false, golden_only = false;
-	bool aops_only = false, quant_only = false;
+	bool aops_only = false, quant_only = false, train_only = false;
 	long golden_mb = 1000;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -402,6 +405,8 @@ int main(int argc, char **argv)
 			aops_only = true;
 		else if (!strcmp(argv[i], "--quant-only"))
 			quant_only = true;
+		else if (!strcmp(argv[i], "--train-only"))
+			train_only = true;
 		else if (!strcmp(argv[i], "--golden-mb") && i + 1 < argc)
 			golden_mb = atol(argv[++i]);
 		else
@@ -433,6 +438,10 @@ int main(int argc, char **argv)
 		bench_quant(reps);
 		return 0;
 	}
+	if (train_only) {
+		bench_train(reps);
+		return 0;
+	}
 	throughput_table(N_BIG, false);
 	printf("\n");
 	throughput_table(N_SMALL, true);
@@ -450,6 +459,8 @@ int main(int argc, char **argv)
 	bench_aops(reps);
 	printf("\n");
 	bench_quant(reps);
+	printf("\n");
+	bench_train(reps);
 	report_share();
 	return 0;
 }

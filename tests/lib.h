@@ -34,6 +34,7 @@ TCase *t_tcase_random_policies(bool exhaustive);
 TCase *t_tcase_fast_exact_more(void);
 
 Suite *suite_format(void);
+Suite *suite_train(void);
 Suite *suite_round(void);
 Suite *suite_ops(void);
 Suite *suite_aops(void);

@@ -112,6 +112,7 @@ int main(void)
 	srunner_add_suite(sr, suite_specialize());
 	srunner_add_suite(sr, suite_qstream());
 	srunner_add_suite(sr, suite_recipe());
+	srunner_add_suite(sr, suite_train());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	/* test cases a suite did not add (skipped there) are not among those run */

@@ -15,16 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/core/emu.h"
-#include "emu/io/nm_buf.h"
 #include "emu/cli/nm_dot.h"
 #include "emu/cli/nm_gemm.h"
 #include "emu/cli/nm_goldcmd.h"
+#include "emu/cli/nm_quant.h"
+#include "emu/cli/nm_run.h"
+#include "emu/cli/nm_train.h"
+#include "emu/core/emu.h"
+#include "emu/io/nm_buf.h"
 #include "emu/io/nm_npy.h"
 #include "emu/io/nm_parse.h"
 #include "emu/sweep/nm_plot.h"
-#include "emu/cli/nm_quant.h"
-#include "emu/cli/nm_run.h"
 #include "emu/sweep/nm_sweep.h"
 
 #ifndef NM_VERSION
@@ -66,6 +67,9 @@ static const char nm_usage[] =
     "               [--out FILE [--encodings]] [--list]\n"
     "      an FP8/FP4 scaling recipe (nvfp4, mxfp8, ...) on a tensor or a whole\n"
     "      .safetensors checkpoint: saturation, SQNR, error, scales (docs/quant.md)\n"
+    "  nanmap train [--policy P] [--role ROLE=FMT] [--steps N] [--spike S:F] ...\n"
+    "      train a small GPT-2 end to end in a training policy; name the first\n"
+    "      operation that overflowed or turned NaN (docs/train.md)\n"
     "  nanmap golden update|list|export ...\n"
     "      golden files: regenerate them, list their outputs, export a case's\n"
     "      input for your kernel (golden/README.md; nanmap golden --help)\n"
@@ -89,7 +93,6 @@ static const char nm_usage[] =
     "An option that takes one value may be given once; --csv, --md, --json\n"
     "are output forms (give one).\n"
     "Errors: one line on stderr, exit status 2.\n";
-
 
 static int nm_oom(void)
 {
@@ -1093,8 +1096,9 @@ static const struct {
 	const char *name;
 	int (*main)(int argc, char **argv);
 } nm_mains[] = {
-    {"run", nm_run_main},     {"quant", nm_quant_main},     {"sweep", nm_sweep_main}, {"dot", nm_dot_main}, {"gemm", nm_gemm_main},
-    {"golden", nm_golden_main}, {"check", nm_check_main}, {"plot", nm_plot_main},
+    {"run", nm_run_main},     {"quant", nm_quant_main}, {"sweep", nm_sweep_main},
+    {"dot", nm_dot_main},     {"gemm", nm_gemm_main},   {"golden", nm_golden_main},
+    {"check", nm_check_main}, {"plot", nm_plot_main},   {"train", nm_train_main},
 };
 
 static int nm_dispatch(const char *cmd, int argc, char **argv)

@@ -13,6 +13,7 @@
  * of the case is kept.
  */
 #include "emu/sweep/nm_case.h"
+#include "emu/train/train.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -438,9 +439,13 @@ static int nc_kernel(struct nc_ctx *x)
 			break;
 		n += (size_t)w;
 	}
+	if (n < sizeof(list))
+		snprintf(list + n, sizeof(list) - n, " %s", emu_kernel_train.name);
 	if (!x->kernel.text)
 		return nc_err(x, 0, NULL, "[case] needs a kernel (kernels: %s)", list);
 	c->kernel = emu_kernel_by_name(x->kernel.text);
+	if (!c->kernel && !strcmp(x->kernel.text, emu_kernel_train.name))
+		c->kernel = &emu_kernel_train; /* whole training runs (emu/train) */
 	if (!c->kernel)
 		return nc_err(x, x->kernel.line, "kernel", "unknown kernel '%s' (kernels: %s)",
 		              x->kernel.text, list);

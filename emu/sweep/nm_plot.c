@@ -1363,6 +1363,24 @@ static int check_written(const char *tmp, const char *out, bool png, char *err, 
 	return 0;
 }
 
+/* Run gnuplot on script gp, then read back each of its n outputs tmp[i]
+ * (png[i]: a PNG, else an SVG) whole before any is renamed to out[i]; a
+ * committed tmp[i] is emptied. 0, or -1 with one line in err. */
+static int render(const char *prog, const char *gp, const char *elog, char *const *tmp,
+                  const char *const *out, const bool *png, size_t n, char *err, size_t errlen)
+{
+	int rc = run_gnuplot(prog, gp, elog, err, errlen);
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = check_written(tmp[i], out[i], png[i], err, errlen);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (nm_file_commit(tmp[i], out[i], err, errlen) != 0)
+			rc = -1;
+		else
+			*tmp[i] = 0;
+	}
+	return rc;
+}
+
 /* ---- reading the results into groups ---- */
 
 static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, const char *series,
@@ -1762,20 +1780,12 @@ int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plo
 			goto out;
 		}
 	}
-	rc = run_gnuplot(prog, gp, elog, err, errlen);
-	if (rc == 0)
-		rc = check_written(tpng, opng, true, err, errlen);
-	if (rc == 0)
-		rc = check_written(tsvg, osvg, false, err, errlen);
-	/* both were read back whole before either is renamed */
-	if (rc == 0 && nm_file_commit(tpng, opng, err, errlen) == 0)
-		*tpng = 0;
-	else if (rc == 0)
-		rc = -1;
-	if (rc == 0 && nm_file_commit(tsvg, osvg, err, errlen) == 0)
-		*tsvg = 0;
-	else if (rc == 0)
-		rc = -1;
+	{ /* both are read back whole before either is renamed */
+		char *tmp[2] = {tpng, tsvg};
+		const char *outs[2] = {opng, osvg};
+		const bool png[2] = {true, false};
+		rc = render(prog, gp, elog, tmp, outs, png, 2, err, errlen);
+	}
 out:
 	if (fd)
 		fclose(fd);
@@ -1790,6 +1800,96 @@ out:
 	if (sp.strip)
 		set_free(&strip);
 	nm_csv_free(&t);
+	return rc;
+}
+
+/* ---- curves: several series against one x (nanmap train's losses) ---- */
+
+int nm_plot_curves(const char *out, const char *title, const char *xlabel, const char *ylabel,
+                   bool logy, size_t nseries, const char *const *names, const double *x,
+                   const double *const *y, size_t npts, char *err, size_t errlen)
+{
+	const char *gpname = getenv("NANMAP_GNUPLOT");
+	char prog[1024];
+	size_t ol = strlen(out);
+	bool png = ol > 4 && !strcmp(out + ol - 4, ".png");
+	if (!png && !(ol > 4 && !strcmp(out + ol - 4, ".svg")))
+		return perr(err, errlen, "%s: a plot is .png or .svg", out);
+	if (!find_prog(gpname && *gpname ? gpname : "gnuplot", prog, sizeof prog))
+		return perr(err, errlen,
+		            "gnuplot not found%s%s (install the Debian package gnuplot-nox)",
+		            gpname && *gpname ? ": " : "", gpname && *gpname ? gpname : "");
+	char dir[1100];
+	const char *slash = strrchr(out, '/');
+	snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - out) : 1, slash ? out : ".");
+	if (!*dir)
+		snprintf(dir, sizeof dir, "/");
+	const char *base = slash ? slash + 1 : out;
+	char dat[1100] = "", gp[1100] = "", elog[1100] = "", tout[1100] = "";
+	FILE *fd = NULL, *fs = NULL;
+	int rc = 0;
+	if (make_tmp(dat, sizeof dat, dir, base, "dat", &fd) ||
+	    make_tmp(gp, sizeof gp, dir, base, "gp", &fs) ||
+	    make_tmp(tout, sizeof tout, dir, base, png ? "png" : "svg", NULL) ||
+	    make_tmp(elog, sizeof elog, dir, base, "log", NULL)) {
+		rc = perr(err, errlen, "%s: cannot create a temporary file: %s", dir,
+		          strerror(errno));
+		goto out;
+	}
+	/* one block a series; NaN, inf and (logy) non-positive values are gaps */
+	for (size_t k = 0; k < nseries; k++) {
+		for (size_t i = 0; i < npts; i++) {
+			double v = y[k][i];
+			if (isfinite(v) && (!logy || v > 0))
+				fprintf(fd, "%.17g %.17g\n", x[i], v);
+			else
+				fprintf(fd, "\n");
+		}
+		fprintf(fd, "NaN NaN\n\n\n");
+	}
+	errno = 0;
+	if (fflush(fd) != 0 || ferror(fd)) {
+		rc = perr(err, errlen, "%s: write failed: %s", dat, strerror(errno ? errno : EIO));
+		goto out;
+	}
+	fprintf(fs,
+	        "set terminal %s size 1000,560 %sfont 'DejaVu Sans,9' noenhanced background "
+	        "rgb 'white'\nset output ",
+	        png ? "pngcairo" : "svg", png ? "" : "fixed ");
+	gq(fs, tout);
+	fprintf(fs, "\nset title ");
+	gq(fs, title);
+	fprintf(fs, "\nset xlabel ");
+	gq(fs, xlabel);
+	fprintf(fs, "\nset ylabel ");
+	gq(fs, ylabel);
+	fprintf(fs, "\nset grid\nset key outside right top\n%s", logy ? "set logscale y\n" : "");
+	fprintf(fs, "plot ");
+	for (size_t k = 0; k < nseries; k++) {
+		fprintf(fs, "%s", k ? ", \\\n     " : "");
+		gq(fs, dat);
+		fprintf(fs, " index %zu using 1:2 with lines lw 1.5 title ", k);
+		gq(fs, names[k]);
+	}
+	fprintf(fs, "\nunset output\n");
+	errno = 0;
+	if (fflush(fs) != 0 || ferror(fs)) {
+		rc = perr(err, errlen, "%s: write failed: %s", gp, strerror(errno ? errno : EIO));
+		goto out;
+	}
+	{
+		char *tmp[1] = {tout};
+		rc = render(prog, gp, elog, tmp, &out, &png, 1, err, errlen);
+	}
+out:
+	if (fd)
+		fclose(fd);
+	if (fs)
+		fclose(fs);
+	nm_file_discard(tout);
+	nm_file_discard(elog);
+	nm_file_discard(dat);
+	nm_file_discard(gp);
 	return rc;
 }
 

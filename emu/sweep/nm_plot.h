@@ -92,6 +92,13 @@ int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plo
 
 /* `nanmap plot CASE.case [--results DIR] [--plots DIR]`; argv[0] is "plot".
  * The exit status: 0, or 2 after one error line. */
+/* Curves y[k][0..npts) of nseries series against x in one plot at out
+ * (.png or .svg by its name), through a temporary read back whole before
+ * the rename; NaN, inf and (logy) non-positive values are gaps. 0, or -1
+ * with one line in err. */
+int nm_plot_curves(const char *out, const char *title, const char *xlabel, const char *ylabel,
+                   bool logy, size_t nseries, const char *const *names, const double *x,
+                   const double *const *y, size_t npts, char *err, size_t errlen);
 int nm_plot_main(int argc, char **argv);
 
 #endif

@@ -17,7 +17,7 @@ from ._lib import FLAG_NAMES
 
 __all__ = ["NanmapError", "formats", "format_info", "round", "add", "sub", "mul", "div", "fma",
            "sqrt", "exp", "log", "exp2", "rsqrt", "min", "max", "op", "quant", "run", "kernels",
-           "golden", "lib_path"]
+           "golden", "train", "lib_path"]
 
 lib_path = L.lib_path
 _ERRLEN = 1024
@@ -452,3 +452,5 @@ def quant(x, recipe, role="act", colwise=False, seed=0):
 
 from .run import kernels, run  # noqa: E402
 from . import golden  # noqa: E402
+
+from .training import TrainError, train  # noqa: E402

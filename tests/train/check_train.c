@@ -1,0 +1,431 @@
+/*
+ * check_train.c — emu/train/train.c, whole training runs:
+ *  - the backward pass is the forward's derivative: on the truth backend
+ *    (256-bit MPFR, no rounding) every parameter's gradient agrees with
+ *    central differences of the loss;
+ *  - the fp32 policy's gradients agree with those true gradients to the
+ *    error fp32 allows (the figure is printed);
+ *  - fast == exact: every preset's steps give the same loss, gradient norm,
+ *    flag counts, first failing operation and parameters, bit for bit;
+ *  - a logit spike under fp16-pure names loss.spike's overflow and the chain
+ *    to the loss; fp32 survives the same run;
+ *  - GradScaler skips exactly the steps whose scaled gradients overflow,
+ *    leaving the parameters untouched, and halves the scale each time;
+ *  - bad settings are refused with one line.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu/train/train.h"
+#include "tests/lib.h"
+
+static void tiny(emu_train_cfg *c, const char *policy)
+{
+	char err[200];
+	emu_train_cfg_default(c);
+	c->layers = 1, c->d = 8, c->heads = 2, c->seq = 4, c->vocab = 6, c->batch = 2;
+	c->steps = 4, c->warmup = 1, c->val_every = 0;
+	c->lr = 1e-2;
+	ck_assert_msg(emu_train_policy_preset(policy, &c->pol, err, sizeof err) == 0, "%s", err);
+}
+
+static emu_train *make(const emu_train_cfg *c)
+{
+	char err[300];
+	emu_train *t = emu_train_new(c, err, sizeof err);
+	ck_assert_msg(t != NULL, "%s", err);
+	return t;
+}
+
+/* The true gradients of batch 0: truth backend's backward. */
+static double *truth_grads(emu_train_cfg *c, emu_train **keep)
+{
+	c->backend = EMU_BE_TRUTH;
+	emu_train *t = make(c);
+	emu_train_grad(t);
+	double *g = malloc(emu_train_nparams(t) * sizeof *g);
+	ck_assert(g != NULL);
+	size_t k = 0;
+	for (size_t i = 0; i < emu_train_ntensors(t); i++) {
+		double *v, *gr;
+		size_t n;
+		emu_train_tensor(t, i, &v, &gr, &n);
+		memcpy(g + k, gr, n * sizeof *g);
+		k += n;
+	}
+	*keep = t;
+	return g;
+}
+
+START_TEST(test_grad_central_differences)
+{
+	emu_train_cfg c;
+	tiny(&c, "fp32");
+	emu_train *t;
+	double *g = truth_grads(&c, &t);
+	size_t k = 0, checked = 0;
+	double worst = 0;
+	for (size_t i = 0; i < emu_train_ntensors(t); i++) {
+		double *v, *gr;
+		size_t n;
+		const char *name = emu_train_tensor(t, i, &v, &gr, &n);
+		/* every element of the small tensors, 6 spread over the large */
+		size_t stride = n <= 16 ? 1 : n / 6;
+		for (size_t j = 0; j < n; j += stride) {
+			double x = v[j], h = 1e-5;
+			v[j] = x + h;
+			double lp = emu_train_eval(t, false, 0);
+			v[j] = x - h;
+			double lm = emu_train_eval(t, false, 0);
+			v[j] = x;
+			double fd = (lp - lm) / (2 * h), an = g[k + j];
+			double err = fabs(fd - an);
+			if (err > worst)
+				worst = err;
+			ck_assert_msg(err <= 1e-8 + 1e-6 * fabs(an),
+			              "%s[%zu]: central difference %.12g, backward %.12g", name, j,
+			              fd, an);
+			checked++;
+		}
+		k += n;
+	}
+	printf("train: %zu gradients of the truth backend agree with central differences "
+	       "(worst |error| %.3g)\n",
+	       checked, worst);
+	t_count("train gradients vs central differences", checked);
+	free(g);
+	emu_train_free(t);
+}
+END_TEST
+
+START_TEST(test_grad_fp32)
+{
+	emu_train_cfg c;
+	tiny(&c, "fp32");
+	emu_train *tt;
+	double *g = truth_grads(&c, &tt);
+	emu_train_free(tt);
+	tiny(&c, "fp32");
+	emu_train *t = make(&c);
+	emu_train_grad(t);
+	size_t k = 0;
+	double worst = 0;
+	for (size_t i = 0; i < emu_train_ntensors(t); i++) {
+		double *v, *gr, num = 0, den = 0;
+		size_t n;
+		const char *name = emu_train_tensor(t, i, &v, &gr, &n);
+		for (size_t j = 0; j < n; j++) {
+			num += (gr[j] - g[k + j]) * (gr[j] - g[k + j]);
+			den += g[k + j] * g[k + j];
+		}
+		double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+		if (rel > worst)
+			worst = rel;
+		/* fp32's unit roundoff is 6e-8; a few hundred roundings deep */
+		ck_assert_msg(rel < 2e-5, "%s: fp32 gradient relative error %.3g", name, rel);
+		k += n;
+	}
+	printf("train: fp32 gradients against the true ones: worst relative error %.3g "
+	       "(norm of a tensor's error over its norm)\n",
+	       worst);
+	free(g);
+	emu_train_free(t);
+}
+END_TEST
+
+static void same_rows(const emu_train_row *a, const emu_train_row *b, const char *pol, size_t s)
+{
+	ck_assert_msg(!memcmp(&a->loss, &b->loss, sizeof a->loss) &&
+	                  !memcmp(&a->grad_norm, &b->grad_norm, sizeof a->grad_norm),
+	              "%s step %zu: loss %.17g / %.17g, |g| %.17g / %.17g", pol, s, a->loss,
+	              b->loss, a->grad_norm, b->grad_norm);
+	ck_assert_msg(a->overflow == b->overflow && a->underflow == b->underflow &&
+	                  a->invalid == b->invalid && a->skipped == b->skipped &&
+	                  a->scale == b->scale,
+	              "%s step %zu: flags %llu/%llu %llu/%llu %llu/%llu", pol, s,
+	              (unsigned long long)a->overflow, (unsigned long long)b->overflow,
+	              (unsigned long long)a->underflow, (unsigned long long)b->underflow,
+	              (unsigned long long)a->invalid, (unsigned long long)b->invalid);
+}
+
+START_TEST(test_fast_exact)
+{
+	uint64_t compared = 0;
+	for (size_t p = 0; emu_train_presets[p]; p++) {
+		emu_train_cfg c;
+		tiny(&c, emu_train_presets[p]);
+		c.steps = 3;
+		c.spike_step = 2, c.spike_factor = 3e4; /* overflow somewhere in the low formats */
+		emu_train *f = make(&c);
+		c.backend = EMU_BE_EXACT;
+		emu_train *x = make(&c);
+		for (size_t s = 1; s <= c.steps; s++) {
+			emu_train_row rf, rx;
+			ck_assert(emu_train_step(f, &rf) == 0 && emu_train_step(x, &rx) == 0);
+			same_rows(&rf, &rx, emu_train_presets[p], s);
+			size_t nl;
+			const emu_train_lstat *lf = emu_train_lstats(f, &nl),
+			                      *lx = emu_train_lstats(x, &nl);
+			for (size_t i = 0; i < nl; i++)
+				ck_assert(lf[i].ops == lx[i].ops &&
+				          lf[i].overflow == lx[i].overflow &&
+				          lf[i].underflow == lx[i].underflow &&
+				          lf[i].nan == lx[i].nan && lf[i].inf == lx[i].inf &&
+				          !memcmp(&lf[i].amax, &lx[i].amax, sizeof lf[i].amax));
+		}
+		for (size_t i = 0; i < emu_train_ntensors(f); i++) {
+			double *vf, *gf, *vx, *gx;
+			size_t n;
+			emu_train_tensor(f, i, &vf, &gf, &n);
+			emu_train_tensor(x, i, &vx, &gx, &n);
+			for (size_t j = 0; j < n; j++)
+				ck_assert_msg((isnan(vf[j]) && isnan(vx[j])) ||
+				                  !memcmp(&vf[j], &vx[j], sizeof vf[j]),
+				              "%s: parameter %zu.%zu %.17g (fast) %.17g (exact)",
+				              emu_train_presets[p], i, j, vf[j], vx[j]);
+			compared += n;
+		}
+		const emu_train_fail *ff = emu_train_first_fail(f), *fx = emu_train_first_fail(x);
+		ck_assert(ff->set == fx->set && ff->step == fx->step &&
+		          ff->element == fx->element && !strcmp(ff->site, fx->site) &&
+		          ff->flags == fx->flags);
+		ck_assert_str_eq(ff->chain, fx->chain);
+		emu_train_free(f);
+		emu_train_free(x);
+	}
+	t_count("train parameters fast == exact after 3 steps", compared);
+}
+END_TEST
+
+START_TEST(test_spike)
+{
+	emu_train_cfg c;
+	char err[200];
+	tiny(&c, "fp16-pure");
+	ck_assert(emu_train_policy_set(&c.pol, "state=fp32", err, sizeof err) == 0);
+	c.spike_step = 2, c.spike_factor = 1e6;
+	emu_train *t = make(&c);
+	emu_train_row r;
+	ck_assert(emu_train_step(t, &r) == 0 && isfinite(r.loss));
+	ck_assert(!emu_train_first_fail(t)->nonfinite_set);
+	ck_assert(!emu_train_first_fail(t)->set);
+	ck_assert(emu_train_step(t, &r) == 0);
+	ck_assert(!isfinite(r.loss));
+	const emu_train_fail *f = emu_train_first_fail(t);
+	ck_assert(f->set && f->step == 2);
+	ck_assert_str_eq(f->site, "loss.spike");
+	ck_assert(f->flags & EMU_FLAG_OVERFLOW);
+	ck_assert(f->nonfinite_set && f->nonfinite_step == 2);
+	ck_assert_msg(strstr(f->chain, "loss.spike") != NULL, "%s", f->chain);
+	emu_train_free(t);
+	/* the same run in fp32: a large but finite loss */
+	tiny(&c, "fp32");
+	c.spike_step = 2, c.spike_factor = 1e6;
+	t = make(&c);
+	ck_assert(emu_train_step(t, &r) == 0 && emu_train_step(t, &r) == 0);
+	ck_assert(isfinite(r.loss) && r.loss > 100);
+	ck_assert(!emu_train_first_fail(t)->nonfinite_set);
+	emu_train_free(t);
+}
+END_TEST
+
+/* fp16-pure's AdamW: v underflows, eps = 1e-8 is lost when denom is stored
+ * in fp16, m / 0 is inf: the first failing operation is the optimizer's
+ * division at step 1, and the parameters it wrote are inf */
+START_TEST(test_fp16_adam_eps)
+{
+	emu_train_cfg c;
+	tiny(&c, "fp16-pure");
+	emu_train *t = make(&c);
+	emu_train_row r;
+	ck_assert(emu_train_step(t, &r) == 0 && isfinite(r.loss));
+	const emu_train_fail *f = emu_train_first_fail(t);
+	ck_assert(f->set && f->step == 1);
+	ck_assert_str_eq(f->site, "optimizer.step");
+	ck_assert(f->flags & EMU_FLAG_DIVBYZERO);
+	ck_assert_msg(f->param[0] != '\0', "no parameter named");
+	ck_assert(r.nonfinite_params > 0);
+	ck_assert(emu_train_step(t, &r) == 0 && isnan(r.loss));
+	emu_train_free(t);
+	/* with fp32 states the same run is finite */
+	char err[200];
+	tiny(&c, "fp16-pure");
+	ck_assert(emu_train_policy_set(&c.pol, "state=fp32", err, sizeof err) == 0);
+	t = make(&c);
+	for (int s = 0; s < 3; s++)
+		ck_assert(emu_train_step(t, &r) == 0 && isfinite(r.loss) &&
+		          r.nonfinite_params == 0);
+	emu_train_free(t);
+}
+END_TEST
+
+START_TEST(test_scaler_skips)
+{
+	emu_train_cfg c;
+	tiny(&c, "fp16-amp");
+	c.gs.init_scale = 0x1p40; /* scaled gradients overflow fp16 */
+	c.steps = 40;
+	emu_train *t = make(&c);
+	size_t skipped = 0, first_ok = 0;
+	double *v, *g;
+	size_t n;
+	emu_train_tensor(t, 0, &v, &g, &n);
+	double *before = malloc(n * sizeof *before);
+	ck_assert(before != NULL);
+	for (size_t s = 1; s <= c.steps; s++) {
+		memcpy(before, v, n * sizeof *before);
+		emu_train_row r;
+		ck_assert(emu_train_step(t, &r) == 0);
+		/* no growth within the interval: each skip halves the scale */
+		ck_assert(r.scale == ldexp(1, 40 - (int)skipped));
+		ck_assert(isfinite(r.loss));
+		if (r.skipped) {
+			ck_assert(!memcmp(before, v, n * sizeof *before));
+			skipped++;
+		} else {
+			ck_assert(memcmp(before, v, n * sizeof *before));
+			if (!first_ok)
+				first_ok = s;
+		}
+	}
+	/* fp16's largest finite is 65504 ≈ 2^16: the scale falls to about
+	 * 2^16 / (the largest unscaled gradient) before a step lands */
+	ck_assert_msg(first_ok > 10 && first_ok < 30, "first step taken: %zu", first_ok);
+	printf("train: fp16-amp from scale 2^40: %zu of 40 steps skipped, the first step taken "
+	       "is %zu\n",
+	       skipped, first_ok);
+	free(before);
+	emu_train_free(t);
+}
+END_TEST
+
+START_TEST(test_reproducible)
+{
+	emu_train_cfg c;
+	tiny(&c, "bf16");
+	emu_train *a = make(&c), *b = make(&c);
+	c.seed = 2;
+	emu_train *d = make(&c);
+	emu_train_row ra, rb, rd;
+	for (int s = 0; s < 3; s++) {
+		ck_assert(emu_train_step(a, &ra) == 0 && emu_train_step(b, &rb) == 0 &&
+		          emu_train_step(d, &rd) == 0);
+		ck_assert(!memcmp(&ra.loss, &rb.loss, sizeof ra.loss));
+		ck_assert(ra.loss != rd.loss);
+	}
+	emu_train_free(a);
+	emu_train_free(b);
+	emu_train_free(d);
+}
+END_TEST
+
+START_TEST(test_bad_settings)
+{
+	emu_train_cfg c;
+	char err[300];
+	emu_train_policy p;
+	ck_assert(emu_train_policy_preset("fp17", &p, err, sizeof err) != 0);
+	ck_assert(strstr(err, "fp16-amp") != NULL);
+	ck_assert(emu_train_policy_preset("fp32", &p, err, sizeof err) == 0);
+	ck_assert(emu_train_policy_set(&p, "weights=fp16", err, sizeof err) != 0);
+	ck_assert(strstr(err, "unknown role") != NULL);
+	ck_assert(emu_train_policy_set(&p, "accum=fp99", err, sizeof err) != 0);
+	ck_assert(emu_train_policy_set(&p, "accum", err, sizeof err) != 0);
+	ck_assert(emu_train_policy_set(&p, "accum=fp16", err, sizeof err) == 0);
+	tiny(&c, "fp32");
+	c.pol = p; /* fp32 GEMM values do not fit an fp16 accumulator */
+	ck_assert(emu_train_new(&c, err, sizeof err) == NULL);
+	ck_assert_msg(strstr(err, "accum") != NULL, "%s", err);
+	tiny(&c, "fp32");
+	c.heads = 3;
+	ck_assert(emu_train_new(&c, err, sizeof err) == NULL);
+	ck_assert(strstr(err, "--heads") != NULL);
+	tiny(&c, "fp32");
+	c.task = EMU_TASK_TEXT, c.vocab = 256, c.text = (const unsigned char *)"abc",
+	c.text_len = 3;
+	ck_assert(emu_train_new(&c, err, sizeof err) == NULL);
+	ck_assert(strstr(err, "--text") != NULL);
+	tiny(&c, "fp32");
+	ck_assert(emu_train_policy_set(&c.pol, "act=e2m1", err, sizeof err) == 0);
+	ck_assert(emu_train_new(&c, err, sizeof err) == NULL);
+	ck_assert(strstr(err, "NaN") != NULL);
+}
+END_TEST
+
+/* The tasks make the sequences they say: copy, reverse, sort, modadd. */
+START_TEST(test_learns_copy)
+{
+	emu_train_cfg c;
+	tiny(&c, "fp32");
+	c.d = 16, c.seq = 8, c.batch = 8, c.steps = 150, c.lr = 3e-3, c.warmup = 5;
+	emu_train *t = make(&c);
+	double first = emu_train_eval(t, true, 0);
+	emu_train_row r;
+	for (size_t s = 0; s < c.steps; s++)
+		ck_assert(emu_train_step(t, &r) == 0);
+	double last = emu_train_eval(t, true, 0);
+	printf("train: copy task, validation loss %.4f -> %.4f in %zu steps\n", first, last,
+	       c.steps);
+	ck_assert_msg(last < 0.8 * first, "validation loss %g -> %g", first, last);
+	emu_train_free(t);
+}
+END_TEST
+
+/* The recipes quantise the blocks' linear layers: nvfp4 and mxfp8 part from
+ * bf16 by a little, their quantisers' saturations are counted, and the
+ * truth backend refuses them. */
+START_TEST(test_scaled_presets)
+{
+	const char *pols[] = {"bf16", "mxfp8", "nvfp4", "fp8-current"};
+	double loss[4];
+	uint64_t sat[4];
+	for (int p = 0; p < 4; p++) {
+		emu_train_cfg c;
+		tiny(&c, pols[p]);
+		c.d = 32, c.seq = 16, c.batch = 4; /* K = 32, 128: whole MX blocks */
+		emu_train *t = make(&c);
+		emu_train_row r;
+		sat[p] = 0;
+		for (int s = 0; s < 5; s++) {
+			ck_assert(emu_train_step(t, &r) == 0);
+			sat[p] += r.overflow;
+		}
+		loss[p] = r.loss;
+		emu_train_free(t);
+	}
+	for (int p = 1; p < 4; p++) {
+		ck_assert_msg(loss[p] != loss[0] && fabs(loss[p] - loss[0]) < 0.05,
+		              "%s: loss %.9g, bf16 %.9g", pols[p], loss[p], loss[0]);
+		printf("train: 5 steps, %s loss %.6f against bf16 %.6f\n", pols[p], loss[p],
+		       loss[0]);
+	}
+	ck_assert(sat[0] == 0 && sat[2] > 0); /* NVFP4's e2m1 saturates at 6 */
+	emu_train_cfg c;
+	char err[300];
+	tiny(&c, "nvfp4");
+	c.backend = EMU_BE_TRUTH;
+	ck_assert(emu_train_new(&c, err, sizeof err) == NULL);
+	ck_assert(strstr(err, "truth") != NULL);
+}
+END_TEST
+
+Suite *suite_train(void)
+{
+	Suite *s = suite_create("train");
+	TCase *tc = tcase_create("train");
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_grad_central_differences);
+	tcase_add_test(tc, test_grad_fp32);
+	tcase_add_test(tc, test_fast_exact);
+	tcase_add_test(tc, test_spike);
+	tcase_add_test(tc, test_fp16_adam_eps);
+	tcase_add_test(tc, test_scaler_skips);
+	tcase_add_test(tc, test_reproducible);
+	tcase_add_test(tc, test_bad_settings);
+	tcase_add_test(tc, test_learns_copy);
+	tcase_add_test(tc, test_scaled_presets);
+	suite_add_tcase(s, tc);
+	return s;
+}

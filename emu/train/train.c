@@ -2081,4 +2081,5 @@ const emu_kernel emu_kernel_train = {
     "ln_eps=E (1e-5) spike_step=S (0: none) spike=F (1) scaler_init=S (65536) "
     "scaler_interval=N (2000) task=0..3 (copy reverse sort modadd)",
     tk_run,
+    NULL, /* consumes no tensor: the run draws its weights and data from the seed */
 };

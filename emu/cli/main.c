@@ -82,14 +82,14 @@ static const char nm_usage[] =
     "      COMMAND --help: that command's own help\n"
     "\n"
     "FMT: a built-in name (nanmap formats) or a spec such as\n"
-    "     p=5,emax=16,nan=fn,nosub; in a -f list a spec must start with p=\n"
+    "     p=5,emax=16,nan=fn,nosub or p=4,ebits=5,bias=15,unsigned,nan=fn\n"
+    "     (docs/numerics.md); in a -f list a spec must start with p=\n"
     "     (or give -f once per format)\n"
     "MODE: rne (default) rtz up down rna sr; sr draws from (--seed, index)\n"
     "      where index counts the values (round) or operations (op) from 0\n"
     "An option that takes one value may be given once; --csv, --md, --json\n"
     "are output forms (give one).\n"
     "Errors: one line on stderr, exit status 2.\n";
-
 
 static int nm_oom(void)
 {

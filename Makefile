@@ -419,4 +419,4 @@ clean:
 -include $(wildcard $(patsubst %.o,%.d,$(LIB_OBJ) $(PIC_OBJ) $(CLI_OBJ) $(ORACLE_OBJ) \
   $(TEST_OBJ) $(GPU_HOST_OBJ) build/emu/cli/main.o build/gpu/runner.o build/gpu/dev_fake.o \
   $(MPI_SWEEP_OBJ) $(GPU_CU:%.cu=build/%.cu.o) \
-  $(sort $(foreach n,$(FUZZ_NAMES),$(call FUZZ_OBJ,$(n)))))))
+  $(sort $(foreach n,$(FUZZ_NAMES),$(call FUZZ_OBJ,$(n))))))

@@ -494,7 +494,7 @@ static void step_rules(const gpu_opts *o)
 	for (size_t i = 0; i < n; i++) {
 		const gpu_rule *r = &rs[i];
 		bool acc16 = r->out->bits == 16;
-		char pair[96];
+		char pair[2 * sizeof r->in->name + 2];
 		gpu_cmp row;
 		snprintf(pair, sizeof pair, "%s->%s", r->in->name, r->out->name);
 		gpu_cmp_init(&row, "rules", "mma.sync vs model h200-mma", pair, r->name, r->out,
@@ -1408,7 +1408,7 @@ static void step_kern(const gpu_opts *o)
 		}
 		/* replay where the compute format's approximate functions are tabulated */
 		const gpu_tables *rt = have_tabs && C->bits == 16 ? &tabs : NULL;
-		char fmts[128];
+		char fmts[3 * sizeof S->name + 2];
 		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
 		for (size_t i = 0; i < R * N; i++) {
 			double d = emu_sr_bits(o->seed, i) & 1 ? -1.0 : 1.0; /* layernorm's dy */
@@ -1987,7 +1987,7 @@ static void step_attn(const gpu_opts *o)
 		const emu_format *S = &pol.storage, *C = &pol.compute, *A = &pol.accum;
 		/* replay where the tables hold C's exp and log */
 		const gpu_tables *rt = have_tabs && C->bits == 16 ? &tabs : NULL;
-		char fmts[128];
+		char fmts[3 * sizeof S->name + 2];
 		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
 		/* Q, K, V as the kernel loads them: stored in S, then into C */
 		for (size_t i = 0; i < R; i++)

@@ -9,6 +9,8 @@
 #include "emu/core/emu.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+/* A test's description: a format name (up to 63 characters) and a sentence. */
+#define T_WHAT_LEN 192
 
 /* The run's seed: NANMAP_SEED or the fixed default; printed once by main. */
 uint64_t t_seed(void);

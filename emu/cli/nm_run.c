@@ -975,7 +975,7 @@ static void nr_text_backend(nm_buf *b, const struct nr_report *r, emu_be_kind k)
 			w = (int)strlen(run->out.item[i].name);
 	for (int i = 0; i < run->out.n; i++) {
 		const emu_kout_item *it = &run->out.item[i];
-		char shape[64];
+		char shape[96]; /* a format name (63) and [n] */
 		snprintf(shape, sizeof(shape), "%s[%zu]",
 		         k == EMU_BE_TRUTH ? "real" : it->fmt->name, it->n);
 		nm_buf_printf(b, "  %-*s %s  ", w, it->name, shape);
@@ -1043,7 +1043,7 @@ static void nr_text_recompute(nm_buf *b, const struct nr_report *r, emu_be_kind 
 	for (int i = 0; i < run->out.n; i++) {
 		const emu_kout_item *it = &run->out.item[i];
 		const emu_recompute_item *d = &r->diff[k][i];
-		char shape[64];
+		char shape[96]; /* a format name (63) and [n] */
 		snprintf(shape, sizeof(shape), "%s[%zu]", it->fmt->name, it->n);
 		nm_buf_printf(b, "  %-*s %s  differ %zu", w, it->name, shape, d->differ);
 		if (d->differ)

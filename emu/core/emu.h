@@ -16,9 +16,11 @@
  *    MPFR one (emu_mp_*). They agree bit for bit and flag for flag; the tests
  *    prove it.
  *
- * Restrictions that keep the fast backend exact: 1 <= p <= 24, ebits <= 8,
- * so every format value, every product of two and every quotient remainder
- * is exact in double.
+ * Restrictions that keep the fast backend exact: 1 <= p <= 24, ebits <= 8
+ * and exponents within the widest range 8 exponent bits give (emin >=
+ * EMU_EMIN_LIMIT, emax <= EMU_EMAX_LIMIT, whatever the bias), so every
+ * format value, every product of two and every quotient remainder is exact
+ * in double.
  */
 #ifndef NANMAP_EMU_H
 #define NANMAP_EMU_H
@@ -28,6 +30,11 @@
 #include <stdint.h>
 
 typedef uint32_t emu_bits;
+
+/* The exponent range every format lies in: fnuz and e8m0 reach emin = -127
+ * with 8 exponent bits, fn emax = 128 (emu_format_init refuses the rest). */
+#define EMU_EMIN_LIMIT (-127)
+#define EMU_EMAX_LIMIT 128
 
 /* Flags, OR-ed together. */
 enum {
@@ -66,15 +73,15 @@ typedef enum {
 } emu_class;
 
 typedef struct emu_format {
-	char name[40];
+	char name[64]; /* a built-in's name, or the custom spec as given */
 	/* defining fields */
 	int p;               /* precision, implicit bit included */
 	int ebits;           /* exponent field width */
 	int bias;
-	bool has_sign;       /* false: e8m0 */
+	bool has_sign;       /* false: e8m0, custom "unsigned" (no sign bit) */
 	bool has_inf;
 	bool has_subnormals; /* false: values below 2^emin round to 0 or 2^emin */
-	bool has_zero;       /* false: e8m0 (code 0 is 2^emin) */
+	bool has_zero;       /* false: e8m0, custom "nozero" (code 0 is 2^emin) */
 	emu_nan_style nan;
 	/* derived by emu_format_init() */
 	int bits;            /* storage width */
@@ -140,7 +147,8 @@ size_t emu_format_count(void);
 const emu_format *emu_format_at(size_t i);
 /* A built-in by name, or NULL. */
 const emu_format *emu_format_by_name(const char *name);
-/* A name or a custom spec such as "p=5,emax=15,nan=fn,nosub". On error
+/* A name or a custom spec such as "p=5,emax=15,nan=fn,nosub" or
+ * "p=4,ebits=4,bias=11,nan=fnuz" (format.c lists the items). On error
  * writes a one-line reason into err and returns non-zero. */
 emu_status emu_format_parse(const char *spec, emu_format *out, char *err,
                             size_t errlen) __attribute__((warn_unused_result));

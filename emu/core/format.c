@@ -8,6 +8,8 @@
  * E5M2), OCP MX v1.0 tables 2-7 (E3M2, E2M3, E2M1, E8M0), the fnuz formats
  * as in LLVM's APFloat (Float8E4M3FNUZ, Float8E5M2FNUZ), NVIDIA's TF32.
  */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,8 +78,13 @@ emu_status emu_format_init(emu_format *f)
 	if (f->nan == EMU_NAN_IEEE && f->p < 2)
 		return EMU_ERR_RANGE; /* no room to tell inf from NaN */
 	if (f->nan == EMU_NAN_FNUZ && !f->has_sign)
-		return EMU_ERR_RANGE;
+		return EMU_ERR_RANGE; /* its NaN is the would-be -0 */
 	if (f->nan != EMU_NAN_IEEE && f->has_inf)
+		return EMU_ERR_RANGE;
+	/* Without zero, code 0 is the normal 2^-bias: no subnormal binade, and
+	 * (e8m0's rule, specialize.h) a zero result is that code, which a
+	 * signed format would need a sign rule for. */
+	if (!f->has_zero && (f->has_sign || f->has_subnormals))
 		return EMU_ERR_RANGE;
 	int m = f->p - 1;
 	emu_bits top = (1u << f->ebits) - 1; /* all-ones exponent code */
@@ -105,6 +112,10 @@ emu_status emu_format_init(emu_format *f)
 	f->min_normal = ldexp(1.0, f->emin);
 	f->min_subnormal = f->has_subnormals ? ldexp(1.0, f->emin - m) : f->min_normal;
 	f->epsilon = ldexp(1.0, -m);
+	/* an explicit bias can move the range anywhere; the fast backend is
+	 * exact only within the widest range an 8-bit exponent gives (emu.h) */
+	if (f->emin < EMU_EMIN_LIMIT || f->emax > EMU_EMAX_LIMIT)
+		return EMU_ERR_RANGE;
 	return EMU_OK;
 }
 
@@ -118,20 +129,41 @@ static int ilog2_exact(long v)
 	return (1L << k) == v ? k : -1;
 }
 
-static emu_status bad(char *err, size_t len, emu_status st, const char *fmt, const char *arg)
+static emu_status bad(char *err, size_t len, const char *fmt, const char *arg)
 {
 	if (err && len)
 		snprintf(err, len, fmt, arg);
-	return st;
+	return EMU_ERR_BAD_SPEC;
+}
+
+/* A decimal integer item value in [lo, hi]; false for anything else. */
+static bool item_long(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
 }
 
 /*
- * Custom specs: "p=P,emax=E[,noinf][,nan=ieee|fn|fnuz|none][,nosub]", each
- * item once, no empty items.
- * ebits and bias follow from emax and the NaN style the way the built-ins do:
+ * Custom specs, each item at most once, no empty items:
+ *   p=P,emax=E[,nan=ieee|fn|fnuz|none][,noinf][,nosub][,unsigned][,nozero]
+ *   p=P,ebits=K,bias=B[,...the same options]
+ * The exponent range is given one way: emax= alone, with ebits and bias
+ * derived the way the built-ins have them,
  *   ieee: bias = emax = 2^(ebits-1) - 1       fn:   bias = 2^(ebits-1) - 1, emax = bias + 1
  *   fnuz: bias = 2^(ebits-1), emax = bias - 1  none: as fn
- * so "p=4,emax=8,nan=fn" is e4m3 and "p=11,emax=15" is fp16.
+ * (so "p=4,emax=8,nan=fn" is e4m3 and "p=11,emax=15" is fp16), or ebits=
+ * and bias= together, for the formats whose bias is not that one
+ * (ml_dtypes' float8_e4m3b11fnuz: "p=4,ebits=4,bias=11,nan=fnuz").
+ * unsigned drops the sign bit (bits = ebits + p - 1: negative values and -inf
+ * become the NaN, -0 is +0); nozero makes code 0 the value 2^-bias instead
+ * of zero (no subnormals then), e8m0's shape, and needs unsigned:
+ * "p=1,ebits=8,bias=127,unsigned,nozero,nan=fn" is e8m0.
+ * Every limit follows from these fields in emu_format_init().
  */
 emu_status emu_format_parse(const char *spec, emu_format *out, char *err, size_t errlen)
 {
@@ -140,18 +172,23 @@ emu_status emu_format_parse(const char *spec, emu_format *out, char *err, size_t
 		*out = *b;
 		return EMU_OK;
 	}
-	if (strncmp(spec, "p=", 2) != 0)
-		return bad(err, errlen, EMU_ERR_UNKNOWN_FORMAT, "unknown format '%s'", spec);
-	char buf[128];
-	if (strlen(spec) >= sizeof(buf))
-		return bad(err, errlen, EMU_ERR_BAD_SPEC, "format spec too long: '%.40s...'", spec);
+	if (strncmp(spec, "p=", 2) != 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "unknown format '%s'", spec);
+		return EMU_ERR_UNKNOWN_FORMAT;
+	}
+	char buf[sizeof(out->name)];
+	if (strlen(spec) >= sizeof(buf)) /* the spec is the format's name: never truncated */
+		return bad(err, errlen,
+		           "format spec too long (a name holds 63 characters): '%.40s...'", spec);
 	strcpy(buf, spec);
-	long p = -1, emax = -1000;
-	bool inf = true, sub = true;
+	long p = 0, emax = 0, ebits = 0, bias = 0;
+	bool inf = true, sub = true, sign = true, zero = true;
 	emu_nan_style nan = EMU_NAN_IEEE;
 	/* each key at most once; no empty items (strtok would skip them) */
-	enum { K_P, K_EMAX, K_NOINF, K_NOSUB, K_NAN, NKEYS };
-	static const char *const key_name[NKEYS] = {"p", "emax", "noinf", "nosub", "nan"};
+	enum { K_P, K_EMAX, K_EBITS, K_BIAS, K_NOINF, K_NOSUB, K_UNSIGNED, K_NOZERO, K_NAN, NKEYS };
+	static const char *const key_name[NKEYS] = {"p",     "emax",     "ebits",  "bias", "noinf",
+	                                            "nosub", "unsigned", "nozero", "nan"};
 	bool seen[NKEYS] = {false};
 	for (char *tok = buf, *next; tok; tok = next) {
 		char *comma = strchr(tok, ',');
@@ -159,27 +196,38 @@ emu_status emu_format_parse(const char *spec, emu_format *out, char *err, size_t
 		if (comma)
 			*comma = '\0';
 		if (!*tok)
-			return bad(err, errlen, EMU_ERR_BAD_SPEC,
+			return bad(err, errlen,
 			           "format spec '%s' has an empty item (a stray comma)", spec);
-		char *end;
 		int key;
 		if (strncmp(tok, "p=", 2) == 0) {
 			key = K_P;
-			p = strtol(tok + 2, &end, 10);
-			if (end == tok + 2 || *end)
-				return bad(err, errlen, EMU_ERR_BAD_SPEC, "bad precision in format spec '%s'", spec);
+			if (!item_long(tok + 2, LONG_MIN, LONG_MAX, &p))
+				return bad(err, errlen, "bad precision in format spec '%s'", spec);
 		} else if (strncmp(tok, "emax=", 5) == 0) {
 			key = K_EMAX;
-			emax = strtol(tok + 5, &end, 10);
-			/* bounded first: emax ± 1 below must not overflow a long */
-			if (end == tok + 5 || *end || emax < -(1L << 20) || emax > (1L << 20))
-				return bad(err, errlen, EMU_ERR_BAD_SPEC, "bad emax in format spec '%s'", spec);
+			/* bounded: emax ± 1 below must not overflow a long */
+			if (!item_long(tok + 5, -(1L << 20), 1L << 20, &emax))
+				return bad(err, errlen, "bad emax in format spec '%s'", spec);
+		} else if (strncmp(tok, "ebits=", 6) == 0) {
+			key = K_EBITS;
+			if (!item_long(tok + 6, LONG_MIN, LONG_MAX, &ebits))
+				return bad(err, errlen, "bad ebits in format spec '%s'", spec);
+		} else if (strncmp(tok, "bias=", 5) == 0) {
+			key = K_BIAS;
+			if (!item_long(tok + 5, -(1L << 20), 1L << 20, &bias))
+				return bad(err, errlen, "bad bias in format spec '%s'", spec);
 		} else if (strcmp(tok, "noinf") == 0) {
 			key = K_NOINF;
 			inf = false;
 		} else if (strcmp(tok, "nosub") == 0) {
 			key = K_NOSUB;
 			sub = false;
+		} else if (strcmp(tok, "unsigned") == 0) {
+			key = K_UNSIGNED;
+			sign = false;
+		} else if (strcmp(tok, "nozero") == 0) {
+			key = K_NOZERO;
+			zero = false;
 		} else if (strcmp(tok, "nan=ieee") == 0) {
 			key = K_NAN;
 			nan = EMU_NAN_IEEE;
@@ -193,7 +241,7 @@ emu_status emu_format_parse(const char *spec, emu_format *out, char *err, size_t
 			key = K_NAN;
 			nan = EMU_NAN_NONE;
 		} else {
-			return bad(err, errlen, EMU_ERR_BAD_SPEC, "unknown option in format spec '%s'", spec);
+			return bad(err, errlen, "unknown option in format spec '%s'", spec);
 		}
 		if (seen[key]) {
 			if (err && errlen)
@@ -204,46 +252,91 @@ emu_status emu_format_parse(const char *spec, emu_format *out, char *err, size_t
 		seen[key] = true;
 	}
 	if (p < 1 || p > 24)
-		return bad(err, errlen, EMU_ERR_BAD_SPEC, "format spec '%s': need 1 <= p <= 24", spec);
+		return bad(err, errlen, "format spec '%s': need 1 <= p <= 24", spec);
+	if (seen[K_EMAX] && (seen[K_EBITS] || seen[K_BIAS]))
+		return bad(err, errlen,
+		           "format spec '%s' gives emax= and ebits=/bias=: the exponent range is "
+		           "one or the other (emax= derives ebits and bias)",
+		           spec);
+	if (seen[K_EBITS] != seen[K_BIAS])
+		return bad(err, errlen, "format spec '%s': ebits= and bias= go together", spec);
+	if (!seen[K_EMAX] && !seen[K_EBITS])
+		return bad(
+		    err, errlen,
+		    "format spec '%s' has no exponent range (give emax=E, or ebits=K,bias=B)",
+		    spec);
 	if (nan != EMU_NAN_IEEE)
 		inf = false;
-	long bias;
-	int k; /* ebits - 1 */
-	switch (nan) {
-	case EMU_NAN_IEEE:
-		k = ilog2_exact(emax + 1);
-		bias = emax;
-		break;
-	case EMU_NAN_FNUZ:
-		k = ilog2_exact(emax + 1);
-		bias = emax + 1;
-		break;
-	default:
-		k = ilog2_exact(emax);
-		bias = emax - 1;
-		break;
-	}
-	/* k = 0 (one exponent bit) leaves no normal binade in ieee style and
-	 * only the top binade otherwise: refused, as emu_format_init does */
-	if (k < 1 || k > 7)
-		return bad(err, errlen, EMU_ERR_BAD_SPEC,
-		           "format spec '%s': emax must give 2..8 exponent bits (ieee/fnuz: emax = 2^k-1, fn/none: emax = 2^k, 1 <= k <= 7)",
+	if (!sign && nan == EMU_NAN_FNUZ)
+		return bad(
+		    err, errlen,
+		    "format spec '%s': nan=fnuz needs a sign bit (its NaN is the would-be -0)",
+		    spec);
+	if (!zero && sign)
+		return bad(err, errlen,
+		           "format spec '%s': nozero needs unsigned (a signed format without zero "
+		           "would need a sign for its zero results)",
 		           spec);
+	if (!zero)
+		sub = false; /* code 0 is the normal 2^-bias: there is no subnormal binade */
+	if (nan == EMU_NAN_IEEE && p < 2)
+		return bad(err, errlen,
+		           "format spec '%s': p=1 with nan=ieee leaves no fraction bit to tell inf "
+		           "from NaN (use nan=fn or none)",
+		           spec);
+	int k; /* ebits - 1 */
+	if (seen[K_EBITS]) {
+		if (ebits < 2 || ebits > 8)
+			return bad(err, errlen, "format spec '%s': need 2 <= ebits <= 8", spec);
+		k = (int)ebits - 1;
+	} else {
+		switch (nan) {
+		case EMU_NAN_IEEE:
+			k = ilog2_exact(emax + 1);
+			bias = emax;
+			break;
+		case EMU_NAN_FNUZ:
+			k = ilog2_exact(emax + 1);
+			bias = emax + 1;
+			break;
+		default:
+			k = ilog2_exact(emax);
+			bias = emax - 1;
+			break;
+		}
+		/* k = 0 (one exponent bit) leaves no normal binade in ieee style and
+		 * only the top binade otherwise: refused, as emu_format_init does */
+		if (k < 1 || k > 7)
+			return bad(err, errlen,
+			           "format spec '%s': emax must give 2..8 exponent bits "
+			           "(ieee/fnuz: emax = 2^k-1, fn/none: emax = 2^k, 1 <= k <= 7)",
+			           spec);
+	}
 	emu_format f = {0};
 	snprintf(f.name, sizeof(f.name), "%s", spec);
 	f.p = (int)p;
 	f.ebits = k + 1;
 	f.bias = (int)bias;
-	f.has_sign = true;
+	f.has_sign = sign;
 	f.has_inf = inf;
 	f.has_subnormals = sub;
-	f.has_zero = true;
+	f.has_zero = zero;
 	f.nan = nan;
-	if (emu_format_init(&f) != EMU_OK)
-		return bad(err, errlen, EMU_ERR_BAD_SPEC, "format spec '%s' is not a valid format", spec);
-	if (f.emax != emax) /* p=1 with nan=fn: the top binade holds only the NaN */
-		return bad(err, errlen, EMU_ERR_BAD_SPEC,
-		           "format spec '%s': p=1 with nan=fn leaves the top binade to the NaN (use nan=none or fnuz)",
+	emu_status st = emu_format_init(&f);
+	if (st == EMU_ERR_RANGE && seen[K_BIAS]) {
+		if (err && errlen)
+			snprintf(err, errlen,
+			         "format spec '%s': bias %ld puts the exponents at %d..%d, outside "
+			         "%d..%d",
+			         spec, bias, f.emin, f.emax, EMU_EMIN_LIMIT, EMU_EMAX_LIMIT);
+		return EMU_ERR_BAD_SPEC;
+	}
+	if (st != EMU_OK)
+		return bad(err, errlen, "format spec '%s' is not a valid format", spec);
+	if (seen[K_EMAX] && f.emax != emax) /* p=1 with nan=fn: the top binade holds only the NaN */
+		return bad(err, errlen,
+		           "format spec '%s': p=1 with nan=fn leaves the top binade to the NaN "
+		           "(use nan=none or fnuz, or give ebits= and bias=)",
 		           spec);
 	*out = f;
 	return EMU_OK;

@@ -49,6 +49,8 @@ emu_result emu_neg(const emu_format *f, emu_bits a, const emu_env *env)
 	(void)env;
 	unsigned fl = 0;
 	if (!f->has_sign) {
+		if (f->has_zero && a == 0)
+			return (emu_result){a, 0}; /* −0 is +0: a zero, not a negative value */
 		double r = emu_nan_result(f, !emu_is_nan(f, a), &fl);
 		return emu_pack(f, r, fl);
 	}

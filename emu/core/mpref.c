@@ -55,9 +55,12 @@
  *    result is never subnormal without being tiny.
  *  - ftz makes a tiny result ±0 with underflow|inexact even when it is exact;
  *    without a zero (e8m0) that is code 0 (2^emin), like any zero result.
- *  - e8m0: an exact zero result of an operation (x − x, log 1) is code 0
- *    with underflow|inexact, as converting 0 is; −0 is a zero, not a
- *    negative value; negative nonzero values and −inf give NaN, invalid.
+ *  - e8m0 (no zero): an exact zero result of an operation (x − x, log 1)
+ *    is code 0 with underflow|inexact, as converting 0 is.
+ *  - Without a sign (e8m0, custom unsigned formats): −0 is a zero, not a
+ *    negative value (+0 where the format has a zero); negative nonzero
+ *    values, also those that would round to zero, and −inf give NaN,
+ *    invalid.
  *  - The sign of an exact zero sum (add, sub, fma) is −0 only in mode down,
  *    so +0 in sr.
  *  - fma: a NaN in a or b gives a quiet NaN with no flag; otherwise 0·∞ is
@@ -65,7 +68,8 @@
  *  - neg/abs are sign-bit operations on the encoding (IEEE 754-2019
  *    §5.5.1), NaN payloads included: no daz (a subnormal keeps its bits),
  *    no flags; fnuz keeps its NaN 0x80 and maps 0 to 0; without a sign
- *    neg(x) is NaN with invalid (x not NaN) and abs(x) = x.
+ *    neg(x) is NaN with invalid (x neither NaN nor zero), neg(0) = 0 and
+ *    abs(x) = x.
  *  - min/max: daz applies; the chosen operand is re-encoded (a flushed
  *    subnormal comes back as a zero of its sign, fnuz +0); no ftz, no flags.
  *  - emu_mp_from_double: the double is the source operand of a conversion,
@@ -700,7 +704,7 @@ static emu_result finish(const ctx *c, real *r)
 		return nan_result(f, r->flags);
 	if (r->kind == K_ZERO)
 		return zero_result(f, r->neg, r->flags);
-	if (r->neg && !f->has_sign) /* e8m0: negative values and -inf */
+	if (r->neg && !f->has_sign) /* unsigned: negative values and -inf */
 		return nan_result(f, r->flags | EMU_FLAG_INVALID);
 	if (r->kind == K_FIN)
 		return round_finite(c, r);
@@ -755,7 +759,7 @@ static emu_result op_sign(const emu_format *f, emu_bits a, bool abs)
 {
 	a &= width_mask(f);
 	if (!f->has_sign) {
-		if (abs)
+		if (abs || (f->has_zero && a == 0))
 			return (emu_result){a, 0};
 		return mp_is_nan(f, a) ? nan_result(f, 0) : nan_result(f, EMU_FLAG_INVALID);
 	}

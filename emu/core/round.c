@@ -220,8 +220,11 @@ double emu_nan_result(const emu_format *f, bool invalid, unsigned *flags)
 double emu_inf_result(const emu_format *f, bool neg, bool dbz, const emu_env *env,
                       unsigned *flags)
 {
-	if (neg && !f->has_sign)
+	if (neg && !f->has_sign) { /* log 0 unsigned: the pole, then no −inf */
+		if (dbz)
+			*flags |= EMU_FLAG_DIVBYZERO;
 		return emu_nan_result(f, true, flags);
+	}
 	if (f->has_inf && !env->sat) {
 		if (dbz)
 			*flags |= EMU_FLAG_DIVBYZERO;
@@ -239,8 +242,8 @@ double emu_zero_result(const emu_format *f, bool neg, unsigned *flags)
 		*flags |= EMU_NOZERO_FLAGS;
 		return f->min_normal;
 	}
-	if (f->nan == EMU_NAN_FNUZ)
-		return 0.0;
+	if (f->nan == EMU_NAN_FNUZ || !f->has_sign)
+		return 0.0; /* no −0: fnuz's pattern is the NaN, unsigned has no sign bit */
 	return neg ? -0.0 : 0.0;
 }
 

@@ -118,12 +118,23 @@ static inline double emu_nan_value(bool neg)
  * c. The flags that case raises: */
 #define EMU_FMA_ZERO_INF_QNAN_FLAGS EMU_FLAG_INVALID
 
-/* ---- formats without zero (e8m0) ---- */
+/* ---- formats without a sign (e8m0, custom "unsigned") ---- */
+
+/*
+ * A negative nonzero result, also one that would round to zero, and −inf
+ * give the NaN with invalid (+0 with invalid without a NaN, as above; an
+ * exact −inf, log 0, keeps its divbyzero beside invalid); −0 is a zero, not
+ * a negative value, so it gives +0 (code 0 = 2^emin without a zero).
+ * ml_dtypes' unsigned types (float8_e8m0fnu, float8_e5m3fnu) read negative
+ * values the same way: as the NaN. round.c and mpref.c implement it.
+ */
+
+/* ---- formats without zero (e8m0, custom "nozero") ---- */
 
 /*
  * A zero result (an exact zero, x − x, log 1, an underflow to zero, ftz) is
- * code 0 = 2^emin with these flags, as converting 0 is; −0 is a zero, not a
- * negative value (negative values and −inf give the NaN with invalid).
+ * code 0 = 2^emin with these flags, as converting 0 is. (ml_dtypes'
+ * float8_e8m0fnu converts 0 to its NaN instead: docs/numerics.md.)
  */
 #define EMU_NOZERO_FLAGS (EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT)
 /* A value-domain operand that is not a value of f because f has no zero (a

@@ -15,8 +15,8 @@ import numpy as np
 from . import _lib as L
 from ._lib import FLAG_NAMES
 
-__all__ = ["NanmapError", "formats", "format_info", "round", "add", "sub", "mul", "div", "fma",
-           "sqrt", "exp", "log", "exp2", "rsqrt", "min", "max", "op", "quant", "run", "kernels",
+__all__ = ["NanmapError", "formats", "format_info", "decode", "round", "add", "sub", "mul", "div",
+           "fma", "sqrt", "exp", "log", "exp2", "rsqrt", "min", "max", "op", "quant", "run", "kernels",
            "golden", "train", "lib_path"]
 
 lib_path = L.lib_path
@@ -147,6 +147,13 @@ def _decode(f, bits):
     out = np.fromiter((L.emu_decode(ctypes.byref(f), int(x)) for x in flat), np.float64,
                       count=flat.size)
     return out.reshape(b.shape)
+
+
+def decode(bits, fmt):
+    """The values (float64) of encodings of fmt (any integer array): each
+    emu_decode's, so every NaN encoding is NaN, and ±0, ±inf keep their
+    sign."""
+    return _decode(_format(fmt), bits)
 
 
 class Flags:

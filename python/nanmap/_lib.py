@@ -29,7 +29,7 @@ FLAG_NAMES = ("invalid", "divbyzero", "overflow", "underflow", "inexact")
 
 class Format(ctypes.Structure):
     _fields_ = [
-        ("name", ctypes.c_char * 40),
+        ("name", ctypes.c_char * 64),
         ("p", ctypes.c_int), ("ebits", ctypes.c_int), ("bias", ctypes.c_int),
         ("has_sign", ctypes.c_bool), ("has_inf", ctypes.c_bool),
         ("has_subnormals", ctypes.c_bool), ("has_zero", ctypes.c_bool),

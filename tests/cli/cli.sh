@@ -340,9 +340,36 @@ bad "one exponent bit is refused" \
 	formats p=4,emax=0
 bad "one exponent bit is refused in round" "" round -f p=4,emax=0 --csv 1.875 1.9
 bad "p=1 with nan=fn is refused" \
-	"nanmap: format spec 'p=1,emax=2,nan=fn': p=1 with nan=fn leaves the top binade to the NaN (use nan=none or fnuz)" \
+	"nanmap: format spec 'p=1,emax=2,nan=fn': p=1 with nan=fn leaves the top binade to the NaN (use nan=none or fnuz, or give ebits= and bias=)" \
 	formats p=1,emax=2,nan=fn
 bad "a spec key twice" "nanmap: format spec 'p=4,p=5,emax=7' gives 'p' twice" formats p=4,p=5,emax=7
+# an explicit bias and unsigned formats: ml_dtypes' float8_e4m3b11fnuz and
+# float8_e5m3fnu, and the one error line for each way a spec goes wrong
+ok "a custom bias, an unsigned format, in a -f list" "$R
+\"p=4,ebits=4,bias=11,nan=fnuz\",30,0x7f,30,normal,-
+\"p=4,ebits=5,bias=15,unsigned,nan=fn\",30,0x9f,30,normal,-
+e8m0,30,0x84,32,normal,inexact
+\"p=4,ebits=4,bias=11,nan=fnuz\",-0x1p-30,0x00,0,zero,underflow|inexact
+\"p=4,ebits=5,bias=15,unsigned,nan=fn\",-0x1p-30,0xff,nan,nan,invalid
+e8m0,-0x1p-30,0xff,nan,nan,invalid" \
+	round --csv -f p=4,ebits=4,bias=11,nan=fnuz,p=4,ebits=5,bias=15,unsigned,nan=fn,e8m0 30 -0x1p-30
+bad "emax and ebits/bias together" \
+	"nanmap: format spec 'p=4,emax=7,ebits=4,bias=7' gives emax= and ebits=/bias=: the exponent range is one or the other (emax= derives ebits and bias)" \
+	formats p=4,emax=7,ebits=4,bias=7
+bad "ebits without bias" "nanmap: format spec 'p=4,ebits=4': ebits= and bias= go together" \
+	formats p=4,ebits=4
+bad "no exponent range" \
+	"nanmap: format spec 'p=4,nan=fn' has no exponent range (give emax=E, or ebits=K,bias=B)" \
+	round -f p=4,nan=fn 1
+bad "a bias out of range" \
+	"nanmap: format spec 'p=4,ebits=4,bias=-120': bias -120 puts the exponents at 121..134, outside -127..128" \
+	formats p=4,ebits=4,bias=-120
+bad "unsigned fnuz" \
+	"nanmap: format spec 'p=4,ebits=4,bias=8,unsigned,nan=fnuz': nan=fnuz needs a sign bit (its NaN is the would-be -0)" \
+	formats p=4,ebits=4,bias=8,unsigned,nan=fnuz
+bad "nozero with a sign" \
+	"nanmap: format spec 'p=1,ebits=8,bias=127,nozero,nan=fn': nozero needs unsigned (a signed format without zero would need a sign for its zero results)" \
+	formats p=1,ebits=8,bias=127,nozero,nan=fn
 bad "a trailing comma in a spec" \
 	"nanmap: format spec 'p=4,emax=7,' has an empty item (a stray comma)" formats p=4,emax=7,
 # e8m0 has no zero: an accumulator's start 0 is code 0 = 2^-127 in both backends

@@ -252,7 +252,7 @@ START_TEST(test_wide_random)
 			un += prove(unops[o], f, &env, x, e, s, cu);
 		}
 	}
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "aops: %s random pairs, RNE (7 ops)", f->name);
 	t_count(what, rne);
 	snprintf(what, sizeof what, "aops: %s random pairs, other modes and options", f->name);
@@ -475,7 +475,7 @@ START_TEST(test_transc_every_input)
 				other += k;
 		}
 	}
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "aops: %s exp log exp2 rsqrt, every input, rne", f->name);
 	t_count(what, rne);
 	if (other) {
@@ -741,7 +741,7 @@ START_TEST(test_fold_sequences)
 					}
 				}
 			}
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "aops: fold steps, %s sequences x envs", f->name);
 	t_count(what, cases);
 	free(xa), free(xb);

@@ -1,7 +1,9 @@
 /*
  * check_exhaustive.c — `make test-exhaustive`: all 2^32 fp16 pairs for add,
  * sub, mul, div and fma with a fixed addend, against hardware; bf16 (and
- * fp16 flags) against MPFR on a prime stride through the 2^32 pairs.
+ * fp16 flags) against MPFR on a prime stride through the 2^32 pairs; fma on
+ * every triple of the two 8-bit formats only a custom spec expresses
+ * (ml_dtypes' float8_e4m3b11fnuz and float8_e5m3fnu) against MPFR.
  *
  * The fp16 oracle: AVX-512 FP16 where the CPU has it; otherwise binary32
  * arithmetic rounded to odd (round toward zero, then OR the inexact flag into
@@ -124,7 +126,7 @@ START_TEST(test_fp16_all_pairs_hw)
 			}
 		}
 	}
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "exhaustive fp16 %s %s vs F16C (round-to-odd)", emu_op_name(op),
 	         emu_mode_name(mode));
 	t_count(what, n);
@@ -162,12 +164,55 @@ START_TEST(test_stride_mpfr)
 			}
 		}
 	}
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "%s %s: 2^32 pairs on stride 4099 x 6 modes vs MPFR", f->name,
 	         emu_op_name(op));
 	t_count(what, npairs * EMU_NMODES);
 	printf("exhaustive: %s: %" PRIu64 " cases, %" PRIu64 " differ\n", what, npairs * EMU_NMODES,
 	       bad);
+	ck_assert_msg(bad == 0, "%s: %s", what, first);
+}
+END_TEST
+
+/* fma(a, b, c) for all 2^24 triples of an 8-bit custom format, in every
+ * mode, against MPFR: bits and flags (make test takes every pair with 20
+ * addends, check_mpfr.c). */
+static const char *const fma8_specs[] = {"p=4,ebits=4,bias=11,nan=fnuz",
+                                         "p=4,ebits=5,bias=15,unsigned,nan=fn"};
+
+START_TEST(test_fma8_all_triples)
+{
+	emu_format f;
+	char err[160];
+	ck_assert_msg(emu_format_parse(fma8_specs[_i], &f, err, sizeof err) == EMU_OK, "%s", err);
+	const uint64_t n = (1ull << 24) * EMU_NMODES;
+	uint64_t bad = 0;
+	char first[200] = "";
+#pragma omp parallel for schedule(dynamic, 65536) reduction(+ : bad)
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t t = k / EMU_NMODES;
+		emu_env env = EMU_ENV_DEFAULT;
+		env.mode = (emu_mode)(k % EMU_NMODES);
+		env.seed = t_seed();
+		env.index = k;
+		emu_bits args[3] = {(emu_bits)(t >> 16), (emu_bits)((t >> 8) & 0xff),
+		                    (emu_bits)(t & 0xff)};
+		emu_result x = emu_apply(EMU_OP_FMA, &f, NULL, args, &env);
+		emu_result y = emu_mp_apply(EMU_OP_FMA, &f, NULL, args, &env);
+		if (x.bits != y.bits || x.flags != y.flags) {
+			if (bad++ == 0) {
+#pragma omp critical
+				snprintf(first, sizeof first,
+				         "fma %s 0x%02x 0x%02x 0x%02x: fast 0x%x/%x mpfr 0x%x/%x",
+				         emu_mode_name(env.mode), args[0], args[1], args[2], x.bits,
+				         x.flags, y.bits, y.flags);
+			}
+		}
+	}
+	char what[T_WHAT_LEN];
+	snprintf(what, sizeof what, "%s fma: all 2^24 triples x 6 modes vs MPFR", f.name);
+	t_count(what, n);
+	printf("exhaustive: %s: %" PRIu64 " cases, %" PRIu64 " differ\n", what, n, bad);
 	ck_assert_msg(bad == 0, "%s: %s", what, first);
 }
 END_TEST
@@ -179,6 +224,7 @@ Suite *suite_exhaustive(void)
 	tcase_set_timeout(tc, 0);
 	tcase_add_loop_test(tc, test_fp16_all_pairs_hw, 0, (int)(ARRAY_SIZE(ops) * 4));
 	tcase_add_loop_test(tc, test_stride_mpfr, 0, (int)(ARRAY_SIZE(ops) * 2));
+	tcase_add_loop_test(tc, test_fma8_all_triples, 0, ARRAY_SIZE(fma8_specs));
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, t_tcase_random_policies(true));
 	suite_add_tcase(s, t_tcase_fast_exact_more());

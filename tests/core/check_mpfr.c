@@ -9,7 +9,11 @@
  *     each format, and 10^7 random binary32 and 10^7 binary64 inputs;
  *   - 10^7 random 16-bit pairs per binary operation;
  *   - a sample of custom formats (the smallest of each NaN style, p = 1,
- *     no inf, no subnormals): every pair, fma, unary op and conversion.
+ *     no inf, no subnormals, explicit biases, unsigned formats, one
+ *     without zero, and ml_dtypes' float8_e4m3b11fnuz and float8_e5m3fnu
+ *     as custom specs): every pair, fma, unary op and conversion, and
+ *     binary32 near every boundary and random binary64 converted into
+ *     them (with two formats at the edges of the exponent range).
  * e5m2 and the custom ieee formats have signaling NaNs, so the pairs prove
  * both backends tell them apart (invalid) the same way.
  * Encodings are compared exactly: both backends produce the format's one
@@ -125,7 +129,7 @@ START_TEST(test_small_pairs)
 {
 	const emu_format *f = t_fmt(small_fmts[_i]);
 	uint64_t n = (1ull << (2 * f->bits)) * ARRAY_SIZE(binops) * NVARIANT;
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "%s: all pairs x 6 binary ops x 14 env", f->name);
 	prove(what, t_quick() ? n / 97 : n, gen_pairs, f);
 }
@@ -153,7 +157,7 @@ START_TEST(test_small_fma)
 {
 	const emu_format *f = t_fmt(small_fmts[_i]);
 	uint64_t n = (1ull << (2 * f->bits)) * ((1u << f->bits) / 16 + 4) * NVARIANT;
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "%s: fma all pairs x %u addends x 14 env", f->name,
 	         (1u << f->bits) / 16 + 4);
 	prove(what, t_quick() ? n / 97 : n, gen_fma_pairs, f);
@@ -177,7 +181,7 @@ START_TEST(test_unary_16)
 {
 	const emu_format *f = t_fmt(wide_fmts[_i]);
 	uint64_t n = 65536ull * ARRAY_SIZE(unops) * NVARIANT;
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "%s: every value x %zu unary ops x 14 env", f->name,
 	         ARRAY_SIZE(unops));
 	prove(what, t_quick() ? n / 97 : n, gen_unary, f);
@@ -188,7 +192,7 @@ START_TEST(test_unary_small)
 {
 	const emu_format *f = t_fmt(small_fmts[_i]);
 	uint64_t n = (1ull << f->bits) * ARRAY_SIZE(unops) * NVARIANT;
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "%s: every value x %zu unary ops x 14 env", f->name,
 	         ARRAY_SIZE(unops));
 	prove(what, t_quick() ? n / 7 : n, gen_unary, f);
@@ -214,7 +218,7 @@ START_TEST(test_convert_all)
 	if (src->bits > 16)
 		return;
 	uint64_t n = (1ull << src->bits) * emu_format_count() * NVARIANT;
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "cvt from every %s value to 12 formats x 14 env", src->name);
 	prove(what, t_quick() ? n / 97 : n, gen_cvt, src);
 }
@@ -222,21 +226,55 @@ END_TEST
 
 /* ---- custom formats: a sample of what the spec parser accepts ---- */
 /* The smallest of each NaN style (3-4 bits), without inf or subnormals,
- * p = 1 (nothing but powers of two), and a few mid-sized ones; all <= 7
- * bits so every pair stays cheap. */
+ * p = 1 (nothing but powers of two), a few mid-sized ones, explicit biases
+ * (negative: no value below 8; large: nothing above 1), unsigned formats of
+ * each NaN style that has one (with inf and a signaling NaN, without NaN,
+ * without zero and p > 1), all <= 7 bits so every pair stays cheap; and the
+ * two 8-bit formats of ml_dtypes that only an explicit bias or unsigned can
+ * express, float8_e4m3b11fnuz and float8_e5m3fnu. (float8_e8m0fnu as a spec,
+ * "p=1,ebits=8,bias=127,unsigned,nozero,nan=fn", is e8m0's descriptor field
+ * for field, check_format.c, and e8m0 is in small_fmts.) */
 static const char *const custom_specs[] = {
-	"p=2,emax=1",           "p=2,emax=1,noinf",         "p=3,emax=1,noinf,nosub",
-	"p=1,emax=2,nan=none",  "p=1,emax=4,nan=none,nosub", "p=1,emax=1,nan=fnuz",
-	"p=2,emax=2,nan=fn",    "p=4,emax=3,nan=fnuz,nosub", "p=3,emax=4,nan=fn,nosub",
-	"p=4,emax=3",           "p=2,emax=7,nosub",          "p=4,emax=2,nan=none",
+    "p=2,emax=1",
+    "p=2,emax=1,noinf",
+    "p=3,emax=1,noinf,nosub",
+    "p=1,emax=2,nan=none",
+    "p=1,emax=4,nan=none,nosub",
+    "p=1,emax=1,nan=fnuz",
+    "p=2,emax=2,nan=fn",
+    "p=4,emax=3,nan=fnuz,nosub",
+    "p=3,emax=4,nan=fn,nosub",
+    "p=4,emax=3",
+    "p=2,emax=7,nosub",
+    "p=4,emax=2,nan=none",
+    "p=2,ebits=3,bias=-3,nan=fnuz,nosub",
+    "p=3,ebits=2,bias=9,nan=fn",
+    "p=3,ebits=2,bias=0,unsigned",
+    "p=2,ebits=2,bias=2,unsigned,noinf",
+    "p=3,ebits=2,bias=1,unsigned,nan=none",
+    "p=3,ebits=3,bias=2,unsigned,nozero,nan=fn",
+    "p=4,ebits=4,bias=11,nan=fnuz",
+    "p=4,ebits=5,bias=15,unsigned,nan=fn",
 };
+/* Too wide for every pair, converted into only: the edges of the exponent
+ * range an explicit bias may reach (emin = -127 unsigned; emax = 128 with
+ * p = 24 and a negative bias). */
+static const char *const custom_wide[] = {
+    "p=8,ebits=8,bias=128,unsigned",
+    "p=24,ebits=6,bias=-65,nan=fn",
+};
+#define NCUSTOM (ARRAY_SIZE(custom_specs) + ARRAY_SIZE(custom_wide))
 
+/* custom_specs, then custom_wide */
 static const emu_format *custom_fmt(int i)
 {
-	static emu_format f[ARRAY_SIZE(custom_specs)];
+	static emu_format f[NCUSTOM];
+	const char *spec = (size_t)i < ARRAY_SIZE(custom_specs)
+	                       ? custom_specs[i]
+	                       : custom_wide[(size_t)i - ARRAY_SIZE(custom_specs)];
 	char err[200];
-	ck_assert_msg(emu_format_parse(custom_specs[i], &f[i], err, sizeof err) == EMU_OK, "%s: %s",
-	              custom_specs[i], err);
+	ck_assert_msg(emu_format_parse(spec, &f[i], err, sizeof err) == EMU_OK, "%s: %s", spec,
+	              err);
 	return &f[i];
 }
 
@@ -244,7 +282,7 @@ START_TEST(test_custom_pairs)
 {
 	const emu_format *f = custom_fmt(_i);
 	uint64_t n = (1ull << (2 * f->bits)) * ARRAY_SIZE(binops) * NVARIANT;
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "%s: all pairs x 6 binary ops x 14 env", f->name);
 	prove(what, t_quick() ? n / 7 : n, gen_pairs, f);
 	n = (1ull << (2 * f->bits)) * ((1u << f->bits) / 16 + 4) * NVARIANT;
@@ -284,7 +322,7 @@ START_TEST(test_custom_cvt_in)
 {
 	cvt_in_ctx x = {custom_fmt(_i), 1u << 10};
 	uint64_t n = x.per_src * emu_format_count() * NVARIANT;
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "cvt into %s from 1024 values of 12 formats x 14 env",
 	         x.dst->name);
 	prove(what, t_quick() ? n / 7 : n, gen_cvt_in, &x);
@@ -398,7 +436,7 @@ START_TEST(test_boundaries)
 		b.npoints = all / 7;
 	}
 	uint64_t n = b.npoints * 2 * 7 * NVARIANT;
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "%s: binary32 within 3 ulps of each boundary x 14 env", f->name);
 	prove(what, t_quick() ? n / 97 : n, gen_boundary, &b);
 }
@@ -436,9 +474,9 @@ END_TEST
  * log-uniform over each format's own range, where the rounding happens. */
 static void gen_random_inrange(uint64_t i, const void *ctx, tcase *c)
 {
-	(void)ctx;
+	/* ctx: one format, or NULL for every built-in in turn */
 	uint64_t r = t_rand(12, i);
-	const emu_format *f = emu_format_at(i % emu_format_count());
+	const emu_format *f = ctx ? ctx : emu_format_at(i % emu_format_count());
 	int lo = f->emin - f->p - 2, hi = f->emax + 2;
 	int e = lo + (int)((r >> 53) % (uint64_t)(hi - lo + 1));
 	double m = 1 + (double)(r & ((1ull << 52) - 1)) * 0x1p-52;
@@ -452,6 +490,31 @@ START_TEST(test_random_inrange)
 {
 	prove("random binary64 in each format's range", t_quick() ? 100000 : 10000000,
 	      gen_random_inrange, NULL);
+}
+END_TEST
+
+/* Into the custom formats from binary32 near every boundary and midpoint
+ * (a prime stride through the wide ones) and from random binary64 over
+ * each one's range, signs drawn at random (negative values are the NaN of
+ * an unsigned format). */
+START_TEST(test_custom_from_double)
+{
+	const emu_format *f = custom_fmt(_i);
+	uint64_t all = (uint64_t)f->max_bits + 1;
+	bctx b = {f, all, 1};
+	if (all > 65536) {
+		b.stride = 65537; /* prime, and > 2^16 so p = 24's steps differ */
+		b.npoints = all / b.stride + 1;
+		while ((b.npoints - 1) * b.stride > f->max_bits)
+			b.npoints--;
+	}
+	uint64_t n = b.npoints * 2 * 7 * NVARIANT;
+	char what[T_WHAT_LEN];
+	snprintf(what, sizeof what, "%s: binary32 within 3 ulps of each boundary x 14 env",
+	         f->name);
+	prove(what, t_quick() ? n / 7 : n, gen_boundary, &b);
+	snprintf(what, sizeof what, "%s: random binary64 in its range x 14 env", f->name);
+	prove(what, t_quick() ? 10000 : 200000, gen_random_inrange, f);
 }
 END_TEST
 
@@ -518,7 +581,7 @@ static void gen_pairs16(uint64_t i, const void *ctx, tcase *c)
 START_TEST(test_pairs16)
 {
 	uint64_t n = t_quick() ? 100000 : 10000000;
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "random fp16/bf16 pairs: %s", emu_op_name(pair_ops[_i]));
 	prove(what, n, gen_pairs16, &pair_ops[_i]);
 }
@@ -542,6 +605,7 @@ Suite *suite_mpfr(void)
 	tcase_add_loop_test(tc, test_custom_pairs, 0, ARRAY_SIZE(custom_specs));
 	tcase_add_test(tc, test_kernel_no_zero);
 	tcase_add_loop_test(tc, test_custom_cvt_in, 0, ARRAY_SIZE(custom_specs));
+	tcase_add_loop_test(tc, test_custom_from_double, 0, (int)NCUSTOM);
 	suite_add_tcase(s, tc);
 	return s;
 }

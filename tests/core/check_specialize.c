@@ -36,11 +36,13 @@ static emu_result sp_exact(const emu_format *f, const struct sp_row *r, const em
 	                           : emu_mp_apply(r->op, f, NULL, args, env);
 }
 
-static void sp_check(const struct sp_row *rows, size_t n, const emu_env *env)
+/* The rows' results in f, or (f NULL) in each row's built-in format. */
+static void sp_check_in(const emu_format *in, const struct sp_row *rows, size_t n,
+                        const emu_env *env)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct sp_row *r = &rows[i];
-		const emu_format *f = t_fmt(r->fmt);
+		const emu_format *f = in ? in : t_fmt(r->fmt);
 		emu_result got[2] = {sp_fast(f, r, env), sp_exact(f, r, env)};
 
 		for (int k = 0; k < 2; k++)
@@ -50,6 +52,11 @@ static void sp_check(const struct sp_row *rows, size_t n, const emu_env *env)
 			    r->what, r->fmt, k ? "exact" : "fast", got[k].bits, got[k].flags,
 			    r->bits, r->flags);
 	}
+}
+
+static void sp_check(const struct sp_row *rows, size_t n, const emu_env *env)
+{
+	sp_check_in(NULL, rows, n, env);
 }
 
 /* The produced NaN of every built-in format: positive, payload zero, quiet. */
@@ -184,6 +191,62 @@ START_TEST(test_no_zero)
 }
 END_TEST
 
+/* Without a sign bit (float8_e5m3fnu's shape: a zero, subnormals, fn's
+ * NaN 0xff): negative values, also those that would round to zero, and
+ * -inf are the NaN with invalid (log 0 adds divbyzero, the pole's flag); -0
+ * and an exact zero of either sign are +0, a zero in the value domain too,
+ * and neg(0) is 0 with no flag. */
+START_TEST(test_no_sign)
+{
+	emu_format f = {.name = "e5m3fnu",
+	                .p = 4,
+	                .ebits = 5,
+	                .bias = 15,
+	                .has_sign = false,
+	                .has_inf = false,
+	                .has_subnormals = true,
+	                .has_zero = true,
+	                .nan = EMU_NAN_FN};
+	ck_assert(emu_format_init(&f) == EMU_OK);
+	ck_assert(f.bits == 8 && f.sign_mask == 0 && f.nan_bits == 0xff && f.max == 114688);
+	const struct sp_row rows[] = {
+	    {"", EMU_OP_CVT, 0, 0, 0, -0.0, 0x00, 0, "<- -0"},
+	    {"", EMU_OP_CVT, 0, 0, 0, -1.0, 0xff, EMU_FLAG_INVALID, "<- -1"},
+	    {"", EMU_OP_CVT, 0, 0, 0, -0x1p-30, 0xff, EMU_FLAG_INVALID, "<- -2^-30 (rounds to -0)"},
+	    {"", EMU_OP_CVT, 0, 0, 0, -INFINITY, 0xff, EMU_FLAG_INVALID, "<- -inf"},
+	    {"", EMU_OP_CVT, 0, 0, 0, -NAN, 0xff, 0, "<- -qNaN"},
+	    {"", EMU_OP_NEG, 0x00, 0, 0, 0, 0x00, 0, "neg(0)"},
+	    {"", EMU_OP_NEG, 0x01, 0, 0, 0, 0xff, EMU_FLAG_INVALID, "neg(min subnormal)"},
+	    {"", EMU_OP_ABS, 0x38, 0, 0, 0, 0x38, 0, "abs(1)"},
+	    {"", EMU_OP_SUB, 0x78, 0x78, 0, 0, 0x00, 0, "1 - 1"},
+	    {"", EMU_OP_SUB, 0x78, 0x80, 0, 0, 0xff, EMU_FLAG_INVALID, "1 - 2"},
+	    {"", EMU_OP_LOG, 0x70, 0, 0, 0, 0xff, EMU_FLAG_INVALID, "log(0.5) < 0"},
+	    {"", EMU_OP_LOG, 0x00, 0, 0, 0, 0xff, EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO,
+	     "log(0) = -inf: divbyzero, and no -inf"},
+	};
+	const struct sp_row rne_rows[] = {
+	    {"", EMU_OP_MUL, 0x01, 0x01, 0, 0, 0x00, EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT,
+	     "min subnormal squared"},
+	    {"", EMU_OP_CVT, 0, 0, 0, 0x1p-18, 0x00, EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT,
+	     "<- half the min subnormal: ties to +0"},
+	};
+	const emu_env rne = EMU_ENV_DEFAULT;
+	sp_check_in(&f, rne_rows, ARRAY_SIZE(rne_rows), &rne);
+	for (int m = 0; m < EMU_NMODES; m++) {
+		emu_env env = EMU_ENV_DEFAULT;
+		env.mode = (emu_mode)m;
+		sp_check_in(&f, rows, ARRAY_SIZE(rows), &env);
+		/* the value domain has no -0 to hand on either */
+		unsigned fl = 0;
+		ck_assert(!signbit(emu_round_value(&f, -0.0, 0, &env, &fl)) && fl == 0);
+		double one = 1.0, z;
+		emu_a_flags af = emu_a_sub(&f, &z, &one, 0, &one, 0, 1, &env, NULL);
+		ck_assert_msg(z == 0 && !signbit(z) && af.any == 0, "%s: 1 - 1 = %a",
+		              emu_mode_name(env.mode), z);
+	}
+}
+END_TEST
+
 /* An exact zero sum is -0 only in mode down; SR gives +0. */
 START_TEST(test_zero_sum_sign)
 {
@@ -215,6 +278,7 @@ Suite *suite_specialize(void)
 	tcase_add_test(tc, test_overflow);
 	tcase_add_test(tc, test_no_nan);
 	tcase_add_test(tc, test_no_zero);
+	tcase_add_test(tc, test_no_sign);
 	tcase_add_test(tc, test_zero_sum_sign);
 	suite_add_tcase(s, tc);
 	return s;

@@ -606,7 +606,7 @@ typedef struct {
 	const emu_format *inb; /* B's format: in, unless the case is mixed */
 	size_t K;
 	emu_bits a[TC_KMAX], b[TC_KMAX], c;
-	char what[160];
+	char what[2 * T_WHAT_LEN]; /* a preset or spec and three format names */
 } tc_case;
 
 /* Fill the operands of case i on stream st: a per-case exponent centre, so
@@ -778,7 +778,7 @@ START_TEST(test_tc_vs_mpfr_presets)
 	static const char *const gpus[] = {"v100", "a100",         "h100",     "ada",
 	                                   "b200", "b200-tcgen05", "h200-mma", "h100-mma"};
 	const char *gpu = gpus[_i];
-	char what[96];
+	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "tc fast == mpfr, %s preset%s", gpu,
 	         !strcmp(gpu, "h100") ? " (= h200)" : "");
 	prove_tc(what, n_cases(100000), S_TC_CASE + (uint64_t)_i, setup_preset, gpu);

@@ -168,7 +168,7 @@ nm_golden_status nm_golden_read_actual(const char *path, const nm_golden_output 
  */
 typedef struct nm_golden_input {
 	const char *role; /* static storage */
-	char format[40];  /* the format the kernel rounds the values into ("fp16"),
+	char format[64];  /* the format the kernel rounds the values into ("fp16"),
 	                     "float64" (it takes them as they are) or "index" (class
 	                     indices 0, 1, ...) */
 	int bits;         /* that format's width; 64 for float64, 32 for index */

@@ -13,6 +13,7 @@
  * must hold them (emu_train_cfg_check).
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,6 +333,49 @@ enum { G_EMB, G_LNF, G_LOGITS, G_LOSS, G_OPT, NG };
 static const int g_kind[NG] = {K_EMB, K_LN, K_LIN, K_LOSS, K_OPT};
 static const char *const g_names[NG] = {"emb", "lnf", "logits", "loss", "optimizer"};
 
+/* ---- the sites' names: one table for every run, built once ----
+ * A backend keeps the names it was given (and its first failing operation
+ * points into them), and a sweep's backend outlives the trainer of its
+ * point: the names live as long as the program. */
+
+#define TR_MAXL 64 /* layers the table names (emu_train_cfg_check's bound) */
+static char (*site_names)[64];
+static const char **site_ptrs;
+static pthread_once_t sites_once = PTHREAD_ONCE_INIT;
+
+static void make_sites(void)
+{
+	size_t ninst = NG + (size_t)TR_MAXL * NI_LAYER, n = ninst * KMAX;
+	char(*names)[64] = malloc(n * sizeof *names);
+	const char **ptrs = malloc(n * sizeof *ptrs);
+	if (!names || !ptrs) {
+		free(names);
+		free(ptrs);
+		return;
+	}
+	for (size_t i = 0; i < ninst; i++) {
+		int kind;
+		char block[48];
+		const char *iname;
+		if (i < NG) {
+			kind = g_kind[i];
+			iname = g_names[i];
+			block[0] = '\0';
+		} else {
+			kind = i_kind[(i - NG) % NI_LAYER];
+			iname = i_names[(i - NG) % NI_LAYER];
+			snprintf(block, sizeof block, "layer%zu.", (i - NG) / NI_LAYER);
+		}
+		for (unsigned k = 0; k < KMAX; k++) {
+			snprintf(names[i * KMAX + k], sizeof names[0], "%s%s.%s", block, iname,
+			         k_steps[kind][k] ? k_steps[kind][k] : "-");
+			ptrs[i * KMAX + k] = names[i * KMAX + k];
+		}
+	}
+	site_names = names;
+	site_ptrs = ptrs;
+}
+
 /* ---- the trainer ---- */
 
 typedef struct {
@@ -354,9 +398,7 @@ struct emu_train {
 	uint64_t step, adam_t;
 	emu_gs_state gs;
 	size_t ninst;
-	char (*site_names)[64];
-	const char **site_ptrs;
-	unsigned nsites;
+	unsigned nsites; /* the sites this model's steps use (site_ptrs' first ones) */
 	emu_train_lstat *ls;
 	emu_train_fail fail;
 	int *inp, *tgt;
@@ -381,9 +423,10 @@ static void free_acts(emu_train *t);
 
 static unsigned inst_base(const emu_train *t, int layer, int inst)
 {
-	/* layers first, then the global instances */
-	size_t i =
-	    layer >= 0 ? (size_t)layer * NI_LAYER + (size_t)inst : t->L * NI_LAYER + (size_t)inst;
+	/* the global instances first, then the layers': a site's id does not
+	 * depend on the model's depth, so one table of names serves every run */
+	(void)t;
+	size_t i = layer >= 0 ? NG + (size_t)layer * NI_LAYER + (size_t)inst : (size_t)inst;
 	return EMU_STEP0 + (unsigned)(i * KMAX);
 }
 /* step name of the instance, forward or backward */
@@ -453,32 +496,10 @@ emu_train *emu_train_new(const emu_train_cfg *cfg, char *err, size_t errlen)
 	t->tgt = calloc(t->M, sizeof *t->tgt);
 	t->ninst = t->L * NI_LAYER + NG;
 	t->nsites = (unsigned)(t->ninst * KMAX);
-	t->site_names = calloc(t->nsites, sizeof *t->site_names);
-	t->site_ptrs = calloc(t->nsites, sizeof *t->site_ptrs);
 	t->ls = calloc((t->L + 2) * 2, sizeof *t->ls);
-	if (!t->P || !t->G || !t->Mo || !t->Vo || !t->inp || !t->tgt || !t->site_names ||
-	    !t->site_ptrs || !t->ls)
+	pthread_once(&sites_once, make_sites);
+	if (!t->P || !t->G || !t->Mo || !t->Vo || !t->inp || !t->tgt || !site_ptrs || !t->ls)
 		goto oom;
-	for (size_t i = 0; i < t->ninst; i++) {
-		int kind;
-		char block[48];
-		const char *iname;
-		if (i < t->L * NI_LAYER) {
-			kind = i_kind[i % NI_LAYER];
-			iname = i_names[i % NI_LAYER];
-			snprintf(block, sizeof block, "layer%zu.", i / NI_LAYER);
-		} else {
-			kind = g_kind[i - t->L * NI_LAYER];
-			iname = g_names[i - t->L * NI_LAYER];
-			block[0] = '\0';
-		}
-		for (unsigned s = 0; s < KMAX; s++) {
-			size_t k = i * KMAX + s;
-			snprintf(t->site_names[k], sizeof t->site_names[k], "%s%s.%s", block, iname,
-			         k_steps[kind][s] ? k_steps[kind][s] : "-");
-			t->site_ptrs[k] = t->site_names[k];
-		}
-	}
 	/* initialisation as GPT-2's: N(0, 0.02), the residual projections
 	 * N(0, 0.02/sqrt(2L)), biases 0, norm weights 1 */
 	const emu_format *Mf = F(t, EMU_TR_MASTER);
@@ -529,8 +550,6 @@ void emu_train_free(emu_train *t)
 	free(t->Vo);
 	free(t->inp);
 	free(t->tgt);
-	free(t->site_names);
-	free(t->site_ptrs);
 	free(t->ls);
 	free(t);
 }
@@ -1479,7 +1498,7 @@ static int begin(emu_train *t, emu_be *be, uint64_t salt)
 	t->be = be;
 	t->micro = 0;
 	if (fresh) {
-		emu_steps(be, t->site_ptrs, t->nsites);
+		emu_steps(be, site_ptrs, t->nsites);
 		t->tP = t->tG = t->tM = t->tV = NULL;
 		if (t->c.backend == EMU_BE_TRUTH) { /* the parameters and states as MPFR numbers */
 			t->tP = emu_vec_new(be, t->np);
@@ -1674,10 +1693,8 @@ static void site_stats(emu_train *t, emu_train_row *row)
 	const emu_be_stats *st = &t->be->st;
 	for (size_t s = EMU_STEP0; s < st->nsteps && s < EMU_STEP0 + t->nsites; s++) {
 		size_t i = (s - EMU_STEP0) / KMAX, k = (s - EMU_STEP0) % KMAX;
-		int kind = i < t->L * NI_LAYER ? i_kind[i % NI_LAYER] : g_kind[i - t->L * NI_LAYER];
-		size_t layer = i < t->L * NI_LAYER            ? i / NI_LAYER + 1
-		               : i - t->L * NI_LAYER == G_EMB ? 0
-		                                              : t->L + 1;
+		int kind = i < NG ? g_kind[i] : i_kind[(i - NG) % NI_LAYER];
+		size_t layer = i == G_EMB ? 0 : i < NG ? t->L + 1 : (i - NG) / NI_LAYER + 1;
 		int dir = k > k_nfwd(kind);
 		const uint64_t *fl = st->step_flags[s];
 		uint64_t ov = fl[2], un = fl[3], inv = fl[0];

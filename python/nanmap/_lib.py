@@ -213,7 +213,7 @@ class GOutput(ctypes.Structure):
 
 class GInput(ctypes.Structure):
     _fields_ = [
-        ("role", ctypes.c_char_p), ("format", ctypes.c_char * 40), ("bits", ctypes.c_int),
+        ("role", ctypes.c_char_p), ("format", ctypes.c_char * 64), ("bits", ctypes.c_int),
         ("ndim", ctypes.c_int), ("rows", ctypes.c_size_t), ("cols", ctypes.c_size_t),
         ("of_x", ctypes.c_bool), ("values", c_dp), ("encodings", c_u32p),
     ]

@@ -2070,7 +2070,9 @@ static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 		return -1;
 	t->ext = be;
 	const emu_format *f32 = emu_format_by_name("fp32");
-	emu_vec *loss = emu_kout_vec(be, out, "loss", c.steps, F(t, EMU_TR_LOSS));
+	/* held as fp32 (every preset's loss format is within it): an output's format
+	 * must outlive the trainer, and the built-in table does */
+	emu_vec *loss = emu_kout_vec(be, out, "loss", c.steps, f32);
 	emu_vec *skip = emu_kout_vec(be, out, "skipped", c.steps, f32);
 	emu_vec *scale = emu_kout_vec(be, out, "scale", c.steps, f32);
 	int rc = loss && skip && scale ? 0 : -1;

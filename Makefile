@@ -273,10 +273,13 @@ FUZZ_LIBS_npy := -lm
 FUZZ_SRC_golden := tests/fuzz/fuzz_golden.c emu/io/nm_golden.c emu/io/nm_npy.c emu/io/nm_parse.c emu/io/nm_file.c \
   $(FUZZ_LAYERS)
 FUZZ_LIBS_golden := -lmpfr -lgmp -lm
-FUZZ_SRC_case := tests/fuzz/fuzz_case.c emu/sweep/nm_case.c emu/io/nm_parse.c emu/io/nm_gen.c $(FUZZ_LAYERS)
+# a case file may name the training kernel (emu/train), which saves checkpoints
+FUZZ_TRAIN := $(sort $(wildcard emu/train/*.c)) emu/io/nm_safetensors.c emu/io/nm_file.c
+FUZZ_SRC_case := $(sort tests/fuzz/fuzz_case.c emu/sweep/nm_case.c emu/io/nm_parse.c emu/io/nm_gen.c \
+  $(FUZZ_LAYERS) $(FUZZ_TRAIN))
 FUZZ_LIBS_case := -linih -lmpfr -lgmp -lm
-FUZZ_SRC_plot := tests/fuzz/fuzz_plot.c emu/sweep/nm_plot.c emu/sweep/nm_point.c emu/sweep/nm_case.c \
-  emu/io/nm_parse.c emu/io/nm_file.c emu/io/nm_gen.c $(FUZZ_LAYERS)
+FUZZ_SRC_plot := $(sort tests/fuzz/fuzz_plot.c emu/sweep/nm_plot.c emu/sweep/nm_point.c emu/sweep/nm_case.c \
+  emu/io/nm_parse.c emu/io/nm_file.c emu/io/nm_gen.c $(FUZZ_LAYERS) $(FUZZ_TRAIN))
 FUZZ_LIBS_plot := -linih -lmpfr -lgmp -lm
 FUZZ_SRC_gputab := tests/fuzz/fuzz_gputab.c emu/engine/gputab.c $(FUZZ_EMU)
 FUZZ_LIBS_gputab := -lm

@@ -291,8 +291,8 @@ static const struct {
     {7, "cols = 16\nrange = 1,2", ":8: key 'range': only for gen = logspace"},
     {7, "cols = 16\nmaxabs = maybe", ":8: key 'maxabs': 'maybe' is not yes or no"},
     {2, "kernel = softmax", ":2: key 'kernel': unknown kernel 'softmax' (kernels: softmax_ce "
-                            "layernorm accum backward gradscaler rmsnorm bce quant optimizer batchnorm matmul attention)"},
-    {2, "", ": [case] needs a kernel (kernels: softmax_ce layernorm accum backward gradscaler rmsnorm bce quant optimizer batchnorm matmul attention)"},
+                            "layernorm accum backward gradscaler rmsnorm bce quant optimizer batchnorm matmul attention train)"},
+    {2, "", ": [case] needs a kernel (kernels: softmax_ce layernorm accum backward gradscaler rmsnorm bce quant optimizer batchnorm matmul attention train)"},
     {3, "variants = naive lse2", ":3: key 'variants': unknown variant 'lse2' for softmax_ce "
                                  "(variants: naive maxsub lse)"},
     {3, "variants = naive naive", ":3: key 'variants': 'naive' listed twice"},

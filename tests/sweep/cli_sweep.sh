@@ -137,7 +137,7 @@ bad no_cols 12 "" "$B/no_cols.case: [input] needs cols (or an axis that sets col
 bad bad_section 12 "[inptu]" "$B/bad_section.case:12: unknown section '[inptu]' (sections: case input param axis NAME plot claim)"
 bad twice 12 "gen = normal" "$B/twice.case:12: key 'gen': given twice (first on line 11)"
 bad no_equals 12 "cols 64" "$B/no_equals.case:12: not a section header, key = value, or comment"
-bad bad_kernel 5 "kernel = softmax" "$B/bad_kernel.case:5: key 'kernel': unknown kernel 'softmax' (kernels: softmax_ce layernorm accum backward gradscaler rmsnorm bce quant optimizer batchnorm matmul attention)"
+bad bad_kernel 5 "kernel = softmax" "$B/bad_kernel.case:5: key 'kernel': unknown kernel 'softmax' (kernels: softmax_ce layernorm accum backward gradscaler rmsnorm bce quant optimizer batchnorm matmul attention train)"
 bad bad_variant 6 "variants = naive lse2" "$B/bad_variant.case:6: key 'variants': unknown variant 'lse2' for softmax_ce (variants: naive maxsub lse)"
 bad bad_format 7 "formats = fp16 fp17" "$B/bad_format.case:7: key 'formats': unknown format 'fp17'"
 bad bad_policy 9 "policy = storage=fp16,compute=fp33" "$B/bad_policy.case:9: key 'policy': bad policy 'storage=fp16,compute=fp33': unknown format 'fp33'"

@@ -135,7 +135,9 @@ static bool load(cl_ctx *x, int id, const char *part, cl_res *r)
 	memset(r, 0, sizeof *r);
 	for (size_t i = 0; i < x->n && !r->c; i++) {
 		const char *p = kv(x->cases[i], "part");
-		if (claim_id(x->cases[i]) == id && (!part || (p && strcmp(p, part) == 0)))
+		/* no part named: the claim's own case, not a training run's (part = model) */
+		if (claim_id(x->cases[i]) == id &&
+		    (part ? p && strcmp(p, part) == 0 : !p || strcmp(p, "model") != 0))
 			r->c = x->cases[i];
 	}
 	if (!r->c) {
@@ -694,6 +696,57 @@ static cl_verdict claim5(cl_ctx *x)
 	    "effective scale by m: %s. The statement has the cause backwards. ",
 	    d1 ? "yet it overflowed here" : "it never overflows here",
 	    d0 ? "that overflows here" : "even that did not overflow here");
+	/* the same question in a whole training run (nanmap train, docs/train.md) */
+	cl_res t;
+	char keep[sizeof x->missing];
+	snprintf(keep, sizeof keep, "%s", x->missing);
+	if (load(x, 5, "model", &t)) {
+		double tf[2] = {NAN, NAN}, tmax = 0;
+		size_t tm = t.c->naxes == 2 && strcmp(t.c->axes[0].name, "divide") == 0 ? 1 : 0;
+		for (size_t i = 0; t.c->naxes == 2 && i < nrows(&t); i++) {
+			if (!match(&t, i, NULL, NULL))
+				continue;
+			int d = axis(&t, i, 1 - tm) != 0;
+			double m = axis(&t, i, tm);
+			if (overflowed(status(&t, i)) && !(tf[d] <= m))
+				tf[d] = m;
+			if (m > tmax)
+				tmax = m;
+		}
+		for (int d = 1; d >= 0; d--) { /* the bisected boundary where there is one */
+			long row = thr_find(x, t.c, NULL, NULL, t.c->axes[tm].name, "overflow");
+			char ax[96];
+			snprintf(ax, sizeof ax, "%s@divide=%d", t.c->axes[tm].name, d);
+			if (row >= 0 && !isnan(tf[d]) &&
+			    !strcmp(nm_csv_get(&x->thr, (size_t)row, nm_csv_col(&x->thr, "axis")),
+			            ax))
+				tf[d] = thr_num(x, row, "first_bad");
+		}
+		nm_buf_printf(
+		    &x->num,
+		    "- a training run (`%s`, fp16-amp: GradScaler from 65536, a tiny GPT-2, "
+		    "m micro-batches a step):\n",
+		    t.c->name);
+		for (int d = 1; d >= 0; d--) {
+			if (isnan(tf[d]))
+				nm_buf_printf(&x->num, "  - %s: no skipped step for m up to %.0f\n",
+				              d ? "loss / m" : "loss not divided", tmax);
+			else
+				nm_buf_printf(
+				    &x->num,
+				    "  - %s: the scaled gradients overflow fp16 from m = %.0f\n",
+				    d ? "loss / m" : "loss not divided", tf[d]);
+		}
+		bool t1 = !isnan(tf[1]), t0 = !isnan(tf[0]);
+		nm_buf_printf(&x->why, "In a whole training run the same holds: %s, %s. ",
+		              t1 ? "dividing overflowed" : "dividing never overflowed",
+		              t0 ? "not dividing did" : "and neither did not dividing");
+		unload(&t);
+		d1 = d1 || t1;
+		d0 = d0 || t0;
+	} else {
+		snprintf(x->missing, sizeof x->missing, "%s", keep); /* the run is optional */
+	}
 	return d1 && !d0 ? V_TRUE : !d1 ? V_FALSE : V_PARTLY;
 }
 

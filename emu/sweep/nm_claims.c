@@ -600,6 +600,56 @@ static cl_verdict claim3(cl_ctx *x)
 		    "The formula matters as much as the format: the naive formula in fp32 "
 		    "still overflows from %.6g. ",
 		    firstbad[1][0]);
+	/* the same question in a whole training run (nanmap train, docs/train.md) */
+	cl_res t;
+	char keep[sizeof x->missing];
+	snprintf(keep, sizeof keep, "%s", x->missing);
+	if (load(x, 3, "model", &t)) {
+		static const char *const v[2] = {"fp16-pure:state=fp32",
+		                                 "fp16-pure:state=fp32:loss=fp32"};
+		double tb[2] = {NAN, NAN}, tmax = 0;
+		for (int k = 0; k < 2; k++) {
+			for (size_t i = 0; i < nrows(&t); i++) {
+				if (!match(&t, i, v[k], NULL))
+					continue;
+				double a = axis(&t, i, 0);
+				if (a > tmax)
+					tmax = a;
+				if (overflowed(status(&t, i)) && !(tb[k] <= a))
+					tb[k] = a;
+			}
+			long row = thr_find(x, t.c, v[k], NULL, t.c->axes[0].name, NULL);
+			if (row >= 0 && !isnan(tb[k]))
+				tb[k] = thr_num(x, row, "first_bad");
+		}
+		unload(&t);
+		nm_buf_printf(
+		    &x->num,
+		    "- a training run (`%s`, a tiny GPT-2 in fp16 with fp32 AdamW states, "
+		    "its logits multiplied by a factor at step 2):\n",
+		    t.c->name);
+		for (int k = 0; k < 2; k++) {
+			if (isnan(tb[k]))
+				nm_buf_printf(&x->num,
+				              "  - loss %s: finite for every factor up to %.6g\n",
+				              k ? "on logits.float()" : "in fp16", tmax);
+			else
+				nm_buf_printf(&x->num,
+				              "  - loss %s: not finite from a factor of %.17g\n",
+				              k ? "on logits.float()" : "in fp16", tb[k]);
+		}
+		nm_buf_printf(
+		    &x->why,
+		    "In a whole training run the fp16 loss %s, and on `logits.float()` it %s. ",
+		    isnan(tb[0]) ? "never broke"
+		                 : "broke (the fp16 sum of the positions' "
+		                   "losses overflows)",
+		    isnan(tb[1]) ? "stayed finite" : "broke too");
+		unstable |= !isnan(tb[0]);
+		fixed = fixed && isnan(tb[1]);
+	} else {
+		snprintf(x->missing, sizeof x->missing, "%s", keep); /* the run is optional */
+	}
 	return unstable && fixed ? V_TRUE : unstable || fixed ? V_PARTLY : V_FALSE;
 }
 

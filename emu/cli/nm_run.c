@@ -141,6 +141,18 @@ static int nr_count(const char *arg, const char *opt, uint64_t *out)
 	return nm_parse_count(opt, arg, 1, NR_MAX_ELEMS, out);
 }
 
+/* p from "NAME=VALUE" (eq: its '='): one copy, split at eq. 0, or -1 out of memory. */
+static int nr_split(struct nr_param *p, const char *arg, const char *eq)
+{
+	p->text = strdup(arg);
+	if (!p->text)
+		return -1;
+	p->text[eq - arg] = '\0';
+	p->name = p->text;
+	p->value_text = p->text + (eq - arg) + 1;
+	return 0;
+}
+
 static int nr_opt_param(struct nr_opts *o, const char *arg)
 {
 	struct nr_param *p;
@@ -153,12 +165,8 @@ static int nr_opt_param(struct nr_opts *o, const char *arg)
 	if (!eq || eq == arg)
 		return nm_fail("bad parameter '%s' (want NAME=VALUE, e.g. eps=1e-5)", arg);
 	p = &o->params[o->nparams];
-	p->text = strdup(arg);
-	if (!p->text)
+	if (nr_split(p, arg, eq) != 0)
 		return nr_oom();
-	p->text[eq - arg] = '\0';
-	p->name = p->text;
-	p->value_text = p->text + (eq - arg) + 1;
 	o->nparams++; /* freed with the options from here on */
 	for (size_t i = 0; i + 1 < o->nparams; i++)
 		if (!strcmp(o->params[i].name, p->name))
@@ -181,12 +189,8 @@ static int nr_opt_tensor(struct nr_opts *o, const char *arg)
 	if (!eq || eq == arg || !eq[1])
 		return nm_fail("bad --tensor '%s' (want ROLE=FILE.npy, e.g. dy=dy.npy)", arg);
 	p = &o->tensor_args[o->ntensors];
-	p->text = strdup(arg);
-	if (!p->text)
+	if (nr_split(p, arg, eq) != 0)
 		return nr_oom();
-	p->text[eq - arg] = '\0';
-	p->name = p->text;
-	p->value_text = p->text + (eq - arg) + 1;
 	o->ntensors++; /* freed with the options from here on */
 	for (size_t i = 0; i + 1 < o->ntensors; i++)
 		if (!strcmp(o->tensor_args[i].name, p->name))

@@ -59,6 +59,11 @@ enum {
 	NT_JSON,
 	NT_STOP,
 	NT_LRSPIKE,
+	NT_FLAT,
+	NT_LWEIGHT,
+	NT_AEPS,
+	NT_GS_GROWTH,
+	NT_REPLAY,
 };
 
 static const nm_opt nt_defs[] = {
@@ -100,12 +105,17 @@ static const nm_opt nt_defs[] = {
     {NULL, "--json", NT_JSON, NM_OPTF_VALUE, 0},
     {NULL, "--stop-at", NT_STOP, NM_OPTF_VALUE, 0},
     {NULL, "--lr-spike", NT_LRSPIKE, NM_OPTF_VALUE, 0},
+    {NULL, "--flat", NT_FLAT, NM_OPTF_VALUE, 0},
+    {NULL, "--loss-weight", NT_LWEIGHT, NM_OPTF_VALUE, 0},
+    {NULL, "--adam-eps", NT_AEPS, NM_OPTF_VALUE, 0},
+    {NULL, "--scaler-growth", NT_GS_GROWTH, NM_OPTF_VALUE, 0},
+    {NULL, "--replay", NT_REPLAY, NM_OPTF_VALUE, 0},
 };
 
 typedef struct {
 	emu_train_cfg c;
 	const char *policy, *text, *csv, *lcsv, *compare, *plot, *save, *resume, *dump, *json;
-	uint64_t save_every, stop_at;
+	uint64_t save_every, stop_at, replay;
 	const char *roles[32];
 	size_t nroles;
 	uint64_t every;
@@ -194,12 +204,23 @@ static int nt_take(void *ctx, const nm_opt *d, const char *a)
 		return nt_real(d->lng, a, 0, 0.5, &c->ln_eps);
 	case NT_SEED:
 		return nm_parse_count(d->lng, a, 0, UINT64_MAX, &c->seed);
+	case NT_REPLAY:
+		return nm_parse_count(d->lng, a, 1, 100000000, &o->replay);
+	case NT_LWEIGHT:
+		return nt_real(d->lng, a, 1e-300, 1e300, &c->loss_weight);
+	case NT_AEPS:
+		return nt_real(d->lng, a, 0, 0.999, &c->eps);
+	case NT_GS_GROWTH:
+		return nt_real(d->lng, a, 1.0000001, 1e30, &c->gs.growth_factor);
 	case NT_SPIKE:
+	case NT_FLAT:
 	case NT_LRSPIKE: {
 		const char *colon = strchr(a, ':');
 		char n[32];
 		if (!colon || (size_t)(colon - a) >= sizeof n)
-			return nm_fail("bad %s '%s' (STEP:FACTOR, e.g. 50:1000)", d->lng, a);
+			return nm_fail("bad %s '%s' (%s)", d->lng, a,
+			               d->id == NT_FLAT ? "STEP:VARIANCE, e.g. 50:1e-7"
+			                                : "STEP:FACTOR, e.g. 50:1000");
 		memcpy(n, a, (size_t)(colon - a));
 		n[colon - a] = '\0';
 		if ((rc = nm_parse_count(d->lng, n, 1, 100000000, &u)) != 0)
@@ -207,6 +228,10 @@ static int nt_take(void *ctx, const nm_opt *d, const char *a)
 		if (d->id == NT_LRSPIKE) {
 			c->lr_spike_step = (size_t)u;
 			return nt_real(d->lng, colon + 1, 0, 1e300, &c->lr_spike);
+		}
+		if (d->id == NT_FLAT) {
+			c->flat_step = (size_t)u;
+			return nt_real(d->lng, colon + 1, 0, 1e300, &c->flat_var);
 		}
 		c->spike_step = (size_t)u;
 		return nt_real(d->lng, colon + 1, -1e300, 1e300, &c->spike_factor);
@@ -284,7 +309,10 @@ static const char nt_help[] =
     "run:     --steps N (100) --micro K (1) [--no-loss-div] --lr LR (1e-3) --min-lr (1e-4)\n"
     "         --warmup N (10) --wd W (0.1) --clip C (1; 0 none) --seed S (1)\n"
     "         --scaler-init S (65536) --scaler-interval N (2000) --spike STEP:FACTOR\n"
-    "         --lr-spike STEP:FACTOR (that step's learning rate times FACTOR)\n"
+    "         --scaler-growth G (2) --adam-eps E (1e-8) --loss-weight K (1: the loss\n"
+    "         times K before backward) --lr-spike STEP:FACTOR (that step's learning\n"
+    "         rate times FACTOR) --flat STEP:VAR (a near-constant batch: each position's\n"
+    "         embedding output squeezed to variance VAR over the features)\n"
     "         --backend fast|exact (fast) --val-every N (10)\n"
     "output:  --every N (progress line every N steps; default steps/10) --csv FILE\n"
     "         --layers-csv FILE --compare POLICY [--diverge F (2)]: the same run under\n"
@@ -292,7 +320,10 @@ static const char nt_help[] =
     "         --plot FILE.svg|.png (loss curves) --json FILE (the report)\n"
     "state:   --save FILE [--save-every N] (a checkpoint) --resume FILE (continue one)\n"
     "         --stop-at STEP (stop there, the schedule still --steps long; --resume on)\n"
-    "         --dump DIR (initial weights, batch 0 and its gradients, .safetensors)\n";
+    "         --dump DIR (initial weights, batch 0 and its gradients, .safetensors)\n"
+    "         --replay STEP: run to STEP - 1 under the first policy (from --resume\n"
+    "         FILE when given), then step STEP on the fast and the exact backend\n"
+    "         (compared bit for bit) and under every other --policy from that state\n";
 
 static int nt_setup(nt_opts *o, emu_train_cfg *c, const char *policy, bool overrides, char *err,
                     size_t errlen)
@@ -382,6 +413,183 @@ static void nt_json_fail(nm_buf *b, const emu_train_fail *f)
 	nm_buf_put(b, "}");
 }
 
+/* --text FILE: its bytes, the task's (*text freed by the caller) */
+static int nt_text(nt_opts *o, char **text)
+{
+	*text = NULL;
+	if (!o->text)
+		return 0;
+	size_t len;
+	errno = 0;
+	*text = nm_file_read_max(o->text, (size_t)1 << 30, &len);
+	if (!*text)
+		return nm_fail("%s: cannot read: %s", o->text, strerror(errno ? errno : ENOMEM));
+	o->c.task = EMU_TASK_TEXT;
+	o->c.text = (const unsigned char *)*text;
+	o->c.text_len = len;
+	o->c.vocab = 256;
+	return 0;
+}
+
+/* one step of a replay: a trainer of policy pol on backend be, in the
+ * state of p, stepped once; its row in *row */
+static emu_train *nt_replay_one(nt_opts *o, const char *pol, bool overrides, emu_be_kind be,
+                                const emu_train *p, size_t *changed, emu_train_row *row)
+{
+	char err[512];
+	emu_train_cfg c = o->c;
+	c.backend = be;
+	emu_train *t = NULL;
+	if (nt_setup(o, &c, pol, overrides, err, sizeof err) != 0 ||
+	    !(t = emu_train_new(&c, err, sizeof err)) ||
+	    emu_train_adopt(t, p, changed, err, sizeof err) != 0) {
+		nm_fail("--replay: %s", err);
+		emu_train_free(t);
+		return NULL;
+	}
+	if (emu_train_step(t, row) != 0) {
+		nm_fail("train: out of memory");
+		emu_train_free(t);
+		return NULL;
+	}
+	return t;
+}
+
+static void nt_replay_row(const char *pre, const emu_train_row *w)
+{
+	char b[3][NM_NUM_LEN];
+	printf("%sloss %s, gradient norm %s, scale %s%s; operations that overflowed %llu, "
+	       "underflowed %llu, invalid %llu; non-finite parameters after it %llu\n",
+	       pre, nm_fmt_g(w->loss, 9, b[0], NM_NUM_LEN),
+	       nm_fmt_g(w->grad_norm, 6, b[1], NM_NUM_LEN), nm_fmt_g(w->scale, 6, b[2], NM_NUM_LEN),
+	       w->skipped ? " (skipped)" : "", (unsigned long long)w->overflow,
+	       (unsigned long long)w->underflow, (unsigned long long)w->invalid,
+	       (unsigned long long)w->nonfinite_params);
+}
+
+/* fast against exact: what differs (NULL: nothing), the parameters compared */
+static const char *nt_replay_diff(emu_train *a, const emu_train_row *ra, emu_train *b,
+                                  const emu_train_row *rb, size_t *nparams)
+{
+	const emu_train_fail *fa = emu_train_first_fail(a), *fb = emu_train_first_fail(b);
+	*nparams = 0;
+	if (memcmp(&ra->loss, &rb->loss, sizeof ra->loss))
+		return "the loss";
+	if (memcmp(&ra->grad_norm, &rb->grad_norm, sizeof ra->grad_norm))
+		return "the gradient norm";
+	if (ra->skipped != rb->skipped || memcmp(&ra->scale, &rb->scale, sizeof ra->scale))
+		return "the loss scale or the skip";
+	if (ra->overflow != rb->overflow || ra->underflow != rb->underflow ||
+	    ra->invalid != rb->invalid || ra->nonfinite_params != rb->nonfinite_params)
+		return "the flag counts";
+	if (fa->set != fb->set ||
+	    (fa->set &&
+	     (strcmp(fa->site, fb->site) || fa->element != fb->element || fa->flags != fb->flags)))
+		return "the first failing operation";
+	for (size_t i = 0; i < emu_train_ntensors(a); i++) {
+		double *va, *vb, *g;
+		size_t na, nb;
+		emu_train_tensor(a, i, &va, &g, &na);
+		emu_train_tensor(b, i, &vb, &g, &nb);
+		if (na != nb || memcmp(va, vb, na * sizeof *va))
+			return "the parameters";
+		*nparams += na;
+	}
+	return NULL;
+}
+
+/* --replay STEP (docs/train.md) */
+static int nt_replay(nt_opts *o, const char *const *pname, size_t npol)
+{
+	char err[512];
+	if (o->save || o->compare || o->plot || o->csv || o->lcsv || o->json || o->dump ||
+	    o->stop_at)
+		return nm_fail("--replay runs one step: --save, --compare, --plot, --csv, "
+		               "--layers-csv, --json, --dump and --stop-at do not apply");
+	if (o->replay > o->c.steps)
+		return nm_fail("--replay %llu: past --steps %zu", (unsigned long long)o->replay,
+		               o->c.steps);
+	emu_train_cfg c = o->c;
+	c.backend = EMU_BE_FAST;
+	emu_train *p = NULL;
+	if (nt_setup(o, &c, pname[0], true, err, sizeof err) != 0 ||
+	    !(p = emu_train_new(&c, err, sizeof err)))
+		return nm_fail("%s", err);
+	int rc = 0;
+	if (o->resume && emu_train_load(p, o->resume, err, sizeof err) != 0)
+		rc = nm_fail("%s", err);
+	uint64_t from = emu_train_steps_done(p);
+	if (!rc && from >= o->replay)
+		rc = nm_fail(
+		    "%s: holds the state after step %llu; --replay %llu needs one before it",
+		    o->resume, (unsigned long long)from, (unsigned long long)o->replay);
+	if (rc) {
+		emu_train_free(p);
+		return rc;
+	}
+	printf("train: gpt2, %zu layers, d %zu, %zu heads, seq %zu, vocab %zu, batch %zu x %zu, "
+	       "%zu parameters; replay of step %llu\n",
+	       c.layers, c.d, c.heads, c.seq, c.vocab, c.batch, c.micro, emu_train_nparams(p),
+	       (unsigned long long)o->replay);
+	if (o->resume)
+		printf("state: %s (after step %llu)", o->resume, (unsigned long long)from);
+	else
+		printf("state: the initial weights");
+	if (from + 1 < o->replay)
+		printf(", then steps %llu to %llu under %s on fast", (unsigned long long)from + 1,
+		       (unsigned long long)o->replay - 1, c.pol.name);
+	printf("\n");
+	emu_train_row row;
+	for (uint64_t s = from + 1; s < o->replay && !rc; s++)
+		if (emu_train_step(p, &row) != 0)
+			rc = nm_fail("train: out of memory at step %llu", (unsigned long long)s);
+	emu_train_row rf, rx;
+	emu_train *tf = NULL, *tx = NULL;
+	if (!rc && (!(tf = nt_replay_one(o, pname[0], true, EMU_BE_FAST, p, NULL, &rf)) ||
+	            !(tx = nt_replay_one(o, pname[0], true, EMU_BE_EXACT, p, NULL, &rx))))
+		rc = 2;
+	if (!rc) {
+		char pre[96];
+		snprintf(pre, sizeof pre, "%s, fast: ", c.pol.name);
+		nt_replay_row(pre, &rf);
+		nt_fail_line(emu_train_first_fail(tf), "  ");
+		size_t np;
+		const char *what = nt_replay_diff(tf, &rf, tx, &rx, &np);
+		if (what) {
+			printf("%s, exact: differs from fast in %s\n", c.pol.name, what);
+			snprintf(pre, sizeof pre, "%s, exact: ", c.pol.name);
+			nt_replay_row(pre, &rx);
+			nt_fail_line(emu_train_first_fail(tx), "  ");
+			rc = 1;
+		} else {
+			printf("%s, exact: the same bits as fast (loss, gradient norm, scale, flag "
+			       "counts, first failing operation and %zu parameters)\n",
+			       c.pol.name, np);
+		}
+	}
+	emu_train_free(tf);
+	emu_train_free(tx);
+	for (size_t k = 1; k < npol && rc != 2; k++) {
+		size_t changed;
+		emu_train *t = nt_replay_one(o, pname[k], true, EMU_BE_FAST, p, &changed, &row);
+		if (!t) {
+			rc = 2;
+			break;
+		}
+		char pre[96];
+		snprintf(pre, sizeof pre, "%s, fast: ", pname[k]);
+		printf("%s: the state rounded to its formats (%zu values changed)\n", pname[k],
+		       changed);
+		nt_replay_row(pre, &row);
+		nt_fail_line(emu_train_first_fail(t), "  ");
+		emu_train_free(t);
+	}
+	emu_train_free(p);
+	if (!rc && fflush(stdout) != 0)
+		rc = nm_fail("cannot write the output: %s", strerror(errno));
+	return rc;
+}
+
 int nm_train_main(int argc, char **argv)
 {
 	nt_opts o;
@@ -417,6 +625,13 @@ int nm_train_main(int argc, char **argv)
 	}
 	if (!npol)
 		return nm_fail("--policy: no policy named");
+	char *text = NULL;
+	if (o.replay) {
+		if ((rc = nt_text(&o, &text)) == 0)
+			rc = nt_replay(&o, pname, npol);
+		free(text);
+		return rc;
+	}
 	if (npol > 1 && (o.save || o.resume || o.dump))
 		return nm_fail("--save, --resume and --dump take one policy");
 	if (o.save_every && !o.save)
@@ -439,19 +654,8 @@ int nm_train_main(int argc, char **argv)
 		if (nm_dir_writable(*dir ? dir : "/", err, sizeof err) != 0)
 			return nm_fail("%s: %s", outs[k], err);
 	}
-	char *text = NULL;
-	if (o.text) {
-		size_t len;
-		errno = 0;
-		text = nm_file_read_max(o.text, (size_t)1 << 30, &len);
-		if (!text)
-			return nm_fail("%s: cannot read: %s", o.text,
-			               strerror(errno ? errno : ENOMEM));
-		o.c.task = EMU_TASK_TEXT;
-		o.c.text = (const unsigned char *)text;
-		o.c.text_len = len;
-		o.c.vocab = 256;
-	}
+	if ((rc = nt_text(&o, &text)) != 0)
+		return rc;
 	nt_run run[NT_MAXRUN];
 	size_t nrun = 0;
 	memset(run, 0, sizeof run);

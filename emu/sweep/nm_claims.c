@@ -22,8 +22,9 @@
 
 #include "emu/core/emu.h"
 #include "emu/io/nm_buf.h"
-#include "emu/sweep/nm_claims.h"
 #include "emu/io/nm_file.h"
+#include "emu/sweep/nm_claims.h"
+#include "emu/sweep/nm_claims_int.h"
 #include "emu/sweep/nm_plot.h"
 
 /* NOLINTBEGIN(bugprone-suspicious-missing-comma): long statements are split literals */
@@ -113,31 +114,14 @@ int nm_claims_check(const nm_case *c, char *err, size_t errlen)
 
 /* ---- what one claim sees ---- */
 
-typedef struct {
-	nm_case *const *cases;
-	size_t n;
-	const char *dir;
-	nm_csv thr;
-	bool have_thr;
-	nm_buf num, why;     /* the numbers (bullets) and the paragraph */
-	char missing[512];   /* why the claim is unsettled */
-	char used[512];      /* the cases read */
-} cl_ctx;
-
-typedef struct {
-	const nm_case *c;
-	nm_csv t;
-	int cv, cp, cb, cs, ca[NM_CASE_MAX_AXES];
-} cl_res;
-
-static bool load(cl_ctx *x, int id, const char *part, cl_res *r)
+bool cl_load(cl_ctx *x, int id, const char *part, cl_res *r)
 {
 	memset(r, 0, sizeof *r);
 	for (size_t i = 0; i < x->n && !r->c; i++) {
 		const char *p = kv(x->cases[i], "part");
-		/* no part named: the claim's own case, not a training run's (part = model) */
+		/* no part named: the claim's own case, not a training run's (part = model...) */
 		if (claim_id(x->cases[i]) == id &&
-		    (part ? p && strcmp(p, part) == 0 : !p || strcmp(p, "model") != 0))
+		    (part ? p && strcmp(p, part) == 0 : !p || strncmp(p, "model", 5) != 0))
 			r->c = x->cases[i];
 	}
 	if (!r->c) {
@@ -165,18 +149,18 @@ static bool load(cl_ctx *x, int id, const char *part, cl_res *r)
 	return true;
 }
 
-static void unload(cl_res *r)
+void cl_unload(cl_res *r)
 {
 	nm_csv_free(&r->t);
 }
 
-static size_t nrows(const cl_res *r)
+size_t cl_nrows(const cl_res *r)
 {
 	return r->t.nrec ? r->t.nrec - 1 : 0;
 }
 
 /* Row i is on the fast backend and matches variant / policy (NULL: any). */
-static bool match(const cl_res *r, size_t i, const char *variant, const char *policy)
+bool cl_match(const cl_res *r, size_t i, const char *variant, const char *policy)
 {
 	if (r->cb >= 0 && strcmp(nm_csv_get(&r->t, i, r->cb), "fast") != 0)
 		return false;
@@ -185,17 +169,17 @@ static bool match(const cl_res *r, size_t i, const char *variant, const char *po
 	return !policy || strcmp(nm_csv_get(&r->t, i, r->cp), policy) == 0;
 }
 
-static double axis(const cl_res *r, size_t i, size_t a)
+double cl_axis(const cl_res *r, size_t i, size_t a)
 {
 	return a < r->c->naxes ? nm_csv_num(nm_csv_get(&r->t, i, r->ca[a])) : NAN;
 }
 
-static int status(const cl_res *r, size_t i)
+int cl_status(const cl_res *r, size_t i)
 {
 	return nm_status_code(nm_csv_get(&r->t, i, r->cs));
 }
 
-static double num(const cl_res *r, size_t i, const char *col)
+double cl_num(const cl_res *r, size_t i, const char *col)
 {
 	return nm_csv_num(nm_csv_get(&r->t, i, nm_csv_col(&r->t, col)));
 }
@@ -206,12 +190,12 @@ static bool has_col(const cl_res *r, const char *col)
 }
 
 /* A status that says the format broke by overflow (not underflow). */
-static bool overflowed(int st)
+bool cl_overflowed(int st)
 {
 	return st >= 2;
 }
 
-static const char *stname(int st)
+const char *cl_stname(int st)
 {
 	static const char *const n[] = {"ok", "underflow", "overflow", "inf", "nan"};
 	return st >= 0 && st < 5 ? n[st] : "?";
@@ -219,8 +203,8 @@ static const char *stname(int st)
 
 /* The threshold row of case c, variant, policy whose axis starts with name;
  * its event must satisfy want (NULL: any). -1 when none. */
-static long thr_find(const cl_ctx *x, const nm_case *c, const char *variant, const char *policy,
-                     const char *axname, const char *event)
+long cl_thr_find(const cl_ctx *x, const nm_case *c, const char *variant, const char *policy,
+                 const char *axname, const char *event)
 {
 	if (!x->have_thr)
 		return -1;
@@ -239,7 +223,7 @@ static long thr_find(const cl_ctx *x, const nm_case *c, const char *variant, con
 	return -1;
 }
 
-static double thr_num(const cl_ctx *x, long row, const char *col)
+double cl_thr_num(const cl_ctx *x, long row, const char *col)
 {
 	return nm_csv_num(nm_csv_get(&x->thr, (size_t)row, nm_csv_col(&x->thr, col)));
 }
@@ -252,14 +236,14 @@ static void grid_first(const cl_res *r, const char *variant, const char *policy,
 {
 	*last_ok = NAN;
 	*first_bad = NAN;
-	for (size_t i = 0; i < nrows(r); i++) {
-		if (!match(r, i, variant, policy))
+	for (size_t i = 0; i < cl_nrows(r); i++) {
+		if (!cl_match(r, i, variant, policy))
 			continue;
-		if (bad(status(r, i))) {
-			*first_bad = axis(r, i, 0);
+		if (bad(cl_status(r, i))) {
+			*first_bad = cl_axis(r, i, 0);
 			return;
 		}
-		*last_ok = axis(r, i, 0);
+		*last_ok = cl_axis(r, i, 0);
 	}
 }
 
@@ -270,14 +254,14 @@ static void grid_last(const cl_res *r, const char *variant, const char *policy, 
 {
 	*last_bad = NAN;
 	*first_ok = NAN;
-	for (size_t i = 0; i < nrows(r); i++) {
-		if (!match(r, i, variant, policy))
+	for (size_t i = 0; i < cl_nrows(r); i++) {
+		if (!cl_match(r, i, variant, policy))
 			continue;
-		if (bad(status(r, i))) {
-			*last_bad = axis(r, i, 0);
+		if (bad(cl_status(r, i))) {
+			*last_bad = cl_axis(r, i, 0);
 			*first_ok = NAN;
 		} else if (isnan(*first_ok))
-			*first_ok = axis(r, i, 0);
+			*first_ok = cl_axis(r, i, 0);
 	}
 }
 
@@ -294,15 +278,25 @@ static double ovf_threshold(const emu_format *f)
 
 /* ---- the claims ---- */
 
-typedef enum { V_UNSETTLED = 0, V_TRUE, V_FALSE, V_PARTLY } cl_verdict;
-
 static const char *vname(cl_verdict v);
+
+/* A kernel-level verdict with what a claim's training runs showed
+ * (nm_claims_train.c: 1 they support the statement, 0 they contradict it,
+ * -1 none): agreeing runs leave it, disagreeing ones make it partly. */
+static cl_verdict with_runs(cl_verdict v, int runs)
+{
+	if (runs < 0 || v == V_UNSETTLED)
+		return v;
+	if (runs == 1)
+		return v == V_FALSE ? V_PARTLY : v;
+	return v == V_TRUE ? V_PARTLY : v;
+}
 
 static cl_verdict claim1(cl_ctx *x)
 {
 	const emu_format *h = emu_format_by_name("fp16");
 	cl_res r;
-	if (!h || !load(x, 1, NULL, &r))
+	if (!h || !cl_load(x, 1, NULL, &r))
 		return V_UNSETTLED;
 	const char *pol = r.c->npolicies ? r.c->policy_specs[0] : "";
 	nm_buf_printf(
@@ -312,22 +306,22 @@ static cl_verdict claim1(cl_ctx *x)
 	    h->max, h->emin, h->min_normal, h->emin - h->p + 1, h->min_subnormal, ovf_threshold(h));
 	/* overflow: from the thresholds when found, else the grid bracket */
 	double ov_ok, ov_bad, un_bad, un_ok;
-	grid_first(&r, NULL, pol, overflowed, &ov_ok, &ov_bad);
+	grid_first(&r, NULL, pol, cl_overflowed, &ov_ok, &ov_bad);
 	grid_last(&r, NULL, pol, is_underflow, &un_bad, &un_ok);
-	long t = thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "inf");
+	long t = cl_thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "inf");
 	if (t < 0)
-		t = thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "overflow");
+		t = cl_thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "overflow");
 	double ov_real = NAN, un_real = NAN;
 	if (t >= 0) {
-		ov_ok = thr_num(x, t, "last_ok");
-		ov_bad = thr_num(x, t, "first_bad");
-		ov_real = thr_num(x, t, "real_boundary");
+		ov_ok = cl_thr_num(x, t, "last_ok");
+		ov_bad = cl_thr_num(x, t, "first_bad");
+		ov_real = cl_thr_num(x, t, "real_boundary");
 	}
-	long u = thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "underflow");
+	long u = cl_thr_find(x, r.c, NULL, pol, r.c->axes[0].name, "underflow");
 	if (u >= 0) {
-		un_ok = thr_num(x, u, "last_ok");
-		un_bad = thr_num(x, u, "first_bad");
-		un_real = thr_num(x, u, "real_boundary");
+		un_ok = cl_thr_num(x, u, "last_ok");
+		un_bad = cl_thr_num(x, u, "first_bad");
+		un_real = cl_thr_num(x, u, "real_boundary");
 	}
 	nm_buf_printf(&x->num,
 	              "- case `%s` (`%s`): a value stored into an fp16 accumulator overflows from "
@@ -344,9 +338,10 @@ static cl_verdict claim1(cl_ctx *x)
 	/* precision in the subnormal range: the largest relative error there */
 	double sub_err = 0, sub_at = NAN;
 	const char *ecol = has_col(&r, "result.rel_err") ? "result.rel_err" : NULL;
-	for (size_t i = 0; ecol && i < nrows(&r); i++) {
-		double v = axis(&r, i, 0), e = num(&r, i, ecol);
-		if (match(&r, i, NULL, pol) && status(&r, i) == 0 && v < h->min_normal && e > sub_err) {
+	for (size_t i = 0; ecol && i < cl_nrows(&r); i++) {
+		double v = cl_axis(&r, i, 0), e = cl_num(&r, i, ecol);
+		if (cl_match(&r, i, NULL, pol) && cl_status(&r, i) == 0 && v < h->min_normal &&
+		    e > sub_err) {
 			sub_err = e;
 			sub_at = v;
 		}
@@ -357,7 +352,7 @@ static cl_verdict claim1(cl_ctx *x)
 		    "- below the smallest normal, values survive with fewer bits: relative "
 		    "error up to %.3g (at %.3g)\n",
 		    sub_err, sub_at);
-	unload(&r);
+	cl_unload(&r);
 	/* the statement's ends against the computed ones (2 % slack) */
 	bool upper = 6.5e4 >= ov_ok * 0.98 && 6.5e4 <= ov_bad * 1.02;
 	double lo_end = isnan(un_ok) ? un_bad : un_ok;
@@ -393,20 +388,20 @@ static cl_verdict claim2(cl_ctx *x)
 {
 	const emu_format *s32 = emu_format_by_name("fp32");
 	cl_res r, b;
-	if (!s32 || !load(x, 2, "forward", &r))
+	if (!s32 || !cl_load(x, 2, "forward", &r))
 		return V_UNSETTLED;
-	if (!load(x, 2, "backward", &b)) {
-		unload(&r);
+	if (!cl_load(x, 2, "backward", &b)) {
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	/* forward: the product loss × S in fp32 (PyTorch's promotion) */
 	double losses[16];
 	bool ovf[16][2];
 	size_t nl = 0;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, "storage=fp32"))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, "storage=fp32"))
 			continue;
-		double loss = axis(&r, i, 0), sc = axis(&r, i, 1);
+		double loss = cl_axis(&r, i, 0), sc = cl_axis(&r, i, 1);
 		int k = sc == 65536 ? 0 : sc == 131072 ? 1 : -1;
 		if (k < 0)
 			continue;
@@ -420,43 +415,43 @@ static cl_verdict claim2(cl_ctx *x)
 			ovf[nl][0] = ovf[nl][1] = false;
 			nl++;
 		}
-		int st = status(&r, i);
-		ovf[j][k] = overflowed(st);
-		if (overflowed(st))
+		int st = cl_status(&r, i);
+		ovf[j][k] = cl_overflowed(st);
+		if (cl_overflowed(st))
 			nm_buf_printf(
 			    &x->num,
 			    "- forward, loss %.9g × S = %.9g in fp32 (`storage=fp32`): status "
 			    "%s, the scaled loss is not finite\n",
-			    loss, sc, stname(st));
+			    loss, sc, cl_stname(st));
 		else
 			nm_buf_printf(
 			    &x->num,
 			    "- forward, loss %.9g × S = %.9g in fp32 (`storage=fp32`): status "
 			    "%s, scaled loss %.9g\n",
-			    loss, sc, stname(st), num(&r, i, "grad.maxabs"));
+			    loss, sc, cl_stname(st), cl_num(&r, i, "grad.maxabs"));
 	}
-	unload(&r);
+	cl_unload(&r);
 	/* backward: the gradient S held in fp32 and cast into fp16 */
 	bool bwd16[2] = {false, false}, bwd32[2] = {false, false}, seen_b = false;
-	for (size_t i = 0; i < nrows(&b); i++) {
-		double sc = axis(&b, i, 0);
+	for (size_t i = 0; i < cl_nrows(&b); i++) {
+		double sc = cl_axis(&b, i, 0);
 		int k = sc == 65536 ? 0 : sc == 131072 ? 1 : -1;
-		bool p16 = match(&b, i, NULL, "storage=fp16,compute=fp32"),
-		     p32 = match(&b, i, NULL, "storage=fp32");
+		bool p16 = cl_match(&b, i, NULL, "storage=fp16,compute=fp32"),
+		     p32 = cl_match(&b, i, NULL, "storage=fp32");
 		if (k < 0 || (!p16 && !p32))
 			continue;
-		int st = status(&b, i);
+		int st = cl_status(&b, i);
 		seen_b = true;
 		if (p16)
-			bwd16[k] = overflowed(st);
+			bwd16[k] = cl_overflowed(st);
 		else
-			bwd32[k] = overflowed(st);
+			bwd32[k] = cl_overflowed(st);
 		nm_buf_printf(&x->num, "- backward, the gradient S = %.9g %s: status %s\n", sc,
 		              p16 ? "cast into an fp16 loss's dtype (`storage=fp16,compute=fp32`)"
 		                  : "held in fp32, an autocast loss's dtype (`storage=fp32`)",
-		              stname(st));
+		              cl_stname(st));
 	}
-	unload(&b);
+	cl_unload(&b);
 	long at15 = -1;
 	for (size_t j = 0; j < nl; j++)
 		if (losses[j] == 15)
@@ -500,7 +495,7 @@ static cl_verdict claim2(cl_ctx *x)
 static cl_verdict claim3(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 3, NULL, &r))
+	if (!cl_load(x, 3, NULL, &r))
 		return V_UNSETTLED;
 	const char *h = "storage=fp16", *f = "storage=fp16,compute=fp32";
 	const char *vars[] = {"naive", "maxsub", "lse"};
@@ -514,30 +509,32 @@ static cl_verdict claim3(cl_ctx *x)
 			maxerr[p][v] = 0;
 			firstbad[p][v] = NAN;
 			anybad[p][v] = false;
-			for (size_t i = 0; i < nrows(&r); i++) {
+			for (size_t i = 0; i < cl_nrows(&r); i++) {
 				/* the arithmetic's error: the logits are fp16 tensors in
 				 * every policy, the question is what is computed on them */
-				double z = axis(&r, i, 0), e = num(&r, i, ecol);
-				if (!match(&r, i, vars[v], pol) || !(z <= lim))
+				double z = cl_axis(&r, i, 0), e = cl_num(&r, i, ecol);
+				if (!cl_match(&r, i, vars[v], pol) || !(z <= lim))
 					continue;
 				seen = true;
-				int st = status(&r, i);
-				if (overflowed(st) && !anybad[p][v]) {
+				int st = cl_status(&r, i);
+				if (cl_overflowed(st) && !anybad[p][v]) {
 					anybad[p][v] = true;
 					firstbad[p][v] = z;
 				}
 				if (st == 1 && !(firstunder <= z))
 					firstunder = z;
-				if (!overflowed(st) && isfinite(e) && e > maxerr[p][v])
+				if (!cl_overflowed(st) && isfinite(e) && e > maxerr[p][v])
 					maxerr[p][v] = e;
 			}
 			/* the sharpest overflow boundary the thresholds have */
 			const char *ev = NULL;
 			const char *evs[] = {"overflow", "inf", "nan"};
 			for (int k = 0; k < 3 && anybad[p][v]; k++) {
-				long t = thr_find(x, r.c, vars[v], pol, r.c->axes[0].name, evs[k]);
-				if (t >= 0 && (!ev || thr_num(x, t, "first_bad") < firstbad[p][v])) {
-					firstbad[p][v] = thr_num(x, t, "first_bad");
+				long t =
+				    cl_thr_find(x, r.c, vars[v], pol, r.c->axes[0].name, evs[k]);
+				if (t >= 0 &&
+				    (!ev || cl_thr_num(x, t, "first_bad") < firstbad[p][v])) {
+					firstbad[p][v] = cl_thr_num(x, t, "first_bad");
 					ev = evs[k];
 				}
 			}
@@ -555,7 +552,7 @@ static cl_verdict claim3(cl_ctx *x)
 				    "arithmetic error at most %.3g\n",
 				    vars[v], pol, lim, maxerr[p][v]);
 		}
-	unload(&r);
+	cl_unload(&r);
 	if (!seen) {
 		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", h, f);
 		return V_UNSETTLED;
@@ -604,25 +601,25 @@ static cl_verdict claim3(cl_ctx *x)
 	cl_res t;
 	char keep[sizeof x->missing];
 	snprintf(keep, sizeof keep, "%s", x->missing);
-	if (load(x, 3, "model", &t)) {
+	if (cl_load(x, 3, "model", &t)) {
 		static const char *const v[2] = {"fp16-pure:state=fp32",
 		                                 "fp16-pure:state=fp32:loss=fp32"};
 		double tb[2] = {NAN, NAN}, tmax = 0;
 		for (int k = 0; k < 2; k++) {
-			for (size_t i = 0; i < nrows(&t); i++) {
-				if (!match(&t, i, v[k], NULL))
+			for (size_t i = 0; i < cl_nrows(&t); i++) {
+				if (!cl_match(&t, i, v[k], NULL))
 					continue;
-				double a = axis(&t, i, 0);
+				double a = cl_axis(&t, i, 0);
 				if (a > tmax)
 					tmax = a;
-				if (overflowed(status(&t, i)) && !(tb[k] <= a))
+				if (cl_overflowed(cl_status(&t, i)) && !(tb[k] <= a))
 					tb[k] = a;
 			}
-			long row = thr_find(x, t.c, v[k], NULL, t.c->axes[0].name, NULL);
+			long row = cl_thr_find(x, t.c, v[k], NULL, t.c->axes[0].name, NULL);
 			if (row >= 0 && !isnan(tb[k]))
-				tb[k] = thr_num(x, row, "first_bad");
+				tb[k] = cl_thr_num(x, row, "first_bad");
 		}
-		unload(&t);
+		cl_unload(&t);
 		nm_buf_printf(
 		    &x->num,
 		    "- a training run (`%s`, a tiny GPT-2 in fp16 with fp32 AdamW states, "
@@ -656,22 +653,23 @@ static cl_verdict claim3(cl_ctx *x)
 static cl_verdict claim4(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 4, NULL, &r))
+	if (!cl_load(x, 4, NULL, &r))
 		return V_UNSETTLED;
 	double lim = emu_format_by_name("fp16")->max;
 	bool big_small = false, bad_large = false, seen_small = false, seen_large = false;
 	double ymax_small = 0, ymax_large = 0;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, NULL))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, NULL))
 			continue;
-		double eps = axis(&r, i, 0), y = num(&r, i, "y.maxabs"), dx = num(&r, i, "dx.maxabs");
-		int st = status(&r, i);
+		double eps = cl_axis(&r, i, 0), y = cl_num(&r, i, "y.maxabs"),
+		       dx = cl_num(&r, i, "dx.maxabs");
+		int st = cl_status(&r, i);
 		double m = fmax(isnan(y) ? 0 : y, isnan(dx) ? 0 : dx);
-		bool big = m > lim || overflowed(st);
+		bool big = m > lim || cl_overflowed(st);
 		nm_buf_printf(
 		    &x->num,
 		    "- eps %.3g, %s, `%s`: status %s, largest |y| %.6g, largest |dx| %.6g\n", eps,
-		    nm_csv_get(&r.t, i, r.cv), nm_csv_get(&r.t, i, r.cp), stname(st), y, dx);
+		    nm_csv_get(&r.t, i, r.cv), nm_csv_get(&r.t, i, r.cp), cl_stname(st), y, dx);
 		if (fabs(eps / 1e-5 - 1) < 1e-3) {
 			seen_small = true;
 			big_small |= big;
@@ -682,7 +680,7 @@ static cl_verdict claim4(cl_ctx *x)
 			ymax_large = fmax(ymax_large, m);
 		}
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!seen_small || !seen_large) {
 		snprintf(x->missing, sizeof x->missing, "the case needs eps = 1e-5 and eps = 1e-3");
 		return V_UNSETTLED;
@@ -695,35 +693,38 @@ static cl_verdict claim4(cl_ctx *x)
 	    "eps keeps 1/sqrt(var + eps) at most 1/sqrt(eps), so outputs grow large only when eps "
 	    "is tiny (or rounds to 0) and the variance underflows. ",
 	    ymax_small, big_small ? "above" : "far below", ymax_large);
-	return big_small && !bad_large ? V_TRUE : !big_small ? V_FALSE : V_PARTLY;
+	return with_runs(big_small && !bad_large ? V_TRUE
+	                 : !big_small            ? V_FALSE
+	                                         : V_PARTLY,
+	                 cl_model4(x));
 }
 
 static cl_verdict claim5(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 5, NULL, &r))
+	if (!cl_load(x, 5, NULL, &r))
 		return V_UNSETTLED;
 	if (r.c->naxes != 2) {
 		snprintf(x->missing, sizeof x->missing, "case %s needs the axes m and divide", r.c->name);
-		unload(&r);
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	size_t am = strcmp(r.c->axes[0].name, "divide") == 0 ? 1 : 0;
 	const char *pol = r.c->npolicies ? r.c->policy_specs[0] : "";
 	double first[2] = {NAN, NAN}, gmax[2] = {0, 0}, mmax = 0;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, pol))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, pol))
 			continue;
-		int d = axis(&r, i, 1 - am) != 0;
-		double m = axis(&r, i, am), g = num(&r, i, "grad.maxabs");
-		if (overflowed(status(&r, i)) && !(first[d] <= m))
+		int d = cl_axis(&r, i, 1 - am) != 0;
+		double m = cl_axis(&r, i, am), g = cl_num(&r, i, "grad.maxabs");
+		if (cl_overflowed(cl_status(&r, i)) && !(first[d] <= m))
 			first[d] = m;
 		if (m >= mmax) {
 			mmax = m;
 			gmax[d] = g;
 		}
 	}
-	unload(&r);
+	cl_unload(&r);
 	nm_buf_printf(&x->num,
 	              "- `%s`, loss scale 65536, gradients accumulated over m micro-batches:\n",
 	              pol);
@@ -750,27 +751,27 @@ static cl_verdict claim5(cl_ctx *x)
 	cl_res t;
 	char keep[sizeof x->missing];
 	snprintf(keep, sizeof keep, "%s", x->missing);
-	if (load(x, 5, "model", &t)) {
+	if (cl_load(x, 5, "model", &t)) {
 		double tf[2] = {NAN, NAN}, tmax = 0;
 		size_t tm = t.c->naxes == 2 && strcmp(t.c->axes[0].name, "divide") == 0 ? 1 : 0;
-		for (size_t i = 0; t.c->naxes == 2 && i < nrows(&t); i++) {
-			if (!match(&t, i, NULL, NULL))
+		for (size_t i = 0; t.c->naxes == 2 && i < cl_nrows(&t); i++) {
+			if (!cl_match(&t, i, NULL, NULL))
 				continue;
-			int d = axis(&t, i, 1 - tm) != 0;
-			double m = axis(&t, i, tm);
-			if (overflowed(status(&t, i)) && !(tf[d] <= m))
+			int d = cl_axis(&t, i, 1 - tm) != 0;
+			double m = cl_axis(&t, i, tm);
+			if (cl_overflowed(cl_status(&t, i)) && !(tf[d] <= m))
 				tf[d] = m;
 			if (m > tmax)
 				tmax = m;
 		}
 		for (int d = 1; d >= 0; d--) { /* the bisected boundary where there is one */
-			long row = thr_find(x, t.c, NULL, NULL, t.c->axes[tm].name, "overflow");
+			long row = cl_thr_find(x, t.c, NULL, NULL, t.c->axes[tm].name, "overflow");
 			char ax[96];
 			snprintf(ax, sizeof ax, "%s@divide=%d", t.c->axes[tm].name, d);
 			if (row >= 0 && !isnan(tf[d]) &&
 			    !strcmp(nm_csv_get(&x->thr, (size_t)row, nm_csv_col(&x->thr, "axis")),
 			            ax))
-				tf[d] = thr_num(x, row, "first_bad");
+				tf[d] = cl_thr_num(x, row, "first_bad");
 		}
 		nm_buf_printf(
 		    &x->num,
@@ -791,7 +792,7 @@ static cl_verdict claim5(cl_ctx *x)
 		nm_buf_printf(&x->why, "In a whole training run the same holds: %s, %s. ",
 		              t1 ? "dividing overflowed" : "dividing never overflowed",
 		              t0 ? "not dividing did" : "and neither did not dividing");
-		unload(&t);
+		cl_unload(&t);
 		d1 = d1 || t1;
 		d0 = d0 || t0;
 	} else {
@@ -804,7 +805,7 @@ static cl_verdict claim6(cl_ctx *x)
 {
 	const emu_format *b = emu_format_by_name("bf16"), *s = emu_format_by_name("fp32");
 	cl_res r, q;
-	if (!b || !s || !load(x, 6, "range", &r))
+	if (!b || !s || !cl_load(x, 6, "range", &r))
 		return V_UNSETTLED;
 	const char *pb = "storage=fp32,accum=bf16", *ps = "storage=fp32,accum=fp32";
 	nm_buf_printf(&x->num,
@@ -814,42 +815,44 @@ static cl_verdict claim6(cl_ctx *x)
 	/* range: a value where bf16 fails and fp32 does not */
 	size_t margin = 0;
 	double mfirst = NAN, mlast = NAN;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, pb) || !overflowed(status(&r, i)))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, pb) || !cl_overflowed(cl_status(&r, i)))
 			continue;
-		double v = axis(&r, i, 0);
-		for (size_t j = 0; j < nrows(&r); j++)
-			if (match(&r, j, NULL, ps) && axis(&r, j, 0) == v && status(&r, j) == 0) {
+		double v = cl_axis(&r, i, 0);
+		for (size_t j = 0; j < cl_nrows(&r); j++)
+			if (cl_match(&r, j, NULL, ps) && cl_axis(&r, j, 0) == v &&
+			    cl_status(&r, j) == 0) {
 				margin++;
 				mfirst = isnan(mfirst) ? v : mfirst;
 				mlast = v;
 			}
 	}
-	long t = thr_find(x, r.c, NULL, pb, r.c->axes[0].name, NULL);
+	long t = cl_thr_find(x, r.c, NULL, pb, r.c->axes[0].name, NULL);
 	nm_buf_printf(
 	    &x->num,
 	    "- case `%s`: %zu values overflow bf16 but not fp32 (from %.9g to %.9g)%s%.9g\n",
 	    r.c->name, margin, mfirst, mlast, t >= 0 ? "; bf16's bisected first_bad " : "",
-	    t >= 0 ? thr_num(x, t, "first_bad") : NAN);
-	unload(&r);
+	    t >= 0 ? cl_thr_num(x, t, "first_bad") : NAN);
+	cl_unload(&r);
 	/* precision: an accumulation where fp16 is more accurate than bf16 */
 	size_t worse = 0, total = 0;
 	double eb = NAN, eh = NAN, at = NAN;
-	if (!load(x, 6, "precision", &q))
+	if (!cl_load(x, 6, "precision", &q))
 		return V_UNSETTLED;
 	const char *qb = "storage=fp32,accum=bf16", *qh = "storage=fp32,accum=fp16";
-	for (size_t i = 0; i < nrows(&q); i++) {
-		if (!match(&q, i, NULL, qb))
+	for (size_t i = 0; i < cl_nrows(&q); i++) {
+		if (!cl_match(&q, i, NULL, qb))
 			continue;
-		for (size_t j = 0; j < nrows(&q); j++)
-			if (match(&q, j, NULL, qh) && axis(&q, j, 0) == axis(&q, i, 0)) {
-				double e1 = num(&q, i, "result.rel_err"), e2 = num(&q, j, "result.rel_err");
+		for (size_t j = 0; j < cl_nrows(&q); j++)
+			if (cl_match(&q, j, NULL, qh) && cl_axis(&q, j, 0) == cl_axis(&q, i, 0)) {
+				double e1 = cl_num(&q, i, "result.rel_err"),
+				       e2 = cl_num(&q, j, "result.rel_err");
 				total++;
 				if (e2 < e1) {
 					worse++;
 					eb = e1;
 					eh = e2;
-					at = axis(&q, i, 0);
+					at = cl_axis(&q, i, 0);
 				}
 			}
 	}
@@ -857,7 +860,7 @@ static cl_verdict claim6(cl_ctx *x)
 	              "- case `%s`: bf16 sums less accurate than fp16 at %zu of %zu lengths (at "
 	              "%.0f: relative error %.3g against %.3g); bf16 has p = %d, fp16 p = %d\n",
 	              q.c->name, worse, total, at, eb, eh, b->p, emu_format_by_name("fp16")->p);
-	unload(&q);
+	cl_unload(&q);
 	bool a_false = margin > 0, b_false = worse > 0;
 	nm_buf_printf(
 	    &x->why,
@@ -873,17 +876,17 @@ static cl_verdict claim6(cl_ctx *x)
 static cl_verdict claim7(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 7, NULL, &r))
+	if (!cl_load(x, 7, NULL, &r))
 		return V_UNSETTLED;
 	const char *ph = "storage=fp16", *ps = "storage=fp16,accum=fp32";
 	double stall[2] = {NAN, NAN}, nmax = 0;
 	bool seen[2] = {false, false};
 	for (int p = 0; p < 2; p++) {
 		nm_buf_printf(&x->num, "- `%s`, sequential sum of N ones:", p ? ps : ph);
-		for (size_t i = 0; i < nrows(&r); i++) {
-			if (!match(&r, i, NULL, p ? ps : ph))
+		for (size_t i = 0; i < cl_nrows(&r); i++) {
+			if (!cl_match(&r, i, NULL, p ? ps : ph))
 				continue;
-			double n = axis(&r, i, 0), s = num(&r, i, "result.maxabs");
+			double n = cl_axis(&r, i, 0), s = cl_num(&r, i, "result.maxabs");
 			seen[p] = true;
 			nmax = fmax(nmax, n);
 			nm_buf_printf(&x->num, " N = %.0f → %.9g;", n, s);
@@ -892,7 +895,7 @@ static cl_verdict claim7(cl_ctx *x)
 		}
 		nm_buf_printf(&x->num, "\n");
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!seen[0] || !seen[1]) {
 		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", ph, ps);
 		return V_UNSETTLED;
@@ -914,26 +917,26 @@ static cl_verdict claim7(cl_ctx *x)
 static cl_verdict claim8(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 8, NULL, &r))
+	if (!cl_load(x, 8, NULL, &r))
 		return V_UNSETTLED;
 	const char *rec[] = {"none", "tensor", "mx32:floor", "mx32:rceil"};
 	size_t bad[4] = {0}, tot[4] = {0};
 	double first[4] = {NAN, NAN, NAN, NAN};
-	for (size_t i = 0; i < nrows(&r); i++) {
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
 		const char *p = nm_csv_get(&r.t, i, r.cp), *sc = strstr(p, "scale=");
-		if (!match(&r, i, NULL, NULL) || !strstr(p, "e4m3"))
+		if (!cl_match(&r, i, NULL, NULL) || !strstr(p, "e4m3"))
 			continue;
 		for (int k = 0; k < 4; k++)
 			if (sc ? strcmp(sc + 6, rec[k]) == 0 : k == 0) {
 				tot[k]++;
-				if (overflowed(status(&r, i))) {
+				if (cl_overflowed(cl_status(&r, i))) {
 					bad[k]++;
 					if (isnan(first[k]))
-						first[k] = axis(&r, i, 0);
+						first[k] = cl_axis(&r, i, 0);
 				}
 			}
 	}
-	unload(&r);
+	cl_unload(&r);
 	for (int k = 0; k < 4; k++)
 		if (tot[k] == 0) {
 			snprintf(x->missing, sizeof x->missing, "no e4m3 policy with scale=%s", rec[k]);
@@ -962,7 +965,10 @@ static cl_verdict claim8(cl_ctx *x)
 	    bad[1] ? "still overflowed here" : "never overflowed here",
 	    bad[2] ? "still overflows" : "did not overflow here",
 	    bad[3] ? "overflows too" : "never overflowed");
-	return a && mx_ok == 2 ? V_TRUE : !a && mx_ok == 0 ? V_FALSE : V_PARTLY;
+	return with_runs(a && mx_ok == 2    ? V_TRUE
+	                 : !a && mx_ok == 0 ? V_FALSE
+	                                    : V_PARTLY,
+	                 cl_model8(x));
 }
 
 
@@ -978,9 +984,9 @@ static double sqnr_db(double rel)
  * -1 when none. */
 static long row_of(const cl_res *r, const char *policy, double a0, double a1)
 {
-	for (size_t i = 0; i < nrows(r); i++)
-		if (match(r, i, NULL, policy) && (isnan(a0) || axis(r, i, 0) == a0) &&
-		    (isnan(a1) || axis(r, i, 1) == a1))
+	for (size_t i = 0; i < cl_nrows(r); i++)
+		if (cl_match(r, i, NULL, policy) && (isnan(a0) || cl_axis(r, i, 0) == a0) &&
+		    (isnan(a1) || cl_axis(r, i, 1) == a1))
 			return (long)i;
 	return -1;
 }
@@ -999,7 +1005,7 @@ static bool need_cols(cl_ctx *x, const cl_res *r, const char *const *cols, size_
 static cl_verdict claim17(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 17, NULL, &r))
+	if (!cl_load(x, 17, NULL, &r))
 		return V_UNSETTLED;
 	static const char *const cols[] = {"clipped.maxabs", "deq.rel_err"};
 	static const char *const pol[2][2] = {
@@ -1007,7 +1013,7 @@ static cl_verdict claim17(cl_ctx *x)
 	    {"compute=fp32,scale=mxfp4", "compute=fp32,scale=mxfp4:floor"}};
 	static const char *const elem[2] = {"e4m3 (MXFP8)", "e2m1 (MXFP4)"};
 	if (!need_cols(x, &r, cols, 2)) {
-		unload(&r);
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	int holds = 0;
@@ -1017,20 +1023,20 @@ static cl_verdict claim17(cl_ctx *x)
 		size_t n[2] = {0, 0};
 		double worst_cost = -INFINITY, best_cost = INFINITY;
 		for (int k = 0; k < 2; k++)
-			for (size_t i = 0; i < nrows(&r); i++) {
-				if (!match(&r, i, NULL, pol[e][k]))
+			for (size_t i = 0; i < cl_nrows(&r); i++) {
+				if (!cl_match(&r, i, NULL, pol[e][k]))
 					continue;
-				double c = num(&r, i, "clipped.maxabs");
+				double c = cl_num(&r, i, "clipped.maxabs");
 				clip_min[k] = fmin(clip_min[k], c);
 				clip_max[k] = fmax(clip_max[k], c);
-				db[k] += sqnr_db(num(&r, i, "deq.rel_err"));
+				db[k] += sqnr_db(cl_num(&r, i, "deq.rel_err"));
 				n[k]++;
 				if (k == 1) {
-					long j = row_of(&r, pol[e][0], axis(&r, i, 0), NAN);
+					long j = row_of(&r, pol[e][0], cl_axis(&r, i, 0), NAN);
 					double c =
 					    j < 0 ? NAN
-					          : sqnr_db(num(&r, (size_t)j, "deq.rel_err")) -
-					                sqnr_db(num(&r, i, "deq.rel_err"));
+					          : sqnr_db(cl_num(&r, (size_t)j, "deq.rel_err")) -
+					                sqnr_db(cl_num(&r, i, "deq.rel_err"));
 					if (j >= 0) {
 						worst_cost = fmax(worst_cost, c);
 						best_cost = fmin(best_cost, c);
@@ -1040,7 +1046,7 @@ static cl_verdict claim17(cl_ctx *x)
 		if (!n[0] || !n[1]) {
 			snprintf(x->missing, sizeof x->missing, "no rows for %s or %s", pol[e][0],
 			         pol[e][1]);
-			unload(&r);
+			cl_unload(&r);
 			return V_UNSETTLED;
 		}
 		db[0] /= (double)n[0];
@@ -1081,7 +1087,7 @@ static cl_verdict claim17(cl_ctx *x)
 			                   : "paid for its clipping",
 			    n[1], -worst_cost, -best_cost);
 	}
-	unload(&r);
+	cl_unload(&r);
 	nm_buf_printf(&x->why,
 	              "floor(log2 amax) − emax puts a block maximum whose significand exceeds that "
 	              "of the element format's largest value (1.75 for e4m3, 1.5 for e2m1) above "
@@ -1092,27 +1098,28 @@ static cl_verdict claim17(cl_ctx *x)
 static cl_verdict claim18(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 18, NULL, &r))
+	if (!cl_load(x, 18, NULL, &r))
 		return V_UNSETTLED;
 	static const char *const cols[] = {"deq.rel_err", "deq.lost"};
 	const char *nv = "compute=fp32,scale=nvfp4", *mx = "compute=fp32,scale=mxfp4";
 	if (!need_cols(x, &r, cols, 2)) {
-		unload(&r);
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	double nel = (double)r.c->rows * (double)r.c->cols;
 	size_t n = 0, better = 0;
 	double normal_gain = NAN, out_min = INFINITY, out_max = -INFINITY, last_ok = NAN,
 	       first_bad = NAN, bad_lost = NAN, bad_lost_mx = NAN, bad_gain = NAN;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, nv))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, nv))
 			continue;
-		double k = axis(&r, i, 0);
+		double k = cl_axis(&r, i, 0);
 		long j = row_of(&r, mx, k, NAN);
 		if (j < 0)
 			continue;
-		double a = sqnr_db(num(&r, i, "deq.rel_err")), b = sqnr_db(num(&r, (size_t)j, "deq.rel_err"));
-		double la = num(&r, i, "deq.lost"), lb = num(&r, (size_t)j, "deq.lost");
+		double a = sqnr_db(cl_num(&r, i, "deq.rel_err")),
+		       b = sqnr_db(cl_num(&r, (size_t)j, "deq.rel_err"));
+		double la = cl_num(&r, i, "deq.lost"), lb = cl_num(&r, (size_t)j, "deq.lost");
 		/* more accurate: a higher SQNR without losing more elements (an
 		 * element is lost when it comes back 0 or without a significant bit) */
 		bool ahead = a > b && la <= lb;
@@ -1138,7 +1145,7 @@ static cl_verdict claim18(cl_ctx *x)
 			out_max = fmax(out_max, a - b);
 		}
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!n || isnan(normal_gain) || isinf(out_min)) {
 		snprintf(x->missing, sizeof x->missing, "need K = 1 and K > 1 for both recipes");
 		return V_UNSETTLED;
@@ -1174,27 +1181,27 @@ static cl_verdict claim18(cl_ctx *x)
 static cl_verdict claim19(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 19, "tensor", &r))
+	if (!cl_load(x, 19, "tensor", &r))
 		return V_UNSETTLED;
 	static const char *const cols[] = {"deq.rel_err"};
 	const char *with = "compute=fp32,scale=nvfp4", *without = "compute=fp32,scale={nvfp4,rht=no}";
 	if (!need_cols(x, &r, cols, 1) || r.c->naxes != 2) {
 		if (!*x->missing)
 			snprintf(x->missing, sizeof x->missing, "case %s needs axes K and F", r.c->name);
-		unload(&r);
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	size_t heavy = 0, helps = 0, gauss = 0, hurts_gauss = 0;
 	double gauss_cost = 0, best = -INFINITY, worst = INFINITY;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, with))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, with))
 			continue;
-		double k = axis(&r, i, 0), f = axis(&r, i, 1);
+		double k = cl_axis(&r, i, 0), f = cl_axis(&r, i, 1);
 		long j = row_of(&r, without, k, f);
 		if (j < 0)
 			continue;
-		double a = sqnr_db(num(&r, i, "deq.rel_err"));
-		double b = sqnr_db(num(&r, (size_t)j, "deq.rel_err"));
+		double a = sqnr_db(cl_num(&r, i, "deq.rel_err"));
+		double b = sqnr_db(cl_num(&r, (size_t)j, "deq.rel_err"));
 		nm_buf_printf(
 		    &x->num,
 		    "- one tensor, K = %g, F = %g: with RHT %.2f dB, without %.2f dB (%+.2f "
@@ -1211,7 +1218,7 @@ static cl_verdict claim19(cl_ctx *x)
 			worst = fmin(worst, a - b);
 		}
 	}
-	unload(&r);
+	cl_unload(&r);
 	/* the GEMM: dW = dYᵀ·X over the tokens, the error of its fp32 result,
 	 * on every draw (parts gemm, gemm2, ...): per point the smallest and the
 	 * largest gain over the draws */
@@ -1226,7 +1233,7 @@ static cl_verdict claim19(cl_ctx *x)
 		cl_res g;
 		char keep[sizeof x->missing];
 		memcpy(keep, x->missing, sizeof keep);
-		if (!load(x, 19, part, &g)) {
+		if (!cl_load(x, 19, part, &g)) {
 			memcpy(x->missing, keep, sizeof keep); /* fewer draws is not an error */
 			if (d == 1)
 				break;
@@ -1234,15 +1241,15 @@ static cl_verdict claim19(cl_ctx *x)
 		}
 		ndraws++;
 		bool gcols = has_col(&g, "acc.rel_err") && g.c->naxes == 2;
-		for (size_t i = 0; gcols && i < nrows(&g); i++) {
-			if (!match(&g, i, NULL, gw))
+		for (size_t i = 0; gcols && i < cl_nrows(&g); i++) {
+			if (!cl_match(&g, i, NULL, gw))
 				continue;
-			double k = axis(&g, i, 0), rho = axis(&g, i, 1);
+			double k = cl_axis(&g, i, 0), rho = cl_axis(&g, i, 1);
 			long j = row_of(&g, gwo, k, rho);
 			if (j < 0)
 				continue;
-			double gain = sqnr_db(num(&g, i, "acc.rel_err")) -
-			              sqnr_db(num(&g, (size_t)j, "acc.rel_err"));
+			double gain = sqnr_db(cl_num(&g, i, "acc.rel_err")) -
+			              sqnr_db(cl_num(&g, (size_t)j, "acc.rel_err"));
 			size_t q = 0;
 			while (q < np && !(pk[q] == k && prho[q] == rho))
 				q++;
@@ -1255,7 +1262,7 @@ static cl_verdict claim19(cl_ctx *x)
 			gmin[q] = fmin(gmin[q], gain);
 			gmax[q] = fmax(gmax[q], gain);
 		}
-		unload(&g);
+		cl_unload(&g);
 	}
 	size_t gheavy = 0, ghelps = 0;
 	double gbest = -INFINITY, gworst = INFINITY, rho_help = NAN, rho_hurt = NAN;
@@ -1333,12 +1340,12 @@ static cl_verdict claim20(cl_ctx *x)
 {
 	const emu_format *f32 = emu_format_by_name("fp32");
 	cl_res r;
-	if (!f32 || !load(x, 20, NULL, &r))
+	if (!f32 || !cl_load(x, 20, NULL, &r))
 		return V_UNSETTLED;
 	static const char *const cols[] = {"bias.maxabs", "bias_se.maxabs", "bias_exact.maxabs",
 	                                   "bias_round.maxabs"};
 	if (!need_cols(x, &r, cols, 4)) {
-		unload(&r);
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	/* a width is biased when its exact rounding bias (no sampling, saturation
@@ -1348,12 +1355,13 @@ static cl_verdict claim20(cl_ctx *x)
 	size_t nsr = 0, biased = 0;
 	int widest_biased = 0, narrowest_clean = 0;
 	double sat_min = INFINITY, sat_max = 0;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, NULL))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, NULL))
 			continue;
 		const char *p = nm_csv_get(&r.t, i, r.cp), *b = strstr(p, "sr_bits=");
-		double bias = num(&r, i, "bias.maxabs"), se = num(&r, i, "bias_se.maxabs");
-		double ex = num(&r, i, "bias_exact.maxabs"), rd = num(&r, i, "bias_round.maxabs");
+		double bias = cl_num(&r, i, "bias.maxabs"), se = cl_num(&r, i, "bias_se.maxabs");
+		double ex = cl_num(&r, i, "bias_exact.maxabs"),
+		       rd = cl_num(&r, i, "bias_round.maxabs");
 		if (!b) {
 			nm_buf_printf(
 			    &x->num,
@@ -1382,13 +1390,13 @@ static cl_verdict claim20(cl_ctx *x)
 		}
 	}
 	/* the narrowest width above every biased one */
-	for (size_t i = 0; i < nrows(&r); i++) {
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
 		const char *b = strstr(nm_csv_get(&r.t, i, r.cp), "sr_bits=");
-		int n = b && match(&r, i, NULL, NULL) ? atoi(b + 8) : 0;
+		int n = b && cl_match(&r, i, NULL, NULL) ? atoi(b + 8) : 0;
 		if (n > widest_biased && (!narrowest_clean || n < narrowest_clean))
 			narrowest_clean = n;
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!nsr) {
 		snprintf(x->missing, sizeof x->missing, "no policy with sr_bits=");
 		return V_UNSETTLED;
@@ -1430,34 +1438,34 @@ static cl_verdict claim20(cl_ctx *x)
 static cl_verdict claim21(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 21, NULL, &r))
+	if (!cl_load(x, 21, NULL, &r))
 		return V_UNSETTLED;
 	static const char *const cols[] = {"deq.rel_err", "deq.lost"};
 	const char *keep = "compute=fp32,scale=mxfp8:floor",
 	           *ftz = "compute=fp32,scale={mxfp8:floor,ftz_scale=yes}",
 	           *te = "compute=fp32,scale=mxfp8";
 	if (!need_cols(x, &r, cols, 2)) {
-		unload(&r);
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	double lost_lo = NAN, lost_hi = NAN, keep_err = 0, te_lo = NAN, te_hi = NAN;
 	size_t n = 0;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, ftz))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, ftz))
 			continue;
-		double sd = axis(&r, i, 0);
+		double sd = cl_axis(&r, i, 0);
 		long j = row_of(&r, keep, sd, NAN), t = row_of(&r, te, sd, NAN);
 		if (j < 0)
 			continue;
 		n++;
-		double ef = num(&r, i, "deq.rel_err"), ek = num(&r, (size_t)j, "deq.rel_err");
+		double ef = cl_num(&r, i, "deq.rel_err"), ek = cl_num(&r, (size_t)j, "deq.rel_err");
 		/* lost: at least half the tensor's energy gone under FTZ, kept without */
 		if (ef >= 0.5 && ek < 0.5) {
 			lost_lo = isnan(lost_lo) ? sd : lost_lo;
 			lost_hi = sd;
 			keep_err = fmax(keep_err, ek);
 		}
-		if (t >= 0 && num(&r, (size_t)t, "deq.rel_err") >= 0.5) {
+		if (t >= 0 && cl_num(&r, (size_t)t, "deq.rel_err") >= 0.5) {
 			te_lo = isnan(te_lo) ? sd : te_lo;
 			te_hi = sd;
 		}
@@ -1466,10 +1474,11 @@ static cl_verdict claim21(cl_ctx *x)
 		              sd, ek, nm_csv_get(&r.t, (size_t)j, nm_csv_col(&r.t, "deq.lost")), ef,
 		              nm_csv_get(&r.t, i, nm_csv_col(&r.t, "deq.lost")));
 		if (t >= 0)
-			nm_buf_printf(&x->num, "; TE's rounding up %.3g", num(&r, (size_t)t, "deq.rel_err"));
+			nm_buf_printf(&x->num, "; TE's rounding up %.3g",
+			              cl_num(&r, (size_t)t, "deq.rel_err"));
 		nm_buf_printf(&x->num, "\n");
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!n) {
 		snprintf(x->missing, sizeof x->missing, "no rows for %s and %s", keep, ftz);
 		return V_UNSETTLED;
@@ -1500,9 +1509,9 @@ static cl_verdict claim21(cl_ctx *x)
  * not NAN); -1 when none. */
 static long row_vp(const cl_res *r, const char *variant, const char *policy, double a0, double a1)
 {
-	for (size_t i = 0; i < nrows(r); i++)
-		if (match(r, i, variant, policy) && axis(r, i, 0) == a0 &&
-		    (isnan(a1) || axis(r, i, 1) == a1))
+	for (size_t i = 0; i < cl_nrows(r); i++)
+		if (cl_match(r, i, variant, policy) && cl_axis(r, i, 0) == a0 &&
+		    (isnan(a1) || cl_axis(r, i, 1) == a1))
 			return (long)i;
 	return -1;
 }
@@ -1597,20 +1606,20 @@ static cl_verdict gs_verdict(size_t sd, size_t sc)
 static cl_verdict claim9(cl_ctx *x)
 {
 	cl_res d, c;
-	if (!load(x, 9, "default", &d))
+	if (!cl_load(x, 9, "default", &d))
 		return V_UNSETTLED;
-	if (!load(x, 9, "conservative", &c)) {
-		unload(&d);
+	if (!cl_load(x, 9, "conservative", &c)) {
+		cl_unload(&d);
 		return V_UNSETTLED;
 	}
 	size_t ud = 0, uc = 0, nstreams = 0, nrec[2] = {0, 0}, both = 0, only_d = 0, only_c = 0;
 	size_t nh = 0, hz[GS_NH] = {0}, hd[GS_NH] = {0}, hc[GS_NH] = {0}, fewer[GS_NH] = {0};
 	double rec[2] = {0, 0};
 	bool ok = true;
-	for (size_t i = 0; ok && i < nrows(&d); i++) {
-		if (!match(&d, i, NULL, NULL))
+	for (size_t i = 0; ok && i < cl_nrows(&d); i++) {
+		if (!cl_match(&d, i, NULL, NULL))
 			continue;
-		double g0 = axis(&d, i, 0);
+		double g0 = cl_axis(&d, i, 0);
 		cl_gs a = {0}, b = {0};
 		ok = gs_traj(x, &d, g0, &a);
 		ok = ok && gs_traj(x, &c, g0, &b);
@@ -1667,8 +1676,8 @@ static cl_verdict claim9(cl_ctx *x)
 			nm_buf_printf(&x->num, "\n");
 		}
 	}
-	unload(&d);
-	unload(&c);
+	cl_unload(&d);
+	cl_unload(&c);
 	if (!ok || !nstreams || !nh)
 		return V_UNSETTLED;
 	nm_buf_printf(&x->why,
@@ -1726,14 +1735,14 @@ static cl_verdict claim9(cl_ctx *x)
 		    rec[0] / (double)nrec[0], rec[1] / (double)nrec[1]);
 	nm_buf_printf(&x->why, "A skipped step is not a NaN in the weights: the skip is what "
 	                       "keeps the NaN out. ");
-	return gs_verdict(hd[nh - 1], hc[nh - 1]);
+	return with_runs(gs_verdict(hd[nh - 1], hc[nh - 1]), cl_model9(x));
 }
 
 static cl_verdict claim10(cl_ctx *x)
 {
 	const emu_format *h = emu_format_by_name("fp16"), *s = emu_format_by_name("fp32");
 	cl_res r;
-	if (!h || !s || !load(x, 10, NULL, &r))
+	if (!h || !s || !cl_load(x, 10, NULL, &r))
 		return V_UNSETTLED;
 	const char *p16 = "storage=fp16", *p32 = "storage=fp16,compute=fp32";
 	const char *vars[] = {"naive", "stable"};
@@ -1742,24 +1751,24 @@ static cl_verdict claim10(cl_ctx *x)
 	for (int v = 0; v < 2; v++)
 		for (int p = 0; p < 2; p++) {
 			nm_buf_printf(&x->num, "- %s, `%s`:", vars[v], p ? p32 : p16);
-			for (size_t i = 0; i < nrows(&r); i++) {
-				if (!match(&r, i, vars[v], p ? p32 : p16))
+			for (size_t i = 0; i < cl_nrows(&r); i++) {
+				if (!cl_match(&r, i, vars[v], p ? p32 : p16))
 					continue;
-				double xv = axis(&r, i, 0), y = axis(&r, i, 1);
-				int st = status(&r, i);
+				double xv = cl_axis(&r, i, 0), y = cl_axis(&r, i, 1);
+				int st = cl_status(&r, i);
 				seen++;
 				nm_buf_printf(
-				    &x->num, " x = %g, y = %g: %s%s%s%s;", xv, y, stname(st),
+				    &x->num, " x = %g, y = %g: %s%s%s%s;", xv, y, cl_stname(st),
 				    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")) ? " (first "
 				                                                       : "",
 				    nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")),
 				    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_op")) ? ")" : "");
-				if (overflowed(st))
+				if (cl_overflowed(st))
 					(fabs(xv) >= 100 ? bad100 : bad10)[v][p]++;
 			}
 			nm_buf_printf(&x->num, "\n");
 		}
-	unload(&r);
+	cl_unload(&r);
 	if (!seen) {
 		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s",
 		         p16, p32);
@@ -1798,24 +1807,24 @@ static cl_verdict claim10(cl_ctx *x)
 static cl_verdict claim11(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 11, NULL, &r))
+	if (!cl_load(x, 11, NULL, &r))
 		return V_UNSETTLED;
 	double lim = emu_format_by_name("fp16")->max;
 	/* a tiny batch variance: below eps (sd below sqrt(1e-5)) */
 	double tiny_sd = sqrt(1e-5);
 	bool train_big = false, eval_big = false, seen_t = false, seen_e = false;
 	double train_ymax = 0, eval_first = NAN;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, NULL))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, NULL))
 			continue;
 		const char *v = nm_csv_get(&r.t, i, r.cv);
 		bool ev = strcmp(v, "eval") == 0;
-		double sd = axis(&r, i, 0), y = num(&r, i, "y.maxabs");
-		int st = status(&r, i);
-		bool big = y > lim || overflowed(st);
+		double sd = cl_axis(&r, i, 0), y = cl_num(&r, i, "y.maxabs");
+		int st = cl_status(&r, i);
+		bool big = y > lim || cl_overflowed(st);
 		nm_buf_printf(
 		    &x->num, "- %s, `%s`, input sd %g: status %s, largest finite |y| %.6g%s%s\n", v,
-		    nm_csv_get(&r.t, i, r.cp), sd, stname(st), y,
+		    nm_csv_get(&r.t, i, r.cp), sd, cl_stname(st), y,
 		    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")) ? ", first failing step "
 		                                                         : "",
 		    nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
@@ -1830,7 +1839,7 @@ static cl_verdict claim11(cl_ctx *x)
 			train_ymax = fmax(train_ymax, isnan(y) ? 0 : y);
 		}
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!seen_t || !seen_e) {
 		snprintf(x->missing, sizeof x->missing,
 		         "the case needs twopass at an sd below %.3g and eval", tiny_sd);
@@ -1856,7 +1865,7 @@ static cl_verdict claim11(cl_ctx *x)
 static cl_verdict claim12(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 12, NULL, &r))
+	if (!cl_load(x, 12, NULL, &r))
 		return V_UNSETTLED;
 	static const char *const cols[] = {"w.rel_err", "lost.maxabs", "vzero.maxabs",
 	                                   "nonfinite.maxabs"};
@@ -1867,15 +1876,15 @@ static cl_verdict claim12(cl_ctx *x)
 	    "Apex O2's: fp16 model (fp16 gradients), fp32 master weights and state",
 	    "fp16 master weights (and gradients), fp32 state and arithmetic"};
 	if (!need_cols(x, &r, cols, 4)) {
-		unload(&r);
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	size_t n = 0, same = 0;
 	double cost_state = 0, cost_master = 0, vz_state = 0, lost_master = 0, nf_state = 0;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, pol[0]))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, pol[0]))
 			continue;
-		double X = axis(&r, i, 0);
+		double X = cl_axis(&r, i, 0);
 		long j[4];
 		bool all = true;
 		for (int p = 0; p < 4; p++)
@@ -1889,21 +1898,22 @@ static cl_verdict claim12(cl_ctx *x)
 			    &x->num,
 			    "- |g| < %g, %s (`%s`): weights' relative error %.3g, updates "
 			    "lost %.3g, v underflowed %.3g, non-finite updates %.0f\n",
-			    X, what[p], pol[p], num(&r, k, "w.rel_err"), num(&r, k, "lost.maxabs"),
-			    num(&r, k, "vzero.maxabs"), num(&r, k, "nonfinite.maxabs"));
+			    X, what[p], pol[p], cl_num(&r, k, "w.rel_err"),
+			    cl_num(&r, k, "lost.maxabs"), cl_num(&r, k, "vzero.maxabs"),
+			    cl_num(&r, k, "nonfinite.maxabs"));
 		}
-		double e1 = num(&r, (size_t)j[1], "w.rel_err"),
-		       e2 = num(&r, (size_t)j[2], "w.rel_err");
+		double e1 = cl_num(&r, (size_t)j[1], "w.rel_err"),
+		       e2 = cl_num(&r, (size_t)j[2], "w.rel_err");
 		/* the statement's setup gives O2's numbers (within 1 %) */
 		same += e1 == e2 || (isfinite(e1) && isfinite(e2) &&
 		                     fabs(e1 - e2) <= 0.01 * fmax(fabs(e1), fabs(e2)));
 		cost_state = fmax(cost_state, e1);
-		cost_master = fmax(cost_master, num(&r, (size_t)j[3], "w.rel_err"));
-		vz_state = fmax(vz_state, num(&r, (size_t)j[1], "vzero.maxabs"));
-		nf_state = fmax(nf_state, num(&r, (size_t)j[1], "nonfinite.maxabs"));
-		lost_master = fmax(lost_master, num(&r, (size_t)j[3], "lost.maxabs"));
+		cost_master = fmax(cost_master, cl_num(&r, (size_t)j[3], "w.rel_err"));
+		vz_state = fmax(vz_state, cl_num(&r, (size_t)j[1], "vzero.maxabs"));
+		nf_state = fmax(nf_state, cl_num(&r, (size_t)j[1], "nonfinite.maxabs"));
+		lost_master = fmax(lost_master, cl_num(&r, (size_t)j[3], "lost.maxabs"));
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!n) {
 		snprintf(x->missing, sizeof x->missing,
 		         "the case needs the policies %s, %s, %s and %s", pol[0], pol[1], pol[2],
@@ -1935,26 +1945,29 @@ static cl_verdict claim13(cl_ctx *x)
 {
 	const emu_format *h = emu_format_by_name("fp16");
 	cl_res r;
-	if (!h || !load(x, 13, NULL, &r))
+	if (!h || !cl_load(x, 13, NULL, &r))
 		return V_UNSETTLED;
 	const char *pols[] = {"storage=fp32", "storage=fp16,compute=fp32", "storage=fp16"};
 	bool bad16 = false, seen = false;
 	double held = NAN; /* the scaled loss GradScaler holds (fp32) at S = 65536 */
-	for (size_t i = 0; i < nrows(&r); i++)
+	for (size_t i = 0; i < cl_nrows(&r); i++)
 		for (int p = 0; p < 3; p++)
-			if (match(&r, i, NULL, pols[p])) {
-				double s = axis(&r, i, 0), v = num(&r, i, "grad.maxabs");
-				int st = status(&r, i);
+			if (cl_match(&r, i, NULL, pols[p])) {
+				double s = cl_axis(&r, i, 0), v = cl_num(&r, i, "grad.maxabs");
+				int st = cl_status(&r, i);
 				/* maxabs is the largest finite |value|: 0 for an infinite loss */
-				if (overflowed(st))
-					nm_buf_printf(&x->num,
-					              "- S = %.9g, `%s`: status %s, the scaled loss is not "
-					              "finite",
-					              s, pols[p], stname(st));
+				if (cl_overflowed(st))
+					nm_buf_printf(
+					    &x->num,
+					    "- S = %.9g, `%s`: status %s, the scaled loss is not "
+					    "finite",
+					    s, pols[p], cl_stname(st));
 				else
-					nm_buf_printf(&x->num, "- S = %.9g, `%s`: status %s, scaled loss %.9g",
-					              s, pols[p], stname(st), v);
-				if (p == 0 && !overflowed(st))
+					nm_buf_printf(
+					    &x->num,
+					    "- S = %.9g, `%s`: status %s, scaled loss %.9g", s,
+					    pols[p], cl_stname(st), v);
+				if (p == 0 && !cl_overflowed(st))
 					nm_buf_printf(
 					    &x->num,
 					    " (%.3g %% from fp16's largest: the rule would "
@@ -1965,12 +1978,12 @@ static cl_verdict claim13(cl_ctx *x)
 				if (s == 65536) {
 					seen |= p == 0;
 					if (p == 0)
-						held = overflowed(st) ? INFINITY : v;
+						held = cl_overflowed(st) ? INFINITY : v;
 					else
-						bad16 |= overflowed(st);
+						bad16 |= cl_overflowed(st);
 				}
 			}
-	unload(&r);
+	cl_unload(&r);
 	if (!seen) {
 		snprintf(x->missing, sizeof x->missing,
 		         "the case needs S = 65536 with storage=fp32");
@@ -1997,30 +2010,30 @@ static cl_verdict claim13(cl_ctx *x)
 static cl_verdict claim14(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 14, NULL, &r))
+	if (!cl_load(x, 14, NULL, &r))
 		return V_UNSETTLED;
 	const char *p16 = "storage=fp16,compute=fp32", *pb = "storage=bf16,compute=fp32";
 	size_t n = 0, bad = 0, badb = 0;
 	double first = NAN, last_ok = NAN, c_ok = NAN;
 	char step[64] = "";
-	for (size_t i = 0; i < nrows(&r); i++) {
-		bool h = match(&r, i, NULL, p16), b = match(&r, i, NULL, pb);
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		bool h = cl_match(&r, i, NULL, p16), b = cl_match(&r, i, NULL, pb);
 		if (!h && !b)
 			continue;
-		int st = status(&r, i);
-		double X = axis(&r, i, 0), c = num(&r, i, "c.maxabs");
+		int st = cl_status(&r, i);
+		double X = cl_axis(&r, i, 0), c = cl_num(&r, i, "c.maxabs");
 		nm_buf_printf(
 		    &x->num, "- input sd %g, `%s`: status %s, largest finite |c| %.6g%s%s\n", X,
-		    h ? p16 : pb, stname(st), c,
+		    h ? p16 : pb, cl_stname(st), c,
 		    *nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")) ? ", first failing step "
 		                                                         : "",
 		    nm_csv_get(&r.t, i, nm_csv_col(&r.t, "first_step")));
 		if (b) {
-			badb += overflowed(st);
+			badb += cl_overflowed(st);
 			continue;
 		}
 		n++;
-		if (overflowed(st)) {
+		if (cl_overflowed(st)) {
 			if (!bad++) {
 				first = X;
 				snprintf(step, sizeof step, "%s",
@@ -2031,7 +2044,7 @@ static cl_verdict claim14(cl_ctx *x)
 			c_ok = c;
 		}
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!n) {
 		snprintf(x->missing, sizeof x->missing, "the case needs the policy %s", p16);
 		return V_UNSETTLED;
@@ -2057,26 +2070,26 @@ static cl_verdict claim14(cl_ctx *x)
 static cl_verdict claim15(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 15, NULL, &r))
+	if (!cl_load(x, 15, NULL, &r))
 		return V_UNSETTLED;
 	const char *fw = "storage=fp16,compute=fp32", *rc = "storage=fp16";
 	size_t pairs = 0, fresh = 0;
 	double first = NAN;
 	const char *firstv = "";
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, fw))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, fw))
 			continue;
 		const char *v = nm_csv_get(&r.t, i, r.cv);
-		double L = axis(&r, i, 0);
+		double L = cl_axis(&r, i, 0);
 		long j = row_vp(&r, v, rc, L, NAN);
 		if (j < 0)
 			continue;
 		pairs++;
-		int a = status(&r, i), b = status(&r, (size_t)j);
+		int a = cl_status(&r, i), b = cl_status(&r, (size_t)j);
 		nm_buf_printf(&x->num,
 		              "- %s, largest |logit| %g: forward (`%s`) %s; recomputed (`%s`) %s\n",
-		              v, L, fw, stname(a), rc, stname(b));
-		if (!overflowed(a) && overflowed(b)) {
+		              v, L, fw, cl_stname(a), rc, cl_stname(b));
+		if (!cl_overflowed(a) && cl_overflowed(b)) {
 			fresh++;
 			if (!(first <= L)) {
 				first = L;
@@ -2084,7 +2097,7 @@ static cl_verdict claim15(cl_ctx *x)
 			}
 		}
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!pairs) {
 		snprintf(x->missing, sizeof x->missing, "the case needs the policies %s and %s", fw,
 		         rc);
@@ -2111,7 +2124,7 @@ static cl_verdict claim15(cl_ctx *x)
 static cl_verdict claim16(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 16, NULL, &r))
+	if (!cl_load(x, 16, NULL, &r))
 		return V_UNSETTLED;
 	static const char *const cols[] = {"frac_lost", "frac_overflow"};
 	const char *ph = "storage=fp16,compute=fp32", *pb = "storage=bf16,compute=fp32";
@@ -2119,28 +2132,29 @@ static cl_verdict claim16(cl_ctx *x)
 		if (!*x->missing)
 			snprintf(x->missing, sizeof x->missing,
 			         "case %s needs axes S and magnitude", r.c->name);
-		unload(&r);
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	size_t n = 0, fine = 0;
 	double worst_b = 0, worst_h1 = 0, worst_hs = 0, big_s = 0, same_mag = NAN, same_lost = 0;
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, NULL, pb) || axis(&r, i, 0) != 1)
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, NULL, pb) || cl_axis(&r, i, 0) != 1)
 			continue;
-		double mag = axis(&r, i, 1), lb = num(&r, i, "frac_lost");
+		double mag = cl_axis(&r, i, 1), lb = cl_num(&r, i, "frac_lost");
 		/* fp16 with the largest scale on the axis, and unscaled */
 		long js = -1, j1 = row_vp(&r, NULL, ph, 1, mag);
-		for (size_t k = 0; k < nrows(&r); k++)
-			if (match(&r, k, NULL, ph) && axis(&r, k, 1) == mag &&
-			    axis(&r, k, 0) >= big_s) {
-				big_s = axis(&r, k, 0);
+		for (size_t k = 0; k < cl_nrows(&r); k++)
+			if (cl_match(&r, k, NULL, ph) && cl_axis(&r, k, 1) == mag &&
+			    cl_axis(&r, k, 0) >= big_s) {
+				big_s = cl_axis(&r, k, 0);
 				js = (long)k;
 			}
 		if (js < 0 || j1 < 0)
 			continue;
 		n++;
-		double ls = num(&r, (size_t)js, "frac_lost"), l1 = num(&r, (size_t)j1, "frac_lost");
-		double os = num(&r, (size_t)js, "frac_overflow");
+		double ls = cl_num(&r, (size_t)js, "frac_lost"),
+		       l1 = cl_num(&r, (size_t)j1, "frac_lost");
+		double os = cl_num(&r, (size_t)js, "frac_overflow");
 		nm_buf_printf(
 		    &x->num,
 		    "- magnitude %g: bf16 unscaled loses %.3g of the gradients; fp16 loses "
@@ -2155,7 +2169,7 @@ static cl_verdict claim16(cl_ctx *x)
 		worst_h1 = fmax(worst_h1, l1);
 		worst_hs = fmax(worst_hs, ls);
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!n) {
 		snprintf(x->missing, sizeof x->missing, "the case needs %s at S = 1 and %s", pb,
 		         ph);
@@ -2178,13 +2192,13 @@ static cl_verdict claim16(cl_ctx *x)
 		    "multiply them are 0 at any loss scale. Loss scaling protects the "
 		    "gradients, not the activations. ",
 		    same_lost, same_mag);
-	return fine == n ? V_TRUE : fine == 0 ? V_FALSE : V_PARTLY;
+	return with_runs(fine == n ? V_TRUE : fine == 0 ? V_FALSE : V_PARTLY, cl_model16(x));
 }
 
 static cl_verdict claim22(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 22, NULL, &r))
+	if (!cl_load(x, 22, NULL, &r))
 		return V_UNSETTLED;
 	/* the policies with fp16 arithmetic: what "RMSNorm in fp16" computes */
 	const char *pols[] = {"storage=fp16", "storage=fp16,accum=fp32",
@@ -2194,19 +2208,20 @@ static cl_verdict claim22(cl_ctx *x)
 	for (int v = 0; v < 2; v++)
 		for (int p = 0; p < 3; p++) {
 			double ok, bad;
-			grid_first(&r, vars[v], pols[p], overflowed, &ok, &bad);
+			grid_first(&r, vars[v], pols[p], cl_overflowed, &ok, &bad);
 			long t = -1;
 			const char *evs[] = {"inf", "overflow", "nan"};
 			for (int k = 0; k < 3 && t < 0 && !isnan(bad); k++)
-				t = thr_find(x, r.c, vars[v], pols[p], r.c->axes[0].name, evs[k]);
+				t = cl_thr_find(x, r.c, vars[v], pols[p], r.c->axes[0].name,
+				                evs[k]);
 			if (t >= 0) {
-				ok = thr_num(x, t, "last_ok");
-				bad = thr_num(x, t, "first_bad");
+				ok = cl_thr_num(x, t, "last_ok");
+				bad = cl_thr_num(x, t, "first_bad");
 			}
 			double top = 0;
-			for (size_t i = 0; i < nrows(&r); i++)
-				if (match(&r, i, vars[v], pols[p]))
-					top = fmax(top, axis(&r, i, 0));
+			for (size_t i = 0; i < cl_nrows(&r); i++)
+				if (cl_match(&r, i, vars[v], pols[p]))
+					top = fmax(top, cl_axis(&r, i, 0));
 			if (isnan(bad))
 				nm_buf_printf(&x->num, "- %s, `%s`: no overflow up to sd %g\n",
 				              vars[v], pols[p], top);
@@ -2222,7 +2237,7 @@ static cl_verdict claim22(cl_ctx *x)
 				at256 += !isnan(bad) && fabs(bad / 256 - 1) < 0.1;
 			}
 		}
-	unload(&r);
+	cl_unload(&r);
 	if (!f16)
 		return V_UNSETTLED;
 	nm_buf_printf(&x->why,
@@ -2240,10 +2255,10 @@ static cl_verdict claim23(cl_ctx *x)
 {
 	const emu_format *h = emu_format_by_name("fp16");
 	cl_res rr[2];
-	if (!h || !load(x, 23, "tensor", &rr[0]))
+	if (!h || !cl_load(x, 23, "tensor", &rr[0]))
 		return V_UNSETTLED;
-	if (!load(x, 23, "fused", &rr[1])) {
-		unload(&rr[0]);
+	if (!cl_load(x, 23, "fused", &rr[1])) {
+		cl_unload(&rr[0]);
 		return V_UNSETTLED;
 	}
 	enum { NP = 5 };
@@ -2261,11 +2276,11 @@ static cl_verdict claim23(cl_ctx *x)
 	double survive = NAN, top[NP] = {0};
 	for (int p = 0; p < NP; p++) {
 		const cl_res *r = &rr[part[p]];
-		for (size_t i = 0; i < nrows(r); i++) {
-			if (!match(r, i, NULL, pols[p]))
+		for (size_t i = 0; i < cl_nrows(r); i++) {
+			if (!cl_match(r, i, NULL, pols[p]))
 				continue;
-			double e = axis(r, i, 0), ev = num(r, i, "eps.maxabs");
-			double nf = num(r, i, "nonfinite.maxabs");
+			double e = cl_axis(r, i, 0), ev = cl_num(r, i, "eps.maxabs");
+			double nf = cl_num(r, i, "nonfinite.maxabs");
 			nm_buf_printf(&x->num,
 			              "- eps %g, %s (`%s`%s): eps as the arithmetic sees it %.9g; "
 			              "non-finite updates %.0f\n",
@@ -2283,8 +2298,8 @@ static cl_verdict claim23(cl_ctx *x)
 				survive = e;
 		}
 	}
-	unload(&rr[0]);
-	unload(&rr[1]);
+	cl_unload(&rr[0]);
+	cl_unload(&rr[1]);
 	for (int p = 0; p < NP; p++)
 		if (!seen[p]) {
 			snprintf(x->missing, sizeof x->missing,
@@ -2324,31 +2339,31 @@ static cl_verdict claim23(cl_ctx *x)
 static cl_verdict claim24(cl_ctx *x)
 {
 	cl_res r;
-	if (!load(x, 24, NULL, &r))
+	if (!cl_load(x, 24, NULL, &r))
 		return V_UNSETTLED;
 	static const char *const outs[] = {"O.rel_err", "L.rel_err"};
 	if (!need_cols(x, &r, outs, 2)) {
-		unload(&r);
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	/* every (policy, scale) that naive ran, paired with online's row */
 	size_t n = 0, within = 0, online_only = 0, both_fail = 0;
 	double worst = 0, worst_at = NAN;
 	char worst_pol[128] = "";
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, "naive", NULL))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, "naive", NULL))
 			continue;
 		const char *pol = nm_csv_get(&r.t, i, r.cp);
-		double sc = axis(&r, i, 0);
+		double sc = cl_axis(&r, i, 0);
 		long j = row_vp(&r, "online", pol, sc, NAN);
 		if (j < 0)
 			continue;
-		int sn = status(&r, i), so = status(&r, (size_t)j);
-		bool fn = overflowed(sn), fo = overflowed(so);
+		int sn = cl_status(&r, i), so = cl_status(&r, (size_t)j);
+		bool fn = cl_overflowed(sn), fo = cl_overflowed(so);
 		if (fn && fo) {
 			both_fail++;
 			nm_buf_printf(&x->num, "- `%s`, scale %g: both %s / %s\n", pol, sc,
-			              stname(sn), stname(so));
+			              cl_stname(sn), cl_stname(so));
 			continue;
 		}
 		n++;
@@ -2358,7 +2373,8 @@ static cl_verdict claim24(cl_ctx *x)
 			ratio = INFINITY;
 		} else if (!fn) {
 			for (int o = 0; o < 2; o++) {
-				double en = num(&r, i, outs[o]), eo = num(&r, (size_t)j, outs[o]);
+				double en = cl_num(&r, i, outs[o]),
+				       eo = cl_num(&r, (size_t)j, outs[o]);
 				double q = eo == en ? 1 : en > 0 ? eo / en : INFINITY;
 				ratio = fmax(ratio, q);
 			}
@@ -2366,8 +2382,8 @@ static cl_verdict claim24(cl_ctx *x)
 		nm_buf_printf(&x->num,
 		              "- `%s`, scale %g: O error %.4g naive, %.4g online; L error %.4g "
 		              "naive, %.4g online (online / naive at most %.4g)\n",
-		              pol, sc, num(&r, i, outs[0]), num(&r, (size_t)j, outs[0]),
-		              num(&r, i, outs[1]), num(&r, (size_t)j, outs[1]), ratio);
+		              pol, sc, cl_num(&r, i, outs[0]), cl_num(&r, (size_t)j, outs[0]),
+		              cl_num(&r, i, outs[1]), cl_num(&r, (size_t)j, outs[1]), ratio);
 		within += ratio <= CL24_TOL;
 		if (ratio > worst) {
 			worst = ratio;
@@ -2375,7 +2391,7 @@ static cl_verdict claim24(cl_ctx *x)
 			snprintf(worst_pol, sizeof worst_pol, "%s", pol);
 		}
 	}
-	unload(&r);
+	cl_unload(&r);
 	if (!n) {
 		snprintf(x->missing, sizeof x->missing,
 		         "no point where naive and online both ran");
@@ -2410,17 +2426,17 @@ static cl_verdict claim25(cl_ctx *x)
 {
 	const emu_format *e4 = emu_format_by_name("e4m3");
 	cl_res r, g;
-	if (!e4 || !load(x, 25, "head", &r))
+	if (!e4 || !cl_load(x, 25, "head", &r))
 		return V_UNSETTLED;
-	if (!load(x, 25, "length", &g)) {
-		unload(&r);
+	if (!cl_load(x, 25, "length", &g)) {
+		cl_unload(&r);
 		return V_UNSETTLED;
 	}
 	static const char *const cols[] = {"p_lost.maxabs", "O.rel_err"};
 	static const char *const gcols[] = {"p_lost.maxabs", "p_mass.maxabs"};
 	if (!need_cols(x, &r, cols, 2) || !need_cols(x, &g, gcols, 2)) {
-		unload(&r);
-		unload(&g);
+		cl_unload(&r);
+		cl_unload(&g);
 		return V_UNSETTLED;
 	}
 	/* a P̃ is flushed when P̃·p_scale rounds to 0 in e4m3: below half the
@@ -2429,19 +2445,20 @@ static cl_verdict claim25(cl_ctx *x)
 	double lost = 0, big_lost = NAN, big_ps = NAN, head_share = 0;
 	size_t n = 0, big_fail = 0, big_n = 0, nv[4] = {0, 0, 0, 0};
 	bool have_mass = has_col(&r, "p_mass.maxabs");
-	for (size_t i = 0; i < nrows(&r); i++) {
-		if (!match(&r, i, "fp8", NULL))
+	for (size_t i = 0; i < cl_nrows(&r); i++) {
+		if (!cl_match(&r, i, "fp8", NULL))
 			continue;
 		const char *pol = nm_csv_get(&r.t, i, r.cp);
-		double sc = axis(&r, i, 0), p = axis(&r, i, 1), pl = num(&r, i, "p_lost.maxabs");
+		double sc = cl_axis(&r, i, 0), p = cl_axis(&r, i, 1),
+		       pl = cl_num(&r, i, "p_lost.maxabs");
 		/* the share measured, or bounded by l ≥ 1 (the row's max is exp(0)) */
-		double share = have_mass ? num(&r, i, "p_mass.maxabs") : pl * thr;
-		int st = status(&r, i);
+		double share = have_mass ? cl_num(&r, i, "p_mass.maxabs") : pl * thr;
+		int st = cl_status(&r, i);
 		nm_buf_printf(
 		    &x->num,
 		    "- 32 keys, `%s`, scale %g, p_scale %g: %s, %.0f probabilities flushed to "
 		    "0 (%.3g of a row's mass), O error %.4g\n",
-		    pol, sc, p, stname(st), pl, share, num(&r, i, "O.rel_err"));
+		    pol, sc, p, cl_stname(st), pl, share, cl_num(&r, i, "O.rel_err"));
 		if (p == ps) {
 			n++;
 			lost = fmax(lost, pl);
@@ -2449,21 +2466,21 @@ static cl_verdict claim25(cl_ctx *x)
 			nv[p_verdict(share, u)]++;
 		} else if (p > ps) {
 			big_n++;
-			big_fail += overflowed(st);
+			big_fail += cl_overflowed(st);
 			big_ps = p;
 			big_lost = isnan(big_lost) ? pl : fmax(big_lost, pl);
 		}
 	}
-	unload(&r);
+	cl_unload(&r);
 	/* the length part: the first (keys, sink) where the share reaches u */
 	double first_keys = NAN, first_sink = NAN, first_share = NAN, best = 0, best_keys = NAN,
 	       best_sink = NAN;
 	size_t ng = 0;
-	for (size_t i = 0; i < nrows(&g); i++) {
-		if (!match(&g, i, "fp8", NULL))
+	for (size_t i = 0; i < cl_nrows(&g); i++) {
+		if (!cl_match(&g, i, "fp8", NULL))
 			continue;
-		double keys = axis(&g, i, 0), sink = axis(&g, i, 1);
-		double pl = num(&g, i, "p_lost.maxabs"), share = num(&g, i, "p_mass.maxabs");
+		double keys = cl_axis(&g, i, 0), sink = cl_axis(&g, i, 1);
+		double pl = cl_num(&g, i, "p_lost.maxabs"), share = cl_num(&g, i, "p_mass.maxabs");
 		char what[48];
 		if (sink != 0)
 			snprintf(what, sizeof what, "a sink of logit %g", sink);
@@ -2487,7 +2504,7 @@ static cl_verdict claim25(cl_ctx *x)
 			first_share = share;
 		}
 	}
-	unload(&g);
+	cl_unload(&g);
 	if (!n || !ng) {
 		snprintf(x->missing, sizeof x->missing,
 		         "the head part needs p_scale = 448, the length part rows");

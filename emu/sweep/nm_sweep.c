@@ -693,10 +693,15 @@ static void sw_case_paths(struct sw_case_run *cr, const struct sw_opts *o)
 	snprintf(cr->journal, sizeof(cr->journal), "%s/.partial/%s.journal", o->out, nm);
 	snprintf(cr->state, sizeof(cr->state), "%s/.state/%s.hash", o->out, nm);
 	snprintf(cr->thresh, sizeof(cr->thresh), "%s/.state/%s.thresh", o->out, nm);
-	/* r2: the results' definitions (end-to-end and arithmetic errors); an
-	 * older journal or state is not reused */
-	snprintf(cr->tag, sizeof(cr->tag), "nanmap %s r3 case %016" PRIx64 " grid %s points %zu x%d",
-	         NM_VERSION, cr->c->hash, cr->quick ? "quick" : "full", cr->npoints, cr->nbe);
+	/* r3: the results' definitions (end-to-end and arithmetic errors); an
+	 * older journal or state is not reused. The kernel's parameter line
+	 * stands for its interface: a kernel that grew parameters or outputs
+	 * (the training run's) makes its cases' results out of date. */
+	const char *doc = cr->c->kernel->params_doc ? cr->c->kernel->params_doc : "";
+	snprintf(cr->tag, sizeof(cr->tag),
+	         "nanmap %s r3 case %016" PRIx64 " kernel %016" PRIx64 " grid %s points %zu x%d",
+	         NM_VERSION, cr->c->hash, nm_fnv1a(doc, strlen(doc)), cr->quick ? "quick" : "full",
+	         cr->npoints, cr->nbe);
 }
 
 /* A case's grid sizes, as sw_case_init takes them. */

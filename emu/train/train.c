@@ -160,7 +160,7 @@ void emu_train_cfg_default(emu_train_cfg *c)
 	c->eps = 1e-8, c->clip = 1.0, c->warmup = 10;
 	emu_gs_config_default(&c->gs);
 	c->val_every = 10, c->val_batches = 2;
-	c->spike_factor = 1, c->lr_spike = 1;
+	c->spike_factor = 1, c->lr_spike = 1, c->loss_weight = 1;
 	char err[8];
 	if (emu_train_policy_preset("fp32", &c->pol, err, sizeof err) != 0)
 		abort(); /* fp32 is a preset */
@@ -217,6 +217,10 @@ int emu_train_cfg_check(const emu_train_cfg *c, char *err, size_t errlen)
 		BAD("--spike factor must be finite");
 	if (!(c->lr_spike >= 0 && c->lr_spike < INFINITY))
 		BAD("--lr-spike factor must be finite and >= 0");
+	if (c->flat_step && !(c->flat_var >= 0 && c->flat_var < INFINITY))
+		BAD("--flat variance must be finite and >= 0");
+	if (!(c->loss_weight > 0 && c->loss_weight < INFINITY))
+		BAD("--loss-weight %g: need a finite value > 0", c->loss_weight);
 	if (c->backend != EMU_BE_FAST && c->backend != EMU_BE_EXACT && c->backend != EMU_BE_TRUTH)
 		BAD("backend: fast, exact or truth");
 	const emu_format *f = c->pol.f;
@@ -273,7 +277,7 @@ enum { K_EMB, K_LN, K_LIN, K_ATTN, K_GELU, K_RES, K_LOSS, K_OPT, NK };
 #define KMAX 32 /* step ids per kernel instance */
 
 static const char *const k_steps[NK][KMAX] = {
-    [K_EMB] = {"wte", "wpe", "add", NULL, "dwte_cvt", "dwte", "dwpe"},
+    [K_EMB] = {"wte", "wpe", "add", "flat", NULL, "dwte_cvt", "dwte", "dwpe"},
     [K_LN] = {"to_compute", "to_reduce",  "sum",      "mean",  "mean_c",      "center",   "square",
               "sq_reduce",  "sumsq",      "var",      "var_c", "add_eps",     "rsqrt",    "norm",
               "w",          "b",          "scale",    "shift", "store",       NULL,       "dy_c",
@@ -294,9 +298,10 @@ static const char *const k_steps[NK][KMAX] = {
                 "dy_c",       "one_minus", "sig_d",   "x2",  "poly",    "poly1", "poly_c",
                 "chain",      "chain_x",   "slope",   "dx",  "dx_store"},
     [K_RES] = {"to_act", "add", NULL, "to_grad", "add"},
-    [K_LOSS] = {"to_loss", "spike", "max", "sub", "exp", "sum", "log", "nll", "mean_sum", "mean",
-                "micro_div", NULL, "dscale", "dmicro", "dmean", "prob", "onehot", "dlogits",
-                "dlogits_store"},
+    [K_LOSS] = {"to_loss",   "spike",  "max",     "sub",           "exp",
+                "sum",       "log",    "nll",     "mean_sum",      "mean",
+                "micro_div", NULL,     "dscale",  "dmicro",        "dmean",
+                "prob",      "onehot", "dlogits", "dlogits_store", "dweight"},
     [K_OPT] = {"unscale_c", "unscale",  "unscale_store", "sq_c",  "sq",          "sumsq",
                "norm",      "clip_den", "clip_coef",     "clip",  "clip_store",  "g_c",
                "w_c",       "decay",    "decay_store",   "m_c",   "lerp_sub",    "lerp_mul",
@@ -1255,7 +1260,34 @@ static void free_acts(emu_train *t)
 
 /* xg/wg scratch of the linear layers: the backward needs the forward's
  * casts; they are recomputed there (the same conversions, exact again) */
-static double forward(emu_train *t, bool spike)
+/* the faults forward() injects into its batch */
+enum { FAULT_SPIKE = 1, FAULT_FLAT = 2 };
+
+/* --flat: each position's row of x (M rows of d) pulled towards its mean
+ * until its variance over the features is var (binary64), then stored */
+static void flatten(emu_train *t, emu_vec *x, double var)
+{
+	size_t M = t->M, d = t->d;
+	for (size_t m = 0; m < M; m++) {
+		double mean = 0, ss = 0;
+		for (size_t j = 0; j < d; j++)
+			mean += emu_vget(t->be, x, m * d + j);
+		mean /= (double)d;
+		for (size_t j = 0; j < d; j++) {
+			double c = emu_vget(t->be, x, m * d + j) - mean;
+			ss += c * c;
+		}
+		double f = ss > 0 ? sqrt(var / (ss / (double)d)) : 0;
+		for (size_t j = 0; j < d; j++) {
+			double v = emu_vget(t->be, x, m * d + j);
+			emu_fill(t->be, emu_at(x, m * d + j), mean + (v - mean) * f, 1);
+		}
+	}
+	cvt(t, SITE(-1, G_EMB, K_EMB, "flat", false), F(t, EMU_TR_ACT), emu_row(x, 0),
+	    emu_row(x, 0), M * d, 0);
+}
+
+static double forward(emu_train *t, unsigned faults)
 {
 	acts *a = &t->a;
 	size_t M = t->M, d = t->d, V = t->V, L = t->L;
@@ -1278,6 +1310,8 @@ static double forward(emu_train *t, bool spike)
 		    M * d, 0);
 		map(t, SITE(-1, G_EMB, K_EMB, "add", false), EMU_OP_ADD, Ac, emu_row(a->x0, 0),
 		    emu_row(e1, 0), emu_row(e2, 0), M * d, 0);
+		if (faults & FAULT_FLAT)
+			flatten(t, a->x0, t->c.flat_var);
 		watch(t, 0, 0, "emb.out", a->x0, 0, M * d);
 	}
 	emu_vec *x = a->x0;
@@ -1319,7 +1353,7 @@ static double forward(emu_train *t, bool spike)
 #define LS(name) SITE(-1, G_LOSS, K_LOSS, name, false)
 	emu_ref Z = emu_row(a->z, 0);
 	cvt(t, LS("to_loss"), Lf, Z, emu_row(a->logits, 0), M * V, 0);
-	if (spike) {
+	if (faults & FAULT_SPIKE) {
 		emu_ref f = konst(t, LS("spike"), Lf, t->c.spike_factor);
 		map(t, LS("spike"), EMU_OP_MUL, Lf, Z, Z, f, M * V, 0);
 	}
@@ -1365,6 +1399,9 @@ static void backward(emu_train *t, double scale, size_t div)
 #define LB(name) SITE(-1, G_LOSS, K_LOSS, name, true)
 	/* dlogits = (softmax − onehot)·(dscale / M) */
 	emu_ref g = konst(t, LB("dscale"), Lf, scale);
+	if (t->c.loss_weight != 1)
+		map(t, LB("dweight"), EMU_OP_MUL, Lf, g, g,
+		    konst(t, LB("dweight"), Lf, t->c.loss_weight), 1, 0);
 	if (div > 1)
 		map(t, LB("dmicro"), EMU_OP_DIV, Lf, g, g, konst(t, LB("dmicro"), Lf, (double)div),
 		    1, 0);
@@ -1497,6 +1534,7 @@ static int begin(emu_train *t, emu_be *be, uint64_t salt)
 	}
 	t->be = be;
 	t->micro = 0;
+	t->a.nconst = 0; /* a pass's constants (a kernel run's backend keeps its vectors) */
 	if (fresh) {
 		emu_steps(be, site_ptrs, t->nsites);
 		t->tP = t->tG = t->tM = t->tV = NULL;
@@ -1731,7 +1769,10 @@ int emu_train_step(emu_train *t, emu_train_row *row)
 	for (size_t k = 0; k < t->c.micro; k++) {
 		t->micro = (unsigned)k;
 		batch(t, 0, (s - 1) * t->c.micro + k);
-		lsum += forward(t, s == t->c.spike_step && k == 0);
+		unsigned faults = k ? 0
+		                    : (s == t->c.spike_step ? FAULT_SPIKE : 0) |
+		                          (s == t->c.flat_step ? FAULT_FLAT : 0);
+		lsum += forward(t, faults);
 		backward(t, scale, div);
 	}
 	row->loss = lsum / (double)t->c.micro;
@@ -1825,7 +1866,7 @@ double emu_train_eval(emu_train *t, bool val, uint64_t k)
 	double loss = NAN;
 	if (begin(t, &be, ~k) == 0) {
 		batch(t, val ? 1 : 0, k);
-		loss = forward(t, false);
+		loss = forward(t, 0);
 	}
 	end(t);
 	if (saved) {
@@ -1843,7 +1884,7 @@ double emu_train_grad(emu_train *t)
 	memset(t->G, 0, t->np * sizeof *t->G);
 	if (begin(t, &be, 0) == 0) {
 		batch(t, 0, 0);
-		loss = forward(t, false);
+		loss = forward(t, 0);
 		backward(t, 1, 1);
 	}
 	end(t);
@@ -1966,6 +2007,35 @@ out:
 	return rc;
 }
 
+int emu_train_adopt(emu_train *t, const emu_train *src, size_t *changed, char *err, size_t errlen)
+{
+	const emu_train_cfg *a = &t->c, *b = &src->c;
+	if (t->L != src->L || t->d != src->d || t->H != src->H || t->T != src->T ||
+	    t->V != src->V || t->B != src->B || a->micro != b->micro || a->task != b->task ||
+	    a->seed != b->seed) {
+		snprintf(err, errlen, "train: the state of another model or data (%s into %s)",
+		         b->pol.name, a->pol.name);
+		return -1;
+	}
+	const emu_format *mf = F(t, EMU_TR_MASTER), *sf = F(t, EMU_TR_STATE);
+	size_t n = 0;
+	for (size_t i = 0; i < t->np; i++) {
+		double p = round_to(mf, src->P[i]), m = round_to(sf, src->Mo[i]),
+		       v = round_to(sf, src->Vo[i]);
+		n += memcmp(&p, &src->P[i], sizeof p) != 0;
+		n += memcmp(&m, &src->Mo[i], sizeof m) != 0;
+		n += memcmp(&v, &src->Vo[i], sizeof v) != 0;
+		t->P[i] = p, t->Mo[i] = m, t->Vo[i] = v;
+	}
+	t->step = src->step, t->adam_t = src->adam_t;
+	if (a->pol.scaler && b->pol.scaler)
+		t->gs = src->gs;
+	memset(&t->fail, 0, sizeof t->fail);
+	if (changed)
+		*changed = n;
+	return 0;
+}
+
 int emu_train_dump(emu_train *t, const char *dir, char *err, size_t errlen)
 {
 	char path[4096];
@@ -2025,32 +2095,39 @@ static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	c.val_every = 0;
 	c.backend = be->kind;
 	c.seed = in->seed;
-	double v[18];
+	enum { NPS = 24 };
+	double v[NPS];
 	static const char *const K = "train";
 	/* name, lo, hi, default, integer */
 	static const struct {
 		const char *name;
 		double lo, hi, dflt;
 		bool integer;
-	} ps[18] = {{"steps", 1, 100000, 20, true},
-	            {"layers", 1, 64, 1, true},
-	            {"d_model", 2, 4096, 16, true},
-	            {"heads", 1, 4096, 2, true},
-	            {"seq", 2, 4096, 8, true},
-	            {"vocab", 3, 65536, 16, true},
-	            {"batch", 1, 4096, 4, true},
-	            {"micro", 1, 1024, 1, true},
-	            {"divide", 0, 1, 1, true},
-	            {"lr", 0, 10, 1e-3, false},
-	            {"warmup", 0, 1e8, 2, true},
-	            {"clip", 0, 1e30, 1, false},
-	            {"ln_eps", 0, 0.5, 1e-5, false},
-	            {"spike_step", 0, 1e8, 0, true},
-	            {"spike", -1e300, 1e300, 1, false},
-	            {"scaler_init", 0, 3.4e38, 65536, false},
-	            {"scaler_interval", 1, 1e9, 2000, true},
-	            {"task", 0, 3, 0, true}};
-	for (int i = 0; i < 18; i++)
+	} ps[NPS] = {{"steps", 1, 100000, 20, true},
+	             {"layers", 1, 64, 1, true},
+	             {"d_model", 2, 4096, 16, true},
+	             {"heads", 1, 4096, 2, true},
+	             {"seq", 2, 4096, 8, true},
+	             {"vocab", 3, 65536, 16, true},
+	             {"batch", 1, 4096, 4, true},
+	             {"micro", 1, 1024, 1, true},
+	             {"divide", 0, 1, 1, true},
+	             {"lr", 0, 10, 1e-3, false},
+	             {"warmup", 0, 1e8, 2, true},
+	             {"clip", 0, 1e30, 1, false},
+	             {"ln_eps", 0, 0.5, 1e-5, false},
+	             {"spike_step", 0, 1e8, 0, true},
+	             {"spike", -1e300, 1e300, 1, false},
+	             {"scaler_init", 0, 3.4e38, 65536, false},
+	             {"scaler_interval", 1, 1e9, 2000, true},
+	             {"task", 0, 3, 0, true},
+	             {"scaler_growth", 1, 1e30, 2, false},
+	             {"adam_eps", 0, 0.999, 1e-8, false},
+	             {"loss_weight", 1e-300, 1e300, 1, false},
+	             {"flat_step", 0, 1e8, 0, true},
+	             {"flat_var", 0, 1e300, 0, false},
+	             {"val_batches", 1, 1000, 4, true}};
+	for (int i = 0; i < NPS; i++)
 		if (!(ps[i].integer ? emu_kparam_int(in, K, ps[i].name, ps[i].lo, ps[i].hi,
 		                                     ps[i].dflt, &v[i], err, errlen)
 		                    : emu_kparam_real(in, K, ps[i].name, ps[i].lo, ps[i].hi, 0,
@@ -2063,6 +2140,14 @@ static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	c.clip = v[11], c.ln_eps = v[12], c.spike_step = (size_t)v[13], c.spike_factor = v[14];
 	c.gs.init_scale = v[15], c.gs.growth_interval = (int32_t)v[16];
 	c.task = (emu_train_task)(int)v[17];
+	c.gs.growth_factor = v[18], c.eps = v[19], c.loss_weight = v[20];
+	c.flat_step = (size_t)v[21], c.flat_var = v[22];
+	size_t nval = (size_t)v[23];
+	double sd; /* the run's seed: the input's unless the parameter names one */
+	if (!emu_kparam_int(in, K, "seed", 0, 9007199254740992.0, (double)in->seed, &sd, err,
+	                    errlen))
+		return -1;
+	c.seed = (uint64_t)sd;
 	if (emu_train_policy_parse(variant ? variant : "fp32", &c.pol, err, errlen) != 0)
 		return -1;
 	emu_train *t = emu_train_new(&c, err, errlen);
@@ -2075,7 +2160,14 @@ static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	emu_vec *loss = emu_kout_vec(be, out, "loss", c.steps, f32);
 	emu_vec *skip = emu_kout_vec(be, out, "skipped", c.steps, f32);
 	emu_vec *scale = emu_kout_vec(be, out, "scale", c.steps, f32);
-	int rc = loss && skip && scale ? 0 : -1;
+	/* after the run: the validation loss (nval batches), the skipped steps
+	 * and the operations that overflowed (saturations included), the counts
+	 * exact in fp32 up to 2^24 */
+	emu_vec *val = emu_kout_vec(be, out, "val_loss", 1, f32);
+	emu_vec *skips = emu_kout_vec(be, out, "skips", 1, f32);
+	emu_vec *ovf = emu_kout_vec(be, out, "overflows", 1, f32);
+	int rc = loss && skip && scale && val && skips && ovf ? 0 : -1;
+	double nskip = 0, novf = 0;
 	for (size_t s = 0; s < c.steps && !rc; s++) {
 		emu_train_row row;
 		if (emu_train_step(t, &row) != 0) {
@@ -2085,6 +2177,16 @@ static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 		emu_fill(be, emu_at(loss, s), row.loss, 1);
 		emu_fill(be, emu_at(skip, s), row.skipped, 1);
 		emu_fill(be, emu_at(scale, s), row.scale, 1);
+		nskip += row.skipped;
+		novf += (double)row.overflow;
+	}
+	if (!rc) {
+		double vl = 0;
+		for (size_t k = 0; k < nval; k++)
+			vl += emu_train_eval(t, true, k);
+		emu_fill(be, emu_at(val, 0), vl / (double)nval, 1);
+		emu_fill(be, emu_at(skips, 0), nskip, 1);
+		emu_fill(be, emu_at(ovf, 0), novf, 1);
 	}
 	if (rc)
 		snprintf(err, errlen, "train: out of memory");
@@ -2098,7 +2200,9 @@ const emu_kernel emu_kernel_train = {
     "steps=N (20) layers=L (1) d_model=D (16) heads=H (2) seq=T (8) vocab=V (16) batch=B (4) "
     "micro=K (1) divide=0|1 (1) lr=X (1e-3; min-lr lr/10) warmup=N (2) clip=C (1) "
     "ln_eps=E (1e-5) spike_step=S (0: none) spike=F (1) scaler_init=S (65536) "
-    "scaler_interval=N (2000) task=0..3 (copy reverse sort modadd)",
+    "scaler_interval=N (2000) task=0..3 (copy reverse sort modadd) scaler_growth=G (2) "
+    "adam_eps=E (1e-8) loss_weight=K (1) flat_step=S (0: none) flat_var=V (0) "
+    "val_batches=N (4) seed=S (the input's)",
     tk_run,
     NULL, /* consumes no tensor: the run draws its weights and data from the seed */
 };

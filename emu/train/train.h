@@ -95,6 +95,15 @@ typedef struct {
 	/* and the learning rate of step lr_spike_step multiplied by lr_spike */
 	size_t lr_spike_step;
 	double lr_spike;
+	/* a near-constant batch: at step flat_step (0 none) each position's
+	 * embedding output of the first micro-batch is pulled towards its mean
+	 * over the features until its variance is flat_var (computed in
+	 * binary64, then stored in act): the tiny-variance input of LayerNorm */
+	size_t flat_step;
+	double flat_var;
+	/* the loss weighted by loss_weight before backward (as a loss term's
+	 * weight, or any constant factor, scales every gradient): 1 */
+	double loss_weight;
 	emu_train_policy pol;
 	emu_be_kind backend; /* EMU_BE_FAST or EMU_BE_EXACT */
 } emu_train_cfg;
@@ -196,6 +205,13 @@ int emu_train_save(const emu_train *t, const char *path, char *err, size_t errle
 /* Continue from a checkpoint: the model, data and policy must be this
  * run's (one line naming the difference otherwise). 0 or -1. */
 int emu_train_load(emu_train *t, const char *path, char *err, size_t errlen);
+/* Take src's state (a run of the same model, data and seed under any
+ * policy or backend): parameters, AdamW's m and v, the step counts, and
+ * the scaler's state where both run one; each value rounded to t's master
+ * or state format (*changed: how many values that changed). The first
+ * failure is cleared: t's next step is a replay of src's. 0, or -1 with a
+ * reason when the models differ. */
+int emu_train_adopt(emu_train *t, const emu_train *src, size_t *changed, char *err, size_t errlen);
 /* Steps done so far. */
 uint64_t emu_train_steps_done(const emu_train *t);
 /* Write DIR/init.safetensors (the parameters now) and DIR/grad.safetensors

@@ -55,6 +55,33 @@ awk -F, 'NR == 2 && ($3 == "nan" || $12 == 0) { exit 1 } NR == 3 && $3 != "nan" 
 	fail "fp16-pure: CSV loss and non-finite parameters"
 pass=$((pass + 1))
 
+# --replay: step 3 from the initial weights, fast against exact, and under
+# bf16 from the same state; then from a checkpoint of step 2
+run train $TINY --policy fp16-amp,bf16 --steps 4 --replay 3
+[ "$rc" -eq 0 ] || fail "--replay: exit status $rc"
+grep -q '^state: the initial weights, then steps 1 to 2 under fp16-amp on fast$' "$tmp/out" || fail "--replay: state line"
+grep -q '^fp16-amp, exact: the same bits as fast (loss, gradient norm, scale, flag counts, first failing operation and 968 parameters)$' "$tmp/out" ||
+	fail "--replay: fast against exact"
+grep -q '^bf16: the state rounded to its formats (0 values changed)$' "$tmp/out" || fail "--replay: bf16 state"
+grep '^fp16-amp, fast: loss' "$tmp/out" > "$tmp/r1"
+run train $TINY --policy fp16-amp --steps 4 --stop-at 2 --every 0 --save "$tmp/r2.st"
+run train $TINY --policy fp16-amp --steps 4 --replay 3 --resume "$tmp/r2.st"
+grep -q "^state: $tmp/r2.st (after step 2)$" "$tmp/out" || fail "--replay --resume: state line"
+grep '^fp16-amp, fast: loss' "$tmp/out" | cmp -s - "$tmp/r1" || fail "--replay --resume: another step than from the weights"
+pass=$((pass + 1))
+bad "replay past the steps" "nanmap: --replay 9: past --steps 4" train $TINY --steps 4 --replay 9
+bad "replay with csv" "" train $TINY --steps 4 --replay 2 --csv "$tmp/x.csv"
+bad "replay before the checkpoint" "" train $TINY --policy fp16-amp --steps 4 --replay 2 --resume "$tmp/r2.st"
+
+# --flat: a near-constant batch at step 2 whose variance and eps are 0 in fp16
+run train $TINY --policy fp16-pure --role state=fp32 --steps 2 --every 0 --flat 2:1e-9 --ln-eps 1e-8
+[ "$rc" -eq 0 ] || fail "--flat: exit status $rc"
+grep -q '^first failing operation: step 2, micro-batch 0, layer0.ln1.rsqrt (rsqrt), element 0: divbyzero$' "$tmp/out" ||
+	fail "--flat: first failing operation"
+run train $TINY --policy fp16-pure --role state=fp32 --steps 2 --every 0 --flat 2:1e-9 --ln-eps 1e-5
+grep -q '^first failing operation: none' "$tmp/out" || fail "--flat: eps 1e-5 should survive"
+pass=$((pass + 1))
+
 # --compare: fp16-pure against fp32 diverges at step 2 (NaN)
 run train $TINY --policy fp16-pure --steps 3 --every 0 --compare fp32 --csv "$tmp/c.csv"
 grep -q '^divergence from fp32: the loss first differs by more than 2x at step 2$' "$tmp/out" ||
@@ -141,6 +168,11 @@ bad "odd seq" "" train --seq 7
 bad "zero steps" "" train --steps 0
 bad "bad lr" "" train --lr abc
 bad "bad spike" "" train --spike 3
+bad "bad flat" "nanmap: bad --flat '2' (STEP:VARIANCE, e.g. 50:1e-7)" train --flat 2
+bad "negative flat variance" "" train --flat 2:-1
+bad "zero loss weight" "" train --loss-weight 0
+bad "growth factor 1" "" train --scaler-growth 1
+bad "adam eps 1" "" train --adam-eps 1
 bad "task and text" "" train --task copy --text /etc/hostname
 bad "unknown task" "" train --task fly
 bad "missing text" "" train --text "$tmp/none"

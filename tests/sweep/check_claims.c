@@ -1341,6 +1341,89 @@ static char *slurp(const char *path)
 	return s;
 }
 
+/* The parts settled in training runs (nm_claims_train.c): runs that agree
+ * leave the kernel's verdict, runs that disagree make it partly, and a
+ * claim without its runs is settled by the kernel alone. */
+#define RT_HDR "case,kernel,variant,policy,%s,backend,status,first_step,val_loss.maxabs"
+static const char *verdict_with(int id, const char *const *names, size_t n)
+{
+	static nm_case mc[4];
+	nm_case *all[NCASES + 4];
+	char err[512];
+	for (size_t i = 0; i < NCASES; i++)
+		all[i] = ptrs[i];
+	for (size_t i = 0; i < n; i++) {
+		char p[256];
+		snprintf(p, sizeof p, "cases/claims/%s.case", names[i]);
+		ck_assert_msg(nm_case_load(p, &mc[i], err, sizeof err) == 0, "%s", err);
+		all[NCASES + i] = &mc[i];
+	}
+	const char *v = nm_claim_verdict(id, all, NCASES + n, tdir);
+	for (size_t i = 0; i < n; i++)
+		nm_case_free(&mc[i]);
+	return v;
+}
+
+START_TEST(claims_model_parts)
+{
+	static const char *const ln[] = {"train_ln_eps"}, *const bf[] = {"train_bf16_unscaled"};
+	char h[256];
+	/* claim 4: the kernel says false */
+	csv("layernorm_eps", R4_HDR,
+	    "layernorm_eps,layernorm,twopass,storage=fp16,1.0000000000000001e-05,fast,ok,0.357,328",
+	    "layernorm_eps,layernorm,twopass,storage=fp16,0.001,fast,ok,0.04,30", NULL);
+	verdict(4, "false");
+	snprintf(h, sizeof h, RT_HDR, "var,eps");
+	/* no run broke: the runs agree */
+	csv("train_ln_eps", h,
+	    "train_ln_eps,train,fp16-amp,storage=fp32,9.9999999999999995e-08,1.0000000000000001e-"
+	    "05,fast,ok,,1.8",
+	    "train_ln_eps,train,fp16-amp,storage=fp32,9.9999999999999995e-08,0.001,fast,ok,,1.8",
+	    NULL);
+	ck_assert_str_eq(verdict_with(4, ln, 1), "false");
+	/* eps 1e-5 overflowed at var 1e-7 and eps 1e-3 did not: partly */
+	csv("train_ln_eps", h,
+	    "train_ln_eps,train,fp16-amp,storage=fp32,9.9999999999999995e-08,1.0000000000000001e-"
+	    "05,fast,overflow,layer0.fc.cast_dy,1.8",
+	    "train_ln_eps,train,fp16-amp,storage=fp32,9.9999999999999995e-08,0.001,fast,ok,,1.8",
+	    NULL);
+	ck_assert_str_eq(verdict_with(4, ln, 1), "partly");
+	/* both broke: eps 1e-3 did not fix it, the runs agree with false */
+	csv("train_ln_eps", h,
+	    "train_ln_eps,train,fp16-amp,storage=fp32,9.9999999999999995e-08,1.0000000000000001e-"
+	    "05,fast,overflow,layer0.fc.cast_dy,1.8",
+	    "train_ln_eps,train,fp16-amp,storage=fp32,9.9999999999999995e-08,0.001,fast,nan,layer0."
+	    "ln1.rsqrt,nan",
+	    NULL);
+	ck_assert_str_eq(verdict_with(4, ln, 1), "false");
+	/* claim 16: the kernel says true */
+	csv("bf16_unscaled", R16_HDR,
+	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",1,1e-06,fast,underflow,0."
+	    "09,0",
+	    "bf16_unscaled,backward,maxsub,\"storage=fp16,compute=fp32\",65536,1e-06,fast,ok,0,0",
+	    "bf16_unscaled,backward,maxsub,\"storage=bf16,compute=fp32\",1,1e-06,fast,ok,0,0",
+	    NULL);
+	snprintf(h, sizeof h, RT_HDR, "k");
+#define BF(k, a, b, c, d, e)                                                                       \
+	"train_bf16_unscaled,train,fp32,storage=fp32," k ",fast,ok,," a,                           \
+	    "train_bf16_unscaled,train,bf16-pure:state=fp32,storage=fp32," k ",fast,ok,," b,       \
+	    "train_bf16_unscaled,train,bf16-pure:state=fp32:scaler=on,storage=fp32," k             \
+	    ",fast,ok,," c,                                                                        \
+	    "train_bf16_unscaled,train,fp16-pure:state=fp32,storage=fp32," k ",fast,ok,," d,       \
+	    "train_bf16_unscaled,train,fp16-pure:state=fp32:scaler=on,storage=fp32," k             \
+	    ",fast,ok,," e
+	/* bf16 unscaled as close to fp32 at k = 1e-8 as at 1: true stays */
+	csv("train_bf16_unscaled", h, BF("1e-08", "2.0", "2.01", "2.01", "2.2", "2.1"),
+	    BF("1", "2.0", "2.01", "2.01", "2.0", "2.0"), NULL);
+	ck_assert_str_eq(verdict_with(16, bf, 1), "true");
+	/* bf16 unscaled drifting 0.2 from fp32 at k = 1e-8: partly */
+	csv("train_bf16_unscaled", h, BF("1e-08", "2.0", "2.2", "2.01", "2.2", "2.1"),
+	    BF("1", "2.0", "2.01", "2.01", "2.0", "2.0"), NULL);
+	ck_assert_str_eq(verdict_with(16, bf, 1), "partly");
+#undef BF
+}
+END_TEST
+
 START_TEST(write_report)
 {
 	csv("sum_stall", R7_HDR, "sum_stall,accum,sum:seq,storage=fp16,4096,fast,ok,nan,2048",
@@ -1428,6 +1511,7 @@ Suite *suite_claims(void)
 	tcase_add_test(tc, claim14_einsum);
 	tcase_add_test(tc, claim15_recompute);
 	tcase_add_test(tc, claim16_bf16);
+	tcase_add_test(tc, claims_model_parts);
 	tcase_add_test(tc, claim17_mx_floor);
 	tcase_add_test(tc, claim18_nvfp4_mxfp4);
 	tcase_add_test(tc, claim19_rht);

@@ -11,6 +11,10 @@
  *    to the loss; fp32 survives the same run;
  *  - GradScaler skips exactly the steps whose scaled gradients overflow,
  *    leaving the parameters untouched, and halves the scale each time;
+ *  - a near-constant batch whose eps is 0 in fp16 names layer0.ln1.rsqrt;
+ *  - a loss weight: GradScaler changes no bit of a bf16 run, and does of
+ *    an fp16 one whose gradients underflow;
+ *  - a run as a sweep point: hundreds of steps, its summaries;
  *  - bad settings are refused with one line.
  */
 #include <math.h>
@@ -376,6 +380,193 @@ END_TEST
 /* The recipes quantise the blocks' linear layers: nvfp4 and mxfp8 part from
  * bf16 by a little, their quantisers' saturations are counted, and the
  * truth backend refuses them. */
+/* --flat: a near-constant batch at step 2. eps 1e-8 is 0 in fp16, so the
+ * variance 1e-9 (0 in fp16 too) gives rsqrt(0): the first failing
+ * operation is layer0.ln1.rsqrt's divbyzero and the loss is NaN; eps 1e-5
+ * (a subnormal in fp16) keeps the same run finite */
+START_TEST(test_flat_batch)
+{
+	emu_train_cfg c;
+	char err[200];
+	for (int e = 0; e < 2; e++) {
+		tiny(&c, "fp16-pure");
+		ck_assert(emu_train_policy_set(&c.pol, "state=fp32", err, sizeof err) == 0);
+		c.flat_step = 2, c.flat_var = 1e-9, c.ln_eps = e ? 1e-5 : 1e-8;
+		emu_train *t = make(&c);
+		emu_train_row r;
+		ck_assert(emu_train_step(t, &r) == 0 && isfinite(r.loss));
+		ck_assert(emu_train_step(t, &r) == 0);
+		const emu_train_fail *f = emu_train_first_fail(t);
+		if (e) {
+			ck_assert(isfinite(r.loss) && !f->set);
+		} else {
+			ck_assert(isnan(r.loss));
+			ck_assert(f->set && f->step == 2);
+			ck_assert_str_eq(f->site, "layer0.ln1.rsqrt");
+			ck_assert(f->flags & EMU_FLAG_DIVBYZERO);
+		}
+		emu_train_free(t);
+	}
+	/* the batch really is near-constant: fp32 sees the variance it was given */
+	tiny(&c, "fp32");
+	c.flat_step = 1, c.flat_var = 1e-6;
+	emu_train *t = make(&c);
+	emu_train_row r;
+	ck_assert(emu_train_step(t, &r) == 0 && isfinite(r.loss));
+	emu_train_free(t);
+}
+END_TEST
+
+/* --loss-weight k: every gradient times k. In bf16 a power-of-two loss
+ * scale is exact where nothing underflows, so GradScaler changes no bit of
+ * a bf16-pure run, at k = 1 and at k = 1e-6 alike; fp16-pure loses
+ * gradients to underflow at k = 1e-6 (at k = 1 already, its subnormal
+ * ones) and its scaled run differs */
+START_TEST(test_loss_weight)
+{
+	emu_train_cfg c;
+	char err[200];
+	static const char *const pol[2] = {"bf16-pure:state=fp32", "fp16-pure:state=fp32"};
+	for (int p = 0; p < 2; p++)
+		for (int k = 0; k < 2; k++) {
+			double *P[2];
+			size_t n = 0;
+			for (int sc = 0; sc < 2; sc++) {
+				tiny(&c, "fp32");
+				ck_assert(emu_train_policy_parse(pol[p], &c.pol, err, sizeof err) ==
+				          0);
+				c.pol.scaler = sc;
+				c.loss_weight = k ? 1e-6 : 1;
+				c.eps = 1e-30;
+				c.gs.init_scale = 1024; /* no scaled gradient overflows */
+				emu_train *t = make(&c);
+				emu_train_row r;
+				for (int s = 0; s < 3; s++)
+					ck_assert(emu_train_step(t, &r) == 0 && !r.skipped);
+				n = 0;
+				for (size_t i = 0; i < emu_train_ntensors(t); i++) {
+					size_t cnt;
+					double *v, *g;
+					emu_train_tensor(t, i, &v, &g, &cnt);
+					n += cnt;
+				}
+				P[sc] = malloc(n * sizeof *P[sc]);
+				ck_assert(P[sc] != NULL);
+				n = 0;
+				for (size_t i = 0; i < emu_train_ntensors(t); i++) {
+					size_t cnt;
+					double *v, *g;
+					emu_train_tensor(t, i, &v, &g, &cnt);
+					memcpy(P[sc] + n, v, cnt * sizeof *v);
+					n += cnt;
+				}
+				emu_train_free(t);
+			}
+			size_t diff = 0;
+			for (size_t i = 0; i < n; i++)
+				diff += memcmp(&P[0][i], &P[1][i], sizeof(double)) != 0;
+			if (p == 0)
+				ck_assert_msg(diff == 0, "%s k=%d: %zu of %zu parameters differ",
+				              pol[p], k, diff, n);
+			else if (k) /* (at k = 1 fp16's subnormal gradients differ too) */
+				ck_assert_msg(diff > 0, "%s k=1e-6: scaling changed nothing",
+				              pol[p]);
+			free(P[0]);
+			free(P[1]);
+		}
+}
+END_TEST
+
+/* a training run as a sweep point (emu_kernel_train): hundreds of steps on
+ * one backend (its constants are a pass's, not the run's), and the
+ * summaries after the run */
+START_TEST(test_kernel_run)
+{
+	emu_policy pol;
+	char err[300];
+	ck_assert(emu_policy_parse("storage=fp32", &pol, err, sizeof err) == EMU_OK);
+	emu_kparam ps[] = {{"steps", 300}, {"d_model", 8}, {"seq", 4},
+	                   {"batch", 2},   {"vocab", 6},   {"scaler_init", 1e30}};
+	double x = 1;
+	emu_kin in = {&x, 1, 1, ps, sizeof ps / sizeof *ps, 1, NULL, 0};
+	emu_run r;
+	ck_assert_msg(emu_run_kernel(&emu_kernel_train, &pol, "fp16-amp", &in, EMU_BE_FAST, &r, err,
+	                             sizeof err) == 0,
+	              "%s", err);
+	double skips = NAN, val = NAN, ovf = NAN, lastskip = 0;
+	for (int i = 0; i < r.out.n; i++) {
+		const emu_kout_item *it = &r.out.item[i];
+		if (!strcmp(it->name, "skips"))
+			skips = emu_vget(&r.be, it->vec, 0);
+		else if (!strcmp(it->name, "val_loss"))
+			val = emu_vget(&r.be, it->vec, 0);
+		else if (!strcmp(it->name, "overflows"))
+			ovf = emu_vget(&r.be, it->vec, 0);
+		else if (!strcmp(it->name, "skipped"))
+			for (size_t s = 0; s < it->n; s++)
+				lastskip += emu_vget(&r.be, it->vec, s);
+	}
+	/* from a scale of 1e30 the scaler skips until the scaled gradients fit */
+	ck_assert_msg(skips >= 1 && skips == lastskip, "skips %g, per step %g", skips, lastskip);
+	ck_assert(ovf >= skips);
+	ck_assert(isfinite(val) && val > 0 && val < 3);
+	emu_run_free(&r);
+}
+END_TEST
+
+/* fast == exact at model scale: the default model (26,496 parameters) in
+ * the state after step 1, its step 2 replayed on both backends
+ * (emu_train_adopt, as --replay does): loss, gradient norm, flag counts
+ * and every parameter the same bits */
+START_TEST(test_replay_model_scale)
+{
+	static const char *const pol[] = {"fp16-amp", "bf16", "nvfp4"};
+	char err[300];
+	for (size_t k = 0; k < sizeof pol / sizeof *pol; k++) {
+		emu_train_cfg c;
+		emu_train_cfg_default(&c);
+		c.val_every = 0;
+		ck_assert(emu_train_policy_preset(pol[k], &c.pol, err, sizeof err) == 0);
+		emu_train *p = make(&c);
+		emu_train_row r, rf, rx;
+		ck_assert(emu_train_step(p, &r) == 0);
+		emu_train *tf = make(&c);
+		c.backend = EMU_BE_EXACT;
+		emu_train *tx = make(&c);
+		size_t ch = 1;
+		ck_assert(emu_train_adopt(tf, p, &ch, err, sizeof err) == 0 && ch == 0);
+		ck_assert(emu_train_adopt(tx, p, &ch, err, sizeof err) == 0 && ch == 0);
+		ck_assert(emu_train_step(tf, &rf) == 0 && emu_train_step(tx, &rx) == 0);
+		ck_assert(emu_train_step(p, &r) == 0); /* the run's own step 2 */
+		same_rows(&rf, &rx, pol[k], 2);
+		same_rows(&rf, &r, pol[k], 2);
+		size_t n = 0;
+		for (size_t i = 0; i < emu_train_ntensors(tf); i++) {
+			double *a, *b, *g;
+			size_t na, nb;
+			emu_train_tensor(tf, i, &a, &g, &na);
+			emu_train_tensor(tx, i, &b, &g, &nb);
+			ck_assert(na == nb && memcmp(a, b, na * sizeof *a) == 0);
+			n += na;
+		}
+		ck_assert_uint_eq(n, 26496);
+		t_count("train replay fast == exact, default model", n);
+		emu_train_free(p);
+		emu_train_free(tf);
+		emu_train_free(tx);
+	}
+	/* another model's state is refused */
+	emu_train_cfg c;
+	tiny(&c, "fp32");
+	emu_train *a = make(&c);
+	c.d = 16;
+	emu_train *b = make(&c);
+	ck_assert(emu_train_adopt(b, a, NULL, err, sizeof err) != 0);
+	emu_train_free(a);
+	emu_train_free(b);
+}
+END_TEST
+
 START_TEST(test_scaled_presets)
 {
 	const char *pols[] = {"bf16", "mxfp8", "nvfp4", "fp8-current"};
@@ -426,6 +617,10 @@ Suite *suite_train(void)
 	tcase_add_test(tc, test_bad_settings);
 	tcase_add_test(tc, test_learns_copy);
 	tcase_add_test(tc, test_scaled_presets);
+	tcase_add_test(tc, test_flat_batch);
+	tcase_add_test(tc, test_loss_weight);
+	tcase_add_test(tc, test_kernel_run);
+	tcase_add_test(tc, test_replay_model_scale);
 	suite_add_tcase(s, tc);
 	return s;
 }

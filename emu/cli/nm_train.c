@@ -64,6 +64,8 @@ enum {
 	NT_AEPS,
 	NT_GS_GROWTH,
 	NT_REPLAY,
+	NT_ARCH,
+	NT_FFN,
 };
 
 static const nm_opt nt_defs[] = {
@@ -110,6 +112,8 @@ static const nm_opt nt_defs[] = {
     {NULL, "--adam-eps", NT_AEPS, NM_OPTF_VALUE, 0},
     {NULL, "--scaler-growth", NT_GS_GROWTH, NM_OPTF_VALUE, 0},
     {NULL, "--replay", NT_REPLAY, NM_OPTF_VALUE, 0},
+    {NULL, "--arch", NT_ARCH, NM_OPTF_VALUE, 0},
+    {NULL, "--ffn", NT_FFN, NM_OPTF_VALUE, 0},
 };
 
 typedef struct {
@@ -204,6 +208,16 @@ static int nt_take(void *ctx, const nm_opt *d, const char *a)
 		return nt_real(d->lng, a, 0, 0.5, &c->ln_eps);
 	case NT_SEED:
 		return nm_parse_count(d->lng, a, 0, UINT64_MAX, &c->seed);
+	case NT_ARCH:
+		if (!strcmp(a, "gpt2"))
+			c->arch = EMU_ARCH_GPT2;
+		else if (!strcmp(a, "llama"))
+			c->arch = EMU_ARCH_LLAMA;
+		else
+			return nm_fail("unknown --arch '%s' (gpt2 llama)", a);
+		return 0;
+	case NT_FFN:
+		return nt_size(d->lng, a, 1, 65536, &c->ffn);
 	case NT_REPLAY:
 		return nm_parse_count(d->lng, a, 1, 100000000, &o->replay);
 	case NT_LWEIGHT:
@@ -303,8 +317,10 @@ static const char nt_help[] =
     "                             nvfp4 (default fp32); several run side by side\n"
     "         --role ROLE=FORMAT  override one role (master state gemm accum act compute\n"
     "                             reduce grad loss), or scaler=on|off\n"
-    "model:   --layers L (2) --d-model D (32) --heads H (2) --seq T (16) --vocab V (16)\n"
-    "         --batch B (4) --ln-eps E (1e-5)\n"
+    "model:   --arch gpt2|llama (gpt2: LayerNorm, GELU, biases, tied head; llama:\n"
+    "         RMSNorm, SwiGLU, no biases, untied head) --layers L (2) --d-model D (32)\n"
+    "         --heads H (2) --seq T (16) --vocab V (16) --batch B (4) --ln-eps E (1e-5)\n"
+    "         --ffn H (the MLP's width: 4D for gpt2, 8D/3 up to a multiple of 8 for llama)\n"
     "data:    --task copy|reverse|sort|modadd (copy) | --text FILE (bytes; --vocab 256)\n"
     "run:     --steps N (100) --micro K (1) [--no-loss-div] --lr LR (1e-3) --min-lr (1e-4)\n"
     "         --warmup N (10) --wd W (0.1) --clip C (1; 0 none) --seed S (1)\n"
@@ -527,10 +543,10 @@ static int nt_replay(nt_opts *o, const char *const *pname, size_t npol)
 		emu_train_free(p);
 		return rc;
 	}
-	printf("train: gpt2, %zu layers, d %zu, %zu heads, seq %zu, vocab %zu, batch %zu x %zu, "
+	printf("train: %s, %zu layers, d %zu, %zu heads, seq %zu, vocab %zu, batch %zu x %zu, "
 	       "%zu parameters; replay of step %llu\n",
-	       c.layers, c.d, c.heads, c.seq, c.vocab, c.batch, c.micro, emu_train_nparams(p),
-	       (unsigned long long)o->replay);
+	       emu_train_arch_name(c.arch), c.layers, c.d, c.heads, c.seq, c.vocab, c.batch,
+	       c.micro, emu_train_nparams(p), (unsigned long long)o->replay);
 	if (o->resume)
 		printf("state: %s (after step %llu)", o->resume, (unsigned long long)from);
 	else
@@ -694,11 +710,12 @@ int nm_train_main(int argc, char **argv)
 	for (size_t k = 0; k < nrun; k++) {
 		nt_run *r = &run[k];
 		if (!r->ref)
-			printf("train: gpt2, %zu layers, d %zu, %zu heads, seq %zu, vocab %zu, "
+			printf("train: %s, %zu layers, d %zu, %zu heads, seq %zu, vocab %zu, "
 			       "batch %zu x "
 			       "%zu, %zu parameters; policy %s; %zu steps on %s\n",
-			       r->c.layers, r->c.d, r->c.heads, r->c.seq, r->c.vocab, r->c.batch,
-			       r->c.micro, emu_train_nparams(r->t), r->c.pol.name, r->c.steps,
+			       emu_train_arch_name(r->c.arch), r->c.layers, r->c.d, r->c.heads,
+			       r->c.seq, r->c.vocab, r->c.batch, r->c.micro,
+			       emu_train_nparams(r->t), r->c.pol.name, r->c.steps,
 			       emu_be_name(r->c.backend));
 		r->last = r->last_val = NAN;
 	}

@@ -167,6 +167,18 @@ void emu_train_cfg_default(emu_train_cfg *c)
 	c->backend = EMU_BE_FAST;
 }
 
+size_t emu_train_ffn(const emu_train_cfg *c)
+{
+	if (c->ffn)
+		return c->ffn;
+	return c->arch == EMU_ARCH_LLAMA ? (8 * c->d / 3 + 7) / 8 * 8 : 4 * c->d;
+}
+
+const char *emu_train_arch_name(emu_train_arch a)
+{
+	return a == EMU_ARCH_LLAMA ? "llama" : "gpt2";
+}
+
 /* Does f hold every value of g (a conversion g -> f is exact)? */
 static bool holds(const emu_format *f, const emu_format *g)
 {
@@ -178,6 +190,10 @@ static bool holds(const emu_format *f, const emu_format *g)
 int emu_train_cfg_check(const emu_train_cfg *c, char *err, size_t errlen)
 {
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), -1
+	if (c->arch != EMU_ARCH_GPT2 && c->arch != EMU_ARCH_LLAMA)
+		BAD("--arch: gpt2 or llama");
+	if (c->ffn > 65536)
+		BAD("--ffn %zu: need 1..65536", c->ffn);
 	if (c->layers < 1 || c->layers > 64)
 		BAD("--layers %zu: need 1..64", c->layers);
 	if (c->d < 2 || c->d > 4096)
@@ -235,9 +251,12 @@ int emu_train_cfg_check(const emu_train_cfg *c, char *err, size_t errlen)
 		BAD("policy %s: the truth backend has no scaled GEMM", c->pol.name);
 	if (c->pol.scaler && emu_gs_config_check(&c->gs, err, errlen) != EMU_GS_OK)
 		return -1;
-	double params = 12.0 * c->layers * c->d * c->d + (double)(c->vocab + c->seq) * c->d;
-	double acts = (double)c->batch * c->seq *
-	              (c->layers * (30.0 * c->d + 2.0 * c->heads * c->seq) + 3.0 * c->vocab);
+	double ffn = (double)emu_train_ffn(c);
+	double params = c->layers * (4.0 * c->d * c->d + 3.0 * ffn * c->d) +
+	                (double)(2 * c->vocab + c->seq) * c->d;
+	double acts =
+	    (double)c->batch * c->seq *
+	    (c->layers * (14.0 * c->d + 4.0 * ffn + 2.0 * c->heads * c->seq) + 3.0 * c->vocab);
 	double bytes = (params * 5 + acts * 2) * (c->backend == EMU_BE_TRUTH ? 80 : 8);
 	if (bytes > 64e9)
 		BAD("the model needs about %.0f GB (params %.3g, activations %.3g)", bytes / 1e9,
@@ -265,15 +284,21 @@ enum {
 	P_FCPROJB,
 	P_LNFW,
 	P_LNFB,
+	P_HEAD, /* llama's untied head (gpt2: none, the head is wte) */
 	NP
 };
 static const char *const p_names[NP] = {"wte",     "wpe",     "ln1w", "ln1b", "qkvw", "qkvb",
                                         "projw",   "projb",   "ln2w", "ln2b", "fcw",  "fcb",
-                                        "fcprojw", "fcprojb", "lnfw", "lnfb"};
+                                        "fcprojw", "fcprojb", "lnfw", "lnfb", "head"};
+/* a model-wide tensor (the others have one per layer) */
+static bool p_global(int i)
+{
+	return i == P_WTE || i == P_WPE || i == P_LNFW || i == P_LNFB || i == P_HEAD;
+}
 
 /* ---- kernels and their steps: forward steps first, then backward ---- */
 
-enum { K_EMB, K_LN, K_LIN, K_ATTN, K_GELU, K_RES, K_LOSS, K_OPT, NK };
+enum { K_EMB, K_LN, K_LIN, K_ATTN, K_GELU, K_RES, K_LOSS, K_OPT, K_RMS, K_SWIGLU, NK };
 #define KMAX 32 /* step ids per kernel instance */
 
 static const char *const k_steps[NK][KMAX] = {
@@ -308,6 +333,13 @@ static const char *const k_steps[NK][KMAX] = {
                "lerp_add",  "m_store",  "v_c",           "v_mul", "v_mul_store", "g2_scale",
                "g2",        "v_add",    "v_store",       "denom", "denom_store", "step",
                "update",    "w_store"},
+    [K_RMS] = {"to_compute", "square", "sq_reduce", "sumsq",       "ms",       "ms_c",
+               "add_eps",    "rsqrt",  "norm",      "w",           "scale",    "store",
+               NULL,         "dy_c",   "dy_w",      "dywy_reduce", "dywy_sum", "dmean",
+               "dyw_y",      "dproj",  "dx",        "dx_store",    "dwb"},
+    [K_SWIGLU] = {"to_compute", "neg",   "min",     "exp",   "den",  "num_min", "num_exp",   "sig",
+                  "silu",       "mul",   "store",   NULL,    "dy_c", "x_c",     "one_minus", "g_om",
+                  "plus1",      "dsilu", "dgate_u", "dgate", "dup",  "dx_store"},
 };
 /* the index of the first backward step (the NULL) */
 static unsigned k_nfwd(int k)
@@ -329,14 +361,18 @@ static unsigned kstep(int k, const char *name, bool bwd)
 
 /* kernel instances: per layer ln1 qkv attn proj res1 ln2 fc gelu fcproj res2 */
 enum { I_LN1, I_QKV, I_ATTN, I_PROJ, I_RES1, I_LN2, I_FC, I_GELU, I_FCPROJ, I_RES2, NI_LAYER };
-static const int i_kind[NI_LAYER] = {K_LN, K_LIN, K_ATTN, K_LIN, K_RES,
-                                     K_LN, K_LIN, K_GELU, K_LIN, K_RES};
-static const char *const i_names[NI_LAYER] = {"ln1", "qkv", "attn", "proj",   "res1",
-                                              "ln2", "fc",  "gelu", "fcproj", "res2"};
+static const int i_kind[2][NI_LAYER] = {
+    {K_LN, K_LIN, K_ATTN, K_LIN, K_RES, K_LN, K_LIN, K_GELU, K_LIN, K_RES},
+    {K_RMS, K_LIN, K_ATTN, K_LIN, K_RES, K_RMS, K_LIN, K_SWIGLU, K_LIN, K_RES}};
+static const char *const i_names[2][NI_LAYER] = {
+    {"ln1", "qkv", "attn", "proj", "res1", "ln2", "fc", "gelu", "fcproj", "res2"},
+    {"rms1", "qkv", "attn", "proj", "res1", "rms2", "fc", "swiglu", "fcproj", "res2"}};
 /* global instances after the layers: emb, lnf, logits, loss, optimizer */
 enum { G_EMB, G_LNF, G_LOGITS, G_LOSS, G_OPT, NG };
-static const int g_kind[NG] = {K_EMB, K_LN, K_LIN, K_LOSS, K_OPT};
-static const char *const g_names[NG] = {"emb", "lnf", "logits", "loss", "optimizer"};
+static const int g_kind[2][NG] = {{K_EMB, K_LN, K_LIN, K_LOSS, K_OPT},
+                                  {K_EMB, K_RMS, K_LIN, K_LOSS, K_OPT}};
+static const char *const g_names[2][NG] = {{"emb", "lnf", "logits", "loss", "optimizer"},
+                                           {"emb", "rmsf", "head", "loss", "optimizer"}};
 
 /* ---- the sites' names: one table for every run, built once ----
  * A backend keeps the names it was given (and its first failing operation
@@ -350,7 +386,7 @@ static pthread_once_t sites_once = PTHREAD_ONCE_INIT;
 
 static void make_sites(void)
 {
-	size_t ninst = NG + (size_t)TR_MAXL * NI_LAYER, n = ninst * KMAX;
+	size_t ninst = NG + (size_t)TR_MAXL * NI_LAYER, n = 2 * ninst * KMAX;
 	char(*names)[64] = malloc(n * sizeof *names);
 	const char **ptrs = malloc(n * sizeof *ptrs);
 	if (!names || !ptrs) {
@@ -358,23 +394,24 @@ static void make_sites(void)
 		free(ptrs);
 		return;
 	}
-	for (size_t i = 0; i < ninst; i++) {
+	for (size_t j = 0; j < 2 * ninst; j++) { /* each architecture's table */
+		size_t arch = j / ninst, i = j % ninst;
 		int kind;
 		char block[48];
 		const char *iname;
 		if (i < NG) {
-			kind = g_kind[i];
-			iname = g_names[i];
+			kind = g_kind[arch][i];
+			iname = g_names[arch][i];
 			block[0] = '\0';
 		} else {
-			kind = i_kind[(i - NG) % NI_LAYER];
-			iname = i_names[(i - NG) % NI_LAYER];
+			kind = i_kind[arch][(i - NG) % NI_LAYER];
+			iname = i_names[arch][(i - NG) % NI_LAYER];
 			snprintf(block, sizeof block, "layer%zu.", (i - NG) / NI_LAYER);
 		}
 		for (unsigned k = 0; k < KMAX; k++) {
-			snprintf(names[i * KMAX + k], sizeof names[0], "%s%s.%s", block, iname,
+			snprintf(names[j * KMAX + k], sizeof names[0], "%s%s.%s", block, iname,
 			         k_steps[kind][k] ? k_steps[kind][k] : "-");
-			ptrs[i * KMAX + k] = names[i * KMAX + k];
+			ptrs[j * KMAX + k] = names[j * KMAX + k];
 		}
 	}
 	site_names = names;
@@ -390,6 +427,7 @@ typedef struct {
 	emu_vec *lnf, *lnfy, *lnfr, *logits, *z, *ez, *sum, *losses; /* head */
 	/* scratch */
 	emu_vec *dres, *dA, *dB, *dC, *ddot, *g1, *g2, *g3, *g4, *consts;
+	emu_vec *sw1, *sw2, *sw3, *sw4; /* SwiGLU's (llama), M×ffn each */
 	emu_vec *o1, *o2, *o3, *o4; /* the optimizer's, one tensor each */
 	size_t nconst;
 } acts;
@@ -397,6 +435,7 @@ typedef struct {
 struct emu_train {
 	emu_train_cfg c;
 	size_t L, d, H, hs, T, V, B, M;
+	size_t ffn, fcw; /* the MLP's hidden width, and fc's output width (llama: gate and up) */
 	size_t off[NP], per[NP], np;
 	double *P, *G, *Mo, *Vo; /* parameters, .grad, AdamW's m and v (values) */
 	emu_vec Pv, Gv, Mv, Vv;  /* the four as engine vectors (fast/exact) */
@@ -426,6 +465,13 @@ struct emu_train {
 
 static void free_acts(emu_train *t);
 
+/* the kinds of the arch's norms and MLP activation */
+#define K_NORM(t) ((t)->c.arch == EMU_ARCH_LLAMA ? K_RMS : K_LN)
+#define K_ACT(t) ((t)->c.arch == EMU_ARCH_LLAMA ? K_SWIGLU : K_GELU)
+/* a bias tensor, or -1 where the arch has none; the logits' weight */
+#define BIAS(t, i) (pcount((t), (i)) ? (i) : -1)
+#define HEADW(t) ((t)->c.arch == EMU_ARCH_LLAMA ? P_HEAD : P_WTE)
+
 static unsigned inst_base(const emu_train *t, int layer, int inst)
 {
 	/* the global instances first, then the layers': a site's id does not
@@ -450,13 +496,16 @@ size_t emu_train_nparams(const emu_train *t)
 
 static void layout(emu_train *t)
 {
-	size_t d = t->d, L = t->L;
-	size_t per[NP] = {t->V * d, t->T * d, d,         d,     3 * d * d, 3 * d, d * d, d,
-	                  d,        d,        4 * d * d, 4 * d, 4 * d * d, d,     d,     d};
+	size_t d = t->d, L = t->L, h = t->ffn;
+	size_t per[NP] = {t->V * d, t->T * d,   d,      d,     3 * d * d, 3 * d, d * d, d, d,
+	                  d,        t->fcw * d, t->fcw, h * d, d,         d,     d,     0};
+	if (t->c.arch == EMU_ARCH_LLAMA) /* no biases; its own head */
+		per[P_LN1B] = per[P_QKVB] = per[P_PROJB] = per[P_LN2B] = per[P_FCB] =
+		    per[P_FCPROJB] = per[P_LNFB] = 0,
+		per[P_HEAD] = t->V * d;
 	size_t cnt[NP];
 	for (int i = 0; i < NP; i++)
-		cnt[i] =
-		    (i == P_WTE || i == P_WPE || i == P_LNFW || i == P_LNFB) ? per[i] : per[i] * L;
+		cnt[i] = p_global(i) ? per[i] : per[i] * L;
 	size_t o = 0;
 	for (int i = 0; i < NP; i++) {
 		t->off[i] = o;
@@ -467,13 +516,11 @@ static void layout(emu_train *t)
 }
 static size_t pcount(const emu_train *t, int i)
 {
-	return (i == P_WTE || i == P_WPE || i == P_LNFW || i == P_LNFB) ? t->per[i]
-	                                                                : t->per[i] * t->L;
+	return p_global(i) ? t->per[i] : t->per[i] * t->L;
 }
 static size_t poff(const emu_train *t, int i, size_t layer)
 {
-	return t->off[i] +
-	       ((i == P_WTE || i == P_WPE || i == P_LNFW || i == P_LNFB) ? 0 : layer * t->per[i]);
+	return t->off[i] + (p_global(i) ? 0 : layer * t->per[i]);
 }
 
 static double round_to(const emu_format *f, double x)
@@ -492,6 +539,8 @@ emu_train *emu_train_new(const emu_train_cfg *cfg, char *err, size_t errlen)
 	t->c = *cfg;
 	t->L = cfg->layers, t->d = cfg->d, t->H = cfg->heads, t->hs = cfg->d / cfg->heads;
 	t->T = cfg->seq, t->V = cfg->vocab, t->B = cfg->batch, t->M = t->B * t->T;
+	t->ffn = emu_train_ffn(cfg);
+	t->fcw = cfg->arch == EMU_ARCH_LLAMA ? 2 * t->ffn : t->ffn;
 	layout(t);
 	t->P = calloc(t->np, sizeof *t->P);
 	t->G = calloc(t->np, sizeof *t->G);
@@ -515,6 +564,7 @@ emu_train *emu_train_new(const emu_train_cfg *cfg, char *err, size_t errlen)
 		case P_WPE:
 		case P_QKVW:
 		case P_FCW:
+		case P_HEAD:
 			sd = 0.02;
 			break;
 		case P_PROJW:
@@ -561,19 +611,31 @@ void emu_train_free(emu_train *t)
 
 size_t emu_train_ntensors(const emu_train *t)
 {
-	(void)t;
-	return NP;
+	size_t n = 0;
+	for (int i = 0; i < NP; i++)
+		n += pcount(t, i) > 0;
+	return n;
+}
+
+/* the P_ index of the model's i-th tensor (its empty ones skipped), or -1 */
+static int tensor_at(const emu_train *t, size_t i)
+{
+	for (int k = 0; k < NP; k++)
+		if (pcount(t, k) > 0 && i-- == 0)
+			return k;
+	return -1;
 }
 
 const char *emu_train_tensor(const emu_train *t, size_t i, double **values, double **grads,
                              size_t *count)
 {
-	if (i >= NP)
+	int k = tensor_at(t, i);
+	if (k < 0)
 		return NULL;
-	*values = t->P + t->off[i];
-	*grads = t->G + t->off[i];
-	*count = pcount(t, (int)i);
-	return p_names[i];
+	*values = t->P + t->off[k];
+	*grads = t->G + t->off[k];
+	*count = pcount(t, k);
+	return p_names[k];
 }
 
 const emu_train_lstat *emu_train_lstats(const emu_train *t, size_t *n)
@@ -700,6 +762,23 @@ static emu_ref GR(emu_train *t, int i, size_t layer)
 static void watch(emu_train *t, size_t layer, int dir, const char *name, emu_vec *v, size_t off,
                   size_t n)
 {
+	char lbl[64];
+	if (t->c.arch == EMU_ARCH_LLAMA) { /* the tensors' names in llama's terms */
+		static const char *const from[] = {"ln1.", "ln2.", "lnf.", "gelu.", "logits."},
+		                         *const to[] = {"rms1.", "rms2.", "rmsf.", "swiglu.",
+		                                        "head."};
+		const char *dot = strrchr(name, '.'), *blk = name;
+		for (size_t k = 0; k < sizeof from / sizeof *from; k++) {
+			const char *at = strstr(name, from[k]);
+			if (at && (at == name || at[-1] == '.') &&
+			    at + strlen(from[k]) - 1 == dot) {
+				snprintf(lbl, sizeof lbl, "%.*s%s%s", (int)(at - blk), blk, to[k],
+				         dot + 1);
+				name = lbl;
+				break;
+			}
+		}
+	}
 	emu_train_lstat *ls = &t->ls[layer * 2 + (size_t)dir];
 	for (size_t i = 0; i < n; i++) {
 		double x = v->d ? v->d[off + i] : emu_vget(t->be, v, off + i);
@@ -892,10 +971,93 @@ static void linear_bwd(emu_train *t, int layer, int inst, int wi, int bi, size_t
 
 /* ---- layer norm with weight and bias ---- */
 
+/* RMSNorm (llama): y = x·rstd·w, rstd = 1/sqrt(mean(x²) + eps); yhat = x·rstd
+ * and rstd (compute) saved */
+static void rms_fwd(emu_train *t, int layer, int inst, int wi, size_t wl, emu_vec *x, emu_vec *y,
+                    emu_vec *yhat, emu_vec *rstd)
+{
+	const emu_format *C = F(t, EMU_TR_COMPUTE), *R = F(t, EMU_TR_REDUCE), *A = F(t, EMU_TR_ACT);
+	size_t M = t->M, d = t->d;
+	emu_vec *w = t->a.g1, *xr = t->a.g3, *st = t->a.g4;
+#define NS(name) SITE(layer, inst, K_RMS, name, false)
+	emu_ref dR = konst(t, NS("ms"), R, (double)d),
+	        eps = konst(t, NS("add_eps"), C, t->c.ln_eps);
+	cvt(t, NS("w"), C, emu_row(w, 0), PR(t, wi, wl), d, 0);
+	cvt(t, NS("to_compute"), C, emu_row(yhat, 0), emu_row(x, 0), M * d, 0);
+	for (size_t m = 0; m < M; m++) {
+		size_t o = m * d;
+		emu_ref xc = emu_row(yhat, o), s = emu_at(st, 0), r = emu_at(rstd, m);
+		map(t, NS("square"), EMU_OP_MUL, C, emu_row(xr, 0), xc, xc, d, o);
+		cvt(t, NS("sq_reduce"), R, emu_row(xr, 0), emu_row(xr, 0), d, o);
+		emu_fill(t->be, s, 0, 1);
+		emu_fold(t->be, NS("sumsq"), EMU_OP_ADD, R, EMU_ORDER_SEQ, s, emu_row(xr, 0), NOREF,
+		         d, E(t, o));
+		map(t, NS("ms"), EMU_OP_DIV, R, s, s, dR, 1, m);
+		cvt(t, NS("ms_c"), C, s, s, 1, m);
+		map(t, NS("add_eps"), EMU_OP_ADD, C, s, s, eps, 1, m);
+		map(t, NS("rsqrt"), EMU_OP_RSQRT, C, r, s, NOREF, 1, m);
+		map(t, NS("norm"), EMU_OP_MUL, C, xc, xc, r, d, o);
+		map(t, NS("scale"), EMU_OP_MUL, C, emu_row(y, o), xc, emu_row(w, 0), d, o);
+	}
+	cvt(t, NS("store"), A, emu_row(y, 0), emu_row(y, 0), M * d, 0);
+#undef NS
+}
+
+/* dx = rstd·(dy·w − yhat·mean(dy·w·yhat)), added into dres (grad); .grad
+ * of w += Σ_m dy·yhat */
+static void rms_bwd(emu_train *t, int layer, int inst, int wi, size_t wl, emu_vec *dy,
+                    emu_vec *yhat, emu_vec *rstd, emu_vec *dres)
+{
+	const emu_format *C = F(t, EMU_TR_COMPUTE), *R = F(t, EMU_TR_REDUCE),
+	                 *Gf = F(t, EMU_TR_GRAD), *Mf = F(t, EMU_TR_MASTER);
+	size_t M = t->M, d = t->d;
+	emu_vec *w = t->a.g1, *dyc = t->a.dA, *dyw = t->a.dB, *tmp = t->a.g3, *st = t->a.g4,
+	        *dx = t->a.dC;
+#define NB(name) SITE(layer, inst, K_RMS, name, true)
+	emu_ref dR = konst(t, NB("dmean"), R, (double)d);
+	cvt(t, NB("dy_w"), C, emu_row(w, 0), PR(t, wi, wl), d, 0);
+	cvt(t, NB("dy_c"), C, emu_row(dyc, 0), emu_row(dy, 0), M * d, 0);
+	for (size_t m = 0; m < M; m++) {
+		size_t o = m * d;
+		emu_ref a2 = emu_at(st, 1), DW = emu_row(dyw, o), Y = emu_row(yhat, o),
+		        X = emu_row(dx, o);
+		map(t, NB("dy_w"), EMU_OP_MUL, C, DW, emu_row(dyc, o), emu_row(w, 0), d, o);
+		map(t, NB("dyw_y"), EMU_OP_MUL, C, emu_row(tmp, 0), DW, Y, d, o);
+		cvt(t, NB("dywy_reduce"), R, emu_row(tmp, 0), emu_row(tmp, 0), d, o);
+		emu_fill(t->be, a2, 0, 1);
+		emu_fold(t->be, NB("dywy_sum"), EMU_OP_ADD, R, EMU_ORDER_SEQ, a2, emu_row(tmp, 0),
+		         NOREF, d, E(t, o));
+		map(t, NB("dmean"), EMU_OP_DIV, R, a2, a2, dR, 1, m);
+		cvt(t, NB("dproj"), C, a2, a2, 1, m);
+		map(t, NB("dproj"), EMU_OP_MUL, C, emu_row(tmp, 0), Y, a2, d, o);
+		map(t, NB("dx"), EMU_OP_SUB, C, X, DW, emu_row(tmp, 0), d, o);
+		map(t, NB("dx"), EMU_OP_MUL, C, X, X, emu_at(rstd, m), d, o);
+	}
+	cvt(t, NB("dx_store"), Gf, emu_row(dx, 0), emu_row(dx, 0), M * d, 0);
+	/* the weight's gradient: columns summed over the rows in reduce */
+	map(t, NB("dwb"), EMU_OP_MUL, C, emu_row(dyw, 0), emu_row(dyc, 0), emu_row(yhat, 0), M * d,
+	    0);
+	cvt(t, NB("dwb"), R, emu_row(dyw, 0), emu_row(dyw, 0), M * d, 0);
+	emu_fill(t->be, emu_row(tmp, 0), 0, d);
+	for (size_t j = 0; j < d; j++)
+		emu_fold(t->be, NB("dwb"), EMU_OP_ADD, R, EMU_ORDER_SEQ, emu_at(tmp, j),
+		         emu_strided(dyw, j, d), NOREF, M, E(t, j * M));
+	cvt(t, NB("dwb"), Mf, emu_row(tmp, 0), emu_row(tmp, 0), d, 0);
+	map(t, NB("dwb"), EMU_OP_ADD, Mf, GR(t, wi, wl), GR(t, wi, wl), emu_row(tmp, 0), d, 0);
+	cvt(t, NB("dx_store"), Gf, emu_row(dres, 0), emu_row(dres, 0), M * d, 0);
+	map(t, NB("dx_store"), EMU_OP_ADD, Gf, emu_row(dres, 0), emu_row(dres, 0), emu_row(dx, 0),
+	    M * d, 0);
+#undef NB
+}
+
 /* y = (x − mean)·rstd·w + b (act), yhat (compute) and rstd (compute) saved */
 static void ln_fwd(emu_train *t, int layer, int inst, int wi, int bi, size_t wl, emu_vec *x,
                    emu_vec *y, emu_vec *yhat, emu_vec *rstd)
 {
+	if (t->c.arch == EMU_ARCH_LLAMA) {
+		rms_fwd(t, layer, inst, wi, wl, x, y, yhat, rstd);
+		return;
+	}
 	const emu_format *C = F(t, EMU_TR_COMPUTE), *R = F(t, EMU_TR_REDUCE), *A = F(t, EMU_TR_ACT);
 	size_t M = t->M, d = t->d;
 	emu_vec *w = t->a.g1, *b = t->a.g2, *xr = t->a.g3, *st = t->a.g4;
@@ -939,6 +1101,10 @@ static void ln_fwd(emu_train *t, int layer, int inst, int wi, int bi, size_t wl,
 static void ln_bwd(emu_train *t, int layer, int inst, int wi, int bi, size_t wl, emu_vec *dy,
                    emu_vec *yhat, emu_vec *rstd, emu_vec *dres)
 {
+	if (t->c.arch == EMU_ARCH_LLAMA) {
+		rms_bwd(t, layer, inst, wi, wl, dy, yhat, rstd, dres);
+		return;
+	}
 	const emu_format *C = F(t, EMU_TR_COMPUTE), *R = F(t, EMU_TR_REDUCE),
 	                 *Gf = F(t, EMU_TR_GRAD), *Mf = F(t, EMU_TR_MASTER);
 	size_t M = t->M, d = t->d;
@@ -1186,6 +1352,70 @@ static void gelu_bwd(emu_train *t, int layer, emu_vec *x, emu_vec *s, emu_vec *d
 #undef GB
 }
 
+/* ---- SwiGLU (llama): y = silu(g)·u, fc's row m = [g (ffn) | u (ffn)] ----
+ * silu(g) = g·σ(g), σ as GELU's: exp(min(0, g)) / (1 + exp(−|g|)); σ saved */
+
+static void swiglu_fwd(emu_train *t, int layer, emu_vec *x, emu_vec *s, emu_vec *y)
+{
+	const emu_format *C = F(t, EMU_TR_COMPUTE), *A = F(t, EMU_TR_ACT);
+	size_t M = t->M, h = t->ffn, n = M * h;
+	emu_vec *gv = t->a.sw1, *uv = t->a.sw2;
+#define WS(name) SITE(layer, I_GELU, K_SWIGLU, name, false)
+	emu_ref one = konst(t, WS("den"), C, 1), zero = konst(t, WS("num_min"), C, 0);
+	emu_ref G = emu_row(gv, 0), U = emu_row(uv, 0), Sg = emu_row(s, 0), Y = emu_row(y, 0);
+	for (size_t m = 0; m < M; m++) {
+		cvt(t, WS("to_compute"), C, emu_row(gv, m * h), emu_row(x, 2 * m * h), h,
+		    2 * m * h);
+		cvt(t, WS("to_compute"), C, emu_row(uv, m * h), emu_row(x, 2 * m * h + h), h,
+		    2 * m * h + h);
+	}
+	map(t, WS("neg"), EMU_OP_NEG, C, Sg, G, NOREF, n, 0);
+	map(t, WS("min"), EMU_OP_MIN, C, Sg, G, Sg, n, 0);
+	map(t, WS("exp"), EMU_OP_EXP, C, Sg, Sg, NOREF, n, 0);
+	map(t, WS("den"), EMU_OP_ADD, C, Sg, one, Sg, n, 0);
+	map(t, WS("num_min"), EMU_OP_MIN, C, Y, G, zero, n, 0);
+	map(t, WS("num_exp"), EMU_OP_EXP, C, Y, Y, NOREF, n, 0);
+	map(t, WS("sig"), EMU_OP_DIV, C, Sg, Y, Sg, n, 0);
+	map(t, WS("silu"), EMU_OP_MUL, C, Y, G, Sg, n, 0);
+	map(t, WS("mul"), EMU_OP_MUL, C, Y, Y, U, n, 0);
+	cvt(t, WS("store"), A, Y, Y, n, 0);
+#undef WS
+}
+
+/* dg = dy·u·σ(1 + g(1 − σ)), du = dy·silu(g) = dy·g·σ, into dx's rows
+ * [dg | du] (grad) */
+static void swiglu_bwd(emu_train *t, int layer, emu_vec *x, emu_vec *s, emu_vec *dy, emu_vec *dx)
+{
+	const emu_format *C = F(t, EMU_TR_COMPUTE), *Gf = F(t, EMU_TR_GRAD);
+	size_t M = t->M, h = t->ffn, n = M * h;
+	emu_vec *gv = t->a.sw1, *uv = t->a.sw2, *dv = t->a.sw3, *pv = t->a.sw4;
+#define WB(name) SITE(layer, I_GELU, K_SWIGLU, name, true)
+	emu_ref one = konst(t, WB("one_minus"), C, 1);
+	emu_ref G = emu_row(gv, 0), U = emu_row(uv, 0), D = emu_row(dv, 0), P = emu_row(pv, 0),
+	        Sg = emu_row(s, 0);
+	cvt(t, WB("dy_c"), C, D, emu_row(dy, 0), n, 0);
+	for (size_t m = 0; m < M; m++) {
+		cvt(t, WB("x_c"), C, emu_row(gv, m * h), emu_row(x, 2 * m * h), h, 2 * m * h);
+		cvt(t, WB("x_c"), C, emu_row(uv, m * h), emu_row(x, 2 * m * h + h), h,
+		    2 * m * h + h);
+	}
+	map(t, WB("one_minus"), EMU_OP_SUB, C, P, one, Sg, n, 0);
+	map(t, WB("g_om"), EMU_OP_MUL, C, P, G, P, n, 0);
+	map(t, WB("plus1"), EMU_OP_ADD, C, P, one, P, n, 0);
+	map(t, WB("dsilu"), EMU_OP_MUL, C, P, Sg, P, n, 0);
+	map(t, WB("dgate_u"), EMU_OP_MUL, C, P, P, U, n, 0);
+	map(t, WB("dgate"), EMU_OP_MUL, C, P, D, P, n, 0);
+	map(t, WB("dup"), EMU_OP_MUL, C, U, G, Sg, n, 0); /* silu(g) again: the same bits */
+	map(t, WB("dup"), EMU_OP_MUL, C, U, D, U, n, 0);
+	for (size_t m = 0; m < M; m++) {
+		cvt(t, WB("dx_store"), Gf, emu_row(dx, 2 * m * h), emu_row(pv, m * h), h,
+		    2 * m * h);
+		cvt(t, WB("dx_store"), Gf, emu_row(dx, 2 * m * h + h), emu_row(uv, m * h), h,
+		    2 * m * h + h);
+	}
+#undef WB
+}
+
 /* ---- residual: out = x + y (act); backward copies the gradient ---- */
 
 static void res_fwd(emu_train *t, int layer, int inst, emu_vec *x, emu_vec *y, emu_vec *out)
@@ -1208,8 +1438,9 @@ static int alloc_acts(emu_train *t)
 	emu_vec ***lists[] = {&a->ln1,    &a->ln1y, &a->ln1r,   &a->qkv,  &a->att,  &a->atty,
 	                      &a->proj,   &a->res1, &a->ln2,    &a->ln2y, &a->ln2r, &a->fc,
 	                      &a->gelu_s, &a->gelu, &a->fcproj, &a->res2};
-	size_t sizes[] = {M * d, M * d, M, M * 3 * d, BHTT,      M * d,     M * d, M * d,
-	                  M * d, M * d, M, M * 4 * d, M * 4 * d, M * 4 * d, M * d, M * d};
+	size_t F1 = M * t->fcw, F2 = M * t->ffn;
+	size_t sizes[] = {M * d, M * d, M, M * 3 * d, BHTT, M * d, M * d, M * d,
+	                  M * d, M * d, M, F1,        F2,   F2,    M * d, M * d};
 	for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
 		*lists[k] = calloc(L, sizeof(emu_vec *));
 		if (!*lists[k])
@@ -1218,12 +1449,12 @@ static int alloc_acts(emu_train *t)
 			if (!((*lists[k])[l] = vnew(t, sizes[k])))
 				return -1;
 	}
-	size_t big = M * 4 * d;
+	size_t big = F1;
 	if (big < M * V)
 		big = M * V;
 	if (big < BHTT)
 		big = BHTT;
-	size_t w = 4 * d * d > V * d ? 4 * d * d : V * d;
+	size_t w = t->fcw * d > V * d ? t->fcw * d : V * d;
 	if (w < big)
 		w = big;
 	a->x0 = vnew(t, M * d), a->lnf = vnew(t, M * d), a->lnfy = vnew(t, M * d),
@@ -1232,6 +1463,12 @@ static int alloc_acts(emu_train *t)
 	a->dres = vnew(t, M * d), a->dA = vnew(t, big), a->dB = vnew(t, w), a->dC = vnew(t, big),
 	a->ddot = vnew(t, w), a->g1 = vnew(t, w), a->g2 = vnew(t, w), a->g3 = vnew(t, w),
 	a->g4 = vnew(t, w + 2 * t->T + 8), a->consts = vnew(t, 4096);
+	if (t->c.arch == EMU_ARCH_LLAMA) {
+		a->sw1 = vnew(t, F2), a->sw2 = vnew(t, F2), a->sw3 = vnew(t, F2),
+		a->sw4 = vnew(t, F2);
+		if (!a->sw1 || !a->sw2 || !a->sw3 || !a->sw4)
+			return -1;
+	}
 	size_t big_p = 0;
 	for (int i = 0; i < NP; i++)
 		if (pcount(t, i) > big_p)
@@ -1290,7 +1527,7 @@ static void flatten(emu_train *t, emu_vec *x, double var)
 static double forward(emu_train *t, unsigned faults)
 {
 	acts *a = &t->a;
-	size_t M = t->M, d = t->d, V = t->V, L = t->L;
+	size_t M = t->M, d = t->d, V = t->V, L = t->L, h = t->ffn, fw = t->fcw;
 	const emu_format *Ac = F(t, EMU_TR_ACT), *Lf = F(t, EMU_TR_LOSS), *Gm = F(t, EMU_TR_GEMM);
 	emu_vec *xg = a->ddot, *wg = a->g1;
 	char blk[32];
@@ -1320,24 +1557,29 @@ static double forward(emu_train *t, unsigned faults)
 		snprintf(blk, sizeof blk, "layer%zu.", l);
 		ln_fwd(t, li, I_LN1, P_LN1W, P_LN1B, l, x, a->ln1[l], a->ln1y[l], a->ln1r[l]);
 		watchn(t, l + 1, 0, blk, "ln1.out", a->ln1[l], M * d);
-		linear_fwd(t, li, I_QKV, P_QKVW, P_QKVB, l, a->ln1[l], d, 3 * d, a->qkv[l], xg, wg);
+		linear_fwd(t, li, I_QKV, P_QKVW, BIAS(t, P_QKVB), l, a->ln1[l], d, 3 * d, a->qkv[l],
+		           xg, wg);
 		watchn(t, l + 1, 0, blk, "qkv.out", a->qkv[l], M * 3 * d);
 		attn_fwd(t, li, a->qkv[l], a->att[l], a->atty[l]);
 		watchn(t, l + 1, 0, blk, "attn.att", a->att[l], t->B * t->H * t->T * t->T);
 		watchn(t, l + 1, 0, blk, "attn.out", a->atty[l], M * d);
-		linear_fwd(t, li, I_PROJ, P_PROJW, P_PROJB, l, a->atty[l], d, d, a->proj[l], xg,
-		           wg);
+		linear_fwd(t, li, I_PROJ, P_PROJW, BIAS(t, P_PROJB), l, a->atty[l], d, d,
+		           a->proj[l], xg, wg);
 		watchn(t, l + 1, 0, blk, "proj.out", a->proj[l], M * d);
 		res_fwd(t, li, I_RES1, x, a->proj[l], a->res1[l]);
 		watchn(t, l + 1, 0, blk, "res1.out", a->res1[l], M * d);
 		ln_fwd(t, li, I_LN2, P_LN2W, P_LN2B, l, a->res1[l], a->ln2[l], a->ln2y[l],
 		       a->ln2r[l]);
 		watchn(t, l + 1, 0, blk, "ln2.out", a->ln2[l], M * d);
-		linear_fwd(t, li, I_FC, P_FCW, P_FCB, l, a->ln2[l], d, 4 * d, a->fc[l], xg, wg);
-		watchn(t, l + 1, 0, blk, "fc.out", a->fc[l], M * 4 * d);
-		gelu_fwd(t, li, a->fc[l], a->gelu_s[l], a->gelu[l], M * 4 * d);
-		watchn(t, l + 1, 0, blk, "gelu.out", a->gelu[l], M * 4 * d);
-		linear_fwd(t, li, I_FCPROJ, P_FCPROJW, P_FCPROJB, l, a->gelu[l], 4 * d, d,
+		linear_fwd(t, li, I_FC, P_FCW, BIAS(t, P_FCB), l, a->ln2[l], d, fw, a->fc[l], xg,
+		           wg);
+		watchn(t, l + 1, 0, blk, "fc.out", a->fc[l], M * fw);
+		if (t->c.arch == EMU_ARCH_LLAMA)
+			swiglu_fwd(t, li, a->fc[l], a->gelu_s[l], a->gelu[l]);
+		else
+			gelu_fwd(t, li, a->fc[l], a->gelu_s[l], a->gelu[l], M * h);
+		watchn(t, l + 1, 0, blk, "gelu.out", a->gelu[l], M * h);
+		linear_fwd(t, li, I_FCPROJ, P_FCPROJW, BIAS(t, P_FCPROJB), l, a->gelu[l], h, d,
 		           a->fcproj[l], xg, wg);
 		watchn(t, l + 1, 0, blk, "fcproj.out", a->fcproj[l], M * d);
 		res_fwd(t, li, I_RES2, a->res1[l], a->fcproj[l], a->res2[l]);
@@ -1347,7 +1589,7 @@ static double forward(emu_train *t, unsigned faults)
 	ln_fwd(t, -1, G_LNF, P_LNFW, P_LNFB, 0, x, a->lnf, a->lnfy, a->lnfr);
 	watch(t, L + 1, 0, "lnf.out", a->lnf, 0, M * d);
 	/* logits = lnf · wteᵀ (tied) */
-	linear_fwd(t, -1, G_LOGITS, P_WTE, -1, 0, a->lnf, d, V, a->logits, xg, wg);
+	linear_fwd(t, -1, G_LOGITS, HEADW(t), -1, 0, a->lnf, d, V, a->logits, xg, wg);
 	watch(t, L + 1, 0, "logits.out", a->logits, 0, M * V);
 	/* softmax cross-entropy in the loss format, mean over the positions */
 #define LS(name) SITE(-1, G_LOSS, K_LOSS, name, false)
@@ -1391,7 +1633,7 @@ static double forward(emu_train *t, unsigned faults)
 static void backward(emu_train *t, double scale, size_t div)
 {
 	acts *a = &t->a;
-	size_t M = t->M, d = t->d, V = t->V, L = t->L;
+	size_t M = t->M, d = t->d, V = t->V, L = t->L, h = t->ffn, fw = t->fcw;
 	const emu_format *Lf = F(t, EMU_TR_LOSS), *Gf = F(t, EMU_TR_GRAD),
 	                 *Mf = F(t, EMU_TR_MASTER);
 	emu_vec *xg = a->ddot, *wg = a->g1;
@@ -1426,13 +1668,13 @@ static void backward(emu_train *t, double scale, size_t div)
 	const emu_format *Gm = F(t, EMU_TR_GEMM);
 	cvt(t, SITE(-1, G_LOGITS, K_LIN, "cast_x", false), Gm, emu_row(xg, 0), emu_row(a->lnf, 0),
 	    M * d, 0);
-	cvt(t, SITE(-1, G_LOGITS, K_LIN, "cast_w", false), Gm, emu_row(wg, 0), PR(t, P_WTE, 0),
+	cvt(t, SITE(-1, G_LOGITS, K_LIN, "cast_w", false), Gm, emu_row(wg, 0), PR(t, HEADW(t), 0),
 	    V * d, 0);
-	linear_bwd(t, -1, G_LOGITS, P_WTE, -1, 0, dlog, d, V, dx, xg, wg, a->lnf);
+	linear_bwd(t, -1, G_LOGITS, HEADW(t), -1, 0, dlog, d, V, dx, xg, wg, a->lnf);
 	watch(t, L + 1, 1, "logits.dx", dx, 0, M * d);
 	/* lnf: its input gradient starts the residual gradient */
-	cvt(t, SITE(-1, G_LNF, K_LN, "dx_store", true), Gf, emu_row(dx, 0), emu_row(dx, 0), M * d,
-	    0);
+	cvt(t, SITE(-1, G_LNF, K_NORM(t), "dx_store", true), Gf, emu_row(dx, 0), emu_row(dx, 0),
+	    M * d, 0);
 	emu_copy(t->be, emu_row(a->g2, 0), emu_row(dx, 0), M * d);
 	emu_fill(t->be, emu_row(dres, 0), 0, M * d);
 	ln_bwd(t, -1, G_LNF, P_LNFW, P_LNFB, 0, a->g2, a->lnfy, a->lnfr, dres);
@@ -1444,28 +1686,32 @@ static void backward(emu_train *t, double scale, size_t div)
 		emu_vec *xin = li ? a->res2[li - 1] : a->x0;
 		/* fcproj: dgelu = dres·W */
 		cvt(t, SITE(l, I_FCPROJ, K_LIN, "cast_x", false), Gm, emu_row(xg, 0),
-		    emu_row(a->gelu[li], 0), M * 4 * d, 0);
+		    emu_row(a->gelu[li], 0), M * h, 0);
 		cvt(t, SITE(l, I_FCPROJ, K_LIN, "cast_w", false), Gm, emu_row(wg, 0),
-		    PR(t, P_FCPROJW, li), d * 4 * d, 0);
-		linear_bwd(t, l, I_FCPROJ, P_FCPROJW, P_FCPROJB, li, dres, 4 * d, d, dtmp, xg, wg,
-		           a->gelu[li]);
-		watchn(t, li + 1, 1, blk, "fcproj.dx", dtmp, M * 4 * d);
-		/* gelu */
+		    PR(t, P_FCPROJW, li), d * h, 0);
+		linear_bwd(t, l, I_FCPROJ, P_FCPROJW, BIAS(t, P_FCPROJB), li, dres, h, d, dtmp, xg,
+		           wg, a->gelu[li]);
+		watchn(t, li + 1, 1, blk, "fcproj.dx", dtmp, M * h);
+		/* gelu (llama: swiglu, its gradient as wide as fc's output) */
 		emu_vec *dfc = a->g3;
-		gelu_bwd(t, l, a->fc[li], a->gelu_s[li], dtmp, dfc, M * 4 * d);
-		emu_copy(t->be, emu_row(dtmp, 0), emu_row(dfc, 0), M * 4 * d);
-		watchn(t, li + 1, 1, blk, "gelu.dx", dtmp, M * 4 * d);
+		if (t->c.arch == EMU_ARCH_LLAMA)
+			swiglu_bwd(t, l, a->fc[li], a->gelu_s[li], dtmp, dfc);
+		else
+			gelu_bwd(t, l, a->fc[li], a->gelu_s[li], dtmp, dfc, M * h);
+		emu_copy(t->be, emu_row(dtmp, 0), emu_row(dfc, 0), M * fw);
+		watchn(t, li + 1, 1, blk, "gelu.dx", dtmp, M * fw);
 		/* fc */
 		cvt(t, SITE(l, I_FC, K_LIN, "cast_x", false), Gm, emu_row(xg, 0),
 		    emu_row(a->ln2[li], 0), M * d, 0);
 		cvt(t, SITE(l, I_FC, K_LIN, "cast_w", false), Gm, emu_row(wg, 0), PR(t, P_FCW, li),
-		    4 * d * d, 0);
+		    fw * d, 0);
 		emu_vec *dln = a->g3;
-		linear_bwd(t, l, I_FC, P_FCW, P_FCB, li, dtmp, d, 4 * d, dln, xg, wg, a->ln2[li]);
+		linear_bwd(t, l, I_FC, P_FCW, BIAS(t, P_FCB), li, dtmp, d, fw, dln, xg, wg,
+		           a->ln2[li]);
 		watchn(t, li + 1, 1, blk, "fc.dx", dln, M * d);
 		/* ln2 into dres */
-		cvt(t, SITE(l, I_LN2, K_LN, "dy_c", true), Gf, emu_row(dln, 0), emu_row(dln, 0),
-		    M * d, 0);
+		cvt(t, SITE(l, I_LN2, K_NORM(t), "dy_c", true), Gf, emu_row(dln, 0),
+		    emu_row(dln, 0), M * d, 0);
 		emu_copy(t->be, emu_row(dtmp, 0), emu_row(dln, 0), M * d);
 		ln_bwd(t, l, I_LN2, P_LN2W, P_LN2B, li, dtmp, a->ln2y[li], a->ln2r[li], dres);
 		watchn(t, li + 1, 1, blk, "ln2.dx", dres, M * d);
@@ -1474,7 +1720,7 @@ static void backward(emu_train *t, double scale, size_t div)
 		    emu_row(a->atty[li], 0), M * d, 0);
 		cvt(t, SITE(l, I_PROJ, K_LIN, "cast_w", false), Gm, emu_row(wg, 0),
 		    PR(t, P_PROJW, li), d * d, 0);
-		linear_bwd(t, l, I_PROJ, P_PROJW, P_PROJB, li, dres, d, d, dtmp, xg, wg,
+		linear_bwd(t, l, I_PROJ, P_PROJW, BIAS(t, P_PROJB), li, dres, d, d, dtmp, xg, wg,
 		           a->atty[li]);
 		watchn(t, li + 1, 1, blk, "proj.dx", dtmp, M * d);
 		/* attention: dtmp [M,d] -> dqkv (g3) */
@@ -1489,12 +1735,12 @@ static void backward(emu_train *t, double scale, size_t div)
 		cvt(t, SITE(l, I_QKV, K_LIN, "cast_w", false), Gm, emu_row(wg, 0),
 		    PR(t, P_QKVW, li), 3 * d * d, 0);
 		emu_copy(t->be, emu_row(a->g2, 0), emu_row(dq, 0), M * 3 * d);
-		linear_bwd(t, l, I_QKV, P_QKVW, P_QKVB, li, a->g2, d, 3 * d, a->g3, xg, wg,
+		linear_bwd(t, l, I_QKV, P_QKVW, BIAS(t, P_QKVB), li, a->g2, d, 3 * d, a->g3, xg, wg,
 		           a->ln1[li]);
 		watchn(t, li + 1, 1, blk, "qkv.dx", a->g3, M * d);
 		/* ln1 into dres */
-		cvt(t, SITE(l, I_LN1, K_LN, "dy_c", true), Gf, emu_row(a->g3, 0), emu_row(a->g3, 0),
-		    M * d, 0);
+		cvt(t, SITE(l, I_LN1, K_NORM(t), "dy_c", true), Gf, emu_row(a->g3, 0),
+		    emu_row(a->g3, 0), M * d, 0);
 		emu_copy(t->be, emu_row(dtmp, 0), emu_row(a->g3, 0), M * d);
 		ln_bwd(t, l, I_LN1, P_LN1W, P_LN1B, li, dtmp, a->ln1y[li], a->ln1r[li], dres);
 		watchn(t, li + 1, 1, blk, "ln1.dx", dres, M * d);
@@ -1536,7 +1782,10 @@ static int begin(emu_train *t, emu_be *be, uint64_t salt)
 	t->micro = 0;
 	t->a.nconst = 0; /* a pass's constants (a kernel run's backend keeps its vectors) */
 	if (fresh) {
-		emu_steps(be, site_ptrs, t->nsites);
+		/* the arch's table: the same ids name its own kernels */
+		emu_steps(be,
+		          site_ptrs + (size_t)t->c.arch * (NG + (size_t)TR_MAXL * NI_LAYER) * KMAX,
+		          t->nsites);
 		t->tP = t->tG = t->tM = t->tV = NULL;
 		if (t->c.backend == EMU_BE_TRUTH) { /* the parameters and states as MPFR numbers */
 			t->tP = emu_vec_new(be, t->np);
@@ -1592,7 +1841,7 @@ static const char *flag_names(unsigned fl, char *buf, size_t len)
 static bool decays(int i)
 {
 	return i == P_WTE || i == P_WPE || i == P_QKVW || i == P_PROJW || i == P_FCW ||
-	       i == P_FCPROJW;
+	       i == P_FCPROJW || i == P_HEAD;
 }
 
 static double lr_at(const emu_train_cfg *c, uint64_t s)
@@ -1621,6 +1870,8 @@ static int optimize(emu_train *t, double scale, double lr, double *gnorm)
 		emu_ref inv = konst(t, OS("unscale"), C, emu_gs_value(emu_gs_fp32(1.0 / scale)));
 		for (int i = 0; i < NP; i++) {
 			size_t n = pcount(t, i), e = t->off[i];
+			if (!n)
+				continue;
 			emu_ref G = emu_row(Gv, e), X = emu_row(a->o1, 0);
 			cvt(t, OS("unscale_c"), C, X, G, n, e);
 			map(t, OS("unscale"), EMU_OP_MUL, C, X, X, inv, n, e);
@@ -1632,6 +1883,8 @@ static int optimize(emu_train *t, double scale, double lr, double *gnorm)
 	emu_fill(t->be, ss, 0, 1);
 	for (int i = 0; i < NP; i++) {
 		size_t n = pcount(t, i), e = t->off[i];
+		if (!n)
+			continue;
 		emu_ref X = emu_row(a->o1, 0);
 		cvt(t, OS("sq_c"), C, X, emu_row(Gv, e), n, e);
 		map(t, OS("sq"), EMU_OP_MUL, C, X, X, X, n, e);
@@ -1650,6 +1903,8 @@ static int optimize(emu_train *t, double scale, double lr, double *gnorm)
 		if (!(emu_vget(t->be, a->o4, 1) >= 1))
 			for (int i = 0; i < NP; i++) {
 				size_t n = pcount(t, i), e = t->off[i];
+				if (!n)
+					continue;
 				emu_ref X = emu_row(a->o1, 0);
 				cvt(t, OS("clip"), C, X, emu_row(Gv, e), n, e);
 				map(t, OS("clip"), EMU_OP_MUL, C, X, X, coef, n, e);
@@ -1674,6 +1929,8 @@ static int optimize(emu_train *t, double scale, double lr, double *gnorm)
 	emu_vec *Mv = t->tM ? t->tM : &t->Mv, *Vv = t->tV ? t->tV : &t->Vv;
 	for (int i = 0; i < NP; i++) {
 		size_t n = pcount(t, i), e = t->off[i];
+		if (!n)
+			continue;
 		emu_ref Gc = emu_row(a->o1, 0), Wc = emu_row(a->o2, 0), Xc = emu_row(a->o3, 0),
 		        D = emu_row(a->o4, 2), W = emu_row(Pv, e), Mr = emu_row(Mv, e),
 		        Vr = emu_row(Vv, e);
@@ -1731,7 +1988,7 @@ static void site_stats(emu_train *t, emu_train_row *row)
 	const emu_be_stats *st = &t->be->st;
 	for (size_t s = EMU_STEP0; s < st->nsteps && s < EMU_STEP0 + t->nsites; s++) {
 		size_t i = (s - EMU_STEP0) / KMAX, k = (s - EMU_STEP0) % KMAX;
-		int kind = i < NG ? g_kind[i] : i_kind[(i - NG) % NI_LAYER];
+		int kind = i < NG ? g_kind[t->c.arch][i] : i_kind[t->c.arch][(i - NG) % NI_LAYER];
 		size_t layer = i == G_EMB ? 0 : i < NG ? t->L + 1 : (i - NG) / NI_LAYER + 1;
 		int dir = k > k_nfwd(kind);
 		const uint64_t *fl = st->step_flags[s];
@@ -1920,11 +2177,14 @@ enum {
 	CK_BATCH,
 	CK_MICRO,
 	CK_TASK,
+	CK_ARCH,
+	CK_FFN,
 	CK_N
 };
+#define CK_N_OLD 14 /* a checkpoint written before the arch and ffn (gpt2) */
 static const char *const ck_names[CK_N] = {
-    "step",    "adam_step", "scale", "scale_tracker", "scale_steps", "seed",  "layers",
-    "d_model", "heads",     "seq",   "vocab",         "batch",       "micro", "task"};
+    "step",  "adam_step", "scale", "scale_tracker", "scale_steps", "seed", "layers", "d_model",
+    "heads", "seq",       "vocab", "batch",         "micro",       "task", "arch",   "ffn"};
 
 int emu_train_save(const emu_train *t, const char *path, char *err, size_t errlen)
 {
@@ -1935,18 +2195,21 @@ int emu_train_save(const emu_train *t, const char *path, char *err, size_t errle
 	const char *pre[3] = {"", "adam_m.", "adam_v."};
 	size_t n = 0;
 	for (int k = 0; k < 3; k++)
-		for (int i = 0; i < NP; i++, n++) {
+		for (int i = 0; i < NP; i++) {
+			if (!pcount(t, i))
+				continue;
 			snprintf(names[n], sizeof names[n], "%s%s", pre[k], p_names[i]);
 			shape[n] = pcount(t, i);
 			out[n] =
 			    (nm_st_out){names[n],  NM_ST_F64,          1,
 			                &shape[n], src[k] + t->off[i], shape[n] * sizeof(double)};
+			n++;
 		}
 	st[CK_STEP] = t->step, st[CK_ADAM_T] = t->adam_t, st[CK_SCALE] = t->gs.scale;
 	st[CK_TRACKER] = (uint64_t)(int64_t)t->gs.tracker, st[CK_GS_STEP] = t->gs.step;
 	st[CK_SEED] = t->c.seed, st[CK_LAYERS] = t->L, st[CK_D] = t->d, st[CK_HEADS] = t->H;
 	st[CK_SEQ] = t->T, st[CK_VOCAB] = t->V, st[CK_BATCH] = t->B, st[CK_MICRO] = t->c.micro;
-	st[CK_TASK] = (uint64_t)t->c.task;
+	st[CK_TASK] = (uint64_t)t->c.task, st[CK_ARCH] = (uint64_t)t->c.arch, st[CK_FFN] = t->ffn;
 	out[n++] = (nm_st_out){"state", NM_ST_U64, 1, &nst, st, sizeof st};
 	out[n++] = (nm_st_out){"policy", NM_ST_U8, 1, &npol, t->c.pol.name, npol};
 	return nm_st_write(path, out, n, err, errlen) == NM_ST_OK ? 0 : -1;
@@ -1960,14 +2223,31 @@ int emu_train_load(emu_train *t, const char *path, char *err, size_t errlen)
 	int rc = -1;
 	const nm_st_tensor *s = nm_st_find(&f, "state"), *pol = nm_st_find(&f, "policy");
 	uint64_t st[CK_N];
-	if (!s || s->dtype != NM_ST_U64 || s->count != CK_N || !pol || pol->dtype != NM_ST_U8) {
+	if (!s || s->dtype != NM_ST_U64 || (s->count != CK_N && s->count != CK_N_OLD) || !pol ||
+	    pol->dtype != NM_ST_U8) {
 		snprintf(err, errlen,
 		         "%s: not a nanmap train checkpoint (no state and policy tensors)", path);
 		goto out;
 	}
-	memcpy(st, s->data, sizeof st);
-	uint64_t want[CK_N] = {0,    0,    0,    0,    0,    t->c.seed,  t->L,
-	                       t->d, t->H, t->T, t->V, t->B, t->c.micro, (uint64_t)t->c.task};
+	memcpy(st, s->data, s->count * sizeof *st);
+	if (s->count == CK_N_OLD) /* gpt2 with its 4·d MLP */
+		st[CK_ARCH] = EMU_ARCH_GPT2, st[CK_FFN] = 4 * t->d;
+	uint64_t want[CK_N] = {0,
+	                       0,
+	                       0,
+	                       0,
+	                       0,
+	                       t->c.seed,
+	                       t->L,
+	                       t->d,
+	                       t->H,
+	                       t->T,
+	                       t->V,
+	                       t->B,
+	                       t->c.micro,
+	                       (uint64_t)t->c.task,
+	                       (uint64_t)t->c.arch,
+	                       t->ffn};
 	for (int k = CK_SEED; k < CK_N; k++)
 		if (st[k] != want[k]) {
 			snprintf(err, errlen,
@@ -1987,6 +2267,8 @@ int emu_train_load(emu_train *t, const char *path, char *err, size_t errlen)
 	for (int k = 0; k < 3; k++)
 		for (int i = 0; i < NP; i++) {
 			char name[32];
+			if (!pcount(t, i))
+				continue;
 			snprintf(name, sizeof name, "%s%s", pre[k], p_names[i]);
 			const nm_st_tensor *x = nm_st_find(&f, name);
 			if (!x || x->dtype != NM_ST_F64 || x->count != pcount(t, i)) {
@@ -2012,7 +2294,7 @@ int emu_train_adopt(emu_train *t, const emu_train *src, size_t *changed, char *e
 	const emu_train_cfg *a = &t->c, *b = &src->c;
 	if (t->L != src->L || t->d != src->d || t->H != src->H || t->T != src->T ||
 	    t->V != src->V || t->B != src->B || a->micro != b->micro || a->task != b->task ||
-	    a->seed != b->seed) {
+	    a->seed != b->seed || a->arch != b->arch || t->ffn != src->ffn) {
 		snprintf(err, errlen, "train: the state of another model or data (%s into %s)",
 		         b->pol.name, a->pol.name);
 		return -1;
@@ -2045,12 +2327,14 @@ int emu_train_dump(emu_train *t, const char *dir, char *err, size_t errlen)
 	}
 	nm_st_out out[NP + 3];
 	uint64_t shape[NP], bt[2] = {t->B, t->T}, one = 1;
-	for (int i = 0; i < NP; i++) {
-		shape[i] = pcount(t, i);
-		out[i] = (nm_st_out){p_names[i], NM_ST_F64,        1,
-		                     &shape[i],  t->P + t->off[i], shape[i] * sizeof(double)};
+	size_t nt = emu_train_ntensors(t);
+	for (size_t k = 0; k < nt; k++) {
+		int i = tensor_at(t, k);
+		shape[k] = pcount(t, i);
+		out[k] = (nm_st_out){p_names[i], NM_ST_F64,        1,
+		                     &shape[k],  t->P + t->off[i], shape[k] * sizeof(double)};
 	}
-	if (nm_st_write(path, out, NP, err, errlen) != NM_ST_OK)
+	if (nm_st_write(path, out, nt, err, errlen) != NM_ST_OK)
 		return -1;
 	double *save = malloc(t->np * sizeof *save);
 	int64_t *tok = malloc(2 * t->M * sizeof *tok);
@@ -2065,16 +2349,17 @@ int emu_train_dump(emu_train *t, const char *dir, char *err, size_t errlen)
 	for (size_t i = 0; i < t->M; i++)
 		tok[i] = t->inp[i], tok[t->M + i] = t->tgt[i];
 	char names[NP][40];
-	for (int i = 0; i < NP; i++) {
-		snprintf(names[i], sizeof names[i], "grad.%s", p_names[i]);
-		out[i] = (nm_st_out){names[i],  NM_ST_F64,        1,
-		                     &shape[i], t->G + t->off[i], shape[i] * sizeof(double)};
+	for (size_t k = 0; k < nt; k++) {
+		int i = tensor_at(t, k);
+		snprintf(names[k], sizeof names[k], "grad.%s", p_names[i]);
+		out[k] = (nm_st_out){names[k],  NM_ST_F64,        1,
+		                     &shape[k], t->G + t->off[i], shape[k] * sizeof(double)};
 	}
-	out[NP] = (nm_st_out){"inputs", NM_ST_I64, 2, bt, tok, t->M * sizeof *tok};
-	out[NP + 1] = (nm_st_out){"targets", NM_ST_I64, 2, bt, tok + t->M, t->M * sizeof *tok};
-	out[NP + 2] = (nm_st_out){"loss", NM_ST_F64, 1, &one, &loss, sizeof loss};
+	out[nt] = (nm_st_out){"inputs", NM_ST_I64, 2, bt, tok, t->M * sizeof *tok};
+	out[nt + 1] = (nm_st_out){"targets", NM_ST_I64, 2, bt, tok + t->M, t->M * sizeof *tok};
+	out[nt + 2] = (nm_st_out){"loss", NM_ST_F64, 1, &one, &loss, sizeof loss};
 	snprintf(path, sizeof path, "%s/grad.safetensors", dir);
-	int rc = nm_st_write(path, out, NP + 3, err, errlen) == NM_ST_OK ? 0 : -1;
+	int rc = nm_st_write(path, out, nt + 3, err, errlen) == NM_ST_OK ? 0 : -1;
 	memcpy(t->G, save, t->np * sizeof *save);
 	free(save);
 	free(tok);
@@ -2095,7 +2380,7 @@ static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	c.val_every = 0;
 	c.backend = be->kind;
 	c.seed = in->seed;
-	enum { NPS = 24 };
+	enum { NPS = 26 };
 	double v[NPS];
 	static const char *const K = "train";
 	/* name, lo, hi, default, integer */
@@ -2126,7 +2411,9 @@ static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	             {"loss_weight", 1e-300, 1e300, 1, false},
 	             {"flat_step", 0, 1e8, 0, true},
 	             {"flat_var", 0, 1e300, 0, false},
-	             {"val_batches", 1, 1000, 4, true}};
+	             {"val_batches", 1, 1000, 4, true},
+	             {"arch", 0, 1, 0, true},
+	             {"ffn", 0, 65536, 0, true}};
 	for (int i = 0; i < NPS; i++)
 		if (!(ps[i].integer ? emu_kparam_int(in, K, ps[i].name, ps[i].lo, ps[i].hi,
 		                                     ps[i].dflt, &v[i], err, errlen)
@@ -2142,6 +2429,7 @@ static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const 
 	c.task = (emu_train_task)(int)v[17];
 	c.gs.growth_factor = v[18], c.eps = v[19], c.loss_weight = v[20];
 	c.flat_step = (size_t)v[21], c.flat_var = v[22];
+	c.arch = (emu_train_arch)(int)v[24], c.ffn = (size_t)v[25];
 	size_t nval = (size_t)v[23];
 	double sd; /* the run's seed: the input's unless the parameter names one */
 	if (!emu_kparam_int(in, K, "seed", 0, 9007199254740992.0, (double)in->seed, &sd, err,
@@ -2202,7 +2490,7 @@ const emu_kernel emu_kernel_train = {
     "ln_eps=E (1e-5) spike_step=S (0: none) spike=F (1) scaler_init=S (65536) "
     "scaler_interval=N (2000) task=0..3 (copy reverse sort modadd) scaler_growth=G (2) "
     "adam_eps=E (1e-8) loss_weight=K (1) flat_step=S (0: none) flat_var=V (0) "
-    "val_batches=N (4) seed=S (the input's)",
+    "val_batches=N (4) seed=S (the input's) arch=0|1 (gpt2 llama) ffn=H (0: the arch's)",
     tk_run,
     NULL, /* consumes no tensor: the run draws its weights and data from the seed */
 };

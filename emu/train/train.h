@@ -71,9 +71,16 @@ typedef enum {
 	EMU_TASK_TEXT
 } emu_train_task;
 
+typedef enum {
+	EMU_ARCH_GPT2 = 0, /* LayerNorm, GELU MLP, biases, tied head */
+	EMU_ARCH_LLAMA     /* RMSNorm, SwiGLU MLP, no biases, untied head */
+} emu_train_arch;
+
 typedef struct {
 	/* model */
+	emu_train_arch arch;
 	size_t layers, d, heads, seq, vocab, batch;
+	size_t ffn; /* the MLP's hidden width; 0: emu_train_ffn's default */
 	double ln_eps;
 	/* data */
 	emu_train_task task;
@@ -112,6 +119,11 @@ typedef struct {
  * 100 steps, lr 1e-3 with 10 warm-up steps and cosine to 0.1·lr, wd 0.1,
  * betas 0.9 0.95, eps 1e-8, clip 1, policy fp32, fast backend. */
 void emu_train_cfg_default(emu_train_cfg *c);
+/* The MLP's hidden width: c->ffn, else 4·d (gpt2) or 8·d/3 rounded up to a
+ * multiple of 8 (llama's SwiGLU, the same parameter count as 4·d with two
+ * matrices in). */
+size_t emu_train_ffn(const emu_train_cfg *c);
+const char *emu_train_arch_name(emu_train_arch a);
 /* Check sizes and settings; 0, or -1 with one line in err. */
 int emu_train_cfg_check(const emu_train_cfg *c, char *err, size_t errlen);
 

@@ -73,6 +73,20 @@ bad "replay past the steps" "nanmap: --replay 9: past --steps 4" train $TINY --s
 bad "replay with csv" "" train $TINY --steps 4 --replay 2 --csv "$tmp/x.csv"
 bad "replay before the checkpoint" "" train $TINY --policy fp16-amp --steps 4 --replay 2 --resume "$tmp/r2.st"
 
+# --arch llama: RMSNorm, SwiGLU (width 24 for d 8), no biases, an untied head:
+# 6x8 + 4x8 + 8 + 3x64 + 64 + 8 + 48x8 + 8x24 + 8 + 6x8 = 984 parameters
+run train $TINY --arch llama --steps 3 --every 0 --save "$tmp/ll.st" --dump "$tmp/lld"
+[ "$rc" -eq 0 ] || fail "llama: exit status $rc"
+grep -q '^train: llama, 1 layers, d 8, 2 heads, seq 4, vocab 6, batch 2 x 1, 984 parameters; policy fp32; 3 steps on fast$' "$tmp/out" ||
+	fail "llama: header line"
+grep -q '"head"' "$tmp/lld/init.safetensors" || fail "llama: dump without the head"
+grep -q '"qkvb"' "$tmp/lld/init.safetensors" && fail "llama: dump with a bias"
+run train $TINY --arch llama --steps 4 --every 0 --resume "$tmp/ll.st"
+[ "$rc" -eq 0 ] || fail "llama: resume"
+pass=$((pass + 1))
+bad "resume gpt2 from llama" "" train $TINY --steps 4 --resume "$tmp/ll.st"
+bad "unknown arch" "nanmap: unknown --arch 'bert' (gpt2 llama)" train --arch bert
+
 # --flat: a near-constant batch at step 2 whose variance and eps are 0 in fp16
 run train $TINY --policy fp16-pure --role state=fp32 --steps 2 --every 0 --flat 2:1e-9 --ln-eps 1e-8
 [ "$rc" -eq 0 ] || fail "--flat: exit status $rc"

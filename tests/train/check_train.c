@@ -63,10 +63,12 @@ static double *truth_grads(emu_train_cfg *c, emu_train **keep)
 	return g;
 }
 
+/* (a loop test: _i is the architecture, gpt2 and llama) */
 START_TEST(test_grad_central_differences)
 {
 	emu_train_cfg c;
 	tiny(&c, "fp32");
+	c.arch = (emu_train_arch)_i;
 	emu_train *t;
 	double *g = truth_grads(&c, &t);
 	size_t k = 0, checked = 0;
@@ -95,9 +97,9 @@ START_TEST(test_grad_central_differences)
 		}
 		k += n;
 	}
-	printf("train: %zu gradients of the truth backend agree with central differences "
+	printf("train: %s: %zu gradients of the truth backend agree with central differences "
 	       "(worst |error| %.3g)\n",
-	       checked, worst);
+	       emu_train_arch_name(c.arch), checked, worst);
 	t_count("train gradients vs central differences", checked);
 	free(g);
 	emu_train_free(t);
@@ -108,10 +110,12 @@ START_TEST(test_grad_fp32)
 {
 	emu_train_cfg c;
 	tiny(&c, "fp32");
+	c.arch = (emu_train_arch)_i;
 	emu_train *tt;
 	double *g = truth_grads(&c, &tt);
 	emu_train_free(tt);
 	tiny(&c, "fp32");
+	c.arch = (emu_train_arch)_i;
 	emu_train *t = make(&c);
 	emu_train_grad(t);
 	size_t k = 0;
@@ -131,9 +135,9 @@ START_TEST(test_grad_fp32)
 		ck_assert_msg(rel < 2e-5, "%s: fp32 gradient relative error %.3g", name, rel);
 		k += n;
 	}
-	printf("train: fp32 gradients against the true ones: worst relative error %.3g "
+	printf("train: %s: fp32 gradients against the true ones: worst relative error %.3g "
 	       "(norm of a tensor's error over its norm)\n",
-	       worst);
+	       emu_train_arch_name(c.arch), worst);
 	free(g);
 	emu_train_free(t);
 }
@@ -160,6 +164,7 @@ START_TEST(test_fast_exact)
 	for (size_t p = 0; emu_train_presets[p]; p++) {
 		emu_train_cfg c;
 		tiny(&c, emu_train_presets[p]);
+		c.arch = (emu_train_arch)_i;
 		c.steps = 3;
 		c.spike_step = 2, c.spike_factor = 3e4; /* overflow somewhere in the low formats */
 		emu_train *f = make(&c);
@@ -607,9 +612,9 @@ Suite *suite_train(void)
 	Suite *s = suite_create("train");
 	TCase *tc = tcase_create("train");
 	tcase_set_timeout(tc, 300);
-	tcase_add_test(tc, test_grad_central_differences);
-	tcase_add_test(tc, test_grad_fp32);
-	tcase_add_test(tc, test_fast_exact);
+	tcase_add_loop_test(tc, test_grad_central_differences, 0, 2);
+	tcase_add_loop_test(tc, test_grad_fp32, 0, 2);
+	tcase_add_loop_test(tc, test_fast_exact, 0, 2);
 	tcase_add_test(tc, test_spike);
 	tcase_add_test(tc, test_fp16_adam_eps);
 	tcase_add_test(tc, test_scaler_skips);

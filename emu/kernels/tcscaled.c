@@ -327,8 +327,10 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 	}
 	size_t ka = qa->bcols, kb = qb->brows; /* block extents along K */
 	if (o->model == EMU_GEMM_BLACKWELL) {
-		bool mx = tcs_same(&r->scale_fmt, "e8m0") && tcs_elem_ok(&r->elem);
-		bool nv = tcs_same(&r->scale_fmt, "e4m3") && tcs_same(&r->elem, "e2m1");
+		bool mx = tcs_same(&r->scale_fmt, "e8m0") && tcs_elem_ok(&qa->elem) &&
+		          tcs_elem_ok(&qb->elem);
+		bool nv = tcs_same(&r->scale_fmt, "e4m3") && tcs_same(&qa->elem, "e2m1") &&
+		          tcs_same(&qb->elem, "e2m1");
 		if (!mx && !nv)
 			return gemm_fail(
 			    err, errlen,
@@ -360,7 +362,7 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 					emu_result d;
 					if (mx) {
 						d = emu_tcs_mxf8f6f4(
-						    &r->elem, &r->elem, a, b,
+						    &qa->elem, &qb->elem, a, b,
 						    qa->dcode[gemm_block(qa, i, k0)],
 						    qb->dcode[gemm_block(qb, k0, j)], acc);
 					} else {
@@ -385,8 +387,11 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 	if (o->model != EMU_GEMM_HOPPER)
 		return gemm_fail(err, errlen, "unknown model", r);
 	emu_tc_model tm;
-	if (!(tcs_same(&r->elem, "e4m3") || tcs_same(&r->elem, "e5m2")) ||
-	    emu_tc_preset("h100", &r->elem, f32, &tm) != EMU_OK)
+	/* e4m3 × e5m2 too (Transformer Engine's HYBRID dgrad and wgrad): the
+	 * preset's model with each operand read in its own format */
+	if (!(tcs_same(&qa->elem, "e4m3") || tcs_same(&qa->elem, "e5m2")) ||
+	    !(tcs_same(&qb->elem, "e4m3") || tcs_same(&qb->elem, "e5m2")) ||
+	    emu_tc_preset("h100", &qa->elem, f32, &tm) != EMU_OK)
 		return gemm_fail(err, errlen, "hopper's FP8 wgmma takes e4m3 or e5m2 elements", r);
 	const size_t chunk = 128;
 	if (!gemm_lines_up(ka, chunk, K) || !gemm_lines_up(kb, chunk, K))
@@ -405,7 +410,8 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 					a[k] = qa->code[i * K + k0 + k];
 					b[k] = qb->code[(k0 + k) * N + j];
 				}
-				emu_result rr = emu_tc_dot(&tm, &r->elem, f32, a, b, n, 0);
+				emu_result rr =
+				    emu_tc_dot2(&tm, &qa->elem, &qb->elem, f32, a, b, n, 0);
 				double part = emu_decode(f32, rr.bits);
 				double s =
 				    emu_v_mul(f32, qa->d[gemm_block(qa, i, k0)],

@@ -975,6 +975,14 @@ int emu_quantize(const emu_recipe *r, emu_role role, bool colwise, const double 
 int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const double *x,
                       size_t rows, size_t cols, const emu_qpart *part, emu_qtensor *o)
 {
+	return emu_quantize_hist(r, role, colwise, x, rows, cols, part, -1, o);
+}
+
+/* (ext_hist < 0: the delayed rule's history is the part's rows) */
+int emu_quantize_hist(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                      size_t rows, size_t cols, const emu_qpart *part, double ext_hist,
+                      emu_qtensor *o)
+{
 	uint64_t seed = part->seed;
 	uint64_t i0 = part->index0 + (uint64_t)part->row0 * cols;
 	memset(o, 0, sizeof *o);
@@ -985,6 +993,7 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 	o->cols = cols;
 	o->colwise = colwise;
 	o->elem_p = r->elem.p;
+	o->elem = r->elem;
 	size_t br = (size_t)r->brows[role], bc = (size_t)r->bcols[role];
 	if (colwise) {
 		size_t tmp = br;
@@ -1043,8 +1052,8 @@ int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const do
 			size_t r0 = bi * o->brows, r1 = r0 + o->brows < rows ? r0 + o->brows : rows;
 			size_t c0 = bj * o->bcols, c1 = c0 + o->bcols < cols ? c0 + o->bcols : cols;
 			double a = amax_of(o->x, r0, r1, c0, c1, cols, r->amax_rule);
-			double hist = 0;
-			if (row_amax)
+			double hist = ext_hist >= 0 ? ext_hist : 0;
+			if (row_amax && ext_hist < 0)
 				for (size_t q = r0 > (size_t)r->delayed_len ? r0 - (size_t)r->delayed_len : 0;
 				     q < r0; q++)
 					hist = row_amax[q] > hist ? row_amax[q] : hist;

@@ -166,6 +166,7 @@ typedef struct emu_qtensor {
 	double tensor_amax; /* amax of the whole tensor (after RHT) */
 	double s_enc, t;    /* NVFP4: S_enc and t = fp32(1/S_enc); 1 and 1 otherwise */
 	int elem_p;         /* the element format's precision (for the 2^-p statistic) */
+	emu_format elem;    /* the element format (a scaled GEMM's operands may differ) */
 } emu_qtensor;
 
 /* Quantise x (rows × cols) by r for role (colwise: the column-wise copy).
@@ -190,6 +191,12 @@ typedef struct emu_qpart {
 int emu_quantize_part(const emu_recipe *r, emu_role role, bool colwise, const double *x,
                       size_t rows, size_t cols, const emu_qpart *part, emu_qtensor *out)
     __attribute__((warn_unused_result));
+/* emu_quantize_part with the delayed rule's history given from outside:
+ * hist is the largest amax of the steps before (a trainer's history across
+ * its steps; 0 when there is none, which gives scale 1), for every block. */
+int emu_quantize_hist(const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                      size_t rows, size_t cols, const emu_qpart *part, double hist,
+                      emu_qtensor *out) __attribute__((warn_unused_result));
 /* The amax of x as r sees it for role and copy (fp32-held, after RHT). */
 double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, const double *x,
                               size_t rows, size_t cols);

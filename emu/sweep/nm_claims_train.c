@@ -150,20 +150,21 @@ int cl_model8(cl_ctx *x)
 	cl_res r;
 	if (!load_model(x, 8, "model", &r))
 		return -1;
-	static const char *const vs[4] = {"bf16", "fp8-current", "mxfp8", "nvfp4"};
+	enum { NV = 5, MX = 3 };
+	static const char *const vs[NV] = {"bf16", "fp8-current", "fp8-delayed", "mxfp8", "nvfp4"};
 	nm_buf_printf(&x->num,
 	              "- training runs (`%s`, a tiny GPT-2, the same data and seed; validation "
 	              "loss after the run, its gap to fp32's, and the operations that "
 	              "overflowed or saturated):\n",
 	              r.c->name);
 	int mx_ovf = -1; /* did mxfp8 saturate? */
-	double worst_gap[4] = {0, 0, 0, 0};
+	double worst_gap[NV] = {0, 0, 0, 0, 0}, ovf[NV] = {0, 0, 0, 0, 0};
 	for (size_t i = 0; i < cl_nrows(&r); i++) {
 		if (!cl_match(&r, i, "fp32", NULL))
 			continue;
 		double a = cl_axis(&r, i, 0), ref = val_loss(&r, i);
 		nm_buf_printf(&x->num, "  - %s %g: fp32 %.5f", r.c->axes[0].name, a, ref);
-		for (int v = 0; v < 4; v++) {
+		for (int v = 0; v < NV; v++) {
 			long j = find(&r, vs[v], a, NAN);
 			if (j < 0)
 				continue;
@@ -173,7 +174,8 @@ int cl_model8(cl_ctx *x)
 			              nonfinite(cl_status(&r, (size_t)j)) ? ", not finite" : "");
 			if (fabs(vl - ref) > worst_gap[v] || isnan(vl))
 				worst_gap[v] = isnan(vl) ? INFINITY : fabs(vl - ref);
-			if (v == 2)
+			ovf[v] += ov;
+			if (v == MX)
 				mx_ovf = (mx_ovf == 1 || ov > 0) ? 1 : 0;
 		}
 		nm_buf_printf(&x->num, "\n");
@@ -182,11 +184,15 @@ int cl_model8(cl_ctx *x)
 	if (mx_ovf < 0)
 		return -1;
 	nm_buf_printf(&x->why,
-	              "In whole training runs %s; the validation losses of fp8-current, mxfp8 "
-	              "and nvfp4 stayed within %.3g, %.3g and %.3g of fp32's (bf16: %.3g), and ",
+	              "In whole training runs %s; the validation losses of fp8-current, "
+	              "fp8-delayed, mxfp8 and nvfp4 stayed within %.3g, %.3g, %.3g and %.3g of "
+	              "fp32's (bf16: %.3g). Per-tensor scaling from the tensor itself saturated "
+	              "%.0f times, from the amax history %.0f times (each scale trails its "
+	              "tensor by a step, and a growing amax passes the format's max), and ",
 	              mx_ovf ? "mxfp8 saturated too, even with TE's rounded-up e8m0 scale"
 	                     : "mxfp8 never saturated (TE's rounded-up e8m0 scale)",
-	              worst_gap[1], worst_gap[2], worst_gap[3], worst_gap[0]);
+	              worst_gap[1], worst_gap[2], worst_gap[3], worst_gap[4], worst_gap[0], ovf[1],
+	              ovf[2]);
 	nm_buf_printf(&x->why,
 	              "nvfp4's e2m1 elements saturated at 6 by the thousand: its e4m3 block scale "
 	              "is amax / 6 rounded to nearest, and where that rounds down the block's "

@@ -33,8 +33,9 @@ const char *emu_train_role_name(emu_train_role r)
 	return r < EMU_TR_NROLES ? role_names[r] : "?";
 }
 
-const char *const emu_train_presets[] = {
-    "fp32", "bf16", "fp16-amp", "fp16-pure", "bf16-pure", "fp8-current", "mxfp8", "nvfp4", NULL};
+const char *const emu_train_presets[] = {"fp32",      "bf16",        "fp16-amp",    "fp16-pure",
+                                         "bf16-pure", "fp8-current", "fp8-delayed", "mxfp8",
+                                         "nvfp4",     NULL};
 
 int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, size_t errlen)
 {
@@ -46,7 +47,7 @@ int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, si
 	 * with GradScaler. *-pure: every tensor and every operation in the low
 	 * format (model.half() with hand-written kernels). */
 	const emu_format *low = NULL;
-	bool pure = false, scaler = false;
+	bool pure = false, scaler = false, hybrid = false;
 	const char *recipe = NULL;
 	emu_gemm_model model = EMU_GEMM_BLACKWELL;
 	if (!strcmp(name, "fp32"))
@@ -60,8 +61,17 @@ int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, si
 	else if (!strcmp(name, "bf16-pure"))
 		low = b16, pure = true;
 	/* the FP8 and FP4 recipes: bf16 autocast around the quantised GEMMs */
+	/* TE's Float8CurrentScaling and DelayedScaling, both HYBRID by default
+	 * (e4m3 forward, e5m2 gradients), elements cast with satfinite;
+	 * DelayedScaling's amax history 1024, its max, margin 0 */
 	else if (!strcmp(name, "fp8-current"))
-		low = b16, recipe = "tensor", model = EMU_GEMM_HOPPER;
+		low = b16, recipe = "elem=e4m3,scale=fp32,rule=fp32,block=0x0,sat=yes",
+		model = EMU_GEMM_HOPPER, hybrid = true;
+	else if (!strcmp(name, "fp8-delayed"))
+		low = b16,
+		recipe =
+		    "elem=e4m3,scale=fp32,rule=delayed,block=0x0,sat=yes,history=1024,margin=0",
+		model = EMU_GEMM_HOPPER, hybrid = true;
 	else if (!strcmp(name, "mxfp8"))
 		low = b16, recipe = "mxfp8";
 	else if (!strcmp(name, "nvfp4"))
@@ -69,7 +79,7 @@ int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, si
 	if (!low || !f32) {
 		snprintf(err, errlen,
 		         "unknown training policy '%s' (fp32 bf16 fp16-amp fp16-pure bf16-pure "
-		         "fp8-current mxfp8 nvfp4)",
+		         "fp8-current fp8-delayed mxfp8 nvfp4)",
 		         name);
 		return -1;
 	}
@@ -84,6 +94,7 @@ int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, si
 			return -1;
 		p->scaled = true;
 		p->model = model;
+		p->hybrid = hybrid;
 	}
 	return 0;
 }
@@ -461,7 +472,17 @@ struct emu_train {
 	emu_vec *tP, *tG, *tM, *tV;
 	emu_be *ext; /* a kernel run's backend (emu_kernel_train), else NULL */
 	bool ready;  /* the pass's vectors are allocated */
+	/* delayed scaling: per scaled-GEMM operand (key: its GEMM's site·2 +
+	 * operand), the amaxes of its last hlen calls, oldest first from pos */
+	struct amax_hist {
+		double key, n, pos;
+		double *ring;
+	} * hist;
+	size_t nhist, hlen;
 };
+static struct amax_hist *hist_of(emu_train *t, unsigned key);
+static int squant(emu_train *t, const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                  size_t rows, size_t cols, const emu_qpart *part, unsigned key, emu_qtensor *q);
 
 static void free_acts(emu_train *t);
 
@@ -540,6 +561,7 @@ emu_train *emu_train_new(const emu_train_cfg *cfg, char *err, size_t errlen)
 	t->L = cfg->layers, t->d = cfg->d, t->H = cfg->heads, t->hs = cfg->d / cfg->heads;
 	t->T = cfg->seq, t->V = cfg->vocab, t->B = cfg->batch, t->M = t->B * t->T;
 	t->ffn = emu_train_ffn(cfg);
+	t->hlen = cfg->pol.recipe.delayed_len > 0 ? (size_t)cfg->pol.recipe.delayed_len : 1;
 	t->fcw = cfg->arch == EMU_ARCH_LLAMA ? 2 * t->ffn : t->ffn;
 	layout(t);
 	t->P = calloc(t->np, sizeof *t->P);
@@ -606,7 +628,30 @@ void emu_train_free(emu_train *t)
 	free(t->inp);
 	free(t->tgt);
 	free(t->ls);
+	for (size_t i = 0; i < t->nhist; i++)
+		free(t->hist[i].ring);
+	free(t->hist);
 	free(t);
+}
+
+/* t's delayed-scaling histories become a copy of src's (none when either
+ * has another length). 0, or -1 out of memory. */
+static int hist_copy(emu_train *t, const emu_train *src)
+{
+	for (size_t i = 0; i < t->nhist; i++)
+		free(t->hist[i].ring);
+	free(t->hist);
+	t->hist = NULL, t->nhist = 0;
+	if (src->hlen != t->hlen || t->c.pol.recipe.rule != EMU_RSCALE_DELAYED)
+		return 0;
+	for (size_t i = 0; i < src->nhist; i++) {
+		struct amax_hist *h = hist_of(t, (unsigned)src->hist[i].key);
+		if (!h)
+			return -1;
+		h->n = src->hist[i].n, h->pos = src->hist[i].pos;
+		memcpy(h->ring, src->hist[i].ring, t->hlen * sizeof *h->ring);
+	}
+	return 0;
 }
 
 size_t emu_train_ntensors(const emu_train *t)
@@ -844,12 +889,21 @@ static int sgemm(emu_train *t, unsigned sq, unsigned sd, const double *A, emu_ro
 		    rA.rht; /* A's row-wise copy is the column-wise copy of its transpose */
 	else
 		rA.rht = rA.rht_all = rB.rht = rB.rht_all = false;
+	if (t->c.pol.hybrid) { /* the gradients' copies in e5m2 */
+		const emu_format *e5 = emu_format_by_name("e5m2");
+		double f4 = rA.elem.max; /* a recipe aiming at e4m3's max aims at e5m2's */
+		if (ra == EMU_ROLE_GRAD)
+			rA.elem = *e5, rA.fmax = rA.fmax == f4 ? 0 : rA.fmax;
+		if (rb == EMU_ROLE_GRAD)
+			rB.elem = *e5, rB.fmax = rB.fmax == f4 ? 0 : rB.fmax;
+	}
 	uint64_t seed = emu_mix64(t->be->env.seed ^ emu_mix64(((uint64_t)sd << 32) + t->micro));
 	emu_qtensor qa, qb;
-	if (emu_quantize(&rA, ra, false, A, I, P, seed, &qa) != 0)
+	emu_qpart pa = {0, I, seed, NAN, 0};
+	if (squant(t, &rA, ra, false, A, I, P, &pa, 2 * sd, &qa) != 0)
 		return -1;
 	emu_qpart part = {0, P, seed, NAN, (uint64_t)I * P};
-	if (emu_quantize_part(&rB, rb, true, B, P, J, &part, &qb) != 0) {
+	if (squant(t, &rB, rb, true, B, P, J, &part, 2 * sd + 1, &qb) != 0) {
 		emu_qtensor_free(&qa);
 		return -1;
 	}
@@ -872,6 +926,58 @@ static int sgemm(emu_train *t, unsigned sq, unsigned sd, const double *A, emu_ro
 		         : isinf(D[i]) ? EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT
 		                       : 0,
 		         E(t, e0 + i));
+	return 0;
+}
+
+/* The history of operand key (created empty); NULL out of memory. */
+static struct amax_hist *hist_of(emu_train *t, unsigned key)
+{
+	for (size_t i = 0; i < t->nhist; i++)
+		if (t->hist[i].key == key)
+			return &t->hist[i];
+	struct amax_hist *h = realloc(t->hist, (t->nhist + 1) * sizeof *h);
+	if (!h)
+		return NULL;
+	t->hist = h;
+	h = &t->hist[t->nhist];
+	*h = (struct amax_hist){key, 0, 0, calloc(t->hlen, sizeof(double))};
+	if (!h->ring)
+		return NULL;
+	t->nhist++;
+	return h;
+}
+
+static double hist_max(const struct amax_hist *h)
+{
+	double m = 0;
+	for (size_t i = 0; i < (size_t)h->n; i++)
+		m = h->ring[i] > m ? h->ring[i] : m;
+	return m;
+}
+
+/* a call's amax into the history: a non-finite one is left out (TE keeps
+ * the scale it had when the amax is not finite) */
+static void hist_push(emu_train *t, struct amax_hist *h, double amax)
+{
+	if (!isfinite(amax))
+		return;
+	h->ring[(size_t)h->pos] = amax;
+	h->pos = (double)(((size_t)h->pos + 1) % t->hlen);
+	if (h->n < (double)t->hlen)
+		h->n++;
+}
+
+/* One operand of a scaled GEMM quantised: the delayed rule with the
+ * operand's history, the others as the recipe says. 0 or -1. */
+static int squant(emu_train *t, const emu_recipe *r, emu_role role, bool colwise, const double *x,
+                  size_t rows, size_t cols, const emu_qpart *part, unsigned key, emu_qtensor *q)
+{
+	if (r->rule != EMU_RSCALE_DELAYED)
+		return emu_quantize_part(r, role, colwise, x, rows, cols, part, q);
+	struct amax_hist *h = hist_of(t, key);
+	if (!h || emu_quantize_hist(r, role, colwise, x, rows, cols, part, hist_max(h), q) != 0)
+		return -1;
+	hist_push(t, h, q->tensor_amax);
 	return 0;
 }
 
@@ -2188,7 +2294,7 @@ static const char *const ck_names[CK_N] = {
 
 int emu_train_save(const emu_train *t, const char *path, char *err, size_t errlen)
 {
-	nm_st_out out[3 * NP + 2];
+	nm_st_out out[3 * NP + 3];
 	char names[3 * NP][32];
 	uint64_t shape[3 * NP], st[CK_N], nst = CK_N, npol = strlen(t->c.pol.name);
 	const double *src[3] = {t->P, t->Mo, t->Vo};
@@ -2212,7 +2318,27 @@ int emu_train_save(const emu_train *t, const char *path, char *err, size_t errle
 	st[CK_TASK] = (uint64_t)t->c.task, st[CK_ARCH] = (uint64_t)t->c.arch, st[CK_FFN] = t->ffn;
 	out[n++] = (nm_st_out){"state", NM_ST_U64, 1, &nst, st, sizeof st};
 	out[n++] = (nm_st_out){"policy", NM_ST_U8, 1, &npol, t->c.pol.name, npol};
-	return nm_st_write(path, out, n, err, errlen) == NM_ST_OK ? 0 : -1;
+	/* delayed scaling's histories: per operand key, n, pos, then the ring */
+	uint64_t hshape[2] = {t->nhist, 3 + t->hlen};
+	double *hv = NULL;
+	if (t->nhist) {
+		hv = malloc(t->nhist * (3 + t->hlen) * sizeof *hv);
+		if (!hv) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			return -1;
+		}
+		for (size_t i = 0; i < t->nhist; i++) {
+			double *e = hv + i * (3 + t->hlen);
+			e[0] = t->hist[i].key, e[1] = t->hist[i].n, e[2] = t->hist[i].pos;
+			memcpy(e + 3, t->hist[i].ring, t->hlen * sizeof *e);
+		}
+		out[n++] =
+		    (nm_st_out){"amax_history", NM_ST_F64, 2,
+		                hshape,         hv,        t->nhist * (3 + t->hlen) * sizeof *hv};
+	}
+	int rc = nm_st_write(path, out, n, err, errlen) == NM_ST_OK ? 0 : -1;
+	free(hv);
+	return rc;
 }
 
 int emu_train_load(emu_train *t, const char *path, char *err, size_t errlen)
@@ -2280,6 +2406,31 @@ int emu_train_load(emu_train *t, const char *path, char *err, size_t errlen)
 			    NM_ST_OK)
 				goto out;
 		}
+	const nm_st_tensor *ah = nm_st_find(&f, "amax_history");
+	if (ah && (ah->dtype != NM_ST_F64 || ah->count % (3 + t->hlen) ||
+	           t->c.pol.recipe.rule != EMU_RSCALE_DELAYED)) {
+		snprintf(err, errlen, "%s: amax_history of another recipe", path);
+		goto out;
+	}
+	for (size_t i = 0; ah && i < ah->count / (3 + t->hlen); i++) {
+		double e[3];
+		struct amax_hist *h;
+		if (nm_st_decode(&f, ah, i * (3 + t->hlen), 3, e, err, errlen) != NM_ST_OK)
+			goto out;
+		if (!(h = hist_of(t, (unsigned)e[0]))) {
+			snprintf(err, errlen, "%s: out of memory", path);
+			goto out;
+		}
+		if (!(e[1] >= 0 && e[1] <= (double)t->hlen && e[2] >= 0 &&
+		      e[2] < (double)t->hlen)) {
+			snprintf(err, errlen, "%s: amax_history: a bad count or position", path);
+			goto out;
+		}
+		h->n = e[1], h->pos = e[2];
+		if (nm_st_decode(&f, ah, i * (3 + t->hlen) + 3, t->hlen, h->ring, err, errlen) !=
+		    NM_ST_OK)
+			goto out;
+	}
 	t->step = st[CK_STEP], t->adam_t = st[CK_ADAM_T];
 	t->gs.scale = (emu_bits)st[CK_SCALE], t->gs.tracker = (int32_t)(int64_t)st[CK_TRACKER];
 	t->gs.step = st[CK_GS_STEP];
@@ -2312,6 +2463,10 @@ int emu_train_adopt(emu_train *t, const emu_train *src, size_t *changed, char *e
 	t->step = src->step, t->adam_t = src->adam_t;
 	if (a->pol.scaler && b->pol.scaler)
 		t->gs = src->gs;
+	if (hist_copy(t, src) != 0) {
+		snprintf(err, errlen, "train: out of memory");
+		return -1;
+	}
 	memset(&t->fail, 0, sizeof t->fail);
 	if (changed)
 		*changed = n;
@@ -2368,8 +2523,9 @@ int emu_train_dump(emu_train *t, const char *dir, char *err, size_t errlen)
 
 /* ---- a training run as a kernel: sweep points ---- */
 
-static const char *const tk_variants[] = {
-    "fp32", "bf16", "fp16-amp", "fp16-pure", "bf16-pure", "fp8-current", "mxfp8", "nvfp4", NULL};
+static const char *const tk_variants[] = {"fp32",      "bf16",        "fp16-amp",    "fp16-pure",
+                                          "bf16-pure", "fp8-current", "fp8-delayed", "mxfp8",
+                                          "nvfp4",     NULL};
 
 static int tk_run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                   emu_kout *out, char *err, size_t errlen)

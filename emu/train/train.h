@@ -48,11 +48,18 @@ typedef struct {
 	bool scaled;
 	emu_recipe recipe;
 	emu_gemm_model model;
+	/* Transformer Engine's HYBRID format: the gradients' copies (dgrad's
+	 * and wgrad's dy) quantised to e5m2, the forward's to the recipe's
+	 * element (e4m3), so dgrad and wgrad multiply e5m2 by e4m3 */
+	bool hybrid;
+	/* a delayed-scaling recipe (rule delayed): each operand of each scaled
+	 * GEMM keeps the amax of its last recipe.delayed_len calls, and its
+	 * scale is fmax·2^-margin over their largest (1 before the first) */
 } emu_train_policy;
 
 const char *emu_train_role_name(emu_train_role r);
-/* A preset by name: fp32 bf16 fp16-amp fp16-pure bf16-pure fp8-current mxfp8
- * nvfp4. 0, or -1 with a
+/* A preset by name: fp32 bf16 fp16-amp fp16-pure bf16-pure fp8-current
+ * fp8-delayed mxfp8 nvfp4. 0, or -1 with a
  * reason naming the presets. */
 int emu_train_policy_preset(const char *name, emu_train_policy *p, char *err, size_t errlen);
 /* "PRESET[+ROLE=FORMAT...]" (':' separates as well as '+'): a preset and

@@ -173,7 +173,7 @@ grep -q 'vocab 256' "$tmp/out" || fail "--text: vocab 256"
 pass=$((pass + 1))
 
 # bad input: one line, exit 2, nothing written
-bad "unknown policy" "nanmap: unknown training policy 'fp17' (fp32 bf16 fp16-amp fp16-pure bf16-pure fp8-current mxfp8 nvfp4)" train --policy fp17
+bad "unknown policy" "nanmap: unknown training policy 'fp17' (fp32 bf16 fp16-amp fp16-pure bf16-pure fp8-current fp8-delayed mxfp8 nvfp4)" train --policy fp17
 bad "unknown role" "" train --role weights=fp16
 bad "bad role format" "" train --role accum=fp99
 bad "accum narrower than gemm" "nanmap: policy fp32+accum=fp16: accum (fp16) must hold every gemm value (fp32)" train --role accum=fp16

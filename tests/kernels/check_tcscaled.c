@@ -357,6 +357,59 @@ START_TEST(test_tcs_gemm_known)
 }
 END_TEST
 
+/* e4m3 × e5m2 (Transformer Engine's HYBRID dgrad and wgrad): B quantised
+ * to e5m2, A to e4m3, each operand's codes read in its own format. B = 3
+ * and 24576 = 1.5·2^14 are exact in both after a power-of-two scale, and a
+ * product of codes read in the wrong format could not give the exact sums */
+START_TEST(test_tcs_gemm_mixed)
+{
+	emu_recipe r, rb;
+	char err[256];
+	ck_assert(emu_recipe_parse("deepseek:pow2", &r, err, sizeof err) == EMU_OK);
+	r.rht = r.rht_all = false;
+	rb = r;
+	rb.elem = *emu_format_by_name("e5m2");
+	enum { M = 2, N = 3, K = 256 };
+	static double A[M * K], B[K * N], D[M * N];
+	for (size_t i = 0; i < M * K; i++)
+		A[i] = i % 2 ? 0.75 : 1;
+	for (size_t i = 0; i < K * N; i++)
+		B[i] = i % 3 ? 3 : 24576;
+	for (int model = 0; model < 2; model++) {
+		emu_qtensor qa, qb;
+		ck_assert(emu_quantize(&r, EMU_ROLE_ACT, false, A, M, K, 1, &qa) == 0);
+		emu_qpart part = {0, K, 1, NAN, (uint64_t)M * K};
+		ck_assert(emu_quantize_part(&rb, EMU_ROLE_GRAD, true, B, K, N, &part, &qb) == 0);
+		ck_assert_str_eq(qa.elem.name, "e4m3");
+		ck_assert_str_eq(qb.elem.name, "e5m2");
+		emu_gemm_opts o = {EMU_GEMM_HOPPER, model == 1};
+		ck_assert_msg(emu_scaled_gemm(&qa, &qb, &r, &o, D, err, sizeof err) == EMU_OK, "%s",
+		              err);
+		emu_gemm_err e;
+		ck_assert(emu_gemm_compare(D, A, B, M, N, K, &e) == 0);
+		ck_assert_msg(e.max_rel == 0 && e.nonfinite == 0, "mixed GEMM: max rel %g",
+		              e.max_rel);
+		emu_qtensor_free(&qa);
+		emu_qtensor_free(&qb);
+	}
+	/* the Blackwell MX kind takes them too */
+	ck_assert(emu_recipe_parse("mxfp8", &r, err, sizeof err) == EMU_OK);
+	rb = r;
+	rb.elem = *emu_format_by_name("e5m2");
+	emu_qtensor qa, qb;
+	ck_assert(emu_quantize(&r, EMU_ROLE_ACT, false, A, M, K, 1, &qa) == 0);
+	emu_qpart part = {0, K, 1, NAN, (uint64_t)M * K};
+	ck_assert(emu_quantize_part(&rb, EMU_ROLE_GRAD, true, B, K, N, &part, &qb) == 0);
+	emu_gemm_opts o = {EMU_GEMM_BLACKWELL, false};
+	ck_assert_msg(emu_scaled_gemm(&qa, &qb, &r, &o, D, err, sizeof err) == EMU_OK, "%s", err);
+	emu_gemm_err e;
+	ck_assert(emu_gemm_compare(D, A, B, M, N, K, &e) == 0);
+	ck_assert_msg(e.max_rel == 0 && e.nonfinite == 0, "mixed MX GEMM: max rel %g", e.max_rel);
+	emu_qtensor_free(&qa);
+	emu_qtensor_free(&qb);
+}
+END_TEST
+
 START_TEST(test_tcs_gemm_refuses)
 {
 	emu_recipe r;
@@ -393,6 +446,7 @@ Suite *suite_tcscaled(void)
 	tcase_add_test(tc, test_tcs_hand_f8);
 	tcase_add_test(tc, test_tcs_hand_f4);
 	tcase_add_test(tc, test_tcs_gemm_known);
+	tcase_add_test(tc, test_tcs_gemm_mixed);
 	tcase_add_test(tc, test_tcs_gemm_refuses);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("proof");

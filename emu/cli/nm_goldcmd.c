@@ -20,14 +20,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emu/cli/nm_goldcmd.h"
 #include "emu/engine/kernels.h"
 #include "emu/io/nm_buf.h"
 #include "emu/io/nm_file.h"
 #include "emu/io/nm_gen.h"
-#include "emu/cli/nm_goldcmd.h"
 #include "emu/io/nm_golden.h"
 #include "emu/io/nm_npy.h"
 #include "emu/io/nm_parse.h"
+#include "emu/train/train.h"
 
 #define NG_ERR_LEN 512
 
@@ -526,6 +527,28 @@ static int ng_update(const struct ng_opts *o)
 	free(nr);
 	if (!ok)
 		return rc;
+	/* the training runs: one .safetensors a preset and architecture, each
+	 * written whole through a temporary file */
+	size_t nruns = 0;
+	for (size_t p = 0; emu_train_presets[p] && !rc; p++)
+		for (int a = 0; a < 2 && !rc; a++) {
+			char err[NG_ERR_LEN] = "", dir[4096], file[4200];
+			emu_train_cfg c;
+			errno = 0;
+			snprintf(dir, sizeof dir, "%s/train", o->dir);
+			snprintf(file, sizeof file, "%s/%s-%s.safetensors", dir,
+			         emu_train_presets[p], emu_train_arch_name((emu_train_arch)a));
+			if ((mkdir(dir, 0777) != 0 && errno != EEXIST) ||
+			    emu_train_golden_cfg(&c, emu_train_presets[p], (emu_train_arch)a, err,
+			                         sizeof err) != 0 ||
+			    emu_train_golden(&c, file, err, sizeof err) != 0)
+				rc = nm_fail("golden update: %s",
+				             errno && !*err ? strerror(errno) : err);
+			nruns++;
+		}
+	if (rc)
+		return rc;
+	printf("%s/train: %zu training runs (presets x gpt2, llama)\n", o->dir, nruns);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("golden: %zu cases, %zu records in %.1f s\n", total_cases, total_records,
 	       (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));

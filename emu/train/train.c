@@ -2521,6 +2521,107 @@ int emu_train_dump(emu_train *t, const char *dir, char *err, size_t errlen)
 	return rc;
 }
 
+/* ---- a golden run: everything another framework needs to check its own
+ * training steps bit for bit (docs/train.md, golden/train/) ---- */
+
+int emu_train_golden_cfg(emu_train_cfg *c, const char *preset, emu_train_arch arch, char *err,
+                         size_t errlen)
+{
+	emu_train_cfg_default(c);
+	c->arch = arch;
+	c->layers = 1, c->d = 8, c->heads = 2, c->seq = 4, c->vocab = 6, c->batch = 2;
+	c->steps = 3, c->warmup = 1, c->lr = 1e-2, c->val_every = 0;
+	return emu_train_policy_preset(preset, &c->pol, err, errlen);
+}
+
+int emu_train_golden(const emu_train_cfg *cfg, const char *path, char *err, size_t errlen)
+{
+	emu_train *t = emu_train_new(cfg, err, errlen);
+	if (!t)
+		return -1;
+	size_t nt = emu_train_ntensors(t), S = cfg->steps, per = 6 + 2 * nt;
+	size_t cap = nt + S * per;
+	nm_st_out *out = calloc(cap, sizeof *out);
+	char(*names)[48] = calloc(cap, sizeof *names);
+	uint64_t *shapes = calloc(cap * 3, sizeof *shapes);
+	double *vals = calloc(nt ? t->np * (1 + 2 * S) + 4 * S : 1, sizeof *vals);
+	int64_t *tok = calloc(2 * S * cfg->micro * t->M + 1, sizeof *tok);
+	int rc = -1;
+	if (!out || !names || !shapes || !vals || !tok) {
+		snprintf(err, errlen, "train: out of memory");
+		goto done;
+	}
+	size_t n = 0, vo = 0;
+#define ADD(NAME_FMT, DT, ND, S0, S1, S2, DATA, BYTES, ...)                                        \
+	do {                                                                                       \
+		snprintf(names[n], sizeof names[n], NAME_FMT, __VA_ARGS__);                        \
+		shapes[3 * n] = (S0), shapes[3 * n + 1] = (S1), shapes[3 * n + 2] = (S2);          \
+		out[n] = (nm_st_out){names[n], (DT), (ND), shapes + 3 * n, (DATA), (BYTES)};       \
+		n++;                                                                               \
+	} while (0)
+	for (size_t i = 0; i < nt; i++) { /* the initial weights */
+		double *v, *g;
+		size_t c;
+		const char *nm = emu_train_tensor(t, i, &v, &g, &c);
+		memcpy(vals + vo, v, c * sizeof *v);
+		ADD("init.%s", NM_ST_F64, 1, c, 0, 0, vals + vo, c * sizeof *v, nm);
+		vo += c;
+	}
+	for (size_t s = 1; s <= S; s++) {
+		emu_train_row row;
+		int64_t *tk = tok + 2 * (s - 1) * cfg->micro * t->M;
+		for (size_t k = 0; k < cfg->micro; k++) {
+			int *in = malloc(2 * t->M * sizeof *in);
+			if (!in) {
+				snprintf(err, errlen, "train: out of memory");
+				goto done;
+			}
+			emu_train_batch(t, false, (s - 1) * cfg->micro + k, in, in + t->M);
+			for (size_t m = 0; m < t->M; m++)
+				tk[k * t->M + m] = in[m],
+				              tk[(cfg->micro + k) * t->M + m] = in[t->M + m];
+			free(in);
+		}
+		if (emu_train_step(t, &row) != 0) {
+			snprintf(err, errlen, "train: out of memory");
+			goto done;
+		}
+		ADD("step%zu.inputs", NM_ST_I64, 3, cfg->micro, t->B, t->T, tk,
+		    cfg->micro * t->M * sizeof *tk, s);
+		ADD("step%zu.targets", NM_ST_I64, 3, cfg->micro, t->B, t->T, tk + cfg->micro * t->M,
+		    cfg->micro * t->M * sizeof *tk, s);
+		double *r = vals + vo;
+		r[0] = row.loss, r[1] = row.grad_norm, r[2] = row.scale, r[3] = row.skipped;
+		vo += 4;
+		ADD("step%zu.loss", NM_ST_F64, 1, 1, 0, 0, r, sizeof *r, s);
+		ADD("step%zu.grad_norm", NM_ST_F64, 1, 1, 0, 0, r + 1, sizeof *r, s);
+		ADD("step%zu.scale", NM_ST_F64, 1, 1, 0, 0, r + 2, sizeof *r, s);
+		ADD("step%zu.skipped", NM_ST_F64, 1, 1, 0, 0, r + 3, sizeof *r, s);
+		for (size_t i = 0; i < nt; i++) {
+			double *v, *g;
+			size_t c;
+			const char *nm = emu_train_tensor(t, i, &v, &g, &c);
+			memcpy(vals + vo, g, c * sizeof *g);
+			ADD("step%zu.grad.%s", NM_ST_F64, 1, c, 0, 0, vals + vo, c * sizeof *g, s,
+			    nm);
+			vo += c;
+			memcpy(vals + vo, v, c * sizeof *v);
+			ADD("step%zu.%s", NM_ST_F64, 1, c, 0, 0, vals + vo, c * sizeof *v, s, nm);
+			vo += c;
+		}
+	}
+#undef ADD
+	rc = nm_st_write(path, out, n, err, errlen) == NM_ST_OK ? 0 : -1;
+done:
+	free(out);
+	free(names);
+	free(shapes);
+	free(vals);
+	free(tok);
+	emu_train_free(t);
+	return rc;
+}
+
 /* ---- a training run as a kernel: sweep points ---- */
 
 static const char *const tk_variants[] = {"fp32",      "bf16",        "fp16-amp",    "fp16-pure",

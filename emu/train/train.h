@@ -238,4 +238,18 @@ uint64_t emu_train_steps_done(const emu_train *t);
  * what another framework checks its forward and backward against. */
 int emu_train_dump(emu_train *t, const char *dir, char *err, size_t errlen);
 
+/* A golden run (docs/train.md, golden/train/): the model of cfg trained
+ * cfg->steps steps, written to one .safetensors file: init.NAME (the
+ * parameters before step 1), and per step s stepS.inputs and stepS.targets
+ * (I64, micro × batch × seq), stepS.loss, stepS.grad_norm, stepS.scale,
+ * stepS.skipped (F64, one each), stepS.grad.NAME (the gradients as AdamW
+ * read them: unscaled, clipped) and stepS.NAME (the parameters after it).
+ * 0, or -1 with a reason. */
+int emu_train_golden(const emu_train_cfg *cfg, const char *path, char *err, size_t errlen);
+/* The golden runs' model: arch, 1 layer, d 8, 2 heads, seq 4, vocab 6,
+ * batch 2, 3 steps, lr 1e-2 after 1 warm-up step, seed 1, the preset's
+ * policy. 0, or -1 for an unknown preset. */
+int emu_train_golden_cfg(emu_train_cfg *c, const char *preset, emu_train_arch arch, char *err,
+                         size_t errlen);
+
 #endif

@@ -95,8 +95,14 @@ for f in golden/*.golden; do
 	cmp -s "$tmp/want" "$tmp/got" || fail "$f differs from a fresh update (run nanmap golden update)"
 	head -n 4 "$f" | grep -qx '# command: nanmap golden update' || fail "$f: no command line"
 done
-[ "$(ls "$tmp/g1" | wc -l)" -eq "$(ls golden/*.golden | wc -l)" ] || fail "update: file count"
-ls "$tmp/g1" | grep -v '\.golden$' | grep -q . && fail "update left other files behind"
+[ "$(ls "$tmp/g1"/*.golden | wc -l)" -eq "$(ls golden/*.golden | wc -l)" ] || fail "update: file count"
+# and the training runs, byte for byte
+[ "$(ls "$tmp/g1/train" | wc -l)" -eq "$(ls golden/train/*.safetensors | wc -l)" ] || fail "update: training-run count"
+for f in golden/train/*.safetensors; do
+	cmp -s "$f" "$tmp/g1/train/$(basename "$f")" || fail "$f differs from a fresh update (run nanmap golden update)"
+done
+ls "$tmp/g1" | grep -v '\.golden$' | grep -vx train | grep -q . && fail "update left other files behind"
+ls "$tmp/g1/train" | grep -v '\.safetensors$' | grep -q . && fail "update left other files behind in train/"
 pass=$((pass + 1))
 bad "update into a missing folder" "$tmp/none/softmax_ce.golden" golden update --dir "$tmp/none"
 

@@ -615,6 +615,66 @@ START_TEST(test_fp8_delayed_state)
 }
 END_TEST
 
+/* golden/train/: every preset's and architecture's golden run (3 steps of
+ * the tiny model, emu_train_golden) rebuilt here gives the committed file's
+ * bytes (nanmap golden update writes them) */
+static char *slurp_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *b = NULL;
+	size_t cap = 0, n = 0, got;
+	do {
+		if (n == cap) {
+			char *nb = realloc(b, cap = cap ? 2 * cap : 65536);
+			ck_assert(nb != NULL);
+			b = nb;
+		}
+		got = fread(b + n, 1, cap - n, f);
+		n += got;
+	} while (got > 0);
+	fclose(f);
+	*len = n;
+	return b;
+}
+
+START_TEST(test_golden_runs)
+{
+	char dir[] = "/tmp/nanmap-golden-train-XXXXXX", err[300];
+	ck_assert(mkdtemp(dir) != NULL);
+	size_t runs = 0, bytes = 0;
+	for (size_t p = 0; emu_train_presets[p]; p++)
+		for (int a = 0; a < 2; a++) {
+			char mine[256], want[256];
+			const char *arch = emu_train_arch_name((emu_train_arch)a);
+			snprintf(mine, sizeof mine, "%s/%s-%s.safetensors", dir,
+			         emu_train_presets[p], arch);
+			snprintf(want, sizeof want, "golden/train/%s-%s.safetensors",
+			         emu_train_presets[p], arch);
+			emu_train_cfg c;
+			ck_assert(emu_train_golden_cfg(&c, emu_train_presets[p], (emu_train_arch)a,
+			                               err, sizeof err) == 0);
+			ck_assert_msg(emu_train_golden(&c, mine, err, sizeof err) == 0, "%s", err);
+			size_t la, lb;
+			char *x = slurp_file(mine, &la), *y = slurp_file(want, &lb);
+			ck_assert_msg(y != NULL, "%s missing (run from the repository root)", want);
+			ck_assert_msg(x && la == lb && !memcmp(x, y, la),
+			              "%s differs from a fresh run (if the trainer changed on "
+			              "purpose: nanmap golden update)",
+			              want);
+			bytes += la;
+			runs++;
+			free(x);
+			free(y);
+			unlink(mine);
+		}
+	rmdir(dir);
+	t_count("train golden runs reproduced byte for byte", runs);
+	(void)bytes;
+}
+END_TEST
+
 START_TEST(test_scaled_presets)
 {
 	const char *pols[] = {"bf16", "mxfp8", "nvfp4", "fp8-current"};
@@ -670,6 +730,7 @@ Suite *suite_train(void)
 	tcase_add_test(tc, test_kernel_run);
 	tcase_add_test(tc, test_replay_model_scale);
 	tcase_add_test(tc, test_fp8_delayed_state);
+	tcase_add_test(tc, test_golden_runs);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/sweep/mpi_sweep.sh — make test-mpi: tests/data/sweep_tiny.case swept by 2 MPI
+# tests/sweep/mpi_sweep.sh — make test-mpi: tests/data/sweep_tiny.case (and
+# sweep_train.case, whole training runs) swept by 2 MPI
 # ranks (build/mpi/nanmap under mpirun) must write every file byte for byte
 # as one process does (bin/nanmap), first run and resumed run alike.
 # Run from the repository root after make bin/nanmap build/mpi/nanmap.
@@ -56,4 +57,13 @@ NANMAP_SWEEP_INTERRUPT_AFTER=20 "$N" sweep --quiet -j 1 $(outdirs "$tmp/three") 
 "$MPIRUN" $asroot --oversubscribe -np 2 "$M" sweep --quiet $(outdirs "$tmp/three") "$CASE" \
 	>"$tmp/out" 2>"$tmp/err" || fail "2 ranks resuming"
 same "$tmp/one" "$tmp/three" "2 ranks resuming"
+
+# whole training runs as points (docs/train.md): the same bytes on 2 ranks
+T=tests/data/sweep_train.case
+# shellcheck disable=SC2046
+"$N" sweep --quiet $(outdirs "$tmp/t1") "$T" 2>"$tmp/err" || fail "training runs, single process"
+# shellcheck disable=SC2046
+"$MPIRUN" $asroot --oversubscribe -np 2 "$M" sweep --quiet $(outdirs "$tmp/t2") "$T" \
+	>"$tmp/out" 2>"$tmp/err" || fail "training runs, 2 ranks"
+same "$tmp/t1" "$tmp/t2" "training runs on 2 ranks"
 echo "mpi_sweep: passed"

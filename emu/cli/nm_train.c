@@ -66,6 +66,7 @@ enum {
 	NT_REPLAY,
 	NT_ARCH,
 	NT_FFN,
+	NT_GS_BACKOFF,
 };
 
 static const nm_opt nt_defs[] = {
@@ -114,6 +115,7 @@ static const nm_opt nt_defs[] = {
     {NULL, "--replay", NT_REPLAY, NM_OPTF_VALUE, 0},
     {NULL, "--arch", NT_ARCH, NM_OPTF_VALUE, 0},
     {NULL, "--ffn", NT_FFN, NM_OPTF_VALUE, 0},
+    {NULL, "--scaler-backoff", NT_GS_BACKOFF, NM_OPTF_VALUE, 0},
 };
 
 typedef struct {
@@ -224,6 +226,8 @@ static int nt_take(void *ctx, const nm_opt *d, const char *a)
 		return nt_real(d->lng, a, 1e-300, 1e300, &c->loss_weight);
 	case NT_AEPS:
 		return nt_real(d->lng, a, 0, 0.999, &c->eps);
+	case NT_GS_BACKOFF:
+		return nt_real(d->lng, a, 1e-30, 0.9999999, &c->gs.backoff_factor);
 	case NT_GS_GROWTH:
 		return nt_real(d->lng, a, 1.0000001, 1e30, &c->gs.growth_factor);
 	case NT_SPIKE:
@@ -326,10 +330,11 @@ static const char nt_help[] =
     "run:     --steps N (100) --micro K (1) [--no-loss-div] --lr LR (1e-3) --min-lr (1e-4)\n"
     "         --warmup N (10) --wd W (0.1) --clip C (1; 0 none) --seed S (1)\n"
     "         --scaler-init S (65536) --scaler-interval N (2000) --spike STEP:FACTOR\n"
-    "         --scaler-growth G (2) --adam-eps E (1e-8) --loss-weight K (1: the loss\n"
-    "         times K before backward) --lr-spike STEP:FACTOR (that step's learning\n"
-    "         rate times FACTOR) --flat STEP:VAR (a near-constant batch: each position's\n"
-    "         embedding output squeezed to variance VAR over the features)\n"
+    "         --scaler-growth G (2) --scaler-backoff B (0.5) --adam-eps E (1e-8)\n"
+    "         --loss-weight K (1: the loss times K before backward)\n"
+    "         --lr-spike STEP:FACTOR (that step's learning rate times FACTOR)\n"
+    "         --flat STEP:VAR (a near-constant batch: each position's embedding output\n"
+    "         squeezed to variance VAR over the features)\n"
     "         --backend fast|exact (fast) --val-every N (10)\n"
     "output:  --every N (progress line every N steps; default steps/10) --csv FILE\n"
     "         --layers-csv FILE --compare POLICY [--diverge F (2)]: the same run under\n"

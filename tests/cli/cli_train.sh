@@ -186,6 +186,7 @@ bad "bad flat" "nanmap: bad --flat '2' (STEP:VARIANCE, e.g. 50:1e-7)" train --fl
 bad "negative flat variance" "" train --flat 2:-1
 bad "zero loss weight" "" train --loss-weight 0
 bad "growth factor 1" "" train --scaler-growth 1
+bad "backoff factor 1" "" train --scaler-backoff 1
 bad "adam eps 1" "" train --adam-eps 1
 bad "task and text" "" train --task copy --text /etc/hostname
 bad "unknown task" "" train --task fly

@@ -84,7 +84,7 @@ class QTensor(ctypes.Structure):
         ("amax", c_dp), ("d", c_dp), ("m", c_dp), ("dcode", c_u32p),
         ("dflags", ctypes.POINTER(ctypes.c_uint)), ("four", ctypes.POINTER(ctypes.c_bool)),
         ("tensor_amax", ctypes.c_double), ("s_enc", ctypes.c_double), ("t", ctypes.c_double),
-        ("elem_p", ctypes.c_int),
+        ("elem_p", ctypes.c_int), ("elem", Format),
     ]
 
 

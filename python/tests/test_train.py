@@ -58,3 +58,24 @@ def test_checkpoint_readable_by_safetensors(tmp_path):
     d = st.load_file(str(path))
     assert d["wte"].shape == (6 * 8,) and d["wte"].dtype == np.float64
     assert int(d["state"][0]) == 2 and bytes(d["policy"]) == b"fp32"
+
+
+def test_llama_and_fp8_delayed():
+    table, report = nanmap.train("fp8-delayed", 3, arch="llama", **TINY)
+    t = table["fp8-delayed"]
+    assert list(t["step"]) == [1, 2, 3] and np.isfinite(t["loss"]).all()
+    # at step 1 every operand runs at scale 1: small values underflow e4m3/e5m2
+    assert t["underflow"][0] > 0
+    assert report["runs"][0]["policy"] == "fp8-delayed"
+
+
+def test_golden_training_run(tmp_path):
+    st = pytest.importorskip("safetensors.numpy", reason="the safetensors package is not "
+                             "installed")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    g = st.load_file(os.path.join(root, "golden", "train", "bf16-gpt2.safetensors"))
+    # the golden runs' model is TINY's: the command's losses are the file's
+    table, _ = nanmap.train("bf16", 3, **TINY)
+    want = [float(g["step%d.loss" % s][0]) for s in (1, 2, 3)]
+    assert np.allclose(table["bf16"]["loss"], want, rtol=1e-8, atol=0)
+    assert g["step1.inputs"].shape == (1, 2, 4) and g["init.wte"].shape == (48,)

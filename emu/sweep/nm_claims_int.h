@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "emu/core/emu.h"
 #include "emu/io/nm_buf.h"
 #include "emu/sweep/nm_case.h"
 #include "emu/sweep/nm_plot.h"
@@ -55,6 +56,55 @@ const char *cl_stname(int st);
 long cl_thr_find(const cl_ctx *x, const nm_case *c, const char *variant, const char *policy,
                  const char *axname, const char *event);
 double cl_thr_num(const cl_ctx *x, long row, const char *col);
+
+/* shared helpers (nm_claims.c) */
+const char *cl_vname(cl_verdict v);
+bool cl_has_col(const cl_res *r, const char *col);
+/* Where a 1-D sweep of (variant, policy) first reaches a status for which
+ * bad() holds, walking up the axis: (last good, first bad); NAN when never. */
+void cl_grid_first(const cl_res *r, const char *variant, const char *policy, bool (*bad)(int),
+                   double *last_ok, double *first_bad);
+/* The largest axis value at which the status is bad, walking up. */
+void cl_grid_last(const cl_res *r, const char *variant, const char *policy, bool (*bad)(int),
+                  double *last_bad, double *first_ok);
+bool cl_is_underflow(int st);
+/* Overflow threshold under RNE: max + half an ulp of max. */
+double cl_ovf_threshold(const emu_format *f);
+/* A kernel-level verdict with what the claim's training runs showed. */
+cl_verdict cl_with_runs(cl_verdict v, int runs);
+/* Every column is in r's CSV, else false with x->missing set. */
+bool cl_need_cols(cl_ctx *x, const cl_res *r, const char *const *cols, size_t n);
+/* The first fast row of variant and policy at axis values a0 (and a1 unless
+ * NAN); -1 when none. */
+long cl_row_vp(const cl_res *r, const char *variant, const char *policy, double a0, double a1);
+
+/* ---- the claims, one function each (nm_claims_formats.c, _recipes.c,
+ * _kernels.c, _attn.c), in the order of docs/claims.md ---- */
+cl_verdict cl_claim_fp16_range(cl_ctx *x);
+cl_verdict cl_claim_scaled_loss(cl_ctx *x);
+cl_verdict cl_claim_ce_float(cl_ctx *x);
+cl_verdict cl_claim_layernorm_eps(cl_ctx *x);
+cl_verdict cl_claim_gradacc_divide(cl_ctx *x);
+cl_verdict cl_claim_bf16_vs_fp16(cl_ctx *x);
+cl_verdict cl_claim_sum_stall(cl_ctx *x);
+cl_verdict cl_claim_fp8_scaling(cl_ctx *x);
+cl_verdict cl_claim_gradscaler_settings(cl_ctx *x);
+cl_verdict cl_claim_bce_float(cl_ctx *x);
+cl_verdict cl_claim_batchnorm_var(cl_ctx *x);
+cl_verdict cl_claim_apex_o2(cl_ctx *x);
+cl_verdict cl_claim_scale_65536(cl_ctx *x);
+cl_verdict cl_claim_einsum_fp16(cl_ctx *x);
+cl_verdict cl_claim_recompute_fp16(cl_ctx *x);
+cl_verdict cl_claim_bf16_unscaled(cl_ctx *x);
+cl_verdict cl_claim_mx_floor(cl_ctx *x);
+cl_verdict cl_claim_nvfp4_vs_mxfp4(cl_ctx *x);
+cl_verdict cl_claim_rht_outliers(cl_ctx *x);
+cl_verdict cl_claim_sr_unbiased(cl_ctx *x);
+cl_verdict cl_claim_e8m0_ftz(cl_ctx *x);
+cl_verdict cl_claim_rmsnorm_256(cl_ctx *x);
+cl_verdict cl_claim_adam_eps(cl_ctx *x);
+cl_verdict cl_claim_online_softmax(cl_ctx *x);
+cl_verdict cl_claim_fp8_p_scale(cl_ctx *x);
 
 /* ---- the parts settled in whole training runs (nm_claims_train.c) ----
  * Each adds its bullets and sentences when its case (part = model...) has

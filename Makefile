@@ -45,7 +45,12 @@ CLI_LIB := build/libnanmap-cli.a
 # the Check suites, by layer (tests/LAYER/check_*.c), and their runner
 TEST_SRC := $(sort $(wildcard tests/*.c $(foreach d,core recipes engine kernels io train sweep cli gpu,tests/$(d)/*.c)))
 TEST_OBJ := $(TEST_SRC:%.c=build/%.o)
-BENCH_SRC := $(sort $(wildcard bench/*.c))
+# the native-float trainer (bench/train_native.c) is built on its own, with
+# the flags that let its loops vectorise, and linked into the bench and the
+# tests (tests/train/check_native.c holds it to the emulator's fp32 losses)
+NATIVE_SRC := bench/train_native.c
+NATIVE_OBJ := build/bench/train_native.o
+BENCH_SRC := $(filter-out $(NATIVE_SRC),$(sort $(wildcard bench/*.c)))
 
 # gpu/: host-side C (tested by make test, no nvcc needed) and the CUDA files.
 GPU_HOST_SRC := $(sort $(wildcard gpu/host_*.c))
@@ -181,8 +186,15 @@ endif
 build/mpi/nanmap: build/emu/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB)
 	$(MPICC) $(NM_CFLAGS) -o $@ build/emu/cli/main.o $(MPI_SWEEP_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
 
-$(TESTBIN): $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(CLI_LIB) $(LIB)
-	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(CLI_LIB) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
+$(TESTBIN): $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(NATIVE_OBJ) $(CLI_LIB) $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $(TEST_OBJ) $(GPU_HOST_OBJ) $(ORACLE_OBJ) $(NATIVE_OBJ) $(CLI_LIB) $(LIB) $(CHECK_LIBS) $(NM_LDLIBS) $(LDFLAGS)
+
+# -O3 vectorises its loops; -fno-math-errno lets sqrtf be an instruction (it
+# reads no errno); -ffp-contract=off stays: its only fused operations are the
+# fmaf it names. The user's CFLAGS still come last.
+$(NATIVE_OBJ): $(NATIVE_SRC) build/dep.mode | build/deps.ok
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE_CFLAGS) -O3 -fno-math-errno $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 # nanmap.pc carries PREFIX: build/pc.vars changes when PREFIX or VERSION does
 $(shell mkdir -p build && { [ "$$(cat build/pc.vars 2>/dev/null)" = "$(PREFIX) $(VERSION)" ] || echo "$(PREFIX) $(VERSION)" > build/pc.vars; })
@@ -350,8 +362,10 @@ $(GPU_BIN): build/gpu/runner.o $(GPU_HOST_OBJ) $(GPU_CU:%.cu=build/%.cu.o) $(CLI
 	@mkdir -p bin
 	$(NVCC) $(GPU_ARCH) -o $@ $^ -lcublasLt -lcublas -lmpfr -lgmp -lm -lgomp $(LDFLAGS)
 
-bench/nanmap-bench: $(BENCH_SRC) $(CLI_LIB) $(LIB)
-	$(CC) $(NM_CFLAGS) -o $@ $(BENCH_SRC) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(LDFLAGS)
+# the allocation functions wrapped: table 11 counts the bytes a trainer holds
+BENCH_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
+bench/nanmap-bench: $(BENCH_SRC) $(NATIVE_OBJ) $(CLI_LIB) $(LIB)
+	$(CC) $(NM_CFLAGS) -o $@ $(BENCH_SRC) $(NATIVE_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(BENCH_WRAP) $(LDFLAGS)
 
 bench: deps bench/nanmap-bench
 	bench/nanmap-bench

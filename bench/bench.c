@@ -15,7 +15,8 @@
  * Table 8 (bench/bench_golden.c): reading a 1 GB golden file against fread.
  * Table 9 (bench/bench_aops.c): the array operations against scalar and native loops.
  * Table 10 (bench/bench_quant.c): nanmap quant's path (nvfp4, mxfp8) against memcpy.
- * Table 11 (bench/bench_train.c): training steps under each preset, fast and exact.
+ * Table 11 (bench/bench_train.c): training steps under each preset, fast and exact;
+ * 11b: against the native-float trainer (bench/train_native.c), with bytes a parameter.
  * Tables are separated by one blank line. Diagnostics go to stderr.
  * Single thread. Numbers are measured, never asserted; docs/bench.md.
  */
@@ -41,8 +42,10 @@ void bench_golden(int reps, size_t mb);
 void bench_aops(int reps);
 /* bench/bench_quant.c: table 10, nanmap quant over a 2^24-element fp32 tensor. */
 void bench_quant(int reps);
-/* bench/bench_train.c: table 11, whole training steps under each preset. */
+/* bench/bench_train.c: table 11, whole training steps under each preset, then
+ * 11b; bench_train_native: 11b alone, the emulator against native float. */
 void bench_train(int reps);
+void bench_train_native(int reps);
 
 #define N_BIG (1u << 20)
 #define N_SMALL (1u << 16)
@@ -379,14 +382,14 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: nanmap-bench [--quick] [--reps N] [--no-mpfr] "
 	                "[--kernels-only] [--sweep-only] [--golden-only] [--golden-mb N] "
-	                "[--aops-only] [--quant-only] [--train-only]\n");
+	                "[--aops-only] [--quant-only] [--train-only] [--train-native-only]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	bool mpfr = true, kernels_only = false, sweep_only = false, golden_only = false;
-	bool aops_only = false, quant_only = false, train_only = false;
+	bool aops_only = false, quant_only = false, train_only = false, native_only = false;
 	long golden_mb = 1000;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--quick"))
@@ -407,6 +410,8 @@ int main(int argc, char **argv)
 			quant_only = true;
 		else if (!strcmp(argv[i], "--train-only"))
 			train_only = true;
+		else if (!strcmp(argv[i], "--train-native-only"))
+			native_only = true;
 		else if (!strcmp(argv[i], "--golden-mb") && i + 1 < argc)
 			golden_mb = atol(argv[++i]);
 		else
@@ -440,6 +445,10 @@ int main(int argc, char **argv)
 	}
 	if (train_only) {
 		bench_train(reps);
+		return 0;
+	}
+	if (native_only) {
+		bench_train_native(reps);
 		return 0;
 	}
 	throughput_table(N_BIG, false);

@@ -37,6 +37,8 @@ TCase *t_tcase_fast_exact_more(void);
 
 Suite *suite_format(void);
 Suite *suite_train(void);
+/* bench/train_native.c against emu_train (tests/train/check_native.c) */
+Suite *suite_native(void);
 Suite *suite_round(void);
 Suite *suite_ops(void);
 Suite *suite_aops(void);

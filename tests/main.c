@@ -113,6 +113,7 @@ int main(void)
 	srunner_add_suite(sr, suite_qstream());
 	srunner_add_suite(sr, suite_recipe());
 	srunner_add_suite(sr, suite_train());
+	srunner_add_suite(sr, suite_native());
 	if (getenv("NANMAP_EXHAUSTIVE"))
 		srunner_add_suite(sr, suite_exhaustive());
 	/* test cases a suite did not add (skipped there) are not among those run */

@@ -51,6 +51,8 @@ BENCH_SRC := $(sort $(wildcard bench/*.c))
 GPU_HOST_SRC := $(sort $(wildcard gpu/host_*.c))
 GPU_HOST_OBJ := $(GPU_HOST_SRC:%.c=build/%.o)
 GPU_CU := $(sort $(wildcard gpu/*.cu))
+# the runner: main in runner.c, its steps one family a file (gpu/run.h)
+GPU_RUN_OBJ := $(patsubst %.c,build/%.o,gpu/runner.c $(sort $(wildcard gpu/run_*.c)))
 # gpu/rows.h is not among them: only the two files that compile it depend on it (below)
 GPU_BIN := bin/nanmap-gpu
 # the runner against the emulator as a fake device: tests the runner without a GPU
@@ -312,7 +314,7 @@ build/gpu/%.o: gpu/%.c build/dep.mode | build/deps.ok
 	@mkdir -p $(dir $@)
 	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(GPU_FAKE): build/gpu/runner.o build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(CLI_LIB) $(LIB)
+$(GPU_FAKE): $(GPU_RUN_OBJ) build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
 # gpu/rows.h, the training kernels' row bodies, is compiled twice: on the host for the fake
@@ -339,14 +341,14 @@ build/gpu/mutant/host_rows.c: gpu/host_rows.c
 build/gpu/mutant/host_rows.o: build/gpu/mutant/host_rows.c build/gpu/mutant/gpu/rows.h build/dep.mode | build/deps.ok
 	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(GPU_MUTANT): build/gpu/runner.o build/gpu/dev_fake.o $(filter-out build/gpu/host_rows.o,$(GPU_HOST_OBJ)) build/gpu/mutant/host_rows.o $(CLI_LIB) $(LIB)
+$(GPU_MUTANT): $(GPU_RUN_OBJ) build/gpu/dev_fake.o $(filter-out build/gpu/host_rows.o,$(GPU_HOST_OBJ)) build/gpu/mutant/host_rows.o $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
 build/gpu/%.cu.o: gpu/%.cu build/dep.mode
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
-$(GPU_BIN): build/gpu/runner.o $(GPU_HOST_OBJ) $(GPU_CU:%.cu=build/%.cu.o) $(CLI_LIB) $(LIB)
+$(GPU_BIN): $(GPU_RUN_OBJ) $(GPU_HOST_OBJ) $(GPU_CU:%.cu=build/%.cu.o) $(CLI_LIB) $(LIB)
 	@mkdir -p bin
 	$(NVCC) $(GPU_ARCH) -o $@ $^ -lcublasLt -lcublas -lmpfr -lgmp -lm -lgomp $(LDFLAGS)
 
@@ -420,6 +422,6 @@ clean:
 
 # every object's header list, as the compiler wrote it (absent before the first build)
 -include $(wildcard $(patsubst %.o,%.d,$(LIB_OBJ) $(PIC_OBJ) $(CLI_OBJ) $(ORACLE_OBJ) \
-  $(TEST_OBJ) $(GPU_HOST_OBJ) build/emu/cli/main.o build/gpu/runner.o build/gpu/dev_fake.o \
+  $(TEST_OBJ) $(GPU_HOST_OBJ) build/emu/cli/main.o $(GPU_RUN_OBJ) build/gpu/dev_fake.o \
   $(MPI_SWEEP_OBJ) $(GPU_CU:%.cu=build/%.cu.o) \
   $(sort $(foreach n,$(FUZZ_NAMES),$(call FUZZ_OBJ,$(n))))))

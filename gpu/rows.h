@@ -795,7 +795,7 @@ K_FN void k_quant_block(int rule, k_fmt F32, k_fmt E, float fmax, float amin, co
 /*
  * attention (emu/kernels/attention.c, variants naive:tc, online:tc, fp8:tc): the
  * work between and after the two Tensor Core GEMMs, which the GPU runs as
- * our own mma.sync GEMMs (gpu/mma.cu, a fixed K order; gpu/runner.c's attn
+ * our own mma.sync GEMMs (gpu/mma.cu, a fixed K order; gpu/run_attn.c's attn
  * step lays them out). The accumulator format A is one a Tensor Core writes
  * (fp32, or fp16), so a GEMM's result is a value of A with no conversion.
  *

@@ -59,6 +59,12 @@ typedef struct {
  * row; false (the kern step marked failed, er freed) when it cannot run. */
 bool kern_engine(const emu_kernel *k, const emu_policy *pol, const char *variant, const emu_kin *in,
                  emu_run *er);
+/* The values of tensor `role` that kernel k consumes on in, as its own
+ * inputs function draws them (emu_kernel_inputs), so the GPU is handed the
+ * very tensors the engine's run takes: held in ki until emu_kinputs_free;
+ * NULL (step marked failed, ki empty) when they cannot be listed. */
+const double *kern_role(const char *step, const emu_kernel *k, const emu_policy *pol,
+                        const char *variant, const emu_kin *in, const char *role, emu_kinputs *ki);
 /* The tables to replay: --gpu-tables, else OUT/gpu-tables.txt when present. */
 bool kern_tables(const gpu_opts *o, gpu_tables *t);
 

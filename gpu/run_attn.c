@@ -347,9 +347,6 @@ void step_attn(const gpu_opts *o)
 			double u = (double)(rnd(o->seed, 700, i * N + c) >> 40) * 0x1p-24;
 			x[i * N + c] = (u - 0.5) * 4.0 * (double)(1 + 3 * (i % 4));
 		}
-	/* the backward's dO, as emu/kernels/attention.c draws it: ±1 by bit 0 */
-	for (size_t i = 0; i < R * d; i++)
-		dO[i] = emu_sr_bits(o->seed, i) & 1 ? -1.0f : 1.0f;
 	have_tabs = kern_tables(o, &tabs);
 	for (size_t p = 0; p < sizeof pols / sizeof pols[0]; p++) {
 		emu_policy pol;
@@ -362,14 +359,27 @@ void step_attn(const gpu_opts *o)
 		const gpu_tables *rt = have_tabs && C->bits == 16 ? &tabs : NULL;
 		char fmts[3 * sizeof S->name + 2];
 		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
-		/* Q, K, V as the kernel loads them: stored in S, then into C */
-		for (size_t i = 0; i < R; i++)
-			for (size_t c = 0; c < N; c++) {
-				double s =
-				    emu_decode(S, emu_from_double(S, x[i * N + c], &pol.env).bits);
-				double v = emu_decode(C, emu_from_double(C, s, &pol.env).bits);
-				qkv[(c / d) * R * d + i * d + c % d] = v;
+		/* Q, K, V as emu/kernels/attention.c reads them out of x, then loads
+		 * them: stored in S, then into C; and the backward's dO (±1 from the
+		 * seed) as it draws it */
+		static const char *const qkv_role[] = {"q", "k", "v"};
+		emu_kinputs ki;
+		emu_kin inq = {x, R, N, NULL, 0, o->seed, NULL, 0};
+		const double *dOv =
+		    kern_role("attn", &emu_kernel_attention, &pol, "naive:bwd", &inq, "dO", &ki);
+		if (!dOv)
+			continue;
+		for (int r = 0; r < 3; r++) {
+			const double *t = emu_kinputs_find(&ki, qkv_role[r])->v;
+			for (size_t i = 0; i < R * d; i++) {
+				double s = emu_decode(S, emu_from_double(S, t[i], &pol.env).bits);
+				qkv[r * R * d + i] =
+				    emu_decode(C, emu_from_double(C, s, &pol.env).bits);
 			}
+		}
+		for (size_t i = 0; i < R * d; i++)
+			dO[i] = (float)dOv[i];
+		emu_kinputs_free(&ki);
 		for (size_t vi = 0; vi < sizeof vs / sizeof vs[0]; vi++)
 			for (int causal = 0; causal < 2; causal++) {
 				int v = vs[vi].v, tc = vs[vi].tc, bwd = vs[vi].bwd;

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <mpfr.h>
-
+#include "emu/kernels/optimizer.h"
 #include "gpu/run.h"
 
 /* ---- kern: the training kernels of gpu/rows.h in the emulator's order of operations ---- */
@@ -24,6 +23,24 @@ bool kern_engine(const emu_kernel *k, const emu_policy *pol, const char *variant
 	emu_run_free(er);
 	step_failed("kern", err);
 	return false;
+}
+
+const double *kern_role(const char *step, const emu_kernel *k, const emu_policy *pol,
+                        const char *variant, const emu_kin *in, const char *role, emu_kinputs *ki)
+{
+	char err[256];
+	if (emu_kernel_inputs(k, pol, variant, in, ki, err, sizeof err)) {
+		step_failed(step, err);
+		return NULL;
+	}
+	const emu_kinput *t = emu_kinputs_find(ki, role);
+	if (t && t->v)
+		return t->v;
+	snprintf(err, sizeof err, "%s %s: no tensor %s among its inputs", k->name,
+	         variant ? variant : "", role);
+	emu_kinputs_free(ki);
+	step_failed(step, err);
+	return NULL;
 }
 
 /* The second pass of step_kern: fp32's exp, log and log1p correctly rounded
@@ -98,14 +115,6 @@ bool kern_tables(const gpu_opts *o, gpu_tables *t)
 	return true;
 }
 
-/* backward.c's generator of W: SplitMix64 of seed ⊕ i·φ (the same formula) */
-static uint64_t bw_mix(uint64_t seed, uint64_t i)
-{
-	uint64_t z = seed ^ (i * 0x9e3779b97f4a7c15ull);
-	z += 0x9e3779b97f4a7c15ull;
-	return emu_mix64(z);
-}
-
 /* backward at loss scales 1 and 2^16 (fp16 gradients overflow at the
  * second on some elements, and underflow at the first) */
 static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *fmts,
@@ -126,11 +135,15 @@ static void kern_backward(const gpu_opts *o, const emu_policy *pol, const char *
 		x[i] = ((double)(rnd(o->seed, 500, i) >> 40) * 0x1p-24 - 0.5) * 4.0;
 		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
 	}
-	for (size_t i = 0; i < D * K; i++) {
-		double wd =
-		    (1 / sqrt((double)D)) * ((double)(bw_mix(o->seed, i) >> 11) * 0x1p-52 - 1);
-		ws[i] = (float)emu_decode(S, emu_from_double(S, wd, &pol->env).bits);
-	}
+	/* W (D × K, K its default classes) as emu/kernels/backward.c draws it */
+	emu_kinputs ki;
+	emu_kin inw = {x, R, D, NULL, 0, o->seed, NULL, 0};
+	const double *wd = kern_role("kern", &emu_kernel_backward, pol, "maxsub", &inw, "w", &ki);
+	if (!wd)
+		goto out;
+	for (size_t i = 0; i < D * K; i++)
+		ws[i] = (float)emu_decode(S, emu_from_double(S, wd[i], &pol->env).bits);
+	emu_kinputs_free(&ki);
 	for (int sc = 0; sc < 2; sc++) {
 		double scale = sc ? 65536.0 : 1.0;
 		float inv = (float)emu_decode(f32, emu_from_double(f32, 1 / scale, &env_rne).bits);
@@ -188,7 +201,7 @@ out:
  * is finite, and the loss row proves the order of the sum too. */
 static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *fmts,
                           const gpu_tables *rt, const double *xl, const float *xls,
-                          const float *dys, const float *ty, size_t R, size_t N)
+                          const float *dys, size_t R, size_t N)
 {
 	static const char *const rn_var[] = {"plain", "prescaled", "fp32stats"};
 	static const char *const bce_var[] = {"naive", "stable"};
@@ -200,9 +213,10 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
 	float *mrs = malloc(R * sizeof *mrs), *mms = malloc(R * sizeof *mms);
 	float *dg = malloc(N * sizeof *dg), *mdg = malloc(N * sizeof *mdg);
 	double *x = malloc(R * N * sizeof *x);
-	float *xs = malloc(R * N * sizeof *xs);
+	float *xs = malloc(R * N * sizeof *xs), *ty = malloc(R * N * sizeof *ty);
 	float gs = (float)emu_decode(S, emu_from_double(S, 1.0, &pol->env).bits);
-	if (!y || !dx || !my || !mdx || !rs || !ms || !mrs || !mms || !dg || !mdg || !x || !xs) {
+	if (!y || !dx || !my || !mdx || !rs || !ms || !mrs || !mms || !dg || !mdg || !x || !xs ||
+	    !ty) {
 		step_failed("kern", "out of memory");
 		goto out;
 	}
@@ -213,6 +227,15 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
 			xs[r * N + j] =
 			    (float)emu_decode(S, emu_from_double(S, x[r * N + j], &pol->env).bits);
 		}
+	/* bce's targets (0 or 1) as emu/kernels/bce.c draws them */
+	emu_kinputs ki;
+	emu_kin inb = {x, R, N, NULL, 0, o->seed, NULL, 0};
+	const double *tv = kern_role("kern", &emu_kernel_bce, pol, "naive", &inb, "target", &ki);
+	if (!tv)
+		goto out;
+	for (size_t i = 0; i < R * N; i++)
+		ty[i] = (float)tv[i];
+	emu_kinputs_free(&ki);
 	for (int v = 0; v < 3; v++) {
 		char kname[40];
 		emu_run er;
@@ -276,6 +299,7 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
 out:
 	free(x);
 	free(xs);
+	free(ty);
 	free(y);
 	free(dx);
 	free(my);
@@ -448,25 +472,6 @@ out:
 	free(ch);
 }
 
-/* β^t in binary64, correctly rounded (emu/kernels/optimizer.c's pow_d) */
-static double opt_pow(double b, double t)
-{
-	mpfr_t x, y;
-	mpfr_inits2(53, x, y, (mpfr_ptr)0);
-	mpfr_set_d(x, b, MPFR_RNDN);
-	mpfr_set_d(y, t, MPFR_RNDN);
-	mpfr_pow(x, x, y, MPFR_RNDN);
-	double r = mpfr_get_d(x, MPFR_RNDN);
-	mpfr_clears(x, y, (mpfr_ptr)0);
-	return r;
-}
-
-/* The step ids of emu/kernels/optimizer.c's two stores of the weights (its
- * S_DECAY_STORE and S_STORE), whose SR draws adamw_sr keys by: checked by
- * name against the engine's run, so a renumbering fails the step loudly. */
-#define OPT_STEP_DECAY_STORE (EMU_STEP0 + 22)
-#define OPT_STEP_STORE (EMU_STEP0 + 49)
-
 /* adamw_kahan and adamw_sr on kern_optimizer's weights, gradients and
  * scalars (k with −lr·wd after the steps'), SR keyed by the policy's seed,
  * against the fast backend: w, m and v. w, m and vv are scratch. */
@@ -477,6 +482,8 @@ static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t see
 	static const char *const ext_var[] = {"adamw_kahan", "adamw_sr"};
 	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad, *T = &pol->state;
 	const size_t n = R * N;
+	unsigned st_decay, st_store; /* the steps whose SR draws adamw_sr keys by */
+	emu_opt_store_steps(&st_decay, &st_store);
 	for (int v = 0; v < 2; v++) {
 		char kname[40];
 		emu_run er;
@@ -484,22 +491,13 @@ static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t see
 		snprintf(kname, sizeof kname, "optimizer %s", ext_var[v]);
 		memcpy(w, xs, n * sizeof *w);
 		if (gpu_dev_adamw_ext(v, kfmt(S), kfmt(C), kfmt(G), kfmt(T), gs, n, NS, k,
-		                      pol->env.seed, OPT_STEP_DECAY_STORE, OPT_STEP_STORE, w, m, vv,
-		                      run_err, sizeof run_err)) {
+		                      pol->env.seed, st_decay, st_store, w, m, vv, run_err,
+		                      sizeof run_err)) {
 			step_failed("kern", run_err);
 			continue;
 		}
 		if (!kern_engine(&emu_kernel_optimizer, pol, ext_var[v], &in, &er))
 			continue;
-		if (strcmp(emu_step_name(&er.be, OPT_STEP_DECAY_STORE), "decay_store") ||
-		    strcmp(emu_step_name(&er.be, OPT_STEP_STORE), "store")) {
-			step_failed("kern",
-			            "optimizer adamw_sr: emu/kernels/optimizer.c's store steps are "
-			            "no longer the runner's OPT_STEP_DECAY_STORE and "
-			            "OPT_STEP_STORE");
-			emu_run_free(&er);
-			continue;
-		}
 		kern_out outs[] = {{"w", w, n}, {"m", m, n}, {"v", vv, n}};
 		kern_compare(kname, fmts, &er, outs, 3);
 		emu_run_free(&er);
@@ -510,9 +508,9 @@ static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t see
  * 1e-8, weight decay 0 sgd and 0.01 adamw, momentum 0.9, gradients uniform
  * in ±1e-3 from the run's seed) on R·N weights uniform in ±1, against the
  * fast backend: w, m and v. The gradient stream is emu/kernels/optimizer.c's
- * formula, stored in the grad format; the Python scalars are binary64,
- * rounded into the compute format, as there. Then adamw_kahan and adamw_sr
- * on the same (kern_adamw_ext). */
+ * (its inputs' "grad"), stored in the grad format; the Python scalars are
+ * binary64 (its emu_opt_pow), rounded into the compute format, as there.
+ * Then adamw_kahan and adamw_sr on the same (kern_adamw_ext). */
 static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char *fmts, size_t R,
                            size_t N)
 {
@@ -533,13 +531,14 @@ static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char 
 		x[i] = ((double)(rnd(o->seed, 440, i) >> 40) * 0x1p-24 - 0.5) * 2.0;
 		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
 	}
-	for (unsigned s = 1; s <= NS; s++)
-		for (size_t i = 0; i < n; i++) {
-			uint64_t r = emu_mix64(emu_mix64(o->seed) ^ (((uint64_t)s << 40) + i));
-			double g = 1e-3 * (2 * ((double)(r >> 11) * 0x1p-53) - 1);
-			gs[(s - 1) * n + i] =
-			    (float)emu_decode(G, emu_from_double(G, g, &pol->env).bits);
-		}
+	emu_kinputs ki;
+	emu_kin ing = {x, R, N, NULL, 0, o->seed, NULL, 0};
+	const double *g = kern_role("kern", &emu_kernel_optimizer, pol, "sgd", &ing, "grad", &ki);
+	if (!g)
+		goto out;
+	for (size_t i = 0; i < NS * n; i++) /* step s's gradients from row s − 1 */
+		gs[i] = (float)emu_decode(G, emu_from_double(G, g[i], &pol->env).bits);
+	emu_kinputs_free(&ki);
 #define KC(x) ((float)emu_decode(C, emu_from_double(C, (x), &pol->env).bits))
 	k[0] = KC(eps);
 	k[1] = KC(-lr);
@@ -549,8 +548,8 @@ static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char 
 	k[5] = KC(b2);
 	k[6] = KC(1 - b2);
 	for (unsigned s = 1; s <= NS; s++) {
-		k[7 + 2 * (s - 1)] = KC(-(lr / (1 - opt_pow(b1, s))));
-		k[8 + 2 * (s - 1)] = KC(sqrt(1 - opt_pow(b2, s)));
+		k[7 + 2 * (s - 1)] = KC(-(lr / (1 - emu_opt_pow(b1, s))));
+		k[8 + 2 * (s - 1)] = KC(sqrt(1 - emu_opt_pow(b2, s)));
 	}
 	k[7 + 2 * NS] = KC(-(lr * wd));
 #undef KC
@@ -599,11 +598,10 @@ void step_kern(const gpu_opts *o)
 	float *o4 = malloc(R * sizeof *o4);
 	float *m1 = malloc(R * N * sizeof *m1), *m2 = malloc(R * N * sizeof *m2);
 	float *m3 = malloc(R * sizeof *m3), *m4 = malloc(R * sizeof *m4);
-	float *ty = malloc(R * N * sizeof *ty);
 	gpu_tables tabs = {NULL, 0};
 	bool have_tabs = false;
 	if (!x || !xl || !xs || !xls || !dys || !o1 || !o2 || !o3 || !o4 || !m1 || !m2 || !m3 ||
-	    !m4 || !ty) {
+	    !m4) {
 		step_failed("kern", "out of memory");
 		goto out;
 	}
@@ -617,9 +615,6 @@ void step_kern(const gpu_opts *o)
 			x[r * N + j] = (u - 0.5) * 16.0 * (double)(1 + 4 * (r % 4));
 			xl[r * N + j] = off[r % 4] + (u - 0.5) * 2.0;
 		}
-	/* bce's targets, as emu/kernels/bce.c draws them: bit 31 of the element's draw */
-	for (size_t i = 0; i < R * N; i++)
-		ty[i] = (float)(emu_sr_bits(o->seed, i) >> 31);
 	have_tabs = kern_tables(o, &tabs);
 	/* every policy with CUDA's expf, logf and log1pf; then the fp32-compute
 	 * ones again with those correctly rounded (gpu_dev_fp32_math), rows
@@ -646,12 +641,19 @@ void step_kern(const gpu_opts *o)
 		const gpu_tables *rt = have_tabs && C->bits == 16 ? &tabs : NULL;
 		char fmts[3 * sizeof S->name + 2];
 		snprintf(fmts, sizeof fmts, "%s/%s/%s", S->name, C->name, A->name);
+		/* layernorm's dy (±1 from the seed) as emu/kernels/layernorm.c draws it */
+		emu_kinputs ki;
+		emu_kin ind = {xl, R, N, NULL, 0, o->seed, NULL, 0};
+		const double *dy =
+		    kern_role("kern", &emu_kernel_layernorm, &pol, "twopass", &ind, "dy", &ki);
+		if (!dy)
+			continue;
 		for (size_t i = 0; i < R * N; i++) {
-			double d = emu_sr_bits(o->seed, i) & 1 ? -1.0 : 1.0; /* layernorm's dy */
 			xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol.env).bits);
 			xls[i] = (float)emu_decode(S, emu_from_double(S, xl[i], &pol.env).bits);
-			dys[i] = (float)emu_decode(S, emu_from_double(S, d, &pol.env).bits);
+			dys[i] = (float)emu_decode(S, emu_from_double(S, dy[i], &pol.env).bits);
 		}
+		emu_kinputs_free(&ki);
 		float epsc = (float)emu_decode(C, emu_from_double(C, 1e-5, &pol.env).bits);
 		for (int v = 0; v < 3; v++) {
 			char kname[40];
@@ -702,7 +704,7 @@ void step_kern(const gpu_opts *o)
 				}
 			}
 		}
-		kern_norm_bce(o, &pol, fmts, rt, xl, xls, dys, ty, R, N);
+		kern_norm_bce(o, &pol, fmts, rt, xl, xls, dys, R, N);
 		kern_backward(o, &pol, fmts, rt);
 		kern_matmul(o, &pol, fmts, R, N);
 		kern_matmul_tc(o, &pol, fmts, R, N);
@@ -732,7 +734,6 @@ out:
 	free(m2);
 	free(m3);
 	free(m4);
-	free(ty);
 	free(x);
 	free(xl);
 	free(xs);

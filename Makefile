@@ -276,7 +276,7 @@ FUZZ_SRC_golden := tests/fuzz/fuzz_golden.c emu/io/nm_golden.c emu/io/nm_npy.c e
   $(FUZZ_LAYERS)
 FUZZ_LIBS_golden := -lmpfr -lgmp -lm
 # a case file may name the training kernel (emu/train), which saves checkpoints
-FUZZ_TRAIN := $(sort $(wildcard emu/train/*.c)) emu/io/nm_safetensors.c emu/io/nm_file.c
+FUZZ_TRAIN := $(sort $(wildcard emu/train/*.c)) emu/io/nm_safetensors.c emu/io/nm_buf.c emu/io/nm_file.c
 FUZZ_SRC_case := $(sort tests/fuzz/fuzz_case.c emu/sweep/nm_case.c emu/io/nm_parse.c emu/io/nm_gen.c \
   $(FUZZ_LAYERS) $(FUZZ_TRAIN))
 FUZZ_LIBS_case := -linih -lmpfr -lgmp -lm
@@ -285,8 +285,10 @@ FUZZ_SRC_plot := $(sort tests/fuzz/fuzz_plot.c emu/sweep/nm_plot.c emu/sweep/nm_
 FUZZ_LIBS_plot := -linih -lmpfr -lgmp -lm
 FUZZ_SRC_gputab := tests/fuzz/fuzz_gputab.c emu/engine/gputab.c $(FUZZ_EMU)
 FUZZ_LIBS_gputab := -lm
-FUZZ_SRC_safetensors := tests/fuzz/fuzz_safetensors.c emu/io/nm_safetensors.c emu/io/nm_file.c $(FUZZ_EMU)
-FUZZ_LIBS_safetensors := -lm
+# the writer quotes names through nm_buf.c, which formats numbers through nm_parse.c
+FUZZ_SRC_safetensors := tests/fuzz/fuzz_safetensors.c emu/io/nm_safetensors.c emu/io/nm_buf.c \
+  emu/io/nm_parse.c emu/io/nm_file.c $(FUZZ_LAYERS)
+FUZZ_LIBS_safetensors := -lmpfr -lgmp -lm
 # FUZZ_PROBE: true when $(FUZZ_CC) links a libFuzzer harness
 FUZZ_PROBE = printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' | \
   $(FUZZ_CC) -fsanitize=fuzzer -x c - -o build/fuzz/probe >/dev/null 2>&1

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/recipes/recipe.h"
 #include "gpu/run.h"
 
@@ -25,7 +26,7 @@ static float quant_input(uint64_t seed, size_t r, size_t c, size_t N)
 {
 	uint64_t i = r * N + c, u = rnd(seed, 600, i), v = rnd(seed, 601, i);
 	double u1 = ((double)(u >> 11) + 1) * 0x1p-53, u2 = (double)(v >> 11) * 0x1p-53;
-	double g = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2), x = g;
+	double g = emu_box_muller(u1, u2), x = g;
 	size_t blk = c / 32;
 	switch (r % 8) {
 	case 0:

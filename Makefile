@@ -56,6 +56,8 @@ BENCH_SRC := $(filter-out $(NATIVE_SRC),$(sort $(wildcard bench/*.c)))
 GPU_HOST_SRC := $(sort $(wildcard gpu/host_*.c))
 GPU_HOST_OBJ := $(GPU_HOST_SRC:%.c=build/%.o)
 GPU_CU := $(sort $(wildcard gpu/*.cu))
+# the runner: main in runner.c, its steps one family a file (gpu/run.h)
+GPU_RUN_OBJ := $(patsubst %.c,build/%.o,gpu/runner.c $(sort $(wildcard gpu/run_*.c)))
 # gpu/rows.h is not among them: only the two files that compile it depend on it (below)
 GPU_BIN := bin/nanmap-gpu
 # the runner against the emulator as a fake device: tests the runner without a GPU
@@ -286,7 +288,7 @@ FUZZ_SRC_golden := tests/fuzz/fuzz_golden.c emu/io/nm_golden.c emu/io/nm_npy.c e
   $(FUZZ_LAYERS)
 FUZZ_LIBS_golden := -lmpfr -lgmp -lm
 # a case file may name the training kernel (emu/train), which saves checkpoints
-FUZZ_TRAIN := $(sort $(wildcard emu/train/*.c)) emu/io/nm_safetensors.c emu/io/nm_file.c
+FUZZ_TRAIN := $(sort $(wildcard emu/train/*.c)) emu/io/nm_safetensors.c emu/io/nm_buf.c emu/io/nm_file.c
 FUZZ_SRC_case := $(sort tests/fuzz/fuzz_case.c emu/sweep/nm_case.c emu/io/nm_parse.c emu/io/nm_gen.c \
   $(FUZZ_LAYERS) $(FUZZ_TRAIN))
 FUZZ_LIBS_case := -linih -lmpfr -lgmp -lm
@@ -295,8 +297,10 @@ FUZZ_SRC_plot := $(sort tests/fuzz/fuzz_plot.c emu/sweep/nm_plot.c emu/sweep/nm_
 FUZZ_LIBS_plot := -linih -lmpfr -lgmp -lm
 FUZZ_SRC_gputab := tests/fuzz/fuzz_gputab.c emu/engine/gputab.c $(FUZZ_EMU)
 FUZZ_LIBS_gputab := -lm
-FUZZ_SRC_safetensors := tests/fuzz/fuzz_safetensors.c emu/io/nm_safetensors.c emu/io/nm_file.c $(FUZZ_EMU)
-FUZZ_LIBS_safetensors := -lm
+# the writer quotes names through nm_buf.c, which formats numbers through nm_parse.c
+FUZZ_SRC_safetensors := tests/fuzz/fuzz_safetensors.c emu/io/nm_safetensors.c emu/io/nm_buf.c \
+  emu/io/nm_parse.c emu/io/nm_file.c $(FUZZ_LAYERS)
+FUZZ_LIBS_safetensors := -lmpfr -lgmp -lm
 # FUZZ_PROBE: true when $(FUZZ_CC) links a libFuzzer harness
 FUZZ_PROBE = printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' | \
   $(FUZZ_CC) -fsanitize=fuzzer -x c - -o build/fuzz/probe >/dev/null 2>&1
@@ -324,7 +328,7 @@ build/gpu/%.o: gpu/%.c build/dep.mode | build/deps.ok
 	@mkdir -p $(dir $@)
 	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(GPU_FAKE): build/gpu/runner.o build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(CLI_LIB) $(LIB)
+$(GPU_FAKE): $(GPU_RUN_OBJ) build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
 # gpu/rows.h, the training kernels' row bodies, is compiled twice: on the host for the fake
@@ -351,14 +355,14 @@ build/gpu/mutant/host_rows.c: gpu/host_rows.c
 build/gpu/mutant/host_rows.o: build/gpu/mutant/host_rows.c build/gpu/mutant/gpu/rows.h build/dep.mode | build/deps.ok
 	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(GPU_MUTANT): build/gpu/runner.o build/gpu/dev_fake.o $(filter-out build/gpu/host_rows.o,$(GPU_HOST_OBJ)) build/gpu/mutant/host_rows.o $(CLI_LIB) $(LIB)
+$(GPU_MUTANT): $(GPU_RUN_OBJ) build/gpu/dev_fake.o $(filter-out build/gpu/host_rows.o,$(GPU_HOST_OBJ)) build/gpu/mutant/host_rows.o $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
 build/gpu/%.cu.o: gpu/%.cu build/dep.mode
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -MMD -MP -MF $(@:.o=.d) -c $< -o $@
 
-$(GPU_BIN): build/gpu/runner.o $(GPU_HOST_OBJ) $(GPU_CU:%.cu=build/%.cu.o) $(CLI_LIB) $(LIB)
+$(GPU_BIN): $(GPU_RUN_OBJ) $(GPU_HOST_OBJ) $(GPU_CU:%.cu=build/%.cu.o) $(CLI_LIB) $(LIB)
 	@mkdir -p bin
 	$(NVCC) $(GPU_ARCH) -o $@ $^ -lcublasLt -lcublas -lmpfr -lgmp -lm -lgomp $(LDFLAGS)
 
@@ -434,6 +438,6 @@ clean:
 
 # every object's header list, as the compiler wrote it (absent before the first build)
 -include $(wildcard $(patsubst %.o,%.d,$(LIB_OBJ) $(PIC_OBJ) $(CLI_OBJ) $(ORACLE_OBJ) \
-  $(TEST_OBJ) $(GPU_HOST_OBJ) build/emu/cli/main.o build/gpu/runner.o build/gpu/dev_fake.o \
+  $(TEST_OBJ) $(GPU_HOST_OBJ) build/emu/cli/main.o $(GPU_RUN_OBJ) build/gpu/dev_fake.o \
   $(MPI_SWEEP_OBJ) $(GPU_CU:%.cu=build/%.cu.o) \
   $(sort $(foreach n,$(FUZZ_NAMES),$(call FUZZ_OBJ,$(n))))))

@@ -225,7 +225,7 @@ int gpu_dev_quant(gpu_qrule rule, gpu_kfmt elem, float fmax, float amin, size_t 
 
 /*
  * attention (emu/kernels/attention.c, naive:tc, online:tc, fp8:tc) around its
- * two GEMMs, which run as gpu_dev_mma calls (gpu/runner.c's attn step):
+ * two GEMMs, which run as gpu_dev_mma calls (gpu/run_attn.c's attn step):
  * gpu/rows.h's k_attn_soft_row and k_attn_out_row, one thread per query
  * row; variant 0 naive, 1 online, 2 fp8; A fp32 or fp16 (the GEMMs write
  * it). soft: sacc (nq×nk values of A, S = Q·Kᵀ) in; P (nq×nk, the P·V

@@ -46,11 +46,12 @@
  *
  * Stochastic rounding (the optimizer's adamw_sr) is written here too, not
  * passed in as precomputed random words: its bits are a pure integer
- * function of (seed, step, element) (emu/core/round.c's emu_sr_bits, SplitMix64's
- * finaliser, and emu/engine/kern.h's emu_sr_key), and the rounding that takes
- * them is exact arithmetic on binary64 (k_sr_round), so one plain-C copy
- * serves nvcc and cc alike, the fake device runs the very draw the GPU
- * makes, and the GPU needs no n·steps·2 words of host memory per run.
+ * function of (seed, step, element) (emu/core/round.c's emu_sr_bits, whose
+ * draw is emu/core/draw.h's, read by both compilers, and emu/engine/kern.h's
+ * emu_sr_key), and the rounding that takes them is exact arithmetic on
+ * binary64 (k_sr_round), so one plain-C copy serves nvcc and cc alike, the
+ * fake device runs the very draw the GPU makes, and the GPU needs no
+ * n·steps·2 words of host memory per run.
  */
 #ifndef NANMAP_GPU_ROWS_H
 #define NANMAP_GPU_ROWS_H
@@ -58,6 +59,8 @@
 #ifndef K_FN
 #error "rows.h: define K_FN, k_fmt and the K_ operations first (gpu/kern.cu, gpu/host_rows.c)"
 #endif
+
+#include "emu/core/draw.h"
 
 /* softmax_ce (emu/kernels/softmax.c), row r of X (R×N logits stored in S, label r
  * mod N): v 0 naive, 1 maxsub, 2 lse. Writes row r of grad (the stored
@@ -584,22 +587,14 @@ K_FN void k_opt_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const float *GS,
 	V[i] = vv;
 }
 
-/* SplitMix64's finaliser (emu/core/emu.h's emu_mix64) */
-K_FN uint64_t k_mix64(uint64_t z)
-{
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
 /* The 32 random bits the engine's stochastic rounding draws for element e
  * of step id `step` under `seed`: emu/core/round.c's emu_sr_bits(seed,
- * emu_sr_key(step, 0, e)) (emu/engine/kern.h), integer arithmetic mod 2^64 */
+ * emu_sr_key(step, 0, e)) (emu/engine/kern.h), the draw itself
+ * emu/core/draw.h's, which nvcc compiles too; integer arithmetic mod 2^64 */
 K_FN uint32_t k_sr_bits(uint64_t seed, unsigned step, uint64_t e)
 {
 	uint64_t key = ((uint64_t)(step + 1) << 44) | (e & ((1ull << 42) - 1));
-	return (uint32_t)(k_mix64((seed ^ (key * 0x9e3779b97f4a7c15ull)) + 0x9e3779b97f4a7c15ull) >>
-	                  32);
+	return (uint32_t)(emu_draw64(seed, key) >> 32);
 }
 
 /* x rounded by SR with the bits u to the format of precision p, least
@@ -795,7 +790,7 @@ K_FN void k_quant_block(int rule, k_fmt F32, k_fmt E, float fmax, float amin, co
 /*
  * attention (emu/kernels/attention.c, variants naive:tc, online:tc, fp8:tc): the
  * work between and after the two Tensor Core GEMMs, which the GPU runs as
- * our own mma.sync GEMMs (gpu/mma.cu, a fixed K order; gpu/runner.c's attn
+ * our own mma.sync GEMMs (gpu/mma.cu, a fixed K order; gpu/run_attn.c's attn
  * step lays them out). The accumulator format A is one a Tensor Core writes
  * (fp32, or fp16), so a GEMM's result is a value of A with no conversion.
  *

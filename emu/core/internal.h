@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/core/emu.h"
 #include "emu/core/specialize.h"
 
@@ -76,9 +77,7 @@ static inline double emu_pow2(int k)
 static inline __attribute__((always_inline)) uint32_t emu_sr_draw(uint64_t seed,
                                                                    uint64_t index)
 {
-	return (uint32_t)(emu_mix64((seed ^ (index * 0x9e3779b97f4a7c15ull)) +
-	                            0x9e3779b97f4a7c15ull) >>
-	                  32);
+	return (uint32_t)(emu_draw64(seed, index) >> 32);
 }
 
 #endif

@@ -154,20 +154,31 @@ void nm_buf_free(nm_buf *b)
 	memset(b, 0, sizeof(*b));
 }
 
-bool nm_buf_json_str(nm_buf *b, const char *s)
+/* s as a JSON string; DEL escaped too when del. */
+static bool nm_json_str(nm_buf *b, const char *s, bool del)
 {
 	nm_buf_putc(b, '"');
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '"' || *p == '\\') {
 			nm_buf_putc(b, '\\');
 			nm_buf_putc(b, (char)*p);
-		} else if (*p < 0x20 || *p == 0x7f) {
+		} else if (*p < 0x20 || (del && *p == 0x7f)) {
 			nm_buf_printf(b, "\\u%04x", *p);
 		} else {
 			nm_buf_putc(b, (char)*p);
 		}
 	}
 	return nm_buf_putc(b, '"');
+}
+
+bool nm_buf_json_str(nm_buf *b, const char *s)
+{
+	return nm_json_str(b, s, true);
+}
+
+bool nm_buf_json_str_min(nm_buf *b, const char *s)
+{
+	return nm_json_str(b, s, false);
 }
 
 bool nm_buf_json_num(nm_buf *b, double v)

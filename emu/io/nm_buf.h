@@ -44,6 +44,10 @@ bool nm_buf_put_shown(nm_buf *b, const char *s);
 /* s as a JSON string: between double quotes, '"' and '\\' escaped, control
  * characters (and DEL) as \u00XX; other bytes as they are (UTF-8 passes). */
 bool nm_buf_json_str(nm_buf *b, const char *s);
+/* The same escaped only where JSON requires it, DEL kept as it is: a
+ * .safetensors header's names, as the reference writer (serde_json) writes
+ * them. */
+bool nm_buf_json_str_min(nm_buf *b, const char *s);
 /* v as JSON: %.17g when finite, else the string "inf", "-inf" or "nan"
  * (JSON has no such numbers). */
 bool nm_buf_json_num(nm_buf *b, double v);

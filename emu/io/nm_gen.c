@@ -1,6 +1,7 @@
 /* nm_gen.c — the seeded input generator (nm_gen.h). */
 #include "emu/io/nm_gen.h"
 
+#include "emu/core/draw.h"
 #include "emu/core/emu.h"
 
 #include <math.h>
@@ -23,7 +24,7 @@ int nm_gen_dist_parse(const char *s)
 
 uint64_t nm_gen_draw(uint64_t seed, uint64_t k)
 {
-	return emu_mix64(seed + (k + 1) * 0x9e3779b97f4a7c15ull);
+	return emu_mix64(seed + (k + 1) * EMU_DRAW_PHI);
 }
 
 /* [0, 1) in steps of 2^-53 */
@@ -39,7 +40,7 @@ static double nm_gen_base(const nm_gen *g, uint64_t i)
 
 	switch (g->dist) {
 	case NM_GEN_NORMAL: /* Box-Muller, the cosine half */
-		return g->scale * (sqrt(-2.0 * log(1.0 - u0)) * cos(6.283185307179586 * u1));
+		return g->scale * emu_box_muller(1.0 - u0, u1);
 	case NM_GEN_UNIFORM:
 		return g->scale * (2.0 * u0 - 1.0);
 	case NM_GEN_LOGSPACE: {

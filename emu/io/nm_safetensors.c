@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "emu/core/emu.h"
+#include "emu/io/nm_buf.h"
 #include "emu/io/nm_file.h"
 #include "emu/io/nm_safetensors.h"
 
@@ -1054,24 +1055,6 @@ nm_st_status nm_st_decode(const nm_st_file *f, const nm_st_tensor *t, uint64_t f
 
 /* ---- writing ---- */
 
-/* Append s JSON-quoted to buf (room enough: 6 bytes per source byte + 2). */
-static size_t quote(char *buf, const char *s)
-{
-	size_t k = 0;
-	buf[k++] = '"';
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			buf[k++] = '\\';
-			buf[k++] = (char)*p;
-		} else if (*p < 0x20)
-			k += (size_t)sprintf(buf + k, "\\u%04x", *p);
-		else
-			buf[k++] = (char)*p;
-	}
-	buf[k++] = '"';
-	return k;
-}
-
 nm_st_status nm_st_encode(const nm_st_out *t, size_t n, void **buf, size_t *len, const char *name,
                           char *err, size_t errlen)
 {
@@ -1082,7 +1065,7 @@ nm_st_status nm_st_encode(const nm_st_out *t, size_t n, void **buf, size_t *len,
 	nm_st_status st = NM_ST_OK;
 	char ***names = malloc((n ? n : 1) * sizeof *names);
 	char **copies = calloc(n ? n : 1, sizeof *copies);
-	char *hbuf = NULL;
+	nm_buf hb = {0};
 	uint8_t *out = NULL;
 	if (!names || !copies) {
 		st = fail(err, errlen, name, NM_ST_ERR_NOMEM, "out of memory for %zu tensors", n);
@@ -1158,32 +1141,30 @@ nm_st_status nm_st_encode(const nm_st_out *t, size_t n, void **buf, size_t *len,
 		          show_name(dup, strlen(dup), b, sizeof b));
 		goto out;
 	}
-	hbuf = malloc((size_t)hcap + 8);
-	if (!hbuf) {
-		st = fail(err, errlen, name, NM_ST_ERR_NOMEM, "out of memory for the header");
-		goto out;
-	}
-	size_t k = 0;
 	uint64_t off = 0;
-	hbuf[k++] = '{';
+	nm_buf_reserve(&hb, (size_t)hcap + 8);
+	nm_buf_putc(&hb, '{');
 	for (size_t i = 0; i < n; i++) {
 		const nm_st_out *o = &t[i];
 		if (i)
-			hbuf[k++] = ',';
-		k += quote(hbuf + k, o->name);
-		k += (size_t)sprintf(hbuf + k, ":{\"dtype\":\"%s\",\"shape\":[",
-		                     dtypes[o->dtype].name);
+			nm_buf_putc(&hb, ',');
+		nm_buf_json_str_min(&hb, o->name);
+		nm_buf_printf(&hb, ":{\"dtype\":\"%s\",\"shape\":[", dtypes[o->dtype].name);
 		for (int d = 0; d < o->ndim; d++)
-			k += (size_t)sprintf(hbuf + k, "%s%llu", d ? "," : "",
-			                     (unsigned long long)o->shape[d]);
+			nm_buf_printf(&hb, "%s%llu", d ? "," : "", (unsigned long long)o->shape[d]);
 		uint64_t end = off + o->nbytes; /* no overflow: the sum was checked above */
-		k += (size_t)sprintf(hbuf + k, "],\"data_offsets\":[%llu,%llu]}",
-		                     (unsigned long long)off, (unsigned long long)end);
+		nm_buf_printf(&hb, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+		              (unsigned long long)end);
 		off = end;
 	}
-	hbuf[k++] = '}';
-	while (k % 8)
-		hbuf[k++] = ' ';
+	nm_buf_putc(&hb, '}');
+	while (hb.len % 8)
+		nm_buf_putc(&hb, ' ');
+	if (hb.oom) {
+		st = fail(err, errlen, name, NM_ST_ERR_NOMEM, "out of memory for the header");
+		goto out;
+	}
+	size_t k = hb.len;
 	if (k > NM_ST_MAX_HEADER) {
 		st =
 		    fail(err, errlen, name, NM_ST_ERR_RANGE,
@@ -1202,7 +1183,7 @@ nm_st_status nm_st_encode(const nm_st_out *t, size_t n, void **buf, size_t *len,
 		goto out;
 	}
 	store_le(out, k, 8);
-	memcpy(out + 8, hbuf, k);
+	memcpy(out + 8, hb.s, k);
 	size_t pos = 8 + k;
 	for (size_t i = 0; i < n; i++) {
 		if (t[i].nbytes)
@@ -1215,7 +1196,7 @@ nm_st_status nm_st_encode(const nm_st_out *t, size_t n, void **buf, size_t *len,
 out:
 	free(names);
 	free(copies);
-	free(hbuf);
+	nm_buf_free(&hb);
 	free(out);
 	return st;
 }

@@ -83,18 +83,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/kernels/gradscaler.h"
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
+#include "emu/kernels/gradscaler.h"
 
 static const char *const variants[] = {"maxsub", NULL};
-
-/* SplitMix64 of seed ⊕ i·φ. */
-static uint64_t mix(uint64_t seed, uint64_t i)
-{
-	uint64_t z = seed ^ (i * 0x9e3779b97f4a7c15ull);
-	z += 0x9e3779b97f4a7c15ull;
-	return emu_mix64(z);
-}
 
 static const emu_env rne = {EMU_RNE, false, false, false, 0, 0};
 
@@ -224,7 +217,7 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	tw->step = EMU_STEP_INPUT;
 	tw->e0 = (uint64_t)R * D;
 	for (size_t i = 0; w && i < D * K; i++)
-		w[i] = wscale * ((double)(mix(in->seed, i) >> 11) * 0x1p-52 - 1);
+		w[i] = wscale * ((double)(emu_draw64(in->seed, i) >> 11) * 0x1p-52 - 1);
 	ty->kind = EMU_KIN_INDEX;
 	for (size_t r = 0; y && r < R; r++)
 		y[r] = (double)(r % K);

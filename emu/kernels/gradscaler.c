@@ -52,6 +52,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/kernels/gradscaler.h"
 
 static const emu_format *fp32(void)
@@ -156,12 +157,10 @@ void emu_gs_update(const emu_gs_config *c, emu_gs_state *s, bool found_inf, bool
 		*refused = r;
 }
 
-/* Counter-based draws: SplitMix64 of (seed, stream, i). */
+/* Counter-based draws: emu_draw64 keyed by (seed, stream) and i. */
 static uint64_t mix(uint64_t seed, uint64_t stream, uint64_t i)
 {
-	uint64_t z = seed ^ (stream * 0xd1b54a32d192ed03ull) ^ (i * 0x9e3779b97f4a7c15ull);
-	z += 0x9e3779b97f4a7c15ull;
-	return emu_mix64(z);
+	return emu_draw64(seed ^ (stream * 0xd1b54a32d192ed03ull), i);
 }
 
 /* A standard normal draw (Box-Muller; u1 in (0, 1]). */
@@ -169,7 +168,7 @@ static double normal(uint64_t seed, uint64_t stream, uint64_t i)
 {
 	double u1 = (double)((mix(seed, stream, 2 * i) >> 11) + 1) * 0x1p-53;
 	double u2 = (double)(mix(seed, stream, 2 * i + 1) >> 11) * 0x1p-53;
-	return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+	return emu_box_muller(u1, u2);
 }
 
 double emu_gs_element(const emu_gs_config *c, uint64_t step, size_t i, double gmax)

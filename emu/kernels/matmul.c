@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/kernels/tc.h"
 
@@ -125,7 +126,7 @@ static double *shaped(const emu_kin *in, size_t m, size_t n, size_t k, bool bt, 
 		/* z_l: Box-Muller on two draws keyed by (seed, l) */
 		double u1 = ((double)emu_sr_bits(in->seed ^ 0x746f6b, 2 * l) + 0.5) * 0x1p-32;
 		double u2 = ((double)emu_sr_bits(in->seed ^ 0x746f6b, 2 * l + 1) + 0.5) * 0x1p-32;
-		double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+		double z = emu_box_muller(u1, u2);
 		double fa = exp(tok_a * z), fb = exp(tok_b * z);
 		for (size_t i = 0; i < m; i++) { /* A's row i follows B's column i mod n */
 			size_t j = i % n;

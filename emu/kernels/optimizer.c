@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "emu/engine/kernels.h"
+#include "emu/kernels/optimizer.h"
 
 static const char *const variants[] = {"adamw", "adamw_kahan", "adamw_sr", "sgd", NULL};
 
@@ -200,7 +201,7 @@ static const char *const steps[S_END - EMU_STEP0] = {
 /* β^t rounded to nearest in binary64 (what CPython's beta ** step gives
  * from the C library's pow, which is correctly rounded here but need not
  * be everywhere: MPFR makes it the same on every platform). */
-static double pow_d(double b, double t)
+double emu_opt_pow(double b, double t)
 {
 	mpfr_t x, y;
 	mpfr_inits2(53, x, y, (mpfr_ptr)0);
@@ -210,6 +211,12 @@ static double pow_d(double b, double t)
 	double r = mpfr_get_d(x, MPFR_RNDN);
 	mpfr_clears(x, y, (mpfr_ptr)0);
 	return r;
+}
+
+void emu_opt_store_steps(unsigned *decay_store, unsigned *store)
+{
+	*decay_store = S_DECAY_STORE;
+	*store = S_STORE;
 }
 
 /* The gradient stream (the file's comment): step t >= 1, element i. */
@@ -485,7 +492,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			STORE(S_STORE, S, W);
 		} else {
 			/* torch/optim/adamw.py _single_tensor_adamw */
-			double bc1 = 1 - pow_d(P.beta1, s), bc2 = 1 - pow_d(P.beta2, s);
+			double bc1 = 1 - emu_opt_pow(P.beta1, s), bc2 = 1 - emu_opt_pow(P.beta2, s);
 			SCALAR(S_STEP_SIZE, neg_ss, -(P.lr / bc1));
 			SCALAR(S_BC2_SQRT, bc2s, sqrt(bc2));
 			/* w = w·(1 − lr·wd), stored (adamw_kahan: folded into the

@@ -174,6 +174,10 @@ START_TEST(test_json)
 	ck_assert(nm_buf_json_str(&b, "a\"b\\c\n\x01\x7f\xc3\xa9"));
 	ck_assert_str_eq(nm_buf_str(&b), "\"a\\\"b\\\\c\\u000a\\u0001\\u007f\xc3\xa9\"");
 	nm_buf_reset(&b);
+	/* a .safetensors header's names: DEL as it is, as the reference writes it */
+	ck_assert(nm_buf_json_str_min(&b, "a\"b\\c\n\x01\x7f\xc3\xa9"));
+	ck_assert_str_eq(nm_buf_str(&b), "\"a\\\"b\\\\c\\u000a\\u0001\x7f\xc3\xa9\"");
+	nm_buf_reset(&b);
 	ck_assert(nm_buf_json_num(&b, 0.1));
 	nm_buf_putc(&b, ' ');
 	ck_assert(nm_buf_json_num(&b, -INFINITY));

@@ -495,25 +495,25 @@ static const char *nt_replay_diff(emu_train *a, const emu_train_row *ra, emu_tra
 {
 	const emu_train_fail *fa = emu_train_first_fail(a), *fb = emu_train_first_fail(b);
 	*nparams = 0;
-	if (memcmp(&ra->loss, &rb->loss, sizeof ra->loss))
+	if (!emu_train_same_bits(&ra->loss, &rb->loss, 1))
 		return "the loss";
-	if (memcmp(&ra->grad_norm, &rb->grad_norm, sizeof ra->grad_norm))
+	if (!emu_train_same_bits(&ra->grad_norm, &rb->grad_norm, 1))
 		return "the gradient norm";
-	if (ra->skipped != rb->skipped || memcmp(&ra->scale, &rb->scale, sizeof ra->scale))
+	if (ra->skipped != rb->skipped || !emu_train_same_bits(&ra->scale, &rb->scale, 1))
 		return "the loss scale or the skip";
 	if (ra->overflow != rb->overflow || ra->underflow != rb->underflow ||
 	    ra->invalid != rb->invalid || ra->nonfinite_params != rb->nonfinite_params)
 		return "the flag counts";
 	if (fa->set != fb->set ||
-	    (fa->set &&
-	     (strcmp(fa->site, fb->site) || fa->element != fb->element || fa->flags != fb->flags)))
+	    (fa->set && (strcmp(fa->site, fb->site) != 0 || fa->element != fb->element ||
+	                 fa->flags != fb->flags)))
 		return "the first failing operation";
 	for (size_t i = 0; i < emu_train_ntensors(a); i++) {
 		double *va, *vb, *g;
 		size_t na, nb;
 		emu_train_tensor(a, i, &va, &g, &na);
 		emu_train_tensor(b, i, &vb, &g, &nb);
-		if (na != nb || memcmp(va, vb, na * sizeof *va))
+		if (na != nb || !emu_train_same_bits(va, vb, na))
 			return "the parameters";
 		*nparams += na;
 	}

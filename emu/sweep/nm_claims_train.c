@@ -59,8 +59,8 @@ int cl_model4(cl_ctx *x)
 	cl_res r;
 	if (!load_model(x, 4, "model", &r))
 		return -1;
-	if (r.c->naxes != 2 || strcmp(r.c->axes[0].name, "var") ||
-	    strcmp(r.c->axes[1].name, "eps")) {
+	if (r.c->naxes != 2 || strcmp(r.c->axes[0].name, "var") != 0 ||
+	    strcmp(r.c->axes[1].name, "eps") != 0) {
 		cl_unload(&r);
 		return -1;
 	}

@@ -2440,6 +2440,18 @@ out:
 	return rc;
 }
 
+bool emu_train_same_bits(const double *a, const double *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t x, y;
+		memcpy(&x, a + i, sizeof x);
+		memcpy(&y, b + i, sizeof y);
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
 int emu_train_adopt(emu_train *t, const emu_train *src, size_t *changed, char *err, size_t errlen)
 {
 	const emu_train_cfg *a = &t->c, *b = &src->c;
@@ -2455,9 +2467,9 @@ int emu_train_adopt(emu_train *t, const emu_train *src, size_t *changed, char *e
 	for (size_t i = 0; i < t->np; i++) {
 		double p = round_to(mf, src->P[i]), m = round_to(sf, src->Mo[i]),
 		       v = round_to(sf, src->Vo[i]);
-		n += memcmp(&p, &src->P[i], sizeof p) != 0;
-		n += memcmp(&m, &src->Mo[i], sizeof m) != 0;
-		n += memcmp(&v, &src->Vo[i], sizeof v) != 0;
+		n += !emu_train_same_bits(&p, &src->P[i], 1);
+		n += !emu_train_same_bits(&m, &src->Mo[i], 1);
+		n += !emu_train_same_bits(&v, &src->Vo[i], 1);
 		t->P[i] = p, t->Mo[i] = m, t->Vo[i] = v;
 	}
 	t->step = src->step, t->adam_t = src->adam_t;
@@ -2560,9 +2572,11 @@ int emu_train_golden(const emu_train_cfg *cfg, const char *path, char *err, size
 		n++;                                                                               \
 	} while (0)
 	for (size_t i = 0; i < nt; i++) { /* the initial weights */
-		double *v, *g;
-		size_t c;
+		double *v = NULL, *g = NULL;
+		size_t c = 0;
 		const char *nm = emu_train_tensor(t, i, &v, &g, &c);
+		if (!nm)
+			break;
 		memcpy(vals + vo, v, c * sizeof *v);
 		ADD("init.%s", NM_ST_F64, 1, c, 0, 0, vals + vo, c * sizeof *v, nm);
 		vo += c;
@@ -2598,9 +2612,11 @@ int emu_train_golden(const emu_train_cfg *cfg, const char *path, char *err, size
 		ADD("step%zu.scale", NM_ST_F64, 1, 1, 0, 0, r + 2, sizeof *r, s);
 		ADD("step%zu.skipped", NM_ST_F64, 1, 1, 0, 0, r + 3, sizeof *r, s);
 		for (size_t i = 0; i < nt; i++) {
-			double *v, *g;
-			size_t c;
+			double *v = NULL, *g = NULL;
+			size_t c = 0;
 			const char *nm = emu_train_tensor(t, i, &v, &g, &c);
+			if (!nm)
+				break;
 			memcpy(vals + vo, g, c * sizeof *g);
 			ADD("step%zu.grad.%s", NM_ST_F64, 1, c, 0, 0, vals + vo, c * sizeof *g, s,
 			    nm);

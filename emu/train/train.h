@@ -231,6 +231,9 @@ int emu_train_load(emu_train *t, const char *path, char *err, size_t errlen);
  * failure is cleared: t's next step is a replay of src's. 0, or -1 with a
  * reason when the models differ. */
 int emu_train_adopt(emu_train *t, const emu_train *src, size_t *changed, char *err, size_t errlen);
+/* Do a[0..n) and b[0..n) hold the same bits (NaN payloads and signs of
+ * zero included)? */
+bool emu_train_same_bits(const double *a, const double *b, size_t n);
 /* Steps done so far. */
 uint64_t emu_train_steps_done(const emu_train *t);
 /* Write DIR/init.safetensors (the parameters now) and DIR/grad.safetensors

@@ -67,6 +67,10 @@
  * NaN, subnormals, inside binary32's range: fp32, tf32, fp16, bf16), else
  * fp32. Parameters promote=N_C (fp32 promotion every N_C products) and k
  * override the model's.
+ *
+ * GPU counterpart: the Tensor Core orders run on the GPU as gpu/mma.cu's mma.sync
+ * GEMM and cuBLAS (gpu/blas.cu), compared with this file's dot:tc by the runner's tc
+ * and gemm steps (gpu/run_tc.c, gpu/run_gemm.c; docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

@@ -103,6 +103,11 @@
  *   quantisation of dO is skipped like Q's, and the casts and scales are
  *   exact there, so it is the unquantised gradient. hadamard=1 is refused
  *   (dQ and dK would need the inverse transform), and so is :tc.
+ *
+ * GPU counterpart: gpu/rows.h's `k_attn_*` rows (its Tensor Core GEMMs are gpu/mma.cu
+ * between them), compiled by nvcc in gpu/kern.cu and with the emulator's operations in
+ * gpu/host_rows.c for the fake device, whose outputs tests/gpu/ compares with this file's
+ * (docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

@@ -76,6 +76,10 @@
  * arithmetic through the emulator (RNE, the policy's rounding is not used);
  * all three backends run the same simulation and only store its results, so
  * TRUTH is not an independent reference for this kernel.
+ *
+ * GPU counterpart: gpu/rows.h's `k_bw_row` and `k_bw_grad`, compiled by nvcc in gpu/kern.cu
+ * and with the emulator's operations in gpu/host_rows.c for the fake device, whose outputs
+ * tests/gpu/ compares with this file's (docs/gpu.md).
  */
 #include <float.h>
 #include <math.h>

@@ -67,6 +67,10 @@
  * (no dy, dx, dgamma, dbeta): a case that locates the forward's overflow
  * is not masked by the backward's (eval's dgamma = Σ dy·(x − mean)·invstd
  * overflows fp16 before y does).
+ *
+ * GPU counterpart: gpu/rows.h's `k_batchnorm_col` and `k_batchnorm_eval_col`, compiled by nvcc
+ * in gpu/kern.cu and with the emulator's operations in gpu/host_rows.c for the fake device,
+ * whose outputs tests/gpu/ compares with this file's (docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

@@ -18,6 +18,10 @@
  * Targets y_j ∈ {0, 1} (tensor `target`): parameter `target` for every
  * element, else bit 31 of emu_sr_bits(seed, j) (nanmap's one counter-based
  * draw).
+ *
+ * GPU counterpart: gpu/rows.h's `k_bce_row`, compiled by nvcc in gpu/kern.cu and with the
+ * emulator's operations in gpu/host_rows.c for the fake device, whose outputs tests/gpu/
+ * compares with this file's (docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

@@ -45,6 +45,10 @@
  * rounded to float. With the usual factors (2, 0.5, 1.5) the double product
  * is exact, so this equals one fp32 multiplication (the tests check it);
  * with a factor such as 1.1 it is the double product that counts.
+ *
+ * GPU counterpart: gpu/rows.h's `k_unscale` (unscale_; the scale update runs on the host),
+ * compiled by nvcc in gpu/kern.cu and with the emulator's operations in gpu/host_rows.c for
+ * the fake device, whose outputs tests/gpu/ compares with this file's (docs/gpu.md).
  */
 #include <errno.h>
 #include <math.h>

@@ -42,6 +42,10 @@
  *
  * Outputs: y and dx (rows·N, storage format), rstd and var (one per row,
  * compute format: var shows onepass's negative variances).
+ *
+ * GPU counterpart: gpu/rows.h's `k_layernorm_row`, compiled by nvcc in gpu/kern.cu and with
+ * the emulator's operations in gpu/host_rows.c for the fake device, whose outputs tests/gpu/
+ * compares with this file's (docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

@@ -48,6 +48,11 @@
  *
  * Outputs: acc (m·n, the accumulator format, or the Tensor Core's output
  * format) and c (m·n, the storage format).
+ *
+ * GPU counterpart: gpu/rows.h's `k_matmul_elem` and `k_matmul_tc_store` (the Tensor Core
+ * variant between them is gpu/mma.cu), compiled by nvcc in gpu/kern.cu and with the
+ * emulator's operations in gpu/host_rows.c for the fake device, whose outputs tests/gpu/
+ * compares with this file's (docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

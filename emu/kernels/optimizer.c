@@ -31,6 +31,11 @@
  *
  * Element (t − 1)·n + i of every step is element i at step t (SR keys and
  * the first failing operation).
+ *
+ * GPU counterpart: gpu/rows.h's `k_opt_elem`, `k_adam_denom`, `k_adamw_ext_elem` and `k_sr`
+ * (stochastic rounding), compiled by nvcc in gpu/kern.cu and with the emulator's operations
+ * in gpu/host_rows.c for the fake device, whose outputs tests/gpu/ compares with this file's
+ * (docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

@@ -45,6 +45,11 @@
  * The statistics are metadata of the load, computed in double from
  * the loaded values and the original x, then rounded once to fp32; on the
  * truth of the original inputs deq = x and all are 0.
+ *
+ * GPU counterpart: gpu/rows.h's `k_quant_block` (with `k_block_amax*`, `k_e8m0_*`,
+ * `k_mxfp8_block`, `k_deepseek_block`), compiled by nvcc in gpu/kern.cu and with the
+ * emulator's operations in gpu/host_rows.c for the fake device, whose outputs tests/gpu/
+ * compares with this file's (docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

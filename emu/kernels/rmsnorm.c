@@ -58,6 +58,10 @@
  *
  * Outputs: y and dx (rows·N, storage format), rstd and ms (one per row,
  * compute format; fp32 in fp32stats), dg (N, accumulator format).
+ *
+ * GPU counterpart: gpu/rows.h's `k_rmsnorm_row` and `k_rmsnorm_dg`, compiled by nvcc in
+ * gpu/kern.cu and with the emulator's operations in gpu/host_rows.c for the fake device,
+ * whose outputs tests/gpu/ compares with this file's (docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

@@ -13,6 +13,10 @@
  * (p − onehot(y)) / rows is stored back in the storage format; the mean loss
  * is held in the accumulator format. Labels (tensor `target`, one class index
  * a row): parameter `label` for every row, else row r has label r mod cols.
+ *
+ * GPU counterpart: gpu/rows.h's `k_softmax_row` and `k_mean_loss`, compiled by nvcc in
+ * gpu/kern.cu and with the emulator's operations in gpu/host_rows.c for the fake device,
+ * whose outputs tests/gpu/ compares with this file's (docs/gpu.md).
  */
 #include <math.h>
 #include <stdio.h>

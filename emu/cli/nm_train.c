@@ -456,7 +456,8 @@ static int nt_text(nt_opts *o, char **text)
 /* one step of a replay: a trainer of policy pol on backend be, in the
  * state of p, stepped once; its row in *row */
 static emu_train *nt_replay_one(nt_opts *o, const char *pol, bool overrides, emu_be_kind be,
-                                const emu_train *p, size_t *changed, emu_train_row *row)
+                                const emu_train *p, size_t *changed, emu_train_row *row, char *name,
+                                size_t namelen)
 {
 	char err[512];
 	emu_train_cfg c = o->c;
@@ -474,6 +475,8 @@ static emu_train *nt_replay_one(nt_opts *o, const char *pol, bool overrides, emu
 		emu_train_free(t);
 		return NULL;
 	}
+	if (name)
+		snprintf(name, namelen, "%s", c.pol.name);
 	return t;
 }
 
@@ -567,8 +570,8 @@ static int nt_replay(nt_opts *o, const char *const *pname, size_t npol)
 			rc = nm_fail("train: out of memory at step %llu", (unsigned long long)s);
 	emu_train_row rf, rx;
 	emu_train *tf = NULL, *tx = NULL;
-	if (!rc && (!(tf = nt_replay_one(o, pname[0], true, EMU_BE_FAST, p, NULL, &rf)) ||
-	            !(tx = nt_replay_one(o, pname[0], true, EMU_BE_EXACT, p, NULL, &rx))))
+	if (!rc && (!(tf = nt_replay_one(o, pname[0], true, EMU_BE_FAST, p, NULL, &rf, NULL, 0)) ||
+	            !(tx = nt_replay_one(o, pname[0], true, EMU_BE_EXACT, p, NULL, &rx, NULL, 0))))
 		rc = 2;
 	if (!rc) {
 		char pre[96];
@@ -593,14 +596,16 @@ static int nt_replay(nt_opts *o, const char *const *pname, size_t npol)
 	emu_train_free(tx);
 	for (size_t k = 1; k < npol && rc != 2; k++) {
 		size_t changed;
-		emu_train *t = nt_replay_one(o, pname[k], true, EMU_BE_FAST, p, &changed, &row);
+		char name[64];
+		emu_train *t = nt_replay_one(o, pname[k], true, EMU_BE_FAST, p, &changed, &row,
+		                             name, sizeof name);
 		if (!t) {
 			rc = 2;
 			break;
 		}
 		char pre[96];
-		snprintf(pre, sizeof pre, "%s, fast: ", pname[k]);
-		printf("%s: the state rounded to its formats (%zu values changed)\n", pname[k],
+		snprintf(pre, sizeof pre, "%s, fast: ", name);
+		printf("%s: the state rounded to its formats (%zu values changed)\n", name,
 		       changed);
 		nt_replay_row(pre, &row);
 		nt_fail_line(emu_train_first_fail(t), "  ");

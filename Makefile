@@ -214,7 +214,7 @@ STEP := NANMAP_RESULTS=$(RESULTS) sh tests/results.sh
 # built; tests/fresh.sh checks that list against a dry run of it.
 test: deps
 	$(MAKE) --no-print-directory all $(TESTBIN) $(GPU_FAKE) $(GPU_MUTANT)
-	@rm -f $(RESULTS)
+	@rm -f $(RESULTS) $(RESULTS).time
 	$(STEP) run check_nanmap $(TESTBIN)
 	$(STEP) run layers sh tests/layers.sh
 	$(STEP) run cli sh tests/cli/cli.sh

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/lib.h"
 
@@ -71,51 +72,38 @@ int main(void)
 	remove(skip_path);
 	printf("nanmap tests: seed 0x%" PRIx64 " (set NANMAP_SEED to change)%s\n", t_seed(),
 	       t_quick() ? ", quick mode" : "");
-	SRunner *sr = srunner_create(suite_format());
-	srunner_add_suite(sr, suite_round());
-	srunner_add_suite(sr, suite_ops());
-	srunner_add_suite(sr, suite_aops());
-	srunner_add_suite(sr, suite_sr());
-	srunner_add_suite(sr, suite_parse());
-	srunner_add_suite(sr, suite_hw());
-	srunner_add_suite(sr, suite_mpfr());
-	srunner_add_suite(sr, suite_gradscaler());
-	srunner_add_suite(sr, suite_npy());
-	srunner_add_suite(sr, suite_safetensors());
-	srunner_add_suite(sr, suite_kernels());
-	srunner_add_suite(sr, suite_backward());
-	srunner_add_suite(sr, suite_layernorm());
-	srunner_add_suite(sr, suite_rmsnorm());
-	srunner_add_suite(sr, suite_bce());
-	srunner_add_suite(sr, suite_quant());
-	srunner_add_suite(sr, suite_optimizer());
-	srunner_add_suite(sr, suite_batchnorm());
-	srunner_add_suite(sr, suite_matmul());
-	srunner_add_suite(sr, suite_attention());
-	srunner_add_suite(sr, suite_accum());
-	srunner_add_suite(sr, suite_tc());
-	srunner_add_suite(sr, suite_tcscaled());
-	srunner_add_suite(sr, suite_golden());
-	srunner_add_suite(sr, suite_golden_inputs());
-	srunner_add_suite(sr, suite_kinputs());
-	srunner_add_suite(sr, suite_gpuhost());
-	srunner_add_suite(sr, suite_gputab());
-	srunner_add_suite(sr, suite_point());
-	srunner_add_suite(sr, suite_thresh());
-	srunner_add_suite(sr, suite_case());
-	srunner_add_suite(sr, suite_file());
-	srunner_add_suite(sr, suite_plot());
-	srunner_add_suite(sr, suite_claims());
-	srunner_add_suite(sr, suite_metrics());
-	srunner_add_suite(sr, suite_engine());
-	srunner_add_suite(sr, suite_buf());
-	srunner_add_suite(sr, suite_specialize());
-	srunner_add_suite(sr, suite_qstream());
-	srunner_add_suite(sr, suite_recipe());
-	srunner_add_suite(sr, suite_train());
-	srunner_add_suite(sr, suite_native());
+	/* the suites, built first (a suite that leaves a test out records its skip
+	 * as it is built), then each run and timed on its own: where make test's
+	 * time goes */
+#define SUITE(n)                                                                                   \
+	{                                                                                          \
+		suite_##n, #n                                                                      \
+	}
+	static const struct {
+		Suite *(*make)(void);
+		const char *name;
+	} list[] = {
+	    SUITE(format),     SUITE(round),         SUITE(ops),         SUITE(aops),
+	    SUITE(sr),         SUITE(parse),         SUITE(hw),          SUITE(mpfr),
+	    SUITE(gradscaler), SUITE(npy),           SUITE(safetensors), SUITE(kernels),
+	    SUITE(backward),   SUITE(layernorm),     SUITE(rmsnorm),     SUITE(bce),
+	    SUITE(quant),      SUITE(optimizer),     SUITE(batchnorm),   SUITE(matmul),
+	    SUITE(attention),  SUITE(accum),         SUITE(tc),          SUITE(tcscaled),
+	    SUITE(golden),     SUITE(golden_inputs), SUITE(kinputs),     SUITE(gpuhost),
+	    SUITE(gputab),     SUITE(point),         SUITE(thresh),      SUITE(case),
+	    SUITE(file),       SUITE(plot),          SUITE(claims),      SUITE(metrics),
+	    SUITE(engine),     SUITE(buf),           SUITE(specialize),  SUITE(qstream),
+	    SUITE(recipe),     SUITE(train),         SUITE(native),
+	};
+#undef SUITE
+	enum { NSUITES = sizeof list / sizeof *list };
+	Suite *made[NSUITES + 1];
+	const char *names[NSUITES + 1];
+	size_t ns = 0;
+	for (; ns < NSUITES; ns++)
+		made[ns] = list[ns].make(), names[ns] = list[ns].name;
 	if (getenv("NANMAP_EXHAUSTIVE"))
-		srunner_add_suite(sr, suite_exhaustive());
+		made[ns] = suite_exhaustive(), names[ns++] = "exhaustive";
 	/* test cases a suite did not add (skipped there) are not among those run */
 	int not_added = count_skips(skip_path, 0);
 	FILE *sp = fopen(skip_path, "r");
@@ -125,10 +113,34 @@ int main(void)
 			built += ch == '\n';
 		fclose(sp);
 	}
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	int run = srunner_ntests_run(sr);
-	srunner_free(sr);
+	int failed = 0, run = 0;
+	double secs[NSUITES + 1], total_s = 0;
+	for (size_t i = 0; i < ns; i++) {
+		SRunner *sr = srunner_create(made[i]);
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		srunner_run_all(sr, CK_NORMAL);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		secs[i] =
+		    (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+		total_s += secs[i];
+		failed += srunner_ntests_failed(sr);
+		run += srunner_ntests_run(sr);
+		srunner_free(sr);
+	}
+	/* the suites that took a second or more, slowest first */
+	printf("time: %.1f s in the suites", total_s);
+	for (int shown = 0; shown < 12; shown++) {
+		size_t k = ns;
+		for (size_t i = 0; i < ns; i++)
+			if (secs[i] >= 1 && (k == ns || secs[i] > secs[k]))
+				k = i;
+		if (k == ns)
+			break;
+		printf("%s %s %.1f s", shown ? "," : ";", names[k], secs[k]);
+		secs[k] = -1;
+	}
+	printf("\n");
 	print_counts(path);
 	int in_tests = count_skips(skip_path, built);
 	int skipped = not_added + in_tests;

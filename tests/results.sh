@@ -12,7 +12,9 @@
 # passed or failed by its exit status; one that exits non-zero without
 # recording a failure (a crash) gets one failure added, so make test still
 # fails; the total names the failed steps. Results are written only
-# when NANMAP_RESULTS is set, so a script run by hand leaves no file.
+# when NANMAP_RESULTS is set, so a script run by hand leaves no file. Each
+# run step's wall time goes to $NANMAP_RESULTS.time, and the total prints
+# them slowest first (what keeps make test within its budget).
 set -u
 R=${NANMAP_RESULTS:?tests/results.sh: NANMAP_RESULTS is not set}
 
@@ -23,7 +25,10 @@ run)
 	before=0
 	[ -f "$R" ] && before=$(wc -l <"$R")
 	rc=0
+	t0=$(date +%s.%N)
 	"$@" || rc=$?
+	t1=$(date +%s.%N)
+	printf '%s\t%s\n' "$name" "$(echo "$t0 $t1" | awk '{ printf "%.1f", $2 - $1 }')" >>"$R.time"
 	after=0
 	[ -f "$R" ] && after=$(wc -l <"$R")
 	if [ "$rc" -eq 0 ] && [ "$after" -eq "$before" ]; then
@@ -41,6 +46,10 @@ skip)
 	;;
 total)
 	[ -f "$R" ] || { echo "tests/results.sh: no results in $R" >&2; exit 1; }
+	# where the time went: every step's wall seconds, slowest first
+	[ -f "$R.time" ] && sort -t "$(printf '\t')" -k2,2 -g -r "$R.time" |
+		awk -F'\t' '{ s += $2; l = l (NR > 1 ? ", " : "") $1 " " $2 " s" } END { printf "time: %.0f s in the steps: %s\n", s, l }'
+
 	awk -F'\t' '
 		NF == 4 { p += $2; f += $3; s += $4; if ($3 > 0) bad = bad " " $1 }
 		END {

@@ -1077,6 +1077,39 @@ static void linear_bwd(emu_train *t, int layer, int inst, int wi, int bi, size_t
 
 /* ---- layer norm with weight and bias ---- */
 
+/* The end of a norm's backward, LayerNorm's and RMSNorm's alike: the
+ * weight's gradient Σ_rows dy·ŷ and (bi >= 0) the bias's Σ_rows dy, each
+ * column summed down the rows in reduce (the two folds of a column in
+ * turn), converted to master and added into .grad (site sw); then dx
+ * (grad) added into the residual gradient dres (site sx). dyc holds dy in
+ * compute; dyw and tmp are scratch. */
+static void norm_bwd_tail(emu_train *t, unsigned sw, unsigned sx, emu_vec *dyc, emu_vec *yhat,
+                          emu_vec *dyw, emu_vec *tmp, emu_vec *dx, int wi, int bi, size_t wl,
+                          emu_vec *dres)
+{
+	const emu_format *C = F(t, EMU_TR_COMPUTE), *R = F(t, EMU_TR_REDUCE),
+	                 *Gf = F(t, EMU_TR_GRAD), *Mf = F(t, EMU_TR_MASTER);
+	size_t M = t->M, d = t->d, nb = bi >= 0 ? 2 : 1;
+	map(t, sw, EMU_OP_MUL, C, emu_row(dyw, 0), emu_row(dyc, 0), emu_row(yhat, 0), M * d, 0);
+	cvt(t, sw, R, emu_row(dyw, 0), emu_row(dyw, 0), M * d, 0);
+	if (bi >= 0)
+		cvt(t, sw, R, emu_row(dyc, 0), emu_row(dyc, 0), M * d, 0);
+	emu_fill(t->be, emu_row(tmp, 0), 0, nb * d);
+	for (size_t j = 0; j < d; j++) {
+		emu_fold(t->be, sw, EMU_OP_ADD, R, EMU_ORDER_SEQ, emu_at(tmp, j),
+		         emu_strided(dyw, j, d), NOREF, M, E(t, j * M));
+		if (bi >= 0)
+			emu_fold(t->be, sw, EMU_OP_ADD, R, EMU_ORDER_SEQ, emu_at(tmp, d + j),
+			         emu_strided(dyc, j, d), NOREF, M, E(t, (d + j) * M));
+	}
+	cvt(t, sw, Mf, emu_row(tmp, 0), emu_row(tmp, 0), nb * d, 0);
+	map(t, sw, EMU_OP_ADD, Mf, GR(t, wi, wl), GR(t, wi, wl), emu_row(tmp, 0), d, 0);
+	if (bi >= 0)
+		map(t, sw, EMU_OP_ADD, Mf, GR(t, bi, wl), GR(t, bi, wl), emu_row(tmp, d), d, d);
+	cvt(t, sx, Gf, emu_row(dres, 0), emu_row(dres, 0), M * d, 0);
+	map(t, sx, EMU_OP_ADD, Gf, emu_row(dres, 0), emu_row(dres, 0), emu_row(dx, 0), M * d, 0);
+}
+
 /* RMSNorm (llama): y = x·rstd·w, rstd = 1/sqrt(mean(x²) + eps); yhat = x·rstd
  * and rstd (compute) saved */
 static void rms_fwd(emu_train *t, int layer, int inst, int wi, size_t wl, emu_vec *x, emu_vec *y,
@@ -1115,7 +1148,7 @@ static void rms_bwd(emu_train *t, int layer, int inst, int wi, size_t wl, emu_ve
                     emu_vec *yhat, emu_vec *rstd, emu_vec *dres)
 {
 	const emu_format *C = F(t, EMU_TR_COMPUTE), *R = F(t, EMU_TR_REDUCE),
-	                 *Gf = F(t, EMU_TR_GRAD), *Mf = F(t, EMU_TR_MASTER);
+	                 *Gf = F(t, EMU_TR_GRAD);
 	size_t M = t->M, d = t->d;
 	emu_vec *w = t->a.g1, *dyc = t->a.dA, *dyw = t->a.dB, *tmp = t->a.g3, *st = t->a.g4,
 	        *dx = t->a.dC;
@@ -1140,19 +1173,7 @@ static void rms_bwd(emu_train *t, int layer, int inst, int wi, size_t wl, emu_ve
 		map(t, NB("dx"), EMU_OP_MUL, C, X, X, emu_at(rstd, m), d, o);
 	}
 	cvt(t, NB("dx_store"), Gf, emu_row(dx, 0), emu_row(dx, 0), M * d, 0);
-	/* the weight's gradient: columns summed over the rows in reduce */
-	map(t, NB("dwb"), EMU_OP_MUL, C, emu_row(dyw, 0), emu_row(dyc, 0), emu_row(yhat, 0), M * d,
-	    0);
-	cvt(t, NB("dwb"), R, emu_row(dyw, 0), emu_row(dyw, 0), M * d, 0);
-	emu_fill(t->be, emu_row(tmp, 0), 0, d);
-	for (size_t j = 0; j < d; j++)
-		emu_fold(t->be, NB("dwb"), EMU_OP_ADD, R, EMU_ORDER_SEQ, emu_at(tmp, j),
-		         emu_strided(dyw, j, d), NOREF, M, E(t, j * M));
-	cvt(t, NB("dwb"), Mf, emu_row(tmp, 0), emu_row(tmp, 0), d, 0);
-	map(t, NB("dwb"), EMU_OP_ADD, Mf, GR(t, wi, wl), GR(t, wi, wl), emu_row(tmp, 0), d, 0);
-	cvt(t, NB("dx_store"), Gf, emu_row(dres, 0), emu_row(dres, 0), M * d, 0);
-	map(t, NB("dx_store"), EMU_OP_ADD, Gf, emu_row(dres, 0), emu_row(dres, 0), emu_row(dx, 0),
-	    M * d, 0);
+	norm_bwd_tail(t, NB("dwb"), NB("dx_store"), dyc, yhat, dyw, tmp, dx, wi, -1, wl, dres);
 #undef NB
 }
 
@@ -1212,7 +1233,7 @@ static void ln_bwd(emu_train *t, int layer, int inst, int wi, int bi, size_t wl,
 		return;
 	}
 	const emu_format *C = F(t, EMU_TR_COMPUTE), *R = F(t, EMU_TR_REDUCE),
-	                 *Gf = F(t, EMU_TR_GRAD), *Mf = F(t, EMU_TR_MASTER);
+	                 *Gf = F(t, EMU_TR_GRAD);
 	size_t M = t->M, d = t->d;
 	emu_vec *w = t->a.g1, *dyc = t->a.dA, *dyw = t->a.dB, *tmp = t->a.g3, *st = t->a.g4,
 	        *dx = t->a.dC;
@@ -1244,25 +1265,7 @@ static void ln_bwd(emu_train *t, int layer, int inst, int wi, int bi, size_t wl,
 		map(t, NB("dx"), EMU_OP_MUL, C, X, X, emu_at(rstd, m), d, o);
 	}
 	cvt(t, NB("dx_store"), Gf, emu_row(dx, 0), emu_row(dx, 0), M * d, 0);
-	/* parameter gradients: columns summed over the rows in reduce */
-	map(t, NB("dwb"), EMU_OP_MUL, C, emu_row(dyw, 0), emu_row(dyc, 0), emu_row(yhat, 0), M * d,
-	    0);
-	cvt(t, NB("dwb"), R, emu_row(dyw, 0), emu_row(dyw, 0), M * d, 0);
-	cvt(t, NB("dwb"), R, emu_row(dyc, 0), emu_row(dyc, 0), M * d, 0);
-	emu_fill(t->be, emu_row(tmp, 0), 0, 2 * d);
-	for (size_t j = 0; j < d; j++) {
-		emu_fold(t->be, NB("dwb"), EMU_OP_ADD, R, EMU_ORDER_SEQ, emu_at(tmp, j),
-		         emu_strided(dyw, j, d), NOREF, M, E(t, j * M));
-		emu_fold(t->be, NB("dwb"), EMU_OP_ADD, R, EMU_ORDER_SEQ, emu_at(tmp, d + j),
-		         emu_strided(dyc, j, d), NOREF, M, E(t, (d + j) * M));
-	}
-	cvt(t, NB("dwb"), Mf, emu_row(tmp, 0), emu_row(tmp, 0), 2 * d, 0);
-	map(t, NB("dwb"), EMU_OP_ADD, Mf, GR(t, wi, wl), GR(t, wi, wl), emu_row(tmp, 0), d, 0);
-	map(t, NB("dwb"), EMU_OP_ADD, Mf, GR(t, bi, wl), GR(t, bi, wl), emu_row(tmp, d), d, d);
-	/* into the residual gradient */
-	cvt(t, NB("dx_store"), Gf, emu_row(dres, 0), emu_row(dres, 0), M * d, 0);
-	map(t, NB("dx_store"), EMU_OP_ADD, Gf, emu_row(dres, 0), emu_row(dres, 0), emu_row(dx, 0),
-	    M * d, 0);
+	norm_bwd_tail(t, NB("dwb"), NB("dx_store"), dyc, yhat, dyw, tmp, dx, wi, bi, wl, dres);
 #undef NB
 }
 

@@ -331,28 +331,32 @@ build/gpu/%.o: gpu/%.c build/dep.mode | build/deps.ok
 $(GPU_FAKE): $(GPU_RUN_OBJ) build/gpu/dev_fake.o $(GPU_HOST_OBJ) $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $^ $(NM_LDLIBS) $(LDFLAGS)
 
-# gpu/rows.h, the training kernels' row bodies, is compiled twice: on the host for the fake
-# device (host_rows.c) and by nvcc for the GPU (kern.cu). An edit rebuilds both.
-build/gpu/host_rows.o build/gpu/kern.cu.o: gpu/rows.h
+# The training kernels' row sources (emu/kernels/*_rows.h, and gpu/rows.h for the kernels not yet
+# moved there) are compiled by the engine, on the host for the fake device (host_rows.c) and by
+# nvcc for the GPU (kern.cu). An edit rebuilds all three (the compilers' -MMD lists).
+ROW_SRC := gpu/rows.h $(sort $(wildcard emu/kernels/*_rows.h))
 
 # The negative check of that single source (tests/gpu/cli_gpu.sh): the fake device built from
-# rows.h as gpu/testdata/rows-mutant.sed edits it must disagree with the emulator. The edit
-# must change exactly twenty-four lines. host_rows.c is copied to build/gpu/mutant/ with the
-# mutant at build/gpu/mutant/gpu/rows.h, since #include "gpu/rows.h" looks in the
+# the row sources as gpu/testdata/rows-mutant.sed edits them must disagree with the emulator.
+# The edit must change exactly twenty-four lines in all. host_rows.c is copied to
+# build/gpu/mutant/ with the mutants beside it at their own paths (build/gpu/mutant/gpu/rows.h,
+# build/gpu/mutant/emu/kernels/NAME_rows.h), since #include "gpu/rows.h" looks in the
 # includer's own directory first.
-build/gpu/mutant/gpu/rows.h: gpu/rows.h gpu/testdata/rows-mutant.sed
-	@mkdir -p $(dir $@)
-	sed -f gpu/testdata/rows-mutant.sed gpu/rows.h >$@.tmp
-	@n=$$(diff gpu/rows.h $@.tmp | grep -c '^>'); [ "$$n" = 24 ] || { \
-	  echo "$@: gpu/testdata/rows-mutant.sed changed $$n lines of gpu/rows.h, not 24: update it" >&2; \
-	  rm -f $@.tmp; exit 1; }
-	mv $@.tmp $@
+build/gpu/mutant/rows.stamp: $(ROW_SRC) gpu/testdata/rows-mutant.sed
+	@n=0; for f in $(ROW_SRC); do mkdir -p build/gpu/mutant/$$(dirname $$f); \
+	  sed -f gpu/testdata/rows-mutant.sed $$f >build/gpu/mutant/$$f.tmp || exit 1; \
+	  n=$$((n + $$(diff $$f build/gpu/mutant/$$f.tmp | grep -c '^>'))); done; \
+	[ "$$n" = 24 ] || { \
+	  echo "build/gpu/mutant: gpu/testdata/rows-mutant.sed changed $$n lines of the row sources, not 24: update it" >&2; \
+	  exit 1; }; \
+	for f in $(ROW_SRC); do mv build/gpu/mutant/$$f.tmp build/gpu/mutant/$$f; done
+	@touch $@
 
 build/gpu/mutant/host_rows.c: gpu/host_rows.c
 	@mkdir -p $(dir $@)
 	cp gpu/host_rows.c $@
 
-build/gpu/mutant/host_rows.o: build/gpu/mutant/host_rows.c build/gpu/mutant/gpu/rows.h build/dep.mode | build/deps.ok
+build/gpu/mutant/host_rows.o: build/gpu/mutant/host_rows.c build/gpu/mutant/rows.stamp build/dep.mode | build/deps.ok
 	$(CC) $(NM_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(GPU_MUTANT): $(GPU_RUN_OBJ) build/gpu/dev_fake.o $(filter-out build/gpu/host_rows.o,$(GPU_HOST_OBJ)) build/gpu/mutant/host_rows.o $(CLI_LIB) $(LIB)

@@ -96,6 +96,7 @@ typedef const host_fmt *k_fmt;
 #define K_PREC(F) ((F)->f->p)
 #define K_EMIN(F) ((F)->f->emin)
 #define K_FMAX(F) ((F)->f->max)
+#include "emu/kernels/softmax_rows.h"
 #include "gpu/rows.h"
 
 /* The handles of the three gpu_kfmt formats, indexed by gpu_kfmt. -1 with
@@ -116,22 +117,29 @@ static int host_fmts(const gpu_tables *t, int S, int C, int A, host_fmt h[3], ch
 	return 0;
 }
 
-/* gpu/kern.cu's gpu_dev_softmax: its two launches (the rows, the mean) in order */
+/* gpu/kern.cu's gpu_dev_softmax: its three launches (the load, the rows, the
+ * mean) in order */
 int gpu_rows_softmax(const gpu_tables *t, int v, int S, int C, int A, const float *X, size_t R,
                      size_t N, float *grad, float *loss, char *err, size_t len)
 {
 	host_fmt h[3];
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
-	float *la = malloc(R * sizeof *la);
-	if (!la) {
+	float *xc = malloc((R * N + R + 2 * N + SM_NT) * sizeof *xc);
+	if (!xc) {
 		snprintf(err, len, "host rows: out of memory");
 		return -1;
 	}
-	for (size_t r = 0; r < R; r++)
-		k_softmax_row(v, &h[S], &h[C], &h[A], X, R, N, r, grad, la);
-	*loss = k_mean_loss(&h[A], la, R);
-	free(la);
+	float *la = xc + R * N, *e = la + R, *ea = e + N, *tt = ea + N;
+	for (size_t i = 0; i < R * N; i++)
+		xc[i] = K_RND(&h[C], X[i]);
+	for (size_t r = 0; r < R; r++) {
+		k_softmax_consts(0, &h[C], &h[A], R, tt);
+		k_softmax_row(0, v, &h[S], &h[C], &h[A], xc, N, r, r % N, e, ea, tt, grad, la);
+	}
+	k_softmax_consts(0, &h[C], &h[A], R, tt);
+	k_softmax_mean(0, &h[A], la, R, tt, loss);
+	free(xc);
 	return 0;
 }
 

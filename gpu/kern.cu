@@ -195,22 +195,41 @@ typedef int k_fmt;
 #define K_PREC(F) ((F) == GPU_K_F16 ? 11 : (F) == GPU_K_BF16 ? 8 : 24)
 #define K_EMIN(F) ((F) == GPU_K_F16 ? -14 : -126)
 #define K_FMAX(F) ((F) == GPU_K_F16 ? 65504.0 : (F) == GPU_K_BF16 ? 0x1.fep127 : 0x1.fffffep127)
+#include "emu/kernels/softmax_rows.h"
 #include "gpu/rows.h"
 
-/* softmax_ce, one row per thread */
-static __global__ void k_softmax_rows(int v, int S, int C, int A, const float *X, size_t R,
-                                      size_t N, float *grad, float *la_acc)
+/* the load's last step: n values into the compute format C, one thread each */
+static __global__ void k_to_compute(int C, float *X, size_t n)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		X[i] = K_RND(C, X[i]);
+}
+
+/* softmax_ce (emu/kernels/softmax_rows.h), one row per thread; W holds
+ * 2N + SM_NT scratch values per row */
+static __global__ void k_softmax_rows(int v, int S, int C, int A, float *X, size_t R, size_t N,
+                                      float *grad, float *LA, float *W)
 {
 	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (r >= R)
 		return;
-	k_softmax_row(v, S, C, A, X, R, N, r, grad, la_acc);
+	float *e = W + r * (2 * N + SM_NT), *ea = e + N, *t = ea + N;
+	k_softmax_consts(0, C, A, R, t);
+	k_softmax_row(0, v, S, C, A, X, N, r, r % N, e, ea, t, grad, LA);
 }
 
-/* the mean loss, on one thread */
-static __global__ void k_softmax_mean(int A, const float *la_acc, size_t R, float *loss)
+/* the mean loss of bce and backward (gpu/rows.h's k_mean_loss), on one thread */
+static __global__ void k_mean_losses(int A, const float *la_acc, size_t R, float *loss)
 {
 	*loss = k_mean_loss(A, la_acc, R);
+}
+
+/* softmax_ce's mean loss, on one thread */
+static __global__ void k_softmax_means(int C, int A, float *LA, size_t R, float *t, float *loss)
+{
+	k_softmax_consts(0, C, A, R, t);
+	k_softmax_mean(0, A, LA, R, t, loss);
 }
 
 extern "C" int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
@@ -218,13 +237,16 @@ extern "C" int gpu_dev_softmax(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, 
 {
 	float *d = NULL;
 	int rc = -1;
-	size_t nx = R * N;
-	GPU_CK(cudaMalloc(&d, (2 * nx + R + 1) * sizeof *d));
+	size_t nx = R * N, nw = R * (2 * N + SM_NT);
+	GPU_CK(cudaMalloc(&d, (2 * nx + R + 1 + nw) * sizeof *d));
 	GPU_CK(cudaMemcpy(d, x, nx * sizeof *d, cudaMemcpyHostToDevice));
-	k_softmax_rows<<<(unsigned)((R + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)A, d, R, N,
-	                                                     d + nx, d + 2 * nx);
+	k_to_compute<<<(unsigned)((nx + 127) / 128), 128>>>((int)C, d, nx);
 	GPU_CK_LAUNCH();
-	k_softmax_mean<<<1, 1>>>((int)A, d + 2 * nx, R, d + 2 * nx + R);
+	k_softmax_rows<<<(unsigned)((R + 127) / 128), 128>>>(
+	    variant, (int)S, (int)C, (int)A, d, R, N, d + nx, d + 2 * nx, d + 2 * nx + R + 1);
+	GPU_CK_LAUNCH();
+	k_softmax_means<<<1, 1>>>((int)C, (int)A, d + 2 * nx, R, d + 2 * nx + R + 1,
+	                          d + 2 * nx + R);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(grad, d + nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(loss, d + 2 * nx + R, sizeof *d, cudaMemcpyDeviceToHost));
@@ -346,7 +368,7 @@ extern "C" int gpu_dev_bce(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, cons
 	k_bce_rows<<<(unsigned)((R + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)A, d, d + nx,
 	                                                 R, N, d + 2 * nx, d + 3 * nx);
 	GPU_CK_LAUNCH();
-	k_softmax_mean<<<1, 1>>>((int)A, d + 3 * nx, nx, d + 4 * nx);
+	k_mean_losses<<<1, 1>>>((int)A, d + 3 * nx, nx, d + 4 * nx);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(grad, d + 2 * nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(loss, d + 4 * nx, sizeof *d, cudaMemcpyDeviceToHost));
@@ -615,7 +637,7 @@ extern "C" int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float 
 	k_bw_rows<<<(unsigned)((R + 127) / 128), 128>>>((int)S, (int)C, (int)A, d + ox, d + ow, R, D,
 	                                                K, scale, d + oz, d + oe, d + odl, d + ola);
 	GPU_CK_LAUNCH();
-	k_softmax_mean<<<1, 1>>>((int)A, d + ola, R, d + olo);
+	k_mean_losses<<<1, 1>>>((int)A, d + ola, R, d + olo);
 	GPU_CK_LAUNCH();
 	k_bw_grads<<<(unsigned)((ng + 127) / 128), 128>>>((int)S, (int)C, (int)A, d + ox, d + ow,
 	                                                  d + odl, R, D, K, d + og);

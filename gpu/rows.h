@@ -61,54 +61,9 @@
 #endif
 
 #include "emu/core/draw.h"
+#include "gpu/krow_loops.h"
 
-/* softmax_ce (emu/kernels/softmax.c), row r of X (R×N logits stored in S, label r
- * mod N): v 0 naive, 1 maxsub, 2 lse. Writes row r of grad (the stored
- * gradient, values of S) and la_acc[r], the row's loss in A (summed by
- * k_mean_loss). */
-K_FN void k_softmax_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, size_t R, size_t N,
-                        size_t r, float *grad, float *la_acc)
-{
-	const float *x = X + r * N;
-	size_t y = r % N;
-	float Rc = K_RND(C, (float)R), m = 0.0f, s = 0.0f, ls, la;
-	/* the input in the compute format (emu_load: storage, then compute) */
-#define XC(j) K_RND(C, x[j])
-	if (v >= 1) {
-		m = XC(0);
-		for (size_t j = 1; j < N; j++)
-			m = K_MAX(C, m, XC(j));
-	}
-	for (size_t j = 0; j < N; j++) {
-		float e = v >= 1 ? K_EXP(C, K_SUB(C, XC(j), m)) : K_EXP(C, XC(j));
-		s = K_ADD(A, s, K_RND(A, e));
-	}
-	s = K_RND(C, s);
-	ls = K_LOG(C, s);
-	if (v == 0) {
-		la = K_SUB(C, ls, XC(y));
-	} else if (v == 1) {
-		la = K_SUB(C, ls, K_SUB(C, XC(y), m));
-	} else {
-		ls = K_ADD(C, m, ls); /* lse */
-		la = K_SUB(C, ls, XC(y));
-	}
-	la_acc[r] = K_RND(A, la);
-	for (size_t j = 0; j < N; j++) {
-		float g;
-		if (v == 2)
-			g = K_EXP(C, K_SUB(C, XC(j), ls));
-		else /* e_j again: the same operation gives the same value */
-			g = K_DIV(C, v >= 1 ? K_EXP(C, K_SUB(C, XC(j), m)) : K_EXP(C, XC(j)), s);
-		if (j == y)
-			g = K_SUB(C, g, 1.0f);
-		g = K_DIV(C, g, Rc);
-		grad[r * N + j] = K_RND(S, g);
-	}
-#undef XC
-}
-
-/* the mean loss of softmax_ce and backward: a sequential sum of the R row
+/* the mean loss of bce and backward: a sequential sum of the R row
  * losses (values of A) in A, then one division by R in A */
 K_FN float k_mean_loss(k_fmt A, const float *la, size_t R)
 {

@@ -1,12 +1,12 @@
-# rows-mutant.sed — gpu/rows.h with one operation per kernel moved into another
+# rows-mutant.sed — the row sources (emu/kernels/*_rows.h, gpu/rows.h) with one operation per kernel moved into another
 # format (for the block quantisers: the amax rule and the stored scale changed
 # to plausible neighbours): the fake device built from it (build/gpu/nanmap-gpu-mutant) must not
 # agree with the emulator (tests/gpu/cli_gpu.sh). The Makefile refuses the result
-# unless exactly twenty-four lines changed, so a rewritten rows.h fails the build of
+# unless exactly twenty-four lines changed, so a rewritten row source fails the build of
 # the mutant instead of leaving it equal to the original.
 #
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
-s/^\(\t*\)s = K_ADD(A, s, K_RND(A, e));$/\1s = K_ADD(C, s, K_RND(A, e));/
+s/^\(\t*\)K_FOLD(S_SUM, ADD, A, s, EA, N, o);$/\1K_FOLD(S_SUM, ADD, C, s, EA, N, o);/
 # layernorm backward: the sum of dy·ŷ in C instead of A (all variants)
 s/^\(\t*\)s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, dy, yc\[j\])));$/\1s2 = K_ADD(C, s2, K_RND(A, K_MUL(C, dy, yc[j])));/
 # backward: the logits' dot products summed in C instead of A

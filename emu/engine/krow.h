@@ -1,0 +1,72 @@
+/*
+ * krow.h — the engine's reading of a kernel's row source.
+ *
+ * A kernel whose GPU counterpart runs one thread a row writes its order of
+ * operations once, in emu/kernels/NAME_rows.h, as maps and folds over
+ * references (the K_ vocabulary below), and three places compile it:
+ *   - the kernel's engine file (emu/kernels/NAME.c) through this header:
+ *     each K_MAP is one emu_map, each K_FOLD one sequential emu_fold, so
+ *     the fast, exact and truth backends run it with per-step flags, SR
+ *     keys and the first failing operation;
+ *   - gpu/kern.cu and gpu/host_rows.c through gpu/krow_loops.h: each K_MAP
+ *     a loop over the elements on one thread, each operation the format's
+ *     own CUDA instruction (kern.cu) or the emulator's (host_rows.c, the
+ *     fake device).
+ * So the fake device proves the very source nvcc compiles, and the engine
+ * runs it too: no formula exists twice.
+ *
+ * The vocabulary (every row function takes `k_ctx kc` first; the macros use
+ * it):
+ *   k_ctx, k_fmt, k_vec, k_ref     the context, a format, a vector, a reference
+ *   K_FN                           the qualifier of a row function
+ *   K_ROW(v, off), K_AT(v, i)      v[off + j] (stride 1), v[i] broadcast
+ *   K_MAP1(step, OP, F, d, a, n, e)       d[j] = OP(a[j]) in F, j < n
+ *   K_MAP2(step, OP, F, d, a, b, n, e)    d[j] = OP(a[j], b[j]) in F
+ *   K_MAP3(step, OP, F, d, a, b, c, n, e) d[j] = OP(a[j], b[j], c[j]) in F (FMA)
+ *   K_OP1, K_OP2                   the same with n = 1 (no n argument)
+ *   K_FOLD(step, OP, F, acc, a, n, e)     acc = OP(acc, a[j]), j = 0 .. n − 1
+ *   K_FOLD_FMA(step, F, acc, a, b, n, e)  acc = fma(a[j], b[j], acc)
+ *   K_FILL(d, x, n), K_COPY(d, a, n)      constants (exact) and copies
+ * OP is an emu_op without its prefix (ADD, SUB, MUL, DIV, EXP, LOG, RSQRT,
+ * MAX, CVT, ...); step is the kernel's step id and e the element index the
+ * operation's element 0 has in that step (both ignored by the loops).
+ * Steps are declared once, in an X-macro of the row source
+ * (X(ID, "name")): the row source makes the ids with K_STEP_ENUM where it
+ * is defined (here, never in the loops), the kernel's file the names with
+ * K_STEP_NAME.
+ */
+#ifndef NANMAP_KROW_H
+#define NANMAP_KROW_H
+
+#include "emu/engine/kern.h"
+
+typedef emu_be *k_ctx;
+typedef const emu_format *k_fmt;
+typedef emu_vec *k_vec;
+typedef emu_ref k_ref;
+
+#define K_FN static
+#define K_ROW(v, off) emu_row(v, off)
+#define K_AT(v, i) emu_at(v, i)
+#define K_MAP1(step, OP, F, d, a, n, e)                                                            \
+	emu_map(kc, step, EMU_OP_##OP, F, d, a, EMU_NOREF, EMU_NOREF, n, e, NULL)
+#define K_MAP2(step, OP, F, d, a, b, n, e)                                                         \
+	emu_map(kc, step, EMU_OP_##OP, F, d, a, b, EMU_NOREF, n, e, NULL)
+#define K_MAP3(step, OP, F, d, a, b, c, n, e)                                                      \
+	emu_map(kc, step, EMU_OP_##OP, F, d, a, b, c, n, e, NULL)
+#define K_OP1(step, OP, F, d, a, e) K_MAP1(step, OP, F, d, a, 1, e)
+#define K_OP2(step, OP, F, d, a, b, e) K_MAP2(step, OP, F, d, a, b, 1, e)
+#define K_FOLD(step, OP, F, acc, a, n, e)                                                          \
+	emu_fold(kc, step, EMU_OP_##OP, F, EMU_ORDER_SEQ, acc, a, EMU_NOREF, n, e)
+#define K_FOLD_FMA(step, F, acc, a, b, n, e)                                                       \
+	emu_fold(kc, step, EMU_OP_FMA, F, EMU_ORDER_SEQ, acc, a, b, n, e)
+#define K_FILL(d, x, n) emu_fill(kc, d, x, n)
+#define K_COPY(d, a, n) emu_copy(kc, d, a, n)
+
+/* a step table's X-macro, as an enum from EMU_STEP0 (the row source
+ * declares it) and as names (the kernel's file) */
+#define K_STEP0 EMU_STEP0
+#define K_STEP_ENUM(id, name) id,
+#define K_STEP_NAME(id, name) name,
+
+#endif

@@ -96,8 +96,9 @@ typedef const host_fmt *k_fmt;
 #define K_PREC(F) ((F)->f->p)
 #define K_EMIN(F) ((F)->f->emin)
 #define K_FMAX(F) ((F)->f->max)
-#include "emu/kernels/softmax_rows.h"
 #include "gpu/rows.h"
+/* the row sources (emu/kernels/NAME_rows.h), read in the vocabulary rows.h set up */
+#include "emu/kernels/softmax_rows.h"
 
 /* The handles of the three gpu_kfmt formats, indexed by gpu_kfmt. -1 with
  * err when one of S, C, A is none of them. */

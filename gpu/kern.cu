@@ -195,8 +195,9 @@ typedef int k_fmt;
 #define K_PREC(F) ((F) == GPU_K_F16 ? 11 : (F) == GPU_K_BF16 ? 8 : 24)
 #define K_EMIN(F) ((F) == GPU_K_F16 ? -14 : -126)
 #define K_FMAX(F) ((F) == GPU_K_F16 ? 65504.0 : (F) == GPU_K_BF16 ? 0x1.fep127 : 0x1.fffffep127)
-#include "emu/kernels/softmax_rows.h"
 #include "gpu/rows.h"
+/* the row sources (emu/kernels/NAME_rows.h), read in the vocabulary rows.h set up */
+#include "emu/kernels/softmax_rows.h"
 
 /* the load's last step: n values into the compute format C, one thread each */
 static __global__ void k_to_compute(int C, float *X, size_t n)

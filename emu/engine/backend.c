@@ -593,6 +593,12 @@ void emu_map_mode(emu_be *be, unsigned step, emu_op op, emu_mode mode, const emu
 	map_env(be, &env, step, op, f, dst, a, b, c, n, elem, fl);
 }
 
+void emu_map_env(emu_be *be, const emu_env *env, unsigned step, emu_op op, const emu_format *f,
+                 emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n, uint64_t elem, uint8_t *fl)
+{
+	map_env(be, env, step, op, f, dst, a, b, c, n, elem, fl);
+}
+
 /* the backend's few scratch values (a block fold's partial sum) */
 static emu_vec *scratch(emu_be *be)
 {

@@ -207,6 +207,12 @@ void emu_map(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref 
 void emu_map_mode(emu_be *be, unsigned step, emu_op op, emu_mode mode, const emu_format *f,
                   emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n, uint64_t elem,
                   uint8_t *fl);
+/* emu_map under env instead of the backend's (a load that casts with
+ * satfinite names its own environment: the backend's is never changed in
+ * place). env's index is set per element as emu_map sets it. */
+void emu_map_env(emu_be *be, const emu_env *env, unsigned step, emu_op op, const emu_format *f,
+                 emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n, uint64_t elem,
+                 uint8_t *fl);
 /* One element: emu_map with n = 1. */
 static inline void emu_op1(emu_be *be, unsigned step, emu_op op, const emu_format *f,
                            emu_ref dst, emu_ref a, emu_ref b, uint64_t elem)

@@ -280,12 +280,10 @@ static int load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t 
 			emu_fill(be, emu_at(k, 0), fp32(s), 1);
 			emu_map(be, EMU_STEP_SCALE, EMU_OP_MUL, f32, T, T, emu_at(k, 0), EMU_NOREF,
 			        m, e0 + at, fl);
-			bool sat = be->env.sat;
-			if (pol->scale == EMU_SCALE_MX32)
-				be->env.sat = true;
-			emu_map(be, EMU_STEP_QUANTIZE, EMU_OP_CVT, S, O, T, EMU_NOREF, EMU_NOREF, m,
-			        e0 + at, fl);
-			be->env.sat = sat;
+			emu_env qenv = be->env; /* MX casts with satfinite */
+			qenv.sat = qenv.sat || pol->scale == EMU_SCALE_MX32;
+			emu_map_env(be, &qenv, EMU_STEP_QUANTIZE, EMU_OP_CVT, S, O, T, EMU_NOREF,
+			            EMU_NOREF, m, e0 + at, fl);
 			/* dequantised in the compute format: C(q) · C(fp32(1/s)) */
 			emu_map(be, EMU_STEP_TO_COMPUTE, EMU_OP_CVT, C, O, O, EMU_NOREF, EMU_NOREF,
 			        m, e0 + at, fl);

@@ -16,6 +16,10 @@
 #ifndef NANMAP_SOFTMAX_ROWS_H
 #define NANMAP_SOFTMAX_ROWS_H
 
+#ifndef K_MAP1
+#error "softmax_rows.h: include emu/engine/krow.h (the engine) or gpu/rows.h (the GPU) first"
+#endif
+
 /* The steps, each one operation site of the kernel. */
 #define K_SOFTMAX_STEPS(X)                                                                         \
 	X(S_ROWS_C, "to_compute")                                                                  \

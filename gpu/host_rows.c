@@ -1,6 +1,7 @@
 /*
- * host_rows.c — gpu/rows.h, the row bodies gpu/kern.cu runs on the GPU,
- * compiled for the host with each operation the emulator's in the same
+ * host_rows.c — gpu/rows.h and the row sources emu/kernels/NAME_rows.h
+ * (softmax_ce, layernorm, rmsnorm), the row bodies gpu/kern.cu runs on the
+ * GPU, compiled for the host with each operation the emulator's in the same
  * format (RNE), and run row after row. Two uses:
  *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
  *    emulator's own kernels (emu/kernels/softmax.c, layernorm.c, backward.c,
@@ -13,7 +14,8 @@
  *    kernels bit for bit (the "replay" rows of the kern step); log1p has no
  *    table (the GPU's is log1pf rounded), so bce stable is not replayed.
  * Nothing here is per kernel but the loop over rows and the scratch memory:
- * a change of a kernel is a change of gpu/rows.h, which both sides compile.
+ * a change of a kernel is a change of gpu/rows.h or of its row source,
+ * which both sides compile.
  */
 #include <math.h>
 #include <stdio.h>
@@ -100,6 +102,11 @@ typedef const host_fmt *k_fmt;
 /* the row sources (emu/kernels/NAME_rows.h), read in the vocabulary rows.h set up */
 #include "emu/kernels/softmax_rows.h"
 
+/* the row sources, after rows.h (its gpu/krow_loops.h reads them) */
+#include "emu/kernels/layernorm_rows.h"
+#include "emu/kernels/rmsnorm_rows.h"
+#include "emu/kernels/softmax_rows.h"
+
 /* The handles of the three gpu_kfmt formats, indexed by gpu_kfmt. -1 with
  * err when one of S, C, A is none of them. */
 static int host_fmts(const gpu_tables *t, int S, int C, int A, host_fmt h[3], char *err, size_t len)
@@ -144,7 +151,8 @@ int gpu_rows_softmax(const gpu_tables *t, int v, int S, int C, int A, const floa
 	return 0;
 }
 
-/* gpu/kern.cu's gpu_dev_layernorm: its one launch, row after row */
+/* gpu/kern.cu's gpu_dev_layernorm: its two launches (the load, the rows) in
+ * order, the rows sharing one scratch slice */
 int gpu_rows_layernorm(const gpu_tables *t, int v, int S, int C, int A, const float *X,
                        const float *DY, size_t R, size_t N, float epsc, float *Y, float *DX,
                        float *RSTD, float *VAR, char *err, size_t len)
@@ -152,14 +160,24 @@ int gpu_rows_layernorm(const gpu_tables *t, int v, int S, int C, int A, const fl
 	host_fmt h[3];
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
-	float *yc = malloc(R * N * sizeof *yc);
-	if (!yc) {
+	float *xc = malloc((2 * R * N + 4 * N + LN_NT) * sizeof *xc);
+	if (!xc) {
 		snprintf(err, len, "host rows: out of memory");
 		return -1;
 	}
-	for (size_t r = 0; r < R; r++)
-		k_layernorm_row(v, &h[S], &h[C], &h[A], X, DY, N, r, epsc, Y, DX, RSTD, VAR, yc);
-	free(yc);
+	float *dy = xc + R * N, *yc = dy + R * N, *w1 = yc + N, *w2 = w1 + N, *kA = w2 + N,
+	      *tt = kA + N;
+	for (size_t i = 0; i < R * N; i++) {
+		xc[i] = K_RND(&h[C], X[i]);
+		dy[i] = DY[i];
+	}
+	for (size_t r = 0; r < R; r++) {
+		k_layernorm_consts(0, v, &h[C], &h[A], N, epsc, tt, kA);
+		k_layernorm_fwd(0, v, &h[S], &h[C], &h[A], xc, N, r, kA, tt, yc, w1, w2, Y, RSTD,
+		                VAR);
+		k_layernorm_bwd(0, &h[S], &h[C], &h[A], dy, r * N, N, r, tt, yc, w1, w2, RSTD, DX);
+	}
+	free(xc);
 	return 0;
 }
 
@@ -198,7 +216,8 @@ out:
 	return rc;
 }
 
-/* gpu/kern.cu's gpu_dev_rmsnorm: its two launches (the rows, dg's columns) */
+/* gpu/kern.cu's gpu_dev_rmsnorm: its three launches (the load, the rows,
+ * dg's columns) in order, the rows sharing one scratch slice */
 int gpu_rows_rmsnorm(const gpu_tables *t, int v, int S, int C, int A, const float *X,
                      const float *DY, size_t R, size_t N, float epsc, float gs, float *Y,
                      float *DX, float *RSTD, float *MS, float *DG, char *err, size_t len)
@@ -206,20 +225,29 @@ int gpu_rows_rmsnorm(const gpu_tables *t, int v, int S, int C, int A, const floa
 	host_fmt h[3];
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
-	float *xh = malloc(R * N * sizeof *xh), *q = malloc(R * N * sizeof *q);
-	if (!xh || !q) {
-		free(xh);
-		free(q);
+	float *xc = malloc((3 * R * N + 4 * N + RN_NT) * sizeof *xc);
+	if (!xc) {
 		snprintf(err, len, "host rows: out of memory");
 		return -1;
 	}
-	for (size_t r = 0; r < R; r++)
-		k_rmsnorm_row(v, &h[S], &h[C], &h[A], &h[GPU_K_F32], X, DY, N, r, epsc, gs, Y, DX,
-		              RSTD, MS, xh, q);
+	float *dy = xc + R * N, *q = dy + R * N, *g = q + R * N, *xh = g + N, *w1 = xh + N,
+	      *w2 = w1 + N, *tt = w2 + N;
+	for (size_t i = 0; i < R * N; i++) {
+		xc[i] = K_RND(&h[C], X[i]);
+		dy[i] = DY[i];
+	}
+	for (size_t r = 0; r < R; r++) {
+		k_rmsnorm_consts(0, v, &h[C], &h[A], &h[GPU_K_F32], N, epsc, tt);
+		for (size_t j = 0; j < N; j++)
+			g[j] = gs;
+		k_rmsnorm_g(0, &h[C], g, N);
+		k_rmsnorm_fwd(0, v, &h[S], &h[C], &h[A], &h[GPU_K_F32], xc, N, r, g, tt, xh, w1, Y,
+		              RSTD, MS);
+		k_rmsnorm_bwd(0, v, &h[S], &h[C], &h[A], dy, r * N, N, r, g, tt, xh, w1, w2, DX, q);
+	}
 	for (size_t j = 0; j < N; j++)
-		k_rmsnorm_dg(&h[A], q, R, N, j, DG);
-	free(xh);
-	free(q);
+		k_rmsnorm_dg(0, &h[A], q, R, N, j, DG);
+	free(xc);
 	return 0;
 }
 

@@ -1,13 +1,15 @@
 /*
  * kern.cu — the training kernels on CUDA cores: the launch code and the
  * definitions of the operations gpu/rows.h is written against. The row
- * bodies themselves (softmax_ce, layernorm and rmsnorm forward and backward,
- * bce, matmul, batchnorm, the optimizers, the loss-scaled backward, attention
- * around its GEMMs) are in gpu/rows.h, which gpu/host_rows.c compiles
- * too with the emulator's operations: the fake device runs the very code
- * compiled here, in the emulator's order of operations (emu/kernels/softmax.c,
- * layernorm.c, backward.c, rmsnorm.c, bce.c), so every intermediate is the same value
- * wherever the hardware's operation is correctly rounded.
+ * bodies themselves are the row sources emu/kernels/NAME_rows.h, which the
+ * engine runs too (softmax_ce, layernorm and rmsnorm forward and backward,
+ * read through gpu/krow_loops.h), and gpu/rows.h (bce, matmul, batchnorm,
+ * the optimizers, the loss-scaled backward, attention around its GEMMs),
+ * all of which gpu/host_rows.c compiles too with the emulator's operations:
+ * the fake device runs the very code compiled here, in the emulator's order
+ * of operations (emu/kernels/softmax.c, layernorm.c, backward.c, rmsnorm.c,
+ * bce.c), so every intermediate is the same value wherever the hardware's
+ * operation is correctly rounded.
  *
  * A format is a gpu_kfmt value. An operation in format F converts its
  * operands (floats) to F exactly, runs F's own instruction (__hadd_rn,
@@ -199,6 +201,11 @@ typedef int k_fmt;
 /* the row sources (emu/kernels/NAME_rows.h), read in the vocabulary rows.h set up */
 #include "emu/kernels/softmax_rows.h"
 
+/* the row sources, after rows.h (its gpu/krow_loops.h reads them) */
+#include "emu/kernels/layernorm_rows.h"
+#include "emu/kernels/rmsnorm_rows.h"
+#include "emu/kernels/softmax_rows.h"
+
 /* the load's last step: n values into the compute format C, one thread each */
 static __global__ void k_to_compute(int C, float *X, size_t n)
 {
@@ -257,15 +264,20 @@ out:
 	return rc;
 }
 
-/* layernorm, one row per thread; YC holds N scratch values per row */
-static __global__ void k_layernorm_rows(int v, int S, int C, int A, const float *X,
-                                        const float *DY, size_t R, size_t N, float epsc,
-                                        float *Y, float *DX, float *RSTD, float *VAR, float *YC)
+/* layernorm (emu/kernels/layernorm_rows.h), one row per thread: the
+ * forward, then the backward on the thread's row of DY (values of S,
+ * converted to C where they lie); W holds 4N + LN_NT scratch values per row */
+static __global__ void k_layernorm_rows(int v, int S, int C, int A, float *X, float *DY, size_t R,
+                                        size_t N, float epsc, float *Y, float *DX, float *RSTD,
+                                        float *VAR, float *W)
 {
 	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (r >= R)
 		return;
-	k_layernorm_row(v, S, C, A, X, DY, N, r, epsc, Y, DX, RSTD, VAR, YC);
+	float *yc = W + r * (4 * N + LN_NT), *w1 = yc + N, *w2 = w1 + N, *kA = w2 + N, *t = kA + N;
+	k_layernorm_consts(0, v, C, A, N, epsc, t, kA);
+	k_layernorm_fwd(0, v, S, C, A, X, N, r, kA, t, yc, w1, w2, Y, RSTD, VAR);
+	k_layernorm_bwd(0, S, C, A, DY, r * N, N, r, t, yc, w1, w2, RSTD, DX);
 }
 
 extern "C" int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
@@ -275,42 +287,55 @@ extern "C" int gpu_dev_layernorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A
 	float *d = NULL;
 	int rc = -1;
 	size_t nx = R * N;
-	/* x, dy, y, dx, yc, rstd, var */
-	GPU_CK(cudaMalloc(&d, (5 * nx + 2 * R) * sizeof *d));
-	GPU_CK(cudaMemcpy(d, x, nx * sizeof *d, cudaMemcpyHostToDevice));
-	GPU_CK(cudaMemcpy(d + nx, dy, nx * sizeof *d, cudaMemcpyHostToDevice));
-	k_layernorm_rows<<<(unsigned)((R + 127) / 128), 128>>>(
-	    variant, (int)S, (int)C, (int)A, d, d + nx, R, N, eps_c, d + 2 * nx, d + 3 * nx,
-	    d + 5 * nx, d + 5 * nx + R, d + 4 * nx);
+	/* x, dy, y, dx, rstd, var, the rows' scratch */
+	size_t ox = 0, ody = ox + nx, oy = ody + nx, odx = oy + nx, ors = odx + nx, ova = ors + R,
+	       ow = ova + R, total = ow + R * (4 * N + LN_NT);
+	GPU_CK(cudaMalloc(&d, total * sizeof *d));
+	GPU_CK(cudaMemcpy(d + ox, x, nx * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + ody, dy, nx * sizeof *d, cudaMemcpyHostToDevice));
+	k_to_compute<<<(unsigned)((nx + 127) / 128), 128>>>((int)C, d + ox, nx);
 	GPU_CK_LAUNCH();
-	GPU_CK(cudaMemcpy(y, d + 2 * nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
-	GPU_CK(cudaMemcpy(dx, d + 3 * nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
-	GPU_CK(cudaMemcpy(rstd, d + 5 * nx, R * sizeof *d, cudaMemcpyDeviceToHost));
-	GPU_CK(cudaMemcpy(var, d + 5 * nx + R, R * sizeof *d, cudaMemcpyDeviceToHost));
+	k_layernorm_rows<<<(unsigned)((R + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)A,
+	                                                       d + ox, d + ody, R, N, eps_c, d + oy,
+	                                                       d + odx, d + ors, d + ova, d + ow);
+	GPU_CK_LAUNCH();
+	GPU_CK(cudaMemcpy(y, d + oy, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(dx, d + odx, nx * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(rstd, d + ors, R * sizeof *d, cudaMemcpyDeviceToHost));
+	GPU_CK(cudaMemcpy(var, d + ova, R * sizeof *d, cudaMemcpyDeviceToHost));
 	rc = 0;
 out:
 	cudaFree(d);
 	return rc;
 }
 
-/* ---- rmsnorm: emu/kernels/rmsnorm.c's run(), in its order ---- */
-/* one row per thread; XH holds N scratch values per row, Q the row's dy·x̂ */
-static __global__ void k_rmsnorm_rows(int v, int S, int C, int A, const float *X,
-                                      const float *DY, size_t R, size_t N, float epsc, float gs,
-                                      float *Y, float *DX, float *RSTD, float *MS, float *XH,
-                                      float *Q)
+/* ---- rmsnorm: emu/kernels/rmsnorm_rows.h ---- */
+/* one row per thread: the weights (every one gs, stored in S) into C, the
+ * forward, then the backward on the thread's row of DY (values of S,
+ * converted to C where they lie), writing its row of Q (dy·x̂ in A); W
+ * holds 4N + RN_NT scratch values per row */
+static __global__ void k_rmsnorm_rows(int v, int S, int C, int A, float *X, float *DY, size_t R,
+                                      size_t N, float epsc, float gs, float *Y, float *DX,
+                                      float *RSTD, float *MS, float *Q, float *W)
 {
 	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (r >= R)
 		return;
-	k_rmsnorm_row(v, S, C, A, GPU_K_F32, X, DY, N, r, epsc, gs, Y, DX, RSTD, MS, XH, Q);
+	float *g = W + r * (4 * N + RN_NT), *xh = g + N, *w1 = xh + N, *w2 = w1 + N, *t = w2 + N;
+	k_rmsnorm_consts(0, v, C, A, GPU_K_F32, N, epsc, t);
+	for (size_t j = 0; j < N; j++)
+		g[j] = gs;
+	k_rmsnorm_g(0, C, g, N);
+	k_rmsnorm_fwd(0, v, S, C, A, GPU_K_F32, X, N, r, g, t, xh, w1, Y, RSTD, MS);
+	k_rmsnorm_bwd(0, v, S, C, A, DY, r * N, N, r, g, t, xh, w1, w2, DX, Q);
 }
 
 /* dg, one column per thread, rows in order */
-static __global__ void k_rmsnorm_dgs(int A, const float *Q, size_t R, size_t N, float *DG)
+static __global__ void k_rmsnorm_dgs(int A, float *Q, size_t R, size_t N, float *DG)
 {
 	size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	k_rmsnorm_dg(A, Q, R, N, j, DG);
+	if (j < N)
+		k_rmsnorm_dg(0, A, Q, R, N, j, DG);
 }
 
 extern "C" int gpu_dev_rmsnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
@@ -321,15 +346,17 @@ extern "C" int gpu_dev_rmsnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, 
 	float *d = NULL;
 	int rc = -1;
 	size_t nx = R * N;
-	/* x, dy, y, dx, xh, q, rstd, ms, dg */
-	size_t ox = 0, ody = ox + nx, oy = ody + nx, odx = oy + nx, oxh = odx + nx, oq = oxh + nx,
-	       ors = oq + nx, oms = ors + R, odg = oms + R, total = odg + N;
+	/* x, dy, y, dx, q, rstd, ms, dg, the rows' scratch */
+	size_t ox = 0, ody = ox + nx, oy = ody + nx, odx = oy + nx, oq = odx + nx, ors = oq + nx,
+	       oms = ors + R, odg = oms + R, ow = odg + N, total = ow + R * (4 * N + RN_NT);
 	GPU_CK(cudaMalloc(&d, total * sizeof *d));
 	GPU_CK(cudaMemcpy(d + ox, x, nx * sizeof *d, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(d + ody, dy, nx * sizeof *d, cudaMemcpyHostToDevice));
+	k_to_compute<<<(unsigned)((nx + 127) / 128), 128>>>((int)C, d + ox, nx);
+	GPU_CK_LAUNCH();
 	k_rmsnorm_rows<<<(unsigned)((R + 127) / 128), 128>>>(
 	    variant, (int)S, (int)C, (int)A, d + ox, d + ody, R, N, eps_c, g_s, d + oy, d + odx,
-	    d + ors, d + oms, d + oxh, d + oq);
+	    d + ors, d + oms, d + oq, d + ow);
 	GPU_CK_LAUNCH();
 	k_rmsnorm_dgs<<<(unsigned)((N + 127) / 128), 128>>>((int)A, d + oq, R, N, d + odg);
 	GPU_CK_LAUNCH();

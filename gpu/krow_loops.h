@@ -89,4 +89,8 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 			d_.p[j_ * d_.s] = a_.p[j_ * a_.s];                                         \
 	} while (0)
 
+/* a strided reference, v[off + j·s] (a fold down a column: rmsnorm's
+ * weight gradient) */
+#define K_STRIDED(v, off, s) k_ref_of((v) + (off), s)
+
 #endif

@@ -4,11 +4,13 @@
  * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
- * equal the emulator's kernels (emu/kernels/softmax.c, layernorm.c, backward.c,
- * rmsnorm.c, bce.c, matmul.c, batchnorm.c, optimizer.c, and attention.c
- * around its Tensor Core GEMMs) and quantiser (emu/recipes/recipe.c) the order of
- * operations proved is the one the GPU runs, not a copy of it kept in step
- * by hand.
+ * equal the emulator's kernels (emu/kernels/backward.c, bce.c, matmul.c,
+ * batchnorm.c, optimizer.c, and attention.c around its Tensor Core GEMMs)
+ * and quantiser (emu/recipes/recipe.c) the order of operations proved is
+ * the one the GPU runs, not a copy of it kept in step by hand. softmax_ce,
+ * layernorm and rmsnorm are not here: their row sources,
+ * emu/kernels/NAME_rows.h, are the engine's own code (read through
+ * gpu/krow_loops.h, which this file includes for them).
  *
  * Plain C that is also valid CUDA C++. The includer defines:
  *   K_FN              the qualifier of every function here (static __device__
@@ -73,83 +75,6 @@ K_FN float k_mean_loss(k_fmt A, const float *la, size_t R)
 	return K_DIV(A, sum, K_RND(A, (float)R));
 }
 
-/* layernorm (emu/kernels/layernorm.c's run()), forward and backward, row r of X
- * and DY (rows of N, stored in S): v 0 twopass, 1 onepass, 2 welford; epsc
- * is eps in C. Writes row r of Y and DX (values of S), RSTD[r] and VAR[r]
- * (values of C), and uses row r of YC as scratch: the compute-format
- * x − mean, then ŷ. */
-K_FN void k_layernorm_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, const float *DY,
-                          size_t N, size_t r, float epsc, float *Y, float *DX, float *RSTD,
-                          float *VAR, float *YC)
-{
-	const float *x = X + r * N, *dyin = DY + r * N;
-	float *yc = YC + r * N;
-	float Na = K_RND(A, (float)N), mean = 0.0f, s = 0.0f, s2 = 0.0f, ma, tmp, tmp2;
-#define XC(j) K_RND(C, x[j])
-	if (v == 2) { /* welford, in the accumulator format */
-		ma = 0.0f;
-		for (size_t j = 0; j < N; j++) {
-			float xa = K_RND(A, XC(j));
-			tmp = K_SUB(A, xa, ma);
-			tmp2 = K_DIV(A, tmp, K_RND(A, (float)(j + 1)));
-			ma = K_ADD(A, ma, tmp2);
-			tmp2 = K_SUB(A, xa, ma);
-			tmp = K_MUL(A, tmp, tmp2);
-			s2 = K_ADD(A, s2, tmp);
-		}
-		s2 = K_DIV(A, s2, Na);
-	} else {
-		for (size_t j = 0; j < N; j++) {
-			s = K_ADD(A, s, K_RND(A, XC(j)));
-			if (v == 1)
-				s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, XC(j), XC(j))));
-		}
-		ma = K_DIV(A, s, Na);
-		if (v == 1) {
-			s2 = K_DIV(A, s2, Na);
-			s2 = K_SUB(A, s2, K_MUL(A, ma, ma));
-		} else {
-			mean = K_RND(C, ma);
-			for (size_t j = 0; j < N; j++) {
-				yc[j] = K_SUB(C, XC(j), mean);
-				s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, yc[j], yc[j])));
-			}
-			s2 = K_DIV(A, s2, Na);
-		}
-	}
-	if (v != 0)
-		mean = K_RND(C, ma);
-	float vr = K_RND(C, s2);
-	float rs = K_RSQRT(C, K_ADD(C, vr, epsc));
-	VAR[r] = vr;
-	RSTD[r] = rs;
-	for (size_t j = 0; j < N; j++) {
-		if (v != 0)
-			yc[j] = K_SUB(C, XC(j), mean);
-		yc[j] = K_MUL(C, yc[j], rs);
-		Y[r * N + j] = K_RND(S, yc[j]);
-	}
-	/* backward */
-	s = 0.0f;
-	s2 = 0.0f;
-	for (size_t j = 0; j < N; j++) {
-		float dy = K_RND(C, dyin[j]);
-		s = K_ADD(A, s, K_RND(A, dy));
-		s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, dy, yc[j])));
-	}
-	float dmean = K_RND(C, K_DIV(A, s, Na));
-	float dproj = K_RND(C, K_DIV(A, s2, Na));
-	for (size_t j = 0; j < N; j++) {
-		float dy = K_RND(C, dyin[j]);
-		tmp = K_SUB(C, dy, dmean);
-		tmp2 = K_MUL(C, yc[j], dproj);
-		tmp = K_SUB(C, tmp, tmp2);
-		tmp = K_MUL(C, tmp, rs);
-		DX[r * N + j] = K_RND(S, tmp);
-	}
-#undef XC
-}
-
 /* backward (emu/kernels/backward.c's run()), row r of the linear layer X (R×D) ·
  * W (D×K), values of S, with softmax cross-entropy (maxsub, label r mod K)
  * under the loss scale `scale` (an fp32 value). Writes row r of DL, the
@@ -212,86 +137,6 @@ K_FN void k_bw_grad(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *W, c
 		return;
 	}
 	G[i] = K_RND(S, acc);
-}
-
-/* rmsnorm (emu/kernels/rmsnorm.c's run()), forward and backward, row r of X
- * and DY (rows of N, values of S): v 0 plain, 1 prescaled, 2 fp32stats (the
- * statistics in F32, the fp32 handle); epsc is eps in the statistics'
- * compute format (C, or fp32 in fp32stats), gs the weight g stored in S
- * (every weight that value). Writes row r of Y and DX (values of S), RSTD[r]
- * and MS[r] (values of C, fp32 in fp32stats), and row r of Q: dy·x̂ in A, for
- * k_rmsnorm_dg; row r of XH is scratch (x̃ or fp32(x), then x̂). */
-K_FN void k_rmsnorm_row(int v, k_fmt S, k_fmt C, k_fmt A, k_fmt F32, const float *X,
-                        const float *DY, size_t N, size_t r, float epsc, float gs, float *Y,
-                        float *DX, float *RSTD, float *MS, float *XH, float *Q)
-{
-	const float *x = X + r * N, *dyin = DY + r * N;
-	float *xh = XH + r * N;
-	k_fmt SA = v == 2 ? F32 : A, SC = v == 2 ? F32 : C;
-	float Na = K_RND(A, (float)N), Ns = v == 2 ? K_RND(F32, (float)N) : Na;
-	float g = K_RND(C, gs), smax = 0.0f, s = 0.0f, ms, ve, rs, rc;
-#define XC(j) K_RND(C, x[j])
-	if (v == 1) { /* s = max |x| from +0, then x̃ = x / s */
-		for (size_t j = 0; j < N; j++)
-			smax = K_MAX(C, smax, K_ABS(C, XC(j)));
-		for (size_t j = 0; j < N; j++)
-			xh[j] = K_DIV(C, XC(j), smax);
-	} else if (v == 2) {
-		for (size_t j = 0; j < N; j++)
-			xh[j] = K_RND(F32, XC(j));
-	}
-	for (size_t j = 0; j < N; j++) { /* Σ x², sequential */
-		float xs = v == 0 ? XC(j) : xh[j], sq = K_MUL(SC, xs, xs);
-		if (v != 2)
-			sq = K_RND(A, sq);
-		s = K_ADD(SA, s, sq);
-	}
-	s = K_DIV(SA, s, Ns);
-	ms = v == 2 ? s : K_RND(C, s);
-	if (v == 1) { /* eps / s², as two divisions */
-		ve = K_DIV(C, epsc, smax);
-		ve = K_DIV(C, ve, smax);
-		ve = K_ADD(C, ms, ve);
-	} else {
-		ve = K_ADD(SC, ms, epsc);
-	}
-	rs = K_RSQRT(SC, ve);
-	rc = v == 2 ? K_RND(C, rs) : rs;
-	MS[r] = ms;
-	RSTD[r] = rs;
-	for (size_t j = 0; j < N; j++) { /* x̂ = x · r (prescaled: x̃ · rt), y = x̂ · g */
-		xh[j] = K_MUL(C, v == 1 ? xh[j] : XC(j), rc);
-		Y[r * N + j] = K_RND(S, K_MUL(C, xh[j], g));
-	}
-	/* backward: m = mean(g·dy·x̂) in A, then dx = (g·dy − x̂·m) · r */
-	float dsum = 0.0f, dproj;
-	for (size_t j = 0; j < N; j++) {
-		float gdx = K_MUL(C, K_MUL(C, g, K_RND(C, dyin[j])), xh[j]);
-		dsum = K_ADD(A, dsum, K_RND(A, gdx));
-	}
-	dproj = K_RND(C, K_DIV(A, dsum, Na));
-	for (size_t j = 0; j < N; j++) {
-		float dy = K_RND(C, dyin[j]);
-		float t = K_SUB(C, K_MUL(C, g, dy), K_MUL(C, xh[j], dproj));
-		t = K_MUL(C, t, rc);
-		if (v == 1)
-			t = K_DIV(C, t, smax);
-		DX[r * N + j] = K_RND(S, t);
-		Q[r * N + j] = K_RND(A, K_MUL(C, dy, xh[j]));
-	}
-#undef XC
-}
-
-/* rmsnorm's dg_j = Σ_r Q[r·N + j] in A, rows in order from +0; a j past
- * the end (a thread of the GPU's last block) writes nothing */
-K_FN void k_rmsnorm_dg(k_fmt A, const float *Q, size_t R, size_t N, size_t j, float *DG)
-{
-	if (j >= N)
-		return;
-	float acc = 0.0f;
-	for (size_t r = 0; r < R; r++)
-		acc = K_ADD(A, acc, Q[r * N + j]);
-	DG[j] = acc;
 }
 
 /* bce (emu/kernels/bce.c's run()), row r of X (R×N logits, values of S) and TY

@@ -69,4 +69,11 @@ typedef emu_ref k_ref;
 #define K_STEP_ENUM(id, name) id,
 #define K_STEP_NAME(id, name) name,
 
+/* A strided reference, for a fold down a column (rmsnorm's weight
+ * gradient, emu/kernels/rmsnorm_rows.h):
+ *   K_STRIDED(v, off, s)           v[off + j·s]: column off of a row-major
+ *                                  matrix of s columns
+ */
+#define K_STRIDED(v, off, s) emu_strided(v, off, s)
+
 #endif

@@ -43,9 +43,11 @@
  * Outputs: y and dx (rows·N, storage format), rstd and var (one per row,
  * compute format: var shows onepass's negative variances).
  *
- * GPU counterpart: gpu/rows.h's `k_layernorm_row`, compiled by nvcc in gpu/kern.cu and with
- * the emulator's operations in gpu/host_rows.c for the fake device, whose outputs tests/gpu/
- * compares with this file's (docs/gpu.md).
+ * The order of operations is emu/kernels/layernorm_rows.h, the one source
+ * the GPU compiles too (gpu/kern.cu, one thread a row, and gpu/host_rows.c
+ * for the fake device, whose outputs tests/gpu/ compares with this file's;
+ * docs/gpu.md). This file draws the inputs, loads x and stores each row's
+ * dy between the row's forward and backward.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,120 +55,20 @@
 #include <string.h>
 
 #include "emu/engine/kernels.h"
+#include "emu/engine/krow.h"
+#include "emu/kernels/layernorm_rows.h"
 
 static const char *const variants[] = {"twopass", "onepass", "welford", NULL};
 
-enum { TWOPASS, ONEPASS, WELFORD };
-
-/* The steps, each one operation site of the kernel. */
-enum {
-	S_N_ACCUM = EMU_STEP0,
-	S_EPS,
-	S_K_ACCUM,
-	S_X_ACCUM,
-	S_W_DELTA,
-	S_W_MEAN_DIV,
-	S_W_MEAN_ADD,
-	S_W_DELTA2,
-	S_W_M2_MUL,
-	S_W_M2_ADD,
-	S_W_VAR,
-	S_SUM,
-	S_SQUARE1,
-	S_SQ_ACCUM1,
-	S_SUMSQ1,
-	S_MEAN,
-	S_VAR_DIV1,
-	S_VAR_MUL,
-	S_VAR_SUB,
-	S_MEAN_C2,
-	S_CENTER2,
-	S_SQUARE2,
-	S_SQ_ACCUM2,
-	S_SUMSQ2,
-	S_VAR_DIV2,
-	S_MEAN_C,
-	S_VAR_C,
-	S_ADD_EPS,
-	S_RSQRT,
-	S_CENTER,
-	S_NORM,
-	S_STORE,
-	S_DY,
-	S_DY_C,
-	S_DY_ACCUM,
-	S_DMEAN,
-	S_DY_Y,
-	S_DYY_ACCUM,
-	S_DPROJ,
-	S_DMEAN_DIV,
-	S_DMEAN_C,
-	S_DPROJ_DIV,
-	S_DPROJ_C,
-	S_DX_CENTER,
-	S_DX_PROJ_MUL,
-	S_DX_PROJ_SUB,
-	S_DX,
-	S_DX_STORE,
-	S_END
-};
-static const char *const steps[S_END - EMU_STEP0] = {
-    "to_accum",
-    "eps",
-    "to_accum",
-    "to_accum",
-    "welford_delta",
-    "welford_mean",
-    "welford_mean",
-    "welford_delta2",
-    "welford_m2",
-    "welford_m2",
-    "var",
-    "sum",
-    "square",
-    "to_accum",
-    "sumsq",
-    "mean",
-    "var",
-    "var",
-    "var",
-    "to_compute",
-    "center",
-    "square",
-    "to_accum",
-    "sumsq",
-    "var",
-    "to_compute",
-    "to_compute",
-    "add_eps",
-    "rsqrt",
-    "center",
-    "norm",
-    "store",
-    "dy",
-    "to_compute",
-    "to_accum",
-    "dmean",
-    "dy_y",
-    "to_accum",
-    "dproj",
-    "dmean",
-    "to_compute",
-    "dproj",
-    "to_compute",
-    "dx_center",
-    "dx_proj",
-    "dx_proj",
-    "dx",
-    "dx_store",
-};
+/* The steps' names (the row source declares them with their ids). */
+static const char *const steps[S_END - EMU_STEP0] = {K_LAYERNORM_STEPS(K_STEP_NAME)};
 
 static int parse_variant(const char *variant)
 {
-	return !variant                      ? TWOPASS
-	       : !strcmp(variant, "twopass") ? TWOPASS
-	       : !strcmp(variant, "onepass") ? ONEPASS
-	       : !strcmp(variant, "welford") ? WELFORD
+	return !variant                      ? LN_TWOPASS
+	       : !strcmp(variant, "twopass") ? LN_TWOPASS
+	       : !strcmp(variant, "onepass") ? LN_ONEPASS
+	       : !strcmp(variant, "welford") ? LN_WELFORD
 	                                     : -1;
 }
 
@@ -231,123 +133,27 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *var = emu_kout_vec(be, out, "var", R, C);
 	emu_vec *X = emu_vec_new(be, R * N), *yc = emu_vec_new(be, N), *dy = emu_vec_new(be, N);
 	emu_vec *w1 = emu_vec_new(be, N), *w2 = emu_vec_new(be, N);
-	emu_vec *kA = v == WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
-	emu_vec *t = emu_vec_new(be, 12);
+	emu_vec *kA = v == LN_WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
+	emu_vec *t = emu_vec_new(be, LN_NT);
 	double *dyraw = dyin ? NULL : malloc(N * sizeof *dyraw);
-	if (!y || !dx || !rstd || !var || !X || !yc || !dy || !w1 || !w2 || (v == WELFORD && !kA) ||
-	    !t || (!dyin && !dyraw) || emu_load(be, pol, in->x, R, N, X) != 0) {
+	if (!y || !dx || !rstd || !var || !X || !yc || !dy || !w1 || !w2 ||
+	    (v == LN_WELFORD && !kA) || !t || (!dyin && !dyraw) ||
+	    emu_load(be, pol, in->x, R, N, X) != 0) {
 		free(dyraw);
 		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "layernorm: out of memory");
 		return -1;
 	}
-	enum { MEAN, SUM, SUM2, TMP, TMP2, EPSC, NA, VE, DMEAN, DPROJ, MA, XA };
-	emu_ref mean = emu_at(t, MEAN), s = emu_at(t, SUM), s2 = emu_at(t, SUM2),
-	        tmp = emu_at(t, TMP), tmp2 = emu_at(t, TMP2), epsc = emu_at(t, EPSC),
-	        Na = emu_at(t, NA), ve = emu_at(t, VE), dmean = emu_at(t, DMEAN),
-	        dproj = emu_at(t, DPROJ), ma = emu_at(t, MA), xa = emu_at(t, XA);
-	emu_ref YC = emu_row(yc, 0), DY = emu_row(dy, 0), W1 = emu_row(w1, 0), W2 = emu_row(w2, 0);
-	/* N in the accumulator format, eps in the compute format (both rounded
-	 * if they must be: eps = 1e-8 is 0 in fp16) */
-	emu_fill(be, tmp, (double)N, 1);
-	emu_op1(be, S_N_ACCUM, EMU_OP_CVT, A, Na, tmp, EMU_NOREF, 0);
-	emu_fill(be, tmp, eps, 1);
-	emu_op1(be, S_EPS, EMU_OP_CVT, C, epsc, tmp, EMU_NOREF, 0);
-	if (v == WELFORD) { /* the counts 1..N, in the accumulator format */
-		for (size_t j = 0; j < N; j++)
-			emu_fill(be, emu_at(kA, j), (double)(j + 1), 1);
-		emu_map(be, S_K_ACCUM, EMU_OP_CVT, A, emu_row(kA, 0), emu_row(kA, 0), EMU_NOREF,
-		        EMU_NOREF, N, 0, NULL);
-	}
+	/* the row source, emu/kernels/layernorm_rows.h: the GPU's threads run
+	 * these rows one each, dy's row as stored between forward and backward */
+	k_layernorm_consts(be, v, C, A, N, eps, t, kA);
 	for (size_t r = 0; r < R; r++) {
 		size_t o = r * N;
-		emu_ref x = emu_row(X, o), rs = emu_at(rstd, r);
-		/* ---- the row statistics: mean and var in the compute format ---- */
-		if (v == WELFORD) { /* a recurrence: one element at a time */
-			emu_map(be, S_X_ACCUM, EMU_OP_CVT, A, W1, x, EMU_NOREF, EMU_NOREF, N, o,
-			        NULL);
-			emu_fill(be, ma, 0, 1);
-			emu_fill(be, s2, 0, 1); /* M2 */
-			for (size_t j = 0, i = o; j < N; j++, i++) {
-				emu_copy(be, xa, emu_at(w1, j), 1);
-				emu_op1(be, S_W_DELTA, EMU_OP_SUB, A, tmp, xa, ma, i);
-				emu_op1(be, S_W_MEAN_DIV, EMU_OP_DIV, A, tmp2, tmp, emu_at(kA, j),
-				        i);
-				emu_op1(be, S_W_MEAN_ADD, EMU_OP_ADD, A, ma, ma, tmp2, i);
-				emu_op1(be, S_W_DELTA2, EMU_OP_SUB, A, tmp2, xa, ma, i);
-				emu_op1(be, S_W_M2_MUL, EMU_OP_MUL, A, tmp, tmp, tmp2, i);
-				emu_op1(be, S_W_M2_ADD, EMU_OP_ADD, A, s2, s2, tmp, i);
-			}
-			emu_op1(be, S_W_VAR, EMU_OP_DIV, A, s2, s2, Na, r);
-		} else {
-			emu_fill(be, s, 0, 1);
-			emu_fill(be, s2, 0, 1);
-			/* the elementwise work first, then the sums (Σ x² alongside
-			 * in onepass) */
-			emu_map(be, S_X_ACCUM, EMU_OP_CVT, A, W1, x, EMU_NOREF, EMU_NOREF, N, o,
-			        NULL);
-			if (v == ONEPASS) {
-				emu_map(be, S_SQUARE1, EMU_OP_MUL, C, W2, x, x, EMU_NOREF, N, o,
-				        NULL);
-				emu_map(be, S_SQ_ACCUM1, EMU_OP_CVT, A, W2, W2, EMU_NOREF,
-				        EMU_NOREF, N, o, NULL);
-			}
-			emu_fold(be, S_SUM, EMU_OP_ADD, A, EMU_ORDER_SEQ, s, W1, EMU_NOREF, N, o);
-			if (v == ONEPASS)
-				emu_fold(be, S_SUMSQ1, EMU_OP_ADD, A, EMU_ORDER_SEQ, s2, W2,
-				         EMU_NOREF, N, o);
-			emu_op1(be, S_MEAN, EMU_OP_DIV, A, ma, s, Na, r);
-			if (v == ONEPASS) { /* E[x²] − E[x]² */
-				emu_op1(be, S_VAR_DIV1, EMU_OP_DIV, A, s2, s2, Na, r);
-				emu_op1(be, S_VAR_MUL, EMU_OP_MUL, A, tmp, ma, ma, r);
-				emu_op1(be, S_VAR_SUB, EMU_OP_SUB, A, s2, s2, tmp, r);
-			} else { /* second pass: Σ (x − mean)², x − mean kept for y */
-				emu_op1(be, S_MEAN_C2, EMU_OP_CVT, C, mean, ma, EMU_NOREF, r);
-				emu_map(be, S_CENTER2, EMU_OP_SUB, C, YC, x, mean, EMU_NOREF, N, o,
-				        NULL);
-				emu_map(be, S_SQUARE2, EMU_OP_MUL, C, W2, YC, YC, EMU_NOREF, N, o,
-				        NULL);
-				emu_map(be, S_SQ_ACCUM2, EMU_OP_CVT, A, W2, W2, EMU_NOREF,
-				        EMU_NOREF, N, o, NULL);
-				emu_fold(be, S_SUMSQ2, EMU_OP_ADD, A, EMU_ORDER_SEQ, s2, W2,
-				         EMU_NOREF, N, o);
-				emu_op1(be, S_VAR_DIV2, EMU_OP_DIV, A, s2, s2, Na, r);
-			}
-		}
-		if (v != TWOPASS) /* twopass converted it before its second pass */
-			emu_op1(be, S_MEAN_C, EMU_OP_CVT, C, mean, ma, EMU_NOREF, r);
-		emu_op1(be, S_VAR_C, EMU_OP_CVT, C, emu_at(var, r), s2, EMU_NOREF, r);
-		emu_op1(be, S_ADD_EPS, EMU_OP_ADD, C, ve, emu_at(var, r), epsc, r);
-		emu_op1(be, S_RSQRT, EMU_OP_RSQRT, C, rs, ve, EMU_NOREF, r);
-		/* ---- y = (x − mean) · rstd, stored ---- */
-		if (v != TWOPASS)
-			emu_map(be, S_CENTER, EMU_OP_SUB, C, YC, x, mean, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_NORM, EMU_OP_MUL, C, YC, YC, rs, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_STORE, EMU_OP_CVT, S, emu_row(y, o), YC, EMU_NOREF, EMU_NOREF, N, o,
-		        NULL);
-		/* ---- backward: mean(dy) and mean(dy·ŷ) ---- */
+		k_layernorm_fwd(be, v, S, C, A, X, N, r, kA, t, yc, w1, w2, y, rstd, var);
 		if (!dyin)
 			dy_draw(in->seed, dyval, o, N, dyraw);
-		emu_input(be, S_DY, S, DY, dyin ? dyin + o : dyraw, 1, N, o, NULL);
-		emu_map(be, S_DY_C, EMU_OP_CVT, C, DY, DY, EMU_NOREF, EMU_NOREF, N, o, NULL);
-		emu_fill(be, s, 0, 1);
-		emu_fill(be, s2, 0, 1);
-		emu_map(be, S_DY_ACCUM, EMU_OP_CVT, A, W1, DY, EMU_NOREF, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_DY_Y, EMU_OP_MUL, C, W2, DY, YC, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_DYY_ACCUM, EMU_OP_CVT, A, W2, W2, EMU_NOREF, EMU_NOREF, N, o, NULL);
-		emu_fold(be, S_DMEAN, EMU_OP_ADD, A, EMU_ORDER_SEQ, s, W1, EMU_NOREF, N, o);
-		emu_fold(be, S_DPROJ, EMU_OP_ADD, A, EMU_ORDER_SEQ, s2, W2, EMU_NOREF, N, o);
-		emu_op1(be, S_DMEAN_DIV, EMU_OP_DIV, A, s, s, Na, r);
-		emu_op1(be, S_DMEAN_C, EMU_OP_CVT, C, dmean, s, EMU_NOREF, r);
-		emu_op1(be, S_DPROJ_DIV, EMU_OP_DIV, A, s2, s2, Na, r);
-		emu_op1(be, S_DPROJ_C, EMU_OP_CVT, C, dproj, s2, EMU_NOREF, r);
-		/* dx_j = rstd · (dy_j − mean(dy) − ŷ_j · mean(dy·ŷ)), stored */
-		emu_map(be, S_DX_CENTER, EMU_OP_SUB, C, W1, DY, dmean, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_DX_PROJ_MUL, EMU_OP_MUL, C, W2, YC, dproj, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_DX_PROJ_SUB, EMU_OP_SUB, C, W1, W1, W2, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_DX, EMU_OP_MUL, C, W1, W1, rs, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_DX_STORE, EMU_OP_CVT, S, emu_row(dx, o), W1, EMU_NOREF, EMU_NOREF, N,
-		        o, NULL);
+		emu_input(be, S_DY, S, emu_row(dy, 0), dyin ? dyin + o : dyraw, 1, N, o, NULL);
+		k_layernorm_bwd(be, S, C, A, dy, 0, N, r, t, yc, w1, w2, rstd, dx);
 	}
 	free(dyraw);
 	emu_kinputs_free(&ki);

@@ -8,11 +8,11 @@
 # softmax_ce: the sum of the exponentials in C instead of A (all variants)
 s/^\(\t*\)K_FOLD(S_SUM, ADD, A, s, EA, N, o);$/\1K_FOLD(S_SUM, ADD, C, s, EA, N, o);/
 # layernorm backward: the sum of dy·ŷ in C instead of A (all variants)
-s/^\(\t*\)s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, dy, yc\[j\])));$/\1s2 = K_ADD(C, s2, K_RND(A, K_MUL(C, dy, yc[j])));/
+s/^\(\t*\)K_FOLD(S_DPROJ, ADD, A, s2, W2, N, o);$/\1K_FOLD(S_DPROJ, ADD, C, s2, W2, N, o);/
 # backward: the logits' dot products summed in C instead of A
 s/^\(\t*\)acc = K_ADD(A, acc, K_RND(A, xw));$/\1acc = K_ADD(C, acc, K_RND(A, xw));/
 # rmsnorm backward: the sum of g·dy·x̂ in C instead of A (all variants)
-s/^\(\t*\)dsum = K_ADD(A, dsum, K_RND(A, gdx));$/\1dsum = K_ADD(C, dsum, K_RND(A, gdx));/
+s/^\(\t*\)K_FOLD(S_DPROJ, ADD, A, s, W2, N, o);$/\1K_FOLD(S_DPROJ, ADD, C, s, W2, N, o);/
 # bce: each element's loss finished in A instead of C, so only the loss
 # moves: naive's y·log p (log and product) and the terms' sum and negation
 # that take it (two lines, as an operand of C must be a value of C); the

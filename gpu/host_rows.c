@@ -1,8 +1,8 @@
 /*
  * host_rows.c — gpu/rows.h and the row sources emu/kernels/NAME_rows.h
- * (softmax_ce, layernorm, rmsnorm), the row bodies gpu/kern.cu runs on the
- * GPU, compiled for the host with each operation the emulator's in the same
- * format (RNE), and run row after row. Two uses:
+ * (softmax_ce, layernorm, rmsnorm, bce, backward), the row bodies
+ * gpu/kern.cu runs on the GPU, compiled for the host with each operation
+ * the emulator's in the same format (RNE), and run row after row. Two uses:
  *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
  *    emulator's own kernels (emu/kernels/softmax.c, layernorm.c, backward.c,
  *    rmsnorm.c, bce.c, matmul.c, batchnorm.c, optimizer.c) must
@@ -99,10 +99,10 @@ typedef const host_fmt *k_fmt;
 #define K_EMIN(F) ((F)->f->emin)
 #define K_FMAX(F) ((F)->f->max)
 #include "gpu/rows.h"
-/* the row sources (emu/kernels/NAME_rows.h), read in the vocabulary rows.h set up */
-#include "emu/kernels/softmax_rows.h"
-
-/* the row sources, after rows.h (its gpu/krow_loops.h reads them) */
+/* the row sources (emu/kernels/NAME_rows.h), after rows.h: its
+ * operations, gpu/krow_loops.h's vocabulary */
+#include "emu/kernels/backward_rows.h"
+#include "emu/kernels/bce_rows.h"
 #include "emu/kernels/layernorm_rows.h"
 #include "emu/kernels/rmsnorm_rows.h"
 #include "emu/kernels/softmax_rows.h"
@@ -181,7 +181,8 @@ int gpu_rows_layernorm(const gpu_tables *t, int v, int S, int C, int A, const fl
 	return 0;
 }
 
-/* gpu/kern.cu's gpu_dev_backward: its four launches in order */
+/* gpu/kern.cu's gpu_dev_backward: its launches (the load, the rows, the
+ * mean, the gradient's elements, unscale_) in order */
 int gpu_rows_backward(const gpu_tables *t, int S, int C, int A, const float *X, const float *W,
                       size_t R, size_t D, size_t K, float scale, float inv, float *G, float *U,
                       float *loss, float *found, char *err, size_t len)
@@ -189,31 +190,36 @@ int gpu_rows_backward(const gpu_tables *t, int S, int C, int A, const float *X, 
 	host_fmt h[3];
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
-	float *z = malloc(R * K * sizeof *z), *e = malloc(R * K * sizeof *e);
-	float *DL = malloc(R * K * sizeof *DL), *la = malloc(R * sizeof *la);
-	int rc = -1;
-	if (!z || !e || !DL || !la) {
+	size_t nx = R * D, nw = D * K, ng = D * K + R * D, np = D > R ? D : R;
+	if (K > np)
+		np = K;
+	float *xc = malloc((nx + nw + R * K + R + 3 * K + np + BW_NT) * sizeof *xc);
+	if (!xc) {
 		snprintf(err, len, "host rows: out of memory");
-		goto out;
+		return -1;
 	}
-	for (size_t r = 0; r < R; r++)
-		k_bw_row(&h[S], &h[C], &h[A], X, W, R, D, K, r, scale, z, e, DL, la);
-	*loss = k_mean_loss(&h[A], la, R);
-	for (size_t i = 0; i < D * K + R * D; i++)
-		k_bw_grad(&h[S], &h[C], &h[A], X, W, DL, R, D, K, i, G);
+	float *wc = xc + nx, *dl = wc + nw, *la = dl + R * K, *z = la + R, *e = z + K, *ea = e + K,
+	      *p = ea + K, *tt = p + np;
+	for (size_t i = 0; i < nx; i++)
+		xc[i] = K_RND(&h[C], X[i]);
+	for (size_t i = 0; i < nw; i++)
+		wc[i] = K_RND(&h[C], W[i]);
+	for (size_t r = 0; r < R; r++) {
+		k_bw_consts(0, &h[C], &h[A], R, scale, tt);
+		k_bw_row(0, &h[S], &h[C], &h[A], xc, wc, D, K, r, r % K, p, z, e, ea, tt, dl, la);
+	}
+	k_bw_consts(0, &h[C], &h[A], R, scale, tt);
+	k_bw_mean(0, &h[A], la, R, tt, loss);
+	for (size_t i = 0; i < ng; i++)
+		k_bw_grad(0, &h[S], &h[C], &h[A], xc, wc, dl, R, D, K, i, p, tt, G);
 	*found = 0.0f;
-	for (size_t i = 0; i < D * K + R * D; i++) {
-		U[i] = k_unscale(&h[GPU_K_F32], G[i], inv);
+	for (size_t i = 0; i < ng; i++) {
+		k_bw_unscale(0, &h[GPU_K_F32], G, i, 1, U, i, inv, tt);
 		if (!isfinite(U[i]))
 			*found = 1.0f;
 	}
-	rc = 0;
-out:
-	free(z);
-	free(e);
-	free(DL);
-	free(la);
-	return rc;
+	free(xc);
+	return 0;
 }
 
 /* gpu/kern.cu's gpu_dev_rmsnorm: its three launches (the load, the rows,
@@ -251,7 +257,8 @@ int gpu_rows_rmsnorm(const gpu_tables *t, int v, int S, int C, int A, const floa
 	return 0;
 }
 
-/* gpu/kern.cu's gpu_dev_bce: its two launches (the rows, the mean) in order */
+/* gpu/kern.cu's gpu_dev_bce: its three launches (the load, the rows, the
+ * mean) in order */
 int gpu_rows_bce(const gpu_tables *t, int v, int S, int C, int A, const float *X,
                  const float *TY, size_t R, size_t N, float *grad, float *loss, char *err,
                  size_t len)
@@ -259,15 +266,25 @@ int gpu_rows_bce(const gpu_tables *t, int v, int S, int C, int A, const float *X
 	host_fmt h[3];
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
-	float *la = malloc(R * N * sizeof *la);
-	if (!la) {
+	size_t T = R * N;
+	float *xc = malloc((3 * T + 4 * N + BCE_NT) * sizeof *xc);
+	if (!xc) {
 		snprintf(err, len, "host rows: out of memory");
 		return -1;
 	}
-	for (size_t r = 0; r < R; r++)
-		k_bce_row(v, &h[S], &h[C], &h[A], X, TY, R, N, r, grad, la);
-	*loss = k_mean_loss(&h[A], la, R * N);
-	free(la);
+	float *ty = xc + T, *l = ty + T, *e = l + T, *d = e + N, *u = d + N, *w = u + N,
+	      *tt = w + N;
+	for (size_t i = 0; i < T; i++) {
+		xc[i] = K_RND(&h[C], X[i]);
+		ty[i] = TY[i];
+	}
+	for (size_t r = 0; r < R; r++) {
+		k_bce_consts(0, &h[C], &h[A], T, tt);
+		k_bce_row(0, v, &h[S], &h[C], &h[A], xc, ty, N, r, e, d, u, w, tt, grad, l);
+	}
+	k_bce_consts(0, &h[C], &h[A], T, tt);
+	k_bce_mean(0, &h[A], l, T, tt, loss);
+	free(xc);
 	return 0;
 }
 

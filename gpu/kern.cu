@@ -3,13 +3,13 @@
  * definitions of the operations gpu/rows.h is written against. The row
  * bodies themselves are the row sources emu/kernels/NAME_rows.h, which the
  * engine runs too (softmax_ce, layernorm and rmsnorm forward and backward,
- * read through gpu/krow_loops.h), and gpu/rows.h (bce, matmul, batchnorm,
- * the optimizers, the loss-scaled backward, attention around its GEMMs),
- * all of which gpu/host_rows.c compiles too with the emulator's operations:
- * the fake device runs the very code compiled here, in the emulator's order
- * of operations (emu/kernels/softmax.c, layernorm.c, backward.c, rmsnorm.c,
- * bce.c), so every intermediate is the same value wherever the hardware's
- * operation is correctly rounded.
+ * bce, the loss-scaled backward, read through gpu/krow_loops.h), and
+ * gpu/rows.h (matmul, batchnorm, the optimizers, attention around its
+ * GEMMs), all of which gpu/host_rows.c compiles too with the emulator's
+ * operations: the fake device runs the very code compiled here, in the
+ * emulator's order of operations (emu/kernels/softmax.c, layernorm.c,
+ * backward.c, rmsnorm.c, bce.c), so every intermediate is the same value
+ * wherever the hardware's operation is correctly rounded.
  *
  * A format is a gpu_kfmt value. An operation in format F converts its
  * operands (floats) to F exactly, runs F's own instruction (__hadd_rn,
@@ -198,10 +198,10 @@ typedef int k_fmt;
 #define K_EMIN(F) ((F) == GPU_K_F16 ? -14 : -126)
 #define K_FMAX(F) ((F) == GPU_K_F16 ? 65504.0 : (F) == GPU_K_BF16 ? 0x1.fep127 : 0x1.fffffep127)
 #include "gpu/rows.h"
-/* the row sources (emu/kernels/NAME_rows.h), read in the vocabulary rows.h set up */
-#include "emu/kernels/softmax_rows.h"
-
-/* the row sources, after rows.h (its gpu/krow_loops.h reads them) */
+/* the row sources (emu/kernels/NAME_rows.h), after rows.h: its
+ * operations, gpu/krow_loops.h's vocabulary */
+#include "emu/kernels/backward_rows.h"
+#include "emu/kernels/bce_rows.h"
 #include "emu/kernels/layernorm_rows.h"
 #include "emu/kernels/rmsnorm_rows.h"
 #include "emu/kernels/softmax_rows.h"
@@ -225,12 +225,6 @@ static __global__ void k_softmax_rows(int v, int S, int C, int A, float *X, size
 	float *e = W + r * (2 * N + SM_NT), *ea = e + N, *t = ea + N;
 	k_softmax_consts(0, C, A, R, t);
 	k_softmax_row(0, v, S, C, A, X, N, r, r % N, e, ea, t, grad, LA);
-}
-
-/* the mean loss of bce and backward (gpu/rows.h's k_mean_loss), on one thread */
-static __global__ void k_mean_losses(int A, const float *la_acc, size_t R, float *loss)
-{
-	*loss = k_mean_loss(A, la_acc, R);
 }
 
 /* softmax_ce's mean loss, on one thread */
@@ -371,15 +365,24 @@ out:
 	return rc;
 }
 
-/* ---- bce: emu/kernels/bce.c's run(), in its order ---- */
-/* one row per thread; LA gets every element's loss in A */
-static __global__ void k_bce_rows(int v, int S, int C, int A, const float *X, const float *TY,
-                                  size_t R, size_t N, float *grad, float *LA)
+/* ---- bce (emu/kernels/bce_rows.h), one row per thread ---- */
+/* W holds 4N + BCE_NT scratch values per row; L gets every element's loss */
+static __global__ void k_bce_rows(int v, int S, int C, int A, float *X, float *TY, size_t R,
+                                  size_t N, float *grad, float *L, float *W)
 {
 	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (r >= R)
 		return;
-	k_bce_row(v, S, C, A, X, TY, R, N, r, grad, LA);
+	float *e = W + r * (4 * N + BCE_NT), *dd = e + N, *u = dd + N, *w = u + N, *t = w + N;
+	k_bce_consts(0, C, A, R * N, t);
+	k_bce_row(0, v, S, C, A, X, TY, N, r, e, dd, u, w, t, grad, L);
+}
+
+/* the mean over every element, on one thread */
+static __global__ void k_bce_means(int C, int A, float *L, size_t T, float *t, float *loss)
+{
+	k_bce_consts(0, C, A, T, t);
+	k_bce_mean(0, A, L, T, t, loss);
 }
 
 extern "C" int gpu_dev_bce(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
@@ -388,15 +391,18 @@ extern "C" int gpu_dev_bce(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, cons
 {
 	float *d = NULL;
 	int rc = -1;
-	size_t nx = R * N;
-	/* x, target, grad, la, loss */
-	GPU_CK(cudaMalloc(&d, (4 * nx + 1) * sizeof *d));
+	size_t nx = R * N, nw = R * (4 * N + BCE_NT);
+	/* x, target, grad, l, loss, scratch */
+	GPU_CK(cudaMalloc(&d, (4 * nx + 1 + nw) * sizeof *d));
 	GPU_CK(cudaMemcpy(d, x, nx * sizeof *d, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(d + nx, target, nx * sizeof *d, cudaMemcpyHostToDevice));
-	k_bce_rows<<<(unsigned)((R + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)A, d, d + nx,
-	                                                 R, N, d + 2 * nx, d + 3 * nx);
+	k_to_compute<<<(unsigned)((nx + 127) / 128), 128>>>((int)C, d, nx);
 	GPU_CK_LAUNCH();
-	k_mean_losses<<<1, 1>>>((int)A, d + 3 * nx, nx, d + 4 * nx);
+	k_bce_rows<<<(unsigned)((R + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)A, d, d + nx,
+	                                                 R, N, d + 2 * nx, d + 3 * nx,
+	                                                 d + 4 * nx + 1);
+	GPU_CK_LAUNCH();
+	k_bce_means<<<1, 1>>>((int)C, (int)A, d + 3 * nx, nx, d + 4 * nx + 1, d + 4 * nx);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(grad, d + 2 * nx, nx * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(loss, d + 4 * nx, sizeof *d, cudaMemcpyDeviceToHost));
@@ -613,36 +619,49 @@ out:
 	return rc;
 }
 
-/* ---- backward: emu/kernels/backward.c's run(), in its order ---- */
-/* one row per thread; Z and E hold K scratch values per row */
-static __global__ void k_bw_rows(int S, int C, int A, const float *X, const float *W, size_t R,
-                                 size_t D, size_t K, float scale, float *Z, float *E, float *DL,
-                                 float *la_acc)
+/* ---- backward (emu/kernels/backward_rows.h) ---- */
+/* one row per thread; SW holds 3K + D + BW_NT scratch values per row */
+static __global__ void k_bw_rows(int S, int C, int A, float *X, float *W, size_t R, size_t D,
+                                 size_t K, float scale, float *DL, float *LA, float *SW)
 {
 	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (r >= R)
 		return;
-	k_bw_row(S, C, A, X, W, R, D, K, r, scale, Z, E, DL, la_acc);
+	float *z = SW + r * (3 * K + D + BW_NT), *e = z + K, *ea = e + K, *p = ea + K, *t = p + D;
+	k_bw_consts(0, C, A, R, scale, t);
+	k_bw_row(0, S, C, A, X, W, D, K, r, r % K, p, z, e, ea, t, DL, LA);
 }
 
-/* G[0..D·K) = dW, then G[D·K..) = dX; one thread per element (a thread past
- * the end writes nothing) */
-static __global__ void k_bw_grads(int S, int C, int A, const float *X, const float *W,
-                                  const float *DL, size_t R, size_t D, size_t K, float *G)
+/* the mean loss, on one thread */
+static __global__ void k_bw_means(int C, int A, float *LA, size_t R, float scale, float *t,
+                                  float *loss)
 {
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	k_bw_grad(S, C, A, X, W, DL, R, D, K, i, G);
+	k_bw_consts(0, C, A, R, scale, t);
+	k_bw_mean(0, A, LA, R, t, loss);
+}
+
+/* G[i0 + k], k < n, one thread each: dW (i < D·K), then dX; SW holds np +
+ * BW_NT scratch values per thread */
+static __global__ void k_bw_grads(int S, int C, int A, float *X, float *W, float *DL, size_t R,
+                                  size_t D, size_t K, size_t i0, size_t n, size_t np, float *SW,
+                                  float *G)
+{
+	size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (k >= n)
+		return;
+	float *p = SW + k * (np + BW_NT), *t = p + np;
+	k_bw_grad(0, S, C, A, X, W, DL, R, D, K, i0 + k, p, t, G);
 }
 
 /* GradScaler.unscale_: the stored gradient in fp32 times inv, and found_inf */
-static __global__ void k_bw_unscale(const float *G, size_t n, float inv, float *U, int *bad)
+static __global__ void k_bw_unscales(float *G, size_t n, float inv, float *U, int *bad)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= n)
 		return;
-	float o = k_unscale(GPU_K_F32, G[i], inv);
-	U[i] = o;
-	if (!isfinite(o))
+	float t[BW_NT];
+	k_bw_unscale(0, GPU_K_F32, G, i, 1, U, i, inv, t);
+	if (!isfinite(U[i]))
 		atomicExch(bad, 1);
 }
 
@@ -654,23 +673,37 @@ extern "C" int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float 
 	float *d = NULL;
 	int *bad = NULL, hbad = 0, rc = -1;
 	size_t nx = R * D, nw = D * K, nl = R * K, ng = D * K + R * D;
-	/* x, w, z, e, dl, la, loss, grad, un */
-	size_t ox = 0, ow = ox + nx, oz = ow + nw, oe = oz + nl, odl = oe + nl, ola = odl + nl,
-	       olo = ola + R, og = olo + 1, ou = og + ng, total = ou + ng;
+	/* a gradient element's scratch: its longest sum (over r for dW, over c
+	 * for dX), in launches of at most 2^26 scratch values in all */
+	size_t np = R > K ? R : K, gs = np + BW_NT, chunk = ((size_t)1 << 26) / gs;
+	if (chunk == 0)
+		chunk = 1;
+	if (chunk > ng)
+		chunk = ng;
+	/* x, w, dl, la, loss, grad, un, the rows' scratch, the elements' */
+	size_t ox = 0, ow = ox + nx, odl = ow + nw, ola = odl + nl, olo = ola + R, og = olo + 1,
+	       ou = og + ng, osr = ou + ng, osg = osr + R * (3 * K + D + BW_NT),
+	       total = osg + chunk * gs;
 	GPU_CK(cudaMalloc(&d, total * sizeof *d));
 	GPU_CK(cudaMalloc(&bad, sizeof *bad));
 	GPU_CK(cudaMemset(bad, 0, sizeof *bad));
 	GPU_CK(cudaMemcpy(d + ox, x, nx * sizeof *d, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(d + ow, w, nw * sizeof *d, cudaMemcpyHostToDevice));
-	k_bw_rows<<<(unsigned)((R + 127) / 128), 128>>>((int)S, (int)C, (int)A, d + ox, d + ow, R, D,
-	                                                K, scale, d + oz, d + oe, d + odl, d + ola);
+	k_to_compute<<<(unsigned)((nx + nw + 127) / 128), 128>>>((int)C, d + ox, nx + nw);
 	GPU_CK_LAUNCH();
-	k_mean_losses<<<1, 1>>>((int)A, d + ola, R, d + olo);
+	k_bw_rows<<<(unsigned)((R + 127) / 128), 128>>>((int)S, (int)C, (int)A, d + ox, d + ow, R,
+	                                                D, K, scale, d + odl, d + ola, d + osr);
 	GPU_CK_LAUNCH();
-	k_bw_grads<<<(unsigned)((ng + 127) / 128), 128>>>((int)S, (int)C, (int)A, d + ox, d + ow,
-	                                                  d + odl, R, D, K, d + og);
+	k_bw_means<<<1, 1>>>((int)C, (int)A, d + ola, R, scale, d + osr, d + olo);
 	GPU_CK_LAUNCH();
-	k_bw_unscale<<<(unsigned)((ng + 127) / 128), 128>>>(d + og, ng, inv, d + ou, bad);
+	for (size_t i0 = 0; i0 < ng; i0 += chunk) {
+		size_t n = ng - i0 < chunk ? ng - i0 : chunk;
+		k_bw_grads<<<(unsigned)((n + 127) / 128), 128>>>((int)S, (int)C, (int)A, d + ox,
+		                                                 d + ow, d + odl, R, D, K, i0, n,
+		                                                 np, d + osg, d + og);
+		GPU_CK_LAUNCH();
+	}
+	k_bw_unscales<<<(unsigned)((ng + 127) / 128), 128>>>(d + og, ng, inv, d + ou, bad);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(grad, d + og, ng * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(un, d + ou, ng * sizeof *d, cudaMemcpyDeviceToHost));

@@ -89,8 +89,14 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 			d_.p[j_ * d_.s] = a_.p[j_ * a_.s];                                         \
 	} while (0)
 
-/* a strided reference, v[off + j·s] (a fold down a column: rmsnorm's
- * weight gradient) */
-#define K_STRIDED(v, off, s) k_ref_of((v) + (off), s)
+/* ---- rmsnorm, bce and backward (emu/kernels/NAME_rows.h) ---- */
+#define K_STRIDED(v, off, s) k_ref_of((v) + (off), (s))
+#define K_SEL_NEG(d, x, a, k, n)                                                                   \
+	do {                                                                                       \
+		k_ref d_ = (d), x_ = (x), a_ = (a);                                                \
+		size_t n_ = (n);                                                                   \
+		for (size_t j_ = 0; j_ < n_; j_++)                                                 \
+			d_.p[j_ * d_.s] = x_.p[j_ * x_.s] < 0.0f ? a_.p[j_ * a_.s] : (float)(k);   \
+	} while (0)
 
 #endif

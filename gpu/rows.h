@@ -4,13 +4,13 @@
  * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
- * equal the emulator's kernels (emu/kernels/backward.c, bce.c, matmul.c,
- * batchnorm.c, optimizer.c, and attention.c around its Tensor Core GEMMs)
- * and quantiser (emu/recipes/recipe.c) the order of operations proved is
- * the one the GPU runs, not a copy of it kept in step by hand. softmax_ce,
- * layernorm and rmsnorm are not here: their row sources,
- * emu/kernels/NAME_rows.h, are the engine's own code (read through
- * gpu/krow_loops.h, which this file includes for them).
+ * equal the emulator's kernels (emu/kernels/matmul.c, batchnorm.c,
+ * optimizer.c, and attention.c around its Tensor Core GEMMs) and quantiser
+ * (emu/recipes/recipe.c) the order of operations proved is the one the GPU
+ * runs, not a copy of it kept in step by hand. softmax_ce, layernorm,
+ * rmsnorm, bce and backward are not here: each is written once in its row
+ * source (emu/kernels/NAME_rows.h), which the engine runs too and the
+ * includers read through gpu/krow_loops.h.
  *
  * Plain C that is also valid CUDA C++. The includer defines:
  *   K_FN              the qualifier of every function here (static __device__
@@ -64,110 +64,6 @@
 
 #include "emu/core/draw.h"
 #include "gpu/krow_loops.h"
-
-/* the mean loss of bce and backward: a sequential sum of the R row
- * losses (values of A) in A, then one division by R in A */
-K_FN float k_mean_loss(k_fmt A, const float *la, size_t R)
-{
-	float sum = 0.0f;
-	for (size_t r = 0; r < R; r++)
-		sum = K_ADD(A, sum, la[r]);
-	return K_DIV(A, sum, K_RND(A, (float)R));
-}
-
-/* backward (emu/kernels/backward.c's run()), row r of the linear layer X (R×D) ·
- * W (D×K), values of S, with softmax cross-entropy (maxsub, label r mod K)
- * under the loss scale `scale` (an fp32 value). Writes row r of DL, the
- * dlogits (K values of S, then in C), and la_acc[r], the row's loss in A;
- * rows r of Z and E (K each: logits, exponentials) are scratch. */
-K_FN void k_bw_row(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *W, size_t R, size_t D,
-                   size_t K, size_t r, float scale, float *Z, float *E, float *DL, float *la_acc)
-{
-	size_t y = r % K;
-	float *z = Z + r * K, *e = E + r * K;
-	float Rc = K_RND(C, (float)R), SR = K_DIV(C, K_RND(C, scale), Rc);
-	for (size_t c = 0; c < K; c++) { /* logits, stored, then in compute */
-		float acc = 0.0f;
-		for (size_t d = 0; d < D; d++) {
-			float xw = K_MUL(C, K_RND(C, X[r * D + d]), K_RND(C, W[d * K + c]));
-			acc = K_ADD(A, acc, K_RND(A, xw));
-		}
-		z[c] = K_RND(C, K_RND(S, acc));
-	}
-	float m = z[0], s = 0.0f;
-	for (size_t c = 1; c < K; c++)
-		m = K_MAX(C, m, z[c]);
-	for (size_t c = 0; c < K; c++) {
-		e[c] = K_EXP(C, K_SUB(C, z[c], m));
-		s = K_ADD(A, s, K_RND(A, e[c]));
-	}
-	s = K_RND(C, s);
-	float ls = K_LOG(C, s);
-	la_acc[r] = K_RND(A, K_SUB(C, ls, K_SUB(C, z[y], m)));
-	for (size_t c = 0; c < K; c++) { /* dlogits, stored, then in compute */
-		float g = K_DIV(C, e[c], s);
-		if (c == y)
-			g = K_SUB(C, g, 1.0f);
-		g = K_MUL(C, g, SR);
-		DL[r * K + c] = K_RND(C, K_RND(S, g));
-	}
-}
-
-/* backward's stored gradient G[i] of D·K + R·D: dW (D×K) first, then dX
- * (R×D), each a sequential sum in A of products in C, stored in S. DL:
- * every row's dlogits (R×K, values of C). An i past the end (a thread of
- * the GPU's last block) writes nothing. */
-K_FN void k_bw_grad(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *W, const float *DL,
-                    size_t R, size_t D, size_t K, size_t i, float *G)
-{
-	float acc = 0.0f;
-	if (i < D * K) {
-		size_t d = i / K, c = i % K;
-		for (size_t r = 0; r < R; r++) {
-			float xg = K_MUL(C, K_RND(C, X[r * D + d]), DL[r * K + c]);
-			acc = K_ADD(A, acc, K_RND(A, xg));
-		}
-	} else if (i < D * K + R * D) {
-		size_t r = (i - D * K) / D, d = (i - D * K) % D;
-		for (size_t c = 0; c < K; c++) {
-			float gw = K_MUL(C, DL[r * K + c], K_RND(C, W[d * K + c]));
-			acc = K_ADD(A, acc, K_RND(A, gw));
-		}
-	} else {
-		return;
-	}
-	G[i] = K_RND(S, acc);
-}
-
-/* bce (emu/kernels/bce.c's run()), row r of X (R×N logits, values of S) and TY
- * (targets, 0 or 1): v 0 naive, 1 stable. Writes row r of grad (values of
- * S) and of LA, each element's loss in A; k_mean_loss over all R·N of LA
- * is the mean loss. */
-K_FN void k_bce_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, const float *TY, size_t R,
-                    size_t N, size_t r, float *grad, float *LA)
-{
-	float cnt = K_RND(C, (float)(R * N));
-	for (size_t j = 0; j < N; j++) {
-		size_t i = r * N + j;
-		float xc = K_RND(C, X[i]), y = TY[i], l, p;
-		if (v == 0) { /* p = 1/(1 + exp(−x)), −(y·log p + (1 − y)·log(1 − p)) */
-			float e = K_EXP(C, K_NEG(C, xc));
-			float bce_den = K_ADD(C, 1.0f, e);
-			p = K_DIV(C, 1.0f, bce_den);
-			float lp = K_MUL(C, y, K_LOG(C, p));
-			float lq = K_MUL(C, K_SUB(C, 1.0f, y), K_LOG(C, K_SUB(C, 1.0f, p)));
-			l = K_NEG(C, K_ADD(C, lp, lq));
-		} else { /* (max(x, 0) − x·y) + log1p(e), σ = (x < 0 ? e : 1)/(1 + e) */
-			float e = K_EXP(C, K_NEG(C, K_ABS(C, xc)));
-			float lg = K_LOG1P(C, e);
-			l = K_SUB(C, K_MAX(C, xc, 0.0f), K_MUL(C, xc, y));
-			l = K_ADD(C, l, lg);
-			p = K_DIV(C, xc < 0.0f ? e : 1.0f, K_ADD(C, 1.0f, e));
-		}
-		LA[i] = K_RND(A, l);
-		grad[i] = K_RND(S, K_DIV(C, K_SUB(C, p, y), cnt));
-	}
-}
 
 /* matmul (emu/kernels/matmul.c's run(), variant seq), output (i, j) = o of
  * C = A·B: X holds A (m×k) then B (k×n), row-major, values of S. Each
@@ -475,13 +371,6 @@ K_FN void k_adamw_ext_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const floa
 	W[i] = w;
 	M[i] = m;
 	V[i] = vv;
-}
-
-/* GradScaler.unscale_ of one stored gradient g: g times inv in fp32 (F32,
- * the fp32 handle), left alone when inv is 1 */
-K_FN float k_unscale(k_fmt F32, float g, float inv)
-{
-	return inv != 1.0f ? K_MUL(F32, g, inv) : g;
 }
 
 /* ---- block quantisers: emu/recipes/recipe.c's `mxfp8` (and `mxfp8:e5m2`) and

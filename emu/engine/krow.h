@@ -69,11 +69,24 @@ typedef emu_ref k_ref;
 #define K_STEP_ENUM(id, name) id,
 #define K_STEP_NAME(id, name) name,
 
-/* A strided reference, for a fold down a column (rmsnorm's weight
- * gradient, emu/kernels/rmsnorm_rows.h):
- *   K_STRIDED(v, off, s)           v[off + j·s]: column off of a row-major
- *                                  matrix of s columns
- */
+/* ---- rmsnorm, bce and backward (emu/kernels/NAME_rows.h) ----
+ *   K_STRIDED(v, off, s)     v[off + j·s], an operand (a column of a
+ *                            row-major matrix: s its row length; a fold
+ *                            down a column, rmsnorm's weight gradient)
+ *   K_SEL_NEG(d, x, a, k, n) d[j] = a[j] where x[j] < 0, else the constant k
+ *                            (exact: copies, no operation and no step; the
+ *                            sign is x's value on each backend) */
 #define K_STRIDED(v, off, s) emu_strided(v, off, s)
+#define K_SEL_NEG(d, x, a, k, n) k_sel_neg(kc, d, x, a, k, n)
+static inline void k_sel_neg(emu_be *be, emu_ref d, emu_ref x, emu_ref a, double k, size_t n)
+{
+	for (size_t j = 0; j < n; j++) {
+		emu_ref dj = emu_at(d.v, d.off + j * d.stride);
+		if (emu_vget(be, x.v, x.off + j * x.stride) < 0)
+			emu_copy(be, dj, emu_at(a.v, a.off + j * a.stride), 1);
+		else
+			emu_fill(be, dj, k, 1);
+	}
+}
 
 #endif

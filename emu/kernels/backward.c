@@ -77,9 +77,12 @@
  * all three backends run the same simulation and only store its results, so
  * TRUTH is not an independent reference for this kernel.
  *
- * GPU counterpart: gpu/rows.h's `k_bw_row` and `k_bw_grad`, compiled by nvcc in gpu/kern.cu
- * and with the emulator's operations in gpu/host_rows.c for the fake device, whose outputs
- * tests/gpu/ compares with this file's (docs/gpu.md).
+ * The order of operations of `backward` is emu/kernels/backward_rows.h, the
+ * one source the GPU compiles too (gpu/kern.cu: one thread a row, then one
+ * a gradient element; gpu/host_rows.c for the fake device, whose outputs
+ * tests/gpu/ compares with this file's; docs/gpu.md). This file draws the
+ * weights, loads the inputs and checks the unscaled gradients for inf and
+ * NaN.
  */
 #include <float.h>
 #include <math.h>
@@ -89,6 +92,8 @@
 
 #include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
+#include "emu/engine/krow.h"
+#include "emu/kernels/backward_rows.h"
 #include "emu/kernels/gradscaler.h"
 
 static const char *const variants[] = {"maxsub", NULL};
@@ -149,51 +154,9 @@ int emu_backward_fractions(const emu_run *r, const emu_run *truth, double out[4]
 	return 0;
 }
 
-/* The steps of `backward`, each one operation site, in kernel order; the
- * names, line for line, are what reports print. */
-/* clang-format off */
-enum {
-	S_ROWS_C = EMU_STEP0, S_ROWS_A, S_SCALE_C, S_SR,
-	S_MUL, S_MUL_ACCUM, S_SUM, S_STORE_LOGIT, S_LOGIT_C,
-	S_MAX, S_SUB_MAX, S_EXP, S_E_ACCUM, S_SUM_EXP, S_S_COMPUTE,
-	S_LOG, S_LOSS_ZM, S_LOSS, S_LA_ACCUM, S_MEAN,
-	S_DIV, S_ONEHOT, S_SCALE, S_STORE_DLOGIT, S_DLOGIT_C, S_MEAN_DIV,
-	S_DW_MUL, S_DW_ACCUM, S_DW_SUM, S_STORE_DW,
-	S_DX_MUL, S_DX_ACCUM, S_DX_SUM, S_STORE_DX,
-	S_TO_FP32, S_UNSCALE,
-	S_END
-};
-static const char *const steps[S_END - EMU_STEP0] = {
-	"to_compute", "to_accum", "to_compute", "scale",
-	"mul", "to_accum", "sum", "store_logit", "to_compute",
-	"max", "sub_max", "exp", "to_accum", "sum_exp", "to_compute",
-	"log", "loss", "loss", "to_accum", "mean",
-	"div", "onehot", "scale", "store_dlogit", "to_compute", "mean",
-	"dW_mul", "to_accum", "dW_sum", "store_dW",
-	"dX_mul", "to_accum", "dX_sum", "store_dX",
-	"to_fp32", "unscale",
-};
-/* clang-format on */
-
-/* One sum of products, as the GEMM loops do it: p_j = a_j·b_j in compute
- * (a map), each converted to accum (a map), then acc = ((0 + p_0) + p_1) +
- * … in accum (a sequential fold), and the sum stored: dst = S(acc). Term j
- * is element i·n + j of the product, conversion and sum steps (distinct SR
- * draws for every term of every output); the store is element i. */
-typedef struct {
-	unsigned mul, accum, sum, store;
-} gemm_steps;
-
-static void dot_store(emu_be *be, const emu_policy *pol, gemm_steps s, emu_vec *p, emu_ref acc,
-                      emu_ref dst, emu_ref a, emu_ref b, size_t n, uint64_t i)
-{
-	emu_ref P = emu_row(p, 0);
-	emu_map(be, s.mul, EMU_OP_MUL, &pol->compute, P, a, b, EMU_NOREF, n, i * n, NULL);
-	emu_map(be, s.accum, EMU_OP_CVT, &pol->accum, P, P, EMU_NOREF, EMU_NOREF, n, i * n, NULL);
-	emu_fill(be, acc, 0, 1);
-	emu_fold(be, s.sum, EMU_OP_ADD, &pol->accum, EMU_ORDER_SEQ, acc, P, EMU_NOREF, n, i * n);
-	emu_op1(be, s.store, EMU_OP_CVT, &pol->storage, dst, acc, EMU_NOREF, i);
-}
+/* The steps' names of `backward` (the row source declares them with their
+ * ids, each one operation site, in kernel order): what reports print. */
+static const char *const steps[S_END - EMU_STEP0] = {K_BACKWARD_STEPS(K_STEP_NAME)};
 
 /* x; the weights w (D × C, loaded as x is, its elements after x's): wscale·u,
  * u from SplitMix64 of (seed, d·C + c); the label of each row (`target`):
@@ -276,27 +239,19 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *grad = emu_kout_vec(be, out, "grad", D * K + R * D, S);
 	emu_vec *X = emu_vec_new(be, R * D), *W = emu_vec_new(be, D * K);
 	emu_vec *z = emu_vec_new(be, K), *e = emu_vec_new(be, K), *ea = emu_vec_new(be, K);
-	emu_vec *dl = emu_vec_new(be, R * K), *p = emu_vec_new(be, np), *t = emu_vec_new(be, 12);
+	emu_vec *dl = emu_vec_new(be, R * K), *p = emu_vec_new(be, np), *la = emu_vec_new(be, R);
+	emu_vec *t = emu_vec_new(be, BW_NT);
 	if (!loss || !dW || !dX || !found || !grad || !X || !W || !z || !e || !ea || !dl || !p ||
-	    !t) {
+	    !la || !t) {
 		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "backward: out of memory");
 		return -1;
 	}
-	enum { M, SUM, LS, TMP, SUMLOSS, RC, ONE, LA, RA, SC, SR, ACC };
-	emu_ref m = emu_at(t, M), s = emu_at(t, SUM), ls = emu_at(t, LS), tmp = emu_at(t, TMP),
-	        sumloss = emu_at(t, SUMLOSS), Rc = emu_at(t, RC), one = emu_at(t, ONE),
-	        la = emu_at(t, LA), Ra = emu_at(t, RA), Sc = emu_at(t, SC), SRc = emu_at(t, SR),
-	        acc = emu_at(t, ACC);
-	emu_fill(be, one, 1, 1);
-	emu_fill(be, tmp, (double)R, 1);
-	emu_op1(be, S_ROWS_C, EMU_OP_CVT, C, Rc, tmp, EMU_NOREF, 0);
-	emu_op1(be, S_ROWS_A, EMU_OP_CVT, A, Ra, tmp, EMU_NOREF, 0);
-	/* element 1, as when R and S shared one to_compute step: a run that
-	 * overflows converting S still reports "to_compute 1" */
-	emu_fill(be, tmp, scale, 1);
-	emu_op1(be, S_SCALE_C, EMU_OP_CVT, C, Sc, tmp, EMU_NOREF, 1);
-	emu_op1(be, S_SR, EMU_OP_DIV, C, SRc, Sc, Rc, 0);
+	/* the row source, emu/kernels/backward_rows.h: its constants (before
+	 * the load, as they always ran), then the rows (one GPU thread each),
+	 * the mean over them, the gradient's elements (one GPU thread each)
+	 * and unscale_ */
+	k_bw_consts(be, C, A, R, scale, t);
 	/* X and W loaded as tensors: storage (through the scaling recipe), then
 	 * compute */
 	if (emu_load(be, pol, in->x, R, D, X) != 0 ||
@@ -305,70 +260,16 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		snprintf(err, errlen, "backward: out of memory");
 		return -1;
 	}
-	const gemm_steps logit = {S_MUL, S_MUL_ACCUM, S_SUM, S_STORE_LOGIT},
-	                 wgrad = {S_DW_MUL, S_DW_ACCUM, S_DW_SUM, S_STORE_DW},
-	                 xgrad = {S_DX_MUL, S_DX_ACCUM, S_DX_SUM, S_STORE_DX};
-	for (size_t r = 0; r < R; r++) {
-		size_t o = r * K, y = (size_t)target[r];
-		emu_ref Z = emu_row(z, 0), E = emu_row(e, 0), EA = emu_row(ea, 0),
-		        g = emu_row(dl, o);
-		/* logits z_c = Σ_d x_d·W[d][c], stored, then in compute */
-		for (size_t c = 0; c < K; c++) {
-			dot_store(be, pol, logit, p, acc, emu_at(z, c), emu_row(X, r * D),
-			          emu_strided(W, c, K), D, o + c);
-			emu_op1(be, S_LOGIT_C, EMU_OP_CVT, C, emu_at(z, c), emu_at(z, c), EMU_NOREF,
-			        o + c);
-		}
-		/* softmax and loss (maxsub) */
-		emu_copy(be, m, Z, 1);
-		emu_fold(be, S_MAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, m, emu_row(z, 1), EMU_NOREF,
-		         K - 1, o + 1);
-		emu_map(be, S_SUB_MAX, EMU_OP_SUB, C, E, Z, m, EMU_NOREF, K, o, NULL);
-		emu_map(be, S_EXP, EMU_OP_EXP, C, E, E, EMU_NOREF, EMU_NOREF, K, o, NULL);
-		emu_map(be, S_E_ACCUM, EMU_OP_CVT, A, EA, E, EMU_NOREF, EMU_NOREF, K, o, NULL);
-		emu_fill(be, s, 0, 1);
-		emu_fold(be, S_SUM_EXP, EMU_OP_ADD, A, EMU_ORDER_SEQ, s, EA, EMU_NOREF, K, o);
-		emu_op1(be, S_S_COMPUTE, EMU_OP_CVT, C, s, s, EMU_NOREF, r);
-		emu_op1(be, S_LOG, EMU_OP_LOG, C, ls, s, EMU_NOREF, r);
-		emu_op1(be, S_LOSS_ZM, EMU_OP_SUB, C, tmp, emu_at(z, y), m, r);
-		emu_op1(be, S_LOSS, EMU_OP_SUB, C, la, ls, tmp, r);
-		emu_op1(be, S_LA_ACCUM, EMU_OP_CVT, A, tmp, la, EMU_NOREF, r);
-		emu_op1(be, S_MEAN, EMU_OP_ADD, A, sumloss, sumloss, tmp, r);
-		/* dlogits = (p − onehot)·S/R, stored, then in compute */
-		emu_map(be, S_DIV, EMU_OP_DIV, C, g, E, s, EMU_NOREF, K, o, NULL);
-		emu_op1(be, S_ONEHOT, EMU_OP_SUB, C, emu_at(dl, o + y), emu_at(dl, o + y), one,
-		        o + y);
-		emu_map(be, S_SCALE, EMU_OP_MUL, C, g, g, SRc, EMU_NOREF, K, o, NULL);
-		emu_map(be, S_STORE_DLOGIT, EMU_OP_CVT, S, g, g, EMU_NOREF, EMU_NOREF, K, o, NULL);
-		emu_map(be, S_DLOGIT_C, EMU_OP_CVT, C, g, g, EMU_NOREF, EMU_NOREF, K, o, NULL);
-	}
-	emu_op1(be, S_MEAN_DIV, EMU_OP_DIV, A, emu_at(loss, 0), sumloss, Ra, 0);
-	/* dW[d][c] = Σ_r x[r][d]·dl[r][c]; dX[r][d] = Σ_c dl[r][c]·W[d][c]; stored */
-	for (size_t d = 0; d < D; d++)
-		for (size_t c = 0; c < K; c++)
-			dot_store(be, pol, wgrad, p, acc, emu_at(grad, d * K + c),
-			          emu_strided(X, d, D), emu_strided(dl, c, K), R, d * K + c);
 	for (size_t r = 0; r < R; r++)
-		for (size_t d = 0; d < D; d++)
-			dot_store(be, pol, xgrad, p, acc, emu_at(grad, D * K + r * D + d),
-			          emu_row(dl, r * K), emu_row(W, d * K), K, r * D + d);
-	/* unscale_: inv = fp32(1/double(S)), the product in fp32 (none for
-	 * inv = 1); the stored dW and dX are elements 0.. and D·K.. of grad */
+		k_bw_row(be, S, C, A, X, W, D, K, r, (size_t)target[r], p, z, e, ea, t, dl, la);
+	k_bw_mean(be, A, la, R, t, loss);
+	for (size_t i = 0; i < D * K + R * D; i++)
+		k_bw_grad(be, S, C, A, X, W, dl, R, D, K, i, p, t, grad);
+	/* unscale_: inv = fp32(1/double(S)); the stored dW and dX are elements
+	 * 0.. and D·K.. of grad */
 	double inv = to_fp32(1 / scale);
-	emu_ref invv = tmp;
-	emu_fill(be, invv, inv, 1);
-	struct {
-		emu_vec *v;
-		size_t off, n;
-	} part[2] = {{dW, 0, D * K}, {dX, D * K, R * D}};
-	for (int k = 0; k < 2; k++) {
-		emu_ref o = emu_row(part[k].v, 0);
-		emu_map(be, S_TO_FP32, EMU_OP_CVT, F32, o, emu_row(grad, part[k].off), EMU_NOREF,
-		        EMU_NOREF, part[k].n, part[k].off, NULL);
-		if (inv != 1)
-			emu_map(be, S_UNSCALE, EMU_OP_MUL, F32, o, o, invv, EMU_NOREF, part[k].n,
-			        part[k].off, NULL);
-	}
+	k_bw_unscale(be, F32, grad, 0, D * K, dW, 0, inv, t);
+	k_bw_unscale(be, F32, grad, D * K, R * D, dX, 0, inv, t);
 	bool bad = false;
 	for (size_t i = 0; i < D * K && !bad; i++)
 		bad = !isfinite(emu_vget(be, dW, i));

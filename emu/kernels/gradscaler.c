@@ -46,9 +46,10 @@
  * is exact, so this equals one fp32 multiplication (the tests check it);
  * with a factor such as 1.1 it is the double product that counts.
  *
- * GPU counterpart: gpu/rows.h's `k_unscale` (unscale_; the scale update runs on the host),
- * compiled by nvcc in gpu/kern.cu and with the emulator's operations in gpu/host_rows.c for
- * the fake device, whose outputs tests/gpu/ compares with this file's (docs/gpu.md).
+ * GPU counterpart: emu/kernels/backward_rows.h's `k_bw_unscale` (unscale_; the scale update
+ * runs on the host), compiled by nvcc in gpu/kern.cu and with the emulator's operations in
+ * gpu/host_rows.c for the fake device, whose outputs tests/gpu/ compares with this file's
+ * (docs/gpu.md).
  */
 #include <errno.h>
 #include <math.h>

@@ -10,16 +10,18 @@ s/^\(\t*\)K_FOLD(S_SUM, ADD, A, s, EA, N, o);$/\1K_FOLD(S_SUM, ADD, C, s, EA, N,
 # layernorm backward: the sum of dy·ŷ in C instead of A (all variants)
 s/^\(\t*\)K_FOLD(S_DPROJ, ADD, A, s2, W2, N, o);$/\1K_FOLD(S_DPROJ, ADD, C, s2, W2, N, o);/
 # backward: the logits' dot products summed in C instead of A
-s/^\(\t*\)acc = K_ADD(A, acc, K_RND(A, xw));$/\1acc = K_ADD(C, acc, K_RND(A, xw));/
+s/^\(\t*\)K_FOLD(S_SUM, ADD, A, acc, P, D, (o + c) \* D);$/\1K_FOLD(S_SUM, ADD, C, acc, P, D, (o + c) * D);/
 # rmsnorm backward: the sum of g·dy·x̂ in C instead of A (all variants)
 s/^\(\t*\)K_FOLD(S_DPROJ, ADD, A, s, W2, N, o);$/\1K_FOLD(S_DPROJ, ADD, C, s, W2, N, o);/
 # bce: each element's loss finished in A instead of C, so only the loss
-# moves: naive's y·log p (log and product) and the terms' sum and negation
-# that take it (two lines, as an operand of C must be a value of C); the
-# stable loss's last addition, of the log1p term
-s/^\(\t*\)float lp = K_MUL(C, y, K_LOG(C, p));$/\1float lp = K_MUL(A, y, K_LOG(A, p));/
-s/^\(\t*\)l = K_NEG(C, K_ADD(C, lp, lq));$/\1l = K_NEG(A, K_ADD(A, lp, lq));/
-s/^\(\t*\)l = K_ADD(C, l, lg);$/\1l = K_ADD(A, l, lg);/
+# moves: naive's y·log p (log and product, redone from p, which g still
+# holds, on the product's line) and the terms' sum and negation that take
+# it (redone on the negation's line, so the sum in C between them, which
+# takes a value of A, is discarded: no kept value is an operation of C on
+# a value of A); the stable loss's last addition, of the log1p term
+s/^\(\t*\)K_MAP2(S_Y_LOG_P, MUL, C, U, y, U, N, o);$/\1K_MAP1(S_LOG_P, LOG, A, U, g, N, o); K_MAP2(S_Y_LOG_P, MUL, A, U, y, U, N, o);/
+s/^\(\t*\)K_MAP1(S_LOSS_NEG, NEG, C, l, l, N, o);$/\1K_MAP2(S_SUM_TERMS, ADD, A, l, U, W, N, o); K_MAP1(S_LOSS_NEG, NEG, A, l, l, N, o);/
+s/^\(\t*\)K_MAP2(S_LOSS, ADD, C, l, l, U, N, o);$/\1K_MAP2(S_LOSS, ADD, A, l, l, U, N, o);/
 # deepseek: the amax as fmaxf takes it (TE's kernels), a NaN element dropped
 # instead of making the block's amax NaN (torch's amax)
 s/^\(\t*\)if (!(v <= a))$/\1if (v > a)/

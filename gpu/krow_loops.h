@@ -89,4 +89,11 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 			d_.p[j_ * d_.s] = a_.p[j_ * a_.s];                                         \
 	} while (0)
 
+/* ---- strided operands, shifted references, values taken in (matmul,
+ * batchnorm; emu/engine/krow.h describes them): K_TAKE rounds the values
+ * into F (exact: they are values of F) ---- */
+#define K_STRIDED(v, off, stride) k_ref_of((v) + (off), (stride))
+#define K_SHIFT(r, j) k_ref_of((r).p + (j) * (r).s, (r).s)
+#define K_TAKE(F, d, a, n) K_MAP1(0, CVT, F, d, a, n, 0)
+
 #endif

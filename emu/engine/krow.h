@@ -69,4 +69,28 @@ typedef emu_ref k_ref;
 #define K_STEP_ENUM(id, name) id,
 #define K_STEP_NAME(id, name) name,
 
+/* ---- strided operands, shifted references, values taken in (matmul,
+ * batchnorm) ----
+ *   K_STRIDED(v, off, stride)   v[off + j·stride] (a column of a row-major
+ *                               matrix; stride 0 is K_AT)
+ *   K_SHIFT(r, j)               r from its element j on (a broadcast stays)
+ *   K_TAKE(F, d, a, n)          d[j] = a[j], n values of F that an operation
+ *                               outside the row source left in a (a Tensor
+ *                               Core GEMM's output): here a copy, exact and
+ *                               uncounted (d may be a itself); the loops
+ *                               round them into F, also exact, the site an
+ *                               epilogue in another format would change */
+#define K_STRIDED(v, off, stride) emu_strided(v, off, stride)
+static inline emu_ref k_shift(emu_ref r, size_t j)
+{
+	r.off += j * r.stride;
+	return r;
+}
+#define K_SHIFT(r, j) k_shift(r, j)
+#define K_TAKE(F, d, a, n)                                                                         \
+	do {                                                                                       \
+		(void)(F);                                                                         \
+		emu_copy(kc, d, a, n);                                                             \
+	} while (0)
+
 #endif

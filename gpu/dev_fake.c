@@ -264,7 +264,7 @@ int gpu_dev_adamw_ext(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, con
 }
 
 /* gpu/kern.cu's gpu_dev_matmul_tc: the GEMM (gpu_dev_mma above, the h200-mma
- * model), its encodings widened, then the store of gpu/rows.h */
+ * model), its encodings widened, then the store of emu/kernels/matmul_rows.h */
 int gpu_dev_matmul_tc(gpu_kfmt S, gpu_kfmt C, gpu_kfmt O, const uint16_t *a, const uint16_t *b,
                       size_t m, size_t n, size_t k, float *acc, float *c, char *err, size_t len)
 {

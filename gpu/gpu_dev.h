@@ -201,8 +201,8 @@ int gpu_dev_adamw_ext(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt 
  * matmul (emu/kernels/matmul.c, variant tc): gpu_dev_mma's GEMM (S fp16 or bf16
  * encodings: a m×k row-major, b n×k, B's columns contiguous; C zero, no
  * promotion; output O, GPU_K_F32, or GPU_K_F16 for fp16's fp16
- * accumulator), then one thread per output element (gpu/rows.h's
- * k_matmul_tc_store): acc (m·n values of O) and c (acc stored in S).
+ * accumulator), then one thread per output element
+ * (emu/kernels/matmul_rows.h's k_matmul_tc_store): acc (m·n values of O) and c (acc stored in S).
  * m % 16, n % 8, k % 16 must be 0.
  */
 int gpu_dev_matmul_tc(gpu_kfmt S, gpu_kfmt C, gpu_kfmt O, const uint16_t *a, const uint16_t *b,

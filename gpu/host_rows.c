@@ -1,8 +1,9 @@
 /*
  * host_rows.c — gpu/rows.h and the row sources emu/kernels/NAME_rows.h
- * (softmax_ce, layernorm, rmsnorm, bce, backward), the row bodies
- * gpu/kern.cu runs on the GPU, compiled for the host with each operation
- * the emulator's in the same format (RNE), and run row after row. Two uses:
+ * (softmax_ce, layernorm, rmsnorm, bce, backward, matmul, batchnorm), the
+ * row bodies gpu/kern.cu runs on the GPU, compiled for the host with each
+ * operation the emulator's in the same format (RNE), and run row after row.
+ * Two uses:
  *  - with no tables it is the fake device's kernel (gpu/dev_fake.c): the
  *    emulator's own kernels (emu/kernels/softmax.c, layernorm.c, backward.c,
  *    rmsnorm.c, bce.c, matmul.c, batchnorm.c, optimizer.c) must
@@ -14,8 +15,8 @@
  *    kernels bit for bit (the "replay" rows of the kern step); log1p has no
  *    table (the GPU's is log1pf rounded), so bce stable is not replayed.
  * Nothing here is per kernel but the loop over rows and the scratch memory:
- * a change of a kernel is a change of gpu/rows.h or of its row source,
- * which both sides compile.
+ * a change of a kernel is a change of gpu/rows.h or of its row source, which
+ * both sides compile.
  */
 #include <math.h>
 #include <stdio.h>
@@ -102,8 +103,10 @@ typedef const host_fmt *k_fmt;
 /* the row sources (emu/kernels/NAME_rows.h), after rows.h: its
  * operations, gpu/krow_loops.h's vocabulary */
 #include "emu/kernels/backward_rows.h"
+#include "emu/kernels/batchnorm_rows.h"
 #include "emu/kernels/bce_rows.h"
 #include "emu/kernels/layernorm_rows.h"
+#include "emu/kernels/matmul_rows.h"
 #include "emu/kernels/rmsnorm_rows.h"
 #include "emu/kernels/softmax_rows.h"
 
@@ -288,19 +291,38 @@ int gpu_rows_bce(const gpu_tables *t, int v, int S, int C, int A, const float *X
 	return 0;
 }
 
-/* gpu/kern.cu's gpu_dev_matmul: its one launch, element after element */
+/* gpu/kern.cu's gpu_dev_matmul: its three launches (the load, the operands
+ * into A, the elements) in order, element after element */
 int gpu_rows_matmul(const gpu_tables *t, int fma, int S, int C, int A, const float *X, size_t m,
                     size_t n, size_t k, float *acc, float *c, char *err, size_t len)
 {
 	host_fmt h[3];
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
-	for (size_t o = 0; o < m * n; o++)
-		k_matmul_elem(fma, &h[S], &h[C], &h[A], X, m, n, k, o, acc, c);
+	size_t mk = m * k, nx = mk + k * n;
+	float *xc = malloc((nx + k) * sizeof *xc);
+	if (!xc) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	float *p = xc + nx;
+	for (size_t i = 0; i < nx; i++)
+		xc[i] = K_RND(&h[C], X[i]);
+	for (size_t i = 0; i < nx; i++)
+		if (i < mk)
+			k_matmul_to_accum(0, &h[A], xc, i, 1, xc + mk, 0, 0, mk);
+		else
+			k_matmul_to_accum(0, &h[A], xc, 0, 0, xc + mk, i - mk, 1, mk);
+	for (size_t o = 0; o < m * n; o++) {
+		k_matmul_dot(0, fma, &h[C], &h[A], xc, xc + mk, 0, n, k, o, p, acc);
+		k_matmul_store(0, &h[S], acc, c, o, 1);
+	}
+	free(xc);
 	return 0;
 }
 
-/* gpu/kern.cu's gpu_dev_batchnorm: its one launch, column after column */
+/* gpu/kern.cu's gpu_dev_batchnorm: its two launches (the load, the
+ * channels) in order, channel after channel */
 int gpu_rows_batchnorm(const gpu_tables *t, int v, int S, int C, int A, const float *X,
                        const float *DY, size_t NB, size_t CH, const float cst[6], float *Y,
                        float *DX, float *MEAN, float *VAR, float *RM, float *RV, float *DGAMMA,
@@ -309,21 +331,21 @@ int gpu_rows_batchnorm(const gpu_tables *t, int v, int S, int C, int A, const fl
 	host_fmt h[3];
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
-	float *xmu = malloc(NB * CH * sizeof *xmu);
-	if (!xmu) {
+	size_t nx = NB * CH;
+	float *xc = malloc((3 * nx + 9 * CH + 3 * NB + BN_NT) * sizeof *xc);
+	if (!xc) {
 		snprintf(err, len, "host rows: out of memory");
 		return -1;
 	}
+	float *dy = xc + nx, *xmu = dy + nx, *sh = xmu + nx, *w = sh + 9 * CH;
+	for (size_t i = 0; i < nx; i++) {
+		xc[i] = K_RND(&h[C], X[i]);
+		dy[i] = DY[i];
+	}
 	for (size_t c = 0; c < CH; c++)
-		if (v == 2) /* eval */
-			k_batchnorm_eval_col(&h[S], &h[C], &h[A], X, DY, NB, CH, c, cst[0], cst[1],
-			                     cst[2], cst[4], cst[5], Y, DX, MEAN, VAR, RM, RV, DGAMMA,
-			                     DBETA, xmu);
-		else
-			k_batchnorm_col(v, &h[S], &h[C], &h[A], X, DY, NB, CH, c, cst[0], cst[1],
-			                cst[2], cst[3], cst[4], cst[5], Y, DX, MEAN, VAR, RM, RV, DGAMMA,
-			                DBETA, xmu);
-	free(xmu);
+		k_batchnorm_channel(0, v, &h[S], &h[C], &h[A], xc, dy, NB, CH, c, cst, Y, DX, MEAN,
+		                    VAR, RM, RV, DGAMMA, DBETA, xmu, sh, w);
+	free(xc);
 	return 0;
 }
 
@@ -376,8 +398,15 @@ int gpu_rows_matmul_tc_store(int S, int C, int O, const float *d, size_t no, flo
 	host_fmt h[3];
 	if (host_fmts(NULL, S, C, O, h, err, len))
 		return -1;
+	float *D = malloc(no * sizeof *D);
+	if (!D) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	memcpy(D, d, no * sizeof *D);
 	for (size_t o = 0; o < no; o++)
-		k_matmul_tc_store(&h[S], &h[C], &h[O], d, no, o, acc, c);
+		k_matmul_tc_store(0, &h[S], &h[C], &h[O], D, acc, c, o, 1);
+	free(D);
 	return 0;
 }
 

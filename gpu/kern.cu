@@ -3,13 +3,14 @@
  * definitions of the operations gpu/rows.h is written against. The row
  * bodies themselves are the row sources emu/kernels/NAME_rows.h, which the
  * engine runs too (softmax_ce, layernorm and rmsnorm forward and backward,
- * bce, the loss-scaled backward, read through gpu/krow_loops.h), and
- * gpu/rows.h (matmul, batchnorm, the optimizers, attention around its
+ * bce, the loss-scaled backward, matmul, batchnorm; read through
+ * gpu/krow_loops.h), and gpu/rows.h (the optimizers, attention around its
  * GEMMs), all of which gpu/host_rows.c compiles too with the emulator's
  * operations: the fake device runs the very code compiled here, in the
  * emulator's order of operations (emu/kernels/softmax.c, layernorm.c,
- * backward.c, rmsnorm.c, bce.c), so every intermediate is the same value
- * wherever the hardware's operation is correctly rounded.
+ * backward.c, rmsnorm.c, bce.c, matmul.c, batchnorm.c), so every
+ * intermediate is the same value wherever the hardware's operation is
+ * correctly rounded.
  *
  * A format is a gpu_kfmt value. An operation in format F converts its
  * operands (floats) to F exactly, runs F's own instruction (__hadd_rn,
@@ -21,7 +22,7 @@
  * keeps each sum's order sequential. The block quantisers run one thread
  * per scaling block; their element conversion is __nv_cvt_float_to_fp8
  * with __NV_SATFINITE (cvt.rn.satfinite.e4m3x2.f32 and e5m2x2).
- * matmul tc is gpu/mma.cu's mma.sync GEMM followed by rows.h's store;
+ * matmul tc is gpu/mma.cu's mma.sync GEMM followed by matmul_rows.h's store;
  * adamw_sr's random bits and stochastic rounding are rows.h's integer and
  * exact binary64 code, the same on both sides.
  */
@@ -201,8 +202,10 @@ typedef int k_fmt;
 /* the row sources (emu/kernels/NAME_rows.h), after rows.h: its
  * operations, gpu/krow_loops.h's vocabulary */
 #include "emu/kernels/backward_rows.h"
+#include "emu/kernels/batchnorm_rows.h"
 #include "emu/kernels/bce_rows.h"
 #include "emu/kernels/layernorm_rows.h"
+#include "emu/kernels/matmul_rows.h"
 #include "emu/kernels/rmsnorm_rows.h"
 #include "emu/kernels/softmax_rows.h"
 
@@ -412,12 +415,29 @@ out:
 	return rc;
 }
 
-/* ---- matmul: emu/kernels/matmul.c's run() (seq), one thread per output element ---- */
-static __global__ void k_matmul_elems(int fma, int S, int C, int A, const float *X, size_t m,
-                                      size_t n, size_t k, float *ACC, float *CS)
+/* ---- matmul (emu/kernels/matmul_rows.h), seq: the load, the operands into
+ * the accumulator format (one thread an element), then one thread per output
+ * element ---- */
+static __global__ void k_matmul_ins(int A, float *X, size_t mk, size_t nx)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= nx)
+		return;
+	if (i < mk)
+		k_matmul_to_accum(0, A, X, i, 1, X + mk, 0, 0, mk);
+	else
+		k_matmul_to_accum(0, A, X, 0, 0, X + mk, i - mk, 1, mk);
+}
+
+/* output o's dot product and its store; P holds k scratch values per thread */
+static __global__ void k_matmul_elems(int fma, int S, int C, int A, float *X, size_t m, size_t n,
+                                      size_t k, float *ACC, float *CS, float *P)
 {
 	size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	k_matmul_elem(fma, S, C, A, X, m, n, k, o, ACC, CS);
+	if (o >= m * n)
+		return;
+	k_matmul_dot(0, fma, C, A, X, X + m * k, 0, n, k, o, P + o * k, ACC);
+	k_matmul_store(0, S, ACC, CS, o, 1);
 }
 
 extern "C" int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
@@ -427,11 +447,15 @@ extern "C" int gpu_dev_matmul(int fma, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const
 	float *d = NULL;
 	int rc = -1;
 	size_t nx = m * k + k * n, no = m * n;
-	/* x, acc, c */
-	GPU_CK(cudaMalloc(&d, (nx + 2 * no) * sizeof *d));
+	/* x, acc, c, the threads' products */
+	GPU_CK(cudaMalloc(&d, (nx + 2 * no + no * k) * sizeof *d));
 	GPU_CK(cudaMemcpy(d, x, nx * sizeof *d, cudaMemcpyHostToDevice));
-	k_matmul_elems<<<(unsigned)((no + 127) / 128), 128>>>(fma, (int)S, (int)C, (int)A, d, m, n,
-	                                                      k, d + nx, d + nx + no);
+	k_to_compute<<<(unsigned)((nx + 127) / 128), 128>>>((int)C, d, nx);
+	GPU_CK_LAUNCH();
+	k_matmul_ins<<<(unsigned)((nx + 127) / 128), 128>>>((int)A, d, m * k, nx);
+	GPU_CK_LAUNCH();
+	k_matmul_elems<<<(unsigned)((no + 127) / 128), 128>>>(
+	    fma, (int)S, (int)C, (int)A, d, m, n, k, d + nx, d + nx + no, d + nx + 2 * no);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(acc, d + nx, no * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(c, d + nx + no, no * sizeof *d, cudaMemcpyDeviceToHost));
@@ -441,12 +465,14 @@ out:
 	return rc;
 }
 
-/* ---- matmul tc: gpu/mma.cu's GEMM, then the store, one thread per output element ---- */
-static __global__ void k_matmul_tc_stores(int S, int C, int O, const float *D, size_t no,
-                                          float *ACC, float *CS)
+/* ---- matmul tc: gpu/mma.cu's GEMM, then the store (emu/kernels/matmul_rows.h),
+ * one thread per output element ---- */
+static __global__ void k_matmul_tc_stores(int S, int C, int O, float *D, size_t no, float *ACC,
+                                          float *CS)
 {
 	size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	k_matmul_tc_store(S, C, O, D, no, o, ACC, CS);
+	if (o < no)
+		k_matmul_tc_store(0, S, C, O, D, ACC, CS, o, 1);
 }
 
 extern "C" int gpu_dev_matmul_tc(gpu_kfmt S, gpu_kfmt C, gpu_kfmt O, const uint16_t *a,
@@ -498,22 +524,20 @@ out:
 	return rc;
 }
 
-/* ---- batchnorm: emu/kernels/batchnorm.c's run() (training), one thread per channel ---- */
-static __global__ void k_batchnorm_cols(int v, int S, int C, int A, const float *X,
-                                        const float *DY, size_t NB, size_t CH, float epsc,
-                                        float gam, float bet, float mom, float rmc, float rvc,
-                                        float *Y, float *DX, float *MEAN, float *VAR, float *RM,
-                                        float *RV, float *DGAMMA, float *DBETA, float *XMU)
+/* ---- batchnorm (emu/kernels/batchnorm_rows.h): the load, then one thread per
+ * channel; SH holds the 9·CH values the threads share, W 3·NB + BN_NT per
+ * thread ---- */
+static __global__ void k_batchnorm_cols(int v, int S, int C, int A, float *X, float *DY, size_t NB,
+                                        size_t CH, const float *cst, float *Y, float *DX,
+                                        float *MEAN, float *VAR, float *RM, float *RV,
+                                        float *DGAMMA, float *DBETA, float *XMU, float *SH,
+                                        float *W)
 {
 	size_t c = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (c >= CH)
 		return;
-	if (v == 2) /* eval */
-		k_batchnorm_eval_col(S, C, A, X, DY, NB, CH, c, epsc, gam, bet, rmc, rvc, Y, DX, MEAN,
-		                     VAR, RM, RV, DGAMMA, DBETA, XMU);
-	else
-		k_batchnorm_col(v, S, C, A, X, DY, NB, CH, c, epsc, gam, bet, mom, rmc, rvc, Y, DX,
-		                MEAN, VAR, RM, RV, DGAMMA, DBETA, XMU);
+	k_batchnorm_channel(0, v, S, C, A, X, DY, NB, CH, c, cst, Y, DX, MEAN, VAR, RM, RV, DGAMMA,
+	                    DBETA, XMU, SH, W + c * (3 * NB + BN_NT));
 }
 
 extern "C" int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,
@@ -524,15 +548,20 @@ extern "C" int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A
 	float *d = NULL;
 	int rc = -1;
 	size_t nx = NB * CH;
-	/* x, dy, y, dx, xmu, then mean, var, rm, rv, dgamma, dbeta (CH each) */
+	/* x, dy, y, dx, xmu, then mean, var, rm, rv, dgamma, dbeta (CH each), cst, the
+	 * shared scratch (9·CH) and the threads' own */
 	size_t ox = 0, ody = nx, oy = 2 * nx, odx = 3 * nx, oxm = 4 * nx, oc = 5 * nx;
-	GPU_CK(cudaMalloc(&d, (5 * nx + 6 * CH) * sizeof *d));
+	size_t ok = oc + 6 * CH, osh = ok + 6, ow = osh + 9 * CH, nw = CH * (3 * NB + BN_NT);
+	GPU_CK(cudaMalloc(&d, (ow + nw) * sizeof *d));
 	GPU_CK(cudaMemcpy(d + ox, x, nx * sizeof *d, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(d + ody, dy, nx * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(d + ok, cst, 6 * sizeof *d, cudaMemcpyHostToDevice));
+	k_to_compute<<<(unsigned)((nx + 127) / 128), 128>>>((int)C, d + ox, nx);
+	GPU_CK_LAUNCH();
 	k_batchnorm_cols<<<(unsigned)((CH + 127) / 128), 128>>>(
-	    variant, (int)S, (int)C, (int)A, d + ox, d + ody, NB, CH, cst[0], cst[1], cst[2], cst[3],
-	    cst[4], cst[5], d + oy, d + odx, d + oc, d + oc + CH, d + oc + 2 * CH, d + oc + 3 * CH,
-	    d + oc + 4 * CH, d + oc + 5 * CH, d + oxm);
+	    variant, (int)S, (int)C, (int)A, d + ox, d + ody, NB, CH, d + ok, d + oy, d + odx,
+	    d + oc, d + oc + CH, d + oc + 2 * CH, d + oc + 3 * CH, d + oc + 4 * CH, d + oc + 5 * CH,
+	    d + oxm, d + osh, d + ow);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(y, d + oy, nx * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(dx, d + odx, nx * sizeof *d, cudaMemcpyDeviceToHost));

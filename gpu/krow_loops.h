@@ -89,8 +89,11 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 			d_.p[j_ * d_.s] = a_.p[j_ * a_.s];                                         \
 	} while (0)
 
-/* ---- rmsnorm, bce and backward (emu/kernels/NAME_rows.h) ---- */
-#define K_STRIDED(v, off, s) k_ref_of((v) + (off), (s))
+/* ---- operands and copies beyond the maps and folds (emu/engine/krow.h
+ * describes them): K_TAKE rounds the values into F (exact: they are values
+ * of F) ---- */
+#define K_STRIDED(v, off, stride) k_ref_of((v) + (off), (stride))
+#define K_SHIFT(r, j) k_ref_of((r).p + (j) * (r).s, (r).s)
 #define K_SEL_NEG(d, x, a, k, n)                                                                   \
 	do {                                                                                       \
 		k_ref d_ = (d), x_ = (x), a_ = (a);                                                \
@@ -98,5 +101,6 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 		for (size_t j_ = 0; j_ < n_; j_++)                                                 \
 			d_.p[j_ * d_.s] = x_.p[j_ * x_.s] < 0.0f ? a_.p[j_ * a_.s] : (float)(k);   \
 	} while (0)
+#define K_TAKE(F, d, a, n) K_MAP1(0, CVT, F, d, a, n, 0)
 
 #endif

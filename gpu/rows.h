@@ -4,11 +4,11 @@
  * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
- * equal the emulator's kernels (emu/kernels/matmul.c, batchnorm.c,
- * optimizer.c, and attention.c around its Tensor Core GEMMs) and quantiser
- * (emu/recipes/recipe.c) the order of operations proved is the one the GPU
- * runs, not a copy of it kept in step by hand. softmax_ce, layernorm,
- * rmsnorm, bce and backward are not here: each is written once in its row
+ * equal the emulator's kernels (emu/kernels/optimizer.c, and attention.c
+ * around its Tensor Core GEMMs) and quantiser (emu/recipes/recipe.c) the
+ * order of operations proved is the one the GPU runs, not a copy of it kept
+ * in step by hand. softmax_ce, layernorm, rmsnorm, bce, backward, matmul
+ * and batchnorm are not here: each is written once in its row
  * source (emu/kernels/NAME_rows.h), which the engine runs too and the
  * includers read through gpu/krow_loops.h.
  *
@@ -64,167 +64,6 @@
 
 #include "emu/core/draw.h"
 #include "gpu/krow_loops.h"
-
-/* matmul (emu/kernels/matmul.c's run(), variant seq), output (i, j) = o of
- * C = A·B: X holds A (m×k) then B (k×n), row-major, values of S. Each
- * operand is loaded (in C) and converted to A; the products are rounded in
- * A and added in order from +0 (fma 0), or c = fma(a_il, b_lj, c) in A for
- * l = 0..k−1 (fma 1). Writes ACC[o], the accumulator (a value of A), and
- * CS[o], its one rounding into S. An o past the end (a thread of the GPU's
- * last block) writes nothing. */
-K_FN void k_matmul_elem(int fma, k_fmt S, k_fmt C, k_fmt A, const float *X, size_t m, size_t n,
-                        size_t k, size_t o, float *ACC, float *CS)
-{
-	if (o >= m * n)
-		return;
-	size_t i = o / n, j = o % n;
-	const float *a = X + i * k, *b = X + m * k + j;
-	float acc = 0.0f;
-	for (size_t l = 0; l < k; l++) {
-		float al = K_RND(A, K_RND(C, a[l])), bl = K_RND(A, K_RND(C, b[l * n]));
-		if (fma)
-			acc = K_FMA(A, al, bl, acc);
-		else
-			acc = K_ADD(A, acc, K_MUL(A, al, bl));
-	}
-	ACC[o] = acc;
-	CS[o] = K_RND(S, acc);
-}
-
-/* matmul (emu/kernels/matmul.c's run(), variant tc) after the Tensor Core GEMM
- * (gpu/mma.cu's gpu_dev_mma: the model's fixed K order, output format O,
- * fp32 or fp16): output o of the GEMM's result D (its m·n values, widened
- * to float) is the accumulator, a value of O, and its one rounding into S
- * the stored result. C, the compute format, takes no part (without a
- * scaling recipe the operands are the stored values): the mutant's
- * epilogue that rounds into it is caught where it is narrower than O. An o
- * past the end (a thread of the GPU's last block) writes nothing. */
-K_FN void k_matmul_tc_store(k_fmt S, k_fmt C, k_fmt O, const float *D, size_t no, size_t o,
-                            float *ACC, float *CS)
-{
-	(void)C;
-	(void)O; /* the mutant's edit (gpu/testdata/rows-mutant.sed) takes C for it */
-	if (o >= no)
-		return;
-	float tcacc = K_RND(O, D[o]);
-	ACC[o] = tcacc;
-	CS[o] = K_RND(S, tcacc);
-}
-
-/* batchnorm (emu/kernels/batchnorm.c's run(), training mode), forward, running
- * statistics and backward of channel (column) c of X and DY (NB rows of CH,
- * values of S): v 0 twopass, 1 welford. epsc, gam, bet, mom, rmc and rvc
- * are eps, gamma, beta, momentum and the running statistics before the
- * step, each in C. Writes column c of Y and DX (values of S), MEAN[c] and
- * VAR[c] (values of C; var biased), RM[c], RV[c], DGAMMA[c] and DBETA[c]
- * (values of S); column c of XMU is scratch (x − mean in C). */
-K_FN void k_batchnorm_col(int v, k_fmt S, k_fmt C, k_fmt A, const float *X, const float *DY,
-                          size_t NB, size_t CH, size_t c, float epsc, float gam, float bet,
-                          float mom, float rmc, float rvc, float *Y, float *DX, float *MEAN,
-                          float *VAR, float *RM, float *RV, float *DGAMMA, float *DBETA,
-                          float *XMU)
-{
-	float Na = K_RND(A, (float)NB), N1a = K_RND(A, (float)(NB - 1));
-	float omm = K_SUB(C, 1.0f, mom), ma = 0.0f, s2 = 0.0f, tmp, tmp2;
-#define XC(n) K_RND(C, X[(n) * CH + c])
-#define XM(n) XMU[(n) * CH + c]
-	if (v == 1) { /* welford, in the accumulator format */
-		for (size_t n = 0; n < NB; n++) {
-			float xa = K_RND(A, XC(n));
-			tmp = K_SUB(A, xa, ma);
-			tmp2 = K_DIV(A, tmp, K_RND(A, (float)(n + 1)));
-			ma = K_ADD(A, ma, tmp2);
-			tmp2 = K_SUB(A, xa, ma);
-			tmp = K_MUL(A, tmp, tmp2);
-			s2 = K_ADD(A, s2, tmp);
-		}
-	} else {
-		for (size_t n = 0; n < NB; n++)
-			ma = K_ADD(A, ma, K_RND(A, XC(n)));
-		ma = K_DIV(A, ma, Na);
-	}
-	float mean = K_RND(C, ma);
-	for (size_t n = 0; n < NB; n++)
-		XM(n) = K_SUB(C, XC(n), mean);
-	if (v == 0)
-		for (size_t n = 0; n < NB; n++)
-			s2 = K_ADD(A, s2, K_RND(A, K_MUL(C, XM(n), XM(n))));
-	float var = K_RND(C, K_DIV(A, s2, Na)), uvar = K_RND(C, K_DIV(A, s2, N1a));
-	float invstd = K_DIV(C, 1.0f, K_SQRT(C, K_ADD(C, var, epsc)));
-	MEAN[c] = mean;
-	VAR[c] = var;
-	for (size_t n = 0; n < NB; n++) { /* y = ((gamma · (x − mean)) · invstd) + beta */
-		tmp = K_MUL(C, K_MUL(C, gam, XM(n)), invstd);
-		Y[n * CH + c] = K_RND(S, K_ADD(C, tmp, bet));
-	}
-	RM[c] = K_RND(S, K_ADD(C, K_MUL(C, mom, mean), K_MUL(C, omm, rmc)));
-	RV[c] = K_RND(S, K_ADD(C, K_MUL(C, mom, uvar), K_MUL(C, omm, rvc)));
-	/* backward */
-	float sdy = 0.0f, sdyx = 0.0f;
-	for (size_t n = 0; n < NB; n++) {
-		float dyc = K_RND(C, DY[n * CH + c]);
-		sdy = K_ADD(A, sdy, K_RND(A, dyc));
-		sdyx = K_ADD(A, sdyx, K_RND(A, K_MUL(C, dyc, XM(n))));
-	}
-	float norm = K_RND(C, K_DIV(A, 1.0f, Na));
-	sdy = K_RND(C, sdy);
-	sdyx = K_RND(C, sdyx);
-	DBETA[c] = K_RND(S, sdy);
-	DGAMMA[c] = K_RND(S, K_MUL(C, sdyx, invstd));
-	float mdy = K_MUL(C, sdy, norm);
-	float f1 = K_MUL(C, K_MUL(C, K_MUL(C, invstd, invstd), sdyx), norm);
-	float f2 = K_MUL(C, gam, invstd);
-	for (size_t n = 0; n < NB; n++) { /* ((dy − mean_dy) − (x − mean)·factor_1)·factor_2 */
-		float dyc = K_RND(C, DY[n * CH + c]);
-		tmp = K_SUB(C, K_SUB(C, dyc, mdy), K_MUL(C, XM(n), f1));
-		DX[n * CH + c] = K_RND(S, K_MUL(C, tmp, f2));
-	}
-#undef XC
-#undef XM
-}
-
-/* batchnorm (emu/kernels/batchnorm.c's run(), variant eval: inference with the
- * running statistics), forward and backward of channel (column) c of X and
- * DY (NB rows of CH, values of S). epsc, gam, bet, rmc and rvc are eps,
- * gamma, beta and the running mean and variance, each in C (mom is unused:
- * eval leaves the running statistics as they were). mean = rmc, var = rvc;
- * invstd = 1 / sqrt(var + eps); y = ((gamma · (x − mean)) · invstd) +
- * beta; the running statistics stored as given; backward: dbeta = Σ dy and
- * dgamma = Σ dy·(x − mean) · invstd (sums in A from +0, then in C), dx =
- * dy · (gamma · invstd) (the statistics are constants). Writes what
- * k_batchnorm_col writes; column c of XMU is scratch (x − mean in C). */
-K_FN void k_batchnorm_eval_col(k_fmt S, k_fmt C, k_fmt A, const float *X, const float *DY,
-                               size_t NB, size_t CH, size_t c, float epsc, float gam, float bet,
-                               float rmc, float rvc, float *Y, float *DX, float *MEAN, float *VAR,
-                               float *RM, float *RV, float *DGAMMA, float *DBETA, float *XMU)
-{
-	float tmp, mean = rmc, var = rvc;
-	for (size_t n = 0; n < NB; n++)
-		XMU[n * CH + c] = K_SUB(C, K_RND(C, X[n * CH + c]), mean);
-	float invstd = K_DIV(C, 1.0f, K_SQRT(C, K_ADD(C, var, epsc)));
-	MEAN[c] = mean;
-	VAR[c] = var;
-	for (size_t n = 0; n < NB; n++) { /* y = ((gamma · (x − mean)) · invstd) + beta */
-		tmp = K_MUL(C, K_MUL(C, gam, XMU[n * CH + c]), invstd);
-		Y[n * CH + c] = K_RND(S, K_ADD(C, tmp, bet));
-	}
-	RM[c] = K_RND(S, rmc);
-	RV[c] = K_RND(S, rvc);
-	/* backward: the two sums, dbeta, dgamma, then dx = dy · factor_2 */
-	float esdy = 0.0f, esdyx = 0.0f;
-	for (size_t n = 0; n < NB; n++) {
-		float dyc = K_RND(C, DY[n * CH + c]);
-		esdy = K_ADD(A, esdy, K_RND(A, dyc));
-		esdyx = K_ADD(A, esdyx, K_RND(A, K_MUL(C, dyc, XMU[n * CH + c])));
-	}
-	esdy = K_RND(C, esdy);
-	esdyx = K_RND(C, esdyx);
-	DBETA[c] = K_RND(S, esdy);
-	DGAMMA[c] = K_RND(S, K_MUL(C, esdyx, invstd));
-	float f2 = K_MUL(C, gam, invstd);
-	for (size_t n = 0; n < NB; n++)
-		DX[n * CH + c] = K_RND(S, K_MUL(C, K_RND(C, DY[n * CH + c]), f2));
-}
 
 /* AdamW's second moment and denominator, shared by k_opt_elem and
  * k_adamw_ext_elem: v = v·β2 + ((1 − β2)·g)·g stored in T, then

@@ -357,7 +357,7 @@ out:
 }
 
 /* matmul tc with the h200 model (variant "tc:h200"): gpu/mma.cu's mma.sync
- * GEMM, its K order fixed, then gpu/rows.h's store into S, on the first
+ * GEMM, its K order fixed, then matmul_rows.h's store into S, on the first
  * min(R, 64) rows of kern_matmul's input in its default shape (A m×k
  * row-major; B, k×n there, laid out n×k for the GEMM: at full size 32×512
  * by 512×32, since the engine's Tensor Core model takes ~6 s a policy on

@@ -69,14 +69,29 @@ typedef emu_ref k_ref;
 #define K_STEP_ENUM(id, name) id,
 #define K_STEP_NAME(id, name) name,
 
-/* ---- rmsnorm, bce and backward (emu/kernels/NAME_rows.h) ----
- *   K_STRIDED(v, off, s)     v[off + j·s], an operand (a column of a
- *                            row-major matrix: s its row length; a fold
- *                            down a column, rmsnorm's weight gradient)
- *   K_SEL_NEG(d, x, a, k, n) d[j] = a[j] where x[j] < 0, else the constant k
- *                            (exact: copies, no operation and no step; the
- *                            sign is x's value on each backend) */
-#define K_STRIDED(v, off, s) emu_strided(v, off, s)
+/* ---- operands and copies beyond the maps and folds (rmsnorm, bce,
+ * backward, matmul, batchnorm) ----
+ *   K_STRIDED(v, off, stride)   v[off + j·stride] (a column of a row-major
+ *                               matrix, s its row length: a fold down a
+ *                               column; stride 0 is K_AT)
+ *   K_SHIFT(r, j)               r from its element j on (a broadcast stays)
+ *   K_SEL_NEG(d, x, a, k, n)    d[j] = a[j] where x[j] < 0, else the
+ *                               constant k (exact: copies, no operation and
+ *                               no step; the sign is x's value on each
+ *                               backend)
+ *   K_TAKE(F, d, a, n)          d[j] = a[j], n values of F that an operation
+ *                               outside the row source left in a (a Tensor
+ *                               Core GEMM's output): here a copy, exact and
+ *                               uncounted (d may be a itself); the loops
+ *                               round them into F, also exact, the site an
+ *                               epilogue in another format would change */
+#define K_STRIDED(v, off, stride) emu_strided(v, off, stride)
+static inline emu_ref k_shift(emu_ref r, size_t j)
+{
+	r.off += j * r.stride;
+	return r;
+}
+#define K_SHIFT(r, j) k_shift(r, j)
 #define K_SEL_NEG(d, x, a, k, n) k_sel_neg(kc, d, x, a, k, n)
 static inline void k_sel_neg(emu_be *be, emu_ref d, emu_ref x, emu_ref a, double k, size_t n)
 {
@@ -88,5 +103,10 @@ static inline void k_sel_neg(emu_be *be, emu_ref d, emu_ref x, emu_ref a, double
 			emu_fill(be, dj, k, 1);
 	}
 }
+#define K_TAKE(F, d, a, n)                                                                         \
+	do {                                                                                       \
+		(void)(F);                                                                         \
+		emu_copy(kc, d, a, n);                                                             \
+	} while (0)
 
 #endif

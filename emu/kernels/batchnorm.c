@@ -68,9 +68,12 @@
  * is not masked by the backward's (eval's dgamma = Σ dy·(x − mean)·invstd
  * overflows fp16 before y does).
  *
- * GPU counterpart: gpu/rows.h's `k_batchnorm_col` and `k_batchnorm_eval_col`, compiled by nvcc
- * in gpu/kern.cu and with the emulator's operations in gpu/host_rows.c for the fake device,
- * whose outputs tests/gpu/ compares with this file's (docs/gpu.md).
+ * The order of operations is emu/kernels/batchnorm_rows.h, the one source
+ * the GPU compiles too (gpu/kern.cu, one thread a channel, and
+ * gpu/host_rows.c for the fake device, whose outputs tests/gpu/ compares
+ * with this file's; docs/gpu.md). This file takes the parameters, loads the
+ * inputs (x, dy and the per-channel parameters given as tensors) and calls
+ * the row source's phases over every channel.
  */
 #include <math.h>
 #include <stdio.h>
@@ -78,158 +81,20 @@
 #include <string.h>
 
 #include "emu/engine/kernels.h"
+#include "emu/engine/krow.h"
+#include "emu/kernels/batchnorm_rows.h"
 
 static const char *const variants[] = {"twopass", "welford", "eval", NULL};
 
-enum { TWOPASS, WELFORD, EVAL };
-
-/* The steps, each one operation site of the kernel. */
-enum {
-	S_N_ACCUM = EMU_STEP0,
-	S_N1_ACCUM,
-	S_EPS,
-	S_GAMMA_C,
-	S_BETA_C,
-	S_MOM_C,
-	S_ONE_MINUS_MOM,
-	S_RMEAN_C,
-	S_RVAR_C,
-	S_K_ACCUM,
-	S_X_ACCUM,
-	S_SUM,
-	S_MEAN,
-	S_W_DELTA,
-	S_W_MEAN_DIV,
-	S_W_MEAN_ADD,
-	S_W_DELTA2,
-	S_W_M2_MUL,
-	S_W_M2_ADD,
-	S_MEAN_C,
-	S_CENTER,
-	S_SQUARE,
-	S_SQ_ACCUM,
-	S_SUMSQ,
-	S_VAR_DIV,
-	S_VAR_C,
-	S_UVAR_DIV,
-	S_UVAR_C,
-	S_ADD_EPS,
-	S_SQRT,
-	S_INVSTD,
-	S_GAMMA,
-	S_NORM,
-	S_BETA,
-	S_STORE,
-	S_RM_MOM,
-	S_RM_KEEP,
-	S_RM_ADD,
-	S_RM_STORE,
-	S_RV_MOM,
-	S_RV_KEEP,
-	S_RV_ADD,
-	S_RV_STORE,
-	S_DY,
-	S_DY_C,
-	S_DY_ACCUM,
-	S_SUM_DY,
-	S_DY_XMU,
-	S_DYX_ACCUM,
-	S_SUM_DY_XMU,
-	S_NORM_FCT,
-	S_NORM_C,
-	S_SUM_DY_C,
-	S_SUM_DYX_C,
-	S_DBETA_STORE,
-	S_DGAMMA,
-	S_DGAMMA_STORE,
-	S_MEAN_DY,
-	S_F1_SQ,
-	S_F1_MUL,
-	S_F1_NORM,
-	S_F2,
-	S_DX_CENTER,
-	S_DX_PROJ_MUL,
-	S_DX_PROJ_SUB,
-	S_DX,
-	S_DX_STORE,
-	S_END
-};
-static const char *const steps[S_END - EMU_STEP0] = {
-    "to_accum",
-    "to_accum",
-    "eps",
-    "gamma",
-    "beta",
-    "momentum",
-    "momentum",
-    "running_mean",
-    "running_var",
-    "to_accum",
-    "to_accum",
-    "sum",
-    "mean",
-    "welford_delta",
-    "welford_mean",
-    "welford_mean",
-    "welford_delta2",
-    "welford_m2",
-    "welford_m2",
-    "to_compute",
-    "center",
-    "square",
-    "to_accum",
-    "sumsq",
-    "var",
-    "to_compute",
-    "var_unbiased",
-    "to_compute",
-    "add_eps",
-    "sqrt",
-    "invstd",
-    "gamma",
-    "norm",
-    "beta",
-    "store",
-    "rm_momentum",
-    "rm_keep",
-    "rm_update",
-    "rm_store",
-    "rv_momentum",
-    "rv_keep",
-    "rv_update",
-    "rv_store",
-    "dy",
-    "to_compute",
-    "to_accum",
-    "sum_dy",
-    "dy_xmu",
-    "to_accum",
-    "sum_dy_xmu",
-    "norm_fct",
-    "to_compute",
-    "to_compute",
-    "to_compute",
-    "dbeta_store",
-    "dgamma",
-    "dgamma_store",
-    "mean_dy",
-    "factor_1",
-    "factor_1",
-    "factor_1",
-    "factor_2",
-    "dx_center",
-    "dx_proj",
-    "dx_proj",
-    "dx",
-    "dx_store",
-};
+/* The steps' names (the row source declares them with their ids). */
+static const char *const steps[S_END - EMU_STEP0] = {K_BATCHNORM_STEPS(K_STEP_NAME)};
 
 static int parse_variant(const char *variant)
 {
-	return !variant                      ? TWOPASS
-	       : !strcmp(variant, "twopass") ? TWOPASS
-	       : !strcmp(variant, "welford") ? WELFORD
-	       : !strcmp(variant, "eval")    ? EVAL
+	return !variant                      ? BN_TWOPASS
+	       : !strcmp(variant, "twopass") ? BN_TWOPASS
+	       : !strcmp(variant, "welford") ? BN_WELFORD
+	       : !strcmp(variant, "eval")    ? BN_EVAL
 	                                     : -1;
 }
 
@@ -259,7 +124,7 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 
 	if (emu_kinputs_x(ki, pol, in, err, errlen) != 0)
 		return -1;
-	if (v < 0 || N == 0 || Ch == 0 || (v != EVAL && N < 2))
+	if (v < 0 || N == 0 || Ch == 0 || (v != BN_EVAL && N < 2))
 		return 0; /* the run refuses them */
 	for (size_t k = 0; k < NCHAN_PARAMS; k++) {
 		double val, lo = k == 3 ? 0 : -INFINITY, dflt = k == 0 || k == 3 ? 1 : 0;
@@ -299,7 +164,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		         variant);
 		return -1;
 	}
-	if (in->cols == 0 || in->rows == 0 || (v != EVAL && in->rows < 2)) {
+	if (in->cols == 0 || in->rows == 0 || (v != BN_EVAL && in->rows < 2)) {
 		snprintf(err, errlen,
 		         in->cols == 0 || in->rows == 0
 		             ? "batchnorm: empty input"
@@ -341,8 +206,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *sa = emu_vec_new(be, Ch), *sb = emu_vec_new(be, Ch), *invstd = emu_vec_new(be, Ch),
 	        *uvar = emu_vec_new(be, Ch), *f1 = emu_vec_new(be, Ch), *f2 = emu_vec_new(be, Ch),
 	        *mdy = emu_vec_new(be, Ch);
-	emu_vec *kA = v == WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
-	emu_vec *t = emu_vec_new(be, 16);
+	emu_vec *kA = v == BN_WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
+	emu_vec *t = emu_vec_new(be, BN_NT);
 	/* the per-channel parameters given as tensors, converted channel by channel */
 	emu_vec *cv[NCHAN_PARAMS];
 	bool cv_ok = true;
@@ -353,40 +218,56 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	if (!y || (bwd && (!dx || !dg || !db)) || !meanv || !varv || !rmv || !rvv || !X || !xmu ||
 	    !dyv || !row || !row2 || !w1 || !w2 || !sa || !sb || !invstd || !uvar || !f1 || !f2 ||
-	    !mdy || (v == WELFORD && !kA) || !t || !cv_ok ||
+	    !mdy || (v == BN_WELFORD && !kA) || !t || !cv_ok ||
 	    emu_load(be, pol, in->x, N, Ch, X) != 0) {
 		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "batchnorm: out of memory");
 		return -1;
 	}
-	enum { TMP, TMP2, NA, N1A, EPSC, GAMMA, BETA, MOM, OMM, RMEAN, RVAR, MA, XA, NORM, ONE };
-	emu_ref tmp = emu_at(t, TMP), tmp2 = emu_at(t, TMP2), Na = emu_at(t, NA),
-	        N1a = emu_at(t, N1A), epsc = emu_at(t, EPSC), gam = emu_at(t, GAMMA),
-	        bet = emu_at(t, BETA), momc = emu_at(t, MOM), omm = emu_at(t, OMM),
-	        rmc = emu_at(t, RMEAN), rvc = emu_at(t, RVAR), ma = emu_at(t, MA),
-	        xa = emu_at(t, XA), norm = emu_at(t, NORM), one = emu_at(t, ONE);
-	emu_ref W1 = emu_row(w1, 0), W2 = emu_row(w2, 0), ROW = emu_row(row, 0),
-	        ROW2 = emu_row(row2, 0);
-	emu_ref MEAN = emu_row(meanv, 0), VAR = emu_row(varv, 0), INVSTD = emu_row(invstd, 0),
-	        SA = emu_row(sa, 0), SB = emu_row(sb, 0), UVAR = emu_row(uvar, 0),
-	        F1 = emu_row(f1, 0), F2 = emu_row(f2, 0), MDY = emu_row(mdy, 0);
+	k_bn b = {.v = v,
+	          .S = S,
+	          .C = C,
+	          .A = A,
+	          .N = N,
+	          .Ch = Ch,
+	          .X = X,
+	          .xmu = xmu,
+	          .dy = dyv,
+	          .y = y,
+	          .dx = dx,
+	          .mean = meanv,
+	          .var = varv,
+	          .rm = rmv,
+	          .rv = rvv,
+	          .dg = dg,
+	          .db = db,
+	          .sa = sa,
+	          .sb = sb,
+	          .invstd = invstd,
+	          .uvar = uvar,
+	          .f1 = f1,
+	          .f2 = f2,
+	          .mdy = mdy,
+	          .row = row,
+	          .row2 = row2,
+	          .w1 = w1,
+	          .w2 = w2,
+	          .kA = kA,
+	          .t = t,
+	          .gam = emu_at(t, BN_GAMMA),
+	          .bet = emu_at(t, BN_BETA),
+	          .rmc = emu_at(t, BN_RMEAN),
+	          .rvc = emu_at(t, BN_RVAR)};
 
-	/* ---- the constants: N and N − 1 in the accumulator format; eps, gamma,
-	 * beta, momentum and the initial running statistics in the compute
-	 * format (each rounded if it must be) ---- */
-	const double cst[] = {(double)N, (double)N - 1, eps, gamma, beta, mom, rmean, rvar};
-	const unsigned cstep[] = {S_N_ACCUM, S_N1_ACCUM, S_EPS,     S_GAMMA_C,
-	                          S_BETA_C,  S_MOM_C,    S_RMEAN_C, S_RVAR_C};
-	const emu_ref cdst[] = {Na, N1a, epsc, gam, bet, momc, rmc, rvc};
-	const int chan_of[] = {-1, -1, -1, 0, 1, -1, 2, 3}; /* cst's per-channel ones */
-	for (size_t i = 0; i < sizeof cst / sizeof cst[0]; i++) {
-		if (chan_of[i] >= 0 && cv[chan_of[i]])
-			continue; /* given as a tensor: below */
-		emu_fill(be, tmp, cst[i], 1);
-		emu_op1(be, cstep[i], EMU_OP_CVT, i < 2 ? A : C, cdst[i], tmp, EMU_NOREF, 0);
-	}
-	/* a per-channel parameter given as a tensor, channel by channel */
-	emu_ref *chan_ref[NCHAN_PARAMS] = {&gam, &bet, &rmc, &rvc};
+	/* the row source, emu/kernels/batchnorm_rows.h, each phase over every
+	 * channel: the GPU's threads run them all, one channel each */
+	/* ---- the constants (a per-channel parameter given as a tensor is
+	 * converted below, channel by channel) ---- */
+	unsigned given = 0;
+	for (size_t k = 0; k < NCHAN_PARAMS; k++)
+		given |= cv[k] ? 1u << k : 0;
+	k_batchnorm_consts(be, &b, eps, gamma, beta, mom, rmean, rvar, given);
+	emu_ref *chan_ref[NCHAN_PARAMS] = {&b.gam, &b.bet, &b.rmc, &b.rvc};
 	for (size_t k = 0; k < NCHAN_PARAMS; k++) {
 		if (!cv[k])
 			continue;
@@ -397,167 +278,38 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		        emu_row(cv[k], 0), EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
 		*chan_ref[k] = emu_row(cv[k], 0);
 	}
-	emu_fill(be, one, 1, 1);
-	emu_op1(be, S_ONE_MINUS_MOM, EMU_OP_SUB, C, omm, one, momc, 0);
-
+	k_batchnorm_momentum(be, &b);
 	/* ---- mean (and, in Welford's recurrence, M2) per channel ---- */
-	if (v == EVAL) {
-		emu_copy(be, MEAN, rmc, Ch);
-	} else if (v == WELFORD) {
-		for (size_t j = 0; j < N; j++) /* the counts 1..N, in the accumulator format */
-			emu_fill(be, emu_at(kA, j), (double)(j + 1), 1);
-		emu_map(be, S_K_ACCUM, EMU_OP_CVT, A, emu_row(kA, 0), emu_row(kA, 0), EMU_NOREF,
-		        EMU_NOREF, N, 0, NULL);
-		for (size_t c = 0; c < Ch; c++) {
-			size_t o = c * N;
-			emu_ref m2 = emu_at(sb, c);
-			emu_map(be, S_X_ACCUM, EMU_OP_CVT, A, W1, emu_strided(X, c, Ch), EMU_NOREF,
-			        EMU_NOREF, N, o, NULL);
-			emu_fill(be, ma, 0, 1);
-			emu_fill(be, m2, 0, 1);
-			for (size_t j = 0, i = o; j < N; j++, i++) {
-				emu_copy(be, xa, emu_at(w1, j), 1);
-				emu_op1(be, S_W_DELTA, EMU_OP_SUB, A, tmp, xa, ma, i);
-				emu_op1(be, S_W_MEAN_DIV, EMU_OP_DIV, A, tmp2, tmp, emu_at(kA, j),
-				        i);
-				emu_op1(be, S_W_MEAN_ADD, EMU_OP_ADD, A, ma, ma, tmp2, i);
-				emu_op1(be, S_W_DELTA2, EMU_OP_SUB, A, tmp2, xa, ma, i);
-				emu_op1(be, S_W_M2_MUL, EMU_OP_MUL, A, tmp, tmp, tmp2, i);
-				emu_op1(be, S_W_M2_ADD, EMU_OP_ADD, A, m2, m2, tmp, i);
-			}
-			emu_copy(be, emu_at(sa, c), ma, 1);
-		}
-		emu_map(be, S_MEAN_C, EMU_OP_CVT, C, MEAN, SA, EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
-	} else {
-		for (size_t c = 0; c < Ch; c++) {
-			size_t o = c * N;
-			emu_map(be, S_X_ACCUM, EMU_OP_CVT, A, W1, emu_strided(X, c, Ch), EMU_NOREF,
-			        EMU_NOREF, N, o, NULL);
-			emu_fill(be, emu_at(sa, c), 0, 1);
-			emu_fold(be, S_SUM, EMU_OP_ADD, A, EMU_ORDER_SEQ, emu_at(sa, c), W1,
-			         EMU_NOREF, N, o);
-		}
-		emu_map(be, S_MEAN, EMU_OP_DIV, A, SA, SA, Na, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_MEAN_C, EMU_OP_CVT, C, MEAN, SA, EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
-	}
-	/* ---- x − mean, kept for y, the second pass and the backward ---- */
+	if (v == BN_WELFORD)
+		k_batchnorm_counts(be, &b);
+	if (v != BN_EVAL)
+		for (size_t c = 0; c < Ch; c++)
+			k_batchnorm_mean_col(be, &b, c);
+	k_batchnorm_mean(be, &b, 0, Ch);
+	/* ---- x − mean, var, invstd, y and the running statistics ---- */
 	for (size_t n = 0; n < N; n++)
-		emu_map(be, S_CENTER, EMU_OP_SUB, C, emu_row(xmu, n * Ch), emu_row(X, n * Ch), MEAN,
-		        EMU_NOREF, Ch, n * Ch, NULL);
-	/* ---- var (biased) and var_unbiased per channel, from M2 ---- */
-	if (v == EVAL) {
-		emu_copy(be, VAR, rvc, Ch);
-	} else {
-		if (v == TWOPASS)
-			for (size_t c = 0; c < Ch; c++) {
-				size_t o = c * N;
-				emu_ref d = emu_strided(xmu, c, Ch);
-				emu_map(be, S_SQUARE, EMU_OP_MUL, C, W2, d, d, EMU_NOREF, N, o,
-				        NULL);
-				emu_map(be, S_SQ_ACCUM, EMU_OP_CVT, A, W2, W2, EMU_NOREF, EMU_NOREF,
-				        N, o, NULL);
-				emu_fill(be, emu_at(sb, c), 0, 1);
-				emu_fold(be, S_SUMSQ, EMU_OP_ADD, A, EMU_ORDER_SEQ, emu_at(sb, c),
-				         W2, EMU_NOREF, N, o);
-			}
-		emu_map(be, S_VAR_DIV, EMU_OP_DIV, A, SA, SB, Na, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_VAR_C, EMU_OP_CVT, C, VAR, SA, EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_UVAR_DIV, EMU_OP_DIV, A, SB, SB, N1a, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_UVAR_C, EMU_OP_CVT, C, UVAR, SB, EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
-	}
-	/* ---- invstd = 1 / sqrt(var + eps) ---- */
-	emu_map(be, S_ADD_EPS, EMU_OP_ADD, C, INVSTD, VAR, epsc, EMU_NOREF, Ch, 0, NULL);
-	emu_map(be, S_SQRT, EMU_OP_SQRT, C, INVSTD, INVSTD, EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
-	emu_map(be, S_INVSTD, EMU_OP_DIV, C, INVSTD, one, INVSTD, EMU_NOREF, Ch, 0, NULL);
-	/* ---- y = ((gamma · (x − mean)) · invstd) + beta, stored ---- */
-	for (size_t n = 0; n < N; n++) {
-		size_t o = n * Ch;
-		emu_map(be, S_GAMMA, EMU_OP_MUL, C, ROW, gam, emu_row(xmu, o), EMU_NOREF, Ch, o,
-		        NULL);
-		emu_map(be, S_NORM, EMU_OP_MUL, C, ROW, ROW, INVSTD, EMU_NOREF, Ch, o, NULL);
-		emu_map(be, S_BETA, EMU_OP_ADD, C, ROW, ROW, bet, EMU_NOREF, Ch, o, NULL);
-		emu_map(be, S_STORE, EMU_OP_CVT, S, emu_row(y, o), ROW, EMU_NOREF, EMU_NOREF, Ch, o,
-		        NULL);
-	}
-	/* ---- running statistics: m · stat + (1 − m) · running, stored; eval
-	 * leaves them as they were ---- */
-	if (v == EVAL) {
-		emu_map(be, S_RM_STORE, EMU_OP_CVT, S, emu_row(rmv, 0), rmc, EMU_NOREF, EMU_NOREF,
-		        Ch, 0, NULL);
-		emu_map(be, S_RV_STORE, EMU_OP_CVT, S, emu_row(rvv, 0), rvc, EMU_NOREF, EMU_NOREF,
-		        Ch, 0, NULL);
-	} else {
-		emu_map(be, S_RM_MOM, EMU_OP_MUL, C, SA, momc, MEAN, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_RM_KEEP, EMU_OP_MUL, C, SB, omm, rmc, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_RM_ADD, EMU_OP_ADD, C, SA, SA, SB, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_RM_STORE, EMU_OP_CVT, S, emu_row(rmv, 0), SA, EMU_NOREF, EMU_NOREF,
-		        Ch, 0, NULL);
-		emu_map(be, S_RV_MOM, EMU_OP_MUL, C, SA, momc, UVAR, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_RV_KEEP, EMU_OP_MUL, C, SB, omm, rvc, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_RV_ADD, EMU_OP_ADD, C, SA, SA, SB, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_RV_STORE, EMU_OP_CVT, S, emu_row(rvv, 0), SA, EMU_NOREF, EMU_NOREF,
-		        Ch, 0, NULL);
-	}
+		k_batchnorm_center(be, &b, n, 0, Ch);
+	if (v == BN_TWOPASS)
+		for (size_t c = 0; c < Ch; c++)
+			k_batchnorm_sumsq_col(be, &b, c);
+	k_batchnorm_var(be, &b, 0, Ch);
+	for (size_t n = 0; n < N; n++)
+		k_batchnorm_y(be, &b, n, 0, Ch);
+	k_batchnorm_running(be, &b, 0, Ch);
 
 	if (!bwd) { /* backward=0: the forward pass alone */
 		emu_kinputs_free(&ki);
 		return 0;
 	}
-	/* ---- backward: dy stored, then the two sums per channel ---- */
+	/* ---- backward: dy stored, then the two sums per channel, the
+	 * per-channel factors and dx ---- */
 	emu_input(be, S_DY, S, emu_row(dyv, 0), emu_kinputs_find(&ki, "dy")->v, 1, N * Ch, 0, NULL);
-	emu_map(be, S_DY_C, EMU_OP_CVT, C, emu_row(dyv, 0), emu_row(dyv, 0), EMU_NOREF, EMU_NOREF,
-	        N * Ch, 0, NULL);
-	for (size_t c = 0; c < Ch; c++) {
-		size_t o = c * N;
-		emu_ref dyc = emu_strided(dyv, c, Ch);
-		emu_map(be, S_DY_ACCUM, EMU_OP_CVT, A, W1, dyc, EMU_NOREF, EMU_NOREF, N, o, NULL);
-		emu_map(be, S_DY_XMU, EMU_OP_MUL, C, W2, dyc, emu_strided(xmu, c, Ch), EMU_NOREF, N,
-		        o, NULL);
-		emu_map(be, S_DYX_ACCUM, EMU_OP_CVT, A, W2, W2, EMU_NOREF, EMU_NOREF, N, o, NULL);
-		emu_fill(be, emu_at(sa, c), 0, 1);
-		emu_fill(be, emu_at(sb, c), 0, 1);
-		emu_fold(be, S_SUM_DY, EMU_OP_ADD, A, EMU_ORDER_SEQ, emu_at(sa, c), W1, EMU_NOREF,
-		         N, o);
-		emu_fold(be, S_SUM_DY_XMU, EMU_OP_ADD, A, EMU_ORDER_SEQ, emu_at(sb, c), W2,
-		         EMU_NOREF, N, o);
-	}
-	/* norm = 1/N in the accumulator format, then the compute format */
-	emu_op1(be, S_NORM_FCT, EMU_OP_DIV, A, tmp, one, Na, 0);
-	emu_op1(be, S_NORM_C, EMU_OP_CVT, C, norm, tmp, EMU_NOREF, 0);
-	emu_map(be, S_SUM_DY_C, EMU_OP_CVT, C, SA, SA, EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
-	emu_map(be, S_SUM_DYX_C, EMU_OP_CVT, C, SB, SB, EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
-	/* dbeta = sum_dy, dgamma = sum_dy_xmu · invstd */
-	emu_map(be, S_DBETA_STORE, EMU_OP_CVT, S, emu_row(db, 0), SA, EMU_NOREF, EMU_NOREF, Ch, 0,
-	        NULL);
-	emu_map(be, S_DGAMMA, EMU_OP_MUL, C, F1, SB, INVSTD, EMU_NOREF, Ch, 0, NULL);
-	emu_map(be, S_DGAMMA_STORE, EMU_OP_CVT, S, emu_row(dg, 0), F1, EMU_NOREF, EMU_NOREF, Ch, 0,
-	        NULL);
-	/* the factors: mean_dy, factor_1 = ((invstd·invstd)·sum_dy_xmu)·norm,
-	 * factor_2 = gamma·invstd */
-	if (v != EVAL) { /* eval's statistics are constants: dx = dy · factor_2 */
-		emu_map(be, S_MEAN_DY, EMU_OP_MUL, C, MDY, SA, norm, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_F1_SQ, EMU_OP_MUL, C, F1, INVSTD, INVSTD, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_F1_MUL, EMU_OP_MUL, C, F1, F1, SB, EMU_NOREF, Ch, 0, NULL);
-		emu_map(be, S_F1_NORM, EMU_OP_MUL, C, F1, F1, norm, EMU_NOREF, Ch, 0, NULL);
-	}
-	emu_map(be, S_F2, EMU_OP_MUL, C, F2, gam, INVSTD, EMU_NOREF, Ch, 0, NULL);
-	/* dx = ((dy − mean_dy) − (x − mean)·factor_1)·factor_2; eval: dy·factor_2 */
-	for (size_t n = 0; n < N; n++) {
-		size_t o = n * Ch;
-		emu_ref dyr = emu_row(dyv, o);
-		if (v != EVAL) {
-			emu_map(be, S_DX_CENTER, EMU_OP_SUB, C, ROW, dyr, MDY, EMU_NOREF, Ch, o,
-			        NULL);
-			emu_map(be, S_DX_PROJ_MUL, EMU_OP_MUL, C, ROW2, emu_row(xmu, o), F1,
-			        EMU_NOREF, Ch, o, NULL);
-			emu_map(be, S_DX_PROJ_SUB, EMU_OP_SUB, C, ROW, ROW, ROW2, EMU_NOREF, Ch, o,
-			        NULL);
-			dyr = ROW;
-		}
-		emu_map(be, S_DX, EMU_OP_MUL, C, ROW, dyr, F2, EMU_NOREF, Ch, o, NULL);
-		emu_map(be, S_DX_STORE, EMU_OP_CVT, S, emu_row(dx, o), ROW, EMU_NOREF, EMU_NOREF,
-		        Ch, o, NULL);
-	}
+	k_batchnorm_dy(be, &b, 0, 1, N * Ch);
+	for (size_t c = 0; c < Ch; c++)
+		k_batchnorm_dsum_col(be, &b, c);
+	k_batchnorm_factors(be, &b, 0, Ch);
+	for (size_t n = 0; n < N; n++)
+		k_batchnorm_dx(be, &b, n, 0, Ch);
 	emu_kinputs_free(&ki);
 	return 0;
 }

@@ -49,10 +49,12 @@
  * Outputs: acc (m·n, the accumulator format, or the Tensor Core's output
  * format) and c (m·n, the storage format).
  *
- * GPU counterpart: gpu/rows.h's `k_matmul_elem` and `k_matmul_tc_store` (the Tensor Core
- * variant between them is gpu/mma.cu), compiled by nvcc in gpu/kern.cu and with the
- * emulator's operations in gpu/host_rows.c for the fake device, whose outputs tests/gpu/
- * compares with this file's (docs/gpu.md).
+ * The order of operations is emu/kernels/matmul_rows.h, the one source the
+ * GPU compiles too (gpu/kern.cu, one thread an output element, and
+ * gpu/host_rows.c for the fake device, whose outputs tests/gpu/ compares
+ * with this file's; docs/gpu.md); the Tensor Core variant's GEMM between
+ * the loads and the store is emu/kernels/tc.h's here and gpu/mma.cu's
+ * there. This file shapes the input, loads it and runs the GEMM.
  */
 #include <math.h>
 #include <stdio.h>
@@ -61,27 +63,16 @@
 
 #include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
+#include "emu/engine/krow.h"
+#include "emu/kernels/matmul_rows.h"
 #include "emu/kernels/tc.h"
 
 static const char *const variants[] = {"seq", "tc", NULL};
 
 enum { SEQ, TC };
 
-enum {
-	S_TO_ACCUM_A = EMU_STEP0,
-	S_TO_ACCUM_B,
-	S_MUL,
-	S_SUM,
-	S_FMA,
-	S_TC_BLOCK,
-	S_PROMOTE,
-	S_TC_OUT,
-	S_STORE,
-	S_END
-};
-static const char *const steps[S_END - EMU_STEP0] = {
-    "to_accum", "to_accum", "mul", "sum", "fma", "tc_block", "promote", "tc_out", "store",
-};
+/* The steps' names (the row source declares them with their ids). */
+static const char *const steps[S_END - EMU_STEP0] = {K_MATMUL_STEPS(K_STEP_NAME)};
 static const emu_tc_steps tc_steps = {S_TC_BLOCK, S_PROMOTE, S_TC_OUT};
 
 /* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
@@ -292,39 +283,24 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	if (x != SHAPED_NONE)
 		free(x);
 	x = NULL;
+	/* the row source, emu/kernels/matmul_rows.h: the GPU's threads run the
+	 * output elements one each (seq), or store the GEMM's (tc) */
 	if (v == SEQ) {
-		emu_map(be, S_TO_ACCUM_A, EMU_OP_CVT, A, emu_row(Av, 0), emu_row(Av, 0), EMU_NOREF,
-		        EMU_NOREF, m * k, 0, NULL);
-		emu_map(be, S_TO_ACCUM_B, EMU_OP_CVT, A, emu_row(Bv, 0), emu_row(Bv, 0), EMU_NOREF,
-		        EMU_NOREF, k * n, m * k, NULL);
-	}
-	for (size_t i = 0; i < m; i++)
-		for (size_t j = 0; j < n; j++) {
-			size_t o = i * n + j;
-			uint64_t base = (uint64_t)o * k;
-			emu_ref a = emu_row(Av, i * k),
-			        b = bt ? emu_row(Bv, j * k) : emu_strided(Bv, j, n),
-			        s = emu_at(acc, o);
-			if (v == TC) {
-				if (emu_fold_tc(be, tc_steps, &model, I, O, s, a, b, k, base) != 0)
-					goto oom;
-				continue;
-			}
-			emu_fill(be, s, 0, 1);
-			if (fma) {
-				emu_fold(be, S_FMA, EMU_OP_FMA, A, EMU_ORDER_SEQ, s, a, b, k, base);
-			} else {
-				emu_ref P = emu_row(p, 0);
-				emu_map(be, S_MUL, EMU_OP_MUL, A, P, a, b, EMU_NOREF, k, base,
-				        NULL);
-				emu_fold(be, S_SUM, EMU_OP_ADD, A, EMU_ORDER_SEQ, s, P, EMU_NOREF,
-				         k, base);
-			}
+		k_matmul_to_accum(be, A, Av, 0, m * k, Bv, 0, k * n, m * k);
+		for (size_t o = 0; o < m * n; o++)
+			k_matmul_dot(be, (int)fma, &pol->compute, A, Av, Bv, bt != 0, n, k, o, p,
+			             acc);
+		k_matmul_store(be, S, acc, c, 0, m * n);
+	} else {
+		for (size_t o = 0; o < m * n; o++) {
+			size_t i = o / n, j = o % n;
+			emu_ref b = bt ? emu_row(Bv, j * k) : emu_strided(Bv, j, n);
+			if (emu_fold_tc(be, tc_steps, &model, I, O, emu_at(acc, o),
+			                emu_row(Av, i * k), b, k, (uint64_t)o * k) != 0)
+				goto oom;
 		}
-	/* the one rounding into the storage format: where an fp32 GEMM writing
-	 * fp16 overflows */
-	emu_map(be, S_STORE, EMU_OP_CVT, S, emu_row(c, 0), emu_row(acc, 0), EMU_NOREF, EMU_NOREF,
-	        m * n, 0, NULL);
+		k_matmul_tc_store(be, S, &pol->compute, O, acc, acc, c, 0, m * n);
+	}
 	emu_kinputs_free(&ki);
 	return 0;
 oom:

@@ -31,10 +31,14 @@ s/^\(\t*\)return code == 0 ? 1.0f : K_U2F((254u - code) << 23);$/\1return code =
 s/^\(\t*\)\*sc = K_F2U(K_DIV(F32, ac, fmax));$/\1*sc = K_F2U(K_DIV(F32, 1.0f, s));/
 # matmul: the sum of the products in C instead of A, and (fma=1) the fused
 # step in C
-s/^\(\t*\)acc = K_ADD(A, acc, K_MUL(A, al, bl));$/\1acc = K_ADD(C, acc, K_MUL(A, al, bl));/
-s/^\(\t*\)acc = K_FMA(A, al, bl, acc);$/\1acc = K_FMA(C, al, bl, acc);/
-# batchnorm backward: the sum of dy·(x − mean) in C instead of A (both variants)
-s/^\(\t*\)sdyx = K_ADD(A, sdyx, K_RND(A, K_MUL(C, dyc, XM(n))));$/\1sdyx = K_ADD(C, sdyx, K_RND(A, K_MUL(C, dyc, XM(n))));/
+s/^\(\t*\)K_FOLD(S_SUM, ADD, A, s, P, k, o \* k);$/\1K_FOLD(S_SUM, ADD, C, s, P, k, o * k);/
+s/^\(\t*\)K_FOLD_FMA(S_FMA, A, s, a, b, k, o \* k);$/\1K_FOLD_FMA(S_FMA, C, s, a, b, k, o * k);/
+# batchnorm backward: the sum of dy·(x − mean) in C instead of A, every
+# variant (training and eval share it): its additions, and the conversion
+# of its terms that feeds them (an exact one either way, as the products are
+# values of C; the two lines that were one sum in the training and the eval
+# bodies)
+s/^\(\t*\)K_FOLD(S_SUM_DY_XMU, ADD, A, sdyx, W2, N, c \* N);$/\1K_FOLD(S_SUM_DY_XMU, ADD, C, sdyx, W2, N, c * N);/
 # optimizer: sgd's momentum product and adamw's first-moment addition in
 # the state format instead of the compute format (it has no accumulator:
 # only the policies whose compute format is wider than the state's move)
@@ -48,8 +52,7 @@ s/^\(\t*\)o = b == 0 ? part : K_ADD(A, K_MUL(A, o, ALPHA\[i \* nkt + b\]), part)
 # sum rounded to C after every step
 s/^\(\t*\)acc = K_FMA(A, K_RND(A, p\[j\]), K_RND(A, V\[j \* d + c\]), acc);$/\1acc = K_RND(C, K_FMA(A, K_RND(A, p[j]), K_RND(A, V[j * d + c]), acc));/
 s/^\(\t*\)gv = K_FMA(A, K_RND(A, P\[i \* nk + j\]), K_RND(A, K_RND(C, DO\[i \* d + c\])), gv);$/\1gv = K_RND(C, K_FMA(A, K_RND(A, P[i * nk + j]), K_RND(A, K_RND(C, DO[i * d + c])), gv));/
-# batchnorm eval: its backward sum of dy·(x − mean) in C instead of A
-s/^\(\t*\)esdyx = K_ADD(A, esdyx, K_RND(A, K_MUL(C, dyc, XMU\[n \* CH + c\])));$/\1esdyx = K_ADD(C, esdyx, K_RND(A, K_MUL(C, dyc, XMU[n * CH + c])));/
+s/^\(\t*\)K_MAP1(S_DYX_ACCUM, CVT, A, W2, W2, N, c \* N);$/\1K_MAP1(S_DYX_ACCUM, CVT, C, W2, W2, N, c * N);/
 # adamw_kahan: the increment stored in the weights' format before it enters
 # the compensated sum (a kernel that materialises it as a tensor of w's dtype)
 s/^\(\t*\)cp = K_RND(S, K_ADD(C, K_RND(C, cp), u));$/\1cp = K_RND(S, K_ADD(C, K_RND(C, cp), K_RND(S, u)));/
@@ -59,6 +62,6 @@ s/^\(\t*\)w = k_sr(S, K_ADD(C, wc, a), k_sr_bits(seed, store_step, e));$/\1w = k
 # matmul tc: the Tensor Core's output rounded into the compute format before
 # the store (an epilogue in the compute dtype): only acc moves, and only where
 # compute is narrower than the output
-s/^\(\t*\)float tcacc = K_RND(O, D\[o\]);$/\1float tcacc = K_RND(C, D[o]);/
+s/^\(\t*\)K_TAKE(O, K_ROW(acc, o), K_ROW(D, o), cnt);$/\1K_TAKE(C, K_ROW(acc, o), K_ROW(D, o), cnt);/
 # fp8:bwd: dV's running sum rounded to C after every step
 s/^\(\t*\)gv = K_FMA(A, P8A\[i \* nk + j\], K_RND(A, DO8\[i \* d + c\]), gv);$/\1gv = K_RND(C, K_FMA(A, P8A[i * nk + j], K_RND(A, DO8[i * d + c]), gv));/

@@ -116,8 +116,11 @@ status() { # step status seconds note
 	nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 ||
 		echo "nvidia-smi: not available"
 	"$NVCC" --version 2>&1 | tail -n 2 || echo "nvcc: not available at $NVCC"
-	# the kernels' row bodies the runner was built from (kern.cu and the replay compile the same file)
-	echo "source: $(git describe --always --dirty 2>/dev/null || echo 'not a git checkout'), gpu/rows.h $(git hash-object gpu/rows.h 2>/dev/null || cksum <gpu/rows.h)"
+	# the kernels' row bodies the runner was built from (kern.cu and the replay compile the same
+	# files): one checksum over gpu/rows.h, the loops that expand the row sources and the row sources
+	# shellcheck disable=SC2086
+	rows="gpu/rows.h gpu/krow_loops.h emu/engine/krow.h $(ls emu/kernels/*_rows.h)"
+	echo "source: $(git describe --always --dirty 2>/dev/null || echo 'not a git checkout'), row sources $(cat $rows | cksum | cut -d' ' -f1) ($(echo $rows | wc -w) files)"
 	echo "tc vectors: $TCV"
 } >"$PARTS/machine.txt" 2>&1
 cat "$PARTS/machine.txt" >>"$LOG"

@@ -195,7 +195,7 @@ static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_s
 /* ================= the array-level interface ================= */
 
 static const char *const engine_steps[EMU_STEP0] = {
-    "input", "scale", "quantize", "to_compute", "to_compute", "dequantize",
+    "input", "scale", "quantize", "to_compute", "scale_inv", "dequantize",
 };
 
 void emu_steps(emu_be *be, const char *const *names, unsigned n)

@@ -107,6 +107,13 @@ typedef struct emu_kernel {
 	 * it lists x alone and leaves the refusal to the run. */
 	int (*inputs)(const emu_policy *pol, const char *variant, const emu_kin *in,
 	              emu_kinputs *out, char *err, size_t errlen);
+	/* Its steps' names, the table run hands to emu_steps: id EMU_STEP0 + k
+	 * is steps[k], each name unique within the kernel and apart from the
+	 * engine's own (the load's input, scale, quantize, to_compute,
+	 * scale_inv, dequantize); NULL with nsteps 0 for a kernel with no steps
+	 * of its own. */
+	const char *const *steps;
+	unsigned nsteps;
 } emu_kernel;
 
 /* Every tensor k consumes on in, each with its values: k->inputs, then

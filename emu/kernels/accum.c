@@ -149,9 +149,10 @@ enum {
 	S_END
 };
 static const char *const steps[S_END - EMU_STEP0] = {
-    "to_accum",   "to_accum", "mul",      "fma",      "sum",    "pairwise",   "block",
-    "block_sum",  "input",    "tc_block", "promote",  "tc_out", "to_compute", "to_compute",
-    "loss_scale", "divide",   "store",    "to_accum", "accum",
+    "to_accum",     "b_to_accum",       "mul",        "fma",      "sum",     "pairwise",
+    "block",        "block_sum",        "b_input",    "tc_block", "promote", "tc_out",
+    "m_to_compute", "scale_to_compute", "loss_scale", "divide",   "store",   "g_to_accum",
+    "accum",
 };
 
 /* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
@@ -397,4 +398,6 @@ const emu_kernel emu_kernel_accum = {
     "divide=0|1 (default 1), scale=S (loss scale, default 1)",
     run,
     inputs,
+    steps,
+    S_END - EMU_STEP0,
 };

@@ -281,7 +281,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 }
 
 const emu_kernel emu_kernel_backward = {
-    "backward", variants, "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)", run, inputs,
+    "backward", variants,          "classes=C (8) wscale=W (1/sqrt(cols)) scale=S (1)", run, inputs,
+    steps,      S_END - EMU_STEP0,
 };
 
 /* ---- gradscaler ---- */
@@ -396,4 +397,6 @@ const emu_kernel emu_kernel_gradscaler = {
     "that multiplies the input)",
     gs_run,
     gs_inputs,
+    NULL, /* its steps are the scaler's own trajectory, not the engine's */
+    0,
 };

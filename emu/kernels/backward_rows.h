@@ -30,40 +30,41 @@
 #ifndef NANMAP_BACKWARD_ROWS_H
 #define NANMAP_BACKWARD_ROWS_H
 
-/* The steps, each one operation site of the kernel. */
+/* The steps, each one operation site of the kernel under a name of its
+ * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_BACKWARD_STEPS(X)                                                                        \
-	X(S_ROWS_C, "to_compute")                                                                  \
-	X(S_ROWS_A, "to_accum")                                                                    \
-	X(S_SCALE_C, "to_compute")                                                                 \
-	X(S_SR, "scale")                                                                           \
+	X(S_ROWS_C, "rows_to_compute")                                                             \
+	X(S_ROWS_A, "rows_to_accum")                                                               \
+	X(S_SCALE_C, "scale_to_compute")                                                           \
+	X(S_SR, "scale_per_row")                                                                   \
 	X(S_MUL, "mul")                                                                            \
-	X(S_MUL_ACCUM, "to_accum")                                                                 \
+	X(S_MUL_ACCUM, "mul_to_accum")                                                             \
 	X(S_SUM, "sum")                                                                            \
 	X(S_STORE_LOGIT, "store_logit")                                                            \
-	X(S_LOGIT_C, "to_compute")                                                                 \
+	X(S_LOGIT_C, "logit_to_compute")                                                           \
 	X(S_MAX, "max")                                                                            \
 	X(S_SUB_MAX, "sub_max")                                                                    \
 	X(S_EXP, "exp")                                                                            \
-	X(S_E_ACCUM, "to_accum")                                                                   \
+	X(S_E_ACCUM, "exp_to_accum")                                                               \
 	X(S_SUM_EXP, "sum_exp")                                                                    \
-	X(S_S_COMPUTE, "to_compute")                                                               \
+	X(S_S_COMPUTE, "sum_to_compute")                                                           \
 	X(S_LOG, "log")                                                                            \
-	X(S_LOSS_ZM, "loss")                                                                       \
+	X(S_LOSS_ZM, "loss_target")                                                                \
 	X(S_LOSS, "loss")                                                                          \
-	X(S_LA_ACCUM, "to_accum")                                                                  \
+	X(S_LA_ACCUM, "loss_to_accum")                                                             \
 	X(S_MEAN, "mean")                                                                          \
 	X(S_DIV, "div")                                                                            \
 	X(S_ONEHOT, "onehot")                                                                      \
-	X(S_SCALE, "scale")                                                                        \
+	X(S_SCALE, "dlogit_scale")                                                                 \
 	X(S_STORE_DLOGIT, "store_dlogit")                                                          \
-	X(S_DLOGIT_C, "to_compute")                                                                \
-	X(S_MEAN_DIV, "mean")                                                                      \
+	X(S_DLOGIT_C, "dlogit_to_compute")                                                         \
+	X(S_MEAN_DIV, "mean_div")                                                                  \
 	X(S_DW_MUL, "dW_mul")                                                                      \
-	X(S_DW_ACCUM, "to_accum")                                                                  \
+	X(S_DW_ACCUM, "dW_to_accum")                                                               \
 	X(S_DW_SUM, "dW_sum")                                                                      \
 	X(S_STORE_DW, "store_dW")                                                                  \
 	X(S_DX_MUL, "dX_mul")                                                                      \
-	X(S_DX_ACCUM, "to_accum")                                                                  \
+	X(S_DX_ACCUM, "dX_to_accum")                                                               \
 	X(S_DX_SUM, "dX_sum")                                                                      \
 	X(S_STORE_DX, "store_dX")                                                                  \
 	X(S_TO_FP32, "to_fp32")                                                                    \

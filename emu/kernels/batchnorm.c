@@ -323,4 +323,6 @@ const emu_kernel emu_kernel_batchnorm = {
     "from the seed); backward=0|1 (default 1; 0: the forward pass alone, no dx, dgamma, dbeta)",
     run,
     inputs,
+    steps,
+    S_END - EMU_STEP0,
 };

@@ -26,42 +26,43 @@
 #ifndef NANMAP_BATCHNORM_ROWS_H
 #define NANMAP_BATCHNORM_ROWS_H
 
-/* The steps, each one operation site of the kernel. */
+/* The steps, each one operation site of the kernel under a name of its
+ * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_BATCHNORM_STEPS(X)                                                                       \
-	X(S_N_ACCUM, "to_accum")                                                                   \
-	X(S_N1_ACCUM, "to_accum")                                                                  \
+	X(S_N_ACCUM, "n_to_accum")                                                                 \
+	X(S_N1_ACCUM, "n1_to_accum")                                                               \
 	X(S_EPS, "eps")                                                                            \
 	X(S_GAMMA_C, "gamma")                                                                      \
 	X(S_BETA_C, "beta")                                                                        \
 	X(S_MOM_C, "momentum")                                                                     \
-	X(S_ONE_MINUS_MOM, "momentum")                                                             \
+	X(S_ONE_MINUS_MOM, "one_minus_momentum")                                                   \
 	X(S_RMEAN_C, "running_mean")                                                               \
 	X(S_RVAR_C, "running_var")                                                                 \
-	X(S_K_ACCUM, "to_accum")                                                                   \
-	X(S_X_ACCUM, "to_accum")                                                                   \
+	X(S_K_ACCUM, "k_to_accum")                                                                 \
+	X(S_X_ACCUM, "x_to_accum")                                                                 \
 	X(S_SUM, "sum")                                                                            \
 	X(S_MEAN, "mean")                                                                          \
 	X(S_W_DELTA, "welford_delta")                                                              \
 	X(S_W_MEAN_DIV, "welford_mean")                                                            \
-	X(S_W_MEAN_ADD, "welford_mean")                                                            \
+	X(S_W_MEAN_ADD, "welford_mean_add")                                                        \
 	X(S_W_DELTA2, "welford_delta2")                                                            \
 	X(S_W_M2_MUL, "welford_m2")                                                                \
-	X(S_W_M2_ADD, "welford_m2")                                                                \
-	X(S_MEAN_C, "to_compute")                                                                  \
+	X(S_W_M2_ADD, "welford_m2_add")                                                            \
+	X(S_MEAN_C, "mean_to_compute")                                                             \
 	X(S_CENTER, "center")                                                                      \
 	X(S_SQUARE, "square")                                                                      \
-	X(S_SQ_ACCUM, "to_accum")                                                                  \
+	X(S_SQ_ACCUM, "sq_to_accum")                                                               \
 	X(S_SUMSQ, "sumsq")                                                                        \
 	X(S_VAR_DIV, "var")                                                                        \
-	X(S_VAR_C, "to_compute")                                                                   \
+	X(S_VAR_C, "var_to_compute")                                                               \
 	X(S_UVAR_DIV, "var_unbiased")                                                              \
-	X(S_UVAR_C, "to_compute")                                                                  \
+	X(S_UVAR_C, "var_unbiased_to_compute")                                                     \
 	X(S_ADD_EPS, "add_eps")                                                                    \
 	X(S_SQRT, "sqrt")                                                                          \
 	X(S_INVSTD, "invstd")                                                                      \
-	X(S_GAMMA, "gamma")                                                                        \
+	X(S_GAMMA, "gamma_mul")                                                                    \
 	X(S_NORM, "norm")                                                                          \
-	X(S_BETA, "beta")                                                                          \
+	X(S_BETA, "beta_add")                                                                      \
 	X(S_STORE, "store")                                                                        \
 	X(S_RM_MOM, "rm_momentum")                                                                 \
 	X(S_RM_KEEP, "rm_keep")                                                                    \
@@ -72,27 +73,27 @@
 	X(S_RV_ADD, "rv_update")                                                                   \
 	X(S_RV_STORE, "rv_store")                                                                  \
 	X(S_DY, "dy")                                                                              \
-	X(S_DY_C, "to_compute")                                                                    \
-	X(S_DY_ACCUM, "to_accum")                                                                  \
+	X(S_DY_C, "dy_to_compute")                                                                 \
+	X(S_DY_ACCUM, "dy_to_accum")                                                               \
 	X(S_SUM_DY, "sum_dy")                                                                      \
 	X(S_DY_XMU, "dy_xmu")                                                                      \
-	X(S_DYX_ACCUM, "to_accum")                                                                 \
+	X(S_DYX_ACCUM, "dy_xmu_to_accum")                                                          \
 	X(S_SUM_DY_XMU, "sum_dy_xmu")                                                              \
 	X(S_NORM_FCT, "norm_fct")                                                                  \
-	X(S_NORM_C, "to_compute")                                                                  \
-	X(S_SUM_DY_C, "to_compute")                                                                \
-	X(S_SUM_DYX_C, "to_compute")                                                               \
+	X(S_NORM_C, "norm_fct_to_compute")                                                         \
+	X(S_SUM_DY_C, "sum_dy_to_compute")                                                         \
+	X(S_SUM_DYX_C, "sum_dy_xmu_to_compute")                                                    \
 	X(S_DBETA_STORE, "dbeta_store")                                                            \
 	X(S_DGAMMA, "dgamma")                                                                      \
 	X(S_DGAMMA_STORE, "dgamma_store")                                                          \
 	X(S_MEAN_DY, "mean_dy")                                                                    \
 	X(S_F1_SQ, "factor_1")                                                                     \
-	X(S_F1_MUL, "factor_1")                                                                    \
-	X(S_F1_NORM, "factor_1")                                                                   \
+	X(S_F1_MUL, "factor_1_mul")                                                                \
+	X(S_F1_NORM, "factor_1_norm")                                                              \
 	X(S_F2, "factor_2")                                                                        \
 	X(S_DX_CENTER, "dx_center")                                                                \
 	X(S_DX_PROJ_MUL, "dx_proj")                                                                \
-	X(S_DX_PROJ_SUB, "dx_proj")                                                                \
+	X(S_DX_PROJ_SUB, "dx_proj_sub")                                                            \
 	X(S_DX, "dx")                                                                              \
 	X(S_DX_STORE, "dx_store")
 #ifdef K_STEP_ENUM /* the engine's step ids (the loops drop them) */

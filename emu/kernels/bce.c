@@ -114,5 +114,6 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 }
 
 const emu_kernel emu_kernel_bce = {
-    "bce", variants, "target=0|1 (default: drawn from the seed)", run, inputs,
+    "bce", variants,          "target=0|1 (default: drawn from the seed)", run, inputs,
+    steps, S_END - EMU_STEP0,
 };

@@ -18,10 +18,11 @@
 #ifndef NANMAP_BCE_ROWS_H
 #define NANMAP_BCE_ROWS_H
 
-/* The steps, each one operation site of the kernel. */
+/* The steps, each one operation site of the kernel under a name of its
+ * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_BCE_STEPS(X)                                                                             \
-	X(S_COUNT_C, "to_compute")                                                                 \
-	X(S_COUNT_A, "to_accum")                                                                   \
+	X(S_COUNT_C, "count_to_compute")                                                           \
+	X(S_COUNT_A, "count_to_accum")                                                             \
 	X(S_ABS, "abs")                                                                            \
 	X(S_NEG, "neg")                                                                            \
 	X(S_EXP, "exp")                                                                            \
@@ -40,11 +41,11 @@
 	X(S_XY, "xy")                                                                              \
 	X(S_SUB_XY, "sub_xy")                                                                      \
 	X(S_LOSS, "loss")                                                                          \
-	X(S_TO_ACCUM, "to_accum")                                                                  \
+	X(S_TO_ACCUM, "loss_to_accum")                                                             \
 	X(S_SUM, "sum")                                                                            \
 	X(S_MEAN, "mean")                                                                          \
 	X(S_SUB_Y, "sub_y")                                                                        \
-	X(S_SCALE, "scale")                                                                        \
+	X(S_SCALE, "grad_scale")                                                                   \
 	X(S_STORE, "store")
 #ifdef K_STEP_ENUM /* the engine's step ids (the loops drop them) */
 enum { S_FIRST_ = K_STEP0 - 1, K_BCE_STEPS(K_STEP_ENUM) S_END };

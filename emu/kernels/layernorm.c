@@ -167,4 +167,6 @@ const emu_kernel emu_kernel_layernorm = {
     "default ±1 from the seed)",
     run,
     inputs,
+    steps,
+    S_END - EMU_STEP0,
 };

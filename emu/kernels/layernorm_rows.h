@@ -22,54 +22,55 @@
 #ifndef NANMAP_LAYERNORM_ROWS_H
 #define NANMAP_LAYERNORM_ROWS_H
 
-/* The steps, each one operation site of the kernel. */
+/* The steps, each one operation site of the kernel under a name of its
+ * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_LAYERNORM_STEPS(X)                                                                       \
-	X(S_N_ACCUM, "to_accum")                                                                   \
+	X(S_N_ACCUM, "n_to_accum")                                                                 \
 	X(S_EPS, "eps")                                                                            \
-	X(S_K_ACCUM, "to_accum")                                                                   \
-	X(S_X_ACCUM, "to_accum")                                                                   \
+	X(S_K_ACCUM, "k_to_accum")                                                                 \
+	X(S_X_ACCUM, "x_to_accum")                                                                 \
 	X(S_W_DELTA, "welford_delta")                                                              \
 	X(S_W_MEAN_DIV, "welford_mean")                                                            \
-	X(S_W_MEAN_ADD, "welford_mean")                                                            \
+	X(S_W_MEAN_ADD, "welford_mean_add")                                                        \
 	X(S_W_DELTA2, "welford_delta2")                                                            \
 	X(S_W_M2_MUL, "welford_m2")                                                                \
-	X(S_W_M2_ADD, "welford_m2")                                                                \
+	X(S_W_M2_ADD, "welford_m2_add")                                                            \
 	X(S_W_VAR, "var")                                                                          \
 	X(S_SUM, "sum")                                                                            \
 	X(S_SQUARE1, "square")                                                                     \
-	X(S_SQ_ACCUM1, "to_accum")                                                                 \
+	X(S_SQ_ACCUM1, "sq_to_accum")                                                              \
 	X(S_SUMSQ1, "sumsq")                                                                       \
 	X(S_MEAN, "mean")                                                                          \
-	X(S_VAR_DIV1, "var")                                                                       \
-	X(S_VAR_MUL, "var")                                                                        \
-	X(S_VAR_SUB, "var")                                                                        \
-	X(S_MEAN_C2, "to_compute")                                                                 \
+	X(S_VAR_DIV1, "var_div")                                                                   \
+	X(S_VAR_MUL, "var_mean_sq")                                                                \
+	X(S_VAR_SUB, "var_sub")                                                                    \
+	X(S_MEAN_C2, "twopass_mean_to_compute")                                                    \
 	X(S_CENTER2, "center")                                                                     \
-	X(S_SQUARE2, "square")                                                                     \
-	X(S_SQ_ACCUM2, "to_accum")                                                                 \
-	X(S_SUMSQ2, "sumsq")                                                                       \
-	X(S_VAR_DIV2, "var")                                                                       \
-	X(S_MEAN_C, "to_compute")                                                                  \
-	X(S_VAR_C, "to_compute")                                                                   \
+	X(S_SQUARE2, "square_centered")                                                            \
+	X(S_SQ_ACCUM2, "sq_centered_to_accum")                                                     \
+	X(S_SUMSQ2, "sumsq_centered")                                                              \
+	X(S_VAR_DIV2, "var_centered")                                                              \
+	X(S_MEAN_C, "mean_to_compute")                                                             \
+	X(S_VAR_C, "var_to_compute")                                                               \
 	X(S_ADD_EPS, "add_eps")                                                                    \
 	X(S_RSQRT, "rsqrt")                                                                        \
-	X(S_CENTER, "center")                                                                      \
+	X(S_CENTER, "center_x")                                                                    \
 	X(S_NORM, "norm")                                                                          \
 	X(S_STORE, "store")                                                                        \
 	X(S_DY, "dy")                                                                              \
-	X(S_DY_C, "to_compute")                                                                    \
-	X(S_DY_ACCUM, "to_accum")                                                                  \
+	X(S_DY_C, "dy_to_compute")                                                                 \
+	X(S_DY_ACCUM, "dy_to_accum")                                                               \
 	X(S_DMEAN, "dmean")                                                                        \
 	X(S_DY_Y, "dy_y")                                                                          \
-	X(S_DYY_ACCUM, "to_accum")                                                                 \
+	X(S_DYY_ACCUM, "dy_y_to_accum")                                                            \
 	X(S_DPROJ, "dproj")                                                                        \
-	X(S_DMEAN_DIV, "dmean")                                                                    \
-	X(S_DMEAN_C, "to_compute")                                                                 \
-	X(S_DPROJ_DIV, "dproj")                                                                    \
-	X(S_DPROJ_C, "to_compute")                                                                 \
+	X(S_DMEAN_DIV, "dmean_div")                                                                \
+	X(S_DMEAN_C, "dmean_to_compute")                                                           \
+	X(S_DPROJ_DIV, "dproj_div")                                                                \
+	X(S_DPROJ_C, "dproj_to_compute")                                                           \
 	X(S_DX_CENTER, "dx_center")                                                                \
 	X(S_DX_PROJ_MUL, "dx_proj")                                                                \
-	X(S_DX_PROJ_SUB, "dx_proj")                                                                \
+	X(S_DX_PROJ_SUB, "dx_proj_sub")                                                            \
 	X(S_DX, "dx")                                                                              \
 	X(S_DX_STORE, "dx_store")
 #ifdef K_STEP_ENUM /* the engine's step ids (the loops drop them) */

@@ -322,4 +322,6 @@ const emu_kernel emu_kernel_matmul = {
     "with B's column i mod n)",
     run,
     inputs,
+    steps,
+    S_END - EMU_STEP0,
 };

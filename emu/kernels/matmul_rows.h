@@ -19,10 +19,11 @@
 #ifndef NANMAP_MATMUL_ROWS_H
 #define NANMAP_MATMUL_ROWS_H
 
-/* The steps, each one operation site of the kernel. */
+/* The steps, each one operation site of the kernel under a name of its
+ * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_MATMUL_STEPS(X)                                                                          \
-	X(S_TO_ACCUM_A, "to_accum")                                                                \
-	X(S_TO_ACCUM_B, "to_accum")                                                                \
+	X(S_TO_ACCUM_A, "a_to_accum")                                                              \
+	X(S_TO_ACCUM_B, "b_to_accum")                                                              \
 	X(S_MUL, "mul")                                                                            \
 	X(S_SUM, "sum")                                                                            \
 	X(S_FMA, "fma")                                                                            \

@@ -190,4 +190,5 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 /* inputs NULL: x alone (emu_kinputs_x) */
 const emu_kernel emu_kernel_quant = {
     "quant", variants, "none (the policy's recipe and role choose the quantisation)", run, NULL,
+    steps,   1,
 };

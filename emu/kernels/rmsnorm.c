@@ -199,4 +199,6 @@ const emu_kernel emu_kernel_rmsnorm = {
     "weight G, default 1); dy=D (every upstream gradient D; default ±1 from the seed)",
     run,
     inputs,
+    steps,
+    S_END - EMU_STEP0,
 };

@@ -26,46 +26,47 @@
 #ifndef NANMAP_RMSNORM_ROWS_H
 #define NANMAP_RMSNORM_ROWS_H
 
-/* The steps, each one operation site of the kernel. */
+/* The steps, each one operation site of the kernel under a name of its
+ * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_RMSNORM_STEPS(X)                                                                         \
-	X(S_N_ACCUM, "to_accum")                                                                   \
+	X(S_N_ACCUM, "n_to_accum")                                                                 \
 	X(S_EPS, "eps")                                                                            \
 	X(S_G, "g")                                                                                \
-	X(S_G_C, "to_compute")                                                                     \
-	X(S_N_F32, "to_fp32")                                                                      \
-	X(S_EPS_F32, "eps")                                                                        \
+	X(S_G_C, "g_to_compute")                                                                   \
+	X(S_N_F32, "n_to_fp32")                                                                    \
+	X(S_EPS_F32, "eps_fp32")                                                                   \
 	X(S_ABS, "abs")                                                                            \
 	X(S_AMAX, "amax")                                                                          \
 	X(S_PRESCALE, "prescale")                                                                  \
-	X(S_X_F32, "to_fp32")                                                                      \
+	X(S_X_F32, "x_to_fp32")                                                                    \
 	X(S_SQUARE, "square")                                                                      \
-	X(S_SQ_ACCUM, "to_accum")                                                                  \
+	X(S_SQ_ACCUM, "sq_to_accum")                                                               \
 	X(S_SUMSQ, "sumsq")                                                                        \
 	X(S_MEAN, "mean")                                                                          \
-	X(S_MS_C, "to_compute")                                                                    \
-	X(S_EPS_DIV1, "eps_scaled")                                                                \
+	X(S_MS_C, "ms_to_compute")                                                                 \
+	X(S_EPS_DIV1, "eps_div_s")                                                                 \
 	X(S_EPS_DIV2, "eps_scaled")                                                                \
 	X(S_ADD_EPS, "add_eps")                                                                    \
 	X(S_RSQRT, "rsqrt")                                                                        \
-	X(S_RSTD_C, "to_compute")                                                                  \
+	X(S_RSTD_C, "rstd_to_compute")                                                             \
 	X(S_NORM, "norm")                                                                          \
 	X(S_SCALE_G, "scale_g")                                                                    \
 	X(S_STORE, "store")                                                                        \
 	X(S_DY, "dy")                                                                              \
-	X(S_DY_C, "to_compute")                                                                    \
+	X(S_DY_C, "dy_to_compute")                                                                 \
 	X(S_G_DY, "g_dy")                                                                          \
 	X(S_GDY_XH, "gdy_xhat")                                                                    \
-	X(S_GDY_XH_ACCUM, "to_accum")                                                              \
+	X(S_GDY_XH_ACCUM, "gdy_xhat_to_accum")                                                     \
 	X(S_DPROJ, "dproj")                                                                        \
-	X(S_DPROJ_DIV, "dproj")                                                                    \
-	X(S_DPROJ_C, "to_compute")                                                                 \
+	X(S_DPROJ_DIV, "dproj_div")                                                                \
+	X(S_DPROJ_C, "dproj_to_compute")                                                           \
 	X(S_DX_PROJ_MUL, "dx_proj")                                                                \
-	X(S_DX_PROJ_SUB, "dx_proj")                                                                \
+	X(S_DX_PROJ_SUB, "dx_proj_sub")                                                            \
 	X(S_DX, "dx")                                                                              \
 	X(S_DX_UNSCALE, "dx_unscale")                                                              \
 	X(S_DX_STORE, "dx_store")                                                                  \
 	X(S_DY_XH, "dy_xhat")                                                                      \
-	X(S_DY_XH_ACCUM, "to_accum")                                                               \
+	X(S_DY_XH_ACCUM, "dy_xhat_to_accum")                                                       \
 	X(S_DG, "dg")
 #ifdef K_STEP_ENUM /* the engine's step ids (the loops drop them) */
 enum { S_FIRST_ = K_STEP0 - 1, K_RMSNORM_STEPS(K_STEP_ENUM) S_END };

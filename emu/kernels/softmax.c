@@ -118,5 +118,6 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 }
 
 const emu_kernel emu_kernel_softmax_ce = {
-    "softmax_ce", variants, "label=Y (default: row mod classes)", run, inputs,
+    "softmax_ce", variants,          "label=Y (default: row mod classes)", run, inputs,
+    steps,        S_END - EMU_STEP0,
 };

@@ -20,29 +20,30 @@
 #error "softmax_rows.h: include emu/engine/krow.h (the engine) or gpu/rows.h (the GPU) first"
 #endif
 
-/* The steps, each one operation site of the kernel. */
+/* The steps, each one operation site of the kernel under a name of its
+ * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_SOFTMAX_STEPS(X)                                                                         \
-	X(S_ROWS_C, "to_compute")                                                                  \
-	X(S_ROWS_A, "to_accum")                                                                    \
+	X(S_ROWS_C, "rows_to_compute")                                                             \
+	X(S_ROWS_A, "rows_to_accum")                                                               \
 	X(S_MAX, "max")                                                                            \
 	X(S_SUB_MAX, "sub_max")                                                                    \
 	X(S_EXP, "exp")                                                                            \
-	X(S_E_ACCUM, "to_accum")                                                                   \
+	X(S_E_ACCUM, "exp_to_accum")                                                               \
 	X(S_SUM, "sum")                                                                            \
-	X(S_S_COMPUTE, "to_compute")                                                               \
+	X(S_S_COMPUTE, "sum_to_compute")                                                           \
 	X(S_LOG, "log")                                                                            \
-	X(S_LOSS_XM, "loss")                                                                       \
+	X(S_LOSS_XM, "loss_target")                                                                \
 	X(S_LOSS, "loss")                                                                          \
 	X(S_LSE, "lse")                                                                            \
-	X(S_LA_ACCUM, "to_accum")                                                                  \
+	X(S_LA_ACCUM, "loss_to_accum")                                                             \
 	X(S_MEAN, "mean")                                                                          \
 	X(S_SUB_LSE, "sub_lse")                                                                    \
-	X(S_EXP_G, "exp")                                                                          \
+	X(S_EXP_G, "exp_grad")                                                                     \
 	X(S_DIV, "div")                                                                            \
 	X(S_ONEHOT, "onehot")                                                                      \
-	X(S_SCALE, "scale")                                                                        \
+	X(S_SCALE, "grad_scale")                                                                   \
 	X(S_STORE, "store")                                                                        \
-	X(S_MEAN_DIV, "mean")
+	X(S_MEAN_DIV, "mean_div")
 #ifdef K_STEP_ENUM /* the engine's step ids (the loops drop them) */
 enum { S_FIRST_ = K_STEP0 - 1, K_SOFTMAX_STEPS(K_STEP_ENUM) S_END };
 #endif

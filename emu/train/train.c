@@ -2769,4 +2769,6 @@ const emu_kernel emu_kernel_train = {
     "val_batches=N (4) seed=S (the input's) arch=0|1 (gpt2 llama) ffn=H (0: the arch's)",
     tk_run,
     NULL, /* consumes no tensor: the run draws its weights and data from the seed */
+    NULL, /* its steps are sites BLOCK.KERNEL.STEP, a table per model (docs/train.md) */
+    0,
 };

@@ -188,7 +188,8 @@ class Kernel(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p), ("variants", ctypes.POINTER(ctypes.c_char_p)),
         ("params_doc", ctypes.c_char_p), ("run", ctypes.c_void_p),
-        ("inputs", ctypes.c_void_p),
+        ("inputs", ctypes.c_void_p), ("steps", ctypes.POINTER(ctypes.c_char_p)),
+        ("nsteps", ctypes.c_uint),
     ]
 
 

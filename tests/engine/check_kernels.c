@@ -331,6 +331,48 @@ START_TEST(test_policy_zeroless_agrees)
 }
 END_TEST
 
+/* Every kernel's step names, as "the first failing op" and the golden
+ * files name a step: each unique within the kernel, none one of the
+ * engine's load steps, and each listed in the kernel's page
+ * (docs/kernels-NAME.md, where it has one) as `name`. */
+START_TEST(test_step_names_unique)
+{
+	emu_be be = {0}; /* only its step table (none) is read: the engine's names */
+	for (size_t i = 0; i < emu_kernel_count(); i++) {
+		const emu_kernel *k = emu_kernel_at(i);
+		ck_assert_msg(k->nsteps == 0 || k->steps, "%s: nsteps without a table", k->name);
+		char path[128], *doc = NULL;
+		snprintf(path, sizeof path, "docs/kernels-%s.md", k->name);
+		FILE *f = fopen(path, "rb");
+		if (f) {
+			static char buf[1 << 18];
+			size_t n = fread(buf, 1, sizeof buf - 1, f);
+			fclose(f);
+			buf[n] = 0;
+			doc = buf;
+		}
+		for (unsigned a = 0; a < k->nsteps; a++) {
+			const char *na = k->steps[a];
+			ck_assert_msg(na && *na, "%s: step %u has no name", k->name, a);
+			for (unsigned b = 0; b < a; b++)
+				ck_assert_msg(strcmp(na, k->steps[b]) != 0,
+				              "%s: steps %u and %u both named %s", k->name, b, a,
+				              na);
+			for (unsigned e = 0; e < EMU_STEP0; e++)
+				ck_assert_msg(strcmp(na, emu_step_name(&be, e)) != 0,
+				              "%s: step %u named %s, as the engine's load step %u",
+				              k->name, a, na, e);
+			if (doc) {
+				char quoted[96];
+				snprintf(quoted, sizeof quoted, "`%s`", na);
+				ck_assert_msg(strstr(doc, quoted), "%s: step %s is not in %s",
+				              k->name, na, path);
+			}
+		}
+	}
+}
+END_TEST
+
 Suite *suite_kernels(void)
 {
 	Suite *s = suite_create("kernels");
@@ -340,6 +382,7 @@ Suite *suite_kernels(void)
 	                    (int)(emu_kernel_count() * ARRAY_SIZE(policies)));
 	tcase_add_test(tc, test_softmax_overflow_boundary);
 	tcase_add_test(tc, test_policy_zeroless_agrees);
+	tcase_add_test(tc, test_step_names_unique);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, t_tcase_random_policies(false));
 	return s;

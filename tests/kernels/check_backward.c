@@ -143,7 +143,7 @@ START_TEST(test_fp16_compute_scale)
 	ck_assert_msg(!r.found_inf && r.dw_lost == 0, "32768: found_inf %d lost %zu", r.found_inf,
 	              r.dw_lost);
 	run_bw("storage=fp16", 65536, x, &r);
-	ck_assert_msg(r.found_inf && strcmp(r.first, "to_compute") == 0, "65536: first %s",
+	ck_assert_msg(r.found_inf && strcmp(r.first, "scale_to_compute") == 0, "65536: first %s",
 	              r.first);
 }
 END_TEST

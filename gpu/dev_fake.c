@@ -248,19 +248,12 @@ int gpu_dev_batchnorm(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *X,
 	                          DGAMMA, DBETA, err, len);
 }
 
-int gpu_dev_optimizer(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, const float *gs,
-                      size_t n, unsigned steps, const float *k, float *w, float *m, float *vv,
-                      char *err, size_t len)
+int gpu_dev_optimizer(int v, unsigned flags, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
+                      const float *gs, size_t n, unsigned steps, const double *py, uint64_t seed,
+                      float *w, float *m, float *vv, char *err, size_t len)
 {
-	return gpu_rows_optimizer(NULL, v, S, C, G, T, gs, n, steps, k, w, m, vv, err, len);
-}
-
-int gpu_dev_adamw_ext(int v, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, const float *gs,
-                      size_t n, unsigned steps, const float *k, uint64_t seed, unsigned decay_step,
-                      unsigned store_step, float *w, float *m, float *vv, char *err, size_t len)
-{
-	return gpu_rows_adamw_ext(NULL, v, S, C, G, T, gs, n, steps, k, seed, decay_step,
-	                          store_step, w, m, vv, err, len);
+	return gpu_rows_optimizer(NULL, v, flags, S, C, G, T, gs, n, steps, py, seed, w, m, vv, err,
+	                          len);
 }
 
 /* gpu/kern.cu's gpu_dev_matmul_tc: the GEMM (gpu_dev_mma above, the h200-mma

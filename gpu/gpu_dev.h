@@ -174,28 +174,17 @@ int gpu_dev_batchnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const flo
                       float *dbeta, char *err, size_t len);
 
 /*
- * optimizer (emu/kernels/optimizer.c), variant 0 sgd (weight decay 0), 1 adamw
- * (weight decay on), one thread per element over `steps` steps; gs holds
- * the stored gradients (values of G), step s's n at gs[(s − 1)·n]; k the
- * scalars in C (gpu/rows.h's k_opt_elem). w (values of S) is updated in
- * place; m and v (values of T) start at 0.
+ * optimizer (emu/kernels/optimizer_rows.h), one thread per element over
+ * `steps` steps (gpu/rows.h's k_opt_elem): the variant's code and its
+ * switches, and Python's scalars py (OPT_NPY + 2·steps of them), as
+ * emu/kernels/optimizer.c's emu_opt_plan_make gives them; gs holds the
+ * stored gradients (values of G), step s's n at gs[(s − 1)·n]; seed the
+ * policy's (adamw_sr's draws). w (values of S) is updated in place; m and v
+ * (values of T) start at 0.
  */
-int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, const float *gs,
-                      size_t n, unsigned steps, const float *k, float *w, float *m, float *v,
-                      char *err, size_t len);
-
-/*
- * optimizer (emu/kernels/optimizer.c), variant 0 adamw_kahan (the weights
- * Kahan-compensated, the compensation stored in S), 1 adamw_sr (both stores
- * of the weights stochastically rounded), weight decay on, one thread per
- * element over `steps` steps (gpu/rows.h's k_adamw_ext_elem): gpu_dev_optimizer's
- * arguments, k with one scalar more at k[7 + 2·steps] (−lr·wd in C), and
- * for adamw_sr the policy's seed and the step ids of the weight's two
- * stores (the decay's and the update's), which key the random bits.
- */
-int gpu_dev_adamw_ext(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T, const float *gs,
-                      size_t n, unsigned steps, const float *k, uint64_t seed, unsigned decay_step,
-                      unsigned store_step, float *w, float *m, float *v, char *err, size_t len);
+int gpu_dev_optimizer(int variant, unsigned flags, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
+                      const float *gs, size_t n, unsigned steps, const double *py, uint64_t seed,
+                      float *w, float *m, float *v, char *err, size_t len);
 
 /*
  * matmul (emu/kernels/matmul.c, variant tc): gpu_dev_mma's GEMM (S fp16 or bf16

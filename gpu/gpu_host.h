@@ -178,12 +178,9 @@ int gpu_rows_batchnorm(const gpu_tables *t, int v, int S, int C, int A, const fl
                        const float *dy, size_t NB, size_t CH, const float cst[6], float *y,
                        float *dx, float *mean, float *var, float *rm, float *rv, float *dgamma,
                        float *dbeta, char *err, size_t len);
-int gpu_rows_optimizer(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
-                       size_t n, unsigned steps, const float *k, float *w, float *m, float *vv,
-                       char *err, size_t len);
-int gpu_rows_adamw_ext(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
-                       size_t n, unsigned steps, const float *k, uint64_t seed, unsigned decay_step,
-                       unsigned store_step, float *w, float *m, float *vv, char *err, size_t len);
+int gpu_rows_optimizer(const gpu_tables *t, int v, unsigned flags, int S, int C, int G, int T,
+                       const float *gs, size_t n, unsigned steps, const double *py, uint64_t seed,
+                       float *w, float *m, float *vv, char *err, size_t len);
 /* rows.h's stochastic rounding (k_sr, k_sr_bits) of x[0..n) into F (a
  * gpu_kfmt): element i draws the bits of element e0 + i of step id step */
 int gpu_rows_sr(int F, const float *x, size_t n, uint64_t seed, unsigned step, uint64_t e0,

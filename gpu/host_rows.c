@@ -1,6 +1,7 @@
 /*
  * host_rows.c — gpu/rows.h and the row sources emu/kernels/NAME_rows.h
- * (softmax_ce, layernorm, rmsnorm, bce, backward, matmul, batchnorm), the
+ * (softmax_ce, layernorm, rmsnorm, bce, backward, matmul, batchnorm,
+ * optimizer), the
  * row bodies gpu/kern.cu runs on the GPU, compiled for the host with each
  * operation the emulator's in the same format (RNE), and run row after row.
  * Two uses:
@@ -36,6 +37,12 @@ typedef struct {
 } host_fmt;
 
 static float host_rnd(const host_fmt *F, float x)
+{
+	return (float)emu_decode(F->f, emu_from_double(F->f, x, &rne).bits);
+}
+
+/* the binary64 x rounded once into F */
+static float host_rnd_d(const host_fmt *F, double x)
 {
 	return (float)emu_decode(F->f, emu_from_double(F->f, x, &rne).bits);
 }
@@ -80,6 +87,7 @@ static float host_u2f(uint32_t u)
 typedef const host_fmt *k_fmt;
 #define K_FN static
 #define K_RND(F, x) host_rnd(F, x)
+#define K_RND_D(F, x) host_rnd_d(F, x)
 #define K_ADD(F, a, b) host_op(F, EMU_OP_ADD, a, b)
 #define K_SUB(F, a, b) host_op(F, EMU_OP_SUB, a, b)
 #define K_MUL(F, a, b) host_op(F, EMU_OP_MUL, a, b)
@@ -99,16 +107,27 @@ typedef const host_fmt *k_fmt;
 #define K_PREC(F) ((F)->f->p)
 #define K_EMIN(F) ((F)->f->emin)
 #define K_FMAX(F) ((F)->f->max)
-#include "gpu/rows.h"
-/* the row sources (emu/kernels/NAME_rows.h), after rows.h: its
- * operations, gpu/krow_loops.h's vocabulary */
+/* the row sources (emu/kernels/NAME_rows.h) in gpu/krow_loops.h's
+ * vocabulary, then gpu/rows.h, whose optimizer loop calls one of them
+ * (each by a path from the repository's root, which the mutant build,
+ * gpu/testdata/rows-mutant.sed, redirects to its own copies) */
+#include "gpu/krow_loops.h"
+
 #include "emu/kernels/backward_rows.h"
 #include "emu/kernels/batchnorm_rows.h"
 #include "emu/kernels/bce_rows.h"
 #include "emu/kernels/layernorm_rows.h"
 #include "emu/kernels/matmul_rows.h"
+#include "emu/kernels/optimizer_rows.h"
 #include "emu/kernels/rmsnorm_rows.h"
 #include "emu/kernels/softmax_rows.h"
+
+#include "gpu/rows.h"
+
+#include "emu/engine/kern.h"
+
+/* the optimizer's step ids, which key adamw_sr's draws, are the engine's */
+_Static_assert(K_STEP0 == EMU_STEP0, "gpu/krow_loops.h's K_STEP0 is not EMU_STEP0");
 
 /* The handles of the three gpu_kfmt formats, indexed by gpu_kfmt. -1 with
  * err when one of S, C, A is none of them. */
@@ -350,30 +369,16 @@ int gpu_rows_batchnorm(const gpu_tables *t, int v, int S, int C, int A, const fl
 }
 
 /* gpu/kern.cu's gpu_dev_optimizer: its one launch, element after element */
-int gpu_rows_optimizer(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
-                       size_t n, unsigned steps, const float *k, float *w, float *m, float *vv,
-                       char *err, size_t len)
+int gpu_rows_optimizer(const gpu_tables *t, int v, unsigned flags, int S, int C, int G, int T,
+                       const float *gs, size_t n, unsigned steps, const double *py, uint64_t seed,
+                       float *w, float *m, float *vv, char *err, size_t len)
 {
 	host_fmt h[3];
+	k_opt_cfg cfg = {v, flags};
 	if (host_fmts(t, S, C, G, h, err, len) || host_fmts(t, T, T, T, h, err, len))
 		return -1;
 	for (size_t i = 0; i < n; i++)
-		k_opt_elem(v, &h[S], &h[C], &h[G], &h[T], gs, n, i, steps, k, w, m, vv);
-	return 0;
-}
-
-/* gpu/kern.cu's gpu_dev_adamw_ext: its one launch, element after element */
-int gpu_rows_adamw_ext(const gpu_tables *t, int v, int S, int C, int G, int T, const float *gs,
-                       size_t n, unsigned steps, const float *k, uint64_t seed,
-                       unsigned decay_step, unsigned store_step, float *w, float *m, float *vv,
-                       char *err, size_t len)
-{
-	host_fmt h[3];
-	if (host_fmts(t, S, C, G, h, err, len) || host_fmts(t, T, T, T, h, err, len))
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		k_adamw_ext_elem(v, &h[S], &h[C], &h[G], &h[T], gs, n, i, steps, k, seed, decay_step,
-		                 store_step, w, m, vv);
+		k_opt_elem(cfg, &h[S], &h[C], &h[G], &h[T], gs, n, i, steps, py, seed, w, m, vv);
 	return 0;
 }
 

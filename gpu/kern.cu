@@ -51,6 +51,17 @@ static __device__ float rnd(int f, float x)
 	return x;
 }
 
+/* the binary64 x rounded once into f (fp32, fp16 or bf16): a scalar of the
+ * host's */
+static __device__ float rnd_d(int f, double x)
+{
+	if (f == GPU_K_F16)
+		return __half2float(__double2half(x));
+	if (f == GPU_K_BF16)
+		return __bfloat162float(__double2bfloat16(x));
+	return __double2float_rn(x);
+}
+
 #define H(x) __float2half_rn(x)
 #define B(x) __float2bfloat16_rn(x)
 
@@ -179,6 +190,7 @@ static __device__ uint8_t code8(int f, float x)
 typedef int k_fmt;
 #define K_FN static __device__
 #define K_RND(F, x) rnd(F, x)
+#define K_RND_D(F, x) rnd_d(F, x)
 #define K_ADD(F, a, b) f_add(F, a, b)
 #define K_SUB(F, a, b) f_sub(F, a, b)
 #define K_MUL(F, a, b) f_mul(F, a, b)
@@ -198,16 +210,22 @@ typedef int k_fmt;
 #define K_PREC(F) ((F) == GPU_K_F16 ? 11 : (F) == GPU_K_BF16 ? 8 : 24)
 #define K_EMIN(F) ((F) == GPU_K_F16 ? -14 : -126)
 #define K_FMAX(F) ((F) == GPU_K_F16 ? 65504.0 : (F) == GPU_K_BF16 ? 0x1.fep127 : 0x1.fffffep127)
-#include "gpu/rows.h"
-/* the row sources (emu/kernels/NAME_rows.h), after rows.h: its
- * operations, gpu/krow_loops.h's vocabulary */
+/* the row sources (emu/kernels/NAME_rows.h) in gpu/krow_loops.h's
+ * vocabulary, then gpu/rows.h, whose optimizer loop calls one of them
+ * (each by a path from the repository's root, which the mutant build,
+ * gpu/testdata/rows-mutant.sed, redirects to its own copies) */
+#include "gpu/krow_loops.h"
+
 #include "emu/kernels/backward_rows.h"
 #include "emu/kernels/batchnorm_rows.h"
 #include "emu/kernels/bce_rows.h"
 #include "emu/kernels/layernorm_rows.h"
 #include "emu/kernels/matmul_rows.h"
+#include "emu/kernels/optimizer_rows.h"
 #include "emu/kernels/rmsnorm_rows.h"
 #include "emu/kernels/softmax_rows.h"
+
+#include "gpu/rows.h"
 
 /* the load's last step: n values into the compute format C, one thread each */
 static __global__ void k_to_compute(int C, float *X, size_t n)
@@ -577,30 +595,35 @@ out:
 	return rc;
 }
 
-/* ---- optimizer: emu/kernels/optimizer.c's run(), one thread per element over the steps ---- */
-static __global__ void k_opt_elems(int v, int S, int C, int G, int T, const float *GS, size_t n,
-                                   unsigned NS, const float *K, float *W, float *M, float *V)
+/* ---- optimizer (emu/kernels/optimizer_rows.h): one thread per element over the steps ---- */
+static __global__ void k_opt_elems(k_opt_cfg cfg, int S, int C, int G, int T, const float *GS,
+                                   size_t n, unsigned NS, const double *PY, uint64_t seed, float *W,
+                                   float *M, float *V)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	k_opt_elem(v, S, C, G, T, GS, n, i, NS, K, W, M, V);
+	k_opt_elem(cfg, S, C, G, T, GS, n, i, NS, PY, seed, W, M, V);
 }
 
-extern "C" int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
-                                 const float *gs, size_t n, unsigned steps, const float *k,
-                                 float *w, float *m, float *v, char *err, size_t len)
+extern "C" int gpu_dev_optimizer(int variant, unsigned flags, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G,
+                                 gpu_kfmt T, const float *gs, size_t n, unsigned steps,
+                                 const double *py, uint64_t seed, float *w, float *m, float *v,
+                                 char *err, size_t len)
 {
 	float *d = NULL;
+	double *dpy = NULL;
 	int rc = -1;
-	size_t ng = (size_t)steps * n, nk = 7 + 2 * (size_t)steps;
-	/* gradients, scalars, w, m, v */
-	size_t og = 0, ok = ng, ow = ok + nk, om = ow + n, ov = om + n;
+	k_opt_cfg cfg = {variant, flags};
+	size_t ng = (size_t)steps * n, npy = OPT_NPY + 2 * (size_t)steps;
+	/* gradients, w, m, v; the scalars */
+	size_t og = 0, ow = ng, om = ow + n, ov = om + n;
 	GPU_CK(cudaMalloc(&d, (ov + n) * sizeof *d));
+	GPU_CK(cudaMalloc(&dpy, npy * sizeof *dpy));
 	GPU_CK(cudaMemcpy(d + og, gs, ng * sizeof *d, cudaMemcpyHostToDevice));
-	GPU_CK(cudaMemcpy(d + ok, k, nk * sizeof *d, cudaMemcpyHostToDevice));
+	GPU_CK(cudaMemcpy(dpy, py, npy * sizeof *dpy, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(d + ow, w, n * sizeof *d, cudaMemcpyHostToDevice));
-	k_opt_elems<<<(unsigned)((n + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)G, (int)T,
-	                                                  d + og, n, steps, d + ok, d + ow, d + om,
-	                                                  d + ov);
+	k_opt_elems<<<(unsigned)((n + 127) / 128), 128>>>(cfg, (int)S, (int)C, (int)G, (int)T,
+	                                                  d + og, n, steps, dpy, seed, d + ow,
+	                                                  d + om, d + ov);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(w, d + ow, n * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(m, d + om, n * sizeof *d, cudaMemcpyDeviceToHost));
@@ -608,43 +631,7 @@ extern "C" int gpu_dev_optimizer(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G
 	rc = 0;
 out:
 	cudaFree(d);
-	return rc;
-}
-
-/* ---- optimizer adamw_kahan and adamw_sr: one thread per element over the steps ---- */
-static __global__ void k_adamw_ext_elems(int v, int S, int C, int G, int T, const float *GS,
-                                         size_t n, unsigned NS, const float *K, uint64_t seed,
-                                         unsigned decay_step, unsigned store_step, float *W,
-                                         float *M, float *V)
-{
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	k_adamw_ext_elem(v, S, C, G, T, GS, n, i, NS, K, seed, decay_step, store_step, W, M, V);
-}
-
-extern "C" int gpu_dev_adamw_ext(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt G, gpu_kfmt T,
-                                 const float *gs, size_t n, unsigned steps, const float *k,
-                                 uint64_t seed, unsigned decay_step, unsigned store_step,
-                                 float *w, float *m, float *v, char *err, size_t len)
-{
-	float *d = NULL;
-	int rc = -1;
-	size_t ng = (size_t)steps * n, nk = 8 + 2 * (size_t)steps;
-	/* gradients, scalars, w, m, v */
-	size_t og = 0, ok = ng, ow = ok + nk, om = ow + n, ov = om + n;
-	GPU_CK(cudaMalloc(&d, (ov + n) * sizeof *d));
-	GPU_CK(cudaMemcpy(d + og, gs, ng * sizeof *d, cudaMemcpyHostToDevice));
-	GPU_CK(cudaMemcpy(d + ok, k, nk * sizeof *d, cudaMemcpyHostToDevice));
-	GPU_CK(cudaMemcpy(d + ow, w, n * sizeof *d, cudaMemcpyHostToDevice));
-	k_adamw_ext_elems<<<(unsigned)((n + 127) / 128), 128>>>(
-	    variant, (int)S, (int)C, (int)G, (int)T, d + og, n, steps, d + ok, seed, decay_step,
-	    store_step, d + ow, d + om, d + ov);
-	GPU_CK_LAUNCH();
-	GPU_CK(cudaMemcpy(w, d + ow, n * sizeof *d, cudaMemcpyDeviceToHost));
-	GPU_CK(cudaMemcpy(m, d + om, n * sizeof *d, cudaMemcpyDeviceToHost));
-	GPU_CK(cudaMemcpy(v, d + ov, n * sizeof *d, cudaMemcpyDeviceToHost));
-	rc = 0;
-out:
-	cudaFree(d);
+	cudaFree(dpy);
 	return rc;
 }
 

@@ -12,6 +12,8 @@
 #ifndef NANMAP_GPU_KROW_LOOPS_H
 #define NANMAP_GPU_KROW_LOOPS_H
 
+#include "emu/core/draw.h"
+
 typedef int k_ctx; /* nothing: the loops keep no statistics */
 typedef float *k_vec;
 typedef struct {
@@ -36,6 +38,7 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 		k_ref d_ = (d), a_ = (a);                                                          \
 		size_t n_ = (n);                                                                   \
 		(void)kc;                                                                          \
+		(void)(e);                                                                         \
 		for (size_t j_ = 0; j_ < n_; j_++)                                                 \
 			d_.p[j_ * d_.s] = K_##OP(F, a_.p[j_ * a_.s]);                              \
 	} while (0)
@@ -44,6 +47,7 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 		k_ref d_ = (d), a_ = (a), b_ = (b);                                                \
 		size_t n_ = (n);                                                                   \
 		(void)kc;                                                                          \
+		(void)(e);                                                                         \
 		for (size_t j_ = 0; j_ < n_; j_++)                                                 \
 			d_.p[j_ * d_.s] = K_##OP(F, a_.p[j_ * a_.s], b_.p[j_ * b_.s]);             \
 	} while (0)
@@ -52,6 +56,7 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 		k_ref d_ = (d), a_ = (a), b_ = (b), c_ = (c);                                      \
 		size_t n_ = (n);                                                                   \
 		(void)kc;                                                                          \
+		(void)(e);                                                                         \
 		for (size_t j_ = 0; j_ < n_; j_++)                                                 \
 			d_.p[j_ * d_.s] =                                                          \
 			    K_##OP(F, a_.p[j_ * a_.s], b_.p[j_ * b_.s], c_.p[j_ * c_.s]);          \
@@ -63,6 +68,7 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 		k_ref c_ = (acc), a_ = (a);                                                        \
 		size_t n_ = (n);                                                                   \
 		(void)kc;                                                                          \
+		(void)(e);                                                                         \
 		for (size_t j_ = 0; j_ < n_; j_++)                                                 \
 			c_.p[0] = K_##OP(F, c_.p[0], a_.p[j_ * a_.s]);                             \
 	} while (0)
@@ -71,6 +77,7 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 		k_ref c_ = (acc), a_ = (a), b_ = (b);                                              \
 		size_t n_ = (n);                                                                   \
 		(void)kc;                                                                          \
+		(void)(e);                                                                         \
 		for (size_t j_ = 0; j_ < n_; j_++)                                                 \
 			c_.p[0] = K_FMA(F, a_.p[j_ * a_.s], b_.p[j_ * b_.s], c_.p[0]);             \
 	} while (0)
@@ -102,5 +109,70 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 			d_.p[j_ * d_.s] = x_.p[j_ * x_.s] < 0.0f ? a_.p[j_ * a_.s] : (float)(k);   \
 	} while (0)
 #define K_TAKE(F, d, a, n) K_MAP1(0, CVT, F, d, a, n, 0)
+
+/* ---- scalars of the host's and stochastic rounding (the optimizer's):
+ * K_CONST rounds a binary64 once (the includer's K_RND_D); K_MAP1_SR draws
+ * the engine's bits for element e + j of `step` and rounds with them
+ * (k_sr), so those step ids exist here too: K_STEP0 is emu/engine/kern.h's
+ * EMU_STEP0 (gpu/host_rows.c asserts it) ---- */
+#define K_STEP0 16
+#define K_CONST(step, F, d, x)                                                                     \
+	do {                                                                                       \
+		k_ref d_ = (d);                                                                    \
+		(void)kc;                                                                          \
+		d_.p[0] = K_RND_D(F, (x));                                                         \
+	} while (0)
+#define K_MAP1_SR(step, F, d, a, seed, n, e)                                                       \
+	do {                                                                                       \
+		k_ref d_ = (d), a_ = (a);                                                          \
+		size_t n_ = (n);                                                                   \
+		for (size_t j_ = 0; j_ < n_; j_++)                                                 \
+			d_.p[j_ * d_.s] =                                                          \
+			    k_sr(F, a_.p[j_ * a_.s], k_sr_bits((seed), (step), (e) + j_));         \
+	} while (0)
+
+/* The 32 random bits the engine's stochastic rounding draws for element e
+ * of step id `step` under `seed`: emu/core/round.c's emu_sr_bits(seed,
+ * emu_sr_key(step, 0, e)) (emu/engine/kern.h), the draw itself
+ * emu/core/draw.h's, which nvcc compiles too; integer arithmetic mod 2^64 */
+K_FN uint32_t k_sr_bits(uint64_t seed, unsigned step, uint64_t e)
+{
+	uint64_t key = ((uint64_t)(step + 1) << 44) | (e & ((1ull << 42) - 1));
+	return (uint32_t)(emu_draw64(seed, key) >> 32);
+}
+
+/* x rounded by SR with the bits u to the format of precision p, least
+ * normal exponent emin (subnormals below) and largest finite fmax, as
+ * emu/core/round.c rounds (EMU_SR, no saturation): with F the discarded part of
+ * |x| in units of the last kept place, round away from zero iff
+ * floor(F·2^32) > u, or equal with something below those 32 bits; past
+ * fmax, inf. Every step is exact in binary64 (|x| has 24 bits), so nvcc and
+ * cc compute the same value; zeros, infinities and NaN come back as they
+ * are. */
+K_FN float k_sr_round(int p, int emin, double fmax, float x, uint32_t u)
+{
+	double a = fabs((double)x), q, n, f, f32, r;
+	int ex, e;
+	if (!(a > 0.0) || isinf(a))
+		return x;
+	(void)frexp(a, &ex);
+	e = ex - 1 < emin ? emin : ex - 1; /* the binade's exponent, or emin */
+	q = ldexp(a, p - 1 - e);           /* |x| over the last kept place */
+	n = floor(q);
+	f = (q - n) * 4294967296.0;
+	f32 = floor(f);
+	if (f32 > (double)u || (f32 == (double)u && f != f32))
+		n = n + 1.0;
+	r = ldexp(n, e - p + 1);
+	if (r > fmax)
+		r = INFINITY;
+	return (float)(x < 0.0f ? -r : r);
+}
+
+/* x rounded to F by SR with the bits u */
+K_FN float k_sr(k_fmt F, float x, uint32_t u)
+{
+	return k_sr_round(K_PREC(F), K_EMIN(F), K_FMAX(F), x, u);
+}
 
 #endif

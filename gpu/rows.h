@@ -4,13 +4,14 @@
  * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
- * equal the emulator's kernels (emu/kernels/optimizer.c, and attention.c
+ * equal the emulator's kernels (emu/kernels/attention.c
  * around its Tensor Core GEMMs) and quantiser (emu/recipes/recipe.c) the
  * order of operations proved is the one the GPU runs, not a copy of it kept
- * in step by hand. softmax_ce, layernorm, rmsnorm, bce, backward, matmul
- * and batchnorm are not here: each is written once in its row
- * source (emu/kernels/NAME_rows.h), which the engine runs too and the
- * includers read through gpu/krow_loops.h.
+ * in step by hand. softmax_ce, layernorm, rmsnorm, bce, backward, matmul,
+ * batchnorm and the optimizer are not here: each is written once in its
+ * row source (emu/kernels/NAME_rows.h), which the engine runs too and the
+ * includers read through gpu/krow_loops.h; what is here of the optimizer is
+ * the GPU's loop over the steps of one element (k_opt_elem).
  *
  * Plain C that is also valid CUDA C++. The includer defines:
  *   K_FN              the qualifier of every function here (static __device__
@@ -36,7 +37,9 @@
  *                     __NV_SATFINITE; NaN gives a NaN)
  *   K_F2U(x)          the binary32 bits of the float x (uint32_t)
  *   K_U2F(u)          the float with binary32 bits u
- * and, for stochastic rounding (k_sr_round, below):
+ * and, for the optimizer's scalars and its stochastic rounding
+ * (gpu/krow_loops.h's K_CONST, K_MAP1_SR, k_sr):
+ *   K_RND_D(F, x)     the binary64 x rounded once to F (RNE)
  *   K_PREC(F)         F's precision p (int: 11 fp16, 8 bf16, 24 fp32)
  *   K_EMIN(F)         F's least normal exponent (int: -14, -126, -126)
  *   K_FMAX(F)         F's largest finite value (a double)
@@ -46,14 +49,14 @@
  * or one gradient element, or one scaling block of one row), so every sum is
  * sequential in its index.
  *
- * Stochastic rounding (the optimizer's adamw_sr) is written here too, not
- * passed in as precomputed random words: its bits are a pure integer
- * function of (seed, step, element) (emu/core/round.c's emu_sr_bits, whose
- * draw is emu/core/draw.h's, read by both compilers, and emu/engine/kern.h's
- * emu_sr_key), and the rounding that takes them is exact arithmetic on
- * binary64 (k_sr_round), so one plain-C copy serves nvcc and cc alike, the
- * fake device runs the very draw the GPU makes, and the GPU needs no
- * n·steps·2 words of host memory per run.
+ * Stochastic rounding (the optimizer's adamw_sr) is gpu/krow_loops.h's:
+ * its bits are a pure integer function of (seed, step, element)
+ * (emu/core/round.c's emu_sr_bits, whose draw is emu/core/draw.h's, read by
+ * both compilers, and emu/engine/kern.h's emu_sr_key), and the rounding
+ * that takes them is exact arithmetic on binary64 (k_sr_round), so one
+ * plain-C copy serves nvcc and cc alike, the fake device runs the very draw
+ * the GPU makes, and the GPU needs no n·steps·2 words of host memory per
+ * run.
  */
 #ifndef NANMAP_GPU_ROWS_H
 #define NANMAP_GPU_ROWS_H
@@ -62,154 +65,36 @@
 #error "rows.h: define K_FN, k_fmt and the K_ operations first (gpu/kern.cu, gpu/host_rows.c)"
 #endif
 
-#include "emu/core/draw.h"
 #include "gpu/krow_loops.h"
+#ifndef NANMAP_OPTIMIZER_ROWS_H
+#error "rows.h: include the row sources first (emu/kernels/optimizer_rows.h: k_opt_elem runs it)"
+#endif
 
-/* AdamW's second moment and denominator, shared by k_opt_elem and
- * k_adamw_ext_elem: v = v·β2 + ((1 − β2)·g)·g stored in T, then
- * (sqrt(v) / sqrt(bc2)) + eps with every intermediate stored in T (K as
- * k_opt_elem's: K[5] β2, K[6] 1 − β2, K[0] eps) */
-K_FN float k_adam_denom(k_fmt C, k_fmt T, float gc, float *vv, const float *K, float bc2s)
-{
-	float d;
-	*vv = K_RND(T, K_MUL(C, K_RND(C, *vv), K[5]));
-	d = K_MUL(C, K_MUL(C, K[6], gc), gc);
-	*vv = K_RND(T, K_ADD(C, K_RND(C, *vv), d));
-	d = K_RND(T, K_SQRT(C, K_RND(C, *vv)));
-	d = K_RND(T, K_DIV(C, K_RND(C, d), bc2s));
-	return K_RND(C, K_RND(T, K_ADD(C, K_RND(C, d), K[0])));
-}
-
-/* optimizer (emu/kernels/optimizer.c's run()), element i over NS steps: v 0
- * sgd (weight decay 0, momentum K[2]), 1 adamw (weight decay on, 1 − β1
- * below 1/2: lerp's first form). W (values of S) is updated in place, M and
- * V (values of T, from +0) are the states; GS holds the stored gradients
- * (values of G), step s's at GS[(s − 1)·n + i]. K: the scalars in C, eps,
- * −lr, μ, 1 − lr·wd, 1 − β1, β2, 1 − β2, then per step −step_size and
- * sqrt(bc2). An i past the end (a thread of the GPU's last block) writes
- * nothing. */
-K_FN void k_opt_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const float *GS, size_t n,
-                     size_t i, unsigned NS, const float *K, float *W, float *M, float *V)
+/* optimizer (emu/kernels/optimizer_rows.h), element i over NS steps, on one
+ * thread: the variant and switches cfg, W (values of S) updated in place, M
+ * and V (values of T) and adamw_kahan's compensation from +0; GS holds the
+ * stored gradients (values of G), step s's at GS[(s − 1)·n + i]; PY the
+ * Python scalars (emu_opt_plan_make's); seed the policy's (adamw_sr). An i
+ * past the end (a thread of the GPU's last block) writes nothing. */
+K_FN void k_opt_elem(k_opt_cfg cfg, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const float *GS, size_t n,
+                     size_t i, unsigned NS, const double *PY, uint64_t seed, float *W, float *M,
+                     float *V)
 {
 	if (i >= n)
 		return;
-	float w = W[i], m = 0.0f, vv = 0.0f, d, a;
-	(void)G; /* the gradients arrive stored in G */
-	for (unsigned s = 1; s <= NS; s++) {
-		float gs = GS[(size_t)(s - 1) * n + i], gc = K_RND(C, gs);
-		if (v == 0) { /* buf = g, then buf·μ + g; w = w + (−lr)·buf */
-			if (s == 1) {
-				m = K_RND(T, gs);
-			} else {
-				m = K_RND(T, K_MUL(C, K_RND(C, m), K[2]));
-				m = K_RND(T, K_ADD(C, K_RND(C, m), gc));
-			}
-			a = K_MUL(C, K[1], K_RND(C, m));
-			w = K_RND(S, K_ADD(C, K_RND(C, w), a));
-			continue;
-		}
-		float ss = K[7 + 2 * (s - 1)], bc2s = K[8 + 2 * (s - 1)];
-		w = K_RND(S, K_MUL(C, K_RND(C, w), K[3])); /* w·(1 − lr·wd) */
-		float xc = K_RND(C, m); /* m = lerp(m, g, 1 − β1) */
-		d = K_MUL(C, K[4], K_SUB(C, gc, xc));
-		m = K_RND(T, K_ADD(C, xc, d));
-		d = k_adam_denom(C, T, gc, &vv, K, bc2s);
-		a = K_DIV(C, K_MUL(C, ss, K_RND(C, m)), d); /* addcdiv */
-		w = K_RND(S, K_ADD(C, K_RND(C, w), a));
-	}
-	W[i] = w;
-	M[i] = m;
-	V[i] = vv;
-}
-
-/* The 32 random bits the engine's stochastic rounding draws for element e
- * of step id `step` under `seed`: emu/core/round.c's emu_sr_bits(seed,
- * emu_sr_key(step, 0, e)) (emu/engine/kern.h), the draw itself
- * emu/core/draw.h's, which nvcc compiles too; integer arithmetic mod 2^64 */
-K_FN uint32_t k_sr_bits(uint64_t seed, unsigned step, uint64_t e)
-{
-	uint64_t key = ((uint64_t)(step + 1) << 44) | (e & ((1ull << 42) - 1));
-	return (uint32_t)(emu_draw64(seed, key) >> 32);
-}
-
-/* x rounded by SR with the bits u to the format of precision p, least
- * normal exponent emin (subnormals below) and largest finite fmax, as
- * emu/core/round.c rounds (EMU_SR, no saturation): with F the discarded part of
- * |x| in units of the last kept place, round away from zero iff
- * floor(F·2^32) > u, or equal with something below those 32 bits; past
- * fmax, inf. Every step is exact in binary64 (|x| has 24 bits), so nvcc and
- * cc compute the same value; zeros, infinities and NaN come back as they
- * are. */
-K_FN float k_sr_round(int p, int emin, double fmax, float x, uint32_t u)
-{
-	double a = fabs((double)x), q, n, f, f32, r;
-	int ex, e;
-	if (!(a > 0.0) || isinf(a))
-		return x;
-	(void)frexp(a, &ex);
-	e = ex - 1 < emin ? emin : ex - 1; /* the binade's exponent, or emin */
-	q = ldexp(a, p - 1 - e);           /* |x| over the last kept place */
-	n = floor(q);
-	f = (q - n) * 4294967296.0;
-	f32 = floor(f);
-	if (f32 > (double)u || (f32 == (double)u && f != f32))
-		n = n + 1.0;
-	r = ldexp(n, e - p + 1);
-	if (r > fmax)
-		r = INFINITY;
-	return (float)(x < 0.0f ? -r : r);
-}
-
-/* x rounded to F by SR with the bits u */
-K_FN float k_sr(k_fmt F, float x, uint32_t u)
-{
-	return k_sr_round(K_PREC(F), K_EMIN(F), K_FMAX(F), x, u);
-}
-
-/* optimizer (emu/kernels/optimizer.c's run()), element i over NS steps: v 0
- * adamw_kahan, 1 adamw_sr (weight decay on, 1 − β1 below 1/2), k_opt_elem's
- * adamw step with the weight's stores changed. adamw_kahan: no separate
- * decay; u = w·(−lr·wd) + a, c = c + u, w' = w + c, c = c + (w − w'), the
- * compensation c (from +0) stored in S like w. adamw_sr: both stores of w
- * (the decay's and the update's) by SR, the bits of element (s − 1)·n + i
- * of step ids decay_step and store_step (emu/kernels/optimizer.c's
- * S_DECAY_STORE and S_STORE) under seed, the policy's. K as k_opt_elem's,
- * then K[7 + 2·NS] = −lr·wd in C. An i past the end (a thread of the GPU's
- * last block) writes nothing. */
-K_FN void k_adamw_ext_elem(int v, k_fmt S, k_fmt C, k_fmt G, k_fmt T, const float *GS, size_t n,
-                           size_t i, unsigned NS, const float *K, uint64_t seed,
-                           unsigned decay_step, unsigned store_step, float *W, float *M,
-                           float *V)
-{
-	if (i >= n)
-		return;
-	float w = W[i], m = 0.0f, vv = 0.0f, cp = 0.0f, d, a, u, wc, xc;
-	(void)G; /* the gradients arrive stored in G */
+	float t[OPT_NT], m = 0.0f, v = 0.0f, c = 0.0f, g, gc, wc, xc, a, d, u;
+	k_opt_refs r = {K_ROW(W, i),  K_ROW(&m, 0),  K_ROW(&v, 0),  K_ROW(&c, 0),
+	                K_ROW(&g, 0), K_ROW(&gc, 0), K_ROW(&wc, 0), K_ROW(&xc, 0),
+	                K_ROW(&a, 0), K_ROW(&d, 0),  K_ROW(&u, 0)};
+	k_opt_consts(0, cfg, C, PY, t);
 	for (unsigned s = 1; s <= NS; s++) {
 		uint64_t e = (uint64_t)(s - 1) * n + i; /* element i of step s */
-		float gc = K_RND(C, GS[e]);
-		float ss = K[7 + 2 * (s - 1)], bc2s = K[8 + 2 * (s - 1)];
-		if (v == 1) /* w·(1 − lr·wd), stored by SR */
-			w = k_sr(S, K_MUL(C, K_RND(C, w), K[3]), k_sr_bits(seed, decay_step, e));
-		xc = K_RND(C, m); /* m = lerp(m, g, 1 − β1), as k_opt_elem's */
-		m = K_RND(T, K_ADD(C, xc, K_MUL(C, K[4], K_SUB(C, gc, xc))));
-		d = k_adam_denom(C, T, gc, &vv, K, bc2s);
-		a = K_DIV(C, K_MUL(C, ss, K_RND(C, m)), d); /* addcdiv's increment */
-		wc = K_RND(C, w);
-		if (v == 1) {
-			w = k_sr(S, K_ADD(C, wc, a), k_sr_bits(seed, store_step, e));
-			continue;
-		}
-		u = K_ADD(C, K_MUL(C, wc, K[7 + 2 * NS]), a); /* the compensated sum */
-		cp = K_RND(S, K_ADD(C, K_RND(C, cp), u));
-		xc = K_RND(C, cp);
-		w = K_RND(S, K_ADD(C, wc, xc));
-		u = K_SUB(C, wc, K_RND(C, w));
-		cp = K_RND(S, K_ADD(C, xc, u));
+		g = GS[e];
+		k_opt_step_consts(0, cfg, C, PY, s, t);
+		k_opt_step(0, cfg, S, C, G, T, s, r, t, seed, 1, e);
 	}
-	W[i] = w;
 	M[i] = m;
-	V[i] = vv;
+	V[i] = v;
 }
 
 /* ---- block quantisers: emu/recipes/recipe.c's `mxfp8` (and `mxfp8:e5m2`) and

@@ -1,6 +1,6 @@
 /*
  * run_kern.c — the runner's kern step (gpu/run.h): the training kernels of
- * gpu/rows.h (softmax_ce, layernorm, rmsnorm, bce, backward, matmul,
+ * the row sources (softmax_ce, layernorm, rmsnorm, bce, backward, matmul,
  * batchnorm, the optimizers) on the GPU against the engine's kernels on
  * the fast backend, and replayed on the host with the GPU's tables.
  */
@@ -472,57 +472,30 @@ out:
 	free(ch);
 }
 
-/* adamw_kahan and adamw_sr on kern_optimizer's weights, gradients and
- * scalars (k with −lr·wd after the steps'), SR keyed by the policy's seed,
- * against the fast backend: w, m and v. w, m and vv are scratch. */
-static void kern_adamw_ext(const emu_policy *pol, const char *fmts, uint64_t seed, const double *x,
-                           const float *xs, size_t R, size_t N, unsigned NS, const float *gs,
-                           const float *k, float *w, float *m, float *vv)
-{
-	static const char *const ext_var[] = {"adamw_kahan", "adamw_sr"};
-	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad, *T = &pol->state;
-	const size_t n = R * N;
-	unsigned st_decay, st_store; /* the steps whose SR draws adamw_sr keys by */
-	emu_opt_store_steps(&st_decay, &st_store);
-	for (int v = 0; v < 2; v++) {
-		char kname[40];
-		emu_run er;
-		emu_kin in = {x, R, N, NULL, 0, seed, NULL, 0};
-		snprintf(kname, sizeof kname, "optimizer %s", ext_var[v]);
-		memcpy(w, xs, n * sizeof *w);
-		if (gpu_dev_adamw_ext(v, kfmt(S), kfmt(C), kfmt(G), kfmt(T), gs, n, NS, k,
-		                      pol->env.seed, st_decay, st_store, w, m, vv, run_err,
-		                      sizeof run_err)) {
-			step_failed("kern", run_err);
-			continue;
-		}
-		if (!kern_engine(&emu_kernel_optimizer, pol, ext_var[v], &in, &er))
-			continue;
-		kern_out outs[] = {{"w", w, n}, {"m", m, n}, {"v", vv, n}};
-		kern_compare(kname, fmts, &er, outs, 3);
-		emu_run_free(&er);
-	}
-}
-
-/* sgd and adamw (their defaults: 10 steps, lr 1e-3, β 0.9 and 0.999, eps
- * 1e-8, weight decay 0 sgd and 0.01 adamw, momentum 0.9, gradients uniform
- * in ±1e-3 from the run's seed) on R·N weights uniform in ±1, against the
- * fast backend: w, m and v. The gradient stream is emu/kernels/optimizer.c's
- * (its inputs' "grad"), stored in the grad format; the Python scalars are
- * binary64 (its emu_opt_pow), rounded into the compute format, as there.
- * Then adamw_kahan and adamw_sr on the same (kern_adamw_ext). */
+/* sgd, adamw, adamw_kahan and adamw_sr (their defaults: 10 steps, lr 1e-3,
+ * β 0.9 and 0.999, eps 1e-8, weight decay 0 sgd and 0.01 adamw, momentum
+ * 0.9, gradients uniform in ±1e-3 from the run's seed) on R·N weights
+ * uniform in ±1, against the fast backend: w, m and v. The gradient stream
+ * (the kernel's inputs' "grad", stored in the grad format), the variant's
+ * code, switches and Python scalars (emu_opt_plan_make) are the library's;
+ * adamw_sr draws under the policy's seed. */
 static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char *fmts, size_t R,
                            size_t N)
 {
-	static const char *const op_var[] = {"sgd", "adamw"};
+	static const char *const var[] = {"sgd", "adamw", "adamw_kahan", "adamw_sr"};
 	const emu_format *S = &pol->storage, *C = &pol->compute, *G = &pol->grad, *T = &pol->state;
-	const unsigned NS = 10;
 	const size_t n = R * N;
-	const double lr = 1e-3, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0.01, mu = 0.9;
+	emu_opt_plan P;
+	emu_kin ing = {NULL, R, N, NULL, 0, o->seed, NULL, 0};
+	if (emu_opt_plan_make(&ing, "sgd", &P, run_err, sizeof run_err) != 0) {
+		step_failed("kern", run_err);
+		return;
+	}
+	const unsigned NS = P.steps;
+	emu_opt_plan_free(&P);
 	double *x = malloc(n * sizeof *x);
 	float *xs = malloc(n * sizeof *xs), *w = malloc(n * sizeof *w), *m = malloc(n * sizeof *m),
 	      *vv = malloc(n * sizeof *vv), *gs = malloc(NS * n * sizeof *gs);
-	float k[8 + 2 * 10]; /* k_opt_elem's, then −lr·wd (k_adamw_ext_elem's) */
 	if (!x || !xs || !w || !m || !vv || !gs) {
 		step_failed("kern", "out of memory");
 		goto out;
@@ -532,45 +505,34 @@ static void kern_optimizer(const gpu_opts *o, const emu_policy *pol, const char 
 		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
 	}
 	emu_kinputs ki;
-	emu_kin ing = {x, R, N, NULL, 0, o->seed, NULL, 0};
+	ing.x = x;
 	const double *g = kern_role("kern", &emu_kernel_optimizer, pol, "sgd", &ing, "grad", &ki);
 	if (!g)
 		goto out;
 	for (size_t i = 0; i < NS * n; i++) /* step s's gradients from row s − 1 */
 		gs[i] = (float)emu_decode(G, emu_from_double(G, g[i], &pol->env).bits);
 	emu_kinputs_free(&ki);
-#define KC(x) ((float)emu_decode(C, emu_from_double(C, (x), &pol->env).bits))
-	k[0] = KC(eps);
-	k[1] = KC(-lr);
-	k[2] = KC(mu);
-	k[3] = KC(1 - lr * wd);
-	k[4] = KC(1 - b1);
-	k[5] = KC(b2);
-	k[6] = KC(1 - b2);
-	for (unsigned s = 1; s <= NS; s++) {
-		k[7 + 2 * (s - 1)] = KC(-(lr / (1 - emu_opt_pow(b1, s))));
-		k[8 + 2 * (s - 1)] = KC(sqrt(1 - emu_opt_pow(b2, s)));
-	}
-	k[7 + 2 * NS] = KC(-(lr * wd));
-#undef KC
-	for (int v = 0; v < 2; v++) {
+	for (int v = 0; v < 4; v++) {
 		char kname[40];
 		emu_run er;
 		emu_kin in = {x, R, N, NULL, 0, o->seed, NULL, 0};
-		snprintf(kname, sizeof kname, "optimizer %s", op_var[v]);
+		snprintf(kname, sizeof kname, "optimizer %s", var[v]);
 		memcpy(w, xs, n * sizeof *w);
-		if (gpu_dev_optimizer(v, kfmt(S), kfmt(C), kfmt(G), kfmt(T), gs, n, NS, k, w, m, vv,
-		                      run_err, sizeof run_err)) {
+		if (emu_opt_plan_make(&in, var[v], &P, run_err, sizeof run_err) != 0 ||
+		    gpu_dev_optimizer(P.variant, P.flags, kfmt(S), kfmt(C), kfmt(G), kfmt(T), gs, n,
+		                      P.steps, P.py, pol->env.seed, w, m, vv, run_err,
+		                      sizeof run_err)) {
+			emu_opt_plan_free(&P);
 			step_failed("kern", run_err);
 			continue;
 		}
-		if (!kern_engine(&emu_kernel_optimizer, pol, op_var[v], &in, &er))
+		emu_opt_plan_free(&P);
+		if (!kern_engine(&emu_kernel_optimizer, pol, var[v], &in, &er))
 			continue;
 		kern_out outs[] = {{"w", w, n}, {"m", m, n}, {"v", vv, n}};
 		kern_compare(kname, fmts, &er, outs, 3);
 		emu_run_free(&er);
 	}
-	kern_adamw_ext(pol, fmts, o->seed, x, xs, R, N, NS, gs, k, w, m, vv);
 out:
 	free(x);
 	free(xs);

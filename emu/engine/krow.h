@@ -27,6 +27,14 @@
  *   K_FOLD(step, OP, F, acc, a, n, e)     acc = OP(acc, a[j]), j = 0 .. n − 1
  *   K_FOLD_FMA(step, F, acc, a, b, n, e)  acc = fma(a[j], b[j], acc)
  *   K_FILL(d, x, n), K_COPY(d, a, n)      constants (exact) and copies
+ *   K_CONST(step, F, d, x)                d[0] = the binary64 x rounded once
+ *                                         into F (a scalar of the host's)
+ *   K_MAP1_SR(step, F, d, a, seed, n, e)  d[j] = a[j] stored in F by SR, the
+ *                                         bits of element e + j of step
+ *                                         under seed (the policy's: the
+ *                                         engine's draw, which the loops
+ *                                         make too; here seed is the
+ *                                         backend's own)
  * OP is an emu_op without its prefix (ADD, SUB, MUL, DIV, EXP, LOG, RSQRT,
  * MAX, CVT, ...); step is the kernel's step id and e the element index the
  * operation's element 0 has in that step (both ignored by the loops).
@@ -62,6 +70,17 @@ typedef emu_ref k_ref;
 	emu_fold(kc, step, EMU_OP_FMA, F, EMU_ORDER_SEQ, acc, a, b, n, e)
 #define K_FILL(d, x, n) emu_fill(kc, d, x, n)
 #define K_COPY(d, a, n) emu_copy(kc, d, a, n)
+#define K_CONST(step, F, d, x)                                                                     \
+	do {                                                                                       \
+		emu_fill(kc, d, x, 1);                                                             \
+		emu_map(kc, step, EMU_OP_CVT, F, d, d, EMU_NOREF, EMU_NOREF, 1, 0, NULL);          \
+	} while (0)
+#define K_MAP1_SR(step, F, d, a, seed, n, e)                                                       \
+	do {                                                                                       \
+		(void)(seed);                                                                      \
+		emu_map_mode(kc, step, EMU_OP_CVT, EMU_SR, F, d, a, EMU_NOREF, EMU_NOREF, n, e,    \
+		             NULL);                                                                \
+	} while (0)
 
 /* a step table's X-macro, as an enum from EMU_STEP0 (the row source
  * declares it) and as names (the kernel's file) */

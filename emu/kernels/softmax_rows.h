@@ -17,7 +17,7 @@
 #define NANMAP_SOFTMAX_ROWS_H
 
 #ifndef K_MAP1
-#error "softmax_rows.h: include emu/engine/krow.h (the engine) or gpu/rows.h (the GPU) first"
+#error "softmax_rows.h: include emu/engine/krow.h (the engine) or gpu/krow_loops.h (the GPU) first"
 #endif
 
 /* The steps, each one operation site of the kernel under a name of its

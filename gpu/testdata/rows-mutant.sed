@@ -42,8 +42,8 @@ s/^\(\t*\)K_FOLD(S_SUM_DY_XMU, ADD, A, sdyx, W2, N, c \* N);$/\1K_FOLD(S_SUM_DY_
 # optimizer: sgd's momentum product and adamw's first-moment addition in
 # the state format instead of the compute format (it has no accumulator:
 # only the policies whose compute format is wider than the state's move)
-s/^\(\t*\)m = K_RND(T, K_MUL(C, K_RND(C, m), K\[2\]));$/\1m = K_RND(T, K_MUL(T, K_RND(C, m), K[2]));/
-s/^\(\t*\)m = K_RND(T, K_ADD(C, xc, d));$/\1m = K_RND(T, K_ADD(T, xc, d));/
+s/^\(\t*\)K_MAP2(S_BUF_MUL, MUL, C, r.m, r.xc, K_AT(t, OPT_MU), n, e);$/\1K_MAP2(S_BUF_MUL, MUL, T, r.m, r.xc, K_AT(t, OPT_MU), n, e);/
+s/^\(\t*\)K_MAP2(S_LERP_ADD, ADD, C, r.m, r.xc, r.d, n, e);$/\1K_MAP2(S_LERP_ADD, ADD, T, r.m, r.xc, r.d, n, e);/
 # attention: the row sum l rounded to C after every addition, and online's
 # and fp8's rescaled O·α rounded to C before the block's part joins it
 s/^\(\t*\)l = K_ADD(A, l, K_RND(A, e));$/\1l = K_RND(C, K_ADD(A, l, K_RND(A, e)));/
@@ -55,10 +55,10 @@ s/^\(\t*\)gv = K_FMA(A, K_RND(A, P\[i \* nk + j\]), K_RND(A, K_RND(C, DO\[i \* d
 s/^\(\t*\)K_MAP1(S_DYX_ACCUM, CVT, A, W2, W2, N, c \* N);$/\1K_MAP1(S_DYX_ACCUM, CVT, C, W2, W2, N, c * N);/
 # adamw_kahan: the increment stored in the weights' format before it enters
 # the compensated sum (a kernel that materialises it as a tensor of w's dtype)
-s/^\(\t*\)cp = K_RND(S, K_ADD(C, K_RND(C, cp), u));$/\1cp = K_RND(S, K_ADD(C, K_RND(C, cp), K_RND(S, u)));/
-# adamw_sr: the update's draw keyed by the element's index within the step
+s/^\(\t*\)K_MAP2(S_COMP_ADD, ADD, C, r.c, r.xc, r.u, n, e);$/\1K_MAP1(S_COMP_ADD, CVT, S, r.u, r.u, n, e); K_MAP2(S_COMP_ADD, ADD, C, r.c, r.xc, r.u, n, e);/
+# adamw_sr: the weight's draws keyed by the element's index within the step
 # instead of its number over the steps (every step draws the same bits)
-s/^\(\t*\)w = k_sr(S, K_ADD(C, wc, a), k_sr_bits(seed, store_step, e));$/\1w = k_sr(S, K_ADD(C, wc, a), k_sr_bits(seed, store_step, i));/
+s/^\(\t*\)K_MAP1_SR(step, S, r.w, r.w, seed, n, e);\( *\\\)$/\1K_MAP1_SR(step, S, r.w, r.w, seed, n, e % n);\2/
 # matmul tc: the Tensor Core's output rounded into the compute format before
 # the store (an epilogue in the compute dtype): only acc moves, and only where
 # compute is narrower than the output

@@ -116,6 +116,8 @@ K_FN k_ref k_ref_of(float *p, size_t s)
  * (k_sr), so those step ids exist here too: K_STEP0 is emu/engine/kern.h's
  * EMU_STEP0 (gpu/host_rows.c asserts it) ---- */
 #define K_STEP0 16
+/* the variants' codes (emu/engine/krow.h's K_VARIANT_ID) */
+#define K_VARIANT_ID(id, name) id,
 #define K_CONST(step, F, d, x)                                                                     \
 	do {                                                                                       \
 		k_ref d_ = (d);                                                                    \

@@ -203,8 +203,9 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
                           const gpu_tables *rt, const double *xl, const float *xls,
                           const float *dys, size_t R, size_t N)
 {
-	static const char *const rn_var[] = {"plain", "prescaled", "fp32stats"};
-	static const char *const bce_var[] = {"naive", "stable"};
+	/* the kernels' own lists: a variant's index is its row source's code */
+	const char *const *rn_var = emu_kernel_rmsnorm.variants, *const *bce_var =
+	                                                             emu_kernel_bce.variants;
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
 	const emu_format *f32 = fmt("fp32");
 	float *y = malloc(R * N * sizeof *y), *dx = malloc(R * N * sizeof *dx);
@@ -236,7 +237,7 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
 	for (size_t i = 0; i < R * N; i++)
 		ty[i] = (float)tv[i];
 	emu_kinputs_free(&ki);
-	for (int v = 0; v < 3; v++) {
+	for (int v = 0; rn_var[v]; v++) {
 		char kname[40];
 		emu_run er;
 		const emu_format *SC = v == 2 ? f32 : C; /* fp32stats: statistics in fp32 */
@@ -270,7 +271,7 @@ static void kern_norm_bce(const gpu_opts *o, const emu_policy *pol, const char *
 			kern_replay(kname, fmts, outs, mo, f, 5);
 		}
 	}
-	for (int v = 0; v < 2; v++) {
+	for (int v = 0; bce_var[v]; v++) {
 		char kname[40];
 		emu_run er;
 		float loss, mloss;
@@ -421,7 +422,7 @@ out:
 static void kern_batchnorm(const gpu_opts *o, const emu_policy *pol, const char *fmts,
                            const float *dys, size_t R, size_t N)
 {
-	static const char *const bn_var[] = {"twopass", "welford", "eval"};
+	const char *const *bn_var = emu_kernel_batchnorm.variants; /* index: the code */
 	static const double off[4] = {0, 4, 300, 2000};
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
 	const double cd[6] = {1e-5, 1, 0, 0.1, 0, 1};
@@ -440,7 +441,7 @@ static void kern_batchnorm(const gpu_opts *o, const emu_policy *pol, const char 
 		x[i] = off[(i % N) % 4] + (u - 0.5) * 2.0;
 		xs[i] = (float)emu_decode(S, emu_from_double(S, x[i], &pol->env).bits);
 	}
-	for (int v = 0; v < 3; v++) {
+	for (int v = 0; bn_var[v]; v++) {
 		char kname[40];
 		emu_run er;
 		emu_kin in = {x, R, N, NULL, 0, o->seed, NULL, 0};
@@ -550,8 +551,10 @@ void step_kern(const gpu_opts *o)
 	                                   "storage=bf16,compute=bf16,accum=fp32",
 	                                   "storage=bf16,compute=fp32",
 	                                   "storage=fp32"};
-	static const char *const sm_var[] = {"naive", "maxsub", "lse"};
-	static const char *const ln_var[] = {"twopass", "onepass", "welford"};
+	/* the kernels' own lists: a variant's index is its row source's code */
+	const char *const *sm_var = emu_kernel_softmax_ce.variants, *const *ln_var =
+	                                                                emu_kernel_layernorm
+	                                                                    .variants;
 	const size_t R = o->quick ? 32 : 256, N = o->quick ? 64 : 512;
 	double *x = malloc(R * N * sizeof *x), *xl = malloc(R * N * sizeof *xl);
 	float *xs = malloc(R * N * sizeof *xs), *xls = malloc(R * N * sizeof *xls);
@@ -617,7 +620,7 @@ void step_kern(const gpu_opts *o)
 		}
 		emu_kinputs_free(&ki);
 		float epsc = (float)emu_decode(C, emu_from_double(C, 1e-5, &pol.env).bits);
-		for (int v = 0; v < 3; v++) {
+		for (int v = 0; sm_var[v] && ln_var[v]; v++) {
 			char kname[40];
 			emu_run er;
 			/* softmax_ce */

@@ -38,6 +38,16 @@ const emu_kernel *emu_kernel_by_name(const char *name)
 	return NULL;
 }
 
+int emu_variant_index(const char *const *names, const char *variant)
+{
+	if (!variant)
+		return 0;
+	for (int i = 0; names[i]; i++)
+		if (strcmp(names[i], variant) == 0)
+			return i;
+	return -1;
+}
+
 bool emu_kernel_reads_param(const emu_kernel *k, const char *name)
 {
 	size_t n = strlen(name);

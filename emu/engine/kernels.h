@@ -154,6 +154,10 @@ int emu_kinput_check_index(const emu_kinput *t, const char *kernel, size_t n, ch
                            size_t errlen);
 
 const emu_kernel *emu_kernel_by_name(const char *name);
+/* The index of `variant` in names (a kernel's NULL-terminated variants,
+ * the row source's codes in that order): 0, the default, for NULL; -1 for
+ * a name not there. */
+int emu_variant_index(const char *const *names, const char *variant);
 size_t emu_kernel_count(void);
 const emu_kernel *emu_kernel_at(size_t i);
 /* Does k read the parameter `name`: does its params_doc line name it as

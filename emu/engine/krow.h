@@ -87,6 +87,11 @@ typedef emu_ref k_ref;
 #define K_STEP0 EMU_STEP0
 #define K_STEP_ENUM(id, name) id,
 #define K_STEP_NAME(id, name) name,
+/* a variant table's X-macro (X(ID, "name")): the row source makes the codes
+ * with K_VARIANT_ID on both sides (the loops take them too), the kernel's
+ * file its variants[] with K_VARIANT_NAME, looked up by emu_variant_index */
+#define K_VARIANT_ID(id, name) id,
+#define K_VARIANT_NAME(id, name) name,
 
 /* ---- operands and copies beyond the maps and folds (rmsnorm, bce,
  * backward, matmul, batchnorm) ----

@@ -84,18 +84,14 @@
 #include "emu/engine/krow.h"
 #include "emu/kernels/batchnorm_rows.h"
 
-static const char *const variants[] = {"twopass", "welford", "eval", NULL};
+static const char *const variants[] = {K_BATCHNORM_VARIANTS(K_VARIANT_NAME) NULL};
 
 /* The steps' names (the row source declares them with their ids). */
 static const char *const steps[S_END - EMU_STEP0] = {K_BATCHNORM_STEPS(K_STEP_NAME)};
 
 static int parse_variant(const char *variant)
 {
-	return !variant                      ? BN_TWOPASS
-	       : !strcmp(variant, "twopass") ? BN_TWOPASS
-	       : !strcmp(variant, "welford") ? BN_WELFORD
-	       : !strcmp(variant, "eval")    ? BN_EVAL
-	                                     : -1;
+	return emu_variant_index(variants, variant);
 }
 
 /* The per-channel parameters a tensor each, in the order of their

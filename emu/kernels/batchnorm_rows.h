@@ -101,7 +101,13 @@ enum { S_FIRST_ = K_STEP0 - 1, K_BATCHNORM_STEPS(K_STEP_ENUM) S_END };
 #endif
 
 /* the variants */
-enum { BN_TWOPASS, BN_WELFORD, BN_EVAL };
+/* The variants, in the order of emu/kernels/batchnorm.c's list (the first
+ * its default) */
+#define K_BATCHNORM_VARIANTS(X)                                                                    \
+	X(BN_TWOPASS, "twopass")                                                                   \
+	X(BN_WELFORD, "welford")                                                                   \
+	X(BN_EVAL, "eval")
+enum { K_BATCHNORM_VARIANTS(K_VARIANT_ID) };
 
 /* the scalars of t */
 enum {

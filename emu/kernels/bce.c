@@ -32,14 +32,14 @@
 #include "emu/engine/krow.h"
 #include "emu/kernels/bce_rows.h"
 
-static const char *const variants[] = {"naive", "stable", NULL};
+static const char *const variants[] = {K_BCE_VARIANTS(K_VARIANT_NAME) NULL};
 
 /* The steps' names (the row source declares them with their ids). */
 static const char *const steps[S_END - EMU_STEP0] = {K_BCE_STEPS(K_STEP_NAME)};
 
 static int parse_variant(const char *variant)
 {
-	return !variant ? 0 : !strcmp(variant, "naive") ? 0 : !strcmp(variant, "stable") ? 1 : -1;
+	return emu_variant_index(variants, variant);
 }
 
 /* Element j's target: parameter `target` (tgt >= 0), else bit 31 of

@@ -18,6 +18,13 @@
 #ifndef NANMAP_BCE_ROWS_H
 #define NANMAP_BCE_ROWS_H
 
+/* The variants, in the order of emu/kernels/bce.c's list (the first
+ * its default) */
+#define K_BCE_VARIANTS(X)                                                                          \
+	X(BCE_NAIVE, "naive")                                                                      \
+	X(BCE_STABLE, "stable")
+enum { K_BCE_VARIANTS(K_VARIANT_ID) };
+
 /* The steps, each one operation site of the kernel under a name of its
  * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_BCE_STEPS(X)                                                                             \
@@ -74,7 +81,7 @@ K_FN void k_bce_row(k_ctx kc, int v, k_fmt S, k_fmt C, k_fmt A, k_vec X, k_vec Y
 	k_ref x = K_ROW(X, o), y = K_ROW(Y, o), l = K_ROW(L, o), g = K_ROW(grad, o);
 	k_ref E = K_ROW(ve, 0), D = K_ROW(vd, 0), U = K_ROW(vu, 0), W = K_ROW(vw, 0);
 	k_ref one = K_AT(t, BCE_ONE);
-	if (v == 0) {
+	if (v == BCE_NAIVE) {
 		/* p = 1/(1 + exp(−x)) in g, then the two logs */
 		K_MAP1(S_NEG, NEG, C, E, x, N, o);
 		K_MAP1(S_EXP, EXP, C, E, E, N, o);

@@ -58,18 +58,14 @@
 #include "emu/engine/krow.h"
 #include "emu/kernels/layernorm_rows.h"
 
-static const char *const variants[] = {"twopass", "onepass", "welford", NULL};
+static const char *const variants[] = {K_LAYERNORM_VARIANTS(K_VARIANT_NAME) NULL};
 
 /* The steps' names (the row source declares them with their ids). */
 static const char *const steps[S_END - EMU_STEP0] = {K_LAYERNORM_STEPS(K_STEP_NAME)};
 
 static int parse_variant(const char *variant)
 {
-	return !variant                      ? LN_TWOPASS
-	       : !strcmp(variant, "twopass") ? LN_TWOPASS
-	       : !strcmp(variant, "onepass") ? LN_ONEPASS
-	       : !strcmp(variant, "welford") ? LN_WELFORD
-	                                     : -1;
+	return emu_variant_index(variants, variant);
 }
 
 /* Upstream gradients i0 .. i0 + n − 1 (row-major): dyval everywhere, or

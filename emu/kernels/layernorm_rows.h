@@ -78,7 +78,13 @@ enum { S_FIRST_ = K_STEP0 - 1, K_LAYERNORM_STEPS(K_STEP_ENUM) S_END };
 #endif
 
 /* the variants */
-enum { LN_TWOPASS, LN_ONEPASS, LN_WELFORD };
+/* The variants, in the order of emu/kernels/layernorm.c's list (the first
+ * its default) */
+#define K_LAYERNORM_VARIANTS(X)                                                                    \
+	X(LN_TWOPASS, "twopass")                                                                   \
+	X(LN_ONEPASS, "onepass")                                                                   \
+	X(LN_WELFORD, "welford")
+enum { K_LAYERNORM_VARIANTS(K_VARIANT_ID) };
 
 /* the scalars of t */
 enum {

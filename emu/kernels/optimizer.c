@@ -50,8 +50,7 @@
 #include "emu/kernels/optimizer.h"
 #include "emu/kernels/optimizer_rows.h"
 
-/* in the order of the row source's codes (OPT_ADAMW ...) */
-static const char *const variants[] = {"adamw", "adamw_kahan", "adamw_sr", "sgd", NULL};
+static const char *const variants[] = {K_OPT_VARIANTS(K_VARIANT_NAME) NULL};
 
 static const char *const steps[S_END - EMU_STEP0] = {K_OPT_STEPS(K_STEP_NAME)};
 
@@ -119,12 +118,7 @@ static bool read_params(const emu_kin *in, int v, opt_params *p, char *err, size
 
 static int parse_variant(const char *variant)
 {
-	if (!variant)
-		return OPT_ADAMW;
-	for (int k = 0; variants[k]; k++)
-		if (!strcmp(variant, variants[k]))
-			return k;
-	return -1;
+	return emu_variant_index(variants, variant);
 }
 
 int emu_opt_plan_make(const emu_kin *in, const char *variant, emu_opt_plan *p, char *err,

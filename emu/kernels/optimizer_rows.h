@@ -27,8 +27,14 @@
 #ifndef NANMAP_OPTIMIZER_ROWS_H
 #define NANMAP_OPTIMIZER_ROWS_H
 
-/* The variants, in the order emu/kernels/optimizer.c lists their names */
-enum { OPT_ADAMW, OPT_ADAMW_KAHAN, OPT_ADAMW_SR, OPT_SGD };
+/* The variants, in the order of emu/kernels/optimizer.c's list (the first
+ * its default) */
+#define K_OPT_VARIANTS(X)                                                                          \
+	X(OPT_ADAMW, "adamw")                                                                      \
+	X(OPT_ADAMW_KAHAN, "adamw_kahan")                                                          \
+	X(OPT_ADAMW_SR, "adamw_sr")                                                                \
+	X(OPT_SGD, "sgd")
+enum { K_OPT_VARIANTS(K_VARIANT_ID) };
 
 /* The switches (k_opt_cfg.flags): weight decay on, momentum on (sgd),
  * lerp's first form (1 − β1 below 1/2: ATen's Lerp.h), denom kept in C

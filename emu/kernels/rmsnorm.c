@@ -75,18 +75,14 @@
 #include "emu/engine/krow.h"
 #include "emu/kernels/rmsnorm_rows.h"
 
-static const char *const variants[] = {"plain", "prescaled", "fp32stats", NULL};
+static const char *const variants[] = {K_RMSNORM_VARIANTS(K_VARIANT_NAME) NULL};
 
 /* The steps' names (the row source declares them with their ids). */
 static const char *const steps[S_END - EMU_STEP0] = {K_RMSNORM_STEPS(K_STEP_NAME)};
 
 static int parse_variant(const char *variant)
 {
-	return !variant                        ? RN_PLAIN
-	       : !strcmp(variant, "plain")     ? RN_PLAIN
-	       : !strcmp(variant, "prescaled") ? RN_PRESCALED
-	       : !strcmp(variant, "fp32stats") ? RN_FP32STATS
-	                                       : -1;
+	return emu_variant_index(variants, variant);
 }
 
 /* Upstream gradients i0 .. i0 + n − 1 (row-major): dyval everywhere, or

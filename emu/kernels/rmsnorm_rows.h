@@ -73,7 +73,13 @@ enum { S_FIRST_ = K_STEP0 - 1, K_RMSNORM_STEPS(K_STEP_ENUM) S_END };
 #endif
 
 /* the variants */
-enum { RN_PLAIN, RN_PRESCALED, RN_FP32STATS };
+/* The variants, in the order of emu/kernels/rmsnorm.c's list (the first
+ * its default) */
+#define K_RMSNORM_VARIANTS(X)                                                                      \
+	X(RN_PLAIN, "plain")                                                                       \
+	X(RN_PRESCALED, "prescaled")                                                               \
+	X(RN_FP32STATS, "fp32stats")
+enum { K_RMSNORM_VARIANTS(K_VARIANT_ID) };
 
 /* the scalars of t */
 enum { RN_SUM, RN_TMP, RN_EPSC, RN_NA, RN_NS, RN_VE, RN_DPROJ, RN_SMAX, RN_RC, RN_ES, RN_NT };

@@ -27,18 +27,14 @@
 #include "emu/engine/krow.h"
 #include "emu/kernels/softmax_rows.h"
 
-static const char *const variants[] = {"naive", "maxsub", "lse", NULL};
+static const char *const variants[] = {K_SOFTMAX_VARIANTS(K_VARIANT_NAME) NULL};
 
 /* The steps' names (the row source declares them with their ids). */
 static const char *const steps[S_END - EMU_STEP0] = {K_SOFTMAX_STEPS(K_STEP_NAME)};
 
 static int parse_variant(const char *variant)
 {
-	return !variant                     ? 0
-	       : !strcmp(variant, "naive")  ? 0
-	       : !strcmp(variant, "maxsub") ? 1
-	       : !strcmp(variant, "lse")    ? 2
-	                                    : -1;
+	return emu_variant_index(variants, variant);
 }
 
 /* Row r's label: parameter `label` (lab >= 0), else r mod N. */

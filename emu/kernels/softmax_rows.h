@@ -20,6 +20,14 @@
 #error "softmax_rows.h: include emu/engine/krow.h (the engine) or gpu/krow_loops.h (the GPU) first"
 #endif
 
+/* The variants, in the order of emu/kernels/softmax.c's list (the first
+ * its default) */
+#define K_SOFTMAX_VARIANTS(X)                                                                      \
+	X(SM_NAIVE, "naive")                                                                       \
+	X(SM_MAXSUB, "maxsub")                                                                     \
+	X(SM_LSE, "lse")
+enum { K_SOFTMAX_VARIANTS(K_VARIANT_ID) };
+
 /* The steps, each one operation site of the kernel under a name of its
  * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_SOFTMAX_STEPS(X)                                                                         \
@@ -70,7 +78,7 @@ K_FN void k_softmax_row(k_ctx kc, int v, k_fmt S, k_fmt C, k_fmt A, k_vec X, siz
 	      g = K_ROW(grad, o), gy = K_AT(grad, o + y);
 	k_ref m = K_AT(t, SM_M), s = K_AT(t, SM_SUM), ls = K_AT(t, SM_LS), tmp = K_AT(t, SM_TMP),
 	      la = K_AT(t, SM_LA);
-	if (v >= 1) { /* m = max x */
+	if (v != SM_NAIVE) { /* m = max x */
 		K_COPY(m, x, 1);
 		K_FOLD(S_MAX, MAX, C, m, K_ROW(X, o + 1), N - 1, o + 1);
 		K_MAP2(S_SUB_MAX, SUB, C, E, x, m, N, o);
@@ -85,9 +93,9 @@ K_FN void k_softmax_row(k_ctx kc, int v, k_fmt S, k_fmt C, k_fmt A, k_vec X, siz
 	K_OP1(S_S_COMPUTE, CVT, C, s, s, r);
 	K_OP1(S_LOG, LOG, C, ls, s, r);
 	/* loss_r = log s − x_y, log s − (x_y − m), or lse − x_y */
-	if (v == 0) {
+	if (v == SM_NAIVE) {
 		K_OP2(S_LOSS, SUB, C, la, ls, xy, r);
-	} else if (v == 1) {
+	} else if (v == SM_MAXSUB) {
 		K_OP2(S_LOSS_XM, SUB, C, tmp, xy, m, r);
 		K_OP2(S_LOSS, SUB, C, la, ls, tmp, r);
 	} else {
@@ -96,7 +104,7 @@ K_FN void k_softmax_row(k_ctx kc, int v, k_fmt S, k_fmt C, k_fmt A, k_vec X, siz
 	}
 	K_OP1(S_LA_ACCUM, CVT, A, K_AT(LA, r), la, r);
 	/* gradient: (p_j − [j = y]) / R, stored */
-	if (v == 2) {
+	if (v == SM_LSE) {
 		K_MAP2(S_SUB_LSE, SUB, C, g, x, ls, N, o);
 		K_MAP1(S_EXP_G, EXP, C, g, g, N, o);
 	} else {

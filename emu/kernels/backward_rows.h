@@ -30,6 +30,8 @@
 #ifndef NANMAP_BACKWARD_ROWS_H
 #define NANMAP_BACKWARD_ROWS_H
 
+#include "emu/kernels/mean_rows.h"
+
 /* The steps, each one operation site of the kernel under a name of its
  * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists them) */
 #define K_BACKWARD_STEPS(X)                                                                        \
@@ -151,10 +153,8 @@ K_FN void k_bw_row(k_ctx kc, k_fmt S, k_fmt C, k_fmt A, k_vec X, k_vec W, size_t
 /* the mean loss (t after k_bw_consts) */
 K_FN void k_bw_mean(k_ctx kc, k_fmt A, k_vec LA, size_t R, k_vec t, k_vec loss)
 {
-	k_ref sum = K_AT(t, BW_SUMLOSS);
-	K_FILL(sum, 0, 1);
-	K_FOLD(S_MEAN, ADD, A, sum, K_ROW(LA, 0), R, 0);
-	K_OP2(S_MEAN_DIV, DIV, A, K_AT(loss, 0), sum, K_AT(t, BW_RA), 0);
+	K_MEAN(S_MEAN, S_MEAN_DIV, A, K_ROW(LA, 0), R, K_AT(t, BW_SUMLOSS), K_AT(t, BW_RA),
+	       K_AT(loss, 0));
 }
 
 /* G[i], i < D·K + R·D: dW[d][c] (i = d·K + c), then dX[r][d] (i = D·K + r·D

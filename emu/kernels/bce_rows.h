@@ -18,6 +18,8 @@
 #ifndef NANMAP_BCE_ROWS_H
 #define NANMAP_BCE_ROWS_H
 
+#include "emu/kernels/mean_rows.h"
+
 /* The variants, in the order of emu/kernels/bce.c's list (the first
  * its default) */
 #define K_BCE_VARIANTS(X)                                                                          \
@@ -124,11 +126,9 @@ K_FN void k_bce_row(k_ctx kc, int v, k_fmt S, k_fmt C, k_fmt A, k_vec X, k_vec Y
  * k_bce_consts) */
 K_FN void k_bce_mean(k_ctx kc, k_fmt A, k_vec L, size_t T, k_vec t, k_vec loss)
 {
-	k_ref sum = K_AT(t, BCE_SUM);
 	K_MAP1(S_TO_ACCUM, CVT, A, K_ROW(L, 0), K_ROW(L, 0), T, 0);
-	K_FILL(sum, 0, 1);
-	K_FOLD(S_SUM, ADD, A, sum, K_ROW(L, 0), T, 0);
-	K_OP2(S_MEAN, DIV, A, K_AT(loss, 0), sum, K_AT(t, BCE_CNT_A), 0);
+	K_MEAN(S_SUM, S_MEAN, A, K_ROW(L, 0), T, K_AT(t, BCE_SUM), K_AT(t, BCE_CNT_A),
+	       K_AT(loss, 0));
 }
 
 #endif

@@ -112,11 +112,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
                emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *C = &pol->compute, *F = emu_format_by_name("fp32");
-	int v = !variant                   ? 0
-	        : !strcmp(variant, "row")    ? 0
-	        : !strcmp(variant, "col")    ? 1
-	        : !strcmp(variant, "retile") ? 2
-	                                     : -1;
+	int v = emu_variant_index(variants, variant); /* 0 row, 1 col, 2 retile */
 	if (v < 0 || in->cols == 0 || in->rows == 0 || !F) {
 		snprintf(err, errlen,
 		         v < 0 ? "quant: unknown variant '%s' (row col retile)" : "quant: empty input%s",

@@ -16,6 +16,8 @@
 #ifndef NANMAP_SOFTMAX_ROWS_H
 #define NANMAP_SOFTMAX_ROWS_H
 
+#include "emu/kernels/mean_rows.h"
+
 #ifndef K_MAP1
 #error "softmax_rows.h: include emu/engine/krow.h (the engine) or gpu/krow_loops.h (the GPU) first"
 #endif
@@ -119,10 +121,8 @@ K_FN void k_softmax_row(k_ctx kc, int v, k_fmt S, k_fmt C, k_fmt A, k_vec X, siz
  * in A (t after k_softmax_consts) */
 K_FN void k_softmax_mean(k_ctx kc, k_fmt A, k_vec LA, size_t R, k_vec t, k_vec loss)
 {
-	k_ref sum = K_AT(t, SM_SUMLOSS);
-	K_FILL(sum, 0, 1);
-	K_FOLD(S_MEAN, ADD, A, sum, K_ROW(LA, 0), R, 0);
-	K_OP2(S_MEAN_DIV, DIV, A, K_AT(loss, 0), sum, K_AT(t, SM_RA), 0);
+	K_MEAN(S_MEAN, S_MEAN_DIV, A, K_ROW(LA, 0), R, K_AT(t, SM_SUMLOSS), K_AT(t, SM_RA),
+	       K_AT(loss, 0));
 }
 
 #endif

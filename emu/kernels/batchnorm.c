@@ -150,6 +150,44 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	return 0;
 }
 
+/* The forward pass after the constants, the row source's phases each over
+ * every channel (the GPU's threads run them all, one channel each): the
+ * mean (and, in Welford's recurrence, M2) per channel, then x − mean, var,
+ * invstd, y and the running statistics. */
+static void forward(emu_be *be, k_bn *b)
+{
+	size_t N = b->N, Ch = b->Ch;
+	k_batchnorm_momentum(be, b);
+	if (b->v == BN_WELFORD)
+		k_batchnorm_counts(be, b);
+	if (b->v != BN_EVAL)
+		for (size_t c = 0; c < Ch; c++)
+			k_batchnorm_mean_col(be, b, c);
+	k_batchnorm_mean(be, b, 0, Ch);
+	for (size_t n = 0; n < N; n++)
+		k_batchnorm_center(be, b, n, 0, Ch);
+	if (b->v == BN_TWOPASS)
+		for (size_t c = 0; c < Ch; c++)
+			k_batchnorm_sumsq_col(be, b, c);
+	k_batchnorm_var(be, b, 0, Ch);
+	for (size_t n = 0; n < N; n++)
+		k_batchnorm_y(be, b, n, 0, Ch);
+	k_batchnorm_running(be, b, 0, Ch);
+}
+
+/* The backward pass, dy stored: dy into the compute format, the two sums
+ * per channel, the per-channel factors and dx. */
+static void backward(emu_be *be, k_bn *b)
+{
+	size_t N = b->N, Ch = b->Ch;
+	k_batchnorm_dy(be, b, 0, 1, N * Ch);
+	for (size_t c = 0; c < Ch; c++)
+		k_batchnorm_dsum_col(be, b, c);
+	k_batchnorm_factors(be, b, 0, Ch);
+	for (size_t n = 0; n < N; n++)
+		k_batchnorm_dx(be, b, n, 0, Ch);
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -274,24 +312,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		        emu_row(cv[k], 0), EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
 		*chan_ref[k] = emu_row(cv[k], 0);
 	}
-	k_batchnorm_momentum(be, &b);
-	/* ---- mean (and, in Welford's recurrence, M2) per channel ---- */
-	if (v == BN_WELFORD)
-		k_batchnorm_counts(be, &b);
-	if (v != BN_EVAL)
-		for (size_t c = 0; c < Ch; c++)
-			k_batchnorm_mean_col(be, &b, c);
-	k_batchnorm_mean(be, &b, 0, Ch);
-	/* ---- x − mean, var, invstd, y and the running statistics ---- */
-	for (size_t n = 0; n < N; n++)
-		k_batchnorm_center(be, &b, n, 0, Ch);
-	if (v == BN_TWOPASS)
-		for (size_t c = 0; c < Ch; c++)
-			k_batchnorm_sumsq_col(be, &b, c);
-	k_batchnorm_var(be, &b, 0, Ch);
-	for (size_t n = 0; n < N; n++)
-		k_batchnorm_y(be, &b, n, 0, Ch);
-	k_batchnorm_running(be, &b, 0, Ch);
+	forward(be, &b);
 
 	if (!bwd) { /* backward=0: the forward pass alone */
 		emu_kinputs_free(&ki);
@@ -300,12 +321,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	/* ---- backward: dy stored, then the two sums per channel, the
 	 * per-channel factors and dx ---- */
 	emu_input(be, S_DY, S, emu_row(dyv, 0), emu_kinputs_find(&ki, "dy")->v, 1, N * Ch, 0, NULL);
-	k_batchnorm_dy(be, &b, 0, 1, N * Ch);
-	for (size_t c = 0; c < Ch; c++)
-		k_batchnorm_dsum_col(be, &b, c);
-	k_batchnorm_factors(be, &b, 0, Ch);
-	for (size_t n = 0; n < N; n++)
-		k_batchnorm_dx(be, &b, n, 0, Ch);
+	backward(be, &b);
 	emu_kinputs_free(&ki);
 	return 0;
 }

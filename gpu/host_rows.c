@@ -36,15 +36,15 @@ typedef struct {
 	const gpu_tables *t;
 } host_fmt;
 
-static float host_rnd(const host_fmt *F, float x)
+/* the binary64 x rounded once into F (a float x is exact as one) */
+static float host_rnd_d(const host_fmt *F, double x)
 {
 	return (float)emu_decode(F->f, emu_from_double(F->f, x, &rne).bits);
 }
 
-/* the binary64 x rounded once into F */
-static float host_rnd_d(const host_fmt *F, double x)
+static float host_rnd(const host_fmt *F, float x)
 {
-	return (float)emu_decode(F->f, emu_from_double(F->f, x, &rne).bits);
+	return host_rnd_d(F, x);
 }
 
 /* op in F on operands that are values of F (b unused by unary ops) */

@@ -113,6 +113,7 @@ typedef const host_fmt *k_fmt;
  * gpu/testdata/rows-mutant.sed, redirects to its own copies) */
 #include "gpu/krow_loops.h"
 
+#include "emu/kernels/attention_rows.h"
 #include "emu/kernels/backward_rows.h"
 #include "emu/kernels/batchnorm_rows.h"
 #include "emu/kernels/bce_rows.h"
@@ -434,18 +435,33 @@ int gpu_rows_quant(int rule, int elem, float fmax, float amin, size_t bs, const 
 }
 
 /* gpu/kern.cu's gpu_dev_attn_soft and gpu_dev_attn_out: one launch each,
- * row after row (E4, the fp8 cast of P, is a conversion: no table) */
+ * row after row (E4, the fp8 cast of P, is a conversion: no table); the
+ * scratch rows and copies of the inputs their device arrays */
 int gpu_rows_attn_soft(const gpu_tables *t, int v, int C, int A, const float *SACC, size_t nq,
                        size_t nk, size_t bk, int causal, float sc, const float *DQ8, size_t tq,
                        const float *DK8, size_t tk, float psc, float *P, float *ALPHA, float *LROW,
                        float *L, float *LOST, char *err, size_t len)
 {
 	host_fmt h[3], e4 = {emu_format_by_name("e4m3"), NULL};
+	size_t ns = nq * nk, n1 = DQ8 ? (nq + tq - 1) / tq : 0, n2 = DK8 ? (nk + tk - 1) / tk : 0;
 	if (host_fmts(t, C, C, A, h, err, len))
 		return -1;
+	float *m = malloc((4 * ns + n1 + n2 + 1) * sizeof *m);
+	if (!m) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	float *sacc = m, *s = sacc + ns, *e = s + ns, *ea = e + ns, *dq = ea + ns, *dk = dq + n1;
+	memcpy(sacc, SACC, ns * sizeof *m);
+	if (n1)
+		memcpy(dq, DQ8, n1 * sizeof *m);
+	if (n2)
+		memcpy(dk, DK8, n2 * sizeof *m);
 	for (size_t i = 0; i < nq; i++)
-		k_attn_soft_row(v, &h[C], &h[A], &e4, SACC, nq, nk, bk, causal, i, sc, DQ8, tq, DK8, tk,
-		                psc, P, ALPHA, LROW, L, LOST);
+		k_attn_soft_row(v, &h[C], &h[A], &e4, sacc, nq, nk, bk, causal, i, sc,
+		                n1 ? dq : NULL, tq, n2 ? dk : NULL, tk, psc, s, e, ea, P, ALPHA,
+		                LROW, L, LOST);
+	free(m);
 	return 0;
 }
 
@@ -455,16 +471,30 @@ int gpu_rows_attn_out(const gpu_tables *t, int v, int S, int C, int A, const flo
                       size_t len)
 {
 	host_fmt h[3];
+	size_t nkt = (nk + bk - 1) / bk, np = (v == 0 ? 1 : nkt) * nq * d,
+	       n3 = DV8 ? (nk + tk - 1) / tk : 0;
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
+	float *m = malloc((np + nq * nkt + nq + n3 + 2 * nq * d + 1) * sizeof *m);
+	if (!m) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	float *part = m, *al = part + np, *lrow = al + nq * nkt, *dv = lrow + nq, *oa = dv + n3,
+	      *pv = oa + nq * d;
+	memcpy(part, PART, np * sizeof *m);
+	memcpy(al, ALPHA, nq * nkt * sizeof *m);
+	memcpy(lrow, LROW, nq * sizeof *m);
+	if (n3)
+		memcpy(dv, DV8, n3 * sizeof *m);
 	for (size_t i = 0; i < nq; i++)
-		k_attn_out_row(v, &h[S], &h[C], &h[A], PART, ALPHA, LROW, DV8, tk, psc, nq, nk, bk,
-		               causal, d, i, O);
+		k_attn_out_row(v, &h[S], &h[C], &h[A], part, al, lrow, n3 ? dv : NULL, tk, psc, nq,
+		               nk, bk, causal, d, i, oa, pv, O);
+	free(m);
 	return 0;
 }
 
-/* gpu/kern.cu's gpu_dev_attn_seq: its three launches (five with the
- * backward) in order, row after row */
+/* gpu/kern.cu's gpu_dev_attn_seq: its launches in order, row after row */
 int gpu_rows_attn_seq(const gpu_tables *t, int v, int bwd, int S, int C, int A, const float *q,
                       const float *k, const float *vv, size_t nq, size_t nk, size_t d, size_t bk,
                       int causal, float sc, const float *dq8, size_t tq, const float *dk8,
@@ -473,41 +503,46 @@ int gpu_rows_attn_seq(const gpu_tables *t, int v, int bwd, int S, int C, int A, 
                       size_t len)
 {
 	host_fmt h[3], e4 = {emu_format_by_name("e4m3"), NULL};
-	size_t nkt = (nk + bk - 1) / bk;
+	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk;
+	size_t n1 = dq8 ? (nq + tq - 1) / tq : 0, n2 = dk8 ? (nk + tk - 1) / tk : 0,
+	       n3 = dv8 ? (nk + tk - 1) / tk : 0;
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
-	float *sacc = malloc(nq * nk * sizeof *sacc), *P = malloc(nq * nk * sizeof *P);
-	float *al = malloc(nq * nkt * sizeof *al), *lrow = malloc(nq * sizeof *lrow);
-	float *DS = malloc(nq * nk * sizeof *DS);
-	int rc = -1;
-	if (!sacc || !P || !al || !lrow || !DS) {
+	/* q k v and their copies in A, dq8 dk8 dv8, sacc s e ea P PA DS, O and pv in A */
+	float *m = malloc((2 * (nqd + 2 * nkd) + n1 + n2 + n3 + 7 * ns + 2 * nqd + 1) * sizeof *m);
+	if (!m) {
 		snprintf(err, len, "host rows: out of memory");
-		goto out;
+		return -1;
 	}
+	float *Q = m, *K = Q + nqd, *V = K + nkd, *qa = V + nkd, *ka = qa + nqd, *va = ka + nkd,
+	      *d1 = va + nkd, *d2 = d1 + n1, *d3 = d2 + n2, *sacc = d3 + n3, *s = sacc + ns,
+	      *e = s + ns, *ea = e + ns, *P = ea + ns, *PA = P + ns, *DS = PA + ns, *oa = DS + ns,
+	      *pv = oa + nqd;
+	memcpy(Q, q, nqd * sizeof *m);
+	memcpy(K, k, nkd * sizeof *m);
+	memcpy(V, vv, nkd * sizeof *m);
+	if (n1)
+		memcpy(d1, dq8, n1 * sizeof *m);
+	if (n2)
+		memcpy(d2, dk8, n2 * sizeof *m);
+	if (n3)
+		memcpy(d3, dv8, n3 * sizeof *m);
+	for (size_t r = 0; r < nq + 2 * nk; r++)
+		k_attn_operand_row(v, &h[A], Q, K, V, nq, nk, d, r, qa, ka, va);
 	for (size_t i = 0; i < nq; i++)
-		k_attn_qk_row(&h[A], q, k, nq, nk, d, causal, i, sacc);
-	for (size_t i = 0; i < nq; i++)
-		k_attn_soft_row(v, &h[C], &h[A], &e4, sacc, nq, nk, bk, causal, i, sc, dq8, tq, dk8, tk,
-		                psc, P, al, lrow, lse, lost);
-	for (size_t i = 0; i < nq; i++)
-		k_attn_pv_row(v, &h[S], &h[C], &h[A], P, vv, al, lrow, dv8, tk, psc, nq, nk, bk, causal,
-		              d, i, o);
+		k_attn_fwd_row(v, &h[S], &h[C], &h[A], &e4, qa, ka, va, nq, nk, d, bk, causal, i,
+		               sc, n1 ? d1 : NULL, tq, n2 ? d2 : NULL, tk, n3 ? d3 : NULL, psc,
+		               sacc, s, e, ea, P, PA, oa, pv, o, lse, lost);
 	if (bwd) {
 		for (size_t i = 0; i < nq; i++)
-			k_attn_bwd_q_row(v, &h[S], &h[C], &h[A], k, vv, sacc, lse, dO, o, sc, nq, nk, d,
-			                 causal, i, P, DS, dq);
+			k_attn_bwd_q_row(v, &h[S], &h[C], &h[A], K, V, sacc, lse, dO, o, sc, nq, nk,
+			                 d, causal, i, P, DS, dq);
 		for (size_t j = 0; j < nk; j++)
-			k_attn_bwd_k_row(&h[S], &h[C], &h[A], q, P, DS, dO, sc, nq, nk, d, causal, j, dv,
-			                 dk);
+			k_attn_bwd_k_row(&h[S], &h[C], &h[A], Q, P, DS, dO, sc, nq, nk, d, causal,
+			                 j, dv, dk);
 	}
-	rc = 0;
-out:
-	free(sacc);
-	free(P);
-	free(al);
-	free(lrow);
-	free(DS);
-	return rc;
+	free(m);
+	return 0;
 }
 
 /* gpu/kern.cu's gpu_dev_attn8_bwd_q and gpu_dev_attn8_bwd_rest, row after row */

@@ -216,6 +216,7 @@ typedef int k_fmt;
  * gpu/testdata/rows-mutant.sed, redirects to its own copies) */
 #include "gpu/krow_loops.h"
 
+#include "emu/kernels/attention_rows.h"
 #include "emu/kernels/backward_rows.h"
 #include "emu/kernels/batchnorm_rows.h"
 #include "emu/kernels/bce_rows.h"
@@ -771,29 +772,30 @@ out:
 	return rc;
 }
 
-/* ---- attention: emu/kernels/attention.c's :tc variants around their GEMMs, one thread per query ---- */
-static __global__ void k_attn_soft_rows(int v, int C, int A, const float *SACC, size_t nq,
-                                        size_t nk, size_t bk, int causal, float sc,
-                                        const float *DQ8, size_t tq, const float *DK8, size_t tk,
-                                        float psc, float *P, float *ALPHA, float *LROW, float *L,
+/* ---- attention: emu/kernels/attention_rows.h, one thread a query row (gpu/rows.h's loops) ---- */
+static __global__ void k_attn_soft_rows(int v, int C, int A, float *SACC, size_t nq, size_t nk,
+                                        size_t bk, int causal, float sc, float *DQ8, size_t tq,
+                                        float *DK8, size_t tk, float psc, float *S_, float *E_,
+                                        float *EA, float *P, float *ALPHA, float *LROW, float *L,
                                         float *LOST)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= nq)
 		return;
 	k_attn_soft_row(v, C, A, GPU_K_E4M3, SACC, nq, nk, bk, causal, i, sc, DQ8, tq, DK8, tk, psc,
-	                P, ALPHA, LROW, L, LOST);
+	                S_, E_, EA, P, ALPHA, LROW, L, LOST);
 }
 
-static __global__ void k_attn_out_rows(int v, int S, int C, int A, const float *PART,
-                                       const float *ALPHA, const float *LROW, const float *DV8,
-                                       size_t tk, float psc, size_t nq, size_t nk, size_t bk,
-                                       int causal, size_t d, float *O)
+static __global__ void k_attn_out_rows(int v, int S, int C, int A, float *PART, float *ALPHA,
+                                       float *LROW, float *DV8, size_t tk, float psc, size_t nq,
+                                       size_t nk, size_t bk, int causal, size_t d, float *O_,
+                                       float *PV_, float *O)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i >= nq)
 		return;
-	k_attn_out_row(v, S, C, A, PART, ALPHA, LROW, DV8, tk, psc, nq, nk, bk, causal, d, i, O);
+	k_attn_out_row(v, S, C, A, PART, ALPHA, LROW, DV8, tk, psc, nq, nk, bk, causal, d, i, O_,
+	               PV_, O);
 }
 
 /* the number of tiles of t rows in n (fp8's scale arrays; 0 without them) */
@@ -812,11 +814,12 @@ extern "C" int gpu_dev_attn_soft(int variant, gpu_kfmt C, gpu_kfmt A, const floa
 	int rc = -1;
 	size_t ns = nq * nk, nkt = (nk + bk - 1) / bk, n1 = attn_tiles(dq8, nq, tq),
 	       n2 = attn_tiles(dk8, nk, tk);
-	/* sacc, dq8, dk8, p, alpha, lrow, lse, lost */
-	float *dsacc, *ddq, *ddk, *dp, *dal, *dl, *dL, *dlost;
-	GPU_CK(cudaMalloc(&d, (2 * ns + n1 + n2 + nq * nkt + 3 * nq + 1) * sizeof *d));
+	/* sacc, dq8, dk8, p, alpha, lrow, lse, lost, then s, e, ea (scratch) */
+	float *dsacc, *ddq, *ddk, *dp, *dal, *dl, *dL, *dlost, *ds_, *de, *dea;
+	GPU_CK(cudaMalloc(&d, (5 * ns + n1 + n2 + nq * nkt + 3 * nq + 1) * sizeof *d));
 	dsacc = d, ddq = dsacc + ns, ddk = ddq + n1, dp = ddk + n2, dal = dp + ns,
-	dl = dal + nq * nkt, dL = dl + nq, dlost = dL + nq;
+	dl = dal + nq * nkt, dL = dl + nq, dlost = dL + nq, ds_ = dlost + nq, de = ds_ + ns,
+	dea = de + ns;
 	GPU_CK(cudaMemcpy(dsacc, sacc, ns * sizeof *d, cudaMemcpyHostToDevice));
 	if (n1)
 		GPU_CK(cudaMemcpy(ddq, dq8, n1 * sizeof *d, cudaMemcpyHostToDevice));
@@ -824,7 +827,7 @@ extern "C" int gpu_dev_attn_soft(int variant, gpu_kfmt C, gpu_kfmt A, const floa
 		GPU_CK(cudaMemcpy(ddk, dk8, n2 * sizeof *d, cudaMemcpyHostToDevice));
 	k_attn_soft_rows<<<(unsigned)((nq + 127) / 128), 128>>>(
 	    variant, (int)C, (int)A, dsacc, nq, nk, bk, causal, sc, n1 ? ddq : NULL, tq,
-	    n2 ? ddk : NULL, tk, psc, dp, dal, dl, dL, dlost);
+	    n2 ? ddk : NULL, tk, psc, ds_, de, dea, dp, dal, dl, dL, dlost);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(p, dp, ns * sizeof *d, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(alpha, dal, nq * nkt * sizeof *d, cudaMemcpyDeviceToHost));
@@ -846,18 +849,19 @@ extern "C" int gpu_dev_attn_out(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A,
 	int rc = -1;
 	size_t nkt = (nk + bk - 1) / bk, np = (variant == 0 ? 1 : nkt) * nq * d,
 	       n3 = attn_tiles(dv8, nk, tk);
-	/* part, alpha, lrow, dv8, o */
-	float *dpart, *dal, *dl, *ddv, *dO;
-	GPU_CK(cudaMalloc(&m, (np + nq * nkt + nq + n3 + nq * d) * sizeof *m));
-	dpart = m, dal = dpart + np, dl = dal + nq * nkt, ddv = dl + nq, dO = ddv + n3;
+	/* part, alpha, lrow, dv8, o, then O and pv in A (scratch) */
+	float *dpart, *dal, *dl, *ddv, *dO, *doa, *dpv;
+	GPU_CK(cudaMalloc(&m, (np + nq * nkt + nq + n3 + 3 * nq * d) * sizeof *m));
+	dpart = m, dal = dpart + np, dl = dal + nq * nkt, ddv = dl + nq, dO = ddv + n3,
+	doa = dO + nq * d, dpv = doa + nq * d;
 	GPU_CK(cudaMemcpy(dpart, part, np * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dal, alpha, nq * nkt * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dl, lrow, nq * sizeof *m, cudaMemcpyHostToDevice));
 	if (n3)
 		GPU_CK(cudaMemcpy(ddv, dv8, n3 * sizeof *m, cudaMemcpyHostToDevice));
-	k_attn_out_rows<<<(unsigned)((nq + 127) / 128), 128>>>(variant, (int)S, (int)C, (int)A, dpart,
-	                                                       dal, dl, n3 ? ddv : NULL, tk, psc, nq,
-	                                                       nk, bk, causal, d, dO);
+	k_attn_out_rows<<<(unsigned)((nq + 127) / 128), 128>>>(
+	    variant, (int)S, (int)C, (int)A, dpart, dal, dl, n3 ? ddv : NULL, tk, psc, nq, nk, bk,
+	    causal, d, doa, dpv, dO);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(o, dO, nq * d * sizeof *m, cudaMemcpyDeviceToHost));
 	rc = 0;
@@ -867,22 +871,25 @@ out:
 }
 
 /* ---- attention's sequential variants: every GEMM a sequential FMA fold, one thread a row ---- */
-static __global__ void k_attn_qk_rows(int A, const float *Q, const float *K, size_t nq, size_t nk,
-                                      size_t d, int causal, float *SACC)
+static __global__ void k_attn_operand_rows(int v, int A, float *Q, float *K, float *V, size_t nq,
+                                           size_t nk, size_t d, float *QA, float *KA, float *VA)
 {
-	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-	if (i < nq)
-		k_attn_qk_row(A, Q, K, nq, nk, d, causal, i, SACC);
+	size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	k_attn_operand_row(v, A, Q, K, V, nq, nk, d, r, QA, KA, VA);
 }
 
-static __global__ void k_attn_pv_rows(int v, int S, int C, int A, const float *P, const float *V,
-                                      const float *ALPHA, const float *LROW, const float *DV8,
-                                      size_t tk, float psc, size_t nq, size_t nk, size_t bk,
-                                      int causal, size_t d, float *O)
+static __global__ void k_attn_fwd_rows(int v, int S, int C, int A, float *QA, float *KA, float *VA,
+                                       size_t nq, size_t nk, size_t d, size_t bk, int causal,
+                                       float sc, float *DQ8, size_t tq, float *DK8, size_t tk,
+                                       float *DV8, float psc, float *SACC, float *S_, float *E_,
+                                       float *EA, float *P, float *PA, float *O_, float *PV_,
+                                       float *O, float *L, float *LOST)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < nq)
-		k_attn_pv_row(v, S, C, A, P, V, ALPHA, LROW, DV8, tk, psc, nq, nk, bk, causal, d, i, O);
+		k_attn_fwd_row(v, S, C, A, GPU_K_E4M3, QA, KA, VA, nq, nk, d, bk, causal, i, sc,
+		               DQ8, tq, DK8, tk, DV8, psc, SACC, S_, E_, EA, P, PA, O_, PV_, O, L,
+		               LOST);
 }
 
 static __global__ void k_attn_bwd_q_rows(int v, int S, int C, int A, const float *K,
@@ -914,19 +921,23 @@ extern "C" int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gp
 {
 	float *m = NULL;
 	int rc = -1;
-	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk, nkt = (nk + bk - 1) / bk;
+	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk;
 	size_t n1 = attn_tiles(dq8, nq, tq), n2 = attn_tiles(dk8, nk, tk), n3 = attn_tiles(dv8, nk, tk);
-	unsigned gq = (unsigned)((nq + 127) / 128), gk = (unsigned)((nk + 127) / 128);
-	/* q k v dq8 dk8 dv8 sacc P alpha lrow L lost O DS dO dQ dK dV */
-	size_t total = nqd + 2 * nkd + n1 + n2 + n3 + 2 * ns + nq * nkt + 3 * nq + nqd +
+	unsigned gq = (unsigned)((nq + 127) / 128), gk = (unsigned)((nk + 127) / 128),
+	         gr = (unsigned)((nq + 2 * nk + 127) / 128);
+	/* q k v, their copies in A, dq8 dk8 dv8, sacc s e ea P PA, O and pv in A,
+	 * L lost O, then DS dO dQ dK dV */
+	size_t total = 2 * (nqd + 2 * nkd) + n1 + n2 + n3 + 6 * ns + 3 * nqd + 2 * nq +
 	               (bwd ? ns + 2 * nqd + 2 * nkd : 0);
-	float *dQ_, *dK_, *dV_, *d1, *d2, *d3, *dS, *dP, *dal, *dl, *dL, *dlost, *dOut, *dDS, *ddo,
-	    *gq_, *gk_, *gv_;
+	float *dQ_, *dK_, *dV_, *qa, *ka, *va, *d1, *d2, *d3, *dS, *ds_, *de, *dea, *dP, *dPA, *doa,
+	    *dpv, *dL, *dlost, *dOut, *dDS, *ddo, *gq_, *gk_, *gv_;
 	GPU_CK(cudaMalloc(&m, total * sizeof *m));
-	dQ_ = m, dK_ = dQ_ + nqd, dV_ = dK_ + nkd, d1 = dV_ + nkd, d2 = d1 + n1, d3 = d2 + n2,
-	dS = d3 + n3, dP = dS + ns, dal = dP + ns, dl = dal + nq * nkt, dL = dl + nq,
-	dlost = dL + nq, dOut = dlost + nq, dDS = dOut + nqd, ddo = dDS + (bwd ? ns : 0),
-	gq_ = ddo + (bwd ? nqd : 0), gk_ = gq_ + (bwd ? nqd : 0), gv_ = gk_ + (bwd ? nkd : 0);
+	dQ_ = m, dK_ = dQ_ + nqd, dV_ = dK_ + nkd, qa = dV_ + nkd, ka = qa + nqd, va = ka + nkd,
+	d1 = va + nkd, d2 = d1 + n1, d3 = d2 + n2, dS = d3 + n3, ds_ = dS + ns, de = ds_ + ns,
+	dea = de + ns, dP = dea + ns, dPA = dP + ns, doa = dPA + ns, dpv = doa + nqd,
+	dL = dpv + nqd, dlost = dL + nq, dOut = dlost + nq, dDS = dOut + nqd,
+	ddo = dDS + (bwd ? ns : 0), gq_ = ddo + (bwd ? nqd : 0), gk_ = gq_ + (bwd ? nqd : 0),
+	gv_ = gk_ + (bwd ? nkd : 0);
 	GPU_CK(cudaMemcpy(dQ_, q, nqd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dK_, k, nkd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dV_, v, nkd * sizeof *m, cudaMemcpyHostToDevice));
@@ -936,14 +947,12 @@ extern "C" int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gp
 		GPU_CK(cudaMemcpy(d2, dk8, n2 * sizeof *m, cudaMemcpyHostToDevice));
 	if (n3)
 		GPU_CK(cudaMemcpy(d3, dv8, n3 * sizeof *m, cudaMemcpyHostToDevice));
-	k_attn_qk_rows<<<gq, 128>>>((int)A, dQ_, dK_, nq, nk, d, causal, dS);
+	k_attn_operand_rows<<<gr, 128>>>(variant, (int)A, dQ_, dK_, dV_, nq, nk, d, qa, ka, va);
 	GPU_CK_LAUNCH();
-	k_attn_soft_rows<<<gq, 128>>>(variant, (int)C, (int)A, dS, nq, nk, bk, causal, sc,
-	                              n1 ? d1 : NULL, tq, n2 ? d2 : NULL, tk, psc, dP, dal, dl, dL,
-	                              dlost);
-	GPU_CK_LAUNCH();
-	k_attn_pv_rows<<<gq, 128>>>(variant, (int)S, (int)C, (int)A, dP, dV_, dal, dl, n3 ? d3 : NULL,
-	                            tk, psc, nq, nk, bk, causal, d, dOut);
+	k_attn_fwd_rows<<<gq, 128>>>(variant, (int)S, (int)C, (int)A, qa, ka, va, nq, nk, d, bk,
+	                             causal, sc, n1 ? d1 : NULL, tq, n2 ? d2 : NULL, tk,
+	                             n3 ? d3 : NULL, psc, dS, ds_, de, dea, dP, dPA, doa, dpv, dOut,
+	                             dL, dlost);
 	GPU_CK_LAUNCH();
 	if (bwd) {
 		GPU_CK(cudaMemcpy(ddo, dO, nqd * sizeof *m, cudaMemcpyHostToDevice));

@@ -4,14 +4,15 @@
  * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
- * equal the emulator's kernels (emu/kernels/attention.c
- * around its Tensor Core GEMMs) and quantiser (emu/recipes/recipe.c) the
- * order of operations proved is the one the GPU runs, not a copy of it kept
- * in step by hand. softmax_ce, layernorm, rmsnorm, bce, backward, matmul,
- * batchnorm and the optimizer are not here: each is written once in its
- * row source (emu/kernels/NAME_rows.h), which the engine runs too and the
- * includers read through gpu/krow_loops.h; what is here of the optimizer is
- * the GPU's loop over the steps of one element (k_opt_elem).
+ * equal the emulator's kernels (emu/kernels/attention.c's backward passes)
+ * and quantiser (emu/recipes/recipe.c) the order of operations proved is
+ * the one the GPU runs, not a copy of it kept in step by hand. softmax_ce,
+ * layernorm, rmsnorm, bce, backward, matmul, batchnorm, the optimizer and
+ * attention's forward are not here: each is written once in its row source
+ * (emu/kernels/NAME_rows.h), which the engine runs too and the includers
+ * read through gpu/krow_loops.h; what is here of them is the GPU's loops:
+ * the optimizer's over the steps of one element (k_opt_elem), attention's
+ * over a query row's key blocks.
  *
  * Plain C that is also valid CUDA C++. The includer defines:
  *   K_FN              the qualifier of every function here (static __device__
@@ -66,8 +67,9 @@
 #endif
 
 #include "gpu/krow_loops.h"
-#ifndef NANMAP_OPTIMIZER_ROWS_H
-#error "rows.h: include the row sources first (emu/kernels/optimizer_rows.h: k_opt_elem runs it)"
+#if !defined(NANMAP_OPTIMIZER_ROWS_H) || !defined(NANMAP_ATTENTION_ROWS_H)
+#error                                                                                             \
+    "rows.h: include the row sources first (emu/kernels/optimizer_rows.h and attention_rows.h: its loops run them)"
 #endif
 
 /* optimizer (emu/kernels/optimizer_rows.h), element i over NS steps, on one
@@ -201,158 +203,162 @@ K_FN void k_quant_block(int rule, k_fmt F32, k_fmt E, float fmax, float amin, co
 }
 
 /*
- * attention (emu/kernels/attention.c, variants naive:tc, online:tc, fp8:tc): the
- * work between and after the two Tensor Core GEMMs, which the GPU runs as
- * our own mma.sync GEMMs (gpu/mma.cu, a fixed K order; gpu/run_attn.c's attn
- * step lays them out). The accumulator format A is one a Tensor Core writes
- * (fp32, or fp16), so a GEMM's result is a value of A with no conversion.
- *
- * k_attn_soft_row, query row i of nq: SACC row i holds S_acc = Q_i·K_jᵀ
- * (nk values of A); the row sees keys [0, n), n = i + 1 + nk − nq when
- * causal, else nk; v 0 naive (one block, the whole row), 1 online, 2 fp8
- * (blocks of bk keys). sc is the softmax scale in C; fp8: DQ8 and DK8 the
- * decode scales (values of C) per tile of tq query rows and tk key rows,
- * psc the static P scale in C, E4 the e4m3 handle. Per block b: s_j =
- * C(S_acc)·mul (mul = sc, fp8: C(C(d_Q·d_K)·sc)), the block max merged into
- * the running m, α = exp(m_old − m_new) into A (ALPHA[i·nkt + b]), e_j =
- * exp(s_j − m), l = α·l + Σ A(e_j) in A. Writes row i of P, the operand of
- * the P·V GEMM: naive e_j / C(l), online e_j, fp8 E4(e_j·psc), and +0 for
- * the keys the row does not see (so a block GEMM over them adds nothing);
- * LROW[i] = l, L[i] = m + log C(l) (in C) and LOST[i], the nonzero e_j the
- * fp8 cast flushed.
+ * attention (emu/kernels/attention_rows.h): the GPU's loops over query row
+ * i's key blocks around the row source's steps, one thread a row. The
+ * accumulator format A is one a Tensor Core writes (fp32, or fp16), so a
+ * GEMM's result (our mma.sync's, gpu/mma.cu, a fixed K order; gpu/run_attn.c's
+ * attn step lays them out) is a value of A with no conversion. Every array
+ * is row-major, a row of nk (by key) or d values; S_, E_ and EA are the
+ * row's logits, exp and their copies in A (scratch), e written into P's row
+ * itself but for fp8 (whose P is its e4m3 cast). sc and psc are the softmax
+ * and P scales in C; DQ8, DK8, DV8 fp8's tile decode scales (tq, tk rows a
+ * tile; NULL otherwise).
  */
-K_FN void k_attn_soft_row(int v, k_fmt C, k_fmt A, k_fmt E4, const float *SACC, size_t nq,
-                          size_t nk, size_t bk, int causal, size_t i, float sc, const float *DQ8,
-                          size_t tq, const float *DK8, size_t tk, float psc, float *P,
-                          float *ALPHA, float *LROW, float *L, float *LOST)
+
+/* the row's scalars, the scales into C by the row source (k_attn_consts;
+ * the runner gives values of C, which it leaves as they are) */
+K_FN void k_attn_row_t(int v, k_fmt C, float sc, float psc, float *t)
 {
-	const float *sa = SACC + i * nk;
-	size_t n = causal ? i + 1 + (nk - nq) : nk, bsz = v == 0 ? nk : bk;
+	int kc = 0;
+	for (int j = 0; j < AT_NT; j++)
+		t[j] = 0.0f;
+	k_attn_consts(kc, v, C, sc, psc, t);
+}
+
+/* fp8's tile decode scale of row r (a dummy element of t without scales:
+ * no other variant reads it) */
+K_FN k_ref k_attn_tile(float *D8, size_t r, size_t tile, float *t)
+{
+	return D8 ? K_AT(D8, r / tile) : K_AT(t, AT_TMP);
+}
+
+/* row r of the nq + 2·nk rows [Q; K; V] (d values each, X's own arrays)
+ * into A: the sequential GEMMs' operands */
+K_FN void k_attn_operand_row(int v, k_fmt A, float *Q, float *K, float *V, size_t nq, size_t nk,
+                             size_t d, size_t r, float *QA, float *KA, float *VA)
+{
+	int kc = 0;
+	if (r < nq)
+		k_attn_to_a(kc, v, 0, A, K_ROW(Q, r * d), d, 0, K_ROW(QA, r * d));
+	else if (r < nq + nk)
+		k_attn_to_a(kc, v, 1, A, K_ROW(K, (r - nq) * d), d, 0, K_ROW(KA, (r - nq) * d));
+	else if (r < nq + 2 * nk)
+		k_attn_to_a(kc, v, 2, A, K_ROW(V, (r - nq - nk) * d), d, 0,
+		            K_ROW(VA, (r - nq - nk) * d));
+}
+
+/* :tc, query row i between its GEMMs: SACC holds S_acc = Q·Kᵀ (values of
+ * A). Writes row i of P, the P·V GEMM's operand (naive e / C(l), online e,
+ * fp8 E4(e·psc); +0 for the keys the row does not see, so a block GEMM over
+ * them adds nothing), α per later key block b into ALPHA[i·nkt + b] (in A),
+ * LROW[i] = l, L[i] and LOST[i] (fp8: the nonzero e the cast flushed) */
+K_FN void k_attn_soft_row(int v, k_fmt C, k_fmt A, k_fmt E4, float *SACC, size_t nq, size_t nk,
+                          size_t bk, int causal, size_t i, float sc, float *DQ8, size_t tq,
+                          float *DK8, size_t tk, float psc, float *S_, float *E_, float *EA,
+                          float *P, float *ALPHA, float *LROW, float *L, float *LOST)
+{
+	int kc = 0;
+	size_t n = causal ? i + 1 + (nk - nq) : nk, bsz = v == ATT_NAIVE ? nk : bk;
 	size_t nkt = (nk + bk - 1) / bk;
-	float *p = P + i * nk, *alpha = ALPHA + i * nkt, m = 0.0f, l = 0.0f, lost = 0.0f;
+	float t[AT_NT], lost = 0.0f;
+	k_ref p = K_ROW(P, i * nk), e = v == ATT_FP8 ? K_ROW(E_, i * nk) : p;
+	k_attn_row_t(v, C, sc, psc, t);
 	for (size_t j0 = 0, b = 0; j0 < n; j0 += bsz, b++) {
 		size_t j1 = j0 + bsz < n ? j0 + bsz : n;
-		float mul = sc, aa = 0.0f;
-		if (v == 2)
-			mul = K_MUL(C, K_MUL(C, DQ8[i / tq], DK8[j0 / tk]), sc);
-		for (size_t j = j0; j < j1; j++) /* s_j, held in P until e_j replaces it */
-			p[j] = K_MUL(C, K_RND(C, sa[j]), mul);
-		float mx = p[j0];
-		for (size_t j = j0 + 1; j < j1; j++)
-			mx = K_MAX(C, mx, p[j]);
-		if (b == 0) {
-			m = mx;
-		} else {
-			mx = K_MAX(C, m, mx);
-			aa = K_RND(A, K_EXP(C, K_SUB(C, m, mx)));
-			m = mx;
-			l = K_MUL(A, l, aa);
-		}
-		alpha[b] = aa;
-		for (size_t j = j0; j < j1; j++) {
-			float e = K_EXP(C, K_SUB(C, p[j], m));
-			l = K_ADD(A, l, K_RND(A, e));
-			if (v == 2) {
-				p[j] = K_RND(E4, K_MUL(C, e, psc));
-				lost += e != 0.0f && p[j] == 0.0f;
-			} else {
-				p[j] = e;
-			}
-		}
+		k_attn_soft_block(kc, v, C, A, E4, K_ROW(SACC, i * nk), k_attn_tile(DQ8, i, tq, t),
+		                  k_attn_tile(DK8, j0, tk, t), i, b, j0, j1, nk, nkt, t,
+		                  K_ROW(S_, i * nk), e, K_ROW(EA, i * nk), p);
+		ALPHA[i * nkt + b] = b ? t[AT_ALPHA_A] : 0.0f;
+		for (size_t j = j0; v == ATT_FP8 && j < j1; j++)
+			lost += e.p[j] != 0.0f && p.p[j] == 0.0f;
 	}
-	float lc = K_RND(C, l);
-	if (v == 0)
-		for (size_t j = 0; j < n; j++)
-			p[j] = K_DIV(C, p[j], lc);
-	for (size_t j = n; j < nk; j++)
-		p[j] = 0.0f;
-	LROW[i] = l;
-	L[i] = K_ADD(C, m, K_LOG(C, lc));
+	k_attn_lc(kc, v, C, t, e, i, nk, n, p);
+	K_FILL(K_SHIFT(p, n), 0, nk - n);
+	LROW[i] = t[AT_L];
+	k_attn_lse(kc, C, t, i, K_AT(L, i));
 	LOST[i] = lost;
 }
 
-/*
- * k_attn_out_row, query row i: PART holds the P·V GEMMs' results (values of
- * A), naive one nq×d matrix, online and fp8 one per key block b at
- * PART + b·nq·d; the block of a row that sees none of its keys is not read.
- * online: O = part_0, then O = α_b·O + part_b, then O / l, all in A; fp8
- * first multiplies part_b by A(C(d_V / psc)) (DV8: d_V per tile of tk key
- * rows, in C). O is stored in S (row i of O, d values).
- */
-K_FN void k_attn_out_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *PART, const float *ALPHA,
-                         const float *LROW, const float *DV8, size_t tk, float psc, size_t nq,
-                         size_t nk, size_t bk, int causal, size_t d, size_t i, float *O)
+/* :tc, query row i after the P·V GEMMs: PART holds their results (values
+ * of A), naive one nq×d matrix, online and fp8 one per key block b at
+ * PART + b·nq·d (a block the row does not see is not read); O_ and PV_ are
+ * scratch rows of d. Row i of O, stored in S. */
+K_FN void k_attn_out_row(int v, k_fmt S, k_fmt C, k_fmt A, float *PART, float *ALPHA, float *LROW,
+                         float *DV8, size_t tk, float psc, size_t nq, size_t nk, size_t bk,
+                         int causal, size_t d, size_t i, float *O_, float *PV_, float *O)
 {
+	int kc = 0;
 	size_t n = causal ? i + 1 + (nk - nq) : nk, nkt = (nk + bk - 1) / bk;
-	for (size_t c = 0; c < d; c++) {
-		float o = 0.0f;
-		if (v == 0) {
-			o = PART[i * d + c];
+	float t[AT_NT];
+	k_ref o = K_ROW(O_, i * d), pv = K_ROW(PV_, i * d);
+	k_attn_row_t(v, C, 0.0f, psc, t);
+	t[AT_L] = LROW[i];
+	if (v == ATT_NAIVE)
+		K_COPY(o, K_ROW(PART, i * d), d);
+	for (size_t j0 = 0, b = 0; v != ATT_NAIVE && j0 < n; j0 += bk, b++) {
+		k_ref part = K_ROW(PART, (b * nq + i) * d);
+		t[AT_ALPHA_A] = ALPHA[i * nkt + b];
+		if (v == ATT_FP8) {
+			K_COPY(pv, part, d);
+			k_attn_fp8_o(kc, C, A, k_attn_tile(DV8, j0, tk, t), t, d, i, b, nkt, pv, o);
+		} else if (b == 0) {
+			K_COPY(o, part, d);
 		} else {
-			for (size_t j0 = 0, b = 0; j0 < n; j0 += bk, b++) {
-				float part = PART[(b * nq + i) * d + c];
-				if (v == 2)
-					part = K_MUL(A, part, K_RND(A, K_DIV(C, DV8[j0 / tk], psc)));
-				o = b == 0 ? part : K_ADD(A, K_MUL(A, o, ALPHA[i * nkt + b]), part);
-			}
-			o = K_DIV(A, o, LROW[i]);
+			k_attn_rescale_o(kc, A, t, d, i, b, nkt, o);
+			for (size_t c = 0; c < d; c++)
+				k_attn_pv_add(kc, A, K_SHIFT(part, c), 0, K_SHIFT(o, c));
 		}
-		O[i * d + c] = K_RND(S, o);
 	}
+	k_attn_o_store(kc, v, S, A, t, d, i, o, K_ROW(O, i * d));
 }
 
 /*
- * attention's sequential variants (naive, online, fp8 without :tc, and the
- * backward of naive:bwd and online:bwd): every GEMM a sequential FMA fold in
- * A from +0 over operands converted into A, one thread per query row (per
- * key row for dV and dK). Q, K, V hold the loaded values (of C; fp8: e4m3).
- * k_attn_qk_row: row i of S_acc = Q·Kᵀ for the keys row i sees (the rest
- * +0, never read); then k_attn_soft_row as for :tc.
+ * attention's sequential variants (naive, online, fp8 without :tc): query
+ * row i's forward, every GEMM a sequential FMA fold in A from the row
+ * source (QA, KA, VA: Q, K, V in A, k_attn_operand_row's). Writes SACC's
+ * and P's rows (naive's P is e / C(l), the backward's), PA (P in A), O_ and
+ * PV_ scratch rows of d, then row i of O, L[i] and LOST[i].
  */
-K_FN void k_attn_qk_row(k_fmt A, const float *Q, const float *K, size_t nq, size_t nk, size_t d,
-                        int causal, size_t i, float *SACC)
+K_FN void k_attn_fwd_row(int v, k_fmt S, k_fmt C, k_fmt A, k_fmt E4, float *QA, float *KA,
+                         float *VA, size_t nq, size_t nk, size_t d, size_t bk, int causal, size_t i,
+                         float sc, float *DQ8, size_t tq, float *DK8, size_t tk, float *DV8,
+                         float psc, float *SACC, float *S_, float *E_, float *EA, float *P,
+                         float *PA, float *O_, float *PV_, float *O, float *L, float *LOST)
 {
-	size_t n = causal ? i + 1 + (nk - nq) : nk;
-	for (size_t j = 0; j < nk; j++) {
-		float acc = 0.0f;
-		for (size_t c = 0; j < n && c < d; c++)
-			acc = K_FMA(A, K_RND(A, Q[i * d + c]), K_RND(A, K[j * d + c]), acc);
-		SACC[i * nk + j] = acc;
+	int kc = 0;
+	size_t n = causal ? i + 1 + (nk - nq) : nk, bsz = v == ATT_NAIVE ? nk : bk;
+	size_t nkt = (nk + bk - 1) / bk;
+	float t[AT_NT], lost = 0.0f;
+	k_ref sacc = K_ROW(SACC, i * nk), p = K_ROW(P, i * nk), pa = K_ROW(PA, i * nk),
+	      e = v == ATT_FP8 ? K_ROW(E_, i * nk) : p, o = K_ROW(O_, i * d),
+	      pv = K_ROW(PV_, i * d);
+	k_attn_row_t(v, C, sc, psc, t);
+	for (size_t j0 = 0, b = 0; j0 < n; j0 += bsz, b++) {
+		size_t j1 = j0 + bsz < n ? j0 + bsz : n;
+		int later = j0 > 0 && v != ATT_FP8; /* O continues from α·O */
+		k_attn_qk(kc, A, K_ROW(QA, i * d), KA, d, i, nk, j0, j1, sacc);
+		k_attn_soft_block(kc, v, C, A, E4, sacc, k_attn_tile(DQ8, i, tq, t),
+		                  k_attn_tile(DK8, j0, tk, t), i, b, j0, j1, nk, nkt, t,
+		                  K_ROW(S_, i * nk), e, K_ROW(EA, i * nk), p);
+		if (v == ATT_NAIVE)
+			break; /* one block: the whole row */
+		for (size_t j = j0; v == ATT_FP8 && j < j1; j++)
+			lost += e.p[j] != 0.0f && p.p[j] == 0.0f;
+		k_attn_pa(kc, A, p, i, nk, j0, j1 - j0, pa);
+		if (later)
+			k_attn_rescale_o(kc, A, t, d, i, b, nkt, o);
+		k_attn_pv(kc, A, pa, VA, d, i, nk, j0, j1 - j0, later, v == ATT_FP8 ? pv : o);
+		if (v == ATT_FP8)
+			k_attn_fp8_o(kc, C, A, k_attn_tile(DV8, j0, tk, t), t, d, i, b, nkt, pv, o);
 	}
-}
-
-/* O's row i from soft's P (naive: P = e / l over the whole row; online and
- * fp8: per key block): naive O = Σ A(P_j)·A(v_j) from +0; online continues
- * each block's chain from α_b·O (the first block from +0), then O / l;
- * fp8 sums each block from +0, multiplies it by A(C(d_V / psc)) and adds it
- * to α_b·O, then O / l; O stored in S */
-K_FN void k_attn_pv_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *P, const float *V,
-                        const float *ALPHA, const float *LROW, const float *DV8, size_t tk,
-                        float psc, size_t nq, size_t nk, size_t bk, int causal, size_t d,
-                        size_t i, float *O)
-{
-	size_t n = causal ? i + 1 + (nk - nq) : nk, nkt = (nk + bk - 1) / bk;
-	size_t bsz = v == 0 ? nk : bk;
-	const float *p = P + i * nk;
-	for (size_t c = 0; c < d; c++) {
-		float o = 0.0f;
-		for (size_t j0 = 0, b = 0; j0 < n; j0 += bsz, b++) {
-			size_t j1 = j0 + bsz < n ? j0 + bsz : n;
-			float al = ALPHA[i * nkt + b];
-			float acc = v == 1 && b > 0 ? K_MUL(A, o, al) : 0.0f;
-			for (size_t j = j0; j < j1; j++)
-				acc = K_FMA(A, K_RND(A, p[j]), K_RND(A, V[j * d + c]), acc);
-			if (v == 2) {
-				acc = K_MUL(A, acc, K_RND(A, K_DIV(C, DV8[j0 / tk], psc)));
-				o = b == 0 ? acc : K_ADD(A, K_MUL(A, o, al), acc);
-			} else {
-				o = acc;
-			}
-		}
-		if (v != 0)
-			o = K_DIV(A, o, LROW[i]);
-		O[i * d + c] = K_RND(S, o);
+	k_attn_lc(kc, v, C, t, e, i, nk, n, p);
+	if (v == ATT_NAIVE) {
+		k_attn_pa(kc, A, p, i, nk, 0, n, pa);
+		k_attn_pv(kc, A, pa, VA, d, i, nk, 0, n, 0, o);
 	}
+	k_attn_o_store(kc, v, S, A, t, d, i, o, K_ROW(O, i * d));
+	k_attn_lse(kc, C, t, i, K_AT(L, i));
+	LOST[i] = lost;
 }
 
 /* The backward, query row i (v 0 naive: P is the forward's; 1 online: P_ij

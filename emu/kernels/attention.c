@@ -104,10 +104,14 @@
  *   exact there, so it is the unquantised gradient. hadamard=1 is refused
  *   (dQ and dK would need the inverse transform), and so is :tc.
  *
- * GPU counterpart: gpu/rows.h's `k_attn_*` rows (its Tensor Core GEMMs are gpu/mma.cu
- * between them), compiled by nvcc in gpu/kern.cu and with the emulator's operations in
- * gpu/host_rows.c for the fake device, whose outputs tests/gpu/ compares with this file's
- * (docs/gpu.md).
+ * The order of operations is written once, in emu/kernels/attention_rows.h; this file
+ * runs its row steps around the GEMMs (sequential ones from the row source, or the
+ * Tensor Core fold) on the engine's backends. GPU counterpart: gpu/rows.h's loops
+ * over a row's key blocks (k_attn_fwd_row; :tc k_attn_soft_row and k_attn_out_row
+ * around our mma.sync GEMMs, gpu/mma.cu) call the same row steps, compiled by nvcc in
+ * gpu/kern.cu and with the emulator's operations in gpu/host_rows.c for the fake
+ * device, whose outputs tests/gpu/ compares with this file's (docs/gpu.md). The
+ * backward passes are still gpu/rows.h's own `k_attn_bwd_*` and `k_attn8_bwd_*` rows.
  */
 #include <math.h>
 #include <stdio.h>
@@ -115,216 +119,15 @@
 #include <string.h>
 
 #include "emu/engine/kernels.h"
+#include "emu/engine/krow.h"
+#include "emu/kernels/attention_rows.h"
 #include "emu/kernels/tc.h"
 
 static const char *const variants[] = {"naive",      "online",    "fp8",     "naive:bwd",
                                        "online:bwd", "online:tc", "fp8:bwd", NULL};
 
-enum { NAIVE, ONLINE, FP8 };
-
-/* The steps, each one operation site of the kernel. */
-enum {
-	S_SCALE_C = EMU_STEP0,
-	S_Q_A,
-	S_K_A,
-	S_V_A,
-	S_Q8,
-	S_Q8_SCALE,
-	S_D_C,
-	S_Q8_A,
-	S_QK,
-	S_QK_PROMOTE,
-	S_QK_OUT,
-	S_S_C,
-	S_DESCALE,
-	S_DESCALE_SCALE,
-	S_SCALE,
-	S_MAX,
-	S_MAX_NEW,
-	S_SUB_MAX,
-	S_EXP,
-	S_RESCALE_SUB,
-	S_RESCALE,
-	S_E_A,
-	S_ALPHA_A,
-	S_RESCALE_L,
-	S_SUM,
-	S_L_C,
-	S_DIV_P,
-	S_P_SCALE_C,
-	S_P_MUL,
-	S_P_CAST,
-	S_P_A,
-	S_RESCALE_O,
-	S_PV,
-	S_PV_PROMOTE,
-	S_PV_OUT,
-	S_V_DESCALE,
-	S_VS_A,
-	S_PV_DESCALE,
-	S_PV_ADD,
-	S_TC_A,
-	S_DIV,
-	S_STORE,
-	S_LOG,
-	S_LSE,
-	S_QK_B,
-	S_S_C_B,
-	S_SCALE_B,
-	S_SUB_L,
-	S_EXP_B,
-	S_P_A_B,
-	S_DO,
-	S_DO_C,
-	S_DO_A,
-	S_DV,
-	S_DV_STORE,
-	S_DP,
-	S_DP_C,
-	S_O_C,
-	S_O_A,
-	S_ROWSUM,
-	S_ROWSUM_C,
-	S_DS_SUB,
-	S_DS,
-	S_DS_A,
-	S_DQ,
-	S_DQ_C,
-	S_DQ_SCALE,
-	S_DQ_STORE,
-	S_DK,
-	S_DK_C,
-	S_DK_SCALE,
-	S_DK_STORE,
-	/* fp8:bwd's own sites */
-	S_DO8,
-	S_DO8_SCALE,
-	S_DO8_DC,
-	S_DESCALE_B,
-	S_DESCALE_SCALE_B,
-	S_P_MUL_B,
-	S_P_CAST_B,
-	S_DV_FACTOR,
-	S_DV_FACTOR_A,
-	S_DV_DESCALE,
-	S_DP_FACTOR,
-	S_DP_DESCALE,
-	S_ROWSUM_DESCALE,
-	S_DS_SCALE,
-	S_DS8_SCALE,
-	S_DS8_SCALE_C,
-	S_DS_MUL,
-	S_DS_CAST,
-	S_DQ_FACTOR,
-	S_DQ_FACTOR_A,
-	S_DQ_DESCALE,
-	S_DQ_ADD,
-	S_DK_FACTOR,
-	S_DK_FACTOR_A,
-	S_DK_DESCALE,
-	S_DK_ADD,
-	S_END
-};
-static const char *const steps[S_END - EMU_STEP0] = {
-    [S_SCALE_C - EMU_STEP0] = "scale_to_compute",
-    [S_Q_A - EMU_STEP0] = "q_to_accum",
-    [S_K_A - EMU_STEP0] = "k_to_accum",
-    [S_V_A - EMU_STEP0] = "v_to_accum",
-    [S_Q8 - EMU_STEP0] = "q8",
-    [S_Q8_SCALE - EMU_STEP0] = "q8_scale",
-    [S_D_C - EMU_STEP0] = "d_to_compute",
-    [S_Q8_A - EMU_STEP0] = "q8_to_accum",
-    [S_QK - EMU_STEP0] = "qk",
-    [S_QK_PROMOTE - EMU_STEP0] = "qk_promote",
-    [S_QK_OUT - EMU_STEP0] = "qk_out",
-    [S_S_C - EMU_STEP0] = "s_to_compute",
-    [S_DESCALE - EMU_STEP0] = "descale",
-    [S_DESCALE_SCALE - EMU_STEP0] = "descale_scale",
-    [S_SCALE - EMU_STEP0] = "logit_scale",
-    [S_MAX - EMU_STEP0] = "max",
-    [S_MAX_NEW - EMU_STEP0] = "max_new",
-    [S_SUB_MAX - EMU_STEP0] = "sub_max",
-    [S_EXP - EMU_STEP0] = "exp",
-    [S_RESCALE_SUB - EMU_STEP0] = "rescale_sub",
-    [S_RESCALE - EMU_STEP0] = "rescale",
-    [S_E_A - EMU_STEP0] = "e_to_accum",
-    [S_ALPHA_A - EMU_STEP0] = "alpha_to_accum",
-    [S_RESCALE_L - EMU_STEP0] = "rescale_l",
-    [S_SUM - EMU_STEP0] = "sum",
-    [S_L_C - EMU_STEP0] = "l_to_compute",
-    [S_DIV_P - EMU_STEP0] = "div_p",
-    [S_P_SCALE_C - EMU_STEP0] = "p_scale_to_compute",
-    [S_P_MUL - EMU_STEP0] = "p_scale",
-    [S_P_CAST - EMU_STEP0] = "p_cast",
-    [S_P_A - EMU_STEP0] = "p_to_accum",
-    [S_RESCALE_O - EMU_STEP0] = "rescale_o",
-    [S_PV - EMU_STEP0] = "pv",
-    [S_PV_PROMOTE - EMU_STEP0] = "pv_promote",
-    [S_PV_OUT - EMU_STEP0] = "pv_out",
-    [S_V_DESCALE - EMU_STEP0] = "v_descale",
-    [S_VS_A - EMU_STEP0] = "vs_to_accum",
-    [S_PV_DESCALE - EMU_STEP0] = "pv_descale",
-    [S_PV_ADD - EMU_STEP0] = "pv_add",
-    [S_TC_A - EMU_STEP0] = "tc_to_accum",
-    [S_DIV - EMU_STEP0] = "div",
-    [S_STORE - EMU_STEP0] = "o_store",
-    [S_LOG - EMU_STEP0] = "log",
-    [S_LSE - EMU_STEP0] = "lse",
-    [S_QK_B - EMU_STEP0] = "qk_bwd",
-    [S_S_C_B - EMU_STEP0] = "s_bwd_to_compute",
-    [S_SCALE_B - EMU_STEP0] = "logit_scale_bwd",
-    [S_SUB_L - EMU_STEP0] = "sub_lse",
-    [S_EXP_B - EMU_STEP0] = "exp_bwd",
-    [S_P_A_B - EMU_STEP0] = "p_bwd_to_accum",
-    [S_DO - EMU_STEP0] = "do",
-    [S_DO_C - EMU_STEP0] = "do_to_compute",
-    [S_DO_A - EMU_STEP0] = "do_to_accum",
-    [S_DV - EMU_STEP0] = "dv",
-    [S_DV_STORE - EMU_STEP0] = "dv_store",
-    [S_DP - EMU_STEP0] = "dp",
-    [S_DP_C - EMU_STEP0] = "dp_to_compute",
-    [S_O_C - EMU_STEP0] = "o_to_compute",
-    [S_O_A - EMU_STEP0] = "o_to_accum",
-    [S_ROWSUM - EMU_STEP0] = "rowsum_do",
-    [S_ROWSUM_C - EMU_STEP0] = "rowsum_to_compute",
-    [S_DS_SUB - EMU_STEP0] = "ds_sub",
-    [S_DS - EMU_STEP0] = "ds",
-    [S_DS_A - EMU_STEP0] = "ds_to_accum",
-    [S_DQ - EMU_STEP0] = "dq",
-    [S_DQ_C - EMU_STEP0] = "dq_to_compute",
-    [S_DQ_SCALE - EMU_STEP0] = "dq_scale",
-    [S_DQ_STORE - EMU_STEP0] = "store",
-    [S_DK - EMU_STEP0] = "dk",
-    [S_DK_C - EMU_STEP0] = "dk_to_compute",
-    [S_DK_SCALE - EMU_STEP0] = "dk_scale",
-    [S_DK_STORE - EMU_STEP0] = "dk_store",
-    [S_DO8 - EMU_STEP0] = "do8",
-    [S_DO8_SCALE - EMU_STEP0] = "do8_scale",
-    [S_DO8_DC - EMU_STEP0] = "do8_to_compute",
-    [S_DESCALE_B - EMU_STEP0] = "descale_bwd",
-    [S_DESCALE_SCALE_B - EMU_STEP0] = "descale_scale_bwd",
-    [S_P_MUL_B - EMU_STEP0] = "p_scale_bwd",
-    [S_P_CAST_B - EMU_STEP0] = "p_cast_bwd",
-    [S_DV_FACTOR - EMU_STEP0] = "dv_factor",
-    [S_DV_FACTOR_A - EMU_STEP0] = "dv_factor_to_accum",
-    [S_DV_DESCALE - EMU_STEP0] = "dv_descale",
-    [S_DP_FACTOR - EMU_STEP0] = "dp_factor",
-    [S_DP_DESCALE - EMU_STEP0] = "dp_descale",
-    [S_ROWSUM_DESCALE - EMU_STEP0] = "rowsum_descale",
-    [S_DS_SCALE - EMU_STEP0] = "ds_attn_scale",
-    [S_DS8_SCALE - EMU_STEP0] = "ds8_scale",
-    [S_DS8_SCALE_C - EMU_STEP0] = "ds8_scale_to_compute",
-    [S_DS_MUL - EMU_STEP0] = "ds_scale",
-    [S_DS_CAST - EMU_STEP0] = "ds_cast",
-    [S_DQ_FACTOR - EMU_STEP0] = "dq_factor",
-    [S_DQ_FACTOR_A - EMU_STEP0] = "dq_factor_to_accum",
-    [S_DQ_DESCALE - EMU_STEP0] = "dq_descale",
-    [S_DQ_ADD - EMU_STEP0] = "dq_add",
-    [S_DK_FACTOR - EMU_STEP0] = "dk_factor",
-    [S_DK_FACTOR_A - EMU_STEP0] = "dk_factor_to_accum",
-    [S_DK_DESCALE - EMU_STEP0] = "dk_descale",
-    [S_DK_ADD - EMU_STEP0] = "dk_add",
-};
+/* The steps' names (the row source declares them with their ids). */
+static const char *const steps[S_END - EMU_STEP0] = {K_ATTENTION_STEPS(K_STEP_NAME)};
 
 /* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
 static bool tc_out_ok(const emu_format *f)
@@ -333,32 +136,40 @@ static bool tc_out_ok(const emu_format *f)
 	       f->has_zero && f->p <= 24 && f->emin >= -126 && f->emax <= 127;
 }
 
+/* One run: its formats, shape and switches, the operands, the work vectors
+ * of a row and the outputs. */
 typedef struct {
 	emu_be *be;
-	const emu_format *S, *C, *A;
-	bool tc;
-	emu_tc_model model;
+	const emu_format *S, *C, *A, *E4, *F32;
+	int v; /* ATT_NAIVE, ATT_ONLINE or ATT_FP8 */
+	bool bwd, tc, causal;
+	size_t nq, nk, d, B, Tq, Tk, nkt; /* B: block_k; Tq, Tk: rows of a tile */
+	double scale, ps, dss;
+	const emu_format *DF;   /* fp8:bwd: dO's and dS's FP8 format */
+	emu_recipe rq, rv, rdo; /* fp8: Q and K's, V's and (bwd) dO's recipes */
+	emu_tc_model model;     /* :tc */
 	const emu_format *tc_in, *tc_out;
-	emu_vec *part; /* TC: one block's partial sum before it joins O */
+	/* Q, K, V loaded (fp8: their e4m3 values), as the GEMMs take them
+	 * (copies in A; :tc the loaded ones), and fp8's tile decode scales */
+	emu_vec *Qc, *Kc, *Vc, *Qo, *Ko, *Vo, *dq8, *dk8, *dv8;
+	/* a row's work (by key: S_acc, s, e, A(e)), O in A and fp8's block
+	 * product (d values), the row's scalars (AT_NT), P and its copy in A
+	 * (every row's with :bwd), a Tensor Core's result before it joins */
+	emu_vec *sacc, *s, *e, *ea, *oacc, *pv, *t, *P, *PA, *part;
+	emu_vec *O, *L, *dQ, *dK, *dV;
+	double n_p_lost, p_mass_max, mass_max, mass_sum; /* fp8's diagnostics */
 } ctx;
 
 /*
- * acc = Σ_{t<n} a_t·b_t in the GEMM's order: sequential FMAs in the
- * accumulator format from +0 (accumulate: from acc's value, as a GEMM
- * accumulates into its C), or the Tensor Core fold from +0 whose result is
- * then added to acc in the accumulator format (step add) when accumulating.
+ * acc = Σ_{t<n} a_t·b_t by the Tensor Core fold from +0 (the :tc GEMMs'
+ * dot products), then (accumulate) added to acc in the accumulator format
+ * as a GEMM accumulates into its C. The model writes fp32 where the
+ * accumulator format is not one a Tensor Core can write: its result is
+ * converted into that format first.
  */
-static int gemm_dot(ctx *k, unsigned step, emu_tc_steps tst, unsigned add, bool accumulate,
-                    emu_ref acc, emu_ref a, emu_ref b, size_t n, uint64_t elem)
+static int tc_dot(ctx *k, emu_tc_steps tst, bool accumulate, emu_ref acc, emu_ref a, emu_ref b,
+                  size_t n, uint64_t elem)
 {
-	if (!k->tc) {
-		if (!accumulate)
-			emu_fill(k->be, acc, 0, 1);
-		emu_fold(k->be, step, EMU_OP_FMA, k->A, EMU_ORDER_SEQ, acc, a, b, n, elem);
-		return 0;
-	}
-	/* the model writes fp32 where the accumulator format is not one a Tensor
-	 * Core can write: its result is converted into that format first */
 	bool conv = k->tc_out != k->A;
 	emu_ref dst = accumulate || conv ? emu_at(k->part, 0) : acc;
 	if (emu_fold_tc(k->be, tst, &k->model, k->tc_in, k->tc_out, dst, a, b, n, elem) != 0)
@@ -367,21 +178,55 @@ static int gemm_dot(ctx *k, unsigned step, emu_tc_steps tst, unsigned add, bool 
 		emu_op1(k->be, S_TC_A, EMU_OP_CVT, k->A, accumulate ? dst : acc, dst, EMU_NOREF,
 		        elem);
 	if (accumulate)
-		emu_op1(k->be, add, EMU_OP_ADD, k->A, acc, acc, dst, elem);
+		k_attn_pv_add(k->be, k->A, dst, elem, acc);
 	return 0;
 }
 
 static const emu_tc_steps qk_steps = {S_QK, S_QK_PROMOTE, S_QK_OUT};
 static const emu_tc_steps pv_steps = {S_PV, S_PV_PROMOTE, S_PV_OUT};
 
-/* "naive:bwd" → NAIVE, bwd; "online:tc:h100" → ONLINE, tc, spec "h100". */
+/* S_acc of query row i's keys [j0, j1) into k->sacc: the row source's
+ * sequential GEMM, or the Tensor Core's */
+static int qk_gemm(ctx *k, size_t i, size_t j0, size_t j1)
+{
+	emu_ref q = emu_row(k->Qo, i * k->d);
+	if (!k->tc) {
+		k_attn_qk(k->be, k->A, q, k->Ko, k->d, i, k->nk, j0, j1, emu_row(k->sacc, 0));
+		return 0;
+	}
+	for (size_t j = j0; j < j1; j++)
+		if (tc_dot(k, qk_steps, false, emu_at(k->sacc, j), q, emu_row(k->Ko, j * k->d),
+		           k->d, ((uint64_t)i * k->nk + j) * k->d) != 0)
+			return -1;
+	return 0;
+}
+
+/* pa (row i's P in A, by key) times V's rows [j0, j0 + n) into o (d values
+ * of A): the row source's sequential GEMM, continuing from o's value (acc)
+ * or from +0, or the Tensor Core's (acc: its result added to o) */
+static int pv_gemm(ctx *k, emu_ref pa, size_t i, size_t j0, size_t n, bool acc, emu_ref o)
+{
+	size_t d = k->d;
+	if (!k->tc) {
+		k_attn_pv(k->be, k->A, pa, k->Vo, d, i, k->nk, j0, n, acc, o);
+		return 0;
+	}
+	for (size_t c = 0; c < d; c++)
+		if (tc_dot(k, pv_steps, acc, k_shift(o, c), k_shift(pa, j0),
+		           emu_strided(k->Vo, j0 * d + c, d), n,
+		           ((uint64_t)i * d + c) * k->nk + j0) != 0)
+			return -1;
+	return 0;
+}
+
+/* "naive:bwd" → ATT_NAIVE, bwd; "online:tc:h100" → ATT_ONLINE, tc, spec "h100". */
 static int parse_variant(const char *v, bool *bwd, bool *tc, const char **spec)
 {
-	static const char *const base[] = {"naive", "online", "fp8"};
+	static const char *const base[] = {K_ATTENTION_VARIANTS(K_VARIANT_NAME)};
 	*bwd = *tc = false;
 	*spec = NULL;
 	if (!v)
-		return NAIVE;
+		return ATT_NAIVE;
 	for (int b = 0; b < 3; b++) {
 		size_t n = strlen(base[b]);
 		if (strncmp(v, base[b], n) != 0 || (v[n] != 0 && v[n] != ':'))
@@ -454,6 +299,219 @@ out:
 	return rc_;
 }
 
+/* the variant, the parameters and their checks, the Tensor Core model
+ * (:tc) and the recipes (fp8) into k */
+static int setup(ctx *k, const char *variant, const emu_kin *in, char *err, size_t errlen)
+{
+	const char *spec;
+	k->v = parse_variant(variant, &k->bwd, &k->tc, &spec);
+	if (k->v < 0 || in->cols == 0 || in->rows == 0) {
+		snprintf(err, errlen,
+		         k->v < 0 ? "attention: unknown variant '%s' (naive online fp8, then :bwd "
+		                    "(naive, online) or :tc[:MODEL])"
+		                  : "attention: empty input%s",
+		         k->v < 0 ? variant : "");
+		return -1;
+	}
+	if (k->bwd && k->tc) {
+		snprintf(err, errlen, "attention: :bwd does not combine with :tc (%s)", variant);
+		return -1;
+	}
+	size_t R = in->rows, N = in->cols, d3 = N / 3; /* the default head: a third of a row */
+	double hd, sq, sk, causal, bk, had, tile, dofmt;
+	if (!emu_kparam_int(in, "attention", "head_dim", 1, 1e9, (double)d3, &hd, err, errlen))
+		return -1;
+	if (hd < 1 || 3 * (size_t)hd != N) {
+		snprintf(err, errlen,
+		         "attention: cols=%zu must be 3·head_dim (row i holds q_i, k_i, v_i)", N);
+		return -1;
+	}
+	k->d = (size_t)hd;
+	if (!emu_kparam_int(in, "attention", "seq_q", 1, (double)R, (double)R, &sq, err, errlen) ||
+	    !emu_kparam_int(in, "attention", "seq_k", 1, (double)R, (double)R, &sk, err, errlen) ||
+	    !emu_kparam_int(in, "attention", "causal", 0, 1, 0, &causal, err, errlen) ||
+	    !emu_kparam_int(in, "attention", "block_k", 1, 1e9, 16, &bk, err, errlen) ||
+	    !emu_kparam_int(in, "attention", "hadamard", 0, 1, 0, &had, err, errlen) ||
+	    !emu_kparam_int(in, "attention", "tile", 0, 1e9, bk, &tile, err, errlen) ||
+	    !emu_kparam_real(in, "attention", "p_scale", 0, INFINITY, EMU_KP_ABOVE_LO, 448, &k->ps,
+	                     err, errlen) ||
+	    !emu_kparam_real(in, "attention", "scale", 0, INFINITY, EMU_KP_ABOVE_LO,
+	                     1 / sqrt((double)k->d), &k->scale, err, errlen) ||
+	    !emu_kparam_int(in, "attention", "do_fmt", 4, 5, 5, &dofmt, err, errlen) ||
+	    !emu_kparam_real(in, "attention", "ds_scale", 0, INFINITY, 0, 0, &k->dss, err,
+	                     errlen) ||
+	    !emu_kparam_real(in, "attention", "sink", -1e4, 1e4, 0, 0, &(double){0}, err, errlen))
+		return -1;
+	if (k->bwd && k->v == ATT_FP8 && had) {
+		snprintf(
+		    err, errlen,
+		    "attention: fp8:bwd takes hadamard=0 (the transform rotates Q and K, so dQ "
+		    "and dK would need its inverse)");
+		return -1;
+	}
+	size_t T = (size_t)tile;
+	k->nq = (size_t)sq, k->nk = (size_t)sk, k->B = (size_t)bk, k->causal = causal != 0;
+	if (T % k->B != 0) {
+		snprintf(err, errlen,
+		         "attention: tile=%zu must be 0 (one scale per tensor) or a multiple of "
+		         "block_k=%zu (a key block in one tile)",
+		         T, k->B);
+		return -1;
+	}
+	k->Tq = T ? T : k->nq, k->Tk = T ? T : k->nk; /* rows of a quantisation tile */
+	k->nkt = (k->nk + k->B - 1) / k->B;           /* key blocks */
+	if (k->causal && k->nq > k->nk) {
+		snprintf(err, errlen,
+		         "attention: causal=1 needs seq_q <= seq_k (every query a key)");
+		return -1;
+	}
+	if (k->tc) {
+		k->tc_in = k->v == ATT_FP8 ? k->E4 : k->C;
+		k->tc_out = tc_out_ok(k->A) ? k->A : k->F32;
+		char why[160];
+		if (spec) {
+			if (emu_tc_parse(spec, k->tc_in, k->tc_out, &k->model, why, sizeof why) !=
+			    EMU_OK) {
+				snprintf(err, errlen, "attention: tc model '%s': %s", spec, why);
+				return -1;
+			}
+		} else {
+			k->model = emu_tc_default();
+		}
+		if (emu_tc_check(&k->model, k->tc_in, k->tc_out, why, sizeof why) != EMU_OK) {
+			snprintf(err, errlen, "attention: tc with %s -> %s: %s", k->tc_in->name,
+			         k->tc_out->name, why);
+			return -1;
+		}
+	}
+	k->DF = dofmt == 4 ? k->E4 : emu_format_by_name("e5m2"); /* dO, dS */
+	if (k->v == ATT_FP8 && k->bwd) { /* dO: one fp32 scale per tensor, current scaling */
+		char rs[160], e[160];
+		snprintf(rs, sizeof rs, "elem=%s,scale=fp32,rule=fp32,block=0x0,rht=no",
+		         k->DF->name);
+		if (emu_recipe_parse(rs, &k->rdo, e, sizeof e) != EMU_OK) {
+			snprintf(err, errlen, "attention: %s", e);
+			return -1;
+		}
+	}
+	if (k->v == ATT_FP8) {
+		char rs[160], e[160];
+		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=%s", T,
+		         had ? "all" : "no");
+		if (emu_recipe_parse(rs, &k->rq, e, sizeof e) != EMU_OK) {
+			snprintf(err, errlen, "attention: %s", e);
+			return -1;
+		}
+		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=no", T);
+		if (emu_recipe_parse(rs, &k->rv, e, sizeof e) != EMU_OK) {
+			snprintf(err, errlen, "attention: %s", e);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* fp8, block [j0, j1) of row i after its P cast: the nonzero e that the
+ * e4m3 cast flushed to 0, counted, and their sum in l's running frame
+ * (scaled by α as l is: row_lost); no operation */
+static double lost_block(ctx *k, double row_lost, size_t j0, size_t j1)
+{
+	if (j0 > 0)
+		row_lost *= emu_vget(k->be, k->t, AT_ALPHA);
+	for (size_t j = j0; j < j1; j++)
+		if (emu_vget(k->be, k->e, j) != 0 && emu_vget(k->be, k->P, j) == 0) {
+			k->n_p_lost++;
+			row_lost += emu_vget(k->be, k->e, j);
+		}
+	return row_lost;
+}
+
+/* fp8, row i's share of its probability mass that the flushed P̃ carried,
+ * in double from the row's held logits (Σ_flushed exp(s_j − max s) / Σ_j
+ * exp(s_j − max s)), and the share against l (row_lost / l): a diagnostic,
+ * no operation */
+static void lost_mass(ctx *k, size_t n, double row_lost)
+{
+	emu_be *be = k->be;
+	if (n > 0) {
+		double mx = -INFINITY, den = 0, fl = 0;
+		for (size_t j = 0; j < n; j++)
+			mx = fmax(mx, emu_vget(be, k->s, j));
+		for (size_t j = 0; j < n && isfinite(mx); j++) {
+			double w = exp(emu_vget(be, k->s, j) - mx);
+			den += w;
+			if (emu_vget(be, k->e, j) != 0 && emu_vget(be, k->P, j) == 0)
+				fl += w;
+		}
+		double mass = den > 0 ? fl / den : 0;
+		k->mass_max = fmax(k->mass_max, mass);
+		k->mass_sum += mass;
+	}
+	double l = emu_vget(be, k->t, AT_L);
+	if (l > 0)
+		k->p_mass_max = fmax(k->p_mass_max, row_lost / l);
+}
+
+/* Query row i of the forward, in the header's order: per key block its
+ * S_acc, softmax block, P·V (naive: once, after the whole row), then O and
+ * L; the row source's steps around the GEMMs */
+static int forward_row(ctx *k, size_t i)
+{
+	emu_be *be = k->be;
+	const emu_format *C = k->C, *A = k->A;
+	int v = k->v;
+	size_t nk = k->nk, d = k->d, nkt = k->nkt;
+	size_t n = k->causal ? i + 1 + (nk - k->nq) : nk; /* keys [0, n) */
+	size_t bsz = v == ATT_NAIVE ? nk : k->B;
+	emu_ref s = emu_row(k->s, 0), e = emu_row(k->e, 0), ea = emu_row(k->ea, 0),
+	        P = emu_row(k->P, 0), PA = emu_row(k->PA, 0), o = emu_row(k->oacc, 0),
+	        pv = emu_row(k->pv, 0);
+	double row_lost = 0; /* fp8: the flushed P̃ of row i, in l's running frame */
+	for (size_t j0 = 0, b = 0; j0 < n; j0 += bsz, b++) {
+		size_t j1 = j0 + bsz < n ? j0 + bsz : n;
+		bool first = j0 == 0;
+		if (qk_gemm(k, i, j0, j1) != 0)
+			return -1;
+		emu_ref dq = EMU_NOREF, dk = EMU_NOREF;
+		if (v == ATT_FP8)
+			dq = emu_at(k->dq8, i / k->Tq), dk = emu_at(k->dk8, j0 / k->Tk);
+		k_attn_soft_block(be, v, C, A, k->E4, emu_row(k->sacc, 0), dq, dk, i, b, j0, j1, nk,
+		                  nkt, k->t, s, e, ea, P);
+		if (v == ATT_NAIVE)
+			break; /* one block: the whole row */
+		/* O = α·O + P̃_blk·V_blk (fp8: the block's e4m3 product, descaled) */
+		emu_ref pop = e;
+		if (v == ATT_FP8)
+			row_lost = lost_block(k, row_lost, j0, j1), pop = P;
+		if (!k->tc)
+			k_attn_pa(be, A, pop, i, nk, j0, j1 - j0, PA), pop = PA;
+		if (!first && v != ATT_FP8)
+			k_attn_rescale_o(be, A, k->t, d, i, b, nkt, o);
+		if (pv_gemm(k, pop, i, j0, j1 - j0, !first && v != ATT_FP8,
+		            v == ATT_FP8 ? pv : o) != 0)
+			return -1;
+		if (v == ATT_FP8)
+			k_attn_fp8_o(be, C, A, emu_at(k->dv8, j0 / k->Tk), k->t, d, i, b, nkt, pv,
+			             o);
+	}
+	if (v == ATT_FP8)
+		lost_mass(k, n, row_lost);
+	/* naive: P = e / l, O = P·V (with :bwd every row's P is kept) */
+	size_t po = v == ATT_NAIVE && k->bwd ? i * nk : 0;
+	emu_ref Pr = emu_row(k->P, po), PAr = emu_row(k->PA, po);
+	k_attn_lc(be, v, C, k->t, e, i, nk, n, Pr);
+	if (v == ATT_NAIVE) {
+		emu_ref pop = Pr;
+		if (!k->tc)
+			k_attn_pa(be, A, Pr, i, nk, 0, n, PAr), pop = PAr;
+		if (pv_gemm(k, pop, i, 0, n, false, o) != 0)
+			return -1;
+	}
+	k_attn_o_store(be, v, k->S, A, k->t, d, i, o, emu_row(k->O, i * d));
+	k_attn_lse(be, C, k->t, i, emu_at(k->L, i));
+	return 0;
+}
+
 /*
  * fp8:bwd's backward pass (the header's order, cuDNN's FP8 SDPA backward
  * graph): the forward's e4m3 Q, K, V (accumulator-format copies Qo, Ko, Vo)
@@ -461,16 +519,20 @@ out:
  * recomputed from S and L; dO and dS in DF (e5m2 or e4m3) with one scale
  * per tensor; dV, dQ and dK stored in the storage format.
  */
-static int fp8_backward(ctx *k, const emu_kin *in, const double *dor, const emu_recipe *rdo,
-                        const emu_format *DF, emu_vec *Qo, emu_vec *Ko, emu_vec *Vo, emu_vec *dq8,
-                        emu_vec *dk8, emu_vec *dv8, emu_vec *O, emu_vec *L, emu_vec *dQ,
-                        emu_vec *dK, emu_vec *dV, emu_vec *ds_lost, emu_vec *amax_ds, size_t nq,
-                        size_t nk, size_t d, size_t B, size_t Tq, size_t Tk, bool causal,
-                        double dss, emu_ref sc, emu_ref psc, emu_vec *P, emu_vec *PA, emu_vec *sacc)
+static int fp8_backward(ctx *k, const emu_kin *in, const double *dor, emu_vec *ds_lost,
+                        emu_vec *amax_ds)
 {
+	const emu_recipe *rdo = &k->rdo;
+	const emu_format *DF = k->DF;
+	emu_vec *Qo = k->Qo, *Ko = k->Ko, *Vo = k->Vo, *dq8 = k->dq8, *dk8 = k->dk8, *dv8 = k->dv8,
+	        *O = k->O, *L = k->L, *dQ = k->dQ, *dK = k->dK, *dV = k->dV, *P = k->P, *PA = k->PA,
+	        *sacc = k->sacc;
+	size_t nq = k->nq, nk = k->nk, d = k->d, B = k->B, Tq = k->Tq, Tk = k->Tk;
+	bool causal = k->causal;
+	double dss = k->dss;
+	emu_ref sc = emu_at(k->t, AT_SC), psc = emu_at(k->t, AT_PSC);
 	emu_be *be = k->be;
-	const emu_format *S = k->S, *C = k->C, *A = k->A, *E4 = emu_format_by_name("e4m3"),
-	                 *F32 = emu_format_by_name("fp32");
+	const emu_format *S = k->S, *C = k->C, *A = k->A, *E4 = k->E4, *F32 = k->F32;
 	size_t shift = nk - nq, nkt = (nk + B - 1) / B, ntq = (nq + Tq - 1) / Tq,
 	       ntk = (nk + Tk - 1) / Tk;
 	emu_vec *dOc = emu_vec_new(be, nq * d), *dOA = emu_vec_new(be, nq * d),
@@ -682,6 +744,120 @@ out:
 	return rc;
 }
 
+/* The backward of naive:bwd and online:bwd (the header's order): dO and O
+ * into A, (online) P recomputed from S and L, dV, then per query dP, D, dS
+ * and dQ, then dK; every sum a sequential FMA fold in A */
+static int backward(ctx *k, const double *dor)
+{
+	emu_be *be = k->be;
+	const emu_format *S = k->S, *C = k->C, *A = k->A;
+	size_t nq = k->nq, nk = k->nk, d = k->d, shift = nk - nq;
+	bool causal = k->causal;
+	int v = k->v;
+	emu_vec *Qo = k->Qo, *Ko = k->Ko, *Vo = k->Vo, *P = k->P, *PA = k->PA, *sacc = k->sacc,
+	        *O = k->O, *L = k->L, *dQ = k->dQ, *dK = k->dK, *dV = k->dV;
+	emu_ref sc = emu_at(k->t, AT_SC);
+	/* dO (±1), O stored, both in the accumulator format */
+	emu_vec *dOA = emu_vec_new(be, nq * d), *OA = emu_vec_new(be, nq * d),
+	        *dP = emu_vec_new(be, nq * nk), *dSA = emu_vec_new(be, nq * nk),
+	        *Dv = emu_vec_new(be, nq), *g = emu_vec_new(be, d);
+	if (!dOA || !OA || !dP || !dSA || !Dv || !g)
+		return -1;
+	if (v == ATT_ONLINE) /* P_ij = exp(S_ij − L_i), S recomputed, as FA-2's backward */
+		for (size_t i = 0; i < nq; i++) {
+			size_t n = causal ? i + 1 + shift : nk;
+			uint64_t el = (uint64_t)i * nk;
+			emu_ref Pr = emu_row(P, i * nk);
+			for (size_t j = 0; j < n; j++) {
+				emu_fill(be, emu_at(sacc, j), 0, 1);
+				emu_fold(be, S_QK_B, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(sacc, j),
+				         emu_row(Qo, i * d), emu_row(Ko, j * d), d, (el + j) * d);
+			}
+			emu_map(be, S_S_C_B, EMU_OP_CVT, C, Pr, emu_row(sacc, 0), EMU_NOREF,
+			        EMU_NOREF, n, el, NULL);
+			emu_map(be, S_SCALE_B, EMU_OP_MUL, C, Pr, Pr, sc, EMU_NOREF, n, el, NULL);
+			emu_map(be, S_SUB_L, EMU_OP_SUB, C, Pr, Pr, emu_at(L, i), EMU_NOREF, n, el,
+			        NULL);
+			emu_map(be, S_EXP_B, EMU_OP_EXP, C, Pr, Pr, EMU_NOREF, EMU_NOREF, n, el,
+			        NULL);
+			emu_map(be, S_P_A_B, EMU_OP_CVT, A, emu_row(PA, i * nk), Pr, EMU_NOREF,
+			        EMU_NOREF, n, el, NULL);
+		}
+	emu_input(be, S_DO, S, emu_row(dOA, 0), dor, 1, nq * d, 0, NULL);
+	emu_map(be, S_DO_C, EMU_OP_CVT, C, emu_row(dOA, 0), emu_row(dOA, 0), EMU_NOREF, EMU_NOREF,
+	        nq * d, 0, NULL);
+	emu_map(be, S_DO_A, EMU_OP_CVT, A, emu_row(dOA, 0), emu_row(dOA, 0), EMU_NOREF, EMU_NOREF,
+	        nq * d, 0, NULL);
+	emu_map(be, S_O_C, EMU_OP_CVT, C, emu_row(OA, 0), emu_row(O, 0), EMU_NOREF, EMU_NOREF,
+	        nq * d, 0, NULL);
+	emu_map(be, S_O_A, EMU_OP_CVT, A, emu_row(OA, 0), emu_row(OA, 0), EMU_NOREF, EMU_NOREF,
+	        nq * d, 0, NULL);
+	/* dV_jc = Σ_i P_ij·dO_ic over the queries that see key j */
+	for (size_t j = 0; j < nk; j++) {
+		size_t i0 = causal && j > shift ? j - shift : 0;
+		for (size_t c = 0; c < d; c++) {
+			emu_ref acc = emu_at(g, c);
+			emu_fill(be, acc, 0, 1);
+			emu_fold(be, S_DV, EMU_OP_FMA, A, EMU_ORDER_SEQ, acc,
+			         emu_strided(PA, i0 * nk + j, nk), emu_strided(dOA, i0 * d + c, d),
+			         nq - i0, ((uint64_t)j * d + c) * nq + i0);
+		}
+		emu_map(be, S_DV_STORE, EMU_OP_CVT, S, emu_row(dV, j * d), emu_row(g, 0), EMU_NOREF,
+		        EMU_NOREF, d, (uint64_t)j * d, NULL);
+	}
+	for (size_t i = 0; i < nq; i++) {
+		size_t n = causal ? i + 1 + shift : nk;
+		uint64_t el = (uint64_t)i * nk;
+		/* dP_ij = dO_i·V_j, D_i = dO_i·O_i */
+		for (size_t j = 0; j < n; j++) {
+			emu_fill(be, emu_at(dP, i * nk + j), 0, 1);
+			emu_fold(be, S_DP, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(dP, i * nk + j),
+			         emu_row(dOA, i * d), emu_row(Vo, j * d), d, (el + j) * d);
+		}
+		emu_map(be, S_DP_C, EMU_OP_CVT, C, emu_row(dP, i * nk), emu_row(dP, i * nk),
+		        EMU_NOREF, EMU_NOREF, n, el, NULL);
+		emu_fill(be, emu_at(Dv, i), 0, 1);
+		emu_fold(be, S_ROWSUM, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(Dv, i),
+		         emu_row(dOA, i * d), emu_row(OA, i * d), d, (uint64_t)i * d);
+		emu_op1(be, S_ROWSUM_C, EMU_OP_CVT, C, emu_at(Dv, i), emu_at(Dv, i), EMU_NOREF, i);
+		/* dS = P ∘ (dP − D) */
+		emu_map(be, S_DS_SUB, EMU_OP_SUB, C, emu_row(dP, i * nk), emu_row(dP, i * nk),
+		        emu_at(Dv, i), EMU_NOREF, n, el, NULL);
+		emu_map(be, S_DS, EMU_OP_MUL, C, emu_row(dP, i * nk), emu_row(P, i * nk),
+		        emu_row(dP, i * nk), EMU_NOREF, n, el, NULL);
+		emu_map(be, S_DS_A, EMU_OP_CVT, A, emu_row(dSA, i * nk), emu_row(dP, i * nk),
+		        EMU_NOREF, EMU_NOREF, n, el, NULL);
+		/* dQ_i = dS_i·K·scale */
+		for (size_t c = 0; c < d; c++) {
+			emu_fill(be, emu_at(g, c), 0, 1);
+			emu_fold(be, S_DQ, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(g, c),
+			         emu_row(dSA, i * nk), emu_strided(Ko, c, d), n,
+			         ((uint64_t)i * d + c) * nk);
+		}
+		emu_ref gr = emu_row(g, 0), dq = emu_row(dQ, i * d);
+		emu_map(be, S_DQ_C, EMU_OP_CVT, C, gr, gr, EMU_NOREF, EMU_NOREF, d, i * d, NULL);
+		emu_map(be, S_DQ_SCALE, EMU_OP_MUL, C, gr, gr, sc, EMU_NOREF, d, i * d, NULL);
+		emu_map(be, S_DQ_STORE, EMU_OP_CVT, S, dq, gr, EMU_NOREF, EMU_NOREF, d, i * d,
+		        NULL);
+	}
+	/* dK_j = dS_jᵀ·Q·scale over the queries that see key j */
+	for (size_t j = 0; j < nk; j++) {
+		size_t i0 = causal && j > shift ? j - shift : 0;
+		for (size_t c = 0; c < d; c++) {
+			emu_fill(be, emu_at(g, c), 0, 1);
+			emu_fold(be, S_DK, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(g, c),
+			         emu_strided(dSA, i0 * nk + j, nk), emu_strided(Qo, i0 * d + c, d),
+			         nq - i0, ((uint64_t)j * d + c) * nq + i0);
+		}
+		emu_ref gr = emu_row(g, 0), dk = emu_row(dK, j * d);
+		emu_map(be, S_DK_C, EMU_OP_CVT, C, gr, gr, EMU_NOREF, EMU_NOREF, d, j * d, NULL);
+		emu_map(be, S_DK_SCALE, EMU_OP_MUL, C, gr, gr, sc, EMU_NOREF, d, j * d, NULL);
+		emu_map(be, S_DK_STORE, EMU_OP_CVT, S, dk, gr, EMU_NOREF, EMU_NOREF, d, j * d,
+		        NULL);
+	}
+	return 0;
+}
+
 /* x; the operands read out of it (row i: [q_i | k_i | v_i]; sink=G sets
  * k_0 first), q (seq_q × d), k and v (seq_k × d), each loaded as a tensor of
  * its own (k's elements after q's, v's after k's); with :bwd the upstream
@@ -750,479 +926,113 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	return 0;
 }
 
+/* Q, K and V loaded (fp8: quantised to e4m3 by their recipes, which
+ * replace them), and as the GEMMs take them: copies in A for the
+ * sequential GEMMs, the loaded values for a Tensor Core */
+static int operands(ctx *k, const emu_policy *pol, const emu_kinputs *ki, uint64_t seed)
+{
+	emu_be *be = k->be;
+	size_t nq = k->nq, nk = k->nk, d = k->d;
+	if (emu_load_at(be, pol, emu_kinputs_find(ki, "q")->v, nq, d, 0, k->Qc) != 0 ||
+	    emu_load_at(be, pol, emu_kinputs_find(ki, "k")->v, nk, d, (uint64_t)(nq * d), k->Kc) !=
+	        0 ||
+	    emu_load_at(be, pol, emu_kinputs_find(ki, "v")->v, nk, d, (uint64_t)((nq + nk) * d),
+	                k->Vc) != 0)
+		return -1;
+	if (k->v == ATT_FP8 && (quantise(be, &k->rq, k->Qc, nq, d, k->Tq, 0, seed, k->Qc, k->dq8,
+	                                 k->C, &qkv_steps) != 0 ||
+	                        quantise(be, &k->rq, k->Kc, nk, d, k->Tk, nq * d, seed, k->Kc,
+	                                 k->dk8, k->C, &qkv_steps) != 0 ||
+	                        quantise(be, &k->rv, k->Vc, nk, d, k->Tk, (nq + nk) * d, seed,
+	                                 k->Vc, k->dv8, k->C, &qkv_steps) != 0))
+		return -1;
+	if (k->tc) {
+		k->Qo = k->Qc, k->Ko = k->Kc, k->Vo = k->Vc;
+		return 0;
+	}
+	k->Qo = emu_vec_new(be, nq * d), k->Ko = emu_vec_new(be, nk * d),
+	k->Vo = emu_vec_new(be, nk * d);
+	if (!k->Qo || !k->Ko || !k->Vo)
+		return -1;
+	k_attn_to_a(be, k->v, 0, k->A, emu_row(k->Qc, 0), nq * d, 0, emu_row(k->Qo, 0));
+	k_attn_to_a(be, k->v, 1, k->A, emu_row(k->Kc, 0), nk * d, nq * d, emu_row(k->Ko, 0));
+	k_attn_to_a(be, k->v, 2, k->A, emu_row(k->Vc, 0), nk * d, (nq + nk) * d, emu_row(k->Vo, 0));
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
-	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
-	const emu_format *E4 = emu_format_by_name("e4m3");
-	bool bwd, tc;
-	const char *spec;
-	int v = parse_variant(variant, &bwd, &tc, &spec);
-	if (v < 0 || in->cols == 0 || in->rows == 0) {
-		snprintf(err, errlen,
-		         v < 0 ? "attention: unknown variant '%s' (naive online fp8, then :bwd "
-		                 "(naive, online) or :tc[:MODEL])"
-		               : "attention: empty input%s",
-		         v < 0 ? variant : "");
+	ctx k = {.be = be,
+	         .S = &pol->storage,
+	         .C = &pol->compute,
+	         .A = &pol->accum,
+	         .E4 = emu_format_by_name("e4m3"),
+	         .F32 = emu_format_by_name("fp32")};
+	if (setup(&k, variant, in, err, errlen) != 0)
 		return -1;
-	}
-	if (bwd && tc) {
-		snprintf(err, errlen, "attention: :bwd does not combine with :tc (%s)", variant);
-		return -1;
-	}
-	size_t R = in->rows, N = in->cols, d3 = N / 3; /* the default head: a third of a row */
-	double hd, sq, sk, causal, bk, had, ps, scale, tile, dofmt, dss, sink;
-	if (!emu_kparam_int(in, "attention", "head_dim", 1, 1e9, (double)d3, &hd, err, errlen))
-		return -1;
-	if (hd < 1 || 3 * (size_t)hd != N) {
-		snprintf(err, errlen,
-		         "attention: cols=%zu must be 3·head_dim (row i holds q_i, k_i, v_i)", N);
-		return -1;
-	}
-	size_t d = (size_t)hd;
-	if (!emu_kparam_int(in, "attention", "seq_q", 1, (double)R, (double)R, &sq, err, errlen) ||
-	    !emu_kparam_int(in, "attention", "seq_k", 1, (double)R, (double)R, &sk, err, errlen) ||
-	    !emu_kparam_int(in, "attention", "causal", 0, 1, 0, &causal, err, errlen) ||
-	    !emu_kparam_int(in, "attention", "block_k", 1, 1e9, 16, &bk, err, errlen) ||
-	    !emu_kparam_int(in, "attention", "hadamard", 0, 1, 0, &had, err, errlen) ||
-	    !emu_kparam_int(in, "attention", "tile", 0, 1e9, bk, &tile, err, errlen) ||
-	    !emu_kparam_real(in, "attention", "p_scale", 0, INFINITY, EMU_KP_ABOVE_LO, 448, &ps,
-	                     err, errlen) ||
-	    !emu_kparam_real(in, "attention", "scale", 0, INFINITY, EMU_KP_ABOVE_LO,
-	                     1 / sqrt((double)d), &scale, err, errlen) ||
-	    !emu_kparam_int(in, "attention", "do_fmt", 4, 5, 5, &dofmt, err, errlen) ||
-	    !emu_kparam_real(in, "attention", "ds_scale", 0, INFINITY, 0, 0, &dss, err, errlen) ||
-	    !emu_kparam_real(in, "attention", "sink", -1e4, 1e4, 0, 0, &sink, err, errlen))
-		return -1;
-	if (bwd && v == FP8 && had) {
-		snprintf(
-		    err, errlen,
-		    "attention: fp8:bwd takes hadamard=0 (the transform rotates Q and K, so dQ "
-		    "and dK would need its inverse)");
-		return -1;
-	}
-	size_t nq = (size_t)sq, nk = (size_t)sk, B = (size_t)bk, T = (size_t)tile;
-	if (T % B != 0) {
-		snprintf(err, errlen,
-		         "attention: tile=%zu must be 0 (one scale per tensor) or a multiple of "
-		         "block_k=%zu (a key block in one tile)",
-		         T, B);
-		return -1;
-	}
-	size_t Tq = T ? T : nq, Tk = T ? T : nk; /* rows of a quantisation tile */
-	if (causal && nq > nk) {
-		snprintf(err, errlen,
-		         "attention: causal=1 needs seq_q <= seq_k (every query a key)");
-		return -1;
-	}
-	size_t shift = nk - nq; /* causal: query i sees keys j <= i + shift */
-
-	ctx k = {be, S, C, A, tc, {0}, NULL, NULL, NULL};
-	if (tc) {
-		k.tc_in = v == FP8 ? E4 : C;
-		k.tc_out = tc_out_ok(A) ? A : emu_format_by_name("fp32");
-		char why[160];
-		if (spec) {
-			if (emu_tc_parse(spec, k.tc_in, k.tc_out, &k.model, why, sizeof why) !=
-			    EMU_OK) {
-				snprintf(err, errlen, "attention: tc model '%s': %s", spec, why);
-				return -1;
-			}
-		} else {
-			k.model = emu_tc_default();
-		}
-		if (emu_tc_check(&k.model, k.tc_in, k.tc_out, why, sizeof why) != EMU_OK) {
-			snprintf(err, errlen, "attention: tc with %s -> %s: %s", k.tc_in->name,
-			         k.tc_out->name, why);
-			return -1;
-		}
-	}
-	emu_recipe rq, rv, rdo;
-	const emu_format *DF = dofmt == 4 ? E4 : emu_format_by_name("e5m2"); /* dO, dS */
-	if (v == FP8 && bwd) { /* dO: one fp32 scale per tensor, current scaling */
-		char rs[160], e[160];
-		snprintf(rs, sizeof rs, "elem=%s,scale=fp32,rule=fp32,block=0x0,rht=no", DF->name);
-		if (emu_recipe_parse(rs, &rdo, e, sizeof e) != EMU_OK) {
-			snprintf(err, errlen, "attention: %s", e);
-			return -1;
-		}
-	}
-	if (v == FP8) {
-		char rs[160], e[160];
-		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=%s", T,
-		         had ? "all" : "no");
-		if (emu_recipe_parse(rs, &rq, e, sizeof e) != EMU_OK) {
-			snprintf(err, errlen, "attention: %s", e);
-			return -1;
-		}
-		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=no", T);
-		if (emu_recipe_parse(rs, &rv, e, sizeof e) != EMU_OK) {
-			snprintf(err, errlen, "attention: %s", e);
-			return -1;
-		}
-	}
 	emu_kinputs ki;
 	if (emu_kinputs_take(&emu_kernel_attention, pol, variant, in, &ki, err, errlen) != 0)
 		return -1;
-	const double *qr = emu_kinputs_find(&ki, "q")->v, *kr = emu_kinputs_find(&ki, "k")->v,
-	             *vr = emu_kinputs_find(&ki, "v")->v;
-	const double *dor = bwd ? emu_kinputs_find(&ki, "dO")->v : NULL;
+	const double *dor = k.bwd ? emu_kinputs_find(&ki, "dO")->v : NULL;
 	emu_steps(be, steps, S_END - EMU_STEP0);
 
-	emu_vec *O = emu_kout_vec(be, out, "O", nq * d, S);
-	emu_vec *L = emu_kout_vec(be, out, "L", nq, C);
-	emu_vec *dQ = bwd ? emu_kout_vec(be, out, "dQ", nq * d, S) : NULL;
-	emu_vec *dK = bwd ? emu_kout_vec(be, out, "dK", nk * d, S) : NULL;
-	emu_vec *dV = bwd ? emu_kout_vec(be, out, "dV", nk * d, S) : NULL;
-	/* fp8's diagnostic: how many nonzero P̃ the e4m3 cast of P̃·p_scale
-	 * flushed to zero (those below half e4m3's smallest subnormal over
-	 * p_scale), counted on the values this backend holds */
-	const emu_format *F32 = emu_format_by_name("fp32");
-	emu_vec *p_lost = v == FP8 ? emu_kout_vec(be, out, "p_lost", 1, F32) : NULL;
-	/* (not with :bwd, whose eight outputs fill emu_kout) */
-	emu_vec *p_mass = v == FP8 && !bwd ? emu_kout_vec(be, out, "p_mass", 1, F32) : NULL;
-	/* and the share of each row's probability mass those flushed P̃
-	 * carried, its largest and its mean over the rows (in double from the
-	 * row's held logits: Σ_flushed exp(s_j − max s) / Σ_j exp(s_j − max s)) */
-	emu_vec *lm_max = v == FP8 ? emu_kout_vec(be, out, "p_lost_mass_max", 1, F32) : NULL;
-	emu_vec *lm_mean = v == FP8 ? emu_kout_vec(be, out, "p_lost_mass_mean", 1, F32) : NULL;
-	double mass_max = 0, mass_sum = 0;
+	int v = k.v;
+	bool bwd = k.bwd, f8 = v == ATT_FP8;
+	size_t nq = k.nq, nk = k.nk, d = k.d;
+	const emu_format *F32 = k.F32;
+	k.O = emu_kout_vec(be, out, "O", nq * d, k.S);
+	k.L = emu_kout_vec(be, out, "L", nq, k.C);
+	k.dQ = bwd ? emu_kout_vec(be, out, "dQ", nq * d, k.S) : NULL;
+	k.dK = bwd ? emu_kout_vec(be, out, "dK", nk * d, k.S) : NULL;
+	k.dV = bwd ? emu_kout_vec(be, out, "dV", nk * d, k.S) : NULL;
+	/* fp8's diagnostics (the header's p_lost, p_mass — not with :bwd, whose
+	 * eight outputs fill emu_kout — p_lost_mass_max and _mean), counted on
+	 * the values this backend holds */
+	emu_vec *p_lost = f8 ? emu_kout_vec(be, out, "p_lost", 1, F32) : NULL;
+	emu_vec *p_mass = f8 && !bwd ? emu_kout_vec(be, out, "p_mass", 1, F32) : NULL;
+	emu_vec *lm_max = f8 ? emu_kout_vec(be, out, "p_lost_mass_max", 1, F32) : NULL;
+	emu_vec *lm_mean = f8 ? emu_kout_vec(be, out, "p_lost_mass_mean", 1, F32) : NULL;
 	/* fp8:bwd's: the nonzero dS its FP8 cast flushed to 0, and dS's amax
 	 * (cuDNN's amax_dP, what a delayed recipe's history records) */
-	emu_vec *ds_lost = v == FP8 && bwd ? emu_kout_vec(be, out, "ds_lost", 1, F32) : NULL;
-	emu_vec *amax_ds = v == FP8 && bwd ? emu_kout_vec(be, out, "amax_ds", 1, C) : NULL;
-	double n_p_lost = 0, p_mass_max = 0;
-	emu_vec *Qc = emu_vec_new(be, nq * d), *Kc = emu_vec_new(be, nk * d),
-	        *Vc = emu_vec_new(be, nk * d);
-	/* the GEMM operands: accumulator-format copies, or the TC's input values */
-	emu_vec *Qo = NULL, *Ko = NULL, *Vo = NULL;
-	emu_vec *sacc = emu_vec_new(be, nk), *s = emu_vec_new(be, nk), *e = emu_vec_new(be, nk),
-	        *ea = emu_vec_new(be, nk), *oacc = emu_vec_new(be, d), *t = emu_vec_new(be, 16);
-	emu_vec *P = emu_vec_new(be, bwd ? nq * nk : nk), *PA = emu_vec_new(be, bwd ? nq * nk : nk);
-	size_t nkt = (nk + B - 1) / B; /* key blocks */
-	emu_vec *dq8 = v == FP8 ? emu_vec_new(be, (nq + Tq - 1) / Tq) : NULL,
-	        *dk8 = v == FP8 ? emu_vec_new(be, (nk + Tk - 1) / Tk) : NULL,
-	        *dv8 = v == FP8 ? emu_vec_new(be, (nk + Tk - 1) / Tk) : NULL,
-	        *pv = emu_vec_new(be, d);
-	int rc = -1;
+	emu_vec *ds_lost = f8 && bwd ? emu_kout_vec(be, out, "ds_lost", 1, F32) : NULL;
+	emu_vec *amax_ds = f8 && bwd ? emu_kout_vec(be, out, "amax_ds", 1, k.C) : NULL;
+	k.Qc = emu_vec_new(be, nq * d), k.Kc = emu_vec_new(be, nk * d),
+	k.Vc = emu_vec_new(be, nk * d);
+	k.sacc = emu_vec_new(be, nk), k.s = emu_vec_new(be, nk), k.e = emu_vec_new(be, nk),
+	k.ea = emu_vec_new(be, nk), k.oacc = emu_vec_new(be, d), k.t = emu_vec_new(be, 16);
+	k.P = emu_vec_new(be, bwd ? nq * nk : nk), k.PA = emu_vec_new(be, bwd ? nq * nk : nk);
+	if (f8) {
+		k.dq8 = emu_vec_new(be, (nq + k.Tq - 1) / k.Tq);
+		k.dk8 = emu_vec_new(be, (nk + k.Tk - 1) / k.Tk);
+		k.dv8 = emu_vec_new(be, (nk + k.Tk - 1) / k.Tk);
+	}
+	k.pv = emu_vec_new(be, d);
 	k.part = emu_vec_new(be, 1);
-	if (!O || !L || (bwd && (!dQ || !dK || !dV)) || !Qc || !Kc || !Vc || !sacc || !s || !e ||
-	    !ea || !oacc || !t || !P || !PA || !k.part || !pv ||
-	    (v == FP8 &&
-	     (!dq8 || !dk8 || !dv8 || !p_lost || (!bwd && !p_mass) || !lm_max || !lm_mean)) ||
-	    (v == FP8 && bwd && (!ds_lost || !amax_ds)))
+	int rc = -1;
+	if (!k.O || !k.L || (bwd && (!k.dQ || !k.dK || !k.dV)) || !k.Qc || !k.Kc || !k.Vc ||
+	    !k.sacc || !k.s || !k.e || !k.ea || !k.oacc || !k.t || !k.P || !k.PA || !k.part ||
+	    !k.pv ||
+	    (f8 &&
+	     (!k.dq8 || !k.dk8 || !k.dv8 || !p_lost || (!bwd && !p_mass) || !lm_max || !lm_mean)) ||
+	    (f8 && bwd && (!ds_lost || !amax_ds)))
 		goto oom;
-	if (emu_load_at(be, pol, qr, nq, d, 0, Qc) != 0 ||
-	    emu_load_at(be, pol, kr, nk, d, (uint64_t)(nq * d), Kc) != 0 ||
-	    emu_load_at(be, pol, vr, nk, d, (uint64_t)((nq + nk) * d), Vc) != 0)
+	if (operands(&k, pol, &ki, in->seed) != 0)
 		goto oom;
-	if (v == FP8) { /* the e4m3 tensors replace Q, K and V */
-		if (quantise(be, &rq, Qc, nq, d, Tq, 0, in->seed, Qc, dq8, C, &qkv_steps) != 0 ||
-		    quantise(be, &rq, Kc, nk, d, Tk, nq * d, in->seed, Kc, dk8, C, &qkv_steps) !=
-		        0 ||
-		    quantise(be, &rv, Vc, nk, d, Tk, (nq + nk) * d, in->seed, Vc, dv8, C,
-		             &qkv_steps) != 0)
+	k_attn_consts(be, v, k.C, k.scale, k.ps, k.t);
+	for (size_t i = 0; i < nq; i++)
+		if (forward_row(&k, i) != 0)
 			goto oom;
-	}
-	if (tc) {
-		Qo = Qc, Ko = Kc, Vo = Vc;
-	} else {
-		unsigned sq_ = v == FP8 ? S_Q8_A : S_Q_A, sk_ = v == FP8 ? S_Q8_A : S_K_A,
-		         sv_ = v == FP8 ? S_Q8_A : S_V_A;
-		Qo = emu_vec_new(be, nq * d), Ko = emu_vec_new(be, nk * d),
-		Vo = emu_vec_new(be, nk * d);
-		if (!Qo || !Ko || !Vo)
-			goto oom;
-		emu_map(be, sq_, EMU_OP_CVT, A, emu_row(Qo, 0), emu_row(Qc, 0), EMU_NOREF,
-		        EMU_NOREF, nq * d, 0, NULL);
-		emu_map(be, sk_, EMU_OP_CVT, A, emu_row(Ko, 0), emu_row(Kc, 0), EMU_NOREF,
-		        EMU_NOREF, nk * d, nq * d, NULL);
-		emu_map(be, sv_, EMU_OP_CVT, A, emu_row(Vo, 0), emu_row(Vc, 0), EMU_NOREF,
-		        EMU_NOREF, nk * d, (nq + nk) * d, NULL);
-	}
-	enum { SC, M, MB, ALPHA, ALPHA_A, LSUM, LC, TMP, DSC, PSC, VS, VSA };
-	emu_ref sc = emu_at(t, SC), m = emu_at(t, M), mb = emu_at(t, MB), alpha = emu_at(t, ALPHA),
-	        alpha_a = emu_at(t, ALPHA_A), l = emu_at(t, LSUM), lc = emu_at(t, LC),
-	        tmp = emu_at(t, TMP), dsc = emu_at(t, DSC), psc = emu_at(t, PSC),
-	        vs = emu_at(t, VS), vsa = emu_at(t, VSA);
-	/* the softmax scale (and fp8's P scale) in the compute format */
-	emu_fill(be, tmp, scale, 1);
-	emu_op1(be, S_SCALE_C, EMU_OP_CVT, C, sc, tmp, EMU_NOREF, 0);
-	if (v == FP8) {
-		emu_fill(be, tmp, ps, 1);
-		emu_op1(be, S_P_SCALE_C, EMU_OP_CVT, C, psc, tmp, EMU_NOREF, 0);
-	}
-	size_t bsz = v == NAIVE ? nk : B;
-	for (size_t i = 0; i < nq; i++) {
-		size_t n = causal ? i + 1 + shift : nk; /* keys [0, n) */
-		emu_ref q = emu_row(Qo, i * d);
-		double row_lost = 0; /* the flushed P̃ of row i, in l's running frame */
-		for (size_t j0 = 0, b = 0; j0 < n; j0 += bsz, b++) {
-			size_t j1 = j0 + bsz < n ? j0 + bsz : n, nb = j1 - j0;
-			uint64_t el = (uint64_t)i * nk + j0; /* element of (i, j0) */
-			bool first = j0 == 0;
-			/* S_blk = Q_i·K_blkᵀ, then into the compute format and scaled */
-			for (size_t j = j0; j < j1; j++)
-				if (gemm_dot(&k, S_QK, qk_steps, 0, false, emu_at(sacc, j), q,
-				             emu_row(Ko, j * d), d,
-				             ((uint64_t)i * nk + j) * d) != 0)
-					goto oom;
-			emu_ref sb = emu_row(s, j0), eb = emu_row(e, j0), eab = emu_row(ea, j0);
-			emu_map(be, S_S_C, EMU_OP_CVT, C, sb, emu_row(sacc, j0), EMU_NOREF,
-			        EMU_NOREF, nb, el, NULL);
-			emu_ref mul = sc;
-			if (v == FP8) { /* d_Q·d_K·scale, one factor per pair of tiles */
-				uint64_t pe = (uint64_t)i * nkt + b;
-				emu_op1(be, S_DESCALE, EMU_OP_MUL, C, dsc, emu_at(dq8, i / Tq),
-				        emu_at(dk8, j0 / Tk), pe);
-				emu_op1(be, S_DESCALE_SCALE, EMU_OP_MUL, C, dsc, dsc, sc, pe);
-				mul = dsc;
-			}
-			emu_map(be, S_SCALE, EMU_OP_MUL, C, sb, sb, mul, EMU_NOREF, nb, el, NULL);
-			/* the block's max, merged into the running one */
-			emu_ref mx = first ? m : mb;
-			emu_copy(be, mx, sb, 1);
-			emu_fold(be, S_MAX, EMU_OP_MAX, C, EMU_ORDER_SEQ, mx, emu_row(s, j0 + 1),
-			         EMU_NOREF, nb - 1, el + 1);
-			uint64_t be_ = (uint64_t)i * nkt + b;
-			if (!first) { /* α = exp(m_old − m_new) */
-				emu_op1(be, S_MAX_NEW, EMU_OP_MAX, C, mb, m, mb, be_);
-				emu_op1(be, S_RESCALE_SUB, EMU_OP_SUB, C, alpha, m, mb, be_);
-				emu_op1(be, S_RESCALE, EMU_OP_EXP, C, alpha, alpha, EMU_NOREF, be_);
-				emu_copy(be, m, mb, 1);
-			}
-			emu_map(be, S_SUB_MAX, EMU_OP_SUB, C, eb, sb, m, EMU_NOREF, nb, el, NULL);
-			emu_map(be, S_EXP, EMU_OP_EXP, C, eb, eb, EMU_NOREF, EMU_NOREF, nb, el,
-			        NULL);
-			/* l = α·l + Σ e_j in the accumulator format */
-			emu_map(be, S_E_A, EMU_OP_CVT, A, eab, eb, EMU_NOREF, EMU_NOREF, nb, el,
-			        NULL);
-			if (first) {
-				emu_fill(be, l, 0, 1);
-			} else {
-				emu_op1(be, S_ALPHA_A, EMU_OP_CVT, A, alpha_a, alpha, EMU_NOREF,
-				        be_);
-				emu_op1(be, S_RESCALE_L, EMU_OP_MUL, A, l, l, alpha_a, be_);
-			}
-			emu_fold(be, S_SUM, EMU_OP_ADD, A, EMU_ORDER_SEQ, l, eab, EMU_NOREF, nb,
-			         el);
-			if (v == NAIVE)
-				break; /* one block: the whole row */
-			/* O = α·O + P̃_blk·V_blk (fp8: the block's e4m3 product, descaled) */
-			emu_ref pop;
-			if (v == FP8) {
-				emu_map(be, S_P_MUL, EMU_OP_MUL, C, emu_row(P, j0), eb, psc,
-				        EMU_NOREF, nb, el, NULL);
-				emu_map(be, S_P_CAST, EMU_OP_CVT, E4, emu_row(P, j0),
-				        emu_row(P, j0), EMU_NOREF, EMU_NOREF, nb, el, NULL);
-				if (!first)
-					row_lost *= emu_vget(be, t, ALPHA);
-				for (size_t j = j0; j < j1; j++)
-					if (emu_vget(be, e, j) != 0 && emu_vget(be, P, j) == 0) {
-						n_p_lost++;
-						row_lost += emu_vget(be, e, j);
-					}
-				pop = emu_row(P, j0);
-			} else {
-				pop = eb;
-			}
-			if (!tc) {
-				emu_map(be, S_P_A, EMU_OP_CVT, A, emu_row(PA, j0), pop, EMU_NOREF,
-				        EMU_NOREF, nb, el, NULL);
-				pop = emu_row(PA, j0);
-			}
-			if (!first && v != FP8)
-				emu_map(be, S_RESCALE_O, EMU_OP_MUL, A, emu_row(oacc, 0),
-				        emu_row(oacc, 0), alpha_a, EMU_NOREF, d, be_ * d, NULL);
-			emu_vec *dst = v == FP8 ? pv : oacc;
-			for (size_t c = 0; c < d; c++)
-				if (gemm_dot(&k, S_PV, pv_steps, S_PV_ADD, !first && v != FP8,
-				             emu_at(dst, c), pop, emu_strided(Vo, j0 * d + c, d),
-				             nb, ((uint64_t)i * d + c) * nk + j0) != 0)
-					goto oom;
-			if (v == FP8) { /* part · (d_V / p_scale), then O = α·O + part */
-				emu_op1(be, S_V_DESCALE, EMU_OP_DIV, C, vs, emu_at(dv8, j0 / Tk),
-				        psc, be_);
-				emu_op1(be, S_VS_A, EMU_OP_CVT, A, vsa, vs, EMU_NOREF, be_);
-				emu_map(be, S_PV_DESCALE, EMU_OP_MUL, A, emu_row(pv, 0),
-				        emu_row(pv, 0), vsa, EMU_NOREF, d, be_ * d, NULL);
-				if (first) {
-					emu_copy(be, emu_row(oacc, 0), emu_row(pv, 0), d);
-				} else {
-					emu_map(be, S_RESCALE_O, EMU_OP_MUL, A, emu_row(oacc, 0),
-					        emu_row(oacc, 0), alpha_a, EMU_NOREF, d, be_ * d,
-					        NULL);
-					emu_map(be, S_PV_ADD, EMU_OP_ADD, A, emu_row(oacc, 0),
-					        emu_row(oacc, 0), emu_row(pv, 0), EMU_NOREF, d,
-					        be_ * d, NULL);
-				}
-			}
-		}
-		if (v == FP8 && n > 0) { /* row i's flushed mass (a diagnostic, no operation) */
-			double mx = -INFINITY, den = 0, fl = 0;
-			for (size_t j = 0; j < n; j++)
-				mx = fmax(mx, emu_vget(be, s, j));
-			for (size_t j = 0; j < n && isfinite(mx); j++) {
-				double w = exp(emu_vget(be, s, j) - mx);
-				den += w;
-				if (emu_vget(be, e, j) != 0 && emu_vget(be, P, j) == 0)
-					fl += w;
-			}
-			double mass = den > 0 ? fl / den : 0;
-			mass_max = fmax(mass_max, mass);
-			mass_sum += mass;
-		}
-		uint64_t od = (uint64_t)i * d;
-		if (v == FP8 && emu_vget(be, t, LSUM) > 0)
-			p_mass_max = fmax(p_mass_max, row_lost / emu_vget(be, t, LSUM));
-		emu_op1(be, S_L_C, EMU_OP_CVT, C, lc, l, EMU_NOREF, i);
-		if (v == NAIVE) { /* P = e / l, O = P·V */
-			size_t po = bwd ? i * nk : 0;
-			emu_ref Pr = emu_row(P, po), PAr = emu_row(PA, po);
-			emu_map(be, S_DIV_P, EMU_OP_DIV, C, Pr, emu_row(e, 0), lc, EMU_NOREF, n,
-			        (uint64_t)i * nk, NULL);
-			emu_ref pop = Pr;
-			if (!tc) {
-				emu_map(be, S_P_A, EMU_OP_CVT, A, PAr, Pr, EMU_NOREF, EMU_NOREF, n,
-				        (uint64_t)i * nk, NULL);
-				pop = PAr;
-			}
-			for (size_t c = 0; c < d; c++)
-				if (gemm_dot(&k, S_PV, pv_steps, 0, false, emu_at(oacc, c), pop,
-				             emu_strided(Vo, c, d), n, (od + c) * nk) != 0)
-					goto oom;
-		} else { /* O = O / l */
-			emu_map(be, S_DIV, EMU_OP_DIV, A, emu_row(oacc, 0), emu_row(oacc, 0), l,
-			        EMU_NOREF, d, od, NULL);
-		}
-		emu_map(be, S_STORE, EMU_OP_CVT, S, emu_row(O, od), emu_row(oacc, 0), EMU_NOREF,
-		        EMU_NOREF, d, od, NULL);
-		/* L = m + log l */
-		emu_op1(be, S_LOG, EMU_OP_LOG, C, emu_at(L, i), lc, EMU_NOREF, i);
-		emu_op1(be, S_LSE, EMU_OP_ADD, C, emu_at(L, i), m, emu_at(L, i), i);
-	}
-	if (v == FP8) {
-		emu_fill(be, emu_at(p_lost, 0), n_p_lost, 1);
+	if (f8) {
+		emu_fill(be, emu_at(p_lost, 0), k.n_p_lost, 1);
 		if (p_mass)
-			emu_fill(be, emu_at(p_mass, 0), p_mass_max, 1);
-		emu_fill(be, emu_at(lm_max, 0), (double)(float)mass_max, 1); /* fp32, RNE */
-		emu_fill(be, emu_at(lm_mean, 0), (double)(float)(nq ? mass_sum / (double)nq : 0), 1);
+			emu_fill(be, emu_at(p_mass, 0), k.p_mass_max, 1);
+		emu_fill(be, emu_at(lm_max, 0), (double)(float)k.mass_max, 1); /* fp32, RNE */
+		emu_fill(be, emu_at(lm_mean, 0), (double)(float)(nq ? k.mass_sum / (double)nq : 0),
+		         1);
 	}
-	if (bwd && v == FP8) {
-		if (fp8_backward(&k, in, dor, &rdo, DF, Qo, Ko, Vo, dq8, dk8, dv8, O, L, dQ, dK, dV,
-		                 ds_lost, amax_ds, nq, nk, d, B, Tq, Tk, causal != 0, dss, sc, psc,
-		                 P, PA, sacc) != 0)
-			goto oom;
-	} else if (bwd) {
-		/* dO (±1), O stored, both in the accumulator format */
-		emu_vec *dOA = emu_vec_new(be, nq * d), *OA = emu_vec_new(be, nq * d),
-		        *dP = emu_vec_new(be, nq * nk), *dSA = emu_vec_new(be, nq * nk),
-		        *Dv = emu_vec_new(be, nq), *g = emu_vec_new(be, d);
-		if (!dOA || !OA || !dP || !dSA || !Dv || !g)
-			goto oom;
-		if (v == ONLINE) /* P_ij = exp(S_ij − L_i), S recomputed, as FA-2's backward */
-			for (size_t i = 0; i < nq; i++) {
-				size_t n = causal ? i + 1 + shift : nk;
-				uint64_t el = (uint64_t)i * nk;
-				emu_ref Pr = emu_row(P, i * nk);
-				for (size_t j = 0; j < n; j++) {
-					emu_fill(be, emu_at(sacc, j), 0, 1);
-					emu_fold(be, S_QK_B, EMU_OP_FMA, A, EMU_ORDER_SEQ,
-					         emu_at(sacc, j), emu_row(Qo, i * d),
-					         emu_row(Ko, j * d), d, (el + j) * d);
-				}
-				emu_map(be, S_S_C_B, EMU_OP_CVT, C, Pr, emu_row(sacc, 0), EMU_NOREF,
-				        EMU_NOREF, n, el, NULL);
-				emu_map(be, S_SCALE_B, EMU_OP_MUL, C, Pr, Pr, sc, EMU_NOREF, n, el,
-				        NULL);
-				emu_map(be, S_SUB_L, EMU_OP_SUB, C, Pr, Pr, emu_at(L, i), EMU_NOREF,
-				        n, el, NULL);
-				emu_map(be, S_EXP_B, EMU_OP_EXP, C, Pr, Pr, EMU_NOREF, EMU_NOREF, n,
-				        el, NULL);
-				emu_map(be, S_P_A_B, EMU_OP_CVT, A, emu_row(PA, i * nk), Pr,
-				        EMU_NOREF, EMU_NOREF, n, el, NULL);
-			}
-		emu_input(be, S_DO, S, emu_row(dOA, 0), dor, 1, nq * d, 0, NULL);
-		emu_map(be, S_DO_C, EMU_OP_CVT, C, emu_row(dOA, 0), emu_row(dOA, 0), EMU_NOREF,
-		        EMU_NOREF, nq * d, 0, NULL);
-		emu_map(be, S_DO_A, EMU_OP_CVT, A, emu_row(dOA, 0), emu_row(dOA, 0), EMU_NOREF,
-		        EMU_NOREF, nq * d, 0, NULL);
-		emu_map(be, S_O_C, EMU_OP_CVT, C, emu_row(OA, 0), emu_row(O, 0), EMU_NOREF,
-		        EMU_NOREF, nq * d, 0, NULL);
-		emu_map(be, S_O_A, EMU_OP_CVT, A, emu_row(OA, 0), emu_row(OA, 0), EMU_NOREF,
-		        EMU_NOREF, nq * d, 0, NULL);
-		/* dV_jc = Σ_i P_ij·dO_ic over the queries that see key j */
-		for (size_t j = 0; j < nk; j++) {
-			size_t i0 = causal && j > shift ? j - shift : 0;
-			for (size_t c = 0; c < d; c++) {
-				emu_ref acc = emu_at(g, c);
-				emu_fill(be, acc, 0, 1);
-				emu_fold(be, S_DV, EMU_OP_FMA, A, EMU_ORDER_SEQ, acc,
-				         emu_strided(PA, i0 * nk + j, nk),
-				         emu_strided(dOA, i0 * d + c, d), nq - i0,
-				         ((uint64_t)j * d + c) * nq + i0);
-			}
-			emu_map(be, S_DV_STORE, EMU_OP_CVT, S, emu_row(dV, j * d), emu_row(g, 0),
-			        EMU_NOREF, EMU_NOREF, d, (uint64_t)j * d, NULL);
-		}
-		for (size_t i = 0; i < nq; i++) {
-			size_t n = causal ? i + 1 + shift : nk;
-			uint64_t el = (uint64_t)i * nk;
-			/* dP_ij = dO_i·V_j, D_i = dO_i·O_i */
-			for (size_t j = 0; j < n; j++) {
-				emu_fill(be, emu_at(dP, i * nk + j), 0, 1);
-				emu_fold(be, S_DP, EMU_OP_FMA, A, EMU_ORDER_SEQ,
-				         emu_at(dP, i * nk + j), emu_row(dOA, i * d),
-				         emu_row(Vo, j * d), d, (el + j) * d);
-			}
-			emu_map(be, S_DP_C, EMU_OP_CVT, C, emu_row(dP, i * nk), emu_row(dP, i * nk),
-			        EMU_NOREF, EMU_NOREF, n, el, NULL);
-			emu_fill(be, emu_at(Dv, i), 0, 1);
-			emu_fold(be, S_ROWSUM, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(Dv, i),
-			         emu_row(dOA, i * d), emu_row(OA, i * d), d, (uint64_t)i * d);
-			emu_op1(be, S_ROWSUM_C, EMU_OP_CVT, C, emu_at(Dv, i), emu_at(Dv, i),
-			        EMU_NOREF, i);
-			/* dS = P ∘ (dP − D) */
-			emu_map(be, S_DS_SUB, EMU_OP_SUB, C, emu_row(dP, i * nk),
-			        emu_row(dP, i * nk), emu_at(Dv, i), EMU_NOREF, n, el, NULL);
-			emu_map(be, S_DS, EMU_OP_MUL, C, emu_row(dP, i * nk), emu_row(P, i * nk),
-			        emu_row(dP, i * nk), EMU_NOREF, n, el, NULL);
-			emu_map(be, S_DS_A, EMU_OP_CVT, A, emu_row(dSA, i * nk),
-			        emu_row(dP, i * nk), EMU_NOREF, EMU_NOREF, n, el, NULL);
-			/* dQ_i = dS_i·K·scale */
-			for (size_t c = 0; c < d; c++) {
-				emu_fill(be, emu_at(g, c), 0, 1);
-				emu_fold(be, S_DQ, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(g, c),
-				         emu_row(dSA, i * nk), emu_strided(Ko, c, d), n,
-				         ((uint64_t)i * d + c) * nk);
-			}
-			emu_ref gr = emu_row(g, 0), dq = emu_row(dQ, i * d);
-			emu_map(be, S_DQ_C, EMU_OP_CVT, C, gr, gr, EMU_NOREF, EMU_NOREF, d, i * d,
-			        NULL);
-			emu_map(be, S_DQ_SCALE, EMU_OP_MUL, C, gr, gr, sc, EMU_NOREF, d, i * d,
-			        NULL);
-			emu_map(be, S_DQ_STORE, EMU_OP_CVT, S, dq, gr, EMU_NOREF, EMU_NOREF, d,
-			        i * d, NULL);
-		}
-		/* dK_j = dS_jᵀ·Q·scale over the queries that see key j */
-		for (size_t j = 0; j < nk; j++) {
-			size_t i0 = causal && j > shift ? j - shift : 0;
-			for (size_t c = 0; c < d; c++) {
-				emu_fill(be, emu_at(g, c), 0, 1);
-				emu_fold(be, S_DK, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(g, c),
-				         emu_strided(dSA, i0 * nk + j, nk),
-				         emu_strided(Qo, i0 * d + c, d), nq - i0,
-				         ((uint64_t)j * d + c) * nq + i0);
-			}
-			emu_ref gr = emu_row(g, 0), dk = emu_row(dK, j * d);
-			emu_map(be, S_DK_C, EMU_OP_CVT, C, gr, gr, EMU_NOREF, EMU_NOREF, d, j * d,
-			        NULL);
-			emu_map(be, S_DK_SCALE, EMU_OP_MUL, C, gr, gr, sc, EMU_NOREF, d, j * d,
-			        NULL);
-			emu_map(be, S_DK_STORE, EMU_OP_CVT, S, dk, gr, EMU_NOREF, EMU_NOREF, d,
-			        j * d, NULL);
-		}
-	}
+	if (bwd && (f8 ? fp8_backward(&k, in, dor, ds_lost, amax_ds) : backward(&k, dor)) != 0)
+		goto oom;
 	rc = 0;
 oom:
 	if (rc)

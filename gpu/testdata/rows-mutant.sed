@@ -44,13 +44,14 @@ s/^\(\t*\)K_FOLD(S_SUM_DY_XMU, ADD, A, sdyx, W2, N, c \* N);$/\1K_FOLD(S_SUM_DY_
 # only the policies whose compute format is wider than the state's move)
 s/^\(\t*\)K_MAP2(S_BUF_MUL, MUL, C, r.m, r.xc, K_AT(t, OPT_MU), n, e);$/\1K_MAP2(S_BUF_MUL, MUL, T, r.m, r.xc, K_AT(t, OPT_MU), n, e);/
 s/^\(\t*\)K_MAP2(S_LERP_ADD, ADD, C, r.m, r.xc, r.d, n, e);$/\1K_MAP2(S_LERP_ADD, ADD, T, r.m, r.xc, r.d, n, e);/
-# attention: the row sum l rounded to C after every addition, and online's
-# and fp8's rescaled O·α rounded to C before the block's part joins it
-s/^\(\t*\)l = K_ADD(A, l, K_RND(A, e));$/\1l = K_RND(C, K_ADD(A, l, K_RND(A, e)));/
-s/^\(\t*\)o = b == 0 ? part : K_ADD(A, K_MUL(A, o, ALPHA\[i \* nkt + b\]), part);$/\1o = b == 0 ? part : K_ADD(A, K_RND(C, K_MUL(A, o, ALPHA[i * nkt + b])), part);/
-# attention's sequential variants: P·V's running sum and the backward's dV
-# sum rounded to C after every step
-s/^\(\t*\)acc = K_FMA(A, K_RND(A, p\[j\]), K_RND(A, V\[j \* d + c\]), acc);$/\1acc = K_RND(C, K_FMA(A, K_RND(A, p[j]), K_RND(A, V[j * d + c]), acc));/
+# attention: the row sum l in C instead of A, and fp8's block product
+# joining O in C
+s/^\(\t*\)K_FOLD(S_SUM, ADD, A, l, ab, nb, el);$/\1K_FOLD(S_SUM, ADD, C, l, ab, nb, el);/
+s/^\(\t*\)K_MAP2(S_PV_ADD, ADD, A, o, o, pv, d, eb \* d);$/\1K_MAP2(S_PV_ADD, ADD, C, o, o, pv, d, eb * d);/
+# attention's sequential variants: P·V's running sum in C (its FMAs; the
+# GPU's loop hands the row source C for A), and the backward's dV sum
+# rounded to C after every step
+s/^\(\t*\)k_attn_pv(kc, A, pa, VA, d, i, nk, j0, j1 - j0, later, v == ATT_FP8 ? pv : o);$/\1k_attn_pv(kc, C, pa, VA, d, i, nk, j0, j1 - j0, later, v == ATT_FP8 ? pv : o);/
 s/^\(\t*\)gv = K_FMA(A, K_RND(A, P\[i \* nk + j\]), K_RND(A, K_RND(C, DO\[i \* d + c\])), gv);$/\1gv = K_RND(C, K_FMA(A, K_RND(A, P[i * nk + j]), K_RND(A, K_RND(C, DO[i * d + c])), gv));/
 s/^\(\t*\)K_MAP1(S_DYX_ACCUM, CVT, A, W2, W2, N, c \* N);$/\1K_MAP1(S_DYX_ACCUM, CVT, C, W2, W2, N, c * N);/
 # adamw_kahan: the increment stored in the weights' format before it enters

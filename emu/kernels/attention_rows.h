@@ -1,0 +1,336 @@
+/*
+ * attention_rows.h — attention's order of operations, one query row (or one
+ * key row) at a time, written once (emu/engine/krow.h):
+ * emu/kernels/attention.c runs it on the engine's backends around its
+ * GEMMs, gpu/kern.cu on the GPU (one thread a row, the :tc variants' GEMMs
+ * our own mma.sync between launches) and gpu/host_rows.c on the fake device;
+ * gpu/rows.h holds the GPU's loops over a row's key blocks.
+ *
+ * The forward of query row i over its keys [0, n) (emu/kernels/attention.c's
+ * header has the variants and the formulas), block by block (naive: one
+ * block, the whole row):
+ *   k_attn_to_a        Q, K and V into A (the sequential GEMMs' operands)
+ *   k_attn_qk          S_acc of the block's keys: sequential FMAs in A from
+ *                      +0 (the sequential variants; :tc runs a Tensor Core
+ *                      GEMM instead)
+ *   k_attn_soft_block  s = C(S_acc)·scale (fp8: ·d_Q·d_K), the block max
+ *                      merged into the running m, α = exp(m_old − m_new),
+ *                      e = exp(s − m), l = α·l + Σ A(e) in A; fp8 casts
+ *                      P = E4(e·p_scale)
+ *   k_attn_pa          P (or e) into A, the P·V GEMM's operand
+ *   k_attn_rescale_o   O = α·O in A (online, fp8: a later block)
+ *   k_attn_pv          the block's P·V: sequential FMAs in A, continuing
+ *                      from O (online) or from +0 (naive, fp8: into pv)
+ *   k_attn_pv_add      O += a Tensor Core GEMM's block (online:tc)
+ *   k_attn_fp8_o       fp8: pv·A(C(d_V / p_scale)), then O = α·O + pv
+ *   k_attn_lc          C(l); naive: P = e / C(l)
+ *   k_attn_o_store     O / l (online, fp8) in A, stored in S
+ *   k_attn_lse         L = m + log C(l) in C
+ * The row's scalars live in t (AT_NT values: AT_SC, the softmax scale in C,
+ * and fp8's AT_PSC from k_attn_consts; the rest the row's own).
+ */
+#ifndef NANMAP_ATTENTION_ROWS_H
+#define NANMAP_ATTENTION_ROWS_H
+
+#ifndef K_MAP1
+#error                                                                                             \
+    "attention_rows.h: include emu/engine/krow.h (the engine) or gpu/krow_loops.h (the GPU) first"
+#endif
+
+/* The base variants (emu/kernels/attention.c's list adds :bwd and :tc) */
+#define K_ATTENTION_VARIANTS(X)                                                                    \
+	X(ATT_NAIVE, "naive")                                                                      \
+	X(ATT_ONLINE, "online")                                                                    \
+	X(ATT_FP8, "fp8")
+enum { K_ATTENTION_VARIANTS(K_VARIANT_ID) };
+
+/* The steps, each one operation site of the kernel under a name of its
+ * own (tests/engine/check_kernels.c checks, docs/kernels-NAME.md lists
+ * them); the order is the step ids', which key stochastic rounding */
+#define K_ATTENTION_STEPS(X)                                                                       \
+	X(S_SCALE_C, "scale_to_compute")                                                           \
+	X(S_Q_A, "q_to_accum")                                                                     \
+	X(S_K_A, "k_to_accum")                                                                     \
+	X(S_V_A, "v_to_accum")                                                                     \
+	X(S_Q8, "q8")                                                                              \
+	X(S_Q8_SCALE, "q8_scale")                                                                  \
+	X(S_D_C, "d_to_compute")                                                                   \
+	X(S_Q8_A, "q8_to_accum")                                                                   \
+	X(S_QK, "qk")                                                                              \
+	X(S_QK_PROMOTE, "qk_promote")                                                              \
+	X(S_QK_OUT, "qk_out")                                                                      \
+	X(S_S_C, "s_to_compute")                                                                   \
+	X(S_DESCALE, "descale")                                                                    \
+	X(S_DESCALE_SCALE, "descale_scale")                                                        \
+	X(S_SCALE, "logit_scale")                                                                  \
+	X(S_MAX, "max")                                                                            \
+	X(S_MAX_NEW, "max_new")                                                                    \
+	X(S_SUB_MAX, "sub_max")                                                                    \
+	X(S_EXP, "exp")                                                                            \
+	X(S_RESCALE_SUB, "rescale_sub")                                                            \
+	X(S_RESCALE, "rescale")                                                                    \
+	X(S_E_A, "e_to_accum")                                                                     \
+	X(S_ALPHA_A, "alpha_to_accum")                                                             \
+	X(S_RESCALE_L, "rescale_l")                                                                \
+	X(S_SUM, "sum")                                                                            \
+	X(S_L_C, "l_to_compute")                                                                   \
+	X(S_DIV_P, "div_p")                                                                        \
+	X(S_P_SCALE_C, "p_scale_to_compute")                                                       \
+	X(S_P_MUL, "p_scale")                                                                      \
+	X(S_P_CAST, "p_cast")                                                                      \
+	X(S_P_A, "p_to_accum")                                                                     \
+	X(S_RESCALE_O, "rescale_o")                                                                \
+	X(S_PV, "pv")                                                                              \
+	X(S_PV_PROMOTE, "pv_promote")                                                              \
+	X(S_PV_OUT, "pv_out")                                                                      \
+	X(S_V_DESCALE, "v_descale")                                                                \
+	X(S_VS_A, "vs_to_accum")                                                                   \
+	X(S_PV_DESCALE, "pv_descale")                                                              \
+	X(S_PV_ADD, "pv_add")                                                                      \
+	X(S_TC_A, "tc_to_accum")                                                                   \
+	X(S_DIV, "div")                                                                            \
+	X(S_STORE, "o_store")                                                                      \
+	X(S_LOG, "log")                                                                            \
+	X(S_LSE, "lse")                                                                            \
+	X(S_QK_B, "qk_bwd")                                                                        \
+	X(S_S_C_B, "s_bwd_to_compute")                                                             \
+	X(S_SCALE_B, "logit_scale_bwd")                                                            \
+	X(S_SUB_L, "sub_lse")                                                                      \
+	X(S_EXP_B, "exp_bwd")                                                                      \
+	X(S_P_A_B, "p_bwd_to_accum")                                                               \
+	X(S_DO, "do")                                                                              \
+	X(S_DO_C, "do_to_compute")                                                                 \
+	X(S_DO_A, "do_to_accum")                                                                   \
+	X(S_DV, "dv")                                                                              \
+	X(S_DV_STORE, "dv_store")                                                                  \
+	X(S_DP, "dp")                                                                              \
+	X(S_DP_C, "dp_to_compute")                                                                 \
+	X(S_O_C, "o_to_compute")                                                                   \
+	X(S_O_A, "o_to_accum")                                                                     \
+	X(S_ROWSUM, "rowsum_do")                                                                   \
+	X(S_ROWSUM_C, "rowsum_to_compute")                                                         \
+	X(S_DS_SUB, "ds_sub")                                                                      \
+	X(S_DS, "ds")                                                                              \
+	X(S_DS_A, "ds_to_accum")                                                                   \
+	X(S_DQ, "dq")                                                                              \
+	X(S_DQ_C, "dq_to_compute")                                                                 \
+	X(S_DQ_SCALE, "dq_scale")                                                                  \
+	X(S_DQ_STORE, "store")                                                                     \
+	X(S_DK, "dk")                                                                              \
+	X(S_DK_C, "dk_to_compute")                                                                 \
+	X(S_DK_SCALE, "dk_scale")                                                                  \
+	X(S_DK_STORE, "dk_store")                                                                  \
+	X(S_DO8, "do8")                                                                            \
+	X(S_DO8_SCALE, "do8_scale")                                                                \
+	X(S_DO8_DC, "do8_to_compute")                                                              \
+	X(S_DESCALE_B, "descale_bwd")                                                              \
+	X(S_DESCALE_SCALE_B, "descale_scale_bwd")                                                  \
+	X(S_P_MUL_B, "p_scale_bwd")                                                                \
+	X(S_P_CAST_B, "p_cast_bwd")                                                                \
+	X(S_DV_FACTOR, "dv_factor")                                                                \
+	X(S_DV_FACTOR_A, "dv_factor_to_accum")                                                     \
+	X(S_DV_DESCALE, "dv_descale")                                                              \
+	X(S_DP_FACTOR, "dp_factor")                                                                \
+	X(S_DP_DESCALE, "dp_descale")                                                              \
+	X(S_ROWSUM_DESCALE, "rowsum_descale")                                                      \
+	X(S_DS_SCALE, "ds_attn_scale")                                                             \
+	X(S_DS8_SCALE, "ds8_scale")                                                                \
+	X(S_DS8_SCALE_C, "ds8_scale_to_compute")                                                   \
+	X(S_DS_MUL, "ds_scale")                                                                    \
+	X(S_DS_CAST, "ds_cast")                                                                    \
+	X(S_DQ_FACTOR, "dq_factor")                                                                \
+	X(S_DQ_FACTOR_A, "dq_factor_to_accum")                                                     \
+	X(S_DQ_DESCALE, "dq_descale")                                                              \
+	X(S_DQ_ADD, "dq_add")                                                                      \
+	X(S_DK_FACTOR, "dk_factor")                                                                \
+	X(S_DK_FACTOR_A, "dk_factor_to_accum")                                                     \
+	X(S_DK_DESCALE, "dk_descale")                                                              \
+	X(S_DK_ADD, "dk_add")
+#ifdef K_STEP_ENUM /* the engine's step ids (the loops drop them) */
+enum { S_FIRST_ = K_STEP0 - 1, K_ATTENTION_STEPS(K_STEP_ENUM) S_END };
+#endif
+
+/* the scalars of t */
+enum {
+	AT_SC,      /* the softmax scale, in C */
+	AT_M,       /* the running max */
+	AT_MB,      /* a later block's max */
+	AT_ALPHA,   /* α = exp(m_old − m_new), in C */
+	AT_ALPHA_A, /* α in A */
+	AT_L,       /* the running sum l, in A */
+	AT_LC,      /* l in C */
+	AT_TMP,
+	AT_DSC, /* fp8: the block's logit factor C(C(d_Q·d_K)·scale) */
+	AT_PSC, /* fp8: the static P scale, in C */
+	AT_VS,  /* fp8: d_V / p_scale in C */
+	AT_VSA, /* and in A */
+	AT_NT
+};
+
+/* the softmax scale (and fp8's P scale), each rounded once into C */
+K_FN void k_attn_consts(k_ctx kc, int v, k_fmt C, double scale, double p_scale, k_vec t)
+{
+	K_CONST(S_SCALE_C, C, K_AT(t, AT_SC), scale);
+	if (v == ATT_FP8)
+		K_CONST(S_P_SCALE_C, C, K_AT(t, AT_PSC), p_scale);
+}
+
+/* n values of Q (which 0), K (1) or V (2) into A from element e of the
+ * step, the sequential GEMMs' operands (fp8: of their e4m3 values) */
+K_FN void k_attn_to_a(k_ctx kc, int v, int which, k_fmt A, k_ref x, size_t n, uint64_t e, k_ref xa)
+{
+	if (v == ATT_FP8)
+		K_MAP1(S_Q8_A, CVT, A, xa, x, n, e);
+	else if (which == 0)
+		K_MAP1(S_Q_A, CVT, A, xa, x, n, e);
+	else if (which == 1)
+		K_MAP1(S_K_A, CVT, A, xa, x, n, e);
+	else
+		K_MAP1(S_V_A, CVT, A, xa, x, n, e);
+}
+
+/* S_acc[j] = q·k_j for the keys [j0, j1) of query row i: sequential FMAs in
+ * A from +0 over q (row i of Q) and row j of K, both values of A */
+K_FN void k_attn_qk(k_ctx kc, k_fmt A, k_ref q, k_vec K, size_t d, size_t i, size_t nk, size_t j0,
+                    size_t j1, k_ref sacc)
+{
+	for (size_t j = j0; j < j1; j++) {
+		k_ref acc = K_SHIFT(sacc, j);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_QK, A, acc, q, K_ROW(K, j * d), d, ((uint64_t)i * nk + j) * d);
+	}
+}
+
+/* Block b (keys [j0, j1)) of query row i: sacc holds the block's S_acc
+ * (values of A), s, e and ea (C, C, A) take the block's logits, exp and
+ * their copies in A, all indexed by key; fp8: dq and dk the tiles' decode
+ * scales (in C) and p its e4m3 P. The running m and l and the block's α
+ * (AT_ALPHA_A: a later block's) are left in t. */
+K_FN void k_attn_soft_block(k_ctx kc, int v, k_fmt C, k_fmt A, k_fmt E4, k_ref sacc, k_ref dq,
+                            k_ref dk, size_t i, size_t b, size_t j0, size_t j1, size_t nk,
+                            size_t nkt, k_vec t, k_ref s, k_ref e, k_ref ea, k_ref p)
+{
+	size_t nb = j1 - j0;
+	uint64_t el = (uint64_t)i * nk + j0; /* the element of key j0; of block b: i·nkt + b */
+	int first = j0 == 0;
+	k_ref sb = K_SHIFT(s, j0), xb = K_SHIFT(e, j0), ab = K_SHIFT(ea, j0);
+	k_ref m = K_AT(t, AT_M), mb = K_AT(t, AT_MB), alpha = K_AT(t, AT_ALPHA),
+	      alpha_a = K_AT(t, AT_ALPHA_A), l = K_AT(t, AT_L), mul = K_AT(t, AT_SC);
+	K_MAP1(S_S_C, CVT, C, sb, K_SHIFT(sacc, j0), nb, el);
+	if (v == ATT_FP8) { /* d_Q·d_K·scale, one factor per pair of tiles */
+		k_ref dsc = K_AT(t, AT_DSC);
+		K_OP2(S_DESCALE, MUL, C, dsc, dq, dk, (uint64_t)i * nkt + b);
+		K_OP2(S_DESCALE_SCALE, MUL, C, dsc, dsc, mul, (uint64_t)i * nkt + b);
+		mul = dsc;
+	}
+	K_MAP2(S_SCALE, MUL, C, sb, sb, mul, nb, el);
+	/* the block's max, merged into the running one */
+	k_ref mx = first ? m : mb;
+	K_COPY(mx, sb, 1);
+	K_FOLD(S_MAX, MAX, C, mx, K_SHIFT(sb, 1), nb - 1, el + 1);
+	if (!first) { /* α = exp(m_old − m_new) */
+		K_OP2(S_MAX_NEW, MAX, C, mb, m, mb, (uint64_t)i * nkt + b);
+		K_OP2(S_RESCALE_SUB, SUB, C, alpha, m, mb, (uint64_t)i * nkt + b);
+		K_OP1(S_RESCALE, EXP, C, alpha, alpha, (uint64_t)i * nkt + b);
+		K_COPY(m, mb, 1);
+	}
+	K_MAP2(S_SUB_MAX, SUB, C, xb, sb, m, nb, el);
+	K_MAP1(S_EXP, EXP, C, xb, xb, nb, el);
+	/* l = α·l + Σ e_j in A */
+	K_MAP1(S_E_A, CVT, A, ab, xb, nb, el);
+	if (first) {
+		K_FILL(l, 0, 1);
+	} else {
+		K_OP1(S_ALPHA_A, CVT, A, alpha_a, alpha, (uint64_t)i * nkt + b);
+		K_OP2(S_RESCALE_L, MUL, A, l, l, alpha_a, (uint64_t)i * nkt + b);
+	}
+	K_FOLD(S_SUM, ADD, A, l, ab, nb, el);
+	if (v == ATT_FP8) { /* P = E4(e·p_scale) */
+		k_ref pb = K_SHIFT(p, j0);
+		K_MAP2(S_P_MUL, MUL, C, pb, xb, K_AT(t, AT_PSC), nb, el);
+		K_MAP1(S_P_CAST, CVT, E4, pb, pb, nb, el);
+	}
+}
+
+/* pa[j] = A(p[j]) for the keys [j0, j0 + n) of query row i: the P·V
+ * GEMM's operand (the sequential variants; a Tensor Core takes p as it is) */
+K_FN void k_attn_pa(k_ctx kc, k_fmt A, k_ref p, size_t i, size_t nk, size_t j0, size_t n, k_ref pa)
+{
+	K_MAP1(S_P_A, CVT, A, K_SHIFT(pa, j0), K_SHIFT(p, j0), n, (uint64_t)i * nk + j0);
+}
+
+/* O = α·O (d values of A), before block b of row i joins it */
+K_FN void k_attn_rescale_o(k_ctx kc, k_fmt A, k_vec t, size_t d, size_t i, size_t b, size_t nkt,
+                           k_ref o)
+{
+	K_MAP2(S_RESCALE_O, MUL, A, o, o, K_AT(t, AT_ALPHA_A), d, ((uint64_t)i * nkt + b) * d);
+}
+
+/* the keys [j0, j0 + n) of row i times V, column by column: sequential
+ * FMAs in A over pa (values of A) and V's rows j (values of A), from the
+ * value o holds (acc) or from +0 */
+K_FN void k_attn_pv(k_ctx kc, k_fmt A, k_ref pa, k_vec V, size_t d, size_t i, size_t nk, size_t j0,
+                    size_t n, int acc, k_ref o)
+{
+	for (size_t c = 0; c < d; c++) {
+		k_ref oc = K_SHIFT(o, c);
+		if (!acc)
+			K_FILL(oc, 0, 1);
+		K_FOLD_FMA(S_PV, A, oc, K_SHIFT(pa, j0), K_STRIDED(V, j0 * d + c, d), n,
+		           ((uint64_t)i * d + c) * nk + j0);
+	}
+}
+
+/* o += part (one value of A each): a Tensor Core GEMM's block of P·V joins
+ * the running O (online:tc), element e of the step */
+K_FN void k_attn_pv_add(k_ctx kc, k_fmt A, k_ref part, uint64_t e, k_ref o)
+{
+	K_OP2(S_PV_ADD, ADD, A, o, o, part, e);
+}
+
+/* fp8, block b of row i: pv (d values of A, the block's P8·V8 from +0)
+ * times A(C(d_V / p_scale)), dv the block's V tile's decode scale (in C);
+ * then O = pv (the first block) or α·O + pv, in A */
+K_FN void k_attn_fp8_o(k_ctx kc, k_fmt C, k_fmt A, k_ref dv, k_vec t, size_t d, size_t i, size_t b,
+                       size_t nkt, k_ref pv, k_ref o)
+{
+	uint64_t eb = (uint64_t)i * nkt + b;
+	k_ref vs = K_AT(t, AT_VS), vsa = K_AT(t, AT_VSA);
+	K_OP2(S_V_DESCALE, DIV, C, vs, dv, K_AT(t, AT_PSC), eb);
+	K_OP1(S_VS_A, CVT, A, vsa, vs, eb);
+	K_MAP2(S_PV_DESCALE, MUL, A, pv, pv, vsa, d, eb * d);
+	if (b == 0) {
+		K_COPY(o, pv, d);
+	} else {
+		k_attn_rescale_o(kc, A, t, d, i, b, nkt, o);
+		K_MAP2(S_PV_ADD, ADD, A, o, o, pv, d, eb * d);
+	}
+}
+
+/* row i's C(l); naive: P = e / C(l) over its n keys (in C) */
+K_FN void k_attn_lc(k_ctx kc, int v, k_fmt C, k_vec t, k_ref e, size_t i, size_t nk, size_t n,
+                    k_ref p)
+{
+	k_ref lc = K_AT(t, AT_LC);
+	K_OP1(S_L_C, CVT, C, lc, K_AT(t, AT_L), i);
+	if (v == ATT_NAIVE)
+		K_MAP2(S_DIV_P, DIV, C, p, e, lc, n, (uint64_t)i * nk);
+}
+
+/* row i of the output: online and fp8 O / l in A, then stored in S */
+K_FN void k_attn_o_store(k_ctx kc, int v, k_fmt S, k_fmt A, k_vec t, size_t d, size_t i, k_ref o,
+                         k_ref O)
+{
+	if (v != ATT_NAIVE)
+		K_MAP2(S_DIV, DIV, A, o, o, K_AT(t, AT_L), d, (uint64_t)i * d);
+	K_MAP1(S_STORE, CVT, S, O, o, d, (uint64_t)i * d);
+}
+
+/* row i's logsumexp L = m + log C(l), in C */
+K_FN void k_attn_lse(k_ctx kc, k_fmt C, k_vec t, size_t i, k_ref L)
+{
+	K_OP1(S_LOG, LOG, C, L, K_AT(t, AT_LC), i);
+	K_OP2(S_LSE, ADD, C, L, K_AT(t, AT_M), L, i);
+}
+
+#endif

@@ -508,16 +508,20 @@ int gpu_rows_attn_seq(const gpu_tables *t, int v, int bwd, int S, int C, int A, 
 	       n3 = dv8 ? (nk + tk - 1) / tk : 0;
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
-	/* q k v and their copies in A, dq8 dk8 dv8, sacc s e ea P PA DS, O and pv in A */
-	float *m = malloc((2 * (nqd + 2 * nkd) + n1 + n2 + n3 + 7 * ns + 2 * nqd + 1) * sizeof *m);
+	/* q k v and their copies in A, dq8 dk8 dv8, sacc s e ea P PA, O and pv in
+	 * A, then dO (into A), O in A, D, dS and dS in A, g */
+	size_t nb = bwd ? 2 * nqd + nq + 2 * ns + (nq > nk ? nqd : nkd) : 0;
+	float *m =
+	    malloc((2 * (nqd + 2 * nkd) + n1 + n2 + n3 + 6 * ns + 2 * nqd + nb + 1) * sizeof *m);
 	if (!m) {
 		snprintf(err, len, "host rows: out of memory");
 		return -1;
 	}
 	float *Q = m, *K = Q + nqd, *V = K + nkd, *qa = V + nkd, *ka = qa + nqd, *va = ka + nkd,
 	      *d1 = va + nkd, *d2 = d1 + n1, *d3 = d2 + n2, *sacc = d3 + n3, *s = sacc + ns,
-	      *e = s + ns, *ea = e + ns, *P = ea + ns, *PA = P + ns, *DS = PA + ns, *oa = DS + ns,
-	      *pv = oa + nqd;
+	      *e = s + ns, *ea = e + ns, *P = ea + ns, *PA = P + ns, *oa = PA + ns, *pv = oa + nqd,
+	      *doa = pv + nqd, *OA = doa + (bwd ? nqd : 0), *dd = OA + (bwd ? nqd : 0),
+	      *DS = dd + (bwd ? nq : 0), *dsa = DS + (bwd ? ns : 0), *g = dsa + (bwd ? ns : 0);
 	memcpy(Q, q, nqd * sizeof *m);
 	memcpy(K, k, nkd * sizeof *m);
 	memcpy(V, vv, nkd * sizeof *m);
@@ -534,12 +538,13 @@ int gpu_rows_attn_seq(const gpu_tables *t, int v, int bwd, int S, int C, int A, 
 		               sc, n1 ? d1 : NULL, tq, n2 ? d2 : NULL, tk, n3 ? d3 : NULL, psc,
 		               sacc, s, e, ea, P, PA, oa, pv, o, lse, lost);
 	if (bwd) {
+		memcpy(doa, dO, nqd * sizeof *m);
 		for (size_t i = 0; i < nq; i++)
-			k_attn_bwd_q_row(v, &h[S], &h[C], &h[A], K, V, sacc, lse, dO, o, sc, nq, nk,
-			                 d, causal, i, P, DS, dq);
+			k_attn_bwd_q_row(v, &h[S], &h[C], &h[A], qa, ka, va, lse, o, sc, nq, nk, d,
+			                 causal, i, sacc, P, PA, doa, OA, dd, DS, dsa, g, dq);
 		for (size_t j = 0; j < nk; j++)
-			k_attn_bwd_k_row(&h[S], &h[C], &h[A], Q, P, DS, dO, sc, nq, nk, d, causal,
-			                 j, dv, dk);
+			k_attn_bwd_k_row(&h[S], &h[C], &h[A], qa, PA, doa, dsa, sc, nq, nk, d,
+			                 causal, j, g, dv, dk);
 	}
 	free(m);
 	return 0;

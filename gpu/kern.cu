@@ -892,24 +892,25 @@ static __global__ void k_attn_fwd_rows(int v, int S, int C, int A, float *QA, fl
 		               LOST);
 }
 
-static __global__ void k_attn_bwd_q_rows(int v, int S, int C, int A, const float *K,
-                                         const float *V, const float *SACC, const float *L,
-                                         const float *DO, const float *O, float sc, size_t nq,
-                                         size_t nk, size_t d, int causal, float *P, float *DS,
-                                         float *DQ)
+static __global__ void k_attn_bwd_q_rows(int v, int S, int C, int A, float *QA, float *KA,
+                                         float *VA, float *L, float *O, float sc, size_t nq,
+                                         size_t nk, size_t d, int causal, float *SACC, float *P,
+                                         float *PA, float *DOA, float *OA, float *DD, float *DS,
+                                         float *DSA, float *G, float *DQ)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < nq)
-		k_attn_bwd_q_row(v, S, C, A, K, V, SACC, L, DO, O, sc, nq, nk, d, causal, i, P, DS, DQ);
+		k_attn_bwd_q_row(v, S, C, A, QA, KA, VA, L, O, sc, nq, nk, d, causal, i, SACC, P,
+		                 PA, DOA, OA, DD, DS, DSA, G, DQ);
 }
 
-static __global__ void k_attn_bwd_k_rows(int S, int C, int A, const float *Q, const float *P,
-                                         const float *DS, const float *DO, float sc, size_t nq,
-                                         size_t nk, size_t d, int causal, float *DV, float *DK)
+static __global__ void k_attn_bwd_k_rows(int S, int C, int A, float *QA, float *PA, float *DOA,
+                                         float *DSA, float sc, size_t nq, size_t nk, size_t d,
+                                         int causal, float *G, float *DV, float *DK)
 {
 	size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (j < nk)
-		k_attn_bwd_k_row(S, C, A, Q, P, DS, DO, sc, nq, nk, d, causal, j, DV, DK);
+		k_attn_bwd_k_row(S, C, A, QA, PA, DOA, DSA, sc, nq, nk, d, causal, j, G, DV, DK);
 }
 
 extern "C" int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A,
@@ -926,18 +927,20 @@ extern "C" int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gp
 	unsigned gq = (unsigned)((nq + 127) / 128), gk = (unsigned)((nk + 127) / 128),
 	         gr = (unsigned)((nq + 2 * nk + 127) / 128);
 	/* q k v, their copies in A, dq8 dk8 dv8, sacc s e ea P PA, O and pv in A,
-	 * L lost O, then DS dO dQ dK dV */
+	 * L lost O, then dO (into A) O in A, D, dS and dS in A, g per query and
+	 * per key, dQ dK dV */
 	size_t total = 2 * (nqd + 2 * nkd) + n1 + n2 + n3 + 6 * ns + 3 * nqd + 2 * nq +
-	               (bwd ? ns + 2 * nqd + 2 * nkd : 0);
+	               (bwd ? 2 * ns + 4 * nqd + 3 * nkd + nq : 0);
 	float *dQ_, *dK_, *dV_, *qa, *ka, *va, *d1, *d2, *d3, *dS, *ds_, *de, *dea, *dP, *dPA, *doa,
-	    *dpv, *dL, *dlost, *dOut, *dDS, *ddo, *gq_, *gk_, *gv_;
+	    *dpv, *dL, *dlost, *dOut, *ddo, *oa, *dd, *dDS, *dsa, *g1, *g2, *gq_, *gk_, *gv_;
 	GPU_CK(cudaMalloc(&m, total * sizeof *m));
 	dQ_ = m, dK_ = dQ_ + nqd, dV_ = dK_ + nkd, qa = dV_ + nkd, ka = qa + nqd, va = ka + nkd,
 	d1 = va + nkd, d2 = d1 + n1, d3 = d2 + n2, dS = d3 + n3, ds_ = dS + ns, de = ds_ + ns,
 	dea = de + ns, dP = dea + ns, dPA = dP + ns, doa = dPA + ns, dpv = doa + nqd,
-	dL = dpv + nqd, dlost = dL + nq, dOut = dlost + nq, dDS = dOut + nqd,
-	ddo = dDS + (bwd ? ns : 0), gq_ = ddo + (bwd ? nqd : 0), gk_ = gq_ + (bwd ? nqd : 0),
-	gv_ = gk_ + (bwd ? nkd : 0);
+	dL = dpv + nqd, dlost = dL + nq, dOut = dlost + nq, ddo = dOut + nqd;
+	oa = ddo + (bwd ? nqd : 0), dd = oa + (bwd ? nqd : 0), dDS = dd + (bwd ? nq : 0),
+	dsa = dDS + (bwd ? ns : 0), g1 = dsa + (bwd ? ns : 0), g2 = g1 + (bwd ? nqd : 0),
+	gq_ = g2 + (bwd ? nkd : 0), gk_ = gq_ + (bwd ? nqd : 0), gv_ = gk_ + (bwd ? nkd : 0);
 	GPU_CK(cudaMemcpy(dQ_, q, nqd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dK_, k, nkd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dV_, v, nkd * sizeof *m, cudaMemcpyHostToDevice));
@@ -956,11 +959,12 @@ extern "C" int gpu_dev_attn_seq(int variant, int bwd, gpu_kfmt S, gpu_kfmt C, gp
 	GPU_CK_LAUNCH();
 	if (bwd) {
 		GPU_CK(cudaMemcpy(ddo, dO, nqd * sizeof *m, cudaMemcpyHostToDevice));
-		k_attn_bwd_q_rows<<<gq, 128>>>(variant, (int)S, (int)C, (int)A, dK_, dV_, dS, dL, ddo,
-		                               dOut, sc, nq, nk, d, causal, dP, dDS, gq_);
+		k_attn_bwd_q_rows<<<gq, 128>>>(variant, (int)S, (int)C, (int)A, qa, ka, va, dL,
+		                               dOut, sc, nq, nk, d, causal, dS, dP, dPA, ddo, oa,
+		                               dd, dDS, dsa, g1, gq_);
 		GPU_CK_LAUNCH();
-		k_attn_bwd_k_rows<<<gk, 128>>>((int)S, (int)C, (int)A, dQ_, dP, dDS, ddo, sc, nq, nk, d,
-		                               causal, gv_, gk_);
+		k_attn_bwd_k_rows<<<gk, 128>>>((int)S, (int)C, (int)A, qa, dPA, ddo, dsa, sc, nq,
+		                               nk, d, causal, g2, gv_, gk_);
 		GPU_CK_LAUNCH();
 		GPU_CK(cudaMemcpy(dq, gq_, nqd * sizeof *m, cudaMemcpyDeviceToHost));
 		GPU_CK(cudaMemcpy(dk, gk_, nkd * sizeof *m, cudaMemcpyDeviceToHost));

@@ -361,58 +361,43 @@ K_FN void k_attn_fwd_row(int v, k_fmt S, k_fmt C, k_fmt A, k_fmt E4, float *QA, 
 	LOST[i] = lost;
 }
 
-/* The backward, query row i (v 0 naive: P is the forward's; 1 online: P_ij
- * = exp(C(S_acc)·sc − L_i), S_acc recomputed, equal to the forward's): dP_ij
- * = C(Σ_c dO_ic·v_jc), D_i = C(Σ_c dO_ic·O_ic), dS_ij = P_ij·(dP_ij − D_i)
- * in C, DS = A(dS); dQ_ic = S(C(Σ_j dS_ij·k_jc)·sc). dO and O are values of
- * S, taken into C and then A; P (row i) is written for the key rows. */
-K_FN void k_attn_bwd_q_row(int v, k_fmt S, k_fmt C, k_fmt A, const float *K, const float *V,
-                           const float *SACC, const float *L, const float *DO, const float *O,
-                           float sc, size_t nq, size_t nk, size_t d, int causal, size_t i,
-                           float *P, float *DS, float *DQ)
+/* The backward of naive:bwd and online:bwd (the row source's k_attn_bwd_*),
+ * query row i after the forward (SACC, P and PA as k_attn_fwd_row left
+ * them; naive's P and PA are its e / C(l) and their copy in A): online's P
+ * recomputed, dO's row (DOA: as stored, replaced by its value in A) and
+ * O's (OA) into A, D (DD[i]), dS (DS, and in A DSA), then dQ's row; G a
+ * scratch row of d */
+K_FN void k_attn_bwd_q_row(int v, k_fmt S, k_fmt C, k_fmt A, float *QA, float *KA, float *VA,
+                           float *L, float *O, float sc, size_t nq, size_t nk, size_t d, int causal,
+                           size_t i, float *SACC, float *P, float *PA, float *DOA, float *OA,
+                           float *DD, float *DS, float *DSA, float *G, float *DQ)
 {
+	int kc = 0;
 	size_t n = causal ? i + 1 + (nk - nq) : nk;
-	float *p = P + i * nk, *ds = DS + i * nk;
-	(void)S;
-#define DOA(c) K_RND(A, K_RND(C, DO[i * d + (c)]))
-	if (v == 1)
-		for (size_t j = 0; j < n; j++)
-			p[j] = K_EXP(C, K_SUB(C, K_MUL(C, K_RND(C, SACC[i * nk + j]), sc), L[i]));
-	float Dv = 0.0f;
-	for (size_t c = 0; c < d; c++)
-		Dv = K_FMA(A, DOA(c), K_RND(A, K_RND(C, O[i * d + c])), Dv);
-	Dv = K_RND(C, Dv);
-	for (size_t j = 0; j < n; j++) {
-		float dp = 0.0f;
-		for (size_t c = 0; c < d; c++)
-			dp = K_FMA(A, DOA(c), K_RND(A, V[j * d + c]), dp);
-		ds[j] = K_RND(A, K_MUL(C, p[j], K_SUB(C, K_RND(C, dp), Dv)));
-	}
-	for (size_t c = 0; c < d; c++) {
-		float g = 0.0f;
-		for (size_t j = 0; j < n; j++)
-			g = K_FMA(A, ds[j], K_RND(A, K[j * d + c]), g);
-		DQ[i * d + c] = K_RND(S, K_MUL(C, K_RND(C, g), sc));
-	}
-#undef DOA
+	float t[AT_NT];
+	k_attn_row_t(v, C, sc, 0.0f, t);
+	if (v == ATT_ONLINE)
+		k_attn_bwd_p(kc, C, A, QA, KA, t, K_AT(L, i), d, i, nk, n, K_ROW(SACC, i * nk),
+		             K_ROW(P, i * nk), K_ROW(PA, i * nk));
+	k_attn_bwd_in(kc, C, A, K_ROW(O, i * d), d, 0, K_ROW(DOA, i * d), K_ROW(OA, i * d));
+	k_attn_bwd_ds(kc, C, A, DOA, OA, VA, K_ROW(P, i * nk), d, i, nk, n, K_AT(DD, i),
+	              K_ROW(DS, i * nk), K_ROW(DSA, i * nk));
+	k_attn_bwd_dq(kc, S, C, A, K_ROW(DSA, i * nk), KA, t, d, i, nk, n, K_ROW(G, i * d),
+	              K_ROW(DQ, i * d));
 }
 
-/* The backward, key row j: dV_jc = S(Σ_i A(P_ij)·dO_ic) and dK_jc =
- * S(C(Σ_i dS_ij·q_ic)·sc) over the queries that see key j, in order */
-K_FN void k_attn_bwd_k_row(k_fmt S, k_fmt C, k_fmt A, const float *Q, const float *P,
-                           const float *DS, const float *DO, float sc, size_t nq, size_t nk,
-                           size_t d, int causal, size_t j, float *DV, float *DK)
+/* key row j after every query row's k_attn_bwd_q_row: dV's and dK's rows
+ * over the queries that see key j; G a scratch row of d */
+K_FN void k_attn_bwd_k_row(k_fmt S, k_fmt C, k_fmt A, float *QA, float *PA, float *DOA, float *DSA,
+                           float sc, size_t nq, size_t nk, size_t d, int causal, size_t j, float *G,
+                           float *DV, float *DK)
 {
+	int kc = 0;
 	size_t shift = nk - nq, i0 = causal && j > shift ? j - shift : 0;
-	for (size_t c = 0; c < d; c++) {
-		float gv = 0.0f, gk = 0.0f;
-		for (size_t i = i0; i < nq; i++)
-			gv = K_FMA(A, K_RND(A, P[i * nk + j]), K_RND(A, K_RND(C, DO[i * d + c])), gv);
-		for (size_t i = i0; i < nq; i++)
-			gk = K_FMA(A, DS[i * nk + j], K_RND(A, Q[i * d + c]), gk);
-		DV[j * d + c] = K_RND(S, gv);
-		DK[j * d + c] = K_RND(S, K_MUL(C, K_RND(C, gk), sc));
-	}
+	float t[AT_NT];
+	k_attn_row_t(ATT_NAIVE, C, sc, 0.0f, t);
+	k_attn_bwd_dv(kc, S, A, PA, DOA, d, nq, nk, j, i0, K_ROW(G, j * d), K_ROW(DV, j * d));
+	k_attn_bwd_dk(kc, S, C, A, DSA, QA, t, d, nq, nk, j, i0, K_ROW(G, j * d), K_ROW(DK, j * d));
 }
 
 /*

@@ -744,117 +744,40 @@ out:
 	return rc;
 }
 
-/* The backward of naive:bwd and online:bwd (the header's order): dO and O
- * into A, (online) P recomputed from S and L, dV, then per query dP, D, dS
- * and dQ, then dK; every sum a sequential FMA fold in A */
+/* The backward of naive:bwd and online:bwd (the header's order): the row
+ * source's steps, (online) P recomputed from S and L, dO and O into A,
+ * dV, then per query dP, D, dS and dQ, then dK */
 static int backward(ctx *k, const double *dor)
 {
 	emu_be *be = k->be;
 	const emu_format *S = k->S, *C = k->C, *A = k->A;
 	size_t nq = k->nq, nk = k->nk, d = k->d, shift = nk - nq;
-	bool causal = k->causal;
-	int v = k->v;
-	emu_vec *Qo = k->Qo, *Ko = k->Ko, *Vo = k->Vo, *P = k->P, *PA = k->PA, *sacc = k->sacc,
-	        *O = k->O, *L = k->L, *dQ = k->dQ, *dK = k->dK, *dV = k->dV;
-	emu_ref sc = emu_at(k->t, AT_SC);
-	/* dO (±1), O stored, both in the accumulator format */
 	emu_vec *dOA = emu_vec_new(be, nq * d), *OA = emu_vec_new(be, nq * d),
 	        *dP = emu_vec_new(be, nq * nk), *dSA = emu_vec_new(be, nq * nk),
 	        *Dv = emu_vec_new(be, nq), *g = emu_vec_new(be, d);
 	if (!dOA || !OA || !dP || !dSA || !Dv || !g)
 		return -1;
-	if (v == ATT_ONLINE) /* P_ij = exp(S_ij − L_i), S recomputed, as FA-2's backward */
-		for (size_t i = 0; i < nq; i++) {
-			size_t n = causal ? i + 1 + shift : nk;
-			uint64_t el = (uint64_t)i * nk;
-			emu_ref Pr = emu_row(P, i * nk);
-			for (size_t j = 0; j < n; j++) {
-				emu_fill(be, emu_at(sacc, j), 0, 1);
-				emu_fold(be, S_QK_B, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(sacc, j),
-				         emu_row(Qo, i * d), emu_row(Ko, j * d), d, (el + j) * d);
-			}
-			emu_map(be, S_S_C_B, EMU_OP_CVT, C, Pr, emu_row(sacc, 0), EMU_NOREF,
-			        EMU_NOREF, n, el, NULL);
-			emu_map(be, S_SCALE_B, EMU_OP_MUL, C, Pr, Pr, sc, EMU_NOREF, n, el, NULL);
-			emu_map(be, S_SUB_L, EMU_OP_SUB, C, Pr, Pr, emu_at(L, i), EMU_NOREF, n, el,
-			        NULL);
-			emu_map(be, S_EXP_B, EMU_OP_EXP, C, Pr, Pr, EMU_NOREF, EMU_NOREF, n, el,
-			        NULL);
-			emu_map(be, S_P_A_B, EMU_OP_CVT, A, emu_row(PA, i * nk), Pr, EMU_NOREF,
-			        EMU_NOREF, n, el, NULL);
-		}
+	for (size_t i = 0; k->v == ATT_ONLINE && i < nq; i++) /* as FA-2's backward */
+		k_attn_bwd_p(be, C, A, k->Qo, k->Ko, k->t, emu_at(k->L, i), d, i, nk,
+		             k->causal ? i + 1 + shift : nk, emu_row(k->sacc, 0),
+		             emu_row(k->P, i * nk), emu_row(k->PA, i * nk));
 	emu_input(be, S_DO, S, emu_row(dOA, 0), dor, 1, nq * d, 0, NULL);
-	emu_map(be, S_DO_C, EMU_OP_CVT, C, emu_row(dOA, 0), emu_row(dOA, 0), EMU_NOREF, EMU_NOREF,
-	        nq * d, 0, NULL);
-	emu_map(be, S_DO_A, EMU_OP_CVT, A, emu_row(dOA, 0), emu_row(dOA, 0), EMU_NOREF, EMU_NOREF,
-	        nq * d, 0, NULL);
-	emu_map(be, S_O_C, EMU_OP_CVT, C, emu_row(OA, 0), emu_row(O, 0), EMU_NOREF, EMU_NOREF,
-	        nq * d, 0, NULL);
-	emu_map(be, S_O_A, EMU_OP_CVT, A, emu_row(OA, 0), emu_row(OA, 0), EMU_NOREF, EMU_NOREF,
-	        nq * d, 0, NULL);
-	/* dV_jc = Σ_i P_ij·dO_ic over the queries that see key j */
-	for (size_t j = 0; j < nk; j++) {
-		size_t i0 = causal && j > shift ? j - shift : 0;
-		for (size_t c = 0; c < d; c++) {
-			emu_ref acc = emu_at(g, c);
-			emu_fill(be, acc, 0, 1);
-			emu_fold(be, S_DV, EMU_OP_FMA, A, EMU_ORDER_SEQ, acc,
-			         emu_strided(PA, i0 * nk + j, nk), emu_strided(dOA, i0 * d + c, d),
-			         nq - i0, ((uint64_t)j * d + c) * nq + i0);
-		}
-		emu_map(be, S_DV_STORE, EMU_OP_CVT, S, emu_row(dV, j * d), emu_row(g, 0), EMU_NOREF,
-		        EMU_NOREF, d, (uint64_t)j * d, NULL);
-	}
+	k_attn_bwd_in(be, C, A, emu_row(k->O, 0), nq * d, 0, emu_row(dOA, 0), emu_row(OA, 0));
+	for (size_t j = 0; j < nk; j++)
+		k_attn_bwd_dv(be, S, A, k->PA, dOA, d, nq, nk, j,
+		              k->causal && j > shift ? j - shift : 0, emu_row(g, 0),
+		              emu_row(k->dV, j * d));
 	for (size_t i = 0; i < nq; i++) {
-		size_t n = causal ? i + 1 + shift : nk;
-		uint64_t el = (uint64_t)i * nk;
-		/* dP_ij = dO_i·V_j, D_i = dO_i·O_i */
-		for (size_t j = 0; j < n; j++) {
-			emu_fill(be, emu_at(dP, i * nk + j), 0, 1);
-			emu_fold(be, S_DP, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(dP, i * nk + j),
-			         emu_row(dOA, i * d), emu_row(Vo, j * d), d, (el + j) * d);
-		}
-		emu_map(be, S_DP_C, EMU_OP_CVT, C, emu_row(dP, i * nk), emu_row(dP, i * nk),
-		        EMU_NOREF, EMU_NOREF, n, el, NULL);
-		emu_fill(be, emu_at(Dv, i), 0, 1);
-		emu_fold(be, S_ROWSUM, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(Dv, i),
-		         emu_row(dOA, i * d), emu_row(OA, i * d), d, (uint64_t)i * d);
-		emu_op1(be, S_ROWSUM_C, EMU_OP_CVT, C, emu_at(Dv, i), emu_at(Dv, i), EMU_NOREF, i);
-		/* dS = P ∘ (dP − D) */
-		emu_map(be, S_DS_SUB, EMU_OP_SUB, C, emu_row(dP, i * nk), emu_row(dP, i * nk),
-		        emu_at(Dv, i), EMU_NOREF, n, el, NULL);
-		emu_map(be, S_DS, EMU_OP_MUL, C, emu_row(dP, i * nk), emu_row(P, i * nk),
-		        emu_row(dP, i * nk), EMU_NOREF, n, el, NULL);
-		emu_map(be, S_DS_A, EMU_OP_CVT, A, emu_row(dSA, i * nk), emu_row(dP, i * nk),
-		        EMU_NOREF, EMU_NOREF, n, el, NULL);
-		/* dQ_i = dS_i·K·scale */
-		for (size_t c = 0; c < d; c++) {
-			emu_fill(be, emu_at(g, c), 0, 1);
-			emu_fold(be, S_DQ, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(g, c),
-			         emu_row(dSA, i * nk), emu_strided(Ko, c, d), n,
-			         ((uint64_t)i * d + c) * nk);
-		}
-		emu_ref gr = emu_row(g, 0), dq = emu_row(dQ, i * d);
-		emu_map(be, S_DQ_C, EMU_OP_CVT, C, gr, gr, EMU_NOREF, EMU_NOREF, d, i * d, NULL);
-		emu_map(be, S_DQ_SCALE, EMU_OP_MUL, C, gr, gr, sc, EMU_NOREF, d, i * d, NULL);
-		emu_map(be, S_DQ_STORE, EMU_OP_CVT, S, dq, gr, EMU_NOREF, EMU_NOREF, d, i * d,
-		        NULL);
+		size_t n = k->causal ? i + 1 + shift : nk;
+		k_attn_bwd_ds(be, C, A, dOA, OA, k->Vo, emu_row(k->P, i * nk), d, i, nk, n,
+		              emu_at(Dv, i), emu_row(dP, i * nk), emu_row(dSA, i * nk));
+		k_attn_bwd_dq(be, S, C, A, emu_row(dSA, i * nk), k->Ko, k->t, d, i, nk, n,
+		              emu_row(g, 0), emu_row(k->dQ, i * d));
 	}
-	/* dK_j = dS_jᵀ·Q·scale over the queries that see key j */
-	for (size_t j = 0; j < nk; j++) {
-		size_t i0 = causal && j > shift ? j - shift : 0;
-		for (size_t c = 0; c < d; c++) {
-			emu_fill(be, emu_at(g, c), 0, 1);
-			emu_fold(be, S_DK, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(g, c),
-			         emu_strided(dSA, i0 * nk + j, nk), emu_strided(Qo, i0 * d + c, d),
-			         nq - i0, ((uint64_t)j * d + c) * nq + i0);
-		}
-		emu_ref gr = emu_row(g, 0), dk = emu_row(dK, j * d);
-		emu_map(be, S_DK_C, EMU_OP_CVT, C, gr, gr, EMU_NOREF, EMU_NOREF, d, j * d, NULL);
-		emu_map(be, S_DK_SCALE, EMU_OP_MUL, C, gr, gr, sc, EMU_NOREF, d, j * d, NULL);
-		emu_map(be, S_DK_STORE, EMU_OP_CVT, S, dk, gr, EMU_NOREF, EMU_NOREF, d, j * d,
-		        NULL);
-	}
+	for (size_t j = 0; j < nk; j++)
+		k_attn_bwd_dk(be, S, C, A, dSA, k->Qo, k->t, d, nq, nk, j,
+		              k->causal && j > shift ? j - shift : 0, emu_row(g, 0),
+		              emu_row(k->dK, j * d));
 	return 0;
 }
 

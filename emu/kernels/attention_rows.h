@@ -333,4 +333,111 @@ K_FN void k_attn_lse(k_ctx kc, k_fmt C, k_vec t, size_t i, k_ref L)
 	K_OP2(S_LSE, ADD, C, L, K_AT(t, AT_M), L, i);
 }
 
+/*
+ * The backward of naive:bwd and online:bwd (emu/kernels/attention.c's
+ * header has the formulas), every sum a sequential FMA fold in A over the
+ * unmasked terms in index order, each from +0:
+ *   k_attn_bwd_p   online: row i's P = exp(C(S_acc)·scale − L_i), S_acc
+ *                  recomputed as the forward computes it, and P in A
+ *   k_attn_bwd_in  dO (as stored) and O into C, then into A
+ *   k_attn_bwd_dv  key row j's dV = Σ_i P_ij·dO_i, stored
+ *   k_attn_bwd_ds  query row i's dP = dO_i·Vᵀ and D_i = dO_i·O_i into C,
+ *                  dS = P ∘ (dP − D) in C, then into A
+ *   k_attn_bwd_dq  dQ_i = C(Σ_j dS_ij·k_j)·scale, stored
+ *   k_attn_bwd_dk  dK_j = C(Σ_i dS_ij·q_i)·scale, stored
+ * Matrices are row-major: P, PA, dS by key (nk a row), the rest d a row;
+ * Q, K, V, dO and O as the GEMMs take them (values of A); g holds d values.
+ */
+K_FN void k_attn_bwd_p(k_ctx kc, k_fmt C, k_fmt A, k_vec Q, k_vec K, k_vec t, k_ref L, size_t d,
+                       size_t i, size_t nk, size_t n, k_ref sacc, k_ref p, k_ref pa)
+{
+	uint64_t el = (uint64_t)i * nk;
+	for (size_t j = 0; j < n; j++) {
+		k_ref acc = K_SHIFT(sacc, j);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_QK_B, A, acc, K_ROW(Q, i * d), K_ROW(K, j * d), d, (el + j) * d);
+	}
+	K_MAP1(S_S_C_B, CVT, C, p, sacc, n, el);
+	K_MAP2(S_SCALE_B, MUL, C, p, p, K_AT(t, AT_SC), n, el);
+	K_MAP2(S_SUB_L, SUB, C, p, p, L, n, el);
+	K_MAP1(S_EXP_B, EXP, C, p, p, n, el);
+	K_MAP1(S_P_A_B, CVT, A, pa, p, n, el);
+}
+
+/* n values of dO (as stored, in place) and of O from element e: into C,
+ * then into A (dOA, OA) */
+K_FN void k_attn_bwd_in(k_ctx kc, k_fmt C, k_fmt A, k_ref o, size_t n, uint64_t e, k_ref doa,
+                        k_ref oa)
+{
+	K_MAP1(S_DO_C, CVT, C, doa, doa, n, e);
+	K_MAP1(S_DO_A, CVT, A, doa, doa, n, e);
+	K_MAP1(S_O_C, CVT, C, oa, o, n, e);
+	K_MAP1(S_O_A, CVT, A, oa, oa, n, e);
+}
+
+/* key row j: dV_jc = Σ_i PA_ij·dOA_ic over the queries [i0, nq) that see
+ * it, stored in S */
+K_FN void k_attn_bwd_dv(k_ctx kc, k_fmt S, k_fmt A, k_vec PA, k_vec DOA, size_t d, size_t nq,
+                        size_t nk, size_t j, size_t i0, k_ref g, k_ref dv)
+{
+	for (size_t c = 0; c < d; c++) {
+		k_ref acc = K_SHIFT(g, c);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_DV, A, acc, K_STRIDED(PA, i0 * nk + j, nk),
+		           K_STRIDED(DOA, i0 * d + c, d), nq - i0, ((uint64_t)j * d + c) * nq + i0);
+	}
+	K_MAP1(S_DV_STORE, CVT, S, dv, g, d, (uint64_t)j * d);
+}
+
+/* query row i over its n keys: dP (in ds, by key) and D (dd) into C, then
+ * dS = P ∘ (dP − D) in C (in ds) and into A (dsa) */
+K_FN void k_attn_bwd_ds(k_ctx kc, k_fmt C, k_fmt A, k_vec DOA, k_vec OA, k_vec V, k_ref p, size_t d,
+                        size_t i, size_t nk, size_t n, k_ref dd, k_ref ds, k_ref dsa)
+{
+	uint64_t el = (uint64_t)i * nk;
+	k_ref doa = K_ROW(DOA, i * d);
+	for (size_t j = 0; j < n; j++) {
+		k_ref acc = K_SHIFT(ds, j);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_DP, A, acc, doa, K_ROW(V, j * d), d, (el + j) * d);
+	}
+	K_MAP1(S_DP_C, CVT, C, ds, ds, n, el);
+	K_FILL(dd, 0, 1);
+	K_FOLD_FMA(S_ROWSUM, A, dd, doa, K_ROW(OA, i * d), d, (uint64_t)i * d);
+	K_OP1(S_ROWSUM_C, CVT, C, dd, dd, i);
+	K_MAP2(S_DS_SUB, SUB, C, ds, ds, dd, n, el);
+	K_MAP2(S_DS, MUL, C, ds, p, ds, n, el);
+	K_MAP1(S_DS_A, CVT, A, dsa, ds, n, el);
+}
+
+/* query row i: dQ_ic = C(Σ_j dSA_ij·k_jc)·scale over its n keys, stored */
+K_FN void k_attn_bwd_dq(k_ctx kc, k_fmt S, k_fmt C, k_fmt A, k_ref dsa, k_vec K, k_vec t, size_t d,
+                        size_t i, size_t nk, size_t n, k_ref g, k_ref dq)
+{
+	for (size_t c = 0; c < d; c++) {
+		k_ref acc = K_SHIFT(g, c);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_DQ, A, acc, dsa, K_STRIDED(K, c, d), n, ((uint64_t)i * d + c) * nk);
+	}
+	K_MAP1(S_DQ_C, CVT, C, g, g, d, (uint64_t)i * d);
+	K_MAP2(S_DQ_SCALE, MUL, C, g, g, K_AT(t, AT_SC), d, (uint64_t)i * d);
+	K_MAP1(S_DQ_STORE, CVT, S, dq, g, d, (uint64_t)i * d);
+}
+
+/* key row j: dK_jc = C(Σ_i dSA_ij·q_ic)·scale over the queries [i0, nq)
+ * that see it, stored */
+K_FN void k_attn_bwd_dk(k_ctx kc, k_fmt S, k_fmt C, k_fmt A, k_vec DSA, k_vec Q, k_vec t, size_t d,
+                        size_t nq, size_t nk, size_t j, size_t i0, k_ref g, k_ref dk)
+{
+	for (size_t c = 0; c < d; c++) {
+		k_ref acc = K_SHIFT(g, c);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_DK, A, acc, K_STRIDED(DSA, i0 * nk + j, nk),
+		           K_STRIDED(Q, i0 * d + c, d), nq - i0, ((uint64_t)j * d + c) * nq + i0);
+	}
+	K_MAP1(S_DK_C, CVT, C, g, g, d, (uint64_t)j * d);
+	K_MAP2(S_DK_SCALE, MUL, C, g, g, K_AT(t, AT_SC), d, (uint64_t)j * d);
+	K_MAP1(S_DK_STORE, CVT, S, dk, g, d, (uint64_t)j * d);
+}
+
 #endif

@@ -49,10 +49,10 @@ s/^\(\t*\)K_MAP2(S_LERP_ADD, ADD, C, r.m, r.xc, r.d, n, e);$/\1K_MAP2(S_LERP_ADD
 s/^\(\t*\)K_FOLD(S_SUM, ADD, A, l, ab, nb, el);$/\1K_FOLD(S_SUM, ADD, C, l, ab, nb, el);/
 s/^\(\t*\)K_MAP2(S_PV_ADD, ADD, A, o, o, pv, d, eb \* d);$/\1K_MAP2(S_PV_ADD, ADD, C, o, o, pv, d, eb * d);/
 # attention's sequential variants: P·V's running sum in C (its FMAs; the
-# GPU's loop hands the row source C for A), and the backward's dV sum
-# rounded to C after every step
+# GPU's loop hands the row source C for A), and the backward's dV sum in
+# C likewise
 s/^\(\t*\)k_attn_pv(kc, A, pa, VA, d, i, nk, j0, j1 - j0, later, v == ATT_FP8 ? pv : o);$/\1k_attn_pv(kc, C, pa, VA, d, i, nk, j0, j1 - j0, later, v == ATT_FP8 ? pv : o);/
-s/^\(\t*\)gv = K_FMA(A, K_RND(A, P\[i \* nk + j\]), K_RND(A, K_RND(C, DO\[i \* d + c\])), gv);$/\1gv = K_RND(C, K_FMA(A, K_RND(A, P[i * nk + j]), K_RND(A, K_RND(C, DO[i * d + c])), gv));/
+s/^\(\t*\)k_attn_bwd_dv(kc, S, A, PA, DOA, d, nq, nk, j, i0, K_ROW(G, j \* d), K_ROW(DV, j \* d));$/\1k_attn_bwd_dv(kc, S, C, PA, DOA, d, nq, nk, j, i0, K_ROW(G, j * d), K_ROW(DV, j * d));/
 s/^\(\t*\)K_MAP1(S_DYX_ACCUM, CVT, A, W2, W2, N, c \* N);$/\1K_MAP1(S_DYX_ACCUM, CVT, C, W2, W2, N, c * N);/
 # adamw_kahan: the increment stored in the weights' format before it enters
 # the compensated sum (a kernel that materialises it as a tensor of w's dtype)

@@ -550,7 +550,8 @@ int gpu_rows_attn_seq(const gpu_tables *t, int v, int bwd, int S, int C, int A, 
 	return 0;
 }
 
-/* gpu/kern.cu's gpu_dev_attn8_bwd_q and gpu_dev_attn8_bwd_rest, row after row */
+/* gpu/kern.cu's gpu_dev_attn8_bwd_q and gpu_dev_attn8_bwd_rest, their
+ * launches in order, row after row */
 int gpu_rows_attn8_bwd_q(const gpu_tables *t, int C, int A, const float *q8, const float *k8,
                          const float *v8, const float *dq8, size_t tq, const float *dk8,
                          const float *dv8, size_t tk, const float *lse, const float *o,
@@ -559,11 +560,39 @@ int gpu_rows_attn8_bwd_q(const gpu_tables *t, int C, int A, const float *q8, con
                          size_t len)
 {
 	host_fmt h[3], e4 = {emu_format_by_name("e4m3"), NULL};
+	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk, n1 = (nq + tq - 1) / tq,
+	       n2 = (nk + tk - 1) / tk;
 	if (host_fmts(t, C, C, A, h, err, len))
 		return -1;
+	/* q8 k8 v8 and their copies in A, dq8 dk8 dv8 dpf, L O dO8, then sacc P
+	 * P8, dO8 and O in A, D */
+	float *m =
+	    malloc((2 * (nqd + 2 * nkd) + n1 + 3 * n2 + 2 * nq + 4 * nqd + 3 * ns + 1) * sizeof *m);
+	if (!m) {
+		snprintf(err, len, "host rows: out of memory");
+		return -1;
+	}
+	float *Q = m, *K = Q + nqd, *V = K + nkd, *qa = V + nkd, *ka = qa + nqd, *va = ka + nkd,
+	      *s1 = va + nkd, *s2 = s1 + n1, *s3 = s2 + n2, *dpf = s3 + n2, *L = dpf + n2,
+	      *O = L + nq, *DO = O + nqd, *sacc = DO + nqd, *P = sacc + ns, *P8 = P + ns,
+	      *doa = P8 + ns, *oa = doa + nqd, *dd = oa + nqd;
+	memcpy(Q, q8, nqd * sizeof *m);
+	memcpy(K, k8, nkd * sizeof *m);
+	memcpy(V, v8, nkd * sizeof *m);
+	memcpy(s1, dq8, n1 * sizeof *m);
+	memcpy(s2, dk8, n2 * sizeof *m);
+	memcpy(s3, dv8, n2 * sizeof *m);
+	memcpy(L, lse, nq * sizeof *m);
+	memcpy(O, o, nqd * sizeof *m);
+	memcpy(DO, do8, nqd * sizeof *m);
+	for (size_t r = 0; r < nq + 2 * nk; r++)
+		k_attn_operand_row(ATT_FP8, &h[A], Q, K, V, nq, nk, d, r, qa, ka, va);
+	k_attn8_bwd_pre(&h[C], d_do, s3, n2, dpf);
 	for (size_t i = 0; i < nq; i++)
-		k_attn8_bwd_q_row(&h[C], &h[A], &e4, q8, k8, v8, dq8, tq, dk8, dv8, tk, lse, o, do8, d_do,
-		                  sc, psc, nq, nk, d, bk, causal, i, p8a, ds);
+		k_attn8_bwd_q_row(&h[C], &h[A], &e4, qa, ka, va, s1, tq, s2, tk, dpf, L, O, DO,
+		                  d_do, sc, psc, nq, nk, d, bk, causal, i, sacc, P, P8, doa, oa, dd,
+		                  p8a, ds);
+	free(m);
 	return 0;
 }
 
@@ -575,24 +604,41 @@ int gpu_rows_attn8_bwd_rest(const gpu_tables *t, int S, int C, int A, int DF, co
                             size_t len)
 {
 	host_fmt h[3], df = {emu_format_by_name(DF == GPU_K_E5M2 ? "e5m2" : "e4m3"), NULL};
+	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk, n1 = (nq + tq - 1) / tq,
+	       n2 = (nk + tk - 1) / tk, ng = nqd > nkd ? nqd : nkd;
 	if (host_fmts(t, S, C, A, h, err, len))
 		return -1;
 	if (DF != GPU_K_E4M3 && DF != GPU_K_E5M2) {
 		snprintf(err, len, "attn8: dS format %d is not e4m3 or e5m2", DF);
 		return -1;
 	}
-	float *dsa = malloc((nq * nk + 1) * sizeof *dsa);
-	if (!dsa) {
+	/* q8 k8 and their copies in A, dq8 dk8 and the factors, dO8 and in A,
+	 * P8A DS DS8 DSA, g and part */
+	float *m =
+	    malloc((2 * (nqd + nkd) + 2 * (n1 + n2) + 2 * nqd + 4 * ns + 2 * ng + 1) * sizeof *m);
+	if (!m) {
 		snprintf(err, len, "host rows: out of memory");
 		return -1;
 	}
-	memcpy(dsa, ds, nq * nk * sizeof *dsa);
+	float *Q = m, *K = Q + nqd, *qa = K + nkd, *ka = qa + nqd, *s1 = ka + nkd, *s2 = s1 + n1,
+	      *dqf = s2 + n2, *dkf = dqf + n2, *DO = dkf + n1, *doa = DO + nqd, *pa = doa + nqd,
+	      *DS = pa + ns, *ds8 = DS + ns, *dsa = ds8 + ns, *g = dsa + ns, *part = g + ng;
+	memcpy(Q, q8, nqd * sizeof *m);
+	memcpy(K, k8, nkd * sizeof *m);
+	memcpy(s1, dq8, n1 * sizeof *m);
+	memcpy(s2, dk8, n2 * sizeof *m);
+	memcpy(DO, do8, nqd * sizeof *m);
+	memcpy(pa, p8a, ns * sizeof *m);
+	memcpy(DS, ds, ns * sizeof *m);
+	for (size_t r = 0; r < nq + nk; r++)
+		k_attn_operand_row(ATT_FP8, &h[A], Q, K, NULL, nq, nk, d, r, qa, ka, NULL);
+	k_attn8_bwd_mid(&h[C], &h[A], sds, s1, n1, s2, n2, dqf, dkf);
 	for (size_t i = 0; i < nq; i++)
-		k_attn8_bwd_dq_row(&h[S], &h[C], &h[A], &df, k8, dk8, tk, sds, nq, nk, d, causal, i, dsa,
-		                   dq, lost);
+		k_attn8_bwd_dq_row(&h[S], &h[C], &h[A], &df, ka, dqf, tk, DO, sds, nq, nk, d,
+		                   causal, i, DS, ds8, dsa, doa, g, part, dq, lost);
 	for (size_t j = 0; j < nk; j++)
-		k_attn8_bwd_k_row(&h[S], &h[C], &h[A], q8, dq8, tq, do8, d_do, psc, sds, p8a, dsa, nq, nk,
-		                  d, causal, j, dv, dk);
-	free(dsa);
+		k_attn8_bwd_k_row(&h[S], &h[C], &h[A], qa, dkf, tq, d_do, psc, pa, dsa, doa, nq, nk,
+		                  d, causal, j, g, part, dv, dk);
+	free(m);
 	return 0;
 }

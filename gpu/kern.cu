@@ -980,39 +980,54 @@ out:
 }
 
 /* ---- fp8:bwd: the FP8 attention backward, one thread a query row, then a key row ---- */
-static __global__ void k_attn8_bwd_q_rows(int C, int A, const float *Q8, const float *K8,
-                                          const float *V8, const float *DQ8, size_t tq,
-                                          const float *DK8, const float *DV8, size_t tk,
-                                          const float *L, const float *O, const float *DO8,
-                                          float d_do, float sc, float psc, size_t nq, size_t nk,
-                                          size_t d, size_t bk, int causal, float *P8A, float *DS)
+static __global__ void k_attn8_bwd_pre1(int C, float d_do, float *DV8, size_t ntk, float *DPF)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		k_attn8_bwd_pre(C, d_do, DV8, ntk, DPF);
+}
+
+static __global__ void k_attn8_bwd_q_rows(int C, int A, float *QA, float *KA, float *VA, float *DQ8,
+                                          size_t tq, float *DK8, size_t tk, float *DPF, float *L,
+                                          float *O, float *DO8, float d_do, float sc, float psc,
+                                          size_t nq, size_t nk, size_t d, size_t bk, int causal,
+                                          float *SACC, float *P, float *P8, float *DOA, float *OA,
+                                          float *DD, float *P8A, float *DS)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < nq)
-		k_attn8_bwd_q_row(C, A, GPU_K_E4M3, Q8, K8, V8, DQ8, tq, DK8, DV8, tk, L, O, DO8, d_do, sc,
-		                  psc, nq, nk, d, bk, causal, i, P8A, DS);
+		k_attn8_bwd_q_row(C, A, GPU_K_E4M3, QA, KA, VA, DQ8, tq, DK8, tk, DPF, L, O, DO8,
+		                  d_do, sc, psc, nq, nk, d, bk, causal, i, SACC, P, P8, DOA, OA, DD,
+		                  P8A, DS);
 }
 
-static __global__ void k_attn8_bwd_dq_rows(int S, int C, int A, int DF, const float *K8,
-                                           const float *DK8, size_t tk, float sds, size_t nq,
-                                           size_t nk, size_t d, int causal, float *DS, float *DQ,
+static __global__ void k_attn8_bwd_mid1(int C, int A, float sds, float *DQ8, size_t ntq, float *DK8,
+                                        size_t ntk, float *DQF, float *DKF)
+{
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		k_attn8_bwd_mid(C, A, sds, DQ8, ntq, DK8, ntk, DQF, DKF);
+}
+
+static __global__ void k_attn8_bwd_dq_rows(int S, int C, int A, int DF, float *KA, float *DQF,
+                                           size_t tk, float *DO8, float sds, size_t nq, size_t nk,
+                                           size_t d, int causal, float *DS, float *DS8, float *DSA,
+                                           float *DOA, float *G, float *PART, float *DQ,
                                            float *LOST)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < nq)
-		k_attn8_bwd_dq_row(S, C, A, DF, K8, DK8, tk, sds, nq, nk, d, causal, i, DS, DQ, LOST);
+		k_attn8_bwd_dq_row(S, C, A, DF, KA, DQF, tk, DO8, sds, nq, nk, d, causal, i, DS,
+		                   DS8, DSA, DOA, G, PART, DQ, LOST);
 }
 
-static __global__ void k_attn8_bwd_k_rows(int S, int C, int A, const float *Q8, const float *DQ8,
-                                          size_t tq, const float *DO8, float d_do, float psc,
-                                          float sds, const float *P8A, const float *DSA,
-                                          size_t nq, size_t nk, size_t d, int causal, float *DV,
-                                          float *DK)
+static __global__ void k_attn8_bwd_k_rows(int S, int C, int A, float *QA, float *DKF, size_t tq,
+                                          float d_do, float psc, float *P8A, float *DSA, float *DOA,
+                                          size_t nq, size_t nk, size_t d, int causal, float *G,
+                                          float *PART, float *DV, float *DK)
 {
 	size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (j < nk)
-		k_attn8_bwd_k_row(S, C, A, Q8, DQ8, tq, DO8, d_do, psc, sds, P8A, DSA, nq, nk, d, causal,
-		                  j, DV, DK);
+		k_attn8_bwd_k_row(S, C, A, QA, DKF, tq, d_do, psc, P8A, DSA, DOA, nq, nk, d, causal,
+		                  j, G, PART, DV, DK);
 }
 
 extern "C" int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, const float *k8,
@@ -1026,11 +1041,16 @@ extern "C" int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, cons
 	int rc = -1;
 	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk, n1 = (nq + tq - 1) / tq,
 	       n2 = (nk + tk - 1) / tk;
-	/* q8 k8 v8 dq8 dk8 dv8 L O dO8 P8A DS */
-	float *dq_, *dk_, *dv_, *s1, *s2, *s3, *dL, *dO_, *ddo, *dpa, *dds;
-	GPU_CK(cudaMalloc(&m, (3 * nqd + 2 * nkd + n1 + 2 * n2 + nq + 2 * ns) * sizeof *m));
-	dq_ = m, dk_ = dq_ + nqd, dv_ = dk_ + nkd, s1 = dv_ + nkd, s2 = s1 + n1, s3 = s2 + n2,
-	dL = s3 + n2, dO_ = dL + nq, ddo = dO_ + nqd, dpa = ddo + nqd, dds = dpa + ns;
+	/* q8 k8 v8 and their copies in A, dq8 dk8 dv8 dpf, L O dO8, then sacc P
+	 * P8 dO8 and O in A, D, P8A DS */
+	float *dq_, *dk_, *dv_, *qa, *ka, *va, *s1, *s2, *s3, *dpf, *dL, *dO_, *ddo, *dsacc, *dp,
+	    *dp8, *doa, *dOa, *dd, *dpa, *dds;
+	GPU_CK(cudaMalloc(&m, (2 * (nqd + 2 * nkd) + n1 + 3 * n2 + 2 * nq + 4 * nqd + 5 * ns) *
+	                          sizeof *m));
+	dq_ = m, dk_ = dq_ + nqd, dv_ = dk_ + nkd, qa = dv_ + nkd, ka = qa + nqd, va = ka + nkd,
+	s1 = va + nkd, s2 = s1 + n1, s3 = s2 + n2, dpf = s3 + n2, dL = dpf + n2, dO_ = dL + nq,
+	ddo = dO_ + nqd, dsacc = ddo + nqd, dp = dsacc + ns, dp8 = dp + ns, doa = dp8 + ns,
+	dOa = doa + nqd, dd = dOa + nqd, dpa = dd + nq, dds = dpa + ns;
 	GPU_CK(cudaMemcpy(dq_, q8, nqd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dk_, k8, nkd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dv_, v8, nkd * sizeof *m, cudaMemcpyHostToDevice));
@@ -1040,9 +1060,14 @@ extern "C" int gpu_dev_attn8_bwd_q(gpu_kfmt C, gpu_kfmt A, const float *q8, cons
 	GPU_CK(cudaMemcpy(dL, lse, nq * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dO_, o, nqd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(ddo, do8, nqd * sizeof *m, cudaMemcpyHostToDevice));
+	k_attn_operand_rows<<<(unsigned)((nq + 2 * nk + 127) / 128), 128>>>(
+	    2, (int)A, dq_, dk_, dv_, nq, nk, d, qa, ka, va);
+	GPU_CK_LAUNCH();
+	k_attn8_bwd_pre1<<<1, 1>>>((int)C, d_do, s3, n2, dpf);
+	GPU_CK_LAUNCH();
 	k_attn8_bwd_q_rows<<<(unsigned)((nq + 127) / 128), 128>>>(
-	    (int)C, (int)A, dq_, dk_, dv_, s1, tq, s2, s3, tk, dL, dO_, ddo, d_do, sc, psc, nq, nk, d,
-	    bk, causal, dpa, dds);
+	    (int)C, (int)A, qa, ka, va, s1, tq, s2, tk, dpf, dL, dO_, ddo, d_do, sc, psc, nq, nk, d,
+	    bk, causal, dsacc, dp, dp8, doa, dOa, dd, dpa, dds);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(p8a, dpa, ns * sizeof *m, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(ds, dds, ns * sizeof *m, cudaMemcpyDeviceToHost));
@@ -1064,15 +1089,19 @@ extern "C" int gpu_dev_attn8_bwd_rest(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, gpu_kf
 	int rc = -1;
 	size_t nqd = nq * d, nkd = nk * d, ns = nq * nk, n1 = (nq + tq - 1) / tq,
 	       n2 = (nk + tk - 1) / tk;
-	/* q8 k8 dq8 dk8 dO8 P8A DS(A) dQ dK dV lost */
-	float *dq_, *dk_, *s1, *s2, *ddo, *dpa, *dds, *gq, *gk, *gv, *dl;
+	/* q8 k8 and their copies in A, dq8 dk8 and the factors, dO8 and in A,
+	 * P8A DS DS8 DSA, g and part per query and per key, dQ dK dV lost */
+	float *dq_, *dk_, *qa, *ka, *s1, *s2, *dqf, *dkf, *ddo, *doa, *dpa, *dds, *dds8, *dsa, *g1,
+	    *p1, *g2, *p2, *gq, *gk, *gv, *dl;
 	if (DF != GPU_K_E4M3 && DF != GPU_K_E5M2) {
 		snprintf(err, len, "attn8: dS format %d is not e4m3 or e5m2", (int)DF);
 		return -1;
 	}
-	GPU_CK(cudaMalloc(&m, (3 * nqd + 3 * nkd + n1 + n2 + 2 * ns + nq) * sizeof *m));
-	dq_ = m, dk_ = dq_ + nqd, s1 = dk_ + nkd, s2 = s1 + n1, ddo = s2 + n2, dpa = ddo + nqd,
-	dds = dpa + ns, gq = dds + ns, gk = gq + nqd, gv = gk + nkd, dl = gv + nkd;
+	GPU_CK(cudaMalloc(&m, (7 * nqd + 6 * nkd + 2 * (n1 + n2) + 4 * ns + nq) * sizeof *m));
+	dq_ = m, dk_ = dq_ + nqd, qa = dk_ + nkd, ka = qa + nqd, s1 = ka + nkd, s2 = s1 + n1,
+	dqf = s2 + n2, dkf = dqf + n2, ddo = dkf + n1, doa = ddo + nqd, dpa = doa + nqd,
+	dds = dpa + ns, dds8 = dds + ns, dsa = dds8 + ns, g1 = dsa + ns, p1 = g1 + nqd,
+	g2 = p1 + nqd, p2 = g2 + nkd, gq = p2 + nkd, gk = gq + nqd, gv = gk + nkd, dl = gv + nkd;
 	GPU_CK(cudaMemcpy(dq_, q8, nqd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dk_, k8, nkd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(s1, dq8, n1 * sizeof *m, cudaMemcpyHostToDevice));
@@ -1080,13 +1109,18 @@ extern "C" int gpu_dev_attn8_bwd_rest(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, gpu_kf
 	GPU_CK(cudaMemcpy(ddo, do8, nqd * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dpa, p8a, ns * sizeof *m, cudaMemcpyHostToDevice));
 	GPU_CK(cudaMemcpy(dds, ds, ns * sizeof *m, cudaMemcpyHostToDevice));
-	k_attn8_bwd_dq_rows<<<(unsigned)((nq + 127) / 128), 128>>>((int)S, (int)C, (int)A, (int)DF,
-	                                                           dk_, s2, tk, sds, nq, nk, d,
-	                                                           causal, dds, gq, dl);
+	k_attn_operand_rows<<<(unsigned)((nq + nk + 127) / 128), 128>>>(2, (int)A, dq_, dk_, NULL,
+	                                                                nq, nk, d, qa, ka, NULL);
 	GPU_CK_LAUNCH();
-	k_attn8_bwd_k_rows<<<(unsigned)((nk + 127) / 128), 128>>>((int)S, (int)C, (int)A, dq_, s1, tq,
-	                                                          ddo, d_do, psc, sds, dpa, dds, nq,
-	                                                          nk, d, causal, gv, gk);
+	k_attn8_bwd_mid1<<<1, 1>>>((int)C, (int)A, sds, s1, n1, s2, n2, dqf, dkf);
+	GPU_CK_LAUNCH();
+	k_attn8_bwd_dq_rows<<<(unsigned)((nq + 127) / 128), 128>>>(
+	    (int)S, (int)C, (int)A, (int)DF, ka, dqf, tk, ddo, sds, nq, nk, d, causal, dds, dds8,
+	    dsa, doa, g1, p1, gq, dl);
+	GPU_CK_LAUNCH();
+	k_attn8_bwd_k_rows<<<(unsigned)((nk + 127) / 128), 128>>>((int)S, (int)C, (int)A, qa, dkf,
+	                                                          tq, d_do, psc, dpa, dsa, doa, nq,
+	                                                          nk, d, causal, g2, p2, gv, gk);
 	GPU_CK_LAUNCH();
 	GPU_CK(cudaMemcpy(dq, gq, nqd * sizeof *m, cudaMemcpyDeviceToHost));
 	GPU_CK(cudaMemcpy(dk, gk, nkd * sizeof *m, cudaMemcpyDeviceToHost));

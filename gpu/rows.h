@@ -1,18 +1,17 @@
 /*
- * rows.h — the training kernels' per-row bodies (and the block quantisers'
- * per-block ones), written once and compiled twice: by nvcc into
+ * rows.h — the GPU's loops around the training kernels' row sources, and
+ * the block quantisers' per-block bodies, compiled twice: by nvcc into
  * gpu/kern.cu (each operation the format's own CUDA instruction) and by the
  * host compiler into gpu/host_rows.c (each operation the emulator's, in the
  * same format). The fake device runs the host build, so when its results
- * equal the emulator's kernels (emu/kernels/attention.c's backward passes)
- * and quantiser (emu/recipes/recipe.c) the order of operations proved is
- * the one the GPU runs, not a copy of it kept in step by hand. softmax_ce,
- * layernorm, rmsnorm, bce, backward, matmul, batchnorm, the optimizer and
- * attention's forward are not here: each is written once in its row source
- * (emu/kernels/NAME_rows.h), which the engine runs too and the includers
- * read through gpu/krow_loops.h; what is here of them is the GPU's loops:
- * the optimizer's over the steps of one element (k_opt_elem), attention's
- * over a query row's key blocks.
+ * equal the emulator's quantiser (emu/recipes/recipe.c) the order of
+ * operations proved is the one the GPU runs, not a copy of it kept in step
+ * by hand. The training kernels are not here: each is written once in its
+ * row source (emu/kernels/NAME_rows.h), which the engine runs too and the
+ * includers read through gpu/krow_loops.h; what is here of them is the
+ * GPU's loops around the row sources' steps: the optimizer's over the
+ * steps of one element (k_opt_elem), attention's over a query row's key
+ * blocks and its backward's over query and key rows.
  *
  * Plain C that is also valid CUDA C++. The includer defines:
  *   K_FN              the qualifier of every function here (static __device__
@@ -232,8 +231,9 @@ K_FN k_ref k_attn_tile(float *D8, size_t r, size_t tile, float *t)
 	return D8 ? K_AT(D8, r / tile) : K_AT(t, AT_TMP);
 }
 
-/* row r of the nq + 2·nk rows [Q; K; V] (d values each, X's own arrays)
- * into A: the sequential GEMMs' operands */
+/* row r of the nq + 2·nk rows [Q; K; V] (d values each, their own arrays;
+ * V may be NULL, its rows then skipped) into A: the sequential GEMMs'
+ * operands */
 K_FN void k_attn_operand_row(int v, k_fmt A, float *Q, float *K, float *V, size_t nq, size_t nk,
                              size_t d, size_t r, float *QA, float *KA, float *VA)
 {
@@ -242,7 +242,7 @@ K_FN void k_attn_operand_row(int v, k_fmt A, float *Q, float *K, float *V, size_
 		k_attn_to_a(kc, v, 0, A, K_ROW(Q, r * d), d, 0, K_ROW(QA, r * d));
 	else if (r < nq + nk)
 		k_attn_to_a(kc, v, 1, A, K_ROW(K, (r - nq) * d), d, 0, K_ROW(KA, (r - nq) * d));
-	else if (r < nq + 2 * nk)
+	else if (V && r < nq + 2 * nk)
 		k_attn_to_a(kc, v, 2, A, K_ROW(V, (r - nq - nk) * d), d, 0,
 		            K_ROW(VA, (r - nq - nk) * d));
 }
@@ -401,100 +401,99 @@ K_FN void k_attn_bwd_k_row(k_fmt S, k_fmt C, k_fmt A, float *QA, float *PA, floa
 }
 
 /*
- * fp8:bwd (emu/kernels/attention.c's fp8_backward, cuDNN's FP8 attention
- * backward order), per query row i: S_acc recomputed by sequential FMAs in A
- * over A(q8), A(k8); P = exp(C(S_acc)·C(C(d_Q·d_K)·sc) − L_i) per key block
- * of bk; P8A = A(E4(P·psc)) (the dV GEMM's operand); dP = C(Σ_c A(dO8)·A(v8))
- * times C(d_dO·d_V) per tile of tk keys; D = C(Σ_c A(dO8)·A(C(O)))·d_dO;
- * DS = (dP − D)·P·sc, all in C. dO8 holds dO quantised (values of its FP8
- * format), d_do its decode scale in C; masked keys get +0.
+ * fp8:bwd (the row source's k_attn8_bwd_*), on the forward's e4m3 Q, K, V
+ * in A (QA, KA, VA: k_attn_operand_row's) and their tile decode scales;
+ * DO8 holds dO quantised (values of its FP8 format), d_do its decode scale
+ * in C; sds dS's scale in C (the runner chooses it from the amax of DS
+ * between the two launches, as the engine does); masked keys get +0.
  */
-K_FN void k_attn8_bwd_q_row(k_fmt C, k_fmt A, k_fmt E4, const float *Q8, const float *K8,
-                            const float *V8, const float *DQ8, size_t tq, const float *DK8,
-                            const float *DV8, size_t tk, const float *L, const float *O,
-                            const float *DO8, float d_do, float sc, float psc, size_t nq,
-                            size_t nk, size_t d, size_t bk, int causal, size_t i, float *P8A,
-                            float *DS)
+K_FN void k_attn8_bwd_t(k_fmt C, float sc, float psc, float d_do, float sds, float *t)
 {
-	size_t n = causal ? i + 1 + (nk - nq) : nk;
-	float *pa = P8A + i * nk, *ds = DS + i * nk;
-	float D = 0.0f;
-	for (size_t c = 0; c < d; c++)
-		D = K_FMA(A, K_RND(A, DO8[i * d + c]), K_RND(A, K_RND(C, O[i * d + c])), D);
-	D = K_MUL(C, K_RND(C, D), d_do);
-	for (size_t j = 0; j < nk; j++) {
-		pa[j] = ds[j] = 0.0f;
-		if (j >= n)
-			continue;
-		float s = 0.0f, dp = 0.0f;
-		for (size_t c = 0; c < d; c++)
-			s = K_FMA(A, K_RND(A, Q8[i * d + c]), K_RND(A, K8[j * d + c]), s);
-		float dsc = K_MUL(C, K_MUL(C, DQ8[i / tq], DK8[j / bk * bk / tk]), sc);
-		float p = K_EXP(C, K_SUB(C, K_MUL(C, K_RND(C, s), dsc), L[i]));
-		pa[j] = K_RND(A, K_RND(E4, K_MUL(C, p, psc)));
-		for (size_t c = 0; c < d; c++)
-			dp = K_FMA(A, K_RND(A, DO8[i * d + c]), K_RND(A, V8[j * d + c]), dp);
-		dp = K_MUL(C, K_RND(C, dp), K_MUL(C, d_do, DV8[j / tk]));
-		ds[j] = K_MUL(C, K_MUL(C, K_SUB(C, dp, D), p), sc);
-	}
+	k_attn_row_t(ATT_FP8, C, sc, psc, t);
+	t[AT_DDO] = d_do;
+	t[AT_SDS] = sds;
 }
 
-/* fp8:bwd, query row i, after dS's scale sds (in C) is chosen from its
- * amax: DSA = A(DF(dS·sds)) (LOST[i]: the nonzero dS it flushed), then dQ_i
- * = Σ over K's tiles t of (Σ_j DSA_ij·A(k8_j)) · A(C(d_K[t] / sds)), the tiles
- * added in A in order, stored in S */
-K_FN void k_attn8_bwd_dq_row(k_fmt S, k_fmt C, k_fmt A, k_fmt DF, const float *K8,
-                             const float *DK8, size_t tk, float sds, size_t nq, size_t nk,
-                             size_t d, int causal, size_t i, float *DS, float *DQ, float *LOST)
+/* one thread, before the query rows: dP's factors per V tile (DPF, ntk) */
+K_FN void k_attn8_bwd_pre(k_fmt C, float d_do, float *DV8, size_t ntk, float *DPF)
 {
+	int kc = 0;
+	float t[AT_NT];
+	k_attn8_bwd_t(C, 0.0f, 0.0f, d_do, 0.0f, t);
+	k_attn8_bwd_dp_f(kc, C, t, K_ROW(DV8, 0), ntk, K_ROW(DPF, 0));
+}
+
+/* query row i: dO8's and O's rows into A (DOA, OA), P recomputed (P) and
+ * cast (P8, and in A P8A), D (DD[i]) and dS (DS, in C, before its scale) */
+K_FN void k_attn8_bwd_q_row(k_fmt C, k_fmt A, k_fmt E4, float *QA, float *KA, float *VA, float *DQ8,
+                            size_t tq, float *DK8, size_t tk, float *DPF, float *L, float *O,
+                            float *DO8, float d_do, float sc, float psc, size_t nq, size_t nk,
+                            size_t d, size_t bk, int causal, size_t i, float *SACC, float *P,
+                            float *P8, float *DOA, float *OA, float *DD, float *P8A, float *DS)
+{
+	int kc = 0;
 	size_t n = causal ? i + 1 + (nk - nq) : nk;
-	float *ds = DS + i * nk, lost = 0.0f;
-	for (size_t j = 0; j < n; j++) {
-		float q = K_RND(DF, K_MUL(C, ds[j], sds));
-		lost += ds[j] != 0.0f && q == 0.0f;
-		ds[j] = K_RND(A, q);
-	}
+	float t[AT_NT];
+	k_ref pa = K_ROW(P8A, i * nk), ds = K_ROW(DS, i * nk);
+	k_attn8_bwd_t(C, sc, psc, d_do, 0.0f, t);
+	k_attn8_bwd_do(kc, A, K_ROW(DO8, i * d), d, 0, K_ROW(DOA, i * d));
+	k_attn_bwd_o(kc, C, A, K_ROW(O, i * d), d, 0, K_ROW(OA, i * d));
+	k_attn8_bwd_p(kc, C, A, E4, QA, KA, K_AT(DQ8, i / tq), DK8, t, K_AT(L, i), d, i, nk, n, bk,
+	              tk, K_ROW(SACC, i * nk), K_ROW(P, i * nk), K_ROW(P8, i * nk), pa);
+	k_attn8_bwd_ds(kc, C, A, DOA, OA, VA, K_ROW(P, i * nk), DPF, t, d, i, nk, n, tk,
+	               K_AT(DD, i), ds);
+	K_FILL(K_SHIFT(pa, n), 0, nk - n);
+	K_FILL(K_SHIFT(ds, n), 0, nk - n);
+}
+
+/* one thread, after dS's scale: dQ's and dK's factors per K and Q tile */
+K_FN void k_attn8_bwd_mid(k_fmt C, k_fmt A, float sds, float *DQ8, size_t ntq, float *DK8,
+                          size_t ntk, float *DQF, float *DKF)
+{
+	int kc = 0;
+	float t[AT_NT];
+	k_attn8_bwd_t(C, 0.0f, 0.0f, 0.0f, sds, t);
+	k_attn8_bwd_f(kc, C, A, t, K_ROW(DK8, 0), ntk, K_ROW(DQ8, 0), ntq, K_ROW(DQF, 0),
+	              K_ROW(DKF, 0));
+}
+
+/* query row i after the scale: dO8's row into A (DOA), dS cast (DS8, and
+ * in A DSA; LOST[i] the nonzero dS it flushed), then dQ's row; G and PART
+ * scratch rows of d */
+K_FN void k_attn8_bwd_dq_row(k_fmt S, k_fmt C, k_fmt A, k_fmt DF, float *KA, float *DQF, size_t tk,
+                             float *DO8, float sds, size_t nq, size_t nk, size_t d, int causal,
+                             size_t i, float *DS, float *DS8, float *DSA, float *DOA, float *G,
+                             float *PART, float *DQ, float *LOST)
+{
+	int kc = 0;
+	size_t n = causal ? i + 1 + (nk - nq) : nk;
+	float t[AT_NT], lost = 0.0f;
+	k_ref ds = K_ROW(DS, i * nk), ds8 = K_ROW(DS8, i * nk), dsa = K_ROW(DSA, i * nk);
+	k_attn8_bwd_t(C, 0.0f, 0.0f, 0.0f, sds, t);
+	k_attn8_bwd_do(kc, A, K_ROW(DO8, i * d), d, 0, K_ROW(DOA, i * d));
+	k_attn8_bwd_cast(kc, C, A, DF, t, i, nk, n, ds, ds8, dsa);
+	for (size_t j = 0; j < n; j++)
+		lost += ds.p[j] != 0.0f && ds8.p[j] == 0.0f;
 	LOST[i] = lost;
-	for (size_t c = 0; c < d; c++) {
-		float g = 0.0f;
-		for (size_t j0 = 0; j0 < n; j0 += tk) {
-			size_t j1 = j0 + tk < n ? j0 + tk : n;
-			float part = 0.0f;
-			for (size_t j = j0; j < j1; j++)
-				part = K_FMA(A, ds[j], K_RND(A, K8[j * d + c]), part);
-			part = K_MUL(A, part, K_RND(A, K_DIV(C, DK8[j0 / tk], sds)));
-			g = j0 == 0 ? part : K_ADD(A, g, part);
-		}
-		DQ[i * d + c] = K_RND(S, g);
-	}
+	k_attn8_bwd_dq(kc, S, A, dsa, KA, DQF, d, i, nk, n, tk, K_ROW(G, i * d), K_ROW(PART, i * d),
+	               K_ROW(DQ, i * d));
 }
 
-/* fp8:bwd, key row j (after every query row's DSA): dV_j = S(Σ_i P8A_ij·
- * A(dO8_i) · A(C(d_dO / psc))) and dK_j = Σ over Q's tiles t of (Σ_i
- * DSA_ij·A(q8_i)) · A(C(d_Q[t] / sds)), added in A in order, stored in S,
- * over the queries that see key j */
-K_FN void k_attn8_bwd_k_row(k_fmt S, k_fmt C, k_fmt A, const float *Q8, const float *DQ8,
-                            size_t tq, const float *DO8, float d_do, float psc, float sds,
-                            const float *P8A, const float *DSA, size_t nq, size_t nk, size_t d,
-                            int causal, size_t j, float *DV, float *DK)
+/* key row j (after every query row's dq): dV's row (its factor from d_do
+ * and psc) and dK's; G and PART scratch rows of d */
+K_FN void k_attn8_bwd_k_row(k_fmt S, k_fmt C, k_fmt A, float *QA, float *DKF, size_t tq, float d_do,
+                            float psc, float *P8A, float *DSA, float *DOA, size_t nq, size_t nk,
+                            size_t d, int causal, size_t j, float *G, float *PART, float *DV,
+                            float *DK)
 {
+	int kc = 0;
 	size_t shift = nk - nq, i0 = causal && j > shift ? j - shift : 0;
-	float fa = K_RND(A, K_DIV(C, d_do, psc));
-	for (size_t c = 0; c < d; c++) {
-		float gv = 0.0f, gk = 0.0f;
-		for (size_t i = i0; i < nq; i++)
-			gv = K_FMA(A, P8A[i * nk + j], K_RND(A, DO8[i * d + c]), gv);
-		DV[j * d + c] = K_RND(S, K_MUL(A, gv, fa));
-		for (size_t t = i0 / tq; t * tq < nq; t++) {
-			size_t lo = t * tq > i0 ? t * tq : i0, hi = (t + 1) * tq < nq ? (t + 1) * tq : nq;
-			float part = 0.0f;
-			for (size_t i = lo; i < hi; i++)
-				part = K_FMA(A, DSA[i * nk + j], K_RND(A, Q8[i * d + c]), part);
-			part = K_MUL(A, part, K_RND(A, K_DIV(C, DQ8[t], sds)));
-			gk = t == i0 / tq ? part : K_ADD(A, gk, part);
-		}
-		DK[j * d + c] = K_RND(S, gk);
-	}
+	float t[AT_NT];
+	k_attn8_bwd_t(C, 0.0f, psc, d_do, 0.0f, t);
+	k_attn8_bwd_dv_f(kc, C, A, t);
+	k_attn8_bwd_dv(kc, S, A, P8A, DOA, t, d, nq, nk, j, i0, K_ROW(G, j * d), K_ROW(DV, j * d));
+	k_attn8_bwd_dk(kc, S, A, DSA, QA, DKF, d, nq, nk, j, i0, tq, K_ROW(G, j * d),
+	               K_ROW(PART, j * d), K_ROW(DK, j * d));
 }
 
 #endif

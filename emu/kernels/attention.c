@@ -110,8 +110,9 @@
  * over a row's key blocks (k_attn_fwd_row; :tc k_attn_soft_row and k_attn_out_row
  * around our mma.sync GEMMs, gpu/mma.cu) call the same row steps, compiled by nvcc in
  * gpu/kern.cu and with the emulator's operations in gpu/host_rows.c for the fake
- * device, whose outputs tests/gpu/ compares with this file's (docs/gpu.md). The
- * backward passes are still gpu/rows.h's own `k_attn_bwd_*` and `k_attn8_bwd_*` rows.
+ * device, whose outputs tests/gpu/ compares with this file's (docs/gpu.md); the
+ * backward passes likewise (k_attn_bwd_q_row and k_attn_bwd_k_row; fp8:bwd's
+ * k_attn8_bwd_*_row, dS's scale chosen by the runner between its launches).
  */
 #include <math.h>
 #include <stdio.h>
@@ -519,125 +520,19 @@ static int forward_row(ctx *k, size_t i)
  * recomputed from S and L; dO and dS in DF (e5m2 or e4m3) with one scale
  * per tensor; dV, dQ and dK stored in the storage format.
  */
-static int fp8_backward(ctx *k, const emu_kin *in, const double *dor, emu_vec *ds_lost,
-                        emu_vec *amax_ds)
+/* fp8:bwd, dS's scale s into t[AT_SDS]: ds_scale, or fmax_DF / amax over
+ * the unmasked entries this backend holds, clamped to the largest finite
+ * value of fp32 and of the compute format (1 when the amax is 0 or not
+ * finite), stored in fp32 and converted into the compute format; the amax
+ * itself is an output (cuDNN's amax_dP) */
+static void ds_scale(ctx *k, emu_vec *dS, emu_vec *amax_ds)
 {
-	const emu_recipe *rdo = &k->rdo;
-	const emu_format *DF = k->DF;
-	emu_vec *Qo = k->Qo, *Ko = k->Ko, *Vo = k->Vo, *dq8 = k->dq8, *dk8 = k->dk8, *dv8 = k->dv8,
-	        *O = k->O, *L = k->L, *dQ = k->dQ, *dK = k->dK, *dV = k->dV, *P = k->P, *PA = k->PA,
-	        *sacc = k->sacc;
-	size_t nq = k->nq, nk = k->nk, d = k->d, B = k->B, Tq = k->Tq, Tk = k->Tk;
+	emu_be *be = k->be;
+	const emu_format *C = k->C, *DF = k->DF, *F32 = k->F32;
+	size_t nq = k->nq, nk = k->nk, shift = nk - nq;
 	bool causal = k->causal;
 	double dss = k->dss;
-	emu_ref sc = emu_at(k->t, AT_SC), psc = emu_at(k->t, AT_PSC);
-	emu_be *be = k->be;
-	const emu_format *S = k->S, *C = k->C, *A = k->A, *E4 = k->E4, *F32 = k->F32;
-	size_t shift = nk - nq, nkt = (nk + B - 1) / B, ntq = (nq + Tq - 1) / Tq,
-	       ntk = (nk + Tk - 1) / Tk;
-	emu_vec *dOc = emu_vec_new(be, nq * d), *dOA = emu_vec_new(be, nq * d),
-	        *OA = emu_vec_new(be, nq * d), *P8 = emu_vec_new(be, nq * nk),
-	        *dS = emu_vec_new(be, nq * nk), *dS8 = emu_vec_new(be, nq * nk),
-	        *dSA = emu_vec_new(be, nq * nk), *Dv = emu_vec_new(be, nq), *g = emu_vec_new(be, d),
-	        *part = emu_vec_new(be, d), *ddo = emu_vec_new(be, 1), *dpf = emu_vec_new(be, ntk),
-	        *dqf = emu_vec_new(be, ntk), *dkf = emu_vec_new(be, ntq), *t = emu_vec_new(be, 4);
-	int rc = -1;
-	if (!dOc || !dOA || !OA || !P8 || !dS || !dS8 || !dSA || !Dv || !g || !part || !ddo ||
-	    !dpf || !dqf || !dkf || !t)
-		goto out;
-	emu_ref dsc = emu_at(t, 0), fa = emu_at(t, 1), sds = emu_at(t, 2), d_do = emu_at(ddo, 0);
-	/* dO = ±1 stored, into the compute format, then quantised to DF with one
-	 * fp32 scale (current scaling: fmax / amax) */
-	emu_input(be, S_DO, S, emu_row(dOc, 0), dor, 1, nq * d, 0, NULL);
-	emu_map(be, S_DO_C, EMU_OP_CVT, C, emu_row(dOc, 0), emu_row(dOc, 0), EMU_NOREF, EMU_NOREF,
-	        nq * d, 0, NULL);
-	if (quantise(be, rdo, dOc, nq, d, nq, 0, in->seed, dOc, ddo, C, &do_steps) != 0)
-		goto out;
-	emu_map(be, S_DO_A, EMU_OP_CVT, A, emu_row(dOA, 0), emu_row(dOc, 0), EMU_NOREF, EMU_NOREF,
-	        nq * d, 0, NULL);
-	emu_map(be, S_O_C, EMU_OP_CVT, C, emu_row(OA, 0), emu_row(O, 0), EMU_NOREF, EMU_NOREF,
-	        nq * d, 0, NULL);
-	emu_map(be, S_O_A, EMU_OP_CVT, A, emu_row(OA, 0), emu_row(OA, 0), EMU_NOREF, EMU_NOREF,
-	        nq * d, 0, NULL);
-	/* P_ij = exp(S_ij − L_i) with S as the forward computes it, and its e4m3
-	 * cast P8 = E(P · p_scale) as the forward's */
-	for (size_t i = 0; i < nq; i++) {
-		size_t n = causal ? i + 1 + shift : nk;
-		uint64_t el = (uint64_t)i * nk;
-		emu_ref Pr = emu_row(P, i * nk), P8r = emu_row(P8, i * nk);
-		for (size_t j = 0; j < n; j++) {
-			emu_fill(be, emu_at(sacc, j), 0, 1);
-			emu_fold(be, S_QK_B, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(sacc, j),
-			         emu_row(Qo, i * d), emu_row(Ko, j * d), d, (el + j) * d);
-		}
-		emu_map(be, S_S_C_B, EMU_OP_CVT, C, Pr, emu_row(sacc, 0), EMU_NOREF, EMU_NOREF, n,
-		        el, NULL);
-		for (size_t j0 = 0, b = 0; j0 < n; j0 += B, b++) {
-			size_t nb = j0 + B < n ? B : n - j0;
-			uint64_t pe = (uint64_t)i * nkt + b;
-			emu_op1(be, S_DESCALE_B, EMU_OP_MUL, C, dsc, emu_at(dq8, i / Tq),
-			        emu_at(dk8, j0 / Tk), pe);
-			emu_op1(be, S_DESCALE_SCALE_B, EMU_OP_MUL, C, dsc, dsc, sc, pe);
-			emu_map(be, S_SCALE_B, EMU_OP_MUL, C, emu_row(P, i * nk + j0),
-			        emu_row(P, i * nk + j0), dsc, EMU_NOREF, nb, el + j0, NULL);
-		}
-		emu_map(be, S_SUB_L, EMU_OP_SUB, C, Pr, Pr, emu_at(L, i), EMU_NOREF, n, el, NULL);
-		emu_map(be, S_EXP_B, EMU_OP_EXP, C, Pr, Pr, EMU_NOREF, EMU_NOREF, n, el, NULL);
-		emu_map(be, S_P_MUL_B, EMU_OP_MUL, C, P8r, Pr, psc, EMU_NOREF, n, el, NULL);
-		emu_map(be, S_P_CAST_B, EMU_OP_CVT, E4, P8r, P8r, EMU_NOREF, EMU_NOREF, n, el,
-		        NULL);
-		emu_map(be, S_P_A_B, EMU_OP_CVT, A, emu_row(PA, i * nk), P8r, EMU_NOREF, EMU_NOREF,
-		        n, el, NULL);
-	}
-	/* dV = P8ᵀ·dO8 (one GEMM), descaled by d_dO / p_scale */
-	emu_op1(be, S_DV_FACTOR, EMU_OP_DIV, C, dsc, d_do, psc, 0);
-	emu_op1(be, S_DV_FACTOR_A, EMU_OP_CVT, A, fa, dsc, EMU_NOREF, 0);
-	for (size_t j = 0; j < nk; j++) {
-		size_t i0 = causal && j > shift ? j - shift : 0;
-		for (size_t c = 0; c < d; c++) {
-			emu_fill(be, emu_at(g, c), 0, 1);
-			emu_fold(be, S_DV, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(g, c),
-			         emu_strided(PA, i0 * nk + j, nk), emu_strided(dOA, i0 * d + c, d),
-			         nq - i0, ((uint64_t)j * d + c) * nq + i0);
-		}
-		emu_map(be, S_DV_DESCALE, EMU_OP_MUL, A, emu_row(g, 0), emu_row(g, 0), fa,
-		        EMU_NOREF, d, (uint64_t)j * d, NULL);
-		emu_map(be, S_DV_STORE, EMU_OP_CVT, S, emu_row(dV, j * d), emu_row(g, 0), EMU_NOREF,
-		        EMU_NOREF, d, (uint64_t)j * d, NULL);
-	}
-	/* dP = dO8·V8ᵀ descaled by d_dO·d_V (one factor per V tile); D = dO8·O
-	 * descaled by d_dO; dS = (dP − D)·P·scale, all in the compute format */
-	emu_map(be, S_DP_FACTOR, EMU_OP_MUL, C, emu_row(dpf, 0), d_do, emu_row(dv8, 0), EMU_NOREF,
-	        ntk, 0, NULL);
-	for (size_t i = 0; i < nq; i++) {
-		size_t n = causal ? i + 1 + shift : nk;
-		uint64_t el = (uint64_t)i * nk;
-		emu_ref dSr = emu_row(dS, i * nk);
-		for (size_t j = 0; j < n; j++) {
-			emu_fill(be, emu_at(dS, i * nk + j), 0, 1);
-			emu_fold(be, S_DP, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(dS, i * nk + j),
-			         emu_row(dOA, i * d), emu_row(Vo, j * d), d, (el + j) * d);
-		}
-		emu_map(be, S_DP_C, EMU_OP_CVT, C, dSr, dSr, EMU_NOREF, EMU_NOREF, n, el, NULL);
-		for (size_t j0 = 0; j0 < n; j0 += Tk)
-			emu_map(be, S_DP_DESCALE, EMU_OP_MUL, C, emu_row(dS, i * nk + j0),
-			        emu_row(dS, i * nk + j0), emu_at(dpf, j0 / Tk), EMU_NOREF,
-			        (j0 + Tk < n ? Tk : n - j0), el + j0, NULL);
-		emu_fill(be, emu_at(Dv, i), 0, 1);
-		emu_fold(be, S_ROWSUM, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(Dv, i),
-		         emu_row(dOA, i * d), emu_row(OA, i * d), d, (uint64_t)i * d);
-		emu_op1(be, S_ROWSUM_C, EMU_OP_CVT, C, emu_at(Dv, i), emu_at(Dv, i), EMU_NOREF, i);
-		emu_op1(be, S_ROWSUM_DESCALE, EMU_OP_MUL, C, emu_at(Dv, i), emu_at(Dv, i), d_do, i);
-		emu_map(be, S_DS_SUB, EMU_OP_SUB, C, dSr, dSr, emu_at(Dv, i), EMU_NOREF, n, el,
-		        NULL);
-		emu_map(be, S_DS, EMU_OP_MUL, C, dSr, dSr, emu_row(P, i * nk), EMU_NOREF, n, el,
-		        NULL);
-		emu_map(be, S_DS_SCALE, EMU_OP_MUL, C, dSr, dSr, sc, EMU_NOREF, n, el, NULL);
-	}
-	/* dS's amax over the unmasked entries (on the values this backend
-	 * holds), its scale (ds_scale, or fmax / amax clamped to the largest
-	 * finite value of fp32 and of the compute format; 1 when the amax is 0
-	 * or not finite), stored in fp32 and converted into the compute format */
+	emu_ref sds = emu_at(k->t, AT_SDS);
 	double amax = 0, s;
 	bool nan = false;
 	for (size_t i = 0; i < nq; i++) {
@@ -666,82 +561,71 @@ static int fp8_backward(ctx *k, const emu_kin *in, const double *dor, emu_vec *d
 	emu_input(be, S_DS8_SCALE, F32, sds, &s, 1, 1, 0, NULL);
 	be->loading = was;
 	emu_op1(be, S_DS8_SCALE_C, EMU_OP_CVT, C, sds, sds, EMU_NOREF, 0);
-	/* dS8 = DF(dS · s), into the accumulator format */
-	double lost = 0;
+}
+
+static int fp8_backward(ctx *k, const emu_kin *in, const double *dor, emu_vec *ds_lost,
+                        emu_vec *amax_ds)
+{
+	emu_be *be = k->be;
+	const emu_format *S = k->S, *C = k->C, *A = k->A, *DF = k->DF;
+	size_t nq = k->nq, nk = k->nk, d = k->d, shift = nk - nq, Tq = k->Tq, Tk = k->Tk,
+	       ntq = (nq + Tq - 1) / Tq, ntk = (nk + Tk - 1) / Tk;
+	emu_vec *dOc = emu_vec_new(be, nq * d), *dOA = emu_vec_new(be, nq * d),
+	        *OA = emu_vec_new(be, nq * d), *P8 = emu_vec_new(be, nq * nk),
+	        *dS = emu_vec_new(be, nq * nk), *dS8 = emu_vec_new(be, nq * nk),
+	        *dSA = emu_vec_new(be, nq * nk), *Dv = emu_vec_new(be, nq), *g = emu_vec_new(be, d),
+	        *part = emu_vec_new(be, d), *ddo = emu_vec_new(be, 1), *dpf = emu_vec_new(be, ntk),
+	        *dqf = emu_vec_new(be, ntk), *dkf = emu_vec_new(be, ntq);
+	if (!dOc || !dOA || !OA || !P8 || !dS || !dS8 || !dSA || !Dv || !g || !part || !ddo ||
+	    !dpf || !dqf || !dkf)
+		return -1;
+	/* dO = ±1 stored, into the compute format, then quantised to DF with one
+	 * fp32 scale (current scaling: fmax / amax) */
+	emu_input(be, S_DO, S, emu_row(dOc, 0), dor, 1, nq * d, 0, NULL);
+	emu_map(be, S_DO_C, EMU_OP_CVT, C, emu_row(dOc, 0), emu_row(dOc, 0), EMU_NOREF, EMU_NOREF,
+	        nq * d, 0, NULL);
+	if (quantise(be, &k->rdo, dOc, nq, d, nq, 0, in->seed, dOc, ddo, C, &do_steps) != 0)
+		return -1;
+	emu_copy(be, emu_at(k->t, AT_DDO), emu_at(ddo, 0), 1);
+	k_attn8_bwd_do(be, A, emu_row(dOc, 0), nq * d, 0, emu_row(dOA, 0));
+	k_attn_bwd_o(be, C, A, emu_row(k->O, 0), nq * d, 0, emu_row(OA, 0));
+	for (size_t i = 0; i < nq; i++) /* P and its e4m3 cast, as the forward's */
+		k_attn8_bwd_p(be, C, A, k->E4, k->Qo, k->Ko, emu_at(k->dq8, i / Tq), k->dk8, k->t,
+		              emu_at(k->L, i), d, i, nk, k->causal ? i + 1 + shift : nk, k->B, Tk,
+		              emu_row(k->sacc, 0), emu_row(k->P, i * nk), emu_row(P8, i * nk),
+		              emu_row(k->PA, i * nk));
+	k_attn8_bwd_dv_f(be, C, A, k->t);
+	for (size_t j = 0; j < nk; j++)
+		k_attn8_bwd_dv(be, S, A, k->PA, dOA, k->t, d, nq, nk, j,
+		               k->causal && j > shift ? j - shift : 0, emu_row(g, 0),
+		               emu_row(k->dV, j * d));
+	k_attn8_bwd_dp_f(be, C, k->t, emu_row(k->dv8, 0), ntk, emu_row(dpf, 0));
+	for (size_t i = 0; i < nq; i++)
+		k_attn8_bwd_ds(be, C, A, dOA, OA, k->Vo, emu_row(k->P, i * nk), dpf, k->t, d, i, nk,
+		               k->causal ? i + 1 + shift : nk, Tk, emu_at(Dv, i),
+		               emu_row(dS, i * nk));
+	ds_scale(k, dS, amax_ds);
+	double lost = 0; /* dS8 = DF(dS · s), into the accumulator format */
 	for (size_t i = 0; i < nq; i++) {
-		size_t n = causal ? i + 1 + shift : nk;
-		uint64_t el = (uint64_t)i * nk;
-		emu_ref r8 = emu_row(dS8, i * nk);
-		emu_map(be, S_DS_MUL, EMU_OP_MUL, C, r8, emu_row(dS, i * nk), sds, EMU_NOREF, n, el,
-		        NULL);
-		emu_map(be, S_DS_CAST, EMU_OP_CVT, DF, r8, r8, EMU_NOREF, EMU_NOREF, n, el, NULL);
+		size_t n = k->causal ? i + 1 + shift : nk;
+		k_attn8_bwd_cast(be, C, A, DF, k->t, i, nk, n, emu_row(dS, i * nk),
+		                 emu_row(dS8, i * nk), emu_row(dSA, i * nk));
 		for (size_t j = 0; j < n; j++)
 			lost +=
 			    emu_vget(be, dS, i * nk + j) != 0 && emu_vget(be, dS8, i * nk + j) == 0;
-		emu_map(be, S_DS_A, EMU_OP_CVT, A, emu_row(dSA, i * nk), r8, EMU_NOREF, EMU_NOREF,
-		        n, el, NULL);
 	}
 	emu_fill(be, emu_at(ds_lost, 0), lost, 1);
-	/* the descale factors A(C(d_K[t] / s)) and A(C(d_Q[t] / s)) */
-	emu_map(be, S_DQ_FACTOR, EMU_OP_DIV, C, emu_row(dqf, 0), emu_row(dk8, 0), sds, EMU_NOREF,
-	        ntk, 0, NULL);
-	emu_map(be, S_DQ_FACTOR_A, EMU_OP_CVT, A, emu_row(dqf, 0), emu_row(dqf, 0), EMU_NOREF,
-	        EMU_NOREF, ntk, 0, NULL);
-	emu_map(be, S_DK_FACTOR, EMU_OP_DIV, C, emu_row(dkf, 0), emu_row(dq8, 0), sds, EMU_NOREF,
-	        ntq, 0, NULL);
-	emu_map(be, S_DK_FACTOR_A, EMU_OP_CVT, A, emu_row(dkf, 0), emu_row(dkf, 0), EMU_NOREF,
-	        EMU_NOREF, ntq, 0, NULL);
-	/* dQ_i = Σ over K's tiles of (dS8_i,tile · K8_tile) · factor, tile by tile
-	 * added in the accumulator format, stored */
-	for (size_t i = 0; i < nq; i++) {
-		size_t n = causal ? i + 1 + shift : nk;
-		for (size_t j0 = 0; j0 < n; j0 += Tk) {
-			size_t nt = j0 + Tk < n ? Tk : n - j0, tt = j0 / Tk;
-			emu_vec *dst = j0 == 0 ? g : part;
-			for (size_t c = 0; c < d; c++) {
-				emu_fill(be, emu_at(dst, c), 0, 1);
-				emu_fold(be, S_DQ, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(dst, c),
-				         emu_row(dSA, i * nk + j0), emu_strided(Ko, j0 * d + c, d),
-				         nt, ((uint64_t)i * d + c) * nk + j0);
-			}
-			uint64_t pe = ((uint64_t)i * ntk + tt) * d;
-			emu_map(be, S_DQ_DESCALE, EMU_OP_MUL, A, emu_row(dst, 0), emu_row(dst, 0),
-			        emu_at(dqf, tt), EMU_NOREF, d, pe, NULL);
-			if (j0)
-				emu_map(be, S_DQ_ADD, EMU_OP_ADD, A, emu_row(g, 0), emu_row(g, 0),
-				        emu_row(part, 0), EMU_NOREF, d, pe, NULL);
-		}
-		emu_map(be, S_DQ_STORE, EMU_OP_CVT, S, emu_row(dQ, i * d), emu_row(g, 0), EMU_NOREF,
-		        EMU_NOREF, d, (uint64_t)i * d, NULL);
-	}
-	/* dK_j = Σ over Q's tiles of (dS8ᵀ_j,tile · Q8_tile) · factor, likewise */
-	for (size_t j = 0; j < nk; j++) {
-		size_t i0 = causal && j > shift ? j - shift : 0;
-		bool first = true;
-		for (size_t tt = i0 / Tq; tt * Tq < nq; tt++, first = false) {
-			size_t lo = tt * Tq > i0 ? tt * Tq : i0,
-			       hi = (tt + 1) * Tq < nq ? (tt + 1) * Tq : nq;
-			emu_vec *dst = first ? g : part;
-			for (size_t c = 0; c < d; c++) {
-				emu_fill(be, emu_at(dst, c), 0, 1);
-				emu_fold(be, S_DK, EMU_OP_FMA, A, EMU_ORDER_SEQ, emu_at(dst, c),
-				         emu_strided(dSA, lo * nk + j, nk),
-				         emu_strided(Qo, lo * d + c, d), hi - lo,
-				         ((uint64_t)j * d + c) * nq + lo);
-			}
-			uint64_t pe = ((uint64_t)j * ntq + tt) * d;
-			emu_map(be, S_DK_DESCALE, EMU_OP_MUL, A, emu_row(dst, 0), emu_row(dst, 0),
-			        emu_at(dkf, tt), EMU_NOREF, d, pe, NULL);
-			if (!first)
-				emu_map(be, S_DK_ADD, EMU_OP_ADD, A, emu_row(g, 0), emu_row(g, 0),
-				        emu_row(part, 0), EMU_NOREF, d, pe, NULL);
-		}
-		emu_map(be, S_DK_STORE, EMU_OP_CVT, S, emu_row(dK, j * d), emu_row(g, 0), EMU_NOREF,
-		        EMU_NOREF, d, (uint64_t)j * d, NULL);
-	}
-	rc = 0;
-out:
-	return rc;
+	k_attn8_bwd_f(be, C, A, k->t, emu_row(k->dk8, 0), ntk, emu_row(k->dq8, 0), ntq,
+	              emu_row(dqf, 0), emu_row(dkf, 0));
+	for (size_t i = 0; i < nq; i++)
+		k_attn8_bwd_dq(be, S, A, emu_row(dSA, i * nk), k->Ko, dqf, d, i, nk,
+		               k->causal ? i + 1 + shift : nk, Tk, emu_row(g, 0), emu_row(part, 0),
+		               emu_row(k->dQ, i * d));
+	for (size_t j = 0; j < nk; j++)
+		k_attn8_bwd_dk(be, S, A, dSA, k->Qo, dkf, d, nq, nk, j,
+		               k->causal && j > shift ? j - shift : 0, Tq, emu_row(g, 0),
+		               emu_row(part, 0), emu_row(k->dK, j * d));
+	return 0;
 }
 
 /* The backward of naive:bwd and online:bwd (the header's order): the row
@@ -923,7 +807,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	k.Qc = emu_vec_new(be, nq * d), k.Kc = emu_vec_new(be, nk * d),
 	k.Vc = emu_vec_new(be, nk * d);
 	k.sacc = emu_vec_new(be, nk), k.s = emu_vec_new(be, nk), k.e = emu_vec_new(be, nk),
-	k.ea = emu_vec_new(be, nk), k.oacc = emu_vec_new(be, d), k.t = emu_vec_new(be, 16);
+	k.ea = emu_vec_new(be, nk), k.oacc = emu_vec_new(be, d), k.t = emu_vec_new(be, AT_NT);
 	k.P = emu_vec_new(be, bwd ? nq * nk : nk), k.PA = emu_vec_new(be, bwd ? nq * nk : nk);
 	if (f8) {
 		k.dq8 = emu_vec_new(be, (nq + k.Tq - 1) / k.Tq);

@@ -164,6 +164,9 @@ enum {
 	AT_PSC, /* fp8: the static P scale, in C */
 	AT_VS,  /* fp8: d_V / p_scale in C */
 	AT_VSA, /* and in A */
+	AT_DDO, /* fp8:bwd: dO's decode scale, in C */
+	AT_FA,  /* fp8:bwd: dV's factor A(C(d_dO / p_scale)) */
+	AT_SDS, /* fp8:bwd: dS's scale, in C */
 	AT_NT
 };
 
@@ -364,6 +367,13 @@ K_FN void k_attn_bwd_p(k_ctx kc, k_fmt C, k_fmt A, k_vec Q, k_vec K, k_vec t, k_
 	K_MAP1(S_P_A_B, CVT, A, pa, p, n, el);
 }
 
+/* n values of O (as stored) from element e into C, then into A (oa) */
+K_FN void k_attn_bwd_o(k_ctx kc, k_fmt C, k_fmt A, k_ref o, size_t n, uint64_t e, k_ref oa)
+{
+	K_MAP1(S_O_C, CVT, C, oa, o, n, e);
+	K_MAP1(S_O_A, CVT, A, oa, oa, n, e);
+}
+
 /* n values of dO (as stored, in place) and of O from element e: into C,
  * then into A (dOA, OA) */
 K_FN void k_attn_bwd_in(k_ctx kc, k_fmt C, k_fmt A, k_ref o, size_t n, uint64_t e, k_ref doa,
@@ -371,8 +381,7 @@ K_FN void k_attn_bwd_in(k_ctx kc, k_fmt C, k_fmt A, k_ref o, size_t n, uint64_t 
 {
 	K_MAP1(S_DO_C, CVT, C, doa, doa, n, e);
 	K_MAP1(S_DO_A, CVT, A, doa, doa, n, e);
-	K_MAP1(S_O_C, CVT, C, oa, o, n, e);
-	K_MAP1(S_O_A, CVT, A, oa, oa, n, e);
+	k_attn_bwd_o(kc, C, A, o, n, e, oa);
 }
 
 /* key row j: dV_jc = Σ_i PA_ij·dOA_ic over the queries [i0, nq) that see
@@ -437,6 +446,180 @@ K_FN void k_attn_bwd_dk(k_ctx kc, k_fmt S, k_fmt C, k_fmt A, k_vec DSA, k_vec Q,
 	}
 	K_MAP1(S_DK_C, CVT, C, g, g, d, (uint64_t)j * d);
 	K_MAP2(S_DK_SCALE, MUL, C, g, g, K_AT(t, AT_SC), d, (uint64_t)j * d);
+	K_MAP1(S_DK_STORE, CVT, S, dk, g, d, (uint64_t)j * d);
+}
+
+/*
+ * The backward of fp8:bwd (emu/kernels/attention.c's header: cuDNN's FP8
+ * order), on the forward's e4m3 Q, K, V in A and their tile decode scales
+ * (in C; tq, tk rows a tile), dO quantised to DF (values in A: DOA, decode
+ * scale t[AT_DDO]) and O in A (OA):
+ *   k_attn8_bwd_p        row i's P = exp(C(S_acc)·σ − L_i), σ = C(C(d_Q·
+ *                        d_K)·scale) per key block of bk, and its cast
+ *                        P8 = A(E4(P·p_scale))
+ *   k_attn8_bwd_dv_f     dV's factor A(C(d_dO / p_scale)) (t[AT_FA])
+ *   k_attn8_bwd_dv       key row j's dV = Σ_i P8_ij·dO_i, times the factor
+ *   k_attn8_bwd_dp_f     dP's factors d_dO·d_V[t] per V tile
+ *   k_attn8_bwd_ds       row i's dP, D (both descaled) and dS = (dP − D)·P·
+ *                        scale, in C
+ * (k_attn8_bwd_do: dO8 into A), then dS's scale s (t[AT_SDS], chosen
+ * from its amax outside the row
+ * source), and
+ *   k_attn8_bwd_cast     dS8 = A(DF(dS·s)), row i
+ *   k_attn8_bwd_f        the factors A(C(d_K[t] / s)) and A(C(d_Q[t] / s))
+ *   k_attn8_bwd_dq       dQ_i = Σ over K's tiles of (dS8·K8)·factor, in A
+ *   k_attn8_bwd_dk       dK_j = Σ over Q's tiles of (dS8ᵀ·Q8)·factor
+ */
+/* n values of dO8 (DF values) from element e into A (doa) */
+K_FN void k_attn8_bwd_do(k_ctx kc, k_fmt A, k_ref do8, size_t n, uint64_t e, k_ref doa)
+{
+	K_MAP1(S_DO_A, CVT, A, doa, do8, n, e);
+}
+
+K_FN void k_attn8_bwd_p(k_ctx kc, k_fmt C, k_fmt A, k_fmt E4, k_vec Q, k_vec K, k_ref dq, k_vec DK8,
+                        k_vec t, k_ref L, size_t d, size_t i, size_t nk, size_t n, size_t bk,
+                        size_t tk, k_ref sacc, k_ref p, k_ref p8, k_ref pa)
+{
+	uint64_t el = (uint64_t)i * nk;
+	size_t nkt = (nk + bk - 1) / bk;
+	k_ref dsc = K_AT(t, AT_DSC);
+	for (size_t j = 0; j < n; j++) {
+		k_ref acc = K_SHIFT(sacc, j);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_QK_B, A, acc, K_ROW(Q, i * d), K_ROW(K, j * d), d, (el + j) * d);
+	}
+	K_MAP1(S_S_C_B, CVT, C, p, sacc, n, el);
+	for (size_t j0 = 0, b = 0; j0 < n; j0 += bk, b++) {
+		size_t nb = j0 + bk < n ? bk : n - j0;
+		K_OP2(S_DESCALE_B, MUL, C, dsc, dq, K_AT(DK8, j0 / tk), (uint64_t)i * nkt + b);
+		K_OP2(S_DESCALE_SCALE_B, MUL, C, dsc, dsc, K_AT(t, AT_SC), (uint64_t)i * nkt + b);
+		K_MAP2(S_SCALE_B, MUL, C, K_SHIFT(p, j0), K_SHIFT(p, j0), dsc, nb, el + j0);
+	}
+	K_MAP2(S_SUB_L, SUB, C, p, p, L, n, el);
+	K_MAP1(S_EXP_B, EXP, C, p, p, n, el);
+	K_MAP2(S_P_MUL_B, MUL, C, p8, p, K_AT(t, AT_PSC), n, el);
+	K_MAP1(S_P_CAST_B, CVT, E4, p8, p8, n, el);
+	K_MAP1(S_P_A_B, CVT, A, pa, p8, n, el);
+}
+
+K_FN void k_attn8_bwd_dv_f(k_ctx kc, k_fmt C, k_fmt A, k_vec t)
+{
+	K_OP2(S_DV_FACTOR, DIV, C, K_AT(t, AT_DSC), K_AT(t, AT_DDO), K_AT(t, AT_PSC), 0);
+	K_OP1(S_DV_FACTOR_A, CVT, A, K_AT(t, AT_FA), K_AT(t, AT_DSC), 0);
+}
+
+K_FN void k_attn8_bwd_dv(k_ctx kc, k_fmt S, k_fmt A, k_vec PA, k_vec DOA, k_vec t, size_t d,
+                         size_t nq, size_t nk, size_t j, size_t i0, k_ref g, k_ref dv)
+{
+	for (size_t c = 0; c < d; c++) {
+		k_ref acc = K_SHIFT(g, c);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_DV, A, acc, K_STRIDED(PA, i0 * nk + j, nk),
+		           K_STRIDED(DOA, i0 * d + c, d), nq - i0, ((uint64_t)j * d + c) * nq + i0);
+	}
+	K_MAP2(S_DV_DESCALE, MUL, A, g, g, K_AT(t, AT_FA), d, (uint64_t)j * d);
+	K_MAP1(S_DV_STORE, CVT, S, dv, g, d, (uint64_t)j * d);
+}
+
+K_FN void k_attn8_bwd_dp_f(k_ctx kc, k_fmt C, k_vec t, k_ref dv8, size_t ntk, k_ref dpf)
+{
+	K_MAP2(S_DP_FACTOR, MUL, C, dpf, K_AT(t, AT_DDO), dv8, ntk, 0);
+}
+
+/* query row i over its n keys: dP (in ds) descaled per V tile (dpf), D
+ * (dd) descaled by d_dO, dS = (dP − D)·P·scale in C (in ds) */
+K_FN void k_attn8_bwd_ds(k_ctx kc, k_fmt C, k_fmt A, k_vec DOA, k_vec OA, k_vec V, k_ref p,
+                         k_vec dpf, k_vec t, size_t d, size_t i, size_t nk, size_t n, size_t tk,
+                         k_ref dd, k_ref ds)
+{
+	uint64_t el = (uint64_t)i * nk;
+	k_ref doa = K_ROW(DOA, i * d);
+	for (size_t j = 0; j < n; j++) {
+		k_ref acc = K_SHIFT(ds, j);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_DP, A, acc, doa, K_ROW(V, j * d), d, (el + j) * d);
+	}
+	K_MAP1(S_DP_C, CVT, C, ds, ds, n, el);
+	for (size_t j0 = 0; j0 < n; j0 += tk)
+		K_MAP2(S_DP_DESCALE, MUL, C, K_SHIFT(ds, j0), K_SHIFT(ds, j0), K_AT(dpf, j0 / tk),
+		       j0 + tk < n ? tk : n - j0, el + j0);
+	K_FILL(dd, 0, 1);
+	K_FOLD_FMA(S_ROWSUM, A, dd, doa, K_ROW(OA, i * d), d, (uint64_t)i * d);
+	K_OP1(S_ROWSUM_C, CVT, C, dd, dd, i);
+	K_OP2(S_ROWSUM_DESCALE, MUL, C, dd, dd, K_AT(t, AT_DDO), i);
+	K_MAP2(S_DS_SUB, SUB, C, ds, ds, dd, n, el);
+	K_MAP2(S_DS, MUL, C, ds, ds, p, n, el);
+	K_MAP2(S_DS_SCALE, MUL, C, ds, ds, K_AT(t, AT_SC), n, el);
+}
+
+/* query row i's dS8 = DF(dS·s) (in ds8) and its value in A (dsa) */
+K_FN void k_attn8_bwd_cast(k_ctx kc, k_fmt C, k_fmt A, k_fmt DF, k_vec t, size_t i, size_t nk,
+                           size_t n, k_ref ds, k_ref ds8, k_ref dsa)
+{
+	K_MAP2(S_DS_MUL, MUL, C, ds8, ds, K_AT(t, AT_SDS), n, (uint64_t)i * nk);
+	K_MAP1(S_DS_CAST, CVT, DF, ds8, ds8, n, (uint64_t)i * nk);
+	K_MAP1(S_DS_A, CVT, A, dsa, ds8, n, (uint64_t)i * nk);
+}
+
+/* dQ's factors A(C(d_K[t] / s)) over K's ntk tiles and dK's A(C(d_Q[t] /
+ * s)) over Q's ntq */
+K_FN void k_attn8_bwd_f(k_ctx kc, k_fmt C, k_fmt A, k_vec t, k_ref dk8, size_t ntk, k_ref dq8,
+                        size_t ntq, k_ref dqf, k_ref dkf)
+{
+	K_MAP2(S_DQ_FACTOR, DIV, C, dqf, dk8, K_AT(t, AT_SDS), ntk, 0);
+	K_MAP1(S_DQ_FACTOR_A, CVT, A, dqf, dqf, ntk, 0);
+	K_MAP2(S_DK_FACTOR, DIV, C, dkf, dq8, K_AT(t, AT_SDS), ntq, 0);
+	K_MAP1(S_DK_FACTOR_A, CVT, A, dkf, dkf, ntq, 0);
+}
+
+/* query row i: dQ_i = Σ over K's tiles (tk keys) of (Σ_j dSA_ij·k_j)·
+ * dqf[t], each tile's sum from +0, the tiles added in A in order (g; part
+ * a second scratch row of d), stored */
+K_FN void k_attn8_bwd_dq(k_ctx kc, k_fmt S, k_fmt A, k_ref dsa, k_vec K, k_vec dqf, size_t d,
+                         size_t i, size_t nk, size_t n, size_t tk, k_ref g, k_ref part, k_ref dq)
+{
+	size_t ntk = (nk + tk - 1) / tk;
+	for (size_t j0 = 0; j0 < n; j0 += tk) {
+		size_t nt = j0 + tk < n ? tk : n - j0, tt = j0 / tk;
+		k_ref dst = j0 == 0 ? g : part;
+		for (size_t c = 0; c < d; c++) {
+			k_ref acc = K_SHIFT(dst, c);
+			K_FILL(acc, 0, 1);
+			K_FOLD_FMA(S_DQ, A, acc, K_SHIFT(dsa, j0), K_STRIDED(K, j0 * d + c, d), nt,
+			           ((uint64_t)i * d + c) * nk + j0);
+		}
+		K_MAP2(S_DQ_DESCALE, MUL, A, dst, dst, K_AT(dqf, tt), d,
+		       ((uint64_t)i * ntk + tt) * d);
+		if (j0)
+			K_MAP2(S_DQ_ADD, ADD, A, g, g, part, d, ((uint64_t)i * ntk + tt) * d);
+	}
+	K_MAP1(S_DQ_STORE, CVT, S, dq, g, d, (uint64_t)i * d);
+}
+
+/* key row j: dK_j = Σ over Q's tiles (tq queries) of (Σ_i dSA_ij·q_i)·
+ * dkf[t] over the queries [i0, nq) that see it, likewise */
+K_FN void k_attn8_bwd_dk(k_ctx kc, k_fmt S, k_fmt A, k_vec DSA, k_vec Q, k_vec dkf, size_t d,
+                         size_t nq, size_t nk, size_t j, size_t i0, size_t tq, k_ref g, k_ref part,
+                         k_ref dk)
+{
+	size_t ntq = (nq + tq - 1) / tq;
+	for (size_t tt = i0 / tq; tt * tq < nq; tt++) {
+		size_t lo = tt * tq > i0 ? tt * tq : i0,
+		       hi = (tt + 1) * tq < nq ? (tt + 1) * tq : nq;
+		int first = tt == i0 / tq;
+		k_ref dst = first ? g : part;
+		for (size_t c = 0; c < d; c++) {
+			k_ref acc = K_SHIFT(dst, c);
+			K_FILL(acc, 0, 1);
+			K_FOLD_FMA(S_DK, A, acc, K_STRIDED(DSA, lo * nk + j, nk),
+			           K_STRIDED(Q, lo * d + c, d), hi - lo,
+			           ((uint64_t)j * d + c) * nq + lo);
+		}
+		K_MAP2(S_DK_DESCALE, MUL, A, dst, dst, K_AT(dkf, tt), d,
+		       ((uint64_t)j * ntq + tt) * d);
+		if (!first)
+			K_MAP2(S_DK_ADD, ADD, A, g, g, part, d, ((uint64_t)j * ntq + tt) * d);
+	}
 	K_MAP1(S_DK_STORE, CVT, S, dk, g, d, (uint64_t)j * d);
 }
 

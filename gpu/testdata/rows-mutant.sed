@@ -64,5 +64,6 @@ s/^\(\t*\)K_MAP1_SR(step, S, r.w, r.w, seed, n, e);\( *\\\)$/\1K_MAP1_SR(step, S
 # the store (an epilogue in the compute dtype): only acc moves, and only where
 # compute is narrower than the output
 s/^\(\t*\)K_TAKE(O, K_ROW(acc, o), K_ROW(D, o), cnt);$/\1K_TAKE(C, K_ROW(acc, o), K_ROW(D, o), cnt);/
-# fp8:bwd: dV's running sum rounded to C after every step
-s/^\(\t*\)gv = K_FMA(A, P8A\[i \* nk + j\], K_RND(A, DO8\[i \* d + c\]), gv);$/\1gv = K_RND(C, K_FMA(A, P8A[i * nk + j], K_RND(A, DO8[i * d + c]), gv));/
+# fp8:bwd: dV's running sum in C (the GPU's loop hands the row source C
+# for A)
+s/^\(\t*\)k_attn8_bwd_dv(kc, S, A, P8A, DOA, t, d, nq, nk, j, i0, K_ROW(G, j \* d), K_ROW(DV, j \* d));$/\1k_attn8_bwd_dv(kc, S, C, P8A, DOA, t, d, nq, nk, j, i0, K_ROW(G, j * d), K_ROW(DV, j * d));/

@@ -130,13 +130,6 @@ static const char *const variants[] = {"naive",      "online",    "fp8",     "na
 /* The steps' names (the row source declares them with their ids). */
 static const char *const steps[S_END - EMU_STEP0] = {K_ATTENTION_STEPS(K_STEP_NAME)};
 
-/* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
-static bool tc_out_ok(const emu_format *f)
-{
-	return f->has_sign && f->has_inf && f->nan == EMU_NAN_IEEE && f->has_subnormals &&
-	       f->has_zero && f->p <= 24 && f->emin >= -126 && f->emax <= 127;
-}
-
 /* One run: its formats, shape and switches, the operands, the work vectors
  * of a row and the outputs. */
 typedef struct {
@@ -366,25 +359,10 @@ static int setup(ctx *k, const char *variant, const emu_kin *in, char *err, size
 		         "attention: causal=1 needs seq_q <= seq_k (every query a key)");
 		return -1;
 	}
-	if (k->tc) {
-		k->tc_in = k->v == ATT_FP8 ? k->E4 : k->C;
-		k->tc_out = tc_out_ok(k->A) ? k->A : k->F32;
-		char why[160];
-		if (spec) {
-			if (emu_tc_parse(spec, k->tc_in, k->tc_out, &k->model, why, sizeof why) !=
-			    EMU_OK) {
-				snprintf(err, errlen, "attention: tc model '%s': %s", spec, why);
-				return -1;
-			}
-		} else {
-			k->model = emu_tc_default();
-		}
-		if (emu_tc_check(&k->model, k->tc_in, k->tc_out, why, sizeof why) != EMU_OK) {
-			snprintf(err, errlen, "attention: tc with %s -> %s: %s", k->tc_in->name,
-			         k->tc_out->name, why);
-			return -1;
-		}
-	}
+	k->tc_in = k->v == ATT_FP8 ? k->E4 : k->C;
+	if (k->tc && emu_tc_setup("attention", spec, k->tc_in, k->A, 0, -1, &k->model, &k->tc_out,
+	                          err, errlen) != EMU_OK)
+		return -1;
 	k->DF = dofmt == 4 ? k->E4 : emu_format_by_name("e5m2"); /* dO, dS */
 	if (k->v == ATT_FP8 && k->bwd) { /* dO: one fp32 scale per tensor, current scaling */
 		char rs[160], e[160];

@@ -75,13 +75,6 @@ enum { SEQ, TC };
 static const char *const steps[S_END - EMU_STEP0] = {K_MATMUL_STEPS(K_STEP_NAME)};
 static const emu_tc_steps tc_steps = {S_TC_BLOCK, S_PROMOTE, S_TC_OUT};
 
-/* Whether a Tensor Core model can write f (the conditions of emu_tc_check). */
-static bool tc_out_ok(const emu_format *f)
-{
-	return f->has_sign && f->has_inf && f->nan == EMU_NAN_IEEE && f->has_subnormals &&
-	       f->has_zero && f->p <= 24 && f->emin >= -126 && f->emax <= 127;
-}
-
 /* The shape: m, n, k from the parameters and the input's size. */
 static bool shape(const emu_kin *in, double *m, double *n, double *k, char *err, size_t errlen)
 {
@@ -234,26 +227,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	bool tc_raw = v == TC && pol->scale == EMU_SCALE_NONE;
 	const emu_format *I = tc_raw ? S : &pol->compute, *O = A;
 	emu_tc_model model;
-	if (v == TC) {
-		if (!tc_out_ok(A))
-			O = emu_format_by_name("fp32");
-		char why[160];
-		if (spec) {
-			if (emu_tc_parse(spec, I, O, &model, why, sizeof why) != EMU_OK) {
-				snprintf(err, errlen, "matmul: tc model '%s': %s", spec, why);
-				return -1;
-			}
-		} else {
-			model = emu_tc_default();
-		}
-		if (promote >= 0)
-			model.promote_every = (size_t)promote;
-		if (emu_tc_check(&model, I, O, why, sizeof why) != EMU_OK) {
-			snprintf(err, errlen, "matmul: tc with %s -> %s: %s", I->name, O->name,
-			         why);
-			return -1;
-		}
-	}
+	if (v == TC && emu_tc_setup("matmul", spec, I, A, 0, (long long)promote, &model, &O, err,
+	                            errlen) != EMU_OK)
+		return -1;
 	emu_kinputs ki;
 	if (emu_kinputs_take(&emu_kernel_matmul, pol, variant, in, &ki, err, errlen) != 0)
 		return -1;

@@ -418,6 +418,38 @@ emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_f
 	return EMU_ERR_RANGE;
 }
 
+/* Whether a Tensor Core model can write f (emu_tc_check's conditions on
+ * out). */
+static bool tc_writes(const emu_format *f)
+{
+	return f->has_sign && f->has_inf && f->nan == EMU_NAN_IEEE && f->has_subnormals &&
+	       f->has_zero && f->p <= 24 && f->emin >= -126 && f->emax <= 127;
+}
+
+emu_status emu_tc_setup(const char *kernel, const char *spec, const emu_format *in,
+                        const emu_format *acc, int k, long long promote, emu_tc_model *m,
+                        const emu_format **out, char *err, size_t errlen)
+{
+	char why[160];
+	*out = tc_writes(acc) ? acc : emu_format_by_name("fp32");
+	if (!spec) {
+		*m = emu_tc_default();
+	} else if (emu_tc_parse(spec, in, *out, m, why, sizeof why) != EMU_OK) {
+		snprintf(err, errlen, "%s: tc model '%s': %s", kernel, spec, why);
+		return EMU_ERR_BAD_SPEC;
+	}
+	if (k > 0)
+		m->k = k;
+	if (promote >= 0)
+		m->promote_every = (size_t)promote;
+	if (emu_tc_check(m, in, *out, why, sizeof why) != EMU_OK) {
+		snprintf(err, errlen, "%s: tc with %s -> %s: %s", kernel, in->name, (*out)->name,
+		         why);
+		return EMU_ERR_RANGE;
+	}
+	return EMU_OK;
+}
+
 /* ---- the block FMA ---- */
 
 typedef struct {

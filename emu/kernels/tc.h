@@ -117,6 +117,19 @@ emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_f
                         char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /*
+ * A kernel's Tensor Core set-up (accum's dot:tc, matmul tc, attention's
+ * :tc), written once: *out is acc where a model can write it (emu_tc_check's
+ * conditions on out), else fp32; *m the model spec names (NULL:
+ * emu_tc_default()), with k (> 0) and promote (>= 0) in place of its own,
+ * checked for in -> *out. On error one line naming the kernel ("matmul: tc
+ * model 'x': ...", "matmul: tc with fp16 -> fp32: ...").
+ */
+emu_status emu_tc_setup(const char *kernel, const char *spec, const emu_format *in,
+                        const emu_format *acc, int k, long long promote, emu_tc_model *m,
+                        const emu_format **out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
  * D = sum_{i<K} a[i]*b[i] + c under m. a and b are encodings of in, c is a
  * binary32 encoding, the result an encoding of out with the OR of every
  * step's flags (chopping a term counts as inexact). m, in and out must pass

@@ -30,6 +30,7 @@
 #include <omp.h>
 #endif
 
+#include "emu/core/draw.h"
 #include "emu/core/emu.h"
 
 /* bench/bench_kernels.c: tables 5 and 6, the kernels end to end. */
@@ -73,15 +74,15 @@ static double now(void)
  * than a whole CPU, other load distorted the numbers and main says so. */
 static double timed_wall, timed_cpu;
 
+/* the next draw of a counter stream: the library's keyed draw */
 static uint64_t splitmix(uint64_t *s)
 {
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	return emu_mix64(z);
+	return emu_draw64(0, (*s)++);
 }
 
 static double unit(uint64_t *s)
 {
-	return (double)(splitmix(s) >> 11) * 0x1p-53;
+	return emu_draw_unit(splitmix(s));
 }
 
 typedef enum { DIST_NARROW, DIST_WIDE } dist_t;

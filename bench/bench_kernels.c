@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "emu/engine/kernels.h"
+#include "emu/io/nm_gen.h"
 
 void bench_kernels(int reps);
 
@@ -57,19 +58,10 @@ static void *bk_alloc(size_t n)
 	return p;
 }
 
-/* N(0, 1): Box-Muller on SplitMix64 draws. */
+/* N(0, 1): the library's generator (emu/io/nm_gen.c) */
 static void bk_fill(double *x, size_t n, uint64_t seed)
 {
-	uint64_t s = seed;
-	for (size_t i = 0; i < n; i++) {
-		uint64_t r[2];
-		for (int k = 0; k < 2; k++) {
-			uint64_t z = (s += 0x9e3779b97f4a7c15ull);
-			r[k] = emu_mix64(z);
-		}
-		double u0 = (double)(r[0] >> 11) * 0x1p-53, u1 = (double)(r[1] >> 11) * 0x1p-53;
-		x[i] = sqrt(-2.0 * log(1.0 - u0)) * cos(6.283185307179586 * u1);
-	}
+	nm_gen_fill(&(nm_gen){.dist = NM_GEN_NORMAL, .scale = 1, .seed = seed}, x, n);
 }
 
 enum { BK_NAIVE = 0, BK_MAXSUB, BK_LSE };

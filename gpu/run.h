@@ -42,7 +42,7 @@ void print_row(const gpu_cmp *c);
 void add_row(const gpu_cmp *c);
 /* Count the step failed, say why on stderr and in the report. */
 void step_failed(const char *step, const char *what);
-/* Counter-based random 64 bits for (seed, stream, i): splitmix64. */
+/* Counter-based random 64 bits for (seed, stream, i): emu/core/draw.h's emu_draw64s. */
 uint64_t rnd(uint64_t seed, uint64_t stream, uint64_t i);
 /* The device's handles of an emulator format. */
 gpu_fmt gfmt(const emu_format *in);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "emu/core/draw.h"
 #include "gpu/run.h"
 
 gpu_report run_rep;
@@ -69,8 +70,7 @@ void step_failed(const char *step, const char *what)
 
 uint64_t rnd(uint64_t seed, uint64_t stream, uint64_t i)
 {
-	uint64_t z = seed ^ (stream * 0x9e3779b97f4a7c15ull) ^ (i * 0xbf58476d1ce4e5b9ull);
-	return emu_mix64(z);
+	return emu_draw64s(seed, stream, i);
 }
 
 gpu_fmt gfmt(const emu_format *in)

@@ -41,6 +41,27 @@ EMU_DRAW_FN uint64_t emu_draw64(uint64_t seed, uint64_t i)
 	return emu_mix64((seed ^ (i * EMU_DRAW_PHI)) + EMU_DRAW_PHI);
 }
 
+/* Draw i of one of several independent streams under one seed (a
+ * kernel's gradients, its noise, ...): emu_draw64 of the seed moved by the
+ * stream number. */
+EMU_DRAW_FN uint64_t emu_draw64s(uint64_t seed, uint64_t stream, uint64_t i)
+{
+	return emu_draw64(seed ^ (stream * 0xd1b54a32d192ed03ull), i);
+}
+
+/* A seed derived from a parent seed and a key (a training run's pass, its
+ * batch, a quantised tensor): SplitMix64 of seed ⊕ SplitMix64(key). */
+EMU_DRAW_FN uint64_t emu_draw_key(uint64_t seed, uint64_t key)
+{
+	return emu_mix64(seed ^ emu_mix64(key));
+}
+
+/* A draw's top 53 bits as a double in [0, 1), in steps of 2^-53. */
+EMU_DRAW_FN double emu_draw_unit(uint64_t r)
+{
+	return (double)(r >> 11) * 0x1p-53;
+}
+
 /* A standard normal draw from u1 in (0, 1] and u2 in [0, 1): Box–Muller,
  * the cosine half. */
 EMU_DRAW_FN double emu_box_muller(double u1, double u2)

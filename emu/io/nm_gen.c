@@ -27,16 +27,10 @@ uint64_t nm_gen_draw(uint64_t seed, uint64_t k)
 	return emu_mix64(seed + (k + 1) * EMU_DRAW_PHI);
 }
 
-/* [0, 1) in steps of 2^-53 */
-static double nm_unit(uint64_t r)
-{
-	return (double)(r >> 11) * 0x1p-53;
-}
-
 static double nm_gen_base(const nm_gen *g, uint64_t i)
 {
 	uint64_t r0 = nm_gen_draw(g->seed, 2 * i), r1 = nm_gen_draw(g->seed, 2 * i + 1);
-	double u0 = nm_unit(r0), u1 = nm_unit(r1);
+	double u0 = emu_draw_unit(r0), u1 = emu_draw_unit(r1);
 
 	switch (g->dist) {
 	case NM_GEN_NORMAL: /* Box-Muller, the cosine half */
@@ -63,7 +57,7 @@ double nm_gen_one(const nm_gen *g, uint64_t i)
 	double x = nm_gen_base(g, i);
 
 	if (g->outlier_frac > 0 &&
-	    nm_unit(nm_gen_draw(g->seed ^ NM_GEN_OUTLIER_KEY, i)) < g->outlier_frac)
+	    emu_draw_unit(nm_gen_draw(g->seed ^ NM_GEN_OUTLIER_KEY, i)) < g->outlier_frac)
 		x *= g->outlier_k;
 	return x;
 }

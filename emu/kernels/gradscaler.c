@@ -162,17 +162,11 @@ void emu_gs_update(const emu_gs_config *c, emu_gs_state *s, bool found_inf, bool
 		*refused = r;
 }
 
-/* Counter-based draws: emu_draw64 keyed by (seed, stream) and i. */
-static uint64_t mix(uint64_t seed, uint64_t stream, uint64_t i)
-{
-	return emu_draw64(seed ^ (stream * 0xd1b54a32d192ed03ull), i);
-}
-
 /* A standard normal draw (Box-Muller; u1 in (0, 1]). */
 static double normal(uint64_t seed, uint64_t stream, uint64_t i)
 {
-	double u1 = (double)((mix(seed, stream, 2 * i) >> 11) + 1) * 0x1p-53;
-	double u2 = (double)(mix(seed, stream, 2 * i + 1) >> 11) * 0x1p-53;
+	double u1 = emu_draw_unit(emu_draw64s(seed, stream, 2 * i)) + 0x1p-53; /* exact */
+	double u2 = emu_draw_unit(emu_draw64s(seed, stream, 2 * i + 1));
 	return emu_box_muller(u1, u2);
 }
 
@@ -183,7 +177,7 @@ double emu_gs_element(const emu_gs_config *c, uint64_t step, size_t i, double gm
 	uint64_t k = (step - 1) * (uint64_t)c->n_elems + i;
 	double r = exp2(-c->spread * fabs(normal(c->seed, 1, k)));
 	double g = gmax * r;
-	return (mix(c->seed, 2, k) & 1) ? -g : g;
+	return (emu_draw64s(c->seed, 2, k) & 1) ? -g : g;
 }
 
 static bool nonfinite(const emu_format *f, emu_bits b)

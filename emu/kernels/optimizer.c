@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/engine/krow.h"
 #include "emu/kernels/optimizer.h"
@@ -73,7 +74,7 @@ double emu_opt_pow(double b, double t)
 static double grad_draw(uint64_t seed, uint64_t t, uint64_t i, double scale)
 {
 	uint64_t r = emu_mix64(emu_mix64(seed) ^ ((t << 40) + i));
-	double u = (double)(r >> 11) * 0x1p-53;
+	double u = emu_draw_unit(r);
 	return scale * (2 * u - 1);
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/io/nm_gen.h"
 #include "emu/io/nm_safetensors.h"
@@ -701,7 +702,7 @@ static void sequence(const emu_train *t, int stream, uint64_t k, size_t j, int *
 {
 	const emu_train_cfg *c = &t->c;
 	size_t T = t->T;
-	uint64_t key = emu_mix64(c->seed ^ emu_mix64(((uint64_t)stream << 62) ^ (k * t->B + j)));
+	uint64_t key = emu_draw_key(c->seed, ((uint64_t)stream << 62) ^ (k * t->B + j));
 	if (c->task == EMU_TASK_TEXT) {
 		/* train: the first 90 % of the bytes; validation: the rest */
 		size_t split = c->text_len / 10 * 9, lo = stream ? split : 0,
@@ -897,7 +898,7 @@ static int sgemm(emu_train *t, unsigned sq, unsigned sd, const double *A, emu_ro
 		if (rb == EMU_ROLE_GRAD)
 			rB.elem = *e5, rB.fmax = rB.fmax == f4 ? 0 : rB.fmax;
 	}
-	uint64_t seed = emu_mix64(t->be->env.seed ^ emu_mix64(((uint64_t)sd << 32) + t->micro));
+	uint64_t seed = emu_draw_key(t->be->env.seed, ((uint64_t)sd << 32) + t->micro);
 	emu_qtensor qa, qb;
 	emu_qpart pa = {0, I, seed, NAN, 0};
 	if (squant(t, &rA, ra, false, A, I, P, &pa, 2 * sd, &qa) != 0)
@@ -1877,7 +1878,7 @@ static void backward(emu_train *t, double scale, size_t div)
 
 static int begin(emu_train *t, emu_be *be, uint64_t salt)
 {
-	uint64_t seed = emu_mix64(t->c.seed ^ emu_mix64(salt));
+	uint64_t seed = emu_draw_key(t->c.seed, salt);
 	bool fresh = !t->ext || !t->ready;
 	if (t->ext) { /* a kernel run: one backend for the whole run */
 		be = t->ext;

@@ -32,6 +32,7 @@
 
 #include "emu/core/draw.h"
 #include "emu/core/emu.h"
+#include "emu/io/nm_parse.h"
 
 /* bench/bench_kernels.c: tables 5 and 6, the kernels end to end. */
 void bench_kernels(int reps);
@@ -387,39 +388,82 @@ static void usage(void)
 	exit(2);
 }
 
+enum {
+	B_QUICK,
+	B_REPS,
+	B_NO_MPFR,
+	B_KERNELS,
+	B_SWEEP,
+	B_GOLDEN,
+	B_AOPS,
+	B_QUANT,
+	B_TRAIN,
+	B_NATIVE,
+	B_GOLDEN_MB
+};
+
+static const nm_opt bench_opts[] = {
+    {NULL, "--quick", B_QUICK, 0, 0},
+    {NULL, "--reps", B_REPS, NM_OPTF_VALUE, 0},
+    {NULL, "--no-mpfr", B_NO_MPFR, 0, 0},
+    {NULL, "--kernels-only", B_KERNELS, 0, 1},
+    {NULL, "--sweep-only", B_SWEEP, 0, 1},
+    {NULL, "--golden-only", B_GOLDEN, 0, 1},
+    {NULL, "--aops-only", B_AOPS, 0, 1},
+    {NULL, "--quant-only", B_QUANT, 0, 1},
+    {NULL, "--train-only", B_TRAIN, 0, 1},
+    {NULL, "--train-native-only", B_NATIVE, 0, 1},
+    {NULL, "--golden-mb", B_GOLDEN_MB, NM_OPTF_VALUE, 0},
+};
+
+typedef struct {
+	bool mpfr;
+	int only; /* -1, or the B_*_ONLY given */
+	uint64_t golden_mb;
+} bench_args;
+
+static int bench_take(void *ctx, const nm_opt *d, const char *v)
+{
+	bench_args *a = ctx;
+	uint64_t n;
+	switch (d->id) {
+	case B_QUICK:
+		reps = 2;
+		return 0;
+	case B_REPS:
+		if (nm_parse_count("--reps", v, 1, 1000000, &n))
+			return 2;
+		reps = (int)n;
+		return 0;
+	case B_NO_MPFR:
+		a->mpfr = false;
+		return 0;
+	case B_GOLDEN_MB:
+		return nm_parse_count("--golden-mb", v, 1, 1u << 20, &a->golden_mb) ? 2 : 0;
+	default: /* one of the --*-only, which exclude each other */
+		a->only = d->id;
+		return 0;
+	}
+}
+
 int main(int argc, char **argv)
 {
-	bool mpfr = true, kernels_only = false, sweep_only = false, golden_only = false;
-	bool aops_only = false, quant_only = false, train_only = false, native_only = false;
-	long golden_mb = 1000;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--quick"))
-			reps = 2;
-		else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--no-mpfr"))
-			mpfr = false;
-		else if (!strcmp(argv[i], "--kernels-only"))
-			kernels_only = true;
-		else if (!strcmp(argv[i], "--sweep-only"))
-			sweep_only = true;
-		else if (!strcmp(argv[i], "--golden-only"))
-			golden_only = true;
-		else if (!strcmp(argv[i], "--aops-only"))
-			aops_only = true;
-		else if (!strcmp(argv[i], "--quant-only"))
-			quant_only = true;
-		else if (!strcmp(argv[i], "--train-only"))
-			train_only = true;
-		else if (!strcmp(argv[i], "--train-native-only"))
-			native_only = true;
-		else if (!strcmp(argv[i], "--golden-mb") && i + 1 < argc)
-			golden_mb = atol(argv[++i]);
-		else
-			usage();
-	}
-	if (reps < 1 || golden_mb < 1)
+	bench_args a = {true, -1, 1000};
+	if (nm_wants_help(argc - 1, argv + 1))
 		usage();
+	if (nm_opt_parse(&(nm_optparser){.cmd = "nanmap-bench",
+	                                 .defs = bench_opts,
+	                                 .ndefs = sizeof bench_opts / sizeof bench_opts[0],
+	                                 .take = bench_take,
+	                                 .ctx = &a,
+	                                 .prog = "nanmap-bench"},
+	                 argc - 1, argv + 1) != 0)
+		return 2;
+	bool mpfr = a.mpfr, kernels_only = a.only == B_KERNELS, sweep_only = a.only == B_SWEEP,
+	     golden_only = a.only == B_GOLDEN, aops_only = a.only == B_AOPS,
+	     quant_only = a.only == B_QUANT, train_only = a.only == B_TRAIN,
+	     native_only = a.only == B_NATIVE;
+	uint64_t golden_mb = a.golden_mb;
 #ifdef _OPENMP
 	omp_set_num_threads(1); /* the numbers are single-thread numbers */
 #endif

@@ -1,5 +1,7 @@
 /*
- * host_args.c — bin/nanmap-gpu's command line. Strict: an unknown option, a
+ * host_args.c — bin/nanmap-gpu's command line, read by the one option
+ * parser every command uses (emu/io/nm_parse.c's nm_opt_parse: --opt V and
+ * --opt=V, an option given twice refused). Strict: an unknown option, a
  * missing value or a number out of range is one error line, never a guess.
  */
 #include <errno.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/io/nm_parse.h"
 #include "gpu/gpu_host.h"
 
 static const char *const step_names[] = {"conv", "arith", "tables", "tc",   "gemm", "gemmex",
@@ -79,6 +82,105 @@ static int parse_steps(const char *s, unsigned *out)
 	return m ? 0 : -1;
 }
 
+enum {
+	O_HELP,
+	O_QUICK,
+	O_OUT,
+	O_ONLY,
+	O_TCV,
+	O_CHUNK,
+	O_STRIDE,
+	O_PAIRS,
+	O_SEED,
+	O_TABLES,
+	O_RULES
+};
+
+static const nm_opt opt_defs[] = {
+    {"-h", "--help", O_HELP, 0, 0},
+    {NULL, "--quick", O_QUICK, 0, 0},
+    {NULL, "--out", O_OUT, NM_OPTF_VALUE, 0},
+    {NULL, "--only", O_ONLY, NM_OPTF_VALUE, 0},
+    {NULL, "--tc-vectors", O_TCV, NM_OPTF_VALUE, 0},
+    {NULL, "--chunk-log2", O_CHUNK, NM_OPTF_VALUE, 0},
+    {NULL, "--stride", O_STRIDE, NM_OPTF_VALUE, 0},
+    {NULL, "--pairs", O_PAIRS, NM_OPTF_VALUE, 0},
+    {NULL, "--seed", O_SEED, NM_OPTF_VALUE, 0},
+    {NULL, "--gpu-tables", O_TABLES, NM_OPTF_VALUE, 0},
+    {NULL, "--tc-rules", O_RULES, NM_OPTF_VALUE, 0},
+};
+
+typedef struct {
+	gpu_opts *o;
+	char *err;
+	size_t len;
+} args_ctx;
+
+/* One option's value into the options; an error line into err. */
+static int take(void *vctx, const nm_opt *d, const char *v)
+{
+	args_ctx *c = vctx;
+	gpu_opts *o = c->o;
+	uint64_t n;
+	if (v && !*v) {
+		snprintf(c->err, c->len, "option '%s' needs a value", d->lng);
+		return 2;
+	}
+	switch (d->id) {
+	case O_HELP:
+		o->help = true;
+		return 0;
+	case O_QUICK:
+		o->quick = true;
+		return 0;
+	case O_OUT:
+		o->out_dir = v;
+		return 0;
+	case O_ONLY:
+		if (parse_steps(v, &o->steps))
+			break;
+		return 0;
+	case O_TCV:
+		o->tc_vectors = v;
+		return 0;
+	case O_CHUNK:
+		if (num(v, 16, 30, &n))
+			break;
+		o->chunk_log2 = (int)n;
+		return 0;
+	case O_STRIDE: /* inputs 0, N, 2N, ... below 2^32 (1: every input) */
+		if (num(v, 1, UINT32_MAX, &n))
+			break;
+		o->stride = n;
+		return 0;
+	case O_PAIRS:
+		if (num(v, 1, 1ull << 32, &n))
+			break;
+		o->pairs = n;
+		return 0;
+	case O_SEED:
+		if (num(v, 0, UINT64_MAX, &n))
+			break;
+		o->seed = n;
+		return 0;
+	case O_TABLES:
+		o->gpu_tables = v;
+		return 0;
+	default: /* O_RULES */
+		o->tc_rules = v;
+		return 0;
+	}
+	static const char *const want[] = {
+	    [O_ONLY] = "a list of conv, arith, tables, tc, gemm, gemmex, lt, kern, quant, attn, "
+	               "rules, all",
+	    [O_CHUNK] = "an integer in 16..30",
+	    [O_STRIDE] = "an integer in 1..2^32-1",
+	    [O_PAIRS] = "an integer in 1..2^32",
+	    [O_SEED] = "an unsigned integer"};
+	snprintf(c->err, c->len, "%s: '%s' is not %s", d->lng, v, want[d->id]);
+	return 2;
+}
+
 int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t len)
 {
 	const char *env = getenv("NANMAP_TC_VECTORS");
@@ -90,87 +192,16 @@ int gpu_parse_args(int argc, char *const *argv, gpu_opts *o, char *err, size_t l
 	                .stride = 1,
 	                .pairs = 1u << 24,
 	                .seed = 0x6e616e6d6170ull};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			o->help = true;
-			continue;
-		}
-		if (strcmp(a, "--quick") == 0) {
-			o->quick = true;
-			continue;
-		}
-		static const char *const with_value[] = {
-		    "--out",   "--only", "--tc-vectors", "--chunk-log2", "--stride",
-		    "--pairs", "--seed", "--gpu-tables", "--tc-rules"};
-		int k = -1;
-		for (int j = 0; j < (int)(sizeof with_value / sizeof with_value[0]); j++)
-			if (strcmp(a, with_value[j]) == 0)
-				k = j;
-		if (k < 0) {
-			snprintf(err, len, "unknown argument '%s' (try --help)", a);
-			return -1;
-		}
-		if (i + 1 >= argc || !*argv[i + 1]) {
-			snprintf(err, len, "%s needs a value", a);
-			return -1;
-		}
-		const char *v = argv[++i];
-		uint64_t n;
-		switch (k) {
-		case 0:
-			o->out_dir = v;
-			break;
-		case 1:
-			if (parse_steps(v, &o->steps)) {
-				snprintf(err, len,
-				         "--only: '%s' is not a list of conv, arith, tables, tc, "
-				         "gemm, gemmex, lt, kern, quant, attn, rules, all",
-				         v);
-				return -1;
-			}
-			break;
-		case 2:
-			o->tc_vectors = v;
-			break;
-		case 3:
-			if (num(v, 16, 30, &n)) {
-				snprintf(err, len, "--chunk-log2: '%s' is not an integer in 16..30",
-				         v);
-				return -1;
-			}
-			o->chunk_log2 = (int)n;
-			break;
-		case 4:
-			/* inputs 0, N, 2N, ... below 2^32 (1: every input) */
-			if (num(v, 1, UINT32_MAX, &n)) {
-				snprintf(err, len, "--stride: '%s' is not an integer in 1..2^32-1",
-				         v);
-				return -1;
-			}
-			o->stride = n;
-			break;
-		case 5:
-			if (num(v, 1, 1ull << 32, &n)) {
-				snprintf(err, len, "--pairs: '%s' is not an integer in 1..2^32", v);
-				return -1;
-			}
-			o->pairs = n;
-			break;
-		case 6:
-			if (num(v, 0, UINT64_MAX, &n)) {
-				snprintf(err, len, "--seed: '%s' is not an unsigned integer", v);
-				return -1;
-			}
-			o->seed = n;
-			break;
-		case 7:
-			o->gpu_tables = v;
-			break;
-		case 8:
-			o->tc_rules = v;
-			break;
-		}
-	}
-	return 0;
+	args_ctx c = {o, err, len};
+	return nm_opt_parse(&(nm_optparser){.cmd = "nanmap-gpu",
+	                                    .defs = opt_defs,
+	                                    .ndefs = sizeof opt_defs / sizeof opt_defs[0],
+	                                    .take = take,
+	                                    .ctx = &c,
+	                                    .prog = "nanmap-gpu",
+	                                    .err = err,
+	                                    .errlen = len},
+	                    argc > 0 ? argc - 1 : 0, argc > 0 ? (char **)argv + 1 : NULL)
+	           ? -1
+	           : 0;
 }

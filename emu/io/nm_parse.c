@@ -510,6 +510,24 @@ static int nm_opt_name_len(const char *a)
 	return (int)strcspn(a, "=");
 }
 
+/* The parser's error: into p->err when the caller takes it, else nm_fail's
+ * line on stderr; NM_EXIT_ERR either way. */
+static int nm_opt_fail(const nm_optparser *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int nm_opt_fail(const nm_optparser *p, const char *fmt, ...)
+{
+	char msg[NM_FAIL_LEN];
+	va_list ap;
+	va_start(ap, fmt);
+	if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
+		msg[0] = '\0';
+	va_end(ap);
+	if (!p->err)
+		return nm_fail("%s", msg);
+	snprintf(p->err, p->errlen, "%s", msg);
+	return NM_EXIT_ERR;
+}
+
 int nm_opt_parse(const nm_optparser *p, int argc, char **argv)
 {
 	const char *hint = p->help_cmd ? p->help_cmd : p->cmd;
@@ -518,7 +536,7 @@ int nm_opt_parse(const nm_optparser *p, int argc, char **argv)
 	int rc;
 
 	if (p->ndefs > 64)
-		return nm_fail("%s: too many option definitions", p->cmd);
+		return nm_opt_fail(p, "%s: too many option definitions", p->cmd);
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i], *val;
 		const nm_opt *d;
@@ -529,27 +547,31 @@ int nm_opt_parse(const nm_optparser *p, int argc, char **argv)
 			continue;
 		}
 		if (only_args || a[0] != '-' || a[1] == '\0' || (p->is_arg && p->is_arg(a))) {
+			if (!p->arg)
+				return nm_opt_fail(p, "unexpected argument '%s' for %s", a, p->cmd);
 			rc = p->arg(p->ctx, a);
 			if (rc)
 				return rc;
 			continue;
 		}
 		d = nm_opt_find(p, a, &val);
+		if (!d && p->prog)
+			return nm_opt_fail(p, "unknown option '%s' (try: %s --help)", a, p->prog);
 		if (!d)
-			return nm_fail("unknown option '%s' for %s (try: nanmap %s --help)", a, p->cmd,
-			               hint);
+			return nm_opt_fail(p, "unknown option '%s' for %s (try: nanmap %s --help)",
+			                   a, p->cmd, hint);
 		k = (size_t)(d - p->defs);
 		if (given[k] && (d->flags & NM_OPTF_VALUE) && !(d->flags & NM_OPTF_REPEAT))
-			return nm_fail("option '%.*s' given twice", nm_opt_name_len(a), a);
+			return nm_opt_fail(p, "option '%.*s' given twice", nm_opt_name_len(a), a);
 		for (size_t j = 0; d->group && j < p->ndefs; j++)
 			if (j != k && given[j] && p->defs[j].group == d->group)
-				return nm_fail("%.*s and %.*s exclude each other (give one)",
-				               nm_opt_name_len(given[j]), given[j], nm_opt_name_len(a),
-				               a);
+				return nm_opt_fail(p, "%.*s and %.*s exclude each other (give one)",
+				                   nm_opt_name_len(given[j]), given[j],
+				                   nm_opt_name_len(a), a);
 		given[k] = a;
 		if ((d->flags & NM_OPTF_VALUE) && !val) {
 			if (i + 1 >= argc)
-				return nm_fail("option '%s' needs a value", a);
+				return nm_opt_fail(p, "option '%s' needs a value", a);
 			val = argv[++i];
 		}
 		rc = p->take(p->ctx, d, val);

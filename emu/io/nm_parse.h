@@ -158,9 +158,17 @@ typedef struct nm_optparser {
 	bool (*is_arg)(const char *a);
 	/* Each option in order, val NULL for a flag; 0 or nm_fail's status. */
 	int (*take)(void *ctx, const nm_opt *d, const char *val);
-	/* Each argument in order; 0 or nm_fail's status. */
+	/* Each argument in order; 0 or nm_fail's status. NULL: none is taken. */
 	int (*arg)(void *ctx, const char *a);
 	void *ctx;
+	/* Another program's command line (bin/nanmap-gpu, the bench): its name
+	 * for the help hint ("try: nanmap-gpu --help"); NULL: "nanmap CMD". */
+	const char *prog;
+	/* Non-NULL: the parser's own errors go here, one line without the
+	 * "nanmap: " prefix, instead of to stderr (a caller that reports them
+	 * itself); take and arg write theirs as they choose. */
+	char *err;
+	size_t errlen;
 } nm_optparser;
 
 /* Parse argv[0..argc); 0, or the status of the first error (already printed). */

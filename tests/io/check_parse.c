@@ -970,6 +970,12 @@ static int parse_opt_row(void *arg)
 	                    argc, argv);
 }
 
+static char *opt_parse_argv[2];
+static int opt_parse_p(void *arg)
+{
+	return nm_opt_parse(arg, 1, opt_parse_argv);
+}
+
 START_TEST(test_options)
 {
 	char line[256];
@@ -983,6 +989,41 @@ START_TEST(test_options)
 	} else {
 		ck_assert_msg(rc == NM_EXIT_ERR, "'%s' accepted", opt_rows[_i].args);
 		ck_assert_str_eq(line, opt_rows[_i].msg);
+	}
+}
+END_TEST
+
+/* Another program's command line: the help hint names it, and with err
+ * the parser's error comes back in the buffer, nothing on stderr; without
+ * an argument callback a word is refused */
+START_TEST(test_options_prog)
+{
+	static const struct {
+		const char *arg, *msg;
+	} rows[] = {
+	    {"--on", "unknown option '--on' (try: nanmap-x --help)"},
+	    {"--one", "option '--one' needs a value"},
+	    {"word", "unexpected argument 'word' for nanmap-x"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		char err[128] = "", line[256] = "", a[16];
+		char *argv[] = {a};
+		snprintf(a, sizeof a, "%s", rows[i].arg);
+		memset(&opt_log, 0, sizeof(opt_log));
+		nm_optparser p = {.cmd = "nanmap-x",
+		                  .defs = opt_defs,
+		                  .ndefs = ARRAY_SIZE(opt_defs),
+		                  .take = opt_take,
+		                  .ctx = &opt_log,
+		                  .prog = "nanmap-x",
+		                  .err = err,
+		                  .errlen = sizeof err};
+		ck_assert_int_eq(nm_opt_parse(&p, 1, argv), NM_EXIT_ERR);
+		ck_assert_str_eq(err, rows[i].msg);
+		p.err = NULL; /* the same line on stderr, with the prefix */
+		opt_parse_argv[0] = a;
+		ck_assert_int_eq(with_stderr(line, sizeof line, opt_parse_p, &p), NM_EXIT_ERR);
+		ck_assert_str_eq(line + strlen("nanmap: "), rows[i].msg);
 	}
 }
 END_TEST
@@ -1021,6 +1062,7 @@ Suite *suite_parse(void)
 	tcase_add_test(tc, test_number_from_double);
 	tcase_add_loop_test(tc, test_counts, 0, ARRAY_SIZE(counts));
 	tcase_add_loop_test(tc, test_options, 0, ARRAY_SIZE(opt_rows));
+	tcase_add_test(tc, test_options_prog);
 	suite_add_tcase(s, tc);
 	tcase_add_loop_test(tx, test_rounds, 0, ARRAY_SIZE(rounds));
 	tcase_add_test(tx, test_agrees_with_from_double);

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/gpu_host.h"
+#include "emu/io/nm_buf.h"
 #include "emu/io/nm_file.h"
+#include "gpu/gpu_host.h"
 
 void gpu_report_init(gpu_report *r, const char *dir, const char *base)
 {
@@ -66,39 +67,6 @@ const char *gpu_report_csv_header(void)
 	       "max_ulp,gpu_nans,verdict";
 }
 
-/* A growing string; on allocation failure it stops growing and says so. */
-typedef struct {
-	char *s;
-	size_t n, cap;
-	bool oom;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	for (;;) {
-		size_t room = b->cap - b->n;
-		va_start(ap, fmt);
-		int k = b->s ? vsnprintf(b->s + b->n, room, fmt, ap) : -1;
-		va_end(ap);
-		if (k >= 0 && (size_t)k < room) {
-			b->n += (size_t)k;
-			return;
-		}
-		size_t cap = b->cap ? 2 * b->cap : 4096;
-		while (k >= 0 && cap - b->n <= (size_t)k)
-			cap *= 2;
-		char *p = b->oom ? NULL : realloc(b->s, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->s = p;
-		b->cap = cap;
-	}
-}
-
 static const char *verdict(const gpu_cmp *c)
 {
 	if (gpu_cmp_bad(c))
@@ -106,24 +74,25 @@ static const char *verdict(const gpu_cmp *c)
 	return c->within || c->nan_equal ? "ok" : "identical";
 }
 
-static void put_ulp(sbuf *b, uint64_t u)
+static void put_ulp(nm_buf *b, uint64_t u)
 {
 	if (u == UINT64_MAX)
-		sb_printf(b, "nan");
+		nm_buf_printf(b, "nan");
 	else
-		sb_printf(b, "%" PRIu64, u);
+		nm_buf_printf(b, "%" PRIu64, u);
 }
 
-static void put_nans(sbuf *b, const gpu_cmp *c)
+static void put_nans(nm_buf *b, const gpu_cmp *c)
 {
 	if (!c->nnan) {
-		sb_printf(b, "-");
+		nm_buf_printf(b, "-");
 		return;
 	}
 	for (int i = 0; i < c->nnan; i++)
-		sb_printf(b, "%s0x%" PRIx32 ":%" PRIu64, i ? ";" : "", c->nan_enc[i], c->nan_cnt[i]);
+		nm_buf_printf(b, "%s0x%" PRIx32 ":%" PRIu64, i ? ";" : "", c->nan_enc[i],
+		              c->nan_cnt[i]);
 	if (c->nan_other)
-		sb_printf(b, ";other:%" PRIu64, c->nan_other);
+		nm_buf_printf(b, ";other:%" PRIu64, c->nan_other);
 }
 
 /* A label as one CSV field: commas would shift the columns, so they become ';'. */
@@ -136,26 +105,27 @@ static const char *field(const char *s, char *buf, size_t len)
 	return buf;
 }
 
-static void put_labels(sbuf *b, const gpu_cmp *c)
+static void put_labels(nm_buf *b, const gpu_cmp *c)
 {
 	char f[4][64];
-	sb_printf(b, "%s,%s,%s,%s,", field(c->step, f[0], sizeof f[0]),
-	          field(c->kernel, f[1], sizeof f[1]), field(c->format, f[2], sizeof f[2]),
-	          field(c->mode, f[3], sizeof f[3]));
+	nm_buf_printf(b, "%s,%s,%s,%s,", field(c->step, f[0], sizeof f[0]),
+	              field(c->kernel, f[1], sizeof f[1]), field(c->format, f[2], sizeof f[2]),
+	              field(c->mode, f[3], sizeof f[3]));
 }
 
-static void put_csv_row(sbuf *b, const gpu_cmp *c)
+static void put_csv_row(nm_buf *b, const gpu_cmp *c)
 {
 	put_labels(b, c);
-	sb_printf(b, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu32 ",%" PRIu64 ",",
-	          c->compared, c->identical, c->nan_equal, c->within, c->tol.ulp, gpu_cmp_bad(c));
+	nm_buf_printf(b, "%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu32 ",%" PRIu64 ",",
+	              c->compared, c->identical, c->nan_equal, c->within, c->tol.ulp,
+	              gpu_cmp_bad(c));
 	put_ulp(b, c->max_ulp);
-	sb_printf(b, ",");
+	nm_buf_printf(b, ",");
 	put_nans(b, c);
-	sb_printf(b, ",%s\n", verdict(c));
+	nm_buf_printf(b, ",%s\n", verdict(c));
 }
 
-static int write_sb(const gpu_report *r, const char *suffix, sbuf *b, char *err, size_t len)
+static int write_sb(const gpu_report *r, const char *suffix, nm_buf *b, char *err, size_t len)
 {
 	char path[700];
 	if (b->oom) {
@@ -163,35 +133,40 @@ static int write_sb(const gpu_report *r, const char *suffix, sbuf *b, char *err,
 		return -1;
 	}
 	snprintf(path, sizeof path, "%s/%s%s", r->dir, r->base, suffix);
-	return nm_file_write(path, b->s ? b->s : "", b->n, err, len);
+	return nm_file_write(path, nm_buf_str(b), b->len, err, len);
 }
 
 int gpu_report_write(const gpu_report *r, char *err, size_t len)
 {
-	sbuf csv = {0}, miss = {0}, md = {0};
-	sb_printf(&csv, "%s\n", gpu_report_csv_header());
-	sb_printf(&miss, "step,kernel,format,mode,index,input,got,want,ulp\n");
-	sb_printf(&md, "| step | kernel | format | mode | compared | identical | NaN-equal | within tol "
-	               "(ulp) | bad | max ulp | GPU NaNs | verdict |\n");
-	sb_printf(&md, "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
+	nm_buf csv = {0}, miss = {0}, md = {0};
+	nm_buf_printf(&csv, "%s\n", gpu_report_csv_header());
+	nm_buf_printf(&miss, "step,kernel,format,mode,index,input,got,want,ulp\n");
+	nm_buf_printf(
+	    &md, "| step | kernel | format | mode | compared | identical | NaN-equal | within tol "
+	         "(ulp) | bad | max ulp | GPU NaNs | verdict |\n");
+	nm_buf_printf(
+	    &md,
+	    "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
 	for (size_t i = 0; i < r->nrows; i++) {
 		const gpu_cmp *c = &r->rows[i];
 		put_csv_row(&csv, c);
-		sb_printf(&md, "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64 " | %" PRIu64
-		               " (%" PRIu32 ") | %" PRIu64 " | ",
-		          c->step, c->kernel, c->format, c->mode, c->compared, c->identical, c->nan_equal,
-		          c->within, c->tol.ulp, gpu_cmp_bad(c));
+		nm_buf_printf(&md,
+		              "| %s | %s | %s | %s | %" PRIu64 " | %" PRIu64 " | %" PRIu64
+		              " | %" PRIu64 " (%" PRIu32 ") | %" PRIu64 " | ",
+		              c->step, c->kernel, c->format, c->mode, c->compared, c->identical,
+		              c->nan_equal, c->within, c->tol.ulp, gpu_cmp_bad(c));
 		put_ulp(&md, c->max_ulp);
-		sb_printf(&md, " | ");
+		nm_buf_printf(&md, " | ");
 		put_nans(&md, c);
-		sb_printf(&md, " | %s |\n", verdict(c));
+		nm_buf_printf(&md, " | %s |\n", verdict(c));
 		for (int j = 0; j < c->nshow; j++) {
 			const gpu_miss *m = &c->show[j];
 			put_labels(&miss, c);
-			sb_printf(&miss, "%" PRIu64 ",0x%" PRIx64 ",0x%" PRIx32 ",0x%" PRIx32 ",", m->index,
-			          m->input, m->got, m->want);
+			nm_buf_printf(&miss,
+			              "%" PRIu64 ",0x%" PRIx64 ",0x%" PRIx32 ",0x%" PRIx32 ",",
+			              m->index, m->input, m->got, m->want);
 			put_ulp(&miss, m->ulp);
-			sb_printf(&miss, "\n");
+			nm_buf_printf(&miss, "\n");
 		}
 	}
 	bool any = false;
@@ -200,28 +175,30 @@ int gpu_report_write(const gpu_report *r, char *err, size_t len)
 		if (!c->nshow)
 			continue;
 		if (!any)
-			sb_printf(&md, "\nFirst mismatches (index, input, GPU, emulator, ulp):\n");
+			nm_buf_printf(&md,
+			              "\nFirst mismatches (index, input, GPU, emulator, ulp):\n");
 		any = true;
-		sb_printf(&md, "\n- %s %s %s %s:", c->step, c->kernel, c->format, c->mode);
+		nm_buf_printf(&md, "\n- %s %s %s %s:", c->step, c->kernel, c->format, c->mode);
 		for (int j = 0; j < c->nshow; j++) {
-			sb_printf(&md, " `%" PRIu64 " 0x%" PRIx64 " 0x%" PRIx32 " 0x%" PRIx32 " ",
-			          c->show[j].index, c->show[j].input, c->show[j].got, c->show[j].want);
+			nm_buf_printf(
+			    &md, " `%" PRIu64 " 0x%" PRIx64 " 0x%" PRIx32 " 0x%" PRIx32 " ",
+			    c->show[j].index, c->show[j].input, c->show[j].got, c->show[j].want);
 			put_ulp(&md, c->show[j].ulp);
-			sb_printf(&md, "`");
+			nm_buf_printf(&md, "`");
 		}
-		sb_printf(&md, "\n");
+		nm_buf_printf(&md, "\n");
 	}
 	if (r->nnotes)
-		sb_printf(&md, "\n");
+		nm_buf_printf(&md, "\n");
 	for (size_t i = 0; i < r->nnotes; i++)
-		sb_printf(&md, "- %s\n", r->notes[i]);
+		nm_buf_printf(&md, "- %s\n", r->notes[i]);
 	int rc = write_sb(r, ".csv", &csv, err, len);
 	if (!rc)
 		rc = write_sb(r, "-miss.csv", &miss, err, len);
 	if (!rc)
 		rc = write_sb(r, ".md", &md, err, len);
-	free(csv.s);
-	free(miss.s);
-	free(md.s);
+	nm_buf_free(&csv);
+	nm_buf_free(&miss);
+	nm_buf_free(&md);
 	return rc;
 }

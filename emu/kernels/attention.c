@@ -293,6 +293,23 @@ out:
 	return rc_;
 }
 
+/* An fp8 recipe: spec (current scaling into its element format, no
+ * Hadamard) with one scale per tile of `rows` rows by the whole head (0:
+ * one per tensor), and the Hadamard on every row when had */
+static int fp8_recipe(const char *spec, size_t rows, bool had, emu_recipe *r, char *err,
+                      size_t errlen)
+{
+	char e[160];
+	if (emu_recipe_parse(spec, r, e, sizeof e) != EMU_OK) {
+		snprintf(err, errlen, "attention: %s", e);
+		return -1;
+	}
+	for (int i = 0; i < EMU_NROLES; i++)
+		r->brows[i] = (int)rows, r->bcols[i] = 0;
+	r->rht = r->rht_all = had;
+	return 0;
+}
+
 /* the variant, the parameters and their checks, the Tensor Core model
  * (:tc) and the recipes (fp8) into k */
 static int setup(ctx *k, const char *variant, const emu_kin *in, char *err, size_t errlen)
@@ -364,29 +381,18 @@ static int setup(ctx *k, const char *variant, const emu_kin *in, char *err, size
 	                          err, errlen) != EMU_OK)
 		return -1;
 	k->DF = dofmt == 4 ? k->E4 : emu_format_by_name("e5m2"); /* dO, dS */
-	if (k->v == ATT_FP8 && k->bwd) { /* dO: one fp32 scale per tensor, current scaling */
-		char rs[160], e[160];
-		snprintf(rs, sizeof rs, "elem=%s,scale=fp32,rule=fp32,block=0x0,rht=no",
-		         k->DF->name);
-		if (emu_recipe_parse(rs, &k->rdo, e, sizeof e) != EMU_OK) {
-			snprintf(err, errlen, "attention: %s", e);
-			return -1;
-		}
-	}
-	if (k->v == ATT_FP8) {
-		char rs[160], e[160];
-		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=%s", T,
-		         had ? "all" : "no");
-		if (emu_recipe_parse(rs, &k->rq, e, sizeof e) != EMU_OK) {
-			snprintf(err, errlen, "attention: %s", e);
-			return -1;
-		}
-		snprintf(rs, sizeof rs, "elem=e4m3,scale=fp32,rule=fp32,block=%zux0,rht=no", T);
-		if (emu_recipe_parse(rs, &k->rv, e, sizeof e) != EMU_OK) {
-			snprintf(err, errlen, "attention: %s", e);
-			return -1;
-		}
-	}
+	/* fp8's recipes (current scaling, one fp32 scale per tile): Q and K
+	 * (with hadamard=1 the Hadamard on every row), V, and fp8:bwd's dO (one
+	 * scale per tensor) */
+	if (k->v == ATT_FP8 &&
+	    (fp8_recipe("elem=e4m3,scale=fp32,rule=fp32,block=0x0", T, had != 0, &k->rq, err,
+	                errlen) != 0 ||
+	     fp8_recipe("elem=e4m3,scale=fp32,rule=fp32,block=0x0", T, false, &k->rv, err,
+	                errlen) != 0 ||
+	     (k->bwd && fp8_recipe(dofmt == 4 ? "elem=e4m3,scale=fp32,rule=fp32,block=0x0"
+	                                      : "elem=e5m2,scale=fp32,rule=fp32,block=0x0",
+	                           0, false, &k->rdo, err, errlen) != 0)))
+		return -1;
 	return 0;
 }
 

@@ -617,10 +617,275 @@ static int nt_replay(nt_opts *o, const char *const *pname, size_t npol)
 	return rc;
 }
 
+/* One invocation: its options, its runs (the policies, then --compare's
+ * reference), the steps it runs and the tables it builds. */
+typedef struct {
+	nt_opts *o;
+	nt_run run[NT_MAXRUN];
+	size_t nrun, npol;
+	uint64_t first;   /* the first step this invocation runs */
+	size_t last_step; /* and the last */
+	nt_run *ref;      /* --compare's run, or NULL */
+	nm_buf csv, lcsv, js;
+} nt_main;
+
+/* --policy's comma list (split in pols) into pname[0 .. *npol) */
+static int nt_policies(const nt_opts *o, char *pols, size_t len, const char **pname, size_t *npol)
+{
+	*npol = 0;
+	snprintf(pols, len, "%s", o->policy ? o->policy : "fp32");
+	for (char *save = NULL, *p = strtok_r(pols, ",", &save); p;
+	     p = strtok_r(NULL, ",", &save)) {
+		if (*npol == NT_MAXRUN - 1)
+			return nm_fail("--policy: at most %d policies", NT_MAXRUN - 1);
+		for (size_t k = 0; k < *npol; k++)
+			if (!strcmp(pname[k], p))
+				return nm_fail("--policy: '%s' given twice", p);
+		pname[(*npol)++] = p;
+	}
+	return *npol ? 0 : nm_fail("--policy: no policy named");
+}
+
+/* The options that go together, and every output's folder there and
+ * writable before the run starts */
+static int nt_check_outputs(const nt_opts *o, size_t npol)
+{
+	char err[512];
+	if (npol > 1 && (o->save || o->resume || o->dump))
+		return nm_fail("--save, --resume and --dump take one policy");
+	if (o->save_every && !o->save)
+		return nm_fail("--save-every needs --save FILE");
+	if (o->stop_at && !o->save)
+		return nm_fail("--stop-at needs --save FILE (to resume from)");
+	if (o->plot) {
+		size_t l = strlen(o->plot);
+		if (l < 5 ||
+		    (strcmp(o->plot + l - 4, ".svg") != 0 && strcmp(o->plot + l - 4, ".png") != 0))
+			return nm_fail("--plot %s: a plot is .png or .svg", o->plot);
+	}
+	const char *outs[] = {o->csv, o->lcsv, o->json, o->plot, o->save};
+	for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) {
+		if (!outs[k])
+			continue;
+		char dir[4096];
+		const char *sl = strrchr(outs[k], '/');
+		snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - outs[k]) : 1, sl ? outs[k] : ".");
+		if (nm_dir_writable(*dir ? dir : "/", err, sizeof err) != 0)
+			return nm_fail("%s: %s", outs[k], err);
+	}
+	return 0;
+}
+
+/* A trainer per policy (and --compare's), resumed or dumped as asked; the
+ * first step to run */
+static int nt_open(nt_main *m, const char **pname)
+{
+	nt_opts *o = m->o;
+	char err[512];
+	for (size_t k = 0; k < m->npol + (o->compare != NULL); k++) {
+		nt_run *r = &m->run[m->nrun++];
+		r->c = o->c;
+		r->ref = k == m->npol;
+		if (nt_setup(o, &r->c, r->ref ? o->compare : pname[k], !r->ref, err, sizeof err) !=
+		        0 ||
+		    !(r->t = emu_train_new(&r->c, err, sizeof err)))
+			return nm_fail("%s%s", r->ref ? "--compare: " : "", err);
+		if (!(r->loss = malloc(o->c.steps * sizeof *r->loss)) ||
+		    !(r->val = malloc(o->c.steps * sizeof *r->val)))
+			return nm_fail("train: out of memory");
+		for (size_t s = 0; s < o->c.steps; s++)
+			r->loss[s] = r->val[s] = NAN;
+	}
+	for (size_t k = 0; o->resume && k < m->nrun; k++)
+		if (emu_train_load(m->run[k].t, o->resume, err, sizeof err) != 0)
+			return nm_fail("%s", err);
+	m->first = emu_train_steps_done(m->run[0].t) + 1;
+	if (m->first > o->c.steps)
+		return nm_fail("%s: already at step %llu of --steps %zu", o->resume,
+		               (unsigned long long)(m->first - 1), o->c.steps);
+	if (o->dump && mkdir(o->dump, 0777) != 0 && errno != EEXIST)
+		return nm_fail("%s: cannot create: %s", o->dump, strerror(errno));
+	if (o->dump && emu_train_dump(m->run[0].t, o->dump, err, sizeof err) != 0)
+		return nm_fail("%s", err);
+	m->ref = o->compare ? &m->run[m->nrun - 1] : NULL;
+	m->last_step = o->stop_at && o->stop_at < o->c.steps ? o->stop_at : o->c.steps;
+	return 0;
+}
+
+/* Step s of run r (w its row; rr the reference's): the CSV rows, the
+ * per-layer rows and (every --every steps) the line on stdout */
+static void nt_record(nt_main *m, size_t s, nt_run *r, const emu_train_row *w,
+                      const emu_train_row *rr)
+{
+	const nt_opts *o = m->o;
+	char b[8][NM_NUM_LEN];
+	bool hv = !isnan(w->val_loss);
+	nm_buf_csv(&m->csv, r->c.pol.name);
+	nm_buf_printf(&m->csv, ",%llu,%s,%s,%s,%s,%s,%d,%llu,%llu,%llu,%llu",
+	              (unsigned long long)w->step, nm_fmt_g(w->loss, 9, b[0], NM_NUM_LEN),
+	              hv ? nm_fmt_g(w->val_loss, 9, b[1], NM_NUM_LEN) : "",
+	              nm_fmt_g(w->grad_norm, 9, b[2], NM_NUM_LEN),
+	              nm_fmt_g(w->lr, 9, b[3], NM_NUM_LEN), nm_fmt_g(w->scale, 9, b[4], NM_NUM_LEN),
+	              w->skipped, (unsigned long long)w->overflow, (unsigned long long)w->underflow,
+	              (unsigned long long)w->invalid, (unsigned long long)w->nonfinite_params);
+	if (rr) {
+		double ratio = w->loss > rr->loss ? w->loss / rr->loss : rr->loss / w->loss;
+		if (!(ratio <= o->factor) && !r->diverged)
+			r->diverged = s;
+		nm_buf_printf(&m->csv, ",%s,%s", nm_fmt_g(rr->loss, 9, b[5], NM_NUM_LEN),
+		              nm_fmt_g(w->loss / rr->loss, 9, b[6], NM_NUM_LEN));
+	}
+	nm_buf_put(&m->csv, "\n");
+	size_t nl;
+	const emu_train_lstat *ls = emu_train_lstats(r->t, &nl);
+	for (size_t i = 0; i < nl; i++) {
+		size_t layer = i / 2;
+		char lname[32];
+		if (layer == 0)
+			snprintf(lname, sizeof lname, "emb");
+		else if (layer == nl / 2 - 1)
+			snprintf(lname, sizeof lname, "head");
+		else
+			snprintf(lname, sizeof lname, "layer%zu", layer - 1);
+		nm_buf_csv(&m->lcsv, r->c.pol.name);
+		nm_buf_printf(
+		    &m->lcsv, ",%zu,%s,%s,%llu,%llu,%llu,%llu,%s,%llu,%llu\n", s, lname,
+		    i % 2 ? "backward" : "forward", (unsigned long long)ls[i].ops,
+		    (unsigned long long)ls[i].overflow, (unsigned long long)ls[i].underflow,
+		    (unsigned long long)ls[i].invalid, nm_fmt_g(ls[i].amax, 6, b[7], NM_NUM_LEN),
+		    (unsigned long long)ls[i].nan, (unsigned long long)ls[i].inf);
+	}
+	if (o->every && (s % o->every == 0 || s == m->last_step)) {
+		bool many = m->npol > 1;
+		printf("step %5zu %s%s%s loss %-10s val %-10s |g| %-10s lr %-9s "
+		       "scale %-7s%s\n",
+		       s, many ? "[" : "", many ? r->c.pol.name : "", many ? "]" : "",
+		       nm_fmt_g(w->loss, 5, b[0], NM_NUM_LEN),
+		       hv ? nm_fmt_g(w->val_loss, 5, b[1], NM_NUM_LEN) : "-",
+		       nm_fmt_g(w->grad_norm, 4, b[2], NM_NUM_LEN),
+		       nm_fmt_g(w->lr, 3, b[3], NM_NUM_LEN),
+		       nm_fmt_g(w->scale, 4, b[4], NM_NUM_LEN), w->skipped ? "  skipped" : "");
+	}
+}
+
+/* Every step from m->first on, each run in turn, saving as asked */
+static int nt_steps(nt_main *m)
+{
+	nt_opts *o = m->o;
+	char err[512];
+	for (size_t s = m->first; s <= m->last_step; s++) {
+		emu_train_row row[NT_MAXRUN];
+		for (size_t k = 0; k < m->nrun; k++)
+			if (emu_train_step(m->run[k].t, &row[k]) != 0)
+				return nm_fail("train: out of memory at step %zu", s);
+		for (size_t k = 0; k < m->nrun; k++) {
+			nt_run *r = &m->run[k];
+			emu_train_row *w = &row[k];
+			r->skipped += w->skipped;
+			r->last = w->loss;
+			r->loss[s - 1] = w->loss;
+			r->val[s - 1] = w->val_loss;
+			if (!isnan(w->val_loss))
+				r->last_val = w->val_loss, r->has_val = true;
+			if (!r->ref)
+				nt_record(m, s, r, w, m->ref ? &row[m->nrun - 1] : NULL);
+		}
+		fflush(stdout);
+		if (o->save && ((o->save_every && s % o->save_every == 0) || s == m->last_step) &&
+		    emu_train_save(m->run[0].t, o->save, err, sizeof err) != 0)
+			return nm_fail("%s", err);
+	}
+	return 0;
+}
+
+/* Each run's final lines on stdout and its object in the JSON */
+static void nt_summary(nt_main *m)
+{
+	const nt_opts *o = m->o;
+	size_t nsteps = m->last_step + 1 - m->first;
+	nm_buf_put(&m->js, "{\"runs\": [");
+	for (size_t k = 0; k < m->nrun; k++) {
+		nt_run *r = &m->run[k];
+		char b[2][NM_NUM_LEN], pre[64] = "";
+		if (m->npol > 1 || r->ref)
+			snprintf(pre, sizeof pre, "%s: ", r->c.pol.name);
+		if (!r->ref) {
+			printf("%sfinal: loss %s, validation loss %s, %zu of %zu steps skipped\n",
+			       pre, nm_fmt_g(r->last, 6, b[0], NM_NUM_LEN),
+			       r->has_val ? nm_fmt_g(r->last_val, 6, b[1], NM_NUM_LEN) : "-",
+			       r->skipped, nsteps);
+			nt_fail_line(emu_train_first_fail(r->t), pre);
+			if (m->ref && r->diverged)
+				printf(
+				    "%sdivergence from %s: the loss first differs by more than %gx "
+				    "at step %llu\n",
+				    pre, m->ref->c.pol.name, o->factor,
+				    (unsigned long long)r->diverged);
+			else if (m->ref)
+				printf("%sdivergence from %s: none (within %gx every step)\n", pre,
+				       m->ref->c.pol.name, o->factor);
+		}
+		nm_buf_put(&m->js, k ? ", {\"policy\": " : "{\"policy\": ");
+		nm_buf_json_str(&m->js, r->c.pol.name);
+		nm_buf_printf(&m->js,
+		              ", \"reference\": %s, \"steps\": %zu, \"skipped\": %zu, \"loss\": ",
+		              r->ref ? "true" : "false", nsteps, r->skipped);
+		nm_buf_json_num(&m->js, r->last);
+		nm_buf_put(&m->js, ", \"val_loss\": ");
+		nm_buf_json_num(&m->js, r->last_val);
+		nm_buf_put(&m->js, ", \"diverged_at\": ");
+		if (r->diverged)
+			nm_buf_printf(&m->js, "%llu", (unsigned long long)r->diverged);
+		else
+			nm_buf_put(&m->js, "null");
+		nm_buf_put(&m->js, ", \"first_failure\": ");
+		nt_json_fail(&m->js, emu_train_first_fail(r->t));
+		nm_buf_put(&m->js, "}");
+	}
+	nm_buf_put(&m->js, "]}\n");
+}
+
+/* The files asked for: the tables, the JSON and the loss plot */
+static int nt_write(nt_main *m)
+{
+	const nt_opts *o = m->o;
+	char err[512];
+	if (m->csv.oom || m->lcsv.oom || m->js.oom)
+		return nm_fail("train: out of memory");
+	if (o->csv && nm_file_write(o->csv, m->csv.s, m->csv.len, err, sizeof err) != 0)
+		return nm_fail("%s", err);
+	if (o->lcsv && nm_file_write(o->lcsv, m->lcsv.s, m->lcsv.len, err, sizeof err) != 0)
+		return nm_fail("%s", err);
+	if (o->json && nm_file_write(o->json, m->js.s, m->js.len, err, sizeof err) != 0)
+		return nm_fail("%s", err);
+	if (!o->plot)
+		return 0;
+	size_t n = m->last_step + 1 - m->first;
+	double *x = malloc(n * sizeof *x);
+	const char *names[NT_MAXRUN];
+	const double *ys[NT_MAXRUN];
+	char title[160];
+	int rc = 0;
+	for (size_t k = 0; k < m->nrun; k++)
+		names[k] = m->run[k].c.pol.name, ys[k] = m->run[k].loss + m->first - 1;
+	snprintf(title, sizeof title, "training loss, gpt2 %zu layers d %zu (seed %llu)",
+	         o->c.layers, o->c.d, (unsigned long long)o->c.seed);
+	if (!x)
+		rc = nm_fail("train: out of memory");
+	else {
+		for (size_t i = 0; i < n; i++)
+			x[i] = (double)(m->first + i);
+		if (nm_plot_curves(o->plot, title, "step", "loss", false, m->nrun, names, x, ys, n,
+		                   err, sizeof err) != 0)
+			rc = nm_fail("%s", err);
+	}
+	free(x);
+	return rc;
+}
+
 int nm_train_main(int argc, char **argv)
 {
 	nt_opts o;
-	char err[512];
 	memset(&o, 0, sizeof o);
 	emu_train_cfg_default(&o.c);
 	o.factor = 2;
@@ -639,19 +904,9 @@ int nm_train_main(int argc, char **argv)
 	/* the policies: a comma list, each with the --role overrides */
 	char pols[512];
 	const char *pname[NT_MAXRUN];
-	size_t npol = 0;
-	snprintf(pols, sizeof pols, "%s", o.policy ? o.policy : "fp32");
-	for (char *save = NULL, *p = strtok_r(pols, ",", &save); p;
-	     p = strtok_r(NULL, ",", &save)) {
-		if (npol == NT_MAXRUN - 1)
-			return nm_fail("--policy: at most %d policies", NT_MAXRUN - 1);
-		for (size_t k = 0; k < npol; k++)
-			if (!strcmp(pname[k], p))
-				return nm_fail("--policy: '%s' given twice", p);
-		pname[npol++] = p;
-	}
-	if (!npol)
-		return nm_fail("--policy: no policy named");
+	size_t npol;
+	if ((rc = nt_policies(&o, pols, sizeof pols, pname, &npol)) != 0)
+		return rc;
 	char *text = NULL;
 	if (o.replay) {
 		if ((rc = nt_text(&o, &text)) == 0)
@@ -659,67 +914,18 @@ int nm_train_main(int argc, char **argv)
 		free(text);
 		return rc;
 	}
-	if (npol > 1 && (o.save || o.resume || o.dump))
-		return nm_fail("--save, --resume and --dump take one policy");
-	if (o.save_every && !o.save)
-		return nm_fail("--save-every needs --save FILE");
-	if (o.stop_at && !o.save)
-		return nm_fail("--stop-at needs --save FILE (to resume from)");
-	if (o.plot) {
-		size_t l = strlen(o.plot);
-		if (l < 5 || (strcmp(o.plot + l - 4, ".svg") != 0 && strcmp(o.plot + l - 4, ".png") != 0))
-			return nm_fail("--plot %s: a plot is .png or .svg", o.plot);
-	}
-	/* every output's folder is there and writable before the run starts */
-	const char *outs[] = {o.csv, o.lcsv, o.json, o.plot, o.save};
-	for (size_t k = 0; k < sizeof outs / sizeof *outs; k++) {
-		if (!outs[k])
-			continue;
-		char dir[4096];
-		const char *sl = strrchr(outs[k], '/');
-		snprintf(dir, sizeof dir, "%.*s", sl ? (int)(sl - outs[k]) : 1, sl ? outs[k] : ".");
-		if (nm_dir_writable(*dir ? dir : "/", err, sizeof err) != 0)
-			return nm_fail("%s: %s", outs[k], err);
-	}
-	if ((rc = nt_text(&o, &text)) != 0)
+	if ((rc = nt_check_outputs(&o, npol)) != 0 || (rc = nt_text(&o, &text)) != 0)
 		return rc;
-	nt_run run[NT_MAXRUN];
-	size_t nrun = 0;
-	memset(run, 0, sizeof run);
-	rc = 0;
-	for (size_t k = 0; k < npol + (o.compare != NULL) && !rc; k++) {
-		nt_run *r = &run[nrun++];
-		r->c = o.c;
-		r->ref = k == npol;
-		if (nt_setup(&o, &r->c, r->ref ? o.compare : pname[k], !r->ref, err, sizeof err) !=
-		        0 ||
-		    !(r->t = emu_train_new(&r->c, err, sizeof err)))
-			rc = nm_fail("%s%s", r->ref ? "--compare: " : "", err);
-		else if (!(r->loss = malloc(o.c.steps * sizeof *r->loss)) ||
-		         !(r->val = malloc(o.c.steps * sizeof *r->val)))
-			rc = nm_fail("train: out of memory");
-		else
-			for (size_t s = 0; s < o.c.steps; s++)
-				r->loss[s] = r->val[s] = NAN;
-	}
-	if (!rc && o.resume)
-		for (size_t k = 0; k < nrun && !rc; k++)
-			if (emu_train_load(run[k].t, o.resume, err, sizeof err) != 0)
-				rc = nm_fail("%s", err);
-	uint64_t first = rc ? 0 : emu_train_steps_done(run[0].t) + 1;
-	if (!rc && first > o.c.steps)
-		rc = nm_fail("%s: already at step %llu of --steps %zu", o.resume,
-		             (unsigned long long)(first - 1), o.c.steps);
-	if (!rc && o.dump && mkdir(o.dump, 0777) != 0 && errno != EEXIST)
-		rc = nm_fail("%s: cannot create: %s", o.dump, strerror(errno));
-	if (!rc && o.dump && emu_train_dump(run[0].t, o.dump, err, sizeof err) != 0)
-		rc = nm_fail("%s", err);
-	if (rc)
+	nt_main m;
+	memset(&m, 0, sizeof m);
+	m.o = &o;
+	m.npol = npol;
+	if ((rc = nt_open(&m, pname)) != 0)
 		goto done;
 	if (o.every == UINT64_MAX)
 		o.every = o.c.steps >= 10 ? o.c.steps / 10 : 1;
-	for (size_t k = 0; k < nrun; k++) {
-		nt_run *r = &run[k];
+	for (size_t k = 0; k < m.nrun; k++) {
+		nt_run *r = &m.run[k];
 		if (!r->ref)
 			printf("train: %s, %zu layers, d %zu, %zu heads, seq %zu, vocab %zu, "
 			       "batch %zu x "
@@ -731,180 +937,29 @@ int nm_train_main(int argc, char **argv)
 		r->last = r->last_val = NAN;
 	}
 	if (o.resume)
-		printf("resumed from %s at step %llu\n", o.resume, (unsigned long long)(first - 1));
-	nm_buf csv = {0}, lcsv = {0};
-	nm_buf_put(&csv, "policy,step,loss,val_loss,grad_norm,lr,scale,skipped,overflow,underflow,"
-	                 "invalid,nonfinite_params");
+		printf("resumed from %s at step %llu\n", o.resume,
+		       (unsigned long long)(m.first - 1));
+	nm_buf_put(&m.csv,
+	           "policy,step,loss,val_loss,grad_norm,lr,scale,skipped,overflow,underflow,"
+	           "invalid,nonfinite_params");
 	if (o.compare)
-		nm_buf_put(&csv, ",ref_loss,loss_ratio");
-	nm_buf_put(&csv, "\n");
-	nm_buf_put(&lcsv, "policy,step,layer,pass,ops,overflow,underflow,invalid,amax,nan,inf\n");
-	nt_run *ref = o.compare ? &run[nrun - 1] : NULL;
-	size_t last_step = o.stop_at && o.stop_at < o.c.steps ? o.stop_at : o.c.steps;
-	for (size_t s = first; s <= last_step && !rc; s++) {
-		emu_train_row row[NT_MAXRUN];
-		for (size_t k = 0; k < nrun && !rc; k++)
-			if (emu_train_step(run[k].t, &row[k]) != 0)
-				rc = nm_fail("train: out of memory at step %zu", s);
-		if (rc)
-			break;
-		for (size_t k = 0; k < nrun; k++) {
-			nt_run *r = &run[k];
-			emu_train_row *w = &row[k];
-			r->skipped += w->skipped;
-			r->last = w->loss;
-			r->loss[s - 1] = w->loss;
-			r->val[s - 1] = w->val_loss;
-			bool hv = !isnan(w->val_loss);
-			if (hv)
-				r->last_val = w->val_loss, r->has_val = true;
-			if (r->ref)
-				continue;
-			char b[8][NM_NUM_LEN];
-			nm_buf_csv(&csv, r->c.pol.name);
-			nm_buf_printf(
-			    &csv, ",%llu,%s,%s,%s,%s,%s,%d,%llu,%llu,%llu,%llu",
-			    (unsigned long long)w->step, nm_fmt_g(w->loss, 9, b[0], NM_NUM_LEN),
-			    hv ? nm_fmt_g(w->val_loss, 9, b[1], NM_NUM_LEN) : "",
-			    nm_fmt_g(w->grad_norm, 9, b[2], NM_NUM_LEN),
-			    nm_fmt_g(w->lr, 9, b[3], NM_NUM_LEN),
-			    nm_fmt_g(w->scale, 9, b[4], NM_NUM_LEN), w->skipped,
-			    (unsigned long long)w->overflow, (unsigned long long)w->underflow,
-			    (unsigned long long)w->invalid,
-			    (unsigned long long)w->nonfinite_params);
-			if (ref) {
-				emu_train_row *rr = &row[nrun - 1];
-				double ratio =
-				    w->loss > rr->loss ? w->loss / rr->loss : rr->loss / w->loss;
-				if (!(ratio <= o.factor) && !r->diverged)
-					r->diverged = s;
-				nm_buf_printf(&csv, ",%s,%s",
-				              nm_fmt_g(rr->loss, 9, b[5], NM_NUM_LEN),
-				              nm_fmt_g(w->loss / rr->loss, 9, b[6], NM_NUM_LEN));
-			}
-			nm_buf_put(&csv, "\n");
-			size_t nl;
-			const emu_train_lstat *ls = emu_train_lstats(r->t, &nl);
-			for (size_t i = 0; i < nl; i++) {
-				size_t layer = i / 2;
-				char lname[32];
-				if (layer == 0)
-					snprintf(lname, sizeof lname, "emb");
-				else if (layer == nl / 2 - 1)
-					snprintf(lname, sizeof lname, "head");
-				else
-					snprintf(lname, sizeof lname, "layer%zu", layer - 1);
-				nm_buf_csv(&lcsv, r->c.pol.name);
-				nm_buf_printf(
-				    &lcsv, ",%zu,%s,%s,%llu,%llu,%llu,%llu,%s,%llu,%llu\n", s,
-				    lname, i % 2 ? "backward" : "forward",
-				    (unsigned long long)ls[i].ops,
-				    (unsigned long long)ls[i].overflow,
-				    (unsigned long long)ls[i].underflow,
-				    (unsigned long long)ls[i].invalid,
-				    nm_fmt_g(ls[i].amax, 6, b[7], NM_NUM_LEN),
-				    (unsigned long long)ls[i].nan, (unsigned long long)ls[i].inf);
-			}
-			if (o.every && (s % o.every == 0 || s == last_step)) {
-				printf("step %5zu %s%s%s loss %-10s val %-10s |g| %-10s lr %-9s "
-				       "scale %-7s%s\n",
-				       s, npol > 1 ? "[" : "", npol > 1 ? r->c.pol.name : "",
-				       npol > 1 ? "]" : "", nm_fmt_g(w->loss, 5, b[0], NM_NUM_LEN),
-				       hv ? nm_fmt_g(w->val_loss, 5, b[1], NM_NUM_LEN) : "-",
-				       nm_fmt_g(w->grad_norm, 4, b[2], NM_NUM_LEN),
-				       nm_fmt_g(w->lr, 3, b[3], NM_NUM_LEN),
-				       nm_fmt_g(w->scale, 4, b[4], NM_NUM_LEN),
-				       w->skipped ? "  skipped" : "");
-			}
-		}
-		fflush(stdout);
-		if (o.save && ((o.save_every && s % o.save_every == 0) || s == last_step) &&
-		    emu_train_save(run[0].t, o.save, err, sizeof err) != 0)
-			rc = nm_fail("%s", err);
-	}
-	nm_buf js = {0};
-	nm_buf_put(&js, "{\"runs\": [");
-	for (size_t k = 0; k < nrun && !rc; k++) {
-		nt_run *r = &run[k];
-		char b[2][NM_NUM_LEN], pre[64] = "";
-		if (npol > 1 || r->ref)
-			snprintf(pre, sizeof pre, "%s: ", r->c.pol.name);
-		if (!r->ref) {
-			printf("%sfinal: loss %s, validation loss %s, %zu of %zu steps skipped\n",
-			       pre, nm_fmt_g(r->last, 6, b[0], NM_NUM_LEN),
-			       r->has_val ? nm_fmt_g(r->last_val, 6, b[1], NM_NUM_LEN) : "-",
-			       r->skipped, last_step + 1 - first);
-			nt_fail_line(emu_train_first_fail(r->t), pre);
-			if (ref) {
-				if (r->diverged)
-					printf("%sdivergence from %s: the loss first differs by "
-					       "more than %gx at "
-					       "step %llu\n",
-					       pre, ref->c.pol.name, o.factor,
-					       (unsigned long long)r->diverged);
-				else
-					printf(
-					    "%sdivergence from %s: none (within %gx every step)\n",
-					    pre, ref->c.pol.name, o.factor);
-			}
-		}
-		nm_buf_put(&js, k ? ", {\"policy\": " : "{\"policy\": ");
-		nm_buf_json_str(&js, r->c.pol.name);
-		nm_buf_printf(&js,
-		              ", \"reference\": %s, \"steps\": %zu, \"skipped\": %zu, \"loss\": ",
-		              r->ref ? "true" : "false", last_step + 1 - first, r->skipped);
-		nm_buf_json_num(&js, r->last);
-		nm_buf_put(&js, ", \"val_loss\": ");
-		nm_buf_json_num(&js, r->last_val);
-		nm_buf_put(&js, ", \"diverged_at\": ");
-		if (r->diverged)
-			nm_buf_printf(&js, "%llu", (unsigned long long)r->diverged);
-		else
-			nm_buf_put(&js, "null");
-		nm_buf_put(&js, ", \"first_failure\": ");
-		nt_json_fail(&js, emu_train_first_fail(r->t));
-		nm_buf_put(&js, "}");
-	}
-	nm_buf_put(&js, "]}\n");
-	if (!rc && (csv.oom || lcsv.oom || js.oom))
-		rc = nm_fail("train: out of memory");
-	if (!rc && o.csv && nm_file_write(o.csv, csv.s, csv.len, err, sizeof err) != 0)
-		rc = nm_fail("%s", err);
-	if (!rc && o.lcsv && nm_file_write(o.lcsv, lcsv.s, lcsv.len, err, sizeof err) != 0)
-		rc = nm_fail("%s", err);
-	if (!rc && o.json && nm_file_write(o.json, js.s, js.len, err, sizeof err) != 0)
-		rc = nm_fail("%s", err);
-	if (!rc && o.plot) {
-		size_t n = last_step + 1 - first;
-		double *x = malloc(n * sizeof *x);
-		const char *names[NT_MAXRUN];
-		const double *ys[NT_MAXRUN];
-		char title[160];
-		for (size_t k = 0; k < nrun; k++)
-			names[k] = run[k].c.pol.name, ys[k] = run[k].loss + first - 1;
-		snprintf(title, sizeof title, "training loss, gpt2 %zu layers d %zu (seed %llu)",
-		         o.c.layers, o.c.d, (unsigned long long)o.c.seed);
-		if (!x)
-			rc = nm_fail("train: out of memory");
-		else {
-			for (size_t i = 0; i < n; i++)
-				x[i] = (double)(first + i);
-			if (nm_plot_curves(o.plot, title, "step", "loss", false, nrun, names, x, ys,
-			                   n, err, sizeof err) != 0)
-				rc = nm_fail("%s", err);
-		}
-		free(x);
+		nm_buf_put(&m.csv, ",ref_loss,loss_ratio");
+	nm_buf_put(&m.csv, "\n");
+	nm_buf_put(&m.lcsv, "policy,step,layer,pass,ops,overflow,underflow,invalid,amax,nan,inf\n");
+	if ((rc = nt_steps(&m)) == 0) {
+		nt_summary(&m);
+		rc = nt_write(&m);
 	}
 	if (!rc && fflush(stdout) != 0)
 		rc = nm_fail("cannot write the output: %s", strerror(errno));
-	nm_buf_free(&csv);
-	nm_buf_free(&lcsv);
-	nm_buf_free(&js);
 done:
-	for (size_t k = 0; k < nrun; k++) {
-		emu_train_free(run[k].t);
-		free(run[k].loss);
-		free(run[k].val);
+	nm_buf_free(&m.csv);
+	nm_buf_free(&m.lcsv);
+	nm_buf_free(&m.js);
+	for (size_t k = 0; k < m.nrun; k++) {
+		emu_train_free(m.run[k].t);
+		free(m.run[k].loss);
+		free(m.run[k].val);
 	}
 	free(text);
 	return rc;

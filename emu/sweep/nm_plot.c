@@ -1547,6 +1547,173 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	return rc;
 }
 
+/* The y column's default (heat maps the status, lines the first relative
+ * error), and what follows from it: a status plot, the heat map's z, the
+ * accuracy output and the tolerance line */
+static void spec_ycol(pl_spec *sp, const nm_case *c, const nm_csv *t, const nm_plot_cols *kc,
+                      const char *series)
+{
+	if (!sp->ycol && !series) {
+		/* default: heat maps show the status, lines the first relative error */
+		sp->ycol = "status";
+		for (size_t j = 0; !sp->heat && j < t->ncols; j++) {
+			size_t l = strlen(t->cell[j]);
+			if (l > 8 && strcmp(t->cell[j] + l - 8, ".rel_err") == 0) {
+				sp->ycol = t->cell[j];
+				break;
+			}
+		}
+	}
+	sp->ystatus = !series && strcmp(sp->ycol, "status") == 0;
+	if (sp->heat && !sp->ystatus)
+		sp->zname = sp->ycol;
+	sp->accname = c->accuracy[0] ? c->accuracy : kc->nout ? kc->out[0] : "?";
+	sp->tolline = NAN;
+	{
+		char accrel[64];
+		snprintf(accrel, sizeof accrel, "%s.rel_err", sp->accname);
+		if (!series && !sp->heat && strcmp(sp->ycol, accrel) == 0)
+			sp->tolline = c->tolerance;
+	}
+}
+
+/* A status along one axis as a strip chart, a row of cells per line: s
+ * becomes the strip's cells and strip keeps the lines (their labels);
+ * -1 when out of memory */
+static int to_strip(pl_spec *sp, pl_set *s, pl_set *strip)
+{
+	pl_group *g = set_find(strip, "");
+	for (size_t i = 0; g && i < s->n; i++)
+		for (size_t j = 0; j < s->g[i].n; j++) {
+			pl_pt p = s->g[i].p[j];
+			p.z = (double)i;
+			if (group_add(g, p)) {
+				g = NULL;
+				break;
+			}
+		}
+	if (!g)
+		return -1;
+	pl_set t2 = *s;
+	*s = *strip;
+	*strip = t2; /* keeps the lines' labels */
+	sp->strip = strip;
+	sp->heat = true;
+	return 0;
+}
+
+/* The axes from the points: ranges, log scales, labels (ylabel a buffer
+ * for a column's label) and a heat map's panels */
+static void spec_axes(pl_spec *sp, const nm_case *c, const pl_set *s, const char *series,
+                      char *ylabel, size_t ylen)
+{
+	/* ranges */
+	double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+	double zmin = INFINITY, zmax = -INFINITY, ypos = INFINITY;
+	bool any_y = false;
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t j = 0; j < s->g[i].n; j++) {
+			const pl_pt *p = &s->g[i].p[j];
+			xmin = fmin(xmin, p->x);
+			xmax = fmax(xmax, p->x);
+			zmin = fmin(zmin, p->z);
+			zmax = fmax(zmax, p->z);
+			if (isfinite(p->y)) {
+				any_y = true;
+				ymin = fmin(ymin, p->y);
+				ymax = fmax(ymax, p->y);
+				if (p->y > 0)
+					ypos = fmin(ypos, p->y);
+			}
+		}
+	const char *lx = kv_get(c, "logx"), *ly = kv_get(c, "logy");
+	sp->logx = want_log(lx, xmin, xmax);
+	if (sp->heat) {
+		sp->logy = !sp->strip && want_log(ly, zmin, zmax);
+		sp->zlog = sp->zname && ypos < INFINITY && want_log(NULL, ypos, ymax);
+		sp->zlo = ypos;
+		sp->zhi = ymax > ypos ? ymax : ypos * 10;
+	} else if (!sp->ystatus) {
+		sp->logy = ypos < INFINITY && want_log(ly, ypos, ymax) && log_opt(ly) != 0;
+		if (log_opt(ly) == 1 && ypos < INFINITY)
+			sp->logy = true;
+		if (!any_y) {
+			sp->floor = sp->logy ? 0.1 : -1;
+			sp->ceil = sp->logy ? 10 : 1;
+		} else if (sp->logy) {
+			sp->floor = ypos / 10;
+			sp->ceil = ymax * 10;
+		} else {
+			double span = ymax > ymin ? ymax - ymin : fabs(ymax) > 0 ? fabs(ymax) : 1;
+			sp->floor = ymin - 0.08 * span;
+			sp->ceil = ymax + 0.08 * span;
+		}
+	}
+	sp->xlabel = kv_get(c, "xlabel");
+	if (!sp->xlabel)
+		sp->xlabel = series ? "step" : sp->xname ? sp->xname : "";
+	sp->ylabel = kv_get(c, "ylabel");
+	if (!sp->ylabel)
+		sp->ylabel = series      ? series
+		             : sp->strip ? ""
+		             : sp->heat  ? (c->naxes == 2 ? c->axes[1].name : "")
+		                         : column_label(sp->ycol, ylabel, ylen);
+	if (sp->strip) {
+		sp->nvar = sp->npol = 1;
+	} else if (sp->heat) {
+		/* panels: rows = variants, columns = policies present */
+		bool vs[256] = {false}, ps[256] = {false};
+		for (size_t i = 0; i < s->n; i++) {
+			vs[s->g[i].variant % 256] = true;
+			ps[s->g[i].policy % 256] = true;
+		}
+		for (size_t i = 0; i < 256; i++) {
+			sp->nvar += vs[i];
+			sp->npol += ps[i];
+		}
+		if (sp->nvar * sp->npol < s->n) {
+			sp->nvar = 1;
+			sp->npol = s->n;
+		}
+	}
+}
+
+/* The gnuplot script: the PNG, then the SVG, of the same body */
+static void write_script(FILE *fs, const pl_spec *sp, const pl_set *s, const char *dat,
+                         const char *tpng, const char *tsvg)
+{
+	int w, h;
+	if (sp->strip) {
+		w = 1100;
+		h = (int)(sp->strip->n * 16 + 150);
+	} else if (sp->heat) {
+		w = (int)(sp->npol * 330 + 60);
+		h = (int)(sp->nvar * 280 + 70);
+	} else {
+		w = 1100;
+		h = 560 + (s->n > 24 ? (int)(s->n - 24) * 14 : 0);
+	}
+	for (int term = 0; term < 2; term++) {
+		if (term == 0)
+			fprintf(fs,
+			        "set terminal pngcairo size %d,%d font 'DejaVu Sans,9' noenhanced "
+			        "background rgb 'white'\nset output ",
+			        w, h);
+		else
+			fprintf(fs,
+			        "reset\nset terminal svg size %d,%d fixed font 'DejaVu Sans,9' "
+			        "noenhanced background rgb 'white'\nset output ",
+			        w, h);
+		gq(fs, term == 0 ? tpng : tsvg);
+		fprintf(fs, "\n");
+		if (sp->heat)
+			heat_body(fs, sp, s, dat);
+		else
+			lines_body(fs, sp, s, dat);
+		fprintf(fs, "unset output\n");
+	}
+}
+
 int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plots_dir,
                       const nm_thresh_row *rows, size_t nrows, char *err, size_t errlen)
 {
@@ -1585,28 +1752,7 @@ int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plo
 		            c->path, why);
 	if (nm_plot_read_results(c, &kc, path, series != NULL, &t, err, errlen))
 		return -1;
-	if (!sp.ycol && !series) {
-		/* default: heat maps show the status, lines the first relative error */
-		sp.ycol = "status";
-		for (size_t j = 0; !sp.heat && j < t.ncols; j++) {
-			size_t l = strlen(t.cell[j]);
-			if (l > 8 && strcmp(t.cell[j] + l - 8, ".rel_err") == 0) {
-				sp.ycol = t.cell[j];
-				break;
-			}
-		}
-	}
-	sp.ystatus = !series && strcmp(sp.ycol, "status") == 0;
-	if (sp.heat && !sp.ystatus)
-		sp.zname = sp.ycol;
-	sp.accname = c->accuracy[0] ? c->accuracy : kc.nout ? kc.out[0] : "?";
-	sp.tolline = NAN;
-	{
-		char accrel[64];
-		snprintf(accrel, sizeof accrel, "%s.rel_err", sp.accname);
-		if (!series && !sp.heat && strcmp(sp.ycol, accrel) == 0)
-			sp.tolline = c->tolerance;
-	}
+	spec_ycol(&sp, c, &t, &kc, series);
 
 	pl_set s = {0};
 	int rc = load_points(&sp, c, &t, series, backend, &s, path, err, errlen);
@@ -1616,99 +1762,13 @@ int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plo
 	if (rc)
 		goto out;
 	pl_set strip = {0};
-	if (!sp.heat && sp.ystatus && !series) {
-		/* status along one axis: a strip chart, a row of cells per line */
-		pl_group *g = set_find(&strip, "");
-		for (size_t i = 0; g && i < s.n; i++)
-			for (size_t j = 0; j < s.g[i].n; j++) {
-				pl_pt p = s.g[i].p[j];
-				p.z = (double)i;
-				if (group_add(g, p)) {
-					g = NULL;
-					break;
-				}
-			}
-		if (!g) {
-			rc = perr(err, errlen, "out of memory");
-			set_free(&strip);
-			goto out;
-		}
-		pl_set t2 = s;
-		s = strip;
-		strip = t2; /* keeps the lines' labels */
-		sp.strip = &strip;
-		sp.heat = true;
+	if (!sp.heat && sp.ystatus && !series && to_strip(&sp, &s, &strip) != 0) {
+		rc = perr(err, errlen, "out of memory");
+		set_free(&strip);
+		goto out;
 	}
-	/* ranges */
-	double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
-	double zmin = INFINITY, zmax = -INFINITY, ypos = INFINITY;
-	bool any_y = false;
-	for (size_t i = 0; i < s.n; i++)
-		for (size_t j = 0; j < s.g[i].n; j++) {
-			const pl_pt *p = &s.g[i].p[j];
-			xmin = fmin(xmin, p->x);
-			xmax = fmax(xmax, p->x);
-			zmin = fmin(zmin, p->z);
-			zmax = fmax(zmax, p->z);
-			if (isfinite(p->y)) {
-				any_y = true;
-				ymin = fmin(ymin, p->y);
-				ymax = fmax(ymax, p->y);
-				if (p->y > 0)
-					ypos = fmin(ypos, p->y);
-			}
-		}
-	const char *lx = kv_get(c, "logx"), *ly = kv_get(c, "logy");
-	sp.logx = want_log(lx, xmin, xmax);
-	if (sp.heat) {
-		sp.logy = !sp.strip && want_log(ly, zmin, zmax);
-		sp.zlog = sp.zname && ypos < INFINITY && want_log(NULL, ypos, ymax);
-		sp.zlo = ypos;
-		sp.zhi = ymax > ypos ? ymax : ypos * 10;
-	} else if (!sp.ystatus) {
-		sp.logy = ypos < INFINITY && want_log(ly, ypos, ymax) && log_opt(ly) != 0;
-		if (log_opt(ly) == 1 && ypos < INFINITY)
-			sp.logy = true;
-		if (!any_y) {
-			sp.floor = sp.logy ? 0.1 : -1;
-			sp.ceil = sp.logy ? 10 : 1;
-		} else if (sp.logy) {
-			sp.floor = ypos / 10;
-			sp.ceil = ymax * 10;
-		} else {
-			double span = ymax > ymin ? ymax - ymin : fabs(ymax) > 0 ? fabs(ymax) : 1;
-			sp.floor = ymin - 0.08 * span;
-			sp.ceil = ymax + 0.08 * span;
-		}
-	}
-	sp.xlabel = kv_get(c, "xlabel");
-	if (!sp.xlabel)
-		sp.xlabel = series ? "step" : sp.xname ? sp.xname : "";
-	sp.ylabel = kv_get(c, "ylabel");
 	char ylabel[160];
-	if (!sp.ylabel)
-		sp.ylabel = series ? series
-		            : sp.strip ? ""
-		            : sp.heat ? (c->naxes == 2 ? c->axes[1].name : "")
-		                       : column_label(sp.ycol, ylabel, sizeof ylabel);
-	if (sp.strip) {
-		sp.nvar = sp.npol = 1;
-	} else if (sp.heat) {
-		/* panels: rows = variants, columns = policies present */
-		bool vs[256] = {false}, ps[256] = {false};
-		for (size_t i = 0; i < s.n; i++) {
-			vs[s.g[i].variant % 256] = true;
-			ps[s.g[i].policy % 256] = true;
-		}
-		for (size_t i = 0; i < 256; i++) {
-			sp.nvar += vs[i];
-			sp.npol += ps[i];
-		}
-		if (sp.nvar * sp.npol < s.n) {
-			sp.nvar = 1;
-			sp.npol = s.n;
-		}
-	}
+	spec_axes(&sp, c, &s, series, ylabel, sizeof ylabel);
 
 	if (make_tmp(dat, sizeof dat, plots_dir, c->name, "dat", &fd) ||
 	    make_tmp(gp, sizeof gp, plots_dir, c->name, "gp", &fs)) {
@@ -1739,34 +1799,7 @@ int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plo
 		          strerror(errno));
 		goto out;
 	}
-	int w, h;
-	if (sp.strip) {
-		w = 1100;
-		h = (int)(sp.strip->n * 16 + 150);
-	} else if (sp.heat) {
-		w = (int)(sp.npol * 330 + 60);
-		h = (int)(sp.nvar * 280 + 70);
-	} else {
-		w = 1100;
-		h = 560 + (s.n > 24 ? (int)(s.n - 24) * 14 : 0);
-	}
-	for (int term = 0; term < 2; term++) {
-		if (term == 0)
-			fprintf(fs, "set terminal pngcairo size %d,%d font 'DejaVu Sans,9' noenhanced "
-			            "background rgb 'white'\nset output ",
-			        w, h);
-		else
-			fprintf(fs, "reset\nset terminal svg size %d,%d fixed font 'DejaVu Sans,9' "
-			            "noenhanced background rgb 'white'\nset output ",
-			        w, h);
-		gq(fs, term == 0 ? tpng : tsvg);
-		fprintf(fs, "\n");
-		if (sp.heat)
-			heat_body(fs, &sp, &s, dat);
-		else
-			lines_body(fs, &sp, &s, dat);
-		fprintf(fs, "unset output\n");
-	}
+	write_script(fs, &sp, &s, dat, tpng, tsvg);
 	errno = 0;
 	if (fflush(fs) != 0 || ferror(fs)) {
 		rc = perr(err, errlen, "%s: write failed: %s", gp, strerror(errno ? errno : EIO));

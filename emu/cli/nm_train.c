@@ -643,7 +643,11 @@ static int nt_policies(const nt_opts *o, char *pols, size_t len, const char **pn
 				return nm_fail("--policy: '%s' given twice", p);
 		pname[(*npol)++] = p;
 	}
-	return *npol ? 0 : nm_fail("--policy: no policy named");
+	if (*npol == 0) {
+		(void)nm_fail("--policy: no policy named");
+		return NM_EXIT_ERR;
+	}
+	return 0;
 }
 
 /* The options that go together, and every output's folder there and
@@ -685,13 +689,16 @@ static int nt_open(nt_main *m, const char **pname)
 	for (size_t k = 0; k < m->npol + (o->compare != NULL); k++) {
 		nt_run *r = &m->run[m->nrun++];
 		r->c = o->c;
+		/* each run's arrays are freed by nm_train_main, at done: */
+		// NOLINTNEXTLINE(clang-analyzer-unix.Malloc)
 		r->ref = k == m->npol;
 		if (nt_setup(o, &r->c, r->ref ? o->compare : pname[k], !r->ref, err, sizeof err) !=
 		        0 ||
 		    !(r->t = emu_train_new(&r->c, err, sizeof err)))
 			return nm_fail("%s%s", r->ref ? "--compare: " : "", err);
-		if (!(r->loss = malloc(o->c.steps * sizeof *r->loss)) ||
-		    !(r->val = malloc(o->c.steps * sizeof *r->val)))
+		r->loss = malloc(o->c.steps * sizeof *r->loss);
+		r->val = malloc(o->c.steps * sizeof *r->val);
+		if (!r->loss || !r->val)
 			return nm_fail("train: out of memory");
 		for (size_t s = 0; s < o->c.steps; s++)
 			r->loss[s] = r->val[s] = NAN;
@@ -903,7 +910,7 @@ int nm_train_main(int argc, char **argv)
 		return rc;
 	/* the policies: a comma list, each with the --role overrides */
 	char pols[512];
-	const char *pname[NT_MAXRUN];
+	const char *pname[NT_MAXRUN] = {NULL};
 	size_t npol;
 	if ((rc = nt_policies(&o, pols, sizeof pols, pname, &npol)) != 0)
 		return rc;

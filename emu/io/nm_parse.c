@@ -519,6 +519,7 @@ static int nm_opt_fail(const nm_optparser *p, const char *fmt, ...)
 	char msg[NM_FAIL_LEN];
 	va_list ap;
 	va_start(ap, fmt);
+	/* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized) */
 	if (vsnprintf(msg, sizeof msg, fmt, ap) < 0)
 		msg[0] = '\0';
 	va_end(ap);

@@ -310,25 +310,122 @@ out:
 	return rc;
 }
 
+/* the variants: kernel name, base (0 naive, 1 online, 2 fp8), Tensor
+ * Cores, backward (2: fp8's) */
+typedef struct {
+	const char *name;
+	int v, tc, bwd;
+} attn_variant;
+
+/* the step's inputs and buffers: x (R×3d), Q, K, V loaded (qkv), the
+ * device's inputs (fq; fp8's scales ds), its outputs (g: the device's, then
+ * the replay's) and the backward's dO */
+typedef struct {
+	size_t R, d;
+	double *x, *qkv;
+	float *fq, *ds, *g, *dO;
+} attn_work;
+
+/* One variant, causal or not, under pol (fmts its formats; rt the tables
+ * of a replay, or NULL): the device's run against the engine's, and the
+ * replay's against both */
+static void attn_case(const gpu_opts *o, const emu_policy *pol, const char *fmts,
+                      const gpu_tables *rt, const attn_variant *vd, int causal, const attn_work *w)
+{
+	int v = vd->v, tc = vd->tc, bwd = vd->bwd;
+	size_t R = w->R, d = w->d, N = 3 * d;
+	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
+	double *x = w->x, *qkv = w->qkv;
+	float *fq = w->fq, *ds = w->ds, *g = w->g, *dO = w->dO;
+	/* the mma.sync GEMMs take fp16/bf16 (C) or e4m3 inputs and
+	 * write fp32 or fp16 */
+	const emu_format *tin = v == 2 ? fmt("e4m3") : C;
+	bool a32 = A->bits == 32, a16 = A->bits == 16 && A->p == 11;
+	bool in_ok = tin->bits == 8 || (tin->bits == 16 && (tin->p == 11 || !a16));
+	if (tc && (!(a32 || a16) || !in_ok))
+		return;
+	size_t bk = v == 2 ? 32 : 16; /* an fp8 mma.sync takes k = 32 */
+	attn_in a = {
+	    v, causal, R,    R,    d,    bk,   bk,   bk,  S, C, A, v == 2 ? fmt("e4m3") : C,
+	    0, 448,    NULL, NULL, NULL, NULL, NULL, NULL};
+	a.sc = (float)emu_decode(C, emu_from_double(C, 1 / sqrt((double)d), &pol->env).bits);
+	a.psc = (float)emu_decode(C, emu_from_double(C, 448, &pol->env).bits);
+	if (v == 2) {
+		if (attn_quant(C, qkv, R, d, bk, o->seed, fq, ds) ||
+		    attn_quant(C, qkv + R * d, R, d, bk, o->seed, fq + R * d, ds + R) ||
+		    attn_quant(C, qkv + 2 * R * d, R, d, bk, o->seed, fq + 2 * R * d, ds + 2 * R)) {
+			step_failed("attn", run_err);
+			return;
+		}
+		a.dq8 = ds, a.dk8 = ds + R, a.dv8 = ds + 2 * R;
+	} else {
+		for (size_t i = 0; i < 3 * R * d; i++)
+			fq[i] = (float)qkv[i];
+	}
+	a.q = fq, a.k = fq + R * d, a.vv = fq + 2 * R * d;
+	char kname[40];
+	snprintf(kname, sizeof kname, "attention %s%s", vd->name, causal ? " causal" : "");
+	emu_kparam par[] = {{"block_k", (double)bk}, {"causal", causal}};
+	emu_kin in = {x, R, N, par, 2, o->seed, NULL, 0};
+	emu_run er;
+	/* the outputs of the device (h 0) and of the replay (h 1) */
+	kern_out outs[2][8];
+	float lostf[2][3];
+	size_t nouts = 0;
+	if (!kern_engine(&emu_kernel_attention, pol, vd->name, &in, &er))
+		return;
+	int h;
+	for (h = 0; h < (rt ? 2 : 1); h++) {
+		float *b = g + (size_t)h * (5 * R * d + R);
+		float *O = b, *L = b + R * d, *dq = L + R, *dk = dq + R * d, *dv = dk + R * d;
+		double lost[3] = {0, 0, 0};
+		const gpu_tables *t = h ? rt : NULL;
+		int bad = tc         ? attn_pipe(&a, h, t, O, L, &lost[0])
+		          : bwd == 2 ? attn8_bwd(&a, h, t, dO, O, L, dq, dk, dv, lost)
+		                     : attn_seq(&a, bwd, h, t, dO, O, L, &lost[0], dq, dk, dv);
+		if (bad) {
+			step_failed("attn", run_err);
+			break;
+		}
+		for (int q = 0; q < 3; q++)
+			lostf[h][q] = (float)lost[q];
+		kern_out *k = outs[h];
+		nouts = 0;
+		k[nouts++] = (kern_out){"O", O, R * d};
+		k[nouts++] = (kern_out){"L", L, R};
+		if (v == 2)
+			k[nouts++] = (kern_out){"p_lost", &lostf[h][0], 1};
+		if (bwd) {
+			k[nouts++] = (kern_out){"dQ", dq, R * d};
+			k[nouts++] = (kern_out){"dK", dk, R * d};
+			k[nouts++] = (kern_out){"dV", dv, R * d};
+		}
+		if (bwd == 2) {
+			k[nouts++] = (kern_out){"ds_lost", &lostf[h][1], 1};
+			k[nouts++] = (kern_out){"amax_ds", &lostf[h][2], 1};
+		}
+	}
+	if (h > 0)
+		attn_compare(kname, fmts, &er, outs[0], nouts, NULL);
+	if (h > 1)
+		attn_compare(kname, fmts, &er, outs[0], nouts, outs[1]);
+	emu_run_free(&er);
+}
+
 void step_attn(const gpu_opts *o)
 {
 	static const char *const pols[] = {
 	    "storage=fp16,compute=fp16,accum=fp32", "storage=bf16,compute=bf16,accum=fp32",
 	    "storage=fp16,compute=fp16,accum=fp16", "storage=bf16,compute=fp32"};
-	/* the variants: kernel name, base (0 naive, 1 online, 2 fp8), Tensor
-	 * Cores, backward (2: fp8's) */
-	static const struct {
-		const char *name;
-		int v, tc, bwd;
-	} vs[] = {{"naive:tc:h200-mma", 0, 1, 0},
-	          {"online:tc:h200-mma", 1, 1, 0},
-	          {"fp8:tc:h200-mma", 2, 1, 0},
-	          {"naive", 0, 0, 0},
-	          {"online", 1, 0, 0},
-	          {"fp8", 2, 0, 0},
-	          {"naive:bwd", 0, 0, 1},
-	          {"online:bwd", 1, 0, 1},
-	          {"fp8:bwd", 2, 0, 2}};
+	static const attn_variant vs[] = {{"naive:tc:h200-mma", 0, 1, 0},
+	                                  {"online:tc:h200-mma", 1, 1, 0},
+	                                  {"fp8:tc:h200-mma", 2, 1, 0},
+	                                  {"naive", 0, 0, 0},
+	                                  {"online", 1, 0, 0},
+	                                  {"fp8", 2, 0, 0},
+	                                  {"naive:bwd", 0, 0, 1},
+	                                  {"online:bwd", 1, 0, 1},
+	                                  {"fp8:bwd", 2, 0, 2}};
 	const size_t R = o->quick ? 32 : 64, d = o->quick ? 32 : 64, N = 3 * d;
 	double *x = malloc(R * N * sizeof *x), *qkv = malloc(3 * R * d * sizeof *qkv);
 	float *fq = malloc(3 * R * d * sizeof *fq), *ds = malloc(3 * R * sizeof *ds);
@@ -339,6 +436,7 @@ void step_attn(const gpu_opts *o)
 		step_failed("attn", "out of memory");
 		goto out;
 	}
+	attn_work w = {R, d, x, qkv, fq, ds, g, dO};
 	/* q, k, v uniform in ±2·(1 + 3·(i mod 4)): rows of logits from ~±1 to
 	 * ~±100 at scale 1/sqrt(d), so exp underflows and the online rescaling
 	 * matters on some rows */
@@ -382,92 +480,7 @@ void step_attn(const gpu_opts *o)
 		emu_kinputs_free(&ki);
 		for (size_t vi = 0; vi < sizeof vs / sizeof vs[0]; vi++)
 			for (int causal = 0; causal < 2; causal++) {
-				int v = vs[vi].v, tc = vs[vi].tc, bwd = vs[vi].bwd;
-				/* the mma.sync GEMMs take fp16/bf16 (C) or e4m3 inputs and
-				 * write fp32 or fp16 */
-				const emu_format *tin = v == 2 ? fmt("e4m3") : C;
-				bool a32 = A->bits == 32, a16 = A->bits == 16 && A->p == 11;
-				bool in_ok =
-				    tin->bits == 8 || (tin->bits == 16 && (tin->p == 11 || !a16));
-				if (tc && (!(a32 || a16) || !in_ok))
-					continue;
-				size_t bk = v == 2 ? 32 : 16; /* an fp8 mma.sync takes k = 32 */
-				attn_in a = {v,    causal, R,    R,
-				             d,    bk,     bk,   bk,
-				             S,    C,      A,    v == 2 ? fmt("e4m3") : C,
-				             0,    448,    NULL, NULL,
-				             NULL, NULL,   NULL, NULL};
-				a.sc = (float)emu_decode(
-				    C, emu_from_double(C, 1 / sqrt((double)d), &pol.env).bits);
-				a.psc =
-				    (float)emu_decode(C, emu_from_double(C, 448, &pol.env).bits);
-				if (v == 2) {
-					if (attn_quant(C, qkv, R, d, bk, o->seed, fq, ds) ||
-					    attn_quant(C, qkv + R * d, R, d, bk, o->seed,
-					               fq + R * d, ds + R) ||
-					    attn_quant(C, qkv + 2 * R * d, R, d, bk, o->seed,
-					               fq + 2 * R * d, ds + 2 * R)) {
-						step_failed("attn", run_err);
-						continue;
-					}
-					a.dq8 = ds, a.dk8 = ds + R, a.dv8 = ds + 2 * R;
-				} else {
-					for (size_t i = 0; i < 3 * R * d; i++)
-						fq[i] = (float)qkv[i];
-				}
-				a.q = fq, a.k = fq + R * d, a.vv = fq + 2 * R * d;
-				char kname[40];
-				snprintf(kname, sizeof kname, "attention %s%s", vs[vi].name,
-				         causal ? " causal" : "");
-				emu_kparam par[] = {{"block_k", (double)bk}, {"causal", causal}};
-				emu_kin in = {x, R, N, par, 2, o->seed, NULL, 0};
-				emu_run er;
-				/* the outputs of the device (h 0) and of the replay (h 1) */
-				kern_out outs[2][8];
-				float lostf[2][3];
-				size_t nouts = 0;
-				if (!kern_engine(&emu_kernel_attention, &pol, vs[vi].name, &in,
-				                 &er))
-					continue;
-				int h;
-				for (h = 0; h < (rt ? 2 : 1); h++) {
-					float *b = g + (size_t)h * (5 * R * d + R);
-					float *O = b, *L = b + R * d, *dq = L + R, *dk = dq + R * d,
-					      *dv = dk + R * d;
-					double lost[3] = {0, 0, 0};
-					const gpu_tables *t = h ? rt : NULL;
-					int bad = tc         ? attn_pipe(&a, h, t, O, L, &lost[0])
-					          : bwd == 2 ? attn8_bwd(&a, h, t, dO, O, L, dq, dk,
-					                                 dv, lost)
-					                     : attn_seq(&a, bwd, h, t, dO, O, L,
-					                                &lost[0], dq, dk, dv);
-					if (bad) {
-						step_failed("attn", run_err);
-						break;
-					}
-					for (int q = 0; q < 3; q++)
-						lostf[h][q] = (float)lost[q];
-					kern_out *k = outs[h];
-					nouts = 0;
-					k[nouts++] = (kern_out){"O", O, R * d};
-					k[nouts++] = (kern_out){"L", L, R};
-					if (v == 2)
-						k[nouts++] = (kern_out){"p_lost", &lostf[h][0], 1};
-					if (bwd) {
-						k[nouts++] = (kern_out){"dQ", dq, R * d};
-						k[nouts++] = (kern_out){"dK", dk, R * d};
-						k[nouts++] = (kern_out){"dV", dv, R * d};
-					}
-					if (bwd == 2) {
-						k[nouts++] = (kern_out){"ds_lost", &lostf[h][1], 1};
-						k[nouts++] = (kern_out){"amax_ds", &lostf[h][2], 1};
-					}
-				}
-				if (h > 0)
-					attn_compare(kname, fmts, &er, outs[0], nouts, NULL);
-				if (h > 1)
-					attn_compare(kname, fmts, &er, outs[0], nouts, outs[1]);
-				emu_run_free(&er);
+				attn_case(o, &pol, fmts, rt, &vs[vi], causal, &w);
 			}
 	}
 	gpu_report_note(
@@ -477,7 +490,8 @@ void step_attn(const gpu_opts *o)
 	    "with :tc:h200-mma (Q·Kᵀ and P·V on our mma.sync GEMMs, fixed K order; fp16 "
 	    "or bf16 compute), and naive, online, fp8, naive:bwd, online:bwd, fp8:bwd "
 	    "with every GEMM a sequential FMA fold (fp8:bwd: dO quantised to e5m2 "
-	    "and dS's scale chosen on the host); the rest from gpu/rows.h; against "
+	    "and dS's scale chosen on the host); the rest from the row source "
+	    "emu/kernels/attention_rows.h (gpu/rows.h's loops); against "
 	    "the fast backend within 2 ulp (the GPU's exp and log), and bit for bit "
 	    "against the host replay with the GPU's tables (and the h200 model)",
 	    R, d);

@@ -543,6 +543,77 @@ out:
 	free(gs);
 }
 
+/* the softmax_ce and layernorm rows' outputs: the device's (o1 .. o4) and
+ * the replay's (m1 .. m4), R·N, R·N, R and R floats */
+typedef struct {
+	float *o1, *o2, *o3, *o4, *m1, *m2, *m3, *m4;
+} kern_bufs;
+
+/* softmax_ce on x (xs: as stored) and layernorm forward and backward on xl
+ * (xls, and dys its dy as stored), every variant, under pol: the device's
+ * rows against the engine's, and the replay's (rt) against the device's */
+static void kern_softmax_layernorm(const gpu_opts *o, const emu_policy *pol, const char *fmts,
+                                   const gpu_tables *rt, const double *x, const double *xl,
+                                   const float *xs, const float *xls, const float *dys, size_t R,
+                                   size_t N, const kern_bufs *kb)
+{
+	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
+	/* the kernels' own lists: a variant's index is its row source's code */
+	const char *const *sm_var = emu_kernel_softmax_ce.variants, *const *ln_var =
+	                                                                emu_kernel_layernorm
+	                                                                    .variants;
+	float *o1 = kb->o1, *o2 = kb->o2, *o3 = kb->o3, *o4 = kb->o4, *m1 = kb->m1, *m2 = kb->m2,
+	      *m3 = kb->m3, *m4 = kb->m4;
+	float epsc = (float)emu_decode(C, emu_from_double(C, 1e-5, &pol->env).bits);
+	for (int v = 0; sm_var[v] && ln_var[v]; v++) {
+		char kname[40];
+		emu_run er;
+		/* softmax_ce */
+		snprintf(kname, sizeof kname, "softmax_ce %s", sm_var[v]);
+		emu_kin in = {x, R, N, NULL, 0, o->seed, NULL, 0};
+		if (gpu_dev_softmax(v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, o1, o3, run_err,
+		                    sizeof run_err)) {
+			step_failed("kern", run_err);
+		} else if (kern_engine(&emu_kernel_softmax_ce, pol, sm_var[v], &in, &er)) {
+			kern_out outs[] = {{"grad", o1, R * N}, {"loss", o3, 1}};
+			kern_compare(kname, fmts, &er, outs, 2);
+			emu_run_free(&er);
+			if (rt && gpu_rows_softmax(rt, v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, m1,
+			                           m3, run_err, sizeof run_err)) {
+				step_failed("kern", run_err);
+			} else if (rt) {
+				kern_out mo[] = {{"grad", m1, R * N}, {"loss", m3, 1}};
+				const emu_format *f[] = {S, A};
+				kern_replay(kname, fmts, outs, mo, f, 2);
+			}
+		}
+		/* layernorm, forward and backward (eps 1e-5, dy = ±1 from the seed) */
+		snprintf(kname, sizeof kname, "layernorm %s", ln_var[v]);
+		emu_kin inl = {xl, R, N, NULL, 0, o->seed, NULL, 0};
+		if (gpu_dev_layernorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc, o1, o2,
+		                      o3, o4, run_err, sizeof run_err)) {
+			step_failed("kern", run_err);
+		} else if (kern_engine(&emu_kernel_layernorm, pol, ln_var[v], &inl, &er)) {
+			kern_out outs[] = {
+			    {"y", o1, R * N}, {"dx", o2, R * N}, {"rstd", o3, R}, {"var", o4, R}};
+			kern_compare(kname, fmts, &er, outs, 4);
+			emu_run_free(&er);
+			if (rt &&
+			    gpu_rows_layernorm(rt, v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N,
+			                       epsc, m1, m2, m3, m4, run_err, sizeof run_err)) {
+				step_failed("kern", run_err);
+			} else if (rt) {
+				kern_out mo[] = {{"y", m1, R * N},
+				                 {"dx", m2, R * N},
+				                 {"rstd", m3, R},
+				                 {"var", m4, R}};
+				const emu_format *f[] = {S, S, C, C};
+				kern_replay(kname, fmts, outs, mo, f, 4);
+			}
+		}
+	}
+}
+
 void step_kern(const gpu_opts *o)
 {
 	static const char *const pols[] = {"storage=fp16,compute=fp16,accum=fp16",
@@ -551,10 +622,6 @@ void step_kern(const gpu_opts *o)
 	                                   "storage=bf16,compute=bf16,accum=fp32",
 	                                   "storage=bf16,compute=fp32",
 	                                   "storage=fp32"};
-	/* the kernels' own lists: a variant's index is its row source's code */
-	const char *const *sm_var = emu_kernel_softmax_ce.variants, *const *ln_var =
-	                                                                emu_kernel_layernorm
-	                                                                    .variants;
 	const size_t R = o->quick ? 32 : 256, N = o->quick ? 64 : 512;
 	double *x = malloc(R * N * sizeof *x), *xl = malloc(R * N * sizeof *xl);
 	float *xs = malloc(R * N * sizeof *xs), *xls = malloc(R * N * sizeof *xls);
@@ -570,6 +637,7 @@ void step_kern(const gpu_opts *o)
 		step_failed("kern", "out of memory");
 		goto out;
 	}
+	kern_bufs kb = {o1, o2, o3, o4, m1, m2, m3, m4};
 	/* softmax logits uniform in ±8·(1 + 4·(r mod 4)): rows up to ±104, past
 	 * exp's fp16 range, so naive overflows on some rows on both sides;
 	 * layernorm rows around 0, 4, 300, 2000 with spread ±1: onepass cancels */
@@ -619,56 +687,7 @@ void step_kern(const gpu_opts *o)
 			dys[i] = (float)emu_decode(S, emu_from_double(S, dy[i], &pol.env).bits);
 		}
 		emu_kinputs_free(&ki);
-		float epsc = (float)emu_decode(C, emu_from_double(C, 1e-5, &pol.env).bits);
-		for (int v = 0; sm_var[v] && ln_var[v]; v++) {
-			char kname[40];
-			emu_run er;
-			/* softmax_ce */
-			snprintf(kname, sizeof kname, "softmax_ce %s", sm_var[v]);
-			emu_kin in = {x, R, N, NULL, 0, o->seed, NULL, 0};
-			if (gpu_dev_softmax(v, kfmt(S), kfmt(C), kfmt(A), xs, R, N, o1, o3, run_err,
-			                    sizeof run_err)) {
-				step_failed("kern", run_err);
-			} else if (kern_engine(&emu_kernel_softmax_ce, &pol, sm_var[v], &in, &er)) {
-				kern_out outs[] = {{"grad", o1, R * N}, {"loss", o3, 1}};
-				kern_compare(kname, fmts, &er, outs, 2);
-				emu_run_free(&er);
-				if (rt && gpu_rows_softmax(rt, v, kfmt(S), kfmt(C), kfmt(A), xs, R,
-				                           N, m1, m3, run_err, sizeof run_err)) {
-					step_failed("kern", run_err);
-				} else if (rt) {
-					kern_out mo[] = {{"grad", m1, R * N}, {"loss", m3, 1}};
-					const emu_format *f[] = {S, A};
-					kern_replay(kname, fmts, outs, mo, f, 2);
-				}
-			}
-			/* layernorm, forward and backward (eps 1e-5, dy = ±1 from the seed) */
-			snprintf(kname, sizeof kname, "layernorm %s", ln_var[v]);
-			emu_kin inl = {xl, R, N, NULL, 0, o->seed, NULL, 0};
-			if (gpu_dev_layernorm(v, kfmt(S), kfmt(C), kfmt(A), xls, dys, R, N, epsc,
-			                      o1, o2, o3, o4, run_err, sizeof run_err)) {
-				step_failed("kern", run_err);
-			} else if (kern_engine(&emu_kernel_layernorm, &pol, ln_var[v], &inl, &er)) {
-				kern_out outs[] = {{"y", o1, R * N},
-				                   {"dx", o2, R * N},
-				                   {"rstd", o3, R},
-				                   {"var", o4, R}};
-				kern_compare(kname, fmts, &er, outs, 4);
-				emu_run_free(&er);
-				if (rt && gpu_rows_layernorm(rt, v, kfmt(S), kfmt(C), kfmt(A), xls,
-				                             dys, R, N, epsc, m1, m2, m3, m4,
-				                             run_err, sizeof run_err)) {
-					step_failed("kern", run_err);
-				} else if (rt) {
-					kern_out mo[] = {{"y", m1, R * N},
-					                 {"dx", m2, R * N},
-					                 {"rstd", m3, R},
-					                 {"var", m4, R}};
-					const emu_format *f[] = {S, S, C, C};
-					kern_replay(kname, fmts, outs, mo, f, 4);
-				}
-			}
-		}
+		kern_softmax_layernorm(o, &pol, fmts, rt, x, xl, xs, xls, dys, R, N, &kb);
 		kern_norm_bce(o, &pol, fmts, rt, xl, xls, dys, R, N);
 		kern_backward(o, &pol, fmts, rt);
 		kern_matmul(o, &pol, fmts, R, N);

@@ -118,6 +118,14 @@ endef
 .PHONY: all deps test test-exhaustive test-mpi asan bench install uninstall clean format lint sweep sweep-quick check fuzz fuzz-build gpu
 all: $(LIB) $(SHLIB) $(BIN) nanmap.pc
 
+# Parallel by default, one job per CPU (make -jN still chooses): the build,
+# and the builds make test and make sweep run, take a fraction of the time.
+# A target that installs packages (deps) builds after it in its recipe, so
+# two package installs never run at once.
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+
 # deps: install Debian packages when root; otherwise name them.
 deps:
 	@$(call deps_check,$(DEB_PKGS))
@@ -375,15 +383,18 @@ BENCH_WRAP := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=free
 bench/nanmap-bench: $(BENCH_SRC) $(NATIVE_OBJ) $(CLI_LIB) $(LIB)
 	$(CC) $(NM_CFLAGS) -o $@ $(BENCH_SRC) $(NATIVE_OBJ) $(CLI_LIB) $(LIB) $(NM_LDLIBS) $(BENCH_WRAP) $(LDFLAGS)
 
-bench: deps bench/nanmap-bench
+bench: deps
+	$(MAKE) --no-print-directory bench/nanmap-bench
 	bench/nanmap-bench
 
 # sweep: every case in cases/ and cases/claims/; sweep-quick: their coarse
 # grids, written under build/sweep-quick/ (CI runs it).
-sweep: deps all
+sweep: deps
+	$(MAKE) --no-print-directory all
 	$(BIN) sweep cases
 
-sweep-quick: deps all
+sweep-quick: deps
+	$(MAKE) --no-print-directory all
 	$(BIN) sweep --quick cases
 
 # the golden files (nanmap check CASE/OUTPUT and golden list find them under

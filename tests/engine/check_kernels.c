@@ -1,7 +1,7 @@
 /*
  * check_kernels.c — every kernel, variant and policy: the fast and the
  * exact-format backends agree bit for bit and flag for flag (per operation
- * kind, and on the first operation that failed) on 300 random inputs (1000
+ * kind, and on the first operation that failed) on 1000 random inputs (2000
  * with make test-exhaustive),
  * with magnitudes spread from tiny to overflowing; and the facts the kernels
  * must reproduce from their own arithmetic.
@@ -95,7 +95,7 @@ static bool same_runs(const emu_kernel *k, const emu_policy *pol, const char *va
 /* Inputs [c0, c1) of every kernel, variant and policy; _i picks the kernel
  * and policy. make test runs the first FE_INPUTS, test-exhaustive the rest
  * up to FE_INPUTS_EXH (more inputs, not the same ones). */
-enum { FE_INPUTS = 300, FE_INPUTS_EXH = 1000 };
+enum { FE_INPUTS = 1000, FE_INPUTS_EXH = 2000 };
 
 static void fast_equals_exact(int i, int c0, int c1)
 {

@@ -153,6 +153,87 @@ static float bk_native_dot(const float *x, size_t N, uint64_t seed, float *b)
 	return s;
 }
 
+/* rmsnorm (plain) forward and backward in native float with the kernel's
+ * structure (emu/kernels/rmsnorm_rows.h): x², their sum, rsqrt, x̂ and y =
+ * x̂·g; then g·dy, the sum of g·dy·x̂, dx, and dg's column sums; g = 1 */
+static float bk_native_rms(const float *x, size_t R, size_t N, float *y, float *dx, float *xh,
+                           float *dg, const float *dy)
+{
+	float eps = 1e-6f, Nf = (float)N, acc = 0;
+	for (size_t j = 0; j < N; j++)
+		dg[j] = 0;
+	for (size_t r = 0; r < R; r++) {
+		const float *xr = x + r * N, *d = dy + r * N;
+		float s = 0;
+		for (size_t j = 0; j < N; j++)
+			s += xr[j] * xr[j];
+		float rs = 1 / sqrtf(s / Nf + eps), m = 0;
+		for (size_t j = 0; j < N; j++) {
+			xh[j] = xr[j] * rs;
+			y[r * N + j] = xh[j];
+			m += d[j] * xh[j];
+		}
+		m /= Nf;
+		for (size_t j = 0; j < N; j++) {
+			dx[r * N + j] = (d[j] - xh[j] * m) * rs;
+			dg[j] += d[j] * xh[j];
+		}
+		acc += rs;
+	}
+	return acc + dg[0];
+}
+
+/* matmul seq in native float: C = A·B, A m×k then B k×n in x, each c_ij a
+ * sequential sum over l, the i-j-l loop of the kernel's order */
+static float bk_native_mm(const float *x, size_t m, size_t n, size_t k, float *c)
+{
+	const float *a = x, *b = x + m * k;
+	for (size_t i = 0; i < m; i++)
+		for (size_t j = 0; j < n; j++) {
+			float s = 0;
+			for (size_t l = 0; l < k; l++)
+				s += a[i * k + l] * b[l * n + j];
+			c[i * n + j] = s;
+		}
+	return c[0];
+}
+
+/* attention naive forward in native float (emu/kernels/attention_rows.h):
+ * row i of x is [q_i | k_i | v_i]; per query S = q·K (sequential sums),
+ * ·scale, the max, e = exp(s − max), l = Σ e, P = e / l, O = P·V, L = max +
+ * log l */
+static float bk_native_attn(const float *x, size_t R, size_t d, float *s, float *o, float *L)
+{
+	size_t N = 3 * d;
+	float sc = 1 / sqrtf((float)d), acc = 0;
+	for (size_t i = 0; i < R; i++) {
+		for (size_t j = 0; j < R; j++) {
+			float t = 0;
+			for (size_t c = 0; c < d; c++)
+				t += x[i * N + c] * x[j * N + d + c];
+			s[j] = t * sc;
+		}
+		float mx = s[0], l = 0;
+		for (size_t j = 1; j < R; j++)
+			mx = fmaxf(mx, s[j]);
+		for (size_t j = 0; j < R; j++) {
+			s[j] = expf(s[j] - mx);
+			l += s[j];
+		}
+		for (size_t j = 0; j < R; j++)
+			s[j] /= l;
+		for (size_t c = 0; c < d; c++) {
+			float t = 0;
+			for (size_t j = 0; j < R; j++)
+				t += s[j] * x[j * N + 2 * d + c];
+			o[i * d + c] = t;
+		}
+		L[i] = mx + logf(l);
+		acc += L[i];
+	}
+	return acc + o[0];
+}
+
 struct bk_case {
 	const emu_kernel *k;
 	const emu_policy *pol;
@@ -247,6 +328,58 @@ static void bk_other_rows(int reps)
 	free(x), free(xf), free(o1), free(o2), free(dy), free(yc);
 }
 
+/* One row of table 5: the kernel on the fast backend (best of nrep) against
+ * its native time nat. */
+static void bk_row(const emu_kernel *k, const char *variant, const char *spec, const emu_kin *in,
+                   int nrep, double nat)
+{
+	emu_policy pol;
+	bk_policy(spec, &pol);
+	struct bk_case c = {k, &pol, variant, in, EMU_BE_FAST};
+	double best_f = INFINITY;
+	for (int r = 0; r < nrep; r++) {
+		double t = bk_time_kernel(&c);
+		best_f = t < best_f ? t : best_f;
+	}
+	printf("%s,%s,\"%s\",%zu,%zu,%.4f,%.5f,%.1f\n", k->name, variant, spec, in->rows, in->cols,
+	       best_f, nat, best_f / nat);
+	fflush(stdout);
+}
+
+/* Table 5's rmsnorm (plain, 64 x 4096, forward and backward), matmul (seq,
+ * 256 x 256 times 256 x 256) and attention (naive forward, 256 queries and
+ * keys of head dim 64) rows. */
+static void bk_more_rows(int reps)
+{
+	const size_t R = 64, N = 4096, MK = 256, AR = 256, AD = 64;
+	size_t n = R * N;
+	double *x = bk_alloc(n * sizeof *x);
+	float *xf = bk_alloc(n * sizeof *xf), *o1 = bk_alloc(n * sizeof *o1);
+	float *o2 = bk_alloc(n * sizeof *o2), *dy = bk_alloc(n * sizeof *dy);
+	float *w1 = bk_alloc(N * sizeof *w1), *w2 = bk_alloc(N * sizeof *w2);
+	int nrep = reps < 3 ? reps : 3;
+	bk_fill(x, n, 17);
+	for (size_t i = 0; i < n; i++) {
+		xf[i] = (float)x[i];
+		dy[i] = emu_sr_bits(0, i) & 1 ? -1.0f : 1.0f;
+	}
+	static const char *const pols[] = {"storage=fp16,compute=fp32",
+	                                   "storage=bf16,compute=fp32"};
+	double nat_rms, nat_mm, nat_attn;
+	BK_BEST_NATIVE(nat_rms, reps, bk_native_rms(xf, R, N, o1, o2, w1, w2, dy));
+	BK_BEST_NATIVE(nat_mm, reps, bk_native_mm(xf, MK, MK, MK, o1));
+	BK_BEST_NATIVE(nat_attn, reps, bk_native_attn(xf, AR, AD, w1, o1, o2));
+	for (size_t pi = 0; pi < 2; pi++) {
+		emu_kin in_rms = {x, R, N, NULL, 0, 0, NULL, 0};
+		emu_kin in_mm = {x, 2 * MK, MK, NULL, 0, 0, NULL, 0};
+		emu_kin in_attn = {x, AR, 3 * AD, NULL, 0, 0, NULL, 0};
+		bk_row(&emu_kernel_rmsnorm, "plain", pols[pi], &in_rms, nrep, nat_rms);
+		bk_row(&emu_kernel_matmul, "seq", pols[pi], &in_mm, nrep, nat_mm);
+		bk_row(&emu_kernel_attention, "naive", pols[pi], &in_attn, nrep, nat_attn);
+	}
+	free(x), free(xf), free(o1), free(o2), free(dy), free(w1), free(w2);
+}
+
 /* Table 5. */
 static void bk_native_table(int reps)
 {
@@ -290,6 +423,7 @@ static void bk_native_table(int reps)
 	}
 	free(x), free(xf), free(grad), free(e);
 	bk_other_rows(reps);
+	bk_more_rows(reps);
 }
 
 static bool bk_same(const emu_run *a, const emu_run *b)

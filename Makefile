@@ -120,9 +120,10 @@ all: $(LIB) $(SHLIB) $(BIN) nanmap.pc
 
 # Parallel by default, one job per CPU (make -jN still chooses): the build,
 # and the builds make test and make sweep run, take a fraction of the time.
+# Set at the top level only: a recursive make shares its parent's jobs.
 # A target that installs packages (deps) builds after it in its recipe, so
 # two package installs never run at once.
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
 

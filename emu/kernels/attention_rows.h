@@ -398,25 +398,39 @@ K_FN void k_attn_bwd_dv(k_ctx kc, k_fmt S, k_fmt A, k_vec PA, k_vec DOA, size_t 
 	K_MAP1(S_DV_STORE, CVT, S, dv, g, d, (uint64_t)j * d);
 }
 
+/* query row i over its n keys: dP = dO_i·Vᵀ (in ds, by key) into C, the
+ * sums sequential FMAs in A from +0 (naive:bwd's and fp8:bwd's alike) */
+K_FN void k_attn_bwd_dp(k_ctx kc, k_fmt C, k_fmt A, k_vec DOA, k_vec V, size_t d, size_t i,
+                        size_t nk, size_t n, k_ref ds)
+{
+	uint64_t el = (uint64_t)i * nk;
+	for (size_t j = 0; j < n; j++) {
+		k_ref acc = K_SHIFT(ds, j);
+		K_FILL(acc, 0, 1);
+		K_FOLD_FMA(S_DP, A, acc, K_ROW(DOA, i * d), K_ROW(V, j * d), d, (el + j) * d);
+	}
+	K_MAP1(S_DP_C, CVT, C, ds, ds, n, el);
+}
+
+/* query row i's D = dO_i·O_i (dd) into C, a sequential FMA sum in A */
+K_FN void k_attn_bwd_rowsum(k_ctx kc, k_fmt C, k_fmt A, k_vec DOA, k_vec OA, size_t d, size_t i,
+                            k_ref dd)
+{
+	K_FILL(dd, 0, 1);
+	K_FOLD_FMA(S_ROWSUM, A, dd, K_ROW(DOA, i * d), K_ROW(OA, i * d), d, (uint64_t)i * d);
+	K_OP1(S_ROWSUM_C, CVT, C, dd, dd, i);
+}
+
 /* query row i over its n keys: dP (in ds, by key) and D (dd) into C, then
  * dS = P ∘ (dP − D) in C (in ds) and into A (dsa) */
 K_FN void k_attn_bwd_ds(k_ctx kc, k_fmt C, k_fmt A, k_vec DOA, k_vec OA, k_vec V, k_ref p, size_t d,
                         size_t i, size_t nk, size_t n, k_ref dd, k_ref ds, k_ref dsa)
 {
-	uint64_t el = (uint64_t)i * nk;
-	k_ref doa = K_ROW(DOA, i * d);
-	for (size_t j = 0; j < n; j++) {
-		k_ref acc = K_SHIFT(ds, j);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_DP, A, acc, doa, K_ROW(V, j * d), d, (el + j) * d);
-	}
-	K_MAP1(S_DP_C, CVT, C, ds, ds, n, el);
-	K_FILL(dd, 0, 1);
-	K_FOLD_FMA(S_ROWSUM, A, dd, doa, K_ROW(OA, i * d), d, (uint64_t)i * d);
-	K_OP1(S_ROWSUM_C, CVT, C, dd, dd, i);
-	K_MAP2(S_DS_SUB, SUB, C, ds, ds, dd, n, el);
-	K_MAP2(S_DS, MUL, C, ds, p, ds, n, el);
-	K_MAP1(S_DS_A, CVT, A, dsa, ds, n, el);
+	k_attn_bwd_dp(kc, C, A, DOA, V, d, i, nk, n, ds);
+	k_attn_bwd_rowsum(kc, C, A, DOA, OA, d, i, dd);
+	K_MAP2(S_DS_SUB, SUB, C, ds, ds, dd, n, (uint64_t)i * nk);
+	K_MAP2(S_DS, MUL, C, ds, p, ds, n, (uint64_t)i * nk);
+	K_MAP1(S_DS_A, CVT, A, dsa, ds, n, (uint64_t)i * nk);
 }
 
 /* query row i: dQ_ic = C(Σ_j dSA_ij·k_jc)·scale over its n keys, stored */
@@ -533,19 +547,11 @@ K_FN void k_attn8_bwd_ds(k_ctx kc, k_fmt C, k_fmt A, k_vec DOA, k_vec OA, k_vec 
                          k_ref dd, k_ref ds)
 {
 	uint64_t el = (uint64_t)i * nk;
-	k_ref doa = K_ROW(DOA, i * d);
-	for (size_t j = 0; j < n; j++) {
-		k_ref acc = K_SHIFT(ds, j);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_DP, A, acc, doa, K_ROW(V, j * d), d, (el + j) * d);
-	}
-	K_MAP1(S_DP_C, CVT, C, ds, ds, n, el);
+	k_attn_bwd_dp(kc, C, A, DOA, V, d, i, nk, n, ds);
 	for (size_t j0 = 0; j0 < n; j0 += tk)
 		K_MAP2(S_DP_DESCALE, MUL, C, K_SHIFT(ds, j0), K_SHIFT(ds, j0), K_AT(dpf, j0 / tk),
 		       j0 + tk < n ? tk : n - j0, el + j0);
-	K_FILL(dd, 0, 1);
-	K_FOLD_FMA(S_ROWSUM, A, dd, doa, K_ROW(OA, i * d), d, (uint64_t)i * d);
-	K_OP1(S_ROWSUM_C, CVT, C, dd, dd, i);
+	k_attn_bwd_rowsum(kc, C, A, DOA, OA, d, i, dd);
 	K_OP2(S_ROWSUM_DESCALE, MUL, C, dd, dd, K_AT(t, AT_DDO), i);
 	K_MAP2(S_DS_SUB, SUB, C, ds, ds, dd, n, el);
 	K_MAP2(S_DS, MUL, C, ds, ds, p, n, el);

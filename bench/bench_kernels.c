@@ -234,6 +234,60 @@ static float bk_native_attn(const float *x, size_t R, size_t d, float *s, float 
 	return acc + o[0];
 }
 
+/* batchnorm (twopass, training) forward, running statistics and backward
+ * in native float with the kernel's structure (emu/kernels/batchnorm_rows.h,
+ * PyTorch's order): per channel (a column of the N × C input) the sum, mean,
+ * the centred square-sum, var, invstd = 1 / sqrtf, y, the running
+ * statistics; then dy's two sums, dgamma, dbeta and dx; gamma 1, beta 0,
+ * momentum 0.1 */
+static float bk_native_bn(const float *x, size_t N, size_t C, float *y, float *dx, const float *dy,
+                          float *rm, float *rv)
+{
+	float eps = 1e-5f, mom = 0.1f, Nf = (float)N, acc = 0;
+	for (size_t c = 0; c < C; c++) {
+		float s = 0, s2 = 0;
+		for (size_t n = 0; n < N; n++)
+			s += x[n * C + c];
+		float mean = s / Nf;
+		for (size_t n = 0; n < N; n++) {
+			float t = x[n * C + c] - mean;
+			s2 += t * t;
+		}
+		float var = s2 / Nf, invstd = 1 / sqrtf(var + eps);
+		for (size_t n = 0; n < N; n++)
+			y[n * C + c] = (x[n * C + c] - mean) * invstd;
+		rm[c] = mom * mean + (1 - mom) * rm[c];
+		rv[c] = mom * (s2 / (Nf - 1)) + (1 - mom) * rv[c];
+		float sdy = 0, sdyx = 0;
+		for (size_t n = 0; n < N; n++) {
+			sdy += dy[n * C + c];
+			sdyx += dy[n * C + c] * (x[n * C + c] - mean);
+		}
+		float mdy = sdy / Nf, f1 = invstd * invstd * sdyx / Nf;
+		for (size_t n = 0; n < N; n++)
+			dx[n * C + c] =
+			    ((dy[n * C + c] - mdy) - (x[n * C + c] - mean) * f1) * invstd;
+		acc += sdyx * invstd + sdy;
+	}
+	return acc;
+}
+
+/* bce (stable) in native float: targets as the kernel draws them (bit 31
+ * of emu_sr_bits(seed, j)), loss terms max(x, 0) − x·y + log1pf(expf(−|x|))
+ * summed in order and divided by the count, grad (σ(x) − y) / count */
+static float bk_native_bce(const float *x, size_t n, uint64_t seed, float *grad)
+{
+	float s = 0, nf = (float)n;
+	for (size_t j = 0; j < n; j++) {
+		float y = (float)(emu_sr_bits(seed, j) >> 31), xj = x[j];
+		float e = expf(-fabsf(xj));
+		s += (xj > 0 ? xj : 0) - xj * y + log1pf(e);
+		float sig = xj >= 0 ? 1 / (1 + e) : e / (1 + e);
+		grad[j] = (sig - y) / nf;
+	}
+	return s / nf;
+}
+
 struct bk_case {
 	const emu_kernel *k;
 	const emu_policy *pol;
@@ -347,8 +401,10 @@ static void bk_row(const emu_kernel *k, const char *variant, const char *spec, c
 }
 
 /* Table 5's rmsnorm (plain, 64 x 4096, forward and backward), matmul (seq,
- * 256 x 256 times 256 x 256) and attention (naive forward, 256 queries and
- * keys of head dim 64) rows. */
+ * 256 x 256 times 256 x 256), attention (naive forward, 256 queries and
+ * keys of head dim 64), batchnorm (twopass training, 4096 samples x 64
+ * channels, forward, running statistics and backward) and bce (stable,
+ * 64 x 4096) rows. */
 static void bk_more_rows(int reps)
 {
 	const size_t R = 64, N = 4096, MK = 256, AR = 256, AD = 64;
@@ -365,8 +421,10 @@ static void bk_more_rows(int reps)
 	}
 	static const char *const pols[] = {"storage=fp16,compute=fp32",
 	                                   "storage=bf16,compute=fp32"};
-	double nat_rms, nat_mm, nat_attn;
+	double nat_rms, nat_mm, nat_attn, nat_bn, nat_bce;
 	BK_BEST_NATIVE(nat_rms, reps, bk_native_rms(xf, R, N, o1, o2, w1, w2, dy));
+	BK_BEST_NATIVE(nat_bn, reps, bk_native_bn(xf, N, R, o1, o2, dy, w1, w2));
+	BK_BEST_NATIVE(nat_bce, reps, bk_native_bce(xf, R * N, 0, o1));
 	BK_BEST_NATIVE(nat_mm, reps, bk_native_mm(xf, MK, MK, MK, o1));
 	BK_BEST_NATIVE(nat_attn, reps, bk_native_attn(xf, AR, AD, w1, o1, o2));
 	for (size_t pi = 0; pi < 2; pi++) {
@@ -376,6 +434,9 @@ static void bk_more_rows(int reps)
 		bk_row(&emu_kernel_rmsnorm, "plain", pols[pi], &in_rms, nrep, nat_rms);
 		bk_row(&emu_kernel_matmul, "seq", pols[pi], &in_mm, nrep, nat_mm);
 		bk_row(&emu_kernel_attention, "naive", pols[pi], &in_attn, nrep, nat_attn);
+		emu_kin in_bn = {x, N, R, NULL, 0, 0, NULL, 0};
+		bk_row(&emu_kernel_batchnorm, "twopass", pols[pi], &in_bn, nrep, nat_bn);
+		bk_row(&emu_kernel_bce, "stable", pols[pi], &in_rms, nrep, nat_bce);
 	}
 	free(x), free(xf), free(o1), free(o2), free(dy), free(w1), free(w2);
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/io/nm_gen.h"
 
@@ -288,6 +289,32 @@ static float bk_native_bce(const float *x, size_t n, uint64_t seed, float *grad)
 	return s / nf;
 }
 
+/* adamw in native float over n weights for 10 steps (PyTorch's
+ * single-tensor order, emu/kernels/optimizer_rows.h): each step's gradient
+ * drawn as the kernel draws it (emu/kernels/optimizer.c's stream: two
+ * SplitMix64 finalisers and a 53-bit unit, scale 1e-3), w·(1 − lr·wd), m's
+ * lerp, v's update, the bias corrections, sqrt(v)/sqrt(bc2) + eps and the
+ * update; lr 1e-3, betas 0.9 and 0.999, eps 1e-8, weight decay 0.01 */
+static float bk_native_adamw(float *w, size_t n, float *m, float *v)
+{
+	const float lr = 1e-3f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.01f;
+	for (size_t i = 0; i < n; i++)
+		m[i] = v[i] = 0;
+	for (uint64_t t = 1; t <= 10; t++) {
+		float bc1 = 1 - powf(b1, (float)t), bc2 = 1 - powf(b2, (float)t);
+		float step = lr / bc1, bc2s = sqrtf(bc2);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t r = emu_mix64(emu_mix64(0) ^ ((t << 40) + i));
+			float g = (float)(1e-3 * (2 * emu_draw_unit(r) - 1));
+			w[i] *= 1 - lr * wd;
+			m[i] += (g - m[i]) * (1 - b1);
+			v[i] = v[i] * b2 + (1 - b2) * g * g;
+			w[i] -= step * m[i] / (sqrtf(v[i]) / bc2s + eps);
+		}
+	}
+	return w[0];
+}
+
 struct bk_case {
 	const emu_kernel *k;
 	const emu_policy *pol;
@@ -403,8 +430,8 @@ static void bk_row(const emu_kernel *k, const char *variant, const char *spec, c
 /* Table 5's rmsnorm (plain, 64 x 4096, forward and backward), matmul (seq,
  * 256 x 256 times 256 x 256), attention (naive forward, 256 queries and
  * keys of head dim 64), batchnorm (twopass training, 4096 samples x 64
- * channels, forward, running statistics and backward) and bce (stable,
- * 64 x 4096) rows. */
+ * channels, forward, running statistics and backward), bce (stable,
+ * 64 x 4096) and optimizer (adamw, 10 steps over 64 x 4096 weights) rows. */
 static void bk_more_rows(int reps)
 {
 	const size_t R = 64, N = 4096, MK = 256, AR = 256, AD = 64;
@@ -425,6 +452,9 @@ static void bk_more_rows(int reps)
 	BK_BEST_NATIVE(nat_rms, reps, bk_native_rms(xf, R, N, o1, o2, w1, w2, dy));
 	BK_BEST_NATIVE(nat_bn, reps, bk_native_bn(xf, N, R, o1, o2, dy, w1, w2));
 	BK_BEST_NATIVE(nat_bce, reps, bk_native_bce(xf, R * N, 0, o1));
+	double nat_opt;
+	memcpy(o2, xf, R * N * sizeof *o2);
+	BK_BEST_NATIVE(nat_opt, reps, bk_native_adamw(o2, R * N, o1, dy));
 	BK_BEST_NATIVE(nat_mm, reps, bk_native_mm(xf, MK, MK, MK, o1));
 	BK_BEST_NATIVE(nat_attn, reps, bk_native_attn(xf, AR, AD, w1, o1, o2));
 	for (size_t pi = 0; pi < 2; pi++) {
@@ -437,6 +467,7 @@ static void bk_more_rows(int reps)
 		emu_kin in_bn = {x, N, R, NULL, 0, 0, NULL, 0};
 		bk_row(&emu_kernel_batchnorm, "twopass", pols[pi], &in_bn, nrep, nat_bn);
 		bk_row(&emu_kernel_bce, "stable", pols[pi], &in_rms, nrep, nat_bce);
+		bk_row(&emu_kernel_optimizer, "adamw", pols[pi], &in_rms, nrep, nat_opt);
 	}
 	free(x), free(xf), free(o1), free(o2), free(dy), free(w1), free(w2);
 }

@@ -847,6 +847,63 @@ fold_loop(const emu_op op, const bool sr, const bool fast, const struct fconsts 
 	return r;
 }
 
+/* FOLD_W chains of one op and mode stepped together (fold_loop's steps,
+ * chain w on acc[w·sacc], a + w·ca, b + w·cb, SR index env->index + w·cidx
+ * + j); r[w] each chain's own result, as fold_loop gives it. The chains are
+ * independent, so their steps overlap where one chain's would wait. */
+#define FOLD_W 4
+static inline __attribute__((always_inline)) void
+fold_loop_w(const emu_op op, const bool sr, const struct fconsts *c, const emu_format *f,
+            double *acc, size_t sacc, const double *a, size_t sa, size_t ca, const double *b,
+            size_t sb, size_t cb, size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	double s[FOLD_W];
+	uint64_t nix[FOLD_W] = {0}, nuf[FOLD_W] = {0}, nov[FOLD_W] = {0};
+	for (int w = 0; w < FOLD_W; w++) {
+		s[w] = acc[w * sacc];
+		r[w] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+	}
+	for (size_t j = 0; j < n; j++) {
+#pragma GCC unroll 4
+		for (int w = 0; w < FOLD_W; w++) {
+			double x = a[w * ca + j * sa],
+			       y = op == EMU_OP_FMA ? b[w * cb + j * sb] : 0.0, t;
+			uint64_t ix, uf, ov, index = env->index + w * cidx + j;
+			if (!fold_step(op, sr, c, s[w], x, y, index, &t, &ix, &uf, &ov)) {
+				s[w] = t;
+				nix[w] += ix;
+				nuf[w] += uf;
+				nov[w] += ov;
+				if (__builtin_expect(ov && r[w].first_bad == UINT64_MAX, 0)) {
+					r[w].first_bad = j;
+					r[w].first_flags =
+					    (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
+				}
+				continue;
+			}
+			emu_env e = *env;
+			unsigned v = 0;
+			e.index = index;
+			s[w] = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s[w], &e, &v)
+			                        : emu_a_element(op, f, s[w], x, 0, &e, &v);
+			tally(r[w].count, v);
+			if (bad_flags(v) && r[w].first_bad == UINT64_MAX) {
+				r[w].first_bad = j;
+				r[w].first_flags = v;
+			}
+		}
+	}
+	for (int w = 0; w < FOLD_W; w++) {
+		acc[w * sacc] = s[w];
+		r[w].count[4] += nix[w];
+		r[w].count[3] += nuf[w];
+		r[w].count[2] += nov[w];
+		for (int k = 0; k < 5; k++)
+			if (r[w].count[k])
+				r[w].any |= 1u << k;
+	}
+}
+
 #define FOLD_CASE(OP)                                                                              \
 	case OP:                                                                                   \
 		return sr ? fold_loop(OP, true, true, &k, f, acc, a, sa, b, sb, n, env, flags)     \
@@ -876,4 +933,62 @@ emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double
 		}
 	}
 	return fold_loop(op, false, false, &k, f, acc, a, sa, b, sb, n, env, flags);
+}
+
+/* chain w's result into the sum of m chains' (first_bad numbered w·cidx + j) */
+static void fold_merge(emu_a_flags *t, const emu_a_flags *r, size_t w, uint64_t cidx)
+{
+	for (int k = 0; k < 5; k++)
+		t->count[k] += r->count[k];
+	t->any |= r->any;
+	if (t->first_bad == UINT64_MAX && r->first_bad != UINT64_MAX) {
+		t->first_bad = (uint64_t)w * cidx + r->first_bad;
+		t->first_flags = r->first_flags;
+	}
+}
+
+#define FOLD_W_CASE(OP)                                                                            \
+	case OP:                                                                                   \
+		if (sr)                                                                            \
+			fold_loop_w(OP, true, &k, f, acc + w * sacc, sacc, a + w * ca, sa, ca,     \
+			            b ? b + w * cb : NULL, sb, cb, n, &e, cidx, r);                \
+		else                                                                               \
+			fold_loop_w(OP, false, &k, f, acc + w * sacc, sacc, a + w * ca, sa, ca,    \
+			            b ? b + w * cb : NULL, sb, cb, n, &e, cidx, r);                \
+		break
+
+emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sacc, const double *a,
+                         size_t sa, size_t ca, const double *b, size_t sb, size_t cb, size_t n,
+                         size_t m, const emu_env *env, uint64_t cidx)
+{
+	emu_a_flags t = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+	struct fconsts k;
+	bool sr = env->mode == EMU_SR;
+	bool wide =
+	    (op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_MUL || op == EMU_OP_FMA) &&
+	    fast_ok(op, f, env, &k);
+	size_t w = 0;
+	for (; wide && w + FOLD_W <= m; w += FOLD_W) {
+		emu_a_flags r[FOLD_W];
+		emu_env e = *env;
+		e.index = env->index + w * cidx;
+		switch (op) {
+			FOLD_W_CASE(EMU_OP_ADD);
+			FOLD_W_CASE(EMU_OP_SUB);
+			FOLD_W_CASE(EMU_OP_MUL);
+			FOLD_W_CASE(EMU_OP_FMA);
+		default:
+			break;
+		}
+		for (int q = 0; q < FOLD_W; q++)
+			fold_merge(&t, &r[q], w + (size_t)q, cidx);
+	}
+	for (; w < m; w++) { /* the rest (and min, max, the slow cases): one chain at a time */
+		emu_env e = *env;
+		e.index = env->index + w * cidx;
+		emu_a_flags r = emu_a_fold(op, f, acc + w * sacc, a + w * ca, sa,
+		                           b ? b + w * cb : NULL, sb, n, &e, NULL);
+		fold_merge(&t, &r, w, cidx);
+	}
+	return t;
 }

@@ -305,6 +305,16 @@ emu_a_flags emu_a_fma(const emu_format *f, double *dst, const double *a, size_t 
  * path's step, the scalar op only where a step cannot be decided. */
 emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
                        const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags);
+/* m such folds, chain c on acc[c·sacc], a + c·ca and b + c·cb, its SR
+ * indices from env->index + c·cidx: every chain in its own sequential order,
+ * exactly emu_a_fold's, several in flight at once (a dependent chain of
+ * rounded steps is latency-bound; independent ones overlap). The counts are
+ * summed; first_bad numbers chain c's step j as c·cidx + j, and is the first
+ * chain's (in chain order) that raised overflow, invalid or divbyzero, as m
+ * emu_a_fold calls one after the other would report it. */
+emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sacc, const double *a,
+                         size_t sa, size_t ca, const double *b, size_t sb, size_t cb, size_t n,
+                         size_t m, const emu_env *env, uint64_t cidx);
 
 /* How many transcendental results the fast backend could not decide from
  * double and long double evaluations and took from MPFR (Ziv fallback). */

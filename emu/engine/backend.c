@@ -671,6 +671,30 @@ static double pairwise_fast(const emu_format *f, const double *a, size_t sa, siz
 	return s;
 }
 
+void emu_fold_n(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref acc, emu_ref a,
+                size_t ca, emu_ref b, size_t cb, size_t n, size_t m, uint64_t elem, uint64_t ce)
+{
+	bool fma = op == EMU_OP_FMA;
+	if (n == 0 || m == 0 || !acc.v || !a.v || (fma && !b.v))
+		return;
+	if (be->kind == EMU_BE_FAST && !table_op(be, op)) {
+		emu_env env = be->env;
+		env.index = emu_sr_key(step, 0, elem);
+		emu_a_flags r = emu_a_fold_n(op, f, &acc.v->d[acc.off], acc.stride, a.v->d + a.off,
+		                             a.stride, ca, fma ? b.v->d + b.off : NULL,
+		                             fma ? b.stride : 0, fma ? cb : 0, n, m, &env, ce);
+		tally tl = TALLY0;
+		tally_array(&tl, &r, elem);
+		record_tally(be, step, op, n * m, &tl);
+		return;
+	}
+	for (size_t c = 0; c < m; c++) /* the other backends: one chain after another */
+		fold_seq(be, step, 0, op, f, emu_at(acc.v, ix(acc, c)),
+		         emu_strided(a.v, a.off + c * ca, a.stride),
+		         fma ? emu_strided(b.v, b.off + c * cb, b.stride) : EMU_NOREF, n,
+		         elem + c * ce);
+}
+
 void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_order o, emu_ref acc,
               emu_ref a, emu_ref b, size_t n, uint64_t elem)
 {

@@ -220,6 +220,14 @@ static inline void emu_op1(emu_be *be, unsigned step, emu_op op, const emu_forma
 	emu_map(be, step, op, f, dst, a, b, EMU_NOREF, 1, elem, NULL);
 }
 
+/* m sequential folds at once (emu_fold's EMU_ORDER_SEQ, each exactly as
+ * one call would run it, several in flight): chain c folds a shifted by c·ca
+ * elements (and b by c·cb) into element c of acc (its stride apart),
+ * numbered from elem + c·ce; the counts and the first failing operation are
+ * those of the m calls made one after the other. */
+void emu_fold_n(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref acc, emu_ref a,
+                size_t ca, emu_ref b, size_t cb, size_t n, size_t m, uint64_t elem, uint64_t ce);
+
 /* Fold orders. */
 typedef enum {
 	EMU_FOLD_SEQ = 0,  /* acc = acc op a[0], then op a[1], ... (a C loop) */

@@ -197,11 +197,9 @@ K_FN void k_attn_to_a(k_ctx kc, int v, int which, k_fmt A, k_ref x, size_t n, ui
 K_FN void k_attn_qk(k_ctx kc, k_fmt A, k_ref q, k_vec K, size_t d, size_t i, size_t nk, size_t j0,
                     size_t j1, k_ref sacc)
 {
-	for (size_t j = j0; j < j1; j++) {
-		k_ref acc = K_SHIFT(sacc, j);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_QK, A, acc, q, K_ROW(K, j * d), d, ((uint64_t)i * nk + j) * d);
-	}
+	K_FILL(K_SHIFT(sacc, j0), 0, j1 - j0);
+	K_FOLDN_FMA(S_QK, A, K_SHIFT(sacc, j0), q, 0, K_ROW(K, j0 * d), d, d, j1 - j0,
+	            ((uint64_t)i * nk + j0) * d, d);
 }
 
 /* Block b (keys [j0, j1)) of query row i: sacc holds the block's S_acc
@@ -275,13 +273,10 @@ K_FN void k_attn_rescale_o(k_ctx kc, k_fmt A, k_vec t, size_t d, size_t i, size_
 K_FN void k_attn_pv(k_ctx kc, k_fmt A, k_ref pa, k_vec V, size_t d, size_t i, size_t nk, size_t j0,
                     size_t n, int acc, k_ref o)
 {
-	for (size_t c = 0; c < d; c++) {
-		k_ref oc = K_SHIFT(o, c);
-		if (!acc)
-			K_FILL(oc, 0, 1);
-		K_FOLD_FMA(S_PV, A, oc, K_SHIFT(pa, j0), K_STRIDED(V, j0 * d + c, d), n,
-		           ((uint64_t)i * d + c) * nk + j0);
-	}
+	if (!acc)
+		K_FILL(o, 0, d);
+	K_FOLDN_FMA(S_PV, A, o, K_SHIFT(pa, j0), 0, K_STRIDED(V, j0 * d, d), 1, n, d,
+	            (uint64_t)i * d * nk + j0, nk);
 }
 
 /* o += part (one value of A each): a Tensor Core GEMM's block of P·V joins
@@ -355,11 +350,8 @@ K_FN void k_attn_bwd_p(k_ctx kc, k_fmt C, k_fmt A, k_vec Q, k_vec K, k_vec t, k_
                        size_t i, size_t nk, size_t n, k_ref sacc, k_ref p, k_ref pa)
 {
 	uint64_t el = (uint64_t)i * nk;
-	for (size_t j = 0; j < n; j++) {
-		k_ref acc = K_SHIFT(sacc, j);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_QK_B, A, acc, K_ROW(Q, i * d), K_ROW(K, j * d), d, (el + j) * d);
-	}
+	K_FILL(sacc, 0, n);
+	K_FOLDN_FMA(S_QK_B, A, sacc, K_ROW(Q, i * d), 0, K_ROW(K, 0), d, d, n, el * d, d);
 	K_MAP1(S_S_C_B, CVT, C, p, sacc, n, el);
 	K_MAP2(S_SCALE_B, MUL, C, p, p, K_AT(t, AT_SC), n, el);
 	K_MAP2(S_SUB_L, SUB, C, p, p, L, n, el);
@@ -389,12 +381,9 @@ K_FN void k_attn_bwd_in(k_ctx kc, k_fmt C, k_fmt A, k_ref o, size_t n, uint64_t 
 K_FN void k_attn_bwd_dv(k_ctx kc, k_fmt S, k_fmt A, k_vec PA, k_vec DOA, size_t d, size_t nq,
                         size_t nk, size_t j, size_t i0, k_ref g, k_ref dv)
 {
-	for (size_t c = 0; c < d; c++) {
-		k_ref acc = K_SHIFT(g, c);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_DV, A, acc, K_STRIDED(PA, i0 * nk + j, nk),
-		           K_STRIDED(DOA, i0 * d + c, d), nq - i0, ((uint64_t)j * d + c) * nq + i0);
-	}
+	K_FILL(g, 0, d);
+	K_FOLDN_FMA(S_DV, A, g, K_STRIDED(PA, i0 * nk + j, nk), 0, K_STRIDED(DOA, i0 * d, d), 1,
+	            nq - i0, d, (uint64_t)j * d * nq + i0, nq);
 	K_MAP1(S_DV_STORE, CVT, S, dv, g, d, (uint64_t)j * d);
 }
 
@@ -404,11 +393,8 @@ K_FN void k_attn_bwd_dp(k_ctx kc, k_fmt C, k_fmt A, k_vec DOA, k_vec V, size_t d
                         size_t nk, size_t n, k_ref ds)
 {
 	uint64_t el = (uint64_t)i * nk;
-	for (size_t j = 0; j < n; j++) {
-		k_ref acc = K_SHIFT(ds, j);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_DP, A, acc, K_ROW(DOA, i * d), K_ROW(V, j * d), d, (el + j) * d);
-	}
+	K_FILL(ds, 0, n);
+	K_FOLDN_FMA(S_DP, A, ds, K_ROW(DOA, i * d), 0, K_ROW(V, 0), d, d, n, el * d, d);
 	K_MAP1(S_DP_C, CVT, C, ds, ds, n, el);
 }
 
@@ -437,11 +423,8 @@ K_FN void k_attn_bwd_ds(k_ctx kc, k_fmt C, k_fmt A, k_vec DOA, k_vec OA, k_vec V
 K_FN void k_attn_bwd_dq(k_ctx kc, k_fmt S, k_fmt C, k_fmt A, k_ref dsa, k_vec K, k_vec t, size_t d,
                         size_t i, size_t nk, size_t n, k_ref g, k_ref dq)
 {
-	for (size_t c = 0; c < d; c++) {
-		k_ref acc = K_SHIFT(g, c);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_DQ, A, acc, dsa, K_STRIDED(K, c, d), n, ((uint64_t)i * d + c) * nk);
-	}
+	K_FILL(g, 0, d);
+	K_FOLDN_FMA(S_DQ, A, g, dsa, 0, K_STRIDED(K, 0, d), 1, n, d, (uint64_t)i * d * nk, nk);
 	K_MAP1(S_DQ_C, CVT, C, g, g, d, (uint64_t)i * d);
 	K_MAP2(S_DQ_SCALE, MUL, C, g, g, K_AT(t, AT_SC), d, (uint64_t)i * d);
 	K_MAP1(S_DQ_STORE, CVT, S, dq, g, d, (uint64_t)i * d);
@@ -452,12 +435,9 @@ K_FN void k_attn_bwd_dq(k_ctx kc, k_fmt S, k_fmt C, k_fmt A, k_ref dsa, k_vec K,
 K_FN void k_attn_bwd_dk(k_ctx kc, k_fmt S, k_fmt C, k_fmt A, k_vec DSA, k_vec Q, k_vec t, size_t d,
                         size_t nq, size_t nk, size_t j, size_t i0, k_ref g, k_ref dk)
 {
-	for (size_t c = 0; c < d; c++) {
-		k_ref acc = K_SHIFT(g, c);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_DK, A, acc, K_STRIDED(DSA, i0 * nk + j, nk),
-		           K_STRIDED(Q, i0 * d + c, d), nq - i0, ((uint64_t)j * d + c) * nq + i0);
-	}
+	K_FILL(g, 0, d);
+	K_FOLDN_FMA(S_DK, A, g, K_STRIDED(DSA, i0 * nk + j, nk), 0, K_STRIDED(Q, i0 * d, d), 1,
+	            nq - i0, d, (uint64_t)j * d * nq + i0, nq);
 	K_MAP1(S_DK_C, CVT, C, g, g, d, (uint64_t)j * d);
 	K_MAP2(S_DK_SCALE, MUL, C, g, g, K_AT(t, AT_SC), d, (uint64_t)j * d);
 	K_MAP1(S_DK_STORE, CVT, S, dk, g, d, (uint64_t)j * d);
@@ -497,11 +477,8 @@ K_FN void k_attn8_bwd_p(k_ctx kc, k_fmt C, k_fmt A, k_fmt E4, k_vec Q, k_vec K, 
 	uint64_t el = (uint64_t)i * nk;
 	size_t nkt = (nk + bk - 1) / bk;
 	k_ref dsc = K_AT(t, AT_DSC);
-	for (size_t j = 0; j < n; j++) {
-		k_ref acc = K_SHIFT(sacc, j);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_QK_B, A, acc, K_ROW(Q, i * d), K_ROW(K, j * d), d, (el + j) * d);
-	}
+	K_FILL(sacc, 0, n);
+	K_FOLDN_FMA(S_QK_B, A, sacc, K_ROW(Q, i * d), 0, K_ROW(K, 0), d, d, n, el * d, d);
 	K_MAP1(S_S_C_B, CVT, C, p, sacc, n, el);
 	for (size_t j0 = 0, b = 0; j0 < n; j0 += bk, b++) {
 		size_t nb = j0 + bk < n ? bk : n - j0;
@@ -525,12 +502,9 @@ K_FN void k_attn8_bwd_dv_f(k_ctx kc, k_fmt C, k_fmt A, k_vec t)
 K_FN void k_attn8_bwd_dv(k_ctx kc, k_fmt S, k_fmt A, k_vec PA, k_vec DOA, k_vec t, size_t d,
                          size_t nq, size_t nk, size_t j, size_t i0, k_ref g, k_ref dv)
 {
-	for (size_t c = 0; c < d; c++) {
-		k_ref acc = K_SHIFT(g, c);
-		K_FILL(acc, 0, 1);
-		K_FOLD_FMA(S_DV, A, acc, K_STRIDED(PA, i0 * nk + j, nk),
-		           K_STRIDED(DOA, i0 * d + c, d), nq - i0, ((uint64_t)j * d + c) * nq + i0);
-	}
+	K_FILL(g, 0, d);
+	K_FOLDN_FMA(S_DV, A, g, K_STRIDED(PA, i0 * nk + j, nk), 0, K_STRIDED(DOA, i0 * d, d), 1,
+	            nq - i0, d, (uint64_t)j * d * nq + i0, nq);
 	K_MAP2(S_DV_DESCALE, MUL, A, g, g, K_AT(t, AT_FA), d, (uint64_t)j * d);
 	K_MAP1(S_DV_STORE, CVT, S, dv, g, d, (uint64_t)j * d);
 }
@@ -588,12 +562,9 @@ K_FN void k_attn8_bwd_dq(k_ctx kc, k_fmt S, k_fmt A, k_ref dsa, k_vec K, k_vec d
 	for (size_t j0 = 0; j0 < n; j0 += tk) {
 		size_t nt = j0 + tk < n ? tk : n - j0, tt = j0 / tk;
 		k_ref dst = j0 == 0 ? g : part;
-		for (size_t c = 0; c < d; c++) {
-			k_ref acc = K_SHIFT(dst, c);
-			K_FILL(acc, 0, 1);
-			K_FOLD_FMA(S_DQ, A, acc, K_SHIFT(dsa, j0), K_STRIDED(K, j0 * d + c, d), nt,
-			           ((uint64_t)i * d + c) * nk + j0);
-		}
+		K_FILL(dst, 0, d);
+		K_FOLDN_FMA(S_DQ, A, dst, K_SHIFT(dsa, j0), 0, K_STRIDED(K, j0 * d, d), 1, nt, d,
+		            (uint64_t)i * d * nk + j0, nk);
 		K_MAP2(S_DQ_DESCALE, MUL, A, dst, dst, K_AT(dqf, tt), d,
 		       ((uint64_t)i * ntk + tt) * d);
 		if (j0)
@@ -614,13 +585,9 @@ K_FN void k_attn8_bwd_dk(k_ctx kc, k_fmt S, k_fmt A, k_vec DSA, k_vec Q, k_vec d
 		       hi = (tt + 1) * tq < nq ? (tt + 1) * tq : nq;
 		int first = tt == i0 / tq;
 		k_ref dst = first ? g : part;
-		for (size_t c = 0; c < d; c++) {
-			k_ref acc = K_SHIFT(dst, c);
-			K_FILL(acc, 0, 1);
-			K_FOLD_FMA(S_DK, A, acc, K_STRIDED(DSA, lo * nk + j, nk),
-			           K_STRIDED(Q, lo * d + c, d), hi - lo,
-			           ((uint64_t)j * d + c) * nq + lo);
-		}
+		K_FILL(dst, 0, d);
+		K_FOLDN_FMA(S_DK, A, dst, K_STRIDED(DSA, lo * nk + j, nk), 0,
+		            K_STRIDED(Q, lo * d, d), 1, hi - lo, d, (uint64_t)j * d * nq + lo, nq);
 		K_MAP2(S_DK_DESCALE, MUL, A, dst, dst, K_AT(dkf, tt), d,
 		       ((uint64_t)j * ntq + tt) * d);
 		if (!first)

@@ -748,6 +748,99 @@ START_TEST(test_fold_sequences)
 }
 END_TEST
 
+/* emu_a_fold_n: m chains at once are m emu_a_fold calls one after the other,
+ * bit for bit: every accumulator, the summed counts and OR, and the first
+ * failing step of the first chain that has one (numbered c·cidx + j), for
+ * every op, rne and sr, the data kinds of fill_fold (overflowing ones
+ * included), m below, at and past the 4 chains stepped together, chains
+ * sharing an operand (ca = 0) or not, strided or not */
+static const char *const foldnfmts[] = {"e4m3", "e5m2", "e2m1", "fp16", "bf16", "tf32", "fp32"};
+
+START_TEST(test_fold_n)
+{
+	const emu_format *f = t_fmt(foldnfmts[_i]);
+	const size_t N = 40, M = 9;
+	double *xa = xcalloc(M * N * 2, sizeof(double)), *xb = xcalloc(M * N * 2, sizeof(double));
+	uint64_t cases = 0;
+	static const size_t ms[] = {1, 3, 4, 5, 8, 9}, ns[] = {0, 1, 7, 40};
+	for (int md = 0; md < 2; md++) {
+		emu_env env = env_of(md ? EMU_SR : EMU_RNE, 0, 0);
+		env.seed = 77;
+		env.index = 1000;
+		for (int kind = 0; kind < 4; kind++) {
+			fill_fold(f, 9100 + (uint64_t)(_i * 8 + md * 4 + kind), kind, M * N * 2,
+			          xa);
+			fill_fold(f, 9300 + (uint64_t)(_i * 8 + md * 4 + kind),
+			          kind == 3 ? 1 : kind, M * N * 2, xb);
+			for (size_t o = 0; o < ARRAY_SIZE(foldops); o++)
+				for (size_t mi = 0; mi < ARRAY_SIZE(ms); mi++)
+					for (size_t ni = 0; ni < ARRAY_SIZE(ns); ni++)
+						for (int shape = 0; shape < 3; shape++) {
+							emu_op op = foldops[o];
+							size_t m = ms[mi], n = ns[ni];
+							/* shape 0: chains apart, unit stride;
+							 * 1: a shared (ca = 0), b strided
+							 * down columns; 2: both strided */
+							size_t sa = shape == 2 ? 2 : 1,
+							       ca = shape == 1 ? 0 : N * sa,
+							       sb = shape ? M : 1,
+							       cb = shape ? 1 : N;
+							uint64_t cidx = n + 3;
+							double acc[9], ref[9];
+							for (size_t c = 0; c < m; c++)
+								acc[c] = ref[c] =
+								    kind == 3 ? 0.0 : xa[c];
+							emu_a_flags want = {
+							    {0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+							for (size_t c = 0; c < m; c++) {
+								emu_env e = env;
+								e.index = env.index + c * cidx;
+								emu_a_flags r = emu_a_fold(
+								    op, f, &ref[c], xa + c * ca, sa,
+								    xb + c * cb, sb, n, &e, NULL);
+								for (int k = 0; k < 5; k++)
+									want.count[k] += r.count[k];
+								want.any |= r.any;
+								if (want.first_bad == UINT64_MAX &&
+								    r.first_bad != UINT64_MAX) {
+									want.first_bad =
+									    c * cidx + r.first_bad;
+									want.first_flags =
+									    r.first_flags;
+								}
+							}
+							emu_a_flags got = emu_a_fold_n(
+							    op, f, acc, 1, xa, sa, ca, xb, sb, cb,
+							    n, m, &env, cidx);
+							for (size_t c = 0; c < m; c++)
+								ck_assert_msg(
+								    memcmp(&acc[c], &ref[c],
+								           sizeof acc[c]) == 0,
+								    "%s %s op %d m %zu n %zu shape "
+								    "%d "
+								    "chain %zu: %a, want %a",
+								    f->name, md ? "sr" : "rne",
+								    (int)op, m, n, shape, c, acc[c],
+								    ref[c]);
+							ck_assert(memcmp(got.count, want.count,
+							                 sizeof got.count) == 0);
+							ck_assert_uint_eq(got.any, want.any);
+							ck_assert_uint_eq(got.first_bad,
+							                  want.first_bad);
+							if (want.first_bad != UINT64_MAX)
+								ck_assert_uint_eq(got.first_flags,
+								                  want.first_flags);
+							cases += m;
+						}
+		}
+	}
+	char what[T_WHAT_LEN];
+	snprintf(what, sizeof what, "aops: m folds at once == m folds, %s chains", f->name);
+	t_count(what, cases);
+	free(xa), free(xb);
+}
+END_TEST
+
 /* Known answers: a sum of ones stalls at 2^p (FACTS.md §7: 2048 in fp16,
  * 256 in bf16, 16 in e4m3, 8 in e5m2), the fold of a broadcast 1.0. */
 START_TEST(test_fold_ones)
@@ -831,6 +924,7 @@ Suite *suite_aops(void)
 	tcase_add_loop_test(tc, test_fold_small_pairs, 0, (int)ARRAY_SIZE(small));
 	tcase_add_loop_test(tc, test_fold_sequences, 0, (int)ARRAY_SIZE(foldfmts));
 	tcase_add_test(tc, test_fold_ones);
+	tcase_add_loop_test(tc, test_fold_n, 0, (int)ARRAY_SIZE(foldnfmts));
 	tcase_add_test(tc, test_unary_second_look);
 	suite_add_tcase(s, tc);
 	return s;

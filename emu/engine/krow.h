@@ -26,12 +26,11 @@
  *   K_OP1, K_OP2                   the same with n = 1 (no n argument)
  *   K_FOLD(step, OP, F, acc, a, n, e)     acc = OP(acc, a[j]), j = 0 .. n − 1
  *   K_FOLD_FMA(step, F, acc, a, b, n, e)  acc = fma(a[j], b[j], acc)
- *   K_FOLDN(step, OP, F, acc, a, ca, n, m, e, ce)
  *   K_FOLDN_FMA(step, F, acc, a, ca, b, cb, n, m, e, ce)
- *                                  m such folds at once: chain c on acc's
- *                                  element c, a (and b) shifted by c·ca
- *                                  (c·cb) elements, numbered from e + c·ce;
- *                                  each exactly its own K_FOLD, the chains
+ *                                  m such FMA folds at once: chain c on acc's
+ *                                  element c, a and b shifted by c·ca
+ *                                  and c·cb elements, numbered from e + c·ce;
+ *                                  each exactly its own K_FOLD_FMA, the chains
  *                                  in flight together on the engine (the
  *                                  counts and the first failing operation
  *                                  those of the m folds one after another)
@@ -77,8 +76,6 @@ typedef emu_ref k_ref;
 	emu_fold(kc, step, EMU_OP_##OP, F, EMU_ORDER_SEQ, acc, a, EMU_NOREF, n, e)
 #define K_FOLD_FMA(step, F, acc, a, b, n, e)                                                       \
 	emu_fold(kc, step, EMU_OP_FMA, F, EMU_ORDER_SEQ, acc, a, b, n, e)
-#define K_FOLDN(step, OP, F, acc, a, ca, n, m, e, ce)                                              \
-	emu_fold_n(kc, step, EMU_OP_##OP, F, acc, a, ca, EMU_NOREF, 0, n, m, e, ce)
 #define K_FOLDN_FMA(step, F, acc, a, ca, b, cb, n, m, e, ce)                                       \
 	emu_fold_n(kc, step, EMU_OP_FMA, F, acc, a, ca, b, cb, n, m, e, ce)
 #define K_FILL(d, x, n) emu_fill(kc, d, x, n)

@@ -66,6 +66,7 @@ Suite *suite_tcscaled(void);
 Suite *suite_golden(void);
 Suite *suite_golden_inputs(void);
 Suite *suite_kinputs(void);
+Suite *suite_rows(void);
 Suite *suite_gpuhost(void);
 Suite *suite_gputab(void);
 Suite *suite_point(void);

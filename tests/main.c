@@ -243,7 +243,7 @@ int main(void)
 	    SUITE(gputab),     SUITE(point),         SUITE(thresh),      SUITE(case),
 	    SUITE(file),       SUITE(plot),          SUITE(claims),      SUITE(metrics),
 	    SUITE(engine),     SUITE(buf),           SUITE(specialize),  SUITE(qstream),
-	    SUITE(recipe),     SUITE(train),         SUITE(native),
+	    SUITE(recipe),     SUITE(train),         SUITE(native),      SUITE(rows),
 	};
 #undef SUITE
 	enum { NSUITES = sizeof list / sizeof *list };

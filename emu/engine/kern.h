@@ -255,6 +255,30 @@ void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ord
  * ops of kind op under step s with flags fl, element e. */
 void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e);
 
+/* ---- a kernel's rows on several threads (emu/engine/rows.c) ----
+ *
+ * fn runs rows r0 .. r1 − 1 of a kernel's row loop on be, allocating its
+ * own scratch vectors there (emu_vec_new) and reading and writing the
+ * kernel's vectors through arg; 0, or −1 out of memory. emu_rows runs fn
+ * over rows 0 .. R − 1 in contiguous parts, one per thread (at most
+ * emu_threads()), each on a backend forked from be, then adds each part's
+ * counts to be's in row order: the values, the counts, the flags, the
+ * inputs stored, the range peak and the first failing operation are
+ * exactly those of fn(be, 0, R, arg), which is what one thread runs. A
+ * part takes at least the rows of emu_rows_min_work operations (per_row
+ * a row's, roughly; a 32nd of it on exact and truth), so a small kernel
+ * runs on one thread. Rows must write different elements, and a row must
+ * not read what another row writes. */
+typedef int (*emu_rows_fn)(emu_be *be, size_t r0, size_t r1, void *arg);
+int emu_rows(emu_be *be, size_t R, uint64_t per_row, emu_rows_fn fn, void *arg);
+/* The fewest operations worth a thread of their own (default 65536; tests
+ * set 1 to run small kernels in many parts). Not thread-safe: set it
+ * before running kernels. */
+void emu_rows_min_work(uint64_t ops);
+/* The threads a kernel's rows may take: OpenMP's (OMP_NUM_THREADS,
+ * omp_set_num_threads), 1 inside a parallel region (a sweep's points). */
+int emu_threads(void);
+
 /* ---- precision policy (emu/engine/policy.c) ---- */
 typedef enum {
 	EMU_SCALE_NONE = 0,

@@ -191,6 +191,44 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	return emu_kinput_check_index(ty, "backward", K, err, errlen);
 }
 
+/* what the loops' parts share (emu_rows) */
+typedef struct {
+	const emu_format *S, *C, *A;
+	size_t R, D, K, np;
+	const double *target;
+	emu_vec *X, *W, *dl, *la, *t, *grad;
+} bw_rows;
+
+/* rows r0 .. r1 − 1 (logits, softmax, loss, dlogits) on be's own scratch
+ * (t a copy of the constants) */
+static int bw_row_part(emu_be *be, size_t r0, size_t r1, void *arg)
+{
+	const bw_rows *k = arg;
+	emu_vec *z = emu_vec_new(be, k->K), *e = emu_vec_new(be, k->K), *ea = emu_vec_new(be, k->K);
+	emu_vec *p = emu_vec_new(be, k->np), *t = emu_vec_new(be, BW_NT);
+	if (!z || !e || !ea || !p || !t)
+		return -1;
+	emu_copy(be, emu_row(t, 0), emu_row(k->t, 0), BW_NT);
+	for (size_t r = r0; r < r1; r++)
+		k_bw_row(be, k->S, k->C, k->A, k->X, k->W, k->D, k->K, r, (size_t)k->target[r], p,
+		         z, e, ea, t, k->dl, k->la);
+	return 0;
+}
+
+/* the gradient's elements i0 .. i1 − 1, after every row */
+static int bw_grad_part(emu_be *be, size_t i0, size_t i1, void *arg)
+{
+	const bw_rows *k = arg;
+	emu_vec *p = emu_vec_new(be, k->np), *t = emu_vec_new(be, BW_NT);
+	if (!p || !t)
+		return -1;
+	emu_copy(be, emu_row(t, 0), emu_row(k->t, 0), BW_NT);
+	for (size_t i = i0; i < i1; i++)
+		k_bw_grad(be, k->S, k->C, k->A, k->X, k->W, k->dl, k->R, k->D, k->K, i, p, t,
+		          k->grad);
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -237,12 +275,14 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *dX = emu_kout_vec(be, out, "dX", R * D, F32);
 	emu_vec *found = emu_kout_vec(be, out, "found_inf", 1, F32);
 	emu_vec *grad = emu_kout_vec(be, out, "grad", D * K + R * D, S);
-	emu_vec *X = emu_vec_new(be, R * D), *W = emu_vec_new(be, D * K);
-	emu_vec *z = emu_vec_new(be, K), *e = emu_vec_new(be, K), *ea = emu_vec_new(be, K);
-	emu_vec *dl = emu_vec_new(be, R * K), *p = emu_vec_new(be, np), *la = emu_vec_new(be, R);
-	emu_vec *t = emu_vec_new(be, BW_NT);
-	if (!loss || !dW || !dX || !found || !grad || !X || !W || !z || !e || !ea || !dl || !p ||
-	    !la || !t) {
+	bw_rows k = {S, C, A, R, D, K, np, target, NULL, NULL, NULL, NULL, NULL, grad};
+	k.X = emu_vec_new(be, R * D);
+	k.W = emu_vec_new(be, D * K);
+	k.dl = emu_vec_new(be, R * K);
+	k.la = emu_vec_new(be, R);
+	k.t = emu_vec_new(be, BW_NT);
+	emu_vec *t = k.t;
+	if (!loss || !dW || !dX || !found || !grad || !k.X || !k.W || !k.dl || !k.la || !t) {
 		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "backward: out of memory");
 		return -1;
@@ -254,17 +294,19 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	k_bw_consts(be, C, A, R, scale, t);
 	/* X and W loaded as tensors: storage (through the scaling recipe), then
 	 * compute */
-	if (emu_load(be, pol, in->x, R, D, X) != 0 ||
-	    emu_load_at(be, pol, wd, D, K, (uint64_t)R * D, W) != 0) {
+	if (emu_load(be, pol, in->x, R, D, k.X) != 0 ||
+	    emu_load_at(be, pol, wd, D, K, (uint64_t)R * D, k.W) != 0 ||
+	    emu_rows(be, R, 3 * (uint64_t)D * K + 12 * K, bw_row_part, &k) != 0) {
 		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "backward: out of memory");
 		return -1;
 	}
-	for (size_t r = 0; r < R; r++)
-		k_bw_row(be, S, C, A, X, W, D, K, r, (size_t)target[r], p, z, e, ea, t, dl, la);
-	k_bw_mean(be, A, la, R, t, loss);
-	for (size_t i = 0; i < D * K + R * D; i++)
-		k_bw_grad(be, S, C, A, X, W, dl, R, D, K, i, p, t, grad);
+	k_bw_mean(be, A, k.la, R, t, loss);
+	if (emu_rows(be, D * K + R * D, 3 * (uint64_t)(R > K ? R : K), bw_grad_part, &k) != 0) {
+		emu_kinputs_free(&ki);
+		snprintf(err, errlen, "backward: out of memory");
+		return -1;
+	}
 	/* unscale_: inv = fp32(1/double(S)); the stored dW and dX are elements
 	 * 0.. and D·K.. of grad */
 	double inv = to_fp32(1 / scale);

@@ -71,6 +71,30 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	return emu_kinput_check_index(t, "bce", 2, err, errlen);
 }
 
+/* what the row loop's parts share (emu_rows) */
+typedef struct {
+	int v;
+	const emu_format *S, *C, *A;
+	size_t N;
+	emu_vec *X, *Y, *L, *t, *grad;
+} bce_rows;
+
+/* rows r0 .. r1 − 1 on be's own scratch (t a copy of the constants) */
+static int bce_part(emu_be *be, size_t r0, size_t r1, void *arg)
+{
+	const bce_rows *k = arg;
+	size_t N = k->N;
+	emu_vec *e = emu_vec_new(be, N), *d = emu_vec_new(be, N), *u = emu_vec_new(be, N);
+	emu_vec *w = emu_vec_new(be, N), *t = emu_vec_new(be, BCE_NT);
+	if (!e || !d || !u || !w || !t)
+		return -1;
+	emu_copy(be, emu_row(t, 0), emu_row(k->t, 0), BCE_NT);
+	for (size_t r = r0; r < r1; r++)
+		k_bce_row(be, k->v, k->S, k->C, k->A, k->X, k->Y, N, r, e, d, u, w, t, k->grad,
+		          k->L);
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -91,25 +115,29 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	const double *target = emu_kinputs_find(&ki, "target")->v; /* NULL: target_of */
 	emu_steps(be, steps, S_END - EMU_STEP0);
 	emu_vec *loss = emu_kout_vec(be, out, "loss", 1, A);
-	emu_vec *grad = emu_kout_vec(be, out, "grad", T, S);
-	emu_vec *X = emu_vec_new(be, T), *Y = emu_vec_new(be, T), *L = emu_vec_new(be, T);
-	emu_vec *e = emu_vec_new(be, N), *d = emu_vec_new(be, N), *u = emu_vec_new(be, N);
-	emu_vec *w = emu_vec_new(be, N), *t = emu_vec_new(be, BCE_NT);
-	if (!loss || !grad || !X || !Y || !L || !e || !d || !u || !w || !t ||
-	    emu_load(be, pol, in->x, R, N, X) != 0) {
+	bce_rows k = {v, S, C, A, N, NULL, NULL, NULL, NULL, NULL};
+	k.grad = emu_kout_vec(be, out, "grad", T, S);
+	k.X = emu_vec_new(be, T);
+	k.Y = emu_vec_new(be, T);
+	k.L = emu_vec_new(be, T);
+	k.t = emu_vec_new(be, BCE_NT);
+	if (!loss || !k.grad || !k.X || !k.Y || !k.L || !k.t ||
+	    emu_load(be, pol, in->x, R, N, k.X) != 0) {
 		emu_kinputs_free(&ki);
 		snprintf(err, errlen, "bce: out of memory");
 		return -1;
 	}
 	/* the row source, emu/kernels/bce_rows.h: the GPU's threads run these
 	 * rows one each, and the mean over every element after them */
-	k_bce_consts(be, C, A, T, t);
+	k_bce_consts(be, C, A, T, k.t);
 	for (size_t j = 0; j < T; j++)
-		emu_fill(be, emu_at(Y, j), target ? target[j] : target_of(in->seed, tgt, j), 1);
+		emu_fill(be, emu_at(k.Y, j), target ? target[j] : target_of(in->seed, tgt, j), 1);
 	emu_kinputs_free(&ki);
-	for (size_t r = 0; r < R; r++)
-		k_bce_row(be, v, S, C, A, X, Y, N, r, e, d, u, w, t, grad, L);
-	k_bce_mean(be, A, L, T, t, loss);
+	if (emu_rows(be, R, 12 * (uint64_t)N, bce_part, &k) != 0) {
+		snprintf(err, errlen, "bce: out of memory");
+		return -1;
+	}
+	k_bce_mean(be, A, k.L, T, k.t, loss);
 	return 0;
 }
 

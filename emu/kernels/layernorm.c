@@ -101,6 +101,49 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	return 0;
 }
 
+/* what the row loop's parts share (emu_rows): the policy's formats, the
+ * kernel's vectors and constants, dy given or drawn */
+typedef struct {
+	int v;
+	const emu_format *S, *C, *A;
+	size_t N;
+	uint64_t seed;
+	double dyval;
+	const double *dyin;
+	emu_vec *X, *kA, *t, *y, *dx, *rstd, *var;
+} ln_rows;
+
+/* rows r0 .. r1 − 1, forward then backward, on be's own scratch (t a copy
+ * of the constants) */
+static int ln_part(emu_be *be, size_t r0, size_t r1, void *arg)
+{
+	const ln_rows *k = arg;
+	size_t N = k->N;
+	emu_vec *yc = emu_vec_new(be, N), *dy = emu_vec_new(be, N);
+	emu_vec *w1 = emu_vec_new(be, N), *w2 = emu_vec_new(be, N);
+	emu_vec *t = emu_vec_new(be, LN_NT);
+	double *dyraw = k->dyin ? NULL : malloc(N * sizeof *dyraw);
+	if (!yc || !dy || !w1 || !w2 || !t || (!k->dyin && !dyraw)) {
+		free(dyraw);
+		return -1;
+	}
+	emu_copy(be, emu_row(t, 0), emu_row(k->t, 0), LN_NT);
+	/* the row source, emu/kernels/layernorm_rows.h: the GPU's threads run
+	 * these rows one each, dy's row as stored between forward and backward */
+	for (size_t r = r0; r < r1; r++) {
+		size_t o = r * N;
+		k_layernorm_fwd(be, k->v, k->S, k->C, k->A, k->X, N, r, k->kA, t, yc, w1, w2, k->y,
+		                k->rstd, k->var);
+		if (!k->dyin)
+			dy_draw(k->seed, k->dyval, o, N, dyraw);
+		emu_input(be, S_DY, k->S, emu_row(dy, 0), k->dyin ? k->dyin + o : dyraw, 1, N, o,
+		          NULL);
+		k_layernorm_bwd(be, k->S, k->C, k->A, dy, 0, N, r, t, yc, w1, w2, k->rstd, k->dx);
+	}
+	free(dyraw);
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -121,39 +164,26 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	                     errlen) ||
 	    emu_kinputs_take(&emu_kernel_layernorm, pol, variant, in, &ki, err, errlen) != 0)
 		return -1;
-	const double *dyin = emu_kinputs_find(&ki, "dy")->v; /* NULL: dy_draw, row by row */
 	emu_steps(be, steps, S_END - EMU_STEP0);
-	emu_vec *y = emu_kout_vec(be, out, "y", R * N, S);
-	emu_vec *dx = emu_kout_vec(be, out, "dx", R * N, S);
-	emu_vec *rstd = emu_kout_vec(be, out, "rstd", R, C);
-	emu_vec *var = emu_kout_vec(be, out, "var", R, C);
-	emu_vec *X = emu_vec_new(be, R * N), *yc = emu_vec_new(be, N), *dy = emu_vec_new(be, N);
-	emu_vec *w1 = emu_vec_new(be, N), *w2 = emu_vec_new(be, N);
-	emu_vec *kA = v == LN_WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
-	emu_vec *t = emu_vec_new(be, LN_NT);
-	double *dyraw = dyin ? NULL : malloc(N * sizeof *dyraw);
-	if (!y || !dx || !rstd || !var || !X || !yc || !dy || !w1 || !w2 ||
-	    (v == LN_WELFORD && !kA) || !t || (!dyin && !dyraw) ||
-	    emu_load(be, pol, in->x, R, N, X) != 0) {
-		free(dyraw);
-		emu_kinputs_free(&ki);
-		snprintf(err, errlen, "layernorm: out of memory");
-		return -1;
+	ln_rows k = {v,    S,    C,    A,    N,    in->seed, dyval, emu_kinputs_find(&ki, "dy")->v,
+	             NULL, NULL, NULL, NULL, NULL, NULL,     NULL};
+	k.y = emu_kout_vec(be, out, "y", R * N, S);
+	k.dx = emu_kout_vec(be, out, "dx", R * N, S);
+	k.rstd = emu_kout_vec(be, out, "rstd", R, C);
+	k.var = emu_kout_vec(be, out, "var", R, C);
+	k.X = emu_vec_new(be, R * N);
+	k.kA = v == LN_WELFORD ? emu_vec_new(be, N) : NULL; /* Welford's counts */
+	k.t = emu_vec_new(be, LN_NT);
+	int rc = -1;
+	if (k.y && k.dx && k.rstd && k.var && k.X && (v != LN_WELFORD || k.kA) && k.t &&
+	    emu_load(be, pol, in->x, R, N, k.X) == 0) {
+		k_layernorm_consts(be, v, C, A, N, eps, k.t, k.kA);
+		rc = emu_rows(be, R, 16 * (uint64_t)N, ln_part, &k);
 	}
-	/* the row source, emu/kernels/layernorm_rows.h: the GPU's threads run
-	 * these rows one each, dy's row as stored between forward and backward */
-	k_layernorm_consts(be, v, C, A, N, eps, t, kA);
-	for (size_t r = 0; r < R; r++) {
-		size_t o = r * N;
-		k_layernorm_fwd(be, v, S, C, A, X, N, r, kA, t, yc, w1, w2, y, rstd, var);
-		if (!dyin)
-			dy_draw(in->seed, dyval, o, N, dyraw);
-		emu_input(be, S_DY, S, emu_row(dy, 0), dyin ? dyin + o : dyraw, 1, N, o, NULL);
-		k_layernorm_bwd(be, S, C, A, dy, 0, N, r, t, yc, w1, w2, rstd, dx);
-	}
-	free(dyraw);
 	emu_kinputs_free(&ki);
-	return 0;
+	if (rc != 0)
+		snprintf(err, errlen, "layernorm: out of memory");
+	return rc;
 }
 
 const emu_kernel emu_kernel_layernorm = {

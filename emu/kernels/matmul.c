@@ -193,6 +193,40 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	return 0;
 }
 
+/* what the output loop's parts share (emu_rows) */
+typedef struct {
+	int v, fma;
+	bool bt;
+	const emu_format *C, *A, *I, *O;
+	size_t n, k;
+	const emu_tc_model *model;
+	emu_vec *Av, *Bv, *acc;
+} mm_rows;
+
+/* output elements o0 .. o1 − 1 (row-major), on be's own scratch */
+static int mm_part(emu_be *be, size_t o0, size_t o1, void *arg)
+{
+	const mm_rows *q = arg;
+	size_t n = q->n, k = q->k;
+	if (q->v == SEQ) {
+		emu_vec *p = emu_vec_new(be, k);
+		if (!p)
+			return -1;
+		for (size_t o = o0; o < o1; o++)
+			k_matmul_dot(be, q->fma, q->C, q->A, q->Av, q->Bv, q->bt, n, k, o, p,
+			             q->acc);
+		return 0;
+	}
+	for (size_t o = o0; o < o1; o++) {
+		size_t i = o / n, j = o % n;
+		emu_ref b = q->bt ? emu_row(q->Bv, j * k) : emu_strided(q->Bv, j, n);
+		if (emu_fold_tc(be, tc_steps, q->model, q->I, q->O, emu_at(q->acc, o),
+		                emu_row(q->Av, i * k), b, k, (uint64_t)o * k) != 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -238,11 +272,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	emu_vec *acc = emu_kout_vec(be, out, "acc", m * n, O);
 	emu_vec *c = emu_kout_vec(be, out, "c", m * n, S);
 	emu_vec *Av = emu_vec_new(be, m * k), *Bv = emu_vec_new(be, k * n);
-	emu_vec *p = emu_vec_new(be, k);
 	double *x = ain && bin
 	                ? SHAPED_NONE
 	                : shaped(in, m, n, k, bt != 0, tok_a, tok_b, (size_t)chan, chan_k, corr);
-	if (!acc || !c || !Av || !Bv || !p || !x)
+	if (!acc || !c || !Av || !Bv || !x)
 		goto oom;
 	const double *xin = x == SHAPED_NONE ? in->x : x;
 	if (!ain)
@@ -261,22 +294,15 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	x = NULL;
 	/* the row source, emu/kernels/matmul_rows.h: the GPU's threads run the
 	 * output elements one each (seq), or store the GEMM's (tc) */
-	if (v == SEQ) {
+	mm_rows q = {v, (int)fma, bt != 0, &pol->compute, A, I, O, n, k, &model, Av, Bv, acc};
+	if (v == SEQ)
 		k_matmul_to_accum(be, A, Av, 0, m * k, Bv, 0, k * n, m * k);
-		for (size_t o = 0; o < m * n; o++)
-			k_matmul_dot(be, (int)fma, &pol->compute, A, Av, Bv, bt != 0, n, k, o, p,
-			             acc);
+	if (emu_rows(be, m * n, 2 * (uint64_t)k, mm_part, &q) != 0)
+		goto oom;
+	if (v == SEQ)
 		k_matmul_store(be, S, acc, c, 0, m * n);
-	} else {
-		for (size_t o = 0; o < m * n; o++) {
-			size_t i = o / n, j = o % n;
-			emu_ref b = bt ? emu_row(Bv, j * k) : emu_strided(Bv, j, n);
-			if (emu_fold_tc(be, tc_steps, &model, I, O, emu_at(acc, o),
-			                emu_row(Av, i * k), b, k, (uint64_t)o * k) != 0)
-				goto oom;
-		}
+	else
 		k_matmul_tc_store(be, S, &pol->compute, O, acc, acc, c, 0, m * n);
-	}
 	emu_kinputs_free(&ki);
 	return 0;
 oom:

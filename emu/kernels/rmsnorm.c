@@ -123,6 +123,56 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	return 0;
 }
 
+/* what the row loop's parts share (emu_rows) */
+typedef struct {
+	int v;
+	const emu_format *S, *C, *A, *F;
+	size_t R, N;
+	uint64_t seed;
+	double dyval;
+	const double *dyin; /* NULL: dy_draw, row by row */
+	emu_vec *X, *Q, *g, *t, *y, *dx, *rstd, *ms, *dg;
+} rn_rows;
+
+/* rows r0 .. r1 − 1, forward then backward, on be's own scratch (t a copy
+ * of the constants) */
+static int rn_part(emu_be *be, size_t r0, size_t r1, void *arg)
+{
+	const rn_rows *k = arg;
+	size_t N = k->N;
+	emu_vec *xh = emu_vec_new(be, N), *dy = emu_vec_new(be, N);
+	emu_vec *w1 = emu_vec_new(be, N), *w2 = emu_vec_new(be, N);
+	emu_vec *t = emu_vec_new(be, RN_NT);
+	double *raw = k->dyin ? NULL : malloc(N * sizeof *raw);
+	if (!xh || !dy || !w1 || !w2 || !t || (!k->dyin && !raw)) {
+		free(raw);
+		return -1;
+	}
+	emu_copy(be, emu_row(t, 0), emu_row(k->t, 0), RN_NT);
+	for (size_t r = r0; r < r1; r++) {
+		size_t o = r * N;
+		k_rmsnorm_fwd(be, k->v, k->S, k->C, k->A, k->F, k->X, N, r, k->g, t, xh, w1, k->y,
+		              k->rstd, k->ms);
+		if (!k->dyin)
+			dy_draw(k->seed, k->dyval, o, N, raw);
+		emu_input(be, S_DY, k->S, emu_row(dy, 0), k->dyin ? k->dyin + o : raw, 1, N, o,
+		          NULL);
+		k_rmsnorm_bwd(be, k->v, k->S, k->C, k->A, dy, 0, N, r, k->g, t, xh, w1, w2, k->dx,
+		              k->Q);
+	}
+	free(raw);
+	return 0;
+}
+
+/* dg's columns j0 .. j1 − 1, after every row */
+static int rn_dg_part(emu_be *be, size_t j0, size_t j1, void *arg)
+{
+	const rn_rows *k = arg;
+	for (size_t j = j0; j < j1; j++)
+		k_rmsnorm_dg(be, k->A, k->Q, k->R, k->N, j, k->dg);
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -150,42 +200,34 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	/* the statistics' compute format: fp32 in fp32stats, else the policy's */
 	const emu_format *SC = v == RN_FP32STATS ? F : C;
 	emu_steps(be, steps, S_END - EMU_STEP0);
-	emu_vec *y = emu_kout_vec(be, out, "y", R * N, S);
-	emu_vec *dx = emu_kout_vec(be, out, "dx", R * N, S);
-	emu_vec *rstd = emu_kout_vec(be, out, "rstd", R, SC);
-	emu_vec *ms = emu_kout_vec(be, out, "ms", R, SC);
-	emu_vec *dg = emu_kout_vec(be, out, "dg", N, A);
-	emu_vec *X = emu_vec_new(be, R * N), *Q = emu_vec_new(be, R * N);
-	emu_vec *xh = emu_vec_new(be, N), *g = emu_vec_new(be, N), *dy = emu_vec_new(be, N);
-	emu_vec *w1 = emu_vec_new(be, N), *w2 = emu_vec_new(be, N);
-	emu_vec *t = emu_vec_new(be, RN_NT);
-	double *raw = dyin ? NULL : malloc(N * sizeof *raw);
-	if (!y || !dx || !rstd || !ms || !dg || !X || !Q || !xh || !g || !dy || !w1 || !w2 || !t ||
-	    (!dyin && !raw) || emu_load(be, pol, in->x, R, N, X) != 0) {
-		free(raw);
-		emu_kinputs_free(&ki);
-		snprintf(err, errlen, "rmsnorm: out of memory");
-		return -1;
+	rn_rows k = {v,    S,    C,    A,    F,    R,    N,    in->seed, dyval, dyin,
+	             NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,     NULL};
+	k.y = emu_kout_vec(be, out, "y", R * N, S);
+	k.dx = emu_kout_vec(be, out, "dx", R * N, S);
+	k.rstd = emu_kout_vec(be, out, "rstd", R, SC);
+	k.ms = emu_kout_vec(be, out, "ms", R, SC);
+	k.dg = emu_kout_vec(be, out, "dg", N, A);
+	k.X = emu_vec_new(be, R * N);
+	k.Q = emu_vec_new(be, R * N);
+	k.g = emu_vec_new(be, N);
+	k.t = emu_vec_new(be, RN_NT);
+	int rc = -1;
+	if (k.y && k.dx && k.rstd && k.ms && k.dg && k.X && k.Q && k.g && k.t &&
+	    emu_load(be, pol, in->x, R, N, k.X) == 0) {
+		/* the row source, emu/kernels/rmsnorm_rows.h: the GPU's threads run
+		 * these rows one each, dy's row as stored between forward and
+		 * backward, then dg's columns one each */
+		k_rmsnorm_consts(be, v, C, A, F, N, eps, k.t);
+		emu_input(be, S_G, S, emu_row(k.g, 0), gin, 1, N, 0, NULL);
+		k_rmsnorm_g(be, C, k.g, N);
+		rc = emu_rows(be, R, 14 * (uint64_t)N, rn_part, &k);
+		if (rc == 0)
+			rc = emu_rows(be, N, R, rn_dg_part, &k);
 	}
-	/* the row source, emu/kernels/rmsnorm_rows.h: the GPU's threads run
-	 * these rows one each, dy's row as stored between forward and backward,
-	 * then dg's columns one each */
-	k_rmsnorm_consts(be, v, C, A, F, N, eps, t);
-	emu_input(be, S_G, S, emu_row(g, 0), gin, 1, N, 0, NULL);
-	k_rmsnorm_g(be, C, g, N);
-	for (size_t r = 0; r < R; r++) {
-		size_t o = r * N;
-		k_rmsnorm_fwd(be, v, S, C, A, F, X, N, r, g, t, xh, w1, y, rstd, ms);
-		if (!dyin)
-			dy_draw(in->seed, dyval, o, N, raw);
-		emu_input(be, S_DY, S, emu_row(dy, 0), dyin ? dyin + o : raw, 1, N, o, NULL);
-		k_rmsnorm_bwd(be, v, S, C, A, dy, 0, N, r, g, t, xh, w1, w2, dx, Q);
-	}
-	for (size_t j = 0; j < N; j++)
-		k_rmsnorm_dg(be, A, Q, R, N, j, dg);
-	free(raw);
 	emu_kinputs_free(&ki);
-	return 0;
+	if (rc != 0)
+		snprintf(err, errlen, "rmsnorm: out of memory");
+	return rc;
 }
 
 const emu_kernel emu_kernel_rmsnorm = {

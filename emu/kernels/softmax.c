@@ -65,33 +65,58 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	return emu_kinput_check_index(t, "softmax_ce", N, err, errlen);
 }
 
+/* what the row loop's parts share (emu_rows) */
+typedef struct {
+	int v;
+	const emu_format *S, *C, *A;
+	size_t N;
+	double lab;
+	const double *target; /* NULL: label_of */
+	emu_vec *X, *t, *grad, *la;
+} sm_rows;
+
+/* rows r0 .. r1 − 1 on be's own scratch (t a copy of the constants) */
+static int sm_part(emu_be *be, size_t r0, size_t r1, void *arg)
+{
+	const sm_rows *k = arg;
+	size_t N = k->N;
+	emu_vec *e = emu_vec_new(be, N), *ea = emu_vec_new(be, N), *t = emu_vec_new(be, SM_NT);
+	if (!e || !ea || !t)
+		return -1;
+	emu_copy(be, emu_row(t, 0), emu_row(k->t, 0), SM_NT);
+	for (size_t r = r0; r < r1; r++)
+		k_softmax_row(be, k->v, k->S, k->C, k->A, k->X, N, r,
+		              k->target ? (size_t)k->target[r] : label_of(k->lab, r, N), e, ea, t,
+		              k->grad, k->la);
+	return 0;
+}
+
 static int run_on(emu_be *be, const emu_policy *pol, int v, const emu_kin *in,
                   const emu_kinputs *ki, emu_kout *out, char *err, size_t errlen)
 {
 	const emu_format *S = &pol->storage, *C = &pol->compute, *A = &pol->accum;
 	size_t R = in->rows, N = in->cols;
-	const double *target = emu_kinputs_find(ki, "target")->v; /* NULL: label_of */
-	double lab;
-	if (!emu_kparam_int(in, "softmax_ce", "label", 0, (double)(N - 1), -1, &lab, err, errlen))
+	sm_rows k = {v, S, C, A, N, 0, emu_kinputs_find(ki, "target")->v, NULL, NULL, NULL, NULL};
+	if (!emu_kparam_int(in, "softmax_ce", "label", 0, (double)(N - 1), -1, &k.lab, err, errlen))
 		return -1;
 	emu_steps(be, steps, S_END - EMU_STEP0);
 	emu_vec *loss = emu_kout_vec(be, out, "loss", 1, A);
-	emu_vec *grad = emu_kout_vec(be, out, "grad", R * N, S);
-	emu_vec *X = emu_vec_new(be, R * N), *e = emu_vec_new(be, N), *ea = emu_vec_new(be, N);
-	emu_vec *t = emu_vec_new(be, SM_NT), *la = emu_vec_new(be, R);
-	if (!loss || !grad || !X || !e || !ea || !t || !la ||
-	    emu_load(be, pol, in->x, R, N, X) != 0) {
-		snprintf(err, errlen, "softmax_ce: out of memory");
-		return -1;
-	}
+	k.grad = emu_kout_vec(be, out, "grad", R * N, S);
+	k.X = emu_vec_new(be, R * N);
+	k.t = emu_vec_new(be, SM_NT);
+	k.la = emu_vec_new(be, R);
+	if (!loss || !k.grad || !k.X || !k.t || !k.la || emu_load(be, pol, in->x, R, N, k.X) != 0)
+		goto oom;
 	/* the row source, emu/kernels/softmax_rows.h: the GPU's threads run
 	 * these rows one each, and the mean after them */
-	k_softmax_consts(be, C, A, R, t);
-	for (size_t r = 0; r < R; r++)
-		k_softmax_row(be, v, S, C, A, X, N, r,
-		              target ? (size_t)target[r] : label_of(lab, r, N), e, ea, t, grad, la);
-	k_softmax_mean(be, A, la, R, t, loss);
+	k_softmax_consts(be, C, A, R, k.t);
+	if (emu_rows(be, R, 8 * (uint64_t)N, sm_part, &k) != 0)
+		goto oom;
+	k_softmax_mean(be, A, k.la, R, k.t, loss);
 	return 0;
+oom:
+	snprintf(err, errlen, "softmax_ce: out of memory");
+	return -1;
 }
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,

@@ -1,0 +1,130 @@
+/*
+ * rows.c — a kernel's rows on several threads, with the bits of one.
+ *
+ * A kernel's row loop is cut into contiguous parts, one per thread, each run
+ * on a backend of its own forked from the kernel's (the same kind,
+ * environment, step names, GPU tables and truth switches; counts and
+ * vectors of its own). The parts read the kernel's inputs and write its
+ * outputs in place (different rows, different elements); what they counted
+ * is then added to the kernel's backend part by part, in row order. Every
+ * value is the one a single thread computes (an operation's rounding,
+ * stochastic rounding's draw included, depends only on its operands, step
+ * and element), and so is every count: sums, the flags' OR, the largest
+ * range peak, and the first failing operation, which is the first part's
+ * that has one. tests/engine/check_rows.c compares 1, 2 and 7 threads byte
+ * for byte.
+ */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu/engine/kern.h"
+
+/* the fewest operations a part is given (a thread's start and the parts'
+ * scratch cost about as much as a few thousand fast operations); MPFR's
+ * operations are about 30 times slower */
+static uint64_t min_work = 1u << 16;
+
+void emu_rows_min_work(uint64_t ops)
+{
+	min_work = ops ? ops : 1;
+}
+
+int emu_threads(void)
+{
+	return omp_in_parallel() ? 1 : omp_get_max_threads();
+}
+
+/* a backend for one part: be's settings, nothing counted, no vectors */
+static void fork_be(emu_be *sub, const emu_be *be)
+{
+	emu_be_init(sub, be->kind, &be->env);
+	sub->env.index = be->env.index;
+	sub->range = be->range;
+	sub->exact_inputs = be->exact_inputs;
+	sub->range_peak = -INFINITY;
+	sub->tables = be->tables;
+	sub->step_names = be->step_names;
+	sub->nstep_names = be->nstep_names;
+}
+
+/* be's counts, then sub's: as if sub's operations had run on be after
+ * be's own. false out of memory (be's per-step counts not grown). */
+static bool join_be(emu_be *be, const emu_be *sub)
+{
+	emu_be_stats *st = &be->st;
+	const emu_be_stats *ss = &sub->st;
+	for (int op = 0; op < EMU_NOPS; op++) {
+		st->ops[op] += ss->ops[op];
+		for (int k = 0; k < EMU_NFLAGS; k++)
+			st->flags[op][k] += ss->flags[op][k];
+	}
+	st->all_flags |= ss->all_flags;
+	if (!st->first_set && ss->first_set) {
+		st->first_set = true;
+		st->first_op = ss->first_op;
+		st->first_flags = ss->first_flags;
+		st->first_step = ss->first_step;
+		st->first_index = ss->first_index;
+	}
+	st->in_n += ss->in_n;
+	st->in_changed += ss->in_changed;
+	st->in_overflow += ss->in_overflow;
+	st->in_flushed += ss->in_flushed;
+	if (sub->range_peak > be->range_peak)
+		be->range_peak = sub->range_peak;
+	if (ss->nsteps > st->nsteps) {
+		uint64_t *ops = realloc(st->step_ops, ss->nsteps * sizeof *ops);
+		if (!ops)
+			return false;
+		st->step_ops = ops;
+		uint64_t(*fl)[EMU_NFLAGS] = realloc(st->step_flags, ss->nsteps * sizeof *fl);
+		if (!fl)
+			return false;
+		st->step_flags = fl;
+		memset(ops + st->nsteps, 0, (ss->nsteps - st->nsteps) * sizeof *ops);
+		memset(fl + st->nsteps, 0, (ss->nsteps - st->nsteps) * sizeof *fl);
+		st->nsteps = ss->nsteps;
+	}
+	for (size_t s = 0; s < ss->nsteps; s++) {
+		st->step_ops[s] += ss->step_ops[s];
+		for (int k = 0; k < EMU_NFLAGS; k++)
+			st->step_flags[s][k] += ss->step_flags[s][k];
+	}
+	return true;
+}
+
+int emu_rows(emu_be *be, size_t R, uint64_t per_row, emu_rows_fn fn, void *arg)
+{
+	size_t T = (size_t)emu_threads();
+	uint64_t least = be->kind == EMU_BE_FAST ? min_work : (min_work + 31) / 32;
+	if (per_row == 0)
+		per_row = 1;
+	size_t grain = (size_t)((least + per_row - 1) / per_row);
+	if (T > R / grain)
+		T = R / grain;
+	if (T <= 1)
+		return fn(be, 0, R, arg);
+	emu_be *sub = calloc(T, sizeof *sub);
+	int *rc = calloc(T, sizeof *rc);
+	if (!sub || !rc) {
+		free(sub);
+		free(rc);
+		return -1;
+	}
+	for (size_t p = 0; p < T; p++)
+		fork_be(&sub[p], be);
+#pragma omp parallel for schedule(static, 1) num_threads((int)T)
+	for (size_t p = 0; p < T; p++)
+		rc[p] = fn(&sub[p], R * p / T, R * (p + 1) / T, arg);
+	int ret = 0;
+	for (size_t p = 0; p < T; p++) {
+		if (rc[p] != 0 || !join_be(be, &sub[p]))
+			ret = -1;
+		emu_be_free(&sub[p]);
+	}
+	free(sub);
+	free(rc);
+	return ret;
+}

@@ -529,51 +529,90 @@ static bool table_op(const emu_be *be, emu_op op)
 	       op != EMU_OP_MUL && op != EMU_OP_DIV && op != EMU_OP_FMA;
 }
 
-/* a map under env (the policy's, or one with another rounding mode) */
-static void map_env(emu_be *be, const emu_env *base, unsigned step, emu_op op,
-                    const emu_format *f, emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n,
-                    uint64_t elem, uint8_t *fl)
+/* elements j0 .. j0 + n − 1 of a map (refs, fl and env.index at element
+ * 0), counted into tl */
+static void map_part(emu_be *be, const emu_env *env0, emu_op op, const emu_format *f, emu_ref dst,
+                     emu_ref a, emu_ref b, emu_ref c, size_t j0, size_t n, uint64_t elem,
+                     uint8_t *fl, tally *tl)
 {
-	if (n == 0 || !dst.v || !a.v)
-		return;
-	emu_env env = *base;
-	env.index = emu_sr_key(step, 0, elem);
-	if (op == EMU_OP_CVT)
-		env.daz = false; /* the operand's own format is not known here */
+	emu_env env = *env0;
+	env.index += j0;
+	elem += j0;
+	dst.off += j0 * dst.stride;
+	a.off += j0 * a.stride;
+	b.off += j0 * b.stride;
+	c.off += j0 * c.stride;
+	if (fl)
+		fl += j0;
 	if (be->kind == EMU_BE_FAST && !table_op(be, op) && (dst.stride == 1 || n == 1)) {
 		int ar = emu_op_arity(op);
-		if ((ar > 1 && !b.v) || (ar > 2 && !c.v))
-			return; /* an operand missing: a caller's error */
 		const double *args[3] = {a.v->d + a.off, ar > 1 ? b.v->d + b.off : NULL,
 		                         ar > 2 ? c.v->d + c.off : NULL};
 		size_t st[3] = {a.stride, ar > 1 ? b.stride : 0, ar > 2 ? c.stride : 0};
 		double *d = dst.v->d + dst.off;
-		tally tl = TALLY0;
 		uint8_t buf[2048];
-		for (size_t j0 = 0; j0 < n; j0 += fl ? sizeof buf : n) {
-			size_t m = fl && n - j0 > sizeof buf ? sizeof buf : n - j0;
-			const double *pa[3] = {args[0] + j0 * st[0],
-			                       args[1] ? args[1] + j0 * st[1] : NULL,
-			                       args[2] ? args[2] + j0 * st[2] : NULL};
+		for (size_t i0 = 0; i0 < n; i0 += fl ? sizeof buf : n) {
+			size_t m = fl && n - i0 > sizeof buf ? sizeof buf : n - i0;
+			const double *pa[3] = {args[0] + i0 * st[0],
+			                       args[1] ? args[1] + i0 * st[1] : NULL,
+			                       args[2] ? args[2] + i0 * st[2] : NULL};
 			emu_env e = env;
-			e.index = env.index + j0;
+			e.index = env.index + i0;
 			// cppcheck-suppress legacyUninitvar ; buf receives each element's flags
-			emu_a_flags r = emu_a_op(op, f, d + j0, pa, st, m, &e, fl ? buf : NULL);
-			tally_array(&tl, &r, elem + j0);
+			emu_a_flags r = emu_a_op(op, f, d + i0, pa, st, m, &e, fl ? buf : NULL);
+			tally_array(tl, &r, elem + i0);
 			for (size_t j = 0; fl && j < m; j++)
-				fl[j0 + j] |= buf[j];
+				fl[i0 + j] |= buf[j];
 		}
-		record_tally(be, step, op, n, &tl);
 		return;
 	}
-	tally tl = TALLY0;
 	for (size_t j = 0; j < n; j++) {
 		emu_env e = env;
 		e.index = env.index + j;
 		unsigned v = map_one(be, op, f, &e, dst, a, b, c, j);
 		if (fl)
 			fl[j] |= (uint8_t)v;
-		tally_one(&tl, v, elem + j);
+		tally_one(tl, v, elem + j);
+	}
+}
+
+/* a map under env (the policy's, or one with another rounding mode); a
+ * long one in parts on several threads (emu_rows_parts; not with range,
+ * whose peak is the backend's), their counts added in element order */
+static void map_env(emu_be *be, const emu_env *base, unsigned step, emu_op op, const emu_format *f,
+                    emu_ref dst, emu_ref a, emu_ref b, emu_ref c, size_t n, uint64_t elem,
+                    uint8_t *fl)
+{
+	if (n == 0 || !dst.v || !a.v)
+		return;
+	int ar = emu_op_arity(op);
+	if ((ar > 1 && !b.v) || (ar > 2 && !c.v))
+		return; /* an operand missing: a caller's error */
+	emu_env env = *base;
+	env.index = emu_sr_key(step, 0, elem);
+	if (op == EMU_OP_CVT)
+		env.daz = false; /* the operand's own format is not known here */
+	tally tl = TALLY0;
+	size_t T = be->range ? 1 : emu_rows_parts(be, n, 1);
+	if (T <= 1) {
+		map_part(be, &env, op, f, dst, a, b, c, 0, n, elem, fl, &tl);
+	} else {
+		tally part[64];
+#pragma omp parallel for schedule(static, 1) num_threads((int)T)
+		for (size_t p = 0; p < T; p++) {
+			part[p] = TALLY0;
+			map_part(be, &env, op, f, dst, a, b, c, n * p / T,
+			         n * (p + 1) / T - n * p / T, elem, fl, &part[p]);
+		}
+		for (size_t p = 0; p < T; p++) {
+			for (int k = 0; k < EMU_NFLAGS; k++)
+				tl.cnt[k] += part[p].cnt[k];
+			tl.any |= part[p].any;
+			if (tl.first == UINT64_MAX && part[p].first != UINT64_MAX) {
+				tl.first = part[p].first;
+				tl.efl = part[p].efl;
+			}
+		}
 	}
 	record_tally(be, step, op, n, &tl);
 }

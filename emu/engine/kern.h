@@ -271,6 +271,11 @@ void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e);
  * not read what another row writes. */
 typedef int (*emu_rows_fn)(emu_be *be, size_t r0, size_t r1, void *arg);
 int emu_rows(emu_be *be, size_t R, uint64_t per_row, emu_rows_fn fn, void *arg);
+/* How many parts emu_rows cuts R rows into (1: fn(be, 0, R, arg) alone),
+ * at most EMU_MAX_PARTS. A long map (emu_map) is cut the same way, its
+ * elements rows of one operation, and its counts added in element order. */
+enum { EMU_MAX_PARTS = 64 };
+size_t emu_rows_parts(const emu_be *be, size_t R, uint64_t per_row);
 /* The fewest operations worth a thread of their own (default 65536; tests
  * set 1 to run small kernels in many parts). Not thread-safe: set it
  * before running kernels. */

@@ -95,7 +95,7 @@ static bool join_be(emu_be *be, const emu_be *sub)
 	return true;
 }
 
-int emu_rows(emu_be *be, size_t R, uint64_t per_row, emu_rows_fn fn, void *arg)
+size_t emu_rows_parts(const emu_be *be, size_t R, uint64_t per_row)
 {
 	size_t T = (size_t)emu_threads();
 	uint64_t least = be->kind == EMU_BE_FAST ? min_work : (min_work + 31) / 32;
@@ -104,6 +104,14 @@ int emu_rows(emu_be *be, size_t R, uint64_t per_row, emu_rows_fn fn, void *arg)
 	size_t grain = (size_t)((least + per_row - 1) / per_row);
 	if (T > R / grain)
 		T = R / grain;
+	if (T > EMU_MAX_PARTS)
+		T = EMU_MAX_PARTS;
+	return T ? T : 1;
+}
+
+int emu_rows(emu_be *be, size_t R, uint64_t per_row, emu_rows_fn fn, void *arg)
+{
+	size_t T = emu_rows_parts(be, R, per_row);
 	if (T <= 1)
 		return fn(be, 0, R, arg);
 	emu_be *sub = calloc(T, sizeof *sub);

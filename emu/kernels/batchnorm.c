@@ -150,42 +150,94 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	return 0;
 }
 
+/* A phase of the row source over channels or rows, which the GPU's
+ * threads run one each: a part of them (emu_rows) on be, with its own
+ * scratch w1, w2, row, row2 and t (t a copy of the constants; Welford's
+ * counts kA are read only). */
+enum { BN_MEAN_COL, BN_CENTER, BN_SUMSQ_COL, BN_Y, BN_DSUM_COL, BN_DX };
+typedef struct {
+	const k_bn *b;
+	int phase;
+} bn_phase;
+
+static int bn_part(emu_be *be, size_t i0, size_t i1, void *arg)
+{
+	const bn_phase *ph = arg;
+	k_bn b = *ph->b;
+	b.w1 = emu_vec_new(be, b.N);
+	b.w2 = emu_vec_new(be, b.N);
+	b.row = emu_vec_new(be, b.Ch);
+	b.row2 = emu_vec_new(be, b.Ch);
+	b.t = emu_vec_new(be, BN_NT);
+	if (!b.w1 || !b.w2 || !b.row || !b.row2 || !b.t)
+		return -1;
+	emu_copy(be, emu_row(b.t, 0), emu_row(ph->b->t, 0), BN_NT);
+	for (size_t i = i0; i < i1; i++) {
+		switch (ph->phase) {
+		case BN_MEAN_COL:
+			k_batchnorm_mean_col(be, &b, i);
+			break;
+		case BN_CENTER:
+			k_batchnorm_center(be, &b, i, 0, b.Ch);
+			break;
+		case BN_SUMSQ_COL:
+			k_batchnorm_sumsq_col(be, &b, i);
+			break;
+		case BN_Y:
+			k_batchnorm_y(be, &b, i, 0, b.Ch);
+			break;
+		case BN_DSUM_COL:
+			k_batchnorm_dsum_col(be, &b, i);
+			break;
+		default:
+			k_batchnorm_dx(be, &b, i, 0, b.Ch);
+		}
+	}
+	return 0;
+}
+
+/* phase over its channels (… _COL) or rows, per_item operations each */
+static int bn_run(emu_be *be, const k_bn *b, int phase, uint64_t per_item)
+{
+	bn_phase ph = {b, phase};
+	bool cols = phase == BN_MEAN_COL || phase == BN_SUMSQ_COL || phase == BN_DSUM_COL;
+	return emu_rows(be, cols ? b->Ch : b->N, per_item, bn_part, &ph);
+}
+
 /* The forward pass after the constants, the row source's phases each over
  * every channel (the GPU's threads run them all, one channel each): the
  * mean (and, in Welford's recurrence, M2) per channel, then x − mean, var,
  * invstd, y and the running statistics. */
-static void forward(emu_be *be, k_bn *b)
+static int forward(emu_be *be, k_bn *b)
 {
 	size_t N = b->N, Ch = b->Ch;
 	k_batchnorm_momentum(be, b);
 	if (b->v == BN_WELFORD)
 		k_batchnorm_counts(be, b);
-	if (b->v != BN_EVAL)
-		for (size_t c = 0; c < Ch; c++)
-			k_batchnorm_mean_col(be, b, c);
+	if (b->v != BN_EVAL && bn_run(be, b, BN_MEAN_COL, 6 * (uint64_t)N) != 0)
+		return -1;
 	k_batchnorm_mean(be, b, 0, Ch);
-	for (size_t n = 0; n < N; n++)
-		k_batchnorm_center(be, b, n, 0, Ch);
-	if (b->v == BN_TWOPASS)
-		for (size_t c = 0; c < Ch; c++)
-			k_batchnorm_sumsq_col(be, b, c);
+	if (bn_run(be, b, BN_CENTER, Ch) != 0)
+		return -1;
+	if (b->v == BN_TWOPASS && bn_run(be, b, BN_SUMSQ_COL, 3 * (uint64_t)N) != 0)
+		return -1;
 	k_batchnorm_var(be, b, 0, Ch);
-	for (size_t n = 0; n < N; n++)
-		k_batchnorm_y(be, b, n, 0, Ch);
+	if (bn_run(be, b, BN_Y, 3 * (uint64_t)Ch) != 0)
+		return -1;
 	k_batchnorm_running(be, b, 0, Ch);
+	return 0;
 }
 
 /* The backward pass, dy stored: dy into the compute format, the two sums
  * per channel, the per-channel factors and dx. */
-static void backward(emu_be *be, k_bn *b)
+static int backward(emu_be *be, k_bn *b)
 {
 	size_t N = b->N, Ch = b->Ch;
 	k_batchnorm_dy(be, b, 0, 1, N * Ch);
-	for (size_t c = 0; c < Ch; c++)
-		k_batchnorm_dsum_col(be, b, c);
+	if (bn_run(be, b, BN_DSUM_COL, 5 * (uint64_t)N) != 0)
+		return -1;
 	k_batchnorm_factors(be, b, 0, Ch);
-	for (size_t n = 0; n < N; n++)
-		k_batchnorm_dx(be, b, n, 0, Ch);
+	return bn_run(be, b, BN_DX, 5 * (uint64_t)Ch);
 }
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
@@ -312,8 +364,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		        emu_row(cv[k], 0), EMU_NOREF, EMU_NOREF, Ch, 0, NULL);
 		*chan_ref[k] = emu_row(cv[k], 0);
 	}
-	forward(be, &b);
-
+	if (forward(be, &b) != 0)
+		goto oom;
 	if (!bwd) { /* backward=0: the forward pass alone */
 		emu_kinputs_free(&ki);
 		return 0;
@@ -321,9 +373,14 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	/* ---- backward: dy stored, then the two sums per channel, the
 	 * per-channel factors and dx ---- */
 	emu_input(be, S_DY, S, emu_row(dyv, 0), emu_kinputs_find(&ki, "dy")->v, 1, N * Ch, 0, NULL);
-	backward(be, &b);
+	if (backward(be, &b) != 0)
+		goto oom;
 	emu_kinputs_free(&ki);
 	return 0;
+oom:
+	emu_kinputs_free(&ki);
+	snprintf(err, errlen, "batchnorm: out of memory");
+	return -1;
 }
 
 const emu_kernel emu_kernel_batchnorm = {

@@ -851,20 +851,38 @@ static void watchn(emu_train *t, size_t layer, int dir, const char *block, const
 }
 
 /* C[i·J + j] = Σ_p A(i, p)·B(j, p) folded in accum (fma, p ascending);
- * A(i, p) = A[ao + i·ars + p·acs], B likewise; p runs over [plo(i, j),
- * phi(i, j)) given by the mask: 0 all P, 1 causal p ≤ i ... (the callers
- * below pass explicit ranges through lo/hi arrays when needed). */
+ * A(i, p) = A[ao + i·ars + p·acs], B likewise. Row i's J folds run
+ * together (emu_fold_n, each exactly its own sequential fold), the rows in
+ * parts on several threads (emu_rows), with the counts and first failure
+ * of the folds one after another. */
+typedef struct {
+	unsigned s;
+	const emu_format *Ac;
+	emu_vec *C, *A, *B;
+	size_t co, ao, ars, acs, bo, brs, bcs, J, P;
+	uint64_t e0;
+} dots_job;
+
+static int dots_rows(emu_be *be, size_t i0, size_t i1, void *arg)
+{
+	const dots_job *d = arg;
+	for (size_t i = i0; i < i1; i++)
+		emu_fold_n(be, d->s, EMU_OP_FMA, d->Ac, emu_row(d->C, d->co + i * d->J),
+		           emu_strided(d->A, d->ao + i * d->ars, d->acs), 0,
+		           emu_strided(d->B, d->bo, d->bcs), d->brs, d->P, d->J,
+		           d->e0 + i * d->J * d->P, d->P);
+	return 0;
+}
+
 static void dots(emu_train *t, unsigned s, emu_vec *C, size_t co, emu_vec *A, size_t ao, size_t ars,
                  size_t acs, emu_vec *Bv, size_t bo, size_t brs, size_t bcs, size_t I, size_t J,
                  size_t P, uint64_t e0)
 {
-	const emu_format *Ac = F(t, EMU_TR_ACCUM);
+	dots_job d = {s,       F(t, EMU_TR_ACCUM), C, A, Bv, co, ao, ars, acs, bo, brs, bcs, J, P,
+	              E(t, e0)};
 	emu_fill(t->be, emu_row(C, co), 0, I * J);
-	for (size_t i = 0; i < I; i++)
-		for (size_t j = 0; j < J; j++)
-			emu_fold(t->be, s, EMU_OP_FMA, Ac, EMU_ORDER_SEQ, emu_at(C, co + i * J + j),
-			         emu_strided(A, ao + i * ars, acs),
-			         emu_strided(Bv, bo + j * brs, bcs), P, E(t, e0 + (i * J + j) * P));
+	if (emu_rows(t->be, I, (uint64_t)J * P, dots_rows, &d) != 0)
+		t->oom = true;
 }
 
 /* ---- the scaled GEMM: D[I,J] = A[I,P]·B[P,J] through the recipe ---- */

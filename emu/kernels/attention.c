@@ -152,6 +152,7 @@ typedef struct {
 	emu_vec *sacc, *s, *e, *ea, *oacc, *pv, *t, *P, *PA, *part;
 	emu_vec *O, *L, *dQ, *dK, *dV;
 	double n_p_lost, p_mass_max, mass_max, mass_sum; /* fp8's diagnostics */
+	double *row_mass; /* fp8: each row's lost mass, summed in row order after the rows */
 } ctx;
 
 /*
@@ -415,7 +416,7 @@ static double lost_block(ctx *k, double row_lost, size_t j0, size_t j1)
  * in double from the row's held logits (Σ_flushed exp(s_j − max s) / Σ_j
  * exp(s_j − max s)), and the share against l (row_lost / l): a diagnostic,
  * no operation */
-static void lost_mass(ctx *k, size_t n, double row_lost)
+static void lost_mass(ctx *k, size_t i, size_t n, double row_lost)
 {
 	emu_be *be = k->be;
 	if (n > 0) {
@@ -430,7 +431,7 @@ static void lost_mass(ctx *k, size_t n, double row_lost)
 		}
 		double mass = den > 0 ? fl / den : 0;
 		k->mass_max = fmax(k->mass_max, mass);
-		k->mass_sum += mass;
+		k->row_mass[i] = mass;
 	}
 	double l = emu_vget(be, k->t, AT_L);
 	if (l > 0)
@@ -480,7 +481,7 @@ static int forward_row(ctx *k, size_t i)
 			             o);
 	}
 	if (v == ATT_FP8)
-		lost_mass(k, n, row_lost);
+		lost_mass(k, i, n, row_lost);
 	/* naive: P = e / l, O = P·V (with :bwd every row's P is kept) */
 	size_t po = v == ATT_NAIVE && k->bwd ? i * nk : 0;
 	emu_ref Pr = emu_row(k->P, po), PAr = emu_row(k->PA, po);
@@ -751,6 +752,37 @@ static int operands(ctx *k, const emu_policy *pol, const emu_kinputs *ki, uint64
 	return 0;
 }
 
+/* forward rows i0 .. i1 − 1 (emu_rows) on be, with a row's work vectors of
+ * its own (t a copy of the constants; every row's P where the naive
+ * backward keeps them, the run's); fp8's counts and largest shares joined
+ * into the run's, which do not depend on the order */
+static int fwd_part(emu_be *be, size_t i0, size_t i1, void *arg)
+{
+	ctx *k0 = arg, k = *k0;
+	size_t nk = k.nk, d = k.d;
+	k.be = be;
+	k.sacc = emu_vec_new(be, nk), k.s = emu_vec_new(be, nk), k.e = emu_vec_new(be, nk);
+	k.ea = emu_vec_new(be, nk), k.oacc = emu_vec_new(be, d), k.t = emu_vec_new(be, AT_NT);
+	k.pv = emu_vec_new(be, d), k.part = emu_vec_new(be, 1);
+	if (!(k.v == ATT_NAIVE && k.bwd))
+		k.P = emu_vec_new(be, nk), k.PA = emu_vec_new(be, nk);
+	if (!k.sacc || !k.s || !k.e || !k.ea || !k.oacc || !k.t || !k.pv || !k.part || !k.P ||
+	    !k.PA)
+		return -1;
+	emu_copy(be, emu_row(k.t, 0), emu_row(k0->t, 0), AT_NT);
+	k.n_p_lost = k.p_mass_max = k.mass_max = 0;
+	for (size_t i = i0; i < i1; i++)
+		if (forward_row(&k, i) != 0)
+			return -1;
+#pragma omp critical(attention_fwd)
+	{
+		k0->n_p_lost += k.n_p_lost; /* a count: exact in any order */
+		k0->p_mass_max = fmax(k0->p_mass_max, k.p_mass_max);
+		k0->mass_max = fmax(k0->mass_max, k.mass_max);
+	}
+	return 0;
+}
+
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
                emu_kout *out, char *err, size_t errlen)
 {
@@ -800,20 +832,22 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	}
 	k.pv = emu_vec_new(be, d);
 	k.part = emu_vec_new(be, 1);
+	k.row_mass = f8 ? calloc(nq ? nq : 1, sizeof *k.row_mass) : NULL;
 	int rc = -1;
 	if (!k.O || !k.L || (bwd && (!k.dQ || !k.dK || !k.dV)) || !k.Qc || !k.Kc || !k.Vc ||
 	    !k.sacc || !k.s || !k.e || !k.ea || !k.oacc || !k.t || !k.P || !k.PA || !k.part ||
 	    !k.pv ||
-	    (f8 &&
-	     (!k.dq8 || !k.dk8 || !k.dv8 || !p_lost || (!bwd && !p_mass) || !lm_max || !lm_mean)) ||
+	    (f8 && (!k.dq8 || !k.dk8 || !k.dv8 || !p_lost || (!bwd && !p_mass) || !lm_max ||
+	            !lm_mean || !k.row_mass)) ||
 	    (f8 && bwd && (!ds_lost || !amax_ds)))
 		goto oom;
 	if (operands(&k, pol, &ki, in->seed) != 0)
 		goto oom;
 	k_attn_consts(be, v, k.C, k.scale, k.ps, k.t);
-	for (size_t i = 0; i < nq; i++)
-		if (forward_row(&k, i) != 0)
-			goto oom;
+	if (emu_rows(be, nq, (uint64_t)nk * d * 4 + 16 * nk, fwd_part, &k) != 0)
+		goto oom;
+	for (size_t i = 0; f8 && i < nq; i++)
+		k.mass_sum += k.row_mass[i];
 	if (f8) {
 		emu_fill(be, emu_at(p_lost, 0), k.n_p_lost, 1);
 		if (p_mass)
@@ -828,6 +862,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 oom:
 	if (rc)
 		snprintf(err, errlen, "attention: out of memory");
+	free(k.row_mass);
 	emu_kinputs_free(&ki);
 	return rc;
 }

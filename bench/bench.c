@@ -9,8 +9,9 @@
  * Table 2: the same at n = 2^16 (in L2), with an n column.
  * Table 3: fast over MPFR, n = 2^14, wide data:
  *   op,format,mode,fast_melem_s,mpfr_melem_s,speedup
- * Tables 5 and 6 (bench/bench_kernels.c): softmax_ce on the fast backend
- * against native float, and the exact backend over the fast one.
+ * Tables 5, 6 and 12 (bench/bench_kernels.c): the kernels on the fast backend
+ * against native float, the exact backend over the fast one, and every CPU
+ * against one thread.
  * Table 7 (bench/bench_sweep.c): points per second of the default sweep cases.
  * Table 8 (bench/bench_golden.c): reading a 1 GB golden file against fread.
  * Table 9 (bench/bench_aops.c): the array operations against scalar and native loops.

@@ -16,10 +16,17 @@
  *   kernel,variant,policy,rows,cols,exact_s,fast_s,ratio_exact_fast
  * Times are the thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID), best of the
  * repetitions (at most 3 for table 5: one fast run takes seconds): on a
- * busy machine CPU time is distorted much less than wall time. Inputs:
- * N(0, 1) from a fixed seed.
+ * busy machine CPU time is distorted much less than wall time. Tables 5 and
+ * 6 run the kernels on one thread (omp_set_num_threads(1)), so a thread's
+ * CPU time is all the work. Inputs: N(0, 1) from a fixed seed.
+ * Table 12: the same kernels on every CPU (emu_rows: rows, or a long map's
+ * elements, in parts) against one thread, wall seconds, best of the
+ * repetitions; the two runs must be the same byte for byte (a WARNING on
+ * stderr otherwise):
+ *   kernel,variant,policy,backend,rows,cols,threads,wall_1_s,wall_n_s,speedup
  */
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -580,11 +587,111 @@ static void bk_exact_table(int reps)
 }
 
 /* Tables 5 and 6, separated by a blank line; called by bench.c's main. */
+/* every output bit for bit and every count: a and b the same run */
+static bool bk_same_run(const emu_run *a, const emu_run *b)
+{
+	const emu_be_stats *s = &a->be.st, *t = &b->be.st;
+	if (a->out.n != b->out.n || memcmp(s->ops, t->ops, sizeof s->ops) != 0 ||
+	    memcmp(s->flags, t->flags, sizeof s->flags) != 0 || s->first_set != t->first_set ||
+	    (s->first_set && (s->first_index != t->first_index || s->first_op != t->first_op)))
+		return false;
+	for (int i = 0; i < a->out.n; i++) {
+		const emu_kout_item *x = &a->out.item[i], *y = &b->out.item[i];
+		if (x->n != y->n)
+			return false;
+		for (size_t j = 0; j < x->n; j++) {
+			double u = emu_kout_d(&a->be, x, j), v = emu_kout_d(&b->be, y, j);
+			if (memcmp(&u, &v, sizeof u) != 0)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* wall seconds of one run on `threads` threads, kept in r */
+static double bk_wall_run(const struct bk_case *c, int threads, emu_run *r)
+{
+	char err[256];
+	omp_set_num_threads(threads);
+	double t0 = bk_now();
+	if (emu_run_kernel(c->k, c->pol, c->variant, c->in, c->kind, r, err, sizeof err) != 0) {
+		fprintf(stderr, "bench: %s: %s\n", c->k->name, err);
+		exit(2);
+	}
+	return bk_now() - t0;
+}
+
+/* Table 12: one thread against every CPU, the same run */
+static void bk_threads_table(int reps)
+{
+	const size_t R = 64, N = 4096, MK = 256, AR = 256, AD = 64;
+	int T = omp_get_num_procs();
+	double *x = bk_alloc(R * N * sizeof *x);
+	bk_fill(x, R * N, 17);
+	emu_kin in_rn = {x, R, N, NULL, 0, 0, NULL, 0},
+	        in_mm = {x, 2 * MK, MK, NULL, 0, 0, NULL, 0};
+	emu_kin in_at = {x, AR, 3 * AD, NULL, 0, 0, NULL, 0},
+	        in_bn = {x, N, R, NULL, 0, 0, NULL, 0};
+	emu_kin in_sm = {x, 64, 1024, NULL, 0, 0, NULL, 0},
+	        in_mm_x = {x, 64, 64, NULL, 0, 0, NULL, 0};
+	const struct {
+		const emu_kernel *k;
+		const char *variant;
+		const emu_kin *in;
+		emu_be_kind kind;
+	} rows[] = {
+	    {&emu_kernel_softmax_ce, "lse", &in_rn, EMU_BE_FAST},
+	    {&emu_kernel_layernorm, "twopass", &in_rn, EMU_BE_FAST},
+	    {&emu_kernel_rmsnorm, "plain", &in_rn, EMU_BE_FAST},
+	    {&emu_kernel_bce, "stable", &in_rn, EMU_BE_FAST},
+	    {&emu_kernel_optimizer, "adamw", &in_rn, EMU_BE_FAST},
+	    {&emu_kernel_batchnorm, "twopass", &in_bn, EMU_BE_FAST},
+	    {&emu_kernel_matmul, "seq", &in_mm, EMU_BE_FAST},
+	    {&emu_kernel_matmul, "tc:h100", &in_mm, EMU_BE_FAST},
+	    {&emu_kernel_attention, "online", &in_at, EMU_BE_FAST},
+	    {&emu_kernel_layernorm, "twopass", &in_sm, EMU_BE_EXACT},
+	    {&emu_kernel_layernorm, "twopass", &in_sm, EMU_BE_TRUTH},
+	    {&emu_kernel_matmul, "seq", &in_mm_x, EMU_BE_TRUTH},
+	};
+	static const char *const spec = "storage=bf16,compute=fp32";
+	emu_policy pol;
+	bk_policy(spec, &pol);
+	int nrep = reps < 3 ? reps : 3;
+	printf("kernel,variant,policy,backend,rows,cols,threads,wall_1_s,wall_n_s,speedup\n");
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		struct bk_case c = {rows[i].k, &pol, rows[i].variant, rows[i].in, rows[i].kind};
+		double b1 = INFINITY, bn = INFINITY;
+		bool same = true;
+		for (int r = 0; r < nrep; r++) {
+			emu_run r1, rn;
+			double t1 = bk_wall_run(&c, 1, &r1), tn = bk_wall_run(&c, T, &rn);
+			same = same && bk_same_run(&r1, &rn);
+			emu_run_free(&r1);
+			emu_run_free(&rn);
+			b1 = t1 < b1 ? t1 : b1;
+			bn = tn < bn ? tn : bn;
+		}
+		if (!same)
+			fprintf(stderr, "bench: WARNING: %s %s differs on %d threads\n", c.k->name,
+			        c.variant, T);
+		printf("%s,%s,\"%s\",%s,%zu,%zu,%d,%.4f,%.4f,%.2f\n", c.k->name, c.variant, spec,
+		       emu_be_name(c.kind), c.in->rows, c.in->cols, T, b1, bn, b1 / bn);
+		fflush(stdout);
+	}
+	omp_set_num_threads(1);
+	free(x);
+}
+
 void bench_kernels(int reps)
 {
+	int threads = omp_get_max_threads();
+	omp_set_num_threads(1); /* tables 5 and 6: one thread's CPU time is all the work */
 	bk_native_table(reps);
 	printf("\n");
 	bk_exact_table(reps);
+	printf("\n");
+	bk_threads_table(reps);
+	omp_set_num_threads(threads);
 	double share = bk_wall > 0 ? bk_cpu_used / bk_wall : 1;
 	fprintf(stderr, "bench: kernels: the timed runs got %.0f%% of a CPU%s\n", 100 * share,
 	        share < 0.9 ? " -- other load on this machine: CPU times are less distorted "

@@ -78,7 +78,7 @@ SHLIB := lib/libnanmap.so
 SHLIB_REAL := $(SHLIB).$(VERSION)
 SHLIB_SONAME := libnanmap.so.$(SOMAJOR)
 # what the library itself links (nanmap.pc's Libs.private says the same)
-LIB_LDLIBS := -lmpfr -lgmp -lm
+LIB_LDLIBS := -lmpfr -lgmp -lm -lgomp
 # the exports: emu_* and nm_golden_* (emu/nanmap.map); internal.h's helpers are
 # hidden by their declarations
 SHLIB_LDFLAGS := -shared -Wl,-soname,$(SHLIB_SONAME) -Wl,--version-script=emu/nanmap.map -Wl,--no-undefined

@@ -198,10 +198,16 @@ static const char *const engine_steps[EMU_STEP0] = {
     "input", "scale", "quantize", "to_compute", "scale_inv", "dequantize",
 };
 
+static bool step_slot(emu_be_stats *st, size_t s);
+
 void emu_steps(emu_be *be, const char *const *names, unsigned n)
 {
 	be->step_names = names;
 	be->nstep_names = n;
+	/* every step's counters at once, so their number does not depend on
+	 * the order steps are met in (a kernel's parts on several threads meet
+	 * them in another) */
+	(void)step_slot(&be->st, EMU_STEP0 + (size_t)n);
 }
 
 const char *emu_step_name(const emu_be *be, unsigned s)

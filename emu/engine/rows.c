@@ -15,11 +15,14 @@
  * for byte.
  */
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "emu/engine/kern.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* the fewest operations a part is given (a thread's start and the parts'
  * scratch cost about as much as a few thousand fast operations); MPFR's
@@ -33,7 +36,11 @@ void emu_rows_min_work(uint64_t ops)
 
 int emu_threads(void)
 {
+#ifdef _OPENMP
 	return omp_in_parallel() ? 1 : omp_get_max_threads();
+#else
+	return 1; /* built without OpenMP (the fuzz harnesses): one thread */
+#endif
 }
 
 /* a backend for one part: be's settings, nothing counted, no vectors */
@@ -45,8 +52,7 @@ static void fork_be(emu_be *sub, const emu_be *be)
 	sub->exact_inputs = be->exact_inputs;
 	sub->range_peak = -INFINITY;
 	sub->tables = be->tables;
-	sub->step_names = be->step_names;
-	sub->nstep_names = be->nstep_names;
+	emu_steps(sub, be->step_names, be->nstep_names);
 }
 
 /* be's counts, then sub's: as if sub's operations had run on be after

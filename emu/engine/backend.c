@@ -552,6 +552,8 @@ static void map_part(emu_be *be, const emu_env *env0, emu_op op, const emu_forma
 		fl += j0;
 	if (be->kind == EMU_BE_FAST && !table_op(be, op) && (dst.stride == 1 || n == 1)) {
 		int ar = emu_op_arity(op);
+		if ((ar > 1 && !b.v) || (ar > 2 && !c.v))
+			return; /* map_env refused it already */
 		const double *args[3] = {a.v->d + a.off, ar > 1 ? b.v->d + b.off : NULL,
 		                         ar > 2 ? c.v->d + c.off : NULL};
 		size_t st[3] = {a.stride, ar > 1 ? b.stride : 0, ar > 2 ? c.stride : 0};

@@ -6,6 +6,8 @@
  * product is exact in double; a quotient rounded twice, to 53 and then 24
  * bits, is still correctly rounded because 53 >= 2·24 + 2).
  */
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <mpfr.h>
 #include <stdatomic.h>
@@ -738,6 +740,56 @@ static void rht16(double *x, size_t st)
 	rht16_dir(x, st, false);
 }
 
+/* The lowest set bit of finite nonzero v, as an exponent (v's ulp where
+ * its significand ends). */
+static int low_bit(double v)
+{
+	int e;
+	double m = frexp(fabs(v), &e); /* m in [1/2, 1): v = m·2^e */
+	uint64_t u = (uint64_t)ldexp(m, 53);
+	return e - 53 + __builtin_ctzll(u);
+}
+
+/* rht16_dir's sums in double when every one is exact there: the terms
+ * ±in[i]/4 are finite and normal, and their bits from the highest (16
+ * terms: below 2^(max exponent + 5)) down to the lowest set bit of any
+ * term span at most 53; then every partial sum is a multiple of that
+ * lowest bit below 2^(max exponent + 5), a double, so each addition is
+ * exact and the sum is what the 320-bit one gives (the tail 0). Real
+ * tensors' tiles nearly always qualify; others (a spread of more than
+ * about 2^40, an infinity, a NaN) take the MPFR sums. false: not taken. */
+static bool rht16_double(const double *in, double *x, size_t st, bool inverse)
+{
+	int hi = INT_MIN, lo = INT_MAX;
+	for (int i = 0; i < 16; i++) {
+		double v = in[i] * 0.25;
+		if (!isfinite(v) || (v != 0 && fabs(v) < DBL_MIN))
+			return false;
+		if (v == 0)
+			continue;
+		int e = ilogb(v), l = low_bit(v);
+		hi = e > hi ? e : hi;
+		lo = l < lo ? l : lo;
+	}
+	if (hi != INT_MIN && hi + 5 - lo > 53)
+		return false;
+	double out[16];
+	emu_env e = EMU_ENV_DEFAULT;
+	for (int j = 0; j < 16; j++) {
+		double acc = 0;
+		for (int i = 0; i < 16; i++) {
+			int sg = rht_sign[inverse ? j : i] *
+			         ((__builtin_popcount((unsigned)(i & j)) & 1) ? -1 : 1);
+			acc += in[i] * 0.25 * sg;
+		}
+		unsigned fl = 0;
+		out[j] = emu_round_value(fmt("fp32"), acc, 0, &e, &fl);
+	}
+	for (int j = 0; j < 16; j++)
+		x[j * st] = out[j];
+	return true;
+}
+
 /* inverse: x[i·st] = fp32(Σ_j x[j·st] · H_ij), the transpose (H is
  * orthogonal: H·Hᵀ = I), its inputs taken as they are (fp32 values) */
 static void rht16_dir(double *x, size_t st, bool inverse)
@@ -747,6 +799,8 @@ static void rht16_dir(double *x, size_t st, bool inverse)
 	double in[16];
 	for (int i = 0; i < 16; i++)
 		in[i] = inverse ? x[i * st] : emu_decode(BF, emu_from_double(BF, x[i * st], &e).bits);
+	if (rht16_double(in, x, st, inverse))
+		return;
 	mpfr_t acc, t;
 	mpfr_inits2(320, acc, t, (mpfr_ptr)0);
 	for (int j = 0; j < 16; j++) {

@@ -1340,6 +1340,65 @@ START_TEST(test_source_rht_double_rounding)
 }
 END_TEST
 
+/* The transform's sums where they need more than a double's 53 bits: a
+ * column of 4, ±2^-22 and ±2^-(20+c) (bf16 values; the outputs are
+ * ±1 ± 2^-24 ± 2^-(22+c): a tie in fp32 broken by a term below double
+ * precision once c ≥ 32) and columns of 16 values spread over 40 to 50
+ * octaves, against the MPFR reference of the forward transform
+ * (column-wise); then the inverse (emu_recipe_unrht) of the same columns,
+ * the spread ones with 30 significant bits (as q·d·t have), against fp32
+ * of its exact sums. */
+START_TEST(test_rht_wide_tiles)
+{
+	init_formats();
+	enum { R = 16, C = 64 };
+	double x[R * C] = {0};
+	for (size_t c = 0; c < C; c++) {
+		if (c < 48) {
+			x[0 * C + c] = c & 1 ? -4 : 4;
+			x[1 * C + c] = ldexp((c >> 1) & 1 ? -1 : 1, -22);
+			x[2 * C + c] = ldexp((c >> 2) & 1 ? -1 : 1, -(int)(20 + c));
+		} else {
+			for (size_t r = 0; r < R; r++)
+				x[r * C + c] =
+				    ldexp(1 + (double)(r % 5) / 8, -(int)((r * (c - 38)) % 51));
+		}
+	}
+	tally t;
+	memset(&t, 0, sizeof t);
+	run_one("nvfp4", EMU_ROLE_ACT, true, x, R, C, 5, &t);
+	tally_done(&t, " (wide RHT tiles)");
+	/* the inverse: y_i = fp32(Σ_j v_j·s_i·H_ij/4) down each column */
+	emu_recipe r;
+	parse_ok("nvfp4", &r);
+	double v[R * C], y[R * C];
+	for (size_t i = 0; i < R * C; i++) /* the ties as they are, the rest 30 bits */
+		v[i] = i % C < 48 ? x[i]
+		                  : x[i] * (1 + ldexp((double)(t_rand(77, i) % (1u << 29)), -29));
+	memcpy(y, v, sizeof y);
+	emu_recipe_unrht(&r, EMU_ROLE_ACT, true, y, R, C);
+	mpfr_t sum, term;
+	mpfr_inits2(2200, sum, term, (mpfr_ptr)0);
+	uint64_t bad = 0;
+	for (size_t c = 0; c < C; c++)
+		for (int i = 0; i < R; i++) {
+			mpfr_set_zero(sum, 1);
+			for (int j = 0; j < R; j++) {
+				mpfr_set_d(term, v[(size_t)j * C + c], MPFR_RNDN);
+				mpfr_mul_d(term, term, RHT_SIGN[i] * h16(j, i) * 0.25, MPFR_RNDN);
+				mpfr_add(sum, sum, term, MPFR_RNDN);
+			}
+			unsigned fl = 0;
+			double want = rnd(F32, sum, EMU_RNE, false, 0, 0, &fl).v;
+			if (!same(y[(size_t)i * C + c], want) && bad++ == 0)
+				ck_abort_msg("unrht column %zu row %d: %a, MPFR %a", c, i,
+				             y[(size_t)i * C + c], want);
+		}
+	mpfr_clears(sum, term, (mpfr_ptr)0);
+	t_count("recipe: inverse RHT outputs against MPFR", R * C);
+}
+END_TEST
+
 /* ---- parser ---- */
 static bool fmt_eq(const emu_format *a, const emu_format *b)
 {
@@ -1549,6 +1608,7 @@ Suite *suite_recipe(void)
 	tcase_add_test(tc, test_source_ue8m0_nan);
 	tcase_add_test(tc, test_source_nan_sign);
 	tcase_add_test(tc, test_source_rht_double_rounding);
+	tcase_add_test(tc, test_rht_wide_tiles);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sr_bits");
 	tcase_set_timeout(tc, 600);

@@ -730,15 +730,12 @@ void emu_recipe_block_scale(const emu_recipe *r, double a, double hist, double f
 
 static const int rht_sign[16] = {1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1};
 
-/* y[j·st] = fp32(Σ_i bf16(x[i·st]) · H_ij), H = (1/4)·diag(s)·H16: each sum
- * exact (MPFR at 320 bits holds any sum of 16 bf16 products) then rounded
- * once; a NaN or inf input makes the sums NaN / inf as IEEE does. */
+/* y[j·st] = fp32(Σ_i x[i·st] · H_ij), H = (1/4)·diag(s)·H16, x bf16 values
+ * (hold_input rounds the input to bf16 first): each sum exact (in double
+ * where that is exact, else MPFR at 320 bits, which holds any sum of 16 bf16
+ * products) then rounded once; a NaN or inf input makes the sums NaN / inf
+ * as IEEE does. */
 static void rht16_dir(double *x, size_t st, bool inverse);
-
-static void rht16(double *x, size_t st)
-{
-	rht16_dir(x, st, false);
-}
 
 /* The lowest set bit of finite nonzero v, as an exponent (v's ulp where
  * its significand ends). */
@@ -794,11 +791,10 @@ static bool rht16_double(const double *in, double *x, size_t st, bool inverse)
  * orthogonal: H·Hᵀ = I), its inputs taken as they are (fp32 values) */
 static void rht16_dir(double *x, size_t st, bool inverse)
 {
-	const emu_format *BF = fmt("bf16");
 	emu_env e = EMU_ENV_DEFAULT;
-	double in[16];
+	double in[16]; /* forward: bf16 values already (hold_input rounded them) */
 	for (int i = 0; i < 16; i++)
-		in[i] = inverse ? x[i * st] : emu_decode(BF, emu_from_double(BF, x[i * st], &e).bits);
+		in[i] = x[i * st];
 	if (rht16_double(in, x, st, inverse))
 		return;
 	mpfr_t acc, t;
@@ -961,6 +957,23 @@ static double block_err(const emu_qtensor *o, size_t r0, size_t r1, size_t c0, s
 	return s;
 }
 
+/* The 16-point transform of every whole tile of v (rows × cols), down the
+ * columns or along the rows; the tiles are independent, so a large tensor's
+ * run on every thread (OpenMP; one inside a parallel region), each tile's
+ * bits the same. */
+static void rht_tiles(double *v, size_t rows, size_t cols, bool colwise, bool inverse)
+{
+	size_t nt = colwise ? cols * (rows / 16) : rows * (cols / 16);
+#pragma omp parallel for schedule(static) if (nt >= 4096)
+	for (size_t k = 0; k < nt; k++) {
+		if (colwise) /* tile k: column k mod cols, rows from 16·(k / cols) */
+			rht16_dir(v + 16 * (k / cols) * cols + k % cols, cols, inverse);
+		else
+			rht16_dir(v + (k / (cols / 16)) * cols + 16 * (k % (cols / 16)), 1,
+			          inverse);
+	}
+}
+
 /* x as r holds it: fp32, then the RHT where it applies (in place on o) */
 static void hold_input(const emu_recipe *r, emu_role role, bool colwise, const double *x,
                        size_t rows, size_t cols, double *o)
@@ -970,17 +983,8 @@ static void hold_input(const emu_recipe *r, emu_role role, bool colwise, const d
 	bool rht = emu_recipe_rht_applies(r, role, colwise);
 	/* an RHT copy takes a bf16 tensor (TE): x rounded once, to bf16 */
 	emu_a_cvt(fmt(rht ? "bf16" : "fp32"), o, x, 1, n, &e, NULL);
-	if (!rht)
-		return;
-	if (colwise) {
-		for (size_t c = 0; c < cols; c++)
-			for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16)
-				rht16(o + r0 * cols + c, cols);
-	} else {
-		for (size_t rr = 0; rr < rows; rr++)
-			for (size_t c0 = 0; c0 + 16 <= cols; c0 += 16)
-				rht16(o + rr * cols + c0, 1);
-	}
+	if (rht)
+		rht_tiles(o, rows, cols, colwise, false);
 }
 
 bool emu_recipe_rht_applies(const emu_recipe *r, emu_role role, bool colwise)
@@ -991,17 +995,8 @@ bool emu_recipe_rht_applies(const emu_recipe *r, emu_role role, bool colwise)
 void emu_recipe_unrht(const emu_recipe *r, emu_role role, bool colwise, double *v, size_t rows,
                       size_t cols)
 {
-	if (!emu_recipe_rht_applies(r, role, colwise))
-		return;
-	if (colwise) {
-		for (size_t c = 0; c < cols; c++)
-			for (size_t r0 = 0; r0 + 16 <= rows; r0 += 16)
-				rht16_dir(v + r0 * cols + c, cols, true);
-	} else {
-		for (size_t rr = 0; rr < rows; rr++)
-			for (size_t c0 = 0; c0 + 16 <= cols; c0 += 16)
-				rht16_dir(v + rr * cols + c0, 1, true);
-	}
+	if (emu_recipe_rht_applies(r, role, colwise))
+		rht_tiles(v, rows, cols, colwise, true);
 }
 
 double emu_recipe_tensor_amax(const emu_recipe *r, emu_role role, bool colwise, const double *x,

@@ -369,4 +369,17 @@ bade "a .npy over memory" "nanmap: $tmp/big.npy: 2147483648 values (8.6 GB of da
 unset NANMAP_MEMORY
 rm -f "$tmp/big.npy"
 
+# threads: the RHT's tiles run on every thread; the report and the
+# encodings are the same bytes on 1, 2 and 7 (64 x 4096: 16384 tiles)
+for th in 1 2 7; do
+	OMP_NUM_THREADS=$th run quant --recipe nvfp4 --gen normal --n 4096 --rows 64 --colwise \
+		--role grad --json --out "$tmp/th$th.npy" --encodings
+	succeeded "quant on $th threads"
+	mv "$tmp/out" "$tmp/th$th.json"
+	[ "$th" = 1 ] && continue
+	cmp -s "$tmp/th1.json" "$tmp/th$th.json" || fail "quant: $th threads' report differs from one's"
+	cmp -s "$tmp/th1.npy" "$tmp/th$th.npy" || fail "quant: $th threads' codes differ from one's"
+	pass=$((pass + 1))
+done
+
 echo "$T: $pass passed"

@@ -242,6 +242,182 @@ static float bk_native_attn(const float *x, size_t R, size_t d, float *s, float 
 	return acc + o[0];
 }
 
+/* attention online forward in native float (FlashAttention-2's order):
+ * per query, key blocks of B: the block's scores (sequential sums, ·scale),
+ * the running max, α = exp(m_old − m), e = exp(s − m), l = α·l + Σ e,
+ * O = α·O + e·V_blk; then O / l and L = m + log l */
+static float bk_native_attn_online(const float *x, size_t R, size_t d, size_t B, float *s, float *o,
+                                   float *L)
+{
+	size_t N = 3 * d;
+	float sc = 1 / sqrtf((float)d), acc = 0;
+	for (size_t i = 0; i < R; i++) {
+		float m = -INFINITY, l = 0, *oi = o + i * d;
+		for (size_t c = 0; c < d; c++)
+			oi[c] = 0;
+		for (size_t j0 = 0; j0 < R; j0 += B) {
+			size_t j1 = j0 + B < R ? j0 + B : R;
+			float mb = m;
+			for (size_t j = j0; j < j1; j++) {
+				float t = 0;
+				for (size_t c = 0; c < d; c++)
+					t += x[i * N + c] * x[j * N + d + c];
+				s[j] = t * sc;
+				mb = fmaxf(mb, s[j]);
+			}
+			float alpha = expf(m - mb), sum = 0;
+			for (size_t j = j0; j < j1; j++) {
+				s[j] = expf(s[j] - mb);
+				sum += s[j];
+			}
+			l = alpha * l + sum;
+			for (size_t c = 0; c < d; c++) {
+				float t = 0;
+				for (size_t j = j0; j < j1; j++)
+					t += s[j] * x[j * N + 2 * d + c];
+				oi[c] = alpha * oi[c] + t;
+			}
+			m = mb;
+		}
+		for (size_t c = 0; c < d; c++)
+			oi[c] /= l;
+		L[i] = m + logf(l);
+		acc += L[i];
+	}
+	return acc + o[0];
+}
+
+/* attention naive backward in native float, after bk_native_attn's
+ * forward (P kept, R×R): with dO = ±1, D_i = Σ_c dO_ic·O_ic; dV = Pᵀ·dO;
+ * dP = dO·Vᵀ; dS = P∘(dP − D)·scale; dQ = dS·K; dK = dSᵀ·Q (sequential
+ * sums) */
+static float bk_native_attn_bwd(const float *x, size_t R, size_t d, float *P, float *o, float *L,
+                                const float *dO, float *dq, float *dk, float *dv, float *ds)
+{
+	size_t N = 3 * d;
+	float sc = 1 / sqrtf((float)d);
+	for (size_t i = 0; i < R; i++) { /* the forward, keeping P */
+		float *p = P + i * R, mx = -INFINITY, l = 0;
+		for (size_t j = 0; j < R; j++) {
+			float t = 0;
+			for (size_t c = 0; c < d; c++)
+				t += x[i * N + c] * x[j * N + d + c];
+			p[j] = t * sc;
+			mx = fmaxf(mx, p[j]);
+		}
+		for (size_t j = 0; j < R; j++) {
+			p[j] = expf(p[j] - mx);
+			l += p[j];
+		}
+		for (size_t j = 0; j < R; j++)
+			p[j] /= l;
+		for (size_t c = 0; c < d; c++) {
+			float t = 0;
+			for (size_t j = 0; j < R; j++)
+				t += p[j] * x[j * N + 2 * d + c];
+			o[i * d + c] = t;
+		}
+		L[i] = mx + logf(l);
+	}
+	for (size_t j = 0; j < R; j++) /* dV */
+		for (size_t c = 0; c < d; c++) {
+			float t = 0;
+			for (size_t i = 0; i < R; i++)
+				t += P[i * R + j] * dO[i * d + c];
+			dv[j * d + c] = t;
+		}
+	for (size_t i = 0; i < R; i++) { /* dS, row by row */
+		float D = 0;
+		for (size_t c = 0; c < d; c++)
+			D += dO[i * d + c] * o[i * d + c];
+		for (size_t j = 0; j < R; j++) {
+			float t = 0;
+			for (size_t c = 0; c < d; c++)
+				t += dO[i * d + c] * x[j * N + 2 * d + c];
+			ds[i * R + j] = P[i * R + j] * (t - D) * sc;
+		}
+	}
+	for (size_t i = 0; i < R; i++) /* dQ */
+		for (size_t c = 0; c < d; c++) {
+			float t = 0;
+			for (size_t j = 0; j < R; j++)
+				t += ds[i * R + j] * x[j * N + d + c];
+			dq[i * d + c] = t;
+		}
+	for (size_t j = 0; j < R; j++) /* dK */
+		for (size_t c = 0; c < d; c++) {
+			float t = 0;
+			for (size_t i = 0; i < R; i++)
+				t += ds[i * R + j] * x[i * N + c];
+			dk[j * d + c] = t;
+		}
+	return dq[0] + dk[0] + dv[0] + L[0];
+}
+
+/* backward (the classifier's loss-scaled backward) in native float: per
+ * row the logits z = x·W (sequential sums over D), the max, exp, the sum,
+ * the loss, dlogits = (p − onehot)·S/R; the mean loss; dW = Xᵀ·dlogits
+ * (sums over R), dX = dlogits·Wᵀ (sums over K); then unscale (·1/S) */
+static float bk_native_bw(const float *x, const float *w, size_t R, size_t D, size_t K,
+                          const int *y, float *z, float *dl, float *dW, float *dX)
+{
+	float S = 1, loss = 0;
+	for (size_t r = 0; r < R; r++) {
+		float mx = -INFINITY, s = 0, *zr = z + r * K;
+		for (size_t c = 0; c < K; c++) {
+			float t = 0;
+			for (size_t d = 0; d < D; d++)
+				t += x[r * D + d] * w[d * K + c];
+			zr[c] = t;
+			mx = fmaxf(mx, t);
+		}
+		for (size_t c = 0; c < K; c++) {
+			dl[r * K + c] = expf(zr[c] - mx);
+			s += dl[r * K + c];
+		}
+		loss += logf(s) - (zr[y[r]] - mx);
+		for (size_t c = 0; c < K; c++)
+			dl[r * K + c] =
+			    (dl[r * K + c] / s - (c == (size_t)y[r] ? 1.0f : 0.0f)) * S / (float)R;
+	}
+	for (size_t d = 0; d < D; d++)
+		for (size_t c = 0; c < K; c++) {
+			float t = 0;
+			for (size_t r = 0; r < R; r++)
+				t += x[r * D + d] * dl[r * K + c];
+			dW[d * K + c] = t / S;
+		}
+	for (size_t r = 0; r < R; r++)
+		for (size_t d = 0; d < D; d++) {
+			float t = 0;
+			for (size_t c = 0; c < K; c++)
+				t += dl[r * K + c] * w[d * K + c];
+			dX[r * D + d] = t / S;
+		}
+	return loss / (float)R + dW[0] + dX[0];
+}
+
+/* a GEMM in native float blocked as the Tensor Core model is (h100, bf16
+ * in, fp32 accumulation): each c_ij the sum over k-blocks of kb products,
+ * each block summed from 0 then added to c (A m×k, B read as n×k, the TN
+ * layout) */
+static float bk_native_gemm_blocked(const float *a, const float *b, size_t m, size_t n, size_t k,
+                                    size_t kb, float *c)
+{
+	for (size_t i = 0; i < m; i++)
+		for (size_t j = 0; j < n; j++) {
+			float acc = 0;
+			for (size_t l0 = 0; l0 < k; l0 += kb) {
+				float t = 0;
+				for (size_t l = l0; l < l0 + kb && l < k; l++)
+					t += a[i * k + l] * b[j * k + l];
+				acc += t;
+			}
+			c[i * n + j] = acc;
+		}
+	return c[0];
+}
+
 /* batchnorm (twopass, training) forward, running statistics and backward
  * in native float with the kernel's structure (emu/kernels/batchnorm_rows.h,
  * PyTorch's order): per channel (a column of the N × C input) the sum, mean,
@@ -464,6 +640,24 @@ static void bk_more_rows(int reps)
 	BK_BEST_NATIVE(nat_opt, reps, bk_native_adamw(o2, R * N, o1, dy));
 	BK_BEST_NATIVE(nat_mm, reps, bk_native_mm(xf, MK, MK, MK, o1));
 	BK_BEST_NATIVE(nat_attn, reps, bk_native_attn(xf, AR, AD, w1, o1, o2));
+	/* attention online (block_k 16) and naive:bwd; backward's classifier
+	 * (8 classes, W drawn as the kernel draws it) */
+	const size_t BK = 8;
+	float *P = bk_alloc(AR * AR * sizeof *P), *ds = bk_alloc(AR * AR * sizeof *ds);
+	float *dq = bk_alloc(AR * AD * sizeof *dq), *dk = bk_alloc(AR * AD * sizeof *dk);
+	float *dv = bk_alloc(AR * AD * sizeof *dv), *wf = bk_alloc(N * BK * sizeof *wf);
+	float *z = bk_alloc(R * BK * sizeof *z), *dX = bk_alloc(R * N * sizeof *dX);
+	int *yl = bk_alloc(R * sizeof *yl);
+	for (size_t i = 0; i < N * BK; i++)
+		wf[i] = (float)((1 / sqrt((double)N)) *
+		                ((double)(emu_draw64(0, i) >> 11) * 0x1p-52 - 1));
+	for (size_t r = 0; r < R; r++)
+		yl[r] = (int)(r % BK);
+	double nat_online, nat_abwd, nat_bw;
+	BK_BEST_NATIVE(nat_online, reps, bk_native_attn_online(xf, AR, AD, 16, w1, o1, o2));
+	BK_BEST_NATIVE(nat_abwd, reps,
+	               bk_native_attn_bwd(xf, AR, AD, P, o1, o2, dy, dq, dk, dv, ds));
+	BK_BEST_NATIVE(nat_bw, reps, bk_native_bw(xf, wf, R, N, BK, yl, z, o1, o2, dX));
 	for (size_t pi = 0; pi < 2; pi++) {
 		emu_kin in_rms = {x, R, N, NULL, 0, 0, NULL, 0};
 		emu_kin in_mm = {x, 2 * MK, MK, NULL, 0, 0, NULL, 0};
@@ -475,8 +669,49 @@ static void bk_more_rows(int reps)
 		bk_row(&emu_kernel_batchnorm, "twopass", pols[pi], &in_bn, nrep, nat_bn);
 		bk_row(&emu_kernel_bce, "stable", pols[pi], &in_rms, nrep, nat_bce);
 		bk_row(&emu_kernel_optimizer, "adamw", pols[pi], &in_rms, nrep, nat_opt);
+		bk_row(&emu_kernel_attention, "online", pols[pi], &in_attn, nrep, nat_online);
+		bk_row(&emu_kernel_attention, "naive:bwd", pols[pi], &in_attn, nrep, nat_abwd);
+		emu_kparam bp = {"classes", (double)BK};
+		emu_kin in_bw = {x, R, N, &bp, 1, 0, NULL, 0};
+		bk_row(&emu_kernel_backward, "maxsub", pols[pi], &in_bw, nrep, nat_bw);
 	}
 	free(x), free(xf), free(o1), free(o2), free(dy), free(w1), free(w2);
+	free(P), free(dq), free(dk), free(dv), free(ds), free(wf), free(yl), free(z), free(dX);
+}
+
+/* Table 5b: a GEMM in GFLOP/s, m = n = k = 256, bf16 operands (B read as
+ * n × k) through the h100 Tensor Core model with fp32 accumulation
+ * (matmul tc:h100, storage=bf16,accum=fp32), against native float of the
+ * same blocking (16-product blocks added into the accumulator):
+ *   kernel,variant,policy,m,n,k,fast_s,native_s,fast_gflops,native_gflops,ratio_native */
+static void bk_gemm_table(int reps)
+{
+	const size_t M = 256;
+	double *x = bk_alloc(2 * M * M * sizeof *x);
+	float *xf = bk_alloc(2 * M * M * sizeof *xf), *c = bk_alloc(M * M * sizeof *c);
+	bk_fill(x, 2 * M * M, 23);
+	for (size_t i = 0; i < 2 * M * M; i++)
+		xf[i] = (float)x[i];
+	double nat;
+	BK_BEST_NATIVE(nat, reps, bk_native_gemm_blocked(xf, xf + M * M, M, M, M, 16, c));
+	static const char *const spec = "storage=bf16,accum=fp32";
+	emu_policy pol;
+	bk_policy(spec, &pol);
+	emu_kparam bt = {"bt", 1};
+	emu_kin in = {x, 2 * M, M, &bt, 1, 0, NULL, 0};
+	struct bk_case cs = {&emu_kernel_matmul, &pol, "tc:h100", &in, EMU_BE_FAST};
+	double best = INFINITY;
+	for (int r = 0; r < (reps < 3 ? reps : 3); r++) {
+		double t = bk_time_kernel(&cs);
+		best = t < best ? t : best;
+	}
+	double flop = 2.0 * (double)M * (double)M * (double)M;
+	printf(
+	    "kernel,variant,policy,m,n,k,fast_s,native_s,fast_gflops,native_gflops,ratio_native\n");
+	printf("matmul,tc:h100,\"%s\",%zu,%zu,%zu,%.4f,%.5f,%.3f,%.2f,%.1f\n", spec, M, M, M, best,
+	       nat, flop / best * 1e-9, flop / nat * 1e-9, best / nat);
+	fflush(stdout);
+	free(x), free(xf), free(c);
 }
 
 /* Table 5. */
@@ -687,6 +922,8 @@ void bench_kernels(int reps)
 	int threads = omp_get_max_threads();
 	omp_set_num_threads(1); /* tables 5 and 6: one thread's CPU time is all the work */
 	bk_native_table(reps);
+	printf("\n");
+	bk_gemm_table(reps);
 	printf("\n");
 	bk_exact_table(reps);
 	printf("\n");

@@ -475,11 +475,22 @@ static bool tc_in_sub(const tc_sub *s, size_t i)
  * the significand as an integer at the format's grid. x finite, nonzero. */
 static void tc_split(double x, int emin, int p, uint64_t *P, int *e, int *lsb)
 {
-	int fe;
-	(void)frexp(x, &fe);
-	*e = fe - 1 < emin ? emin : fe - 1;
+	uint64_t u;
+	memcpy(&u, &x, sizeof u);
+	u &= ~(1ull << 63);
+	int fe = (int)(u >> 52) - 1023; /* floor(log2|x|) for a normal double */
+	if (fe == -1023) {              /* a subnormal double: the general path */
+		(void)frexp(x, &fe);
+		*e = fe - 1 < emin ? emin : fe - 1;
+		*lsb = *e - (p - 1);
+		*P = (uint64_t)ldexp(fabs(x), -*lsb); /* exact: an integer below 2^p */
+		return;
+	}
+	*e = fe < emin ? emin : fe;
 	*lsb = *e - (p - 1);
-	*P = (uint64_t)ldexp(fabs(x), -*lsb); /* exact: an integer below 2^p */
+	/* |x| = M·2^(fe − 52); a multiple of 2^lsb, so the shift drops zeros */
+	uint64_t M = (u & ((1ull << 52) - 1)) | (1ull << 52);
+	*P = M >> (52 - fe + *lsb);
 }
 
 /* Add ±P·2^sh (chopped toward zero when sh < 0) into *S. */
@@ -530,6 +541,13 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 	const emu_tc_model *m = t->m;
 	const emu_format *fa = t->ina, *fb = t->inb;
 	tc_scan s = {0};
+	/* the nonzero finite terms as pass 1 splits them, kept for pass 2 when
+	 * the block is at most TC_KEEP long (else pass 2 splits them again) */
+	enum { TC_KEEP = 64 };
+	uint64_t kp[TC_KEEP];
+	int kl[TC_KEEP];
+	bool kn[TC_KEEP], keep = n <= TC_KEEP;
+	size_t nk = 0;
 
 	/* pass 1: specials, zero signs, the alignment exponent */
 	if (!with_c) {
@@ -564,11 +582,16 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 		} else if (x == 0 || y == 0) {
 			tc_scan_term(&s, neg, true, 0);
 		} else {
-			uint64_t P;
-			int ea, eb, lsb;
-			tc_split(x, fa->emin, fa->p, &P, &ea, &lsb);
-			tc_split(y, fb->emin, fb->p, &P, &eb, &lsb);
+			uint64_t Pa, Pb;
+			int ea, eb, la, lb;
+			tc_split(x, fa->emin, fa->p, &Pa, &ea, &la);
+			tc_split(y, fb->emin, fb->p, &Pb, &eb, &lb);
 			tc_scan_term(&s, neg, false, ea + eb);
+			if (keep) {
+				kp[nk] = Pa * Pb;
+				kl[nk] = la + lb;
+				kn[nk++] = neg;
+			}
 		}
 	}
 	if (s.nan || s.invalid || (s.pinf && s.ninf))
@@ -589,7 +612,9 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 		tc_split(c, FP32_EMIN, 24, &P, &e, &lsb);
 		tc_add_term(&S, signbit(c), P, lsb - L, &chopped);
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < nk; i++)
+		tc_add_term(&S, kn[i], kp[i], kl[i] - L, &chopped);
+	for (size_t i = 0; !keep && i < n; i++) {
 		double x = emu_decode(fa, a[i]), y = emu_decode(fb, b[i]);
 		if (!tc_in_sub(sub, i) || x == 0 || y == 0)
 			continue;

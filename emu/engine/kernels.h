@@ -227,6 +227,12 @@ typedef struct {
 int emu_fold_tc(emu_be *be, emu_tc_steps st, const struct emu_tc_model *m,
                 const emu_format *in, const emu_format *out, emu_ref acc, emu_ref a,
                 emu_ref b, size_t N, uint64_t base);
+/* The same on FAST or EXACT with the operands' encodings in `in` given
+ * (ea[j], eb[j], j < N, what emu_fold_tc encodes them to): a GEMM encodes
+ * each operand once, not once per output element. */
+void emu_fold_tc_bits(emu_be *be, emu_tc_steps st, const struct emu_tc_model *m,
+                      const emu_format *in, const emu_format *out, emu_ref acc, const emu_bits *ea,
+                      const emu_bits *eb, size_t N, uint64_t base);
 
 /* ---- running a kernel on one backend and measuring it (emu/engine/run.c) ---- */
 typedef enum {

@@ -201,6 +201,7 @@ typedef struct {
 	size_t n, k;
 	const emu_tc_model *model;
 	emu_vec *Av, *Bv, *acc;
+	const emu_bits *EA, *EB; /* tc on fast and exact: A's rows and B's columns encoded in I */
 } mm_rows;
 
 /* output elements o0 .. o1 − 1 (row-major), on be's own scratch */
@@ -219,12 +220,40 @@ static int mm_part(emu_be *be, size_t o0, size_t o1, void *arg)
 	}
 	for (size_t o = o0; o < o1; o++) {
 		size_t i = o / n, j = o % n;
+		if (q->EA) {
+			emu_fold_tc_bits(be, tc_steps, q->model, q->I, q->O, emu_at(q->acc, o),
+			                 q->EA + i * k, q->EB + j * k, k, (uint64_t)o * k);
+			continue;
+		}
 		emu_ref b = q->bt ? emu_row(q->Bv, j * k) : emu_strided(q->Bv, j, n);
 		if (emu_fold_tc(be, tc_steps, q->model, q->I, q->O, emu_at(q->acc, o),
 		                emu_row(q->Av, i * k), b, k, (uint64_t)o * k) != 0)
 			return -1;
 	}
 	return 0;
+}
+
+/* tc on fast and exact: A's rows and B's columns (bt: B's rows) encoded
+ * in I once, k values each, as emu_fold_tc would encode them for every
+ * output element; false out of memory */
+static bool mm_encode(mm_rows *q, size_t m)
+{
+	size_t n = q->n, k = q->k;
+	emu_bits *EA = malloc((m * k + 1) * sizeof *EA);
+	emu_bits *EB = malloc((n * k + 1) * sizeof *EB);
+	if (!EA || !EB) {
+		free(EA);
+		free(EB);
+		return false;
+	}
+	for (size_t i = 0; i < m * k; i++)
+		EA[i] = emu_encode(q->I, q->Av->d[i]);
+	for (size_t j = 0; j < n; j++)
+		for (size_t l = 0; l < k; l++)
+			EB[j * k + l] = emu_encode(q->I, q->Bv->d[q->bt ? j * k + l : l * n + j]);
+	q->EA = EA;
+	q->EB = EB;
+	return true;
 }
 
 static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu_kin *in,
@@ -294,10 +323,16 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	x = NULL;
 	/* the row source, emu/kernels/matmul_rows.h: the GPU's threads run the
 	 * output elements one each (seq), or store the GEMM's (tc) */
-	mm_rows q = {v, (int)fma, bt != 0, &pol->compute, A, I, O, n, k, &model, Av, Bv, acc};
+	mm_rows q = {v,      (int)fma, bt != 0, &pol->compute, A,    I,   O, n, k,
+	             &model, Av,       Bv,      acc,           NULL, NULL};
 	if (v == SEQ)
 		k_matmul_to_accum(be, A, Av, 0, m * k, Bv, 0, k * n, m * k);
-	if (emu_rows(be, m * n, 2 * (uint64_t)k, mm_part, &q) != 0)
+	if (v == TC && be->kind != EMU_BE_TRUTH && !mm_encode(&q, m))
+		goto oom;
+	int prc = emu_rows(be, m * n, 2 * (uint64_t)k, mm_part, &q);
+	free((void *)q.EA);
+	free((void *)q.EB);
+	if (prc != 0)
 		goto oom;
 	if (v == SEQ)
 		k_matmul_store(be, S, acc, c, 0, m * n);

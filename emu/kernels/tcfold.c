@@ -21,10 +21,6 @@ static inline size_t at(emu_ref r, size_t j)
 int emu_fold_tc(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const emu_format *in,
                 const emu_format *out, emu_ref acc, emu_ref a, emu_ref b, size_t N, uint64_t base)
 {
-	const emu_format *f32 = emu_format_by_name("fp32");
-	const emu_env rne = EMU_ENV_DEFAULT;
-	emu_tc_model blk = *m;
-	blk.promote_every = 0;
 	size_t k = (size_t)m->k, chunk = m->promote_every ? m->promote_every : N;
 	if (be->kind == EMU_BE_TRUTH) {
 		mpfr_ptr dst = &acc.v->m[acc.off];
@@ -55,7 +51,6 @@ int emu_fold_tc(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const emu_fo
 		mpfr_clear(part);
 		return 0;
 	}
-	bool fast = be->kind == EMU_BE_FAST;
 	emu_bits *ea = malloc((N ? N : 1) * sizeof *ea), *eb = malloc((N ? N : 1) * sizeof *eb);
 	if (!ea || !eb) {
 		free(ea);
@@ -66,6 +61,22 @@ int emu_fold_tc(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const emu_fo
 		ea[j] = emu_encode(in, a.v->d[at(a, j)]);
 		eb[j] = emu_encode(in, b.v->d[at(b, j)]);
 	}
+	emu_fold_tc_bits(be, st, m, in, out, acc, ea, eb, N, base);
+	free(ea);
+	free(eb);
+	return 0;
+}
+
+void emu_fold_tc_bits(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const emu_format *in,
+                      const emu_format *out, emu_ref acc, const emu_bits *ea, const emu_bits *eb,
+                      size_t N, uint64_t base)
+{
+	const emu_format *f32 = emu_format_by_name("fp32");
+	const emu_env rne = EMU_ENV_DEFAULT;
+	emu_tc_model blk = *m;
+	blk.promote_every = 0;
+	size_t k = (size_t)m->k, chunk = m->promote_every ? m->promote_every : N;
+	bool fast = be->kind == EMU_BE_FAST;
 	emu_bits acc32 = emu_encode(f32, 0.0);
 	double c = 0;
 	for (size_t i0 = 0; i0 < N; i0 += chunk) {
@@ -95,7 +106,4 @@ int emu_fold_tc(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const emu_fo
 		emu_note(be, st.out, EMU_OP_CVT, t.flags, base);
 	}
 	acc.v->d[acc.off] = c;
-	free(ea);
-	free(eb);
-	return 0;
 }

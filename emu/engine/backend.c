@@ -266,6 +266,45 @@ static void record(emu_be *be, unsigned s, emu_op op, uint64_t n, const uint64_t
 	}
 }
 
+void emu_be_stats_add(emu_be_stats *st, const emu_be_stats *fs)
+{
+	for (int op = 0; op < EMU_NOPS; op++) {
+		st->ops[op] += fs->ops[op];
+		for (int k = 0; k < EMU_NFLAGS; k++)
+			st->flags[op][k] += fs->flags[op][k];
+	}
+	st->all_flags |= fs->all_flags;
+	if (fs->nsteps > st->nsteps) {
+		uint64_t *ops = realloc(st->step_ops, fs->nsteps * sizeof *ops);
+		uint64_t(*fl)[EMU_NFLAGS] =
+		    ops ? realloc(st->step_flags, fs->nsteps * sizeof *fl) : NULL;
+		if (ops)
+			st->step_ops = ops;
+		if (fl) {
+			st->step_flags = fl;
+			memset(ops + st->nsteps, 0, (fs->nsteps - st->nsteps) * sizeof *ops);
+			memset(fl + st->nsteps, 0, (fs->nsteps - st->nsteps) * sizeof *fl);
+			st->nsteps = fs->nsteps;
+		}
+	}
+	for (size_t s = 0; s < fs->nsteps && s < st->nsteps; s++) {
+		st->step_ops[s] += fs->step_ops[s];
+		for (int k = 0; k < EMU_NFLAGS; k++)
+			st->step_flags[s][k] += fs->step_flags[s][k];
+	}
+	if (fs->first_set && !st->first_set) {
+		st->first_set = true;
+		st->first_op = fs->first_op;
+		st->first_flags = fs->first_flags;
+		st->first_step = fs->first_step;
+		st->first_index = fs->first_index;
+	}
+	st->in_n += fs->in_n;
+	st->in_changed += fs->in_changed;
+	st->in_overflow += fs->in_overflow;
+	st->in_flushed += fs->in_flushed;
+}
+
 void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e)
 {
 	uint64_t cnt[EMU_NFLAGS];

@@ -255,6 +255,12 @@ void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ord
  * ops of kind op under step s with flags fl, element e. */
 void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e);
 
+/* st += fs: fs's counts as if its operations had run after st's (sums,
+ * the flags' OR, st's first failing operation unless it has none, the
+ * inputs stored); out of memory, the per-step counts beyond st's are not
+ * kept. A load on another backend and a kernel's parts are added so. */
+void emu_be_stats_add(emu_be_stats *st, const emu_be_stats *fs);
+
 /* ---- a kernel's rows on several threads (emu/engine/rows.c) ----
  *
  * fn runs rows r0 .. r1 − 1 of a kernel's row loop on be, allocating its

@@ -16,7 +16,6 @@
  */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "emu/engine/kern.h"
 
@@ -55,52 +54,6 @@ static void fork_be(emu_be *sub, const emu_be *be)
 	emu_steps(sub, be->step_names, be->nstep_names);
 }
 
-/* be's counts, then sub's: as if sub's operations had run on be after
- * be's own. false out of memory (be's per-step counts not grown). */
-static bool join_be(emu_be *be, const emu_be *sub)
-{
-	emu_be_stats *st = &be->st;
-	const emu_be_stats *ss = &sub->st;
-	for (int op = 0; op < EMU_NOPS; op++) {
-		st->ops[op] += ss->ops[op];
-		for (int k = 0; k < EMU_NFLAGS; k++)
-			st->flags[op][k] += ss->flags[op][k];
-	}
-	st->all_flags |= ss->all_flags;
-	if (!st->first_set && ss->first_set) {
-		st->first_set = true;
-		st->first_op = ss->first_op;
-		st->first_flags = ss->first_flags;
-		st->first_step = ss->first_step;
-		st->first_index = ss->first_index;
-	}
-	st->in_n += ss->in_n;
-	st->in_changed += ss->in_changed;
-	st->in_overflow += ss->in_overflow;
-	st->in_flushed += ss->in_flushed;
-	if (sub->range_peak > be->range_peak)
-		be->range_peak = sub->range_peak;
-	if (ss->nsteps > st->nsteps) {
-		uint64_t *ops = realloc(st->step_ops, ss->nsteps * sizeof *ops);
-		if (!ops)
-			return false;
-		st->step_ops = ops;
-		uint64_t(*fl)[EMU_NFLAGS] = realloc(st->step_flags, ss->nsteps * sizeof *fl);
-		if (!fl)
-			return false;
-		st->step_flags = fl;
-		memset(ops + st->nsteps, 0, (ss->nsteps - st->nsteps) * sizeof *ops);
-		memset(fl + st->nsteps, 0, (ss->nsteps - st->nsteps) * sizeof *fl);
-		st->nsteps = ss->nsteps;
-	}
-	for (size_t s = 0; s < ss->nsteps; s++) {
-		st->step_ops[s] += ss->step_ops[s];
-		for (int k = 0; k < EMU_NFLAGS; k++)
-			st->step_flags[s][k] += ss->step_flags[s][k];
-	}
-	return true;
-}
-
 size_t emu_rows_parts(const emu_be *be, size_t R, uint64_t per_row)
 {
 	size_t T = (size_t)emu_threads();
@@ -134,8 +87,11 @@ int emu_rows(emu_be *be, size_t R, uint64_t per_row, emu_rows_fn fn, void *arg)
 		rc[p] = fn(&sub[p], R * p / T, R * (p + 1) / T, arg);
 	int ret = 0;
 	for (size_t p = 0; p < T; p++) {
-		if (rc[p] != 0 || !join_be(be, &sub[p]))
+		if (rc[p] != 0)
 			ret = -1;
+		emu_be_stats_add(&be->st, &sub[p].st);
+		if (sub[p].range_peak > be->range_peak)
+			be->range_peak = sub[p].range_peak;
 		emu_be_free(&sub[p]);
 	}
 	free(sub);

@@ -105,46 +105,6 @@ static int load_recipe(emu_be *be, const emu_policy *pol, const double *x, size_
 	return 0;
 }
 
-/* st += fs: what a load on another backend counted */
-static void stats_add(emu_be_stats *st, const emu_be_stats *fs)
-{
-	for (int op = 0; op < EMU_NOPS; op++) {
-		st->ops[op] += fs->ops[op];
-		for (int k = 0; k < EMU_NFLAGS; k++)
-			st->flags[op][k] += fs->flags[op][k];
-	}
-	st->all_flags |= fs->all_flags;
-	if (fs->nsteps > st->nsteps) {
-		uint64_t *ops = realloc(st->step_ops, fs->nsteps * sizeof *ops);
-		uint64_t(*fl)[EMU_NFLAGS] =
-		    ops ? realloc(st->step_flags, fs->nsteps * sizeof *fl) : NULL;
-		if (ops)
-			st->step_ops = ops;
-		if (fl) {
-			st->step_flags = fl;
-			memset(ops + st->nsteps, 0, (fs->nsteps - st->nsteps) * sizeof *ops);
-			memset(fl + st->nsteps, 0, (fs->nsteps - st->nsteps) * sizeof *fl);
-			st->nsteps = fs->nsteps;
-		}
-	}
-	for (size_t s = 0; s < fs->nsteps && s < st->nsteps; s++) {
-		st->step_ops[s] += fs->step_ops[s];
-		for (int k = 0; k < EMU_NFLAGS; k++)
-			st->step_flags[s][k] += fs->step_flags[s][k];
-	}
-	if (fs->first_set && !st->first_set) {
-		st->first_set = true;
-		st->first_op = fs->first_op;
-		st->first_flags = fs->first_flags;
-		st->first_step = fs->first_step;
-		st->first_index = fs->first_index;
-	}
-	st->in_n += fs->in_n;
-	st->in_changed += fs->in_changed;
-	st->in_overflow += fs->in_overflow;
-	st->in_flushed += fs->in_flushed;
-}
-
 /* TRUTH from the stored inputs: the fast backend's load, its values exact. */
 static int load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t rows, size_t cols,
                      uint64_t e0, bool colwise, bool unrht, emu_vec *out);
@@ -161,7 +121,7 @@ static int load_stored_truth_vec(emu_be *be, const emu_policy *pol, const double
 	if (rc == 0) {
 		for (size_t i = 0; i < n; i++)
 			mpfr_set_d(&out->m[i], v->d[i], MPFR_RNDN);
-		stats_add(&be->st, &fb.st);
+		emu_be_stats_add(&be->st, &fb.st);
 	}
 	emu_be_free(&fb);
 	return rc;

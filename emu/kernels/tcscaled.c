@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/engine/kern.h"
 #include "emu/kernels/tc.h"
 #include "emu/kernels/tcscaled.h"
 
@@ -296,6 +297,9 @@ int emu_gemm_quantize(const emu_recipe *r, const double *A, const double *B, siz
 }
 
 /* The block of element (i, j) of q. */
+/* the products worth running a GEMM's rows on several threads */
+#define GEMM_PAR (1u << 18)
+
 static size_t gemm_block(const emu_qtensor *q, size_t i, size_t j)
 {
 	size_t br = q->brows ? q->brows : 1, bc = q->bcols ? q->bcols : 1;
@@ -346,11 +350,14 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 			       : "kind::mxf4nvf4 takes one scale per 16 along K: blocks "
 			         "along K must be a multiple of 16",
 			    r);
-		unsigned fl = 0;
-		double alpha = emu_v_mul(f32, qa->t, qb->t, &EMU_ENV_DEFAULT, &fl);
+		unsigned afl = 0;
+		double alpha = emu_v_mul(f32, qa->t, qb->t, &EMU_ENV_DEFAULT, &afl);
 		size_t chunk = mx ? EMU_TCS_K_F8F6F4 : EMU_TCS_K_F4;
+		/* every output element on its own: the rows on every thread */
+#pragma omp parallel for schedule(static) num_threads(emu_threads()) if (M * N * K >= GEMM_PAR)
 		for (size_t i = 0; i < M; i++)
 			for (size_t j = 0; j < N; j++) {
+				unsigned fl = 0;
 				emu_bits acc = 0; /* +0 */
 				for (size_t k0 = 0; k0 < K; k0 += chunk) {
 					emu_bits a[EMU_TCS_K_F4] = {0}, b[EMU_TCS_K_F4] = {0};
@@ -399,6 +406,7 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 		                 "hopper promotes every 128 along K: blocks along K must be a "
 		                 "multiple of 128",
 		                 r);
+#pragma omp parallel for schedule(static) num_threads(emu_threads()) if (M * N * K >= GEMM_PAR)
 	for (size_t i = 0; i < M; i++)
 		for (size_t j = 0; j < N; j++) {
 			double acc = 0;
@@ -432,16 +440,17 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 /* Each R[i][j] is mpfr_sum of the K exact products (106-bit mpfr_mul of two
  * doubles is exact), correctly rounded to double: errors of D far below
  * 2^-53 relative are not resolved, which no fp32 result needs. */
-int emu_gemm_compare(const double *D, const double *X, const double *Y, size_t M, size_t N,
-                     size_t K, emu_gemm_err *out)
+/* rows i0 .. i1 − 1 of the exact product X·Y, each element correctly
+ * rounded to double, into R; false out of memory */
+static bool exact_rows(const double *X, const double *Y, size_t N, size_t K, size_t i0, size_t i1,
+                       double *R)
 {
-	memset(out, 0, sizeof *out);
 	mpfr_t *p = malloc((K ? K : 1) * sizeof *p);
 	mpfr_ptr *pp = malloc((K ? K : 1) * sizeof(mpfr_ptr));
 	if (!p || !pp) {
 		free(p);
 		free(pp);
-		return -1;
+		return false;
 	}
 	for (size_t k = 0; k < K; k++) {
 		mpfr_init2(p[k], 2 * 53);
@@ -449,15 +458,48 @@ int emu_gemm_compare(const double *D, const double *X, const double *Y, size_t M
 	}
 	mpfr_t ref;
 	mpfr_init2(ref, 53);
-	double sig = 0, noise = 0;
-	for (size_t i = 0; i < M; i++)
+	for (size_t i = i0; i < i1; i++)
 		for (size_t j = 0; j < N; j++) {
 			for (size_t k = 0; k < K; k++) {
 				mpfr_set_d(p[k], X[i * K + k], MPFR_RNDN);
 				mpfr_mul_d(p[k], p[k], Y[k * N + j], MPFR_RNDN);
 			}
 			mpfr_sum(ref, pp, K, MPFR_RNDN);
-			double R = mpfr_get_d(ref, MPFR_RNDN), d = D[i * N + j];
+			R[i * N + j] = mpfr_get_d(ref, MPFR_RNDN);
+		}
+	for (size_t k = 0; k < K; k++)
+		mpfr_clear(p[k]);
+	mpfr_clear(ref);
+	free(p);
+	free(pp);
+	return true;
+}
+
+int emu_gemm_compare(const double *D, const double *X, const double *Y, size_t M, size_t N,
+                     size_t K, emu_gemm_err *out)
+{
+	memset(out, 0, sizeof *out);
+	double *Rx = malloc((M * N + 1) * sizeof *Rx);
+	if (!Rx)
+		return -1;
+	/* the exact products, rows on every thread; then the statistics in
+	 * element order, so their sums do not depend on the threads */
+	int T = M * N * K >= GEMM_PAR ? emu_threads() : 1;
+	if (T > (int)M)
+		T = M ? (int)M : 1;
+	bool ok = true;
+#pragma omp parallel for schedule(static, 1) num_threads(T) reduction(&& : ok)
+	for (int t = 0; t < T; t++)
+		ok = exact_rows(X, Y, N, K, M * (size_t)t / (size_t)T,
+		                M * (size_t)(t + 1) / (size_t)T, Rx);
+	if (!ok) {
+		free(Rx);
+		return -1;
+	}
+	double sig = 0, noise = 0;
+	for (size_t i = 0; i < M; i++)
+		for (size_t j = 0; j < N; j++) {
+			double R = Rx[i * N + j], d = D[i * N + j];
 			if (!isfinite(d)) {
 				out->nonfinite++;
 				if (isnan(d))
@@ -473,10 +515,6 @@ int emu_gemm_compare(const double *D, const double *X, const double *Y, size_t M
 				out->max_rel = fabs(e) / fabs(R);
 		}
 	out->sqnr_db = noise == 0 ? INFINITY : 10 * log10(sig / noise);
-	for (size_t k = 0; k < K; k++)
-		mpfr_clear(p[k]);
-	mpfr_clear(ref);
-	free(p);
-	free(pp);
+	free(Rx);
 	return 0;
 }

@@ -127,4 +127,20 @@ bad "FP4 on hopper" "nanmap: recipe nvfp4: hopper's FP8 wgmma takes e4m3 or e5m2
 bad "32-blocks on hopper" "" gemm --recipe mxfp8 --model hopper --m 1 --n 1 --k 256
 bad "too much work" "" gemm --recipe mxfp8 --model blackwell --m 65536 --n 65536 --k 32
 
+# threads: the output elements and the exact products run on every thread;
+# the report is the same bytes on 1, 2 and 7 (2^19 products, above the
+# threshold at which the rows are cut into parts)
+for th in 1 2 7; do
+	OMP_NUM_THREADS=$th run gemm --recipe nvfp4 --model blackwell --m 64 --n 64 --k 128 --json
+	succeeded "gemm on $th threads"
+	mv "$tmp/out" "$tmp/th$th.json"
+	OMP_NUM_THREADS=$th run gemm --recipe deepseek --model hopper --m 32 --n 64 --k 256 --csv
+	succeeded "hopper gemm on $th threads"
+	mv "$tmp/out" "$tmp/th$th.csv"
+	[ "$th" = 1 ] && continue
+	cmp -s "$tmp/th1.json" "$tmp/th$th.json" || fail "gemm: $th threads' report differs from one's"
+	cmp -s "$tmp/th1.csv" "$tmp/th$th.csv" || fail "gemm: $th threads' hopper report differs"
+	pass=$((pass + 1))
+done
+
 echo "cli_gemm: $pass checks passed"

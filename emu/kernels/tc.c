@@ -468,7 +468,7 @@ typedef struct {
 
 static bool tc_in_sub(const tc_sub *s, size_t i)
 {
-	return (i / s->group) % s->split == s->j;
+	return s->split == 1 || (i / s->group) % s->split == s->j; /* split 1: j is 0 */
 }
 
 /* |x| = P·2^lsb with e = max(floor(log2|x|), emin) and lsb = e − (p − 1):

@@ -56,11 +56,13 @@ static void fork_be(emu_be *sub, const emu_be *be)
 
 size_t emu_rows_parts(const emu_be *be, size_t R, uint64_t per_row)
 {
-	size_t T = (size_t)emu_threads();
 	uint64_t least = be->kind == EMU_BE_FAST ? min_work : (min_work + 31) / 32;
 	if (per_row == 0)
 		per_row = 1;
 	size_t grain = (size_t)((least + per_row - 1) / per_row);
+	if (R / grain < 2) /* too little for two parts: no need to ask OpenMP */
+		return 1;
+	size_t T = (size_t)emu_threads();
 	if (T > R / grain)
 		T = R / grain;
 	if (T > EMU_MAX_PARTS)

@@ -57,7 +57,8 @@ typedef struct {
 	 * exact_inputs or range stores nothing: all 0. */
 	uint64_t in_n, in_changed, in_overflow, in_flushed;
 	/* per step id (emu_steps): operations and how many raised each flag;
-	 * nsteps entries, grown as steps are met */
+	 * nsteps entries: every step emu_steps declared, grown if another is
+	 * met */
 	uint64_t *step_ops;
 	uint64_t (*step_flags)[EMU_NFLAGS];
 	size_t nsteps;

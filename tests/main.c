@@ -190,6 +190,7 @@ static void run_suites(Suite **made, const char *const *names, const size_t *ord
 				*run += r, *failed += f;
 			} else {
 				pid[next] = p, busy++;
+				srunner_free(srunner_create(made[i])); /* the child's to run */
 			}
 			next++;
 			continue;

@@ -153,6 +153,9 @@ typedef struct {
 	emu_vec *O, *L, *dQ, *dK, *dV;
 	double n_p_lost, p_mass_max, mass_max, mass_sum; /* fp8's diagnostics */
 	double *row_mass; /* fp8: each row's lost mass, summed in row order after the rows */
+	/* :tc on fast and exact: Q's and K's rows and V's columns encoded in
+	 * tc_in once (NULL otherwise), and a part's row of P encoded per block */
+	emu_bits *EQ, *EK, *EVt, *EP;
 } ctx;
 
 /*
@@ -163,11 +166,13 @@ typedef struct {
  * converted into that format first.
  */
 static int tc_dot(ctx *k, emu_tc_steps tst, bool accumulate, emu_ref acc, emu_ref a, emu_ref b,
-                  size_t n, uint64_t elem)
+                  const emu_bits *ea, const emu_bits *eb, size_t n, uint64_t elem)
 {
 	bool conv = k->tc_out != k->A;
 	emu_ref dst = accumulate || conv ? emu_at(k->part, 0) : acc;
-	if (emu_fold_tc(k->be, tst, &k->model, k->tc_in, k->tc_out, dst, a, b, n, elem) != 0)
+	if (ea) /* a and b as encoded once (the same bits emu_fold_tc makes) */
+		emu_fold_tc_bits(k->be, tst, &k->model, k->tc_in, k->tc_out, dst, ea, eb, n, elem);
+	else if (emu_fold_tc(k->be, tst, &k->model, k->tc_in, k->tc_out, dst, a, b, n, elem) != 0)
 		return -1;
 	if (conv)
 		emu_op1(k->be, S_TC_A, EMU_OP_CVT, k->A, accumulate ? dst : acc, dst, EMU_NOREF,
@@ -191,7 +196,8 @@ static int qk_gemm(ctx *k, size_t i, size_t j0, size_t j1)
 	}
 	for (size_t j = j0; j < j1; j++)
 		if (tc_dot(k, qk_steps, false, emu_at(k->sacc, j), q, emu_row(k->Ko, j * k->d),
-		           k->d, ((uint64_t)i * k->nk + j) * k->d) != 0)
+		           k->EQ ? k->EQ + i * k->d : NULL, k->EK ? k->EK + j * k->d : NULL, k->d,
+		           ((uint64_t)i * k->nk + j) * k->d) != 0)
 			return -1;
 	return 0;
 }
@@ -206,12 +212,37 @@ static int pv_gemm(ctx *k, emu_ref pa, size_t i, size_t j0, size_t n, bool acc, 
 		k_attn_pv(k->be, k->A, pa, k->Vo, d, i, k->nk, j0, n, acc, o);
 		return 0;
 	}
+	if (k->EVt) /* the block's P, encoded once for its d columns */
+		for (size_t t = 0; t < n; t++)
+			k->EP[t] = emu_encode(k->tc_in, pa.v->d[pa.off + (j0 + t) * pa.stride]);
 	for (size_t c = 0; c < d; c++)
 		if (tc_dot(k, pv_steps, acc, k_shift(o, c), k_shift(pa, j0),
-		           emu_strided(k->Vo, j0 * d + c, d), n,
+		           emu_strided(k->Vo, j0 * d + c, d), k->EVt ? k->EP : NULL,
+		           k->EVt ? k->EVt + c * k->nk + j0 : NULL, n,
 		           ((uint64_t)i * d + c) * k->nk + j0) != 0)
 			return -1;
 	return 0;
+}
+
+/* :tc on fast and exact: Q's and K's rows and V's columns encoded in tc_in
+ * once, as emu_fold_tc would encode them for every dot product; false out
+ * of memory */
+static bool tc_encode(ctx *k)
+{
+	size_t nq = k->nq, nk = k->nk, d = k->d;
+	k->EQ = malloc((nq * d + 1) * sizeof *k->EQ);
+	k->EK = malloc((nk * d + 1) * sizeof *k->EK);
+	k->EVt = malloc((nk * d + 1) * sizeof *k->EVt);
+	if (!k->EQ || !k->EK || !k->EVt)
+		return false;
+	for (size_t i = 0; i < nq * d; i++)
+		k->EQ[i] = emu_encode(k->tc_in, k->Qo->d[i]);
+	for (size_t i = 0; i < nk * d; i++)
+		k->EK[i] = emu_encode(k->tc_in, k->Ko->d[i]);
+	for (size_t j = 0; j < nk; j++)
+		for (size_t c = 0; c < d; c++)
+			k->EVt[c * nk + j] = emu_encode(k->tc_in, k->Vo->d[j * d + c]);
+	return true;
 }
 
 /* "naive:bwd" → ATT_NAIVE, bwd; "online:tc:h100" → ATT_ONLINE, tc, spec "h100". */
@@ -766,14 +797,20 @@ static int fwd_part(emu_be *be, size_t i0, size_t i1, void *arg)
 	k.pv = emu_vec_new(be, d), k.part = emu_vec_new(be, 1);
 	if (!(k.v == ATT_NAIVE && k.bwd))
 		k.P = emu_vec_new(be, nk), k.PA = emu_vec_new(be, nk);
+	k.EP = k0->EVt ? malloc((nk + 1) * sizeof *k.EP) : NULL;
 	if (!k.sacc || !k.s || !k.e || !k.ea || !k.oacc || !k.t || !k.pv || !k.part || !k.P ||
-	    !k.PA)
+	    !k.PA || (k0->EVt && !k.EP)) {
+		free(k.EP);
 		return -1;
+	}
 	emu_copy(be, emu_row(k.t, 0), emu_row(k0->t, 0), AT_NT);
 	k.n_p_lost = k.p_mass_max = k.mass_max = 0;
 	for (size_t i = i0; i < i1; i++)
-		if (forward_row(&k, i) != 0)
+		if (forward_row(&k, i) != 0) {
+			free(k.EP);
 			return -1;
+		}
+	free(k.EP);
 #pragma omp critical(attention_fwd)
 	{
 		k0->n_p_lost += k.n_p_lost; /* a count: exact in any order */
@@ -844,6 +881,8 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	if (operands(&k, pol, &ki, in->seed) != 0)
 		goto oom;
 	k_attn_consts(be, v, k.C, k.scale, k.ps, k.t);
+	if (k.tc && be->kind != EMU_BE_TRUTH && !tc_encode(&k))
+		goto oom;
 	if (emu_rows(be, nq, (uint64_t)nk * d * 4 + 16 * nk, fwd_part, &k) != 0)
 		goto oom;
 	for (size_t i = 0; f8 && i < nq; i++)
@@ -863,6 +902,9 @@ oom:
 	if (rc)
 		snprintf(err, errlen, "attention: out of memory");
 	free(k.row_mass);
+	free(k.EQ);
+	free(k.EK);
+	free(k.EVt);
 	emu_kinputs_free(&ki);
 	return rc;
 }

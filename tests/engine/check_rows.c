@@ -218,6 +218,7 @@ static const struct {
      {{"block_k", 4}},
      1,
      1e20},
+    {"attention", "online:tc:h100", "storage=bf16,accum=fp32", 13, 48, {{"block_k", 4}}, 1, 1e30},
     {"matmul", "seq", "storage=fp16", 14, 40, {{"fma", 0}}, 1, 1e3},
     {"matmul", "seq", "storage=bf16,compute=fp32,round=sr,seed=8", 14, 40, {{"fma", 1}}, 1, 1e30},
     {"matmul", "tc:h100", "storage=bf16,accum=fp32", 14, 64, {{"bt", 1}}, 1, 1e30},

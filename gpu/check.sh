@@ -9,6 +9,8 @@
 #   OUTDIR/gpu-tables.txt      hexp hlog hexp2 hrcp hrsqrt hsqrt, all fp16/bf16 inputs
 #   OUTDIR/tc-rules.csv        the disputed Tensor Core rules (gpu/tc-rules.txt): which
 #                              reading each case's mma.sync returned
+#   OUTDIR/cpu-threads.csv     the CPUs, no GPU: bench tables 5, 5b, 6 and 12 (the
+#                              kernels on every CPU against one thread, same bytes)
 #   OUTDIR/check.log           everything the build and the steps printed
 # so a run cut short still leaves a complete report of what finished. It
 # never stops at a failed step: the report says which failed and why, and
@@ -152,7 +154,20 @@ TCARG=""
 if [ -d "$TCV/H200" ]; then
 	TCARG="--tc-vectors $TCV"
 fi
-for spec in rules:30 tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 attn:60 arith:60 conv:300; do
+# threads: the kernels on every CPU against one (bench table 12), no GPU
+threads_step() { # limit
+	t=$(date +%s)
+	rc=0
+	limit "$1" sh -c "make -j$JOBS DEPS_INSTALL=no bench/nanmap-bench >>'$LOG' 2>&1 &&
+		bench/nanmap-bench --kernels-only --quick >'$OUT/cpu-threads.csv' 2>>'$LOG'" || rc=$?
+	dt=$(($(date +%s) - t))
+	case $rc in
+	0) status threads ok "$dt" "bench tables 5, 5b, 6, 12 on $(nproc) CPUs: cpu-threads.csv" ;;
+	124 | 137) status threads TIMEOUT "$dt" "stopped after $1 s" ;;
+	*) status threads FAILED "$dt" "exit $rc (see check.log)" ;;
+	esac
+}
+for spec in rules:30 tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 attn:60 arith:60 threads:60 conv:300; do
 	step=${spec%%:*}
 	max=${spec#*:}
 	left=$((BUDGET - $(elapsed) - 10))
@@ -166,6 +181,11 @@ for spec in rules:30 tables:40 tc:40 gemm:60 lt:60 gemmex:30 kern:60 quant:30 at
 	# the kern and attn steps replay the tables the tables step measured
 	if { [ "$step" = kern ] || [ "$step" = attn ]; } && [ -f "$PARTS/step-tables/gpu-tables.txt" ]; then
 		extra="--gpu-tables $PARTS/step-tables/gpu-tables.txt"
+	fi
+	if [ "$step" = threads ]; then
+		log "== threads (limit $max s)"
+		threads_step "$max"
+		continue
 	fi
 	if [ "$step" = tc ] && [ -z "$TCARG" ]; then
 		status tc SKIPPED 0 "no Tensor Core vectors at $TCV (pass TC_VECTORS or set NANMAP_TC_VECTORS)"

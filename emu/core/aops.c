@@ -904,6 +904,71 @@ fold_loop_w(const emu_op op, const bool sr, const struct fconsts *c, const emu_f
 	}
 }
 
+/* f is IEEE binary32 (what the CPU's float is) */
+static bool is_binary32(const emu_format *f)
+{
+	return f->p == 24 && f->emin == -126 && f->emax == 127 && f->has_sign && f->has_inf &&
+	       f->has_subnormals && f->has_zero && f->nan == EMU_NAN_IEEE;
+}
+
+/*
+ * An add or sub fold in binary32, RNE, no sat, ftz or daz: each step is the
+ * CPU's float addition, which is that rounding, so the chain waits only for
+ * it; whether the step was exact comes from Knuth's TwoSum in float, off
+ * the chain. Tininess needs no test: an inexact float sum is at least
+ * 2^-126 (a sum below it is a multiple of 2^-149, exact). A step whose
+ * operand is not a float value, or whose result is not finite (NaN, an
+ * infinity, an overflow), is emu_a_element's, as in fold_loop.
+ */
+static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
+                            size_t n, const emu_env *env, uint8_t *flags)
+{
+	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+	emu_env e = *env;
+	double s = *acc;
+	/* the chain's state stays a float (no conversion on it) while s is one */
+	float fs = (float)s;
+	bool in_float = (double)fs == s;
+	uint64_t nix = 0;
+	for (size_t j = 0; j < n; j++) {
+		double x = op == EMU_OP_SUB ? -a[j * sa] : a[j * sa];
+		float fx = (float)x;
+		if (in_float && (double)fx == x) {
+			float t = fs + fx;
+			if (isfinite(t)) {
+				float bb = t - fs;
+				float err = (fs - (t - bb)) + (fx - bb);
+				uint64_t ix = err != 0;
+				nix += ix;
+				if (flags)
+					flags[j] = (uint8_t)(ix << 4);
+				fs = t;
+				continue;
+			}
+		}
+		unsigned v = 0;
+		e.index = env->index + j;
+		if (in_float)
+			s = (double)fs;
+		s = emu_a_element(op, f, s, a[j * sa], 0, &e, &v);
+		fs = (float)s;
+		in_float = (double)fs == s;
+		if (flags)
+			flags[j] = (uint8_t)v;
+		tally(r.count, v);
+		if (bad_flags(v) && r.first_bad == UINT64_MAX) {
+			r.first_bad = j;
+			r.first_flags = v;
+		}
+	}
+	*acc = in_float ? (double)fs : s;
+	r.count[4] += nix;
+	for (int j = 0; j < 5; j++)
+		if (r.count[j])
+			r.any |= 1u << j;
+	return r;
+}
+
 #define FOLD_CASE(OP)                                                                              \
 	case OP:                                                                                   \
 		return sr ? fold_loop(OP, true, true, &k, f, acc, a, sa, b, sb, n, env, flags)     \
@@ -913,6 +978,9 @@ emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double
                        const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
 {
 	struct fconsts k;
+	if ((op == EMU_OP_ADD || op == EMU_OP_SUB) && env->mode == EMU_RNE && !env->sat &&
+	    !env->ftz && !env->daz && is_binary32(f))
+		return fold_f32(op, f, acc, a, sa, n, env, flags);
 	/* min and max never round: the fast path's conditions hold for them in
 	 * every mode (sr needs no p limit) */
 	emu_env rne = *env;

@@ -672,7 +672,7 @@ END_TEST
  * non-finite accumulator); every mode x {ieee, sat} x {keep, ftz, daz} for
  * every <= 8-bit format and fp16, bf16, tf32; strides 1, 2 and 0, n = 0 and 1. */
 static const char *const foldfmts[] = {"e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e3m2", "e2m3",
-                                       "e2m1", "e8m0", "fp16",     "bf16",     "tf32"};
+                                       "e2m1", "e8m0", "fp16",     "bf16",     "tf32", "fp32"};
 
 static void fill_fold(const emu_format *f, uint64_t stream, int kind, size_t n, double *x)
 {

@@ -795,6 +795,33 @@ fold_step(const emu_op op, const bool sr, const struct fconsts *c, double s, dou
 	                        : fast_elem_x(c->S, op, sr, true, c, s, x, 0.0, u, v, ix, uf, ov);
 }
 
+/* A fold's step j that raised v (the generic path's): its flags, the
+ * counts, the first failing step */
+static inline __attribute__((always_inline)) void fold_note(emu_a_flags *r, uint8_t *flags,
+                                                            size_t j, unsigned v)
+{
+	if (flags)
+		flags[j] = (uint8_t)v;
+	tally(r->count, v);
+	if (bad_flags(v) && r->first_bad == UINT64_MAX) {
+		r->first_bad = j;
+		r->first_flags = v;
+	}
+}
+
+/* A fold's end: the fast steps' inexact, underflow and overflow counts
+ * added, and the flags any step raised */
+static inline __attribute__((always_inline)) void fold_done(emu_a_flags *r, uint64_t nix,
+                                                            uint64_t nuf, uint64_t nov)
+{
+	r->count[4] += nix;
+	r->count[3] += nuf;
+	r->count[2] += nov;
+	for (int k = 0; k < 5; k++)
+		if (r->count[k])
+			r->any |= 1u << k;
+}
+
 /* The fold's loop for one op and mode (constant after inlining): a chain of
  * scalar steps, each the fast path's element or, where that cannot decide,
  * emu_a_element; fast says whether the fast path applies at all. The fast
@@ -829,21 +856,10 @@ fold_loop(const emu_op op, const bool sr, const bool fast, const struct fconsts 
 		e.index = env->index + j;
 		s = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s, &e, &v)
 		                     : emu_a_element(op, f, s, x, 0, &e, &v);
-		if (flags)
-			flags[j] = (uint8_t)v;
-		tally(r.count, v);
-		if (bad_flags(v) && r.first_bad == UINT64_MAX) {
-			r.first_bad = j;
-			r.first_flags = v;
-		}
+		fold_note(&r, flags, j, v);
 	}
 	*acc = s;
-	r.count[4] += nix;
-	r.count[3] += nuf;
-	r.count[2] += nov;
-	for (int j = 0; j < 5; j++)
-		if (r.count[j])
-			r.any |= 1u << j;
+	fold_done(&r, nix, nuf, nov);
 	return r;
 }
 
@@ -886,21 +902,12 @@ fold_loop_w(const emu_op op, const bool sr, const struct fconsts *c, const emu_f
 			e.index = index;
 			s[w] = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s[w], &e, &v)
 			                        : emu_a_element(op, f, s[w], x, 0, &e, &v);
-			tally(r[w].count, v);
-			if (bad_flags(v) && r[w].first_bad == UINT64_MAX) {
-				r[w].first_bad = j;
-				r[w].first_flags = v;
-			}
+			fold_note(&r[w], NULL, j, v);
 		}
 	}
 	for (int w = 0; w < FOLD_W; w++) {
 		acc[w * sacc] = s[w];
-		r[w].count[4] += nix[w];
-		r[w].count[3] += nuf[w];
-		r[w].count[2] += nov[w];
-		for (int k = 0; k < 5; k++)
-			if (r[w].count[k])
-				r[w].any |= 1u << k;
+		fold_done(&r[w], nix[w], nuf[w], nov[w]);
 	}
 }
 
@@ -953,19 +960,10 @@ static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc, const d
 		s = emu_a_element(op, f, s, a[j * sa], 0, &e, &v);
 		fs = (float)s;
 		in_float = (double)fs == s;
-		if (flags)
-			flags[j] = (uint8_t)v;
-		tally(r.count, v);
-		if (bad_flags(v) && r.first_bad == UINT64_MAX) {
-			r.first_bad = j;
-			r.first_flags = v;
-		}
+		fold_note(&r, flags, j, v);
 	}
 	*acc = in_float ? (double)fs : s;
-	r.count[4] += nix;
-	for (int j = 0; j < 5; j++)
-		if (r.count[j])
-			r.any |= 1u << j;
+	fold_done(&r, nix, 0, 0);
 	return r;
 }
 

@@ -52,11 +52,24 @@ emu_tc_model emu_tc_default(void)
 	                      .group = 1,
 	                      .c_emin = false,
 	                      .zero_pos = false,
-	                      .nan_ones = false};
+	                      .nan_ones = false,
+	                      .zero_align = false,
+	                      .acc = EMU_TC_ACC_BLOCK,
+	                      .ftz = false};
 }
 
 /* The formats the presets know, told apart by their defining fields. */
-enum tc_kind { TK_OTHER = 0, TK_FP32, TK_TF32, TK_FP16, TK_BF16, TK_E4M3, TK_E5M2 };
+enum tc_kind {
+	TK_OTHER = 0,
+	TK_FP32,
+	TK_TF32,
+	TK_FP16,
+	TK_BF16,
+	TK_E4M3,
+	TK_E5M2,
+	TK_FNUZ8, /* e4m3fnuz, e5m2fnuz: AMD CDNA3's fp8 and bf8 */
+	TK_F6F4,  /* e3m2, e2m3, e2m1: the f6 and f4 of kind::f8f6f4 */
+};
 
 static enum tc_kind tc_kind_of(const emu_format *f)
 {
@@ -66,6 +79,8 @@ static enum tc_kind tc_kind_of(const emu_format *f)
 	} kinds[] = {
 	    {24, 8, 127, TK_FP32}, {11, 8, 127, TK_TF32}, {11, 5, 15, TK_FP16},
 	    {8, 8, 127, TK_BF16},  {4, 4, 7, TK_E4M3},    {3, 5, 15, TK_E5M2},
+	    {4, 4, 8, TK_FNUZ8},   {3, 5, 16, TK_FNUZ8},  {3, 3, 3, TK_F6F4},
+	    {4, 2, 1, TK_F6F4},    {2, 2, 1, TK_F6F4},
 	};
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		if (f->p == kinds[i].p && f->ebits == kinds[i].ebits && f->bias == kinds[i].bias)
@@ -91,7 +106,20 @@ static enum tc_kind tc_kind_of(const emu_format *f)
  * (docs/tensor-cores.md). "h100-mma" is sm_90's mma.sync where it differs
  * from "h100": FP8 -> fp32, which ptxas emulates as FP8 -> fp16 does, with
  * fp32-accumulating HMMAs (the H200 mma.sync agrees on every FP8 vector,
- * docs/gpu-results.md); every other pair falls back to "h100". */
+ * docs/gpu-results.md); every other pair falls back to "h100", as every pair
+ * but FP8 -> fp16 does for "h100-wgmma" (wgmma's native FP8 -> fp16: the
+ * 13-bit window of its FP8 -> fp32, rounded RNE to fp16; MMA-Sim's wgmma).
+ * "turing" (sm_75 m16n8k8, 24 bits) and "rtx5090" (sm_120 mma, 25 bits, one
+ * fused sum per instruction, FP8/FP6/FP4 included) are MMA-Sim's
+ * (nv_ptx.py); so are b200-tcgen05's fp16 outputs (kind::f16 and
+ * kind::f8f6f4 -> f16), with B200TC.m's fp16 floor. AMD's rows are
+ * MMA-Sim's CDNA models (simulator/amd.py): CDNA1 (mi100) and CDNA2
+ * (mi250x) sum 4 fp16 (2 bf16 on CDNA1, 4 with CDNA2's bf16_1k) products
+ * pairwise in fp32 and add the sum to the accumulator, CDNA2 flushing
+ * subnormals (as AMD documents for the MI200's f16/bf16 MFMAs); CDNA3
+ * (mi300x) fuses 8 fp16/bf16, 4 xf32 or 16 fp8 products (even and odd
+ * apart) and floors the sum and C into one RNE rounding; fp32 MFMAs are
+ * fused multiply-adds in turn. */
 struct tc_preset {
 	const char *gpu;
 	enum tc_kind in, out;
@@ -101,51 +129,99 @@ struct tc_preset {
 	int floor, prec;
 	int split, group; /* 1, 1: one block per instruction */
 	bool late;        /* C after the block, added with an RNE rounding */
+	emu_tc_acc acc;   /* block unless said */
+	bool ftz;
 };
 
 #define NF EMU_TC_NO_FLOOR
+#define PW EMU_TC_ACC_PAIRWISE
+#define BL EMU_TC_ACC_BLOCK
+#define FM EMU_TC_ACC_FMA
+#define RD EMU_TC_ACC_RD
 static const struct tc_preset presets[] = {
-    {"v100", TK_FP16, TK_FP32, 4, 0, EMU_RTZ, false, NF, 0, 1, 1, false},
-    {"v100", TK_FP16, TK_FP16, 4, 0, EMU_RNE, true, NF, 0, 1, 1, false},
-    {"a100", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
-    {"a100", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
-    {"a100", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false},
-    {"a100", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
-    {"h100", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
-    {"h100", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
-    {"h100", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -133, 0, 1, 1, false},
-    {"h100", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
-    {"h100", TK_E4M3, TK_FP32, 32, -10, EMU_RTZ, false, -133, 14, 1, 1, false},
-    {"h100", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -133, 0, 2, 2, true},
-    {"h100-mma", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 2, 2, true},
-    {"ada", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
-    {"ada", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
-    {"ada", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false},
-    {"ada", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false},
-    {"ada", TK_E4M3, TK_FP32, 16, -10, EMU_RTZ, false, NF, 14, 1, 1, false},
-    {"ada", TK_E4M3, TK_FP16, 16, -10, EMU_RNE, true, NF, 0, 1, 1, false},
-    {"b200", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
-    {"b200", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
-    {"b200", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, 1, 1, false},
-    {"b200", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
-    {"b200", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, true},
-    {"b200-tcgen05", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
-    {"b200-tcgen05", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
-    {"b200-tcgen05", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
-    {"b200-tcgen05", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, false},
+    {"v100", TK_FP16, TK_FP32, 4, 0, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"v100", TK_FP16, TK_FP16, 4, 0, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
+    {"turing", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"turing", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
+    {"a100", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"a100", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"a100", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
+    {"a100", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"h100", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"h100", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"h100", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -133, 0, 1, 1, false, BL, false},
+    {"h100", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"h100", TK_E4M3, TK_FP32, 32, -10, EMU_RTZ, false, -133, 14, 1, 1, false, BL, false},
+    {"h100", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -133, 0, 2, 2, true, BL, false},
+    {"h100-mma", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 2, 2, true, BL, false},
+    {"h100-wgmma", TK_E4M3, TK_FP16, 32, -10, EMU_RNE, true, -133, 0, 1, 1, false, BL, false},
+    {"ada", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"ada", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"ada", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
+    {"ada", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"ada", TK_E4M3, TK_FP32, 16, -10, EMU_RTZ, false, NF, 14, 1, 1, false, BL, false},
+    {"ada", TK_E4M3, TK_FP16, 16, -10, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
+    {"b200", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"b200", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"b200", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false},
+    {"b200", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"b200", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, true, BL, false},
+    {"b200-tcgen05", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"b200-tcgen05", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"b200-tcgen05", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false},
+    {"b200-tcgen05", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"b200-tcgen05", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"b200-tcgen05", TK_F6F4, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
+    {"b200-tcgen05", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false},
+    {"b200-tcgen05", TK_F6F4, TK_FP16, 32, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false},
+    {"rtx5090", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"rtx5090", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"rtx5090", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
+    {"rtx5090", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"rtx5090", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"rtx5090", TK_F6F4, TK_FP32, 32, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
+    {"rtx5090", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
+    {"rtx5090", TK_F6F4, TK_FP16, 32, 2, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
+    {"mi100", TK_FP32, TK_FP32, 1, 0, EMU_RNE, false, NF, 0, 1, 1, false, FM, false},
+    {"mi100", TK_FP16, TK_FP32, 4, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, false},
+    {"mi100", TK_BF16, TK_FP32, 2, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, false},
+    {"mi250x", TK_FP32, TK_FP32, 1, 0, EMU_RNE, false, NF, 0, 1, 1, false, FM, false},
+    {"mi250x", TK_FP16, TK_FP32, 4, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, true},
+    {"mi250x", TK_BF16, TK_FP32, 4, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, true},
+    {"mi300x", TK_FP32, TK_FP32, 1, 0, EMU_RNE, false, NF, 0, 1, 1, false, FM, false},
+    {"mi300x", TK_TF32, TK_FP32, 4, 1, EMU_RNE, false, NF, 0, 1, 1, false, RD, false},
+    {"mi300x", TK_FP16, TK_FP32, 8, 1, EMU_RNE, false, NF, 0, 1, 1, false, RD, false},
+    {"mi300x", TK_BF16, TK_FP32, 8, 1, EMU_RNE, false, NF, 0, 1, 1, false, RD, false},
+    {"mi300x", TK_FNUZ8, TK_FP32, 16, 1, EMU_RNE, false, NF, 0, 2, 1, false, RD, false},
 };
+#undef PW
+#undef BL
+#undef FM
+#undef RD
 #undef NF
 
 /* GPUs that share another's model. */
 static const char *tc_alias(const char *gpu)
 {
-	if (!strcmp(gpu, "h200"))
-		return "h100";
-	if (!strcmp(gpu, "h200-mma"))
-		return "h100-mma";
-	if (!strcmp(gpu, "l40s"))
-		return "ada";
+	static const char *const alias[][2] = {
+	    {"h200", "h100"},         {"h200-mma", "h100-mma"},
+	    {"h200-wgmma", "h100-wgmma"}, {"l40s", "ada"},
+	    {"t4", "turing"},         {"rtx-blackwell", "rtx5090"},
+	    {"mi200", "mi250x"},      {"mi210", "mi250x"},
+	    {"mi250", "mi250x"},      {"mi300", "mi300x"},
+	    {"mi300a", "mi300x"},     {"mi325x", "mi300x"},
+	};
+	for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+		if (!strcmp(gpu, alias[i][0]))
+			return alias[i][1];
 	return gpu;
+}
+
+/* The GPU whose rows a GPU takes where it has none of its own: sm_90's
+ * mma.sync and wgmma differ from "h100" only in their FP8 rows. */
+static const char *tc_fallback(const char *gpu)
+{
+	return !strcmp(gpu, "h100-mma") || !strcmp(gpu, "h100-wgmma") ? "h100" : NULL;
 }
 
 static bool tc_known_gpu(const char *gpu)
@@ -168,12 +244,11 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
 	/* sm_90: a zero operand takes no part in the alignment (no change), a
 	 * subnormal fp16 C aligns at 2^-14, zero results are +0, NaN is all ones:
 	 * the H200's mma.sync on gpu/tc-rules.txt (docs/gpu-results.md) */
-	bool sm90 = !strcmp(g, "h100") || !strcmp(g, "h100-mma");
+	bool sm90 = !strcmp(g, "h100") || tc_fallback(g);
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
 			const struct tc_preset *p = &presets[i];
-			/* "h100-mma" takes "h100"'s rows where it has none of its own */
-			const char *want = pass == 0 ? g : !strcmp(g, "h100-mma") ? "h100" : NULL;
+			const char *want = pass == 0 ? g : tc_fallback(g);
 			if (!want || strcmp(p->gpu, want) != 0 || p->in != ki || p->out != ko ||
 			    ki == TK_OTHER)
 				continue;
@@ -189,6 +264,8 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
 			m->split = p->split;
 			m->group = p->group;
 			m->c_emin = m->zero_pos = m->nan_ones = sm90;
+			m->acc = p->acc;
+			m->ftz = p->ftz;
 			return EMU_OK;
 		}
 	return EMU_ERR_UNKNOWN_FORMAT;
@@ -230,6 +307,9 @@ static bool tc_bool(const char *s, bool *out)
 		*out = v;
 	return v >= 0;
 }
+
+/* acc's names, in emu_tc_acc's order. */
+static const char *const tc_accs[] = {"block", "fma", "pairwise", "rd"};
 
 /* One key=value item; returns false with err written. */
 static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err, size_t len)
@@ -287,6 +367,19 @@ static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err
 		if (strcmp(val, "canon") != 0 && strcmp(val, "ones") != 0)
 			goto bad;
 		m->nan_ones = !strcmp(val, "ones");
+	} else if (!strcmp(key, "zalign")) {
+		if (!tc_bool(val, &m->zero_align))
+			goto bad;
+	} else if (!strcmp(key, "ftz")) {
+		if (!tc_bool(val, &m->ftz))
+			goto bad;
+	} else if (!strcmp(key, "acc")) {
+		size_t i = 0;
+		while (i < sizeof tc_accs / sizeof tc_accs[0] && strcmp(val, tc_accs[i]) != 0)
+			i++;
+		if (i == sizeof tc_accs / sizeof tc_accs[0])
+			goto bad;
+		m->acc = (emu_tc_acc)i;
 	} else if (!strcmp(key, "split") || !strcmp(key, "group")) {
 		if (!tc_int(val, 1, EMU_TC_K_MAX, &v))
 			goto bad;
@@ -294,7 +387,7 @@ static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err
 	} else {
 		tc_err(err, len,
 		       "unknown key '%s' (keys: k neab final cpre floor prec promote sat clate "
-		       "cround split group csub zsign nan)",
+		       "cround split group csub zsign nan zalign acc ftz)",
 		       key);
 		return false;
 	}
@@ -343,8 +436,9 @@ emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format
 			if (st == EMU_ERR_BAD_SPEC) {
 				tc_err(
 				    err, errlen,
-				    "unknown GPU '%s' (v100 a100 h100 h200 h100-mma h200-mma ada "
-				    "l40s b200 b200-tcgen05)",
+				    "unknown GPU '%s' (v100 turing a100 h100 h200 h100-mma h200-mma "
+				    "h100-wgmma h200-wgmma ada l40s b200 b200-tcgen05 rtx5090 mi100 "
+				    "mi250x mi300x)",
 				    item);
 				return st;
 			}
@@ -381,6 +475,15 @@ const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len)
 	         m->promote_every, m->sat, m->c_late, emu_mode_name(m->c_round), m->split, m->group,
 	         m->c_emin ? "emin" : "true", m->zero_pos ? "pos" : "ieee",
 	         m->nan_ones ? "ones" : "canon");
+	/* the later keys only where they differ from the default, so every
+	 * spec written before them reads the same */
+	size_t n = strlen(buf);
+	if (m->zero_align && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ",zalign=1");
+	if (m->acc != EMU_TC_ACC_BLOCK && (unsigned)m->acc <= EMU_TC_ACC_RD && n < len)
+		n += (size_t)snprintf(buf + n, len - n, ",acc=%s", tc_accs[m->acc]);
+	if (m->ftz && n < len)
+		snprintf(buf + n, len - n, ",ftz=1");
 	return buf;
 }
 
@@ -412,6 +515,22 @@ emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_f
 		why = "the output format must have a sign, infinities, NaNs and subnormals";
 	else if (out->emin < FP32_EMIN || out->emax > 127)
 		why = "the output format must lie within binary32's range";
+	else if ((unsigned)m->acc > EMU_TC_ACC_RD)
+		why = "acc must be block, fma, pairwise or rd";
+	else if (m->acc != EMU_TC_ACC_BLOCK &&
+	         (m->c_late || m->block_prec || m->exp_floor != EMU_TC_NO_FLOOR))
+		why = "acc other than block takes no late C, block precision or floor";
+	else if (m->acc != EMU_TC_ACC_BLOCK && m->split != 1 &&
+	         !(m->acc == EMU_TC_ACC_RD && m->split == 2 && m->group == 1))
+		why = "split must be 1 (acc=rd: 1, or 2 with group 1)";
+	else if (m->ftz && m->acc != EMU_TC_ACC_FMA && m->acc != EMU_TC_ACC_PAIRWISE)
+		why = "ftz is for acc=fma and acc=pairwise";
+	else if ((m->acc == EMU_TC_ACC_FMA || m->acc == EMU_TC_ACC_PAIRWISE) &&
+	         (out->p != 24 || out->emin != FP32_EMIN || out->emax != 127))
+		why = "acc=fma and acc=pairwise accumulate in an fp32 output";
+	else if ((m->acc == EMU_TC_ACC_FMA || m->acc == EMU_TC_ACC_PAIRWISE) &&
+	         (in->p > out->p || in->emax > out->emax || in->emin - in->p < out->emin - out->p))
+		why = "acc=fma and acc=pairwise need every input value exact in the output format";
 	if (!why)
 		return EMU_OK;
 	tc_err(err, errlen, "%s", why);
@@ -534,7 +653,29 @@ typedef struct {
 	bool any_term;           /* a nonzero finite term exists */
 	bool zero_pos, zero_neg; /* signs of the zero terms */
 	int R;
+	bool any_zexp; /* zalign=1: the zero terms' largest exponent, Rz */
+	int Rz;
 } tc_scan;
+
+/* e(x) = max(floor(log2|x|), emin) of an operand of f; zalign=1 gives a zero
+ * operand −126 (MMA-Sim's exponent of a zero significand). */
+static int tc_exp(const emu_format *f, double x)
+{
+	if (x == 0)
+		return FP32_EMIN;
+	uint64_t P;
+	int e, lsb;
+	tc_split(x, f->emin, f->p, &P, &e, &lsb);
+	return e;
+}
+
+/* zalign=1: a zero term of exponent E takes part in choosing R. */
+static void tc_scan_zexp(tc_scan *s, int E)
+{
+	if (!s->any_zexp || E > s->Rz)
+		s->Rz = E;
+	s->any_zexp = true;
+}
 
 static void tc_scan_term(tc_scan *s, bool neg, bool zero, int E)
 {
@@ -577,6 +718,8 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 		*(signbit(c) ? &s.ninf : &s.pinf) = true;
 	} else if (c == 0) {
 		tc_scan_term(&s, signbit(c), true, 0);
+		if (m->zero_align)
+			tc_scan_zexp(&s, FP32_EMIN);
 	} else {
 		/* csub=emin: C aligns at no less than the output's emin (its value
 		 * enters pass 2 exactly either way) */
@@ -600,6 +743,8 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 				*(neg ? &s.ninf : &s.pinf) = true;
 		} else if (x == 0 || y == 0) {
 			tc_scan_term(&s, neg, true, 0);
+			if (m->zero_align)
+				tc_scan_zexp(&s, tc_exp(fa, x) + tc_exp(fb, y));
 		} else {
 			uint64_t Pa, Pb;
 			int ea, eb, la, lb;
@@ -621,7 +766,8 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 		return (s.zero_neg && (!s.zero_pos || m->final_mode == EMU_DOWN)) ? -0.0 : 0.0;
 
 	/* pass 2: chop every term to the window and sum exactly */
-	int R = s.R < m->exp_floor ? m->exp_floor : s.R;
+	int R = s.any_zexp && s.Rz > s.R ? s.Rz : s.R;
+	R = R < m->exp_floor ? m->exp_floor : R;
 	int L = R - TC_FRAC - m->neab;
 	__int128 S = 0;
 	bool chopped = false;
@@ -705,6 +851,214 @@ static double tc_late_add(const tc_ctx *t, double r, double c, unsigned *flags)
 	return s;
 }
 
+/* ---- AMD's accumulations: acc=fma, pairwise, rd ---- */
+
+/* ftz=1 on an IEEE step's result: a subnormal becomes a zero of its sign. */
+static emu_bits tc_ftz_out(const tc_ctx *t, emu_bits r, unsigned *flags)
+{
+	const emu_format *o = t->out;
+	if (!t->m->ftz || (r & o->exp_mask) != 0 || (r & o->man_mask) == 0)
+		return r;
+	*flags |= EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT;
+	return r & o->sign_mask;
+}
+
+/* An operand of f as an encoding of out (exact, emu_tc_check); ftz=1 reads
+ * a subnormal as +0. */
+static emu_bits tc_to_out(const tc_ctx *t, const emu_format *f, emu_bits x, unsigned *flags)
+{
+	if (t->m->ftz && emu_classify(f, x) == EMU_CLASS_SUBNORMAL)
+		return 0;
+	emu_result r = emu_convert(t->out, f, x, &t->env);
+	*flags |= r.flags;
+	return r.bits;
+}
+
+/* acc=pairwise: products a[i]·b[i] (each an IEEE fma into +0) summed as a
+ * tree, the first half's sum plus the second's (MMA-Sim's pairwise_dot). */
+static emu_bits tc_pairwise(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+                            unsigned *flags)
+{
+	emu_result r;
+	if (n == 1) {
+		r = emu_fma(t->out, tc_to_out(t, t->ina, a[0], flags),
+		            tc_to_out(t, t->inb, b[0], flags), 0, &t->env);
+	} else {
+		emu_bits lo = tc_pairwise(t, a, b, n / 2, flags);
+		emu_bits hi = tc_pairwise(t, a + n / 2, b + n / 2, n - n / 2, flags);
+		r = emu_add(t->out, lo, hi, &t->env);
+	}
+	*flags |= r.flags;
+	return tc_ftz_out(t, r.bits, flags);
+}
+
+/* floor(S / 2^s), s >= 0; *lost when bits go. */
+static __int128 tc_floor_shr(__int128 S, int s, bool *lost)
+{
+	if (s <= 0 || S == 0)
+		return S;
+	unsigned __int128 U = S < 0 ? -(unsigned __int128)S : (unsigned __int128)S;
+	unsigned __int128 q = s >= 128 ? 0 : U >> s;
+	bool rem = s >= 128 || (U & (((unsigned __int128)1 << s) - 1)) != 0;
+	*lost |= rem;
+	if (S < 0)
+		return -(__int128)(q + rem);
+	return (__int128)q;
+}
+
+/* acc=rd, one block (MMA-Sim's amd_fused_dot_rd_add): the products fused
+ * in 23 + neab bits below their largest exponent (split=2: even and odd
+ * positions apart, then floored onto the larger one's grid); that sum
+ * floored to 31 bits and C to 24 bits below the larger of the products' and
+ * C's exponents (split=2: a C more than 25 binades below is dropped); the
+ * two added and rounded once. An exact zero is +0; a finite product of
+ * magnitude 2^128 or more counts as an infinity. */
+static double tc_block_rd(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+                          double c, unsigned *flags)
+{
+	const emu_tc_model *m = t->m;
+	const emu_format *fa = t->ina, *fb = t->inb;
+	size_t halves = (size_t)m->split;
+	int nb = TC_FRAC + m->neab;
+	bool nan = isnan(c), pinf = isinf(c) && !signbit(c), ninf = isinf(c) && signbit(c);
+	bool invalid = false, povf = false, novf = false, any[2] = {false, false};
+	int R[2] = {0, 0};
+	for (size_t i = 0; i < n; i++) {
+		double x = tc_decode(fa, a[i]), y = tc_decode(fb, b[i]);
+		bool neg = (signbit(x) != 0) != (signbit(y) != 0);
+		if (isnan(x) || isnan(y)) {
+			nan = true;
+			continue;
+		}
+		if (isinf(x) || isinf(y)) {
+			if (x == 0 || y == 0)
+				invalid = true;
+			else
+				*(neg ? &ninf : &pinf) = true;
+			continue;
+		}
+		if ((x == 0 || y == 0) && !m->zero_align)
+			continue;
+		if (fabs(x * y) >= 0x1p128) { /* exact: at most 48 significant bits */
+			*(neg ? &novf : &povf) = true;
+			continue;
+		}
+		int E = tc_exp(fa, x) + tc_exp(fb, y), h = (int)(i % halves);
+		if (!any[h] || E > R[h])
+			R[h] = E;
+		any[h] = true;
+	}
+	if (nan || invalid || (pinf && ninf))
+		return emu_nan_result(t->out, invalid || (pinf && ninf), flags);
+	if (pinf || ninf)
+		return ninf ? -INFINITY : INFINITY;
+	if (povf && novf)
+		return emu_nan_result(t->out, true, flags);
+	if (povf || novf) {
+		*flags |= EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT;
+		double v = m->sat ? t->out->max : INFINITY;
+		return novf ? -v : v;
+	}
+
+	bool lost = false;
+	__int128 S[2] = {0, 0};
+	for (size_t i = 0; i < n; i++) {
+		double x = tc_decode(fa, a[i]), y = tc_decode(fb, b[i]);
+		if (x == 0 || y == 0)
+			continue;
+		uint64_t Pa, Pb;
+		int ea, eb, la, lb;
+		size_t h = i % halves;
+		tc_split(x, fa->emin, fa->p, &Pa, &ea, &la);
+		tc_split(y, fb->emin, fb->p, &Pb, &eb, &lb);
+		tc_add_term(&S[h], (signbit(x) != 0) != (signbit(y) != 0), Pa * Pb,
+		            la + lb - (R[h] - nb), &lost);
+	}
+	bool anyp = any[0] || any[1];
+	int Rp = any[0] ? R[0] : R[1];
+	__int128 Sp = any[0] ? S[0] : S[1];
+	if (any[0] && any[1]) { /* split=2: the halves onto the larger one's grid */
+		Rp = R[0] > R[1] ? R[0] : R[1];
+		Sp = tc_floor_shr(S[0], Rp - R[0], &lost) + tc_floor_shr(S[1], Rp - R[1], &lost);
+	}
+
+	/* C: its significand on its own grid (a zero C has exponent −126 under
+	 * zalign=1, and no part otherwise) */
+	bool anyc = false;
+	int ec = FP32_EMIN, Lc = FP32_EMIN - TC_FRAC;
+	__int128 Sc = 0;
+	if (c != 0) {
+		uint64_t P;
+		tc_split(c, FP32_EMIN, 24, &P, &ec, &Lc);
+		Sc = signbit(c) ? -(__int128)P : (__int128)P;
+		anyc = true;
+	} else if (m->zero_align) {
+		anyc = true;
+	}
+	if (!anyp && !anyc)
+		return 0.0;
+	int maxe = !anyp ? ec : !anyc || Rp > ec ? Rp : ec;
+	int Lp = Rp - nb;
+	if (anyp && maxe - 31 > Lp) {
+		Sp = tc_floor_shr(Sp, maxe - 31 - Lp, &lost);
+		Lp = maxe - 31;
+	}
+	if (anyc && halves == 2 && anyp && ec < maxe - 25) {
+		lost |= Sc != 0;
+		anyc = false; /* dropped: no term, no grid */
+	} else if (anyc && maxe - 24 > Lc) {
+		Sc = tc_floor_shr(Sc, maxe - 24 - Lc, &lost);
+		Lc = maxe - 24;
+	}
+	int G = !anyp ? Lc : !anyc || Lp < Lc ? Lp : Lc;
+	__int128 T = 0;
+	if (anyp)
+		T += Sp * ((__int128)1 << (Lp - G));
+	if (anyc)
+		T += Sc * ((__int128)1 << (Lc - G));
+	if (lost)
+		*flags |= EMU_FLAG_INEXACT;
+	if (T == 0)
+		return 0.0;
+	bool neg = T < 0;
+	unsigned __int128 U = neg ? -(unsigned __int128)T : (unsigned __int128)T;
+	unsigned fl = 0;
+	double r = emu_round_core(&t->blk, neg, (uint64_t)U, G, false, &t->env, &fl);
+	if ((fl & EMU_FLAG_OVERFLOW) && !m->sat && isfinite(r))
+		r = neg ? -INFINITY : INFINITY;
+	*flags |= fl;
+	return r;
+}
+
+/* One block of the AMD kinds, from accumulator c (a value of out). */
+static double tc_block_amd(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+                           double c, unsigned *flags)
+{
+	const emu_format *o = t->out;
+	double r;
+	if (t->m->acc == EMU_TC_ACC_RD) {
+		r = tc_block_rd(t, a, b, n, c, flags);
+	} else {
+		emu_bits acc = emu_encode(o, c);
+		if (t->m->ftz && (acc & ~o->sign_mask & o->exp_mask) == 0 && !isnan(c))
+			acc = 0; /* ftz=1: a zero or subnormal C reads as +0 */
+		if (t->m->acc == EMU_TC_ACC_FMA) {
+			for (size_t i = 0; i < n; i++) {
+				emu_result s = emu_fma(o, tc_to_out(t, t->ina, a[i], flags),
+				                       tc_to_out(t, t->inb, b[i], flags), acc, &t->env);
+				*flags |= s.flags;
+				acc = tc_ftz_out(t, s.bits, flags);
+			}
+		} else if (n > 0) {
+			emu_result s = emu_add(o, acc, tc_pairwise(t, a, b, n, flags), &t->env);
+			*flags |= s.flags;
+			acc = tc_ftz_out(t, s.bits, flags);
+		}
+		r = emu_decode(o, acc);
+	}
+	return t->m->zero_pos && r == 0 ? 0.0 : r;
+}
+
 /* The chain of blocks over a[0..K) starting from C = c. Each block runs
  * all its sub-blocks in turn (a short last block too: the instruction runs
  * whole), each sub-block's result the next one's accumulator; with c_late
@@ -717,7 +1071,9 @@ static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 	tc_sub sub = {(size_t)t->m->split, (size_t)t->m->group, 0};
 	do {
 		size_t n = K - i < k ? K - i : k;
-		if (t->m->c_late) {
+		if (t->m->acc != EMU_TC_ACC_BLOCK) {
+			c = tc_block_amd(t, a + i, b + i, n, c, flags);
+		} else if (t->m->c_late) {
 			sub.j = 0;
 			double h = tc_block(t, a + i, b + i, n, &sub, 0.0, false, flags);
 			for (sub.j = 1; sub.j < sub.split; sub.j++)

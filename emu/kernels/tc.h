@@ -32,6 +32,24 @@
 
 #include "emu/core/emu.h"
 
+/* How a block's products meet the accumulator (the spec's acc key). */
+typedef enum {
+	EMU_TC_ACC_BLOCK = 0, /* NVIDIA's block FMA: the terms chopped to one window
+	                         below the largest exponent, summed exactly and
+	                         rounded once (the model above) */
+	EMU_TC_ACC_FMA,       /* one IEEE fused multiply-add per product into the
+	                         accumulator, in out (AMD CDNA's fp32 MFMA) */
+	EMU_TC_ACC_PAIRWISE,  /* each block's products rounded to out, summed as a
+	                         pairwise tree of IEEE additions in out, the block's
+	                         sum then added to the accumulator (CDNA1/2 f16, bf16) */
+	EMU_TC_ACC_RD,        /* the products fused (chopped to 23 + neab bits below
+	                         their largest exponent); that sum and C floored to
+	                         31 and 24 bits below the larger of the two exponents,
+	                         added, rounded once (CDNA3, MMA-Sim's
+	                         amd_fused_dot_rd_add; split=2: even and odd products
+	                         fused apart, its FP8 kinds) */
+} emu_tc_acc;
+
 /* exp_floor value meaning "no floor". */
 #define EMU_TC_NO_FLOOR (-100000)
 
@@ -70,21 +88,33 @@ typedef struct emu_tc_model {
 	                  the signs (H200; MMA-Sim); false: IEEE's sign */
 	bool nan_ones; /* nan=ones: a NaN result is 0x7fff / 0x7fffffff
 	                  (H200; MMA-Sim); false: the output's canonical NaN */
+	bool zero_align; /* zalign=1: a zero operand counts as 2^-126 and a
+	                    zero product (and a zero C) takes part in choosing
+	                    the alignment point (MMA-Sim's reading; the H200
+	                    says no for sm_90); 0: zeros take no part */
+	emu_tc_acc acc;  /* acc=block|fma|pairwise|rd */
+	bool ftz;        /* ftz=1 (fma and pairwise): subnormal inputs and C
+	                    read as +0, every operation's subnormal result
+	                    flushed to a zero of its sign (CDNA2's f16, bf16) */
 } emu_tc_model;
 
 /* What the model does when nothing is said: k=16, neab=2, final=rtz, no C
  * pre-rounding, no floor, the output's precision, no promotion, overflow to
  * inf, C inside the block (c_round rne for when it is not), no split, C at its
- * true exponent, IEEE zero signs, the canonical NaN. */
+ * true exponent, IEEE zero signs, the canonical NaN, zeros out of the
+ * alignment, the block FMA, no flushing. */
 emu_tc_model emu_tc_default(void);
 
 /*
- * The measured model of a GPU ("v100", "a100", "h100", "h200", "ada", "l40s",
- * "b200", and "b200-tcgen05": B200's tcgen05 rule, C inside the fused sum;
- * "h100-mma", "h200-mma": sm_90's mma.sync, whose FP8 kinds ptxas emulates
- * with fp16 HMMAs, where "h100"/"h200" FP8 -> fp32 is wgmma's native path)
- * for inputs in and output out (matched on the descriptor's p, ebits and
- * bias: fp16, bf16, tf32, e4m3, e5m2 in; fp32 or fp16 out).
+ * The measured model of a GPU ("v100", "turing", "a100", "h100", "h200",
+ * "ada", "l40s", "b200", "rtx5090", "b200-tcgen05": B200's tcgen05 rule, C
+ * inside the fused sum; "h100-mma", "h200-mma": sm_90's mma.sync, whose FP8
+ * kinds ptxas emulates with fp16 HMMAs; "h100-wgmma", "h200-wgmma": wgmma,
+ * FP8 -> fp16 native, where "h100"/"h200" FP8 -> fp16 is mma.sync's; AMD's
+ * "mi100", "mi250x", "mi300x") for inputs in and output out (matched on the
+ * descriptor's p, ebits and bias: fp32, fp16, bf16, tf32, e4m3, e5m2,
+ * e4m3fnuz, e5m2fnuz, e3m2, e2m3, e2m1 in; fp32 or fp16 out;
+ * docs/tensor-cores.md has the table).
  * EMU_ERR_UNKNOWN_FORMAT: the GPU does not take that pair; EMU_ERR_BAD_SPEC:
  * no such GPU.
  */
@@ -97,6 +127,7 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
  *   k=N  neab=N  final=rne|rtz|rz|up|down  cpre=0|1  floor=N|none
  *   prec=N|out  promote=N  sat=0|1  clate=0|1  cround=rne|rtz|rz|up|down
  *   split=N  group=N  csub=true|emin  zsign=ieee|pos  nan=canon|ones
+ *   zalign=0|1  acc=block|fma|pairwise|rd  ftz=0|1
  * e.g. "h100", "h100,promote=128", "k=16,neab=2,final=rz,cpre=1".
  * On error writes one line into err and returns non-zero.
  */
@@ -104,14 +135,18 @@ emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format
                         emu_tc_model *m, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* The canonical spec string of m ("k=16,neab=2,final=rtz,..."). */
+/* The canonical spec string of m ("k=16,neab=2,final=rtz,..."); zalign, acc
+ * and ftz are written only when not their defaults. */
 const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len);
 
 /*
  * Whether m, in and out can be run: the limits above, final_mode and
  * c_round not rna/sr, split and group >= 1 with k a multiple of split*group,
  * in with a sign and a zero, out an IEEE-style format (sign, inf, NaN,
- * subnormals) inside binary32's range. On error writes one line into err.
+ * subnormals) inside binary32's range; acc other than block without late C,
+ * block precision or floor, split 1 (rd: 1, or 2 with group 1); fma and
+ * pairwise with every value of in exact in out; ftz only with fma and
+ * pairwise. On error writes one line into err.
  */
 emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_format *out,
                         char *err, size_t errlen) __attribute__((warn_unused_result));

@@ -197,6 +197,12 @@ static long tc_expo(mpfr_srcptr x, long lo)
 	return e < lo ? lo : e;
 }
 
+/* An operand's alignment exponent, a zero's −126 (zalign=1). */
+static long tc_zexpo(const tv *x, long lo)
+{
+	return x->kind == TK_ZERO ? FP32_EMIN : tc_expo(x->v, lo);
+}
+
 /* Add x chopped toward zero to a multiple of 2^L into sum. */
 static void tc_add_chopped(mpfr_ptr sum, mpfr_srcptr x, long L, bool *chopped)
 {
@@ -227,8 +233,8 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
                         size_t j, tv *c, bool with_c, unsigned *flags)
 {
 	bool nan = with_c && c->kind == TK_NAN, pinf = false, ninf = false, invalid = false;
-	bool any = false, zpos = false, zneg = false;
-	long R = 0;
+	bool any = false, zpos = false, zneg = false, anyz = false;
+	long R = 0, Rz = 0;
 	tv x, y;
 	mpfr_t p, sum;
 	tv_init(&x, 32);
@@ -242,7 +248,10 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 		*(c->neg ? &ninf : &pinf) = true;
 	else if (c->kind == TK_ZERO)
 		*(c->neg ? &zneg : &zpos) = true;
-	else if (c->kind == TK_FIN) {
+	if (with_c && c->kind == TK_ZERO && m->zero_align) {
+		Rz = FP32_EMIN; /* zalign=1: a zero counts as 2^-126 */
+		anyz = true;
+	} else if (with_c && c->kind == TK_FIN) {
 		/* csub=emin: C's exponent read at no less than the output's emin */
 		R = tc_expo(c->v, m->c_emin && g->emin > FP32_EMIN ? g->emin : FP32_EMIN);
 		any = true;
@@ -262,6 +271,12 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 				*(neg ? &ninf : &pinf) = true;
 		} else if (x.kind == TK_ZERO || y.kind == TK_ZERO) {
 			*(neg ? &zneg : &zpos) = true;
+			if (m->zero_align) {
+				long E = tc_zexpo(&x, in->emin) + tc_zexpo(&y, inb->emin);
+				if (!anyz || E > Rz)
+					Rz = E;
+				anyz = true;
+			}
 		} else {
 			long E = tc_expo(x.v, in->emin) + tc_expo(y.v, inb->emin);
 			if (!any || E > R)
@@ -286,6 +301,8 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 		c->neg = zneg && (!zpos || m->final_mode == EMU_DOWN);
 		goto done;
 	}
+	if (anyz && Rz > R)
+		R = Rz;
 	if (m->exp_floor != EMU_TC_NO_FLOOR && R < m->exp_floor)
 		R = m->exp_floor;
 	long L = R - 23 - m->neab;
@@ -358,6 +375,219 @@ static void tc_mp_late_add(const emu_tc_model *m, const emu_format *g, const tv 
 	mpfr_clear(s);
 }
 
+/* ---- AMD's accumulations (acc=fma, pairwise, rd) ---- */
+
+/* Whether encoding b of f is subnormal, from the fields. */
+static bool mp_subnormal(const emu_format *f, emu_bits b)
+{
+	return f->has_subnormals && (b & f->exp_mask) == 0 && (b & f->man_mask) != 0;
+}
+
+/* One IEEE step in out through the exact-format MPFR backend; ftz=1 then
+ * flushes a subnormal result to a zero of its sign. */
+static emu_bits mp_step(const emu_tc_model *m, const emu_format *out, emu_op op,
+                        const emu_format *src, const emu_bits *args, unsigned *flags)
+{
+	emu_env env = EMU_ENV_DEFAULT;
+	env.mode = m->final_mode;
+	env.sat = m->sat;
+	emu_result r = emu_mp_apply(op, out, src, args, &env);
+	*flags |= r.flags;
+	if (m->ftz && mp_subnormal(out, r.bits)) {
+		*flags |= EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT;
+		r.bits &= out->sign_mask;
+	}
+	return r.bits;
+}
+
+/* An operand in out; ftz=1 reads a subnormal as +0. */
+static emu_bits mp_operand(const emu_tc_model *m, const emu_format *out, const emu_format *f,
+                           emu_bits x, unsigned *flags)
+{
+	if (m->ftz && mp_subnormal(f, x))
+		return 0;
+	emu_tc_model exact = *m;
+	exact.ftz = false; /* the conversion is exact */
+	return mp_step(&exact, out, EMU_OP_CVT, f, &x, flags);
+}
+
+/* acc=pairwise: the first half's sum plus the second's, a product being an
+ * fma into +0. */
+static emu_bits mp_pairwise(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
+                            const emu_format *out, const emu_bits *a, const emu_bits *b, size_t n,
+                            unsigned *flags)
+{
+	emu_bits args[3] = {0, 0, 0};
+	if (n == 1) {
+		args[0] = mp_operand(m, out, in, a[0], flags);
+		args[1] = mp_operand(m, out, inb, b[0], flags);
+		return mp_step(m, out, EMU_OP_FMA, NULL, args, flags);
+	}
+	size_t h = n / 2;
+	args[0] = mp_pairwise(m, in, inb, out, a, b, h, flags);
+	args[1] = mp_pairwise(m, in, inb, out, a + h, b + h, n - h, flags);
+	return mp_step(m, out, EMU_OP_ADD, NULL, args, flags);
+}
+
+/* x floored to a multiple of 2^L, in place. */
+static void mp_floor_to(mpfr_ptr x, long L, bool *lost)
+{
+	mpfr_mul_2si(x, x, -L, MPFR_RNDN);
+	if (mpfr_floor(x, x) != 0)
+		*lost = true;
+	mpfr_mul_2si(x, x, L, MPFR_RNDN);
+}
+
+/* acc=rd, one block (tc.h; docs/tensor-cores.md), c in and out. */
+static void tc_mp_block_rd(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
+                           const emu_format *g, const emu_bits *a, const emu_bits *b, size_t n,
+                           tv *c, unsigned *flags)
+{
+	size_t halves = (size_t)m->split;
+	long nb = 23 + m->neab;
+	bool nan = c->kind == TK_NAN, pinf = c->kind == TK_INF && !c->neg;
+	bool ninf = c->kind == TK_INF && c->neg, invalid = false, povf = false, novf = false;
+	bool any[2] = {false, false}, lost = false;
+	long R[2] = {0, 0};
+	tv x, y;
+	mpfr_t p, S[2], T;
+	tv_init(&x, 32);
+	tv_init(&y, 32);
+	mpfr_init2(p, TERM_PREC);
+	mpfr_inits2(SUM_PREC, S[0], S[1], T, (mpfr_ptr)0);
+	mpfr_set_zero(S[0], 1);
+	mpfr_set_zero(S[1], 1);
+	for (size_t i = 0; i < n; i++) {
+		tv_decode(&x, in, a[i]);
+		tv_decode(&y, inb, b[i]);
+		bool neg = x.neg != y.neg;
+		if (x.kind == TK_NAN || y.kind == TK_NAN) {
+			nan = true;
+		} else if (x.kind == TK_INF || y.kind == TK_INF) {
+			if (x.kind == TK_ZERO || y.kind == TK_ZERO)
+				invalid = true;
+			else
+				*(neg ? &ninf : &pinf) = true;
+		} else if (x.kind == TK_FIN && y.kind == TK_FIN) {
+			mpfr_mul(p, x.v, y.v, MPFR_RNDN); /* exact */
+			if (mpfr_cmp_ui_2exp(p, 1, 128) >= 0 || mpfr_cmp_si_2exp(p, -1, 128) <= 0)
+				*(neg ? &novf : &povf) = true;
+		}
+	}
+	if (nan || invalid || (pinf && ninf)) {
+		c->kind = TK_NAN;
+		c->neg = false;
+		if (invalid || (pinf && ninf))
+			*flags |= EMU_FLAG_INVALID;
+		goto done;
+	}
+	if (pinf || ninf || povf || novf) {
+		if (!pinf && !ninf && povf && novf) {
+			c->kind = TK_NAN;
+			c->neg = false;
+			*flags |= EMU_FLAG_INVALID;
+			goto done;
+		}
+		c->neg = pinf || ninf ? ninf : novf;
+		c->kind = TK_INF;
+		if (!pinf && !ninf) { /* an overflowing product */
+			*flags |= EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT;
+			if (m->sat) {
+				c->kind = TK_FIN;
+				mpfr_set_d(c->v, c->neg ? -g->max : g->max, MPFR_RNDN);
+			}
+		}
+		goto done;
+	}
+	/* the alignment exponent of each half, then its fused sum */
+	for (size_t i = 0; i < n; i++) {
+		tv_decode(&x, in, a[i]);
+		tv_decode(&y, inb, b[i]);
+		if ((x.kind != TK_FIN || y.kind != TK_FIN) && !m->zero_align)
+			continue;
+		long E = tc_zexpo(&x, in->emin) + tc_zexpo(&y, inb->emin);
+		size_t h = i % halves;
+		if (!any[h] || E > R[h])
+			R[h] = E;
+		any[h] = true;
+	}
+	for (size_t i = 0; i < n; i++) {
+		tv_decode(&x, in, a[i]);
+		tv_decode(&y, inb, b[i]);
+		if (x.kind != TK_FIN || y.kind != TK_FIN)
+			continue;
+		mpfr_mul(p, x.v, y.v, MPFR_RNDN);
+		tc_add_chopped(S[i % halves], p, R[i % halves] - nb, &lost);
+	}
+	bool anyp = any[0] || any[1];
+	long Rp = any[0] ? R[0] : R[1];
+	if (any[0] && any[1]) {
+		Rp = R[0] > R[1] ? R[0] : R[1];
+		mp_floor_to(S[0], Rp - nb, &lost);
+		mp_floor_to(S[1], Rp - nb, &lost);
+	}
+	if (mpfr_add(S[0], S[0], S[1], MPFR_RNDN) != 0)
+		abort();
+	bool anyc = c->kind == TK_FIN || (c->kind == TK_ZERO && m->zero_align);
+	long ec = c->kind == TK_FIN ? tc_expo(c->v, FP32_EMIN) : FP32_EMIN;
+	if (!anyp && !anyc) {
+		c->kind = TK_ZERO;
+		c->neg = false;
+		goto done;
+	}
+	long maxe = !anyp ? ec : !anyc || Rp > ec ? Rp : ec;
+	mp_floor_to(S[0], maxe - 31, &lost);
+	mpfr_set_zero(T, 1);
+	if (c->kind == TK_FIN) {
+		mpfr_set(T, c->v, MPFR_RNDN);
+		if (halves == 2 && anyp && ec < maxe - 25) {
+			mpfr_set_zero(T, 1);
+			lost = true;
+		} else {
+			mp_floor_to(T, maxe - 24, &lost);
+		}
+	}
+	if (mpfr_add(T, T, S[0], MPFR_RNDN) != 0)
+		abort();
+	if (lost)
+		*flags |= EMU_FLAG_INEXACT;
+	if (mpfr_zero_p(T)) {
+		c->kind = TK_ZERO;
+		c->neg = false;
+	} else {
+		tc_round(m, m->final_mode, g, T, c, flags);
+	}
+done:
+	mpfr_clears(p, S[0], S[1], T, x.v, y.v, (mpfr_ptr)0);
+}
+
+/* One block of the AMD kinds: c in and out. */
+static void tc_mp_block_amd(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
+                            const emu_format *out, const emu_bits *a, const emu_bits *b, size_t n,
+                            tv *c, unsigned *flags)
+{
+	if (m->acc == EMU_TC_ACC_RD) {
+		tc_mp_block_rd(m, in, inb, out, a, b, n, c, flags);
+	} else {
+		emu_bits acc = tv_encode(c, out);
+		if (m->ftz && c->kind != TK_NAN && (acc & out->exp_mask) == 0)
+			acc = 0; /* a zero or subnormal C reads as +0 */
+		if (m->acc == EMU_TC_ACC_FMA) {
+			for (size_t i = 0; i < n; i++) {
+				emu_bits args[3] = {mp_operand(m, out, in, a[i], flags),
+				                    mp_operand(m, out, inb, b[i], flags), acc};
+				acc = mp_step(m, out, EMU_OP_FMA, NULL, args, flags);
+			}
+		} else if (n > 0) {
+			emu_bits args[2] = {acc, mp_pairwise(m, in, inb, out, a, b, n, flags)};
+			acc = mp_step(m, out, EMU_OP_ADD, NULL, args, flags);
+		}
+		tv_decode(c, out, acc);
+	}
+	if (m->zero_pos && c->kind == TK_ZERO)
+		c->neg = false;
+}
+
 static void tc_mp_chain(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
                         const emu_format *g, const emu_bits *a, const emu_bits *b, size_t K, tv *c,
                         unsigned *flags)
@@ -367,7 +597,9 @@ static void tc_mp_chain(const emu_tc_model *m, const emu_format *in, const emu_f
 	tv_init(&r, SUM_PREC);
 	do { /* every sub-block runs, even one a short last block leaves empty */
 		size_t n = K - i < k ? K - i : k;
-		if (m->c_late) {
+		if (m->acc != EMU_TC_ACC_BLOCK) {
+			tc_mp_block_amd(m, in, inb, g, a + i, b + i, n, c, flags);
+		} else if (m->c_late) {
 			/* the sub-blocks chain from no C at all; C joins after the last */
 			for (size_t j = 0; j < (size_t)m->split; j++)
 				tc_mp_block(m, in, inb, g, a + i, b + i, n, j, &r, j > 0, flags);

@@ -137,7 +137,45 @@ static const struct {
     {"prec=1", "fp16", "fp32", NULL},
     {"promote=-1", "fp16", "fp32", NULL},
     {"colour=blue", "fp16", "fp32", NULL},
-    {"b200-tcgen05", "fp16", "fp16", NULL}, /* tcgen05's rule is for fp32 output */
+    {"b200-tcgen05", "fp16", "fp16", /* kind::f16 -> f16: MMA-Sim's, B200TC.m's floor */
+     "k=16,neab=2,final=rne,cpre=1,floor=-15,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
+    {"h200-wgmma", "e5m2", "fp16", /* wgmma's native FP8 -> fp16 */
+     "k=32,neab=-10,final=rne,cpre=1,floor=-133,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
+    {"h100-wgmma", "bf16", "fp32", /* every other pair is h100's */
+     "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
+    {"t4", "fp16", "fp32",
+     "k=8,neab=1,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
+    {"rtx5090", "e2m1", "fp16",
+     "k=32,neab=2,final=rne,cpre=1,floor=none,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon"},
+    {"mi100", "bf16", "fp32",
+     "k=2,neab=0,final=rne,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon,acc=pairwise"},
+    {"mi250", "fp16", "fp32",
+     "k=4,neab=0,final=rne,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon,acc=pairwise,ftz=1"},
+    {"mi300x", "fp32", "fp32",
+     "k=1,neab=0,final=rne,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=true,zsign=ieee,nan=canon,acc=fma"},
+    {"mi300x,zalign=1", "e5m2fnuz", "fp32",
+     "k=16,neab=1,final=rne,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=2,group=1,csub=true,zsign=ieee,nan=canon,zalign=1,acc=rd"},
+    {"h100,zalign=1", "fp16", "fp32",
+     "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones,zalign=1"},
+    {"mi300x", "e4m3", "fp32", NULL},                  /* CDNA3's fp8 is fnuz */
+    {"mi100", "fp16", "fp16", NULL},                   /* MFMA accumulates in fp32 */
+    {"k=4,acc=pairwise", "fp16", "fp16", NULL},        /* pairwise adds in fp32 */
+    {"k=4,acc=fma,clate=1", "fp16", "fp32", NULL},     /* no late C */
+    {"k=4,acc=rd,split=2,group=2", "fp16", "fp32", NULL},
+    {"k=4,acc=rd,ftz=1", "fp16", "fp32", NULL},        /* ftz is fma's and pairwise's */
+    {"k=4,acc=pairwise,floor=-20", "fp16", "fp32", NULL},
+    {"acc=tree", "fp16", "fp32", NULL},
+    {"zalign=2", "fp16", "fp32", NULL},
     {"split=0", "fp16", "fp32", NULL},
     {"group=0", "fp16", "fp32", NULL},
     {"split=3", "fp16", "fp32", NULL},               /* 16 is no multiple of 3 */
@@ -571,6 +609,24 @@ static const tc_pair pairs[] = {
     {"b200-tcgen05", "e5m2", "fp32"}, {"h200-mma", "e4m3", "fp32"},
     {"h200-mma", "e5m2", "fp32"},     {"h200-mma", "fp16", "fp16"},
     {"h100-mma", "e4m3", "fp16"},     {"h100-mma", "fp16", "fp16"},
+
+    {"turing", "fp16", "fp32"},       {"turing", "fp16", "fp16"},
+    {"h100-wgmma", "e4m3", "fp16"},   {"h100-wgmma", "e5m2", "fp16"},
+    {"h100-wgmma", "e4m3", "fp32"},   {"b200-tcgen05", "fp16", "fp16"},
+    {"b200-tcgen05", "e4m3", "fp16"}, {"b200-tcgen05", "e2m1", "fp32"},
+    {"b200-tcgen05", "e3m2", "fp16"}, {"b200-tcgen05", "e2m3", "fp32"},
+
+    {"rtx5090", "fp16", "fp32"},      {"rtx5090", "bf16", "fp32"},
+    {"rtx5090", "fp16", "fp16"},      {"rtx5090", "tf32", "fp32"},
+    {"rtx5090", "e4m3", "fp32"},      {"rtx5090", "e5m2", "fp16"},
+    {"rtx5090", "e2m3", "fp32"},      {"rtx5090", "e2m1", "fp16"},
+
+    {"mi100", "fp32", "fp32"},        {"mi100", "fp16", "fp32"},
+    {"mi100", "bf16", "fp32"},        {"mi250x", "fp32", "fp32"},
+    {"mi250x", "fp16", "fp32"},       {"mi250x", "bf16", "fp32"},
+    {"mi300x", "fp32", "fp32"},       {"mi300x", "tf32", "fp32"},
+    {"mi300x", "fp16", "fp32"},       {"mi300x", "bf16", "fp32"},
+    {"mi300x", "e4m3fnuz", "fp32"},   {"mi300x", "e5m2fnuz", "fp32"},
 };
 
 /* Variants beyond the presets (any input format pairs with them). */
@@ -596,8 +652,22 @@ static const char *const variants[] = {
     "k=16,neab=2,final=rtz,nan=ones,promote=32",
     "h100,csub=true,zsign=ieee,nan=canon",
     "k=32,neab=2,final=rne,cpre=1,split=2,group=2,clate=1,csub=emin,zsign=pos,nan=ones",
+    /* MMA-Sim's reading of a zero operand, and AMD's accumulations */
+    "h100,zalign=1",
+    "k=8,neab=1,final=rne,cpre=1,zalign=1,promote=24",
+    "k=8,neab=1,final=rne,acc=rd",
+    "k=16,neab=1,final=rne,acc=rd,split=2,zalign=1",
+    "k=5,neab=-3,final=rtz,acc=rd,promote=12",
+    "k=4,neab=4,final=up,acc=rd,sat=1,zsign=pos,split=2",
+    "k=6,neab=1,final=down,acc=rd,zalign=1,nan=ones",
+    "k=4,final=rne,acc=pairwise,ftz=1",
+    "k=7,final=down,acc=pairwise,zsign=pos",
+    "k=2,final=rtz,acc=pairwise,promote=9,sat=1",
+    "k=1,final=rne,acc=fma,ftz=1,promote=9",
+    "k=3,final=up,acc=fma,cpre=1",
 };
-static const char *const var_in[] = {"fp16", "bf16", "tf32", "e4m3", "e5m2", "e2m3"};
+static const char *const var_in[] = {"fp16", "bf16",     "tf32",     "e4m3",
+                                     "e5m2", "e2m3",     "e4m3fnuz", "e5m2fnuz"};
 static const char *const var_out[] = {"fp32", "fp16", "bf16"};
 
 typedef struct {
@@ -762,6 +832,9 @@ static void setup_variant(tc_case *t, uint64_t i, const void *ctx)
 		if (emu_tc_parse(gpu_free, t->in, t->out, &t->m, err, sizeof err) != EMU_OK)
 			abort();
 	}
+	/* AMD's fma and pairwise accumulate in fp32 */
+	if (emu_tc_check(&t->m, t->in, t->out, err, sizeof err) != EMU_OK)
+		t->out = t_fmt("fp32");
 	if (emu_tc_check(&t->m, t->inb, t->out, err, sizeof err) != EMU_OK)
 		t->inb = t->in;
 	snprintf(t->what, sizeof t->what, "%s %s x %s -> %s", gpu_free, t->in->name, t->inb->name,
@@ -775,8 +848,9 @@ static uint64_t n_cases(uint64_t full)
 
 START_TEST(test_tc_vs_mpfr_presets)
 {
-	static const char *const gpus[] = {"v100", "a100",         "h100",     "ada",
-	                                   "b200", "b200-tcgen05", "h200-mma", "h100-mma"};
+	static const char *const gpus[] = {
+	    "v100",     "a100",     "h100",    "ada",   "b200",   "b200-tcgen05", "h200-mma",
+	    "h100-mma", "h100-wgmma", "turing", "rtx5090", "mi100", "mi250x",     "mi300x"};
 	const char *gpu = gpus[_i];
 	char what[T_WHAT_LEN];
 	snprintf(what, sizeof what, "tc fast == mpfr, %s preset%s", gpu,
@@ -1127,7 +1201,7 @@ Suite *suite_tc(void)
 
 	tc = tcase_create("proof");
 	tcase_set_timeout(tc, 300);
-	tcase_add_loop_test(tc, test_tc_vs_mpfr_presets, 0, 8);
+	tcase_add_loop_test(tc, test_tc_vs_mpfr_presets, 0, 14);
 	tcase_add_test(tc, test_tc_vs_mpfr_variants);
 	tcase_add_test(tc, test_tc_vs_mpfr_mixed);
 	tcase_add_test(tc, test_tc_mixed_hand);

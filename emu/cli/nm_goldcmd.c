@@ -84,38 +84,46 @@ struct ng_one {
 static const struct ng_one ng_ones[] = {
     {"quant", "row", "nvfp4-act", "compute=fp32,scale=nvfp4,role=act", 16, 32, NM_GEN_UNIFORM, 2},
     {"quant", "col", "nvfp4-act", "compute=fp32,scale=nvfp4,role=act", 16, 32, NM_GEN_UNIFORM, 2},
-    {"quant", "row", "nvfp4-weight", "compute=fp32,scale=nvfp4,role=weight", 16, 32,
-     NM_GEN_UNIFORM, 2},
-    {"quant", "row", "nvfp4-grad", "compute=fp32,scale=nvfp4,role=grad", 16, 32, NM_GEN_UNIFORM,
+    {"quant", "row", "nvfp4-weight", "compute=fp32,scale=nvfp4,role=weight", 16, 32, NM_GEN_UNIFORM,
      2},
-    {"quant", "col", "nvfp4-grad", "compute=fp32,scale=nvfp4,role=grad", 16, 32, NM_GEN_UNIFORM,
-     2},
+    {"quant", "row", "nvfp4-grad", "compute=fp32,scale=nvfp4,role=grad", 16, 32, NM_GEN_UNIFORM, 2},
+    {"quant", "col", "nvfp4-grad", "compute=fp32,scale=nvfp4,role=grad", 16, 32, NM_GEN_UNIFORM, 2},
     {"quant", "row", "nvfp4-4over6", "compute=fp32,scale=nvfp4:4over6,role=act", 16, 32,
      NM_GEN_UNIFORM, 2},
-    {"quant", "row", "mxfp8-act", "compute=fp32,scale=mxfp8,role=act", 16, 32, NM_GEN_UNIFORM,
-     2},
-    {"quant", "col", "mxfp8-act", "compute=fp32,scale=mxfp8,role=act", 16, 32, NM_GEN_UNIFORM,
-     2},
+    {"quant", "row", "mxfp8-act", "compute=fp32,scale=mxfp8,role=act", 16, 32, NM_GEN_UNIFORM, 2},
+    {"quant", "col", "mxfp8-act", "compute=fp32,scale=mxfp8,role=act", 16, 32, NM_GEN_UNIFORM, 2},
     {"quant", "row", "mxfp8-957", "compute=fp32,scale=mxfp8,role=act", 2, 32, NM_GEN_ONES, 957},
     {"quant", "row", "mxfp8-floor-957", "compute=fp32,scale=mxfp8:floor,role=act", 2, 32,
      NM_GEN_ONES, 957},
-    {"quant", "row", "mxfp4-act", "compute=fp32,scale=mxfp4,role=act", 16, 32, NM_GEN_UNIFORM,
+    {"quant", "row", "mxfp4-act", "compute=fp32,scale=mxfp4,role=act", 16, 32, NM_GEN_UNIFORM, 2},
+    {"quant", "row", "deepseek-act", "compute=fp32,scale=deepseek,role=act", 2, 256, NM_GEN_UNIFORM,
      2},
-    {"quant", "row", "deepseek-act", "compute=fp32,scale=deepseek,role=act", 2, 256,
-     NM_GEN_UNIFORM, 2},
     {"quant", "col", "deepseek-weight", "compute=fp32,scale=deepseek,role=weight", 16, 32,
      NM_GEN_UNIFORM, 2},
-    {"quant", "row", "nvfp4-bf16", "compute=bf16,scale=nvfp4,role=act", 16, 32, NM_GEN_UNIFORM,
-     2},
+    {"quant", "row", "nvfp4-bf16", "compute=bf16,scale=nvfp4,role=act", 16, 32, NM_GEN_UNIFORM, 2},
     {"quant", "row", "nvfp4-zero", "compute=fp32,scale=nvfp4,role=act", 2, 32, NM_GEN_ONES, 0},
     {"quant", "row", "mxfp8-zero", "compute=fp32,scale=mxfp8,role=act", 2, 32, NM_GEN_ONES, 0},
     {"quant", "row", "nvfp4-inf", "compute=fp32,scale=nvfp4,role=act", 2, 32, NM_GEN_UNIFORM,
      6.8e38},
     {"quant", "row", "mxfp8-inf", "compute=fp32,scale=mxfp8,role=act", 2, 32, NM_GEN_UNIFORM,
      6.8e38},
+    /* one case per matrix-unit preset beyond the table's h100 (docs/tensor-cores.md) */
+    {"matmul", "tc:mi100", "mi100-fp16", "storage=fp16,compute=fp32", 8, 8, NM_GEN_UNIFORM, 2},
+    {"matmul", "tc:mi250x", "mi250x-fp16-subnormal", "storage=fp16,compute=fp32", 8, 8,
+     NM_GEN_UNIFORM, 0x1p-11},
+    {"matmul", "tc:mi250x", "mi250x-bf16", "storage=bf16,compute=fp32", 8, 8, NM_GEN_UNIFORM, 2},
+    {"matmul", "tc:mi300x", "mi300x-bf16", "storage=bf16,compute=fp32", 8, 8, NM_GEN_UNIFORM, 2},
+    {"matmul", "tc:mi300x", "mi300x-fp8", "storage=e4m3fnuz,compute=fp32", 8, 8, NM_GEN_UNIFORM, 2},
+    {"matmul", "tc:mi300x", "mi300x-fp32", "storage=fp32,compute=fp32", 8, 8, NM_GEN_UNIFORM, 2},
+    {"matmul", "tc:turing", "turing-fp16", "storage=fp16,compute=fp16", 8, 8, NM_GEN_UNIFORM, 2},
+    {"matmul", "tc:rtx5090", "rtx5090-e4m3", "storage=e4m3,compute=fp32", 8, 8, NM_GEN_UNIFORM, 2},
+    {"matmul", "tc:h100-wgmma", "wgmma-e5m2-fp16", "storage=e5m2,compute=fp16", 8, 8,
+     NM_GEN_UNIFORM, 2},
+    {"matmul", "tc:b200-tcgen05", "tcgen05-fp16-fp16", "storage=fp16,compute=fp16", 8, 8,
+     NM_GEN_UNIFORM, 2},
     {"quant", "retile", "deepseek16-retile",
-     "compute=fp32,scale={elem=e4m3,scale=fp32,rule=deepgemm,act=1x16,amin=1e-4},role=act", 16,
-     32, NM_GEN_UNIFORM, 2},
+     "compute=fp32,scale={elem=e4m3,scale=fp32,rule=deepgemm,act=1x16,amin=1e-4},role=act", 16, 32,
+     NM_GEN_UNIFORM, 2},
 };
 #define NG_NONES (sizeof ng_ones / sizeof ng_ones[0])
 
@@ -168,6 +176,9 @@ void nm_gold_case_at(size_t i, nm_gold_case *c)
 		c->kernel = o->kernel;
 		c->variant = o->variant;
 		snprintf(c->id, sizeof c->id, "%s.%s.%s", o->kernel, o->variant, o->name);
+		for (char *q = c->id; *q; q++)
+			if (*q == ':') /* ids take no ':' ("tc:mi300x" reads "tc-mi300x") */
+				*q = '-';
 		snprintf(c->policy, sizeof c->policy, "%s", o->policy);
 		c->rows = o->rows;
 		c->cols = o->cols;

@@ -530,7 +530,136 @@ static const struct {
      IX,
      "tcgen05: C inside the fused sum, RZ"},
     {"b200", "e5m2", "fp32", {0}, {0}, 0, 0xc0400000, 0xc0400000, 0, "K = 0: D = C"},
+    /* AMD: bf16 1 = 0x3f80; fp16 2^-12 = 0x0c00, 2^-15 = 0x0200 (subnormal), 2^10 = 0x6400;
+     * e4m3fnuz 1 = 0x40; fp32 -2^-40 = 0xab800000, 2^-30 + 2^-50 = 0x30800008 */
+    {"mi300x",
+     "bf16",
+     "fp32",
+     {0x3f80},
+     {0x3f80},
+     1,
+     0xab800000,
+     0x3f7fffff,
+     IX,
+     "CDNA3: C floored toward -inf to 24 bits below 2^0, so 1 - 2^-40 gives 1 - 2^-24"},
+    {"mi300x",
+     "bf16",
+     "fp32",
+     {0x3f80},
+     {0x3f80},
+     1,
+     0x2b800000,
+     0x3f800000,
+     IX,
+     "CDNA3: a small positive C floors to nothing"},
+    {"mi300x",
+     "e4m3fnuz",
+     "fp32",
+     {0x40},
+     {0x40},
+     1,
+     0xab800000,
+     0x3f800000,
+     IX,
+     "CDNA3 fp8: a C more than 25 binades below the products is dropped, not floored"},
+    {"mi100",
+     "fp16",
+     "fp32",
+     {0x3c00, 0x0c00, 0x0c00, 0},
+     {0x3c00, 0x0c00, 0x0c00, 0x3c00},
+     4,
+     0,
+     0x3f800000,
+     IX,
+     "CDNA1: (1 + 2^-24) + (2^-24 + 0) in fp32, the first sum a tie to even"},
+    {"k=4,neab=3,final=rne",
+     "fp16",
+     "fp32",
+     {0x3c00, 0x0c00, 0x0c00, 0},
+     {0x3c00, 0x0c00, 0x0c00, 0x3c00},
+     4,
+     0,
+     0x3f800001,
+     0,
+     "the same products in one block FMA: 1 + 2^-23 exactly"},
+    {"mi100",
+     "fp16",
+     "fp32",
+     {0x0200},
+     {0x6400},
+     1,
+     0x3f800000,
+     0x3f840000,
+     0,
+     "CDNA1 keeps a subnormal fp16 operand: 1 + 2^-15 * 2^10"},
+    {"mi250x",
+     "fp16",
+     "fp32",
+     {0x0200},
+     {0x6400},
+     1,
+     0x3f800000,
+     0x3f800000,
+     0,
+     "CDNA2 flushes it: 1"},
+    {"h100",
+     "bf16",
+     "fp32",
+     {0x0000},
+     {0x7380},
+     1,
+     0x30800008,
+     0x30800008,
+     0,
+     "0 * 2^104 takes no part in the alignment (the H200)"},
+    {"h100,zalign=1",
+     "bf16",
+     "fp32",
+     {0x0000},
+     {0x7380},
+     1,
+     0x30800008,
+     0x30800000,
+     IX,
+     "zalign=1 (MMA-Sim): 0 * 2^104 sets the alignment at 2^-22 and chops C's 2^-50"},
 };
+
+/* FTTN's discriminating GEMM (Li et al., arXiv 2403.00232; the entries from
+ * LLNL/FTTN's init_host_matrices): fp16, K = 8192, A's row 2^10, then 2^-2
+ * at odd and 2^-3 at even k; B's column 2^10, then -2^-3; the MMA chain
+ * starts from 0 and D = 2^20 - acc in fp32. Published: 0 on V100, A100 and
+ * MI250X, 255.875 on MI100, 191.875 on H100. MMA-Sim's CDNA2 rule (CDNA1's
+ * tree and flushing; no subnormal occurs here) gives MI100's number, not
+ * MI250X's 0, which one fp32 FMA per product would (docs/tensor-cores.md). */
+START_TEST(test_tc_fttn)
+{
+	static const struct {
+		const char *spec;
+		double d;
+	} rows[] = {
+	    {"v100", 0},           {"a100", 0},          {"h100", 191.875},
+	    {"mi100", 255.875},    {"b200", 191.875},    {"mi250x", 255.875},
+	    {"mi250x,acc=fma", 0}, {"mi300x", 191.8125}, {"turing", 0},
+	};
+	enum { K = 8192 };
+	static emu_bits a[K], b[K];
+	const emu_format *in = t_fmt("fp16"), *out = t_fmt("fp32");
+	for (size_t k = 0; k < K; k++) {
+		a[k] = k == 0 ? 0x6400 : k % 2 ? 0x3400 : 0x3000; /* 2^10, 2^-2, 2^-3 */
+		b[k] = k == 0 ? 0x6400 : 0xb000;                  /* 2^10, -2^-3 */
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		emu_tc_model m = model_of(rows[i].spec, in, out);
+		emu_bits want = emu_encode(out, 0x1p20 - rows[i].d);
+		emu_result f = emu_tc_dot(&m, in, out, a, b, K, 0);
+		emu_result p = emu_tc_mp_dot(&m, in, out, a, b, K, 0);
+		ck_assert_msg(f.bits == want && p.bits == want,
+		              "%s: acc fast 0x%08x, mpfr 0x%08x, want 0x%08x (D = %g)",
+		              rows[i].spec, f.bits, p.bits, want, rows[i].d);
+	}
+	t_count("FTTN GEMM numbers reproduced", ARRAY_SIZE(rows));
+}
+END_TEST
 
 START_TEST(test_tc_hand)
 {
@@ -1196,6 +1325,7 @@ Suite *suite_tc(void)
 	TCase *tc = tcase_create("model");
 	tcase_add_test(tc, test_tc_specs);
 	tcase_add_test(tc, test_tc_hand);
+	tcase_add_test(tc, test_tc_fttn);
 	tcase_add_test(tc, test_tc_readers);
 	suite_add_tcase(s, tc);
 

@@ -37,6 +37,7 @@ enum ng_style { NG_TEXT = 0, NG_CSV, NG_JSON };
 
 enum ng_optid {
 	NG_O_RECIPE = 0,
+	NG_O_RECIPE_B,
 	NG_O_MODEL,
 	NG_O_M,
 	NG_O_N,
@@ -52,6 +53,7 @@ enum ng_optid {
 
 static const nm_opt ng_optdefs[] = {
     {NULL, "--recipe", NG_O_RECIPE, NM_OPTF_VALUE, 0},
+    {NULL, "--recipe-b", NG_O_RECIPE_B, NM_OPTF_VALUE, 0},
     {NULL, "--model", NG_O_MODEL, NM_OPTF_VALUE, 0},
     {NULL, "--m", NG_O_M, NM_OPTF_VALUE, 0},
     {NULL, "--n", NG_O_N, NM_OPTF_VALUE, 0},
@@ -68,7 +70,7 @@ static const nm_opt ng_optdefs[] = {
 static const char ng_usage[] =
     "usage: nanmap gemm --recipe R --model blackwell|hopper --m M --n N --k K\n"
     "                   [--gen normal|uniform|logspace|ones] [--scale X] [--scale-b X]\n"
-    "                   [--seed S]\n"
+    "                   [--recipe-b R] [--seed S]\n"
     "                   [--fma] [--csv|--json]\n"
     "\n"
     "C (M x N, fp32) = A (M x K) . B (K x N): A quantised row-wise (role act) and\n"
@@ -80,6 +82,9 @@ static const char ng_usage[] =
     "  hopper     FP8 wgmma (the h100 model) per 128 along K from 0, each chunk\n"
     "             times a_scale . b_scale added to an fp32 accumulator\n"
     "             (--fma: one fused multiply-add instead of a multiply and an add)\n"
+    "--recipe-b R quantises B by R instead (same scale format): mixed operands,\n"
+    "as FP8 training's dgrad and wgrad GEMMs multiply e4m3 by e5m2\n"
+    "(--recipe mxfp8 --recipe-b mxfp8:e5m2).\n"
     "A and B: the generator (default normal, --scale 1; --scale-b sets B's apart)\n"
     "at --seed and --seed + 1.\n"
     "Reports the quantisation SQNR of A and B, the GEMM against the exact product\n"
@@ -90,7 +95,7 @@ static const char ng_usage[] =
     "Example: nanmap gemm --recipe mxfp8 --model blackwell --m 16 --n 16 --k 1024\n";
 
 struct ng_opts {
-	const char *recipe, *model;
+	const char *recipe, *recipe_b, *model;
 	uint64_t m, n, k, seed;
 	nm_gen_dist dist;
 	double scale, scale_b;
@@ -108,6 +113,9 @@ static int ng_take(void *ctx, const nm_opt *d, const char *arg)
 	switch (d->id) {
 	case NG_O_RECIPE:
 		o->recipe = arg;
+		return 0;
+	case NG_O_RECIPE_B:
+		o->recipe_b = arg;
 		return 0;
 	case NG_O_MODEL:
 		o->model = arg;
@@ -156,7 +164,7 @@ static int ng_arg(void *ctx, const char *a)
 
 struct ng_report {
 	const struct ng_opts *o;
-	emu_recipe r;
+	emu_recipe r, rb; /* rb: B's recipe, r unless --recipe-b */
 	const char *kind;
 	emu_qstats qsa, qsb;
 	emu_gemm_err orig, deq;
@@ -176,7 +184,7 @@ struct ng_item {
 	bool num;
 };
 
-#define NG_NITEMS (21 + NG_SHOW)
+#define NG_NITEMS (22 + NG_SHOW)
 
 static size_t ng_items(const struct ng_report *rp, struct ng_item *it)
 {
@@ -190,6 +198,8 @@ static size_t ng_items(const struct ng_report *rp, struct ng_item *it)
 	(it[n].key = (k), it[n].num = true,                                                        \
 	 snprintf(it[n].val, sizeof it[n].val, "%s", ng_num((v), t, sizeof t)), n++)
 	STR("recipe", "%s", rp->r.name);
+	if (o->recipe_b)
+		STR("recipe_b", "%s", rp->rb.name);
 	STR("model", "%s", o->model);
 	STR("instruction", "%s", rp->kind);
 	NUM("m", (double)o->m);
@@ -222,9 +232,10 @@ static void ng_text(nm_buf *b, const struct ng_report *rp)
 	const struct ng_opts *o = rp->o;
 	char t1[NM_NUM_LEN], t2[NM_NUM_LEN], t3[NM_NUM_LEN];
 	nm_buf_printf(b,
-	              "gemm %s on %s (%s): %" PRIu64 " x %" PRIu64 " x %" PRIu64
+	              "gemm %s%s%s on %s (%s): %" PRIu64 " x %" PRIu64 " x %" PRIu64
 	              ", gen %s (scale %s), seed %" PRIu64 "\n",
-	              rp->r.name, o->model, rp->kind, o->m, o->n, o->k, nm_gen_dist_name(o->dist),
+	              rp->r.name, o->recipe_b ? " x " : "", o->recipe_b ? rp->rb.name : "",
+	              o->model, rp->kind, o->m, o->n, o->k, nm_gen_dist_name(o->dist),
 	              nm_fmt_g(o->scale, 6, t1, sizeof t1), o->seed);
 	nm_buf_printf(b, "quantisation         A sqnr %s dB   B sqnr %s dB\n",
 	              nm_fmt_g(rp->qsa.sqnr_db, 6, t1, sizeof t1),
@@ -314,6 +325,13 @@ int nm_gemm_main(int argc, char **argv)
 		    "--fma is hopper's promotion; blackwell accumulates in the Tensor Core");
 	if (emu_recipe_parse(o.recipe, &rp.r, err, sizeof err) != EMU_OK)
 		return nm_fail("%s", err);
+	rp.rb = rp.r;
+	if (o.recipe_b && emu_recipe_parse(o.recipe_b, &rp.rb, err, sizeof err) != EMU_OK)
+		return nm_fail("--recipe-b: %s", err);
+	if (!emu_format_same(&rp.r.scale_fmt, &rp.rb.scale_fmt))
+		return nm_fail("--recipe-b %s: its scale format differs from --recipe %s's (one "
+		               "instruction takes one kind of scale)",
+		               rp.rb.name, rp.r.name);
 	if (o.m * o.n * o.k > NG_MAX_WORK)
 		return nm_fail("--m x --n x --k is %" PRIu64 " products (at most %" PRIu64 ")",
 		               o.m * o.n * o.k, NG_MAX_WORK);
@@ -336,7 +354,7 @@ int nm_gemm_main(int argc, char **argv)
 	if (o.seen & (1u << NG_O_SCALE_B))
 		g.scale = o.scale_b;
 	nm_gen_fill(&g, B, K * N);
-	if (emu_gemm_quantize(&rp.r, A, B, M, N, K, o.seed, &qa, &qb)) {
+	if (emu_gemm_quantize(&rp.r, &rp.rb, A, B, M, N, K, o.seed, &qa, &qb)) {
 		rc = nm_fail("out of memory");
 		goto done;
 	}

@@ -147,6 +147,9 @@ size_t emu_format_count(void);
 const emu_format *emu_format_at(size_t i);
 /* A built-in by name, or NULL. */
 const emu_format *emu_format_by_name(const char *name);
+/* Do a and b describe the same encoding (every defining field equal; the
+ * names may differ)? */
+bool emu_format_same(const emu_format *a, const emu_format *b);
 /* A name or a custom spec such as "p=5,emax=15,nan=fn,nosub" or
  * "p=4,ebits=4,bias=11,nan=fnuz" (format.c lists the items). On error
  * writes a one-line reason into err and returns non-zero. */

@@ -60,6 +60,13 @@ const emu_format *emu_format_at(size_t i)
 	return i < emu_format_count() ? &builtin[i] : NULL;
 }
 
+bool emu_format_same(const emu_format *a, const emu_format *b)
+{
+	return a->p == b->p && a->ebits == b->ebits && a->bias == b->bias && a->bits == b->bits &&
+	       a->nan == b->nan && a->has_inf == b->has_inf &&
+	       a->has_subnormals == b->has_subnormals && a->has_sign == b->has_sign;
+}
+
 const emu_format *emu_format_by_name(const char *name)
 {
 	init_builtins();

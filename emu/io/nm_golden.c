@@ -159,13 +159,6 @@ static const char *ng_class(const emu_format *f, uint32_t b)
 	}
 }
 
-static bool ng_fmt_eq(const emu_format *a, const emu_format *b)
-{
-	return a->p == b->p && a->ebits == b->ebits && a->bias == b->bias && a->bits == b->bits &&
-	       a->nan == b->nan && a->has_inf == b->has_inf &&
-	       a->has_subnormals == b->has_subnormals && a->has_sign == b->has_sign;
-}
-
 static int64_t ng_ord(const emu_format *f, uint32_t b)
 {
 	uint32_t mag = f->has_sign ? b & ~f->sign_mask : b;
@@ -481,8 +474,8 @@ static nm_golden_status ng_output(struct ng_parse *p, char **f, size_t n)
 	/* a kernel holds its outputs in the policy's formats, or fp32 (the
 	 * master copies and scales PyTorch keeps in fp32) */
 	struct ng_case *c = &g->cases[g->ncases - 1];
-	if (!ng_fmt_eq(fmt, &c->storage) && !ng_fmt_eq(fmt, &c->compute) &&
-	    !ng_fmt_eq(fmt, &c->accum) && strcmp(fmt->name, "fp32") != 0)
+	if (!emu_format_same(fmt, &c->storage) && !emu_format_same(fmt, &c->compute) &&
+	    !emu_format_same(fmt, &c->accum) && strcmp(fmt->name, "fp32") != 0)
 		return NG_BAD(p,
 		              "output %s in %s, a format its case's policy %s has no place for "
 		              "(storage, compute, accum or fp32)",
@@ -885,9 +878,7 @@ nm_golden_status nm_golden_compare(const nm_golden *g, const char *target, const
 static bool ng_same_format(const emu_format *a, const char *name)
 {
 	const emu_format *b = emu_format_by_name(name);
-	return b && a->p == b->p && a->ebits == b->ebits && a->bias == b->bias &&
-	       a->bits == b->bits && a->nan == b->nan && a->has_inf == b->has_inf &&
-	       a->has_subnormals == b->has_subnormals && a->has_sign == b->has_sign;
+	return b && emu_format_same(a, b);
 }
 
 /* A .npy read (from a file when path, else from memory) as encodings of f. */

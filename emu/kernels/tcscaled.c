@@ -80,8 +80,7 @@ static const emu_format *tcs_fp32(void)
 static bool tcs_same(const emu_format *f, const char *name)
 {
 	const emu_format *g = emu_format_by_name(name);
-	return g && f->p == g->p && f->ebits == g->ebits && f->bias == g->bias &&
-	       f->has_sign == g->has_sign && f->nan == g->nan && f->has_inf == g->has_inf;
+	return g && emu_format_same(f, g);
 }
 
 static bool tcs_elem_ok(const emu_format *f)
@@ -279,17 +278,17 @@ emu_gemm_model emu_gemm_model_by_name(const char *s)
 	return EMU_GEMM_NMODELS;
 }
 
-int emu_gemm_quantize(const emu_recipe *r, const double *A, const double *B, size_t M, size_t N,
-                      size_t K, uint64_t seed, emu_qtensor *qa, emu_qtensor *qb)
+int emu_gemm_quantize(const emu_recipe *r, const emu_recipe *rb, const double *A, const double *B,
+                      size_t M, size_t N, size_t K, uint64_t seed, emu_qtensor *qa, emu_qtensor *qb)
 {
-	emu_recipe fwd = *r;
-	fwd.rht = fwd.rht_all = false;
+	emu_recipe fwd = *r, fwdb = rb ? *rb : *r;
+	fwd.rht = fwd.rht_all = fwdb.rht = fwdb.rht_all = false;
 	memset(qa, 0, sizeof *qa);
 	memset(qb, 0, sizeof *qb);
 	if (emu_quantize(&fwd, EMU_ROLE_ACT, false, A, M, K, seed, qa))
 		return -1;
 	emu_qpart part = {0, K, seed, NAN, (uint64_t)M * K};
-	if (emu_quantize_part(&fwd, EMU_ROLE_WEIGHT, true, B, K, N, &part, qb)) {
+	if (emu_quantize_part(&fwdb, EMU_ROLE_WEIGHT, true, B, K, N, &part, qb)) {
 		emu_qtensor_free(qa);
 		return -1;
 	}

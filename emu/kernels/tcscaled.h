@@ -92,13 +92,14 @@ typedef struct emu_gemm_opts {
 
 /*
  * Quantise A (M×K, row-major, role act, blocks along K) and B (K×N,
- * row-major, role weight, the column-wise copy: blocks along K) by r, the
+ * row-major, role weight, the column-wise copy: blocks along K) by r (B
+ * by rb when not NULL: mixed operands such as MXFP8 e4m3 × e5m2), the
  * way a forward GEMM consumes them: RHT off (TE transforms only wgrad's
  * column-wise operands). seed keys SR; B continues A's SR count.
  * Returns 0 or -1 (out of memory).
  */
-int emu_gemm_quantize(const emu_recipe *r, const double *A, const double *B, size_t M, size_t N,
-                      size_t K, uint64_t seed, emu_qtensor *qa, emu_qtensor *qb)
+int emu_gemm_quantize(const emu_recipe *r, const emu_recipe *rb, const double *A, const double *B,
+                      size_t M, size_t N, size_t K, uint64_t seed, emu_qtensor *qa, emu_qtensor *qb)
     __attribute__((warn_unused_result));
 
 /*

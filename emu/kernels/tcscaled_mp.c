@@ -28,8 +28,7 @@
 static bool mp_is(const emu_format *f, const char *name)
 {
 	const emu_format *g = emu_format_by_name(name);
-	return g && f->p == g->p && f->ebits == g->ebits && f->bias == g->bias &&
-	       f->has_sign == g->has_sign && f->nan == g->nan && f->has_inf == g->has_inf;
+	return g && emu_format_same(f, g);
 }
 
 /* x = sig · 2^e: e = exponent of x's leading bit, at least emin; zero: −126. */

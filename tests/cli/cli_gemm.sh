@@ -67,6 +67,23 @@ run gemm --recipe deepseek:pow2 --model hopper --m 2 --n 2 --k 256 --gen ones --
 succeeded "hopper ones --fma"
 has "hopper ones --fma" "d[0],256"
 
+# Mixed operands (--recipe-b): B = 1.1 is 288·2^-8 = 1.125 in MXFP8's e4m3 but
+# 32768·2^-15 = 1 in e5m2 (two fraction bits); 32 products with A = 1
+run gemm --recipe mxfp8 --model blackwell --m 1 --n 2 --k 32 --gen ones --scale-b 1.1 --csv
+succeeded "e4m3 x e4m3"
+has "e4m3 x e4m3" "d[0],36" "d[1],36"
+run gemm --recipe mxfp8 --recipe-b mxfp8:e5m2 --model blackwell --m 1 --n 2 --k 32 --gen ones \
+	--scale-b 1.1 --csv
+succeeded "e4m3 x e5m2"
+has "e4m3 x e5m2" "recipe,mxfp8" "recipe_b,mxfp8:e5m2" "d[0],32" "d[1],32" \
+	"max_rel_vs_dequantised,0"
+run gemm --recipe deepseek:pow2 --recipe-b deepseek:pow2,elem=e5m2 --model hopper --m 1 --n 1 \
+	--k 128 --gen ones --scale-b 1.1 --csv
+succeeded "hopper e4m3 x e5m2"
+has "hopper e4m3 x e5m2" "d[0],128" "max_rel_vs_dequantised,0"
+run gemm --recipe mxfp8 --recipe-b mxfp8:e5m2 --model blackwell --m 1 --n 1 --k 32 --gen ones
+has "mixed text" "gemm mxfp8 x mxfp8:e5m2 on blackwell (tcgen05 kind::mxf8f6f4, ue8m0 per 32): 1 x 1 x 32, gen ones (scale 1), seed 1"
+
 # ---- the text and JSON reports ----
 run gemm --recipe mxfp8 --model blackwell --m 2 --n 3 --k 32 --gen ones --scale 8 --scale-b 1
 succeeded "text"
@@ -125,6 +142,10 @@ grep -q "^nanmap: recipe deepseek: blackwell takes MX recipes" "$tmp/err" ||
 bad "FP4 on hopper" "nanmap: recipe nvfp4: hopper's FP8 wgmma takes e4m3 or e5m2 elements" \
 	gemm --recipe nvfp4 --model hopper --m 1 --n 1 --k 64
 bad "32-blocks on hopper" "" gemm --recipe mxfp8 --model hopper --m 1 --n 1 --k 256
+bad "--recipe-b with other scales" \
+	"nanmap: --recipe-b nvfp4: its scale format differs from --recipe mxfp8's (one instruction takes one kind of scale)" \
+	gemm --recipe mxfp8 --recipe-b nvfp4 --model blackwell --m 1 --n 1 --k 64
+bad "unknown --recipe-b" "" gemm --recipe mxfp8 --recipe-b mxfp9 --model blackwell --m 1 --n 1 --k 32
 bad "too much work" "" gemm --recipe mxfp8 --model blackwell --m 65536 --n 65536 --k 32
 
 # threads: the output elements and the exact products run on every thread;

@@ -325,7 +325,7 @@ static void gemm_case(const char *recipe, emu_gemm_model model, size_t M, size_t
 	for (size_t i = 0; i < K * N; i++)
 		B[i] = bv;
 	emu_qtensor qa, qb;
-	ck_assert(emu_gemm_quantize(&r, A, B, M, N, K, 1, &qa, &qb) == 0);
+	ck_assert(emu_gemm_quantize(&r, NULL, A, B, M, N, K, 1, &qa, &qb) == 0);
 	emu_gemm_opts o = {model, false};
 	emu_status st = emu_scaled_gemm(&qa, &qb, &r, &o, D, err, sizeof err);
 	ck_assert_msg(st == EMU_OK, "%s: %s", recipe, err);
@@ -426,7 +426,7 @@ START_TEST(test_tcs_gemm_refuses)
 		ck_assert_msg(emu_recipe_parse(rows[i].recipe, &r, err, sizeof err) == EMU_OK, "%s",
 		              err);
 		emu_qtensor qa, qb;
-		ck_assert(emu_gemm_quantize(&r, A, B, 4, 4, 256, 1, &qa, &qb) == 0);
+		ck_assert(emu_gemm_quantize(&r, NULL, A, B, 4, 4, 256, 1, &qa, &qb) == 0);
 		emu_gemm_opts o = {rows[i].model, false};
 		err[0] = 0;
 		ck_assert_msg(emu_scaled_gemm(&qa, &qb, &r, &o, D, err, sizeof err) ==

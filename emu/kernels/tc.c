@@ -55,7 +55,8 @@ emu_tc_model emu_tc_default(void)
 	                      .nan_ones = false,
 	                      .zero_align = false,
 	                      .acc = EMU_TC_ACC_BLOCK,
-	                      .ftz = false};
+	                      .ftz = false,
+	                      .gsum = 0};
 }
 
 /* The formats the presets know, told apart by their defining fields. */
@@ -68,7 +69,8 @@ enum tc_kind {
 	TK_E4M3,
 	TK_E5M2,
 	TK_FNUZ8, /* e4m3fnuz, e5m2fnuz: AMD CDNA3's fp8 and bf8 */
-	TK_F6F4,  /* e3m2, e2m3, e2m1: the f6 and f4 of kind::f8f6f4 */
+	TK_F6F4,  /* e3m2, e2m3 (and e2m1): the f6 and f4 of kind::f8f6f4 */
+	TK_E2M1,  /* e2m1: a TK_F6F4 row takes it too; kind::mxf4nvf4's own */
 };
 
 static enum tc_kind tc_kind_of(const emu_format *f)
@@ -80,7 +82,7 @@ static enum tc_kind tc_kind_of(const emu_format *f)
 	    {24, 8, 127, TK_FP32}, {11, 8, 127, TK_TF32}, {11, 5, 15, TK_FP16},
 	    {8, 8, 127, TK_BF16},  {4, 4, 7, TK_E4M3},    {3, 5, 15, TK_E5M2},
 	    {4, 4, 8, TK_FNUZ8},   {3, 5, 16, TK_FNUZ8},  {3, 3, 3, TK_F6F4},
-	    {4, 2, 1, TK_F6F4},    {2, 2, 1, TK_F6F4},
+	    {4, 2, 1, TK_F6F4},    {2, 2, 1, TK_E2M1},
 	};
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		if (f->p == kinds[i].p && f->ebits == kinds[i].ebits && f->bias == kinds[i].bias)
@@ -119,7 +121,12 @@ static enum tc_kind tc_kind_of(const emu_format *f)
  * subnormals (as AMD documents for the MI200's f16/bf16 MFMAs); CDNA3
  * (mi300x) fuses 8 fp16/bf16, 4 xf32 or 16 fp8 products (even and odd
  * apart) and floors the sum and C into one RNE rounding; fp32 MFMAs are
- * fused multiply-adds in turn. */
+ * fused multiply-adds in turn. The block-scaled kinds are MMA-Sim's
+ * (arithmetic.py: kind::mxf8f6f4 is the f8f6f4 fused sum, 25 bits, RZ, with
+ * both scale exponents added to each product's; kind::mxf4nvf4 sums each 16
+ * products exactly and aligns the group at its scales' exponents, 35 bits):
+ * no floor, and MMA-Sim's rules for zeros (a zero counts as 2^-126 in the
+ * alignment, results +0) and NaN (all ones), the mmasim column. */
 struct tc_preset {
 	const char *gpu;
 	enum tc_kind in, out;
@@ -131,6 +138,8 @@ struct tc_preset {
 	bool late;        /* C after the block, added with an RNE rounding */
 	emu_tc_acc acc;   /* block unless said */
 	bool ftz;
+	bool mmasim; /* zalign=1, zsign=pos, nan=ones */
+	int gsum;
 };
 
 #define NF EMU_TC_NO_FLOOR
@@ -139,60 +148,75 @@ struct tc_preset {
 #define FM EMU_TC_ACC_FMA
 #define RD EMU_TC_ACC_RD
 static const struct tc_preset presets[] = {
-    {"v100", TK_FP16, TK_FP32, 4, 0, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"v100", TK_FP16, TK_FP16, 4, 0, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
-    {"turing", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"turing", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
-    {"a100", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"a100", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"a100", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
-    {"a100", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"h100", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"h100", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"h100", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -133, 0, 1, 1, false, BL, false},
-    {"h100", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"h100", TK_E4M3, TK_FP32, 32, -10, EMU_RTZ, false, -133, 14, 1, 1, false, BL, false},
-    {"h100", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -133, 0, 2, 2, true, BL, false},
-    {"h100-mma", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 2, 2, true, BL, false},
-    {"h100-wgmma", TK_E4M3, TK_FP16, 32, -10, EMU_RNE, true, -133, 0, 1, 1, false, BL, false},
-    {"ada", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"ada", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"ada", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
-    {"ada", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"ada", TK_E4M3, TK_FP32, 16, -10, EMU_RTZ, false, NF, 14, 1, 1, false, BL, false},
-    {"ada", TK_E4M3, TK_FP16, 16, -10, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
-    {"b200", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"b200", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"b200", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false},
-    {"b200", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"b200", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, true, BL, false},
-    {"b200-tcgen05", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"b200-tcgen05", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"b200-tcgen05", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false},
-    {"b200-tcgen05", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"b200-tcgen05", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"b200-tcgen05", TK_F6F4, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false},
-    {"b200-tcgen05", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false},
-    {"b200-tcgen05", TK_F6F4, TK_FP16, 32, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false},
-    {"rtx5090", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"rtx5090", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"rtx5090", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
-    {"rtx5090", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"rtx5090", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"rtx5090", TK_F6F4, TK_FP32, 32, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false},
-    {"rtx5090", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
-    {"rtx5090", TK_F6F4, TK_FP16, 32, 2, EMU_RNE, true, NF, 0, 1, 1, false, BL, false},
-    {"mi100", TK_FP32, TK_FP32, 1, 0, EMU_RNE, false, NF, 0, 1, 1, false, FM, false},
-    {"mi100", TK_FP16, TK_FP32, 4, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, false},
-    {"mi100", TK_BF16, TK_FP32, 2, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, false},
-    {"mi250x", TK_FP32, TK_FP32, 1, 0, EMU_RNE, false, NF, 0, 1, 1, false, FM, false},
-    {"mi250x", TK_FP16, TK_FP32, 4, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, true},
-    {"mi250x", TK_BF16, TK_FP32, 4, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, true},
-    {"mi300x", TK_FP32, TK_FP32, 1, 0, EMU_RNE, false, NF, 0, 1, 1, false, FM, false},
-    {"mi300x", TK_TF32, TK_FP32, 4, 1, EMU_RNE, false, NF, 0, 1, 1, false, RD, false},
-    {"mi300x", TK_FP16, TK_FP32, 8, 1, EMU_RNE, false, NF, 0, 1, 1, false, RD, false},
-    {"mi300x", TK_BF16, TK_FP32, 8, 1, EMU_RNE, false, NF, 0, 1, 1, false, RD, false},
-    {"mi300x", TK_FNUZ8, TK_FP32, 16, 1, EMU_RNE, false, NF, 0, 2, 1, false, RD, false},
+    {"v100", TK_FP16, TK_FP32, 4, 0, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"v100", TK_FP16, TK_FP16, 4, 0, EMU_RNE, true, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"turing", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"turing", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"a100", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"a100", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"a100", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"a100", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"h100", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false, false, 0},
+    {"h100", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false, false, 0},
+    {"h100", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -133, 0, 1, 1, false, BL, false, false, 0},
+    {"h100", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false, false, 0},
+    {"h100", TK_E4M3, TK_FP32, 32, -10, EMU_RTZ, false, -133, 14, 1, 1, false, BL, false, false, 0},
+    {"h100", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -133, 0, 2, 2, true, BL, false, false, 0},
+    {"h100-mma", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 2, 2, true, BL, false, false, 0},
+    {"h100-wgmma", TK_E4M3, TK_FP16, 32, -10, EMU_RNE, true, -133, 0, 1, 1, false, BL, false, false,
+     0},
+    {"ada", TK_FP16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"ada", TK_BF16, TK_FP32, 8, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"ada", TK_FP16, TK_FP16, 8, 1, EMU_RNE, true, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"ada", TK_TF32, TK_FP32, 4, 1, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"ada", TK_E4M3, TK_FP32, 16, -10, EMU_RTZ, false, NF, 14, 1, 1, false, BL, false, false, 0},
+    {"ada", TK_E4M3, TK_FP16, 16, -10, EMU_RNE, true, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"b200", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false, false, 0},
+    {"b200", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false, false, 0},
+    {"b200", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false, false, 0},
+    {"b200", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false, false, 0},
+    {"b200", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, true, BL, false, false, 0},
+    {"b200-tcgen05", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false,
+     false, 0},
+    {"b200-tcgen05", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false,
+     false, 0},
+    {"b200-tcgen05", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false, false,
+     0},
+    {"b200-tcgen05", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false, false,
+     0},
+    {"b200-tcgen05", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false,
+     false, 0},
+    {"b200-tcgen05", TK_F6F4, TK_FP32, 32, 2, EMU_RTZ, false, -133, 0, 1, 1, false, BL, false,
+     false, 0},
+    {"b200-tcgen05", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false, false,
+     0},
+    {"b200-tcgen05", TK_F6F4, TK_FP16, 32, 2, EMU_RNE, true, -15, 0, 1, 1, false, BL, false, false,
+     0},
+    {"rtx5090", TK_FP16, TK_FP32, 16, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"rtx5090", TK_BF16, TK_FP32, 16, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"rtx5090", TK_FP16, TK_FP16, 16, 2, EMU_RNE, true, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"rtx5090", TK_TF32, TK_FP32, 8, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"rtx5090", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"rtx5090", TK_F6F4, TK_FP32, 32, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"rtx5090", TK_E4M3, TK_FP16, 32, 2, EMU_RNE, true, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"rtx5090", TK_F6F4, TK_FP16, 32, 2, EMU_RNE, true, NF, 0, 1, 1, false, BL, false, false, 0},
+    {"b200-mxf8f6f4", TK_E4M3, TK_FP32, 32, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, true,
+     0},
+    {"b200-mxf8f6f4", TK_F6F4, TK_FP32, 32, 2, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, true,
+     0},
+    {"b200-mxf4nvf4", TK_E2M1, TK_FP32, 64, 12, EMU_RTZ, false, NF, 0, 1, 1, false, BL, false, true,
+     16},
+    {"mi100", TK_FP32, TK_FP32, 1, 0, EMU_RNE, false, NF, 0, 1, 1, false, FM, false, false, 0},
+    {"mi100", TK_FP16, TK_FP32, 4, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, false, false, 0},
+    {"mi100", TK_BF16, TK_FP32, 2, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, false, false, 0},
+    {"mi250x", TK_FP32, TK_FP32, 1, 0, EMU_RNE, false, NF, 0, 1, 1, false, FM, false, false, 0},
+    {"mi250x", TK_FP16, TK_FP32, 4, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, true, false, 0},
+    {"mi250x", TK_BF16, TK_FP32, 4, 0, EMU_RNE, false, NF, 0, 1, 1, false, PW, true, false, 0},
+    {"mi300x", TK_FP32, TK_FP32, 1, 0, EMU_RNE, false, NF, 0, 1, 1, false, FM, false, false, 0},
+    {"mi300x", TK_TF32, TK_FP32, 4, 1, EMU_RNE, false, NF, 0, 1, 1, false, RD, false, false, 0},
+    {"mi300x", TK_FP16, TK_FP32, 8, 1, EMU_RNE, false, NF, 0, 1, 1, false, RD, false, false, 0},
+    {"mi300x", TK_BF16, TK_FP32, 8, 1, EMU_RNE, false, NF, 0, 1, 1, false, RD, false, false, 0},
+    {"mi300x", TK_FNUZ8, TK_FP32, 16, 1, EMU_RNE, false, NF, 0, 2, 1, false, RD, false, false, 0},
 };
 #undef PW
 #undef BL
@@ -204,12 +228,20 @@ static const struct tc_preset presets[] = {
 static const char *tc_alias(const char *gpu)
 {
 	static const char *const alias[][2] = {
-	    {"h200", "h100"},         {"h200-mma", "h100-mma"},
-	    {"h200-wgmma", "h100-wgmma"}, {"l40s", "ada"},
-	    {"t4", "turing"},         {"rtx-blackwell", "rtx5090"},
-	    {"mi200", "mi250x"},      {"mi210", "mi250x"},
-	    {"mi250", "mi250x"},      {"mi300", "mi300x"},
-	    {"mi300a", "mi300x"},     {"mi325x", "mi300x"},
+	    {"h200", "h100"},
+	    {"h200-mma", "h100-mma"},
+	    {"h200-wgmma", "h100-wgmma"},
+	    {"l40s", "ada"},
+	    {"t4", "turing"},
+	    {"rtx-blackwell", "rtx5090"},
+	    {"mi200", "mi250x"},
+	    {"mi210", "mi250x"},
+	    {"mi250", "mi250x"},
+	    {"mi300", "mi300x"},
+	    {"rtx5090-mxf8f6f4", "b200-mxf8f6f4"},
+	    {"rtx5090-mxf4nvf4", "b200-mxf4nvf4"},
+	    {"mi300a", "mi300x"},
+	    {"mi325x", "mi300x"},
 	};
 	for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
 		if (!strcmp(gpu, alias[i][0]))
@@ -249,7 +281,8 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
 		for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
 			const struct tc_preset *p = &presets[i];
 			const char *want = pass == 0 ? g : tc_fallback(g);
-			if (!want || strcmp(p->gpu, want) != 0 || p->in != ki || p->out != ko ||
+			bool in_ok = p->in == ki || (p->in == TK_F6F4 && ki == TK_E2M1);
+			if (!want || strcmp(p->gpu, want) != 0 || !in_ok || p->out != ko ||
 			    ki == TK_OTHER)
 				continue;
 			*m = emu_tc_default();
@@ -266,6 +299,9 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
 			m->c_emin = m->zero_pos = m->nan_ones = sm90;
 			m->acc = p->acc;
 			m->ftz = p->ftz;
+			if (p->mmasim)
+				m->zero_align = m->zero_pos = m->nan_ones = true;
+			m->gsum = p->gsum;
 			return EMU_OK;
 		}
 	return EMU_ERR_UNKNOWN_FORMAT;
@@ -306,6 +342,15 @@ static bool tc_bool(const char *s, bool *out)
 	if (v >= 0)
 		*out = v;
 	return v >= 0;
+}
+
+/* ceil(log2 n), n >= 1. */
+static int tc_log2up(int n)
+{
+	int b = 0;
+	while ((1L << b) < n)
+		b++;
+	return b;
 }
 
 /* acc's names, in emu_tc_acc's order. */
@@ -380,6 +425,10 @@ static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err
 		if (i == sizeof tc_accs / sizeof tc_accs[0])
 			goto bad;
 		m->acc = (emu_tc_acc)i;
+	} else if (!strcmp(key, "gsum")) {
+		if (!tc_int(val, 0, EMU_TC_K_MAX, &v))
+			goto bad;
+		m->gsum = (int)v;
 	} else if (!strcmp(key, "split") || !strcmp(key, "group")) {
 		if (!tc_int(val, 1, EMU_TC_K_MAX, &v))
 			goto bad;
@@ -387,7 +436,7 @@ static bool tc_item(emu_tc_model *m, const char *key, const char *val, char *err
 	} else {
 		tc_err(err, len,
 		       "unknown key '%s' (keys: k neab final cpre floor prec promote sat clate "
-		       "cround split group csub zsign nan zalign acc ftz)",
+		       "cround split group csub zsign nan zalign acc ftz gsum)",
 		       key);
 		return false;
 	}
@@ -434,12 +483,12 @@ emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format
 			}
 			emu_status st = emu_tc_preset(item, in, out, &r);
 			if (st == EMU_ERR_BAD_SPEC) {
-				tc_err(
-				    err, errlen,
-				    "unknown GPU '%s' (v100 turing a100 h100 h200 h100-mma h200-mma "
-				    "h100-wgmma h200-wgmma ada l40s b200 b200-tcgen05 rtx5090 mi100 "
-				    "mi250x mi300x)",
-				    item);
+				tc_err(err, errlen,
+				       "unknown GPU '%s' (v100 turing a100 h100 h200 h100-mma "
+				       "h200-mma "
+				       "h100-wgmma h200-wgmma ada l40s b200 b200-tcgen05 rtx5090 "
+				       "b200-mxf8f6f4 b200-mxf4nvf4 mi100 mi250x mi300x)",
+				       item);
 				return st;
 			}
 			if (st != EMU_OK) {
@@ -483,7 +532,9 @@ const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len)
 	if (m->acc != EMU_TC_ACC_BLOCK && (unsigned)m->acc <= EMU_TC_ACC_RD && n < len)
 		n += (size_t)snprintf(buf + n, len - n, ",acc=%s", tc_accs[m->acc]);
 	if (m->ftz && n < len)
-		snprintf(buf + n, len - n, ",ftz=1");
+		n += (size_t)snprintf(buf + n, len - n, ",ftz=1");
+	if (m->gsum > 1 && n < len)
+		snprintf(buf + n, len - n, ",gsum=%d", m->gsum);
 	return buf;
 }
 
@@ -531,6 +582,31 @@ emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_f
 	else if ((m->acc == EMU_TC_ACC_FMA || m->acc == EMU_TC_ACC_PAIRWISE) &&
 	         (in->p > out->p || in->emax > out->emax || in->emin - in->p < out->emin - out->p))
 		why = "acc=fma and acc=pairwise need every input value exact in the output format";
+	else if (m->gsum < 0 || m->gsum > m->k)
+		why = "gsum must lie between 0 and k";
+	else if (m->gsum > 1 && (m->acc != EMU_TC_ACC_BLOCK || m->split != 1 || m->k % m->gsum))
+		why = "gsum takes acc=block, split 1 and k a multiple of gsum";
+	else if (m->gsum > 1 && (2 * (in->emax - in->emin + in->p) + tc_log2up(m->gsum) > 46 ||
+	                         2 * (in->emax + 1) + tc_log2up(m->gsum) + m->neab > 36))
+		why = "gsum's exact group sums need a narrower input format (or a smaller neab)";
+	if (!why)
+		return EMU_OK;
+	tc_err(err, errlen, "%s", why);
+	return EMU_ERR_RANGE;
+}
+
+emu_status emu_tc_check_scales(const emu_tc_model *m, const emu_tc_scales *s, char *err,
+                               size_t errlen)
+{
+	const char *why = NULL;
+	if (!s->fmt || !s->sa || !s->sb)
+		why = "scales need a format and both arrays";
+	else if (m->acc != EMU_TC_ACC_BLOCK)
+		why = "scales take acc=block";
+	else if (s->fmt->has_inf || s->fmt->p > 8)
+		why = "the scale format must have no infinities and at most 8 bits of precision";
+	else if (s->block < 1 || (m->gsum > 1 && s->block % (size_t)m->gsum))
+		why = "the scale block must be at least 1 and a multiple of gsum";
 	if (!why)
 		return EMU_OK;
 	tc_err(err, errlen, "%s", why);
@@ -573,6 +649,7 @@ emu_status emu_tc_setup(const char *kernel, const char *spec, const emu_format *
 
 typedef struct {
 	const emu_tc_model *m;
+	const emu_tc_scales *sc;                  /* NULL: every scale is 1 */
 	const emu_format *ina, *inb, *out, *fp32; /* A's and B's formats may differ */
 	emu_format blk;                           /* the format each block rounds to */
 	emu_env env;                              /* final_mode (and sat) */
@@ -691,6 +768,216 @@ static void tc_scan_term(tc_scan *s, bool neg, bool zero, int E)
 	s->any_term = true;
 }
 
+/* One rounding of a block's exact sum S·2^L to t->blk. */
+static double tc_round_sum(const tc_ctx *t, __int128 S, int L, unsigned *flags)
+{
+	if (S == 0) /* cancellation (or everything chopped away): +0, −0 in down */
+		return t->m->final_mode == EMU_DOWN ? -0.0 : 0.0;
+	bool neg = S < 0;
+	unsigned __int128 U = neg ? -(unsigned __int128)S : (unsigned __int128)S;
+	int E = L;
+	bool sticky = false;
+	while (U >> 64) {
+		sticky |= (U & 1) != 0;
+		U >>= 1;
+		E++;
+	}
+	unsigned fl = 0;
+	double r = emu_round_core(&t->blk, neg, (uint64_t)U, E, sticky, &t->env, &fl);
+	if ((fl & EMU_FLAG_OVERFLOW) && !t->m->sat && isfinite(r))
+		r = neg ? -INFINITY : INFINITY; /* the published model: overflow is ±inf */
+	*flags |= fl;
+	return r;
+}
+
+/* A term of a scaled or grouped block: |value| = P·2^lsb, alignment
+ * exponent E (for a zero term, the exponent zalign=1 gives it). */
+typedef struct {
+	bool zero, neg;
+	uint64_t P;
+	int lsb, E;
+} tc_term;
+
+/* The magnitude of the scale of product idx (absolute) in s[], P·2^lsb
+ * with exponent *e (a zero: P = 0, e = −126); false when it is NaN. */
+static bool tc_scale(const tc_ctx *t, const emu_bits *s, size_t idx, uint64_t *P, int *lsb, int *e)
+{
+	const emu_format *f = t->sc->fmt;
+	emu_bits x = s[idx / t->sc->block];
+	if (f->has_sign)
+		x &= ~f->sign_mask; /* magnitudes: ue4m3 */
+	double v = emu_decode(f, x);
+	if (isnan(v))
+		return false;
+	*P = 0;
+	*lsb = *e = FP32_EMIN;
+	if (v != 0)
+		tc_split(v, f->emin, f->p, P, e, lsb);
+	return true;
+}
+
+/* A block's scale pair, decoded once for the terms that share it. */
+typedef struct {
+	size_t idx; /* scale index, SIZE_MAX: none yet */
+	bool nan;
+	uint64_t PA, PB;
+	int lA, lB, eA, eB;
+} tc_spair;
+
+/* Term j of a scaled or grouped block at absolute offset off: product j
+ * times its scales (gsum <= 1), or the exact sum of group j times the
+ * group's scales. NaN, infinities and invalid products go into s; returns
+ * false when the term is not finite. */
+static bool tc_term_at(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n, size_t off,
+                       size_t j, tc_spair *sp, tc_scan *s, tc_term *o)
+{
+	const emu_tc_model *m = t->m;
+	const emu_format *fa = t->ina, *fb = t->inb;
+	size_t G = m->gsum > 1 ? (size_t)m->gsum : 1;
+	size_t i0 = j * G, i1 = i0 + G < n ? i0 + G : n;
+	uint64_t PA = 1, PB = 1;
+	int lA = 0, lB = 0, eA = 0, eB = 0;
+	if (t->sc) {
+		size_t idx = (off + i0) / t->sc->block;
+		if (idx != sp->idx) {
+			sp->idx = idx;
+			sp->nan = !tc_scale(t, t->sc->sa, off + i0, &sp->PA, &sp->lA, &sp->eA) ||
+			          !tc_scale(t, t->sc->sb, off + i0, &sp->PB, &sp->lB, &sp->eB);
+		}
+		if (sp->nan) {
+			s->nan = true;
+			return false;
+		}
+		PA = sp->PA, PB = sp->PB, lA = sp->lA, lB = sp->lB, eA = sp->eA, eB = sp->eB;
+	}
+	bool szero = PA == 0 || PB == 0, special = false;
+	int Lg = (fa->emin - fa->p + 1) + (fb->emin - fb->p + 1); /* a group's grid */
+	int64_t sum = 0;
+	bool any = false, zneg = true;
+	for (size_t i = i0; i < i1; i++) {
+		double x = tc_decode(fa, a[i]), y = tc_decode(fb, b[i]);
+		bool neg = (signbit(x) != 0) != (signbit(y) != 0);
+		if (isnan(x) || isnan(y)) {
+			s->nan = special = true;
+		} else if (isinf(x) || isinf(y)) {
+			if (x == 0 || y == 0 || szero)
+				s->invalid = true;
+			else
+				*(neg ? &s->ninf : &s->pinf) = true;
+			special = true;
+		} else if (G == 1) {
+			o->neg = neg;
+			o->zero = x == 0 || y == 0 || szero;
+			o->E = tc_exp(fa, x) + tc_exp(fb, y) + eA + eB;
+			if (!o->zero) {
+				uint64_t Pa, Pb;
+				int ea, eb, la, lb;
+				tc_split(x, fa->emin, fa->p, &Pa, &ea, &la);
+				tc_split(y, fb->emin, fb->p, &Pb, &eb, &lb);
+				o->P = Pa * Pb * PA * PB; /* < 2^64: p <= 24 in, <= 8 scales */
+				o->lsb = la + lb + lA + lB;
+				o->E = ea + eb + eA + eB;
+			}
+		} else if (x == 0 || y == 0) {
+			zneg &= neg; /* an exact zero sum of zeros: −0 when all are */
+		} else {
+			uint64_t Pa, Pb;
+			int ea, eb, la, lb;
+			tc_split(x, fa->emin, fa->p, &Pa, &ea, &la);
+			tc_split(y, fb->emin, fb->p, &Pb, &eb, &lb);
+			int64_t v =
+			    (int64_t)((Pa * Pb) << (la + lb - Lg)); /* emu_tc_check's bound */
+			sum += neg ? -v : v;
+			any = true;
+		}
+	}
+	if (special)
+		return false;
+	if (G > 1) {
+		/* a cancelled group is +0 (−0 rounding down), as IEEE's exact sums */
+		o->neg = sum < 0 || (sum == 0 && (any ? m->final_mode == EMU_DOWN : zneg));
+		o->zero = sum == 0 || szero;
+		o->E = eA + eB;
+		o->P = (sum < 0 ? -(uint64_t)sum : (uint64_t)sum) * PA * PB;
+		o->lsb = Lg + lA + lB;
+	}
+	return true;
+}
+
+/* One block of a scaled or grouped model: as tc_block_ieee, its terms from
+ * tc_term_at. */
+static double tc_block_terms(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+                             size_t off, const tc_sub *sub, double c, bool with_c, unsigned *flags)
+{
+	const emu_tc_model *m = t->m;
+	size_t G = m->gsum > 1 ? (size_t)m->gsum : 1, nt = (n + G - 1) / G;
+	tc_scan s = {0};
+	tc_term o;
+	tc_spair sp = {.idx = SIZE_MAX};
+	/* pass 1's nonzero terms, kept for pass 2 in an instruction's worth */
+	enum { TC_KEEP = 64 };
+	tc_term kt[TC_KEEP];
+	size_t nk = 0;
+	bool keep = nt <= TC_KEEP;
+	if (!with_c) {
+		/* c_late: C is no term here */
+	} else if (isnan(c)) {
+		s.nan = true;
+	} else if (isinf(c)) {
+		*(signbit(c) ? &s.ninf : &s.pinf) = true;
+	} else if (c == 0) {
+		tc_scan_term(&s, signbit(c), true, 0);
+		if (m->zero_align)
+			tc_scan_zexp(&s, FP32_EMIN);
+	} else {
+		uint64_t P;
+		int e, lsb;
+		tc_split(c, m->c_emin && t->out->emin > FP32_EMIN ? t->out->emin : FP32_EMIN, 24,
+		         &P, &e, &lsb);
+		tc_scan_term(&s, false, false, e);
+	}
+	for (size_t j = 0; j < nt; j++) {
+		if (G == 1 && !tc_in_sub(sub, j))
+			continue;
+		if (!tc_term_at(t, a, b, n, off, j, &sp, &s, &o))
+			continue;
+		tc_scan_term(&s, o.neg, o.zero, o.E);
+		if (o.zero && m->zero_align)
+			tc_scan_zexp(&s, o.E);
+		if (keep && !o.zero)
+			kt[nk++] = o;
+	}
+	if (s.nan || s.invalid || (s.pinf && s.ninf))
+		return emu_nan_result(t->out, s.invalid || (s.pinf && s.ninf), flags);
+	if (s.pinf || s.ninf)
+		return s.ninf ? -INFINITY : INFINITY;
+	if (!s.any_term)
+		return (s.zero_neg && (!s.zero_pos || m->final_mode == EMU_DOWN)) ? -0.0 : 0.0;
+
+	int R = s.any_zexp && s.Rz > s.R ? s.Rz : s.R;
+	R = R < m->exp_floor ? m->exp_floor : R;
+	int L = R - TC_FRAC - m->neab;
+	__int128 S = 0;
+	bool chopped = false;
+	if (with_c && c != 0) {
+		uint64_t P;
+		int e, lsb;
+		tc_split(c, FP32_EMIN, 24, &P, &e, &lsb);
+		tc_add_term(&S, signbit(c), P, lsb - L, &chopped);
+	}
+	for (size_t j = 0; j < nk; j++)
+		tc_add_term(&S, kt[j].neg, kt[j].P, kt[j].lsb - L, &chopped);
+	for (size_t j = 0; !keep && j < nt; j++) {
+		if ((G == 1 && !tc_in_sub(sub, j)) ||
+		    !tc_term_at(t, a, b, n, off, j, &sp, &s, &o) || o.zero)
+			continue;
+		tc_add_term(&S, o.neg, o.P, o.lsb - L, &chopped);
+	}
+	if (chopped)
+		*flags |= EMU_FLAG_INEXACT;
+	return tc_round_sum(t, S, L, flags);
+}
+
 /* One block FMA: the products a[i]·b[i], i < n, that sub-block sub takes
  * (+ c when with_c), c a value of the chain (binary32-representable, or
  * ±inf, NaN). Returns the block's result as a value of t->blk (and so of
@@ -792,32 +1079,15 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 	}
 	if (chopped)
 		*flags |= EMU_FLAG_INEXACT;
-
-	/* one rounding of the exact sum S·2^L */
-	if (S == 0) /* cancellation (or everything chopped away): +0, −0 in down */
-		return m->final_mode == EMU_DOWN ? -0.0 : 0.0;
-	bool neg = S < 0;
-	unsigned __int128 U = neg ? -(unsigned __int128)S : (unsigned __int128)S;
-	int E = L;
-	bool sticky = false;
-	while (U >> 64) {
-		sticky |= (U & 1) != 0;
-		U >>= 1;
-		E++;
-	}
-	unsigned fl = 0;
-	double r = emu_round_core(&t->blk, neg, (uint64_t)U, E, sticky, &t->env, &fl);
-	if ((fl & EMU_FLAG_OVERFLOW) && !m->sat && isfinite(r))
-		r = neg ? -INFINITY : INFINITY; /* the published model: overflow is ±inf */
-	*flags |= fl;
-	return r;
+	return tc_round_sum(t, S, L, flags);
 }
 
 /* tc_block_ieee, then zsign=pos: any zero result is +0. */
-static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
+static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n, size_t off,
                        const tc_sub *sub, double c, bool with_c, unsigned *flags)
 {
-	double r = tc_block_ieee(t, a, b, n, sub, c, with_c, flags);
+	double r = t->sc || t->m->gsum > 1 ? tc_block_terms(t, a, b, n, off, sub, c, with_c, flags)
+	                                   : tc_block_ieee(t, a, b, n, sub, c, with_c, flags);
 	return t->m->zero_pos && r == 0 ? 0.0 : r;
 }
 
@@ -1063,8 +1333,8 @@ static double tc_block_amd(const tc_ctx *t, const emu_bits *a, const emu_bits *b
  * all its sub-blocks in turn (a short last block too: the instruction runs
  * whole), each sub-block's result the next one's accumulator; with c_late
  * the first starts without C and C is added after the last. */
-static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t K, double c,
-                       unsigned *flags)
+static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t K, size_t off,
+                       double c, unsigned *flags)
 {
 	size_t k = (size_t)t->m->k;
 	size_t i = 0;
@@ -1075,13 +1345,13 @@ static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 			c = tc_block_amd(t, a + i, b + i, n, c, flags);
 		} else if (t->m->c_late) {
 			sub.j = 0;
-			double h = tc_block(t, a + i, b + i, n, &sub, 0.0, false, flags);
+			double h = tc_block(t, a + i, b + i, n, off + i, &sub, 0.0, false, flags);
 			for (sub.j = 1; sub.j < sub.split; sub.j++)
-				h = tc_block(t, a + i, b + i, n, &sub, h, true, flags);
+				h = tc_block(t, a + i, b + i, n, off + i, &sub, h, true, flags);
 			c = tc_late_add(t, h, c, flags);
 		} else {
 			for (sub.j = 0; sub.j < sub.split; sub.j++)
-				c = tc_block(t, a + i, b + i, n, &sub, c, true, flags);
+				c = tc_block(t, a + i, b + i, n, off + i, &sub, c, true, flags);
 		}
 		i += n;
 	} while (i < K);
@@ -1089,12 +1359,14 @@ static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 }
 
 static bool tc_ctx_init(tc_ctx *t, const emu_tc_model *m, const emu_format *ina,
-                        const emu_format *inb, const emu_format *out)
+                        const emu_format *inb, const emu_format *out, const emu_tc_scales *sc)
 {
 	if (emu_tc_check(m, ina, out, NULL, 0) != EMU_OK ||
-	    emu_tc_check(m, inb, out, NULL, 0) != EMU_OK)
+	    emu_tc_check(m, inb, out, NULL, 0) != EMU_OK ||
+	    (sc && emu_tc_check_scales(m, sc, NULL, 0) != EMU_OK))
 		return false;
 	t->m = m;
+	t->sc = sc;
 	t->ina = ina;
 	t->inb = inb;
 	t->out = out;
@@ -1123,10 +1395,17 @@ emu_result emu_tc_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_
                        const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
                        emu_bits c)
 {
+	return emu_tc_dot_scaled(m, in_a, in_b, out, a, b, K, c, NULL);
+}
+
+emu_result emu_tc_dot_scaled(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
+                             const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
+                             emu_bits c, const emu_tc_scales *s)
+{
 	tc_ctx t;
 	unsigned flags = 0;
 	const emu_env rne = EMU_ENV_DEFAULT;
-	if (!tc_ctx_init(&t, m, in_a, in_b, out))
+	if (!tc_ctx_init(&t, m, in_a, in_b, out, s))
 		return (emu_result){out->nan_bits, EMU_FLAG_INVALID};
 
 	/* C enters as binary32, or first rounded to the output (CUDA's
@@ -1138,7 +1417,7 @@ emu_result emu_tc_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_
 		c32 = emu_convert(t.fp32, out, r.bits, &rne).bits; /* exact */
 	}
 	if (m->promote_every == 0) {
-		double d = tc_chain(&t, a, b, K, emu_decode(t.fp32, c32), &flags);
+		double d = tc_chain(&t, a, b, K, 0, emu_decode(t.fp32, c32), &flags);
 		return tc_result(&t, (emu_result){emu_encode(out, d), flags});
 	}
 
@@ -1147,7 +1426,7 @@ emu_result emu_tc_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_
 	emu_bits acc = c32;
 	for (size_t i = 0; i < K; i += m->promote_every) {
 		size_t n = K - i < m->promote_every ? K - i : m->promote_every;
-		double part = tc_chain(&t, a + i, b + i, n, 0.0, &flags);
+		double part = tc_chain(&t, a + i, b + i, n, i, 0.0, &flags);
 		emu_result s = emu_add(t.fp32, acc, emu_encode(t.fp32, part), &rne);
 		flags |= s.flags;
 		acc = s.bits;

@@ -96,13 +96,35 @@ typedef struct emu_tc_model {
 	bool ftz;        /* ftz=1 (fma and pairwise): subnormal inputs and C
 	                    read as +0, every operation's subnormal result
 	                    flushed to a zero of its sign (CDNA2's f16, bf16) */
+	int gsum;        /* gsum=G > 1 (acc=block, split 1): each run of G
+	                    products (from the block's start) is summed exactly
+	                    first, and that sum times its scales is one term
+	                    whose alignment exponent is its scales' alone (0
+	                    without scales): kind::mxf4nvf4, G = 16. 0 or 1:
+	                    every product is a term of its own */
 } emu_tc_model;
+
+/*
+ * Block scales (tcgen05's kind::mxf8f6f4 and kind::mxf4nvf4, sm_120's
+ * mma.block_scale): product i of a dot is multiplied by the magnitudes of
+ * sa[i / block] and sb[i / block], encodings of fmt (a sign bit is ignored:
+ * e4m3 scales read as ue4m3). The scaled product is one term, its alignment
+ * exponent e(a)+e(b)+e(sa)+e(sb) (a zero scale's e is −126); a NaN scale
+ * makes its products NaN. fmt must have no infinities and p <= 8; with
+ * gsum > 1, block must be a multiple of gsum. Without scales every scale
+ * is 1.
+ */
+typedef struct emu_tc_scales {
+	const emu_format *fmt;
+	size_t block;
+	const emu_bits *sa, *sb;
+} emu_tc_scales;
 
 /* What the model does when nothing is said: k=16, neab=2, final=rtz, no C
  * pre-rounding, no floor, the output's precision, no promotion, overflow to
  * inf, C inside the block (c_round rne for when it is not), no split, C at its
  * true exponent, IEEE zero signs, the canonical NaN, zeros out of the
- * alignment, the block FMA, no flushing. */
+ * alignment, the block FMA, no flushing, no exact groups. */
 emu_tc_model emu_tc_default(void);
 
 /*
@@ -111,7 +133,10 @@ emu_tc_model emu_tc_default(void);
  * inside the fused sum; "h100-mma", "h200-mma": sm_90's mma.sync, whose FP8
  * kinds ptxas emulates with fp16 HMMAs; "h100-wgmma", "h200-wgmma": wgmma,
  * FP8 -> fp16 native, where "h100"/"h200" FP8 -> fp16 is mma.sync's; AMD's
- * "mi100", "mi250x", "mi300x") for inputs in and output out (matched on the
+ * "mi100", "mi250x", "mi300x"; the block-scaled kinds "b200-mxf8f6f4" and
+ * "b200-mxf4nvf4", which emu_tc_dot_scaled runs with scales, and their
+ * sm_120 mma.block_scale aliases "rtx5090-mxf8f6f4", "rtx5090-mxf4nvf4")
+ * for inputs in and output out (matched on the
  * descriptor's p, ebits and bias: fp32, fp16, bf16, tf32, e4m3, e5m2,
  * e4m3fnuz, e5m2fnuz, e3m2, e2m3, e2m1 in; fp32 or fp16 out;
  * docs/tensor-cores.md has the table).
@@ -127,7 +152,7 @@ emu_status emu_tc_preset(const char *gpu, const emu_format *in, const emu_format
  *   k=N  neab=N  final=rne|rtz|rz|up|down  cpre=0|1  floor=N|none
  *   prec=N|out  promote=N  sat=0|1  clate=0|1  cround=rne|rtz|rz|up|down
  *   split=N  group=N  csub=true|emin  zsign=ieee|pos  nan=canon|ones
- *   zalign=0|1  acc=block|fma|pairwise|rd  ftz=0|1
+ *   zalign=0|1  acc=block|fma|pairwise|rd  ftz=0|1  gsum=N
  * e.g. "h100", "h100,promote=128", "k=16,neab=2,final=rz,cpre=1".
  * On error writes one line into err and returns non-zero.
  */
@@ -135,8 +160,8 @@ emu_status emu_tc_parse(const char *spec, const emu_format *in, const emu_format
                         emu_tc_model *m, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* The canonical spec string of m ("k=16,neab=2,final=rtz,..."); zalign, acc
- * and ftz are written only when not their defaults. */
+/* The canonical spec string of m ("k=16,neab=2,final=rtz,..."); zalign, acc,
+ * ftz and gsum are written only when not their defaults. */
 const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len);
 
 /*
@@ -146,7 +171,11 @@ const char *emu_tc_spec(const emu_tc_model *m, char *buf, size_t len);
  * subnormals) inside binary32's range; acc other than block without late C,
  * block precision or floor, split 1 (rd: 1, or 2 with group 1); fma and
  * pairwise with every value of in exact in out; ftz only with fma and
- * pairwise. On error writes one line into err.
+ * pairwise; gsum > 1 only with acc=block, split 1, k a multiple of gsum and
+ * an in narrow enough for a group's exact sum: 2(emax − emin + p) +
+ * ceil(log2 gsum) <= 46 and 2(emax + 1) + ceil(log2 gsum) + neab <= 36
+ * (e4m3, e3m2, e2m3, e2m1 with gsum 16 and neab <= 12). On error writes one
+ * line into err.
  */
 emu_status emu_tc_check(const emu_tc_model *m, const emu_format *in, const emu_format *out,
                         char *err, size_t errlen) __attribute__((warn_unused_result));
@@ -186,11 +215,29 @@ emu_result emu_tc_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_
                        const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
                        emu_bits c);
 
+/*
+ * The same with block scales s (NULL: emu_tc_dot2): the block-scaled kinds
+ * run through the same model (presets "b200-mxf8f6f4", "b200-mxf4nvf4").
+ * s must pass emu_tc_check_scales (otherwise: out's NaN with invalid).
+ */
+emu_result emu_tc_dot_scaled(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
+                             const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
+                             emu_bits c, const emu_tc_scales *s);
+
+/* Whether scales s can go with m: acc=block, a scale format without
+ * infinities with p <= 8, block >= 1 (a multiple of gsum when gsum > 1),
+ * both arrays given. On error writes one line into err. */
+emu_status emu_tc_check_scales(const emu_tc_model *m, const emu_tc_scales *s, char *err,
+                               size_t errlen) __attribute__((warn_unused_result));
+
 /* The same models computed with MPFR (emu/kernels/tc_mp.c), for the tests. */
 emu_result emu_tc_mp_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
                          const emu_bits *a, const emu_bits *b, size_t K, emu_bits c);
 emu_result emu_tc_mp_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
                           const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
                           emu_bits c);
+emu_result emu_tc_mp_dot_scaled(const emu_tc_model *m, const emu_format *in_a,
+                                const emu_format *in_b, const emu_format *out, const emu_bits *a,
+                                const emu_bits *b, size_t K, emu_bits c, const emu_tc_scales *s);
 
 #endif

@@ -226,26 +226,131 @@ static bool tc_mp_takes(const emu_tc_model *m, size_t j, size_t i)
 	return run - run / (size_t)m->split * (size_t)m->split == j;
 }
 
-/* One block FMA: the products of a and b that sub-block j takes, plus c
- * when with_c; the result replaces c (c is not read when !with_c). */
-static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
-                        const emu_format *g, const emu_bits *a, const emu_bits *b, size_t n,
-                        size_t j, tv *c, bool with_c, unsigned *flags)
+/* The magnitude of a scale (encoding x of f, its sign bit ignored): *v and
+ * its alignment exponent *e (a zero: −126). False when it is NaN. */
+static bool tc_mp_scale(const emu_format *f, emu_bits x, mpfr_ptr v, long *e)
 {
-	bool nan = with_c && c->kind == TK_NAN, pinf = false, ninf = false, invalid = false;
-	bool any = false, zpos = false, zneg = false, anyz = false;
-	long R = 0, Rz = 0;
+	tv t;
+	tv_init(&t, 32);
+	tv_decode(&t, f, f->has_sign ? x & ~f->sign_mask : x);
+	bool ok = t.kind != TK_NAN;
+	if (t.kind == TK_FIN) {
+		mpfr_set(v, t.v, MPFR_RNDN); /* exact: p <= 8 */
+		*e = tc_expo(t.v, f->emin);
+	} else {
+		mpfr_set_zero(v, 1);
+		*e = FP32_EMIN;
+	}
+	mpfr_clear(t.v);
+	return ok;
+}
+
+/* What one term of a block is. */
+typedef struct {
+	bool nan, pinf, ninf, invalid; /* specials seen */
+	bool zero, neg;                /* a finite term: zero or not, its sign */
+	long E;                        /* its alignment exponent (zalign's, for a zero) */
+} tc_mp_tinfo;
+
+/* Term j of a block whose products start at absolute index off: product j
+ * (times its scales) or, with gsum = G > 1, the exact sum of products
+ * [jG, jG + G) times their group's scales, aligned at the scales' exponents
+ * alone. Value into v (SUM_PREC); false when the term is not finite. */
+static bool tc_mp_term(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
+                       const emu_tc_scales *sc, const emu_bits *a, const emu_bits *b, size_t n,
+                       size_t off, size_t j, mpfr_ptr v, tc_mp_tinfo *ti)
+{
+	size_t G = m->gsum > 1 ? (size_t)m->gsum : 1;
+	size_t i0 = j * G, i1 = i0 + G < n ? i0 + G : n;
+	long es = 0;
+	bool special = false, any = false, zneg = true;
 	tv x, y;
-	mpfr_t p, sum;
+	mpfr_t s0, s1, p;
+	mpfr_inits2(16, s0, s1, (mpfr_ptr)0);
+	mpfr_init2(p, TERM_PREC);
+	mpfr_set_ui(s0, 1, MPFR_RNDN);
+	mpfr_set_ui(s1, 1, MPFR_RNDN);
+	if (sc) {
+		long e0, e1;
+		size_t k = (off + i0) / sc->block;
+		if (!tc_mp_scale(sc->fmt, sc->sa[k], s0, &e0) ||
+		    !tc_mp_scale(sc->fmt, sc->sb[k], s1, &e1)) {
+			ti->nan = true;
+			mpfr_clears(s0, s1, p, (mpfr_ptr)0);
+			return false;
+		}
+		es = e0 + e1;
+	}
+	bool szero = mpfr_zero_p(s0) || mpfr_zero_p(s1);
 	tv_init(&x, 32);
 	tv_init(&y, 32);
-	mpfr_init2(p, TERM_PREC);
+	mpfr_set_zero(v, 1);
+	for (size_t i = i0; i < i1; i++) {
+		tv_decode(&x, in, a[i]);
+		tv_decode(&y, inb, b[i]);
+		bool neg = x.neg != y.neg;
+		if (x.kind == TK_NAN || y.kind == TK_NAN) {
+			ti->nan = special = true;
+		} else if (x.kind == TK_INF || y.kind == TK_INF) {
+			if (x.kind == TK_ZERO || y.kind == TK_ZERO || szero)
+				ti->invalid = true;
+			else
+				*(neg ? &ti->ninf : &ti->pinf) = true;
+			special = true;
+		} else if (G == 1) {
+			ti->neg = neg;
+			ti->zero = x.kind == TK_ZERO || y.kind == TK_ZERO || szero;
+			ti->E = tc_zexpo(&x, in->emin) + tc_zexpo(&y, inb->emin) + es;
+			if (!ti->zero) {
+				mpfr_mul(p, x.v, y.v, MPFR_RNDN); /* exact */
+				mpfr_mul(p, p, s0, MPFR_RNDN);    /* exact: 24 + 24 + 8 + 8 bits */
+				mpfr_mul(p, p, s1, MPFR_RNDN);
+				mpfr_set(v, p, MPFR_RNDN);
+			}
+		} else if (x.kind == TK_ZERO || y.kind == TK_ZERO) {
+			zneg = zneg && neg;
+		} else {
+			mpfr_mul(p, x.v, y.v, MPFR_RNDN);
+			if (mpfr_add(v, v, p, MPFR_RNDN) != 0)
+				abort(); /* SUM_PREC holds a group's sum: a programming error */
+			any = true;
+		}
+	}
+	if (!special && G > 1) {
+		/* an exact zero sum: −0 only when every product is −0, or when
+		 * rounding down cancels (IEEE) */
+		ti->neg =
+		    mpfr_zero_p(v) ? (any ? m->final_mode == EMU_DOWN : zneg) : mpfr_signbit(v);
+		mpfr_mul(v, v, s0, MPFR_RNDN);
+		mpfr_mul(v, v, s1, MPFR_RNDN);
+		ti->zero = mpfr_zero_p(v);
+		ti->E = es;
+	}
+	mpfr_clears(s0, s1, p, x.v, y.v, (mpfr_ptr)0);
+	return !special;
+}
+
+/* One block FMA: the terms (products, or gsum's groups) of a and b that
+ * sub-block j takes, plus c when with_c; the result replaces c (c is not
+ * read when !with_c). off: the block's first product's index, for scales. */
+static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
+                        const emu_format *g, const emu_tc_scales *sc, const emu_bits *a,
+                        const emu_bits *b, size_t n, size_t off, size_t j, tv *c, bool with_c,
+                        unsigned *flags)
+{
+	bool any = false, zpos = false, zneg = false, anyz = false;
+	long R = 0, Rz = 0;
+	size_t G = m->gsum > 1 ? (size_t)m->gsum : 1, nt = (n + G - 1) / G;
+	tc_mp_tinfo ti = {0};
+	ti.nan = with_c && c->kind == TK_NAN;
+	mpfr_t t, sum;
+	mpfr_init2(t, SUM_PREC);
 	mpfr_init2(sum, SUM_PREC);
 
 	if (!with_c)
 		c->kind = TK_ZERO; /* the products alone; c's slot takes the result */
 	else if (c->kind == TK_INF)
-		*(c->neg ? &ninf : &pinf) = true;
+		*(c->neg ? &ti.ninf : &ti.pinf) = true;
 	else if (c->kind == TK_ZERO)
 		*(c->neg ? &zneg : &zpos) = true;
 	if (with_c && c->kind == TK_ZERO && m->zero_align) {
@@ -256,44 +361,31 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 		R = tc_expo(c->v, m->c_emin && g->emin > FP32_EMIN ? g->emin : FP32_EMIN);
 		any = true;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (!tc_mp_takes(m, j, i))
+	for (size_t i = 0; i < nt; i++) {
+		if ((G == 1 && !tc_mp_takes(m, j, i)) ||
+		    !tc_mp_term(m, in, inb, sc, a, b, n, off, i, t, &ti))
 			continue;
-		tv_decode(&x, in, a[i]);
-		tv_decode(&y, inb, b[i]);
-		bool neg = x.neg != y.neg;
-		if (x.kind == TK_NAN || y.kind == TK_NAN) {
-			nan = true;
-		} else if (x.kind == TK_INF || y.kind == TK_INF) {
-			if (x.kind == TK_ZERO || y.kind == TK_ZERO)
-				invalid = true;
-			else
-				*(neg ? &ninf : &pinf) = true;
-		} else if (x.kind == TK_ZERO || y.kind == TK_ZERO) {
-			*(neg ? &zneg : &zpos) = true;
-			if (m->zero_align) {
-				long E = tc_zexpo(&x, in->emin) + tc_zexpo(&y, inb->emin);
-				if (!anyz || E > Rz)
-					Rz = E;
+		if (ti.zero) {
+			*(ti.neg ? &zneg : &zpos) = true;
+			if (m->zero_align && (!anyz || ti.E > Rz)) {
+				Rz = ti.E;
 				anyz = true;
 			}
-		} else {
-			long E = tc_expo(x.v, in->emin) + tc_expo(y.v, inb->emin);
-			if (!any || E > R)
-				R = E;
+		} else if (!any || ti.E > R) {
+			R = ti.E;
 			any = true;
 		}
 	}
-	if (nan || invalid || (pinf && ninf)) {
+	if (ti.nan || ti.invalid || (ti.pinf && ti.ninf)) {
 		c->kind = TK_NAN;
 		c->neg = false;
-		if (invalid || (pinf && ninf))
+		if (ti.invalid || (ti.pinf && ti.ninf))
 			*flags |= EMU_FLAG_INVALID;
 		goto done;
 	}
-	if (pinf || ninf) {
+	if (ti.pinf || ti.ninf) {
 		c->kind = TK_INF;
-		c->neg = ninf;
+		c->neg = ti.ninf;
 		goto done;
 	}
 	if (!any) {
@@ -310,15 +402,11 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 	mpfr_set_zero(sum, 1);
 	if (with_c && c->kind == TK_FIN)
 		tc_add_chopped(sum, c->v, L, &chopped);
-	for (size_t i = 0; i < n; i++) {
-		if (!tc_mp_takes(m, j, i))
+	for (size_t i = 0; i < nt; i++) {
+		if ((G == 1 && !tc_mp_takes(m, j, i)) ||
+		    !tc_mp_term(m, in, inb, sc, a, b, n, off, i, t, &ti) || ti.zero)
 			continue;
-		tv_decode(&x, in, a[i]);
-		tv_decode(&y, inb, b[i]);
-		if (x.kind != TK_FIN || y.kind != TK_FIN)
-			continue;
-		mpfr_mul(p, x.v, y.v, MPFR_RNDN); /* exact in TERM_PREC */
-		tc_add_chopped(sum, p, L, &chopped);
+		tc_add_chopped(sum, t, L, &chopped);
 	}
 	if (chopped)
 		*flags |= EMU_FLAG_INEXACT;
@@ -331,7 +419,7 @@ static void tc_mp_block(const emu_tc_model *m, const emu_format *in, const emu_f
 done:
 	if (m->zero_pos && c->kind == TK_ZERO) /* zsign=pos */
 		c->neg = false;
-	mpfr_clears(p, sum, x.v, y.v, (mpfr_ptr)0);
+	mpfr_clears(t, sum, (mpfr_ptr)0);
 }
 
 /* c_late: c = round(r + c) with c_round; specials as a block's. */
@@ -589,8 +677,8 @@ static void tc_mp_block_amd(const emu_tc_model *m, const emu_format *in, const e
 }
 
 static void tc_mp_chain(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
-                        const emu_format *g, const emu_bits *a, const emu_bits *b, size_t K, tv *c,
-                        unsigned *flags)
+                        const emu_format *g, const emu_tc_scales *sc, const emu_bits *a,
+                        const emu_bits *b, size_t K, size_t off, tv *c, unsigned *flags)
 {
 	size_t k = (size_t)m->k, i = 0;
 	tv r;
@@ -602,11 +690,13 @@ static void tc_mp_chain(const emu_tc_model *m, const emu_format *in, const emu_f
 		} else if (m->c_late) {
 			/* the sub-blocks chain from no C at all; C joins after the last */
 			for (size_t j = 0; j < (size_t)m->split; j++)
-				tc_mp_block(m, in, inb, g, a + i, b + i, n, j, &r, j > 0, flags);
+				tc_mp_block(m, in, inb, g, sc, a + i, b + i, n, off + i, j, &r,
+				            j > 0, flags);
 			tc_mp_late_add(m, g, &r, c, flags);
 		} else {
 			for (size_t j = 0; j < (size_t)m->split; j++)
-				tc_mp_block(m, in, inb, g, a + i, b + i, n, j, c, true, flags);
+				tc_mp_block(m, in, inb, g, sc, a + i, b + i, n, off + i, j, c, true,
+				            flags);
 		}
 		i += n;
 	} while (i < K);
@@ -623,13 +713,21 @@ emu_result emu_tc_mp_dot2(const emu_tc_model *m, const emu_format *in, const emu
                           const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
                           emu_bits c)
 {
+	return emu_tc_mp_dot_scaled(m, in, inb, out, a, b, K, c, NULL);
+}
+
+emu_result emu_tc_mp_dot_scaled(const emu_tc_model *m, const emu_format *in, const emu_format *inb,
+                                const emu_format *out, const emu_bits *a, const emu_bits *b,
+                                size_t K, emu_bits c, const emu_tc_scales *sc)
+{
 	const emu_format *fp32 = emu_format_by_name("fp32");
 	const emu_env rne = EMU_ENV_DEFAULT;
 	emu_format g = *out;
 	unsigned flags = 0;
 	emu_result res;
 	if (emu_tc_check(m, in, out, NULL, 0) != EMU_OK ||
-	    emu_tc_check(m, inb, out, NULL, 0) != EMU_OK || !fp32)
+	    emu_tc_check(m, inb, out, NULL, 0) != EMU_OK || !fp32 ||
+	    (sc && emu_tc_check_scales(m, sc, NULL, 0) != EMU_OK))
 		return (emu_result){out->nan_bits, EMU_FLAG_INVALID};
 	if (m->block_prec) {
 		g.p = m->block_prec;
@@ -652,7 +750,7 @@ emu_result emu_tc_mp_dot2(const emu_tc_model *m, const emu_format *in, const emu
 	tv_init(&acc, SUM_PREC);
 	if (m->promote_every == 0) {
 		tv_decode(&acc, fp32, c32);
-		tc_mp_chain(m, in, inb, &g, a, b, K, &acc, &flags);
+		tc_mp_chain(m, in, inb, &g, sc, a, b, K, 0, &acc, &flags);
 		res = (emu_result){tv_encode(&acc, out), flags};
 	} else {
 		emu_bits sum = c32;
@@ -660,7 +758,7 @@ emu_result emu_tc_mp_dot2(const emu_tc_model *m, const emu_format *in, const emu
 			size_t n = K - i < m->promote_every ? K - i : m->promote_every;
 			acc.kind = TK_ZERO;
 			acc.neg = false;
-			tc_mp_chain(m, in, inb, &g, a + i, b + i, n, &acc, &flags);
+			tc_mp_chain(m, in, inb, &g, sc, a + i, b + i, n, i, &acc, &flags);
 			emu_bits part[2] = {sum, 0};
 			emu_bits po = tv_encode(&acc, out);
 			part[1] = emu_mp_apply(EMU_OP_CVT, fp32, out, &po, &rne).bits; /* exact */

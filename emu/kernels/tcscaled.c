@@ -1,19 +1,16 @@
 /*
- * tcscaled.c — Blackwell's block-scaled MMA kinds in integer arithmetic,
- * and the scaled GEMM driver (emu/kernels/tcscaled.h; docs/gemm.md).
+ * tcscaled.c — Blackwell's block-scaled MMA kinds, and the scaled GEMM
+ * driver (emu/kernels/tcscaled.h; docs/gemm.md).
  *
- * Why integers are exact here: a kind::mxf8f6f4 term is a product of two
- * significands of at most 4 bits (< 2^8 with 6 fraction bits) or C's 24
- * bits; aligned to 25 fraction bits below the largest exponent each is an
- * integer below 2^27 in units of 2^(emax−25), and 33 of them sum below
- * 2^33. A kind::mxf4nvf4 group sum is at most 16·6·6 = 576 (in quarters:
- * 2304 < 2^12), times two 4-bit scale significands < 2^20; aligned to 35
- * fraction bits each term is below 2^56 and five of them below 2^59. So
- * every term and sum fits an int64_t; the single rounding to binary32 is
- * done on the integer by shifting.
- *
- * Layout as SoftFloat's: decode, NaN and infinity exits, the terms, the
- * alignment, the one rounding.
+ * The kinds are the Tensor Core model's (emu/kernels/tc.h) with block
+ * scales: kind::mxf8f6f4 is preset "b200-mxf8f6f4" (32 products, 25
+ * fraction bits, RZ, both ue8m0 scale exponents added to each product's),
+ * kind::mxf4nvf4 is "b200-mxf4nvf4" (64 products summed exactly in groups
+ * of 16, each group aligned at its scales' exponents, 35 fraction bits).
+ * Both read a zero as 0·2^-126 in the alignment and give +0 and the
+ * all-ones NaN (MMA-Sim's rules). The functions here are the instruction
+ * shapes over that one model; emu_tcs_mp_* are the same over its MPFR
+ * implementation.
  */
 #include <gmp.h>
 #include <math.h>
@@ -25,49 +22,6 @@
 #include "emu/engine/kern.h"
 #include "emu/kernels/tc.h"
 #include "emu/kernels/tcscaled.h"
-
-/* MMA-Sim reads a zero as 0·2^-126 in every format (extract_significand_exponent). */
-#define TCS_ZERO_EXP (-126)
-#define TCS_F8_FRAC 25
-#define TCS_F4_FRAC 35
-
-enum { TCS_FIN = 0, TCS_INF, TCS_NAN };
-
-/* A decoded operand: value (−1)^neg · M · 2^(L − frac), L its alignment
- * exponent (subnormals at the format's emin, zero at -126). */
-typedef struct {
-	int cls;
-	bool neg;
-	uint32_t M;
-	int frac;
-	int L;
-} tcs_val;
-
-static tcs_val tcs_decode(const emu_format *f, emu_bits b, bool drop_sign)
-{
-	tcs_val v = {TCS_FIN, false, 0, f->p - 1, TCS_ZERO_EXP};
-	int m = f->p - 1;
-	emu_bits mag = b & ~f->sign_mask;
-	if (emu_is_nan(f, b)) {
-		v.cls = TCS_NAN;
-		return v;
-	}
-	v.neg = !drop_sign && f->has_sign && (b & f->sign_mask);
-	if (f->has_inf && mag == f->inf_bits) {
-		v.cls = TCS_INF;
-		return v;
-	}
-	unsigned ef = (mag & f->exp_mask) >> m;
-	uint32_t man = mag & f->man_mask;
-	if (ef == 0 && f->has_zero) {
-		v.M = man;
-		v.L = man ? f->emin : TCS_ZERO_EXP;
-	} else {
-		v.M = ((uint32_t)1 << m) | man;
-		v.L = (int)ef - f->bias;
-	}
-	return v;
-}
 
 static const emu_format *tcs_fp32(void)
 {
@@ -89,176 +43,69 @@ static bool tcs_elem_ok(const emu_format *f)
 	       tcs_same(f, "e2m3") || tcs_same(f, "e2m1");
 }
 
-/* Term x (M·2^(L−frac), M < 2^31) in units of 2^unit, truncated toward zero. */
-static uint64_t tcs_align(uint32_t M, int L, int frac, int unit, bool *lost)
-{
-	int sh = L - frac - unit;
-	if (M == 0)
-		return 0;
-	if (sh >= 0)
-		return (uint64_t)M << sh; /* sh <= 35 by the bounds above */
-	if (sh <= -32) {
-		*lost = true;
-		return 0;
-	}
-	uint64_t t = (uint64_t)M >> -sh;
-	if ((t << -sh) != M)
-		*lost = true;
-	return t;
-}
-
-/* (−1)^neg · N · 2^e rounded toward zero to binary32 with subnormals; 2^128 or
- * more gives inf (MMA-Sim converts its truncated double with torch.tensor).
- * An exact zero is +0 whatever the signs (MMA-Sim's Python sum). */
-static emu_result tcs_round_fp32(bool neg, uint64_t N, int e, bool lost)
-{
-	emu_result r = {0, lost ? EMU_FLAG_INEXACT : 0u};
-	if (N == 0)
-		return r;
-	int msb = 63 - __builtin_clzll(N);
-	int E = e + msb;
-	emu_bits sign = neg ? 0x80000000u : 0;
-	if (E >= 128) {
-		r.bits = sign | 0x7f800000u;
-		r.flags |= EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT;
-		return r;
-	}
-	int q = E < -126 ? -149 : E - 23; /* the result's last place */
-	int sh = q - e;
-	bool rlost = false;
-	if (sh > 0) {
-		uint64_t t = sh >= 64 ? 0 : N >> sh;
-		rlost = sh >= 64 || (t << sh) != N;
-		N = t;
-	} else {
-		N <<= -sh;
-	}
-	if (rlost) {
-		r.flags |= EMU_FLAG_INEXACT;
-		if (E < -126)
-			r.flags |= EMU_FLAG_UNDERFLOW;
-	}
-	if (E < -126)
-		r.bits = sign | (emu_bits)N;
-	else
-		r.bits = sign | ((emu_bits)(E + 127) << 23) | ((emu_bits)N & 0x7fffffu);
-	return r;
-}
-
 static emu_result tcs_nan(unsigned flags)
 {
 	return (emu_result){EMU_TCS_NAN, flags};
 }
 
+/* The model's integer implementation, or its MPFR one (mp). */
+static emu_result tcs_dot(bool mp, const emu_tc_model *m, const emu_format *fa,
+                          const emu_format *fb, const emu_bits *a, const emu_bits *b, size_t K,
+                          emu_bits c, const emu_tc_scales *s)
+{
+	if (mp)
+		return emu_tc_mp_dot_scaled(m, fa, fb, tcs_fp32(), a, b, K, c, s);
+	return emu_tc_dot_scaled(m, fa, fb, tcs_fp32(), a, b, K, c, s);
+}
+
+static emu_result tcs_f8(bool mp, const emu_format *fa, const emu_format *fb, const emu_bits *a,
+                         const emu_bits *b, emu_bits sa, emu_bits sb, emu_bits c)
+{
+	emu_tc_model m;
+	if (!tcs_elem_ok(fa) || !tcs_elem_ok(fb) ||
+	    emu_tc_preset("b200-mxf8f6f4", fa, tcs_fp32(), &m) != EMU_OK)
+		return tcs_nan(EMU_FLAG_INVALID);
+	emu_bits xa = sa & 0xffu, xb = sb & 0xffu;
+	emu_tc_scales s = {emu_format_by_name("e8m0"), EMU_TCS_K_F8F6F4, &xa, &xb};
+	return tcs_dot(mp, &m, fa, fb, a, b, EMU_TCS_K_F8F6F4, c, &s);
+}
+
+static emu_result tcs_f4(bool mp, const emu_format *sf, int block, const emu_bits *a,
+                         const emu_bits *b, const emu_bits *sa, const emu_bits *sb, emu_bits c)
+{
+	const emu_format *e21 = emu_format_by_name("e2m1");
+	bool ue4m3 = tcs_same(sf, "e4m3");
+	emu_tc_model m;
+	if (!(ue4m3 || tcs_same(sf, "e8m0")) || (block != 16 && (ue4m3 || block != 32)) ||
+	    emu_tc_preset("b200-mxf4nvf4", e21, tcs_fp32(), &m) != EMU_OK)
+		return tcs_nan(EMU_FLAG_INVALID);
+	emu_tc_scales s = {sf, (size_t)block, sa, sb};
+	return tcs_dot(mp, &m, e21, e21, a, b, EMU_TCS_K_F4, c, &s);
+}
+
 emu_result emu_tcs_mxf8f6f4(const emu_format *fa, const emu_format *fb, const emu_bits *a,
                             const emu_bits *b, emu_bits sa, emu_bits sb, emu_bits c)
 {
-	const emu_format *e8 = emu_format_by_name("e8m0");
-	if (!tcs_elem_ok(fa) || !tcs_elem_ok(fb))
-		return tcs_nan(EMU_FLAG_INVALID);
-	tcs_val va[EMU_TCS_K_F8F6F4], vb[EMU_TCS_K_F8F6F4];
-	tcs_val vc = tcs_decode(tcs_fp32(), c, false);
-	tcs_val vsa = tcs_decode(e8, sa & 0xffu, true), vsb = tcs_decode(e8, sb & 0xffu, true);
-	bool any_nan = vc.cls == TCS_NAN || vsa.cls == TCS_NAN || vsb.cls == TCS_NAN;
-	bool pinf = vc.cls == TCS_INF && !vc.neg, ninf = vc.cls == TCS_INF && vc.neg;
-	bool inf_zero = false;
-	for (int i = 0; i < EMU_TCS_K_F8F6F4; i++) {
-		va[i] = tcs_decode(fa, a[i], false);
-		vb[i] = tcs_decode(fb, b[i], false);
-		if (va[i].cls == TCS_NAN || vb[i].cls == TCS_NAN) {
-			any_nan = true;
-		} else if (va[i].cls == TCS_INF || vb[i].cls == TCS_INF) {
-			bool zero = (va[i].cls == TCS_FIN && va[i].M == 0) ||
-			            (vb[i].cls == TCS_FIN && vb[i].M == 0);
-			if (zero)
-				inf_zero = true;
-			else if (va[i].neg != vb[i].neg)
-				ninf = true;
-			else
-				pinf = true;
-		}
-	}
-	/* MMA-Sim's check: the fp64 sum of the scaled products and C is NaN or inf */
-	if (any_nan)
-		return tcs_nan(0);
-	if (inf_zero || (pinf && ninf))
-		return tcs_nan(EMU_FLAG_INVALID);
-	if (pinf || ninf)
-		return (emu_result){ninf ? 0xff800000u : 0x7f800000u, 0};
+	return tcs_f8(false, fa, fb, a, b, sa, sb, c);
+}
 
-	int scale_e = vsa.L + vsb.L;
-	int emax = vc.L;
-	for (int i = 0; i < EMU_TCS_K_F8F6F4; i++) {
-		int L = va[i].L + vb[i].L + scale_e;
-		if (L > emax)
-			emax = L;
-	}
-	int unit = emax - TCS_F8_FRAC;
-	bool lost = false;
-	int64_t sum = 0;
-	uint64_t t = tcs_align(vc.M, vc.L, vc.frac, unit, &lost);
-	sum += vc.neg ? -(int64_t)t : (int64_t)t;
-	for (int i = 0; i < EMU_TCS_K_F8F6F4; i++) {
-		t = tcs_align(va[i].M * vb[i].M, va[i].L + vb[i].L + scale_e,
-		              va[i].frac + vb[i].frac, unit, &lost);
-		sum += va[i].neg != vb[i].neg ? -(int64_t)t : (int64_t)t;
-	}
-	return tcs_round_fp32(sum < 0, sum < 0 ? (uint64_t)-sum : (uint64_t)sum, unit, lost);
+emu_result emu_tcs_mp_mxf8f6f4(const emu_format *fa, const emu_format *fb, const emu_bits *a,
+                               const emu_bits *b, emu_bits sa, emu_bits sb, emu_bits c)
+{
+	return tcs_f8(true, fa, fb, a, b, sa, sb, c);
 }
 
 emu_result emu_tcs_mxf4nvf4(const emu_format *sf, int block, const emu_bits *a, const emu_bits *b,
                             const emu_bits *sa, const emu_bits *sb, emu_bits c)
 {
-	const emu_format *e21 = emu_format_by_name("e2m1");
-	bool ue4m3 = tcs_same(sf, "e4m3");
-	if (!(ue4m3 || tcs_same(sf, "e8m0")) || (block != 16 && (ue4m3 || block != 32)))
-		return tcs_nan(EMU_FLAG_INVALID);
-	int nscale = EMU_TCS_K_F4 / block;
-	tcs_val vsa[4], vsb[4];
-	tcs_val vc = tcs_decode(tcs_fp32(), c, false);
-	bool any_nan = vc.cls == TCS_NAN;
-	for (int j = 0; j < nscale; j++) {
-		vsa[j] = tcs_decode(sf, sa[j], true);
-		vsb[j] = tcs_decode(sf, sb[j], true);
-		any_nan |= vsa[j].cls == TCS_NAN || vsb[j].cls == TCS_NAN;
-	}
-	if (any_nan)
-		return tcs_nan(0);
-	if (vc.cls == TCS_INF)
-		return (emu_result){c, 0};
+	return tcs_f4(false, sf, block, a, b, sa, sb, c);
+}
 
-	/* group sums in quarters: an e2m1 value is M·2^(L−1), twice it M << L */
-	int64_t g[EMU_TCS_K_F4 / EMU_TCS_GROUP];
-	int gL[EMU_TCS_K_F4 / EMU_TCS_GROUP];
-	uint32_t gS[EMU_TCS_K_F4 / EMU_TCS_GROUP];
-	int emax = vc.L;
-	for (int k = 0; k < EMU_TCS_K_F4 / EMU_TCS_GROUP; k++) {
-		int64_t s = 0;
-		for (int i = k * EMU_TCS_GROUP; i < (k + 1) * EMU_TCS_GROUP; i++) {
-			tcs_val x = tcs_decode(e21, a[i], false), y = tcs_decode(e21, b[i], false);
-			int64_t p =
-			    (int64_t)(x.M ? x.M << x.L : 0) * (int64_t)(y.M ? y.M << y.L : 0);
-			s += x.neg != y.neg ? -p : p;
-		}
-		int j = k * EMU_TCS_GROUP / block;
-		g[k] = s;
-		gS[k] = vsa[j].M * vsb[j].M;
-		gL[k] = vsa[j].L + vsb[j].L;
-		if (gL[k] > emax)
-			emax = gL[k];
-	}
-	int frac_g = 2 + 2 * (sf->p - 1); /* quarters, then both scale significands */
-	int unit = emax - TCS_F4_FRAC;
-	bool lost = false;
-	int64_t sum = 0;
-	uint64_t t = tcs_align(vc.M, vc.L, vc.frac, unit, &lost);
-	sum += vc.neg ? -(int64_t)t : (int64_t)t;
-	for (int k = 0; k < EMU_TCS_K_F4 / EMU_TCS_GROUP; k++) {
-		uint64_t mag = (uint64_t)(g[k] < 0 ? -g[k] : g[k]) * gS[k];
-		t = tcs_align((uint32_t)mag, gL[k], frac_g, unit, &lost);
-		sum += g[k] < 0 ? -(int64_t)t : (int64_t)t;
-	}
-	return tcs_round_fp32(sum < 0, sum < 0 ? (uint64_t)-sum : (uint64_t)sum, unit, lost);
+emu_result emu_tcs_mp_mxf4nvf4(const emu_format *sf, int block, const emu_bits *a,
+                               const emu_bits *b, const emu_bits *sa, const emu_bits *sb,
+                               emu_bits c)
+{
+	return tcs_f4(true, sf, block, a, b, sa, sb, c);
 }
 
 /* ---- the GEMM ---- */
@@ -352,7 +199,12 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 		unsigned afl = 0;
 		double alpha = emu_v_mul(f32, qa->t, qb->t, &EMU_ENV_DEFAULT, &afl);
 		size_t chunk = mx ? EMU_TCS_K_F8F6F4 : EMU_TCS_K_F4;
-		/* every output element on its own: the rows on every thread */
+		emu_tc_model tm;
+		if (emu_tc_preset(mx ? "b200-mxf8f6f4" : "b200-mxf4nvf4", &qa->elem, f32, &tm) !=
+		    EMU_OK)
+			return gemm_fail(err, errlen, "no block-scaled model for these elements",
+			                 r);
+			/* every output element on its own: the rows on every thread */
 #pragma omp parallel for schedule(static) num_threads(emu_threads()) if (M * N * K >= GEMM_PAR)
 		for (size_t i = 0; i < M; i++)
 			for (size_t j = 0; j < N; j++) {
@@ -365,12 +217,9 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 						a[k - k0] = qa->code[i * K + k];
 						b[k - k0] = qb->code[k * N + j];
 					}
-					emu_result d;
 					if (mx) {
-						d = emu_tcs_mxf8f6f4(
-						    &qa->elem, &qb->elem, a, b,
-						    qa->dcode[gemm_block(qa, i, k0)],
-						    qb->dcode[gemm_block(qb, k0, j)], acc);
+						sa[0] = qa->dcode[gemm_block(qa, i, k0)] & 0xffu;
+						sb[0] = qb->dcode[gemm_block(qb, k0, j)] & 0xffu;
 					} else {
 						/* groups wholly past K: zero elements, zero scales
 						 */
@@ -380,10 +229,12 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 							sb[g] = qb->dcode[gemm_block(
 							    qb, k0 + 16 * g, j)];
 						}
-						d = emu_tcs_mxf4nvf4(&r->scale_fmt, 16, a, b, sa,
-						                     sb, acc);
 					}
-					acc = d.bits;
+					/* the whole instruction, a K tail padded with zeros */
+					emu_tc_scales sc = {&r->scale_fmt, mx ? chunk : 16, sa, sb};
+					acc = emu_tc_dot_scaled(&tm, &qa->elem, &qb->elem, f32, a,
+					                        b, chunk, acc, &sc)
+					          .bits;
 				}
 				D[i * N + j] = emu_v_mul(f32, alpha, emu_decode(f32, acc),
 				                         &EMU_ENV_DEFAULT, &fl);

@@ -15,8 +15,10 @@
  * exponent and a zero read as 0·2^-126 (MMA-Sim's extract_significand_
  * exponent): the exponent e, not the magnitude, decides alignment.
  *
- * Two implementations: emu_tcs_* (integer arithmetic) and emu_tcs_mp_*
- * (MPFR, emu/kernels/tcscaled_mp.c, written independently); tests/
+ * Both kinds are presets of the Tensor Core model (emu/kernels/tc.h,
+ * "b200-mxf8f6f4" and "b200-mxf4nvf4", run by emu_tc_dot_scaled), so they
+ * have its two implementations: emu_tcs_* (integer arithmetic, tc.c) and
+ * emu_tcs_mp_* (MPFR, tc_mp.c, written independently); tests/
  * check_tcscaled.c proves they agree bit for bit and flag for flag.
  */
 #ifndef NANMAP_TCSCALED_H
@@ -45,10 +47,10 @@
  * the largest exponent; the exact sum is rounded toward zero to fp32 (an
  * exact sum of 2^128 or more gives inf). A NaN anywhere (0xFF scales
  * included), inf·0 or infinities of both signs give EMU_TCS_NAN (invalid
- * unless an operand was NaN); otherwise an infinity gives that infinity.
- * Flags: inexact when a term or the result lost bits, underflow when the
- * result is tiny and the rounding inexact, overflow at 2^128.
- * Formats other than those five: EMU_TCS_NAN with invalid.
+ * when an inf·0 or inf − inf occurs, a NaN beside it or not); otherwise an
+ * infinity gives that infinity. A zero result is +0. Flags: inexact when a term or the result lost
+ * bits, underflow when the result is tiny and the rounding inexact, overflow at 2^128. Formats
+ * other than those five: EMU_TCS_NAN with invalid.
  */
 emu_result emu_tcs_mxf8f6f4(const emu_format *fa, const emu_format *fb, const emu_bits *a,
                             const emu_bits *b, emu_bits sa, emu_bits sb, emu_bits c);

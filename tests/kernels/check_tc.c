@@ -55,6 +55,12 @@ static const struct {
 	const char *spec, *in, *out;
 	const char *want; /* canonical form, or NULL: must be refused */
 } specs[] = {
+    {"b200-mxf8f6f4", "e5m2", "fp32",
+     "k=32,neab=2,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=true,zsign=pos,nan=ones,zalign=1"},
+    {"rtx5090-mxf4nvf4", "e2m1", "fp32",
+     "k=64,neab=12,final=rtz,cpre=0,floor=none,prec=out,promote=0,sat=0,clate=0,"
+     "cround=rne,split=1,group=1,csub=true,zsign=pos,nan=ones,zalign=1,gsum=16"},
     {"h100", "fp16", "fp32",
      "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0,"
      "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones"},
@@ -132,6 +138,15 @@ static const struct {
     {"final=sr", "fp16", "fp32", NULL},
     {"k=16,,neab=2", "fp16", "fp32", NULL},
     {"k=16,h100", "fp16", "fp32", NULL}, /* the GPU name comes first */
+    /* exact groups: only acc=block, split 1, k a multiple, narrow inputs */
+    {"k=16,gsum=17", "e2m1", "fp32", NULL},
+    {"k=16,gsum=3", "e2m1", "fp32", NULL},
+    {"k=16,gsum=4,split=2", "e2m1", "fp32", NULL},
+    {"k=16,gsum=4,acc=rd", "e2m1", "fp32", NULL},
+    {"k=16,gsum=4", "e5m2", "fp32", NULL},          /* a group sum too wide */
+    {"k=16,gsum=16,neab=36", "e4m3", "fp32", NULL}, /* a window too wide */
+    {"b200-mxf4nvf4", "e4m3", "fp32", NULL},        /* kind::mxf4nvf4 is e2m1 only */
+    {"b200-mxf8f6f4", "fp16", "fp32", NULL},
     {"k=1x", "fp16", "fp32", NULL},
     {"cpre=2", "fp16", "fp32", NULL},
     {"prec=1", "fp16", "fp32", NULL},
@@ -167,12 +182,12 @@ static const struct {
     {"h100,zalign=1", "fp16", "fp32",
      "k=16,neab=2,final=rtz,cpre=0,floor=-133,prec=out,promote=0,sat=0,clate=0,"
      "cround=rne,split=1,group=1,csub=emin,zsign=pos,nan=ones,zalign=1"},
-    {"mi300x", "e4m3", "fp32", NULL},                  /* CDNA3's fp8 is fnuz */
-    {"mi100", "fp16", "fp16", NULL},                   /* MFMA accumulates in fp32 */
-    {"k=4,acc=pairwise", "fp16", "fp16", NULL},        /* pairwise adds in fp32 */
-    {"k=4,acc=fma,clate=1", "fp16", "fp32", NULL},     /* no late C */
+    {"mi300x", "e4m3", "fp32", NULL},              /* CDNA3's fp8 is fnuz */
+    {"mi100", "fp16", "fp16", NULL},               /* MFMA accumulates in fp32 */
+    {"k=4,acc=pairwise", "fp16", "fp16", NULL},    /* pairwise adds in fp32 */
+    {"k=4,acc=fma,clate=1", "fp16", "fp32", NULL}, /* no late C */
     {"k=4,acc=rd,split=2,group=2", "fp16", "fp32", NULL},
-    {"k=4,acc=rd,ftz=1", "fp16", "fp32", NULL},        /* ftz is fma's and pairwise's */
+    {"k=4,acc=rd,ftz=1", "fp16", "fp32", NULL}, /* ftz is fma's and pairwise's */
     {"k=4,acc=pairwise,floor=-20", "fp16", "fp32", NULL},
     {"acc=tree", "fp16", "fp32", NULL},
     {"zalign=2", "fp16", "fp32", NULL},
@@ -219,6 +234,38 @@ START_TEST(test_tc_specs)
 	ck_assert_int_ne(emu_tc_check(&m, t_fmt("fp16"), &nosub, err, sizeof err), EMU_OK);
 	ck_assert_int_ne(emu_tc_check(&m, t_fmt("fp16"), t_fmt("e4m3"), err, sizeof err), EMU_OK);
 	ck_assert_int_ne(emu_tc_check(&m, t_fmt("e8m0"), t_fmt("fp32"), err, sizeof err), EMU_OK);
+	/* scales: no infinities, p <= 8, a block (a multiple of gsum), acc=block */
+	emu_bits one = 127;
+	emu_tc_scales sc = {t_fmt("e8m0"), 32, &one, &one};
+	ck_assert_int_eq(emu_tc_check_scales(&m, &sc, err, sizeof err), EMU_OK);
+	sc.fmt = t_fmt("e5m2");
+	ck_assert_int_ne(emu_tc_check_scales(&m, &sc, err, sizeof err), EMU_OK);
+	sc.fmt = t_fmt("bf16");
+	ck_assert_int_ne(emu_tc_check_scales(&m, &sc, err, sizeof err), EMU_OK);
+	sc.fmt = t_fmt("e4m3");
+	sc.block = 0;
+	ck_assert_int_ne(emu_tc_check_scales(&m, &sc, err, sizeof err), EMU_OK);
+	sc.block = 8;
+	m.gsum = 16;
+	m.k = 64;
+	ck_assert_int_ne(emu_tc_check_scales(&m, &sc, err, sizeof err), EMU_OK);
+	sc.block = 16;
+	ck_assert_int_eq(emu_tc_check_scales(&m, &sc, err, sizeof err), EMU_OK);
+	sc.sb = NULL;
+	ck_assert_int_ne(emu_tc_check_scales(&m, &sc, err, sizeof err), EMU_OK);
+	sc.sb = &one;
+	m = emu_tc_default();
+	m.acc = EMU_TC_ACC_FMA;
+	ck_assert_int_ne(emu_tc_check_scales(&m, &sc, err, sizeof err), EMU_OK);
+	/* a dot refused its scales: NaN with invalid, both implementations */
+	emu_bits x[16] = {0x38};
+	m = emu_tc_default();
+	sc.fmt = t_fmt("bf16");
+	emu_result r =
+	    emu_tc_dot_scaled(&m, t_fmt("e4m3"), t_fmt("e4m3"), t_fmt("fp32"), x, x, 16, 0, &sc);
+	ck_assert(r.bits == 0x7fc00000u && r.flags == EMU_FLAG_INVALID);
+	r = emu_tc_mp_dot_scaled(&m, t_fmt("e4m3"), t_fmt("e4m3"), t_fmt("fp32"), x, x, 16, 0, &sc);
+	ck_assert(r.bits == 0x7fc00000u && r.flags == EMU_FLAG_INVALID);
 }
 END_TEST
 
@@ -805,6 +852,9 @@ typedef struct {
 	const emu_format *inb; /* B's format: in, unless the case is mixed */
 	size_t K;
 	emu_bits a[TC_KMAX], b[TC_KMAX], c;
+	const emu_tc_scales *sc; /* NULL: unscaled */
+	emu_tc_scales scales;
+	emu_bits sa[TC_KMAX], sb[TC_KMAX];
 	char what[2 * T_WHAT_LEN]; /* a preset or spec and three format names */
 } tc_case;
 
@@ -856,10 +906,44 @@ static void gen_operands(tc_case *t, uint64_t st, uint64_t i)
 		t->c = s | ((emu_bits)e << 23) | ((emu_bits)(rc >> 32) & 0x7fffffu);
 }
 
+/* Scales for a scaled case (its format and block set by the setup): near
+ * 1 mostly, so terms stay in range; now and then the format's extremes, a
+ * zero (ue4m3) or NaN. */
+static void gen_scales(tc_case *t, uint64_t st, uint64_t i)
+{
+	const emu_format *f = t->scales.fmt;
+	size_t ns = t->K ? (t->K + t->scales.block - 1) / t->scales.block : 0;
+	for (size_t j = 0; j < ns; j++)
+		for (int side = 0; side < 2; side++) {
+			uint64_t r = t_rand(st, 4 * i + 1) ^
+			             ((2 * j + (size_t)side + 1) * 0xd6e8feb86659fd93ull);
+			unsigned pick = (unsigned)(r % 100);
+			emu_bits x;
+			if (pick < 2)
+				x = f->nan_bits;
+			else if (pick < 6)
+				x = (emu_bits)((r >> 8) & ((1u << f->bits) - 1)); /* anything */
+			else if (f->p == 1)
+				x = (emu_bits)(127 - 12 + (int)((r >> 8) % 25));
+			else
+				x = (emu_bits)(0x38 - 12 + (int)((r >> 8) % 25)); /* e4m3 near 1 */
+			if (emu_is_nan(f, x) && pick >= 2)
+				x = f->max_bits;
+			(side ? t->sb : t->sa)[j] =
+			    x | (f->has_sign && (r >> 40) % 7 == 0 ? f->sign_mask : 0);
+		}
+	t->scales.sa = t->sa;
+	t->scales.sb = t->sb;
+	t->sc = &t->scales;
+}
+
 static void describe(const tc_case *t, emu_result f, emu_result p, char *buf, size_t len)
 {
 	char f1[48], f2[48];
 	size_t n = (size_t)snprintf(buf, len, "%s K=%zu c=0x%08x a=", t->what, t->K, t->c);
+	if (t->sc && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "[scales %s/%zu: %x,%x,...] ",
+		                      t->sc->fmt->name, t->sc->block, t->sa[0], t->sb[0]);
 	for (size_t j = 0; j < t->K && j < 8 && n < len; j++)
 		n += (size_t)snprintf(buf + n, len - n, "%x,", t->a[j]);
 	if (n < len)
@@ -883,10 +967,15 @@ static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn 
 #pragma omp parallel for schedule(dynamic, 256) reduction(+ : bad)
 	for (uint64_t i = 0; i < n; i++) {
 		tc_case t;
+		t.sc = NULL;
 		setup(&t, i, ctx);
 		gen_operands(&t, stream, i);
-		emu_result f = emu_tc_dot2(&t.m, t.in, t.inb, t.out, t.a, t.b, t.K, t.c);
-		emu_result p = emu_tc_mp_dot2(&t.m, t.in, t.inb, t.out, t.a, t.b, t.K, t.c);
+		if (t.sc)
+			gen_scales(&t, stream, i);
+		emu_result f =
+		    emu_tc_dot_scaled(&t.m, t.in, t.inb, t.out, t.a, t.b, t.K, t.c, t.sc);
+		emu_result p =
+		    emu_tc_mp_dot_scaled(&t.m, t.in, t.inb, t.out, t.a, t.b, t.K, t.c, t.sc);
 		if (f.bits != p.bits || f.flags != p.flags) {
 			uint64_t k;
 #pragma omp atomic capture
@@ -1029,6 +1118,57 @@ END_TEST
 START_TEST(test_tc_vs_mpfr_variants)
 {
 	prove_tc("tc fast == mpfr, variants", n_cases(100000), S_TC_CASE + 99, setup_variant, NULL);
+}
+END_TEST
+
+/* Block-scaled models: the two block-scaled presets on their formats and
+ * generic models with scales and exact groups (chains, promotion, late C,
+ * splits), with e8m0 or ue4m3 scales per block of products. */
+static void setup_scaled(tc_case *t, uint64_t i, const void *ctx)
+{
+	(void)ctx;
+	static const struct {
+		const char *spec, *in, *inb;
+	} sv[] = {
+	    {"b200-mxf8f6f4", "e4m3", "e4m3"},
+	    {"b200-mxf8f6f4", "e5m2", "e2m1"},
+	    {"b200-mxf8f6f4", "e3m2", "e2m3"},
+	    {"b200-mxf4nvf4", "e2m1", "e2m1"},
+	    {"k=16,neab=2,final=rne,zalign=1", "fp16", "fp16"},
+	    {"k=32,neab=5,final=rtz,promote=48", "bf16", "bf16"},
+	    {"k=8,neab=0,final=up,split=2,group=2,clate=1,cround=down", "e4m3", "e5m2"},
+	    {"k=32,neab=-3,final=up,gsum=8", "e4m3", "e4m3"},
+	    {"k=16,neab=2,final=down,gsum=4,clate=1,zsign=pos", "e2m3", "e3m2"},
+	    {"k=64,neab=12,final=rtz,gsum=16,zalign=1,promote=100", "e2m1", "e2m1"},
+	    {"k=48,neab=9,final=rne,gsum=16,prec=9,cpre=1", "e2m1", "e4m3"},
+	};
+	static const size_t blocks[] = {1, 4, 16, 32};
+	uint64_t r = t_rand(S_TC_VAR + 7, i);
+	size_t v = r % ARRAY_SIZE(sv);
+	r /= ARRAY_SIZE(sv);
+	t->in = t_fmt(sv[v].in);
+	t->inb = t_fmt(sv[v].inb);
+	t->out = t_fmt(v == 10 ? "fp16" : "fp32");
+	char err[200];
+	if (emu_tc_parse(sv[v].spec, t->in, t->out, &t->m, err, sizeof err) != EMU_OK)
+		abort();
+	bool ue4m3 = r % 2;
+	r /= 2;
+	size_t blk = blocks[r % ARRAY_SIZE(blocks)];
+	if (t->m.gsum > 1 && blk % (size_t)t->m.gsum)
+		blk = (size_t)t->m.gsum;
+	if (v < 3)
+		blk = 32, ue4m3 = false; /* kind::mxf8f6f4: ue8m0 per 32 */
+	t->scales = (emu_tc_scales){t_fmt(ue4m3 ? "e4m3" : "e8m0"), blk, NULL, NULL};
+	t->sc = &t->scales; /* gen_scales fills the arrays */
+	snprintf(t->what, sizeof t->what, "%s %s x %s -> %s", sv[v].spec, t->in->name, t->inb->name,
+	         t->out->name);
+}
+
+START_TEST(test_tc_vs_mpfr_scaled)
+{
+	prove_tc("tc fast == mpfr, block-scaled and grouped", n_cases(100000), S_TC_CASE + 100,
+	         setup_scaled, NULL);
 }
 END_TEST
 
@@ -1333,6 +1473,7 @@ Suite *suite_tc(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_tc_vs_mpfr_presets, 0, 14);
 	tcase_add_test(tc, test_tc_vs_mpfr_variants);
+	tcase_add_test(tc, test_tc_vs_mpfr_scaled);
 	tcase_add_test(tc, test_tc_vs_mpfr_mixed);
 	tcase_add_test(tc, test_tc_mixed_hand);
 	suite_add_tcase(s, tc);

@@ -86,6 +86,12 @@ START_TEST(test_tcs_hand_f8)
 	a[3] = 0x38;
 	expect_f8(e4, e5, a, b, 127, 127, 0, 0x7f800000u, 0, "inf*1");
 	expect_f8(e4, e5, a, b, 127, 127, 0xff800000u, EMU_TCS_NAN, EMU_FLAG_INVALID, "inf-inf");
+	/* inf·0 beside a NaN element: NaN, and the 0·inf is still an invalid
+	 * operation (the Tensor Core model's rule for every kind) */
+	a[3] = 0x00;
+	a[5] = 0x7f;
+	expect_f8(e4, e5, a, b, 127, 127, 0, EMU_TCS_NAN, EMU_FLAG_INVALID, "inf*0 and NaN");
+	a[5] = 0x00;
 	/* zero products keep the exponent -126 + e_b + scales: with scales 2^127
 	 * and b = 448 (2^8) that is 136, and C = 1 is chopped away entirely */
 	fill(a, 32, 0x00);
@@ -157,6 +163,26 @@ START_TEST(test_tcs_hand_f4)
 	fill(sa, 4, 0x38);
 	expect_f4(e4, 16, a, b, sa, sb, f32_bits(0x1p-30f), f32_bits(64.0f), EMU_FLAG_INEXACT,
 	          "35 bits then RZ");
+	/* a negative sum below fp32's least subnormal truncates to +0, not -0:
+	 * MMA-Sim's math.trunc of the scaled significand is an integer 0
+	 * (zsign=pos). Group 0 is 1·(-1)·2^-155; C = 0 aligns at -126, so the
+	 * window (35 bits, down to 2^-161) keeps it and the rounding loses it */
+	fill(a, 64, 0x0);
+	fill(b, 64, 0x2);
+	a[0] = 0x2;
+	b[0] = 0xa;
+	fill(sa, 4, 127 - 78);
+	fill(sb, 4, 127 - 77);
+	expect_f4(e8, 32, a, b, sa, sb, 0, 0, EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT,
+	          "tiny negative to +0");
+	/* 2^-149 exactly (scales 2^-74·2^-75) is fp32's least subnormal, negated */
+	fill(sa, 4, 127 - 74);
+	fill(sb, 4, 127 - 75);
+	expect_f4(e8, 32, a, b, sa, sb, 0, 0x80000001u, 0, "least subnormal");
+	fill(a, 64, 0x2);
+	fill(sa, 4, 0x38);
+	fill(sb, 4, 0x38);
+	b[0] = 0x2;
 	/* shapes the instruction does not have */
 	expect_f4(e4, 64, a, b, sa, sb, 0, EMU_TCS_NAN, EMU_FLAG_INVALID, "block 64");
 	expect_f4(e4, 32, a, b, sa, sb, 0, EMU_TCS_NAN, EMU_FLAG_INVALID, "ue4m3 block 32");

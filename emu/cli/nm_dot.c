@@ -31,8 +31,9 @@
 #define NM_ERR_LEN 512
 
 static const char nm_dot_usage[] =
-    "usage: nanmap dot --model MODEL --in FMT [--in-b FMT] --out FMT [--bits] A_FILE B_FILE\n"
-    "                  [C_FILE]\n"
+    "usage: nanmap dot --model MODEL --in FMT [--in-b FMT] --out FMT [--bits]\n"
+    "                  [--scales S_FILE --scale-fmt e8m0|ue4m3 [--block N]]\n"
+    "                  A_FILE B_FILE [C_FILE]\n"
     "\n"
     "  D = A*B + C for each case (line) of the files, through the Tensor Core\n"
     "  model MODEL; without C_FILE, C = 0.\n"
@@ -40,13 +41,19 @@ static const char nm_dot_usage[] =
     "                  exactly a value of the input format FMT (B: --in-b's, when\n"
     "                  given: mixed operands such as e4m3 x e5m2)\n"
     "  C_FILE:         one binary32 per line as 32 characters 0/1\n"
+    "  S_FILE:         block scales (the block-scaled kinds): one case per line,\n"
+    "                  A's ceil(K/N) scale codes in hex, then B's; product i\n"
+    "                  takes scale i/N of each (N: --block, default 32 for e8m0,\n"
+    "                  16 for ue4m3)\n"
     "  Output: one line per case, the result widened to binary32 as 32\n"
     "  characters 0/1 (the form of the hardware d files); with --bits the\n"
     "  result's own encoding in hex (0x3c00 for fp16 1.0).\n"
-    "MODEL: a GPU (v100 a100 h100 h200 h100-mma h200-mma ada l40s b200 b200-tcgen05)\n"
+    "MODEL: a GPU (v100 turing a100 h100 h200 h100-mma h200-mma h100-wgmma\n"
+    "       h200-wgmma ada l40s b200 b200-tcgen05 rtx5090 b200-mxf8f6f4\n"
+    "       b200-mxf4nvf4 mi100 mi250x mi300x)\n"
     "       and/or key=value items, e.g. h100  h100,promote=128  k=16,neab=2,final=rz\n"
     "       keys: k neab final cpre floor prec promote sat clate cround split group\n"
-    "       csub zsign nan\n"
+    "       csub zsign nan zalign acc ftz gsum\n"
     "       (docs/tensor-cores.md)\n"
     "Errors: one line on stderr, exit status 2.\n"
     "Example: nanmap dot --model h200 --in fp16 --out fp32 tests/data/tc/a_fp16.txt\n"
@@ -322,12 +329,14 @@ fail:
 
 struct nm_dot_opts {
 	const char *model, *in, *in_b, *out;
+	const char *scales, *scale_fmt;
+	uint64_t block; /* 0: the scale format's default */
 	bool bits;
 	const char *files[3];
 	size_t nfiles;
 };
 
-enum { ND_O_MODEL, ND_O_IN, ND_O_INB, ND_O_OUT, ND_O_BITS };
+enum { ND_O_MODEL, ND_O_IN, ND_O_INB, ND_O_OUT, ND_O_BITS, ND_O_SCALES, ND_O_SFMT, ND_O_BLOCK };
 
 static const nm_opt nm_dot_optdefs[] = {
     {"-m", "--model", ND_O_MODEL, NM_OPTF_VALUE, 0},
@@ -335,6 +344,9 @@ static const nm_opt nm_dot_optdefs[] = {
     {NULL, "--in-b", ND_O_INB, NM_OPTF_VALUE, 0},
     {NULL, "--out", ND_O_OUT, NM_OPTF_VALUE, 0},
     {NULL, "--bits", ND_O_BITS, 0, 0},
+    {NULL, "--scales", ND_O_SCALES, NM_OPTF_VALUE, 0},
+    {NULL, "--scale-fmt", ND_O_SFMT, NM_OPTF_VALUE, 0},
+    {NULL, "--block", ND_O_BLOCK, NM_OPTF_VALUE, 0},
 };
 
 static int nm_dot_take(void *ctx, const nm_opt *d, const char *v)
@@ -349,6 +361,12 @@ static int nm_dot_take(void *ctx, const nm_opt *d, const char *v)
 		o->in_b = v;
 	else if (d->id == ND_O_OUT)
 		o->out = v;
+	else if (d->id == ND_O_SCALES)
+		o->scales = v;
+	else if (d->id == ND_O_SFMT)
+		o->scale_fmt = v;
+	else if (d->id == ND_O_BLOCK)
+		return nm_parse_count("--block", v, 1, EMU_TC_K_MAX, &o->block);
 	else
 		o->bits = true;
 	return 0;
@@ -382,6 +400,10 @@ static int nm_dot_args(int argc, char **argv, struct nm_dot_opts *o)
 		return nm_fail("dot: --in and --out are required (e.g. --in fp16 --out fp32)");
 	if (o->nfiles < 2)
 		return nm_fail("dot: needs A_FILE and B_FILE");
+	if (!o->scales != !o->scale_fmt)
+		return nm_fail("dot: --scales and --scale-fmt go together");
+	if (o->block && !o->scales)
+		return nm_fail("dot: --block needs --scales");
 	return 0;
 }
 
@@ -409,7 +431,7 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 	emu_format in, in_b, out;
 	const emu_format *fp32 = emu_format_by_name("fp32");
 	emu_tc_model m;
-	nm_vecs A = {0}, B = {0}, C = {0};
+	nm_vecs A = {0}, B = {0}, C = {0}, S = {0};
 	char *text = NULL;
 	int rc;
 
@@ -428,10 +450,25 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 	if (emu_tc_check(&m, &in_b, &out, err, sizeof err) != EMU_OK)
 		return nm_fail("dot: --model %s with B in %s -> %s: %s", o->model, in_b.name,
 		               out.name, err);
+	/* block scales: e8m0, or ue4m3 (e4m3 whose sign bit the model ignores) */
+	emu_tc_scales sc = {0};
+	if (o->scales) {
+		bool ue = !strcmp(o->scale_fmt, "ue4m3") || !strcmp(o->scale_fmt, "e4m3");
+		if (!ue && strcmp(o->scale_fmt, "e8m0") != 0)
+			return nm_fail("dot: --scale-fmt '%s': e8m0 or ue4m3", o->scale_fmt);
+		sc.fmt = emu_format_by_name(ue ? "e4m3" : "e8m0");
+		sc.block = o->block ? (size_t)o->block : ue ? 16 : 32;
+		static const emu_bits unset = 0;
+		sc.sa = sc.sb = &unset; /* each case's scales come later */
+		if (emu_tc_check_scales(&m, &sc, err, sizeof err) != EMU_OK)
+			return nm_fail("dot: --model %s with %s scales per %zu: %s", o->model,
+			               o->scale_fmt, sc.block, err);
+	}
 	rc = NM_EXIT_ERR;
 	if (nm_read_hex_vectors(o->files[0], &A, err, sizeof err) ||
 	    nm_read_hex_vectors(o->files[1], &B, err, sizeof err) ||
-	    (o->nfiles == 3 && nm_read_bin_scalars(o->files[2], &C, err, sizeof err))) {
+	    (o->nfiles == 3 && nm_read_bin_scalars(o->files[2], &C, err, sizeof err)) ||
+	    (o->scales && nm_read_hex_vectors(o->scales, &S, err, sizeof err))) {
 		nm_fail("%s", err);
 		goto done;
 	}
@@ -448,6 +485,19 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 	if (nm_dot_to_input(&A, o->files[0], &in, fp32) ||
 	    nm_dot_to_input(&B, o->files[1], &in_b, fp32))
 		goto done;
+	size_t ns = o->scales ? (A.K + sc.block - 1) / sc.block : 0;
+	if (o->scales && (S.count != A.count || S.K != 2 * ns)) {
+		nm_fail("%s: %zu cases of %zu scales, but %s has %zu cases of %zu values (%zu "
+		        "scales for A, then %zu for B, per line)",
+		        o->scales, S.count, S.K, o->files[0], A.count, A.K, ns, ns);
+		goto done;
+	}
+	for (size_t i = 0; i < S.count * S.K; i++)
+		if ((S.v[i] >> sc.fmt->bits) != 0) {
+			nm_fail("%s:%zu: scale %zu (0x%x) is not a code of %s", o->scales,
+			        i / S.K + 1, i % S.K + 1, (unsigned)S.v[i], o->scale_fmt);
+			goto done;
+		}
 
 	/* each output line is at most 33 bytes ("0x" + 8 hex digits is less) */
 	text = malloc(A.count * 34 + 1);
@@ -459,8 +509,12 @@ static int nm_dot_run(const struct nm_dot_opts *o)
 	const emu_env rne = EMU_ENV_DEFAULT;
 	for (size_t i = 0; i < A.count; i++) {
 		emu_bits c = o->nfiles == 3 ? C.v[i] : 0;
-		emu_result d =
-		    emu_tc_dot2(&m, &in, &in_b, &out, A.v + i * A.K, B.v + i * A.K, A.K, c);
+		if (o->scales) {
+			sc.sa = S.v + i * S.K;
+			sc.sb = sc.sa + ns;
+		}
+		emu_result d = emu_tc_dot_scaled(&m, &in, &in_b, &out, A.v + i * A.K, B.v + i * A.K,
+		                                 A.K, c, o->scales ? &sc : NULL);
 		if (o->bits) {
 			char hex[NM_NUM_LEN];
 			pos += (size_t)sprintf(text + pos, "%s\n",
@@ -483,6 +537,7 @@ done:
 	nm_vecs_free(&A);
 	nm_vecs_free(&B);
 	nm_vecs_free(&C);
+	nm_vecs_free(&S);
 	return rc;
 }
 

@@ -470,6 +470,46 @@ bad "dot --in-b no sign" "nanmap: dot: --model h200 with B in e8m0 -> fp32: the 
 	dot --model h200 --in e4m3 --in-b e8m0 --out fp32 tests/data/tc/a_e4m3.txt tests/data/tc/b_e5m2.txt
 bad "dot B not in --in-b" "nanmap: tests/data/tc/b_e5m2.txt:1: value 1 (0x37800000) is not exactly a value of e4m3" \
 	dot --model h200 --in e4m3 --in-b e4m3 --out fp32 tests/data/tc/a_e4m3.txt tests/data/tc/b_e5m2.txt
+# block scales through the Tensor Core model's block-scaled presets: known
+# answers (32 ones at scales 2^3·2^0 are 256; 32 products -0.5 at 2^0·2^-1
+# are -8; kind::mxf4nvf4 with one group's ue4m3 scale 2, B's signs dropped:
+# 16·2 + 48 = 80), then the errors
+ones32=$(printf '3f800000 %.0s' $(seq 32))
+halves32=$(printf 'bf000000 %.0s' $(seq 32))
+printf '%s\n%s\n' "$ones32" "$ones32" >"$tmp/sa.txt"
+printf '%s\n%s\n' "$ones32" "$halves32" >"$tmp/sb.txt"
+printf '82 7f\n7f 7e\n' >"$tmp/ss.txt"
+printf '%s%s\n' "$ones32" "$ones32" >"$tmp/s4.txt"
+printf '38 40 38 38 b8 b8 b8 b8\n' >"$tmp/ss4.txt"
+ok "dot mxf8f6f4 with scales" "$(printf '0x43800000\n0xc1000000')" \
+	dot --model b200-mxf8f6f4 --in e4m3 --out fp32 --bits --scales "$tmp/ss.txt" \
+	--scale-fmt e8m0 "$tmp/sa.txt" "$tmp/sb.txt"
+ok "dot mxf8f6f4 unscaled" "$(printf '0x42000000\n0xc1800000')" \
+	dot --model b200-mxf8f6f4 --in e4m3 --out fp32 --bits "$tmp/sa.txt" "$tmp/sb.txt"
+ok "dot mxf4nvf4 with ue4m3 scales" "0x42a00000" \
+	dot --model rtx5090-mxf4nvf4 --in e2m1 --out fp32 --bits --scales "$tmp/ss4.txt" \
+	--scale-fmt ue4m3 "$tmp/s4.txt" "$tmp/s4.txt"
+bad "dot --scales without --scale-fmt" "nanmap: dot: --scales and --scale-fmt go together" \
+	dot --model b200-mxf8f6f4 --in e4m3 --out fp32 --scales "$tmp/ss.txt" a b
+bad "dot --block without --scales" "nanmap: dot: --block needs --scales" \
+	dot --model h100 --in e4m3 --out fp32 --block 3 a b
+bad "dot --scale-fmt e5m2" "nanmap: dot: --scale-fmt 'e5m2': e8m0 or ue4m3" \
+	dot --model h100 --in e4m3 --out fp32 --scales "$tmp/ss.txt" --scale-fmt e5m2 a b
+bad "dot scales with acc=fma" \
+	"nanmap: dot: --model mi300x with e8m0 scales per 32: scales take acc=block" \
+	dot --model mi300x --in fp32 --out fp32 --scales "$tmp/ss.txt" --scale-fmt e8m0 a b
+bad "dot scale block not a multiple of gsum" \
+	"nanmap: dot: --model b200-mxf4nvf4 with ue4m3 scales per 8: the scale block must be at least 1 and a multiple of gsum" \
+	dot --model b200-mxf4nvf4 --in e2m1 --out fp32 --scales "$tmp/ss4.txt" --scale-fmt ue4m3 \
+	--block 8 a b
+bad "dot scales per line" \
+	"nanmap: $tmp/ss4.txt: 1 cases of 8 scales, but $tmp/sa.txt has 2 cases of 32 values (1 scales for A, then 1 for B, per line)" \
+	dot --model b200-mxf8f6f4 --in e4m3 --out fp32 --scales "$tmp/ss4.txt" --scale-fmt e8m0 \
+	"$tmp/sa.txt" "$tmp/sb.txt"
+printf '100 7f\n7f 7e\n' >"$tmp/ssbad.txt"
+bad "dot scale code too wide" "nanmap: $tmp/ssbad.txt:1: scale 1 (0x100) is not a code of e8m0" \
+	dot --model b200-mxf8f6f4 --in e4m3 --out fp32 --scales "$tmp/ssbad.txt" --scale-fmt e8m0 \
+	"$tmp/sa.txt" "$tmp/sb.txt"
 bad "sweep --out twice" "nanmap: option '--out' given twice" sweep --out a --out b cases
 bad "sweep -j twice" "nanmap: option '-j' given twice" sweep -j 1 -j 2 cases
 bad "sweep -j 0" "nanmap: bad -j '0': too small (at least 1)" sweep -j 0 cases

@@ -334,7 +334,7 @@ int gpu_rows_matmul(const gpu_tables *t, int fma, int S, int C, int A, const flo
 		else
 			k_matmul_to_accum(0, &h[A], xc, 0, 0, xc + mk, i - mk, 1, mk);
 	for (size_t o = 0; o < m * n; o++) {
-		k_matmul_dot(0, fma, &h[C], &h[A], xc, xc + mk, 0, n, k, o, p, acc);
+		k_matmul_dot(0, fma, &h[C], &h[A], xc, xc + mk, 0, n, k, o, 1, p, acc);
 		k_matmul_store(0, &h[S], acc, c, o, 1);
 	}
 	free(xc);

@@ -455,7 +455,7 @@ static __global__ void k_matmul_elems(int fma, int S, int C, int A, float *X, si
 	size_t o = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (o >= m * n)
 		return;
-	k_matmul_dot(0, fma, C, A, X, X + m * k, 0, n, k, o, P + o * k, ACC);
+	k_matmul_dot(0, fma, C, A, X, X + m * k, 0, n, k, o, 1, P + o * k, ACC);
 	k_matmul_store(0, S, ACC, CS, o, 1);
 }
 

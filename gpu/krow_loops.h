@@ -94,6 +94,28 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 				    K_FMA(F, a_.p[q_ * ca_ + j_ * a_.s],                           \
 				          b_.p[q_ * cb_ + j_ * b_.s], c_.p[q_ * c_.s]);            \
 	} while (0)
+/* K_DOTN's chains one after another; CV: whether the products are
+ * converted into FA before the sum (K_DOTN_CVT) */
+#define K_DOTN_(CV, FM, FA, acc, a, ca, b, cb, P, n, m)                                            \
+	do {                                                                                       \
+		k_ref c_ = (acc), a_ = (a), b_ = (b), p_ = (P);                                    \
+		size_t n_ = (n), m_ = (m), ca_ = (ca), cb_ = (cb);                                 \
+		(void)kc;                                                                          \
+		for (size_t q_ = 0; q_ < m_; q_++) {                                               \
+			float *pq_ = p_.p + q_ * n_;                                               \
+			for (size_t j_ = 0; j_ < n_; j_++)                                         \
+				pq_[j_] = K_MUL(FM, a_.p[q_ * ca_ + j_ * a_.s],                    \
+				                b_.p[q_ * cb_ + j_ * b_.s]);                       \
+			for (size_t j_ = 0; (CV) && j_ < n_; j_++)                                 \
+				pq_[j_] = K_CVT(FA, pq_[j_]);                                      \
+			for (size_t j_ = 0; j_ < n_; j_++)                                         \
+				c_.p[q_ * c_.s] = K_ADD(FA, c_.p[q_ * c_.s], pq_[j_]);             \
+		}                                                                                  \
+	} while (0)
+#define K_DOTN(smul, FM, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)                              \
+	K_DOTN_(0, FM, FA, acc, a, ca, b, cb, P, n, m)
+#define K_DOTN_CVT(smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)                    \
+	K_DOTN_(1, FM, FA, acc, a, ca, b, cb, P, n, m)
 #define K_FILL(d, x, n)                                                                            \
 	do {                                                                                       \
 		k_ref d_ = (d);                                                                    \

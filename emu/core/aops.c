@@ -967,6 +967,57 @@ static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc, const d
 	return r;
 }
 
+/* FOLD_W chains of fold_f32 stepped together, each exactly its own call
+ * (chain w on acc[w·sacc] and a + w·ca, its SR indices from env->index +
+ * w·cidx: rne has none, but its scalar steps keep them) */
+static void fold_f32_w(emu_op op, const emu_format *f, double *acc, size_t sacc, const double *a,
+                       size_t sa, size_t ca, size_t n, const emu_env *env, uint64_t cidx,
+                       emu_a_flags *r)
+{
+	enum { W = 4 };
+	double s[W];
+	float fs[W];
+	bool in_float[W];
+	uint64_t nix[W] = {0};
+	for (int w = 0; w < W; w++) {
+		r[w] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+		s[w] = acc[w * sacc];
+		fs[w] = (float)s[w];
+		in_float[w] = (double)fs[w] == s[w];
+	}
+	for (size_t j = 0; j < n; j++) {
+#pragma GCC unroll 4
+		for (int w = 0; w < W; w++) {
+			double x = a[w * ca + j * sa];
+			x = op == EMU_OP_SUB ? -x : x;
+			float fx = (float)x;
+			if (in_float[w] && (double)fx == x) {
+				float t = fs[w] + fx;
+				if (isfinite(t)) {
+					float bb = t - fs[w];
+					float err = (fs[w] - (t - bb)) + (fx - bb);
+					nix[w] += err != 0;
+					fs[w] = t;
+					continue;
+				}
+			}
+			unsigned v = 0;
+			emu_env e = *env;
+			e.index = env->index + (uint64_t)w * cidx + j;
+			if (in_float[w])
+				s[w] = (double)fs[w];
+			s[w] = emu_a_element(op, f, s[w], a[w * ca + j * sa], 0, &e, &v);
+			fs[w] = (float)s[w];
+			in_float[w] = (double)fs[w] == s[w];
+			fold_note(&r[w], NULL, j, v);
+		}
+	}
+	for (int w = 0; w < W; w++) {
+		acc[w * sacc] = in_float[w] ? (double)fs[w] : s[w];
+		fold_done(&r[w], nix[w], 0, 0);
+	}
+}
+
 #define FOLD_CASE(OP)                                                                              \
 	case OP:                                                                                   \
 		return sr ? fold_loop(OP, true, true, &k, f, acc, a, sa, b, sb, n, env, flags)     \
@@ -1034,7 +1085,18 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 	    (op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_MUL || op == EMU_OP_FMA) &&
 	    fast_ok(op, f, env, &k);
 	size_t w = 0;
-	for (; wide && w + FOLD_W <= m; w += FOLD_W) {
+	/* binary32 additions in rne: fold_f32's float steps, chains together */
+	bool f32 = (op == EMU_OP_ADD || op == EMU_OP_SUB) && env->mode == EMU_RNE && !env->sat &&
+	           !env->ftz && !env->daz && is_binary32(f);
+	for (; f32 && w + 4 <= m; w += 4) {
+		emu_a_flags r[4];
+		emu_env e = *env;
+		e.index = env->index + w * cidx;
+		fold_f32_w(op, f, acc + w * sacc, sacc, a + w * ca, sa, ca, n, &e, cidx, r);
+		for (int q = 0; q < 4; q++)
+			fold_merge(&t, &r[q], w + (size_t)q, cidx);
+	}
+	for (; wide && !f32 && w + FOLD_W <= m; w += FOLD_W) {
 		emu_a_flags r[FOLD_W];
 		emu_env e = *env;
 		e.index = env->index + w * cidx;

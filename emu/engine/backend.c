@@ -47,6 +47,9 @@ void emu_be_free(emu_be *be)
 	be->st.step_ops = NULL;
 	be->st.step_flags = NULL;
 	be->st.nsteps = 0;
+	free(be->chain_st.step_ops);
+	free(be->chain_st.step_flags);
+	memset(&be->chain_st, 0, sizeof be->chain_st);
 }
 
 /* The value of an encoding, a NaN keeping its sign bit (an overflow or an
@@ -779,6 +782,86 @@ void emu_fold_n(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_r
 		         emu_strided(a.v, a.off + c * ca, a.stride),
 		         fma ? emu_strided(b.v, b.off + c * cb, b.stride) : EMU_NOREF, n,
 		         elem + c * ce);
+}
+
+/* One dot product of emu_dot_n, in its calls' order. */
+static void dot_one(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, unsigned ssum,
+                    const emu_format *fa, emu_ref acc, emu_ref a, emu_ref b, emu_ref P, size_t n,
+                    uint64_t elem)
+{
+	emu_map(be, smul, EMU_OP_MUL, fm, P, a, b, EMU_NOREF, n, elem, NULL);
+	if (scvt != EMU_NOSTEP)
+		emu_map(be, scvt, EMU_OP_CVT, fa, P, P, EMU_NOREF, EMU_NOREF, n, elem, NULL);
+	fold_seq(be, ssum, 0, EMU_OP_ADD, fa, acc, P, EMU_NOREF, n, elem);
+}
+
+void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, unsigned ssum,
+               const emu_format *fa, emu_ref acc, emu_ref a, size_t ca, emu_ref b, size_t cb,
+               emu_ref P, size_t n, size_t m, uint64_t elem, uint64_t ce)
+{
+	enum { CHUNK = 16 }; /* chains in flight: the accumulators kept for a rerun */
+	if (n == 0 || m == 0 || !acc.v || !a.v || !b.v || !P.v)
+		return;
+	for (size_t c0 = 0; c0 < m; c0 += CHUNK) {
+		size_t mc = m - c0 < CHUNK ? m - c0 : CHUNK;
+		emu_ref ac = emu_strided(acc.v, ix(acc, c0), acc.stride);
+		emu_ref a0 = emu_strided(a.v, a.off + c0 * ca, a.stride),
+		        b0 = emu_strided(b.v, b.off + c0 * cb, b.stride);
+		uint64_t e0 = elem + c0 * ce;
+		if (be->kind == EMU_BE_FAST && mc > 1 && ce >= n) {
+			/* out of order, its counts apart unless a failure is set
+			 * already (then the order cannot change what is reported) */
+			bool apart = !be->st.first_set;
+			double keep[CHUNK];
+			for (size_t c = 0; c < mc; c++)
+				keep[c] = acc.v->d[ix(ac, c)];
+			emu_be_stats outer = be->st;
+			if (apart) {
+				emu_be_stats t = be->chain_st;
+				uint64_t *so = t.step_ops;
+				uint64_t(*sf)[EMU_NFLAGS] = t.step_flags;
+				size_t ns = t.nsteps;
+				memset(&t, 0, sizeof t);
+				t.step_ops = so;
+				t.step_flags = sf;
+				t.nsteps = ns;
+				if (ns) {
+					memset(so, 0, ns * sizeof *so);
+					memset(sf, 0, ns * sizeof *sf);
+				}
+				be->st = t;
+			}
+			for (size_t c = 0; c < mc; c++) {
+				emu_ref Pc = emu_row(P.v, P.off + c * n);
+				emu_map(be, smul, EMU_OP_MUL, fm, Pc,
+				        emu_strided(a0.v, a0.off + c * ca, a0.stride),
+				        emu_strided(b0.v, b0.off + c * cb, b0.stride), EMU_NOREF, n,
+				        e0 + c * ce, NULL);
+				if (scvt != EMU_NOSTEP)
+					emu_map(be, scvt, EMU_OP_CVT, fa, Pc, Pc, EMU_NOREF,
+					        EMU_NOREF, n, e0 + c * ce, NULL);
+			}
+			emu_fold_n(be, ssum, EMU_OP_ADD, fa, ac, emu_row(P.v, P.off), n, EMU_NOREF,
+			           0, n, mc, e0, ce);
+			if (!apart)
+				continue;
+			emu_be_stats t = be->st;
+			be->chain_st = t; /* its arrays, for the next time */
+			be->st = outer;
+			if (!t.first_set) {
+				emu_be_stats_add(&be->st, &t);
+				continue;
+			}
+			/* a chain failed: again in turn, from the same accumulators */
+			for (size_t c = 0; c < mc; c++)
+				acc.v->d[ix(ac, c)] = keep[c];
+		}
+		for (size_t c = 0; c < mc; c++)
+			dot_one(be, smul, fm, scvt, ssum, fa, emu_at(ac.v, ix(ac, c)),
+			        emu_strided(a0.v, a0.off + c * ca, a0.stride),
+			        emu_strided(b0.v, b0.off + c * cb, b0.stride),
+			        emu_row(P.v, P.off + c * n), n, e0 + c * ce);
+	}
 }
 
 void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_order o, emu_ref acc,

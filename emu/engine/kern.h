@@ -100,6 +100,10 @@ typedef struct emu_be {
 	emu_vec **vecs;
 	size_t nvecs, capvecs;
 	emu_vec *scratch; /* a few values for the folds' partial sums */
+	/* emu_dot_n on FAST: the counts of chains run out of order, kept
+	 * apart until they are known to have failed nowhere (its arrays are
+	 * reused) */
+	emu_be_stats chain_st;
 } emu_be;
 
 /* ---- backends (emu/engine/backend.c) ---- */
@@ -228,6 +232,23 @@ static inline void emu_op1(emu_be *be, unsigned step, emu_op op, const emu_forma
  * those of the m calls made one after the other. */
 void emu_fold_n(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ref acc, emu_ref a,
                 size_t ca, emu_ref b, size_t cb, size_t n, size_t m, uint64_t elem, uint64_t ce);
+
+/* No step: emu_dot_n without a conversion. */
+#define EMU_NOSTEP (~0u)
+
+/* m dot products at once, each exactly the calls
+ *   emu_map(smul, MUL, fm, P_c, a_c, b_c, n, e_c),
+ *   emu_map(scvt, CVT, fa, P_c, P_c, n, e_c) (unless scvt is EMU_NOSTEP),
+ *   emu_fold(ssum, ADD, fa, SEQ, acc[c], P_c, n, e_c)
+ * made for c = 0 .. m − 1 in turn: a_c is a shifted by c·ca elements, b_c
+ * b by c·cb, P_c = P + c·n (P holds m·n values), e_c = elem + c·ce, ce >= n.
+ * FAST runs every chain's maps and then the m sums stepped together
+ * (emu_fold_n); when an operation raised overflow, invalid or divbyzero
+ * and none had before, it runs them again in turn, so the counts and the
+ * first failing operation are always those of the calls above. */
+void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, unsigned ssum,
+               const emu_format *fa, emu_ref acc, emu_ref a, size_t ca, emu_ref b, size_t cb,
+               emu_ref P, size_t n, size_t m, uint64_t elem, uint64_t ce);
 
 /* Fold orders. */
 typedef enum {

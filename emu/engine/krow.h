@@ -34,6 +34,18 @@
  *                                  in flight together on the engine (the
  *                                  counts and the first failing operation
  *                                  those of the m folds one after another)
+ *   K_DOTN(smul, FM, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)
+ *                                  m dot products: chain c is K_MAP2(smul,
+ *                                  MUL, FM, P_c, a_c, b_c, n, e_c), then
+ *                                  K_FOLD(ssum, ADD, FA, acc[c], P_c, n,
+ *                                  e_c), with a_c, b_c shifted by c·ca and
+ *                                  c·cb, P_c = P + c·n (P holds m·n), e_c =
+ *                                  e + c·ce (ce >= n); the engine runs the
+ *                                  chains together, counts and first
+ *                                  failing operation as if one after another
+ *   K_DOTN_CVT(smul, FM, scvt, ssum, FA, ...)  the same with K_MAP1(scvt,
+ *                                  CVT, FA, P_c, P_c, n, e_c) between the
+ *                                  products and the sum
  *   K_FILL(d, x, n), K_COPY(d, a, n)      constants (exact) and copies
  *   K_CONST(step, F, d, x)                d[0] = the binary64 x rounded once
  *                                         into F (a scalar of the host's)
@@ -78,6 +90,10 @@ typedef emu_ref k_ref;
 	emu_fold(kc, step, EMU_OP_FMA, F, EMU_ORDER_SEQ, acc, a, b, n, e)
 #define K_FOLDN_FMA(step, F, acc, a, ca, b, cb, n, m, e, ce)                                       \
 	emu_fold_n(kc, step, EMU_OP_FMA, F, acc, a, ca, b, cb, n, m, e, ce)
+#define K_DOTN(smul, FM, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)                              \
+	emu_dot_n(kc, smul, FM, EMU_NOSTEP, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)
+#define K_DOTN_CVT(smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)                    \
+	emu_dot_n(kc, smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)
 #define K_FILL(d, x, n) emu_fill(kc, d, x, n)
 #define K_COPY(d, a, n) emu_copy(kc, d, a, n)
 #define K_CONST(step, F, d, x)                                                                     \

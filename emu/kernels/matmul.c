@@ -210,12 +210,17 @@ static int mm_part(emu_be *be, size_t o0, size_t o1, void *arg)
 	const mm_rows *q = arg;
 	size_t n = q->n, k = q->k;
 	if (q->v == SEQ) {
-		emu_vec *p = emu_vec_new(be, k);
+		/* up to MM_CHAINS outputs of one row at once */
+		enum { MM_CHAINS = 8 };
+		emu_vec *p = emu_vec_new(be, MM_CHAINS * k);
 		if (!p)
 			return -1;
-		for (size_t o = o0; o < o1; o++)
-			k_matmul_dot(be, q->fma, q->C, q->A, q->Av, q->Bv, q->bt, n, k, o, p,
+		for (size_t o = o0, m; o < o1; o += m) {
+			m = n - o % n < o1 - o ? n - o % n : o1 - o;
+			m = m < MM_CHAINS ? m : MM_CHAINS;
+			k_matmul_dot(be, q->fma, q->C, q->A, q->Av, q->Bv, q->bt, n, k, o, m, p,
 			             q->acc);
+		}
 		return 0;
 	}
 	for (size_t o = o0; o < o1; o++) {

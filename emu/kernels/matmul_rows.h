@@ -45,24 +45,24 @@ K_FN void k_matmul_to_accum(k_ctx kc, k_fmt A, k_vec Av, size_t a0, size_t na, k
 	K_MAP1(S_TO_ACCUM_B, CVT, A, K_ROW(Bv, b0), K_ROW(Bv, b0), nb, mk + b0);
 }
 
-/* seq: output o's dot product into acc[o] (element l of it is element
- * o·k + l of its steps). C, the compute format, takes no part (the
- * operands are in A already): the mutant's sum in it
- * (gpu/testdata/rows-mutant.sed) takes it. */
+/* seq: the dot products of outputs o .. o + m − 1, all in one row of C
+ * (o mod n + m <= n), into acc (element l of output o's is element o·k + l
+ * of its steps), each exactly as if made alone, one after another (the
+ * engine steps their sums together); p holds m·k scratch values. C, the
+ * compute format, takes no part (the operands are in A already): the
+ * mutant's sum in it (gpu/testdata/rows-mutant.sed) takes it. */
 K_FN void k_matmul_dot(k_ctx kc, int fma, k_fmt C, k_fmt A, k_vec Av, k_vec Bv, int bt, size_t n,
-                       size_t k, size_t o, k_vec p, k_vec acc)
+                       size_t k, size_t o, size_t m, k_vec p, k_vec acc)
 {
-	size_t i = o / n, j = o % n;
+	size_t i = o / n, j = o % n, cb = bt ? k : 1;
 	(void)C;
 	k_ref a = K_ROW(Av, i * k), b = bt ? K_ROW(Bv, j * k) : K_STRIDED(Bv, j, n),
-	      s = K_AT(acc, o), P = K_ROW(p, 0);
-	K_FILL(s, 0, 1);
-	if (fma) {
-		K_FOLD_FMA(S_FMA, A, s, a, b, k, o * k);
-	} else {
-		K_MAP2(S_MUL, MUL, A, P, a, b, k, o * k);
-		K_FOLD(S_SUM, ADD, A, s, P, k, o * k);
-	}
+	      s = K_ROW(acc, o), P = K_ROW(p, 0);
+	K_FILL(s, 0, m);
+	if (fma)
+		K_FOLDN_FMA(S_FMA, A, s, a, 0, b, cb, k, m, o * k, k);
+	else
+		K_DOTN(S_MUL, A, S_SUM, A, s, a, 0, b, cb, P, k, m, o * k, k);
 }
 
 /* the one rounding into the storage format, outputs o .. o + cnt − 1:

@@ -31,8 +31,8 @@ s/^\(\t*\)return code == 0 ? 1.0f : K_U2F((254u - code) << 23);$/\1return code =
 s/^\(\t*\)\*sc = K_F2U(K_DIV(F32, ac, fmax));$/\1*sc = K_F2U(K_DIV(F32, 1.0f, s));/
 # matmul: the sum of the products in C instead of A, and (fma=1) the fused
 # step in C
-s/^\(\t*\)K_FOLD(S_SUM, ADD, A, s, P, k, o \* k);$/\1K_FOLD(S_SUM, ADD, C, s, P, k, o * k);/
-s/^\(\t*\)K_FOLD_FMA(S_FMA, A, s, a, b, k, o \* k);$/\1K_FOLD_FMA(S_FMA, C, s, a, b, k, o * k);/
+s/^\(\t*\)K_DOTN(S_MUL, A, S_SUM, A, s, a, 0, b, cb, P, k, m, o \* k, k);$/\1K_DOTN(S_MUL, A, S_SUM, C, s, a, 0, b, cb, P, k, m, o * k, k);/
+s/^\(\t*\)K_FOLDN_FMA(S_FMA, A, s, a, 0, b, cb, k, m, o \* k, k);$/\1K_FOLDN_FMA(S_FMA, C, s, a, 0, b, cb, k, m, o * k, k);/
 # batchnorm backward: the sum of dy·(x − mean) in C instead of A, every
 # variant (training and eval share it): its additions, and the conversion
 # of its terms that feeds them (an exact one either way, as the products are

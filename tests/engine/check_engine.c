@@ -323,6 +323,118 @@ START_TEST(test_folds)
 }
 END_TEST
 
+/* Two backends' statistics the same: counts per op and per step, and the
+ * first failing operation. */
+static void same_stats(const emu_be_stats *x, const emu_be_stats *y, const char *what)
+{
+	ck_assert_msg(!memcmp(x->ops, y->ops, sizeof x->ops) &&
+	                  !memcmp(x->flags, y->flags, sizeof x->flags) &&
+	                  x->all_flags == y->all_flags,
+	              "%s: counts differ", what);
+	for (size_t s = 0; s < x->nsteps || s < y->nsteps; s++) {
+		uint64_t ox = s < x->nsteps ? x->step_ops[s] : 0,
+		         oy = s < y->nsteps ? y->step_ops[s] : 0;
+		ck_assert_msg(ox == oy, "%s: step %zu: %llu ops against %llu", what, s,
+		              (unsigned long long)ox, (unsigned long long)oy);
+		for (int k = 0; k < EMU_NFLAGS; k++) {
+			uint64_t fx = s < x->nsteps ? x->step_flags[s][k] : 0,
+			         fy = s < y->nsteps ? y->step_flags[s][k] : 0;
+			ck_assert_msg(fx == fy, "%s: step %zu flag %d", what, s, k);
+		}
+	}
+	ck_assert_msg(x->first_set == y->first_set, "%s: first set %d against %d", what,
+	              x->first_set, y->first_set);
+	if (x->first_set)
+		ck_assert_msg(
+		    x->first_op == y->first_op && x->first_flags == y->first_flags &&
+		        x->first_index == y->first_index && !strcmp(x->first_step, y->first_step),
+		    "%s: first failing %s %s[%llu] against %s %s[%llu]", what,
+		    emu_op_name(x->first_op), x->first_step, (unsigned long long)x->first_index,
+		    emu_op_name(y->first_op), y->first_step, (unsigned long long)y->first_index);
+}
+
+/* emu_dot_n against its definition, the 2 or 3 calls of each chain made in
+ * turn: every sum's encoding, the counts and the first failing operation,
+ * on data that overflows and turns NaN in some chains' products, conversions
+ * or sums (so that a later chain's product may fail before an earlier
+ * chain's sum), with and without a failure recorded before, rne and sr. */
+START_TEST(test_dot_n)
+{
+	static const char *const pairs[][2] = {{"fp16", "fp16"},
+	                                       {"fp16", "fp32"},
+	                                       {"bf16", "fp32"},
+	                                       {"e4m3", "fp16"},
+	                                       {"e5m2", "e5m2"}};
+	uint64_t cases = 0, failed_in = 0;
+	enum { NMAX = 40, MMAX = 21 };
+	for (uint64_t i = 0; i < 3000; i++) {
+		uint64_t r = t_rand(77, i);
+		const emu_format *fm = t_fmt(pairs[r % 5][0]), *fa = t_fmt(pairs[r % 5][1]);
+		bool cvt = !emu_format_same(fm, fa), sr = (r >> 4) & 1, before = (r >> 5) % 4 == 0;
+		size_t n = 1 + (r >> 8) % NMAX, m = 1 + (r >> 16) % MMAX;
+		size_t ca = (r >> 24) & 1 ? n : 0, cb = (r >> 25) & 1 ? 1 : n,
+		       ce = n + (r >> 26) % 3;
+		emu_env env = EMU_ENV_DEFAULT;
+		env.mode = sr ? EMU_SR : EMU_RNE;
+		env.seed = 5;
+		emu_be be[2];
+		emu_vec *a[2], *b[2], *P[2], *acc[2];
+		for (int k = 0; k < 2; k++) {
+			emu_be_init(&be[k], EMU_BE_FAST, &env);
+			emu_steps(&be[k], names, ARRAY_SIZE(names));
+			a[k] = emu_vec_new(&be[k], MMAX * NMAX + NMAX);
+			b[k] = emu_vec_new(&be[k], MMAX * NMAX + NMAX);
+			P[k] = emu_vec_new(&be[k], MMAX * NMAX);
+			acc[k] = emu_vec_new(&be[k], MMAX);
+			ck_assert(a[k] && b[k] && P[k] && acc[k]);
+			fill(fm, 100 + i, a[k]->d, MMAX * NMAX + NMAX);
+			fill(fm, 200 + i, b[k]->d, MMAX * NMAX + NMAX);
+			for (size_t c = 0; c < MMAX;
+			     c++) /* mostly finite: failures in some chains */
+				acc[k]->d[c] = 0;
+			for (size_t j = 0; j < MMAX * NMAX + NMAX; j++)
+				if (!isfinite(a[k]->d[j]) && (j / 7 + i) % 3)
+					a[k]->d[j] = 0.5;
+			if (before) /* a failure on record already */
+				emu_map(&be[k], EMU_STEP0 + 4, EMU_OP_DIV, fa,
+				        emu_at(acc[k], MMAX - 1), emu_at(acc[k], MMAX - 1),
+				        emu_at(acc[k], 0), EMU_NOREF, 1, 9, NULL);
+		}
+		bool set_before = be[0].st.first_set;
+		emu_dot_n(&be[0], EMU_STEP0, fm, cvt ? EMU_STEP0 + 1 : EMU_NOSTEP, EMU_STEP0 + 2,
+		          fa, emu_row(acc[0], 0), emu_row(a[0], 0), ca,
+		          emu_strided(b[0], 0, cb == 1 ? m : 1), cb, emu_row(P[0], 0), n, m, 1000,
+		          ce);
+		for (size_t c = 0; c < m; c++) {
+			emu_ref Pc = emu_row(P[1], c * n);
+			emu_map(&be[1], EMU_STEP0, EMU_OP_MUL, fm, Pc, emu_row(a[1], c * ca),
+			        emu_strided(b[1], c * cb, cb == 1 ? m : 1), EMU_NOREF, n,
+			        1000 + c * ce, NULL);
+			if (cvt)
+				emu_map(&be[1], EMU_STEP0 + 1, EMU_OP_CVT, fa, Pc, Pc, EMU_NOREF,
+				        EMU_NOREF, n, 1000 + c * ce, NULL);
+			emu_fold(&be[1], EMU_STEP0 + 2, EMU_OP_ADD, fa, EMU_ORDER_SEQ,
+			         emu_at(acc[1], c), Pc, EMU_NOREF, n, 1000 + c * ce);
+		}
+		char what[200];
+		snprintf(what, sizeof what, "case %llu: %s -> %s, n %zu, m %zu, %s",
+		         (unsigned long long)i, fm->name, fa->name, n, m, sr ? "sr" : "rne");
+		for (size_t c = 0; c < m; c++)
+			ck_assert_msg(emu_encode(fa, acc[0]->d[c]) == emu_encode(fa, acc[1]->d[c]),
+			              "%s: chain %zu", what, c);
+		same_stats(&be[0].st, &be[1].st, what);
+		failed_in += !set_before && be[0].st.first_set;
+		for (int k = 0; k < 2; k++)
+			emu_be_free(&be[k]);
+		cases++;
+	}
+	/* the path that runs the chains again in turn was taken, often */
+	ck_assert_msg(failed_in > 300, "only %llu cases failed inside",
+	              (unsigned long long)failed_in);
+	t_count("engine: dot_n == its chains in turn", cases);
+}
+END_TEST
+
 Suite *suite_engine(void)
 {
 	Suite *s = suite_create("engine");
@@ -332,6 +444,7 @@ Suite *suite_engine(void)
 	tcase_add_test(tc, test_map_grouping);
 	tcase_add_test(tc, test_map_mode);
 	tcase_add_test(tc, test_folds);
+	tcase_add_test(tc, test_dot_n);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2185,7 +2185,7 @@ int emu_train_step(emu_train *t, emu_train_row *row)
 	site_stats(t, row);
 	/* the run's first failing operation, and the first non-finite tensor */
 	emu_train_fail *f = &t->fail;
-	const emu_be_stats *st = &be.st;
+	const emu_be_stats *st = &t->be->st; /* be itself is unused with a kernel run's backend */
 	char fl[48];
 	if (!f->set && st->first_set) {
 		f->set = true;

@@ -675,6 +675,13 @@ static void bk_more_rows(int reps)
 		emu_kin in_bw = {x, R, N, &bp, 1, 0, NULL, 0};
 		bk_row(&emu_kernel_backward, "maxsub", pols[pi], &in_bw, nrep, nat_bw);
 	}
+	/* matmul seq accumulating in fp16 and bf16 (the policy's compute and
+	 * accumulator formats are the storage's): sums of emulated roundings */
+	static const char *const lowp[] = {"storage=fp16", "storage=bf16"};
+	for (size_t pi = 0; pi < 2; pi++) {
+		emu_kin in_mm = {x, 2 * MK, MK, NULL, 0, 0, NULL, 0};
+		bk_row(&emu_kernel_matmul, "seq", lowp[pi], &in_mm, nrep, nat_mm);
+	}
 	free(x), free(xf), free(o1), free(o2), free(dy), free(w1), free(w2);
 	free(P), free(dq), free(dk), free(dv), free(ds), free(wf), free(yl), free(z), free(dX);
 }

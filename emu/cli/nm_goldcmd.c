@@ -121,6 +121,12 @@ static const struct ng_one ng_ones[] = {
      NM_GEN_UNIFORM, 2},
     {"matmul", "tc:b200-tcgen05", "tcgen05-fp16-fp16", "storage=fp16,compute=fp16", 8, 8,
      NM_GEN_UNIFORM, 2},
+    /* the block-scaled kinds' presets on the kernels' operands (scales of 1):
+     * one whole kind::mxf8f6f4 and one kind::mxf4nvf4 instruction a dot */
+    {"matmul", "tc:b200-mxf8f6f4", "mxf8f6f4-e4m3", "storage=e4m3,compute=fp32", 8, 32,
+     NM_GEN_UNIFORM, 2},
+    {"matmul", "tc:b200-mxf4nvf4", "mxf4nvf4-e2m1", "storage=e2m1,compute=fp32", 8, 64,
+     NM_GEN_UNIFORM, 2},
     {"quant", "retile", "deepseek16-retile",
      "compute=fp32,scale={elem=e4m3,scale=fp32,rule=deepgemm,act=1x16,amin=1e-4},role=act", 16, 32,
      NM_GEN_UNIFORM, 2},

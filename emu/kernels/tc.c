@@ -768,6 +768,66 @@ static void tc_scan_term(tc_scan *s, bool neg, bool zero, int E)
 	s->any_term = true;
 }
 
+/* Pass 1's C (when with_c; c_late's sub-blocks have none, not even a zero
+ * one): its specials, its zero's sign, its alignment exponent (csub=emin:
+ * no less than the output's emin; its value enters pass 2 exactly either
+ * way). */
+static void tc_scan_c(const tc_ctx *t, tc_scan *s, double c, bool with_c)
+{
+	if (!with_c) {
+		return;
+	} else if (isnan(c)) {
+		s->nan = true;
+	} else if (isinf(c)) {
+		*(signbit(c) ? &s->ninf : &s->pinf) = true;
+	} else if (c == 0) {
+		tc_scan_term(s, signbit(c), true, 0);
+		if (t->m->zero_align)
+			tc_scan_zexp(s, FP32_EMIN);
+	} else {
+		uint64_t P;
+		int e, lsb;
+		tc_split(c, t->m->c_emin && t->out->emin > FP32_EMIN ? t->out->emin : FP32_EMIN, 24,
+		         &P, &e, &lsb);
+		tc_scan_term(s, false, false, e);
+	}
+}
+
+/* The block's result when pass 1 decides it (NaN, an infinity, only zeros:
+ * IEEE's sign of an exact zero sum): true with it in *r. */
+static bool tc_scan_done(const tc_ctx *t, const tc_scan *s, unsigned *flags, double *r)
+{
+	if (s->nan || s->invalid || (s->pinf && s->ninf))
+		*r = emu_nan_result(t->out, s->invalid || (s->pinf && s->ninf), flags);
+	else if (s->pinf || s->ninf)
+		*r = s->ninf ? -INFINITY : INFINITY;
+	else if (!s->any_term)
+		*r = (s->zero_neg && (!s->zero_pos || t->m->final_mode == EMU_DOWN)) ? -0.0 : 0.0;
+	else
+		return false;
+	return true;
+}
+
+/* L, the window's last place: R (zalign's zero exponents included, at
+ * least the floor) less 23 + neab. */
+static int tc_window(const tc_ctx *t, const tc_scan *s)
+{
+	int R = s->any_zexp && s->Rz > s->R ? s->Rz : s->R;
+	R = R < t->m->exp_floor ? t->m->exp_floor : R;
+	return R - TC_FRAC - t->m->neab;
+}
+
+/* Pass 2's C, chopped to the window. */
+static void tc_add_c(__int128 *S, double c, bool with_c, int L, bool *chopped)
+{
+	if (!with_c || c == 0)
+		return;
+	uint64_t P;
+	int e, lsb;
+	tc_split(c, FP32_EMIN, 24, &P, &e, &lsb);
+	tc_add_term(S, signbit(c), P, lsb - L, chopped);
+}
+
 /* One rounding of a block's exact sum S·2^L to t->blk. */
 static double tc_round_sum(const tc_ctx *t, __int128 S, int L, unsigned *flags)
 {
@@ -919,23 +979,7 @@ static double tc_block_terms(const tc_ctx *t, const emu_bits *a, const emu_bits 
 	tc_term kt[TC_KEEP];
 	size_t nk = 0;
 	bool keep = nt <= TC_KEEP;
-	if (!with_c) {
-		/* c_late: C is no term here */
-	} else if (isnan(c)) {
-		s.nan = true;
-	} else if (isinf(c)) {
-		*(signbit(c) ? &s.ninf : &s.pinf) = true;
-	} else if (c == 0) {
-		tc_scan_term(&s, signbit(c), true, 0);
-		if (m->zero_align)
-			tc_scan_zexp(&s, FP32_EMIN);
-	} else {
-		uint64_t P;
-		int e, lsb;
-		tc_split(c, m->c_emin && t->out->emin > FP32_EMIN ? t->out->emin : FP32_EMIN, 24,
-		         &P, &e, &lsb);
-		tc_scan_term(&s, false, false, e);
-	}
+	tc_scan_c(t, &s, c, with_c);
 	for (size_t j = 0; j < nt; j++) {
 		if (G == 1 && !tc_in_sub(sub, j))
 			continue;
@@ -947,24 +991,15 @@ static double tc_block_terms(const tc_ctx *t, const emu_bits *a, const emu_bits 
 		if (keep && !o.zero)
 			kt[nk++] = o;
 	}
-	if (s.nan || s.invalid || (s.pinf && s.ninf))
-		return emu_nan_result(t->out, s.invalid || (s.pinf && s.ninf), flags);
-	if (s.pinf || s.ninf)
-		return s.ninf ? -INFINITY : INFINITY;
-	if (!s.any_term)
-		return (s.zero_neg && (!s.zero_pos || m->final_mode == EMU_DOWN)) ? -0.0 : 0.0;
+	double r;
+	if (tc_scan_done(t, &s, flags, &r))
+		return r;
 
-	int R = s.any_zexp && s.Rz > s.R ? s.Rz : s.R;
-	R = R < m->exp_floor ? m->exp_floor : R;
-	int L = R - TC_FRAC - m->neab;
+	/* pass 2: chop every term to the window and sum exactly, C first */
+	int L = tc_window(t, &s);
 	__int128 S = 0;
 	bool chopped = false;
-	if (with_c && c != 0) {
-		uint64_t P;
-		int e, lsb;
-		tc_split(c, FP32_EMIN, 24, &P, &e, &lsb);
-		tc_add_term(&S, signbit(c), P, lsb - L, &chopped);
-	}
+	tc_add_c(&S, c, with_c, L, &chopped);
 	for (size_t j = 0; j < nk; j++)
 		tc_add_term(&S, kt[j].neg, kt[j].P, kt[j].lsb - L, &chopped);
 	for (size_t j = 0; !keep && j < nt; j++) {
@@ -997,25 +1032,7 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 	size_t nk = 0;
 
 	/* pass 1: specials, zero signs, the alignment exponent */
-	if (!with_c) {
-		/* c_late: C is no term here (not even a zero one) */
-	} else if (isnan(c)) {
-		s.nan = true;
-	} else if (isinf(c)) {
-		*(signbit(c) ? &s.ninf : &s.pinf) = true;
-	} else if (c == 0) {
-		tc_scan_term(&s, signbit(c), true, 0);
-		if (m->zero_align)
-			tc_scan_zexp(&s, FP32_EMIN);
-	} else {
-		/* csub=emin: C aligns at no less than the output's emin (its value
-		 * enters pass 2 exactly either way) */
-		uint64_t P;
-		int e, lsb;
-		tc_split(c, m->c_emin && t->out->emin > FP32_EMIN ? t->out->emin : FP32_EMIN, 24,
-		         &P, &e, &lsb);
-		tc_scan_term(&s, false, false, e);
-	}
+	tc_scan_c(t, &s, c, with_c);
 	for (size_t i = 0; i < n; i++) {
 		if (!tc_in_sub(sub, i))
 			continue;
@@ -1045,25 +1062,15 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 			}
 		}
 	}
-	if (s.nan || s.invalid || (s.pinf && s.ninf))
-		return emu_nan_result(t->out, s.invalid || (s.pinf && s.ninf), flags);
-	if (s.pinf || s.ninf)
-		return s.ninf ? -INFINITY : INFINITY;
-	if (!s.any_term) /* only zeros: IEEE's sign of an exact zero sum */
-		return (s.zero_neg && (!s.zero_pos || m->final_mode == EMU_DOWN)) ? -0.0 : 0.0;
+	double r;
+	if (tc_scan_done(t, &s, flags, &r))
+		return r;
 
-	/* pass 2: chop every term to the window and sum exactly */
-	int R = s.any_zexp && s.Rz > s.R ? s.Rz : s.R;
-	R = R < m->exp_floor ? m->exp_floor : R;
-	int L = R - TC_FRAC - m->neab;
+	/* pass 2: chop every term to the window and sum exactly, C first */
+	int L = tc_window(t, &s);
 	__int128 S = 0;
 	bool chopped = false;
-	if (with_c && c != 0) {
-		uint64_t P;
-		int e, lsb;
-		tc_split(c, FP32_EMIN, 24, &P, &e, &lsb);
-		tc_add_term(&S, signbit(c), P, lsb - L, &chopped);
-	}
+	tc_add_c(&S, c, with_c, L, &chopped);
 	for (size_t i = 0; i < nk; i++)
 		tc_add_term(&S, kn[i], kp[i], kl[i] - L, &chopped);
 	for (size_t i = 0; !keep && i < n; i++) {

@@ -972,7 +972,7 @@ static double tc_block_terms(const tc_ctx *t, const emu_bits *a, const emu_bits 
 	const emu_tc_model *m = t->m;
 	size_t G = m->gsum > 1 ? (size_t)m->gsum : 1, nt = (n + G - 1) / G;
 	tc_scan s = {0};
-	tc_term o;
+	tc_term o = {0}; /* every term tc_term_at accepts is written in full */
 	tc_spair sp = {.idx = SIZE_MAX};
 	/* pass 1's nonzero terms, kept for pass 2 in an instruction's worth */
 	enum { TC_KEEP = 64 };

@@ -4,7 +4,9 @@
  * backend, so the two run the same kernel code and differ only in who
  * rounds; TRUTH computes at EMU_TRUTH_PREC bits and ignores formats.
  */
+#include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -784,6 +786,179 @@ void emu_fold_n(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_r
 		         elem + c * ce);
 }
 
+/*
+ * TRUTH's dot products without range checks, when no step rounds. Each
+ * product of operands of at most 64 significant bits is exact at
+ * EMU_TRUTH_PREC bits, and so is every partial sum when all the terms are
+ * multiples of 2^lo and the sum of their magnitudes is below 2^(lo + 256):
+ * the steps' numbers are then the exact sum's, which an integer
+ * accumulator of 320 bits (two's complement, in units of 2^lo) finds
+ * without MPFR. A zero sum is −0 only when every term was −0 (x + −x and
+ * +0 + −0 are +0 to nearest).
+ */
+#if GMP_NUMB_BITS == 64 && EMU_TRUTH_PREC == 256
+#define TD_LIMBS 5
+#define TD_EXP_MAX (1L << 24) /* far inside MPFR's default exponent range */
+
+/* x = (−1)^neg · m · 2^e, m odd and at most 64 bits (or m = 0 for ±0);
+ * false for inf, NaN, more bits or an exponent far out */
+static inline bool td_operand(mpfr_srcptr x, uint64_t *m, long *e, bool *neg)
+{
+	*neg = mpfr_signbit(x) != 0;
+	*m = 0;
+	*e = 0;
+	if (mpfr_zero_p(x))
+		return true;
+	if (!mpfr_regular_p(x))
+		return false;
+	size_t nl = (size_t)(mpfr_get_prec(x) + GMP_NUMB_BITS - 1) / GMP_NUMB_BITS;
+	const mp_limb_t *l = mpfr_custom_get_significand((mpfr_ptr)(uintptr_t)x);
+	for (size_t i = 0; i + 1 < nl; i++)
+		if (l[i])
+			return false;
+	long ex = (long)mpfr_get_exp(x);
+	if (ex > TD_EXP_MAX || ex < -TD_EXP_MAX)
+		return false;
+	uint64_t top = l[nl - 1];
+	int tz = __builtin_ctzll(top);
+	*m = top >> tz;
+	*e = ex - 64 + tz;
+	return true;
+}
+
+/* A[] ±= v · 2^s, v < 2^128, v · 2^s < 2^256 */
+static inline void td_add(mp_limb_t *A, unsigned __int128 v, unsigned s, bool neg)
+{
+	mp_limb_t t[TD_LIMBS + 2] = {0};
+	unsigned q = s / 64, r = s % 64;
+	uint64_t lo = (uint64_t)v, hi = (uint64_t)(v >> 64);
+	t[q] = lo << r;
+	t[q + 1] = r ? hi << r | lo >> (64 - r) : hi;
+	t[q + 2] = r ? hi >> (64 - r) : 0;
+	unsigned __int128 c = 0;
+	if (neg) { /* A − t: adding t's complement and 1 */
+		c = 1;
+		for (unsigned i = q; i < TD_LIMBS; i++)
+			t[i] = ~t[i];
+		for (unsigned i = 0; i < q; i++)
+			t[i] = ~(mp_limb_t)0;
+	}
+	for (unsigned i = neg ? 0 : q; i < TD_LIMBS; i++) {
+		c += (unsigned __int128)A[i] + t[i];
+		A[i] = (mp_limb_t)c;
+		c >>= 64;
+	}
+}
+
+static int td_bits(unsigned __int128 v)
+{
+	uint64_t hi = (uint64_t)(v >> 64);
+	return hi ? 128 - __builtin_clzll(hi) : 64 - __builtin_clzll((uint64_t)v);
+}
+
+/* a nonzero product: v · 2^e, v < 2^128 */
+typedef struct {
+	unsigned __int128 v;
+	long e;
+	bool neg;
+} td_term;
+
+/* acc + Σ a_l·b_l over l < n into acc, exactly (t: n terms of scratch);
+ * false (nothing written) when a step might round or an operand is not
+ * finite */
+static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n, td_term *t)
+{
+	uint64_t m0;
+	long e0;
+	bool n0;
+	if (!td_operand(acc, &m0, &e0, &n0))
+		return false;
+	/* pass 1: the nonzero products, their lowest bit and highest bit */
+	long lo = LONG_MAX, top = LONG_MIN;
+	bool allneg = n0;
+	if (m0) {
+		lo = e0;
+		top = e0 + (64 - __builtin_clzll(m0));
+	}
+	size_t nt = 0;
+	for (size_t l = 0; l < n; l++) {
+		uint64_t ma, mb;
+		long ea, eb;
+		bool sa, sb;
+		if (!td_operand(mp_at(a, l), &ma, &ea, &sa) ||
+		    !td_operand(mp_at(b, l), &mb, &eb, &sb))
+			return false;
+		allneg = allneg && sa != sb;
+		if (!ma || !mb)
+			continue;
+		td_term *u = &t[nt++];
+		u->v = (unsigned __int128)ma * mb;
+		u->e = ea + eb;
+		u->neg = sa != sb;
+		long tp = u->e + td_bits(u->v);
+		lo = u->e < lo ? u->e : lo;
+		top = tp > top ? tp : top;
+	}
+	if (lo == LONG_MAX) { /* every term zero */
+		mpfr_set_zero(acc, allneg ? -1 : 1);
+		return true;
+	}
+	int lg = 0; /* ⌈log2(n + 1)⌉: n + 1 terms below 2^top each */
+	while ((1ull << lg) < (unsigned long long)n + 1)
+		lg++;
+	if (top - lo + lg > 256)
+		return false;
+	/* pass 2: the sum in units of 2^lo */
+	mp_limb_t A[TD_LIMBS] = {0};
+	if (m0)
+		td_add(A, m0, (unsigned)(e0 - lo), n0);
+	for (size_t l = 0; l < nt; l++)
+		td_add(A, t[l].v, (unsigned)(t[l].e - lo), t[l].neg);
+	bool neg = (A[TD_LIMBS - 1] >> 63) != 0;
+	if (neg)
+		mpn_neg(A, A, TD_LIMBS);
+	mp_size_t sz = TD_LIMBS;
+	while (sz > 0 && !A[sz - 1])
+		sz--;
+	if (!sz) { /* cancelled to zero */
+		mpfr_set_zero(acc, 1);
+		return true;
+	}
+	mpz_t z;
+	mpz_roinit_n(z, A, neg ? -sz : sz);
+	mpfr_set_z_2exp(acc, z, lo, MPFR_RNDN); /* at most 256 bits: exact */
+	return true;
+}
+
+/* One TRUTH dot product of emu_dot_n through truth_dot_exact, counted as
+ * its calls count it (none raises a flag); false: not done */
+static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, emu_ref acc,
+                      emu_ref a, emu_ref b, size_t n)
+{
+	if (be->kind != EMU_BE_TRUTH || be->range)
+		return false;
+	td_term buf[256], *t = n <= 256 ? buf : malloc(n * sizeof *t);
+	bool done = t && truth_dot_exact(&acc.v->m[ix(acc, 0)], a, b, n, t);
+	if (t != buf)
+		free(t);
+	if (!done)
+		return false;
+	tally tl = TALLY0;
+	record_tally(be, smul, EMU_OP_MUL, n, &tl);
+	if (scvt != EMU_NOSTEP)
+		record_tally(be, scvt, EMU_OP_CVT, n, &tl);
+	record_tally(be, ssum, EMU_OP_ADD, n, &tl);
+	return true;
+}
+#else
+static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, emu_ref acc,
+                      emu_ref a, emu_ref b, size_t n)
+{
+	(void)be, (void)smul, (void)scvt, (void)ssum, (void)acc, (void)a, (void)b, (void)n;
+	return false;
+}
+#endif
+
 /* One dot product of emu_dot_n, in its calls' order. */
 static void dot_one(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, unsigned ssum,
                     const emu_format *fa, emu_ref acc, emu_ref a, emu_ref b, emu_ref P, size_t n,
@@ -857,10 +1032,13 @@ void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, u
 				acc.v->d[ix(ac, c)] = keep[c];
 		}
 		for (size_t c = 0; c < mc; c++)
-			dot_one(be, smul, fm, scvt, ssum, fa, emu_at(ac.v, ix(ac, c)),
-			        emu_strided(a0.v, a0.off + c * ca, a0.stride),
-			        emu_strided(b0.v, b0.off + c * cb, b0.stride),
-			        emu_row(P.v, P.off + c * n), n, e0 + c * ce);
+			if (!truth_dot(be, smul, scvt, ssum, emu_at(ac.v, ix(ac, c)),
+			               emu_strided(a0.v, a0.off + c * ca, a0.stride),
+			               emu_strided(b0.v, b0.off + c * cb, b0.stride), n))
+				dot_one(be, smul, fm, scvt, ssum, fa, emu_at(ac.v, ix(ac, c)),
+				        emu_strided(a0.v, a0.off + c * ca, a0.stride),
+				        emu_strided(b0.v, b0.off + c * cb, b0.stride),
+				        emu_row(P.v, P.off + c * n), n, e0 + c * ce);
 	}
 }
 

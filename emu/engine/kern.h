@@ -245,7 +245,11 @@ void emu_fold_n(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_r
  * FAST runs every chain's maps and then the m sums stepped together
  * (emu_fold_n); when an operation raised overflow, invalid or divbyzero
  * and none had before, it runs them again in turn, so the counts and the
- * first failing operation are always those of the calls above. */
+ * first failing operation are always those of the calls above. TRUTH
+ * without range sums a chain in an integer accumulator when none of its
+ * steps can round (operands of at most 64 bits, all its terms within 256
+ * bits of each other): the same numbers and counts. P is scratch: its
+ * values afterwards are not part of the result. */
 void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, unsigned ssum,
                const emu_format *fa, emu_ref acc, emu_ref a, size_t ca, emu_ref b, size_t cb,
                emu_ref P, size_t n, size_t m, uint64_t elem, uint64_t ce);

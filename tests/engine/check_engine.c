@@ -435,6 +435,113 @@ START_TEST(test_dot_n)
 }
 END_TEST
 
+/* A TRUTH operand of kind k for test_dot_n_truth: small integers (exact
+ * sums, signed zeros, cancellation), doubles over a narrow or a wide
+ * exponent range, values of more than 64 bits, inf and NaN */
+static void truth_operand(mpfr_ptr x, unsigned k, uint64_t r)
+{
+	double sgn = (r >> 63) & 1 ? -1 : 1;
+	switch (k) {
+	case 0: /* −3 .. 3, a third of them ±0 */
+		mpfr_set_d(x, sgn * (double)((r >> 8) % 4), MPFR_RNDN);
+		break;
+	case 1: /* 53 bits, exponents −20 .. 20 */
+		mpfr_set_d(x,
+		           sgn * ldexp((double)((r >> 8) | 1) / 0x1p56, (int)((r >> 2) % 41) - 20),
+		           MPFR_RNDN);
+		break;
+	case 2: /* 53 bits, exponents −300 .. 300: often past 256 bits apart */
+		mpfr_set_d(
+		    x, sgn * ldexp((double)((r >> 8) | 1) / 0x1p56, (int)((r >> 2) % 601) - 300),
+		    MPFR_RNDN);
+		break;
+	case 3: /* 1 + 2^-70: 71 bits */
+		mpfr_set_ui(x, 1, MPFR_RNDN);
+		mpfr_add_d(x, x, sgn * 0x1p-70, MPFR_RNDN);
+		break;
+	default:
+		if (r % 3)
+			mpfr_set_inf(x, (int)sgn);
+		else
+			mpfr_set_nan(x);
+	}
+}
+
+/* emu_dot_n on TRUTH (whose chains without rounding are summed in an
+ * integer accumulator) against the calls in turn, each product and sum an
+ * MPFR operation at EMU_TRUTH_PREC bits: values, signs of zero, NaN,
+ * counts, flags and the first failure. */
+START_TEST(test_dot_n_truth)
+{
+	enum { N = 24, M = 9 };
+	uint64_t cases = 0;
+	for (uint64_t i = 0; i < 4000; i++) {
+		uint64_t r = t_rand(78, i);
+		size_t n = 1 + r % N, m = 1 + (r >> 8) % M;
+		/* per case: mostly one kind, a few of another */
+		unsigned k0 = (r >> 16) % 4, k1 = (r >> 20) % 6;
+		bool cvt = (r >> 24) & 1;
+		emu_be be[2];
+		emu_vec *a[2], *b[2], *P[2], *acc[2];
+		for (int q = 0; q < 2; q++) {
+			emu_be_init(&be[q], EMU_BE_TRUTH, &EMU_ENV_DEFAULT);
+			emu_steps(&be[q], names, ARRAY_SIZE(names));
+			a[q] = emu_vec_new(&be[q], M * N);
+			b[q] = emu_vec_new(&be[q], M * N);
+			P[q] = emu_vec_new(&be[q], M * N);
+			acc[q] = emu_vec_new(&be[q], M);
+			ck_assert(a[q] && b[q] && P[q] && acc[q]);
+			for (size_t j = 0; j < M * N; j++) {
+				uint64_t ra = t_rand(79, i * M * N + j),
+				         rb = t_rand(80, i * M * N + j);
+				truth_operand(&a[q]->m[j], ra % 17 ? k0 : k1, ra);
+				truth_operand(&b[q]->m[j], rb % 19 ? k0 : k1, rb);
+			}
+			for (size_t c = 0; c < M; c++) { /* ±0, a double or 1/3 (256 bits) */
+				uint64_t rc = t_rand(81, i * M + c);
+				if (rc % 4 == 0)
+					mpfr_set_ui(&acc[q]->m[c], 1, MPFR_RNDN),
+					    mpfr_div_ui(&acc[q]->m[c], &acc[q]->m[c], 3, MPFR_RNDN);
+				else if (rc % 4 == 1)
+					truth_operand(&acc[q]->m[c], k0, rc);
+				else
+					mpfr_set_zero(&acc[q]->m[c], rc % 4 == 2 ? -1 : 1);
+			}
+		}
+		const emu_format *f = t_fmt("fp16");
+		emu_dot_n(&be[0], EMU_STEP0, f, cvt ? EMU_STEP0 + 1 : EMU_NOSTEP, EMU_STEP0 + 2, f,
+		          emu_row(acc[0], 0), emu_row(a[0], 0), N, emu_row(b[0], 0), N,
+		          emu_row(P[0], 0), n, m, 1000, n);
+		for (size_t c = 0; c < m; c++) {
+			emu_ref Pc = emu_row(P[1], c * n);
+			emu_map(&be[1], EMU_STEP0, EMU_OP_MUL, f, Pc, emu_row(a[1], c * N),
+			        emu_row(b[1], c * N), EMU_NOREF, n, 1000 + c * n, NULL);
+			if (cvt)
+				emu_map(&be[1], EMU_STEP0 + 1, EMU_OP_CVT, f, Pc, Pc, EMU_NOREF,
+				        EMU_NOREF, n, 1000 + c * n, NULL);
+			emu_fold(&be[1], EMU_STEP0 + 2, EMU_OP_ADD, f, EMU_ORDER_SEQ,
+			         emu_at(acc[1], c), Pc, EMU_NOREF, n, 1000 + c * n);
+		}
+		char what[120];
+		snprintf(what, sizeof what, "case %llu: kinds %u/%u, n %zu, m %zu",
+		         (unsigned long long)i, k0, k1, n, m);
+		for (size_t c = 0; c < m; c++) {
+			ck_assert(mpfr_get_prec(&acc[0]->m[c]) == EMU_TRUTH_PREC);
+			mpfr_ptr got = &acc[0]->m[c], ref = &acc[1]->m[c];
+			ck_assert_msg(
+			    (mpfr_nan_p(got) && mpfr_nan_p(ref)) ||
+			        (mpfr_equal_p(got, ref) && mpfr_signbit(got) == mpfr_signbit(ref)),
+			    "%s: chain %zu", what, c);
+		}
+		same_stats(&be[0].st, &be[1].st, what);
+		for (int q = 0; q < 2; q++)
+			emu_be_free(&be[q]);
+		cases++;
+	}
+	t_count("engine: truth dot_n == its chains in turn", cases);
+}
+END_TEST
+
 Suite *suite_engine(void)
 {
 	Suite *s = suite_create("engine");
@@ -445,6 +552,7 @@ Suite *suite_engine(void)
 	tcase_add_test(tc, test_map_mode);
 	tcase_add_test(tc, test_folds);
 	tcase_add_test(tc, test_dot_n);
+	tcase_add_test(tc, test_dot_n_truth);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -35,6 +35,11 @@ TCase *t_tcase_random_policies(bool exhaustive);
  * on the next 700. */
 TCase *t_tcase_fast_exact_more(void);
 
+/* emu_truth_exp against mpfr_exp on n arguments of a stream, and its
+ * approximation's error (check_engine.c): how many fail, the first written
+ * into first; *fast: how many took the fast path. */
+uint64_t t_truth_exp_cases(uint64_t stream, uint64_t n, uint64_t *fast, char *first, size_t len);
+
 Suite *suite_format(void);
 Suite *suite_train(void);
 /* bench/train_native.c against emu_train (tests/train/check_native.c) */

@@ -12,6 +12,7 @@
 
 #include "emu/core/internal.h"
 #include "emu/engine/kern.h"
+#include "emu/engine/truth_exp.h"
 
 static const char *const be_names[EMU_NBE] = {"fast", "exact", "truth"};
 
@@ -93,6 +94,10 @@ static unsigned range_flags(mpfr_srcptr v, const emu_format *f, const emu_env *e
 		return 0;
 	double x, tail = 0;
 	mpfr_exp_t e = mpfr_get_exp(v);
+	/* 2^emin <= |v| < 2^emax <= max: rounds to a nonzero finite value in
+	 * every mode */
+	if (e - 1 >= f->emin && e <= f->emax && ldexp(1, f->emax) <= f->max)
+		return 0;
 	if (e > 900 || e < -900) {
 		x = ldexp(mpfr_sgn(v) < 0 ? -1.0 : 1.0, e > 0 ? 900 : -900);
 	} else {
@@ -119,12 +124,23 @@ static unsigned range_note_mp(emu_be *be, mpfr_srcptr v, const emu_format *f)
 	if (!f)
 		return 0;
 	if (mpfr_number_p(v) && !mpfr_zero_p(v)) {
-		long e;
-		double m = mpfr_get_d_2exp(&e, v, MPFR_RNDN);
-		double t = f->max + ldexp(1, f->emax - f->p); /* the RNE threshold */
-		double peak = (double)e + log2(fabs(m)) - log2(t);
-		if (peak > be->range_peak)
-			be->range_peak = peak;
+		/* log2 of the RNE threshold, f's last */
+		static _Thread_local const emu_format *lf;
+		static _Thread_local double lt;
+		if (f != lf) {
+			lt = log2(f->max + ldexp(1, f->emax - f->p));
+			lf = f;
+		}
+		/* e + log2 |m| <= EXP(v) (m in [1/2, 1), e = EXP(v), or EXP(v) + 1
+		 * with m = 1/2 when m rounds up): a peak that cannot beat the
+		 * one held is not computed */
+		if ((double)mpfr_get_exp(v) - lt > be->range_peak) {
+			long e;
+			double m = mpfr_get_d_2exp(&e, v, MPFR_RNDN);
+			double peak = (double)e + log2(fabs(m)) - lt;
+			if (peak > be->range_peak)
+				be->range_peak = peak;
+		}
 	}
 	return be->kind == EMU_BE_TRUTH ? range_flags(v, f, &be->env) : 0;
 }
@@ -166,7 +182,7 @@ static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_s
 		mpfr_sqrt(d, a, MPFR_RNDN);
 		break;
 	case EMU_OP_EXP:
-		mpfr_exp(d, a, MPFR_RNDN);
+		emu_truth_exp(d, a);
 		break;
 	case EMU_OP_LOG:
 		mpfr_log(d, a, MPFR_RNDN);

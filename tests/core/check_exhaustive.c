@@ -217,6 +217,18 @@ START_TEST(test_fma8_all_triples)
 }
 END_TEST
 
+/* TRUTH's exp against mpfr_exp on 10^7 arguments after make test's */
+START_TEST(test_truth_exp_more)
+{
+	char first[200] = "";
+	uint64_t fast, n = 10000000, bad = t_truth_exp_cases(83, n, &fast, first, sizeof first);
+	printf("exhaustive: truth exp == mpfr_exp: %" PRIu64 " cases (%" PRIu64
+	       " on the fast path), %" PRIu64 " differ\n",
+	       n, fast, bad);
+	ck_assert_msg(bad == 0, "truth exp: %s", first);
+}
+END_TEST
+
 Suite *suite_exhaustive(void)
 {
 	Suite *s = suite_create("exhaustive");
@@ -225,6 +237,7 @@ Suite *suite_exhaustive(void)
 	tcase_add_loop_test(tc, test_fp16_all_pairs_hw, 0, (int)(ARRAY_SIZE(ops) * 4));
 	tcase_add_loop_test(tc, test_stride_mpfr, 0, (int)(ARRAY_SIZE(ops) * 2));
 	tcase_add_loop_test(tc, test_fma8_all_triples, 0, ARRAY_SIZE(fma8_specs));
+	tcase_add_test(tc, test_truth_exp_more);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, t_tcase_random_policies(true));
 	suite_add_tcase(s, t_tcase_fast_exact_more());

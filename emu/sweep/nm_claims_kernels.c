@@ -24,29 +24,39 @@ typedef struct {
 	double *skipped; /* per step, 1 when skipped (the caller frees it) */
 } cl_gs;
 
-static bool gs_traj(cl_ctx *x, const cl_res *r, double g0, cl_gs *o)
+/* r's series CSV into *s, read once (the first time a trajectory needs it:
+ * it holds every stream, about 100 MB) */
+static bool gs_series(cl_ctx *x, const cl_res *r, nm_csv *s, bool *read)
 {
-	memset(o, 0, sizeof *o);
+	if (*read)
+		return true;
 	char path[1024], err[512];
 	snprintf(path, sizeof path, "%s/%s-series.csv", x->dir, r->c->name);
-	nm_csv s;
-	if (nm_csv_read(path, &s, err, sizeof err)) {
+	if (nm_csv_read(path, s, err, sizeof err)) {
 		snprintf(x->missing, sizeof x->missing, "%s", err);
 		return false;
 	}
-	int cb = nm_csv_col(&s, "backend"), co = nm_csv_col(&s, "output"),
-	    ci = nm_csv_col(&s, "index"), cv = nm_csv_col(&s, "value"),
-	    ca = r->c->naxes ? nm_csv_col(&s, r->c->axes[0].name) : -1;
-	size_t cap = s.nrec;
+	*read = true;
+	return true;
+}
+
+/* the fast run's trajectory at g0 in r's series s */
+static bool gs_traj(cl_ctx *x, const cl_res *r, const nm_csv *s, double g0, cl_gs *o)
+{
+	memset(o, 0, sizeof *o);
+	int cb = nm_csv_col(s, "backend"), co = nm_csv_col(s, "output"),
+	    ci = nm_csv_col(s, "index"), cv = nm_csv_col(s, "value"),
+	    ca = r->c->naxes ? nm_csv_col(s, r->c->axes[0].name) : -1;
+	size_t cap = s->nrec;
 	double *sc = calloc(cap, sizeof *sc), *sk = calloc(cap, sizeof *sk),
 	       *lo = calloc(cap, sizeof *lo);
 	bool ok = sc && sk && lo && cb >= 0 && co >= 0 && ci >= 0 && cv >= 0 && ca >= 0;
-	for (size_t i = 0; ok && i + 1 < s.nrec; i++) {
-		if (strcmp(nm_csv_get(&s, i, cb), "fast") != 0 ||
-		    nm_csv_num(nm_csv_get(&s, i, ca)) != g0)
+	for (size_t i = 0; ok && i + 1 < s->nrec; i++) {
+		if (strcmp(nm_csv_get(s, i, cb), "fast") != 0 ||
+		    nm_csv_num(nm_csv_get(s, i, ca)) != g0)
 			continue;
-		double k = nm_csv_num(nm_csv_get(&s, i, ci)), v = nm_csv_num(nm_csv_get(&s, i, cv));
-		const char *out = nm_csv_get(&s, i, co);
+		double k = nm_csv_num(nm_csv_get(s, i, ci)), v = nm_csv_num(nm_csv_get(s, i, cv));
+		const char *out = nm_csv_get(s, i, co);
 		if (!(k >= 0 && k < (double)cap))
 			continue;
 		size_t j = (size_t)k;
@@ -58,7 +68,6 @@ static bool gs_traj(cl_ctx *x, const cl_res *r, double g0, cl_gs *o)
 		else if (strcmp(out, "lost") == 0)
 			lo[j] = v;
 	}
-	nm_csv_free(&s);
 	for (size_t h = 1000; ok && h < o->n && o->nh + 1 < GS_NH; h *= 10)
 		o->horizon[o->nh++] = h;
 	if (ok && o->n)
@@ -113,14 +122,15 @@ cl_verdict cl_claim_gradscaler_settings(cl_ctx *x)
 	size_t ud = 0, uc = 0, nstreams = 0, nrec[2] = {0, 0}, both = 0, only_d = 0, only_c = 0;
 	size_t nh = 0, hz[GS_NH] = {0}, hd[GS_NH] = {0}, hc[GS_NH] = {0}, fewer[GS_NH] = {0};
 	double rec[2] = {0, 0};
-	bool ok = true;
+	bool ok = true, have_sd = false, have_sc = false;
+	nm_csv sd = {0}, sc = {0};
 	for (size_t i = 0; ok && i < cl_nrows(&d); i++) {
 		if (!cl_match(&d, i, NULL, NULL))
 			continue;
 		double g0 = cl_axis(&d, i, 0);
 		cl_gs a = {0}, b = {0};
-		ok = gs_traj(x, &d, g0, &a);
-		ok = ok && gs_traj(x, &c, g0, &b);
+		ok = gs_series(x, &d, &sd, &have_sd) && gs_traj(x, &d, &sd, g0, &a);
+		ok = ok && gs_series(x, &c, &sc, &have_sc) && gs_traj(x, &c, &sc, g0, &b);
 		if (ok && a.skipped && b.skipped) /* same stream: the same steps spike */
 			for (size_t t = 0; t < a.n && t < b.n; t++) {
 				both += a.skipped[t] != 0 && b.skipped[t] != 0;
@@ -176,6 +186,8 @@ cl_verdict cl_claim_gradscaler_settings(cl_ctx *x)
 	}
 	cl_unload(&d);
 	cl_unload(&c);
+	nm_csv_free(&sd);
+	nm_csv_free(&sc);
 	if (!ok || !nstreams || !nh)
 		return V_UNSETTLED;
 	nm_buf_printf(&x->why,

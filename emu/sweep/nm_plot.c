@@ -62,9 +62,8 @@ static void perr_msg(char *err, size_t errlen, const char *fmt, ...)
 
 void nm_csv_free(nm_csv *t)
 {
-	if (t->cell)
-		for (size_t i = 0; i < t->nrec * t->ncols; i++)
-			free(t->cell[i]);
+	if (t->cell && t->nrec && t->ncols)
+		free(t->cell[0]); /* the file's buffer: every cell lies in it */
 	free(t->cell);
 	free(t->line);
 	memset(t, 0, sizeof *t);
@@ -82,15 +81,15 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 	if (!s)
 		return perr(err, errlen, "%s: %s", path, strerror(errno ? errno : ENOMEM));
 	size_t cap = 0, n = 0, line = 1, fields = 0, lcap = 0, rec_line = 1;
-	char *fbuf = malloc(len + 1);
-	if (!fbuf) {
-		free(s);
-		return perr(err, errlen, "%s: out of memory", path);
-	}
+	/* the cells are unquoted in place, each NUL-terminated where its
+	 * separator (or closing quote) was: a cell never grows, so the write
+	 * position w never passes the read position i (and the buffer has a NUL
+	 * after the last byte for the last cell's) */
 	int rc = 0;
-	size_t i = 0;
+	size_t i = 0, w = 0;
 	while (rc == 0 && i < len) {
 		/* one field */
+		char *fbuf = s + w;
 		size_t fl = 0;
 		if (fields == 0)
 			rec_line = line;
@@ -119,6 +118,7 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 		}
 		if (rc)
 			break;
+		char sep = i < len ? s[i] : 0; /* the NUL may take its place */
 		fbuf[fl] = 0;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 256;
@@ -129,20 +129,18 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 			}
 			t->cell = c;
 		}
-		if (!(t->cell[n] = strdup(fbuf))) {
-			rc = perr(err, errlen, "%s: out of memory", path);
-			break;
-		}
+		t->cell[n] = fbuf;
+		w += fl + 1;
 		n++;
 		fields++;
-		if (i < len && s[i] == ',') {
+		if (sep == ',') {
 			i++;
 			continue;
 		}
 		/* end of record */
-		if (i < len && s[i] == '\r')
+		if (sep == '\r')
 			i++;
-		if (i < len && s[i] == '\n')
+		if (i < len && (sep == '\r' ? s[i] : sep) == '\n')
 			i++;
 		if (t->nrec == lcap) {
 			lcap = lcap ? 2 * lcap : 256;
@@ -167,11 +165,9 @@ int nm_csv_read(const char *path, nm_csv *t, char *err, size_t errlen)
 		rc = perr(err, errlen, "%s:%zu: incomplete record", path, line);
 	if (rc == 0 && t->nrec == 0)
 		rc = perr(err, errlen, "%s: empty file (no header)", path);
-	free(fbuf);
-	free(s);
+	if (rc || !n)
+		free(s);
 	if (rc) {
-		for (size_t k = 0; k < n; k++)
-			free(t->cell[k]);
 		free(t->cell);
 		free(t->line);
 		memset(t, 0, sizeof *t);

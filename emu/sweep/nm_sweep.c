@@ -1112,6 +1112,9 @@ struct sw_all {
 	size_t nrows;
 	char err[SW_ERR_LEN];
 	bool dirs_ok; /* sw_dirs_writable passed */
+	/* where the time went, wall seconds: the cases' points, their
+	 * thresholds, their plots */
+	double t_points, t_thresh, t_plots;
 };
 
 static int sw_add_rows(struct sw_all *s, nm_thresh_row *rows, size_t n)
@@ -1617,12 +1620,15 @@ static int sw_case(struct sw_all *s, const nm_case *c)
 		goto out;
 	sw_kill_at("state");
 	remove(cr.journal);
+	s->t_points += t1 - t0;
+	s->t_thresh += sw_now() - t1;
 	if (!s->o.quiet)
 		fprintf(stderr,
 		        "sweep: %s %zu points (%zu computed, %zu resumed) in %.1f s, thresholds %.1f s\n",
 		        c->name, cr.npoints, ncomputed, ndone, t1 - t0, sw_now() - t1);
 plot:
 	rc = 0;
+	double tp = sw_now();
 #ifdef SW_HAVE_PLOT
 	if (s->rank == 0) /* what a run killed during gnuplot left, even with nothing to draw */
 		nm_plot_clean_stale(s->o.plots, c->name);
@@ -1637,6 +1643,7 @@ plot:
 		}
 	}
 #endif
+	s->t_plots += sw_now() - tp;
 out:
 	if (journal)
 		fclose(journal);
@@ -1847,8 +1854,15 @@ int nm_sweep_main(int argc, char **argv)
 			rc = s->rank == 0 ? nm_fail("%s", s->err) : NM_EXIT_ERR;
 		s->owned[i] = true;
 	}
+	double tf = sw_now();
 	if (!rc && s->rank == 0 && sw_finish(s))
 		rc = nm_fail("%s", s->err);
+	if (!rc && s->rank == 0 && !s->o.quiet)
+		fprintf(
+		    stderr,
+		    "sweep: where the time went: points %.1f s, thresholds %.1f s, plots %.1f s, "
+		    "thresholds.md and claims.md %.1f s\n",
+		    s->t_points, s->t_thresh, s->t_plots, sw_now() - tf);
 	rc = sw_bcast_int(s, rc);
 #ifdef NM_MPI
 	MPI_Finalize();

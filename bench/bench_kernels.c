@@ -19,6 +19,9 @@
  * busy machine CPU time is distorted much less than wall time. Tables 5 and
  * 6 run the kernels on one thread (omp_set_num_threads(1)), so a thread's
  * CPU time is all the work. Inputs: N(0, 1) from a fixed seed.
+ * Table 6b: the truth backend's exp and dot products that cannot round
+ * against the MPFR calls they replace, same data, results compared:
+ *   primitive,size,shortcut_s,mpfr_s,ratio_mpfr_shortcut
  * Table 12: the same kernels on every CPU (emu_rows: rows, or a long map's
  * elements, in parts) against one thread, wall seconds, best of the
  * repetitions; the two runs must be the same byte for byte (a WARNING on
@@ -34,6 +37,7 @@
 
 #include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
+#include "emu/engine/truth_exp.h"
 #include "emu/io/nm_gen.h"
 
 void bench_kernels(int reps);
@@ -828,6 +832,99 @@ static void bk_exact_table(int reps)
 	free(x);
 }
 
+/* Table 6b: the truth backend's two shortcuts against the MPFR calls they
+ * replace, on the same data, one thread's CPU seconds, best of the
+ * repetitions, the results compared bit for bit (a WARNING otherwise):
+ * exp on 32,768 softmax arguments (8·N(0, 1) minus their max), and 32
+ * dot products of 4096 bf16-valued terms (emu_dot_n against the products'
+ * map and the sequential fold, chain after chain). */
+static void bk_truth_table(int reps)
+{
+	enum { NE = 32768, M = 32, K = 4096 };
+	double *x = bk_alloc(NE * sizeof *x), mx = -INFINITY;
+	bk_fill(x, NE, 21);
+	for (size_t i = 0; i < NE; i++)
+		mx = fmax(mx, x[i] *= 8);
+	mpfr_t *a = bk_alloc(NE * sizeof *a), y, z;
+	for (size_t i = 0; i < NE; i++) {
+		mpfr_init2(a[i], EMU_TRUTH_PREC);
+		mpfr_set_d(a[i], x[i], MPFR_RNDN);
+		mpfr_sub_d(a[i], a[i], mx, MPFR_RNDN);
+	}
+	mpfr_inits2(EMU_TRUTH_PREC, y, z, (mpfr_ptr)0);
+	double best[2] = {INFINITY, INFINITY};
+	bool same = true;
+	for (int k = 0; k < reps; k++) {
+		double c0 = bk_cpu();
+		for (size_t i = 0; i < NE; i++)
+			emu_truth_exp(y, a[i]);
+		double c1 = bk_cpu();
+		for (size_t i = 0; i < NE; i++)
+			mpfr_exp(z, a[i], MPFR_RNDN);
+		double c2 = bk_cpu();
+		best[0] = fmin(best[0], c1 - c0);
+		best[1] = fmin(best[1], c2 - c1);
+	}
+	for (size_t i = 0; i < NE; i++) {
+		emu_truth_exp(y, a[i]);
+		mpfr_exp(z, a[i], MPFR_RNDN);
+		same = same && mpfr_equal_p(y, z);
+		mpfr_clear(a[i]);
+	}
+	mpfr_clears(y, z, (mpfr_ptr)0);
+	free(a);
+	free(x);
+	printf("primitive,size,shortcut_s,mpfr_s,ratio_mpfr_shortcut\n");
+	printf("truth_exp,%d,%.5f,%.5f,%.2f\n", NE, best[0], best[1], best[1] / best[0]);
+	if (!same)
+		fprintf(stderr, "bench: WARNING truth exp differs from mpfr_exp\n");
+
+	const emu_format *bf = emu_format_by_name("bf16");
+	emu_env env = EMU_ENV_DEFAULT;
+	emu_be be;
+	emu_be_init(&be, EMU_BE_TRUTH, &env);
+	emu_vec *A = emu_vec_new(&be, (size_t)M * K), *B = emu_vec_new(&be, (size_t)M * K),
+	        *P = emu_vec_new(&be, (size_t)M * K), *acc = emu_vec_new(&be, 2 * M);
+	double *v = bk_alloc((size_t)M * K * sizeof *v);
+	if (!A || !B || !P || !acc) {
+		fprintf(stderr, "bench: out of memory\n");
+		exit(2);
+	}
+	for (int t = 0; t < 2; t++) {
+		bk_fill(v, (size_t)M * K, 22 + (uint64_t)t);
+		for (size_t i = 0; i < (size_t)M * K; i++) {
+			unsigned fl = 0;
+			mpfr_set_d(&(t ? B : A)->m[i], emu_round_value(bf, v[i], 0, &env, &fl),
+			           MPFR_RNDN);
+		}
+	}
+	best[0] = best[1] = INFINITY;
+	for (int k = 0; k < reps; k++) {
+		double c0 = bk_cpu();
+		emu_dot_n(&be, EMU_STEP_SCALE, bf, EMU_NOSTEP, EMU_STEP_SCALE, bf, emu_row(acc, 0),
+		          emu_row(A, 0), K, emu_row(B, 0), K, emu_row(P, 0), K, M, 0, K);
+		double c1 = bk_cpu();
+		for (size_t c = 0; c < M; c++) {
+			emu_fill(&be, emu_at(acc, M + c), 0, 1);
+			emu_map(&be, EMU_STEP_SCALE, EMU_OP_MUL, bf, emu_row(P, c * K),
+			        emu_row(A, c * K), emu_row(B, c * K), EMU_NOREF, K, c * K, NULL);
+			emu_fold(&be, EMU_STEP_SCALE, EMU_OP_ADD, bf, EMU_ORDER_SEQ,
+			         emu_at(acc, M + c), emu_row(P, c * K), EMU_NOREF, K, c * K);
+		}
+		double c2 = bk_cpu();
+		best[0] = fmin(best[0], c1 - c0);
+		best[1] = fmin(best[1], c2 - c1);
+		for (size_t c = 0; c < M; c++)
+			same = same && mpfr_equal_p(&acc->m[c], &acc->m[M + c]);
+		emu_fill(&be, emu_row(acc, 0), 0, M);
+	}
+	printf("truth_dot,%dx%d,%.5f,%.5f,%.2f\n", M, K, best[0], best[1], best[1] / best[0]);
+	if (!same)
+		fprintf(stderr, "bench: WARNING truth dot products differ from the MPFR calls\n");
+	free(v);
+	emu_be_free(&be);
+}
+
 /* Tables 5 and 6, separated by a blank line; called by bench.c's main. */
 /* every output bit for bit and every count: a and b the same run */
 static bool bk_same_run(const emu_run *a, const emu_run *b)
@@ -933,6 +1030,8 @@ void bench_kernels(int reps)
 	bk_gemm_table(reps);
 	printf("\n");
 	bk_exact_table(reps);
+	printf("\n");
+	bk_truth_table(reps);
 	printf("\n");
 	bk_threads_table(reps);
 	omp_set_num_threads(threads);

@@ -928,8 +928,9 @@ static bool tc_term_at(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 		} else if (G == 1) {
 			o->neg = neg;
 			o->zero = x == 0 || y == 0 || szero;
-			o->E = tc_exp(fa, x) + tc_exp(fb, y) + eA + eB;
-			if (!o->zero) {
+			if (o->zero) /* (a nonzero term's E comes from its split) */
+				o->E = tc_exp(fa, x) + tc_exp(fb, y) + eA + eB;
+			else {
 				uint64_t Pa, Pb;
 				int ea, eb, la, lb;
 				tc_split(x, fa->emin, fa->p, &Pa, &ea, &la);

@@ -828,7 +828,7 @@ static inline bool td_operand(mpfr_srcptr x, uint64_t *m, long *e, bool *neg)
 	if (!mpfr_regular_p(x))
 		return false;
 	size_t nl = (size_t)(mpfr_get_prec(x) + GMP_NUMB_BITS - 1) / GMP_NUMB_BITS;
-	const mp_limb_t *l = mpfr_custom_get_significand((mpfr_ptr)(uintptr_t)x);
+	const mp_limb_t *l = mpfr_custom_get_significand((mpfr_ptr)x);
 	for (size_t i = 0; i + 1 < nl; i++)
 		if (l[i])
 			return false;

@@ -120,7 +120,7 @@ static bool tx_approx(mpfr_srcptr x, mp_limb_t *y, long *kp)
 
 	/* X = |x| · 2^F: the significand's nx limbs shifted left */
 	size_t nx = (size_t)(mpfr_get_prec(x) + GMP_NUMB_BITS - 1) / GMP_NUMB_BITS;
-	const mp_limb_t *xm = mpfr_custom_get_significand((mpfr_ptr)(uintptr_t)x);
+	const mp_limb_t *xm = mpfr_custom_get_significand((mpfr_ptr)x);
 	mp_limb_t X[8] = {0}, R[8];
 	long sh = ex - 64 * (long)nx + TX_F; /* >= 0: ex >= -60, nx <= 4 */
 	size_t q = (size_t)sh / 64;

@@ -842,28 +842,37 @@ static inline bool td_operand(mpfr_srcptr x, uint64_t *m, long *e, bool *neg)
 	return true;
 }
 
-/* A[] ±= v · 2^s, v < 2^128, v · 2^s < 2^256 */
+/* A[] ±= v · 2^s, v < 2^128, v · 2^s < 2^256: three limbs from s / 64,
+ * then the carry or borrow as far as it goes */
 static inline void td_add(mp_limb_t *A, unsigned __int128 v, unsigned s, bool neg)
 {
-	mp_limb_t t[TD_LIMBS + 2] = {0};
 	unsigned q = s / 64, r = s % 64;
 	uint64_t lo = (uint64_t)v, hi = (uint64_t)(v >> 64);
-	t[q] = lo << r;
-	t[q + 1] = r ? hi << r | lo >> (64 - r) : hi;
-	t[q + 2] = r ? hi >> (64 - r) : 0;
-	unsigned __int128 c = 0;
-	if (neg) { /* A − t: adding t's complement and 1 */
-		c = 1;
-		for (unsigned i = q; i < TD_LIMBS; i++)
-			t[i] = ~t[i];
-		for (unsigned i = 0; i < q; i++)
-			t[i] = ~(mp_limb_t)0;
+	uint64_t t[3] = {lo << r, r ? hi << r | lo >> (64 - r) : hi, r ? hi >> (64 - r) : 0};
+	unsigned i = q;
+	if (!neg) {
+		unsigned __int128 c = 0;
+		for (; i < q + 3 && i < TD_LIMBS; i++) {
+			c += (unsigned __int128)A[i] + t[i - q];
+			A[i] = (mp_limb_t)c;
+			c >>= 64;
+		}
+		for (; c && i < TD_LIMBS; i++) {
+			c += A[i];
+			A[i] = (mp_limb_t)c;
+			c >>= 64;
+		}
+		return;
 	}
-	for (unsigned i = neg ? 0 : q; i < TD_LIMBS; i++) {
-		c += (unsigned __int128)A[i] + t[i];
-		A[i] = (mp_limb_t)c;
-		c >>= 64;
+	bool borrow = false;
+	for (; i < q + 3 && i < TD_LIMBS; i++) {
+		uint64_t x = A[i], y = t[i - q];
+		uint64_t d = x - y - borrow;
+		borrow = x < y || (x == y && borrow);
+		A[i] = d;
 	}
+	for (; borrow && i < TD_LIMBS; i++)
+		borrow = A[i]-- == 0;
 }
 
 static int td_bits(unsigned __int128 v)
@@ -879,10 +888,25 @@ typedef struct {
 	bool neg;
 } td_term;
 
-/* acc + Σ a_l·b_l over l < n into acc, exactly (t: n terms of scratch);
- * false (nothing written) when a step might round or an operand is not
- * finite */
-static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n, td_term *t)
+/* an operand as td_operand splits it; ok: it could */
+typedef struct {
+	uint64_t m;
+	long e;
+	bool neg, ok;
+} td_op;
+
+/* a's n operands split once, for chains that share them */
+static void td_split_all(emu_ref a, size_t n, td_op *o)
+{
+	for (size_t l = 0; l < n; l++)
+		o[l].ok = td_operand(mp_at(a, l), &o[l].m, &o[l].e, &o[l].neg);
+}
+
+/* acc + Σ a_l·b_l over l < n into acc, exactly (t: n terms of scratch; da:
+ * a's operands split already, or NULL); false (nothing written) when a
+ * step might round or an operand is not finite */
+static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b, size_t n,
+                            td_term *t)
 {
 	uint64_t m0;
 	long e0;
@@ -901,8 +925,14 @@ static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n, td_ter
 		uint64_t ma, mb;
 		long ea, eb;
 		bool sa, sb;
-		if (!td_operand(mp_at(a, l), &ma, &ea, &sa) ||
-		    !td_operand(mp_at(b, l), &mb, &eb, &sb))
+		if (da) {
+			if (!da[l].ok)
+				return false;
+			ma = da[l].m, ea = da[l].e, sa = da[l].neg;
+		} else if (!td_operand(mp_at(a, l), &ma, &ea, &sa)) {
+			return false;
+		}
+		if (!td_operand(mp_at(b, l), &mb, &eb, &sb))
 			return false;
 		allneg = allneg && sa != sb;
 		if (!ma || !mb)
@@ -949,12 +979,12 @@ static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n, td_ter
 /* One TRUTH dot product of emu_dot_n through truth_dot_exact, counted as
  * its calls count it (none raises a flag); false: not done */
 static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, emu_ref acc,
-                      emu_ref a, emu_ref b, size_t n)
+                      emu_ref a, const td_op *da, emu_ref b, size_t n)
 {
 	if (be->kind != EMU_BE_TRUTH || be->range)
 		return false;
 	td_term buf[256], *t = n <= 256 ? buf : malloc(n * sizeof *t);
-	bool done = t && truth_dot_exact(&acc.v->m[ix(acc, 0)], a, b, n, t);
+	bool done = t && truth_dot_exact(&acc.v->m[ix(acc, 0)], a, da, b, n, t);
 	if (t != buf)
 		free(t);
 	if (!done)
@@ -967,10 +997,18 @@ static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, e
 	return true;
 }
 #else
-static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, emu_ref acc,
-                      emu_ref a, emu_ref b, size_t n)
+typedef struct {
+	int unused;
+} td_op;
+static void td_split_all(emu_ref a, size_t n, td_op *o)
 {
-	(void)be, (void)smul, (void)scvt, (void)ssum, (void)acc, (void)a, (void)b, (void)n;
+	(void)a, (void)n, (void)o;
+}
+static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, emu_ref acc,
+                      emu_ref a, const td_op *da, emu_ref b, size_t n)
+{
+	(void)be, (void)smul, (void)scvt, (void)ssum, (void)acc, (void)a, (void)da, (void)b,
+	    (void)n;
 	return false;
 }
 #endif
@@ -1047,14 +1085,21 @@ void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, u
 			for (size_t c = 0; c < mc; c++)
 				acc.v->d[ix(ac, c)] = keep[c];
 		}
+		/* TRUTH: chains that share a (ca = 0) split it once */
+		td_op *da = be->kind == EMU_BE_TRUTH && !be->range && ca == 0 && mc > 1
+		                ? malloc(n * sizeof *da)
+		                : NULL;
+		if (da)
+			td_split_all(a0, n, da);
 		for (size_t c = 0; c < mc; c++)
 			if (!truth_dot(be, smul, scvt, ssum, emu_at(ac.v, ix(ac, c)),
-			               emu_strided(a0.v, a0.off + c * ca, a0.stride),
+			               emu_strided(a0.v, a0.off + c * ca, a0.stride), da,
 			               emu_strided(b0.v, b0.off + c * cb, b0.stride), n))
 				dot_one(be, smul, fm, scvt, ssum, fa, emu_at(ac.v, ix(ac, c)),
 				        emu_strided(a0.v, a0.off + c * ca, a0.stride),
 				        emu_strided(b0.v, b0.off + c * cb, b0.stride),
 				        emu_row(P.v, P.off + c * n), n, e0 + c * ce);
+		free(da);
 	}
 }
 

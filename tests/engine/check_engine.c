@@ -482,6 +482,7 @@ START_TEST(test_dot_n_truth)
 		/* per case: mostly one kind, a few of another */
 		unsigned k0 = (r >> 16) % 4, k1 = (r >> 20) % 6;
 		bool cvt = (r >> 24) & 1;
+		size_t ca = (r >> 25) & 1 ? 0 : N; /* 0: every chain shares a's row */
 		emu_be be[2];
 		emu_vec *a[2], *b[2], *P[2], *acc[2];
 		for (int q = 0; q < 2; q++) {
@@ -511,11 +512,11 @@ START_TEST(test_dot_n_truth)
 		}
 		const emu_format *f = t_fmt("fp16");
 		emu_dot_n(&be[0], EMU_STEP0, f, cvt ? EMU_STEP0 + 1 : EMU_NOSTEP, EMU_STEP0 + 2, f,
-		          emu_row(acc[0], 0), emu_row(a[0], 0), N, emu_row(b[0], 0), N,
+		          emu_row(acc[0], 0), emu_row(a[0], 0), ca, emu_row(b[0], 0), N,
 		          emu_row(P[0], 0), n, m, 1000, n);
 		for (size_t c = 0; c < m; c++) {
 			emu_ref Pc = emu_row(P[1], c * n);
-			emu_map(&be[1], EMU_STEP0, EMU_OP_MUL, f, Pc, emu_row(a[1], c * N),
+			emu_map(&be[1], EMU_STEP0, EMU_OP_MUL, f, Pc, emu_row(a[1], c * ca),
 			        emu_row(b[1], c * N), EMU_NOREF, n, 1000 + c * n, NULL);
 			if (cvt)
 				emu_map(&be[1], EMU_STEP0 + 1, EMU_OP_CVT, f, Pc, Pc, EMU_NOREF,
@@ -524,8 +525,8 @@ START_TEST(test_dot_n_truth)
 			         emu_at(acc[1], c), Pc, EMU_NOREF, n, 1000 + c * n);
 		}
 		char what[120];
-		snprintf(what, sizeof what, "case %llu: kinds %u/%u, n %zu, m %zu",
-		         (unsigned long long)i, k0, k1, n, m);
+		snprintf(what, sizeof what, "case %llu: kinds %u/%u, n %zu, m %zu, ca %zu",
+		         (unsigned long long)i, k0, k1, n, m, ca);
 		for (size_t c = 0; c < m; c++) {
 			ck_assert(mpfr_get_prec(&acc[0]->m[c]) == EMU_TRUTH_PREC);
 			mpfr_ptr got = &acc[0]->m[c], ref = &acc[1]->m[c];

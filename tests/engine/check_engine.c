@@ -574,7 +574,9 @@ static void texp_arg(mpfr_ptr x, uint64_t stream, uint64_t i)
 		mpfr_t e;
 		mpfr_init2(e, 64);
 		mpfr_set_si(e, (long)((r >> 20) % 9) - 4, MPFR_RNDN);
-		mpfr_mul_2si(e, e, mpfr_get_exp(x) - (kind == 4 ? 256 : 200), MPFR_RNDN);
+		/* (k = 0: units of 2^-256 around 0) */
+		long ex = mpfr_zero_p(x) ? 0 : (long)mpfr_get_exp(x);
+		mpfr_mul_2si(e, e, ex - (kind == 4 ? 256 : 200), MPFR_RNDN);
 		mpfr_add(x, x, e, MPFR_RNDN);
 		mpfr_clear(e);
 		break;

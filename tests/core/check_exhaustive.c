@@ -237,8 +237,12 @@ Suite *suite_exhaustive(void)
 	tcase_add_loop_test(tc, test_fp16_all_pairs_hw, 0, (int)(ARRAY_SIZE(ops) * 4));
 	tcase_add_loop_test(tc, test_stride_mpfr, 0, (int)(ARRAY_SIZE(ops) * 2));
 	tcase_add_loop_test(tc, test_fma8_all_triples, 0, ARRAY_SIZE(fma8_specs));
-	tcase_add_test(tc, test_truth_exp_more);
 	suite_add_tcase(s, tc);
+	/* alone: CK_RUN_CASE=truth-exp */
+	TCase *te = tcase_create("truth-exp");
+	tcase_set_timeout(te, 0);
+	tcase_add_test(te, test_truth_exp_more);
+	suite_add_tcase(s, te);
 	suite_add_tcase(s, t_tcase_random_policies(true));
 	suite_add_tcase(s, t_tcase_fast_exact_more());
 	return s;

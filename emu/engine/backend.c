@@ -976,6 +976,15 @@ static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b,
 	return true;
 }
 
+bool emu_truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n)
+{
+	td_term buf[256], *t = n <= 256 ? buf : malloc(n * sizeof *t);
+	bool done = t && truth_dot_exact(acc, a, NULL, b, n, t);
+	if (t != buf)
+		free(t);
+	return done;
+}
+
 /* One TRUTH dot product of emu_dot_n through truth_dot_exact, counted as
  * its calls count it (none raises a flag); false: not done */
 static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, emu_ref acc,
@@ -1009,6 +1018,11 @@ static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, e
 {
 	(void)be, (void)smul, (void)scvt, (void)ssum, (void)acc, (void)a, (void)da, (void)b,
 	    (void)n;
+	return false;
+}
+bool emu_truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n)
+{
+	(void)acc, (void)a, (void)b, (void)n;
 	return false;
 }
 #endif

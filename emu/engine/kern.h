@@ -254,6 +254,14 @@ void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, u
                const emu_format *fa, emu_ref acc, emu_ref a, size_t ca, emu_ref b, size_t cb,
                emu_ref P, size_t n, size_t m, uint64_t elem, uint64_t ce);
 
+/* TRUTH vectors' acc + Σ a_j·b_j (j < n) into acc, exactly, when the sum
+ * cannot round at EMU_TRUTH_PREC bits in any order (emu_dot_n's condition:
+ * finite operands of at most 64 significant bits, all terms within 256 bits
+ * of each other), so that every chain of MPFR products, fmas and adds over
+ * these terms gives this number; a zero sum is −0 only when acc and every
+ * product are −0. false (acc untouched) otherwise. */
+bool emu_truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n);
+
 /* Fold orders. */
 typedef enum {
 	EMU_FOLD_SEQ = 0,  /* acc = acc op a[0], then op a[1], ... (a C loop) */

@@ -24,6 +24,21 @@ int emu_fold_tc(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const emu_fo
 	size_t k = (size_t)m->k, chunk = m->promote_every ? m->promote_every : N;
 	if (be->kind == EMU_BE_TRUTH) {
 		mpfr_ptr dst = &acc.v->m[acc.off];
+		mpfr_set_zero(dst, 1);
+		if (emu_truth_dot_exact(dst, a, b, N)) {
+			/* no step can round or raise: the loop below's notes, none
+			 * with a flag, and its number */
+			for (size_t i0 = 0; i0 < N; i0 += chunk) {
+				size_t n = N - i0 < chunk ? N - i0 : chunk;
+				for (size_t i = 0; i < n; i += k)
+					emu_note(be, st.block, EMU_OP_FMA, 0, base + i0 + i);
+				if (m->promote_every)
+					emu_note(be, st.promote, EMU_OP_ADD, 0, base + i0);
+			}
+			if (m->promote_every)
+				emu_note(be, st.out, EMU_OP_CVT, 0, base);
+			return 0;
+		}
 		mpfr_t part;
 		mpfr_init2(part, EMU_TRUTH_PREC);
 		mpfr_set_zero(dst, 1);

@@ -475,7 +475,7 @@ static void truth_operand(mpfr_ptr x, unsigned k, uint64_t r)
 START_TEST(test_dot_n_truth)
 {
 	enum { N = 24, M = 9 };
-	uint64_t cases = 0;
+	uint64_t cases = 0, exact_done = 0;
 	for (uint64_t i = 0; i < 4000; i++) {
 		uint64_t r = t_rand(78, i);
 		size_t n = 1 + r % N, m = 1 + (r >> 8) % M;
@@ -536,10 +536,31 @@ START_TEST(test_dot_n_truth)
 			    "%s: chain %zu", what, c);
 		}
 		same_stats(&be[0].st, &be[1].st, what);
+		/* emu_truth_dot_exact (the Tensor Core fold's truth) against an
+		 * fma chain from +0, as emu_fold_tc's truth makes it */
+		for (size_t c = 0; c < m; c++) {
+			mpfr_t u, v;
+			mpfr_inits2(EMU_TRUTH_PREC, u, v, (mpfr_ptr)0);
+			mpfr_set_zero(u, 1);
+			mpfr_set_zero(v, 1);
+			for (size_t l = 0; l < n; l++)
+				mpfr_fma(v, &a[1]->m[c * ca + l], &b[1]->m[c * N + l], v,
+				         MPFR_RNDN);
+			if (emu_truth_dot_exact(u, emu_row(a[1], c * ca), emu_row(b[1], c * N),
+			                        n)) {
+				exact_done++;
+				ck_assert_msg(
+				    mpfr_equal_p(u, v) && mpfr_signbit(u) == mpfr_signbit(v),
+				    "%s: chain %zu: exact dot against the fma chain", what, c);
+			}
+			mpfr_clears(u, v, (mpfr_ptr)0);
+		}
 		for (int q = 0; q < 2; q++)
 			emu_be_free(&be[q]);
 		cases++;
 	}
+	ck_assert_msg(exact_done > 5000, "the exact dot took only %llu chains",
+	              (unsigned long long)exact_done);
 	t_count("engine: truth dot_n == its chains in turn", cases);
 }
 END_TEST

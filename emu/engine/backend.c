@@ -749,6 +749,12 @@ static void fold_seq(emu_be *be, unsigned step, unsigned phase, emu_op op, const
 		return;
 	}
 	tally tl = TALLY0;
+	/* TRUTH: fmas that cannot round raise nothing, and give the exact sum */
+	if (fma && be->kind == EMU_BE_TRUTH && !be->range &&
+	    emu_truth_dot_exact(&acc.v->m[acc.off], a, b, n)) {
+		record_tally(be, step, op, n, &tl);
+		return;
+	}
 	emu_ref s = emu_at(acc.v, acc.off);
 	for (size_t j = 0; j < n; j++) {
 		emu_env e = env;

@@ -553,6 +553,24 @@ START_TEST(test_dot_n_truth)
 				    mpfr_equal_p(u, v) && mpfr_signbit(u) == mpfr_signbit(v),
 				    "%s: chain %zu: exact dot against the fma chain", what, c);
 			}
+			/* the sequential fma fold on truth, from another first value */
+			emu_vec *w = emu_vec_new(&be[1], 1);
+			ck_assert(w);
+			mpfr_set(&w->m[0], &acc[0]->m[M - 1], MPFR_RNDN); /* (whatever it holds) */
+			mpfr_set(v, &w->m[0], MPFR_RNDN);
+			for (size_t l = 0; l < n; l++)
+				mpfr_fma(v, &a[1]->m[c * ca + l], &b[1]->m[c * N + l], v,
+				         MPFR_RNDN);
+			uint64_t ops = be[1].st.ops[EMU_OP_FMA];
+			unsigned all = be[1].st.all_flags;
+			emu_fold(&be[1], EMU_STEP0 + 3, EMU_OP_FMA, f, EMU_ORDER_SEQ, emu_at(w, 0),
+			         emu_row(a[1], c * ca), emu_row(b[1], c * N), n, 5000);
+			ck_assert_msg((mpfr_nan_p(v) && mpfr_nan_p(&w->m[0])) ||
+			                  (mpfr_equal_p(v, &w->m[0]) &&
+			                   mpfr_signbit(v) == mpfr_signbit(&w->m[0])),
+			              "%s: chain %zu: fma fold", what, c);
+			ck_assert(be[1].st.ops[EMU_OP_FMA] == ops + n);
+			ck_assert(mpfr_nan_p(v) || be[1].st.all_flags == all);
 			mpfr_clears(u, v, (mpfr_ptr)0);
 		}
 		for (int q = 0; q < 2; q++)

@@ -39,9 +39,8 @@ int emu_fold_tc(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const emu_fo
 				emu_note(be, st.out, EMU_OP_CVT, 0, base);
 			return 0;
 		}
-		mpfr_t part;
+		mpfr_t part; /* (dst is +0 still) */
 		mpfr_init2(part, EMU_TRUTH_PREC);
-		mpfr_set_zero(dst, 1);
 		for (size_t i0 = 0; i0 < N; i0 += chunk) {
 			size_t n = N - i0 < chunk ? N - i0 : chunk;
 			mpfr_set_zero(part, 1);

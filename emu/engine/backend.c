@@ -982,13 +982,19 @@ static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b,
 	return true;
 }
 
-bool emu_truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n)
+/* truth_dot_exact with its scratch (on the stack for short chains) */
+static bool truth_dot_scratch(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b, size_t n)
 {
 	td_term buf[256], *t = n <= 256 ? buf : malloc(n * sizeof *t);
-	bool done = t && truth_dot_exact(acc, a, NULL, b, n, t);
+	bool done = t && truth_dot_exact(acc, a, da, b, n, t);
 	if (t != buf)
 		free(t);
 	return done;
+}
+
+bool emu_truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n)
+{
+	return truth_dot_scratch(acc, a, NULL, b, n);
 }
 
 /* One TRUTH dot product of emu_dot_n through truth_dot_exact, counted as
@@ -998,11 +1004,7 @@ static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, e
 {
 	if (be->kind != EMU_BE_TRUTH || be->range)
 		return false;
-	td_term buf[256], *t = n <= 256 ? buf : malloc(n * sizeof *t);
-	bool done = t && truth_dot_exact(&acc.v->m[ix(acc, 0)], a, da, b, n, t);
-	if (t != buf)
-		free(t);
-	if (!done)
+	if (!truth_dot_scratch(&acc.v->m[ix(acc, 0)], a, da, b, n))
 		return false;
 	tally tl = TALLY0;
 	record_tally(be, smul, EMU_OP_MUL, n, &tl);

@@ -233,8 +233,7 @@ int gpu_rows_backward(const gpu_tables *t, int S, int C, int A, const float *X, 
 	}
 	k_bw_consts(0, &h[C], &h[A], R, scale, tt);
 	k_bw_mean(0, &h[A], la, R, tt, loss);
-	for (size_t i = 0; i < ng; i++)
-		k_bw_grad(0, &h[S], &h[C], &h[A], xc, wc, dl, R, D, K, i, p, tt, G);
+	k_bw_grad(0, &h[S], &h[C], &h[A], xc, wc, dl, R, D, K, 0, ng, p, G);
 	*found = 0.0f;
 	for (size_t i = 0; i < ng; i++) {
 		k_bw_unscale(0, &h[GPU_K_F32], G, i, 1, U, i, inv, tt);

@@ -657,8 +657,8 @@ static __global__ void k_bw_means(int C, int A, float *LA, size_t R, float scale
 	k_bw_mean(0, A, LA, R, t, loss);
 }
 
-/* G[i0 + k], k < n, one thread each: dW (i < D·K), then dX; SW holds np +
- * BW_NT scratch values per thread */
+/* G[i0 + k], k < n, one thread each: dW (i < D·K), then dX; SW holds np
+ * scratch values per thread */
 static __global__ void k_bw_grads(int S, int C, int A, float *X, float *W, float *DL, size_t R,
                                   size_t D, size_t K, size_t i0, size_t n, size_t np, float *SW,
                                   float *G)
@@ -666,8 +666,7 @@ static __global__ void k_bw_grads(int S, int C, int A, float *X, float *W, float
 	size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (k >= n)
 		return;
-	float *p = SW + k * (np + BW_NT), *t = p + np;
-	k_bw_grad(0, S, C, A, X, W, DL, R, D, K, i0 + k, p, t, G);
+	k_bw_grad(0, S, C, A, X, W, DL, R, D, K, i0 + k, 1, SW + k * np, G);
 }
 
 /* GradScaler.unscale_: the stored gradient in fp32 times inv, and found_inf */
@@ -692,7 +691,7 @@ extern "C" int gpu_dev_backward(gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float 
 	size_t nx = R * D, nw = D * K, nl = R * K, ng = D * K + R * D;
 	/* a gradient element's scratch: its longest sum (over r for dW, over c
 	 * for dX), in launches of at most 2^26 scratch values in all */
-	size_t np = R > K ? R : K, gs = np + BW_NT, chunk = ((size_t)1 << 26) / gs;
+	size_t np = R > K ? R : K, gs = np, chunk = ((size_t)1 << 26) / gs;
 	if (chunk == 0)
 		chunk = 1;
 	if (chunk > ng)

@@ -94,15 +94,17 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 				    K_FMA(F, a_.p[q_ * ca_ + j_ * a_.s],                           \
 				          b_.p[q_ * cb_ + j_ * b_.s], c_.p[q_ * c_.s]);            \
 	} while (0)
-/* K_DOTN's chains one after another; CV: whether the products are
- * converted into FA before the sum (K_DOTN_CVT) */
-#define K_DOTN_(CV, FM, FA, acc, a, ca, b, cb, P, n, m)                                            \
+/* K_DOTN's chains one after another, each in P's first n values; CV:
+ * whether the products are converted into FA before the sum (K_DOTN_CVT);
+ * ST: how many conversions follow each sum (K_DOTN_CVT_ST: into FS;
+ * K_DOTN_CVT_ST2: into FS, then into FB) */
+#define K_DOTN_(CV, FM, FA, acc, a, ca, b, cb, P, n, m, ST, FS, FB)                                \
 	do {                                                                                       \
 		k_ref c_ = (acc), a_ = (a), b_ = (b), p_ = (P);                                    \
 		size_t n_ = (n), m_ = (m), ca_ = (ca), cb_ = (cb);                                 \
 		(void)kc;                                                                          \
 		for (size_t q_ = 0; q_ < m_; q_++) {                                               \
-			float *pq_ = p_.p + q_ * n_;                                               \
+			float *pq_ = p_.p;                                                         \
 			for (size_t j_ = 0; j_ < n_; j_++)                                         \
 				pq_[j_] = K_MUL(FM, a_.p[q_ * ca_ + j_ * a_.s],                    \
 				                b_.p[q_ * cb_ + j_ * b_.s]);                       \
@@ -110,12 +112,21 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 				pq_[j_] = K_CVT(FA, pq_[j_]);                                      \
 			for (size_t j_ = 0; j_ < n_; j_++)                                         \
 				c_.p[q_ * c_.s] = K_ADD(FA, c_.p[q_ * c_.s], pq_[j_]);             \
+			if ((ST) > 0)                                                              \
+				c_.p[q_ * c_.s] = K_CVT(FS, c_.p[q_ * c_.s]);                      \
+			if ((ST) > 1)                                                              \
+				c_.p[q_ * c_.s] = K_CVT(FB, c_.p[q_ * c_.s]);                      \
 		}                                                                                  \
 	} while (0)
 #define K_DOTN(smul, FM, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)                              \
-	K_DOTN_(0, FM, FA, acc, a, ca, b, cb, P, n, m)
+	K_DOTN_(0, FM, FA, acc, a, ca, b, cb, P, n, m, 0, FA, FA)
 #define K_DOTN_CVT(smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)                    \
-	K_DOTN_(1, FM, FA, acc, a, ca, b, cb, P, n, m)
+	K_DOTN_(1, FM, FA, acc, a, ca, b, cb, P, n, m, 0, FA, FA)
+#define K_DOTN_CVT_ST(smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce, sst, FS, es)    \
+	K_DOTN_(1, FM, FA, acc, a, ca, b, cb, P, n, m, 1, FS, FS)
+#define K_DOTN_CVT_ST2(smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce, sst, FS, sbk,  \
+                       FB, es)                                                                     \
+	K_DOTN_(1, FM, FA, acc, a, ca, b, cb, P, n, m, 2, FS, FB)
 #define K_FILL(d, x, n)                                                                            \
 	do {                                                                                       \
 		k_ref d_ = (d);                                                                    \

@@ -1046,9 +1046,27 @@ static void dot_one(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
 	fold_seq(be, ssum, 0, EMU_OP_ADD, fa, acc, P, EMU_NOREF, n, elem);
 }
 
+/* th's conversions of chains c0 .. c0 + mc − 1's sums, in place (ac: chain
+ * c0's), as one map a step: in turn when mc is 1 */
+static void dot_then(emu_be *be, const emu_dot_then *th, emu_ref ac, size_t c0, size_t mc)
+{
+	for (int k = 0; th && k < 2; k++)
+		if (th->s[k] != EMU_NOSTEP)
+			emu_map(be, th->s[k], EMU_OP_CVT, th->f[k], ac, ac, EMU_NOREF, EMU_NOREF,
+			        mc, th->e + c0, NULL);
+}
+
 void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, unsigned ssum,
                const emu_format *fa, emu_ref acc, emu_ref a, size_t ca, emu_ref b, size_t cb,
                emu_ref P, size_t n, size_t m, uint64_t elem, uint64_t ce)
+{
+	emu_dot_n_then(be, smul, fm, scvt, ssum, fa, acc, a, ca, b, cb, P, n, m, elem, ce, NULL);
+}
+
+void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, unsigned ssum,
+                    const emu_format *fa, emu_ref acc, emu_ref a, size_t ca, emu_ref b, size_t cb,
+                    emu_ref P, size_t n, size_t m, uint64_t elem, uint64_t ce,
+                    const emu_dot_then *th)
 {
 	enum { CHUNK = 16 }; /* chains in flight: the accumulators kept for a rerun */
 	if (n == 0 || m == 0 || !acc.v || !a.v || !b.v || !P.v)
@@ -1094,6 +1112,7 @@ void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, u
 			}
 			emu_fold_n(be, ssum, EMU_OP_ADD, fa, ac, emu_row(P.v, P.off), n, EMU_NOREF,
 			           0, n, mc, e0, ce);
+			dot_then(be, th, ac, c0, mc);
 			if (!apart)
 				continue;
 			emu_be_stats t = be->st;
@@ -1113,7 +1132,7 @@ void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, u
 		                : NULL;
 		if (da)
 			td_split_all(a0, n, da);
-		for (size_t c = 0; c < mc; c++)
+		for (size_t c = 0; c < mc; c++) {
 			if (!truth_dot(be, smul, scvt, ssum, emu_at(ac.v, ix(ac, c)),
 			               emu_strided(a0.v, a0.off + c * ca, a0.stride), da,
 			               emu_strided(b0.v, b0.off + c * cb, b0.stride), n))
@@ -1121,6 +1140,8 @@ void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, u
 				        emu_strided(a0.v, a0.off + c * ca, a0.stride),
 				        emu_strided(b0.v, b0.off + c * cb, b0.stride),
 				        emu_row(P.v, P.off + c * n), n, e0 + c * ce);
+			dot_then(be, th, emu_at(ac.v, ix(ac, c)), c0 + c, 1);
+		}
 		free(da);
 	}
 }

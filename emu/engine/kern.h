@@ -254,6 +254,27 @@ void emu_dot_n(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, u
                const emu_format *fa, emu_ref acc, emu_ref a, size_t ca, emu_ref b, size_t cb,
                emu_ref P, size_t n, size_t m, uint64_t elem, uint64_t ce);
 
+/* What emu_dot_n_then does to each chain's sum after its fold: up to two
+ * conversions in place, acc[c] = CVT(acc[c]) into f[0] under step s[0],
+ * then into f[1] under s[1] (EMU_NOSTEP: none), as element e + c of the
+ * step (a sum stored in the storage format, then taken back into the
+ * compute format). */
+typedef struct {
+	unsigned s[2];
+	const emu_format *f[2];
+	uint64_t e;
+} emu_dot_then;
+
+/* emu_dot_n with th's conversions made right after each chain's sum (th
+ * NULL: none), in the calls' order: chain c's conversions before chain c +
+ * 1's products (FAST runs them after the m sums and, as emu_dot_n, again in
+ * turn when an operation failed, so the counts and the first failing
+ * operation are always those of the calls in turn). */
+void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt, unsigned ssum,
+                    const emu_format *fa, emu_ref acc, emu_ref a, size_t ca, emu_ref b, size_t cb,
+                    emu_ref P, size_t n, size_t m, uint64_t elem, uint64_t ce,
+                    const emu_dot_then *th);
+
 /* TRUTH vectors' acc + Σ a_j·b_j (j < n) into acc, exactly, when the sum
  * cannot round at EMU_TRUTH_PREC bits in any order (emu_dot_n's condition:
  * finite operands of at most 64 significant bits, all terms within 256 bits

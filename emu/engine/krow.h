@@ -46,6 +46,16 @@
  *   K_DOTN_CVT(smul, FM, scvt, ssum, FA, ...)  the same with K_MAP1(scvt,
  *                                  CVT, FA, P_c, P_c, n, e_c) between the
  *                                  products and the sum
+ *   K_DOTN_CVT_ST(smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e,
+ *                 ce, sst, FS, es)
+ *                                  K_DOTN_CVT with each chain's sum then
+ *                                  converted in place, K_OP1(sst, CVT, FS,
+ *                                  acc[c], acc[c], es + c), before chain
+ *                                  c + 1 begins (a sum stored)
+ *   K_DOTN_CVT_ST2(..., sst, FS, sbk, FB, es)  the same with K_OP1(sbk,
+ *                                  CVT, FB, acc[c], acc[c], es + c) after
+ *                                  (a sum stored, then taken back into
+ *                                  compute)
  *   K_FILL(d, x, n), K_COPY(d, a, n)      constants (exact) and copies
  *   K_CONST(step, F, d, x)                d[0] = the binary64 x rounded once
  *                                         into F (a scalar of the host's)
@@ -94,6 +104,13 @@ typedef emu_ref k_ref;
 	emu_dot_n(kc, smul, FM, EMU_NOSTEP, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)
 #define K_DOTN_CVT(smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)                    \
 	emu_dot_n(kc, smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)
+#define K_DOTN_CVT_ST(smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce, sst, FS, es)    \
+	emu_dot_n_then(kc, smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce,            \
+	               &(const emu_dot_then){{sst, EMU_NOSTEP}, {FS, NULL}, es})
+#define K_DOTN_CVT_ST2(smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce, sst, FS, sbk,  \
+                       FB, es)                                                                     \
+	emu_dot_n_then(kc, smul, FM, scvt, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce,            \
+	               &(const emu_dot_then){{sst, sbk}, {FS, FB}, es})
 #define K_FILL(d, x, n) emu_fill(kc, d, x, n)
 #define K_COPY(d, a, n) emu_copy(kc, d, a, n)
 #define K_CONST(step, F, d, x)                                                                     \

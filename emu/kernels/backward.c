@@ -200,12 +200,12 @@ typedef struct {
 } bw_rows;
 
 /* rows r0 .. r1 − 1 (logits, softmax, loss, dlogits) on be's own scratch
- * (t a copy of the constants) */
+ * (t a copy of the constants; p BW_CHAINS logits' products) */
 static int bw_row_part(emu_be *be, size_t r0, size_t r1, void *arg)
 {
 	const bw_rows *k = arg;
 	emu_vec *z = emu_vec_new(be, k->K), *e = emu_vec_new(be, k->K), *ea = emu_vec_new(be, k->K);
-	emu_vec *p = emu_vec_new(be, k->np), *t = emu_vec_new(be, BW_NT);
+	emu_vec *p = emu_vec_new(be, BW_CHAINS * k->D), *t = emu_vec_new(be, BW_NT);
 	if (!z || !e || !ea || !p || !t)
 		return -1;
 	emu_copy(be, emu_row(t, 0), emu_row(k->t, 0), BW_NT);
@@ -215,17 +215,16 @@ static int bw_row_part(emu_be *be, size_t r0, size_t r1, void *arg)
 	return 0;
 }
 
-/* the gradient's elements i0 .. i1 − 1, after every row */
+/* the gradient's elements i0 .. i1 − 1, after every row (p: BW_CHAINS
+ * sums' products) */
 static int bw_grad_part(emu_be *be, size_t i0, size_t i1, void *arg)
 {
 	const bw_rows *k = arg;
-	emu_vec *p = emu_vec_new(be, k->np), *t = emu_vec_new(be, BW_NT);
-	if (!p || !t)
+	emu_vec *p = emu_vec_new(be, BW_CHAINS * k->np);
+	if (!p)
 		return -1;
-	emu_copy(be, emu_row(t, 0), emu_row(k->t, 0), BW_NT);
-	for (size_t i = i0; i < i1; i++)
-		k_bw_grad(be, k->S, k->C, k->A, k->X, k->W, k->dl, k->R, k->D, k->K, i, p, t,
-		          k->grad);
+	k_bw_grad(be, k->S, k->C, k->A, k->X, k->W, k->dl, k->R, k->D, k->K, i0, i1 - i0, p,
+	          k->grad);
 	return 0;
 }
 
@@ -267,9 +266,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	const double *wd = emu_kinputs_find(&ki, "w")->v,
 	             *target = emu_kinputs_find(&ki, "target")->v;
 	emu_steps(be, steps, S_END - EMU_STEP0);
-	size_t np = D > R ? D : R; /* the longest sum: over d (logits) or r (dW) */
-	if (K > np)
-		np = K;
+	size_t np = R > K ? R : K; /* the longest gradient sum: over r (dW) or c (dX) */
 	emu_vec *loss = emu_kout_vec(be, out, "loss", 1, A);
 	emu_vec *dW = emu_kout_vec(be, out, "dW", D * K, F32);
 	emu_vec *dX = emu_kout_vec(be, out, "dX", R * D, F32);

@@ -75,6 +75,10 @@
 enum { S_FIRST_ = K_STEP0 - 1, K_BACKWARD_STEPS(K_STEP_ENUM) S_END };
 #endif
 
+/* the sums a K_DOTN_CVT_ST call runs together (p holds BW_CHAINS times
+ * the longest sum on the engine; the loops use its first sum's length) */
+#define BW_CHAINS 16
+
 /* the scalars of t */
 enum {
 	BW_M,
@@ -88,7 +92,6 @@ enum {
 	BW_RA,
 	BW_SC,
 	BW_SR,
-	BW_ACC,
 	BW_INV,
 	BW_NT
 };
@@ -119,16 +122,14 @@ K_FN void k_bw_row(k_ctx kc, k_fmt S, k_fmt C, k_fmt A, k_vec X, k_vec W, size_t
 	k_ref P = K_ROW(p, 0), Z = K_ROW(z, 0), E = K_ROW(e, 0), EA = K_ROW(ea, 0),
 	      g = K_ROW(dl, o), gy = K_AT(dl, o + y);
 	k_ref m = K_AT(t, BW_M), s = K_AT(t, BW_SUM), ls = K_AT(t, BW_LS), tmp = K_AT(t, BW_TMP),
-	      la = K_AT(t, BW_LA), acc = K_AT(t, BW_ACC);
-	/* logits z_c = Σ_d x_d·W[d][c], stored, then in compute */
-	for (size_t c = 0; c < K; c++) {
-		K_MAP2(S_MUL, MUL, C, P, K_ROW(X, r * D), K_STRIDED(W, c, K), D, (o + c) * D);
-		K_MAP1(S_MUL_ACCUM, CVT, A, P, P, D, (o + c) * D);
-		K_FILL(acc, 0, 1);
-		K_FOLD(S_SUM, ADD, A, acc, P, D, (o + c) * D);
-		K_OP1(S_STORE_LOGIT, CVT, S, K_AT(z, c), acc, o + c);
-		K_OP1(S_LOGIT_C, CVT, C, K_AT(z, c), K_AT(z, c), o + c);
-	}
+	      la = K_AT(t, BW_LA);
+	/* logits z_c = Σ_d x_d·W[d][c], stored, then in compute: BW_CHAINS
+	 * classes' sums at a time, each in its own order */
+	K_FILL(Z, 0, K);
+	for (size_t c = 0; c < K; c += BW_CHAINS)
+		K_DOTN_CVT_ST2(S_MUL, C, S_MUL_ACCUM, S_SUM, A, K_ROW(z, c), K_ROW(X, r * D), 0,
+		               K_STRIDED(W, c, K), 1, P, D, K - c < BW_CHAINS ? K - c : BW_CHAINS,
+		               (o + c) * D, D, S_STORE_LOGIT, S, S_LOGIT_C, C, o + c);
 	/* softmax and loss (maxsub) */
 	K_COPY(m, Z, 1);
 	K_FOLD(S_MAX, MAX, C, m, K_ROW(z, 1), K - 1, o + 1);
@@ -157,26 +158,31 @@ K_FN void k_bw_mean(k_ctx kc, k_fmt A, k_vec LA, size_t R, k_vec t, k_vec loss)
 	       K_AT(loss, 0));
 }
 
-/* G[i], i < D·K + R·D: dW[d][c] (i = d·K + c), then dX[r][d] (i = D·K + r·D
- * + d), every row's dlogits dl (R×K, values of C) done */
+/* G[i .. i + cnt − 1], i < D·K + R·D: dW[d][c] (i = d·K + c), then dX[r][d]
+ * (i = D·K + r·D + d), every row's dlogits dl (R×K, values of C) done: up
+ * to BW_CHAINS sums at a time that share their left operand (one d of dW,
+ * one r of dX), each in its own order */
 K_FN void k_bw_grad(k_ctx kc, k_fmt S, k_fmt C, k_fmt A, k_vec X, k_vec W, k_vec dl, size_t R,
-                    size_t D, size_t K, size_t i, k_vec p, k_vec t, k_vec G)
+                    size_t D, size_t K, size_t i, size_t cnt, k_vec p, k_vec G)
 {
-	k_ref P = K_ROW(p, 0), acc = K_AT(t, BW_ACC);
-	if (i < D * K) { /* dW[d][c] = Σ_r x[r][d]·dl[r][c] */
-		size_t d = i / K, c = i % K;
-		K_MAP2(S_DW_MUL, MUL, C, P, K_STRIDED(X, d, D), K_STRIDED(dl, c, K), R, i * R);
-		K_MAP1(S_DW_ACCUM, CVT, A, P, P, R, i * R);
-		K_FILL(acc, 0, 1);
-		K_FOLD(S_DW_SUM, ADD, A, acc, P, R, i * R);
-		K_OP1(S_STORE_DW, CVT, S, K_AT(G, i), acc, i);
-	} else { /* dX[r][d] = Σ_c dl[r][c]·W[d][c] */
-		size_t j = i - D * K, r = j / D, d = j % D;
-		K_MAP2(S_DX_MUL, MUL, C, P, K_ROW(dl, r * K), K_ROW(W, d * K), K, j * K);
-		K_MAP1(S_DX_ACCUM, CVT, A, P, P, K, j * K);
-		K_FILL(acc, 0, 1);
-		K_FOLD(S_DX_SUM, ADD, A, acc, P, K, j * K);
-		K_OP1(S_STORE_DX, CVT, S, K_AT(G, i), acc, j);
+	k_ref P = K_ROW(p, 0);
+	for (size_t m = 0; cnt > 0; i += m, cnt -= m) {
+		m = cnt < BW_CHAINS ? cnt : BW_CHAINS;
+		if (i < D * K) { /* dW[d][c] = Σ_r x[r][d]·dl[r][c] */
+			size_t d = i / K, c = i % K;
+			m = m < K - c ? m : K - c;
+			K_FILL(K_ROW(G, i), 0, m);
+			K_DOTN_CVT_ST(S_DW_MUL, C, S_DW_ACCUM, S_DW_SUM, A, K_ROW(G, i),
+			              K_STRIDED(X, d, D), 0, K_STRIDED(dl, c, K), 1, P, R, m, i * R,
+			              R, S_STORE_DW, S, i);
+		} else { /* dX[r][d] = Σ_c dl[r][c]·W[d][c] */
+			size_t j = i - D * K, r = j / D, d = j % D;
+			m = m < D - d ? m : D - d;
+			K_FILL(K_ROW(G, i), 0, m);
+			K_DOTN_CVT_ST(S_DX_MUL, C, S_DX_ACCUM, S_DX_SUM, A, K_ROW(G, i),
+			              K_ROW(dl, r * K), 0, K_ROW(W, d * K), K, P, K, m, j * K, K,
+			              S_STORE_DX, S, j);
+		}
 	}
 }
 

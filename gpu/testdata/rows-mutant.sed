@@ -10,7 +10,7 @@ s/^\(\t*\)K_FOLD(S_SUM, ADD, A, s, EA, N, o);$/\1K_FOLD(S_SUM, ADD, C, s, EA, N,
 # layernorm backward: the sum of dy·ŷ in C instead of A (all variants)
 s/^\(\t*\)K_FOLD(S_DPROJ, ADD, A, s2, W2, N, o);$/\1K_FOLD(S_DPROJ, ADD, C, s2, W2, N, o);/
 # backward: the logits' dot products summed in C instead of A
-s/^\(\t*\)K_FOLD(S_SUM, ADD, A, acc, P, D, (o + c) \* D);$/\1K_FOLD(S_SUM, ADD, C, acc, P, D, (o + c) * D);/
+s/^\(\t*\)K_DOTN_CVT_ST2(S_MUL, C, S_MUL_ACCUM, S_SUM, A, K_ROW(z, c), K_ROW(X, r \* D), 0,$/\1K_DOTN_CVT_ST2(S_MUL, C, S_MUL_ACCUM, S_SUM, C, K_ROW(z, c), K_ROW(X, r * D), 0,/
 # rmsnorm backward: the sum of g·dy·x̂ in C instead of A (all variants)
 s/^\(\t*\)K_FOLD(S_DPROJ, ADD, A, s, W2, N, o);$/\1K_FOLD(S_DPROJ, ADD, C, s, W2, N, o);/
 # bce: each element's loss finished in A instead of C, so only the loss

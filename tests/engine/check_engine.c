@@ -69,7 +69,7 @@ static const emu_op mops[] = {EMU_OP_CVT, EMU_OP_ADD,  EMU_OP_SUB, EMU_OP_MUL, E
                               EMU_OP_FMA, EMU_OP_SQRT, EMU_OP_EXP, EMU_OP_LOG, EMU_OP_MAX};
 
 enum { N = 700, STEP = EMU_STEP0 + 3 };
-static const char *const names[] = {"s0", "s1", "s2", "mapped", "s4"};
+static const char *const names[] = {"s0", "s1", "s2", "mapped", "s4", "s5", "s6"};
 
 /* A map with a broadcast second operand, over every op, format, mode and
  * backend: element j is the scalar op at emu_sr_key(STEP, 0, 1000 + j). */
@@ -358,7 +358,10 @@ static void same_stats(const emu_be_stats *x, const emu_be_stats *y, const char 
  * turn: every sum's encoding, the counts and the first failing operation,
  * on data that overflows and turns NaN in some chains' products, conversions
  * or sums (so that a later chain's product may fail before an earlier
- * chain's sum), with and without a failure recorded before, rne and sr. */
+ * chain's sum), with and without a failure recorded before, rne and sr.
+ * Half the cases are emu_dot_n_then's, each sum then stored in place into
+ * a format that may overflow (e4m3, fp16, bf16) and, half of those, taken
+ * back into the accumulator's: its one or two calls follow each chain's. */
 START_TEST(test_dot_n)
 {
 	static const char *const pairs[][2] = {{"fp16", "fp16"},
@@ -366,7 +369,7 @@ START_TEST(test_dot_n)
 	                                       {"bf16", "fp32"},
 	                                       {"e4m3", "fp16"},
 	                                       {"e5m2", "e5m2"}};
-	uint64_t cases = 0, failed_in = 0;
+	uint64_t cases = 0, failed_in = 0, then_failed = 0;
 	enum { NMAX = 40, MMAX = 21 };
 	for (uint64_t i = 0; i < 3000; i++) {
 		uint64_t r = t_rand(77, i);
@@ -375,6 +378,12 @@ START_TEST(test_dot_n)
 		size_t n = 1 + (r >> 8) % NMAX, m = 1 + (r >> 16) % MMAX;
 		size_t ca = (r >> 24) & 1 ? n : 0, cb = (r >> 25) & 1 ? 1 : n,
 		       ce = n + (r >> 26) % 3;
+		static const char *const stores[] = {"e4m3", "fp16", "bf16"};
+		unsigned nthen = (r >> 32) % 4 < 2 ? 0 : 1 + (r >> 34) % 2;
+		emu_dot_then th = {{nthen > 0 ? EMU_STEP0 + 5 : EMU_NOSTEP,
+		                    nthen > 1 ? EMU_STEP0 + 6 : EMU_NOSTEP},
+		                   {t_fmt(stores[(r >> 36) % 3]), fa},
+		                   50 + (r >> 40) % 7};
 		emu_env env = EMU_ENV_DEFAULT;
 		env.mode = sr ? EMU_SR : EMU_RNE;
 		env.seed = 5;
@@ -402,10 +411,10 @@ START_TEST(test_dot_n)
 				        emu_at(acc[k], 0), EMU_NOREF, 1, 9, NULL);
 		}
 		bool set_before = be[0].st.first_set;
-		emu_dot_n(&be[0], EMU_STEP0, fm, cvt ? EMU_STEP0 + 1 : EMU_NOSTEP, EMU_STEP0 + 2,
-		          fa, emu_row(acc[0], 0), emu_row(a[0], 0), ca,
-		          emu_strided(b[0], 0, cb == 1 ? m : 1), cb, emu_row(P[0], 0), n, m, 1000,
-		          ce);
+		emu_dot_n_then(&be[0], EMU_STEP0, fm, cvt ? EMU_STEP0 + 1 : EMU_NOSTEP,
+		               EMU_STEP0 + 2, fa, emu_row(acc[0], 0), emu_row(a[0], 0), ca,
+		               emu_strided(b[0], 0, cb == 1 ? m : 1), cb, emu_row(P[0], 0), n, m,
+		               1000, ce, nthen ? &th : NULL);
 		for (size_t c = 0; c < m; c++) {
 			emu_ref Pc = emu_row(P[1], c * n);
 			emu_map(&be[1], EMU_STEP0, EMU_OP_MUL, fm, Pc, emu_row(a[1], c * ca),
@@ -416,15 +425,21 @@ START_TEST(test_dot_n)
 				        EMU_NOREF, n, 1000 + c * ce, NULL);
 			emu_fold(&be[1], EMU_STEP0 + 2, EMU_OP_ADD, fa, EMU_ORDER_SEQ,
 			         emu_at(acc[1], c), Pc, EMU_NOREF, n, 1000 + c * ce);
+			for (unsigned k = 0; k < nthen; k++)
+				emu_op1(&be[1], th.s[k], EMU_OP_CVT, th.f[k], emu_at(acc[1], c),
+				        emu_at(acc[1], c), EMU_NOREF, th.e + c);
 		}
 		char what[200];
-		snprintf(what, sizeof what, "case %llu: %s -> %s, n %zu, m %zu, %s",
-		         (unsigned long long)i, fm->name, fa->name, n, m, sr ? "sr" : "rne");
+		snprintf(what, sizeof what, "case %llu: %s -> %s, n %zu, m %zu, %s, then %u",
+		         (unsigned long long)i, fm->name, fa->name, n, m, sr ? "sr" : "rne", nthen);
+		const emu_format *fo = nthen == 1 ? th.f[0] : fa; /* the sums' format now */
 		for (size_t c = 0; c < m; c++)
-			ck_assert_msg(emu_encode(fa, acc[0]->d[c]) == emu_encode(fa, acc[1]->d[c]),
+			ck_assert_msg(emu_encode(fo, acc[0]->d[c]) == emu_encode(fo, acc[1]->d[c]),
 			              "%s: chain %zu", what, c);
 		same_stats(&be[0].st, &be[1].st, what);
 		failed_in += !set_before && be[0].st.first_set;
+		then_failed += nthen && !set_before && be[0].st.first_set &&
+		               strcmp(be[0].st.first_step, "s5") == 0;
 		for (int k = 0; k < 2; k++)
 			emu_be_free(&be[k]);
 		cases++;
@@ -432,6 +447,9 @@ START_TEST(test_dot_n)
 	/* the path that runs the chains again in turn was taken, often */
 	ck_assert_msg(failed_in > 300, "only %llu cases failed inside",
 	              (unsigned long long)failed_in);
+	/* and a store failed first, before a later chain's operation */
+	ck_assert_msg(then_failed > 20, "only %llu cases failed first in a store",
+	              (unsigned long long)then_failed);
 	t_count("engine: dot_n == its chains in turn", cases);
 }
 END_TEST

@@ -32,18 +32,28 @@ static const char *const policies[] = {
 	"storage=e4m3,compute=fp32,scale=tile128",
 };
 
+/* a step's counters (nsteps is a capacity: a step past it counted nothing) */
+static uint64_t step_count(const emu_be_stats *st, size_t s, int k)
+{
+	if (s >= st->nsteps)
+		return 0;
+	return k < 0 ? st->step_ops[s] : st->step_flags[s][k];
+}
+
 static bool same_stats(const emu_be_stats *a, const emu_be_stats *b)
 {
-	return memcmp(a->ops, b->ops, sizeof a->ops) == 0 &&
-	       memcmp(a->flags, b->flags, sizeof a->flags) == 0 && a->all_flags == b->all_flags &&
-	       a->first_set == b->first_set &&
-	       (!a->first_set || (a->first_op == b->first_op && a->first_flags == b->first_flags &&
-	                          a->first_index == b->first_index &&
-	                          strcmp(a->first_step, b->first_step) == 0)) &&
-	       a->nsteps == b->nsteps &&
-	       (a->nsteps == 0 ||
-	        (memcmp(a->step_ops, b->step_ops, a->nsteps * sizeof *a->step_ops) == 0 &&
-	         memcmp(a->step_flags, b->step_flags, a->nsteps * sizeof *a->step_flags) == 0));
+	if (memcmp(a->ops, b->ops, sizeof a->ops) != 0 ||
+	    memcmp(a->flags, b->flags, sizeof a->flags) != 0 || a->all_flags != b->all_flags ||
+	    a->first_set != b->first_set ||
+	    (a->first_set &&
+	     (a->first_op != b->first_op || a->first_flags != b->first_flags ||
+	      a->first_index != b->first_index || strcmp(a->first_step, b->first_step) != 0)))
+		return false;
+	for (size_t s = 0; s < a->nsteps || s < b->nsteps; s++)
+		for (int k = -1; k < EMU_NFLAGS; k++)
+			if (step_count(a, s, k) != step_count(b, s, k))
+				return false;
+	return true;
 }
 
 /* Random input: row r's magnitudes are 2^u with u uniform over a range that

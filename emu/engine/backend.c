@@ -1046,6 +1046,33 @@ static void dot_one(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
 	fold_seq(be, ssum, 0, EMU_OP_ADD, fa, acc, P, EMU_NOREF, n, elem);
 }
 
+/* FAST: the products (and conversions) of mc short chains whose elements
+ * follow one another (ce = n) as one map each, their operands gathered
+ * chain after chain: element c·n + j is chain c's j, numbered e0 + c·n + j
+ * as its own map numbers it, so the values, counts and draws are the
+ * chains' own (only the order differs, which emu_dot_n_then's separate
+ * counts allow) */
+enum { DOT_GATHER = 2048 };
+static void dot_maps_gathered(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt,
+                              const emu_format *fa, emu_ref a0, size_t ca, emu_ref b0, size_t cb,
+                              emu_ref P, size_t n, size_t mc, uint64_t e0)
+{
+	double ga[DOT_GATHER], gb[DOT_GATHER];
+	for (size_t c = 0; c < mc; c++) {
+		const double *pa = a0.v->d + a0.off + c * ca, *pb = b0.v->d + b0.off + c * cb;
+		for (size_t j = 0; j < n; j++) {
+			ga[c * n + j] = pa[j * a0.stride];
+			gb[c * n + j] = pb[j * b0.stride];
+		}
+	}
+	emu_vec va = {mc * n, ga, NULL}, vb = {mc * n, gb, NULL};
+	emu_ref Pr = emu_row(P.v, P.off);
+	emu_map(be, smul, EMU_OP_MUL, fm, Pr, emu_row(&va, 0), emu_row(&vb, 0), EMU_NOREF, mc * n,
+	        e0, NULL);
+	if (scvt != EMU_NOSTEP)
+		emu_map(be, scvt, EMU_OP_CVT, fa, Pr, Pr, EMU_NOREF, EMU_NOREF, mc * n, e0, NULL);
+}
+
 /* th's conversions of chains c0 .. c0 + mc − 1's sums, in place (ac: chain
  * c0's), as one map a step: in turn when mc is 1 */
 static void dot_then(emu_be *be, const emu_dot_then *th, emu_ref ac, size_t c0, size_t mc)
@@ -1100,16 +1127,20 @@ void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
 				}
 				be->st = t;
 			}
-			for (size_t c = 0; c < mc; c++) {
-				emu_ref Pc = emu_row(P.v, P.off + c * n);
-				emu_map(be, smul, EMU_OP_MUL, fm, Pc,
-				        emu_strided(a0.v, a0.off + c * ca, a0.stride),
-				        emu_strided(b0.v, b0.off + c * cb, b0.stride), EMU_NOREF, n,
-				        e0 + c * ce, NULL);
-				if (scvt != EMU_NOSTEP)
-					emu_map(be, scvt, EMU_OP_CVT, fa, Pc, Pc, EMU_NOREF,
+			if (ce == n && mc * n <= DOT_GATHER)
+				dot_maps_gathered(be, smul, fm, scvt, fa, a0, ca, b0, cb, P, n, mc,
+				                  e0);
+			else
+				for (size_t c = 0; c < mc; c++) {
+					emu_ref Pc = emu_row(P.v, P.off + c * n);
+					emu_map(be, smul, EMU_OP_MUL, fm, Pc,
+					        emu_strided(a0.v, a0.off + c * ca, a0.stride),
+					        emu_strided(b0.v, b0.off + c * cb, b0.stride),
 					        EMU_NOREF, n, e0 + c * ce, NULL);
-			}
+					if (scvt != EMU_NOSTEP)
+						emu_map(be, scvt, EMU_OP_CVT, fa, Pc, Pc, EMU_NOREF,
+						        EMU_NOREF, n, e0 + c * ce, NULL);
+				}
 			emu_fold_n(be, ssum, EMU_OP_ADD, fa, ac, emu_row(P.v, P.off), n, EMU_NOREF,
 			           0, n, mc, e0, ce);
 			dot_then(be, th, ac, c0, mc);

@@ -273,8 +273,7 @@ int gpu_rows_rmsnorm(const gpu_tables *t, int v, int S, int C, int A, const floa
 		              RSTD, MS);
 		k_rmsnorm_bwd(0, v, &h[S], &h[C], &h[A], dy, r * N, N, r, g, tt, xh, w1, w2, DX, q);
 	}
-	for (size_t j = 0; j < N; j++)
-		k_rmsnorm_dg(0, &h[A], q, R, N, j, DG);
+	k_rmsnorm_dg(0, &h[A], q, R, N, 0, N, DG);
 	free(xc);
 	return 0;
 }

@@ -351,7 +351,7 @@ static __global__ void k_rmsnorm_dgs(int A, float *Q, size_t R, size_t N, float 
 {
 	size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	if (j < N)
-		k_rmsnorm_dg(0, A, Q, R, N, j, DG);
+		k_rmsnorm_dg(0, A, Q, R, N, j, 1, DG);
 }
 
 extern "C" int gpu_dev_rmsnorm(int variant, gpu_kfmt S, gpu_kfmt C, gpu_kfmt A, const float *x,

@@ -81,6 +81,18 @@ K_FN k_ref k_ref_of(float *p, size_t s)
 		for (size_t j_ = 0; j_ < n_; j_++)                                                 \
 			c_.p[0] = K_FMA(F, a_.p[j_ * a_.s], b_.p[j_ * b_.s], c_.p[0]);             \
 	} while (0)
+#define K_FOLDN(step, OP, F, acc, a, ca, n, m, e, ce)                                              \
+	do {                                                                                       \
+		k_ref c_ = (acc), a_ = (a);                                                        \
+		size_t n_ = (n), m_ = (m), ca_ = (ca);                                             \
+		(void)kc;                                                                          \
+		(void)(e);                                                                         \
+		(void)(ce);                                                                        \
+		for (size_t q_ = 0; q_ < m_; q_++)                                                 \
+			for (size_t j_ = 0; j_ < n_; j_++)                                         \
+				c_.p[q_ * c_.s] =                                                  \
+				    K_##OP(F, c_.p[q_ * c_.s], a_.p[q_ * ca_ + j_ * a_.s]);        \
+	} while (0)
 #define K_FOLDN_FMA(step, F, acc, a, ca, b, cb, n, m, e, ce)                                       \
 	do {                                                                                       \
 		k_ref c_ = (acc), a_ = (a), b_ = (b);                                              \

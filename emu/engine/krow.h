@@ -26,6 +26,10 @@
  *   K_OP1, K_OP2                   the same with n = 1 (no n argument)
  *   K_FOLD(step, OP, F, acc, a, n, e)     acc = OP(acc, a[j]), j = 0 .. n − 1
  *   K_FOLD_FMA(step, F, acc, a, b, n, e)  acc = fma(a[j], b[j], acc)
+ *   K_FOLDN(step, OP, F, acc, a, ca, n, m, e, ce)
+ *                                  m such K_FOLDs at once: chain c on acc's
+ *                                  element c, a shifted by c·ca elements,
+ *                                  numbered from e + c·ce (as K_FOLDN_FMA)
  *   K_FOLDN_FMA(step, F, acc, a, ca, b, cb, n, m, e, ce)
  *                                  m such FMA folds at once: chain c on acc's
  *                                  element c, a and b shifted by c·ca
@@ -98,6 +102,8 @@ typedef emu_ref k_ref;
 	emu_fold(kc, step, EMU_OP_##OP, F, EMU_ORDER_SEQ, acc, a, EMU_NOREF, n, e)
 #define K_FOLD_FMA(step, F, acc, a, b, n, e)                                                       \
 	emu_fold(kc, step, EMU_OP_FMA, F, EMU_ORDER_SEQ, acc, a, b, n, e)
+#define K_FOLDN(step, OP, F, acc, a, ca, n, m, e, ce)                                              \
+	emu_fold_n(kc, step, EMU_OP_##OP, F, acc, a, ca, EMU_NOREF, 0, n, m, e, ce)
 #define K_FOLDN_FMA(step, F, acc, a, ca, b, cb, n, m, e, ce)                                       \
 	emu_fold_n(kc, step, EMU_OP_FMA, F, acc, a, ca, b, cb, n, m, e, ce)
 #define K_DOTN(smul, FM, ssum, FA, acc, a, ca, b, cb, P, n, m, e, ce)                              \

@@ -168,8 +168,7 @@ static int rn_part(emu_be *be, size_t r0, size_t r1, void *arg)
 static int rn_dg_part(emu_be *be, size_t j0, size_t j1, void *arg)
 {
 	const rn_rows *k = arg;
-	for (size_t j = j0; j < j1; j++)
-		k_rmsnorm_dg(be, k->A, k->Q, k->R, k->N, j, k->dg);
+	k_rmsnorm_dg(be, k->A, k->Q, k->R, k->N, j0, j1 - j0, k->dg);
 	return 0;
 }
 

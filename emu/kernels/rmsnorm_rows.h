@@ -193,12 +193,14 @@ K_FN void k_rmsnorm_bwd(k_ctx kc, int v, k_fmt S, k_fmt C, k_fmt A, k_vec dy, si
 }
 
 /* after every row: dg_j = Σ_r Q[r·N + j] in A, rows in order from +0
- * (column j of Q, a strided operand: element j·R + r of the step) */
-K_FN void k_rmsnorm_dg(k_ctx kc, k_fmt A, k_vec Q, size_t R, size_t N, size_t j, k_vec dg)
+ * (column j of Q, a strided operand: element j·R + r of the step), for j
+ * = j0 .. j0 + m − 1 (the columns' folds stepped together) */
+K_FN void k_rmsnorm_dg(k_ctx kc, k_fmt A, k_vec Q, size_t R, size_t N, size_t j0, size_t m,
+                       k_vec dg)
 {
-	k_ref d = K_AT(dg, j);
-	K_FILL(d, 0, 1);
-	K_FOLD(S_DG, ADD, A, d, K_STRIDED(Q, j, N), R, j * R);
+	k_ref d = K_ROW(dg, j0);
+	K_FILL(d, 0, m);
+	K_FOLDN(S_DG, ADD, A, d, K_STRIDED(Q, j0, N), 1, R, m, j0 * R, R);
 }
 
 #endif

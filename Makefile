@@ -19,7 +19,19 @@ WARN += -Werror
 endif
 BASE_CFLAGS := -std=c11 -O2 $(WARN) -ffp-contract=off -fopenmp -D_POSIX_C_SOURCE=200809L -DNM_VERSION='"$(VERSION)"' $(INC)
 NM_CFLAGS := $(BASE_CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) $(CFLAGS)
-NM_LDLIBS := -linih -lmpfr -lgmp -lm -fopenmp $(LDLIBS)
+# MPFR and GMP are linked statically into the executables when their archives
+# are installed (Debian's libmpfr-dev and libgmp-dev ship them): MPFR keeps its
+# exponent range and flags in thread-local variables, which code in a shared
+# library reaches through a call (__tls_get_addr) at every access, about a
+# tenth of an exact or truth run; linked in, they are plain loads. The shared
+# library links them shared. NM_STATIC_MP=0: shared everywhere. Evaluated at
+# link time (=), after make deps may have installed them.
+NM_STATIC_MP ?= 1
+comma := ,
+MP_FOUND = $(and $(filter 1,$(NM_STATIC_MP)),$(filter /%,$(shell $(CC) -print-file-name=libmpfr.a)),$(filter /%,$(shell $(CC) -print-file-name=libgmp.a)))
+MP_STATIC_LIBS := -Wl$(comma)-Bstatic -lmpfr -lgmp -Wl$(comma)-Bdynamic
+MP_LIBS = $(if $(MP_FOUND),$(MP_STATIC_LIBS),-lmpfr -lgmp)
+NM_LDLIBS = -linih $(MP_LIBS) -lm -fopenmp $(LDLIBS)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lpthread)
 
 # The layers (docs/architecture.md), each a folder of emu/: core (formats,

@@ -127,7 +127,7 @@ missing=""; for p in $(foreach p,$(1),$(p)$(if $(DEP_HDR_$(p)),:$(DEP_HDR_$(p)))
 	else echo "deps: missing Debian packages:$$missing (run: sudo apt-get install$$missing)"; exit 1; fi
 endef
 
-.PHONY: all deps test test-exhaustive test-mpi asan bench install uninstall clean format lint sweep sweep-quick check fuzz fuzz-build gpu
+.PHONY: all deps test test-exhaustive test-mpi asan bench install uninstall clean format lint sweep sweep-quick check fuzz fuzz-build fuzz-replay gpu
 all: $(LIB) $(SHLIB) $(BIN) nanmap.pc
 
 # Parallel by default, one job per CPU (make -jN still chooses): the build,
@@ -234,7 +234,7 @@ STEP := NANMAP_RESULTS=$(RESULTS) sh tests/results.sh
 # package loads lib/libnanmap.so), so it passes on a fresh clone with nothing
 # built; tests/fresh.sh checks that list against a dry run of it.
 test: deps
-	$(MAKE) --no-print-directory all $(TESTBIN) $(GPU_FAKE) $(GPU_MUTANT)
+	$(MAKE) --no-print-directory all $(TESTBIN) $(GPU_FAKE) $(GPU_MUTANT) $(FUZZ_REPLAY)
 	@rm -f $(RESULTS) $(RESULTS).time
 	$(STEP) run check_nanmap $(TESTBIN)
 	$(STEP) run layers sh tests/layers.sh
@@ -254,8 +254,7 @@ test: deps
 	@if [ -x "$(NVCC)" ]; then $(STEP) run gpu $(MAKE) --no-print-directory gpu; \
 	else $(STEP) skip gpu "the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi
 	$(STEP) run cli_gpu sh tests/gpu/cli_gpu.sh
-	@mkdir -p build/fuzz; if $(FUZZ_PROBE); then $(STEP) run fuzz_build $(MAKE) --no-print-directory fuzz-build; \
-	else $(STEP) skip fuzz_build "the fuzz harnesses: $(FUZZ_CC) without libFuzzer (apt-get install clang, or set FUZZ_CC=)"; fi
+	$(STEP) run fuzz_replay sh tests/fuzz/replay.sh
 	$(STEP) run fresh sh tests/fresh.sh
 	@$(STEP) total
 
@@ -273,11 +272,12 @@ test-exhaustive: deps
 asan:
 	$(MAKE) --no-print-directory clean
 	$(MAKE) --no-print-directory CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
-	  LDFLAGS="-fsanitize=address,undefined" $(TESTBIN) $(BIN)
+	  LDFLAGS="-fsanitize=address,undefined" $(TESTBIN) $(BIN) $(FUZZ_REPLAY)
 	NANMAP_QUICK=1 CK_FORK=no $(TESTBIN)
 	sh tests/cli/cli.sh
 	sh tests/cli/cli_run.sh
 	sh tests/cli/cli_quant.sh
+	sh tests/fuzz/replay.sh
 	sh tests/cli/cli_train.sh
 	sh tests/cli/cli_gemm.sh
 	sh tests/cli/cli_metrics.sh
@@ -291,8 +291,8 @@ fuzz:
 	sh tests/fuzz/run.sh
 
 # The harnesses (tests/fuzz/fuzz_NAME.c) and the sources each links: the one
-# list, which tests/fuzz/run.sh builds through and make test builds (without
-# running them) so that a list missing a file fails make test, not make fuzz.
+# list, which tests/fuzz/run.sh builds through and make test links (fuzz-replay,
+# below) so that a list missing a file fails make test, not make fuzz.
 # Objects are instrumented once (build/fuzz/obj/) and shared by the harnesses.
 FUZZ_CC ?= clang
 FUZZ_NAMES := npy golden case plot gputab safetensors
@@ -322,12 +322,25 @@ FUZZ_LIBS_gputab := -lm
 FUZZ_SRC_safetensors := tests/fuzz/fuzz_safetensors.c emu/io/nm_safetensors.c emu/io/nm_buf.c \
   emu/io/nm_parse.c emu/io/nm_file.c $(FUZZ_LAYERS)
 FUZZ_LIBS_safetensors := -lmpfr -lgmp -lm
-# FUZZ_PROBE: true when $(FUZZ_CC) links a libFuzzer harness
-FUZZ_PROBE = printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n)\n{ (void)d; (void)n; return 0; }\n' | \
-  $(FUZZ_CC) -fsanitize=fuzzer -x c - -o build/fuzz/probe >/dev/null 2>&1
 FUZZ_OBJ = $(FUZZ_SRC_$(1):%.c=build/fuzz/obj/%.o)
 
 fuzz-build: $(FUZZ_NAMES:%=build/fuzz/%/fuzz)
+
+# The replays make test runs (tests/fuzz/replay.sh): each harness and the same
+# list, from the plain build's objects, linked with tests/fuzz/replay.c, a main
+# that gives the harness files. A list missing a file fails to link here too,
+# and every seed goes through the harness's checks, without the instrumented
+# build (a minute of two cores) that make fuzz needs.
+FUZZ_REPLAY_OBJ = $(patsubst %.c,build/%.o,$(FUZZ_SRC_$(1)) tests/fuzz/replay.c)
+FUZZ_REPLAY := $(FUZZ_NAMES:%=build/fuzz/%/replay)
+define fuzz_replay_link
+build/fuzz/$(1)/replay: $(call FUZZ_REPLAY_OBJ,$(1))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(NM_CFLAGS) -o $$@ $$^ $$(FUZZ_LIBS_$(1)) -fopenmp $$(LDFLAGS)
+endef
+$(foreach n,$(FUZZ_NAMES),$(eval $(call fuzz_replay_link,$(n))))
+
+fuzz-replay: $(FUZZ_REPLAY)
 
 build/fuzz/obj/%.o: %.c build/dep.mode | build/deps.ok
 	@mkdir -p $(dir $@)

@@ -36,7 +36,8 @@ if ! command -v "$CC_FUZZ" >/dev/null 2>&1; then
 	echo "run.sh: $CC_FUZZ not found (the fuzzer needs clang with libFuzzer; apt-get install clang)" >&2
 	exit 2
 fi
-TARGETS=${FUZZ_TARGETS:-${FUZZ_ONLY:-npy golden case plot gputab safetensors}}
+. tests/fuzz/seeds.sh
+TARGETS=${FUZZ_TARGETS:-${FUZZ_ONLY:-$FUZZ_ALL}}
 for t in $TARGETS; do
 	case "$t" in npy | golden | case | plot | gputab | safetensors) ;; *) echo "run.sh: unknown target '$t' in FUZZ_TARGETS (npy golden case plot gputab safetensors)" >&2; exit 2 ;; esac
 done
@@ -74,12 +75,12 @@ fuzz() {
 
 for t in $TARGETS; do
 	case "$t" in
-	npy) fuzz npy "the .npy reader" 4096 tests/fuzz/corpus ;;
-	golden) fuzz golden "the golden-file and actual-output readers" 8192 tests/fuzz/corpus_golden ;;
-	case) fuzz case "the case-file reader" 4096 tests/fuzz/corpus_case ;;
-	plot) fuzz plot "the plot's results reader" 16384 tests/fuzz/corpus_plot ;;
-	gputab) fuzz gputab "the GPU-tables reader" 4096 tests/fuzz/corpus_gputab ;;
-	safetensors) fuzz safetensors "the .safetensors reader" 8192 tests/fuzz/corpus_safetensors ;;
+	npy) fuzz npy "the .npy reader" 4096 "$(fuzz_seeds npy)" ;;
+	golden) fuzz golden "the golden-file and actual-output readers" 8192 "$(fuzz_seeds golden)" ;;
+	case) fuzz case "the case-file reader" 4096 "$(fuzz_seeds case)" ;;
+	plot) fuzz plot "the plot's results reader" 16384 "$(fuzz_seeds plot)" ;;
+	gputab) fuzz gputab "the GPU-tables reader" 4096 "$(fuzz_seeds gputab)" ;;
+	safetensors) fuzz safetensors "the .safetensors reader" 8192 "$(fuzz_seeds safetensors)" ;;
 	esac
 done
 exit $status

@@ -231,32 +231,42 @@ nanmap.pc: emu/nanmap.pc.in Makefile build/pc.vars
 # and make test fails when any step did.
 RESULTS := build/tests/results.txt
 STEP := NANMAP_RESULTS=$(RESULTS) sh tests/results.sh
+# Two lanes: the Check binary, which keeps every CPU busy on its own but for
+# its last suites, runs beside the scripts, which mostly use one; its output
+# goes to CHECK_LOG and is printed whole when both lanes end. Its tests get
+# twice Check's timeouts (CK_TIMEOUT_MULTIPLIER), as they share the CPUs.
+# The GPU build is a make of its own (SUBMAKE: not "$(MAKE)", which would make
+# make -n run the whole line, tests/fresh.sh's dry run included).
+CHECK_LOG := build/tests/check_nanmap.log
+SUBMAKE := $(MAKE)
 # It builds everything its steps use (make all's libraries too: the Python
 # package loads lib/libnanmap.so), so it passes on a fresh clone with nothing
 # built; tests/fresh.sh checks that list against a dry run of it.
 test: deps
 	$(MAKE) --no-print-directory all $(TESTBIN) $(GPU_FAKE) $(GPU_MUTANT) $(FUZZ_REPLAY)
-	@rm -f $(RESULTS) $(RESULTS).time
-	$(STEP) run check_nanmap $(TESTBIN)
-	$(STEP) run layers sh tests/layers.sh
-	$(STEP) run cli sh tests/cli/cli.sh
-	$(STEP) run cli_run sh tests/cli/cli_run.sh
-	$(STEP) run cli_quant sh tests/cli/cli_quant.sh
-	$(STEP) run cli_train sh tests/cli/cli_train.sh
-	$(STEP) run python env PYTHON="$(PYTHON)" sh tests/python.sh
-	$(STEP) run cli_gemm sh tests/cli/cli_gemm.sh
-	$(STEP) run cli_metrics sh tests/cli/cli_metrics.sh
-	$(STEP) run cli_golden sh tests/cli/cli_golden.sh
-	$(STEP) run cli_sweep sh tests/sweep/cli_sweep.sh
-	$(STEP) run faults_sweep sh tests/sweep/faults_sweep.sh
-	$(STEP) run faults_plot sh tests/sweep/faults_plot.sh
-	$(STEP) run readme sh tests/readme.sh
-	$(STEP) run install sh tests/install.sh
-	@if [ -x "$(NVCC)" ]; then $(STEP) run gpu $(MAKE) --no-print-directory gpu; \
-	else $(STEP) skip gpu "the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi
-	$(STEP) run cli_gpu sh tests/gpu/cli_gpu.sh
-	$(STEP) run fuzz_replay sh tests/fuzz/replay.sh
-	$(STEP) run fresh sh tests/fresh.sh
+	@rm -rf $(RESULTS) $(RESULTS).time $(RESULTS).d
+	@echo "test: the Check suites beside the scripts (their output follows when they end: $(CHECK_LOG))"
+	@$(STEP) run check_nanmap env CK_TIMEOUT_MULTIPLIER=$${CK_TIMEOUT_MULTIPLIER:-2} $(TESTBIN) >$(CHECK_LOG) 2>&1 & \
+	$(STEP) run layers sh tests/layers.sh; \
+	$(STEP) run cli sh tests/cli/cli.sh; \
+	$(STEP) run cli_run sh tests/cli/cli_run.sh; \
+	$(STEP) run cli_quant sh tests/cli/cli_quant.sh; \
+	$(STEP) run cli_train sh tests/cli/cli_train.sh; \
+	$(STEP) run python env PYTHON="$(PYTHON)" sh tests/python.sh; \
+	$(STEP) run cli_gemm sh tests/cli/cli_gemm.sh; \
+	$(STEP) run cli_metrics sh tests/cli/cli_metrics.sh; \
+	$(STEP) run cli_golden sh tests/cli/cli_golden.sh; \
+	$(STEP) run cli_sweep sh tests/sweep/cli_sweep.sh; \
+	$(STEP) run faults_sweep sh tests/sweep/faults_sweep.sh; \
+	$(STEP) run faults_plot sh tests/sweep/faults_plot.sh; \
+	$(STEP) run readme sh tests/readme.sh; \
+	$(STEP) run install sh tests/install.sh; \
+	if [ -x "$(NVCC)" ]; then $(STEP) run gpu env -u MAKEFLAGS -u MFLAGS $(SUBMAKE) --no-print-directory gpu; \
+	else $(STEP) skip gpu "the GPU build: nvcc not found at $(NVCC) (set NVCC=)"; fi; \
+	$(STEP) run cli_gpu sh tests/gpu/cli_gpu.sh; \
+	$(STEP) run fuzz_replay sh tests/fuzz/replay.sh; \
+	$(STEP) run fresh sh tests/fresh.sh; \
+	wait; cat $(CHECK_LOG)
 	@$(STEP) total
 
 check: test

@@ -158,19 +158,23 @@ round_sr(const struct fconsts *c, double r, uint32_t u, uint64_t *ix, uint64_t *
 	uint64_t a = b & 0x7fffffffffffffffull;
 	uint64_t sign = b & 0x8000000000000000ull;
 	uint64_t disc = a & c->low;
-	uint32_t f32 = (uint32_t)(disc >> (S - 32));
+	/* in 64-bit lanes, and no conversion between doubles and 64-bit or
+	 * unsigned integers, which AVX2 has no vector form of: the loop
+	 * vectorises without AVX-512 too */
+	int64_t uu = (int64_t)u;
+	int64_t f32 = (int64_t)(disc >> (S - 32));
 	uint64_t rest = (disc & ((1ull << (S - 32)) - 1)) != 0;
-	uint64_t up = (uint64_t)(f32 > u) | ((uint64_t)(f32 == u) & rest);
+	uint64_t up = (uint64_t)(f32 > uu) | ((uint64_t)(f32 == uu) & rest);
 	uint64_t rn = (a & ~c->low) + (up << S);
 	uint64_t m_sub = MASK(a < c->minnorm_d);
-	double q = emu_bitsd(a & m_sub) * c->inv_quantum;
-	int32_t qi = (int32_t)q;
-	double fr = q - (double)qi;
-	double f2 = fr * 0x1p32;
-	uint32_t g32 = (uint32_t)(int64_t)f2;
-	uint64_t rs = f2 != (double)g32;
-	uint64_t ups = (uint64_t)(g32 > u) | ((uint64_t)(g32 == u) & rs);
-	double ys = (double)((int64_t)qi + (int64_t)ups) * c->quantum;
+	double q = emu_bitsd(a & m_sub) * c->inv_quantum; /* < 2^(p-1) */
+	double qf = (double)(int32_t)q;
+	double fr = q - qf;
+	/* away iff the fraction's top 32 bits exceed u, or equal it with more
+	 * below: iff fr·2^32 > u (u < 2^52: exact as 2^52 + u less 2^52) */
+	double ud = emu_bitsd((uint64_t)uu | 0x4330000000000000ull) - 0x1p52;
+	uint64_t ups = fr * 0x1p32 > ud;
+	double ys = (qf + emu_bitsd(MASK(ups) & emu_dbits(1.0))) * c->quantum;
 	uint64_t res = SEL(m_sub, emu_dbits(ys), rn);
 	*ix = SEL(m_sub, (uint64_t)(fr != 0), (uint64_t)(disc != 0));
 	*tiny = rn < c->minnorm_d;

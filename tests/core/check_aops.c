@@ -407,7 +407,8 @@ END_TEST
  * it once in 2^32 draws; here an index with 0 < u < 2^10 is searched and
  * fma(u·2^-42, 1 + 2^-10, 1) in tf32 (p = 11) puts u exactly in those 32
  * bits with u again below them (rest != 0: away), or with y = 1 nothing
- * below (rest = 0: toward zero). Both the fast path and the scalar op. */
+ * below (rest = 0: toward zero). Both the fast path and the scalar op;
+ * then the same below 2^emin. */
 START_TEST(test_sr_equal_draw)
 {
 	const emu_format *f = t_fmt("tf32");
@@ -434,7 +435,23 @@ START_TEST(test_sr_equal_draw)
 		/* away from zero iff something lies below the 32 bits */
 		ck_assert_uint_eq(r.bits, emu_encode(f, k ? 1.0 : 1.0 + 0x1p-10));
 	}
-	t_count("aops: SR draws equal to the discarded bits", 2);
+	/* the same below 2^emin, where the fraction is taken in units of the
+	 * quantum: fp16's subnormal (3 + u·2^-32)·2^-24 goes to 3·2^-24, and
+	 * with 2^-45 more below it, away to 4·2^-24 (a conversion: any u) */
+	f = t_fmt("fp16");
+	env.index = 7;
+	u = emu_sr_bits(env.seed, env.index);
+	for (int k = 0; k < 2; k++) {
+		double x[1] = {ldexp(3.0 + ldexp((double)u, -32) + (k ? 0x1p-45 : 0), -24)}, d[1];
+		uint8_t fl[1];
+		emu_a_cvt(f, d, x, 1, 1, &env, fl);
+		emu_result r = emu_from_double(f, x[0], &env);
+		ck_assert_msg(emu_encode(f, d[0]) == r.bits && fl[0] == r.flags,
+		              "subnormal u=%u rest %d: got 0x%x, scalar 0x%x", u, k,
+		              emu_encode(f, d[0]), r.bits);
+		ck_assert_uint_eq(r.bits, k ? 4u : 3u);
+	}
+	t_count("aops: SR draws equal to the discarded bits", 4);
 }
 END_TEST
 

@@ -97,7 +97,7 @@ struct acc {
 
 #define ELEMENT(SR_)                                                                               \
 	do {                                                                                       \
-		uint64_t b = emu_dbits(in[i]);                                                         \
+		uint64_t b = emu_dbits(in[i]);                                                     \
 		uint64_t a = b & 0x7fffffffffffffffull;                                            \
 		uint64_t sign = MASK(b >> 63) & sign_mask;                                         \
 		uint64_t m_sub = MASK(a < minnorm);                                                \
@@ -106,28 +106,31 @@ struct acc {
 		uint64_t disc = a & low;                                                           \
 		uint64_t enc_s, ix_s, up_n;                                                        \
 		if (SR_) {                                                                         \
-			uint32_t u = sr_bits(seed, index + i);                                     \
-			uint32_t f32 = S >= 32 ? (uint32_t)(disc >> (S >= 32 ? S - 32 : 0))        \
-			                       : (uint32_t)(disc << (S < 32 ? 32 - S : 0));        \
+			/* 64-bit lanes, and no conversion between doubles and                     \
+			 * 64-bit or unsigned integers: AVX2 has no vector form                    \
+			 * of those, and the loop would stay scalar */                             \
+			int64_t u = (int64_t)sr_bits(seed, index + i);                             \
+			int64_t f32 = S >= 32 ? (int64_t)(disc >> (S >= 32 ? S - 32 : 0))          \
+			                      : (int64_t)(disc << (S < 32 ? 32 - S : 0));          \
 			uint64_t rest =                                                            \
 			    S > 32 ? (disc & ((1ull << (S > 32 ? S - 32 : 0)) - 1)) != 0 : 0;      \
 			up_n = (uint64_t)(f32 > u) | ((uint64_t)(f32 == u) & rest);                \
-			/* subnormal range: fixed point in units of the quantum */                 \
-			double q = emu_bitsd(a & m_sub) * inv_quantum;                                 \
-			int32_t qi = (int32_t)q;                                                   \
-			double fr = q - (double)qi;                                                \
-			double f2 = fr * 0x1p32;                                                   \
-			uint32_t g32 = (uint32_t)(int64_t)f2;                                      \
-			uint64_t rs = f2 != (double)g32;                                           \
-			enc_s =                                                                    \
-			    (uint64_t)qi + ((uint64_t)(g32 > u) | ((uint64_t)(g32 == u) & rs));    \
+			/* subnormal range: fixed point in units of the quantum;                   \
+			 * away iff fr·2^32 > u (u exact as 2^52 + u less 2^52),                  \
+			 * the code qi + away read off qi + away + 2^52 */                         \
+			double q = emu_bitsd(a & m_sub) * inv_quantum;                             \
+			double qf = (double)(int32_t)q;                                            \
+			double fr = q - qf;                                                        \
+			double ud = emu_bitsd((uint64_t)u | 0x4330000000000000ull) - 0x1p52;       \
+			double up_s = emu_bitsd(MASK(fr * 0x1p32 > ud) & 0x3ff0000000000000ull);   \
+			enc_s = emu_dbits(qf + up_s + 0x1p52) - 0x4330000000000000ull;             \
 			ix_s = fr != 0;                                                            \
 		} else {                                                                           \
 			up_n = ((a + half_m1 + ((a >> S) & 1)) >> S) - (a >> S);                   \
 			/* subnormal range: the FPU rounds |x| + magic to the quantum */           \
-			double ax = emu_bitsd(a & m_sub);                                              \
+			double ax = emu_bitsd(a & m_sub);                                          \
 			double y = ax + magic;                                                     \
-			enc_s = emu_dbits(y) - emu_dbits(magic);                                           \
+			enc_s = emu_dbits(y) - emu_dbits(magic);                                   \
 			ix_s = (y - magic) != ax;                                                  \
 		}                                                                                  \
 		uint64_t r = (a >> S) + up_n;                                                      \
@@ -165,7 +168,7 @@ static inline __attribute__((always_inline)) void kern(const int S, const bool s
 	uint64_t ix = 0, ov = 0, uf = 0, inf_in = 0, snan = 0;
 	/* Plain loops: GCC vectorizes both at -O3 (see CLONES). SR's draw needs
 	 * 64-bit multiplies, which only AVX-512DQ has as one instruction
-	 * (vpmullq): in the AVX2 clone SR stays slow. */
+	 * (vpmullq); the AVX2 clone makes each of three. */
 	if (sr) {
 		for (size_t i = 0; i < n; i++)
 			ELEMENT(true);

@@ -129,6 +129,42 @@ START_TEST(test_threads)
 }
 END_TEST
 
+/* SR's equal case in the array loop: the top 32 bits of what is
+ * discarded equal the draw u, and only the rest below them decides (away
+ * iff something is there). Random inputs meet it once in 2^32; here each
+ * element is built from its own draw, in the normal range (fp16: 1 +
+ * (3 + u·2^-32)·2^-10) and the subnormal one ((3 + u·2^-32)·2^-24), with
+ * and without 2^-40 of the unit below. Every element must be its scalar
+ * rounding, and go away exactly when the rest is there. */
+START_TEST(test_array_equal_draw)
+{
+	enum { N = 64 };
+	const emu_format *f = t_fmt("fp16");
+	emu_env env = EMU_ENV_DEFAULT;
+	env.mode = EMU_SR;
+	env.seed = t_seed();
+	env.index = 1000;
+	double x[N];
+	emu_bits out[N];
+	for (int i = 0; i < N; i++) {
+		double u = (double)emu_sr_bits(env.seed, env.index + (uint64_t)i);
+		double unit = 3.0 + ldexp(u, -32) + (i & 1 ? 0x1p-40 : 0);
+		x[i] = i & 2 ? ldexp(unit, -24) : 1.0 + ldexp(unit, -10);
+	}
+	emu_round_array(f, x, out, N, &env);
+	for (int i = 0; i < N; i++) {
+		emu_env e = env;
+		e.index = env.index + (uint64_t)i;
+		emu_result r = emu_from_double(f, x[i], &e);
+		emu_bits toward = i & 2 ? 3 : 0x3c03;
+		ck_assert_msg(out[i] == r.bits && r.bits == toward + (i & 1),
+		              "element %d (%s, rest %d): array 0x%x, scalar 0x%x", i,
+		              i & 2 ? "subnormal" : "normal", i & 1, out[i], r.bits);
+	}
+	t_count("sr: draws equal to the discarded bits, array and scalar", N);
+}
+END_TEST
+
 Suite *suite_sr(void)
 {
 	Suite *s = suite_create("sr");
@@ -137,6 +173,7 @@ Suite *suite_sr(void)
 	tcase_add_loop_test(tc, test_probability, 0, ARRAY_SIZE(probs));
 	tcase_add_test(tc, test_exact_and_neighbours);
 	tcase_add_test(tc, test_threads);
+	tcase_add_test(tc, test_array_equal_draw);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -95,7 +95,7 @@ struct acc {
 	uint64_t ix, ov, uf, inf_in, snan;
 };
 
-#define ELEMENT(SR_)                                                                               \
+#define ELEMENT(SR_, i, j)                                                                         \
 	do {                                                                                       \
 		uint64_t b = emu_dbits(in[i]);                                                     \
 		uint64_t a = b & 0x7fffffffffffffffull;                                            \
@@ -141,7 +141,7 @@ struct acc {
 		enc = SEL(m_ovf, ovf_bits, enc) | sign;                                            \
 		enc = SEL(m_special, inf_in_bits | sign, enc);                                     \
 		enc = SEL(m_nan, nan_bits, enc);                                                   \
-		out[i] = (emu_bits)enc;                                                            \
+		enc64[j] = enc;                                                                    \
 		ix |= inexact | (m_ovf & 1);                                                       \
 		ov |= m_ovf & 1;                                                                   \
 		/* tiny after rounding: the p-bit rounding (unbounded exponent) */                 \
@@ -154,9 +154,9 @@ struct acc {
 /* The loop for one precision (S = 53 - p, a constant after inlining, so
  * every shift is by an immediate) and one mode. */
 static inline __attribute__((always_inline)) void kern(const int S, const bool sr,
-                                                       const struct consts *cp, const double *in,
+                                                       const struct consts *cp, const double *in0,
                                                        emu_bits *out, size_t n, uint64_t seed,
-                                                       uint64_t index, struct acc *acc)
+                                                       uint64_t index0, struct acc *acc)
 {
 	const uint64_t low = (1ull << S) - 1, half_m1 = (1ull << (S - 1)) - 1;
 	const uint64_t rebias = cp->rebias, minnorm = cp->minnorm, r_minnorm = cp->r_minnorm;
@@ -169,12 +169,24 @@ static inline __attribute__((always_inline)) void kern(const int S, const bool s
 	/* Plain loops: GCC vectorizes both at -O3 (see CLONES). SR's draw needs
 	 * 64-bit multiplies, which only AVX-512DQ has as one instruction
 	 * (vpmullq); the AVX2 clone makes each of three. */
-	if (sr) {
-		for (size_t i = 0; i < n; i++)
-			ELEMENT(true);
-	} else {
-		for (size_t i = 0; i < n; i++)
-			ELEMENT(false);
+	/* The encodings are made in 64-bit lanes into enc64 and narrowed to
+	 * emu_bits by a loop of their own: with the 32-bit store inside, the
+	 * vectoriser takes 8 elements a step, two registers for each 64-bit
+	 * value, and without AVX-512's 32 registers it spills them. */
+	uint64_t enc64[256];
+	for (size_t i0 = 0; i0 < n; i0 += 256) {
+		size_t m = n - i0 < 256 ? n - i0 : 256;
+		const double *in = in0 + i0;
+		uint64_t index = index0 + i0;
+		if (sr) {
+			for (size_t j = 0; j < m; j++)
+				ELEMENT(true, j, j);
+		} else {
+			for (size_t j = 0; j < m; j++)
+				ELEMENT(false, j, j);
+		}
+		for (size_t j = 0; j < m; j++)
+			out[i0 + j] = (emu_bits)enc64[j];
 	}
 	acc->ix |= ix, acc->ov |= ov, acc->uf |= uf, acc->inf_in |= inf_in, acc->snan |= snan;
 }

@@ -95,7 +95,7 @@ struct acc {
 	uint64_t ix, ov, uf, inf_in, snan;
 };
 
-#define ELEMENT(SR_, i, j)                                                                         \
+#define ELEMENT(SR_)                                                                               \
 	do {                                                                                       \
 		uint64_t b = emu_dbits(in[i]);                                                     \
 		uint64_t a = b & 0x7fffffffffffffffull;                                            \
@@ -141,7 +141,7 @@ struct acc {
 		enc = SEL(m_ovf, ovf_bits, enc) | sign;                                            \
 		enc = SEL(m_special, inf_in_bits | sign, enc);                                     \
 		enc = SEL(m_nan, nan_bits, enc);                                                   \
-		enc64[j] = enc;                                                                    \
+		enc64[i] = enc;                                                                    \
 		ix |= inexact | (m_ovf & 1);                                                       \
 		ov |= m_ovf & 1;                                                                   \
 		/* tiny after rounding: the p-bit rounding (unbounded exponent) */                 \
@@ -179,11 +179,11 @@ static inline __attribute__((always_inline)) void kern(const int S, const bool s
 		const double *in = in0 + i0;
 		uint64_t index = index0 + i0;
 		if (sr) {
-			for (size_t j = 0; j < m; j++)
-				ELEMENT(true, j, j);
+			for (size_t i = 0; i < m; i++)
+				ELEMENT(true);
 		} else {
-			for (size_t j = 0; j < m; j++)
-				ELEMENT(false, j, j);
+			for (size_t i = 0; i < m; i++)
+				ELEMENT(false);
 		}
 		for (size_t j = 0; j < m; j++)
 			out[i0 + j] = (emu_bits)enc64[j];

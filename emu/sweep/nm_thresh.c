@@ -522,7 +522,37 @@ static int th_search(th_task *t, size_t k, double *ax, double a, double b, emu_r
 	return rc;
 }
 
-static int th_run_task(th_task *t)
+/* One search of a task: the bracket [a, b] along axis k, the other axis at
+ * ax[1-k]; a status boundary, or with acc an accuracy one (verdict va). */
+typedef struct {
+	size_t task, k;
+	double ax[NM_CASE_MAX_AXES];
+	double a, b;
+	emu_run_status sa, sb;
+	int va;
+	bool acc;
+	char label[96];
+} th_job;
+
+typedef struct {
+	th_job *j;
+	size_t n, cap;
+} th_jobs;
+
+static th_job *th_job_add(th_jobs *js)
+{
+	if (js->n == js->cap) {
+		size_t cap = js->cap ? 2 * js->cap : 64;
+		th_job *j = realloc(js->j, cap * sizeof *j);
+		if (!j)
+			return NULL;
+		js->j = j, js->cap = cap;
+	}
+	return &js->j[js->n++];
+}
+
+/* Task ti's searches, appended to js in the order their rows are written. */
+static int th_task_jobs(const th_task *t, size_t ti, th_jobs *js)
 {
 	const nm_case *c = t->c;
 	size_t n[NM_CASE_MAX_AXES] = {1, 1};
@@ -537,24 +567,28 @@ static int th_run_task(th_task *t)
 		size_t o = 1 - k; /* the other axis, when there is one */
 		size_t lines = naxes == 2 ? n[o] : 1;
 		for (size_t j = 0; j < lines; j++) {
-			char label[96];
-			double ax[NM_CASE_MAX_AXES] = {0, 0};
+			th_job line = {.task = ti, .k = k};
 			if (c->naxes == 2) {
 				char v[40];
-				ax[o] = g[o][j];
-				th_short(ax[o], v, sizeof v);
-				snprintf(label, sizeof label, "%s@%s=%s", c->axes[k].name,
+				line.ax[o] = g[o][j];
+				th_short(line.ax[o], v, sizeof v);
+				snprintf(line.label, sizeof line.label, "%s@%s=%s", c->axes[k].name,
 				         c->axes[o].name, v);
 			} else {
-				snprintf(label, sizeof label, "%s", c->axes[k].name);
+				snprintf(line.label, sizeof line.label, "%s", c->axes[k].name);
 			}
 			for (size_t i = 0; i + 1 < n[k]; i++) {
 				size_t i0 = k == 0 ? i : j, i1 = k == 0 ? j : i;
 				size_t i0b = k == 0 ? i + 1 : j, i1b = k == 0 ? j : i + 1;
-				emu_run_status sa = t->grid[base + i0 * n[1] + i1];
-				emu_run_status sb = t->grid[base + i0b * n[1] + i1b];
-				if (sa != sb && th_search(t, k, ax, g[k][i], g[k][i + 1], sa, sb, label))
-					return -1;
+				line.a = g[k][i], line.b = g[k][i + 1];
+				line.sa = t->grid[base + i0 * n[1] + i1];
+				line.sb = t->grid[base + i0b * n[1] + i1b];
+				th_job *jb;
+				if (line.sa != line.sb) {
+					if (!(jb = th_job_add(js)))
+						return -1;
+					*jb = line;
+				}
 				if (!t->verdict)
 					continue;
 				/* signed: NM_VERDICT_NONE is -1 */
@@ -562,15 +596,27 @@ static int th_run_task(th_task *t)
 				int vb = t->verdict[base + i0b * n[1] + i1b]; // NOLINT(bugprone-signed-char-misuse)
 				if (va == vb || va == NM_VERDICT_NONE || vb == NM_VERDICT_NONE)
 					continue;
-				double t0 = omp_get_wtime();
-				size_t n0 = t->n;
-				if (th_search_acc(t, k, ax, g[k][i], g[k][i + 1], va, label))
+				if (!(jb = th_job_add(js)))
 					return -1;
-				if (t->n > n0)
-					t->rows[t->n - 1].seconds = omp_get_wtime() - t0;
+				*jb = line;
+				jb->acc = true;
+				jb->va = va;
 			}
 		}
 	}
+	return 0;
+}
+
+/* One search into t's rows (t: a copy of its task with rows of its own). */
+static int th_run_job(th_task *t, th_job *jb)
+{
+	double t0 = omp_get_wtime();
+	if (!jb->acc)
+		return th_search(t, jb->k, jb->ax, jb->a, jb->b, jb->sa, jb->sb, jb->label);
+	if (th_search_acc(t, jb->k, jb->ax, jb->a, jb->b, jb->va, jb->label))
+		return -1;
+	if (t->n > 0)
+		t->rows[t->n - 1].seconds = omp_get_wtime() - t0;
 	return 0;
 }
 
@@ -598,10 +644,54 @@ int nm_thresh_case_acc(const nm_case *c, bool quick, const emu_run_status *grid,
 		tasks[i] = (th_task){.c = c, .quick = quick, .grid = grid,
 		                     .verdict = c->tolerance_set && c->truth ? verdict : NULL,
 		                     .v = i / c->npolicies, .p = i % c->npolicies};
-#pragma omp parallel for schedule(dynamic, 1)
-	for (long i = 0; i < (long)ntask; i++)
-		tasks[i].rc = th_run_task(&tasks[i]);
+	/* Every search of every task is a job of its own, so that a case with
+	 * one (variant, policy) still uses every CPU; each job writes rows of
+	 * its own, joined back in the tasks' order and, within a task, in its
+	 * searches' order, so the output does not depend on the threads. */
+	th_jobs js = {NULL, 0, 0};
+	th_task *jt = NULL;
 	int rc = 0;
+	for (size_t i = 0; i < ntask && !rc; i++)
+		rc = th_task_jobs(&tasks[i], i, &js);
+	if (!rc && js.n && !(jt = calloc(js.n, sizeof *jt)))
+		rc = -1;
+	if (rc) {
+		free(js.j);
+		free(tasks);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < js.n; i++) {
+		jt[i] = tasks[js.j[i].task];
+		jt[i].rows = NULL, jt[i].n = jt[i].cap = 0, jt[i].err[0] = '\0';
+	}
+#pragma omp parallel for schedule(dynamic, 1)
+	for (long i = 0; i < (long)js.n; i++)
+		jt[i].rc = th_run_job(&jt[i], &js.j[i]);
+	/* a task's rows, and its first failure, from its jobs in order */
+	for (size_t i = 0; i < js.n; i++) {
+		th_task *t = &tasks[js.j[i].task];
+		if (t->rc)
+			continue;
+		if (jt[i].rc) {
+			t->rc = -1;
+			snprintf(t->err, sizeof t->err, "%s", jt[i].err);
+			continue;
+		}
+		for (size_t r = 0; r < jt[i].n; r++) {
+			nm_thresh_row *row = th_new_row(t);
+			if (!row) {
+				t->rc = -1;
+				snprintf(t->err, sizeof t->err, "out of memory");
+				break;
+			}
+			*row = jt[i].rows[r];
+		}
+	}
+	for (size_t i = 0; i < js.n; i++)
+		free(jt[i].rows);
+	free(jt);
+	free(js.j);
 	size_t total = 0;
 	for (size_t i = 0; i < ntask; i++) {
 		if (tasks[i].rc && !rc) {

@@ -228,16 +228,25 @@ static bool th_in_fmt(const th_dom *d, double x)
 	return emu_decode(d->f, emu_encode(d->f, x)) == x;
 }
 
+/* p (cap items of size bytes) with room for item n: doubled when full,
+ * NULL (p kept) without memory. */
+static void *th_room(void *p, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return p;
+	size_t c = *cap ? 2 * *cap : 8;
+	void *q = realloc(p, c * size);
+	if (q)
+		*cap = c;
+	return q;
+}
+
 static nm_thresh_row *th_new_row(th_task *t)
 {
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 8;
-		nm_thresh_row *r = realloc(t->rows, cap * sizeof *r);
-		if (!r)
-			return NULL;
-		t->rows = r;
-		t->cap = cap;
-	}
+	nm_thresh_row *rows = th_room(t->rows, t->n, &t->cap, sizeof *rows);
+	if (!rows)
+		return NULL;
+	t->rows = rows;
 	nm_thresh_row *r = &t->rows[t->n++];
 	memset(r, 0, sizeof *r);
 	return r;
@@ -541,14 +550,11 @@ typedef struct {
 
 static th_job *th_job_add(th_jobs *js)
 {
-	if (js->n == js->cap) {
-		size_t cap = js->cap ? 2 * js->cap : 64;
-		th_job *j = realloc(js->j, cap * sizeof *j);
-		if (!j)
-			return NULL;
-		js->j = j, js->cap = cap;
-	}
-	return &js->j[js->n++];
+	th_job *j = th_room(js->j, js->n, &js->cap, sizeof *j);
+	if (!j)
+		return NULL;
+	js->j = j;
+	return &j[js->n++];
 }
 
 /* Task ti's searches, appended to js in the order their rows are written. */

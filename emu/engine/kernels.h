@@ -213,6 +213,7 @@ int emu_load_copy(emu_be *be, const emu_policy *pol, const double *x, size_t row
 
 /* ---- the Tensor Core block-FMA order as a fold (emu/kernels/tcfold.c) ---- */
 struct emu_tc_model;
+struct emu_tc_opnd;
 /* The steps it records under: each block (EMU_OP_FMA, element base + the
  * block's first index), each fp32 promotion (EMU_OP_ADD, base + the chunk's
  * first index), the final conversion to out (EMU_OP_CVT, base). */
@@ -229,10 +230,13 @@ int emu_fold_tc(emu_be *be, emu_tc_steps st, const struct emu_tc_model *m,
                 emu_ref b, size_t N, uint64_t base);
 /* The same on FAST or EXACT with the operands' encodings in `in` given
  * (ea[j], eb[j], j < N, what emu_fold_tc encodes them to): a GEMM encodes
- * each operand once, not once per output element. */
+ * each operand once, not once per output element. sa and sb (NULL: none)
+ * are ea and eb split (emu_tc_split), which FAST's blocks read where the
+ * model lets them (emu_tc_plan_block). */
 void emu_fold_tc_bits(emu_be *be, emu_tc_steps st, const struct emu_tc_model *m,
                       const emu_format *in, const emu_format *out, emu_ref acc, const emu_bits *ea,
-                      const emu_bits *eb, size_t N, uint64_t base);
+                      const emu_bits *eb, const struct emu_tc_opnd *sa,
+                      const struct emu_tc_opnd *sb, size_t N, uint64_t base);
 
 /* ---- running a kernel on one backend and measuring it (emu/engine/run.c) ---- */
 typedef enum {

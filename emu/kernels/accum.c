@@ -48,7 +48,8 @@
  * Tensor Cores. The engine's map is one rounding per operation, but a block
  * FMA rounds k products and C at once, so tc folds through the Tensor Core
  * fold every kernel can use (emu_fold_tc, emu/kernels/tcfold.c): it switches on
- * the backend — FAST calls emu_tc_dot, EXACT the independent
+ * the backend — FAST runs emu_tc_dot's blocks (through a plan, each
+ * operand split once), EXACT the independent
  * MPFR model emu_tc_mp_dot, TRUTH computes the exact dot product — and
  * records one EMU_OP_FMA per block (step "tc_block", the index of the
  * block's first element) with that block's flags, one EMU_OP_ADD per fp32

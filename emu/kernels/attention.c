@@ -154,8 +154,10 @@ typedef struct {
 	double n_p_lost, p_mass_max, mass_max, mass_sum; /* fp8's diagnostics */
 	double *row_mass; /* fp8: each row's lost mass, summed in row order after the rows */
 	/* :tc on fast and exact: Q's and K's rows and V's columns encoded in
-	 * tc_in once (NULL otherwise), and a part's row of P encoded per block */
+	 * tc_in once (NULL otherwise), and a part's row of P encoded per block;
+	 * on fast, each of them split for the blocks too (emu_tc_split) */
 	emu_bits *EQ, *EK, *EVt, *EP;
+	emu_tc_opnd *SQ, *SK, *SVt, *SP;
 } ctx;
 
 /*
@@ -166,12 +168,14 @@ typedef struct {
  * converted into that format first.
  */
 static int tc_dot(ctx *k, emu_tc_steps tst, bool accumulate, emu_ref acc, emu_ref a, emu_ref b,
-                  const emu_bits *ea, const emu_bits *eb, size_t n, uint64_t elem)
+                  const emu_bits *ea, const emu_bits *eb, const emu_tc_opnd *sa,
+                  const emu_tc_opnd *sb, size_t n, uint64_t elem)
 {
 	bool conv = k->tc_out != k->A;
 	emu_ref dst = accumulate || conv ? emu_at(k->part, 0) : acc;
 	if (ea) /* a and b as encoded once (the same bits emu_fold_tc makes) */
-		emu_fold_tc_bits(k->be, tst, &k->model, k->tc_in, k->tc_out, dst, ea, eb, n, elem);
+		emu_fold_tc_bits(k->be, tst, &k->model, k->tc_in, k->tc_out, dst, ea, eb, sa, sb, n,
+		                 elem);
 	else if (emu_fold_tc(k->be, tst, &k->model, k->tc_in, k->tc_out, dst, a, b, n, elem) != 0)
 		return -1;
 	if (conv)
@@ -196,7 +200,8 @@ static int qk_gemm(ctx *k, size_t i, size_t j0, size_t j1)
 	}
 	for (size_t j = j0; j < j1; j++)
 		if (tc_dot(k, qk_steps, false, emu_at(k->sacc, j), q, emu_row(k->Ko, j * k->d),
-		           k->EQ ? k->EQ + i * k->d : NULL, k->EK ? k->EK + j * k->d : NULL, k->d,
+		           k->EQ ? k->EQ + i * k->d : NULL, k->EK ? k->EK + j * k->d : NULL,
+		           k->SQ ? k->SQ + i * k->d : NULL, k->SK ? k->SK + j * k->d : NULL, k->d,
 		           ((uint64_t)i * k->nk + j) * k->d) != 0)
 			return -1;
 	return 0;
@@ -212,22 +217,26 @@ static int pv_gemm(ctx *k, emu_ref pa, size_t i, size_t j0, size_t n, bool acc, 
 		k_attn_pv(k->be, k->A, pa, k->Vo, d, i, k->nk, j0, n, acc, o);
 		return 0;
 	}
-	if (k->EVt) /* the block's P, encoded once for its d columns */
+	if (k->EVt) { /* the block's P, encoded (and split) once for its d columns */
 		for (size_t t = 0; t < n; t++)
 			k->EP[t] = emu_encode(k->tc_in, pa.v->d[pa.off + (j0 + t) * pa.stride]);
+		if (k->SP)
+			emu_tc_split(k->tc_in, k->EP, n, k->SP);
+	}
 	for (size_t c = 0; c < d; c++)
 		if (tc_dot(k, pv_steps, acc, k_shift(o, c), k_shift(pa, j0),
 		           emu_strided(k->Vo, j0 * d + c, d), k->EVt ? k->EP : NULL,
-		           k->EVt ? k->EVt + c * k->nk + j0 : NULL, n,
+		           k->EVt ? k->EVt + c * k->nk + j0 : NULL, k->SP,
+		           k->SVt ? k->SVt + c * k->nk + j0 : NULL, n,
 		           ((uint64_t)i * d + c) * k->nk + j0) != 0)
 			return -1;
 	return 0;
 }
 
 /* :tc on fast and exact: Q's and K's rows and V's columns encoded in tc_in
- * once, as emu_fold_tc would encode them for every dot product; false out
- * of memory */
-static bool tc_encode(ctx *k)
+ * once, as emu_fold_tc would encode them for every dot product, and on
+ * fast split once for the blocks (split); false out of memory */
+static bool tc_encode(ctx *k, bool split)
 {
 	size_t nq = k->nq, nk = k->nk, d = k->d;
 	k->EQ = malloc((nq * d + 1) * sizeof *k->EQ);
@@ -242,6 +251,16 @@ static bool tc_encode(ctx *k)
 	for (size_t j = 0; j < nk; j++)
 		for (size_t c = 0; c < d; c++)
 			k->EVt[c * nk + j] = emu_encode(k->tc_in, k->Vo->d[j * d + c]);
+	if (!split)
+		return true;
+	k->SQ = malloc((nq * d + 1) * sizeof *k->SQ);
+	k->SK = malloc((nk * d + 1) * sizeof *k->SK);
+	k->SVt = malloc((nk * d + 1) * sizeof *k->SVt);
+	if (!k->SQ || !k->SK || !k->SVt)
+		return false;
+	emu_tc_split(k->tc_in, k->EQ, nq * d, k->SQ);
+	emu_tc_split(k->tc_in, k->EK, nk * d, k->SK);
+	emu_tc_split(k->tc_in, k->EVt, nk * d, k->SVt);
 	return true;
 }
 
@@ -798,9 +817,11 @@ static int fwd_part(emu_be *be, size_t i0, size_t i1, void *arg)
 	if (!(k.v == ATT_NAIVE && k.bwd))
 		k.P = emu_vec_new(be, nk), k.PA = emu_vec_new(be, nk);
 	k.EP = k0->EVt ? malloc((nk + 1) * sizeof *k.EP) : NULL;
+	k.SP = k0->SVt ? malloc((nk + 1) * sizeof *k.SP) : NULL;
 	if (!k.sacc || !k.s || !k.e || !k.ea || !k.oacc || !k.t || !k.pv || !k.part || !k.P ||
-	    !k.PA || (k0->EVt && !k.EP)) {
+	    !k.PA || (k0->EVt && !k.EP) || (k0->SVt && !k.SP)) {
 		free(k.EP);
+		free(k.SP);
 		return -1;
 	}
 	emu_copy(be, emu_row(k.t, 0), emu_row(k0->t, 0), AT_NT);
@@ -808,9 +829,11 @@ static int fwd_part(emu_be *be, size_t i0, size_t i1, void *arg)
 	for (size_t i = i0; i < i1; i++)
 		if (forward_row(&k, i) != 0) {
 			free(k.EP);
+			free(k.SP);
 			return -1;
 		}
 	free(k.EP);
+	free(k.SP);
 #pragma omp critical(attention_fwd)
 	{
 		k0->n_p_lost += k.n_p_lost; /* a count: exact in any order */
@@ -881,7 +904,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	if (operands(&k, pol, &ki, in->seed) != 0)
 		goto oom;
 	k_attn_consts(be, v, k.C, k.scale, k.ps, k.t);
-	if (k.tc && be->kind != EMU_BE_TRUTH && !tc_encode(&k))
+	if (k.tc && be->kind != EMU_BE_TRUTH && !tc_encode(&k, be->kind == EMU_BE_FAST))
 		goto oom;
 	if (emu_rows(be, nq, (uint64_t)nk * d * 4 + 16 * nk, fwd_part, &k) != 0)
 		goto oom;
@@ -905,6 +928,9 @@ oom:
 	free(k.EQ);
 	free(k.EK);
 	free(k.EVt);
+	free(k.SQ);
+	free(k.SK);
+	free(k.SVt);
 	emu_kinputs_free(&ki);
 	return rc;
 }

@@ -202,6 +202,7 @@ typedef struct {
 	const emu_tc_model *model;
 	emu_vec *Av, *Bv, *acc;
 	const emu_bits *EA, *EB; /* tc on fast and exact: A's rows and B's columns encoded in I */
+	emu_tc_opnd *SA, *SB;    /* tc on fast: those encodings split */
 } mm_rows;
 
 /* output elements o0 .. o1 − 1 (row-major), on be's own scratch */
@@ -227,7 +228,8 @@ static int mm_part(emu_be *be, size_t o0, size_t o1, void *arg)
 		size_t i = o / n, j = o % n;
 		if (q->EA) {
 			emu_fold_tc_bits(be, tc_steps, q->model, q->I, q->O, emu_at(q->acc, o),
-			                 q->EA + i * k, q->EB + j * k, k, (uint64_t)o * k);
+			                 q->EA + i * k, q->EB + j * k, q->SA ? q->SA + i * k : NULL,
+			                 q->SB ? q->SB + j * k : NULL, k, (uint64_t)o * k);
 			continue;
 		}
 		emu_ref b = q->bt ? emu_row(q->Bv, j * k) : emu_strided(q->Bv, j, n);
@@ -240,8 +242,9 @@ static int mm_part(emu_be *be, size_t o0, size_t o1, void *arg)
 
 /* tc on fast and exact: A's rows and B's columns (bt: B's rows) encoded
  * in I once, k values each, as emu_fold_tc would encode them for every
- * output element; false out of memory */
-static bool mm_encode(mm_rows *q, size_t m)
+ * output element, and on fast split once for the blocks (split); false
+ * out of memory */
+static bool mm_encode(mm_rows *q, size_t m, bool split)
 {
 	size_t n = q->n, k = q->k;
 	emu_bits *EA = malloc((m * k + 1) * sizeof *EA);
@@ -258,6 +261,14 @@ static bool mm_encode(mm_rows *q, size_t m)
 			EB[j * k + l] = emu_encode(q->I, q->Bv->d[q->bt ? j * k + l : l * n + j]);
 	q->EA = EA;
 	q->EB = EB;
+	if (!split)
+		return true;
+	q->SA = malloc((m * k + 1) * sizeof *q->SA);
+	q->SB = malloc((n * k + 1) * sizeof *q->SB);
+	if (!q->SA || !q->SB)
+		return false;
+	emu_tc_split(q->I, EA, m * k, q->SA);
+	emu_tc_split(q->I, EB, n * k, q->SB);
 	return true;
 }
 
@@ -328,15 +339,17 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	x = NULL;
 	/* the row source, emu/kernels/matmul_rows.h: the GPU's threads run the
 	 * output elements one each (seq), or store the GEMM's (tc) */
-	mm_rows q = {v,      (int)fma, bt != 0, &pol->compute, A,    I,   O, n, k,
-	             &model, Av,       Bv,      acc,           NULL, NULL};
+	mm_rows q = {v,      (int)fma, bt != 0, &pol->compute, A,    I,    O,    n,   k,
+	             &model, Av,       Bv,      acc,           NULL, NULL, NULL, NULL};
 	if (v == SEQ)
 		k_matmul_to_accum(be, A, Av, 0, m * k, Bv, 0, k * n, m * k);
-	if (v == TC && be->kind != EMU_BE_TRUTH && !mm_encode(&q, m))
-		goto oom;
-	int prc = emu_rows(be, m * n, 2 * (uint64_t)k, mm_part, &q);
+	int prc = v == TC && be->kind != EMU_BE_TRUTH && !mm_encode(&q, m, be->kind == EMU_BE_FAST)
+	              ? -1
+	              : emu_rows(be, m * n, 2 * (uint64_t)k, mm_part, &q);
 	free((void *)q.EA);
 	free((void *)q.EB);
+	free(q.SA);
+	free(q.SB);
 	if (prc != 0)
 		goto oom;
 	if (v == SEQ)

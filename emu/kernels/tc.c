@@ -647,14 +647,8 @@ emu_status emu_tc_setup(const char *kernel, const char *spec, const emu_format *
 
 /* ---- the block FMA ---- */
 
-typedef struct {
-	const emu_tc_model *m;
-	const emu_tc_scales *sc;                  /* NULL: every scale is 1 */
-	const emu_format *ina, *inb, *out, *fp32; /* A's and B's formats may differ */
-	emu_format blk;                           /* the format each block rounds to */
-	emu_env env;                              /* final_mode (and sat) */
-	emu_env env_c;                            /* c_round (and sat): the late addition of C */
-} tc_ctx;
+/* the block FMA's context: emu_tc_plan (emu/kernels/tc.h) */
+typedef emu_tc_plan tc_ctx;
 
 /* Whether a sub-block takes the product at block position i: sub-block j of
  * `split` takes the runs of `group` products numbered j mod split. */
@@ -782,12 +776,12 @@ static void tc_scan_c(const tc_ctx *t, tc_scan *s, double c, bool with_c)
 		*(signbit(c) ? &s->ninf : &s->pinf) = true;
 	} else if (c == 0) {
 		tc_scan_term(s, signbit(c), true, 0);
-		if (t->m->zero_align)
+		if (t->m.zero_align)
 			tc_scan_zexp(s, FP32_EMIN);
 	} else {
 		uint64_t P;
 		int e, lsb;
-		tc_split(c, t->m->c_emin && t->out->emin > FP32_EMIN ? t->out->emin : FP32_EMIN, 24,
+		tc_split(c, t->m.c_emin && t->out->emin > FP32_EMIN ? t->out->emin : FP32_EMIN, 24,
 		         &P, &e, &lsb);
 		tc_scan_term(s, false, false, e);
 	}
@@ -802,7 +796,7 @@ static bool tc_scan_done(const tc_ctx *t, const tc_scan *s, unsigned *flags, dou
 	else if (s->pinf || s->ninf)
 		*r = s->ninf ? -INFINITY : INFINITY;
 	else if (!s->any_term)
-		*r = (s->zero_neg && (!s->zero_pos || t->m->final_mode == EMU_DOWN)) ? -0.0 : 0.0;
+		*r = (s->zero_neg && (!s->zero_pos || t->m.final_mode == EMU_DOWN)) ? -0.0 : 0.0;
 	else
 		return false;
 	return true;
@@ -813,8 +807,8 @@ static bool tc_scan_done(const tc_ctx *t, const tc_scan *s, unsigned *flags, dou
 static int tc_window(const tc_ctx *t, const tc_scan *s)
 {
 	int R = s->any_zexp && s->Rz > s->R ? s->Rz : s->R;
-	R = R < t->m->exp_floor ? t->m->exp_floor : R;
-	return R - TC_FRAC - t->m->neab;
+	R = R < t->m.exp_floor ? t->m.exp_floor : R;
+	return R - TC_FRAC - t->m.neab;
 }
 
 /* Pass 2's C, chopped to the window. */
@@ -832,7 +826,7 @@ static void tc_add_c(__int128 *S, double c, bool with_c, int L, bool *chopped)
 static double tc_round_sum(const tc_ctx *t, __int128 S, int L, unsigned *flags)
 {
 	if (S == 0) /* cancellation (or everything chopped away): +0, −0 in down */
-		return t->m->final_mode == EMU_DOWN ? -0.0 : 0.0;
+		return t->m.final_mode == EMU_DOWN ? -0.0 : 0.0;
 	bool neg = S < 0;
 	unsigned __int128 U = neg ? -(unsigned __int128)S : (unsigned __int128)S;
 	int E = L;
@@ -844,7 +838,7 @@ static double tc_round_sum(const tc_ctx *t, __int128 S, int L, unsigned *flags)
 	}
 	unsigned fl = 0;
 	double r = emu_round_core(&t->blk, neg, (uint64_t)U, E, sticky, &t->env, &fl);
-	if ((fl & EMU_FLAG_OVERFLOW) && !t->m->sat && isfinite(r))
+	if ((fl & EMU_FLAG_OVERFLOW) && !t->m.sat && isfinite(r))
 		r = neg ? -INFINITY : INFINITY; /* the published model: overflow is ±inf */
 	*flags |= fl;
 	return r;
@@ -891,7 +885,7 @@ typedef struct {
 static bool tc_term_at(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n, size_t off,
                        size_t j, tc_spair *sp, tc_scan *s, tc_term *o)
 {
-	const emu_tc_model *m = t->m;
+	const emu_tc_model *m = &t->m;
 	const emu_format *fa = t->ina, *fb = t->inb;
 	size_t G = m->gsum > 1 ? (size_t)m->gsum : 1;
 	size_t i0 = j * G, i1 = i0 + G < n ? i0 + G : n;
@@ -970,7 +964,7 @@ static bool tc_term_at(const tc_ctx *t, const emu_bits *a, const emu_bits *b, si
 static double tc_block_terms(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
                              size_t off, const tc_sub *sub, double c, bool with_c, unsigned *flags)
 {
-	const emu_tc_model *m = t->m;
+	const emu_tc_model *m = &t->m;
 	size_t G = m->gsum > 1 ? (size_t)m->gsum : 1, nt = (n + G - 1) / G;
 	tc_scan s = {0};
 	tc_term o = {0}; /* every term tc_term_at accepts is written in full */
@@ -1021,7 +1015,7 @@ static double tc_block_terms(const tc_ctx *t, const emu_bits *a, const emu_bits 
 static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
                             const tc_sub *sub, double c, bool with_c, unsigned *flags)
 {
-	const emu_tc_model *m = t->m;
+	const emu_tc_model *m = &t->m;
 	const emu_format *fa = t->ina, *fb = t->inb;
 	tc_scan s = {0};
 	/* the nonzero finite terms as pass 1 splits them, kept for pass 2 when
@@ -1094,9 +1088,9 @@ static double tc_block_ieee(const tc_ctx *t, const emu_bits *a, const emu_bits *
 static double tc_block(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n, size_t off,
                        const tc_sub *sub, double c, bool with_c, unsigned *flags)
 {
-	double r = t->sc || t->m->gsum > 1 ? tc_block_terms(t, a, b, n, off, sub, c, with_c, flags)
-	                                   : tc_block_ieee(t, a, b, n, sub, c, with_c, flags);
-	return t->m->zero_pos && r == 0 ? 0.0 : r;
+	double r = t->sc || t->m.gsum > 1 ? tc_block_terms(t, a, b, n, off, sub, c, with_c, flags)
+	                                  : tc_block_ieee(t, a, b, n, sub, c, with_c, flags);
+	return t->m.zero_pos && r == 0 ? 0.0 : r;
 }
 
 /* The encoding of a result: nan=ones gives NaN all ones (sign clear). */
@@ -1104,7 +1098,7 @@ static emu_result tc_result(const tc_ctx *t, emu_result r)
 {
 	const emu_format *o = t->out;
 	bool nan = (r.bits & o->exp_mask) == o->exp_mask && (r.bits & o->man_mask) != 0;
-	if (nan && t->m->nan_ones)
+	if (nan && t->m.nan_ones)
 		r.bits = o->exp_mask | o->man_mask;
 	return r;
 }
@@ -1123,7 +1117,7 @@ static double tc_late_add(const tc_ctx *t, double r, double c, unsigned *flags)
 	}
 	unsigned fl = 0;
 	double s = emu_v_add(&t->blk, r, c, &t->env_c, &fl);
-	if ((fl & EMU_FLAG_OVERFLOW) && !t->m->sat && isfinite(s))
+	if ((fl & EMU_FLAG_OVERFLOW) && !t->m.sat && isfinite(s))
 		s = copysign(INFINITY, s);
 	*flags |= fl;
 	return s;
@@ -1135,7 +1129,7 @@ static double tc_late_add(const tc_ctx *t, double r, double c, unsigned *flags)
 static emu_bits tc_ftz_out(const tc_ctx *t, emu_bits r, unsigned *flags)
 {
 	const emu_format *o = t->out;
-	if (!t->m->ftz || (r & o->exp_mask) != 0 || (r & o->man_mask) == 0)
+	if (!t->m.ftz || (r & o->exp_mask) != 0 || (r & o->man_mask) == 0)
 		return r;
 	*flags |= EMU_FLAG_UNDERFLOW | EMU_FLAG_INEXACT;
 	return r & o->sign_mask;
@@ -1145,7 +1139,7 @@ static emu_bits tc_ftz_out(const tc_ctx *t, emu_bits r, unsigned *flags)
  * a subnormal as +0. */
 static emu_bits tc_to_out(const tc_ctx *t, const emu_format *f, emu_bits x, unsigned *flags)
 {
-	if (t->m->ftz && emu_classify(f, x) == EMU_CLASS_SUBNORMAL)
+	if (t->m.ftz && emu_classify(f, x) == EMU_CLASS_SUBNORMAL)
 		return 0;
 	emu_result r = emu_convert(t->out, f, x, &t->env);
 	*flags |= r.flags;
@@ -1194,7 +1188,7 @@ static __int128 tc_floor_shr(__int128 S, int s, bool *lost)
 static double tc_block_rd(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t n,
                           double c, unsigned *flags)
 {
-	const emu_tc_model *m = t->m;
+	const emu_tc_model *m = &t->m;
 	const emu_format *fa = t->ina, *fb = t->inb;
 	size_t halves = (size_t)m->split;
 	int nb = TC_FRAC + m->neab;
@@ -1314,13 +1308,13 @@ static double tc_block_amd(const tc_ctx *t, const emu_bits *a, const emu_bits *b
 {
 	const emu_format *o = t->out;
 	double r;
-	if (t->m->acc == EMU_TC_ACC_RD) {
+	if (t->m.acc == EMU_TC_ACC_RD) {
 		r = tc_block_rd(t, a, b, n, c, flags);
 	} else {
 		emu_bits acc = emu_encode(o, c);
-		if (t->m->ftz && (acc & ~o->sign_mask & o->exp_mask) == 0 && !isnan(c))
+		if (t->m.ftz && (acc & ~o->sign_mask & o->exp_mask) == 0 && !isnan(c))
 			acc = 0; /* ftz=1: a zero or subnormal C reads as +0 */
-		if (t->m->acc == EMU_TC_ACC_FMA) {
+		if (t->m.acc == EMU_TC_ACC_FMA) {
 			for (size_t i = 0; i < n; i++) {
 				emu_result s = emu_fma(o, tc_to_out(t, t->ina, a[i], flags),
 				                       tc_to_out(t, t->inb, b[i], flags), acc, &t->env);
@@ -1334,7 +1328,7 @@ static double tc_block_amd(const tc_ctx *t, const emu_bits *a, const emu_bits *b
 		}
 		r = emu_decode(o, acc);
 	}
-	return t->m->zero_pos && r == 0 ? 0.0 : r;
+	return t->m.zero_pos && r == 0 ? 0.0 : r;
 }
 
 /* The chain of blocks over a[0..K) starting from C = c. Each block runs
@@ -1344,14 +1338,14 @@ static double tc_block_amd(const tc_ctx *t, const emu_bits *a, const emu_bits *b
 static double tc_chain(const tc_ctx *t, const emu_bits *a, const emu_bits *b, size_t K, size_t off,
                        double c, unsigned *flags)
 {
-	size_t k = (size_t)t->m->k;
+	size_t k = (size_t)t->m.k;
 	size_t i = 0;
-	tc_sub sub = {(size_t)t->m->split, (size_t)t->m->group, 0};
+	tc_sub sub = {(size_t)t->m.split, (size_t)t->m.group, 0};
 	do {
 		size_t n = K - i < k ? K - i : k;
-		if (t->m->acc != EMU_TC_ACC_BLOCK) {
+		if (t->m.acc != EMU_TC_ACC_BLOCK) {
 			c = tc_block_amd(t, a + i, b + i, n, c, flags);
-		} else if (t->m->c_late) {
+		} else if (t->m.c_late) {
 			sub.j = 0;
 			double h = tc_block(t, a + i, b + i, n, off + i, &sub, 0.0, false, flags);
 			for (sub.j = 1; sub.j < sub.split; sub.j++)
@@ -1373,7 +1367,7 @@ static bool tc_ctx_init(tc_ctx *t, const emu_tc_model *m, const emu_format *ina,
 	    emu_tc_check(m, inb, out, NULL, 0) != EMU_OK ||
 	    (sc && emu_tc_check_scales(m, sc, NULL, 0) != EMU_OK))
 		return false;
-	t->m = m;
+	t->m = *m;
 	t->sc = sc;
 	t->ina = ina;
 	t->inb = inb;
@@ -1391,6 +1385,18 @@ static bool tc_ctx_init(tc_ctx *t, const emu_tc_model *m, const emu_format *ina,
 	t->env_c = t->env;
 	t->env_c.mode = m->c_round;
 	return t->fp32 != NULL;
+}
+
+/* C as the chain takes it: binary32, or first rounded to the output (CUDA's
+ * __float2half before an fp16-accumulating mma) */
+static emu_bits tc_c32(const tc_ctx *t, emu_bits c, unsigned *flags)
+{
+	if (!t->m.c_preround)
+		return c;
+	const emu_env rne = EMU_ENV_DEFAULT;
+	emu_result r = emu_convert(t->out, t->fp32, c, &rne);
+	*flags |= r.flags;
+	return emu_convert(t->fp32, t->out, r.bits, &rne).bits; /* exact */
 }
 
 emu_result emu_tc_dot(const emu_tc_model *m, const emu_format *in, const emu_format *out,
@@ -1416,14 +1422,7 @@ emu_result emu_tc_dot_scaled(const emu_tc_model *m, const emu_format *in_a, cons
 	if (!tc_ctx_init(&t, m, in_a, in_b, out, s))
 		return (emu_result){out->nan_bits, EMU_FLAG_INVALID};
 
-	/* C enters as binary32, or first rounded to the output (CUDA's
-	 * __float2half before an fp16-accumulating mma) */
-	emu_bits c32 = c;
-	if (m->c_preround) {
-		emu_result r = emu_convert(out, t.fp32, c, &rne);
-		flags |= r.flags;
-		c32 = emu_convert(t.fp32, out, r.bits, &rne).bits; /* exact */
-	}
+	emu_bits c32 = tc_c32(&t, c, &flags);
 	if (m->promote_every == 0) {
 		double d = tc_chain(&t, a, b, K, 0, emu_decode(t.fp32, c32), &flags);
 		return tc_result(&t, (emu_result){emu_encode(out, d), flags});
@@ -1442,4 +1441,108 @@ emu_result emu_tc_dot_scaled(const emu_tc_model *m, const emu_format *in_a, cons
 	emu_result r = emu_convert(out, t.fp32, acc, &rne);
 	r.flags |= flags;
 	return tc_result(&t, r);
+}
+
+/* ---- a GEMM's blocks over split operands ---- */
+
+void emu_tc_split(const emu_format *in, const emu_bits *x, size_t n, emu_tc_opnd *o)
+{
+	for (size_t i = 0; i < n; i++) {
+		double v = tc_decode(in, x[i]);
+		o[i].neg = signbit(v) != 0;
+		o[i].special = isnan(v) || isinf(v);
+		o[i].P = 0;
+		o[i].e = EMU_TC_ZERO_E;
+		if (v != 0 && !o[i].special) {
+			uint64_t P;
+			int e, lsb;
+			tc_split(v, in->emin, in->p, &P, &e, &lsb);
+			o[i].P = (uint32_t)P; /* below 2^p, p <= 24 */
+			o[i].e = (int16_t)e;
+		}
+	}
+}
+
+bool emu_tc_plan_init(emu_tc_plan *p, const emu_tc_model *m, const emu_format *in,
+                      const emu_format *out)
+{
+	emu_tc_model one = *m;
+	one.promote_every = 0;
+	if (!tc_ctx_init(p, &one, in, in, out, NULL))
+		return false;
+	/* every chopped product is below 2^(25+neab) (the top of the file):
+	 * k of them sum in an int64; exponents far from EMU_TC_ZERO_E */
+	p->direct = one.acc == EMU_TC_ACC_BLOCK && !one.c_late && one.split == 1 && one.gsum <= 1 &&
+	            !one.zero_align && in->p <= 24 && in->emin > -1000 && in->emax < 1000 &&
+	            25 + one.neab + tc_log2up(one.k) <= 62;
+	return true;
+}
+
+/* One block of a direct plan over split operands, as tc_block: true with
+ * its value in *r, false (nothing written) when an operand or C is a NaN or
+ * an infinity, or every product is zero (tc_block_ieee decides those). */
+static bool tc_block_direct(const tc_ctx *t, const emu_tc_opnd *a, const emu_tc_opnd *b, size_t n,
+                            double c, unsigned *flags, double *r)
+{
+	tc_scan s = {0};
+	tc_scan_c(t, &s, c, true);
+	unsigned special = s.nan || s.pinf || s.ninf;
+	int R = 2 * EMU_TC_ZERO_E;
+	for (size_t i = 0; i < n; i++) {
+		int E = a[i].e + b[i].e; /* a zero's product: far below any other */
+		R = E > R ? E : R;
+		special |= a[i].special | b[i].special;
+	}
+	if (special || R <= EMU_TC_ZERO_E / 2)
+		return false;
+	if (!s.any_term || R > s.R)
+		s.R = R;
+	s.any_term = true;
+
+	/* pass 2: as tc_add_term, with a product's lsb e_a + e_b − 2(p − 1) */
+	int L = tc_window(t, &s), base = 2 * (t->ina->p - 1) + L;
+	int64_t S = 0;
+	uint64_t lost = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t P = (uint64_t)a[i].P * b[i].P, v;
+		int sh = a[i].e + b[i].e - base;
+		if (sh >= 0) {
+			v = P << sh;
+		} else {
+			int rs = -sh < 63 ? -sh : 63; /* P < 2^48: 63 drops it all */
+			v = P >> rs;
+			lost |= P & ((1ull << rs) - 1);
+		}
+		int64_t neg = -(int64_t)(a[i].neg ^ b[i].neg);
+		S += ((int64_t)v ^ neg) - neg;
+	}
+	__int128 S2 = S;
+	bool chopped = lost != 0;
+	tc_add_c(&S2, c, true, L, &chopped);
+	unsigned fl = chopped ? EMU_FLAG_INEXACT : 0;
+	double v = tc_round_sum(t, S2, L, &fl);
+	*flags |= fl;
+	*r = t->m.zero_pos && v == 0 ? 0.0 : v;
+	return true;
+}
+
+double emu_tc_plan_value(const emu_tc_plan *p, const emu_bits *a, const emu_bits *b,
+                         const emu_tc_opnd *sa, const emu_tc_opnd *sb, size_t n, double c,
+                         unsigned *flags)
+{
+	double d;
+	if (!(p->direct && sa && sb && tc_block_direct(p, sa, sb, n, c, flags, &d)))
+		d = tc_chain(p, a, b, n, 0, c, flags);
+	if (isnan(d)) /* the NaN's encoding, as emu_tc_plan_block gives it */
+		d = emu_decode(p->out, tc_result(p, (emu_result){emu_encode(p->out, d), 0}).bits);
+	return d;
+}
+
+emu_result emu_tc_plan_block(const emu_tc_plan *p, const emu_bits *a, const emu_bits *b,
+                             const emu_tc_opnd *sa, const emu_tc_opnd *sb, size_t n, emu_bits c)
+{
+	unsigned flags = 0;
+	double cd = emu_decode(p->fp32, tc_c32(p, c, &flags));
+	double d = emu_tc_plan_value(p, a, b, sa, sb, n, cd, &flags);
+	return tc_result(p, (emu_result){emu_encode(p->out, d), flags});
 }

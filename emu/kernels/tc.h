@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "emu/core/emu.h"
 
@@ -223,6 +224,62 @@ emu_result emu_tc_dot2(const emu_tc_model *m, const emu_format *in_a, const emu_
 emu_result emu_tc_dot_scaled(const emu_tc_model *m, const emu_format *in_a, const emu_format *in_b,
                              const emu_format *out, const emu_bits *a, const emu_bits *b, size_t K,
                              emu_bits c, const emu_tc_scales *s);
+
+/*
+ * A GEMM's block FMAs, with the work of every block that depends only on the
+ * model and the formats done once (emu_tc_plan_init), and each operand split
+ * once (emu_tc_split) instead of once per output element it meets.
+ *
+ * An operand split: |x| = P·2^(e − p + 1), e = max(floor(log2|x|), emin),
+ * the significand an integer at the format's grid; a zero has P = 0 and e =
+ * EMU_TC_ZERO_E (far below every product's exponent), a NaN or an infinity
+ * is marked special.
+ */
+#define EMU_TC_ZERO_E (-30000)
+typedef struct emu_tc_opnd {
+	uint32_t P;
+	int16_t e;
+	uint8_t neg;     /* the sign bit */
+	uint8_t special; /* a NaN or an infinity */
+} emu_tc_opnd;
+
+/* o[i] for the encodings x[i] of in, i < n. */
+void emu_tc_split(const emu_format *in, const emu_bits *x, size_t n, emu_tc_opnd *o);
+
+/* What every block of one model, input and output format shares: the model
+ * (promotion off: a plan runs one block), the block's rounding format and
+ * environments, and whether blocks may read split operands (direct: the
+ * block FMA without split, groups or scales, C inside the block, zeros out
+ * of the alignment, one input format, and a block whose chopped terms sum
+ * in 64 bits). Made by emu_tc_plan_init; the fields are the model's code's. */
+typedef struct emu_tc_plan {
+	emu_tc_model m;
+	const emu_tc_scales *sc;
+	const emu_format *ina, *inb, *out, *fp32;
+	emu_format blk; /* the format each block rounds to */
+	emu_env env;    /* final_mode (and sat) */
+	emu_env env_c;  /* c_round (and sat): the late addition of C */
+	bool direct;
+} emu_tc_plan;
+
+/* false unless m, in and out pass emu_tc_check. */
+bool emu_tc_plan_init(emu_tc_plan *p, const emu_tc_model *m, const emu_format *in,
+                      const emu_format *out);
+
+/* One block: emu_tc_dot(m with promote_every 0, in, out, a, b, n, c), n <= k,
+ * bit for bit and flag for flag. sa and sb (NULL: none) are a and b split;
+ * a direct plan reads them instead of a and b for a block whose operands and
+ * C are finite and whose products are not all zero. */
+emu_result emu_tc_plan_block(const emu_tc_plan *p, const emu_bits *a, const emu_bits *b,
+                             const emu_tc_opnd *sa, const emu_tc_opnd *sb, size_t n, emu_bits c);
+
+/* The same block as a value, the flags ORed into *flags: c a value of the
+ * output format (or a zero, an infinity or NaN), which C's pre-rounding
+ * leaves as it is, and the result emu_decode(out, emu_tc_plan_block(...)),
+ * so that a chain of blocks passes its accumulator on without encoding it. */
+double emu_tc_plan_value(const emu_tc_plan *p, const emu_bits *a, const emu_bits *b,
+                         const emu_tc_opnd *sa, const emu_tc_opnd *sb, size_t n, double c,
+                         unsigned *flags);
 
 /* Whether scales s can go with m: acc=block, a scale format without
  * infinities with p <= 8, block >= 1 (a multiple of gsum when gsum > 1),

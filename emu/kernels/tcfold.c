@@ -3,7 +3,8 @@
  * vectors, for every kernel whose sum a Tensor Core computes (accum's
  * dot:tc, attention's :tc GEMMs). The model (emu/kernels/tc.c) rounds a block
  * of k products and C at once, so this is not a chain of maps: the fold
- * switches on the backend — FAST calls emu_tc_dot, EXACT the independent
+ * switches on the backend — FAST runs emu_tc_dot's blocks through a plan
+ * (emu_tc_plan_value, its operands split once), EXACT the independent
  * MPFR model emu_tc_mp_dot, TRUTH the exact dot product — and records one
  * EMU_OP_FMA per block with that block's flags, one EMU_OP_ADD per fp32
  * promotion and one EMU_OP_CVT for the final conversion when promotion is on.
@@ -65,25 +66,34 @@ int emu_fold_tc(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const emu_fo
 		mpfr_clear(part);
 		return 0;
 	}
+	/* the operands encoded, and on FAST split for the blocks */
+	bool fast = be->kind == EMU_BE_FAST;
 	emu_bits *ea = malloc((N ? N : 1) * sizeof *ea), *eb = malloc((N ? N : 1) * sizeof *eb);
-	if (!ea || !eb) {
-		free(ea);
-		free(eb);
-		return -1;
+	emu_tc_opnd *sa = fast ? malloc((N ? N : 1) * sizeof *sa) : NULL;
+	emu_tc_opnd *sb = fast ? malloc((N ? N : 1) * sizeof *sb) : NULL;
+	int rc = -1;
+	if (ea && eb && (!fast || (sa && sb))) {
+		for (size_t j = 0; j < N; j++) {
+			ea[j] = emu_encode(in, a.v->d[at(a, j)]);
+			eb[j] = emu_encode(in, b.v->d[at(b, j)]);
+		}
+		if (fast) {
+			emu_tc_split(in, ea, N, sa);
+			emu_tc_split(in, eb, N, sb);
+		}
+		emu_fold_tc_bits(be, st, m, in, out, acc, ea, eb, sa, sb, N, base);
+		rc = 0;
 	}
-	for (size_t j = 0; j < N; j++) {
-		ea[j] = emu_encode(in, a.v->d[at(a, j)]);
-		eb[j] = emu_encode(in, b.v->d[at(b, j)]);
-	}
-	emu_fold_tc_bits(be, st, m, in, out, acc, ea, eb, N, base);
 	free(ea);
 	free(eb);
-	return 0;
+	free(sa);
+	free(sb);
+	return rc;
 }
 
 void emu_fold_tc_bits(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const emu_format *in,
                       const emu_format *out, emu_ref acc, const emu_bits *ea, const emu_bits *eb,
-                      size_t N, uint64_t base)
+                      const emu_tc_opnd *sa, const emu_tc_opnd *sb, size_t N, uint64_t base)
 {
 	const emu_format *f32 = emu_format_by_name("fp32");
 	const emu_env rne = EMU_ENV_DEFAULT;
@@ -91,6 +101,9 @@ void emu_fold_tc_bits(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const 
 	blk.promote_every = 0;
 	size_t k = (size_t)m->k, chunk = m->promote_every ? m->promote_every : N;
 	bool fast = be->kind == EMU_BE_FAST;
+	emu_tc_plan plan;
+	if (fast && !emu_tc_plan_init(&plan, m, in, out))
+		fast = false; /* (m, in and out pass emu_tc_check: never) */
 	emu_bits acc32 = emu_encode(f32, 0.0);
 	double c = 0;
 	for (size_t i0 = 0; i0 < N; i0 += chunk) {
@@ -99,11 +112,17 @@ void emu_fold_tc_bits(emu_be *be, emu_tc_steps st, const emu_tc_model *m, const 
 		for (size_t i = 0; i < n; i += k) {
 			size_t nb = n - i < k ? n - i : k;
 			const emu_bits *pa = ea + i0 + i, *pb = eb + i0 + i;
-			emu_bits cb = emu_encode(f32, c); /* exact: a value of out */
-			emu_result t = fast ? emu_tc_dot(&blk, in, out, pa, pb, nb, cb)
-			                    : emu_tc_mp_dot(&blk, in, out, pa, pb, nb, cb);
-			c = emu_decode(out, t.bits);
-			emu_note(be, st.block, EMU_OP_FMA, t.flags, base + i0 + i);
+			unsigned fl = 0;
+			if (fast) { /* c a value of out, passed on as one */
+				c = emu_tc_plan_value(&plan, pa, pb, sa ? sa + i0 + i : NULL,
+				                      sb ? sb + i0 + i : NULL, nb, c, &fl);
+			} else {
+				emu_bits cb = emu_encode(f32, c); /* exact: a value of out */
+				emu_result t = emu_tc_mp_dot(&blk, in, out, pa, pb, nb, cb);
+				c = emu_decode(out, t.bits);
+				fl = t.flags;
+			}
+			emu_note(be, st.block, EMU_OP_FMA, fl, base + i0 + i);
 		}
 		if (m->promote_every) { /* an RNE fp32 addition on the CUDA cores */
 			emu_bits args[2] = {acc32, emu_encode(f32, c)};

@@ -710,6 +710,7 @@ END_TEST
 
 START_TEST(test_tc_hand)
 {
+	size_t n_planned = 0, n_direct = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(hand); i++) {
 		const emu_format *in = t_fmt(hand[i].in), *out = t_fmt(hand[i].out);
 		emu_tc_model m = model_of(hand[i].spec, in, out);
@@ -725,7 +726,48 @@ START_TEST(test_tc_hand)
 		              "row %zu (%s): mpfr 0x%x %s, want 0x%x %s", i, hand[i].why, p.bits,
 		              emu_flags_str(p.flags, f3, sizeof f3), hand[i].want,
 		              emu_flags_str(hand[i].flags, f2, sizeof f2));
+		/* one block through a GEMM's plan, split operands read directly
+		 * where the model lets them */
+		emu_tc_plan plan;
+		if (hand[i].K > (size_t)m.k || m.promote_every ||
+		    !emu_tc_plan_init(&plan, &m, in, out))
+			continue;
+		emu_tc_opnd sa[64], sb[64];
+		emu_tc_split(in, hand[i].a, hand[i].K, sa);
+		emu_tc_split(in, hand[i].b, hand[i].K, sb);
+		emu_result q =
+		    emu_tc_plan_block(&plan, hand[i].a, hand[i].b, sa, sb, hand[i].K, hand[i].c);
+		ck_assert_msg(q.bits == hand[i].want && q.flags == hand[i].flags,
+		              "row %zu (%s): planned 0x%x %s, want 0x%x %s", i, hand[i].why, q.bits,
+		              emu_flags_str(q.flags, f3, sizeof f3), hand[i].want,
+		              emu_flags_str(hand[i].flags, f2, sizeof f2));
+		n_planned++;
+		n_direct += plan.direct;
 	}
+	t_count("tc hand rows, one block planned", n_planned);
+	ck_assert_uint_gt(n_direct, 0);
+	/* which plans read split operands: NVIDIA's plain block FMAs; not a
+	 * split block, AMD's fused order, or a block too long for 64 bits */
+	static const struct {
+		const char *gpu, *in, *out;
+		bool direct;
+	} which[] = {{"h100", "bf16", "fp32", true},  {"h100", "fp16", "fp16", true},
+	             {"a100", "tf32", "fp32", true},  {"h100", "e4m3", "fp32", true},
+	             {"h100", "e4m3", "fp16", false}, {"mi300x", "bf16", "fp32", false}};
+	for (size_t i = 0; i < ARRAY_SIZE(which); i++) {
+		emu_tc_model m;
+		emu_tc_plan plan;
+		const emu_format *in = t_fmt(which[i].in), *out = t_fmt(which[i].out);
+		ck_assert_int_eq(emu_tc_preset(which[i].gpu, in, out, &m), EMU_OK);
+		ck_assert(emu_tc_plan_init(&plan, &m, in, out));
+		ck_assert_msg(plan.direct == which[i].direct, "%s %s -> %s: direct %d",
+		              which[i].gpu, which[i].in, which[i].out, plan.direct);
+	}
+	emu_tc_model big = emu_tc_default();
+	emu_tc_plan plan;
+	big.k = 65536;
+	big.neab = 36;
+	ck_assert(emu_tc_plan_init(&plan, &big, t_fmt("bf16"), t_fmt("fp32")) && !plan.direct);
 }
 END_TEST
 
@@ -962,9 +1004,9 @@ typedef void (*tc_setup_fn)(tc_case *t, uint64_t i, const void *ctx);
 static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn setup,
                      const void *ctx)
 {
-	uint64_t bad = 0;
-	char first[2][600] = {"", ""};
-#pragma omp parallel for schedule(dynamic, 256) reduction(+ : bad)
+	uint64_t bad = 0, bad_plan = 0, n_plain = 0, n_plan = 0;
+	char first[2][600] = {"", ""}, first_plan[620] = "";
+#pragma omp parallel for schedule(dynamic, 256) reduction(+ : bad, bad_plan, n_plain, n_plan)
 	for (uint64_t i = 0; i < n; i++) {
 		tc_case t;
 		t.sc = NULL;
@@ -987,10 +1029,39 @@ static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn 
 				snprintf(first[k], sizeof first[k], "%s", buf);
 			}
 		}
+		/* one block through a GEMM's plan, its operands split, against
+		 * emu_tc_dot with promotion off */
+		emu_tc_plan plan;
+		n_plain += !t.sc && t.in == t.inb;
+		if (t.sc || t.in != t.inb || t.K > (size_t)t.m.k ||
+		    !emu_tc_plan_init(&plan, &t.m, t.in, t.out))
+			continue;
+		emu_tc_model m0 = t.m;
+		m0.promote_every = 0;
+		emu_result g = emu_tc_dot(&m0, t.in, t.out, t.a, t.b, t.K, t.c);
+		emu_tc_opnd sa[TC_KMAX], sb[TC_KMAX];
+		emu_tc_split(t.in, t.a, t.K, sa);
+		emu_tc_split(t.in, t.b, t.K, sb);
+		emu_result q = emu_tc_plan_block(&plan, t.a, t.b, sa, sb, t.K, t.c);
+		n_plan++;
+		if (q.bits != g.bits || q.flags != g.flags) {
+			uint64_t k;
+#pragma omp atomic capture
+			k = bad_plan++;
+			if (k == 0) {
+				char buf[600];
+				describe(&t, q, g, buf, sizeof buf);
+#pragma omp critical
+				snprintf(first_plan, sizeof first_plan, "plan's %s", buf);
+			}
+		}
 	}
 	t_count(what, n);
 	ck_assert_msg(bad == 0, "%s: %" PRIu64 " of %" PRIu64 " differ; first: %s | %s", what, bad,
 	              n, first[0], first[1]);
+	ck_assert_msg(bad_plan == 0, "%s, one block planned: %" PRIu64 " of %" PRIu64 " differ; %s",
+	              what, bad_plan, n_plan, first_plan);
+	ck_assert_msg(n_plan >= n_plain / 10, "%s: only %" PRIu64 " blocks planned", what, n_plan);
 }
 
 /* ctx: the GPU name; its pairs share the cases in turn. */

@@ -18,6 +18,19 @@
 
 #define EMU_INTERNAL __attribute__((visibility("hidden")))
 
+/* A hot loop cloned for x86-64-v4 (AVX-512: 32 vector registers, compares
+ * into mask registers, vpmullq, vcvttpd2qq, vpmovqd), AVX2 and plain
+ * x86-64; glibc's ifunc picks one at load time. optimize("O3"): the default
+ * -O2 cost model of GCC 12 does not vectorize these loops. An "arch=<cpu>"
+ * clone would only be chosen on exactly that CPU model, hence the feature
+ * level. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#define EMU_VEC_CLONES                                                                             \
+	__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"), optimize("O3")))
+#else
+#define EMU_VEC_CLONES
+#endif
+
 /* A NaN result; `invalid` says whether the operation itself was invalid. */
 EMU_INTERNAL double emu_nan_result(const emu_format *f, bool invalid, unsigned *flags);
 /* An infinite result of sign neg; dbz: exact (divide by zero), else from an

@@ -212,16 +212,8 @@ static inline __attribute__((always_inline)) void kern(const int S, const bool s
 		return false;                                                                      \
 	}
 
-/* Cloned for x86-64-v4 (AVX-512: 32 vector registers, compares into mask
- * registers, vpmullq, vcvttpd2qq, vpmovqd), AVX2 and plain x86-64; glibc's
- * ifunc picks one at load time. optimize("O3"): the default -O2 cost model
- * of GCC 12 does not vectorize these loops. An "arch=<cpu>" clone would only
- * be chosen on exactly that CPU model, hence the feature level. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
-#define CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"), optimize("O3")))
-#else
-#define CLONES
-#endif
+/* Cloned (EMU_VEC_CLONES, internal.h). */
+#define CLONES EMU_VEC_CLONES
 
 CLONES static bool loops(int p, bool sr, const struct consts *c, const double *in, emu_bits *out,
                          size_t n, uint64_t seed, uint64_t index, struct acc *acc)

@@ -13,6 +13,8 @@
 #include "emu/engine/kernels.h"
 #include "tests/lib.h"
 
+enum { S_METRICS = 0x3e7a0001 };
+
 struct mrun {
 	emu_run f;
 	emu_truth t;
@@ -164,6 +166,66 @@ START_TEST(test_storage_overflow)
 }
 END_TEST
 
+/* The stored-input counts of FAST's array path (emu_input, unit stride)
+ * against their definitions applied here to each input x, its stored value
+ * v and its flags: changed (v is not x, sign included; NaN stays NaN),
+ * overflowed (the flag, or finite to not finite), flushed (a finite nonzero
+ * to a zero); on formats with and without infinities, NaN, a sign or zero,
+ * saturating, over every kind of input and more than one chunk. */
+START_TEST(test_input_counts)
+{
+	static const struct {
+		const char *fmt;
+		bool sat;
+	} cases[] = {{"fp16", false}, {"fp16", true},  {"bf16", false},    {"e4m3", false},
+	             {"e4m3", true},  {"e5m2", false}, {"e8m0", false},    {"e2m1", false},
+	             {"e3m2", false}, {"fp32", false}, {"e5m2fnuz", false}};
+	enum { N = 5000 };
+	static double x[N];
+	static uint8_t fl[N];
+	const double special[] = {NAN,      -NAN,    INFINITY, -INFINITY, 0.0,      -0.0,
+	                          1e-300,   -1e-300, 65504,    65520,     -65520,   1e5,
+	                          448,      464,     -1e38,    0x1p-24,   0x1p-25,  0x1p-26,
+	                          -0x1p-25, 6e-8,    1,        -1,        0x1p-149, 0x1p-150};
+	for (size_t i = 0; i < N; i++) {
+		uint64_t r = t_rand(S_METRICS, i);
+		x[i] = i < ARRAY_SIZE(special) || r % 5 == 0
+		           ? special[(i < ARRAY_SIZE(special) ? i : r >> 8) % ARRAY_SIZE(special)]
+		           : ldexp((double)(r >> 11) * 0x1p-53, (int)(r % 80) - 40) *
+		                 (r >> 10 & 1 ? -1 : 1);
+	}
+	for (size_t c = 0; c < ARRAY_SIZE(cases); c++) {
+		const emu_format *f = t_fmt(cases[c].fmt);
+		emu_env env = EMU_ENV_DEFAULT;
+		env.sat = cases[c].sat;
+		emu_be be;
+		emu_be_init(&be, EMU_BE_FAST, &env);
+		emu_vec *v = emu_vec_new(&be, N);
+		ck_assert(v);
+		memset(fl, 0, sizeof fl);
+		emu_input(&be, EMU_STEP_INPUT, f, emu_row(v, 0), x, 1, N, 0, fl);
+		uint64_t ch = 0, ov = 0, fz = 0;
+		for (size_t i = 0; i < N; i++) {
+			double y = v->d[i];
+			ch +=
+			    isnan(x[i]) ? !isnan(y) : !(y == x[i] && !signbit(y) == !signbit(x[i]));
+			ov += (fl[i] & EMU_FLAG_OVERFLOW) || (isfinite(x[i]) && !isfinite(y));
+			fz += y == 0 && x[i] != 0 && isfinite(x[i]);
+		}
+		ck_assert_msg(be.st.in_n == N && be.st.in_changed == ch &&
+		                  be.st.in_overflow == ov && be.st.in_flushed == fz,
+		              "%s%s: n %llu changed %llu/%llu overflow %llu/%llu flushed %llu/%llu",
+		              f->name, cases[c].sat ? " sat" : "", (unsigned long long)be.st.in_n,
+		              (unsigned long long)be.st.in_changed, (unsigned long long)ch,
+		              (unsigned long long)be.st.in_overflow, (unsigned long long)ov,
+		              (unsigned long long)be.st.in_flushed, (unsigned long long)fz);
+		ck_assert(ch > 0 && fz + ov > 0);
+		emu_be_free(&be);
+	}
+	t_count("stored-input counts checked", ARRAY_SIZE(cases) * N);
+}
+END_TEST
+
 /* Inputs exact in the storage format: one truth run, both errors equal. */
 START_TEST(test_exact_inputs_one_truth)
 {
@@ -238,6 +300,7 @@ Suite *suite_metrics(void)
 	tcase_add_test(tc, test_storage_error_is_reported);
 	tcase_add_test(tc, test_storage_overflow);
 	tcase_add_test(tc, test_exact_inputs_one_truth);
+	tcase_add_test(tc, test_input_counts);
 	tcase_add_test(tc, test_recipe_truths);
 	tcase_add_test(tc, test_sr_storage_replayed);
 	suite_add_tcase(s, tc);

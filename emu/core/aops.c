@@ -1022,6 +1022,111 @@ static void fold_f32_w(emu_op op, const emu_format *f, double *acc, size_t sacc,
 	}
 }
 
+/* A step fold_fma32's float path leaves: emu_a_element's, noted */
+static __attribute__((noinline)) double fma32_slow(const emu_format *f, double x, double y,
+                                                   double s, const emu_env *env, uint64_t index,
+                                                   emu_a_flags *r, uint8_t *flags, size_t j)
+{
+	unsigned v = 0;
+	emu_env e = *env;
+	e.index = index;
+	s = emu_a_element(EMU_OP_FMA, f, x, y, s, &e, &v);
+	fold_note(r, flags, j, v);
+	return s;
+}
+
+/* Step j of chain W_ (its state s, fs, ok: the accumulator as a double and
+ * as a float, and whether it is a float value; its inexact count nix) */
+#define FMA32_STEP(W_, FL)                                                                         \
+	do {                                                                                       \
+		double x = a[(W_)*ca + j * sa], y = b[(W_)*cb + j * sb];                           \
+		float fx = (float)x, fy = (float)y;                                                \
+		if (ok##W_ && (double)fx == x && (double)fy == y) {                                \
+			float t = fmaf(fx, fy, fs##W_);                                            \
+			double p = x * y, c0 = (double)fs##W_, d = p + c0, bb = d - p;             \
+			double e = (p - (d - bb)) + (c0 - bb);                                     \
+			uint64_t ix = (e != 0) | ((double)t != d);                                 \
+			if (isfinite(t) && (!ix || fabsf(t) > 0x1p-126f)) {                        \
+				nix##W_ += ix;                                                     \
+				if (FL)                                                            \
+					flags[j] = (uint8_t)(ix << 4);                             \
+				fs##W_ = t;                                                        \
+				break;                                                             \
+			}                                                                          \
+		}                                                                                  \
+		double s_ = ok##W_ ? (double)fs##W_ : s##W_;                                       \
+		s##W_ = fma32_slow(f, x, y, s_, env, env->index + (uint64_t)(W_)*cidx + j, &r[W_], \
+		                   (FL) ? flags : NULL, j);                                        \
+		fs##W_ = (float)s##W_;                                                             \
+		ok##W_ = (double)fs##W_ == s##W_;                                                  \
+	} while (0)
+#define FMA32_INIT(W_)                                                                             \
+	r[W_] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};                                  \
+	double s##W_ = acc[(W_)*sacc];                                                             \
+	float fs##W_ = (float)s##W_;                                                               \
+	bool ok##W_ = (double)fs##W_ == s##W_;                                                     \
+	uint64_t nix##W_ = 0
+#define FMA32_DONE(W_)                                                                             \
+	acc[(W_)*sacc] = ok##W_ ? (double)fs##W_ : s##W_;                                          \
+	fold_done(&r[W_], nix##W_, 0, 0)
+
+/*
+ * An fma fold in binary32, RNE, no sat, ftz or daz: each step is the CPU's
+ * float fma (fmaf: correctly rounded, one instruction in the clones that
+ * have FMA, glibc's otherwise), which is that rounding, so the chain waits
+ * only for it. Whether the step was exact comes off the chain: x·y is exact
+ * in double (two floats), TwoSum gives x·y + s = d + e exactly, and the
+ * step is exact iff e = 0 and t = d. A step whose operands are not float
+ * values, whose result is not finite, or which is inexact at or below
+ * 2^-126 (where tininess asks the unbounded rounding) is emu_a_element's,
+ * as in fold_loop. The chain's state stays a float (and in a register)
+ * while it is a float value.
+ */
+A_CLONES static emu_a_flags fold_fma32(const emu_format *f, double *acc, const double *a, size_t sa,
+                                       const double *b, size_t sb, size_t n, const emu_env *env,
+                                       uint8_t *flags)
+{
+	emu_a_flags r[1];
+	const size_t sacc = 0, ca = 0, cb = 0;
+	const uint64_t cidx = 0;
+	FMA32_INIT(0);
+	for (size_t j = 0; j < n; j++)
+		FMA32_STEP(0, flags != NULL);
+	FMA32_DONE(0);
+	return r[0];
+}
+
+/* Four chains of fold_fma32 stepped together, each exactly its own call
+ * (chain w on acc[w·sacc], a + w·ca, b + w·cb; SR indices env->index +
+ * w·cidx + j, which the scalar steps keep) */
+A_CLONES static void fold_fma32_4(const emu_format *f, double *acc, size_t sacc, const double *a,
+                                  size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
+                                  size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	uint8_t *const flags = NULL;
+	FMA32_INIT(0);
+	FMA32_INIT(1);
+	FMA32_INIT(2);
+	FMA32_INIT(3);
+	for (size_t j = 0; j < n; j++) {
+		FMA32_STEP(0, false);
+		FMA32_STEP(1, false);
+		FMA32_STEP(2, false);
+		FMA32_STEP(3, false);
+	}
+	FMA32_DONE(0);
+	FMA32_DONE(1);
+	FMA32_DONE(2);
+	FMA32_DONE(3);
+}
+
+/* The binary32 RNE folds above apply: fold_f32 (add, sub), fold_fma32. */
+static bool f32_fold(emu_op op, const emu_format *f, const emu_env *env)
+{
+	return (op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_FMA) && env->mode == EMU_RNE &&
+	       !env->sat && !env->ftz && !env->daz && is_binary32(f);
+}
+
 #define FOLD_CASE(OP)                                                                              \
 	case OP:                                                                                   \
 		return sr ? fold_loop(OP, true, true, &k, f, acc, a, sa, b, sb, n, env, flags)     \
@@ -1031,9 +1136,9 @@ emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double
                        const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
 {
 	struct fconsts k;
-	if ((op == EMU_OP_ADD || op == EMU_OP_SUB) && env->mode == EMU_RNE && !env->sat &&
-	    !env->ftz && !env->daz && is_binary32(f))
-		return fold_f32(op, f, acc, a, sa, n, env, flags);
+	if (f32_fold(op, f, env))
+		return op == EMU_OP_FMA ? fold_fma32(f, acc, a, sa, b, sb, n, env, flags)
+		                        : fold_f32(op, f, acc, a, sa, n, env, flags);
 	/* min and max never round: the fast path's conditions hold for them in
 	 * every mode (sr needs no p limit) */
 	emu_env rne = *env;
@@ -1089,14 +1194,18 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 	    (op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_MUL || op == EMU_OP_FMA) &&
 	    fast_ok(op, f, env, &k);
 	size_t w = 0;
-	/* binary32 additions in rne: fold_f32's float steps, chains together */
-	bool f32 = (op == EMU_OP_ADD || op == EMU_OP_SUB) && env->mode == EMU_RNE && !env->sat &&
-	           !env->ftz && !env->daz && is_binary32(f);
+	/* binary32 in rne: fold_f32's and fold_fma32's float steps, chains
+	 * together */
+	bool f32 = f32_fold(op, f, env);
 	for (; f32 && w + 4 <= m; w += 4) {
 		emu_a_flags r[4];
 		emu_env e = *env;
 		e.index = env->index + w * cidx;
-		fold_f32_w(op, f, acc + w * sacc, sacc, a + w * ca, sa, ca, n, &e, cidx, r);
+		if (op == EMU_OP_FMA)
+			fold_fma32_4(f, acc + w * sacc, sacc, a + w * ca, sa, ca, b + w * cb, sb,
+			             cb, n, &e, cidx, r);
+		else
+			fold_f32_w(op, f, acc + w * sacc, sacc, a + w * ca, sa, ca, n, &e, cidx, r);
 		for (int q = 0; q < 4; q++)
 			fold_merge(&t, &r[q], w + (size_t)q, cidx);
 	}

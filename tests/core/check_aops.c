@@ -765,6 +765,90 @@ START_TEST(test_fold_sequences)
 }
 END_TEST
 
+/* binary32 fma folds in rne (the CPU's fmaf steps) where its exactness test
+ * and the fallback decide: products and accumulators near 2^-126 (tiny,
+ * exact or not, rounding up to 2^-126), exact cancellations to zeros of
+ * either sign, overflow to inf, NaN and infinite operands; each against
+ * emu_a_element and the encodings step by step (prove_fold), and four
+ * chains at once against four folds. */
+START_TEST(test_fold_fma32_edges)
+{
+	const emu_format *f = t_fmt("fp32");
+	emu_env env = env_of(EMU_RNE, 0, 0);
+	enum { N = 400 };
+	double xa[N], xb[N];
+	uint64_t cases = 0;
+	for (int kind = 0; kind < 4; kind++)
+		for (int rep = 0; rep < 40; rep++) {
+			for (size_t i = 0; i < N; i++) {
+				uint64_t r = t_rand(8800 + (uint64_t)kind, (uint64_t)rep * N + i);
+				double sg = (r >> 7) & 1 ? -1.0 : 1.0;
+				float m1 = 1.0f + (float)(r >> 40) * 0x1p-24f;
+				float m2 = 1.0f + (float)((r >> 16) & 0xffffff) * 0x1p-24f;
+				switch (kind) {
+				case 0: /* products near 2^-126 */
+					xa[i] = sg * ldexpf(m1, -63 - (int)(r % 4));
+					xb[i] = ldexpf(m2, -62 - (int)((r >> 2) % 4));
+					break;
+				case 1: /* short mantissas: many exact steps and cancellations */
+					xa[i] = sg *
+					        ldexp((double)(1 + r % 8), -64 - (int)(r >> 3) % 3);
+					xb[i] = ldexp((double)(1 + (r >> 5) % 4), -62);
+					break;
+				case 2: /* ordinary values with exact cancellations, zeros */
+					xa[i] = (r >> 9) % 5 == 0 ? sg * 0.0
+					                          : sg * (double)(1 + r % 16);
+					xb[i] = (r >> 13) % 7 == 0 ? -xb[i > 0 ? i - 1 : 0] : 0.25;
+					break;
+				default: /* large: overflow; now and then NaN or inf */
+					xa[i] = (r >> 20) % 97 == 0   ? NAN
+					        : (r >> 20) % 89 == 0 ? sg * INFINITY
+					                              : sg * ldexpf(m1, 100);
+					xb[i] = ldexpf(m2, 27 + (int)(r % 3));
+					break;
+				}
+			}
+			/* 2^-126 less 0, 1 or 2 of fp32's least subnormals, either sign */
+			double acc0 = kind == 0
+			                  ? (0x1p-126 - 0x1p-149 * (rep % 3)) * (rep % 2 ? -1 : 1)
+			                  : 0.0;
+			cases += prove_fold(EMU_OP_FMA, f, &env, acc0, xa, 1, xb, 1, N);
+			double acc[4] = {acc0, -acc0, 0.0, acc0}, ref[4];
+			memcpy(ref, acc, sizeof acc);
+			emu_a_flags want = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+			for (size_t c = 0; c < 4; c++) {
+				emu_env e = env;
+				e.index = env.index + c * (N / 4);
+				emu_a_flags r = emu_a_fold(EMU_OP_FMA, f, &ref[c], xa + c * (N / 4),
+				                           1, xb + c * (N / 4), 1, N / 4, &e, NULL);
+				for (int k = 0; k < 5; k++)
+					want.count[k] += r.count[k];
+				if (want.first_bad == UINT64_MAX && r.first_bad != UINT64_MAX)
+					want.first_bad = c * (N / 4) + r.first_bad;
+			}
+			emu_a_flags got = emu_a_fold_n(EMU_OP_FMA, f, acc, 1, xa, 1, N / 4, xb, 1,
+			                               N / 4, N / 4, 4, &env, N / 4);
+			ck_assert(memcmp(acc, ref, sizeof acc) == 0);
+			ck_assert(memcmp(got.count, want.count, sizeof got.count) == 0);
+			ck_assert_uint_eq(got.first_bad, want.first_bad);
+		}
+	/* steps whose float result is 2^-126 and inexact: x·y + s = 2^-126 −
+	 * 2^-150 + 2^-152 rounds there on the subnormal grid but is tiny after
+	 * rounding (underflow); 2^-126 − 2^-152 is not tiny; either sign */
+	static const struct {
+		double s, x, y;
+	} hand[] = {{0x1p-126 - 0x1p-148, 13 * 0x1p-76, 0x1p-76},
+	            {0x1p-126 - 0x1p-148, 15 * 0x1p-76, 0x1p-76},
+	            {-(0x1p-126 - 0x1p-148), -13 * 0x1p-76, 0x1p-76},
+	            {-(0x1p-126 - 0x1p-148), 15 * 0x1p-76, -0x1p-76},
+	            {0x1p-126 - 0x1p-149, 0x1p-75, 0x1p-76}};
+	for (size_t i = 0; i < ARRAY_SIZE(hand); i++)
+		cases +=
+		    prove_fold(EMU_OP_FMA, f, &env, hand[i].s, &hand[i].x, 1, &hand[i].y, 1, 1);
+	t_count("aops: binary32 fma fold steps at its edges", cases);
+}
+END_TEST
+
 /* emu_a_fold_n: m chains at once are m emu_a_fold calls one after the other,
  * bit for bit: every accumulator, the summed counts and OR, and the first
  * failing step of the first chain that has one (numbered c·cidx + j), for
@@ -941,6 +1025,7 @@ Suite *suite_aops(void)
 	tcase_add_loop_test(tc, test_fold_small_pairs, 0, (int)ARRAY_SIZE(small));
 	tcase_add_loop_test(tc, test_fold_sequences, 0, (int)ARRAY_SIZE(foldfmts));
 	tcase_add_test(tc, test_fold_ones);
+	tcase_add_test(tc, test_fold_fma32_edges);
 	tcase_add_loop_test(tc, test_fold_n, 0, (int)ARRAY_SIZE(foldnfmts));
 	tcase_add_test(tc, test_unary_second_look);
 	suite_add_tcase(s, tc);

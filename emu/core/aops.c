@@ -27,6 +27,7 @@
  *    max: a compare) with a branch around the rare cases instead of masks.
  */
 #include <fenv.h>
+#include <float.h>
 
 #include "emu/core/internal.h"
 
@@ -1120,6 +1121,69 @@ A_CLONES static void fold_fma32_4(const emu_format *f, double *acc, size_t sacc,
 	FMA32_DONE(3);
 }
 
+/* Eight chains of fold_fma32 as lanes: each step computed for every lane
+ * without a branch (so the lanes vectorise), taken as a whole when every
+ * lane's float step decides it, else lane by lane, a lane the float path
+ * leaves going to fma32_slow from its state before the step. Each chain is
+ * exactly its own call, as in fold_fma32_4. */
+A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc, const double *a,
+                                  size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
+                                  size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	enum { L = 8 };
+	float fs[L];
+	double s[L];
+	int32_t ok[L];
+	uint64_t nix[L];
+	for (int w = 0; w < L; w++) {
+		r[w] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+		s[w] = acc[w * sacc];
+		fs[w] = (float)s[w];
+		ok[w] = (double)fs[w] == s[w];
+		nix[w] = 0;
+	}
+	for (size_t j = 0; j < n; j++) {
+		float t[L];
+		int32_t ix[L], good[L], all = 1;
+		for (int w = 0; w < L; w++) {
+			double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
+			float fx = (float)x, fy = (float)y, tw = fmaf(fx, fy, fs[w]);
+			double p = x * y, c0 = (double)fs[w], d = p + c0, bb = d - p;
+			double e = (p - (d - bb)) + (c0 - bb);
+			int32_t ixw = (e != 0) | ((double)tw != d);
+			float at = fabsf(tw);
+			good[w] = ok[w] & ((double)fx == x) & ((double)fy == y) & (at <= FLT_MAX) &
+			          (!ixw | (at > 0x1p-126f));
+			t[w] = tw;
+			ix[w] = ixw;
+			all &= good[w];
+		}
+		if (all) {
+			for (int w = 0; w < L; w++) {
+				fs[w] = t[w];
+				nix[w] += (uint64_t)ix[w];
+			}
+			continue;
+		}
+		for (int w = 0; w < L; w++) {
+			if (good[w]) {
+				fs[w] = t[w];
+				nix[w] += (uint64_t)ix[w];
+				continue;
+			}
+			double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
+			s[w] = fma32_slow(f, x, y, ok[w] ? (double)fs[w] : s[w], env,
+			                  env->index + (uint64_t)w * cidx + j, &r[w], NULL, j);
+			fs[w] = (float)s[w];
+			ok[w] = (double)fs[w] == s[w];
+		}
+	}
+	for (int w = 0; w < L; w++) {
+		acc[w * sacc] = ok[w] ? (double)fs[w] : s[w];
+		fold_done(&r[w], nix[w], 0, 0);
+	}
+}
+
 /* The binary32 RNE folds above apply: fold_f32 (add, sub), fold_fma32. */
 static bool f32_fold(emu_op op, const emu_format *f, const emu_env *env)
 {
@@ -1197,6 +1261,15 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 	/* binary32 in rne: fold_f32's and fold_fma32's float steps, chains
 	 * together */
 	bool f32 = f32_fold(op, f, env);
+	for (; f32 && op == EMU_OP_FMA && w + 8 <= m; w += 8) {
+		emu_a_flags r[8];
+		emu_env e = *env;
+		e.index = env->index + w * cidx;
+		fold_fma32_8(f, acc + w * sacc, sacc, a + w * ca, sa, ca, b + w * cb, sb, cb, n, &e,
+		             cidx, r);
+		for (int q = 0; q < 8; q++)
+			fold_merge(&t, &r[q], w + (size_t)q, cidx);
+	}
 	for (; f32 && w + 4 <= m; w += 4) {
 		emu_a_flags r[4];
 		emu_env e = *env;

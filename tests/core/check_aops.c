@@ -769,8 +769,8 @@ END_TEST
  * and the fallback decide: products and accumulators near 2^-126 (tiny,
  * exact or not, rounding up to 2^-126), exact cancellations to zeros of
  * either sign, overflow to inf, NaN and infinite operands; each against
- * emu_a_element and the encodings step by step (prove_fold), and four
- * chains at once against four folds. */
+ * emu_a_element and the encodings step by step (prove_fold), and four and
+ * eight chains at once against as many folds. */
 START_TEST(test_fold_fma32_edges)
 {
 	const emu_format *f = t_fmt("fp32");
@@ -813,24 +813,31 @@ START_TEST(test_fold_fma32_edges)
 			                  ? (0x1p-126 - 0x1p-149 * (rep % 3)) * (rep % 2 ? -1 : 1)
 			                  : 0.0;
 			cases += prove_fold(EMU_OP_FMA, f, &env, acc0, xa, 1, xb, 1, N);
-			double acc[4] = {acc0, -acc0, 0.0, acc0}, ref[4];
-			memcpy(ref, acc, sizeof acc);
-			emu_a_flags want = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
-			for (size_t c = 0; c < 4; c++) {
-				emu_env e = env;
-				e.index = env.index + c * (N / 4);
-				emu_a_flags r = emu_a_fold(EMU_OP_FMA, f, &ref[c], xa + c * (N / 4),
-				                           1, xb + c * (N / 4), 1, N / 4, &e, NULL);
-				for (int k = 0; k < 5; k++)
-					want.count[k] += r.count[k];
-				if (want.first_bad == UINT64_MAX && r.first_bad != UINT64_MAX)
-					want.first_bad = c * (N / 4) + r.first_bad;
+			/* 4 and 8 chains at once (fold_fma32_4, fold_fma32_8's lanes) */
+			for (size_t m = 4; m <= 8; m += 4) {
+				size_t len = N / m;
+				double acc[8], ref[8];
+				for (size_t c = 0; c < m; c++)
+					acc[c] = ref[c] = c % 3 == 2 ? 0.0 : c % 2 ? -acc0 : acc0;
+				emu_a_flags want = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+				for (size_t c = 0; c < m; c++) {
+					emu_env e = env;
+					e.index = env.index + c * len;
+					emu_a_flags r =
+					    emu_a_fold(EMU_OP_FMA, f, &ref[c], xa + c * len, 1,
+					               xb + c * len, 1, len, &e, NULL);
+					for (int k = 0; k < 5; k++)
+						want.count[k] += r.count[k];
+					if (want.first_bad == UINT64_MAX &&
+					    r.first_bad != UINT64_MAX)
+						want.first_bad = c * len + r.first_bad;
+				}
+				emu_a_flags got = emu_a_fold_n(EMU_OP_FMA, f, acc, 1, xa, 1, len,
+				                               xb, 1, len, len, m, &env, len);
+				ck_assert(memcmp(acc, ref, m * sizeof acc[0]) == 0);
+				ck_assert(memcmp(got.count, want.count, sizeof got.count) == 0);
+				ck_assert_uint_eq(got.first_bad, want.first_bad);
 			}
-			emu_a_flags got = emu_a_fold_n(EMU_OP_FMA, f, acc, 1, xa, 1, N / 4, xb, 1,
-			                               N / 4, N / 4, 4, &env, N / 4);
-			ck_assert(memcmp(acc, ref, sizeof acc) == 0);
-			ck_assert(memcmp(got.count, want.count, sizeof got.count) == 0);
-			ck_assert_uint_eq(got.first_bad, want.first_bad);
 		}
 	/* steps whose float result is 2^-126 and inexact: x·y + s = 2^-126 −
 	 * 2^-150 + 2^-152 rounds there on the subnormal grid but is tiny after
@@ -845,6 +852,20 @@ START_TEST(test_fold_fma32_edges)
 	for (size_t i = 0; i < ARRAY_SIZE(hand); i++)
 		cases +=
 		    prove_fold(EMU_OP_FMA, f, &env, hand[i].s, &hand[i].x, 1, &hand[i].y, 1, 1);
+	/* the same as lanes of eight chains (with accumulators that are not float
+	 * values: their steps are the scalar op's), against eight folds */
+	double hx[8], hy[8], hs[8], ref[8];
+	for (size_t c = 0; c < 8; c++) {
+		hx[c] = c < ARRAY_SIZE(hand) ? hand[c].x : 3;
+		hy[c] = c < ARRAY_SIZE(hand) ? hand[c].y : 0.5;
+		hs[c] = ref[c] = c < ARRAY_SIZE(hand) ? hand[c].s : 1 + 0x1p-40 * (double)c;
+		emu_a_fold(EMU_OP_FMA, f, &ref[c], &hx[c], 1, &hy[c], 1, 1, &env, NULL);
+	}
+	emu_a_flags hr = emu_a_fold_n(EMU_OP_FMA, f, hs, 1, hx, 1, 1, hy, 1, 1, 1, 8, &env, 1);
+	for (size_t c = 0; c < 8; c++)
+		ck_assert_msg(memcmp(&hs[c], &ref[c], sizeof hs[c]) == 0, "lane %zu: %a, want %a",
+		              c, hs[c], ref[c]);
+	ck_assert_uint_eq(hr.count[3], 3); /* underflows: two results of 2^-126, a subnormal */
 	t_count("aops: binary32 fma fold steps at its edges", cases);
 }
 END_TEST

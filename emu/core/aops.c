@@ -1126,9 +1126,10 @@ A_CLONES static void fold_fma32_4(const emu_format *f, double *acc, size_t sacc,
  * lane's float step decides it, else lane by lane, a lane the float path
  * leaves going to fma32_slow from its state before the step. Each chain is
  * exactly its own call, as in fold_fma32_4. */
-A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc, const double *a,
-                                  size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
-                                  size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
+static inline __attribute__((always_inline)) void
+fma32_lanes(const emu_format *f, double *acc, size_t sacc, const double *a, size_t sa, size_t ca,
+            const double *b, size_t sb, size_t cb, size_t n, const emu_env *env, uint64_t cidx,
+            emu_a_flags *r)
 {
 	enum { L = 8 };
 	float fs[L];
@@ -1182,6 +1183,21 @@ A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc,
 		acc[w * sacc] = ok[w] ? (double)fs[w] : s[w];
 		fold_done(&r[w], nix[w], 0, 0);
 	}
+}
+
+/* fma32_lanes, with the chains' shared operand (ca = 0: one row of A
+ * against several columns, a GEMM's dot products) read once a step, and
+ * the other's lanes adjacent (cb = 1) loaded as a vector */
+A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc, const double *a,
+                                  size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
+                                  size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	if (ca == 0 && cb == 1)
+		fma32_lanes(f, acc, sacc, a, sa, 0, b, sb, 1, n, env, cidx, r);
+	else if (ca == 0)
+		fma32_lanes(f, acc, sacc, a, sa, 0, b, sb, cb, n, env, cidx, r);
+	else
+		fma32_lanes(f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r);
 }
 
 /* The binary32 RNE folds above apply: fold_f32 (add, sub), fold_fma32. */

@@ -897,16 +897,21 @@ START_TEST(test_fold_n)
 			for (size_t o = 0; o < ARRAY_SIZE(foldops); o++)
 				for (size_t mi = 0; mi < ARRAY_SIZE(ms); mi++)
 					for (size_t ni = 0; ni < ARRAY_SIZE(ns); ni++)
-						for (int shape = 0; shape < 3; shape++) {
+						for (int shape = 0; shape < 4; shape++) {
 							emu_op op = foldops[o];
 							size_t m = ms[mi], n = ns[ni];
 							/* shape 0: chains apart, unit stride;
 							 * 1: a shared (ca = 0), b strided
-							 * down columns; 2: both strided */
+							 * down columns; 2: both strided;
+							 * 3: a shared, b's chains apart */
 							size_t sa = shape == 2 ? 2 : 1,
-							       ca = shape == 1 ? 0 : N * sa,
-							       sb = shape ? M : 1,
-							       cb = shape ? 1 : N;
+							       ca = shape == 1 || shape == 3
+							                ? 0
+							                : N * sa,
+							       sb =
+							           shape == 1 || shape == 2 ? M : 1,
+							       cb =
+							           shape == 1 || shape == 2 ? 1 : N;
 							uint64_t cidx = n + 3;
 							double acc[9], ref[9];
 							for (size_t c = 0; c < m; c++)

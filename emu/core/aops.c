@@ -1037,9 +1037,11 @@ static __attribute__((noinline)) double fma32_slow(const emu_format *f, double x
 }
 
 /* Step j of chain W_ (its state s, fs, ok: the accumulator as a double and
- * as a float, and whether it is a float value; its inexact count nix) */
-#define FMA32_STEP(W_, FL)                                                                         \
+ * as a float, and whether it is a float value; its inexact count nix), its
+ * flags into FLP[j] when FLP is not NULL */
+#define FMA32_STEP(W_, FLP)                                                                        \
 	do {                                                                                       \
+		uint8_t *fl_ = (FLP);                                                              \
 		double x = a[(W_)*ca + j * sa], y = b[(W_)*cb + j * sb];                           \
 		float fx = (float)x, fy = (float)y;                                                \
 		if (ok##W_ && (double)fx == x && (double)fy == y) {                                \
@@ -1049,15 +1051,15 @@ static __attribute__((noinline)) double fma32_slow(const emu_format *f, double x
 			uint64_t ix = (e != 0) | ((double)t != d);                                 \
 			if (isfinite(t) && (!ix || fabsf(t) > 0x1p-126f)) {                        \
 				nix##W_ += ix;                                                     \
-				if (FL)                                                            \
-					flags[j] = (uint8_t)(ix << 4);                             \
+				if (fl_)                                                           \
+					fl_[j] = (uint8_t)(ix << 4);                               \
 				fs##W_ = t;                                                        \
 				break;                                                             \
 			}                                                                          \
 		}                                                                                  \
 		double s_ = ok##W_ ? (double)fs##W_ : s##W_;                                       \
 		s##W_ = fma32_slow(f, x, y, s_, env, env->index + (uint64_t)(W_)*cidx + j, &r[W_], \
-		                   (FL) ? flags : NULL, j);                                        \
+		                   fl_, j);                                                        \
 		fs##W_ = (float)s##W_;                                                             \
 		ok##W_ = (double)fs##W_ == s##W_;                                                  \
 	} while (0)
@@ -1092,7 +1094,7 @@ A_CLONES static emu_a_flags fold_fma32(const emu_format *f, double *acc, const d
 	const uint64_t cidx = 0;
 	FMA32_INIT(0);
 	for (size_t j = 0; j < n; j++)
-		FMA32_STEP(0, flags != NULL);
+		FMA32_STEP(0, flags);
 	FMA32_DONE(0);
 	return r[0];
 }
@@ -1104,16 +1106,15 @@ A_CLONES static void fold_fma32_4(const emu_format *f, double *acc, size_t sacc,
                                   size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
                                   size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
 {
-	uint8_t *const flags = NULL;
 	FMA32_INIT(0);
 	FMA32_INIT(1);
 	FMA32_INIT(2);
 	FMA32_INIT(3);
 	for (size_t j = 0; j < n; j++) {
-		FMA32_STEP(0, false);
-		FMA32_STEP(1, false);
-		FMA32_STEP(2, false);
-		FMA32_STEP(3, false);
+		FMA32_STEP(0, NULL);
+		FMA32_STEP(1, NULL);
+		FMA32_STEP(2, NULL);
+		FMA32_STEP(3, NULL);
 	}
 	FMA32_DONE(0);
 	FMA32_DONE(1);
@@ -1216,7 +1217,7 @@ emu_a_flags emu_a_fold(emu_op op, const emu_format *f, double *acc, const double
                        const double *b, size_t sb, size_t n, const emu_env *env, uint8_t *flags)
 {
 	struct fconsts k;
-	if (f32_fold(op, f, env))
+	if (f32_fold(op, f, env) && (op != EMU_OP_FMA || b))
 		return op == EMU_OP_FMA ? fold_fma32(f, acc, a, sa, b, sb, n, env, flags)
 		                        : fold_f32(op, f, acc, a, sa, n, env, flags);
 	/* min and max never round: the fast path's conditions hold for them in
@@ -1276,7 +1277,7 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 	size_t w = 0;
 	/* binary32 in rne: fold_f32's and fold_fma32's float steps, chains
 	 * together */
-	bool f32 = f32_fold(op, f, env);
+	bool f32 = f32_fold(op, f, env) && (op != EMU_OP_FMA || b);
 	for (; f32 && op == EMU_OP_FMA && w + 8 <= m; w += 8) {
 		emu_a_flags r[8];
 		emu_env e = *env;

@@ -699,22 +699,32 @@ static void tc_add_term(__int128 *S, bool neg, uint64_t P, int sh, bool *chopped
 	*S += neg ? -(__int128)v : (__int128)v;
 }
 
-/* emu_decode, with the common case inline: an exponent field neither 0
+/* emu_decode, with the common cases inline: an exponent field neither 0
  * nor all ones is a normal number in every format kind (IEEE, fn, fnuz,
- * no-inf), so its value is built from the fields; the rest (zeros,
- * subnormals, the top binade's specials) goes to emu_decode. */
+ * no-inf), and so is the all-ones field of a format with neither
+ * infinities nor NaN (FP4's and FP6's top binade), so its value is built
+ * from the fields; a zero field is a zero or a subnormal but in fnuz (whose
+ * negative zero is its NaN). The rest (fnuz's zero field, the top binade of
+ * a format with specials, formats without a fraction) goes to emu_decode. */
 static inline double tc_decode(const emu_format *f, emu_bits b)
 {
 	int m = f->p - 1;
 	emu_bits mag = (f->has_sign ? b & ~f->sign_mask : b) &
 	               (f->bits == 32 ? ~(emu_bits)0 : ((emu_bits)1 << f->bits) - 1);
 	emu_bits ef = mag >> m, top = f->exp_mask >> m;
-	if (m < 1 || ef == 0 || ef == top)
+	bool top_normal = !f->has_inf && f->nan == EMU_NAN_NONE;
+	if (m < 1 || (ef == 0 && f->nan == EMU_NAN_FNUZ) || (ef == top && !top_normal))
 		return emu_decode(f, b);
-	uint64_t u = ((uint64_t)((int)ef - f->bias + 1023) << 52) |
-	             ((uint64_t)(mag & f->man_mask) << (52 - m));
 	double v;
-	memcpy(&v, &u, sizeof v);
+	if (ef == 0) { /* a zero or a subnormal: the fraction times 2^(1 − bias − m) */
+		uint64_t q = (uint64_t)(1 - f->bias - m + 1023) << 52;
+		memcpy(&v, &q, sizeof v);
+		v *= (double)(mag & f->man_mask); /* exact: at most 23 bits */
+	} else {
+		uint64_t u = ((uint64_t)((int)ef - f->bias + 1023) << 52) |
+		             ((uint64_t)(mag & f->man_mask) << (52 - m));
+		memcpy(&v, &u, sizeof v);
+	}
 	return f->has_sign && (b & f->sign_mask) ? -v : v;
 }
 

@@ -771,6 +771,48 @@ START_TEST(test_tc_hand)
 }
 END_TEST
 
+/* emu_tc_split of every encoding of every input format of at most 19 bits
+ * (tf32's 2^19 included): |x| = P·2^(e − p + 1) with e =
+ * max(floor(log2|x|), emin) and P below 2^p for a finite nonzero x, P = 0
+ * for a zero, special for NaN and infinities, the sign bit kept, all
+ * against emu_decode. */
+START_TEST(test_tc_split_all)
+{
+	static const char *const names[] = {"fp16",     "bf16", "e4m3", "e5m2", "e4m3fnuz",
+	                                    "e5m2fnuz", "e3m2", "e2m3", "e2m1", "tf32"};
+	uint64_t n = 0;
+	for (size_t k = 0; k < ARRAY_SIZE(names); k++) {
+		const emu_format *f = t_fmt(names[k]);
+		ck_assert(f->bits <= 19);
+		for (uint64_t i = 0; i < (1ull << f->bits); i++) {
+			emu_bits b = (emu_bits)i;
+			double v = emu_decode(f, b);
+			emu_tc_opnd o;
+			emu_tc_split(f, &b, 1, &o);
+			bool special = isnan(v) || isinf(v);
+			ck_assert_msg(
+			    o.special == special && (special || o.neg == (signbit(v) != 0)),
+			    "%s 0x%x: special %d neg %d for %a", f->name, b, o.special, o.neg, v);
+			if (special)
+				continue;
+			if (v == 0) {
+				ck_assert_msg(o.P == 0 && o.e == EMU_TC_ZERO_E, "%s 0x%x: zero",
+				              f->name, b);
+				continue;
+			}
+			int fe;
+			(void)frexp(v, &fe);
+			int e = fe - 1 < f->emin ? f->emin : fe - 1;
+			ck_assert_msg(o.e == e && o.P < (1u << f->p) &&
+			                  ldexp((double)o.P, o.e - f->p + 1) == fabs(v),
+			              "%s 0x%x: P %u e %d for %a", f->name, b, o.P, o.e, v);
+			n++;
+		}
+	}
+	t_count("tc operands split, against emu_decode", n);
+}
+END_TEST
+
 /* ---- fast == MPFR on random cases ---- */
 
 #define TC_KMAX 160
@@ -1536,6 +1578,7 @@ Suite *suite_tc(void)
 	TCase *tc = tcase_create("model");
 	tcase_add_test(tc, test_tc_specs);
 	tcase_add_test(tc, test_tc_hand);
+	tcase_add_test(tc, test_tc_split_all);
 	tcase_add_test(tc, test_tc_fttn);
 	tcase_add_test(tc, test_tc_readers);
 	suite_add_tcase(s, tc);

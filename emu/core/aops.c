@@ -1036,43 +1036,6 @@ static __attribute__((noinline)) double fma32_slow(const emu_format *f, double x
 	return s;
 }
 
-/* Step j of chain W_ (its state s, fs, ok: the accumulator as a double and
- * as a float, and whether it is a float value; its inexact count nix), its
- * flags into FLP[j] when FLP is not NULL */
-#define FMA32_STEP(W_, FLP)                                                                        \
-	do {                                                                                       \
-		uint8_t *fl_ = (FLP);                                                              \
-		double x = a[(W_)*ca + j * sa], y = b[(W_)*cb + j * sb];                           \
-		float fx = (float)x, fy = (float)y;                                                \
-		if (ok##W_ && (double)fx == x && (double)fy == y) {                                \
-			float t = fmaf(fx, fy, fs##W_);                                            \
-			double p = x * y, c0 = (double)fs##W_, d = p + c0, bb = d - p;             \
-			double e = (p - (d - bb)) + (c0 - bb);                                     \
-			uint64_t ix = (e != 0) | ((double)t != d);                                 \
-			if (isfinite(t) && (!ix || fabsf(t) > 0x1p-126f)) {                        \
-				nix##W_ += ix;                                                     \
-				if (fl_)                                                           \
-					fl_[j] = (uint8_t)(ix << 4);                               \
-				fs##W_ = t;                                                        \
-				break;                                                             \
-			}                                                                          \
-		}                                                                                  \
-		double s_ = ok##W_ ? (double)fs##W_ : s##W_;                                       \
-		s##W_ = fma32_slow(f, x, y, s_, env, env->index + (uint64_t)(W_)*cidx + j, &r[W_], \
-		                   fl_, j);                                                        \
-		fs##W_ = (float)s##W_;                                                             \
-		ok##W_ = (double)fs##W_ == s##W_;                                                  \
-	} while (0)
-#define FMA32_INIT(W_)                                                                             \
-	r[W_] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};                                  \
-	double s##W_ = acc[(W_)*sacc];                                                             \
-	float fs##W_ = (float)s##W_;                                                               \
-	bool ok##W_ = (double)fs##W_ == s##W_;                                                     \
-	uint64_t nix##W_ = 0
-#define FMA32_DONE(W_)                                                                             \
-	acc[(W_)*sacc] = ok##W_ ? (double)fs##W_ : s##W_;                                          \
-	fold_done(&r[W_], nix##W_, 0, 0)
-
 /*
  * An fma fold in binary32, RNE, no sat, ftz or daz: each step is the CPU's
  * float fma (fmaf: correctly rounded, one instruction in the clones that
@@ -1082,61 +1045,26 @@ static __attribute__((noinline)) double fma32_slow(const emu_format *f, double x
  * step is exact iff e = 0 and t = d. A step whose operands are not float
  * values, whose result is not finite, or which is inexact at or below
  * 2^-126 (where tininess asks the unbounded rounding) is emu_a_element's,
- * as in fold_loop. The chain's state stays a float (and in a register)
- * while it is a float value.
+ * as in fold_loop.
+ *
+ * L chains as lanes (chain w on acc[w·sacc], a + w·ca, b + w·cb; SR indices
+ * env->index + w·cidx + j, which the scalar steps keep), each exactly its
+ * own fold: each step computed for every lane without a branch (so the
+ * lanes vectorise), taken as a whole when every lane's float step decides
+ * it, else lane by lane, a lane the float path leaves going to fma32_slow
+ * from its state before the step. A lane's state is its accumulator as a
+ * float while it is a float value (ok), as a double otherwise. flags: each
+ * step's, L = 1 only.
  */
-A_CLONES static emu_a_flags fold_fma32(const emu_format *f, double *acc, const double *a, size_t sa,
-                                       const double *b, size_t sb, size_t n, const emu_env *env,
-                                       uint8_t *flags)
-{
-	emu_a_flags r[1];
-	const size_t sacc = 0, ca = 0, cb = 0;
-	const uint64_t cidx = 0;
-	FMA32_INIT(0);
-	for (size_t j = 0; j < n; j++)
-		FMA32_STEP(0, flags);
-	FMA32_DONE(0);
-	return r[0];
-}
-
-/* Four chains of fold_fma32 stepped together, each exactly its own call
- * (chain w on acc[w·sacc], a + w·ca, b + w·cb; SR indices env->index +
- * w·cidx + j, which the scalar steps keep) */
-A_CLONES static void fold_fma32_4(const emu_format *f, double *acc, size_t sacc, const double *a,
-                                  size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
-                                  size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
-{
-	FMA32_INIT(0);
-	FMA32_INIT(1);
-	FMA32_INIT(2);
-	FMA32_INIT(3);
-	for (size_t j = 0; j < n; j++) {
-		FMA32_STEP(0, NULL);
-		FMA32_STEP(1, NULL);
-		FMA32_STEP(2, NULL);
-		FMA32_STEP(3, NULL);
-	}
-	FMA32_DONE(0);
-	FMA32_DONE(1);
-	FMA32_DONE(2);
-	FMA32_DONE(3);
-}
-
-/* Eight chains of fold_fma32 as lanes: each step computed for every lane
- * without a branch (so the lanes vectorise), taken as a whole when every
- * lane's float step decides it, else lane by lane, a lane the float path
- * leaves going to fma32_slow from its state before the step. Each chain is
- * exactly its own call, as in fold_fma32_4. */
 static inline __attribute__((always_inline)) void
-fma32_lanes(const emu_format *f, double *acc, size_t sacc, const double *a, size_t sa, size_t ca,
-            const double *b, size_t sb, size_t cb, size_t n, const emu_env *env, uint64_t cidx,
-            emu_a_flags *r)
+fma32_lanes(const int L, const emu_format *f, double *acc, size_t sacc, const double *a, size_t sa,
+            size_t ca, const double *b, size_t sb, size_t cb, size_t n, const emu_env *env,
+            uint64_t cidx, emu_a_flags *r, uint8_t *flags)
 {
-	enum { L = 8 };
-	float fs[L];
-	double s[L];
-	int32_t ok[L];
-	uint64_t nix[L];
+	float fs[8];
+	double s[8];
+	int32_t ok[8];
+	uint64_t nix[8];
 	for (int w = 0; w < L; w++) {
 		r[w] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 		s[w] = acc[w * sacc];
@@ -1145,8 +1073,8 @@ fma32_lanes(const emu_format *f, double *acc, size_t sacc, const double *a, size
 		nix[w] = 0;
 	}
 	for (size_t j = 0; j < n; j++) {
-		float t[L];
-		int32_t ix[L], good[L], all = 1;
+		float t[8];
+		int32_t ix[8], good[8], all = 1;
 		for (int w = 0; w < L; w++) {
 			double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
 			float fx = (float)x, fy = (float)y, tw = fmaf(fx, fy, fs[w]);
@@ -1160,22 +1088,17 @@ fma32_lanes(const emu_format *f, double *acc, size_t sacc, const double *a, size
 			ix[w] = ixw;
 			all &= good[w];
 		}
-		if (all) {
-			for (int w = 0; w < L; w++) {
-				fs[w] = t[w];
-				nix[w] += (uint64_t)ix[w];
-			}
-			continue;
-		}
 		for (int w = 0; w < L; w++) {
-			if (good[w]) {
+			if (all || good[w]) {
 				fs[w] = t[w];
 				nix[w] += (uint64_t)ix[w];
+				if (flags)
+					flags[j] = (uint8_t)(ix[w] << 4);
 				continue;
 			}
 			double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
 			s[w] = fma32_slow(f, x, y, ok[w] ? (double)fs[w] : s[w], env,
-			                  env->index + (uint64_t)w * cidx + j, &r[w], NULL, j);
+			                  env->index + (uint64_t)w * cidx + j, &r[w], flags, j);
 			fs[w] = (float)s[w];
 			ok[w] = (double)fs[w] == s[w];
 		}
@@ -1186,7 +1109,23 @@ fma32_lanes(const emu_format *f, double *acc, size_t sacc, const double *a, size
 	}
 }
 
-/* fma32_lanes, with the chains' shared operand (ca = 0: one row of A
+A_CLONES static emu_a_flags fold_fma32(const emu_format *f, double *acc, const double *a, size_t sa,
+                                       const double *b, size_t sb, size_t n, const emu_env *env,
+                                       uint8_t *flags)
+{
+	emu_a_flags r;
+	fma32_lanes(1, f, acc, 0, a, sa, 0, b, sb, 0, n, env, 0, &r, flags);
+	return r;
+}
+
+A_CLONES static void fold_fma32_4(const emu_format *f, double *acc, size_t sacc, const double *a,
+                                  size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
+                                  size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	fma32_lanes(4, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r, NULL);
+}
+
+/* Eight lanes, with the chains' shared operand (ca = 0: one row of A
  * against several columns, a GEMM's dot products) read once a step, and
  * the other's lanes adjacent (cb = 1) loaded as a vector */
 A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc, const double *a,
@@ -1194,11 +1133,11 @@ A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc,
                                   size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
 {
 	if (ca == 0 && cb == 1)
-		fma32_lanes(f, acc, sacc, a, sa, 0, b, sb, 1, n, env, cidx, r);
+		fma32_lanes(8, f, acc, sacc, a, sa, 0, b, sb, 1, n, env, cidx, r, NULL);
 	else if (ca == 0)
-		fma32_lanes(f, acc, sacc, a, sa, 0, b, sb, cb, n, env, cidx, r);
+		fma32_lanes(8, f, acc, sacc, a, sa, 0, b, sb, cb, n, env, cidx, r, NULL);
 	else
-		fma32_lanes(f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r);
+		fma32_lanes(8, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r, NULL);
 }
 
 /* The binary32 RNE folds above apply: fold_f32 (add, sub), fold_fma32. */

@@ -157,7 +157,7 @@ static inline void in_counts(double x, double v, unsigned fl, uint64_t *ch, uint
 	memcpy(&ux, &x, sizeof ux);
 	memcpy(&uv, &v, sizeof uv);
 	uint64_t ax = ux & mag, av = uv & mag;
-	uint64_t xfin = ax<inf, vfin = av<inf, xnan = ax> inf, vnan = av> inf;
+	uint64_t xfin = (ax < inf), vfin = (av < inf), xnan = (ax > inf), vnan = (av > inf);
 	*ch += (ux != uv) & !(xnan & vnan);
 	*ov += ((fl & EMU_FLAG_OVERFLOW) != 0) | (xfin & !vfin);
 	*fz += (av == 0) & (ax != 0) & xfin;

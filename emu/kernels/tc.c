@@ -1541,7 +1541,7 @@ double emu_tc_plan_value(const emu_tc_plan *p, const emu_bits *a, const emu_bits
                          unsigned *flags)
 {
 	double d;
-	if (!(p->direct && sa && sb && tc_block_direct(p, sa, sb, n, c, flags, &d)))
+	if (!(p->direct && !p->sc && sa && sb && tc_block_direct(p, sa, sb, n, c, flags, &d)))
 		d = tc_chain(p, a, b, n, 0, c, flags);
 	if (isnan(d)) /* the NaN's encoding, as emu_tc_plan_block gives it */
 		d = emu_decode(p->out, tc_result(p, (emu_result){emu_encode(p->out, d), 0}).bits);
@@ -1555,4 +1555,140 @@ emu_result emu_tc_plan_block(const emu_tc_plan *p, const emu_bits *a, const emu_
 	double cd = emu_decode(p->fp32, tc_c32(p, c, &flags));
 	double d = emu_tc_plan_value(p, a, b, sa, sb, n, cd, &flags);
 	return tc_result(p, (emu_result){emu_encode(p->out, d), flags});
+}
+
+/* ---- a block-scaled GEMM's blocks over split operands and scales ---- */
+
+void emu_tc_split_scales(const emu_format *fmt, const emu_bits *x, size_t n, emu_tc_opnd *o)
+{
+	for (size_t i = 0; i < n; i++) {
+		emu_bits v = fmt->has_sign ? x[i] & ~fmt->sign_mask : x[i]; /* ue4m3 */
+		double d = emu_decode(fmt, v);
+		o[i].neg = 0;
+		o[i].special = !isfinite(d);
+		o[i].P = 0;
+		o[i].e = FP32_EMIN; /* a zero scale's exponent (tc_scale's) */
+		if (d != 0 && isfinite(d)) {
+			uint64_t P;
+			int e, lsb;
+			tc_split(d, fmt->emin, fmt->p, &P, &e, &lsb);
+			o[i].P = (uint32_t)P; /* below 2^p, p <= 8 */
+			o[i].e = (int16_t)e;
+		}
+	}
+}
+
+/* the most terms a scaled block keeps between its passes */
+#define TC_SCALED_TERMS 64
+
+bool emu_tc_plan_init_scaled(emu_tc_plan *p, const emu_tc_model *m, const emu_format *ina,
+                             const emu_format *inb, const emu_format *out, const emu_tc_scales *s)
+{
+	emu_tc_model one = *m;
+	one.promote_every = 0;
+	if (!s || !tc_ctx_init(p, &one, ina, inb, out, s))
+		return false;
+	size_t G = one.gsum > 1 ? (size_t)one.gsum : 1;
+	p->direct = one.acc == EMU_TC_ACC_BLOCK && !one.c_late && one.split == 1 &&
+	            ((size_t)one.k + G - 1) / G <= TC_SCALED_TERMS && ina->p <= 24 &&
+	            inb->p <= 24 && ina->emin > -1000 && inb->emin > -1000 && ina->emax < 1000 &&
+	            inb->emax < 1000;
+	return true;
+}
+
+/* One block of a direct scaled plan, as tc_block over tc_block_terms: the
+ * same terms as tc_term_at makes them, from split operands and scales
+ * (sa[i / block] for product i). True with the value in *r; false (nothing
+ * written) when an operand or a scale is a NaN or an infinity. */
+static bool tc_block_scaled(const tc_ctx *t, const emu_tc_opnd *a, const emu_tc_opnd *b, size_t n,
+                            const emu_tc_opnd *sa, const emu_tc_opnd *sb, double c, unsigned *flags,
+                            double *r)
+{
+	const emu_tc_model *m = &t->m;
+	const emu_format *fa = t->ina, *fb = t->inb;
+	size_t G = m->gsum > 1 ? (size_t)m->gsum : 1, nt = (n + G - 1) / G, blk = t->sc->block;
+	unsigned special = 0; /* (a NaN or an infinite C is pass 1's, as in tc_block_terms) */
+	for (size_t i = 0; i < n; i++)
+		special |= a[i].special | b[i].special;
+	for (size_t g = 0; n && g <= (n - 1) / blk; g++)
+		special |= sa[g].special | sb[g].special;
+	if (special)
+		return false;
+
+	tc_scan s = {0};
+	tc_scan_c(t, &s, c, true);
+	int pa = fa->p - 1, pb = fb->p - 1, ps = t->sc->fmt->p - 1;
+	int Lg = (fa->emin - pa) + (fb->emin - pb); /* a group's grid */
+	tc_term kt[TC_SCALED_TERMS];
+	size_t nk = 0;
+	for (size_t j = 0; j < nt; j++) {
+		size_t i0 = j * G, i1 = i0 + G < n ? i0 + G : n;
+		const emu_tc_opnd *A = &sa[i0 / blk], *B = &sb[i0 / blk];
+		uint64_t PA = A->P, PB = B->P;
+		int lA = PA ? A->e - ps : FP32_EMIN, lB = PB ? B->e - ps : FP32_EMIN;
+		bool szero = PA == 0 || PB == 0;
+		tc_term o = {0};
+		if (G == 1) {
+			const emu_tc_opnd *x = &a[i0], *y = &b[i0];
+			o.neg = x->neg ^ y->neg;
+			o.zero = x->P == 0 || y->P == 0 || szero;
+			/* tc_exp: a zero operand's exponent is −126 */
+			o.E = (x->P ? x->e : FP32_EMIN) + (y->P ? y->e : FP32_EMIN) + A->e + B->e;
+			o.P = (uint64_t)x->P * y->P * PA * PB;
+			o.lsb = (x->e - pa) + (y->e - pb) + lA + lB;
+		} else {
+			int64_t sum = 0;
+			bool any = false, zneg = true;
+			for (size_t i = i0; i < i1; i++) {
+				bool neg = a[i].neg ^ b[i].neg;
+				if (a[i].P == 0 || b[i].P == 0) {
+					zneg &= neg;
+					continue;
+				}
+				int64_t v = (int64_t)(((uint64_t)a[i].P * b[i].P)
+				                      << (a[i].e - pa + b[i].e - pb - Lg));
+				sum += neg ? -v : v;
+				any = true;
+			}
+			o.neg = sum < 0 || (sum == 0 && (any ? m->final_mode == EMU_DOWN : zneg));
+			o.zero = sum == 0 || szero;
+			o.E = A->e + B->e;
+			o.P = (sum < 0 ? -(uint64_t)sum : (uint64_t)sum) * PA * PB;
+			o.lsb = Lg + lA + lB;
+		}
+		tc_scan_term(&s, o.neg, o.zero, o.E);
+		if (o.zero && m->zero_align)
+			tc_scan_zexp(&s, o.E);
+		if (!o.zero)
+			kt[nk++] = o;
+	}
+	double v;
+	if (!tc_scan_done(t, &s, flags, &v)) {
+		/* pass 2: chop every term to the window and sum exactly, C first */
+		int L = tc_window(t, &s);
+		__int128 S = 0;
+		bool chopped = false;
+		tc_add_c(&S, c, true, L, &chopped);
+		for (size_t j = 0; j < nk; j++)
+			tc_add_term(&S, kt[j].neg, kt[j].P, kt[j].lsb - L, &chopped);
+		if (chopped)
+			*flags |= EMU_FLAG_INEXACT;
+		v = tc_round_sum(t, S, L, flags);
+	}
+	*r = m->zero_pos && v == 0 ? 0.0 : v;
+	return true;
+}
+
+bool emu_tc_plan_scaled(const emu_tc_plan *p, const emu_tc_opnd *a, const emu_tc_opnd *b,
+                        const emu_tc_opnd *sa, const emu_tc_opnd *sb, size_t n, emu_bits c,
+                        emu_result *r)
+{
+	if (!p->direct || !p->sc || n > (size_t)p->m.k)
+		return false;
+	unsigned flags = 0;
+	double d, cd = emu_decode(p->fp32, tc_c32(p, c, &flags));
+	if (!tc_block_scaled(p, a, b, n, sa, sb, cd, &flags, &d))
+		return false;
+	*r = tc_result(p, (emu_result){emu_encode(p->out, d), flags});
+	return true;
 }

@@ -251,7 +251,9 @@ void emu_tc_split(const emu_format *in, const emu_bits *x, size_t n, emu_tc_opnd
  * environments, and whether blocks may read split operands (direct: the
  * block FMA without split, groups or scales, C inside the block, zeros out
  * of the alignment, one input format, and a block whose chopped terms sum
- * in 64 bits). Made by emu_tc_plan_init; the fields are the model's code's. */
+ * in 64 bits). Made by emu_tc_plan_init, or by emu_tc_plan_init_scaled (sc
+ * set, direct as it says, for emu_tc_plan_scaled only); the fields are the
+ * model's code's. */
 typedef struct emu_tc_plan {
 	emu_tc_model m;
 	const emu_tc_scales *sc;
@@ -280,6 +282,30 @@ emu_result emu_tc_plan_block(const emu_tc_plan *p, const emu_bits *a, const emu_
 double emu_tc_plan_value(const emu_tc_plan *p, const emu_bits *a, const emu_bits *b,
                          const emu_tc_opnd *sa, const emu_tc_opnd *sb, size_t n, double c,
                          unsigned *flags);
+
+/*
+ * The same for the block-scaled kinds (emu_scaled_gemm): scales split as
+ * operands are, their magnitudes (a sign bit ignored: ue4m3), a zero with
+ * P = 0 and e = −126 (the exponent the model gives it), a NaN special.
+ */
+void emu_tc_split_scales(const emu_format *fmt, const emu_bits *x, size_t n, emu_tc_opnd *o);
+
+/* A plan for m with A in ina, B in inb and scales of s->fmt, one per
+ * s->block products (s must outlive p; its arrays are not read). direct:
+ * the block FMA without split or late C, at most 64 terms a block. false
+ * unless emu_tc_check and emu_tc_check_scales pass. */
+bool emu_tc_plan_init_scaled(emu_tc_plan *p, const emu_tc_model *m, const emu_format *ina,
+                             const emu_format *inb, const emu_format *out, const emu_tc_scales *s);
+
+/* One block (n <= k) over split operands a, b and split scales sa, sb (the
+ * scales of product i at i / s->block): emu_tc_dot_scaled(m with
+ * promote_every 0, ina, inb, out, ..., n, c, s) bit for bit and flag for
+ * flag, into *r. false, with nothing written, when the plan is not direct
+ * or an operand or a scale is a NaN or an infinity (emu_tc_dot_scaled
+ * decides those). */
+bool emu_tc_plan_scaled(const emu_tc_plan *p, const emu_tc_opnd *a, const emu_tc_opnd *b,
+                        const emu_tc_opnd *sa, const emu_tc_opnd *sb, size_t n, emu_bits c,
+                        emu_result *r);
 
 /* Whether scales s can go with m: acc=block, a scale format without
  * infinities with p <= 8, block >= 1 (a multiple of gsum when gsum > 1),

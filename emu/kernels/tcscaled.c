@@ -165,6 +165,150 @@ static emu_status gemm_fail(char *err, size_t errlen, const char *msg, const emu
 	return EMU_ERR_BAD_SPEC;
 }
 
+/* One instruction of the Blackwell GEMM from the encodings: products k0 ..
+ * k0 + chunk of element (i, j), a K tail padded with zeros (and zero
+ * scales for NVFP4's groups wholly past K). */
+static emu_bits gemm_chunk(const emu_qtensor *qa, const emu_qtensor *qb, const emu_recipe *r,
+                           const emu_tc_model *tm, bool mx, size_t i, size_t j, size_t k0,
+                           emu_bits acc)
+{
+	size_t K = qa->cols, N = qb->cols, chunk = mx ? EMU_TCS_K_F8F6F4 : EMU_TCS_K_F4;
+	emu_bits a[EMU_TCS_K_F4] = {0}, b[EMU_TCS_K_F4] = {0};
+	emu_bits sa[4] = {0}, sb[4] = {0};
+	for (size_t k = k0; k < k0 + chunk && k < K; k++) {
+		a[k - k0] = qa->code[i * K + k];
+		b[k - k0] = qb->code[k * N + j];
+	}
+	if (mx) {
+		sa[0] = qa->dcode[gemm_block(qa, i, k0)] & 0xffu;
+		sb[0] = qb->dcode[gemm_block(qb, k0, j)] & 0xffu;
+	} else {
+		for (size_t g = 0; g < 4 && k0 + 16 * g < K; g++) {
+			sa[g] = qa->dcode[gemm_block(qa, i, k0 + 16 * g)];
+			sb[g] = qb->dcode[gemm_block(qb, k0 + 16 * g, j)];
+		}
+	}
+	emu_tc_scales sc = {&r->scale_fmt, mx ? chunk : 16, sa, sb};
+	return emu_tc_dot_scaled(tm, &qa->elem, &qb->elem, tcs_fp32(), a, b, chunk, acc, &sc).bits;
+}
+
+/* The operands split once for every instruction that reads them (A by
+ * rows, B by columns, both along K) and the scales once per block: NULL
+ * out of memory or when the plan cannot read them. */
+typedef struct {
+	emu_tc_plan plan;
+	emu_tc_scales sc; /* the plan's: format and block */
+	emu_bits dummy;
+	emu_tc_opnd *xa, *xb, *xsa, *xsb, zero_scale;
+} gemm_split;
+
+static bool gemm_split_init(gemm_split *g, const emu_qtensor *qa, const emu_qtensor *qb,
+                            const emu_recipe *r, const emu_tc_model *tm, bool mx)
+{
+	size_t M = qa->rows, K = qa->cols, N = qb->cols;
+	size_t nsa = qa->nbr * qa->nbc, nsb = qb->nbr * qb->nbc;
+	*g = (gemm_split){0};
+	g->sc = (emu_tc_scales){&r->scale_fmt, mx ? EMU_TCS_K_F8F6F4 : 16, &g->dummy, &g->dummy};
+	if (!emu_tc_plan_init_scaled(&g->plan, tm, &qa->elem, &qb->elem, tcs_fp32(), &g->sc) ||
+	    !g->plan.direct)
+		return false;
+	g->xa = malloc((M * K + 1) * sizeof *g->xa);
+	g->xb = malloc((K * N + 1) * sizeof *g->xb);
+	emu_tc_opnd *t = malloc((K * N + 1) * sizeof *t);
+	emu_bits *codes = malloc(((nsa > nsb ? nsa : nsb) + 1) * sizeof *codes);
+	g->xsa = malloc((nsa + 1) * sizeof *g->xsa);
+	g->xsb = malloc((nsb + 1) * sizeof *g->xsb);
+	bool ok = g->xa && g->xb && t && codes && g->xsa && g->xsb;
+	if (ok) {
+		emu_tc_split(&qa->elem, qa->code, M * K, g->xa);
+		emu_tc_split(&qb->elem, qb->code, K * N, t);
+		for (size_t k = 0; k < K; k++)
+			for (size_t j = 0; j < N; j++)
+				g->xb[j * K + k] = t[k * N + j];
+		/* kind::mxf8f6f4 reads a scale's low 8 bits */
+		for (size_t b = 0; b < nsa; b++)
+			codes[b] = mx ? qa->dcode[b] & 0xffu : qa->dcode[b];
+		emu_tc_split_scales(&r->scale_fmt, codes, nsa, g->xsa);
+		for (size_t b = 0; b < nsb; b++)
+			codes[b] = mx ? qb->dcode[b] & 0xffu : qb->dcode[b];
+		emu_tc_split_scales(&r->scale_fmt, codes, nsb, g->xsb);
+		codes[0] = 0;
+		emu_tc_split_scales(&r->scale_fmt, codes, 1, &g->zero_scale);
+	}
+	free(t);
+	free(codes);
+	if (!ok) {
+		free(g->xa);
+		free(g->xb);
+		free(g->xsa);
+		free(g->xsb);
+	}
+	return ok;
+}
+
+static void gemm_split_free(gemm_split *g)
+{
+	free(g->xa);
+	free(g->xb);
+	free(g->xsa);
+	free(g->xsb);
+}
+
+/* D = alpha · A·B on tcgen05's block-scaled kinds, each output element a
+ * chain of instructions from +0: through the split operands where the plan
+ * decides the instruction, from the encodings where it does not. */
+static void gemm_blackwell(const emu_qtensor *qa, const emu_qtensor *qb, const emu_recipe *r,
+                           const emu_tc_model *tm, bool mx, double alpha, double *D)
+{
+	const emu_format *f32 = tcs_fp32();
+	size_t M = qa->rows, K = qa->cols, N = qb->cols;
+	size_t chunk = mx ? EMU_TCS_K_F8F6F4 : EMU_TCS_K_F4, ng = mx ? 1 : 4;
+	gemm_split g;
+	bool split = gemm_split_init(&g, qa, qb, r, tm, mx);
+	/* every output element on its own: the rows on every thread */
+#pragma omp parallel for schedule(static) num_threads(emu_threads()) if (M * N * K >= GEMM_PAR)
+	for (size_t i = 0; i < M; i++)
+		for (size_t j = 0; j < N; j++) {
+			unsigned fl = 0;
+			emu_bits acc = 0; /* +0 */
+			for (size_t k0 = 0; k0 < K; k0 += chunk) {
+				emu_result rr;
+				if (split) {
+					const emu_tc_opnd *pa = g.xa + i * K + k0,
+					                  *pb = g.xb + j * K + k0;
+					emu_tc_opnd ta[EMU_TCS_K_F4], tb[EMU_TCS_K_F4], ssa[4],
+					    ssb[4];
+					if (K - k0 < chunk) { /* the tail padded with zeros */
+						memset(ta, 0, sizeof ta);
+						memset(tb, 0, sizeof tb);
+						for (size_t k = 0; k < K - k0; k++)
+							ta[k] = pa[k], tb[k] = pb[k];
+						for (size_t k = K - k0; k < chunk; k++)
+							ta[k].e = tb[k].e = EMU_TC_ZERO_E;
+						pa = ta, pb = tb;
+					}
+					for (size_t q = 0; q < ng; q++) {
+						size_t kq = k0 + 16 * q;
+						ssa[q] = kq < K ? g.xsa[gemm_block(qa, i, kq)]
+						                : g.zero_scale;
+						ssb[q] = kq < K ? g.xsb[gemm_block(qb, kq, j)]
+						                : g.zero_scale;
+					}
+					if (emu_tc_plan_scaled(&g.plan, pa, pb, ssa, ssb, chunk,
+					                       acc, &rr)) {
+						acc = rr.bits;
+						continue;
+					}
+				}
+				acc = gemm_chunk(qa, qb, r, tm, mx, i, j, k0, acc);
+			}
+			D[i * N + j] =
+			    emu_v_mul(f32, alpha, emu_decode(f32, acc), &EMU_ENV_DEFAULT, &fl);
+		}
+	if (split)
+		gemm_split_free(&g);
+}
+
 emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const emu_recipe *r,
                            const emu_gemm_opts *o, double *D, char *err, size_t errlen)
 {
@@ -198,47 +342,12 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 			    r);
 		unsigned afl = 0;
 		double alpha = emu_v_mul(f32, qa->t, qb->t, &EMU_ENV_DEFAULT, &afl);
-		size_t chunk = mx ? EMU_TCS_K_F8F6F4 : EMU_TCS_K_F4;
 		emu_tc_model tm;
 		if (emu_tc_preset(mx ? "b200-mxf8f6f4" : "b200-mxf4nvf4", &qa->elem, f32, &tm) !=
 		    EMU_OK)
 			return gemm_fail(err, errlen, "no block-scaled model for these elements",
 			                 r);
-			/* every output element on its own: the rows on every thread */
-#pragma omp parallel for schedule(static) num_threads(emu_threads()) if (M * N * K >= GEMM_PAR)
-		for (size_t i = 0; i < M; i++)
-			for (size_t j = 0; j < N; j++) {
-				unsigned fl = 0;
-				emu_bits acc = 0; /* +0 */
-				for (size_t k0 = 0; k0 < K; k0 += chunk) {
-					emu_bits a[EMU_TCS_K_F4] = {0}, b[EMU_TCS_K_F4] = {0};
-					emu_bits sa[4] = {0}, sb[4] = {0};
-					for (size_t k = k0; k < k0 + chunk && k < K; k++) {
-						a[k - k0] = qa->code[i * K + k];
-						b[k - k0] = qb->code[k * N + j];
-					}
-					if (mx) {
-						sa[0] = qa->dcode[gemm_block(qa, i, k0)] & 0xffu;
-						sb[0] = qb->dcode[gemm_block(qb, k0, j)] & 0xffu;
-					} else {
-						/* groups wholly past K: zero elements, zero scales
-						 */
-						for (size_t g = 0; g < 4 && k0 + 16 * g < K; g++) {
-							sa[g] = qa->dcode[gemm_block(qa, i,
-							                             k0 + 16 * g)];
-							sb[g] = qb->dcode[gemm_block(
-							    qb, k0 + 16 * g, j)];
-						}
-					}
-					/* the whole instruction, a K tail padded with zeros */
-					emu_tc_scales sc = {&r->scale_fmt, mx ? chunk : 16, sa, sb};
-					acc = emu_tc_dot_scaled(&tm, &qa->elem, &qb->elem, f32, a,
-					                        b, chunk, acc, &sc)
-					          .bits;
-				}
-				D[i * N + j] = emu_v_mul(f32, alpha, emu_decode(f32, acc),
-				                         &EMU_ENV_DEFAULT, &fl);
-			}
+		gemm_blackwell(qa, qb, r, &tm, mx, alpha, D);
 		return EMU_OK;
 	}
 	if (o->model != EMU_GEMM_HOPPER)

@@ -763,6 +763,21 @@ START_TEST(test_tc_hand)
 		ck_assert_msg(plan.direct == which[i].direct, "%s %s -> %s: direct %d",
 		              which[i].gpu, which[i].in, which[i].out, plan.direct);
 	}
+	/* the block-scaled kinds' plans read split operands and scales; a late
+	 * C does not */
+	emu_tc_model ms;
+	emu_bits one = 0x7f;
+	emu_tc_scales e8 = {t_fmt("e8m0"), 32, &one, &one};
+	emu_tc_plan sp;
+	const emu_format *e21 = t_fmt("e2m1"), *f32 = t_fmt("fp32");
+	ck_assert_int_eq(emu_tc_preset("b200-mxf4nvf4", e21, f32, &ms), EMU_OK);
+	ck_assert(emu_tc_plan_init_scaled(&sp, &ms, e21, e21, f32, &e8) && sp.direct);
+	ck_assert_int_eq(emu_tc_preset("b200-mxf8f6f4", t_fmt("e4m3"), f32, &ms), EMU_OK);
+	ck_assert(emu_tc_plan_init_scaled(&sp, &ms, t_fmt("e4m3"), t_fmt("e5m2"), f32, &e8) &&
+	          sp.direct);
+	ms.c_late = true;
+	ck_assert(emu_tc_plan_init_scaled(&sp, &ms, t_fmt("e4m3"), t_fmt("e5m2"), f32, &e8) &&
+	          !sp.direct);
 	emu_tc_model big = emu_tc_default();
 	emu_tc_plan plan;
 	big.k = 65536;
@@ -1040,15 +1055,47 @@ static void describe(const tc_case *t, emu_result f, emu_result p, char *buf, si
 		         emu_flags_str(p.flags, f2, sizeof f2));
 }
 
+/* One scaled block (t->K <= k) through a direct scaled plan against
+ * emu_tc_dot_scaled with promotion off: 0 the same bits and flags, 1 they
+ * differ, 2 the plan refused a block with no NaN or infinity in its
+ * operands or scales, -1 it refused one with. */
+static int scaled_plan_differs(const tc_case *t, const emu_tc_plan *plan)
+{
+	emu_tc_model m0 = t->m;
+	m0.promote_every = 0;
+	emu_result g = emu_tc_dot_scaled(&m0, t->in, t->inb, t->out, t->a, t->b, t->K, t->c, t->sc);
+	emu_tc_opnd xa[TC_KMAX], xb[TC_KMAX], xsa[TC_KMAX], xsb[TC_KMAX];
+	size_t ns = t->K ? (t->K - 1) / t->sc->block + 1 : 0;
+	emu_tc_split(t->in, t->a, t->K, xa);
+	emu_tc_split(t->inb, t->b, t->K, xb);
+	emu_tc_split_scales(t->sc->fmt, t->sc->sa, ns, xsa);
+	emu_tc_split_scales(t->sc->fmt, t->sc->sb, ns, xsb);
+	emu_result q;
+	if (emu_tc_plan_scaled(plan, xa, xb, xsa, xsb, t->K, t->c, &q))
+		return q.bits != g.bits || q.flags != g.flags;
+	/* refused: there must be a NaN or an infinity, by the formats' own
+	 * classification (a scale's sign bit ignored) */
+	const emu_format *sf = t->sc->fmt;
+	bool special = false;
+	for (size_t i = 0; i < t->K; i++)
+		special |= emu_classify(t->in, t->a[i]) >= EMU_CLASS_INF ||
+		           emu_classify(t->inb, t->b[i]) >= EMU_CLASS_INF;
+	for (size_t j = 0; j < ns; j++)
+		special |= emu_is_nan(sf, t->sc->sa[j] & ~sf->sign_mask) ||
+		           emu_is_nan(sf, t->sc->sb[j] & ~sf->sign_mask);
+	return special ? -1 : 2;
+}
+
 /* Prove fast == MPFR on n cases made by setup(i) + gen_operands. */
 typedef void (*tc_setup_fn)(tc_case *t, uint64_t i, const void *ctx);
 
 static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn setup,
                      const void *ctx)
 {
-	uint64_t bad = 0, bad_plan = 0, n_plain = 0, n_plan = 0;
-	char first[2][600] = {"", ""}, first_plan[620] = "";
-#pragma omp parallel for schedule(dynamic, 256) reduction(+ : bad, bad_plan, n_plain, n_plan)
+	uint64_t bad = 0, bad_plan = 0, n_plain = 0, n_plan = 0, n_splan = 0, n_sdirect = 0;
+	char first[2][600] = {"", ""}, first_plan[680] = "";
+#pragma omp parallel for schedule(dynamic, 256)                                                   \
+    reduction(+ : bad, bad_plan, n_plain, n_plan, n_splan, n_sdirect)
 	for (uint64_t i = 0; i < n; i++) {
 		tc_case t;
 		t.sc = NULL;
@@ -1075,6 +1122,31 @@ static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn 
 		 * emu_tc_dot with promotion off */
 		emu_tc_plan plan;
 		n_plain += !t.sc && t.in == t.inb;
+		if (t.sc && t.K <= (size_t)t.m.k &&
+		    emu_tc_plan_init_scaled(&plan, &t.m, t.in, t.inb, t.out, t.sc) && plan.direct) {
+			int v = scaled_plan_differs(&t, &plan);
+			n_splan += v == 0;
+			n_sdirect += v >= 0;
+			if (v > 0) {
+				uint64_t k;
+#pragma omp atomic capture
+				k = bad_plan++;
+				if (k == 0) {
+					emu_tc_model m0 = t.m;
+					m0.promote_every = 0;
+					emu_result g = emu_tc_dot_scaled(&m0, t.in, t.inb, t.out,
+					                                 t.a, t.b, t.K, t.c, t.sc);
+					char buf[600];
+					describe(&t, g, g, buf, sizeof buf);
+#pragma omp critical
+					snprintf(
+					    first_plan, sizeof first_plan, "scaled plan's (%s) %s",
+					    v == 2 ? "refused a finite block" : "result differs",
+					    buf);
+				}
+			}
+			continue;
+		}
 		if (t.sc || t.in != t.inb || t.K > (size_t)t.m.k ||
 		    !emu_tc_plan_init(&plan, &t.m, t.in, t.out))
 			continue;
@@ -1104,6 +1176,11 @@ static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn 
 	ck_assert_msg(bad_plan == 0, "%s, one block planned: %" PRIu64 " of %" PRIu64 " differ; %s",
 	              what, bad_plan, n_plan, first_plan);
 	ck_assert_msg(n_plan >= n_plain / 10, "%s: only %" PRIu64 " blocks planned", what, n_plan);
+	ck_assert_msg(n_splan >= n_sdirect / 2,
+	              "%s: only %" PRIu64 " of %" PRIu64 " scaled blocks planned", what, n_splan,
+	              n_sdirect);
+	if (n_sdirect)
+		t_count("tc scaled blocks, one block planned", n_splan);
 }
 
 /* ctx: the GPU name; its pairs share the cases in turn. */
@@ -1277,6 +1354,133 @@ static void setup_scaled(tc_case *t, uint64_t i, const void *ctx)
 	snprintf(t->what, sizeof t->what, "%s %s x %s -> %s", sv[v].spec, t->in->name, t->inb->name,
 	         t->out->name);
 }
+
+/*
+ * Scaled blocks where the plan's shortcuts matter, through a scaled plan
+ * against emu_tc_dot_scaled: mostly zero operands of either sign, pairs of
+ * products that cancel inside a group, zero and extreme scales, C a zero, a
+ * subnormal or near the products, now and then a NaN or an infinity.
+ */
+START_TEST(test_tc_scaled_plan_sparse)
+{
+	static const struct {
+		const char *spec, *in, *inb, *sf;
+		size_t block;
+	} sv[] = {
+	    {"b200-mxf8f6f4", "e4m3", "e5m2", "e8m0", 32},
+	    {"b200-mxf8f6f4", "e2m1", "e3m2", "e8m0", 32},
+	    {"b200-mxf4nvf4", "e2m1", "e2m1", "e4m3", 16},
+	    {"b200-mxf4nvf4", "e2m1", "e2m1", "e8m0", 32},
+	    {"k=32,neab=-3,final=up,gsum=8", "e4m3", "e4m3", "e4m3", 8},
+	    {"k=32,neab=1,final=down,gsum=8", "e2m3", "e4m3", "e8m0", 16},
+	    {"k=16,neab=2,final=rne,zalign=1", "fp16", "fp16", "e4m3", 4},
+	    {"k=16,neab=2,final=down,zalign=1", "e5m2", "e4m3", "e4m3", 1},
+	    {"k=8,neab=0,final=rtz", "e4m3", "e4m3", "e4m3", 2},
+	};
+	uint64_t n = 0, planned = 0, bad = 0, refused = 0, bad_mp = 0;
+	char first[700] = "", first_mp[700] = "";
+	for (size_t v = 0; v < ARRAY_SIZE(sv); v++) {
+		tc_case t;
+		t.in = t_fmt(sv[v].in);
+		t.inb = t_fmt(sv[v].inb);
+		t.out = t_fmt("fp32");
+		ck_assert_int_eq(emu_tc_parse(sv[v].spec, t.in, t.out, &t.m, NULL, 0), EMU_OK);
+		const emu_format *sf = t_fmt(sv[v].sf);
+		t.scales = (emu_tc_scales){sf, sv[v].block, t.sa, t.sb};
+		t.sc = &t.scales;
+		snprintf(t.what, sizeof t.what, "%s %s x %s, %s/%zu", sv[v].spec, sv[v].in,
+		         sv[v].inb, sv[v].sf, sv[v].block);
+		emu_tc_plan plan;
+		ck_assert(emu_tc_plan_init_scaled(&plan, &t.m, t.in, t.inb, t.out, t.sc) &&
+		          plan.direct);
+		for (uint64_t i = 0; i < 20000; i++) {
+			uint64_t r = t_rand(S_TC_CASE + 200 + v, 8 * i);
+			size_t k = (size_t)t.m.k;
+			t.K = r % 4 == 0 ? (size_t)(r >> 2) % (k + 1) : k;
+			int ce = 1 + (int)((r >> 8) % (uint64_t)(t.in->max_bits >> (t.in->p - 1)));
+			int ceb =
+			    1 + (int)((r >> 16) % (uint64_t)(t.inb->max_bits >> (t.inb->p - 1)));
+			for (size_t j = 0; j < t.K; j++) {
+				uint64_t q = t_rand(S_TC_CASE + 200 + v, 8 * i + 1 + j % 7) ^
+				             (j * 0x9e3779b97f4a7c15ull);
+				t.a[j] = q % 8 < 4 ? ((q >> 3) & 1 ? t.in->sign_mask : 0)
+				                   : rand_enc(t.in, ce, q >> 4);
+				t.b[j] = (q >> 8) % 8 < 3 ? ((q >> 11) & 1 ? t.inb->sign_mask : 0)
+				                          : rand_enc(t.inb, ceb, q >> 12);
+				if (j % 2 && (q >> 20) % 3 == 0) { /* cancel the pair */
+					t.a[j] = t.a[j - 1] ^ t.in->sign_mask;
+					t.b[j] = t.b[j - 1];
+				}
+			}
+			size_t ns = t.K ? (t.K - 1) / sv[v].block + 1 : 0;
+			for (size_t j = 0; j < ns; j++)
+				for (int side = 0; side < 2; side++) {
+					uint64_t q =
+					    t_rand(S_TC_CASE + 300 + v, 4 * i + (uint64_t)side) ^
+					    (j * 0xd6e8feb86659fd93ull);
+					unsigned pick = (unsigned)(q % 64);
+					emu_bits x = (emu_bits)((q >> 8) & ((1u << sf->bits) - 1));
+					if (pick == 0)
+						x = sf->nan_bits;
+					else if (pick < 12)
+						x = 0; /* ue4m3's zero; e8m0's 2^-127 */
+					else if (pick < 16)
+						x = sf->max_bits;
+					else if (emu_is_nan(sf, x & ~sf->sign_mask))
+						x = 1;
+					(side ? t.sb : t.sa)[j] = x;
+				}
+			uint64_t rc = t_rand(S_TC_CASE + 400 + v, i);
+			emu_bits sg = (rc >> 8) & 1 ? 0x80000000u : 0;
+			switch (rc % 16) {
+			case 0:
+				t.c = (rc >> 9) & 1 ? 0x7fc00000u : (sg | 0x7f800000u);
+				break;
+			case 1:
+			case 2:
+			case 3:
+			case 4:
+				t.c = sg; /* ±0 */
+				break;
+			case 5:
+			case 6:
+				t.c = sg | ((emu_bits)(rc >> 12) & 0x7fffffu); /* subnormal */
+				break;
+			default:
+				t.c = sg | ((emu_bits)(100 + (rc >> 12) % 60) << 23) |
+				      ((emu_bits)(rc >> 20) & 0x7fffffu);
+			}
+			emu_result f = emu_tc_dot_scaled(&t.m, t.in, t.inb, t.out, t.a, t.b, t.K,
+			                                 t.c, t.sc),
+			           p = emu_tc_mp_dot_scaled(&t.m, t.in, t.inb, t.out, t.a, t.b, t.K,
+			                                    t.c, t.sc);
+			if ((f.bits != p.bits || f.flags != p.flags) && bad_mp++ == 0)
+				describe(&t, f, p, first_mp, sizeof first_mp);
+			int d = scaled_plan_differs(&t, &plan);
+			n++;
+			planned += d == 0;
+			refused += d < 0;
+			if (d > 0 && bad++ == 0) {
+				emu_tc_model m0 = t.m;
+				m0.promote_every = 0;
+				emu_result g = emu_tc_dot_scaled(&m0, t.in, t.inb, t.out, t.a, t.b,
+				                                 t.K, t.c, t.sc);
+				describe(&t, g, g, first, sizeof first);
+			}
+		}
+	}
+	ck_assert_msg(bad_mp == 0,
+	              "%" PRIu64 " of %" PRIu64 " scaled blocks: fast != mpfr; first: %s", bad_mp,
+	              n, first_mp);
+	ck_assert_msg(bad == 0,
+	              "%" PRIu64 " of %" PRIu64 " scaled blocks: the plan differs or "
+	              "refused a finite one; first (emu_tc_dot_scaled's result twice): %s",
+	              bad, n, first);
+	ck_assert_msg(planned > n / 2 && refused > 0, "planned %" PRIu64 ", refused %" PRIu64,
+	              planned, refused);
+	t_count("tc scaled blocks, sparse and cancelling, planned", planned);
+}
+END_TEST
 
 START_TEST(test_tc_vs_mpfr_scaled)
 {
@@ -1588,6 +1792,7 @@ Suite *suite_tc(void)
 	tcase_add_loop_test(tc, test_tc_vs_mpfr_presets, 0, 14);
 	tcase_add_test(tc, test_tc_vs_mpfr_variants);
 	tcase_add_test(tc, test_tc_vs_mpfr_scaled);
+	tcase_add_test(tc, test_tc_scaled_plan_sparse);
 	tcase_add_test(tc, test_tc_vs_mpfr_mixed);
 	tcase_add_test(tc, test_tc_mixed_hand);
 	suite_add_tcase(s, tc);

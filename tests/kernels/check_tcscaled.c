@@ -436,6 +436,142 @@ START_TEST(test_tcs_gemm_mixed)
 }
 END_TEST
 
+/*
+ * The Blackwell GEMM against its definition built here from the
+ * instruction API: element (i, j) the chain from +0 of emu_tcs_* over the
+ * row's and column's codes by instruction (the K tail zeros, NVFP4's groups
+ * past K zero scales), each code's scale looked up by its block, times
+ * alpha = fp32(t_A·t_B). Random inputs with zeros, an outlier row, NaN and
+ * infinities, first groups that cancel; K tails and blocks of every recipe the kinds take, e4m3 ×
+ * e5m2 included. Doubles compared as bits.
+ */
+static emu_bits gemm_scale(const emu_qtensor *q, size_t i, size_t j)
+{
+	size_t br = q->brows ? q->brows : 1, bc = q->bcols ? q->bcols : 1;
+	return q->dcode[(i / br) * q->nbc + j / bc];
+}
+
+START_TEST(test_tcs_gemm_vs_instructions)
+{
+	static const struct {
+		const char *ra, *rb;
+	} rs[] = {{"mxfp8", "mxfp8"},           {"mxfp8", "mxfp8:e5m2"},
+	          {"mxfp6:e2m3", "mxfp6:e2m3"}, {"mxfp6:e3m2", "mxfp6:e3m2"},
+	          {"mxfp4", "mxfp4"},           {"nvfp4", "nvfp4"}};
+	static const size_t shapes[][3] = {{3, 5, 64}, {4, 7, 100}, {2, 3, 17}, {5, 2, 160}};
+	const emu_format *f32 = emu_format_by_name("fp32");
+	uint64_t n = 0, nonfinite = 0;
+	for (size_t v = 0; v < ARRAY_SIZE(rs); v++)
+		for (size_t sh = 0; sh < ARRAY_SIZE(shapes); sh++)
+			for (int special = 0; special < 4; special++) {
+				size_t M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2];
+				emu_recipe r, rb;
+				char err[256];
+				ck_assert(emu_recipe_parse(rs[v].ra, &r, err, sizeof err) ==
+				          EMU_OK);
+				ck_assert(emu_recipe_parse(rs[v].rb, &rb, err, sizeof err) ==
+				          EMU_OK);
+				if (special == 3) /* B's cancelling groups as they are */
+					rb.rht = rb.rht_all = false;
+				double *A = malloc(M * K * sizeof *A),
+				       *B = malloc(K * N * sizeof *B);
+				double *D = malloc(M * N * sizeof *D);
+				ck_assert(A && B && D);
+				uint64_t st = 0x7c100100 + 16 * v + 4 * sh + (uint64_t)special;
+				for (size_t i = 0; i < M * K; i++) {
+					uint64_t q = t_rand(st, i);
+					A[i] = q % 5 == 0 ? 0
+					                  : ldexp((double)(q >> 11) / 0x1p53 - 0.5,
+					                          (int)(q % 9) - 4);
+					if (i / K == 1 && special != 3) /* an outlier row */
+						A[i] *= 0x1p20;
+				}
+				for (size_t i = 0; i < K * N; i++) {
+					uint64_t q = t_rand(st, M * K + i);
+					B[i] = q % 7 == 0 ? -0.0
+					                  : ldexp((double)(q >> 11) / 0x1p53 - 0.5,
+					                          (int)(q % 13) - 6);
+				}
+				if (special == 1)
+					A[K + 3] = NAN, B[2 * N + 1] = INFINITY;
+				if (special == 2)
+					A[5] = -INFINITY;
+				/* each first group of 16 cancels exactly under a large scale:
+				 * the alignment then rests on the zero groups' scales
+				 * (zalign), those past K included */
+				for (size_t k = 0; special == 3 && k < 16 && k < K; k++) {
+					for (size_t i = 0; i < M; i++)
+						A[i * K + k] = k % 2 ? -0x1p20 : 0x1p20;
+					for (size_t j = 0; j < N; j++)
+						B[k * N + j] = 0x1p20;
+				}
+				emu_qtensor qa, qb;
+				ck_assert(emu_quantize(&r, EMU_ROLE_ACT, false, A, M, K, 1, &qa) ==
+				          0);
+				emu_qpart part = {0, K, 1, NAN, (uint64_t)M * K};
+				ck_assert(emu_quantize_part(&rb, EMU_ROLE_GRAD, true, B, K, N,
+				                            &part, &qb) == 0);
+				emu_gemm_opts o = {EMU_GEMM_BLACKWELL, false};
+				ck_assert_msg(
+				    emu_scaled_gemm(&qa, &qb, &r, &o, D, err, sizeof err) == EMU_OK,
+				    "%s x %s: %s", rs[v].ra, rs[v].rb, err);
+				bool nv = strcmp(rs[v].ra, "nvfp4") == 0;
+				size_t chunk = nv ? EMU_TCS_K_F4 : EMU_TCS_K_F8F6F4;
+				unsigned fl = 0;
+				double alpha = emu_v_mul(f32, qa.t, qb.t, &EMU_ENV_DEFAULT, &fl);
+				for (size_t i = 0; i < M; i++)
+					for (size_t j = 0; j < N; j++) {
+						emu_bits acc = 0;
+						for (size_t k0 = 0; k0 < K; k0 += chunk) {
+							emu_bits a[EMU_TCS_K_F4] = {0},
+							         b[EMU_TCS_K_F4] = {0};
+							emu_bits sa[4] = {0}, sb[4] = {0};
+							for (size_t k = k0; k < K && k < k0 + chunk;
+							     k++) {
+								a[k - k0] = qa.code[i * K + k];
+								b[k - k0] = qb.code[k * N + j];
+							}
+							for (size_t g = 0;
+							     g < (nv ? 4u : 1u) && k0 + 16 * g < K;
+							     g++) {
+								sa[g] =
+								    gemm_scale(&qa, i, k0 + 16 * g);
+								sb[g] =
+								    gemm_scale(&qb, k0 + 16 * g, j);
+							}
+							acc =
+							    nv ? emu_tcs_mxf4nvf4(&r.scale_fmt, 16,
+							                          a, b, sa, sb, acc)
+							             .bits
+							       : emu_tcs_mxf8f6f4(
+							             &qa.elem, &qb.elem, a, b,
+							             sa[0] & 0xffu, sb[0] & 0xffu,
+							             acc)
+							             .bits;
+						}
+						double want =
+						    emu_v_mul(f32, alpha, emu_decode(f32, acc),
+						              &EMU_ENV_DEFAULT, &fl);
+						ck_assert_msg(
+						    memcmp(&want, &D[i * N + j], sizeof want) == 0,
+						    "%s x %s %zux%zux%zu special %d: D[%zu][%zu] = "
+						    "%a, want %a",
+						    rs[v].ra, rs[v].rb, M, N, K, special, i, j,
+						    D[i * N + j], want);
+						nonfinite += !isfinite(want);
+						n++;
+					}
+				emu_qtensor_free(&qa);
+				emu_qtensor_free(&qb);
+				free(A);
+				free(B);
+				free(D);
+			}
+	ck_assert_uint_gt(nonfinite, 0);
+	t_count("scaled GEMM elements, against the instructions", n);
+}
+END_TEST
+
 START_TEST(test_tcs_gemm_refuses)
 {
 	emu_recipe r;
@@ -473,6 +609,7 @@ Suite *suite_tcscaled(void)
 	tcase_add_test(tc, test_tcs_hand_f4);
 	tcase_add_test(tc, test_tcs_gemm_known);
 	tcase_add_test(tc, test_tcs_gemm_mixed);
+	tcase_add_test(tc, test_tcs_gemm_vs_instructions);
 	tcase_add_test(tc, test_tcs_gemm_refuses);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("proof");

@@ -1607,9 +1607,12 @@ static bool tc_block_scaled(const tc_ctx *t, const emu_tc_opnd *a, const emu_tc_
 	const emu_tc_model *m = &t->m;
 	const emu_format *fa = t->ina, *fb = t->inb;
 	size_t G = m->gsum > 1 ? (size_t)m->gsum : 1, nt = (n + G - 1) / G, blk = t->sc->block;
-	unsigned special = 0; /* (a NaN or an infinite C is pass 1's, as in tc_block_terms) */
-	for (size_t i = 0; i < n; i++)
-		special |= a[i].special | b[i].special;
+	/* (a NaN or an infinite C is pass 1's, as in tc_block_terms; FP4 and
+	 * FP6 have no specials to look for) */
+	unsigned special = 0;
+	if (fa->has_inf || fa->nan != EMU_NAN_NONE || fb->has_inf || fb->nan != EMU_NAN_NONE)
+		for (size_t i = 0; i < n; i++)
+			special |= a[i].special | b[i].special;
 	for (size_t g = 0; n && g <= (n - 1) / blk; g++)
 		special |= sa[g].special | sb[g].special;
 	if (special)
@@ -1637,18 +1640,18 @@ static bool tc_block_scaled(const tc_ctx *t, const emu_tc_opnd *a, const emu_tc_
 			o.P = (uint64_t)x->P * y->P * PA * PB;
 			o.lsb = (x->e - pa) + (y->e - pb) + lA + lB;
 		} else {
+			/* without branches: a zero product adds 0; zneg, read only
+			 * when every product is zero, ANDs every sign */
 			int64_t sum = 0;
-			bool any = false, zneg = true;
+			unsigned any = 0, zneg = 1;
 			for (size_t i = i0; i < i1; i++) {
-				bool neg = a[i].neg ^ b[i].neg;
-				if (a[i].P == 0 || b[i].P == 0) {
-					zneg &= neg;
-					continue;
-				}
-				int64_t v = (int64_t)(((uint64_t)a[i].P * b[i].P)
-				                      << (a[i].e - pa + b[i].e - pb - Lg));
-				sum += neg ? -v : v;
-				any = true;
+				uint64_t P = (uint64_t)a[i].P * b[i].P;
+				unsigned neg = a[i].neg ^ b[i].neg, nz = P != 0;
+				int sh = nz ? a[i].e + b[i].e - (pa + pb + Lg) : 0;
+				int64_t v = (int64_t)(P << sh), sg = -(int64_t)neg;
+				sum += (v ^ sg) - sg;
+				any |= nz;
+				zneg &= neg;
 			}
 			o.neg = sum < 0 || (sum == 0 && (any ? m->final_mode == EMU_DOWN : zneg));
 			o.zero = sum == 0 || szero;

@@ -1476,15 +1476,29 @@ void emu_tc_split(const emu_format *in, const emu_bits *x, size_t n, emu_tc_opnd
 bool emu_tc_plan_init(emu_tc_plan *p, const emu_tc_model *m, const emu_format *in,
                       const emu_format *out)
 {
+	return emu_tc_plan_init2(p, m, in, in, out, NULL);
+}
+
+/* the most terms a scaled block keeps between its passes */
+#define TC_SCALED_TERMS 64
+
+bool emu_tc_plan_init2(emu_tc_plan *p, const emu_tc_model *m, const emu_format *ina,
+                       const emu_format *inb, const emu_format *out, const emu_tc_scales *s)
+{
 	emu_tc_model one = *m;
 	one.promote_every = 0;
-	if (!tc_ctx_init(p, &one, in, in, out, NULL))
+	if (!tc_ctx_init(p, &one, ina, inb, out, s))
 		return false;
-	/* every chopped product is below 2^(25+neab) (the top of the file):
-	 * k of them sum in an int64; exponents far from EMU_TC_ZERO_E */
-	p->direct = one.acc == EMU_TC_ACC_BLOCK && !one.c_late && one.split == 1 && one.gsum <= 1 &&
-	            !one.zero_align && in->p <= 24 && in->emin > -1000 && in->emax < 1000 &&
-	            25 + one.neab + tc_log2up(one.k) <= 62;
+	bool fits = ina->p <= 24 && inb->p <= 24 && ina->emin > -1000 && inb->emin > -1000 &&
+	            ina->emax < 1000 && inb->emax < 1000;
+	bool fma = one.acc == EMU_TC_ACC_BLOCK && !one.c_late && one.split == 1;
+	size_t G = one.gsum > 1 ? (size_t)one.gsum : 1;
+	if (s) /* the terms tc_term_at makes, at most TC_SCALED_TERMS a block */
+		p->direct = fits && fma && ((size_t)one.k + G - 1) / G <= TC_SCALED_TERMS;
+	else /* every chopped product is below 2^(25+neab) (the top of the file):
+	      * k of them sum in an int64 */
+		p->direct = fits && fma && one.gsum <= 1 && !one.zero_align &&
+		            25 + one.neab + tc_log2up(one.k) <= 62;
 	return true;
 }
 
@@ -1509,8 +1523,9 @@ static bool tc_block_direct(const tc_ctx *t, const emu_tc_opnd *a, const emu_tc_
 		s.R = R;
 	s.any_term = true;
 
-	/* pass 2: as tc_add_term, with a product's lsb e_a + e_b − 2(p − 1) */
-	int L = tc_window(t, &s), base = 2 * (t->ina->p - 1) + L;
+	/* pass 2: as tc_add_term, with a product's lsb e_a + e_b − (p_a − 1) −
+	 * (p_b − 1) */
+	int L = tc_window(t, &s), base = (t->ina->p - 1) + (t->inb->p - 1) + L;
 	int64_t S = 0;
 	uint64_t lost = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -1576,24 +1591,6 @@ void emu_tc_split_scales(const emu_format *fmt, const emu_bits *x, size_t n, emu
 			o[i].e = (int16_t)e;
 		}
 	}
-}
-
-/* the most terms a scaled block keeps between its passes */
-#define TC_SCALED_TERMS 64
-
-bool emu_tc_plan_init_scaled(emu_tc_plan *p, const emu_tc_model *m, const emu_format *ina,
-                             const emu_format *inb, const emu_format *out, const emu_tc_scales *s)
-{
-	emu_tc_model one = *m;
-	one.promote_every = 0;
-	if (!s || !tc_ctx_init(p, &one, ina, inb, out, s))
-		return false;
-	size_t G = one.gsum > 1 ? (size_t)one.gsum : 1;
-	p->direct = one.acc == EMU_TC_ACC_BLOCK && !one.c_late && one.split == 1 &&
-	            ((size_t)one.k + G - 1) / G <= TC_SCALED_TERMS && ina->p <= 24 &&
-	            inb->p <= 24 && ina->emin > -1000 && inb->emin > -1000 && ina->emax < 1000 &&
-	            inb->emax < 1000;
-	return true;
 }
 
 /* One block of a direct scaled plan, as tc_block over tc_block_terms: the

@@ -251,9 +251,8 @@ void emu_tc_split(const emu_format *in, const emu_bits *x, size_t n, emu_tc_opnd
  * environments, and whether blocks may read split operands (direct: the
  * block FMA without split, groups or scales, C inside the block, zeros out
  * of the alignment, one input format, and a block whose chopped terms sum
- * in 64 bits). Made by emu_tc_plan_init, or by emu_tc_plan_init_scaled (sc
- * set, direct as it says, for emu_tc_plan_scaled only); the fields are the
- * model's code's. */
+ * in 64 bits). Made by emu_tc_plan_init or emu_tc_plan_init2; the fields
+ * are the model's code's. */
 typedef struct emu_tc_plan {
 	emu_tc_model m;
 	const emu_tc_scales *sc;
@@ -268,8 +267,17 @@ typedef struct emu_tc_plan {
 bool emu_tc_plan_init(emu_tc_plan *p, const emu_tc_model *m, const emu_format *in,
                       const emu_format *out);
 
-/* One block: emu_tc_dot(m with promote_every 0, in, out, a, b, n, c), n <= k,
- * bit for bit and flag for flag. sa and sb (NULL: none) are a and b split;
+/* The same with A in ina and B in inb, and with scales of s->fmt, one per
+ * s->block products (NULL: none; s must outlive p, its arrays are not
+ * read). A scaled plan is for emu_tc_plan_scaled only; its direct: the block
+ * FMA without split or late C, at most 64 terms a block. false unless
+ * emu_tc_check (and emu_tc_check_scales) pass. */
+bool emu_tc_plan_init2(emu_tc_plan *p, const emu_tc_model *m, const emu_format *ina,
+                       const emu_format *inb, const emu_format *out, const emu_tc_scales *s);
+
+/* One block of an unscaled plan: emu_tc_dot2(m with promote_every 0, ina,
+ * inb, out, a, b, n, c), n <= k, bit for bit and flag for flag. sa and sb
+ * (NULL: none) are a and b split;
  * a direct plan reads them instead of a and b for a block whose operands and
  * C are finite and whose products are not all zero. */
 emu_result emu_tc_plan_block(const emu_tc_plan *p, const emu_bits *a, const emu_bits *b,
@@ -290,19 +298,12 @@ double emu_tc_plan_value(const emu_tc_plan *p, const emu_bits *a, const emu_bits
  */
 void emu_tc_split_scales(const emu_format *fmt, const emu_bits *x, size_t n, emu_tc_opnd *o);
 
-/* A plan for m with A in ina, B in inb and scales of s->fmt, one per
- * s->block products (s must outlive p; its arrays are not read). direct:
- * the block FMA without split or late C, at most 64 terms a block. false
- * unless emu_tc_check and emu_tc_check_scales pass. */
-bool emu_tc_plan_init_scaled(emu_tc_plan *p, const emu_tc_model *m, const emu_format *ina,
-                             const emu_format *inb, const emu_format *out, const emu_tc_scales *s);
-
 /* One block (n <= k) over split operands a, b and split scales sa, sb (the
  * scales of product i at i / s->block): emu_tc_dot_scaled(m with
  * promote_every 0, ina, inb, out, ..., n, c, s) bit for bit and flag for
- * flag, into *r. false, with nothing written, when the plan is not direct
- * or an operand or a scale is a NaN or an infinity (emu_tc_dot_scaled
- * decides those). */
+ * flag, into *r (p from emu_tc_plan_init2 with scales). false, with nothing
+ * written, when the plan is not direct or an operand or a scale is a NaN or
+ * an infinity (emu_tc_dot_scaled decides those). */
 bool emu_tc_plan_scaled(const emu_tc_plan *p, const emu_tc_opnd *a, const emu_tc_opnd *b,
                         const emu_tc_opnd *sa, const emu_tc_opnd *sb, size_t n, emu_bits c,
                         emu_result *r);

@@ -209,7 +209,7 @@ static bool gemm_split_init(gemm_split *g, const emu_qtensor *qa, const emu_qten
 	size_t nsa = qa->nbr * qa->nbc, nsb = qb->nbr * qb->nbc;
 	*g = (gemm_split){0};
 	g->sc = (emu_tc_scales){&r->scale_fmt, mx ? EMU_TCS_K_F8F6F4 : 16, &g->dummy, &g->dummy};
-	if (!emu_tc_plan_init_scaled(&g->plan, tm, &qa->elem, &qb->elem, tcs_fp32(), &g->sc) ||
+	if (!emu_tc_plan_init2(&g->plan, tm, &qa->elem, &qb->elem, tcs_fp32(), &g->sc) ||
 	    !g->plan.direct)
 		return false;
 	g->xa = malloc((M * K + 1) * sizeof *g->xa);
@@ -309,11 +309,83 @@ static void gemm_blackwell(const emu_qtensor *qa, const emu_qtensor *qb, const e
 		gemm_split_free(&g);
 }
 
+/* Hopper's FP8 GEMM: every 128 products along K a wgmma chain of blocks
+ * from +0 (emu_tc_dot2), scaled by its two blocks' decode scales and added
+ * into the fp32 accumulator on the CUDA cores (an FMA with hopper_fma, else
+ * a multiplication and an addition). The blocks read A's rows and B's
+ * columns split once (emu_tc_plan_value); without memory, or for a model
+ * that promotes on its own, each chunk runs emu_tc_dot2 on the codes. */
+static void gemm_hopper(const emu_qtensor *qa, const emu_qtensor *qb, const emu_tc_model *tm,
+                        bool hopper_fma, double *D)
+{
+	const emu_format *f32 = tcs_fp32();
+	size_t M = qa->rows, K = qa->cols, N = qb->cols, k = (size_t)tm->k;
+	const size_t chunk = 128;
+	emu_tc_plan plan;
+	emu_tc_opnd *xa = malloc((M * K + 1) * sizeof *xa), *xb = malloc((K * N + 1) * sizeof *xb);
+	emu_bits *bt = malloc((K * N + 1) * sizeof *bt); /* B's codes by columns */
+	bool split = xa && xb && bt && tm->promote_every == 0 &&
+	             emu_tc_plan_init2(&plan, tm, &qa->elem, &qb->elem, f32, NULL);
+	if (split) {
+		for (size_t kk = 0; kk < K; kk++)
+			for (size_t j = 0; j < N; j++)
+				bt[j * K + kk] = qb->code[kk * N + j];
+		emu_tc_split(&qa->elem, qa->code, M * K, xa);
+		emu_tc_split(&qb->elem, bt, K * N, xb);
+	}
+#pragma omp parallel for schedule(static) num_threads(emu_threads()) if (M * N * K >= GEMM_PAR)
+	for (size_t i = 0; i < M; i++)
+		for (size_t j = 0; j < N; j++) {
+			double acc = 0;
+			unsigned fl = 0;
+			for (size_t k0 = 0; k0 < K; k0 += chunk) {
+				size_t n = K - k0 < chunk ? K - k0 : chunk;
+				double part = 0; /* the chain's C: +0 */
+				if (split) {
+					const emu_bits *pa = qa->code + i * K + k0,
+					               *pb = bt + j * K + k0;
+					const emu_tc_opnd *sa = xa + i * K + k0,
+					                  *sb = xb + j * K + k0;
+					unsigned pf = 0;
+					for (size_t b = 0; b < n; b += k) {
+						size_t nb = n - b < k ? n - b : k;
+						part =
+						    emu_tc_plan_value(&plan, pa + b, pb + b, sa + b,
+						                      sb + b, nb, part, &pf);
+					}
+				} else {
+					emu_bits a[128], b[128];
+					for (size_t kk = 0; kk < n; kk++) {
+						a[kk] = qa->code[i * K + k0 + kk];
+						b[kk] = qb->code[(k0 + kk) * N + j];
+					}
+					emu_result rr =
+					    emu_tc_dot2(tm, &qa->elem, &qb->elem, f32, a, b, n, 0);
+					part = emu_decode(f32, rr.bits);
+				}
+				double s =
+				    emu_v_mul(f32, qa->d[gemm_block(qa, i, k0)],
+				              qb->d[gemm_block(qb, k0, j)], &EMU_ENV_DEFAULT, &fl);
+				if (hopper_fma)
+					acc = emu_v_fma(f32, part, s, acc, &EMU_ENV_DEFAULT, &fl);
+				else
+					acc = emu_v_add(
+					    f32, acc,
+					    emu_v_mul(f32, part, s, &EMU_ENV_DEFAULT, &fl),
+					    &EMU_ENV_DEFAULT, &fl);
+			}
+			D[i * N + j] = acc;
+		}
+	free(xa);
+	free(xb);
+	free(bt);
+}
+
 emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const emu_recipe *r,
                            const emu_gemm_opts *o, double *D, char *err, size_t errlen)
 {
 	const emu_format *f32 = tcs_fp32();
-	size_t M = qa->rows, K = qa->cols, N = qb->cols;
+	size_t K = qa->cols;
 	if (qb->rows != K || qa->colwise || !qb->colwise) {
 		if (err && errlen)
 			snprintf(err, errlen, "A must be M×K row-wise and B K×N column-wise");
@@ -365,34 +437,7 @@ emu_status emu_scaled_gemm(const emu_qtensor *qa, const emu_qtensor *qb, const e
 		                 "hopper promotes every 128 along K: blocks along K must be a "
 		                 "multiple of 128",
 		                 r);
-#pragma omp parallel for schedule(static) num_threads(emu_threads()) if (M * N * K >= GEMM_PAR)
-	for (size_t i = 0; i < M; i++)
-		for (size_t j = 0; j < N; j++) {
-			double acc = 0;
-			unsigned fl = 0;
-			for (size_t k0 = 0; k0 < K; k0 += chunk) {
-				emu_bits a[128], b[128];
-				size_t n = K - k0 < chunk ? K - k0 : chunk;
-				for (size_t k = 0; k < n; k++) {
-					a[k] = qa->code[i * K + k0 + k];
-					b[k] = qb->code[(k0 + k) * N + j];
-				}
-				emu_result rr =
-				    emu_tc_dot2(&tm, &qa->elem, &qb->elem, f32, a, b, n, 0);
-				double part = emu_decode(f32, rr.bits);
-				double s =
-				    emu_v_mul(f32, qa->d[gemm_block(qa, i, k0)],
-				              qb->d[gemm_block(qb, k0, j)], &EMU_ENV_DEFAULT, &fl);
-				if (o->hopper_fma)
-					acc = emu_v_fma(f32, part, s, acc, &EMU_ENV_DEFAULT, &fl);
-				else
-					acc = emu_v_add(
-					    f32, acc,
-					    emu_v_mul(f32, part, s, &EMU_ENV_DEFAULT, &fl),
-					    &EMU_ENV_DEFAULT, &fl);
-			}
-			D[i * N + j] = acc;
-		}
+	gemm_hopper(qa, qb, &tm, o->hopper_fma, D);
 	return EMU_OK;
 }
 

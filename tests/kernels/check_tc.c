@@ -771,12 +771,11 @@ START_TEST(test_tc_hand)
 	emu_tc_plan sp;
 	const emu_format *e21 = t_fmt("e2m1"), *f32 = t_fmt("fp32");
 	ck_assert_int_eq(emu_tc_preset("b200-mxf4nvf4", e21, f32, &ms), EMU_OK);
-	ck_assert(emu_tc_plan_init_scaled(&sp, &ms, e21, e21, f32, &e8) && sp.direct);
+	ck_assert(emu_tc_plan_init2(&sp, &ms, e21, e21, f32, &e8) && sp.direct);
 	ck_assert_int_eq(emu_tc_preset("b200-mxf8f6f4", t_fmt("e4m3"), f32, &ms), EMU_OK);
-	ck_assert(emu_tc_plan_init_scaled(&sp, &ms, t_fmt("e4m3"), t_fmt("e5m2"), f32, &e8) &&
-	          sp.direct);
+	ck_assert(emu_tc_plan_init2(&sp, &ms, t_fmt("e4m3"), t_fmt("e5m2"), f32, &e8) && sp.direct);
 	ms.c_late = true;
-	ck_assert(emu_tc_plan_init_scaled(&sp, &ms, t_fmt("e4m3"), t_fmt("e5m2"), f32, &e8) &&
+	ck_assert(emu_tc_plan_init2(&sp, &ms, t_fmt("e4m3"), t_fmt("e5m2"), f32, &e8) &&
 	          !sp.direct);
 	emu_tc_model big = emu_tc_default();
 	emu_tc_plan plan;
@@ -1092,10 +1091,11 @@ typedef void (*tc_setup_fn)(tc_case *t, uint64_t i, const void *ctx);
 static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn setup,
                      const void *ctx)
 {
-	uint64_t bad = 0, bad_plan = 0, n_plain = 0, n_plan = 0, n_splan = 0, n_sdirect = 0;
+	uint64_t bad = 0, bad_plan = 0, n_plain = 0, n_plan = 0, n_splan = 0, n_sdirect = 0,
+	         n_mixed_direct = 0;
 	char first[2][600] = {"", ""}, first_plan[680] = "";
 #pragma omp parallel for schedule(dynamic, 256)                                                   \
-    reduction(+ : bad, bad_plan, n_plain, n_plan, n_splan, n_sdirect)
+    reduction(+ : bad, bad_plan, n_plain, n_plan, n_splan, n_sdirect, n_mixed_direct)
 	for (uint64_t i = 0; i < n; i++) {
 		tc_case t;
 		t.sc = NULL;
@@ -1121,9 +1121,9 @@ static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn 
 		/* one block through a GEMM's plan, its operands split, against
 		 * emu_tc_dot with promotion off */
 		emu_tc_plan plan;
-		n_plain += !t.sc && t.in == t.inb;
+		n_plain += !t.sc;
 		if (t.sc && t.K <= (size_t)t.m.k &&
-		    emu_tc_plan_init_scaled(&plan, &t.m, t.in, t.inb, t.out, t.sc) && plan.direct) {
+		    emu_tc_plan_init2(&plan, &t.m, t.in, t.inb, t.out, t.sc) && plan.direct) {
 			int v = scaled_plan_differs(&t, &plan);
 			n_splan += v == 0;
 			n_sdirect += v >= 0;
@@ -1147,17 +1147,19 @@ static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn 
 			}
 			continue;
 		}
-		if (t.sc || t.in != t.inb || t.K > (size_t)t.m.k ||
-		    !emu_tc_plan_init(&plan, &t.m, t.in, t.out))
+		if (t.sc || t.K > (size_t)t.m.k ||
+		    !(t.in == t.inb ? emu_tc_plan_init(&plan, &t.m, t.in, t.out)
+		                    : emu_tc_plan_init2(&plan, &t.m, t.in, t.inb, t.out, NULL)))
 			continue;
 		emu_tc_model m0 = t.m;
 		m0.promote_every = 0;
-		emu_result g = emu_tc_dot(&m0, t.in, t.out, t.a, t.b, t.K, t.c);
+		emu_result g = emu_tc_dot2(&m0, t.in, t.inb, t.out, t.a, t.b, t.K, t.c);
 		emu_tc_opnd sa[TC_KMAX], sb[TC_KMAX];
 		emu_tc_split(t.in, t.a, t.K, sa);
-		emu_tc_split(t.in, t.b, t.K, sb);
+		emu_tc_split(t.inb, t.b, t.K, sb);
 		emu_result q = emu_tc_plan_block(&plan, t.a, t.b, sa, sb, t.K, t.c);
 		n_plan++;
+		n_mixed_direct += plan.direct && t.in != t.inb;
 		if (q.bits != g.bits || q.flags != g.flags) {
 			uint64_t k;
 #pragma omp atomic capture
@@ -1181,6 +1183,8 @@ static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn 
 	              n_sdirect);
 	if (n_sdirect)
 		t_count("tc scaled blocks, one block planned", n_splan);
+	if (n_mixed_direct)
+		t_count("tc blocks of two formats, planned direct", n_mixed_direct);
 }
 
 /* ctx: the GPU name; its pairs share the cases in turn. */
@@ -1391,8 +1395,7 @@ START_TEST(test_tc_scaled_plan_sparse)
 		snprintf(t.what, sizeof t.what, "%s %s x %s, %s/%zu", sv[v].spec, sv[v].in,
 		         sv[v].inb, sv[v].sf, sv[v].block);
 		emu_tc_plan plan;
-		ck_assert(emu_tc_plan_init_scaled(&plan, &t.m, t.in, t.inb, t.out, t.sc) &&
-		          plan.direct);
+		ck_assert(emu_tc_plan_init2(&plan, &t.m, t.in, t.inb, t.out, t.sc) && plan.direct);
 		for (uint64_t i = 0; i < 20000; i++) {
 			uint64_t r = t_rand(S_TC_CASE + 200 + v, 8 * i);
 			size_t k = (size_t)t.m.k;

@@ -18,8 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/lib.h"
+#include "emu/kernels/tc.h"
 #include "emu/kernels/tcscaled.h"
+#include "tests/lib.h"
 
 enum { S_F8 = 0x7c100001, S_F4 };
 
@@ -572,6 +573,132 @@ START_TEST(test_tcs_gemm_vs_instructions)
 }
 END_TEST
 
+/* The Hopper GEMM against its definition from the instruction API: every
+ * 128 products along K, emu_tc_dot2 of the h100 model from +0, times the
+ * blocks' decode scales, into the fp32 accumulator (an FMA, or a
+ * multiplication and an addition). e4m3 and e4m3 × e5m2, K tails, NaN and
+ * infinities; doubles compared as bits. */
+START_TEST(test_tcs_gemm_hopper_vs_instructions)
+{
+	static const size_t shapes[][3] = {{3, 5, 128}, {4, 3, 300}, {2, 3, 17}};
+	const emu_format *f32 = emu_format_by_name("fp32");
+	uint64_t n = 0, nonfinite = 0;
+	for (int hybrid = 0; hybrid < 2; hybrid++)
+		for (size_t sh = 0; sh < ARRAY_SIZE(shapes); sh++)
+			for (int special = 0; special < 3; special++)
+				for (int fma = 0; fma < 2; fma++) {
+					size_t M = shapes[sh][0], N = shapes[sh][1],
+					       K = shapes[sh][2];
+					emu_recipe r, rb;
+					char err[256];
+					ck_assert(emu_recipe_parse("deepseek:pow2", &r, err,
+					                           sizeof err) == EMU_OK);
+					r.rht = r.rht_all = false;
+					rb = r;
+					if (hybrid)
+						rb.elem = *emu_format_by_name("e5m2");
+					double *A = malloc(M * K * sizeof *A),
+					       *B = malloc(K * N * sizeof *B);
+					double *D = malloc(M * N * sizeof *D);
+					ck_assert(A && B && D);
+					uint64_t st = 0x7c100200 + 32 * (uint64_t)hybrid + 8 * sh +
+					              2 * (uint64_t)special + (uint64_t)fma;
+					for (size_t i = 0; i < M * K; i++) {
+						uint64_t q = t_rand(st, i);
+						A[i] = q % 5 == 0
+						           ? 0
+						           : ldexp((double)(q >> 11) / 0x1p53 - 0.5,
+						                   (int)(q % 17) - 8);
+					}
+					for (size_t i = 0; i < K * N; i++) {
+						uint64_t q = t_rand(st, M * K + i);
+						B[i] = q % 7 == 0
+						           ? -0.0
+						           : ldexp((double)(q >> 11) / 0x1p53 - 0.5,
+						                   (int)(q % 13) - 6);
+					}
+					if (special == 1)
+						A[K + 3] = NAN, B[2 * N + 1] = INFINITY;
+					if (special == 2)
+						A[5] = -INFINITY;
+					emu_qtensor qa, qb;
+					ck_assert(emu_quantize(&r, EMU_ROLE_ACT, false, A, M, K, 1,
+					                       &qa) == 0);
+					emu_qpart part = {0, K, 1, NAN, (uint64_t)M * K};
+					ck_assert(emu_quantize_part(&rb, EMU_ROLE_GRAD, true, B, K,
+					                            N, &part, &qb) == 0);
+					emu_gemm_opts o = {EMU_GEMM_HOPPER, fma == 1};
+					ck_assert_msg(emu_scaled_gemm(&qa, &qb, &r, &o, D, err,
+					                              sizeof err) == EMU_OK,
+					              "%s", err);
+					emu_tc_model tm;
+					ck_assert(emu_tc_preset("h100", &qa.elem, f32, &tm) ==
+					          EMU_OK);
+					for (size_t i = 0; i < M; i++)
+						for (size_t j = 0; j < N; j++) {
+							double acc = 0;
+							unsigned fl = 0;
+							for (size_t k0 = 0; k0 < K; k0 += 128) {
+								emu_bits a[128], b[128];
+								size_t m =
+								    K - k0 < 128 ? K - k0 : 128;
+								for (size_t k = 0; k < m; k++) {
+									a[k] =
+									    qa.code[i * K + k0 + k];
+									b[k] =
+									    qb.code[(k0 + k) * N +
+									            j];
+								}
+								double p = emu_decode(
+								    f32, emu_tc_dot2(&tm, &qa.elem,
+								                     &qb.elem, f32,
+								                     a, b, m, 0)
+								             .bits);
+								size_t ba =
+								    (i / qa.brows) * qa.nbc +
+								    k0 / qa.bcols;
+								size_t bb =
+								    (k0 / qb.brows) * qb.nbc +
+								    j / qb.bcols;
+								double sc = emu_v_mul(
+								    f32, qa.d[ba], qb.d[bb],
+								    &EMU_ENV_DEFAULT, &fl);
+								acc =
+								    fma ? emu_v_fma(
+								              f32, p, sc, acc,
+								              &EMU_ENV_DEFAULT, &fl)
+								        : emu_v_add(
+								              f32, acc,
+								              emu_v_mul(
+								                  f32, p, sc,
+								                  &EMU_ENV_DEFAULT,
+								                  &fl),
+								              &EMU_ENV_DEFAULT,
+								              &fl);
+							}
+							ck_assert_msg(memcmp(&acc, &D[i * N + j],
+							                     sizeof acc) == 0,
+							              "hopper %s %zux%zux%zu "
+							              "special %d fma %d: "
+							              "D[%zu][%zu] = %a, want %a",
+							              hybrid ? "e4m3 x e5m2"
+							                     : "e4m3",
+							              M, N, K, special, fma, i, j,
+							              D[i * N + j], acc);
+							nonfinite += !isfinite(acc);
+							n++;
+						}
+					emu_qtensor_free(&qa);
+					emu_qtensor_free(&qb);
+					free(A);
+					free(B);
+					free(D);
+				}
+	ck_assert_uint_gt(nonfinite, 0);
+	t_count("hopper GEMM elements, against the instructions", n);
+}
+END_TEST
+
 START_TEST(test_tcs_gemm_refuses)
 {
 	emu_recipe r;
@@ -610,6 +737,7 @@ Suite *suite_tcscaled(void)
 	tcase_add_test(tc, test_tcs_gemm_known);
 	tcase_add_test(tc, test_tcs_gemm_mixed);
 	tcase_add_test(tc, test_tcs_gemm_vs_instructions);
+	tcase_add_test(tc, test_tcs_gemm_hopper_vs_instructions);
 	tcase_add_test(tc, test_tcs_gemm_refuses);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("proof");

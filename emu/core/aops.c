@@ -10,19 +10,15 @@
  *    as the kernel engine's fast backend; encodings and emu_apply for the unary ops
  *    and min/max; emu_v_from_double for cvt);
  *  - fast: round-to-nearest-even (and SR for p <= 20) without ftz or daz
- *    (sat too, but for the transcendentals), formats with sign, zero and subnormals, p <= 25, for cvt (a
- *    double rounded once), add, sub, mul, div, sqrt and fma: r = a op b
- *    in binary64 (innocuous double rounding, docs/numerics.md), its exact
- *    error term for the inexact
- *    flag; for fma the exact a·b + c as r + e (TwoSum) rounded to odd at 53
- *    bits; then r rounded to f with masks, no branch on data, overflow
- *    included. exp, log, exp2, rsqrt in rne: f(x) in binary64 within a
- *    proven error bound, kept when both ends of the interval round alike
- *    (a Ziv check). An element it cannot decide (an operand or r not
- *    finite, a square root below 2^emin, an interval across a rounding
- *    boundary) is counted, found again in a second look over its chunk and
- *    redone by the generic path. Unit strides and the broadcasts of the
- *    kernels' maps get loops of their own.
+ *    (sat too, but for the transcendentals), formats with sign, zero and subnormals, p <= 25, for
+ * cvt (a double rounded once), add, sub, mul, div, sqrt and fma: r = a op b in binary64 (innocuous
+ * double rounding, docs/numerics.md), its exact error term for the inexact flag; for fma the exact
+ * a·b + c as r + e (TwoSum) rounded to odd at 53 bits; then r rounded to f with masks, no branch on
+ * data, overflow included. exp, log, exp2, rsqrt in rne: f(x) in binary64 within a proven error
+ * bound, kept when both ends of the interval round alike (a Ziv check). An element it cannot decide
+ * (an operand or r not finite, a square root below 2^emin, an interval across a rounding boundary)
+ * is counted, found again in a second look over its chunk and redone by the generic path. Unit
+ * strides and the broadcasts of the kernels' maps get loops of their own.
  *  - emu_a_fold, a sequential chain, takes the fast path's step (min and
  *    max: a compare) with a branch around the rare cases instead of masks.
  */
@@ -89,6 +85,7 @@ struct fconsts {
 	double inv_quantum; /* 2^-(emin-p+1): below 2^emin, units of the quantum */
 	double quantum;
 	uint64_t seed;
+	bool spec; /* specials_chunk may decide this format's specials */
 };
 
 /* The draw of emu_sr_bits (round.c), inline so that the loop vectorises;
@@ -511,6 +508,93 @@ fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, doubl
 #define A_CLONES
 #endif
 
+/*
+ * The specials of an element the fast path left to the generic one, for an
+ * IEEE format with infinities and NaN, neither saturating nor flushing
+ * (c->spec), as the scalar ops decide them: a NaN operand gives the NaN
+ * without flags (cvt of a signaling binary64 NaN: invalid); an infinite
+ * operand, or a division by zero, the binary64 operation's infinity, zero or
+ * NaN, a NaN raising invalid and x/0 for finite x ≠ 0 divbyzero; the square
+ * root of a number below zero NaN and invalid. NaN is emu_nan_value's (the
+ * sign clear). Returns 1 when the element is decided, with its value and
+ * its invalid and divbyzero bits. add, sub, mul, div, sqrt and cvt.
+ */
+static inline __attribute__((always_inline)) uint64_t
+spec_elem(emu_op op, double x, double y, double *v, uint64_t *inv, uint64_t *dbz)
+{
+	uint64_t ux = emu_dbits(x) & ~(1ull << 63), uy = emu_dbits(y) & ~(1ull << 63);
+	const uint64_t inf = 0x7ff0000000000000ull;
+	uint64_t xn = ux > inf, yn = uy > inf, xi = ux == inf, yi = uy == inf, in = 0, dz = 0, dec;
+	double r;
+	switch (op) {
+	case EMU_OP_ADD:
+		r = x + y;
+		dec = xn | yn | xi | yi;
+		break;
+	case EMU_OP_SUB:
+		r = x - y;
+		dec = xn | yn | xi | yi;
+		break;
+	case EMU_OP_MUL:
+		r = x * y;
+		dec = xn | yn | xi | yi;
+		break;
+	case EMU_OP_DIV: {
+		uint64_t y0 = uy == 0;
+		r = x / y;
+		dec = xn | yn | xi | yi | y0;
+		dz = y0 & (ux != 0) & (ux < inf);
+		break;
+	}
+	case EMU_OP_SQRT: /* −0 (and every tiny root) stays with the scalar op */
+		r = sqrt(x);
+		yn = 0;
+		dec = xn | xi | (uint64_t)(x < 0);
+		break;
+	default: /* cvt: a binary64 NaN is signaling when its quiet bit is clear */
+		r = x;
+		yn = 0;
+		dec = xn | xi;
+		in = xn & !((ux >> 51) & 1);
+		break;
+	}
+	uint64_t rn = (emu_dbits(r) & ~(1ull << 63)) > inf;
+	in |= rn & !(xn | yn);
+	*v = emu_bitsd(SEL(MASK(rn), emu_dbits(NAN), emu_dbits(r)));
+	*inv = in & dec;
+	*dbz = dz & dec;
+	return dec;
+}
+
+/* A chunk's second look when it left elements to the generic path: each
+ * element's fast_elem verdict again, and for the undecided ones spec_elem.
+ * st[i]: 0 decided by the first look, 0x80 still for the generic path, else
+ * 0x40 | flags of a special decided here (its value written to dst[i]).
+ * Adds the invalid and divbyzero counts to cnt[0..1]; returns how many are
+ * left. */
+static inline __attribute__((always_inline)) unsigned
+spec_chunk(const int S, emu_op op, const struct fconsts *c, double *dst, const double *a, size_t sa,
+           const double *b, size_t sb, size_t n, uint8_t *st, uint64_t *cnt)
+{
+	uint64_t left = 0, ninv = 0, ndbz = 0;
+	for (size_t i = 0; i < n; i++) {
+		double x = a[i * sa], y = op == EMU_OP_SQRT || op == EMU_OP_CVT ? 0.0 : b[i * sb],
+		       v, w;
+		uint64_t ix, uf, ov, inv, dbz;
+		uint64_t bad = fast_elem(S, op, false, c, x, y, 0.0, 0, &v, &ix, &uf, &ov);
+		uint64_t dec = bad & spec_elem(op, x, y, &w, &inv, &dbz);
+		dst[i] = dec ? w : dst[i];
+		st[i] =
+		    (uint8_t)(((bad & ~dec) << 7) | (dec << 6) | (dec & inv) | ((dec & dbz) << 1));
+		left += bad & ~dec;
+		ninv += dec & inv;
+		ndbz += dec & dbz;
+	}
+	cnt[0] += ninv;
+	cnt[1] += ndbz;
+	return (unsigned)left;
+}
+
 /* The stride patterns with loops of their own (FAST_LOOPS); an operand the
  * op does not read counts as unit stride. */
 enum stride_pat { PAT_UNIT, PAT_B0, PAT_A0, PAT_C0, PAT_BC0, PAT_OTHER };
@@ -580,6 +664,17 @@ static inline __attribute__((always_inline)) enum stride_pat stride_pat(emu_op o
 		uint64_t ix, uf, ov;                                                               \
 		return fast_elem(c->S, OP, false, c, x, y, z, 0, &v, &ix, &uf, &ov) != 0;          \
 	}
+/* The second look of the ops spec_elem knows, as FAST_LOOPS: unit strides
+ * apart. */
+#define SPEC_OP(OP, NAME)                                                                          \
+	A_CLONES static unsigned NAME##_spec(const struct fconsts *c, double *dst,                 \
+	                                     const double *a, size_t sa, const double *b,          \
+	                                     size_t sb, size_t n, uint8_t *st, uint64_t *cnt)      \
+	{                                                                                          \
+		if (sa == 1 && (sb == 1 || (OP) == EMU_OP_SQRT || (OP) == EMU_OP_CVT))             \
+			return spec_chunk(c->S, OP, c, dst, a, 1, b, 1, n, st, cnt);               \
+		return spec_chunk(c->S, OP, c, dst, a, sa, b, sb, n, st, cnt);                     \
+	}
 FAST_OP(EMU_OP_ADD, fast_add)
 FAST_OP(EMU_OP_SUB, fast_sub)
 FAST_OP(EMU_OP_MUL, fast_mul)
@@ -591,21 +686,35 @@ FAST_OP(EMU_OP_EXP, fast_exp)
 FAST_OP(EMU_OP_LOG, fast_log)
 FAST_OP(EMU_OP_EXP2, fast_exp2)
 FAST_OP(EMU_OP_RSQRT, fast_rsqrt)
+SPEC_OP(EMU_OP_ADD, fast_add)
+SPEC_OP(EMU_OP_SUB, fast_sub)
+SPEC_OP(EMU_OP_MUL, fast_mul)
+SPEC_OP(EMU_OP_DIV, fast_div)
+SPEC_OP(EMU_OP_SQRT, fast_sqrt)
+SPEC_OP(EMU_OP_CVT, fast_cvt)
 
 typedef unsigned (*fast_fn)(const struct fconsts *, bool, double *, const double *, size_t,
                             const double *, size_t, const double *, size_t, size_t, uint64_t,
                             uint8_t *, uint64_t *);
 typedef bool (*bad_fn)(const struct fconsts *, double, double, double);
+typedef unsigned (*spec_fn)(const struct fconsts *, double *, const double *, size_t,
+                            const double *, size_t, size_t, uint8_t *, uint64_t *);
 static const struct {
 	fast_fn run;
 	bad_fn bad;
+	spec_fn spec; /* NULL: the second look is bad's, element by element */
 } fast_tab[EMU_NOPS] = {
-    [EMU_OP_ADD] = {fast_add, fast_add_bad},    [EMU_OP_SUB] = {fast_sub, fast_sub_bad},
-    [EMU_OP_MUL] = {fast_mul, fast_mul_bad},    [EMU_OP_DIV] = {fast_div, fast_div_bad},
-    [EMU_OP_SQRT] = {fast_sqrt, fast_sqrt_bad}, [EMU_OP_FMA] = {fast_fma, fast_fma_bad},
-    [EMU_OP_EXP] = {fast_exp, fast_exp_bad},    [EMU_OP_LOG] = {fast_log, fast_log_bad},
-    [EMU_OP_EXP2] = {fast_exp2, fast_exp2_bad}, [EMU_OP_RSQRT] = {fast_rsqrt, fast_rsqrt_bad},
-    [EMU_OP_CVT] = {fast_cvt, fast_cvt_bad},
+    [EMU_OP_ADD] = {fast_add, fast_add_bad, fast_add_spec},
+    [EMU_OP_SUB] = {fast_sub, fast_sub_bad, fast_sub_spec},
+    [EMU_OP_MUL] = {fast_mul, fast_mul_bad, fast_mul_spec},
+    [EMU_OP_DIV] = {fast_div, fast_div_bad, fast_div_spec},
+    [EMU_OP_SQRT] = {fast_sqrt, fast_sqrt_bad, fast_sqrt_spec},
+    [EMU_OP_FMA] = {fast_fma, fast_fma_bad, NULL},
+    [EMU_OP_EXP] = {fast_exp, fast_exp_bad, NULL},
+    [EMU_OP_LOG] = {fast_log, fast_log_bad, NULL},
+    [EMU_OP_EXP2] = {fast_exp2, fast_exp2_bad, NULL},
+    [EMU_OP_RSQRT] = {fast_rsqrt, fast_rsqrt_bad, NULL},
+    [EMU_OP_CVT] = {fast_cvt, fast_cvt_bad, fast_cvt_spec},
 };
 
 static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
@@ -639,9 +748,10 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 	c->quantum = ldexp(1.0, f->emin - f->p + 1);
 	c->inv_quantum = ldexp(1.0, -(f->emin - f->p + 1));
 	c->seed = env->seed;
+	c->spec = f->has_inf && f->nan == EMU_NAN_IEEE && !env->sat;
 	c->ovf_d = env->sat || (!f->has_inf && f->nan == EMU_NAN_NONE) ? emu_dbits(f->max)
-	           : f->has_inf                                         ? emu_dbits(INFINITY)
-	                                                                : emu_dbits(NAN);
+	           : f->has_inf                                        ? emu_dbits(INFINITY)
+	                                                               : emu_dbits(NAN);
 	return true;
 }
 
@@ -697,9 +807,23 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 			bad = fast_tab[op].bad;
 			chunk_bad = cnt[2] != ov0;
 		}
+		/* the second look over the chunk at once, deciding IEEE specials */
+		uint8_t st[CHUNK];
+		bool looked = nfb && fast && k.spec && fast_tab[op].spec;
+		if (looked) {
+			uint64_t sc2[2] = {0, 0};
+			nfb = fast_tab[op].spec(&k, out, pa, sa, pb, sb, m, st, sc2);
+			acc.count[0] += sc2[0];
+			acc.count[1] += sc2[1];
+			chunk_bad |= (sc2[0] | sc2[1]) != 0;
+			for (size_t j = 0; fl && j < m; j++)
+				if (st[j] & 0x40)
+					fl[j] = st[j] & 0x3;
+		}
 		for (size_t j = 0; nfb && j < m; j++) {
-			if (bad &&
-			    (fl ? !(fl[j] & 0x80) : !bad(&k, pa[j * sa], pb[j * sb], pc[j * sc])))
+			if (looked ? st[j] != 0x80
+			           : bad && (fl ? !(fl[j] & 0x80)
+			                        : !bad(&k, pa[j * sa], pb[j * sb], pc[j * sc])))
 				continue;
 			unsigned v = 0;
 			e.index = env->index + i0 + j;

@@ -1013,14 +1013,19 @@ START_TEST(test_unary_second_look)
 			for (int flags = 0; flags < 2; flags++) {
 				emu_env env = EMU_ENV_DEFAULT;
 				for (size_t i = 0; i < NN; i++)
-					x[i] = i == 0 ? NAN : i % 37 == 5 ? INFINITY : i % 41 == 7 ? -2.0
-					       : i % 43 == 9 ? 32768.0 : ldexp(1.0 + (double)(i % 13) / 16, (int)(i % 30) - 15);
+					x[i] = i == 0        ? NAN
+					       : i % 37 == 5 ? INFINITY
+					       : i % 41 == 7 ? -2.0
+					       : i % 43 == 9 ? 32768.0
+					                     : ldexp(1.0 + (double)(i % 13) / 16,
+					                             (int)(i % 30) - 15);
 				emu_a_flags r;
 				const double *args[1] = {x};
 				size_t st[1] = {1};
 				memcpy(d, x, sizeof d);
-				r = emu_a_op(ops[o], f, inplace ? d : w, inplace ? (const double *const[]){d} : args,
-				             st, NN, &env, flags ? fl : NULL);
+				r = emu_a_op(ops[o], f, inplace ? d : w,
+				             inplace ? (const double *const[]){d} : args, st, NN,
+				             &env, flags ? fl : NULL);
 				const double *got = inplace ? d : w;
 				uint64_t first = UINT64_MAX;
 				for (size_t i = 0; i < NN; i++) {
@@ -1028,16 +1033,144 @@ START_TEST(test_unary_second_look)
 					emu_env e = env;
 					e.index = i;
 					double want = emu_a_element(ops[o], f, x[i], 0, 0, &e, &v);
-					ck_assert_msg(emu_encode(f, want) == emu_encode(f, got[i]),
-					              "%s inplace %d flags %d i %zu: %a -> %a, want %a",
-					              emu_op_name(ops[o]), inplace, flags, i, x[i], got[i], want);
+					ck_assert_msg(
+					    emu_encode(f, want) == emu_encode(f, got[i]),
+					    "%s inplace %d flags %d i %zu: %a -> %a, want %a",
+					    emu_op_name(ops[o]), inplace, flags, i, x[i], got[i],
+					    want);
 					if (first == UINT64_MAX &&
-					    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO)))
+					    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID |
+					          EMU_FLAG_DIVBYZERO)))
 						first = i;
 				}
 				ck_assert_uint_eq(r.first_bad, first);
 			}
 	t_count("aops: unary second look after a NaN first element", 16 * NN);
+}
+END_TEST
+
+/* The second look's specials (NaN, infinite operands, x/0, sqrt below zero)
+ * for IEEE formats, decided a chunk at once: every element's encoding and
+ * flags, the counts and first_bad against the scalar reference and, for
+ * operands the format holds, the exact-format MPFR backend. Chunks with
+ * only divbyzero specials, a signaling binary64 NaN into cvt, unit strides,
+ * stride 2 and a broadcast operand, flags and none. */
+START_TEST(test_specials_second_look)
+{
+	const emu_format *f = t_fmt(_i ? "bf16" : "fp16");
+	const emu_op ops[] = {EMU_OP_ADD, EMU_OP_SUB,  EMU_OP_MUL,
+	                      EMU_OP_DIV, EMU_OP_SQRT, EMU_OP_CVT};
+	enum { NN = 5000 };
+	static double xa[2 * NN], xb[2 * NN], d[NN];
+	static uint8_t fl[NN];
+	double snan, snan2;
+	memcpy(&snan, &(uint64_t){0x7ff0000000000001ull}, sizeof snan);
+	memcpy(&snan2, &(uint64_t){0xfff4000000000000ull}, sizeof snan2);
+	uint64_t checked = 0, mp = 0;
+	for (size_t o = 0; o < ARRAY_SIZE(ops); o++)
+		for (int kind = 0; kind < 3; kind++)      /* 0 mixed, 1 only x/0, 2 none */
+			for (int lay = 0; lay < 3; lay++) /* strides 1/1, 2/1, 1/0 */
+				for (int flags = 0; flags < 2; flags++) {
+					emu_op op = ops[o];
+					for (size_t i = 0; i < 2 * NN; i++) {
+						uint64_t r =
+						    t_rand(700 + o * 10 + (uint64_t)kind, i);
+						/* kinds 1 and 2 overflow nowhere: only x/0 is bad
+						 */
+						int span = kind ? 12 : 40;
+						double v = ldexp(1.0 + (double)(r % 256) / 256,
+						                 (int)((r >> 8) % (unsigned)span) -
+						                     span / 2);
+						double w = ldexp(
+						    1.0 + (double)((r >> 16) % 256) / 256,
+						    (int)((r >> 24) % (unsigned)span) - span / 2);
+						v = val(f,
+						        emu_from_double(f, (r >> 40) & 1 ? -v : v,
+						                        &EMU_ENV_DEFAULT)
+						            .bits);
+						w = val(f,
+						        emu_from_double(f, (r >> 41) & 1 ? -w : w,
+						                        &EMU_ENV_DEFAULT)
+						            .bits);
+						unsigned sel = (unsigned)((r >> 48) % 64);
+						if (kind == 0) {
+							const double sp[] = {
+							    NAN,  -NAN, INFINITY, -INFINITY, 0.0,
+							    -0.0, snan, snan2,    f->max,    -1.0};
+							if (sel < 10)
+								v = sp[sel];
+							else if (sel < 20)
+								w = sp[sel - 10];
+						} else if (kind == 1 && sel < 6) {
+							w = sel & 1 ? -0.0
+							            : 0.0; /* x/0 for x != 0 */
+						}
+						if (op != EMU_OP_CVT &&
+						    emu_is_snan(f, emu_encode(f, v)))
+							v = NAN;
+						if (op != EMU_OP_CVT && isnan(v) &&
+						    dbits(v) != dbits(NAN) &&
+						    dbits(v) != dbits(-NAN))
+							v = NAN;
+						if (isnan(w) && dbits(w) != dbits(NAN) &&
+						    dbits(w) != dbits(-NAN))
+							w = -NAN;
+						xa[i] = v;
+						xb[i] = w;
+					}
+					const double *args[2] = {xa, xb};
+					size_t st[2] = {lay == 1 ? 2 : 1, lay == 2 ? 0 : 1};
+					emu_env env = EMU_ENV_DEFAULT;
+					emu_a_flags c = emu_a_op(op, f, d, args, st, NN, &env,
+					                         flags ? fl : NULL);
+					uint64_t sum[5] = {0}, first = UINT64_MAX;
+					for (size_t i = 0; i < NN; i++) {
+						double x = xa[i * st[0]], y = xb[i * st[1]];
+						unsigned v = 0;
+						emu_env e = env;
+						e.index = i;
+						double want = emu_a_element(op, f, x, y, 0, &e, &v);
+						ck_assert_msg(
+						    emu_encode(f, want) == emu_encode(f, d[i]) &&
+						        (!flags || fl[i] == v),
+						    "%s %s kind %d lay %d i %zu: %a %a -> %a (fl "
+						    "0x%x), want "
+						    "%a (0x%x)",
+						    f->name, emu_op_name(op), kind, lay, i, x, y,
+						    d[i], flags ? fl[i] : 0, want, v);
+						for (int k = 0; k < 5; k++)
+							sum[k] += (v >> k) & 1;
+						if (first == UINT64_MAX &&
+						    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID |
+						          EMU_FLAG_DIVBYZERO)))
+							first = i;
+						if (!(dbits(x) & 0x0008000000000000ull) && isnan(x))
+							continue; /* a signaling binary64 NaN: no
+							             encoding */
+						emu_bits eb[2] = {emu_encode(f, x),
+						                  emu_encode(f, y)};
+						emu_result m =
+						    op == EMU_OP_CVT
+						        ? emu_mp_from_double(f, x, &e)
+						        : emu_mp_apply(op, f, NULL, eb, &e);
+						ck_assert_msg(
+						    m.bits == emu_encode(f, d[i]) && m.flags == v,
+						    "%s %s i %zu: %a %a -> 0x%x, MPFR 0x%x flags "
+						    "0x%x/0x%x",
+						    f->name, emu_op_name(op), i, x, y,
+						    emu_encode(f, d[i]), m.bits, v, m.flags);
+						mp++;
+					}
+					for (int k = 0; k < 5; k++)
+						ck_assert_uint_eq(c.count[k], sum[k]);
+					ck_assert_uint_eq(c.first_bad, first);
+					checked += NN;
+				}
+	char what[T_WHAT_LEN];
+	snprintf(what, sizeof what, "aops: %s specials decided a chunk at once", f->name);
+	t_count(what, checked);
+	snprintf(what, sizeof what, "aops: %s specials decided a chunk at once, vs MPFR", f->name);
+	t_count(what, mp);
 }
 END_TEST
 
@@ -1061,6 +1194,7 @@ Suite *suite_aops(void)
 	tcase_add_test(tc, test_fold_fma32_edges);
 	tcase_add_loop_test(tc, test_fold_n, 0, (int)ARRAY_SIZE(foldnfmts));
 	tcase_add_test(tc, test_unary_second_look);
+	tcase_add_loop_test(tc, test_specials_second_look, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -106,14 +106,38 @@ static bool nm_ctl(char c)
 	return (unsigned char)c < 0x20 || c == 0x7f;
 }
 
+/* How many characters from s on need no escape: neither a control character
+ * nor, with dq, a double quote. */
+static size_t nm_plain_span(const char *s, bool dq)
+{
+	size_t n = 0;
+	while (s[n] && !nm_ctl(s[n]) && !(dq && s[n] == '"'))
+		n++;
+	return n;
+}
+
+/* s with control characters as \xHH (and, with dq, '"' doubled), runs of
+ * plain characters copied at once. */
+static bool nm_buf_escaped(nm_buf *b, const char *s, bool dq)
+{
+	for (;;) {
+		size_t n = nm_plain_span(s, dq);
+		nm_buf_putn(b, s, n);
+		s += n;
+		if (!*s)
+			break;
+		if (*s == '"')
+			nm_buf_putn(b, "\"\"", 2);
+		else
+			nm_buf_printf(b, "\\x%02x", (unsigned)(unsigned char)*s);
+		s++;
+	}
+	return !b->oom;
+}
+
 bool nm_buf_put_shown(nm_buf *b, const char *s)
 {
-	for (; *s; s++)
-		if (nm_ctl(*s))
-			nm_buf_printf(b, "\\x%02x", (unsigned)(unsigned char)*s);
-		else
-			nm_buf_putc(b, *s);
-	return !b->oom;
+	return nm_buf_escaped(b, s, false);
 }
 
 bool nm_buf_csv(nm_buf *b, const char *s)
@@ -122,14 +146,7 @@ bool nm_buf_csv(nm_buf *b, const char *s)
 
 	if (quote)
 		nm_buf_putc(b, '"');
-	for (; *s; s++) {
-		if (*s == '"')
-			nm_buf_putc(b, '"');
-		if (nm_ctl(*s))
-			nm_buf_printf(b, "\\x%02x", (unsigned)(unsigned char)*s);
-		else
-			nm_buf_putc(b, *s);
-	}
+	nm_buf_escaped(b, s, true);
 	if (quote)
 		nm_buf_putc(b, '"');
 	return !b->oom;

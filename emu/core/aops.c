@@ -1055,41 +1055,93 @@ static bool is_binary32(const emu_format *f)
  * 2^-126 (a sum below it is a multiple of 2^-149, exact). A step whose
  * operand is not a float value, or whose result is not finite (NaN, an
  * infinity, an overflow), is emu_a_element's, as in fold_loop.
+ *
+ * F32_BLK steps at a time while the state is a float: the operands
+ * converted and checked in one vector loop, the chain of float sums alone
+ * in a second (each sum kept), their TwoSum errors and finiteness in a
+ * third; a block where any operand or sum fails is run again step by step
+ * from its start (fold_f32_steps), which the blocks leave untouched.
  */
-static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc, const double *a, size_t sa,
-                            size_t n, const emu_env *env, uint8_t *flags)
+enum { F32_BLK = 256 };
+
+/* Steps j0..j1-1 one at a time from the state (*s, *fs, *in_float). */
+static void fold_f32_steps(emu_op op, const emu_format *f, const double *a, size_t sa, size_t j0,
+                           size_t j1, const emu_env *env, uint8_t *flags, double *s, float *fs,
+                           bool *in_float, uint64_t *nix, emu_a_flags *r)
 {
-	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 	emu_env e = *env;
-	double s = *acc;
-	/* the chain's state stays a float (no conversion on it) while s is one */
-	float fs = (float)s;
-	bool in_float = (double)fs == s;
-	uint64_t nix = 0;
-	for (size_t j = 0; j < n; j++) {
+	for (size_t j = j0; j < j1; j++) {
 		double x = op == EMU_OP_SUB ? -a[j * sa] : a[j * sa];
 		float fx = (float)x;
-		if (in_float && (double)fx == x) {
-			float t = fs + fx;
+		if (*in_float && (double)fx == x) {
+			float t = *fs + fx;
 			if (isfinite(t)) {
-				float bb = t - fs;
-				float err = (fs - (t - bb)) + (fx - bb);
+				float bb = t - *fs;
+				float err = (*fs - (t - bb)) + (fx - bb);
 				uint64_t ix = err != 0;
-				nix += ix;
+				*nix += ix;
 				if (flags)
 					flags[j] = (uint8_t)(ix << 4);
-				fs = t;
+				*fs = t;
 				continue;
 			}
 		}
 		unsigned v = 0;
 		e.index = env->index + j;
-		if (in_float)
-			s = (double)fs;
-		s = emu_a_element(op, f, s, a[j * sa], 0, &e, &v);
-		fs = (float)s;
-		in_float = (double)fs == s;
-		fold_note(&r, flags, j, v);
+		if (*in_float)
+			*s = (double)*fs;
+		*s = emu_a_element(op, f, *s, a[j * sa], 0, &e, &v);
+		*fs = (float)*s;
+		*in_float = (double)*fs == *s;
+		fold_note(r, flags, j, v);
+	}
+}
+
+A_CLONES static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc, const double *a,
+                                     size_t sa, size_t n, const emu_env *env, uint8_t *flags)
+{
+	emu_a_flags r = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+	double s = *acc;
+	/* the chain's state stays a float (no conversion on it) while s is one */
+	float fs = (float)s;
+	bool in_float = (double)fs == s;
+	uint64_t nix = 0;
+	const double sg = op == EMU_OP_SUB ? -1.0 : 1.0;
+	float xb[F32_BLK], tb[F32_BLK];
+	for (size_t j = 0; j < n;) {
+		size_t m = n - j < F32_BLK ? n - j : F32_BLK;
+		if (in_float) {
+			int32_t good = 1;
+			for (size_t i = 0; i < m; i++) {
+				double x = sg * a[(j + i) * sa];
+				xb[i] = (float)x;
+				good &= (double)xb[i] == x;
+			}
+			if (good) {
+				float c = fs;
+				for (size_t i = 0; i < m; i++) {
+					c = c + xb[i];
+					tb[i] = c;
+				}
+				uint64_t nb = 0;
+				for (size_t i = 0; i < m; i++) {
+					float p = i ? tb[i - 1] : fs, t = tb[i], bb = t - p;
+					float err = (p - (t - bb)) + (xb[i] - bb);
+					good &= fabsf(t) <= FLT_MAX;
+					nb += err != 0;
+					if (flags)
+						flags[j + i] = (uint8_t)((err != 0) << 4);
+				}
+				if (good) {
+					nix += nb;
+					fs = tb[m - 1];
+					j += m;
+					continue;
+				}
+			}
+		}
+		fold_f32_steps(op, f, a, sa, j, j + m, env, flags, &s, &fs, &in_float, &nix, &r);
+		j += m;
 	}
 	*acc = in_float ? (double)fs : s;
 	fold_done(&r, nix, 0, 0);

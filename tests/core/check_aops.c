@@ -765,6 +765,56 @@ START_TEST(test_fold_sequences)
 }
 END_TEST
 
+/* binary32 add and sub folds longer than the blocks fold_f32 chains (256
+ * steps): every step against emu_a_element and emu_apply (prove_fold), with a
+ * NaN, an infinity or an overflow placed at a block's first step, its last,
+ * the next block's first and inside a later one, so that a block runs again
+ * step by step from its start and the chain goes on after it; exact sums
+ * (no inexact) and random ones, strides 1 and 2. */
+START_TEST(test_fold_f32_blocks)
+{
+	const emu_format *f = t_fmt("fp32");
+	enum { NF = 1100 };
+	static double xa[2 * NF];
+	const size_t at[] = {0, 255, 256, 511, 700, NF - 1, SIZE_MAX};
+	const double bad[] = {NAN, INFINITY, -INFINITY, 0x1.fffffep127};
+	emu_env env = EMU_ENV_DEFAULT;
+	uint64_t cases = 0;
+	for (int exact = 0; exact < 2; exact++)
+		for (size_t k = 0; k < ARRAY_SIZE(at); k++)
+			for (size_t b = 0; b < (at[k] == SIZE_MAX ? 1 : ARRAY_SIZE(bad)); b++) {
+				fill_fold(f, 9100 + (uint64_t)(exact * 64) + k * 8 + b, 1, 2 * NF,
+				          xa);
+				if (exact) /* small integers: every sum exact */
+					for (size_t i = 0; i < 2 * NF; i++)
+						xa[i] = floor(xa[i] * 8);
+				if (at[k] != SIZE_MAX) {
+					xa[at[k]] = xa[2 * at[k]] = bad[b];
+					if (b == 3) /* max twice: the sum overflows there */
+						xa[at[k] + 1 < NF ? at[k] + 1 : at[k] - 1] = bad[b];
+				}
+				for (int sub = 0; sub < 2; sub++)
+					for (size_t sa = 1; sa <= 2; sa++)
+						cases += prove_fold(sub ? EMU_OP_SUB : EMU_OP_ADD,
+						                    f, &env, sub ? -0.5 : 0.25, xa,
+						                    sa, NULL, 0, NF);
+			}
+	/* an operand that is no float value is the scalar step's (emu_a_element
+	 * rounds the exact sum once: 1 + (2^-24 + 2^-50) is 1 + 2^-23, where
+	 * the operand rounded first would tie to 1) */
+	for (size_t i = 0; i < NF; i++)
+		xa[i] = i == 300 ? 0x1p-24 + 0x1p-50 : i == 299 ? 1.0 : 0.0;
+	double got = 0.0, want = 0.0;
+	(void)emu_a_fold(EMU_OP_ADD, f, &got, xa, 1, NULL, 0, NF, &env, NULL);
+	for (size_t i = 0; i < NF; i++) {
+		unsigned v = 0;
+		want = emu_a_element(EMU_OP_ADD, f, want, xa[i], 0, &env, &v);
+	}
+	ck_assert_msg(dbits(got) == dbits(want) && want == 1 + 0x1p-23, "%a, want %a", got, want);
+	t_count("aops: binary32 add/sub fold steps across fold_f32's blocks", cases + NF);
+}
+END_TEST
+
 /* binary32 fma folds in rne (the CPU's fmaf steps) where its exactness test
  * and the fallback decide: products and accumulators near 2^-126 (tiny,
  * exact or not, rounding up to 2^-126), exact cancellations to zeros of
@@ -1192,6 +1242,7 @@ Suite *suite_aops(void)
 	tcase_add_loop_test(tc, test_fold_sequences, 0, (int)ARRAY_SIZE(foldfmts));
 	tcase_add_test(tc, test_fold_ones);
 	tcase_add_test(tc, test_fold_fma32_edges);
+	tcase_add_test(tc, test_fold_f32_blocks);
 	tcase_add_loop_test(tc, test_fold_n, 0, (int)ARRAY_SIZE(foldnfmts));
 	tcase_add_test(tc, test_unary_second_look);
 	tcase_add_loop_test(tc, test_specials_second_look, 0, 2);

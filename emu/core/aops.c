@@ -1213,6 +1213,62 @@ static __attribute__((noinline)) double fma32_slow(const emu_format *f, double x
 }
 
 /*
+ * FMA_BLK steps of fma32_lanes' L chains at once while every lane's state is
+ * a float: the fmaf chains alone, each step's sum kept, then every step's
+ * exactness (TwoSum in double of x·y and the sum before it), operands and
+ * finiteness checked as fma32_lanes checks them. true, with the lanes'
+ * states, inexact counts and (L = 1) flags advanced, when every step of
+ * every lane is decided so; false, with the states untouched, otherwise.
+ */
+enum { FMA_BLK = 64 };
+static inline __attribute__((always_inline)) bool
+fma32_block(const int L, float *fs, const int32_t *ok, uint64_t *nix, const double *a, size_t sa,
+            size_t ca, const double *b, size_t sb, size_t cb, size_t j0, size_t m, uint8_t *flags)
+{
+	int32_t good = 1;
+	for (int w = 0; w < L; w++)
+		good &= ok[w];
+	if (!good)
+		return false;
+	float tb[FMA_BLK][8], c[8];
+	uint64_t nb[8];
+	for (int w = 0; w < L; w++) {
+		c[w] = fs[w];
+		nb[w] = 0;
+	}
+	for (size_t i = 0; i < m; i++)
+		for (int w = 0; w < L; w++) {
+			size_t j = j0 + i;
+			c[w] = fmaf((float)a[w * ca + j * sa], (float)b[w * cb + j * sb], c[w]);
+			tb[i][w] = c[w];
+		}
+	for (size_t i = 0; i < m; i++)
+		for (int w = 0; w < L; w++) {
+			size_t j = j0 + i;
+			double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
+			float fx = (float)x, fy = (float)y, tw = tb[i][w];
+			double p = x * y, c0 = (double)(i ? tb[i - 1][w] : fs[w]), d = p + c0,
+			       bb = d - p;
+			double e = (p - (d - bb)) + (c0 - bb);
+			int32_t ixw = (e != 0) | ((double)tw != d);
+			float at = fabsf(tw);
+			good &= ((double)fx == x) & ((double)fy == y) & (at <= FLT_MAX) &
+			        (!ixw | (at > 0x1p-126f));
+			nb[w] += (uint64_t)ixw;
+			if (flags)
+				flags[j] = (uint8_t)(ixw << 4);
+		}
+	if (!good)
+		return false;
+	for (int w = 0; w < L; w++) {
+		/* NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Assign): m >= 1, row m - 1 written */
+		fs[w] = tb[m - 1][w];
+		nix[w] += nb[w];
+	}
+	return true;
+}
+
+/*
  * An fma fold in binary32, RNE, no sat, ftz or daz: each step is the CPU's
  * float fma (fmaf: correctly rounded, one instruction in the clones that
  * have FMA, glibc's otherwise), which is that rounding, so the chain waits
@@ -1248,35 +1304,41 @@ fma32_lanes(const int L, const emu_format *f, double *acc, size_t sacc, const do
 		ok[w] = (double)fs[w] == s[w];
 		nix[w] = 0;
 	}
-	for (size_t j = 0; j < n; j++) {
-		float t[8];
-		int32_t ix[8], good[8], all = 1;
-		for (int w = 0; w < L; w++) {
-			double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
-			float fx = (float)x, fy = (float)y, tw = fmaf(fx, fy, fs[w]);
-			double p = x * y, c0 = (double)fs[w], d = p + c0, bb = d - p;
-			double e = (p - (d - bb)) + (c0 - bb);
-			int32_t ixw = (e != 0) | ((double)tw != d);
-			float at = fabsf(tw);
-			good[w] = ok[w] & ((double)fx == x) & ((double)fy == y) & (at <= FLT_MAX) &
-			          (!ixw | (at > 0x1p-126f));
-			t[w] = tw;
-			ix[w] = ixw;
-			all &= good[w];
-		}
-		for (int w = 0; w < L; w++) {
-			if (all || good[w]) {
-				fs[w] = t[w];
-				nix[w] += (uint64_t)ix[w];
-				if (flags)
-					flags[j] = (uint8_t)(ix[w] << 4);
-				continue;
+	for (size_t j0 = 0, m; j0 < n; j0 += m) {
+		m = n - j0 < FMA_BLK ? n - j0 : FMA_BLK;
+		if (fma32_block(L, fs, ok, nix, a, sa, ca, b, sb, cb, j0, m, flags))
+			continue;
+		for (size_t j = j0; j < j0 + m; j++) {
+			float t[8];
+			int32_t ix[8], good[8], all = 1;
+			for (int w = 0; w < L; w++) {
+				double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
+				float fx = (float)x, fy = (float)y, tw = fmaf(fx, fy, fs[w]);
+				double p = x * y, c0 = (double)fs[w], d = p + c0, bb = d - p;
+				double e = (p - (d - bb)) + (c0 - bb);
+				int32_t ixw = (e != 0) | ((double)tw != d);
+				float at = fabsf(tw);
+				good[w] = ok[w] & ((double)fx == x) & ((double)fy == y) &
+				          (at <= FLT_MAX) & (!ixw | (at > 0x1p-126f));
+				t[w] = tw;
+				ix[w] = ixw;
+				all &= good[w];
 			}
-			double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
-			s[w] = fma32_slow(f, x, y, ok[w] ? (double)fs[w] : s[w], env,
-			                  env->index + (uint64_t)w * cidx + j, &r[w], flags, j);
-			fs[w] = (float)s[w];
-			ok[w] = (double)fs[w] == s[w];
+			for (int w = 0; w < L; w++) {
+				if (all || good[w]) {
+					fs[w] = t[w];
+					nix[w] += (uint64_t)ix[w];
+					if (flags)
+						flags[j] = (uint8_t)(ix[w] << 4);
+					continue;
+				}
+				double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
+				s[w] = fma32_slow(f, x, y, ok[w] ? (double)fs[w] : s[w], env,
+				                  env->index + (uint64_t)w * cidx + j, &r[w], flags,
+				                  j);
+				fs[w] = (float)s[w];
+				ok[w] = (double)fs[w] == s[w];
+			}
 		}
 	}
 	for (int w = 0; w < L; w++) {

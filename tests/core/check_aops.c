@@ -811,6 +811,25 @@ START_TEST(test_fold_f32_blocks)
 		want = emu_a_element(EMU_OP_ADD, f, want, xa[i], 0, &env, &v);
 	}
 	ck_assert_msg(dbits(got) == dbits(want) && want == 1 + 0x1p-23, "%a, want %a", got, want);
+	/* the same through fma folds, the odd operand as x and as y */
+	static double yb[NF];
+	for (int k = 0; k < 2; k++) {
+		for (size_t i = 0; i < NF; i++)
+			yb[i] = 1.0;
+		if (k) /* swap the roles: x all ones but at 300, y the odd one */
+			for (size_t i = 0; i < NF; i++) {
+				yb[i] = xa[i];
+				xa[i] = 1.0;
+			}
+		got = want = 0.0;
+		(void)emu_a_fold(EMU_OP_FMA, f, &got, xa, 1, yb, 1, NF, &env, NULL);
+		for (size_t i = 0; i < NF; i++) {
+			unsigned v = 0;
+			want = emu_a_element(EMU_OP_FMA, f, xa[i], yb[i], want, &env, &v);
+		}
+		ck_assert_msg(dbits(got) == dbits(want) && want == 1 + 0x1p-23,
+		              "fma %d: %a, want %a", k, got, want);
+	}
 	t_count("aops: binary32 add/sub fold steps across fold_f32's blocks", cases + NF);
 }
 END_TEST

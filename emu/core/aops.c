@@ -1212,6 +1212,23 @@ static __attribute__((noinline)) double fma32_slow(const emu_format *f, double x
 	return s;
 }
 
+/* Whether tw = fmaf(x, y, c) decides a binary32 fma step alone: x and y
+ * float values, tw finite, and not inexact at or below 2^-126 (where
+ * tininess asks the unbounded rounding); *ix its inexact bit: x·y is exact
+ * in double, TwoSum gives x·y + c = d + e exactly, and the step is exact
+ * iff e = 0 and tw = d. */
+static inline __attribute__((always_inline)) int32_t fma32_decided(double x, double y, float c,
+                                                                   float tw, int32_t *ix)
+{
+	double p = x * y, c0 = (double)c, d = p + c0, bb = d - p;
+	double e = (p - (d - bb)) + (c0 - bb);
+	int32_t ixw = (e != 0) | ((double)tw != d);
+	float at = fabsf(tw);
+	*ix = ixw;
+	return ((double)(float)x == x) & ((double)(float)y == y) & (at <= FLT_MAX) &
+	       (!ixw | (at > 0x1p-126f));
+}
+
 /*
  * FMA_BLK steps of fma32_lanes' L chains at once while every lane's state is
  * a float: the fmaf chains alone, each step's sum kept, then every step's
@@ -1245,15 +1262,9 @@ fma32_block(const int L, float *fs, const int32_t *ok, uint64_t *nix, const doub
 	for (size_t i = 0; i < m; i++)
 		for (int w = 0; w < L; w++) {
 			size_t j = j0 + i;
-			double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
-			float fx = (float)x, fy = (float)y, tw = tb[i][w];
-			double p = x * y, c0 = (double)(i ? tb[i - 1][w] : fs[w]), d = p + c0,
-			       bb = d - p;
-			double e = (p - (d - bb)) + (c0 - bb);
-			int32_t ixw = (e != 0) | ((double)tw != d);
-			float at = fabsf(tw);
-			good &= ((double)fx == x) & ((double)fy == y) & (at <= FLT_MAX) &
-			        (!ixw | (at > 0x1p-126f));
+			int32_t ixw;
+			good &= fma32_decided(a[w * ca + j * sa], b[w * cb + j * sb],
+			                      i ? tb[i - 1][w] : fs[w], tb[i][w], &ixw);
 			nb[w] += (uint64_t)ixw;
 			if (flags)
 				flags[j] = (uint8_t)(ixw << 4);
@@ -1261,7 +1272,8 @@ fma32_block(const int L, float *fs, const int32_t *ok, uint64_t *nix, const doub
 	if (!good)
 		return false;
 	for (int w = 0; w < L; w++) {
-		/* NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Assign): m >= 1, row m - 1 written */
+		/* NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Assign): m >= 1, row m - 1
+		 * written */
 		fs[w] = tb[m - 1][w];
 		nix[w] += nb[w];
 	}
@@ -1313,13 +1325,9 @@ fma32_lanes(const int L, const emu_format *f, double *acc, size_t sacc, const do
 			int32_t ix[8], good[8], all = 1;
 			for (int w = 0; w < L; w++) {
 				double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
-				float fx = (float)x, fy = (float)y, tw = fmaf(fx, fy, fs[w]);
-				double p = x * y, c0 = (double)fs[w], d = p + c0, bb = d - p;
-				double e = (p - (d - bb)) + (c0 - bb);
-				int32_t ixw = (e != 0) | ((double)tw != d);
-				float at = fabsf(tw);
-				good[w] = ok[w] & ((double)fx == x) & ((double)fy == y) &
-				          (at <= FLT_MAX) & (!ixw | (at > 0x1p-126f));
+				float tw = fmaf((float)x, (float)y, fs[w]);
+				int32_t ixw;
+				good[w] = ok[w] & fma32_decided(x, y, fs[w], tw, &ixw);
 				t[w] = tw;
 				ix[w] = ixw;
 				all &= good[w];

@@ -1272,9 +1272,8 @@ fma32_block(const int L, float *fs, const int32_t *ok, uint64_t *nix, const doub
 	if (!good)
 		return false;
 	for (int w = 0; w < L; w++) {
-		/* NOLINTNEXTLINE(clang-analyzer-core.uninitialized.Assign): m >= 1, row m - 1
-		 * written */
-		fs[w] = tb[m - 1][w];
+		/* m >= 1: row m - 1 was written */
+		fs[w] = tb[m - 1][w]; // NOLINT(clang-analyzer-core.uninitialized.Assign)
 		nix[w] += nb[w];
 	}
 	return true;

@@ -10,15 +10,20 @@
  *    as the kernel engine's fast backend; encodings and emu_apply for the unary ops
  *    and min/max; emu_v_from_double for cvt);
  *  - fast: round-to-nearest-even (and SR for p <= 20) without ftz or daz
- *    (sat too, but for the transcendentals), formats with sign, zero and subnormals, p <= 25, for
- * cvt (a double rounded once), add, sub, mul, div, sqrt and fma: r = a op b in binary64 (innocuous
- * double rounding, docs/numerics.md), its exact error term for the inexact flag; for fma the exact
- * a·b + c as r + e (TwoSum) rounded to odd at 53 bits; then r rounded to f with masks, no branch on
- * data, overflow included. exp, log, exp2, rsqrt in rne: f(x) in binary64 within a proven error
- * bound, kept when both ends of the interval round alike (a Ziv check). An element it cannot decide
- * (an operand or r not finite, a square root below 2^emin, an interval across a rounding boundary)
- * is counted, found again in a second look over its chunk and redone by the generic path. Unit
- * strides and the broadcasts of the kernels' maps get loops of their own.
+ *    (sat too, but for the transcendentals), formats with sign, zero and
+ *    subnormals, p <= 25, for cvt (a double rounded once), add, sub, mul,
+ *    div, sqrt and fma: r = a op b in binary64 (innocuous double rounding,
+ *    docs/numerics.md), its exact error term for the inexact flag; for fma
+ *    the exact a·b + c as r + e (TwoSum) rounded to odd at 53 bits; then r
+ *    rounded to f with masks, no branch on data, overflow included. exp,
+ *    log, exp2, rsqrt in rne: f(x) in binary64 within a proven error bound,
+ *    kept when both ends of the interval round alike (a Ziv check). An
+ *    element it cannot decide (an operand or r not finite, a square root
+ *    below 2^emin, an interval across a rounding boundary) is counted, found
+ *    again in a second look over its chunk (IEEE specials decided there for
+ *    add, sub, mul, div, sqrt and cvt) and the rest redone by the generic
+ *    path. Unit strides and the broadcasts of the kernels' maps get loops
+ *    of their own.
  *  - emu_a_fold, a sequential chain, takes the fast path's step (min and
  *    max: a compare) with a branch around the rare cases instead of masks.
  */
@@ -85,7 +90,7 @@ struct fconsts {
 	double inv_quantum; /* 2^-(emin-p+1): below 2^emin, units of the quantum */
 	double quantum;
 	uint64_t seed;
-	bool spec; /* specials_chunk may decide this format's specials */
+	bool spec; /* spec_chunk may decide this format's specials */
 };
 
 /* The draw of emu_sr_bits (round.c), inline so that the loop vectorises;
@@ -517,7 +522,8 @@ fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, doubl
  * NaN, a NaN raising invalid and x/0 for finite x ≠ 0 divbyzero; the square
  * root of a number below zero NaN and invalid. NaN is emu_nan_value's (the
  * sign clear). Returns 1 when the element is decided, with its value and
- * its invalid and divbyzero bits. add, sub, mul, div, sqrt and cvt.
+ * its invalid and divbyzero bits. add, sub, mul, div, sqrt and cvt (y 0 for
+ * the last two).
  */
 static inline __attribute__((always_inline)) uint64_t
 spec_elem(emu_op op, double x, double y, double *v, uint64_t *inv, uint64_t *dbz)
@@ -548,12 +554,10 @@ spec_elem(emu_op op, double x, double y, double *v, uint64_t *inv, uint64_t *dbz
 	}
 	case EMU_OP_SQRT: /* −0 (and every tiny root) stays with the scalar op */
 		r = sqrt(x);
-		yn = 0;
 		dec = xn | xi | (uint64_t)(x < 0);
 		break;
 	default: /* cvt: a binary64 NaN is signaling when its quiet bit is clear */
 		r = x;
-		yn = 0;
 		dec = xn | xi;
 		in = xn & !((ux >> 51) & 1);
 		break;
@@ -1064,6 +1068,13 @@ static bool is_binary32(const emu_format *f)
  */
 enum { F32_BLK = 256 };
 
+/* The inexact bit of the float sum t = p + x (Knuth's TwoSum, in float) */
+static inline __attribute__((always_inline)) uint64_t f32_add_inexact(float p, float x, float t)
+{
+	float bb = t - p;
+	return ((p - (t - bb)) + (x - bb)) != 0;
+}
+
 /* Steps j0..j1-1 one at a time from the state (*s, *fs, *in_float). */
 static void fold_f32_steps(emu_op op, const emu_format *f, const double *a, size_t sa, size_t j0,
                            size_t j1, const emu_env *env, uint8_t *flags, double *s, float *fs,
@@ -1076,9 +1087,7 @@ static void fold_f32_steps(emu_op op, const emu_format *f, const double *a, size
 		if (*in_float && (double)fx == x) {
 			float t = *fs + fx;
 			if (isfinite(t)) {
-				float bb = t - *fs;
-				float err = (*fs - (t - bb)) + (fx - bb);
-				uint64_t ix = err != 0;
+				uint64_t ix = f32_add_inexact(*fs, fx, t);
 				*nix += ix;
 				if (flags)
 					flags[j] = (uint8_t)(ix << 4);
@@ -1125,12 +1134,12 @@ A_CLONES static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc
 				}
 				uint64_t nb = 0;
 				for (size_t i = 0; i < m; i++) {
-					float p = i ? tb[i - 1] : fs, t = tb[i], bb = t - p;
-					float err = (p - (t - bb)) + (xb[i] - bb);
-					good &= fabsf(t) <= FLT_MAX;
-					nb += err != 0;
+					uint64_t ix =
+					    f32_add_inexact(i ? tb[i - 1] : fs, xb[i], tb[i]);
+					good &= fabsf(tb[i]) <= FLT_MAX;
+					nb += ix;
 					if (flags)
-						flags[j + i] = (uint8_t)((err != 0) << 4);
+						flags[j + i] = (uint8_t)(ix << 4);
 				}
 				if (good) {
 					nix += nb;

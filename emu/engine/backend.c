@@ -872,37 +872,40 @@ static inline bool td_operand(mpfr_srcptr x, uint64_t *m, long *e, bool *neg)
 	return true;
 }
 
-/* A[] ±= v · 2^s, v < 2^128, v · 2^s < 2^256: three limbs from s / 64,
- * then the carry or borrow as far as it goes */
-static inline void td_add(mp_limb_t *A, unsigned __int128 v, unsigned s, bool neg)
+/*
+ * The sum in units of 2^lo, its carries deferred: digit k holds bits 32k ..
+ * 32k + 31 in an int64_t, and a term adds or subtracts less than 2^32 to
+ * each of the five digits it spans, without a branch; the digits are
+ * brought to 0 .. 2^32 − 1 (carries passed up) every TD_SPAN terms and at the
+ * end. A term v · 2^s < 2^256 has s ≤ 255, so its digits end below 12.
+ */
+#define TD_DIGITS 12
+#define TD_SPAN 1024 /* far inside the 2^31 terms the digits hold */
+
+static inline void td_put(int64_t *D, unsigned __int128 v, unsigned s, bool neg)
 {
-	unsigned q = s / 64, r = s % 64;
+	unsigned r = s % 32;
 	uint64_t lo = (uint64_t)v, hi = (uint64_t)(v >> 64);
-	uint64_t t[3] = {lo << r, r ? hi << r | lo >> (64 - r) : hi, r ? hi >> (64 - r) : 0};
-	unsigned i = q;
-	if (!neg) {
-		unsigned __int128 c = 0;
-		for (; i < q + 3 && i < TD_LIMBS; i++) {
-			c += (unsigned __int128)A[i] + t[i - q];
-			A[i] = (mp_limb_t)c;
-			c >>= 64;
-		}
-		for (; c && i < TD_LIMBS; i++) {
-			c += A[i];
-			A[i] = (mp_limb_t)c;
-			c >>= 64;
-		}
-		return;
+	/* v << r in three words; x >> 1 >> (63 − r) is x >> (64 − r), 0 for r = 0 */
+	uint64_t w0 = lo << r, w1 = hi << r | lo >> 1 >> (63 - r), w2 = hi >> 1 >> (63 - r);
+	int64_t m = -(int64_t)neg; /* (x ^ m) − m: x, or −x when neg */
+	int64_t *p = D + s / 32;
+	p[0] += ((int64_t)(w0 & 0xffffffffu) ^ m) - m;
+	p[1] += ((int64_t)(w0 >> 32) ^ m) - m;
+	p[2] += ((int64_t)(w1 & 0xffffffffu) ^ m) - m;
+	p[3] += ((int64_t)(w1 >> 32) ^ m) - m;
+	p[4] += ((int64_t)(w2 & 0xffffffffu) ^ m) - m;
+}
+
+/* every digit but the top one to 0 .. 2^32 − 1, the carries passed up
+ * (the top digit keeps the sign) */
+static void td_carry(int64_t *D)
+{
+	for (int k = 0; k + 1 < TD_DIGITS; k++) {
+		int64_t c = D[k] >= 0 ? D[k] / 0x100000000 : -((-D[k] + 0xffffffff) / 0x100000000);
+		D[k + 1] += c;
+		D[k] = (int64_t)((uint64_t)D[k] & 0xffffffffu);
 	}
-	bool borrow = false;
-	for (; i < q + 3 && i < TD_LIMBS; i++) {
-		uint64_t x = A[i], y = t[i - q];
-		uint64_t d = x - y - borrow;
-		borrow = x < y || (x == y && borrow);
-		A[i] = d;
-	}
-	for (; borrow && i < TD_LIMBS; i++)
-		borrow = A[i]-- == 0;
 }
 
 static int td_bits(unsigned __int128 v)
@@ -984,12 +987,19 @@ static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b,
 		lg++;
 	if (top - lo + lg > 256)
 		return false;
-	/* pass 2: the sum in units of 2^lo */
-	mp_limb_t A[TD_LIMBS] = {0};
+	/* pass 2: the sum in units of 2^lo, two's complement in A */
+	int64_t D[TD_DIGITS] = {0};
 	if (m0)
-		td_add(A, m0, (unsigned)(e0 - lo), n0);
-	for (size_t l = 0; l < nt; l++)
-		td_add(A, t[l].v, (unsigned)(t[l].e - lo), t[l].neg);
+		td_put(D, m0, (unsigned)(e0 - lo), n0);
+	for (size_t l = 0; l < nt; l++) {
+		td_put(D, t[l].v, (unsigned)(t[l].e - lo), t[l].neg);
+		if ((l + 1) % TD_SPAN == 0)
+			td_carry(D);
+	}
+	td_carry(D);
+	mp_limb_t A[TD_LIMBS];
+	for (int i = 0; i < TD_LIMBS; i++)
+		A[i] = (mp_limb_t)D[2 * i] | (mp_limb_t)D[2 * i + 1] << 32;
 	bool neg = (A[TD_LIMBS - 1] >> 63) != 0;
 	if (neg)
 		mpn_neg(A, A, TD_LIMBS);

@@ -601,6 +601,64 @@ START_TEST(test_dot_n_truth)
 }
 END_TEST
 
+/* emu_truth_dot_exact over long chains (the accumulator's digits carried
+ * part-way, every TD_SPAN terms): 64-bit significands whose products fill
+ * 128 bits, exponents spread so each product lands on every bit offset,
+ * both signs, and halves of a chain that cancel to a few bits or to zero,
+ * against the fma chain in MPFR at EMU_TRUTH_PREC bits (exact whenever the
+ * exact dot takes the chain). */
+START_TEST(test_truth_dot_long)
+{
+	enum { NMAX = 5000 };
+	const size_t cases = 400;
+	emu_be be;
+	emu_be_init(&be, EMU_BE_TRUTH, &EMU_ENV_DEFAULT);
+	emu_vec *a = emu_vec_new(&be, NMAX), *b = emu_vec_new(&be, NMAX);
+	ck_assert(a && b);
+	mpfr_t u, v;
+	mpfr_inits2(EMU_TRUTH_PREC, u, v, (mpfr_ptr)0);
+	uint64_t done = 0, zeros = 0;
+	for (uint64_t i = 0; i < cases; i++) {
+		uint64_t r = t_rand(82, i);
+		size_t n = 900 + r % (NMAX - 900);
+		int spread = 1 + (int)((r >> 16) % 150); /* exponents 0 .. spread − 1 */
+		bool cancel = (r >> 24) % 3 == 0;        /* the second half −(the first) */
+		for (size_t l = 0; l < n; l++) {
+			uint64_t ra = t_rand(83, i * NMAX + l), rb = t_rand(84, i * NMAX + l);
+			if (cancel && l >= n / 2 && l - n / 2 < n / 2) {
+				mpfr_neg(&a->m[l], &a->m[l - n / 2], MPFR_RNDN);
+				mpfr_set(&b->m[l], &b->m[l - n / 2], MPFR_RNDN);
+				continue;
+			}
+			/* a: 64 bits (top and bottom set), b: up to 64 bits */
+			mpfr_set_ui_2exp(&a->m[l], ra | 1ull << 63 | 1,
+			                 (long)(ra % (uint64_t)spread) - 64, MPFR_RNDN);
+			mpfr_set_ui_2exp(&b->m[l], (rb | 1) >> (rb >> 58), (long)((rb >> 20) % 7),
+			                 MPFR_RNDN);
+			if (ra >> 62 & 1)
+				mpfr_neg(&a->m[l], &a->m[l], MPFR_RNDN);
+		}
+		mpfr_set_zero(v, 1);
+		for (size_t l = 0; l < n; l++)
+			mpfr_fma(v, &a->m[l], &b->m[l], v, MPFR_RNDN);
+		mpfr_set_zero(u, 1);
+		if (!emu_truth_dot_exact(u, emu_row(a, 0), emu_row(b, 0), n))
+			continue;
+		done++;
+		zeros += mpfr_zero_p(u) != 0;
+		ck_assert_msg(mpfr_equal_p(u, v) && mpfr_signbit(u) == mpfr_signbit(v),
+		              "case %llu: n %zu, spread %d, cancel %d", (unsigned long long)i, n,
+		              spread, cancel);
+	}
+	/* most chains fit 256 bits; some cancelled to zero exactly */
+	ck_assert_msg(done > cases / 2 && zeros > 0, "exact dot took %llu chains, %llu zero",
+	              (unsigned long long)done, (unsigned long long)zeros);
+	mpfr_clears(u, v, (mpfr_ptr)0);
+	emu_be_free(&be);
+	t_count("engine: long truth dot == MPFR's fma chain", done);
+}
+END_TEST
+
 /* Argument i of the truth exp proof: doubles over ranges a kernel meets
  * and past the fast path's ends (2^-60, 2^20), 256-bit values, values next
  * to multiples of ln 2 (r near 0 and near ln 2), and specials. */
@@ -729,6 +787,7 @@ Suite *suite_engine(void)
 	tcase_add_test(tc, test_folds);
 	tcase_add_test(tc, test_dot_n);
 	tcase_add_test(tc, test_dot_n_truth);
+	tcase_add_test(tc, test_truth_dot_long);
 	tcase_add_test(tc, test_truth_exp);
 	suite_add_tcase(s, tc);
 	return s;

@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -460,12 +461,12 @@ size_t nm_plot_clean_stale(const char *dir, const char *name)
 /* ---- checking the results CSV against its case ---- */
 
 /* A field as an error line shows it: control and non-ASCII bytes as \xHH,
- * cut after 60 bytes. Four rotating buffers: one message shows at most
- * three fields (the plot runs on one thread). */
+ * cut after 60 bytes. Four rotating buffers a thread: one message shows at
+ * most three fields (a sweep plots several cases at once). */
 static const char *vis(const char *s)
 {
-	static char buf[4][260];
-	static int k;
+	static _Thread_local char buf[4][260];
+	static _Thread_local int k;
 	char *b = buf[k = (k + 1) % 4];
 	size_t n = 0, i = 0;
 	for (; i < 60 && s[i]; i++) {
@@ -1471,6 +1472,16 @@ static int load_points(const pl_spec *sp, const nm_case *c, const nm_csv *t, con
 	return 0;
 }
 
+/* the process's umask, read once: reading it sets it, which threads
+ * plotting at once must not do in turn */
+static mode_t plot_umask;
+static pthread_once_t umask_once = PTHREAD_ONCE_INIT;
+static void umask_read(void)
+{
+	plot_umask = umask(0);
+	umask(plot_umask);
+}
+
 /* dir/.NAME.WHAT.PID.XXXXXX, created (nm_plot_clean_stale knows the
  * pattern); f: open for writing, or NULL to leave it closed and empty. */
 static int make_tmp(char *buf, size_t len, const char *dir, const char *name, const char *what,
@@ -1484,9 +1495,8 @@ static int make_tmp(char *buf, size_t len, const char *dir, const char *name, co
 	}
 	if (!f) {
 		/* the plots get the mode a new file gets (mkstemp's is 0600) */
-		mode_t um = umask(0);
-		umask(um);
-		if (fchmod(fd, 0666 & ~um) != 0) {
+		pthread_once(&umask_once, umask_read);
+		if (fchmod(fd, 0666 & ~plot_umask) != 0) {
 			close(fd);
 			return -1;
 		}

@@ -1112,6 +1112,7 @@ struct sw_all {
 	size_t nrows;
 	char err[SW_ERR_LEN];
 	bool dirs_ok; /* sw_dirs_writable passed */
+	bool together; /* cases run at once (sw_together): points as tasks, no progress line */
 	/* where the time went, wall seconds: the cases' points, their
 	 * thresholds, their plots */
 	double t_points, t_thresh, t_plots;
@@ -1353,24 +1354,100 @@ static int sw_mpi_gather(struct sw_all *s, struct sw_case_run *cr, nm_buf *mine,
 }
 #endif
 
-/* Compute the points cr lacks. Rank 0 holds every result afterwards. */
+/* What the points of one case share while they are computed. */
+struct sw_points_run {
+	struct sw_all *s;
+	struct sw_case_run *cr;
+	FILE *journal;
+	const size_t *mine;
+	struct sw_progress pg;
+	nm_buf sendbuf;
+	int failed;
+	size_t stop_after, journalled;
+	int stop_sig;
+};
+
+/* Point mine[k]: computed, then stored, journalled (rank 0) or queued for
+ * rank 0, one thread at a time. */
+static void sw_point_one(struct sw_points_run *q, size_t k)
+{
+	struct sw_all *s = q->s;
+	struct sw_case_run *cr = q->cr;
+	struct sw_pt pt;
+	nm_buf line = {0};
+	char err[512];
+	int bad;
+
+#pragma omp atomic read
+	bad = q->failed;
+	if (bad)
+		return;
+	if (sw_eval(cr, q->mine[k], &pt, err, sizeof(err)) == 0)
+		sw_encode(&line, q->mine[k], &pt, cr->nbe);
+	else
+		line.oom = true, bad = 1;
+#pragma omp critical(sw_store)
+	{
+		if (bad || line.oom) {
+			if (!q->failed) {
+				nm_point p;
+
+				sw_point_of(cr, q->mine[k], &p);
+				snprintf(s->err, sizeof(s->err), "%s: point %zu (variant %s, policy %s): %s",
+				         cr->c->name, q->mine[k], cr->c->variants[p.variant],
+				         cr->c->policy_specs[p.policy], bad ? err : "out of memory");
+			}
+			q->failed = 1;
+			sw_pt_clear(&pt);
+		} else {
+			cr->pts[q->mine[k]] = pt;
+			if (s->rank == 0) {
+				/* a point not journalled would be lost to a resume:
+				 * stop at the first failed append (ENOSPC) */
+				if (fwrite(line.s, 1, line.len, q->journal) != line.len ||
+				    fflush(q->journal) != 0) {
+					if (!q->failed)
+						snprintf(s->err, sizeof(s->err), "cannot append to %s: %s",
+						         cr->journal, strerror(errno));
+					q->failed = 1;
+				} else if (++q->journalled == q->stop_after) {
+					/* as Ctrl-C would, even where the shell
+					 * started us with SIGINT ignored */
+					signal(q->stop_sig, SIG_DFL);
+					raise(q->stop_sig);
+				}
+			} else {
+				nm_buf_putn(&q->sendbuf, line.s, line.len);
+				if (q->sendbuf.oom) {
+					snprintf(s->err, sizeof(s->err), "out of memory");
+					q->failed = 1;
+				}
+			}
+			q->pg.done++;
+			sw_progress(&q->pg, false);
+		}
+	}
+	nm_buf_free(&line);
+}
+
+/* Compute the points cr lacks. Rank 0 holds every result afterwards. With
+ * cases run at once (sw_cases_together) the points are tasks, which a
+ * thread whose own case is done takes up. */
 static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, size_t *ncomputed)
 {
 	unsigned char *todo = malloc(cr->npoints ? cr->npoints : 1);
 	size_t *mine = NULL, nmine = 0, nmissing = 0;
-	struct sw_progress pg = {0};
-	nm_buf sendbuf = {0};
-	int failed = 0;
+	struct sw_points_run q = {s, cr, journal, NULL, {0}, {0}, 0, 0, 0, SIGINT};
 	/* tests/sweep/cli_sweep.sh interrupts a run here, after that many journal lines */
 	const char *stop = getenv("NANMAP_SWEEP_INTERRUPT_AFTER");
-	size_t stop_after = stop ? (size_t)strtoull(stop, NULL, 10) : 0, journalled = 0;
 	/* and tests/sweep/faults_sweep.sh with SIGKILL (nothing cleaned up) or
 	 * SIGSTOP (a run that holds its folder while another starts) */
 	const char *sig = getenv("NANMAP_SWEEP_SIGNAL");
-	int stop_sig = sig && !strcmp(sig, "KILL")   ? SIGKILL
-	               : sig && !strcmp(sig, "STOP") ? SIGSTOP
-	                                             : SIGINT;
 
+	q.stop_after = stop ? (size_t)strtoull(stop, NULL, 10) : 0;
+	q.stop_sig = sig && !strcmp(sig, "KILL")   ? SIGKILL
+	             : sig && !strcmp(sig, "STOP") ? SIGSTOP
+	                                           : SIGINT;
 	if (!todo) {
 		snprintf(s->err, sizeof(s->err), "out of memory");
 		return -1;
@@ -1378,7 +1455,8 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 	for (size_t i = 0; i < cr->npoints; i++)
 		todo[i] = !cr->pts[i].done;
 #ifdef NM_MPI
-	MPI_Bcast(todo, (int)cr->npoints, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
+	if (s->size > 1)
+		MPI_Bcast(todo, (int)cr->npoints, MPI_UNSIGNED_CHAR, 0, MPI_COMM_WORLD);
 #endif
 	mine = malloc((cr->npoints ? cr->npoints : 1) * sizeof(*mine));
 	if (!mine) {
@@ -1391,89 +1469,44 @@ static int sw_points(struct sw_all *s, struct sw_case_run *cr, FILE *journal, si
 			mine[nmine++] = i;
 	free(todo);
 	*ncomputed = nmissing;
-	pg.show = s->rank == 0 && !s->o.quiet && isatty(2);
-	pg.name = cr->c->name;
-	pg.total = nmine;
-	pg.t0 = pg.last = sw_now();
+	q.mine = mine;
+	q.pg.show = s->rank == 0 && !s->o.quiet && !s->together && isatty(2);
+	q.pg.name = cr->c->name;
+	q.pg.total = nmine;
+	q.pg.t0 = q.pg.last = sw_now();
 
+	struct sw_points_run *qp = &q;
+	if (s->together) {
+#pragma omp taskloop grainsize(1)
+		for (size_t k = 0; k < nmine; k++)
+			sw_point_one(qp, k);
+	} else {
 #pragma omp parallel for schedule(dynamic)
-	for (size_t k = 0; k < nmine; k++) {
-		struct sw_pt pt;
-		nm_buf line = {0};
-		char err[512];
-		int bad;
-
-#pragma omp atomic read
-		bad = failed;
-		if (bad)
-			continue;
-		if (sw_eval(cr, mine[k], &pt, err, sizeof(err)) == 0)
-			sw_encode(&line, mine[k], &pt, cr->nbe);
-		else
-			line.oom = true, bad = 1;
-#pragma omp critical(sw_store)
-		{
-			if (bad || line.oom) {
-				if (!failed) {
-					nm_point p;
-
-					sw_point_of(cr, mine[k], &p);
-					snprintf(s->err, sizeof(s->err), "%s: point %zu (variant %s, policy %s): %s",
-					         cr->c->name, mine[k], cr->c->variants[p.variant],
-					         cr->c->policy_specs[p.policy], bad ? err : "out of memory");
-				}
-				failed = 1;
-				sw_pt_clear(&pt);
-			} else {
-				cr->pts[mine[k]] = pt;
-				if (s->rank == 0) {
-					/* a point not journalled would be lost to a resume:
-					 * stop at the first failed append (ENOSPC) */
-					if (fwrite(line.s, 1, line.len, journal) != line.len ||
-					    fflush(journal) != 0) {
-						if (!failed)
-							snprintf(s->err, sizeof(s->err),
-							         "cannot append to %s: %s", cr->journal,
-							         strerror(errno));
-						failed = 1;
-					} else if (++journalled == stop_after) {
-						/* as Ctrl-C would, even where the shell
-						 * started us with SIGINT ignored */
-						signal(stop_sig, SIG_DFL);
-						raise(stop_sig);
-					}
-				} else {
-					nm_buf_putn(&sendbuf, line.s, line.len);
-					if (sendbuf.oom) {
-						snprintf(s->err, sizeof(s->err), "out of memory");
-						failed = 1;
-					}
-				}
-				pg.done++;
-				sw_progress(&pg, false);
-			}
-		}
-		nm_buf_free(&line);
+		for (size_t k = 0; k < nmine; k++)
+			sw_point_one(qp, k);
 	}
 	free(mine);
-	if (pg.show && nmine)
-		sw_progress(&pg, true);
+	if (q.pg.show && nmine)
+		sw_progress(&q.pg, true);
 #ifdef NM_MPI
 	if (s->size > 1) {
-		int rc = sw_mpi_gather(s, cr, &sendbuf, journal, failed);
-		nm_buf_free(&sendbuf);
+		int rc = sw_mpi_gather(s, cr, &q.sendbuf, journal, q.failed);
+		nm_buf_free(&q.sendbuf);
 		return rc;
 	}
 #endif
-	nm_buf_free(&sendbuf);
-	return failed ? -1 : 0;
+	nm_buf_free(&q.sendbuf);
+	return q.failed ? -1 : 0;
 }
 
+/* (one rank makes no MPI call: cases run at once call this on any thread,
+ * which MPI_THREAD_FUNNELED does not allow) */
 static int sw_bcast_int(const struct sw_all *s, int v)
 {
 	(void)s; /* one communicator for now */
 #ifdef NM_MPI
-	MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+	if (s->size > 1)
+		MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
 #endif
 	return v;
 }
@@ -1501,16 +1534,22 @@ static bool sw_plotted(const struct sw_all *s, const nm_case *c, const char *tag
 static int sw_dirs_writable(struct sw_all *s)
 {
 	const char *dirs[] = {s->o.out, s->o.plots, s->o.docs};
+	int rc = 0;
 
-	for (size_t i = 0; i < 3 && !s->dirs_ok; i++)
-		if (sw_mkdirs(dirs[i], s->err, sizeof(s->err))
+	/* cases run at once make the folders one at a time */
+#pragma omp critical(sw_dirs)
+	{
+		for (size_t i = 0; i < 3 && !s->dirs_ok && !rc; i++)
+			if (sw_mkdirs(dirs[i], s->err, sizeof(s->err))
 #ifdef SW_HAVE_PLOT
-		    || nm_dir_writable(dirs[i], s->err, sizeof(s->err))
+			    || nm_dir_writable(dirs[i], s->err, sizeof(s->err))
 #endif
-		)
-			return -1;
-	s->dirs_ok = true;
-	return 0;
+			)
+				rc = -1;
+		if (!rc)
+			s->dirs_ok = true;
+	}
+	return rc;
 }
 
 /* One case: points, CSV, thresholds, plot. Ranks other than 0 only compute. */
@@ -1779,6 +1818,153 @@ static int sw_finish(struct sw_all *s)
 	return 0;
 }
 
+/* A case this run does not compute (another was named with --only): its
+ * cached thresholds still belong in the table, when they are up to date. */
+static void sw_case_cached(struct sw_all *s, size_t i)
+{
+	struct sw_case_run cr;
+	nm_thresh_row *rows;
+	size_t n;
+
+	if (s->rank == 0 && sw_case_init(&cr, s->cases[i], &s->o) == 0) {
+		char why[2600];
+
+		if (sw_up_to_date(&cr, why, sizeof(why)) && sw_thresh_load(&cr, &rows, &n) == 0) {
+			s->owned[i] = sw_add_rows(s, rows, n) == 0;
+			free(rows);
+		}
+		sw_case_free(&cr);
+	}
+}
+
+static bool sw_runs(const struct sw_all *s, size_t i)
+{
+	return !s->o.only || !strcmp(s->cases[i]->name, s->o.only);
+}
+
+/* The cases one after another, each spreading its points and threshold
+ * searches over the threads (and the ranks). */
+static int sw_cases_in_turn(struct sw_all *s)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < s->ncases && !rc; i++) {
+		if (!sw_runs(s, i)) {
+			sw_case_cached(s, i);
+			continue;
+		}
+		if (sw_case(s, s->cases[i]))
+			rc = s->rank == 0 ? nm_fail("%s", s->err) : NM_EXIT_ERR;
+		s->owned[i] = true;
+	}
+	return rc;
+}
+
+/*
+ * Several cases on one process and several threads: the cases are tasks
+ * of one parallel region, and so are their points and threshold searches
+ * (taskloops), so a thread never waits at the end of a case for its
+ * slowest point or search while other cases have work: it takes up the
+ * next case, or the points of one running. A kernel's own parallel loops
+ * run on one thread (nested). Every case writes only its own files; its
+ * rows join the table in the cases' order, so the outputs are those of the
+ * cases in turn. After a case fails no case starts; the error is the first
+ * failed case's, in the cases' order.
+ */
+static bool sw_together(const struct sw_all *s)
+{
+	size_t n = 0;
+
+	if (s->size != 1)
+		return false;
+#ifdef _OPENMP
+	if (omp_get_max_threads() < 2)
+		return false;
+#else
+	return false;
+#endif
+	for (size_t i = 0; i < s->ncases; i++)
+		n += sw_runs(s, i);
+	return n > 1;
+}
+
+static int sw_cases_together(struct sw_all *s)
+{
+	struct sw_all **one = calloc(s->ncases, sizeof(struct sw_all *));
+	int *crc = calloc(s->ncases, sizeof(*crc)), stop = 0, rc = 0;
+
+	if (!one || !crc) {
+		free(one);
+		free(crc);
+		return nm_fail("out of memory");
+	}
+	s->together = true;
+#ifdef _OPENMP
+	int levels = omp_get_max_active_levels();
+	omp_set_max_active_levels(1); /* a kernel's own loops: one thread */
+#endif
+#pragma omp parallel
+#pragma omp single
+	for (size_t i = 0; i < s->ncases; i++) {
+		if (!sw_runs(s, i))
+			continue;
+#pragma omp task firstprivate(i)
+		{
+			int halt;
+
+#pragma omp atomic read
+			halt = stop;
+			crc[i] = 1; /* not run */
+			if (!halt && (one[i] = malloc(sizeof(*one[i])))) {
+				*one[i] = *s;
+				one[i]->rows = NULL;
+				one[i]->nrows = 0;
+				one[i]->err[0] = '\0';
+				one[i]->t_points = one[i]->t_thresh = one[i]->t_plots = 0;
+				crc[i] = sw_case(one[i], s->cases[i]);
+			} else if (!halt) {
+				crc[i] = -1;
+			}
+			if (crc[i] < 0) {
+#pragma omp atomic write
+				stop = 1;
+			}
+		}
+	}
+#ifdef _OPENMP
+	omp_set_max_active_levels(levels);
+#endif
+	s->together = false;
+	for (size_t i = 0; i < s->ncases && !rc; i++) /* the first failure in order */
+		if (sw_runs(s, i) && crc[i] < 0)
+			rc = nm_fail("%s", one[i] ? one[i]->err : "out of memory");
+	for (size_t i = 0; i < s->ncases; i++) {
+		if (one[i]) {
+			s->dirs_ok = s->dirs_ok || one[i]->dirs_ok;
+			s->t_points += one[i]->t_points;
+			s->t_thresh += one[i]->t_thresh;
+			s->t_plots += one[i]->t_plots;
+		}
+		if (rc)
+			continue;
+		if (!sw_runs(s, i)) {
+			sw_case_cached(s, i);
+			continue;
+		}
+		s->owned[i] = true;
+		if (sw_add_rows(s, one[i]->rows, one[i]->nrows))
+			rc = nm_fail("out of memory");
+	}
+	for (size_t i = 0; i < s->ncases; i++) {
+		if (one[i])
+			free(one[i]->rows);
+		free(one[i]);
+	}
+	free(one);
+	free(crc);
+	return rc;
+}
+
 int nm_sweep_main(int argc, char **argv)
 {
 	struct sw_all *s = calloc(1, sizeof(*s));
@@ -1831,29 +2017,8 @@ int nm_sweep_main(int argc, char **argv)
 		(void)nm_file_clean(s->o.docs);
 	}
 	rc = sw_bcast_int(s, rc);
-	for (size_t i = 0; i < s->ncases && !rc; i++) {
-		if (s->o.only && strcmp(s->cases[i]->name, s->o.only) != 0) {
-			/* not run: its cached thresholds still belong in the table */
-			struct sw_case_run cr;
-			nm_thresh_row *rows;
-			size_t n;
-
-			if (s->rank == 0 && sw_case_init(&cr, s->cases[i], &s->o) == 0) {
-				char why[2600];
-
-				if (sw_up_to_date(&cr, why, sizeof(why)) &&
-				    sw_thresh_load(&cr, &rows, &n) == 0) {
-					s->owned[i] = sw_add_rows(s, rows, n) == 0;
-					free(rows);
-				}
-				sw_case_free(&cr);
-			}
-			continue;
-		}
-		if (sw_case(s, s->cases[i]))
-			rc = s->rank == 0 ? nm_fail("%s", s->err) : NM_EXIT_ERR;
-		s->owned[i] = true;
-	}
+	if (!rc)
+		rc = sw_together(s) ? sw_cases_together(s) : sw_cases_in_turn(s);
 	double tf = sw_now();
 	if (!rc && s->rank == 0 && sw_finish(s))
 		rc = nm_fail("%s", s->err);

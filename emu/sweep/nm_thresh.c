@@ -671,9 +671,18 @@ int nm_thresh_case_acc(const nm_case *c, bool quick, const emu_run_status *grid,
 		jt[i] = tasks[js.j[i].task];
 		jt[i].rows = NULL, jt[i].n = jt[i].cap = 0, jt[i].err[0] = '\0';
 	}
+	/* inside a parallel region (a sweep running its cases at once), the
+	 * jobs are tasks any thread of it takes up */
+	th_job *jj = js.j;
+	if (omp_in_parallel()) {
+#pragma omp taskloop grainsize(1)
+		for (long i = 0; i < (long)js.n; i++)
+			jt[i].rc = th_run_job(&jt[i], &jj[i]);
+	} else {
 #pragma omp parallel for schedule(dynamic, 1)
-	for (long i = 0; i < (long)js.n; i++)
-		jt[i].rc = th_run_job(&jt[i], &js.j[i]);
+		for (long i = 0; i < (long)js.n; i++)
+			jt[i].rc = th_run_job(&jt[i], &jj[i]);
+	}
 	/* a task's rows, and its first failure, from its jobs in order */
 	for (size_t i = 0; i < js.n; i++) {
 		th_task *t = &tasks[js.j[i].task];

@@ -55,6 +55,28 @@ status 0 "-j 3"
 same "$tmp/a0" "$tmp/j1" "-j 1"
 same "$tmp/a0" "$tmp/j3" "-j 3"
 
+# ---- several cases at once (cases, their points and their threshold
+# searches as tasks of one set of threads): the thread count changes no
+# byte, and a run interrupted while cases run at once resumes to the same
+# bytes ----
+mkdir -p "$tmp/many"
+cp tests/data/sweep_tiny.case tests/data/sweep_accuracy.case tests/data/sweep_train.case "$tmp/many/"
+sweep "$tmp/m1" --quiet -j 1 "$tmp/many"
+status 0 "cases, -j 1"
+for j in 2 7; do
+	sweep "$tmp/m$j" --quiet -j $j "$tmp/many"
+	status 0 "cases, -j $j"
+	same "$tmp/m1" "$tmp/m$j" "cases, -j $j"
+done
+NANMAP_SWEEP_INTERRUPT_AFTER=5 sweep "$tmp/mi" -j 2 "$tmp/many"
+[ "$rc" -ne 0 ] || fail "cases interrupted: exit status 0"
+sweep "$tmp/mi" -j 2 "$tmp/many"
+status 0 "cases resumed"
+grep -q '^sweep: sweep_[a-z]* [0-9]* points ([0-9]* computed, [1-9][0-9]* resumed) in ' "$tmp/err" ||
+	fail "cases resumed: no case resumed its points"
+same "$tmp/m1" "$tmp/mi" "cases resumed"
+pass=$((pass + 1))
+
 # ---- interrupted (SIGINT after 20 points), then resumed ----
 NANMAP_SWEEP_INTERRUPT_AFTER=20 sweep "$tmp/b" -j 1 "$CASE"
 [ "$rc" -ne 0 ] || fail "interrupted run: exit status 0"

@@ -1,8 +1,10 @@
 /*
  * nm_point.c — one point of a sweep: its input, its kernel run, its status.
  *
- * Called from the sweep's OpenMP threads, so nothing here keeps state
+ * Called from the sweep's OpenMP threads, so nothing here is shared
  * between calls: every run owns its backend, its input and its parameters.
+ * Each thread keeps one thing of its own, the last tensor it generated
+ * (np_gen_fill).
  *
  * The input with maxabs: the generator draws the tensor at scale 1, then
  * every element is divided by the largest |x| and multiplied by the axis
@@ -37,6 +39,53 @@ static int np_count(const nm_axis *a, double v, size_t *out, char *err, size_t e
 	return 0;
 }
 
+/*
+ * The last tensor this thread generated, kept for the next call. Points
+ * and threshold steps that differ only in what the generator does not take
+ * (a variant, a policy, a kernel parameter, the value a maxabs tensor is
+ * rescaled to) draw the same elements, and element i is nm_gen_one(g, i)
+ * whatever the length, so any prefix of a kept tensor serves. A 32000-class
+ * softmax's threshold search draws its 32000 normals once instead of at
+ * every step. Tensors above NP_GEN_KEEP elements are not kept.
+ */
+#define NP_GEN_KEEP ((size_t)1 << 22)
+static _Thread_local struct {
+	nm_gen g;
+	size_t n;
+	double *t;
+} np_kept;
+
+static bool np_same_double(double a, double b)
+{
+	return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static bool np_same_gen(const nm_gen *a, const nm_gen *b)
+{
+	return a->dist == b->dist && a->seed == b->seed && np_same_double(a->scale, b->scale) &&
+	       np_same_double(a->lo, b->lo) && np_same_double(a->hi, b->hi) &&
+	       np_same_double(a->outlier_k, b->outlier_k) &&
+	       np_same_double(a->outlier_frac, b->outlier_frac);
+}
+
+static void np_gen_fill(const nm_gen *g, double *t, size_t n)
+{
+	if (np_kept.t && n <= np_kept.n && np_same_gen(&np_kept.g, g)) {
+		memcpy(t, np_kept.t, n * sizeof *t);
+		return;
+	}
+	nm_gen_fill(g, t, n);
+	if (n > NP_GEN_KEEP)
+		return;
+	double *k = realloc(np_kept.t, (n ? n : 1) * sizeof *k);
+	if (!k)
+		return; /* the one kept stays as it was */
+	memcpy(k, t, n * sizeof *k);
+	np_kept.t = k;
+	np_kept.n = n;
+	np_kept.g = *g;
+}
+
 int nm_point_input(const nm_point *p, double **x, size_t *rows, size_t *cols, char *err,
                    size_t errlen)
 {
@@ -66,7 +115,7 @@ int nm_point_input(const nm_point *p, double **x, size_t *rows, size_t *cols, ch
 	if (!t)
 		return np_fail(err, errlen, "out of memory", NULL);
 	g.scale = c->maxabs ? 1 : target;
-	nm_gen_fill(&g, t, R * N);
+	np_gen_fill(&g, t, R * N);
 	if (c->maxabs) {
 		double m = 0;
 		for (size_t i = 0; i < R * N; i++)

@@ -279,6 +279,66 @@ START_TEST(test_input_maxabs)
 }
 END_TEST
 
+/* The tensor a thread keeps from its last call: every input, through a
+ * sequence of calls that reuse it (the same generator, shorter or longer,
+ * another maxabs target) and calls that must not (each of the generator's
+ * fields changed), is the generator's own, element for element. */
+START_TEST(test_input_kept)
+{
+	static const struct {
+		size_t rows, cols;
+		double v;
+		int change; /* 0 none, 1 seed, 2 scale, 3 dist, 4 lo, 5 hi, 6 outlier_k, 7 frac */
+	} seq[] = {{2, 50, 1, 0}, {2, 50, 8, 0}, {1, 30, 2, 0}, {4, 50, 3, 0}, {4, 50, 3, 1},
+	           {4, 50, 3, 0}, {4, 50, 3, 2}, {4, 50, 3, 0}, {4, 50, 3, 3}, {4, 50, 3, 0},
+	           {4, 50, 3, 4}, {4, 50, 3, 0}, {4, 50, 3, 5}, {4, 50, 3, 0}, {4, 50, 3, 6},
+	           {4, 50, 3, 0}, {4, 50, 3, 7}, {4, 50, 3, 0}, {1, 1, 5, 0}};
+	/* each changed generator between two calls of the base one, so that it
+	 * differs from the kept tensor's in that one field */
+	char err[256] = "";
+	for (size_t i = 0; i < ARRAY_SIZE(seq); i++) {
+		tcase t;
+		mk_case(&t, "softmax_ce", "naive", "storage=fp16", NM_GEN_LOGSPACE, 7, seq[i].rows,
+		        seq[i].cols, true, NM_SET_SCALE, NM_DOM_REAL);
+		nm_gen *g = &t.c.gen;
+		g->lo = 1e-3, g->hi = 10, g->outlier_k = 4, g->outlier_frac = 0.1;
+		switch (seq[i].change) {
+		case 1: g->seed++; break;
+		case 2: g->scale = 2; t.c.maxabs = false; break;
+		case 3: g->dist = NM_GEN_NORMAL; break;
+		case 4: g->lo = 1e-2; break;
+		case 5: g->hi = 20; break;
+		case 6: g->outlier_k = 8; break;
+		case 7: g->outlier_frac = 0.2; break;
+		default: break;
+		}
+		nm_point p = {&t.c, 0, 0, {seq[i].v, 0}};
+		double *x;
+		size_t R, N, n = seq[i].rows * seq[i].cols;
+		ck_assert_msg(nm_point_input(&p, &x, &R, &N, err, sizeof err) == 0, "%s", err);
+		nm_gen ref = *g;
+		if (t.c.maxabs)
+			ref.scale = 1;
+		else
+			ref.scale = seq[i].v;
+		double *y = malloc(n * sizeof *y), m = 0;
+		ck_assert_ptr_nonnull(y);
+		nm_gen_fill(&ref, y, n);
+		for (size_t j = 0; j < n && t.c.maxabs; j++)
+			m = fabs(y[j]) > m ? fabs(y[j]) : m;
+		for (size_t j = 0; j < n; j++) {
+			double want = !t.c.maxabs         ? y[j]
+			              : fabs(y[j]) == m ? copysign(seq[i].v, y[j])
+			                                : y[j] / m * seq[i].v;
+			ck_assert_msg(bits(x[j]) == bits(want), "call %zu, element %zu: %a, want %a", i,
+			              j, x[j], want);
+		}
+		free(x);
+		free(y);
+	}
+}
+END_TEST
+
 /* Shape axes, parameter axes, the series, and the errors. */
 START_TEST(test_axes_and_series)
 {
@@ -355,6 +415,7 @@ Suite *suite_point(void)
 	tcase_add_test(tc, test_softmax_truth_range_boundary);
 	tcase_add_test(tc, test_truth_range_lost);
 	tcase_add_test(tc, test_input_maxabs);
+	tcase_add_test(tc, test_input_kept);
 	tcase_add_test(tc, test_axes_and_series);
 	tcase_add_test(tc, test_backward_fractions);
 	suite_add_tcase(s, tc);

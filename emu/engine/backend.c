@@ -183,6 +183,22 @@ EMU_VEC_CLONES static void note_inputs(emu_be *be, const double *x, size_t sx, c
 	be->st.in_flushed += fz;
 }
 
+/* x = ±2^k (its significand 1, every lower limb 0): a / x is a shift,
+ * exact at any precision in MPFR's exponent range, so mpfr_div's value */
+static bool mp_pow2(mpfr_srcptr x)
+{
+	if (!mpfr_regular_p(x))
+		return false;
+	size_t nl = (size_t)(mpfr_get_prec(x) + GMP_NUMB_BITS - 1) / GMP_NUMB_BITS;
+	const mp_limb_t *l = mpfr_custom_get_significand((mpfr_ptr)x);
+	if (l[nl - 1] != (mp_limb_t)1 << (GMP_NUMB_BITS - 1))
+		return false;
+	for (size_t i = 0; i + 1 < nl; i++)
+		if (l[i])
+			return false;
+	return true;
+}
+
 static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_srcptr c)
 {
 	switch (op) {
@@ -199,7 +215,14 @@ static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_s
 		mpfr_mul(d, a, b, MPFR_RNDN);
 		break;
 	case EMU_OP_DIV:
-		mpfr_div(d, a, b, MPFR_RNDN);
+		if (mp_pow2(b)) { /* a kernel's 1/R, a scale: exact, a shift */
+			bool neg = mpfr_signbit(b) != 0;
+			mpfr_div_2si(d, a, (long)mpfr_get_exp(b) - 1, MPFR_RNDN);
+			if (neg)
+				mpfr_neg(d, d, MPFR_RNDN);
+		} else {
+			mpfr_div(d, a, b, MPFR_RNDN);
+		}
 		break;
 	case EMU_OP_FMA:
 		mpfr_fma(d, a, b, c, MPFR_RNDN);

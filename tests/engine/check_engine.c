@@ -601,6 +601,82 @@ START_TEST(test_dot_n_truth)
 }
 END_TEST
 
+/* TRUTH's division by ±2^k (a shift) and by anything else against
+ * mpfr_div at EMU_TRUTH_PREC bits: dividends of 53 and 256 bits, ±0, ±inf
+ * and NaN; divisors ±2^k over MPFR's range and past 2^±1074, and the
+ * values next to them; the quotient written over the dividend, over the
+ * divisor, or apart. */
+START_TEST(test_truth_div_pow2)
+{
+	enum { N = 64 };
+	emu_be be;
+	emu_be_init(&be, EMU_BE_TRUTH, &EMU_ENV_DEFAULT);
+	emu_steps(&be, names, ARRAY_SIZE(names));
+	emu_vec *a = emu_vec_new(&be, N), *b = emu_vec_new(&be, N), *d = emu_vec_new(&be, N);
+	ck_assert(a && b && d);
+	mpfr_t want;
+	mpfr_init2(want, EMU_TRUTH_PREC);
+	uint64_t checked = 0, pow2 = 0;
+	for (uint64_t i = 0; i < 3000; i++) {
+		for (size_t j = 0; j < N; j++) {
+			uint64_t ra = t_rand(85, i * N + j), rb = t_rand(86, i * N + j);
+			double sa = ra >> 63 ? -1 : 1, sb = rb >> 63 ? -1 : 1;
+			switch (ra % 8) {
+			case 0: mpfr_set_zero(&a->m[j], (int)sa); break;
+			case 1: mpfr_set_inf(&a->m[j], (int)sa); break;
+			case 2: mpfr_set_nan(&a->m[j]); break;
+			case 3: /* 256 bits */
+				mpfr_set_ui(&a->m[j], 1, MPFR_RNDN);
+				mpfr_div_ui(&a->m[j], &a->m[j], 3 + (ra >> 8) % 1000, MPFR_RNDN);
+				mpfr_mul_2si(&a->m[j], &a->m[j], (long)((ra >> 20) % 4000) - 2000, MPFR_RNDN);
+				break;
+			default:
+				mpfr_set_d(&a->m[j], sa * ldexp((double)(ra >> 11) / 0x1p53 + 0.5,
+				                                (int)((ra >> 3) % 2000) - 1000),
+				           MPFR_RNDN);
+			}
+			long k = (long)((rb >> 8) % 4400) - 2200;
+			switch (rb % 8) {
+			case 0: mpfr_set_zero(&b->m[j], (int)sb); break;
+			case 1: mpfr_set_inf(&b->m[j], (int)sb); break;
+			case 2: mpfr_set_nan(&b->m[j]); break;
+			case 3: /* next to ±2^k, above or below */
+				mpfr_set_si_2exp(&b->m[j], (long)sb, k, MPFR_RNDN);
+				if ((rb >> 40) & 1)
+					mpfr_nextabove(&b->m[j]);
+				else
+					mpfr_nextbelow(&b->m[j]);
+				break;
+			case 4: mpfr_set_d(&b->m[j], sb * 3.0, MPFR_RNDN); break;
+			default: mpfr_set_si_2exp(&b->m[j], (long)sb, k, MPFR_RNDN); pow2++;
+			}
+		}
+		unsigned alias = i % 3; /* 0 apart, 1 over a, 2 over b */
+		emu_vec *dst = alias == 1 ? a : alias == 2 ? b : d;
+		emu_vec *keep = emu_vec_new(&be, 2 * N);
+		ck_assert(keep);
+		for (size_t j = 0; j < N; j++) {
+			mpfr_set(&keep->m[j], &a->m[j], MPFR_RNDN);
+			mpfr_set(&keep->m[N + j], &b->m[j], MPFR_RNDN);
+		}
+		emu_map(&be, EMU_STEP0, EMU_OP_DIV, t_fmt("fp32"), emu_row(dst, 0), emu_row(a, 0),
+		        emu_row(b, 0), EMU_NOREF, N, 0, NULL);
+		for (size_t j = 0; j < N; j++) {
+			mpfr_div(want, &keep->m[j], &keep->m[N + j], MPFR_RNDN);
+			mpfr_srcptr got = &dst->m[j];
+			ck_assert_msg((mpfr_nan_p(got) && mpfr_nan_p(want)) ||
+			                  (mpfr_equal_p(got, want) && mpfr_signbit(got) == mpfr_signbit(want)),
+			              "case %llu, element %zu (alias %u)", (unsigned long long)i, j, alias);
+			checked++;
+		}
+	}
+	ck_assert(pow2 > 50000);
+	mpfr_clear(want);
+	emu_be_free(&be);
+	t_count("engine: truth division (by 2^k a shift) == mpfr_div", checked);
+}
+END_TEST
+
 /* emu_truth_dot_exact over long chains (the accumulator's digits carried
  * part-way, every TD_SPAN terms): 64-bit significands whose products fill
  * 128 bits, exponents spread so each product lands on every bit offset,
@@ -788,6 +864,7 @@ Suite *suite_engine(void)
 	tcase_add_test(tc, test_dot_n);
 	tcase_add_test(tc, test_dot_n_truth);
 	tcase_add_test(tc, test_truth_dot_long);
+	tcase_add_test(tc, test_truth_div_pow2);
 	tcase_add_test(tc, test_truth_exp);
 	suite_add_tcase(s, tc);
 	return s;

@@ -252,8 +252,35 @@ double nm_point_flushed(const nm_point_result *r)
 	return f;
 }
 
-int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, bool truth,
-                        nm_point_result *r, char *err, size_t errlen)
+/* Output `name` of run into *vals (malloc'd, *n of them). 0, or -1 with a
+ * reason (no such output). */
+static int np_series_of(const nm_point *p, emu_run *run, const char *name, double **vals,
+                        size_t *n, char *err, size_t errlen)
+{
+	*vals = NULL;
+	*n = 0;
+	for (int i = 0; i < run->out.n; i++) {
+		const emu_kout_item *it = &run->out.item[i];
+		if (strcmp(it->name, name) != 0)
+			continue;
+		*vals = malloc((it->n ? it->n : 1) * sizeof **vals);
+		if (!*vals)
+			return np_fail(err, errlen, "out of memory", NULL);
+		for (size_t j = 0; j < it->n; j++)
+			(*vals)[j] = emu_kout_d(&run->be, it, j);
+		*n = it->n;
+		return 0;
+	}
+	snprintf(err, errlen, "%s: kernel %s has no output '%s'", p->c->name, p->c->kernel->name,
+	         name);
+	return -1;
+}
+
+/* The runs on kinds (and truth's), and the named series of the first:
+ * one run each, whatever is taken from it. */
+static int np_eval(const nm_point *p, const emu_be_kind *kinds, size_t nk, bool truth,
+                   nm_point_result *r, const char *const *names, size_t nnames, double **vals,
+                   size_t *ns, char *err, size_t errlen)
 {
 	emu_kparam params[NM_CASE_MAX_PARAMS + NM_CASE_MAX_AXES];
 	emu_kin in;
@@ -261,6 +288,8 @@ int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, 
 	int rc = -1;
 
 	memset(r, 0, nk * sizeof *r);
+	for (size_t i = 0; i < nnames; i++)
+		vals[i] = NULL, ns[i] = 0;
 	if (np_setup(p, &in, params, err, errlen))
 		return -1;
 	bool need = false; /* a truth run, unless truth is all that is asked */
@@ -279,6 +308,8 @@ int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, 
 				emu_run_compare(&run, &t);
 			np_fill(&r[k], &run, cmp ? &t : NULL);
 		}
+		for (size_t i = 0; !bad && k == 0 && i < nnames; i++)
+			bad = np_series_of(p, &run, names[i], &vals[i], &ns[i], err, errlen);
 		emu_run_free(&run);
 		if (bad)
 			goto out;
@@ -287,13 +318,30 @@ int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, 
 out:
 	emu_truth_free(&t);
 	free((double *)in.x);
+	for (size_t i = 0; rc && i < nnames; i++) {
+		free(vals[i]);
+		vals[i] = NULL, ns[i] = 0;
+	}
 	return rc;
+}
+
+int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, bool truth,
+                        nm_point_result *r, char *err, size_t errlen)
+{
+	return np_eval(p, kinds, nk, truth, r, NULL, 0, NULL, NULL, err, errlen);
 }
 
 int nm_point_eval(const nm_point *p, emu_be_kind kind, bool truth, nm_point_result *r,
                   char *err, size_t errlen)
 {
-	return nm_point_eval_kinds(p, &kind, 1, truth, r, err, errlen);
+	return np_eval(p, &kind, 1, truth, r, NULL, 0, NULL, NULL, err, errlen);
+}
+
+int nm_point_eval_series(const nm_point *p, emu_be_kind kind, bool truth, nm_point_result *r,
+                         const char *const *names, size_t nnames, double **vals, size_t *ns,
+                         char *err, size_t errlen)
+{
+	return np_eval(p, &kind, 1, truth, r, names, nnames, vals, ns, err, errlen);
 }
 
 int nm_point_series(const nm_point *p, emu_be_kind kind, const char *name, double **vals,
@@ -309,26 +357,8 @@ int nm_point_series(const nm_point *p, emu_be_kind kind, const char *name, doubl
 	if (np_setup(p, &in, params, err, errlen))
 		return -1;
 	memset(&run, 0, sizeof run);
-	if (np_run(p, &in, kind, &run, err, errlen))
-		goto out;
-	for (int i = 0; i < run.out.n; i++) {
-		const emu_kout_item *it = &run.out.item[i];
-		if (strcmp(it->name, name) != 0)
-			continue;
-		*vals = malloc((it->n ? it->n : 1) * sizeof **vals);
-		if (!*vals) {
-			np_fail(err, errlen, "out of memory", NULL);
-			goto out;
-		}
-		for (size_t j = 0; j < it->n; j++)
-			(*vals)[j] = emu_kout_d(&run.be, it, j);
-		*n = it->n;
-		rc = 0;
-		goto out;
-	}
-	snprintf(err, errlen, "%s: kernel %s has no output '%s'", p->c->name, p->c->kernel->name,
-	         name);
-out:
+	if (np_run(p, &in, kind, &run, err, errlen) == 0)
+		rc = np_series_of(p, &run, name, vals, n, err, errlen);
 	emu_run_free(&run);
 	free((double *)in.x);
 	return rc;

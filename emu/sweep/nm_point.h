@@ -69,6 +69,13 @@ int nm_point_eval_kinds(const nm_point *p, const emu_be_kind *kinds, size_t nk, 
 int nm_point_input(const nm_point *p, double **x, size_t *rows, size_t *cols, char *err,
                    size_t errlen);
 
+/* nm_point_eval, and from the same run on kind the values of the outputs
+ * names[0 .. nnames − 1] as series: vals[i] (malloc'd, ns[i] of them; the
+ * caller frees; all NULL after an error). 0, or -1 with a reason. */
+int nm_point_eval_series(const nm_point *p, emu_be_kind kind, bool truth, nm_point_result *r,
+                         const char *const *names, size_t nnames, double **vals, size_t *ns,
+                         char *err, size_t errlen);
+
 /* The values of output `name` of p on backend kind (malloc'd, *n of them;
  * the caller frees). 0, or -1 with a reason (no such output). */
 #define NM_POINT_SERIES 1

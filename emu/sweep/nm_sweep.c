@@ -666,18 +666,25 @@ static int sw_eval(const struct sw_case_run *cr, size_t idx, struct sw_pt *pt, c
 	sw_point_of(cr, idx, &p);
 	memset(pt, 0, sizeof(*pt));
 	for (int k = 0; k < cr->nbe && k < SW_NBE; k++) {
-		if (nm_point_eval(&p, kinds[k], cr->c->truth, &pt->r[k], err, errlen))
-			return -1;
-#ifdef NM_POINT_SERIES
-		for (size_t i = 0; i < cr->c->nseries && i < SW_MAX_SER; i++) {
-			struct sw_series *s = &pt->ser[k][i];
+		/* the series from the run that gives the point's result */
+		const char *names[SW_MAX_SER];
+		double *v[SW_MAX_SER];
+		size_t n[SW_MAX_SER], ns = 0;
 
-			snprintf(s->name, sizeof(s->name), "%s", cr->c->series[i]);
-			pt->nser[k]++;
-			if (nm_point_series(&p, kinds[k], s->name, &s->v, &s->n, err, errlen))
-				return -1;
+		for (; ns < cr->c->nseries && ns < SW_MAX_SER; ns++) {
+			struct sw_series *s = &pt->ser[k][ns];
+
+			snprintf(s->name, sizeof(s->name), "%s", cr->c->series[ns]);
+			names[ns] = s->name;
 		}
-#endif
+		if (nm_point_eval_series(&p, kinds[k], cr->c->truth, &pt->r[k], names, ns, v, n, err,
+		                         errlen))
+			return -1;
+		for (size_t i = 0; i < ns; i++) {
+			pt->ser[k][i].v = v[i];
+			pt->ser[k][i].n = n[i];
+		}
+		pt->nser[k] = ns;
 	}
 	pt->done = true;
 	return 0;

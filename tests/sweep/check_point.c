@@ -387,6 +387,59 @@ START_TEST(test_axes_and_series)
 }
 END_TEST
 
+/* nm_point_eval_series: the result nm_point_eval gives and the series
+ * nm_point_series gives, from one run on each backend, with and without
+ * truth; a missing output fails the whole call and leaves no series. */
+START_TEST(test_eval_series)
+{
+	tcase t;
+	char err[256] = "";
+	mk_case(&t, "softmax_ce", "maxsub", "storage=fp16", NM_GEN_NORMAL, 9, 3, 40, true,
+	        NM_SET_SCALE, NM_DOM_REAL);
+	static const emu_be_kind kinds[] = {EMU_BE_FAST, EMU_BE_EXACT};
+	const char *names[] = {"grad", "loss"};
+	for (size_t q = 0; q < 2 * ARRAY_SIZE(kinds); q++) {
+		bool truth = q / 2;
+		nm_point p = {&t.c, 0, 0, {q % 2 ? 12.0 : 3.0, 0}};
+		nm_point_result r1, r2;
+		double *v[2];
+		size_t n[2];
+		emu_be_kind kind = kinds[q % ARRAY_SIZE(kinds)];
+		ck_assert_msg(nm_point_eval(&p, kind, truth, &r1, err, sizeof err) == 0, "%s", err);
+		ck_assert_msg(nm_point_eval_series(&p, kind, truth, &r2, names, 2, v, n, err,
+		                                   sizeof err) == 0,
+		              "%s", err);
+		ck_assert(r1.status == r2.status && r1.nout == r2.nout);
+		for (size_t i = 0; i < r1.nout; i++)
+			ck_assert(bits(r1.out[i].maxabs) == bits(r2.out[i].maxabs) &&
+			          bits(r1.out[i].max_ulp) == bits(r2.out[i].max_ulp) &&
+			          bits(r1.out[i].rel_err) == bits(r2.out[i].rel_err));
+		for (size_t i = 0; i < 2; i++) {
+			double *w;
+			size_t m;
+			ck_assert_msg(nm_point_series(&p, kind, names[i], &w, &m, err, sizeof err) == 0,
+			              "%s", err);
+			ck_assert_uint_eq(m, n[i]);
+			ck_assert_uint_eq(n[i], i == 0 ? 120 : 1);
+			for (size_t j = 0; j < m; j++)
+				ck_assert(bits(w[j]) == bits(v[i][j]));
+			free(w);
+			free(v[i]);
+		}
+	}
+	nm_point p = {&t.c, 0, 0, {3.0, 0}};
+	nm_point_result r;
+	const char *bad[] = {"grad", "nope"};
+	double *v[2] = {NULL, NULL};
+	size_t n[2];
+	ck_assert_int_eq(nm_point_eval_series(&p, EMU_BE_FAST, false, &r, bad, 2, v, n, err,
+	                                      sizeof err),
+	                 -1);
+	ck_assert_msg(strstr(err, "no output 'nope'") != NULL, "%s", err);
+	ck_assert(v[0] == NULL && v[1] == NULL);
+}
+END_TEST
+
 /* backward: the gradient fractions come with the result. */
 START_TEST(test_backward_fractions)
 {
@@ -416,6 +469,7 @@ Suite *suite_point(void)
 	tcase_add_test(tc, test_truth_range_lost);
 	tcase_add_test(tc, test_input_maxabs);
 	tcase_add_test(tc, test_input_kept);
+	tcase_add_test(tc, test_eval_series);
 	tcase_add_test(tc, test_axes_and_series);
 	tcase_add_test(tc, test_backward_fractions);
 	suite_add_tcase(s, tc);

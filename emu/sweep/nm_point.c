@@ -55,9 +55,13 @@ static _Thread_local struct {
 	double *t;
 } np_kept;
 
+/* bit for bit (a NaN is the same NaN, −0 is not +0) */
 static bool np_same_double(double a, double b)
 {
-	return memcmp(&a, &b, sizeof a) == 0;
+	uint64_t u, v;
+	memcpy(&u, &a, sizeof u);
+	memcpy(&v, &b, sizeof v);
+	return u == v;
 }
 
 static bool np_same_gen(const nm_gen *a, const nm_gen *b)

@@ -348,26 +348,6 @@ int nm_point_eval_series(const nm_point *p, emu_be_kind kind, bool truth, nm_poi
 	return np_eval(p, &kind, 1, truth, r, names, nnames, vals, ns, err, errlen);
 }
 
-int nm_point_series(const nm_point *p, emu_be_kind kind, const char *name, double **vals,
-                    size_t *n, char *err, size_t errlen)
-{
-	emu_kparam params[NM_CASE_MAX_PARAMS + NM_CASE_MAX_AXES];
-	emu_kin in;
-	emu_run run;
-	int rc = -1;
-
-	*vals = NULL;
-	*n = 0;
-	if (np_setup(p, &in, params, err, errlen))
-		return -1;
-	memset(&run, 0, sizeof run);
-	if (np_run(p, &in, kind, &run, err, errlen) == 0)
-		rc = np_series_of(p, &run, name, vals, n, err, errlen);
-	emu_run_free(&run);
-	free((double *)in.x);
-	return rc;
-}
-
 int nm_point_truth_range(const nm_point *p, nm_point_range *r, char *err, size_t errlen)
 {
 	const nm_case *c = p->c;

@@ -76,12 +76,6 @@ int nm_point_eval_series(const nm_point *p, emu_be_kind kind, bool truth, nm_poi
                          const char *const *names, size_t nnames, double **vals, size_t *ns,
                          char *err, size_t errlen);
 
-/* The values of output `name` of p on backend kind (malloc'd, *n of them;
- * the caller frees). 0, or -1 with a reason (no such output). */
-#define NM_POINT_SERIES 1
-int nm_point_series(const nm_point *p, emu_be_kind kind, const char *name, double **vals,
-                    size_t *n, char *err, size_t errlen);
-
 /* p on TRUTH with format ranges (kern.h, emu_be.range): the exact
  * computation on the exact input, with the overflow and underflow each
  * value would raise in the format its operation names. */

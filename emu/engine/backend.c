@@ -98,6 +98,12 @@ static unsigned range_flags(mpfr_srcptr v, const emu_format *f, const emu_env *e
 	 * every mode */
 	if (e - 1 >= f->emin && e <= f->emax && ldexp(1, f->emax) <= f->max)
 		return 0;
+	/* |v| < 2^(emin − p − 1), under half of f's smallest subnormal: to
+	 * nearest or toward zero, zero (a softmax's far tail, most of its
+	 * elements) */
+	if (e < (mpfr_exp_t)f->emin - f->p - 1 && f->has_zero &&
+	    (env->mode == EMU_RNE || env->mode == EMU_RNA || env->mode == EMU_RTZ))
+		return EMU_FLAG_UNDERFLOW;
 	if (e > 900 || e < -900) {
 		x = ldexp(mpfr_sgn(v) < 0 ? -1.0 : 1.0, e > 0 ? 900 : -900);
 	} else {

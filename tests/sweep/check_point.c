@@ -125,6 +125,56 @@ START_TEST(test_range_flags)
 }
 END_TEST
 
+/* The range check's small side against the rounding itself: ±m·2^k for k
+ * from 2^-1100 up past each format's smallest values, in every mode, on
+ * formats with and without subnormals and zero; 256-bit values and
+ * doubles. The flags are emu_round_value's of the value (a double, or its
+ * nearest double with the rest's sign as the tail): overflow as it says,
+ * underflow when the result is zero. */
+START_TEST(test_range_small)
+{
+	static const char *fmts[] = {"fp16", "bf16", "e4m3", "e5m2", "e2m1", "e8m0", "fp32"};
+	uint64_t checked = 0;
+	for (size_t fi = 0; fi < ARRAY_SIZE(fmts); fi++) {
+		const emu_format *f = t_fmt(fmts[fi]);
+		for (int mode = 0; mode < EMU_NMODES; mode++) {
+			emu_env env = EMU_ENV_DEFAULT;
+			env.mode = (emu_mode)mode;
+			emu_be be;
+			emu_be_init(&be, EMU_BE_TRUTH, &env);
+			be.range = true;
+			emu_vec *v = emu_vec_new(&be, 1);
+			ck_assert_ptr_nonnull(v);
+			for (int k = f->emin - f->p - 8; k <= f->emin + 2; k++)
+				for (int q = 0; q < 8; q++) {
+					/* 1, 1.5, 1 + 2^-60 (no double), 1.75, their negatives */
+					double m = q % 4 == 0 ? 1 : q % 4 == 1 ? 1.5 : q % 4 == 2 ? 1 : 1.75;
+					double sg = q < 4 ? 1 : -1;
+					mpfr_set_d(&v->m[0], sg * m, MPFR_RNDN);
+					if (q % 4 == 2)
+						mpfr_add_d(&v->m[0], &v->m[0], sg * 0x1p-60, MPFR_RNDN);
+					mpfr_mul_2si(&v->m[0], &v->m[0], k, MPFR_RNDN);
+					double x = sg * ldexp(m, k), tail = q % 4 == 2 ? sg * ldexp(1, k - 60) : 0;
+					if (k < -1000) /* beyond doubles: the check's clamp */
+						continue;
+					emu_env e2 = env;
+					e2.daz = false;
+					unsigned fl = 0;
+					double r = emu_round_value(f, x, tail, &e2, &fl);
+					unsigned want = (fl & EMU_FLAG_OVERFLOW) | (r == 0 ? EMU_FLAG_UNDERFLOW : 0);
+					unsigned got = emu_k_range(&be, &v->m[0], f);
+					ck_assert_msg(got == want, "%s %s: %c%g*2^%d: %u, want %u", fmts[fi],
+					              emu_mode_name(env.mode), q < 4 ? '+' : '-', m, k, got,
+					              want);
+					checked++;
+				}
+			emu_be_free(&be);
+		}
+	}
+	t_count("point: range check of small values == the rounding", checked);
+}
+END_TEST
+
 /* Without range, TRUTH raises nothing on a value beyond a format. */
 START_TEST(test_range_off)
 {
@@ -482,6 +532,7 @@ Suite *suite_point(void)
 	TCase *tc = tcase_create("point");
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_range_flags, 0, (int)ARRAY_SIZE(range_rows));
+	tcase_add_test(tc, test_range_small);
 	tcase_add_test(tc, test_range_off);
 	tcase_add_test(tc, test_softmax_fp16_status);
 	tcase_add_test(tc, test_softmax_truth_range_boundary);

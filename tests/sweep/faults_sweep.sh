@@ -64,6 +64,25 @@ for at in points journal csv thresh state plot; do
 	same "$tmp/ref" "$d" "rerun after kill -9 at $at"
 done
 
+# ---- the same with three cases run at once (-j 2): killed at each step of
+# whichever case reaches it first, the others where they happened to be ----
+mkdir -p "$tmp/many"
+cp tests/data/sweep_tiny.case tests/data/sweep_accuracy.case tests/data/sweep_train.case "$tmp/many/"
+sweep "$tmp/many-ref" --quiet -j 1 "$tmp/many"
+status 0 "cases: reference run"
+for at in points journal csv thresh state plot; do
+	d="$tmp/many-kill-$at"
+	if [ "$at" = points ]; then
+		NANMAP_SWEEP_INTERRUPT_AFTER=5 NANMAP_SWEEP_SIGNAL=KILL sweep "$d" -j 2 "$tmp/many"
+	else
+		NANMAP_SWEEP_KILL_AT=$at sweep "$d" -j 2 "$tmp/many"
+	fi
+	[ "$rc" -eq 137 ] || fail "cases: kill -9 at $at: exit status $rc, want 137 (killed)"
+	sweep "$d" --quiet -j 2 "$tmp/many"
+	status 0 "cases: rerun after kill -9 at $at"
+	same "$tmp/many-ref" "$d" "cases: rerun after kill -9 at $at"
+done
+
 # ---- a killed run's temporaries: removed by the next run, only those ----
 d="$tmp/kill-journal"
 NANMAP_SWEEP_KILL_AT=journal sweep "$d" --fresh "$CASE"

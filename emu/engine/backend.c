@@ -189,20 +189,26 @@ EMU_VEC_CLONES static void note_inputs(emu_be *be, const double *x, size_t sx, c
 	be->st.in_flushed += fz;
 }
 
+/* A regular x's significand when it fits its top limb (every lower limb
+ * 0) into *top; false when it does not. */
+static bool mp_top_limb(mpfr_srcptr x, mp_limb_t *top)
+{
+	size_t nl = (size_t)(mpfr_get_prec(x) + GMP_NUMB_BITS - 1) / GMP_NUMB_BITS;
+	const mp_limb_t *l = mpfr_custom_get_significand((mpfr_ptr)x);
+	for (size_t i = 0; i + 1 < nl; i++)
+		if (l[i])
+			return false;
+	*top = l[nl - 1];
+	return true;
+}
+
 /* x = ±2^k (its significand 1, every lower limb 0): a / x is a shift,
  * exact at any precision in MPFR's exponent range, so mpfr_div's value */
 static bool mp_pow2(mpfr_srcptr x)
 {
-	if (!mpfr_regular_p(x))
-		return false;
-	size_t nl = (size_t)(mpfr_get_prec(x) + GMP_NUMB_BITS - 1) / GMP_NUMB_BITS;
-	const mp_limb_t *l = mpfr_custom_get_significand((mpfr_ptr)x);
-	if (l[nl - 1] != (mp_limb_t)1 << (GMP_NUMB_BITS - 1))
-		return false;
-	for (size_t i = 0; i + 1 < nl; i++)
-		if (l[i])
-			return false;
-	return true;
+	mp_limb_t top;
+	return mpfr_regular_p(x) && mp_top_limb(x, &top) &&
+	       top == (mp_limb_t)1 << (GMP_NUMB_BITS - 1);
 }
 
 static void truth_op(emu_op op, mpfr_ptr d, mpfr_srcptr a, mpfr_srcptr b, mpfr_srcptr c)
@@ -888,17 +894,12 @@ static inline bool td_operand(mpfr_srcptr x, uint64_t *m, long *e, bool *neg)
 	*e = 0;
 	if (mpfr_zero_p(x))
 		return true;
-	if (!mpfr_regular_p(x))
+	mp_limb_t top;
+	if (!mpfr_regular_p(x) || !mp_top_limb(x, &top))
 		return false;
-	size_t nl = (size_t)(mpfr_get_prec(x) + GMP_NUMB_BITS - 1) / GMP_NUMB_BITS;
-	const mp_limb_t *l = mpfr_custom_get_significand((mpfr_ptr)x);
-	for (size_t i = 0; i + 1 < nl; i++)
-		if (l[i])
-			return false;
 	long ex = (long)mpfr_get_exp(x);
 	if (ex > TD_EXP_MAX || ex < -TD_EXP_MAX)
 		return false;
-	uint64_t top = l[nl - 1];
 	int tz = __builtin_ctzll(top);
 	*m = top >> tz;
 	*e = ex - 64 + tz;

@@ -49,20 +49,31 @@ can_mount() {
 sweep "$tmp/ref" --quiet "$CASE"
 status 0 "reference run"
 
+# kill_each REF DIR JPOINTS JSTEPS AFTER WHAT PATH...: SIGKILL at set moments,
+# then a rerun, which must give REF's bytes: after AFTER journal lines (with
+# the options JPOINTS), then just after each step that finishes a case
+# (with JSTEPS, as the rerun); each run in DIR-MOMENT.
+kill_each() {
+	ref=$1 dir=$2 jp=$3 js=$4 after=$5 what=$6
+	shift 6
+	for at in points journal csv thresh state plot; do
+		d="$dir-$at"
+		# shellcheck disable=SC2086 # the -j options are words
+		if [ "$at" = points ]; then
+			NANMAP_SWEEP_INTERRUPT_AFTER=$after NANMAP_SWEEP_SIGNAL=KILL sweep "$d" $jp "$@"
+		else
+			NANMAP_SWEEP_KILL_AT=$at sweep "$d" $js "$@"
+		fi
+		[ "$rc" -eq 137 ] || fail "${what}kill -9 at $at: exit status $rc, want 137 (killed)"
+		# shellcheck disable=SC2086
+		sweep "$d" --quiet $js "$@"
+		status 0 "${what}rerun after kill -9 at $at"
+		same "$ref" "$d" "${what}rerun after kill -9 at $at"
+	done
+}
+
 # ---- SIGKILL at set moments, then a rerun: the same bytes ----
-# points: after 20 journal lines; then just after each step that finishes a case
-for at in points journal csv thresh state plot; do
-	d="$tmp/kill-$at"
-	if [ "$at" = points ]; then
-		NANMAP_SWEEP_INTERRUPT_AFTER=20 NANMAP_SWEEP_SIGNAL=KILL sweep "$d" -j 1 "$CASE"
-	else
-		NANMAP_SWEEP_KILL_AT=$at sweep "$d" "$CASE"
-	fi
-	[ "$rc" -eq 137 ] || fail "kill -9 at $at: exit status $rc, want 137 (killed)"
-	sweep "$d" --quiet "$CASE"
-	status 0 "rerun after kill -9 at $at"
-	same "$tmp/ref" "$d" "rerun after kill -9 at $at"
-done
+kill_each "$tmp/ref" "$tmp/kill" "-j 1" "" 20 "" "$CASE"
 
 # ---- the same with three cases run at once (-j 2): killed at each step of
 # whichever case reaches it first, the others where they happened to be ----
@@ -70,18 +81,7 @@ mkdir -p "$tmp/many"
 cp tests/data/sweep_tiny.case tests/data/sweep_accuracy.case tests/data/sweep_train.case "$tmp/many/"
 sweep "$tmp/many-ref" --quiet -j 1 "$tmp/many"
 status 0 "cases: reference run"
-for at in points journal csv thresh state plot; do
-	d="$tmp/many-kill-$at"
-	if [ "$at" = points ]; then
-		NANMAP_SWEEP_INTERRUPT_AFTER=5 NANMAP_SWEEP_SIGNAL=KILL sweep "$d" -j 2 "$tmp/many"
-	else
-		NANMAP_SWEEP_KILL_AT=$at sweep "$d" -j 2 "$tmp/many"
-	fi
-	[ "$rc" -eq 137 ] || fail "cases: kill -9 at $at: exit status $rc, want 137 (killed)"
-	sweep "$d" --quiet -j 2 "$tmp/many"
-	status 0 "cases: rerun after kill -9 at $at"
-	same "$tmp/many-ref" "$d" "cases: rerun after kill -9 at $at"
-done
+kill_each "$tmp/many-ref" "$tmp/many-kill" "-j 2" "-j 2" 5 "cases: " "$tmp/many"
 
 # ---- a killed run's temporaries: removed by the next run, only those ----
 d="$tmp/kill-journal"

@@ -436,6 +436,12 @@ int nm_dir_writable(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
+size_t nm_dir_probe_clean(const char *dir)
+{
+	int r = nm_file_clean_match(dir, ".nanmap-probe.%p.%x", NULL);
+	return r > 0 ? (size_t)r : 0;
+}
+
 static const char *const tmp_whats[] = {"dat", "gp", "png", "svg", "log"};
 
 size_t nm_plot_clean_stale(const char *dir, const char *name)

@@ -68,6 +68,11 @@ int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen);
  * "DIR: not writable: reason". */
 int nm_dir_writable(const char *dir, char *err, size_t errlen);
 
+/* Remove dir's probe files (.nanmap-probe.PID.XXXXXX) that nm_dir_writable
+ * runs killed between making and removing them left, PID not a live
+ * process. Returns how many were removed. */
+size_t nm_dir_probe_clean(const char *dir);
+
 /* Remove dir's temporaries of case name left by nm_plot_case runs that are
  * gone: .NAME.WHAT.PID.XXXXXX (WHAT: dat gp png svg log) whose PID is not a
  * live process. Returns how many were removed. */

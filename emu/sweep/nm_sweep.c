@@ -2022,6 +2022,13 @@ int nm_sweep_main(int argc, char **argv)
 		}
 		(void)nm_file_clean(s->o.plots);
 		(void)nm_file_clean(s->o.docs);
+#ifdef SW_HAVE_PLOT
+		/* and sw_dirs_writable's probes (a case at once with the one
+		 * that was killed can be in the middle of one) */
+		const char *probed[] = {s->o.out, s->o.plots, s->o.docs};
+		for (size_t i = 0; i < 3; i++)
+			(void)nm_dir_probe_clean(probed[i]);
+#endif
 	}
 	rc = sw_bcast_int(s, rc);
 	if (!rc)

@@ -91,8 +91,19 @@ NANMAP_SWEEP_KILL_AT=journal sweep "$d" --fresh "$CASE"
 : >"$d/results/sweep_tiny.csv.tmp.4194999"
 : >"$d/results/sweep_tiny.csv.tmp.$$"  # a live writer's: kept
 : >"$d/results/notes.tmp.txt"         # not nanmap's pattern: kept
+# the folders' writability probes of a killed run, and of a live one
+mkdir -p "$d/docs" "$d/plots"
+: >"$d/docs/.nanmap-probe.4194999.Ab12Cd"
+: >"$d/plots/.nanmap-probe.4194999.Ab12Cd"
+: >"$d/results/.nanmap-probe.4194999.Ab12Cd"
+: >"$d/docs/.nanmap-probe.$$.Ab12Cd"
 sweep "$d" --quiet "$CASE"
 status 0 "rerun with stale temporaries"
+for f in docs plots results; do
+	[ ! -e "$d/$f/.nanmap-probe.4194999.Ab12Cd" ] || fail "a dead run's probe in $f was left"
+done
+[ -e "$d/docs/.nanmap-probe.$$.Ab12Cd" ] || fail "a live process's probe was removed"
+rm -f "$d/docs/.nanmap-probe.$$.Ab12Cd"
 [ ! -e "$d/results/.partial/sweep_tiny.journal.tmp.4194999" ] ||
 	fail "a dead run's journal temporary was left"
 [ ! -e "$d/results/sweep_tiny.csv.tmp.4194999" ] || fail "a dead run's CSV temporary was left"

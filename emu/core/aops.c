@@ -747,10 +747,10 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 	c->half_m1 = (1ull << (c->S - 1)) - 1;
 	c->max_d = emu_dbits(f->max);
 	c->minnorm_d = emu_dbits(f->min_normal);
-	c->magic = ldexp(1.0, f->emin - f->p + 1 + 52);
+	c->magic = emu_pow2_any(f->emin - f->p + 1 + 52);
 	c->fnuz = MASK(f->nan == EMU_NAN_FNUZ);
-	c->quantum = ldexp(1.0, f->emin - f->p + 1);
-	c->inv_quantum = ldexp(1.0, -(f->emin - f->p + 1));
+	c->quantum = emu_pow2_any(f->emin - f->p + 1);
+	c->inv_quantum = emu_pow2_any(-(f->emin - f->p + 1));
 	c->seed = env->seed;
 	c->spec = f->has_inf && f->nan == EMU_NAN_IEEE && !env->sat;
 	c->ovf_d = env->sat || (!f->has_inf && f->nan == EMU_NAN_NONE) ? emu_dbits(f->max)

@@ -50,9 +50,9 @@ round_array_rne(const emu_format *f, const double *in, emu_bits *out, size_t n, 
 	const uint64_t half_m1 = (1ull << (shift - 1)) - 1;
 	const uint64_t lowmask = (1ull << shift) - 1;
 	const uint64_t min_normal = emu_dbits(f->min_normal);
-	const uint64_t tiny_below = emu_dbits(f->min_normal - ldexp(1.0, f->emin - f->p - 1));
+	const uint64_t tiny_below = emu_dbits(f->min_normal - emu_pow2_any(f->emin - f->p - 1));
 	const uint64_t inf_d = 0x7ff0000000000000ull;
-	const double magic = ldexp(1.0, f->emin + 52 - m);
+	const double magic = emu_pow2_any(f->emin + 52 - m);
 	const uint64_t magic_b = emu_dbits(magic);
 	const uint64_t max_bits = f->max_bits;
 	const uint64_t sign_mask = f->sign_mask;

@@ -84,6 +84,12 @@ static inline double emu_pow2(int k)
 	} c = {.u = (uint64_t)(k + 1023) << 52};
 	return c.d;
 }
+/* 2^k for any k, exact where double has it: emu_pow2 in the normal range,
+ * ldexp (subnormal, zero or inf) outside it. */
+static inline double emu_pow2_any(int k)
+{
+	return k >= -1022 && k <= 1023 ? emu_pow2(k) : ldexp(1.0, k);
+}
 
 /* SR's 32 random bits for (seed, index), inline for the vectorised loops
  * (round_simd.c, aops.c); emu_sr_bits is this, as a function. */

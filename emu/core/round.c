@@ -93,7 +93,7 @@ double emu_round_core(const emu_format *f, bool neg, uint64_t M, int E, bool sti
 		int qe = e - p + 1;
 		uint64_t n = round_to(M, E, sticky, qe, env->mode, neg, u, &inexact);
 		/* n <= 2^p: exact in double; qe within double's normal range here */
-		r = (double)n * (qe >= -1022 ? emu_pow2(qe) : ldexp(1.0, qe));
+		r = (double)n * emu_pow2_any(qe);
 		if (r > f->max) {
 			*flags |= EMU_FLAG_OVERFLOW | EMU_FLAG_INEXACT;
 			bool toward_zero = env->mode == EMU_RTZ || (env->mode == EMU_UP && neg) ||

@@ -14,6 +14,7 @@
  */
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,7 +362,7 @@ static unsigned k_nfwd(int k)
 		i++;
 	return i;
 }
-static unsigned kstep(int k, const char *name, bool bwd)
+static unsigned kstep_find(int k, const char *name, bool bwd)
 {
 	unsigned i0 = bwd ? k_nfwd(k) + 1 : 0;
 	/* every step of a run asks this: the call sites' literals are the
@@ -374,6 +375,29 @@ static unsigned kstep(int k, const char *name, bool bwd)
 			return i;
 	fprintf(stderr, "train: no step %s of kernel %d\n", name, k);
 	abort();
+}
+
+/* kstep_find, remembered: a step asks for its site thousands of times a
+ * training step (a direct-mapped cache per thread, keyed by the literal's
+ * address, the kernel and the direction) */
+static unsigned kstep(int k, const char *name, bool bwd)
+{
+	static _Thread_local struct {
+		const char *name;
+		int k;
+		bool bwd;
+		unsigned i;
+	} memo[256];
+	uint64_t key = ((uint64_t)(uintptr_t)name ^ (uint64_t)k << 1 ^ (uint64_t)bwd) *
+	               0x9e3779b97f4a7c15ull;
+	size_t h = (size_t)(key >> 56);
+	if (memo[h].name != name || memo[h].k != k || memo[h].bwd != bwd) {
+		memo[h].i = kstep_find(k, name, bwd);
+		memo[h].name = name;
+		memo[h].k = k;
+		memo[h].bwd = bwd;
+	}
+	return memo[h].i;
 }
 
 /* kernel instances: per layer ln1 qkv attn proj res1 ln2 fc gelu fcproj res2 */

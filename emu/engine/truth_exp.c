@@ -1,6 +1,6 @@
 /*
  * truth_exp.c — TRUTH's exponential, the same bits as mpfr_exp at
- * EMU_TRUTH_PREC bits in a third of its time.
+ * EMU_TRUTH_PREC bits in a tenth of its time.
  *
  * Softmax rows of 32,000 classes spend most of their truth runs in exp. For
  * an argument x of at most 256 bits with |x| < 2^20 (everything a kernel
@@ -10,11 +10,15 @@
  *     384 bits, so k·ln 2 is off by less than 2^-F after truncation;
  *   - exp(r) = exp(j1/2^8) · exp(j2/2^16) · exp(j3/2^24) · exp(s), the j's
  *     r's next three bytes (three tables of 256 values rounded to F bits),
- *     s < 2^-24, and exp(s) the Taylor polynomial of degree 13 by Horner
- *     (the next term is below 2^-370).
- * Every truncation and table value is off by at most u = 2^-F; the products
- * of values below 4 and the Horner steps (each error multiplied by s) keep
- * the total below 32u = 2^-311, so the result Y in [1, 4) is within
+ *     s < 2^-24, and exp(s) the Taylor polynomial of degree 11 by Horner
+ *     (the next term, s^12/12!, is below 2^-316.8 = 0.57u).
+ * With u = 2^-F: r is off by at most 1.01u (k·ln 2's truncation, and
+ * |k|·2^-384 for |k| < 2^21), which moves exp(r) < e by under 2.75u; a
+ * table value or coefficient is off by u/2; a product (tx_mul) by under
+ * 1.01u, and Horner's step n by up to 2^(24n − 6)u more (its early steps
+ * leave out low columns, their errors multiplied by s^n). exp(s) is then
+ * within 2.3u, and the three products of values below 4 take the total to
+ * under 16u = 2^-312, so the result Y in [1, 4) is within
  * 2^-299 of exp(r). mpfr_can_round then decides whether Y's rounding to
  * 256 bits is exp(r)'s (exp(r) is never a 257-bit number for r ≠ 0, so a
  * bracket free of 257-bit values fixes the nearest 256-bit one); when it
@@ -32,7 +36,7 @@
 #define TX_L 5   /* limbs of a fixed-point value */
 #define TX_F 316 /* its fraction bits */
 #define TX_TB 8  /* bits of r each table takes */
-#define TX_DEG 13
+#define TX_DEG 11
 
 static mp_limb_t tx_tab[3][1 << TX_TB][TX_L]; /* exp(j / 2^(8t + 8)) */
 static mp_limb_t tx_coef[TX_DEG + 1][TX_L];   /* 1/n! */
@@ -76,13 +80,67 @@ static void tx_init(void)
 	mpfr_clear(v);
 }
 
-/* o = a · b, truncated to F fraction bits (a · b < 2^(5·64 − F)) */
-static inline void tx_mul(mp_limb_t *o, const mp_limb_t *a, const mp_limb_t *b)
+typedef unsigned __int128 tx_u128;
+
+/*
+ * o = a · b in units of 2^-F, truncated (a · b < 2^(5·64 − F)), from the
+ * limb products of columns c0 and up only (i + j >= c0; c0 a constant where
+ * the call is inlined). Each product's halves add into their columns'
+ * 128-bit sums without carries (ten values below 2^64 at most a column),
+ * which are carried once at the end. The products left out sum below
+ * c0 · 2^(64·c0 + 64) and take o down by less than c0 · 2^(64·c0 − 252)
+ * units: 2^-58 for c0 = 3, which every product but Horner's early steps
+ * uses; the truncation adds less than one unit.
+ */
+static inline __attribute__((always_inline)) void tx_mul(mp_limb_t *o, const mp_limb_t *a,
+                                                          const mp_limb_t *b, int c0)
 {
-	mp_limb_t p[2 * TX_L], q[TX_L + 1];
-	mpn_mul_n(p, a, b, TX_L);
-	mpn_rshift(q, p + TX_F / 64, TX_L + 1, TX_F % 64);
-	memcpy(o, q, TX_L * sizeof *o);
+	tx_u128 col[2 * TX_L + 1] = {0};
+#pragma GCC unroll 5
+	for (int i = 0; i < TX_L; i++)
+#pragma GCC unroll 5
+		for (int j = 0; j < TX_L; j++) {
+			if (i + j < c0)
+				continue;
+			tx_u128 t = (tx_u128)a[i] * b[j];
+			col[i + j] += (uint64_t)t;
+			col[i + j + 1] += (uint64_t)(t >> 64);
+		}
+	uint64_t p[2 * TX_L] = {0};
+	tx_u128 carry = 0;
+#pragma GCC unroll 10
+	for (int c = c0; c < 2 * TX_L; c++) {
+		carry += col[c];
+		p[c] = (uint64_t)carry;
+		carry >>= 64;
+	}
+	const unsigned sh = TX_F % 64; /* F = 4·64 + sh: o[k] from columns 4+k, 5+k */
+#pragma GCC unroll 5
+	for (int k = 0; k < TX_L; k++)
+		o[k] = p[k + 4] >> sh | p[k + 5] << (64 - sh);
+}
+
+/* o = a + b (the sums stay below 2^(5·64)) */
+static inline void tx_add(mp_limb_t *o, const mp_limb_t *a, const mp_limb_t *b)
+{
+	tx_u128 carry = 0;
+#pragma GCC unroll 5
+	for (int k = 0; k < TX_L; k++) {
+		carry += (tx_u128)a[k] + b[k];
+		o[k] = (mp_limb_t)carry;
+		carry >>= 64;
+	}
+}
+
+/* The first column Horner's step n needs: its error is multiplied by
+ * s^n < 2^(-24n) in the result, so it may be up to 2^(24n − 6) units
+ * (c0 · 2^(64·c0 − 252) <= 2^(24n − 6), tx_mul's bound). */
+static inline __attribute__((always_inline)) int tx_c0(int n)
+{
+	int c0 = 3;
+	while (c0 < 8 && (c0 + 1) * 64 + 4 <= 24 * n + 246)
+		c0++;
+	return c0;
 }
 
 /* r = x − k·ln 2 in units of 2^-F (8 limbs), for |x|·2^F = X; false if
@@ -152,13 +210,14 @@ static bool tx_approx(mpfr_srcptr x, mp_limb_t *y, long *kp)
 	for (int i = at / 64 + 1; i < TX_L; i++)
 		S[i] = 0;
 	memcpy(P, tx_coef[TX_DEG], sizeof P); /* exp(s) by Horner */
+#pragma GCC unroll 16
 	for (int n = TX_DEG - 1; n >= 0; n--) {
-		tx_mul(tmp, S, P);
-		mpn_add_n(P, tx_coef[n], tmp, TX_L);
+		tx_mul(tmp, S, P, tx_c0(n));
+		tx_add(P, tx_coef[n], tmp);
 	}
-	tx_mul(y, tx_tab[0][j[0]], tx_tab[1][j[1]]);
-	tx_mul(tmp, y, tx_tab[2][j[2]]);
-	tx_mul(y, tmp, P);
+	tx_mul(y, tx_tab[0][j[0]], tx_tab[1][j[1]], 3);
+	tx_mul(tmp, y, tx_tab[2][j[2]], 3);
+	tx_mul(y, tmp, P, 3);
 	*kp = k;
 	return true;
 }

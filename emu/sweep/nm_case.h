@@ -58,6 +58,16 @@ typedef struct {
 	int line;
 } nm_case_kv;
 
+/* The columns a case's results CSV has, known before any point runs: the
+ * kernel's output names (in the order it adds them) from one fast run of the
+ * case's first point, and whether it is a backward run (frac_* columns);
+ * nm_plot_columns (emu/sweep/nm_plot.h) finds them. */
+typedef struct {
+	char out[EMU_KOUT_MAX][24];
+	size_t nout;
+	bool fractions;
+} nm_plot_cols;
+
 typedef struct {
 	char path[512];
 	char name[64];  /* the file name without directory and ".case" */
@@ -90,6 +100,10 @@ typedef struct {
 	nm_case_kv kv[NM_CASE_MAX_KV];
 	size_t nkv;
 	uint64_t hash;      /* of the file's bytes (resume checks it) */
+	/* the columns, kept by nm_plot_check_columns (its run of the first
+	 * point) for the case's plot, which would otherwise run it again */
+	nm_plot_cols plot_cols;
+	bool plot_cols_known;
 } nm_case;
 
 /* Read and check a case file. 0, or -1 with "FILE:LINE: key 'K': reason"

@@ -296,6 +296,10 @@ int nm_plot_columns(const nm_case *c, nm_plot_cols *cols, char *err, size_t errl
 {
 	/* the sweep's header is point 0's fast run (variant 0, policy 0, the
 	 * first value of each axis); without truth the names are the same */
+	if (c->plot_cols_known) {
+		*cols = c->plot_cols;
+		return 0;
+	}
 	nm_point p = {.c = c};
 	nm_point_result r;
 	memset(cols, 0, sizeof *cols);
@@ -385,7 +389,7 @@ static void list_outputs(const nm_plot_cols *k, char *buf, size_t len)
 		l += (size_t)snprintf(buf + l, len - l, "%s%s", i ? " " : "", k->out[i]);
 }
 
-int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen)
+int nm_plot_check_columns(nm_case *c, char *err, size_t errlen)
 {
 	if (nm_plot_check(c, err, errlen))
 		return -1;
@@ -397,6 +401,8 @@ int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen)
 	if (nm_plot_columns(c, &k, why, sizeof why))
 		return perr(err, errlen, "%s: the kernel's outputs (one run of the first point): %s",
 		            c->path, why);
+	c->plot_cols = k;
+	c->plot_cols_known = true;
 	list_outputs(&k, outs, sizeof outs);
 	if (y && !kv_get(c, "series") && !is_column(&k, y->value))
 		return perr(err, errlen,

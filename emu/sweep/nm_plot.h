@@ -39,14 +39,9 @@ int nm_status_code(const char *s);
 /* Check c's [plot] keys: 0, or -1 with "FILE:LINE: key 'K': reason". */
 int nm_plot_check(const nm_case *c, char *err, size_t errlen);
 
-/* The columns a case's results CSV has, known before any point runs: the
- * kernel's output names (in the order it adds them) from one fast run of the
- * case's first point, and whether it is a backward run (frac_* columns). */
-typedef struct {
-	char out[EMU_KOUT_MAX][24];
-	size_t nout;
-	bool fractions;
-} nm_plot_cols;
+/* The columns a case's results CSV has (nm_plot_cols, emu/sweep/nm_case.h):
+ * c->plot_cols when nm_plot_check_columns kept them, else from one fast run of
+ * the case's first point. */
 int nm_plot_columns(const nm_case *c, nm_plot_cols *cols, char *err, size_t errlen);
 
 /* Read path, the results CSV of c (series: <case>-series.csv) with the
@@ -60,8 +55,9 @@ int nm_plot_read_results(const nm_case *c, const nm_plot_cols *cols, const char 
 
 /* nm_plot_check, and the names the plot and the series take from the
  * results: [plot] y a column of the CSV, [case] series outputs of the
- * kernel. What the sweep runs before any point. 0, or -1 with one line. */
-int nm_plot_check_columns(const nm_case *c, char *err, size_t errlen);
+ * kernel. What the sweep runs before any point; the columns it found are
+ * kept in c->plot_cols for the case's plot. 0, or -1 with one line. */
+int nm_plot_check_columns(nm_case *c, char *err, size_t errlen);
 
 /* Can files be created in dir: access(W_OK), then a temporary file made
  * and removed (root passes access on a read-only mount). 0, or -1 with

@@ -927,6 +927,20 @@ static void sw_csv_num(nm_buf *b, double v)
 	nm_buf_printf(b, ",%s", nm_fmt_double(v, buf, sizeof(buf)));
 }
 
+/* v in decimal into buf (at least 21 bytes), its length (no NUL) */
+static size_t sw_utoa(size_t v, char *buf)
+{
+	char t[24];
+	size_t n = 0;
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = t[n - 1 - i];
+	return n;
+}
+
 /* case,kernel,variant,policy,<axes> of point idx (no line end). */
 static void sw_csv_lead(nm_buf *b, const struct sw_case_run *cr, size_t idx)
 {
@@ -1028,20 +1042,40 @@ static int sw_write_csv(const struct sw_case_run *cr, char *err, size_t errlen)
 		nm_buf_csv(&b, c->axes[a].name);
 	}
 	nm_buf_printf(&b, ",backend,output,index,value\n");
+	/* a series is a million rows: each row's lead (case .. output) is made
+	 * once a series, and a value the same as the row before's (a loss
+	 * scale's long runs) is copied, not formatted again */
+	nm_buf lead = {0};
 	for (size_t idx = 0; idx < cr->npoints; idx++)
 		for (int k = 0; k < cr->nbe; k++)
 			for (size_t i = 0; i < cr->pts[idx].nser[k]; i++) {
 				const struct sw_series *s = &cr->pts[idx].ser[k][i];
+				char num[NM_NUM_LEN], ix[24];
+				size_t nnum = 0;
+				uint64_t last = 0;
 
+				nm_buf_reset(&lead);
+				sw_csv_lead(&lead, cr, idx);
+				nm_buf_printf(&lead, ",%s,", sw_be_names[k]);
+				nm_buf_csv(&lead, s->name);
+				nm_buf_putc(&lead, ',');
+				b.oom |= lead.oom;
 				for (size_t j = 0; j < s->n && !b.oom; j++) {
-					sw_csv_lead(&b, cr, idx);
-					nm_buf_printf(&b, ",%s,", sw_be_names[k]);
-					nm_buf_csv(&b, s->name);
-					nm_buf_printf(&b, ",%zu", j);
-					sw_csv_num(&b, s->v[j]);
-					nm_buf_printf(&b, "\n");
+					uint64_t bits;
+					memcpy(&bits, &s->v[j], sizeof bits);
+					if (j == 0 || bits != last) {
+						nm_fmt_double(s->v[j], num, sizeof num);
+						nnum = strlen(num);
+						last = bits;
+					}
+					nm_buf_putn(&b, lead.s, lead.len);
+					nm_buf_putn(&b, ix, sw_utoa(j, ix));
+					nm_buf_putc(&b, ',');
+					nm_buf_putn(&b, num, nnum);
+					nm_buf_putc(&b, '\n');
 				}
 			}
+	nm_buf_free(&lead);
 	if (b.oom) {
 		snprintf(err, errlen, "out of memory");
 		rc = -1;

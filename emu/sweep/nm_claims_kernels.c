@@ -51,9 +51,18 @@ static bool gs_traj(cl_ctx *x, const cl_res *r, const nm_csv *s, double g0, cl_g
 	double *sc = calloc(cap, sizeof *sc), *sk = calloc(cap, sizeof *sk),
 	       *lo = calloc(cap, sizeof *lo);
 	bool ok = sc && sk && lo && cb >= 0 && co >= 0 && ci >= 0 && cv >= 0 && ca >= 0;
+	/* a point's rows are together: its axis cell is read as a number once */
+	const char *axis_cell = NULL;
+	double axis = 0;
 	for (size_t i = 0; ok && i + 1 < s->nrec; i++) {
-		if (strcmp(nm_csv_get(s, i, cb), "fast") != 0 ||
-		    nm_csv_num(nm_csv_get(s, i, ca)) != g0)
+		if (strcmp(nm_csv_get(s, i, cb), "fast") != 0)
+			continue;
+		const char *cell = nm_csv_get(s, i, ca);
+		if (!axis_cell || strcmp(cell, axis_cell) != 0) {
+			axis_cell = cell;
+			axis = nm_csv_num(cell);
+		}
+		if (axis != g0)
 			continue;
 		double k = nm_csv_num(nm_csv_get(s, i, ci)), v = nm_csv_num(nm_csv_get(s, i, cv));
 		const char *out = nm_csv_get(s, i, co);

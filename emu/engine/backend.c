@@ -436,6 +436,34 @@ emu_vec *emu_vec_new(emu_be *be, size_t n)
 	return v;
 }
 
+void emu_truth_set_d(mpfr_ptr x, double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, sizeof u);
+	uint64_t a = u & 0x7fffffffffffffffull;
+	mpfr_prec_t p = mpfr_get_prec(x);
+	if (GMP_NUMB_BITS != 64 || p < 53 || a == 0 || a >= 0x7ff0000000000000ull) {
+		mpfr_set_d(x, d, MPFR_RNDN); /* zeros, inf, NaN */
+		return;
+	}
+	/* d = ±m · 2^(bexp − 1075), m below 2^53; the top limb holds m shifted
+	 * to its top bit (53 bits or fewer: p >= 53 leaves the bits below the
+	 * precision zero), the lower limbs 0 */
+	int bexp = (int)(a >> 52);
+	uint64_t m = a & 0xfffffffffffffull;
+	if (bexp)
+		m |= 1ull << 52;
+	else
+		bexp = 1; /* a subnormal */
+	int lz = __builtin_clzll(m);
+	size_t nl = (size_t)(p + GMP_NUMB_BITS - 1) / GMP_NUMB_BITS;
+	mp_limb_t *l = mpfr_custom_get_significand(x);
+	memset(l, 0, (nl - 1) * sizeof *l);
+	l[nl - 1] = (mp_limb_t)(m << lz);
+	mpfr_custom_init_set(x, u >> 63 ? -MPFR_REGULAR_KIND : MPFR_REGULAR_KIND,
+	                     (mpfr_exp_t)(bexp - 1075 - lz + 64), p, l);
+}
+
 double emu_vget(const emu_be *be, const emu_vec *v, size_t i)
 {
 	(void)be;
@@ -455,7 +483,7 @@ void emu_fill(emu_be *be, emu_ref dst, double x, size_t n)
 		return;
 	for (size_t j = 0; j < n; j++) {
 		if (dst.v->m)
-			mpfr_set_d(&dst.v->m[ix(dst, j)], x, MPFR_RNDN);
+			emu_truth_set_d(&dst.v->m[ix(dst, j)], x);
 		else
 			dst.v->d[ix(dst, j)] = x;
 	}
@@ -543,7 +571,7 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
 		unsigned rfl = 0;
 		double v;
 		if (be->kind == EMU_BE_TRUTH && (be->range || be->exact_inputs)) {
-			mpfr_set_d(&dst.v->m[i], xj, MPFR_RNDN);
+			emu_truth_set_d(&dst.v->m[i], xj);
 			if (be->range)
 				rfl = range_note_mp(be, &dst.v->m[i], f);
 		} else {
@@ -556,7 +584,7 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
 				v = emu_v_from_double(f, xj, &env, &rfl);
 			}
 			if (be->kind == EMU_BE_TRUTH)
-				mpfr_set_d(&dst.v->m[i], v, MPFR_RNDN);
+				emu_truth_set_d(&dst.v->m[i], v);
 			else
 				dst.v->d[i] = v;
 			if (!be->loading)

@@ -188,6 +188,10 @@ const char *emu_step_name(const emu_be *be, unsigned s);
 emu_vec *emu_vec_new(emu_be *be, size_t n);
 /* Element i as the nearest double (TRUTH rounds to nearest). */
 double emu_vget(const emu_be *be, const emu_vec *v, size_t i);
+/* x = d exactly, for x an element of a TRUTH vector (emu_vec_new's: its
+ * significand the vector's, EMU_TRUTH_PREC bits): mpfr_set_d's number,
+ * a finite nonzero d written into the limbs directly. */
+void emu_truth_set_d(mpfr_ptr x, double d);
 /* n elements of dst set to the constant x (exact in the formats it meets:
  * 0, 1, N), or copied from src. */
 void emu_fill(emu_be *be, emu_ref dst, double x, size_t n);

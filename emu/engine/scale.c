@@ -120,7 +120,7 @@ static int load_stored_truth_vec(emu_be *be, const emu_policy *pol, const double
 	int rc = v ? load_copy(&fb, pol, x, rows, cols, e0, colwise, unrht, v) : -1;
 	if (rc == 0) {
 		for (size_t i = 0; i < n; i++)
-			mpfr_set_d(&out->m[i], v->d[i], MPFR_RNDN);
+			emu_truth_set_d(&out->m[i], v->d[i]);
 		emu_be_stats_add(&be->st, &fb.st);
 	}
 	emu_be_free(&fb);

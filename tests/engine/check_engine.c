@@ -677,6 +677,62 @@ START_TEST(test_truth_div_pow2)
 }
 END_TEST
 
+/* emu_truth_set_d against mpfr_set_d at EMU_TRUTH_PREC bits: random bit
+ * patterns (normal, subnormal, ±0, ±inf, NaN), every power of two and its
+ * neighbours from the smallest subnormal up, written over elements that
+ * held other values (a regular number, zero, inf, NaN) */
+START_TEST(test_truth_set_d)
+{
+	enum { N = 4096 };
+	emu_be be;
+	emu_be_init(&be, EMU_BE_TRUTH, &EMU_ENV_DEFAULT);
+	emu_vec *v = emu_vec_new(&be, N);
+	ck_assert(v);
+	mpfr_t want;
+	mpfr_init2(want, EMU_TRUTH_PREC);
+	uint64_t checked = 0, sub = 0;
+	for (uint64_t i = 0; i < 200; i++)
+		for (size_t j = 0; j < N; j++) {
+			uint64_t r = t_rand(87, i * N + j), u = t_rand(88, i * N + j);
+			switch (r % 8) {
+			case 0: u &= 0x800fffffffffffffull; break; /* subnormal or ±0 */
+			case 1: u = (u & 0x8000000000000000ull) | 0x7ff0000000000000ull |
+			            (r >> 8 & 1 ? u & 0xfffffffffffffull : 0); break; /* inf, NaN */
+			case 2: { /* ±2^k and its neighbours */
+				int k = (int)((r >> 8) % 2100) - 1075;
+				double d = ldexp(1.0, k);
+				d = r >> 40 & 1 ? nextafter(d, INFINITY) : r >> 41 & 1 ? nextafter(d, 0) : d;
+				memcpy(&u, &d, sizeof u);
+				u |= r & 0x8000000000000000ull;
+				break;
+			}
+			default: break; /* any bits */
+			}
+			double d;
+			memcpy(&d, &u, sizeof d);
+			sub += fpclassify(d) == FP_SUBNORMAL;
+			switch (r >> 50 & 3) { /* what the element held */
+			case 0: mpfr_set_ui(&v->m[j], 3, MPFR_RNDN); mpfr_div_ui(&v->m[j], &v->m[j], 7, MPFR_RNDN); break;
+			case 1: mpfr_set_zero(&v->m[j], -1); break;
+			case 2: mpfr_set_inf(&v->m[j], 1); break;
+			default: mpfr_set_nan(&v->m[j]);
+			}
+			emu_truth_set_d(&v->m[j], d);
+			mpfr_set_d(want, d, MPFR_RNDN);
+			mpfr_srcptr got = &v->m[j];
+			ck_assert_msg((mpfr_nan_p(got) && mpfr_nan_p(want)) ||
+			                  (mpfr_equal_p(got, want) && mpfr_signbit(got) == mpfr_signbit(want) &&
+			                   mpfr_get_prec(got) == EMU_TRUTH_PREC),
+			              "%a (bits 0x%016llx)", d, (unsigned long long)u);
+			checked++;
+		}
+	ck_assert(sub > 10000);
+	mpfr_clear(want);
+	emu_be_free(&be);
+	t_count("engine: truth set_d == mpfr_set_d", checked);
+}
+END_TEST
+
 /* emu_truth_dot_exact over long chains (the accumulator's digits carried
  * part-way, every TD_SPAN terms): 64-bit significands whose products fill
  * 128 bits, exponents spread so each product lands on every bit offset,
@@ -865,6 +921,7 @@ Suite *suite_engine(void)
 	tcase_add_test(tc, test_dot_n_truth);
 	tcase_add_test(tc, test_truth_dot_long);
 	tcase_add_test(tc, test_truth_div_pow2);
+	tcase_add_test(tc, test_truth_set_d);
 	tcase_add_test(tc, test_truth_exp);
 	suite_add_tcase(s, tc);
 	return s;

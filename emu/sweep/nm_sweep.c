@@ -640,6 +640,10 @@ struct sw_case_run {
 	struct sw_pt *pts;
 	char journal[1100], csv[1100], series_csv[1100], state[1100], thresh[1100];
 	char tag[160]; /* version, hash, grid: what a journal or state must match */
+	/* the state's lines for the data files, as this run's first state
+	 * write read them back: the second (after the plot) reuses them, the
+	 * series CSV being up to 100 MB */
+	nm_buf files;
 };
 
 static void sw_point_of(const struct sw_case_run *cr, size_t idx, nm_point *p)
@@ -834,6 +838,7 @@ static void sw_case_free(struct sw_case_run *cr)
 			sw_pt_clear(&cr->pts[i]);
 	free(cr->pts);
 	cr->pts = NULL;
+	nm_buf_free(&cr->files);
 }
 
 /* Read the journal: the points it holds are done. Then rewrite it whole (a
@@ -1227,20 +1232,31 @@ static int sw_state_add(nm_buf *b, const char *kind, const char *dir, const char
 
 /* Write cr's state: its data files, and its plots under plots (NULL: none
  * yet; a plot file that is not there is not recorded). */
-static int sw_state_write(const struct sw_case_run *cr, const char *plots, char *err,
-                          size_t errlen)
+static int sw_state_write(struct sw_case_run *cr, const char *plots, char *err, size_t errlen)
 {
 	nm_buf b = {0};
-	int rc;
+	int rc = 0;
 
 	if (plots)
 		sw_kill_at("plot");
 	nm_buf_printf(&b, "%s\n", cr->tag);
-	rc = sw_state_add(&b, "file", cr->out, cr->csv, err, errlen);
-	if (!rc && cr->c->nseries)
-		rc = sw_state_add(&b, "file", cr->out, cr->series_csv, err, errlen);
+	if (!cr->files.len) {
+		nm_buf *f = &cr->files;
+
+		rc = sw_state_add(f, "file", cr->out, cr->csv, err, errlen);
+		if (!rc && cr->c->nseries)
+			rc = sw_state_add(f, "file", cr->out, cr->series_csv, err, errlen);
+		if (!rc)
+			rc = sw_state_add(f, "file", cr->out, cr->thresh, err, errlen);
+		if (!rc && f->oom) {
+			snprintf(err, errlen, "out of memory");
+			rc = -1;
+		}
+		if (rc)
+			nm_buf_reset(f);
+	}
 	if (!rc)
-		rc = sw_state_add(&b, "file", cr->out, cr->thresh, err, errlen);
+		nm_buf_putn(&b, cr->files.s, cr->files.len);
 	for (int k = 0; k < 2 && plots && !rc; k++) {
 		char p[1100];
 

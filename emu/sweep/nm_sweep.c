@@ -761,9 +761,11 @@ static const char *sw_fmt_bytes(double b, char *buf, size_t len)
  * stored) at SW_MP_VALUE_BYTES each; -j threads run that many points at
  * once. The figures are those of nanmap run's own check (docs/sweep.md).
  */
-static int sw_work_check(const struct sw_opts *o, const nm_case *c)
+/* Does a point of c fit the memory available, o->jobs at once? 0, or 1
+ * with why in msg. */
+static int sw_work_fits(const struct sw_opts *o, const nm_case *c, char *msg, size_t len)
 {
-	double r, k, len = nm_case_max_input(c, &r, &k), avail = nm_memory_available();
+	double r, k, n = nm_case_max_input(c, &r, &k), avail = nm_memory_available();
 	emu_kparam params[NM_CASE_MAX_PARAMS];
 	int threads = o->jobs;
 	char a[40], b[40], d[40], e[40];
@@ -778,20 +780,29 @@ static int sw_work_check(const struct sw_opts *o, const nm_case *c)
 		params[i] = (emu_kparam){c->param_names[i], c->params[i].value};
 	emu_kin kin = {NULL, (size_t)r, (size_t)k, params, c->nparams, c->gen.seed, NULL, 0};
 	double vals = emu_kernel_values(c->kernel, (size_t)r, (size_t)k, &kin);
-	double per = len * sizeof(double) + vals * sizeof(double) +
+	double per = n * sizeof(double) + vals * sizeof(double) +
 	             (c->exact ? vals * SW_MP_VALUE_BYTES : 0) +
 	             (c->truth ? 2 * vals * SW_MP_VALUE_BYTES : 0);
 	double need = per * threads;
 	if (avail < 0 || need <= avail)
 		return 0;
-	return nm_fail("%s: case %s: a point of %.0f x %.0f inputs needs about %s of working memory "
-	               "(input %s, %.0f kernel values on fast%s%s), x %d threads = %s, more than the "
-	               "%s of memory available%s",
-	               c->path, c->name, r, k, sw_fmt_bytes(per, a, sizeof(a)),
-	               sw_fmt_bytes(len * sizeof(double), b, sizeof(b)), vals,
-	               c->exact ? ", exact" : "", c->truth ? " and truth (twice)" : "", threads,
-	               sw_fmt_bytes(need, d, sizeof(d)), sw_fmt_bytes(avail, e, sizeof(e)),
-	               threads > 1 ? " (-j 1 runs one point at a time)" : "");
+	snprintf(msg, len,
+	         "%s: case %s: a point of %.0f x %.0f inputs needs about %s of working memory "
+	         "(input %s, %.0f kernel values on fast%s%s), x %d threads = %s, more than the "
+	         "%s of memory available%s",
+	         c->path, c->name, r, k, sw_fmt_bytes(per, a, sizeof(a)),
+	         sw_fmt_bytes(n * sizeof(double), b, sizeof(b)), vals, c->exact ? ", exact" : "",
+	         c->truth ? " and truth (twice)" : "", threads, sw_fmt_bytes(need, d, sizeof(d)),
+	         sw_fmt_bytes(avail, e, sizeof(e)),
+	         threads > 1 ? " (-j 1 runs one point at a time)" : "");
+	return 1;
+}
+
+static int sw_work_check(const struct sw_opts *o, const nm_case *c)
+{
+	char msg[NM_FAIL_LEN];
+
+	return sw_work_fits(o, c, msg, sizeof(msg)) ? nm_fail("%s", msg) : 0;
 }
 
 /* Refuse a case whose results would not fit in --max-memory, before any
@@ -1768,25 +1779,54 @@ static int sw_load_all(struct sw_all *s)
 	}
 	if (!rc && files.n == 0)
 		rc = nm_fail("no .case files in %s", s->o.paths[0]);
-	for (size_t i = 0; i < files.n && !rc; i++) {
-		char err[SW_ERR_LEN];
+	/* every file read first; the first that cannot be is reported where
+	 * the checks below reach it (after the files before it passed theirs) */
+	char lerr[SW_ERR_LEN] = "";
+	for (size_t i = 0; i < files.n && !rc && !lerr[0]; i++) {
 		nm_case *c;
 
 		if (s->ncases == SW_MAX_CASES) {
-			rc = nm_fail("more than %d case files", SW_MAX_CASES);
+			snprintf(lerr, sizeof(lerr), "more than %d case files", SW_MAX_CASES);
 			break;
 		}
 		c = calloc(1, sizeof(*c));
 		if (!c) {
-			rc = nm_fail("out of memory");
+			snprintf(lerr, sizeof(lerr), "out of memory");
 			break;
 		}
-		if (nm_case_load(files.v[i], c, err, sizeof(err))) {
+		if (nm_case_load(files.v[i], c, lerr, sizeof(lerr))) {
 			free(c);
-			rc = nm_fail("%s", err);
+			if (!lerr[0])
+				snprintf(lerr, sizeof(lerr), "%s: cannot be read", files.v[i]);
 			break;
 		}
 		s->cases[s->ncases++] = c;
+	}
+#ifdef SW_HAVE_PLOT
+	/* The columns check below runs each case's first point: the cases
+	 * whose point fits in memory run it here, at once on every thread, and
+	 * keep what it found (a case that fails is checked again below) */
+	if (!rc) {
+		size_t n = s->ncases;
+#pragma omp parallel for schedule(dynamic, 1)
+		for (size_t i = 0; i < n; i++) {
+			nm_case *c = s->cases[i];
+			char why[NM_FAIL_LEN];
+			nm_plot_cols k;
+
+			if ((nm_case_get(c, "plot", "y") || c->nseries || c->accuracy[0]) &&
+			    !sw_work_fits(&s->o, c, why, sizeof(why)) &&
+			    !nm_plot_columns(c, &k, why, sizeof(why))) {
+				c->plot_cols = k;
+				c->plot_cols_known = true;
+			}
+		}
+	}
+#endif
+	for (size_t i = 0; i < s->ncases && !rc; i++) {
+		char err[SW_ERR_LEN];
+		nm_case *c = s->cases[i];
+
 		/* before the pre-run check below runs the case's first point */
 		if ((!s->o.only || !strcmp(c->name, s->o.only)) && sw_work_check(&s->o, c)) {
 			rc = NM_EXIT_ERR;
@@ -1804,13 +1844,15 @@ static int sw_load_all(struct sw_all *s)
 			break;
 		}
 #endif
-		for (size_t j = 0; j + 1 < s->ncases; j++)
+		for (size_t j = 0; j < i; j++)
 			if (!strcmp(s->cases[j]->name, c->name)) {
 				rc = nm_fail("%s: a case named '%s' is also %s (outputs would collide)",
 				             c->path, c->name, s->cases[j]->path);
 				break;
 			}
 	}
+	if (!rc && lerr[0])
+		rc = nm_fail("%s", lerr);
 	if (!rc && s->o.only) {
 		size_t j = 0;
 
@@ -2047,15 +2089,15 @@ int nm_sweep_main(int argc, char **argv)
 	}
 #endif
 	rc = sw_parse_opts(&s->o, argc, argv);
+#ifdef _OPENMP
+	if (!rc && s->o.jobs) /* -j N: the checks' first points too */
+		omp_set_num_threads(s->o.jobs);
+#endif
 	if (!rc)
 		rc = sw_load_all(s);
 	for (size_t i = 0; i < s->ncases && !rc; i++)
 		if (!s->o.only || !strcmp(s->cases[i]->name, s->o.only))
 			rc = sw_size_check(&s->o, s->cases[i]);
-#ifdef _OPENMP
-	if (!rc && s->o.jobs)
-		omp_set_num_threads(s->o.jobs);
-#endif
 	if (!rc && s->rank == 0 &&
 	    (sw_mkdirs(s->o.out, s->err, sizeof(s->err)) ||
 	     sw_lock(s->o.out, &lockfd, s->err, sizeof(s->err)) ||

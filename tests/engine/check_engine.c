@@ -39,6 +39,13 @@ static void fill(const emu_format *f, uint64_t stream, double *x, size_t n)
 	}
 }
 
+/* the same MPFR number: both NaN, or equal with the same sign (±0 apart) */
+static bool mp_same(mpfr_srcptr a, mpfr_srcptr b)
+{
+	return (mpfr_nan_p(a) && mpfr_nan_p(b)) ||
+	       (mpfr_equal_p(a, b) && mpfr_signbit(a) == mpfr_signbit(b));
+}
+
 static unsigned bad_of(unsigned fl)
 {
 	return fl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO);
@@ -548,10 +555,7 @@ START_TEST(test_dot_n_truth)
 		for (size_t c = 0; c < m; c++) {
 			ck_assert(mpfr_get_prec(&acc[0]->m[c]) == EMU_TRUTH_PREC);
 			mpfr_ptr got = &acc[0]->m[c], ref = &acc[1]->m[c];
-			ck_assert_msg(
-			    (mpfr_nan_p(got) && mpfr_nan_p(ref)) ||
-			        (mpfr_equal_p(got, ref) && mpfr_signbit(got) == mpfr_signbit(ref)),
-			    "%s: chain %zu", what, c);
+			ck_assert_msg(mp_same(got, ref), "%s: chain %zu", what, c);
 		}
 		same_stats(&be[0].st, &be[1].st, what);
 		/* emu_truth_dot_exact (the Tensor Core fold's truth) against an
@@ -583,10 +587,7 @@ START_TEST(test_dot_n_truth)
 			unsigned all = be[1].st.all_flags;
 			emu_fold(&be[1], EMU_STEP0 + 3, EMU_OP_FMA, f, EMU_ORDER_SEQ, emu_at(w, 0),
 			         emu_row(a[1], c * ca), emu_row(b[1], c * N), n, 5000);
-			ck_assert_msg((mpfr_nan_p(v) && mpfr_nan_p(&w->m[0])) ||
-			                  (mpfr_equal_p(v, &w->m[0]) &&
-			                   mpfr_signbit(v) == mpfr_signbit(&w->m[0])),
-			              "%s: chain %zu: fma fold", what, c);
+			ck_assert_msg(mp_same(v, &w->m[0]), "%s: chain %zu: fma fold", what, c);
 			ck_assert(be[1].st.ops[EMU_OP_FMA] == ops + n);
 			ck_assert(mpfr_nan_p(v) || be[1].st.all_flags == all);
 			mpfr_clears(u, v, (mpfr_ptr)0);
@@ -664,9 +665,8 @@ START_TEST(test_truth_div_pow2)
 		for (size_t j = 0; j < N; j++) {
 			mpfr_div(want, &keep->m[j], &keep->m[N + j], MPFR_RNDN);
 			mpfr_srcptr got = &dst->m[j];
-			ck_assert_msg((mpfr_nan_p(got) && mpfr_nan_p(want)) ||
-			                  (mpfr_equal_p(got, want) && mpfr_signbit(got) == mpfr_signbit(want)),
-			              "case %llu, element %zu (alias %u)", (unsigned long long)i, j, alias);
+			ck_assert_msg(mp_same(got, want), "case %llu, element %zu (alias %u)",
+			              (unsigned long long)i, j, alias);
 			checked++;
 		}
 	}
@@ -720,9 +720,7 @@ START_TEST(test_truth_set_d)
 			emu_truth_set_d(&v->m[j], d);
 			mpfr_set_d(want, d, MPFR_RNDN);
 			mpfr_srcptr got = &v->m[j];
-			ck_assert_msg((mpfr_nan_p(got) && mpfr_nan_p(want)) ||
-			                  (mpfr_equal_p(got, want) && mpfr_signbit(got) == mpfr_signbit(want) &&
-			                   mpfr_get_prec(got) == EMU_TRUTH_PREC),
+			ck_assert_msg(mp_same(got, want) && mpfr_get_prec(got) == EMU_TRUTH_PREC,
 			              "%a (bits 0x%016llx)", d, (unsigned long long)u);
 			checked++;
 		}
@@ -862,8 +860,7 @@ uint64_t t_truth_exp_cases(uint64_t stream, uint64_t n, uint64_t *fast, char *fi
 		texp_arg(x, stream, i);
 		mpfr_exp(a, x, MPFR_RNDN);
 		emu_truth_exp(b, x);
-		bool same = (mpfr_nan_p(a) && mpfr_nan_p(b)) ||
-		            (mpfr_equal_p(a, b) && mpfr_signbit(a) == mpfr_signbit(b));
+		bool same = mp_same(a, b);
 		if (i % 64 == 0) { /* a 53-bit result: always MPFR's own */
 			mpfr_t a53;
 			mpfr_init2(a53, 53);

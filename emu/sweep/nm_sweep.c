@@ -760,9 +760,8 @@ static const char *sw_fmt_bytes(double b, char *buf, size_t len)
  * (8 bytes each), the exact run's and the truth's (twice: end to end and
  * stored) at SW_MP_VALUE_BYTES each; -j threads run that many points at
  * once. The figures are those of nanmap run's own check (docs/sweep.md).
+ * sw_work_fits: 0, or 1 with why in msg; sw_work_check prints it.
  */
-/* Does a point of c fit the memory available, o->jobs at once? 0, or 1
- * with why in msg. */
 static int sw_work_fits(const struct sw_opts *o, const nm_case *c, char *msg, size_t len)
 {
 	double r, k, n = nm_case_max_input(c, &r, &k), avail = nm_memory_available();

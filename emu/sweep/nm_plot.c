@@ -389,20 +389,35 @@ static void list_outputs(const nm_plot_cols *k, char *buf, size_t len)
 		l += (size_t)snprintf(buf + l, len - l, "%s%s", i ? " " : "", k->out[i]);
 }
 
+bool nm_plot_wants_columns(const nm_case *c)
+{
+	return nm_case_get(c, "plot", "y") || c->nseries || c->accuracy[0];
+}
+
+int nm_plot_keep_columns(nm_case *c, char *err, size_t errlen)
+{
+	nm_plot_cols k;
+	if (c->plot_cols_known)
+		return 0;
+	if (nm_plot_columns(c, &k, err, errlen))
+		return -1;
+	c->plot_cols = k;
+	c->plot_cols_known = true;
+	return 0;
+}
+
 int nm_plot_check_columns(nm_case *c, char *err, size_t errlen)
 {
 	if (nm_plot_check(c, err, errlen))
 		return -1;
-	const nm_case_kv *y = nm_case_get(c, "plot", "y");
-	if (!y && !c->nseries && !c->accuracy[0])
+	if (!nm_plot_wants_columns(c))
 		return 0;
-	nm_plot_cols k;
+	const nm_case_kv *y = nm_case_get(c, "plot", "y");
 	char why[512], outs[256];
-	if (nm_plot_columns(c, &k, why, sizeof why))
+	if (nm_plot_keep_columns(c, why, sizeof why))
 		return perr(err, errlen, "%s: the kernel's outputs (one run of the first point): %s",
 		            c->path, why);
-	c->plot_cols = k;
-	c->plot_cols_known = true;
+	const nm_plot_cols k = c->plot_cols;
 	list_outputs(&k, outs, sizeof outs);
 	if (y && !kv_get(c, "series") && !is_column(&k, y->value))
 		return perr(err, errlen,

@@ -53,6 +53,12 @@ int nm_plot_columns(const nm_case *c, nm_plot_cols *cols, char *err, size_t errl
 int nm_plot_read_results(const nm_case *c, const nm_plot_cols *cols, const char *path,
                          bool series, nm_csv *t, char *err, size_t errlen);
 
+/* Does c name results columns ([plot] y, series, accuracy) that the
+ * kernel's outputs must have? */
+bool nm_plot_wants_columns(const nm_case *c);
+/* nm_plot_columns into c->plot_cols, once. 0, or -1 with why in err. */
+int nm_plot_keep_columns(nm_case *c, char *err, size_t errlen);
+
 /* nm_plot_check, and the names the plot and the series take from the
  * results: [plot] y a column of the CSV, [case] series outputs of the
  * kernel. What the sweep runs before any point; the columns it found are

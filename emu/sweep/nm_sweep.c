@@ -1811,14 +1811,9 @@ static int sw_load_all(struct sw_all *s)
 		for (size_t i = 0; i < n; i++) {
 			nm_case *c = s->cases[i];
 			char why[NM_FAIL_LEN];
-			nm_plot_cols k;
 
-			if ((nm_case_get(c, "plot", "y") || c->nseries || c->accuracy[0]) &&
-			    !sw_work_fits(&s->o, c, why, sizeof(why)) &&
-			    !nm_plot_columns(c, &k, why, sizeof(why))) {
-				c->plot_cols = k;
-				c->plot_cols_known = true;
-			}
+			if (nm_plot_wants_columns(c) && !sw_work_fits(&s->o, c, why, sizeof(why)))
+				(void)nm_plot_keep_columns(c, why, sizeof(why));
 		}
 	}
 #endif

@@ -186,12 +186,17 @@ static bool nonfinite(const emu_format *f, emu_bits b)
 	return k == EMU_CLASS_INF || k == EMU_CLASS_NAN;
 }
 
-/* b from src to dst; nothing to do within one format */
-static emu_bits cvt(const emu_format *dst, const emu_format *src, emu_bits b)
+/* dst and src one format (nothing to convert between them) */
+static bool same_format(const emu_format *dst, const emu_format *src)
 {
-	if (dst == src || strcmp(dst->name, src->name) == 0)
-		return b;
-	return emu_convert(dst, src, b, &rne).bits;
+	return dst == src || strcmp(dst->name, src->name) == 0;
+}
+
+/* b from src to dst; nothing to do within one format (same: same_format's
+ * answer, asked once a step) */
+static emu_bits cvt(const emu_format *dst, const emu_format *src, bool same, emu_bits b)
+{
+	return same ? b : emu_convert(dst, src, b, &rne).bits;
 }
 
 emu_gs_step emu_gs_step_one(const emu_gs_config *c, emu_gs_state *s, double gmax)
@@ -209,6 +214,8 @@ emu_gs_step emu_gs_step_one(const emu_gs_config *c, emu_gs_state *s, double gmax
 	r.inv_scale = emu_gs_fp32(1.0 / scale);
 	bool inv_is_one = r.inv_scale == emu_gs_fp32(1.0);
 	r.n_elems = c->n_elems;
+	const bool bw_f32 = same_format(bw, f32), mf_bw = same_format(mf, bw),
+	           mf_f32 = same_format(mf, f32);
 	for (size_t i = 0; i < c->n_elems; i++) {
 		double g = emu_gs_element(c, r.step, i, gmax);
 		/* backward: fp32(g·scale), rounded once from the exact product
@@ -217,19 +224,19 @@ emu_gs_step emu_gs_step_one(const emu_gs_config *c, emu_gs_state *s, double gmax
 		double tail = isfinite(x) ? fma(g, scale, -x) : 0.0;
 		unsigned fl = 0;
 		emu_bits b = emu_encode(f32, emu_round_value(f32, x, tail, &rne, &fl));
-		emu_bits scaled = cvt(bw, f32, b);
+		emu_bits scaled = cvt(bw, f32, bw_f32, b);
 		/* .grad as the unscale kernel gets it; found_inf looks at this
 		 * input; the product is in fp32 (opmath), stored back in .grad's
 		 * format */
-		emu_bits in = cvt(mf, bw, scaled);
-		emu_bits in32 = cvt(f32, mf, in);
+		emu_bits in = cvt(mf, bw, mf_bw, scaled);
+		emu_bits in32 = cvt(f32, mf, mf_f32, in);
 		bool bad_in = nonfinite(f32, in32);
 		if (bad_in) {
 			r.found_inf = true;
 			r.n_overflow++;
 		}
 		emu_bits out32 = inv_is_one ? in32 : emu_mul(f32, in32, r.inv_scale, &rne).bits;
-		emu_bits out = cvt(mf, f32, out32);
+		emu_bits out = cvt(mf, f32, mf_f32, out32);
 		if (!bad_in && nonfinite(mf, out))
 			r.n_undetected++;
 		if (isfinite(g) && g != 0) {

@@ -697,6 +697,77 @@ SPEC_OP(EMU_OP_DIV, fast_div)
 SPEC_OP(EMU_OP_SQRT, fast_sqrt)
 SPEC_OP(EMU_OP_CVT, fast_cvt)
 
+/*
+ * min, max, neg and abs return an operand (neg, abs: its negation or
+ * magnitude) and raise nothing when their operands are finite values of
+ * the format. An element is left to the generic path (the operands encoded,
+ * then the scalar op) when an operand is not finite or not a value of the
+ * format (its rounding in RNE would change its bits: fnuz's −0 included),
+ * when min and max meet two zeros (−0 < +0, and a format's own zeros) or
+ * neg a zero (fnuz has no −0). Returns 1 for those.
+ */
+static inline __attribute__((always_inline)) uint64_t pick_elem(emu_op op, const struct fconsts *c,
+                                                                double x, double y, double *v)
+{
+	uint64_t ix, tiny, big;
+	uint64_t ok = FIN(x) & (emu_dbits(round_rne(c, x, &ix, &tiny, &big)) == emu_dbits(x));
+	double r;
+	if (op == EMU_OP_MIN || op == EMU_OP_MAX) {
+		ok &= FIN(y) & (emu_dbits(round_rne(c, y, &ix, &tiny, &big)) == emu_dbits(y)) &
+		      ((x != 0) | (y != 0));
+		r = (op == EMU_OP_MIN) == (x < y) ? x : y;
+	} else if (op == EMU_OP_NEG) {
+		ok &= x != 0;
+		r = -x;
+	} else {
+		r = fabs(x);
+	}
+	*v = r;
+	return ok ^ 1;
+}
+
+static inline __attribute__((always_inline)) unsigned
+pick_chunk(emu_op op, const struct fconsts *c, double *dst, const double *a, size_t sa,
+           const double *b, size_t sb, size_t n, uint8_t *fl)
+{
+	uint64_t nfb = 0;
+	for (size_t i = 0; i < n; i++) {
+		double v;
+		uint64_t bad = pick_elem(op, c, a[i * sa], b[i * sb], &v);
+		dst[i] = v;
+		if (fl)
+			fl[i] = (uint8_t)(bad << 7);
+		nfb += bad;
+	}
+	return (unsigned)nfb;
+}
+
+/* As FAST_OP (no rounding, so the mode and the counts play no part); a
+ * unary op's b is its a (emu_a_op), read and ignored. */
+#define PICK_OP(OP, NAME)                                                                          \
+	A_CLONES static unsigned NAME(const struct fconsts *c, bool sr, double *dst,               \
+	                              const double *a, size_t sa, const double *b, size_t sb,      \
+	                              const double *cc, size_t sc, size_t n, uint64_t idx0,        \
+	                              uint8_t *fl, uint64_t *cnt)                                  \
+	{                                                                                          \
+		(void)sr, (void)cc, (void)sc, (void)idx0, (void)cnt;                               \
+		if (!fl && sa == 1 && sb == 1)                                                     \
+			return pick_chunk(OP, c, dst, a, 1, b, 1, n, NULL);                        \
+		if (!fl && sa == 1 && sb == 0)                                                     \
+			return pick_chunk(OP, c, dst, a, 1, b, 0, n, NULL);                        \
+		return pick_chunk(OP, c, dst, a, sa, b, sb, n, fl);                                \
+	}                                                                                          \
+	static bool NAME##_bad(const struct fconsts *c, double x, double y, double z)              \
+	{                                                                                          \
+		double v;                                                                          \
+		(void)z;                                                                           \
+		return pick_elem(OP, c, x, y, &v) != 0;                                            \
+	}
+PICK_OP(EMU_OP_MIN, fast_min)
+PICK_OP(EMU_OP_MAX, fast_max)
+PICK_OP(EMU_OP_NEG, fast_neg)
+PICK_OP(EMU_OP_ABS, fast_abs)
+
 typedef unsigned (*fast_fn)(const struct fconsts *, bool, double *, const double *, size_t,
                             const double *, size_t, const double *, size_t, size_t, uint64_t,
                             uint8_t *, uint64_t *);
@@ -719,6 +790,10 @@ static const struct {
     [EMU_OP_EXP2] = {fast_exp2, fast_exp2_bad, NULL},
     [EMU_OP_RSQRT] = {fast_rsqrt, fast_rsqrt_bad, NULL},
     [EMU_OP_CVT] = {fast_cvt, fast_cvt_bad, fast_cvt_spec},
+    [EMU_OP_MIN] = {fast_min, fast_min_bad, NULL},
+    [EMU_OP_MAX] = {fast_max, fast_max_bad, NULL},
+    [EMU_OP_NEG] = {fast_neg, fast_neg_bad, NULL},
+    [EMU_OP_ABS] = {fast_abs, fast_abs_bad, NULL},
 };
 
 static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)

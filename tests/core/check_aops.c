@@ -575,6 +575,88 @@ START_TEST(test_transc_fp32)
 }
 END_TEST
 
+/* min, max, neg and abs on any doubles, not only the format's values: the
+ * array op (its fast path takes finite values of the format, anything else
+ * goes to the generic one) against emu_a_element's generic path (operands
+ * encoded, then the scalar op), double bits and flags; values of the format,
+ * values that are not (between two of them, beyond max, binary64
+ * subnormals), ±0 (fnuz has no −0), infinities and NaNs; equal pairs;
+ * strides 1, 0 and 3; with and without per-element flags. */
+static const char *const pickfmts[] = {"fp32", "fp16", "bf16", "e4m3", "e4m3fnuz", "e5m2fnuz",
+                                       "e2m1"};
+
+static double pick_operand(const emu_format *f, uint64_t r)
+{
+	emu_bits mask = f->bits >= 32 ? 0xffffffffu : (1u << f->bits) - 1;
+	double v = emu_decode(f, (emu_bits)(r >> 8) & mask);
+	switch (r & 7) {
+	case 0: /* between two values of the format, or beyond max */
+		return isfinite(v) ? v * (1 + 0x1p-30) + 0x1p-1074 : 1e300;
+	case 1:
+		return r & 8 ? -0.0 : 0.0;
+	case 2:
+		return (double)(r >> 40) * (r & 16 ? 0x1p-1074 : 0x1p-1040);
+	case 3:
+		return r & 8 ? INFINITY : (r & 16 ? -NAN : NAN);
+	default:
+		return v;
+	}
+}
+
+START_TEST(test_pick_any_double)
+{
+	const emu_format *f = t_fmt(pickfmts[_i]);
+	static const emu_op ops[] = {EMU_OP_MIN, EMU_OP_MAX, EMU_OP_NEG, EMU_OP_ABS};
+	static const emu_mode modes[] = {EMU_RNE, EMU_SR, EMU_RTZ};
+	const size_t n = t_quick() ? 1000 : 5000, sa[] = {1, 1, 3}, sb[] = {1, 0, 3};
+	double *x = xcalloc(3 * n, sizeof *x), *y = xcalloc(3 * n, sizeof *y);
+	double *d = xcalloc(n, sizeof *d), *d2 = xcalloc(n, sizeof *d2);
+	uint8_t *fl = xcalloc(n, 1);
+	for (size_t i = 0; i < 3 * n; i++) {
+		x[i] = pick_operand(f, t_rand(41, i));
+		uint64_t r = t_rand(42, i);
+		y[i] = r % 5 == 0 ? x[i] : r % 5 == 1 ? -x[i] : pick_operand(f, r);
+	}
+	uint64_t cases = 0, fast = 0;
+	for (size_t o = 0; o < ARRAY_SIZE(ops); o++)
+		for (size_t md = 0; md < ARRAY_SIZE(modes); md++)
+			for (size_t p = 0; p < ARRAY_SIZE(sa); p++) {
+				emu_env env = env_of(modes[md], 0, 0);
+				const double *args[3] = {x, y, x};
+				size_t st[3] = {sa[p], sb[p], 0};
+				emu_a_flags c = emu_a_op(ops[o], f, d, args, st, n, &env, fl);
+				emu_a_flags c2 = emu_a_op(ops[o], f, d2, args, st, n, &env, NULL);
+				uint64_t sum[5] = {0, 0, 0, 0, 0};
+				emu_env e = env;
+				for (size_t i = 0; i < n; i++) {
+					unsigned v = 0;
+					double xv = x[i * sa[p]], yv = y[i * sb[p]];
+					e.index = env.index + i;
+					double r = emu_a_element(ops[o], f, xv, yv, 0, &e, &v);
+					if (dbits(d[i]) != dbits(r) || dbits(d2[i]) != dbits(r) ||
+					    fl[i] != v)
+						ck_abort_msg("%s %s mode %s stride %zu i %zu: %a %a: "
+						             "got %a (no flags: %a) flags 0x%x, "
+						             "element %a flags 0x%x",
+						             f->name, emu_op_name(ops[o]),
+						             emu_mode_name(modes[md]), sa[p], i, xv, yv,
+						             d[i], d2[i], fl[i], r, v);
+					for (int k = 0; k < 5; k++)
+						sum[k] += (v >> k) & 1;
+					fast += isfinite(xv) && emu_decode(f, emu_encode(f, xv)) == xv;
+				}
+				for (int k = 0; k < 5; k++) {
+					ck_assert_uint_eq(c.count[k], sum[k]);
+					ck_assert_uint_eq(c2.count[k], sum[k]);
+				}
+				cases += n;
+			}
+	t_count("aops: min max neg abs on any doubles against the generic path", cases);
+	ck_assert_uint_gt(fast, cases / 4); /* the fast path's operands are common */
+	free(x), free(y), free(d), free(d2), free(fl);
+}
+END_TEST
+
 /* ---- emu_a_fold ---- */
 
 static const emu_op foldops[] = {EMU_OP_ADD, EMU_OP_SUB, EMU_OP_MUL,
@@ -1264,6 +1346,7 @@ Suite *suite_aops(void)
 	tcase_add_test(tc, test_fold_f32_blocks);
 	tcase_add_loop_test(tc, test_fold_n, 0, (int)ARRAY_SIZE(foldnfmts));
 	tcase_add_test(tc, test_unary_second_look);
+	tcase_add_loop_test(tc, test_pick_any_double, 0, (int)ARRAY_SIZE(pickfmts));
 	tcase_add_loop_test(tc, test_specials_second_look, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;

@@ -1119,6 +1119,121 @@ fold_loop_w(const emu_op op, const bool sr, const struct fconsts *c, const emu_f
 	}
 }
 
+/*
+ * FOLD_V chains of one op in RNE as vector lanes (fold_loop_w's chains,
+ * r[w] as it gives them): a block of up to FOLD_VB steps runs branch-free
+ * in every lane, each step fast_elem's (round_rne where fold_step takes
+ * round_rne_chain: the same results), the block's counts kept aside. A
+ * block where a lane's step was left to the generic path or overflowed
+ * (its first failing step must be found) runs again from its start
+ * through fold_step, lane after lane, exactly as fold_loop_w steps it. S
+ * is c->S, a constant where the caller's switch made it one.
+ */
+#define FOLD_V 8
+#define FOLD_VB 32
+static inline __attribute__((always_inline)) void
+fold_lanes(const int S, const emu_op op, const struct fconsts *c, const emu_format *f, double *acc,
+           size_t sacc, const double *a, size_t sa, size_t ca, const double *b, size_t sb,
+           size_t cb, size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	double s[FOLD_V];
+	uint64_t nix[FOLD_V], nuf[FOLD_V], nov[FOLD_V];
+	for (int w = 0; w < FOLD_V; w++) {
+		s[w] = acc[w * sacc];
+		r[w] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+		nix[w] = nuf[w] = nov[w] = 0;
+	}
+	for (size_t j0 = 0, m; j0 < n; j0 += m) {
+		m = n - j0 < FOLD_VB ? n - j0 : FOLD_VB;
+		double t[FOLD_V];
+		uint64_t bad[FOLD_V], bix[FOLD_V], buf[FOLD_V], bov[FOLD_V], any = 0;
+		for (int w = 0; w < FOLD_V; w++) {
+			t[w] = s[w];
+			bad[w] = bix[w] = buf[w] = bov[w] = 0;
+		}
+		for (size_t j = j0; j < j0 + m; j++)
+			for (int w = 0; w < FOLD_V; w++) {
+				double x = a[w * ca + j * sa],
+				       y = op == EMU_OP_FMA ? b[w * cb + j * sb] : 0.0, v;
+				uint64_t ix, uf, ov;
+				bad[w] |= op == EMU_OP_FMA
+				              ? fast_elem(S, op, false, c, x, y, t[w], 0, &v, &ix, &uf, &ov)
+				              : fast_elem(S, op, false, c, t[w], x, 0.0, 0, &v, &ix, &uf,
+				                          &ov);
+				t[w] = v;
+				bix[w] += ix;
+				buf[w] += uf;
+				bov[w] += ov;
+			}
+		for (int w = 0; w < FOLD_V; w++)
+			any |= bad[w] | bov[w];
+		if (!any) {
+			for (int w = 0; w < FOLD_V; w++) {
+				s[w] = t[w];
+				nix[w] += bix[w];
+				nuf[w] += buf[w];
+				nov[w] += bov[w];
+			}
+			continue;
+		}
+		for (int w = 0; w < FOLD_V; w++)
+			for (size_t j = j0; j < j0 + m; j++) {
+				double x = a[w * ca + j * sa],
+				       y = op == EMU_OP_FMA ? b[w * cb + j * sb] : 0.0, v;
+				uint64_t ix, uf, ov, index = env->index + w * cidx + j;
+				if (!fold_step(op, false, c, s[w], x, y, index, &v, &ix, &uf, &ov)) {
+					s[w] = v;
+					nix[w] += ix;
+					nuf[w] += uf;
+					nov[w] += ov;
+					if (ov && r[w].first_bad == UINT64_MAX) {
+						r[w].first_bad = j;
+						r[w].first_flags =
+						    (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
+					}
+					continue;
+				}
+				emu_env e = *env;
+				unsigned fv = 0;
+				e.index = index;
+				s[w] = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s[w], &e, &fv)
+				                        : emu_a_element(op, f, s[w], x, 0, &e, &fv);
+				fold_note(&r[w], NULL, j, fv);
+			}
+	}
+	for (int w = 0; w < FOLD_V; w++) {
+		acc[w * sacc] = s[w];
+		fold_done(&r[w], nix[w], nuf[w], nov[w]);
+	}
+}
+
+#define FOLD_LANES_S(OP)                                                                           \
+	case OP:                                                                                   \
+		if (c->S == 45) /* bf16 */                                                         \
+			fold_lanes(45, OP, c, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r); \
+		else if (c->S == 42) /* fp16 */                                                    \
+			fold_lanes(42, OP, c, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r); \
+		else                                                                               \
+			fold_lanes(c->S, OP, c, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx,  \
+			           r);                                                             \
+		break
+
+/* fold_lanes for add, sub, mul and fma (fast_ok's constants in c) */
+A_CLONES static void fold_lanes_8(emu_op op, const struct fconsts *c, const emu_format *f,
+                                  double *acc, size_t sacc, const double *a, size_t sa, size_t ca,
+                                  const double *b, size_t sb, size_t cb, size_t n,
+                                  const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	switch (op) {
+		FOLD_LANES_S(EMU_OP_ADD);
+		FOLD_LANES_S(EMU_OP_SUB);
+		FOLD_LANES_S(EMU_OP_MUL);
+		FOLD_LANES_S(EMU_OP_FMA);
+	default:
+		break;
+	}
+}
+
 /* f is IEEE binary32 (what the CPU's float is) */
 static bool is_binary32(const emu_format *f)
 {
@@ -1565,6 +1680,15 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 		else
 			fold_f32_w(op, f, acc + w * sacc, sacc, a + w * ca, sa, ca, n, &e, cidx, r);
 		for (int q = 0; q < 4; q++)
+			fold_merge(&t, &r[q], w + (size_t)q, cidx);
+	}
+	for (; wide && !sr && !f32 && (op != EMU_OP_FMA || b) && w + FOLD_V <= m; w += FOLD_V) {
+		emu_a_flags r[FOLD_V];
+		emu_env e = *env;
+		e.index = env->index + w * cidx;
+		fold_lanes_8(op, &k, f, acc + w * sacc, sacc, a + w * ca, sa, ca,
+		             b ? b + w * cb : NULL, sb, cb, n, &e, cidx, r);
+		for (int q = 0; q < FOLD_V; q++)
 			fold_merge(&t, &r[q], w + (size_t)q, cidx);
 	}
 	for (; wide && !f32 && w + FOLD_W <= m; w += FOLD_W) {

@@ -1347,6 +1347,84 @@ A_CLONES static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc
 	return r;
 }
 
+/* Eight chains of fold_f32 (as fold_f32_w gives them) as vector lanes: a
+ * block of F32_LB steps while every lane's state is a float, its operands
+ * converted and checked first, then the eight chains of float sums stepped
+ * as one vector, their TwoSum errors counted without a branch (a sum that
+ * is not finite leaves the lane's last one so: an infinity plus a float is
+ * an infinity or NaN, and NaN stays); a block where an operand is not a
+ * float value or a lane's last sum is not finite runs again from its start
+ * through fold_f32_steps, lane after lane. */
+enum { F32_LB = 32 };
+A_CLONES static void fold_f32_8(emu_op op, const emu_format *f, double *acc, size_t sacc,
+                                const double *a, size_t sa, size_t ca, size_t n,
+                                const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	enum { W = 8 };
+	double s[W];
+	float fs[W];
+	bool in_float[W];
+	uint64_t nix[W];
+	const double sg = op == EMU_OP_SUB ? -1.0 : 1.0;
+	float xb[F32_LB][W];
+	for (int w = 0; w < W; w++) {
+		r[w] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+		s[w] = acc[w * sacc];
+		fs[w] = (float)s[w];
+		in_float[w] = (double)fs[w] == s[w];
+		nix[w] = 0;
+	}
+	for (size_t j0 = 0, m; j0 < n; j0 += m) {
+		m = n - j0 < F32_LB ? n - j0 : F32_LB;
+		int32_t all = 1;
+		for (int w = 0; w < W; w++)
+			all &= in_float[w];
+		if (all) { /* the operands, lane by lane a step, checked */
+			for (size_t j = 0; j < m; j++)
+				for (int w = 0; w < W; w++) {
+					double x = sg * a[w * ca + (j0 + j) * sa];
+					xb[j][w] = (float)x;
+					all &= (double)xb[j][w] == x;
+				}
+		}
+		if (all) { /* the sums: once not finite, a lane's sums stay so */
+			float t[W];
+			int32_t bix[W];
+			for (int w = 0; w < W; w++) {
+				t[w] = fs[w];
+				bix[w] = 0;
+			}
+			for (size_t j = 0; j < m; j++)
+				for (int w = 0; w < W; w++) {
+					float tw = t[w] + xb[j][w];
+					float bb = tw - t[w];
+					float err = (t[w] - (tw - bb)) + (xb[j][w] - bb);
+					bix[w] += err != 0;
+					t[w] = tw;
+				}
+			for (int w = 0; w < W; w++)
+				all &= fabsf(t[w]) <= FLT_MAX;
+			if (all) {
+				for (int w = 0; w < W; w++) {
+					fs[w] = t[w];
+					nix[w] += (uint64_t)bix[w];
+				}
+				continue;
+			}
+		}
+		for (int w = 0; w < W; w++) {
+			emu_env e = *env;
+			e.index = env->index + (uint64_t)w * cidx;
+			fold_f32_steps(op, f, a + w * ca, sa, j0, j0 + m, &e, NULL, &s[w], &fs[w],
+			               &in_float[w], &nix[w], &r[w]);
+		}
+	}
+	for (int w = 0; w < W; w++) {
+		acc[w * sacc] = in_float[w] ? (double)fs[w] : s[w];
+		fold_done(&r[w], nix[w], 0, 0);
+	}
+}
+
 /* FOLD_W chains of fold_f32 stepped together, each exactly its own call
  * (chain w on acc[w·sacc] and a + w·ca, its SR indices from env->index +
  * w·cidx: rne has none, but its scalar steps keep them) */
@@ -1667,6 +1745,14 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 		e.index = env->index + w * cidx;
 		fold_fma32_8(f, acc + w * sacc, sacc, a + w * ca, sa, ca, b + w * cb, sb, cb, n, &e,
 		             cidx, r);
+		for (int q = 0; q < 8; q++)
+			fold_merge(&t, &r[q], w + (size_t)q, cidx);
+	}
+	for (; f32 && op != EMU_OP_FMA && w + 8 <= m; w += 8) {
+		emu_a_flags r[8];
+		emu_env e = *env;
+		e.index = env->index + w * cidx;
+		fold_f32_8(op, f, acc + w * sacc, sacc, a + w * ca, sa, ca, n, &e, cidx, r);
 		for (int q = 0; q < 8; q++)
 			fold_merge(&t, &r[q], w + (size_t)q, cidx);
 	}

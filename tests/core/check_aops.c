@@ -853,6 +853,58 @@ END_TEST
  * the next block's first and inside a later one, so that a block runs again
  * step by step from its start and the chain goes on after it; exact sums
  * (no inexact) and random ones, strides 1 and 2. */
+/* emu_a_fold_n's binary32 add and sub chains (eight as vector lanes): an
+ * operand that is no float value in one chain, a sum that overflows in
+ * another, each chain as emu_a_fold gives it alone, counts and the first
+ * failing step too. */
+START_TEST(test_fold_n_f32_lanes)
+{
+	const emu_format *f = t_fmt("fp32");
+	enum { N = 70, M = 9 };
+	static double xa[M * N];
+	emu_env env = EMU_ENV_DEFAULT;
+	uint64_t cases = 0;
+	for (int sub = 0; sub < 2; sub++)
+		for (int odd = 0; odd < 3; odd++) {
+			fill_fold(f, 9700 + (uint64_t)(sub * 4 + odd), 1, M * N, xa);
+			if (odd == 1) { /* chain 5: 1 + (2^-24 + 2^-50) at steps 39, 40 */
+				for (size_t j = 0; j < N; j++)
+					xa[5 * N + j] = j == 40 ? 0x1p-24 + 0x1p-50 : j == 39 ? 1.0 : 0;
+			} else if (odd == 2) { /* chain 2 overflows at step 33 */
+				xa[2 * N + 32] = xa[2 * N + 33] = sub ? -0x1.fffffep127 : 0x1.fffffep127;
+			}
+			emu_op op = sub ? EMU_OP_SUB : EMU_OP_ADD;
+			double acc[M], ref[M];
+			emu_a_flags want = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+			for (size_t c = 0; c < M; c++) {
+				acc[c] = ref[c] = 0.25;
+				emu_env e = env;
+				e.index = env.index + c * N;
+				emu_a_flags r = emu_a_fold(op, f, &ref[c], xa + c * N, 1, NULL, 0, N,
+				                           &e, NULL);
+				for (int k = 0; k < 5; k++)
+					want.count[k] += r.count[k];
+				want.any |= r.any;
+				if (want.first_bad == UINT64_MAX && r.first_bad != UINT64_MAX) {
+					want.first_bad = c * N + r.first_bad;
+					want.first_flags = r.first_flags;
+				}
+			}
+			emu_a_flags got =
+			    emu_a_fold_n(op, f, acc, 1, xa, 1, N, NULL, 0, 0, N, M, &env, N);
+			for (size_t c = 0; c < M; c++)
+				ck_assert_msg(dbits(acc[c]) == dbits(ref[c]), "sub %d odd %d chain %zu: %a, want %a",
+				              sub, odd, c, acc[c], ref[c]);
+			ck_assert(memcmp(got.count, want.count, sizeof got.count) == 0);
+			ck_assert_uint_eq(got.any, want.any);
+			ck_assert_uint_eq(got.first_bad, want.first_bad);
+			ck_assert_uint_eq(got.first_flags, want.first_flags);
+			cases += M * N;
+		}
+	t_count("aops: binary32 add/sub fold chains in lanes, odd operands", cases);
+}
+END_TEST
+
 START_TEST(test_fold_f32_blocks)
 {
 	const emu_format *f = t_fmt("fp32");
@@ -1344,6 +1396,7 @@ Suite *suite_aops(void)
 	tcase_add_test(tc, test_fold_ones);
 	tcase_add_test(tc, test_fold_fma32_edges);
 	tcase_add_test(tc, test_fold_f32_blocks);
+	tcase_add_test(tc, test_fold_n_f32_lanes);
 	tcase_add_loop_test(tc, test_fold_n, 0, (int)ARRAY_SIZE(foldnfmts));
 	tcase_add_test(tc, test_unary_second_look);
 	tcase_add_loop_test(tc, test_pick_any_double, 0, (int)ARRAY_SIZE(pickfmts));

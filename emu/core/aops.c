@@ -796,6 +796,43 @@ static const struct {
     [EMU_OP_ABS] = {fast_abs, fast_abs_bad, NULL},
 };
 
+/* The fast path over operands of any stride without per-element flags:
+ * strided operands gathered GATHER elements at a time, so that the run
+ * takes the unit-stride loop, which vectorises (the strided one stays
+ * scalar); the same elements, counts and results. */
+enum { GATHER = 256 };
+static unsigned fast_run_gathered(emu_op op, const struct fconsts *k, bool sr, double *out,
+                                  const double *pa, size_t sa, const double *pb, size_t sb,
+                                  const double *pc, size_t sc, size_t m, uint64_t idx0,
+                                  uint64_t *cnt)
+{
+	double ga[GATHER], gb[GATHER], gc[GATHER];
+	unsigned nfb = 0;
+	for (size_t i = 0; i < m; i += GATHER) {
+		size_t q = m - i < GATHER ? m - i : GATHER;
+		const double *xa = pa + i * sa, *xb = pb + i * sb, *xc = pc + i * sc;
+		size_t ta = sa, tb = sb, tc = sc;
+		if (sa > 1) {
+			for (size_t j = 0; j < q; j++)
+				ga[j] = xa[j * sa];
+			xa = ga, ta = 1;
+		}
+		if (sb > 1) {
+			for (size_t j = 0; j < q; j++)
+				gb[j] = xb[j * sb];
+			xb = gb, tb = 1;
+		}
+		if (sc > 1) {
+			for (size_t j = 0; j < q; j++)
+				gc[j] = xc[j * sc];
+			xc = gc, tc = 1;
+		}
+		nfb += fast_tab[op].run(k, sr, out + i, xa, ta, xb, tb, xc, tc, q, idx0 + i, NULL,
+		                        cnt);
+	}
+	return nfb;
+}
+
 static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct fconsts *c)
 {
 	if (op >= EMU_NOPS || !fast_tab[op].run)
@@ -880,7 +917,12 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 		uint64_t ov0 = cnt[2];
 		bool chunk_bad = false;
 		bool (*bad)(const struct fconsts *, double, double, double) = NULL;
-		if (fast) {
+		if (fast && !fl && (sa > 1 || sb > 1 || sc > 1)) {
+			nfb = fast_run_gathered(op, &k, sr, out, pa, sa, pb, sb, pc, sc, m,
+			                        env->index + i0, cnt);
+			bad = fast_tab[op].bad;
+			chunk_bad = cnt[2] != ov0;
+		} else if (fast) {
 			nfb = fast_tab[op].run(&k, sr, out, pa, sa, pb, sb, pc, sc, m,
 			                       env->index + i0, fl, cnt);
 			bad = fast_tab[op].bad;

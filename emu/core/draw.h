@@ -56,6 +56,14 @@ EMU_DRAW_FN uint64_t emu_draw_key(uint64_t seed, uint64_t key)
 	return emu_mix64(seed ^ emu_mix64(key));
 }
 
+/* ±1, the sign from bit 0 of emu_sr_bits(seed, i) (bit 32 of the draw):
+ * the kernels' default upstream gradient, inline so their fill loops
+ * vectorise rather than call emu_sr_bits an element. */
+EMU_DRAW_FN double emu_draw_sign(uint64_t seed, uint64_t i)
+{
+	return (emu_draw64(seed, i) >> 32) & 1 ? -1.0 : 1.0;
+}
+
 /* A draw's top 53 bits as a double in [0, 1), in steps of 2^-53. */
 EMU_DRAW_FN double emu_draw_unit(uint64_t r)
 {

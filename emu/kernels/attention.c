@@ -119,6 +119,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/engine/krow.h"
 #include "emu/kernels/attention_rows.h"
@@ -764,7 +765,7 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	tdo->fmt = &pol->storage;
 	tdo->step = S_DO;
 	for (size_t i = 0; dO && i < nq * d; i++)
-		dO[i] = emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
+		dO[i] = emu_draw_sign(in->seed, i);
 	return 0;
 }
 

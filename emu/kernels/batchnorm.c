@@ -80,6 +80,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/engine/krow.h"
 #include "emu/kernels/batchnorm_rows.h"
@@ -146,7 +147,7 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	t->fmt = &pol->storage;
 	t->step = S_DY;
 	for (size_t i = 0; vals && i < N * Ch; i++) /* the default: ±1 from the seed */
-		vals[i] = !isnan(dyval) ? dyval : emu_sr_bits(in->seed, i) & 1 ? -1.0 : 1.0;
+		vals[i] = !isnan(dyval) ? dyval : emu_draw_sign(in->seed, i);
 	return 0;
 }
 

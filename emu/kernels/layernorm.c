@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/engine/krow.h"
 #include "emu/kernels/layernorm_rows.h"
@@ -73,7 +74,7 @@ static int parse_variant(const char *variant)
 static void dy_draw(uint64_t seed, double dyval, size_t i0, size_t n, double *dy)
 {
 	for (size_t j = 0; j < n; j++)
-		dy[j] = !isnan(dyval) ? dyval : emu_sr_bits(seed, i0 + j) & 1 ? -1.0 : 1.0;
+		dy[j] = !isnan(dyval) ? dyval : emu_draw_sign(seed, i0 + j);
 }
 
 /* x, and the upstream gradient dy (rows × N, stored at step "dy";

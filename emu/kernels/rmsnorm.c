@@ -71,6 +71,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/engine/krow.h"
 #include "emu/kernels/rmsnorm_rows.h"
@@ -90,7 +91,7 @@ static int parse_variant(const char *variant)
 static void dy_draw(uint64_t seed, double dyval, size_t i0, size_t n, double *dy)
 {
 	for (size_t j = 0; j < n; j++)
-		dy[j] = !isnan(dyval) ? dyval : emu_sr_bits(seed, i0 + j) & 1 ? -1.0 : 1.0;
+		dy[j] = !isnan(dyval) ? dyval : emu_draw_sign(seed, i0 + j);
 }
 
 /* x; the weights g (N, stored at step "g"): parameter `g` everywhere; the

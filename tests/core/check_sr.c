@@ -8,6 +8,7 @@
 #include <omp.h>
 #include <stdlib.h>
 
+#include "emu/core/draw.h"
 #include "tests/lib.h"
 
 static const struct {
@@ -165,6 +166,25 @@ START_TEST(test_array_equal_draw)
 }
 END_TEST
 
+/* The kernels' ±1 upstream gradients (emu_draw_sign, inline) are the sign
+ * of bit 0 of emu_sr_bits, as their docs say; both signs come up. */
+START_TEST(test_draw_sign)
+{
+	uint64_t neg = 0, n = 1u << 20;
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t seed = i % 7 == 0 ? 0 : t_rand(5, i);
+		double want = emu_sr_bits(seed, i * 977) & 1 ? -1.0 : 1.0;
+		double got = emu_draw_sign(seed, i * 977);
+		if (got != want)
+			ck_abort_msg("seed %llu index %llu: %g, want %g", (unsigned long long)seed,
+			             (unsigned long long)(i * 977), got, want);
+		neg += got < 0;
+	}
+	ck_assert(neg > n / 2 - n / 64 && neg < n / 2 + n / 64);
+	t_count("sr: emu_draw_sign against emu_sr_bits", n);
+}
+END_TEST
+
 Suite *suite_sr(void)
 {
 	Suite *s = suite_create("sr");
@@ -174,6 +194,7 @@ Suite *suite_sr(void)
 	tcase_add_test(tc, test_exact_and_neighbours);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_array_equal_draw);
+	tcase_add_test(tc, test_draw_sign);
 	suite_add_tcase(s, tc);
 	return s;
 }

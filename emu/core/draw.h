@@ -61,7 +61,7 @@ EMU_DRAW_FN uint64_t emu_draw_key(uint64_t seed, uint64_t key)
  * vectorise rather than call emu_sr_bits an element. */
 EMU_DRAW_FN double emu_draw_sign(uint64_t seed, uint64_t i)
 {
-	return (emu_draw64(seed, i) >> 32) & 1 ? -1.0 : 1.0;
+	return (double)(1 - 2 * (int)((emu_draw64(seed, i) >> 32) & 1)); /* no branch on it */
 }
 
 /* A draw's top 53 bits as a double in [0, 1), in steps of 2^-53. */

@@ -225,7 +225,7 @@ static inline __attribute__((always_inline)) double to_odd(double r, uint64_t nz
 
 #define FIN(x) ((emu_dbits(x) & 0x7fffffffffffffffull) < 0x7ff0000000000000ull)
 
-/* ---- exp, log, exp2, rsqrt: a Ziv check in binary64 (docs/numerics.md) ----
+/* ---- exp, log, exp2, rsqrt, log1p: a Ziv check in binary64 (docs/numerics.md) ----
  * y = f(x) is computed in binary64 with a relative error below 2^-46 (the
  * bounds are derived below each function); the exact value then lies
  * strictly between lo and hi, y's magnitude TR_K units of the last place
@@ -241,7 +241,8 @@ static inline __attribute__((always_inline)) double to_odd(double r, uint64_t nz
  * rounding boundary) is left to the scalar op. */
 #define TR_K 256
 #define IS_TR(op)                                                                                  \
-	((op) == EMU_OP_EXP || (op) == EMU_OP_LOG || (op) == EMU_OP_EXP2 || (op) == EMU_OP_RSQRT)
+	((op) == EMU_OP_EXP || (op) == EMU_OP_LOG || (op) == EMU_OP_EXP2 || (op) == EMU_OP_RSQRT ||   \
+	 (op) == EMU_OP_LOG1P)
 
 /* 2^k's binade offset: round-to-nearest integer of t by adding 1.5·2^52 */
 #define TR_SHIFT 0x1.8p52
@@ -276,7 +277,7 @@ static inline __attribute__((always_inline)) double tr_exp_poly(double r)
 	return p * r + 1.0;
 }
 
-/* One element of exp, log, exp2, rsqrt in rne (outputs as fast_elem). */
+/* One element of exp, log, exp2, rsqrt, log1p in rne (outputs as fast_elem). */
 static inline __attribute__((always_inline)) uint64_t tr_elem(emu_op op, const struct fconsts *c,
                                                               double x, double *v, uint64_t *ixo,
                                                               uint64_t *ufo, uint64_t *ovo)
@@ -312,7 +313,19 @@ static inline __attribute__((always_inline)) uint64_t tr_elem(emu_op op, const s
 		bad = !(fabs(x) <= 1000);
 		break;
 	}
+	case EMU_OP_LOG1P:
 	case EMU_OP_LOG: {
+		/* log1p(x) is log(u) for u = 1 + x where that sum is exact (its
+		 * TwoSum error zero): the same value, so the same bound; x = ±0
+		 * (log1p(-0) is -0), x <= -1 and a rounded 1 + x (x has bits
+		 * below 2^-52) are the scalar op's. */
+		uint64_t bad1p = 0;
+		if (op == EMU_OP_LOG1P) {
+			double u = 1.0 + x, bb = u - 1.0;
+			bad1p = (((1.0 - (u - bb)) + (x - bb)) != 0) | (x == 0) | !FIN(x);
+			x = u;
+			xb = emu_dbits(u);
+		}
 		/* x = 2^k·m, m in [√2/2, √2); f = m - 1 exact (Sterbenz);
 		 * log m = 2 atanh(s), s = f/(2 + f), |s| <= 0.1716: the series to
 		 * s^19 (remainder < 2^-55 relative), s with two roundings (2^-52),
@@ -340,7 +353,7 @@ static inline __attribute__((always_inline)) uint64_t tr_elem(emu_op op, const s
 		double lm = ts + ts * (s2 * q);
 		y = kd * TR_LN2_HI + (kd * TR_LN2_LO + lm);
 		exm = MASK(x == 1);
-		bad = !(x >= 0x1p-1022) | !FIN(x);
+		bad = !(x >= 0x1p-1022) | !FIN(x) | bad1p;
 		break;
 	}
 	default: {
@@ -690,6 +703,7 @@ FAST_OP(EMU_OP_EXP, fast_exp)
 FAST_OP(EMU_OP_LOG, fast_log)
 FAST_OP(EMU_OP_EXP2, fast_exp2)
 FAST_OP(EMU_OP_RSQRT, fast_rsqrt)
+FAST_OP(EMU_OP_LOG1P, fast_log1p)
 SPEC_OP(EMU_OP_ADD, fast_add)
 SPEC_OP(EMU_OP_SUB, fast_sub)
 SPEC_OP(EMU_OP_MUL, fast_mul)
@@ -789,6 +803,7 @@ static const struct {
     [EMU_OP_LOG] = {fast_log, fast_log_bad, NULL},
     [EMU_OP_EXP2] = {fast_exp2, fast_exp2_bad, NULL},
     [EMU_OP_RSQRT] = {fast_rsqrt, fast_rsqrt_bad, NULL},
+    [EMU_OP_LOG1P] = {fast_log1p, fast_log1p_bad, NULL},
     [EMU_OP_CVT] = {fast_cvt, fast_cvt_bad, fast_cvt_spec},
     [EMU_OP_MIN] = {fast_min, fast_min_bad, NULL},
     [EMU_OP_MAX] = {fast_max, fast_max_bad, NULL},

@@ -252,7 +252,7 @@ unsigned emu_round_array(const emu_format *f, const double *in, emu_bits *out,
  * Returns how many elements raised each flag (count[k] for flag 1 << k)
  * and their OR; flags, when not NULL, receives each element's flags.
  * Round-to-nearest-even add, sub, mul, div, sqrt, fma (sr too for p <= 20),
- * exp, log, exp2 and rsqrt take a branch-free binary64 path, with loops of
+ * exp, log, exp2, rsqrt and log1p take a branch-free binary64 path, with loops of
  * their own for unit strides and a broadcast operand (docs/numerics.md);
  * everything else goes element by element.
  * dst may overlap any operand: a chunk whose results would overwrite an

@@ -455,9 +455,9 @@ START_TEST(test_sr_equal_draw)
 }
 END_TEST
 
-/* ---- exp, log, exp2, rsqrt (the Ziv check in binary64, rne) ---- */
+/* ---- exp, log, exp2, rsqrt, log1p (the Ziv check in binary64, rne) ---- */
 
-static const emu_op trops[] = {EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT};
+static const emu_op trops[] = {EMU_OP_EXP, EMU_OP_LOG, EMU_OP_EXP2, EMU_OP_RSQRT, EMU_OP_LOG1P};
 
 /* Every value encoding of fp16, bf16, tf32 and the <= 8-bit formats, every
  * transcendental; every mode for the formats of <= 16 bits (rne is the fast
@@ -493,10 +493,10 @@ START_TEST(test_transc_every_input)
 		}
 	}
 	char what[T_WHAT_LEN];
-	snprintf(what, sizeof what, "aops: %s exp log exp2 rsqrt, every input, rne", f->name);
+	snprintf(what, sizeof what, "aops: %s exp log exp2 rsqrt log1p, every input, rne", f->name);
 	t_count(what, rne);
 	if (other) {
-		snprintf(what, sizeof what, "aops: %s exp log exp2 rsqrt, every input, other modes",
+		snprintf(what, sizeof what, "aops: %s exp log exp2 rsqrt log1p, every input, other modes",
 		         f->name);
 		t_count(what, other);
 	}
@@ -518,6 +518,8 @@ static double tr_libm(emu_op op, double x)
 		return log(x);
 	case EMU_OP_EXP2:
 		return exp2(x);
+	case EMU_OP_LOG1P:
+		return log1p(x);
 	default:
 		return 1 / sqrt(x);
 	}
@@ -545,6 +547,8 @@ START_TEST(test_transc_fp32)
 				v = -110 + 205 * u;
 			else if (op == EMU_OP_EXP2)
 				v = i % 4 == 2 ? floor(-160 + 300 * u) : -160 + 300 * u;
+			else if (op == EMU_OP_LOG1P && i % 4 == 2) /* in (-1, 0] */
+				v = -u;
 			else /* any positive encoding */
 				v = val(f, (emu_bits)r & 0x7fffffffu);
 			e[i] = emu_from_double(f, v, &rne).bits;
@@ -569,7 +573,7 @@ START_TEST(test_transc_fp32)
 		cases += prove(op, f, &env, xs, es, st, n + nhard);
 		hard += nhard;
 	}
-	t_count("aops: fp32 exp log exp2 rsqrt, random and hard arguments, rne", cases);
+	t_count("aops: fp32 exp log exp2 rsqrt log1p, random and hard arguments, rne", cases);
 	t_count("aops: of which within 2^9 ulp of an fp32 midpoint", hard);
 	free(x), free(e);
 }

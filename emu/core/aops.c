@@ -1128,6 +1128,36 @@ fold_loop(const emu_op op, const bool sr, const bool fast, const struct fconsts 
 	return r;
 }
 
+/* Step j of one chain, as fold_loop steps it (fold_loop_w's, and
+ * fold_lanes' when a block runs again): the fast step or the generic one,
+ * its counts into the chain's, an overflow's step noted as the first
+ * failing one; returns the new accumulator. */
+static inline __attribute__((always_inline)) double
+fold_chain_step(const emu_op op, const bool sr, const struct fconsts *c, const emu_format *f,
+                const emu_env *env, double s, double x, double y, uint64_t index, size_t j,
+                uint64_t *nix, uint64_t *nuf, uint64_t *nov, emu_a_flags *r)
+{
+	double t;
+	uint64_t ix, uf, ov;
+	if (!fold_step(op, sr, c, s, x, y, index, &t, &ix, &uf, &ov)) {
+		*nix += ix;
+		*nuf += uf;
+		*nov += ov;
+		if (__builtin_expect(ov && r->first_bad == UINT64_MAX, 0)) {
+			r->first_bad = j;
+			r->first_flags = (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
+		}
+		return t;
+	}
+	emu_env e = *env;
+	unsigned v = 0;
+	e.index = index;
+	t = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s, &e, &v)
+	                     : emu_a_element(op, f, s, x, 0, &e, &v);
+	fold_note(r, NULL, j, v);
+	return t;
+}
+
 /* FOLD_W chains of one op and mode stepped together (fold_loop's steps,
  * chain w on acc[w·sacc], a + w·ca, b + w·cb, SR index env->index + w·cidx
  * + j); r[w] each chain's own result, as fold_loop gives it. The chains are
@@ -1148,26 +1178,10 @@ fold_loop_w(const emu_op op, const bool sr, const struct fconsts *c, const emu_f
 #pragma GCC unroll 4
 		for (int w = 0; w < FOLD_W; w++) {
 			double x = a[w * ca + j * sa],
-			       y = op == EMU_OP_FMA ? b[w * cb + j * sb] : 0.0, t;
-			uint64_t ix, uf, ov, index = env->index + w * cidx + j;
-			if (!fold_step(op, sr, c, s[w], x, y, index, &t, &ix, &uf, &ov)) {
-				s[w] = t;
-				nix[w] += ix;
-				nuf[w] += uf;
-				nov[w] += ov;
-				if (__builtin_expect(ov && r[w].first_bad == UINT64_MAX, 0)) {
-					r[w].first_bad = j;
-					r[w].first_flags =
-					    (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
-				}
-				continue;
-			}
-			emu_env e = *env;
-			unsigned v = 0;
-			e.index = index;
-			s[w] = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s[w], &e, &v)
-			                        : emu_a_element(op, f, s[w], x, 0, &e, &v);
-			fold_note(&r[w], NULL, j, v);
+			       y = op == EMU_OP_FMA ? b[w * cb + j * sb] : 0.0;
+			s[w] = fold_chain_step(op, sr, c, f, env, s[w], x, y,
+			                       env->index + w * cidx + j, j, &nix[w], &nuf[w],
+			                       &nov[w], &r[w]);
 		}
 	}
 	for (int w = 0; w < FOLD_W; w++) {
@@ -1236,26 +1250,10 @@ fold_lanes(const int S, const emu_op op, const struct fconsts *c, const emu_form
 		for (int w = 0; w < FOLD_V; w++)
 			for (size_t j = j0; j < j0 + m; j++) {
 				double x = a[w * ca + j * sa],
-				       y = op == EMU_OP_FMA ? b[w * cb + j * sb] : 0.0, v;
-				uint64_t ix, uf, ov, index = env->index + w * cidx + j;
-				if (!fold_step(op, false, c, s[w], x, y, index, &v, &ix, &uf, &ov)) {
-					s[w] = v;
-					nix[w] += ix;
-					nuf[w] += uf;
-					nov[w] += ov;
-					if (ov && r[w].first_bad == UINT64_MAX) {
-						r[w].first_bad = j;
-						r[w].first_flags =
-						    (unsigned)((ix << 4) | (uf << 3) | (ov << 2));
-					}
-					continue;
-				}
-				emu_env e = *env;
-				unsigned fv = 0;
-				e.index = index;
-				s[w] = op == EMU_OP_FMA ? emu_a_element(op, f, x, y, s[w], &e, &fv)
-				                        : emu_a_element(op, f, s[w], x, 0, &e, &fv);
-				fold_note(&r[w], NULL, j, fv);
+				       y = op == EMU_OP_FMA ? b[w * cb + j * sb] : 0.0;
+				s[w] = fold_chain_step(op, false, c, f, env, s[w], x, y,
+				                       env->index + w * cidx + j, j, &nix[w],
+				                       &nuf[w], &nov[w], &r[w]);
 			}
 	}
 	for (int w = 0; w < FOLD_V; w++) {

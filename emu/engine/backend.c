@@ -511,9 +511,12 @@ typedef struct {
 } tally;
 #define TALLY0 ((tally){{0}, 0, 0, UINT64_MAX})
 
-/* element e raised fl */
-static void tally_one(tally *t, unsigned fl, uint64_t e)
+/* element e raised fl (most raise nothing: their counts are not touched,
+ * which in an element loop of TRUTH was a fifth of map_part's time) */
+static inline void tally_one(tally *t, unsigned fl, uint64_t e)
 {
+	if (!fl)
+		return;
 	for (int k = 0; k < EMU_NFLAGS; k++)
 		t->cnt[k] += (fl >> k) & 1;
 	t->any |= fl;

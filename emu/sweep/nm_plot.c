@@ -307,11 +307,17 @@ int nm_plot_columns(const nm_case *c, nm_plot_cols *cols, char *err, size_t errl
 		p.axis[a] = c->axes[a].values[0];
 	if (nm_point_eval(&p, EMU_BE_FAST, false, &r, err, errlen))
 		return -1;
-	cols->nout = r.nout < EMU_KOUT_MAX ? r.nout : EMU_KOUT_MAX;
-	for (size_t i = 0; i < cols->nout; i++)
-		snprintf(cols->out[i], sizeof cols->out[i], "%s", r.out[i].name);
-	cols->fractions = r.has_fractions;
+	nm_plot_cols_of(&r, cols);
 	return 0;
+}
+
+void nm_plot_cols_of(const nm_point_result *r, nm_plot_cols *cols)
+{
+	memset(cols, 0, sizeof *cols);
+	cols->nout = r->nout < EMU_KOUT_MAX ? r->nout : EMU_KOUT_MAX;
+	for (size_t i = 0; i < cols->nout; i++)
+		snprintf(cols->out[i], sizeof cols->out[i], "%s", r->out[i].name);
+	cols->fractions = r->has_fractions;
 }
 
 static const char *const metric_suffix[] = {".max_ulp",       ".rel_err",
@@ -1575,7 +1581,7 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
 	nm_thresh_row *rows;
 	size_t n;
 	read_bounds(c, results_dir, &rows, &n);
-	int rc = nm_plot_case_rows(c, results_dir, plots_dir, rows, n, err, errlen);
+	int rc = nm_plot_case_rows(c, results_dir, plots_dir, rows, n, NULL, err, errlen);
 	free(rows);
 	return rc;
 }
@@ -1748,7 +1754,8 @@ static void write_script(FILE *fs, const pl_spec *sp, const pl_set *s, const cha
 }
 
 int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plots_dir,
-                      const nm_thresh_row *rows, size_t nrows, char *err, size_t errlen)
+                      const nm_thresh_row *rows, size_t nrows, const nm_plot_cols *cols,
+                      char *err, size_t errlen)
 {
 	const char *gpname = getenv("NANMAP_GNUPLOT");
 	char prog[1024];
@@ -1780,7 +1787,9 @@ int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plo
 	nm_csv t;
 	nm_plot_cols kc;
 	char why[512];
-	if (nm_plot_columns(c, &kc, why, sizeof why))
+	if (cols)
+		kc = *cols;
+	else if (nm_plot_columns(c, &kc, why, sizeof why))
 		return perr(err, errlen, "%s: the kernel's outputs (one run of the first point): %s",
 		            c->path, why);
 	if (nm_plot_read_results(c, &kc, path, series != NULL, &t, err, errlen))

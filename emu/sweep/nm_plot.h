@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "emu/sweep/nm_case.h"
+#include "emu/sweep/nm_point.h"
 #include "emu/sweep/nm_thresh.h"
 
 /* A CSV file held whole: ncols fields per record, record 0 is the header. */
@@ -43,6 +44,9 @@ int nm_plot_check(const nm_case *c, char *err, size_t errlen);
  * c->plot_cols when nm_plot_check_columns kept them, else from one fast run of
  * the case's first point. */
 int nm_plot_columns(const nm_case *c, nm_plot_cols *cols, char *err, size_t errlen);
+/* The columns of a run of the case's first point on the fast backend (the
+ * point's truth run, where it has one, adds no columns). */
+void nm_plot_cols_of(const nm_point_result *r, nm_plot_cols *cols);
 
 /* Read path, the results CSV of c (series: <case>-series.csv) with the
  * columns cols, and check it as nm_plot_case does: the header exactly the
@@ -93,9 +97,11 @@ int nm_plot_case(const nm_case *c, const char *results_dir, const char *plots_di
  * it has none): a 2-D heat map marks each row's first bad value with a
  * cross, on the line of the other axis's value it was searched along, in
  * the panel of its variant and policy, so a boundary between two grid
- * points shows. Other plots ignore them. */
+ * points shows. Other plots ignore them. cols: the CSV's columns when the
+ * caller has them (the sweep, from its first point), else NULL. */
 int nm_plot_case_rows(const nm_case *c, const char *results_dir, const char *plots_dir,
-                      const nm_thresh_row *rows, size_t nrows, char *err, size_t errlen);
+                      const nm_thresh_row *rows, size_t nrows, const nm_plot_cols *cols,
+                      char *err, size_t errlen);
 
 /* `nanmap plot CASE.case [--results DIR] [--plots DIR]`; argv[0] is "plot".
  * The exit status: 0, or 2 after one error line. */

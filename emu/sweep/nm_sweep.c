@@ -1740,8 +1740,16 @@ plot:
 		nm_plot_clean_stale(s->o.plots, c->name);
 	if (s->rank == 0 && !(skip && sw_plotted(s, c, cr.tag))) {
 		char perr[SW_ERR_LEN] = "";
+		/* the CSV's columns from the point its header came from, which the
+		 * plot would otherwise run again (a training run, for a train case) */
+		nm_plot_cols cols, *known = NULL;
 
-		if (nm_plot_case_rows(c, s->o.out, s->o.plots, rows, nrows, perr, sizeof(perr))) {
+		if (!skip && cr.npoints && cr.pts[0].done) {
+			nm_plot_cols_of(&cr.pts[0].r[0], &cols);
+			known = &cols;
+		}
+		if (nm_plot_case_rows(c, s->o.out, s->o.plots, rows, nrows, known, perr,
+		                      sizeof(perr))) {
 			snprintf(s->err, sizeof(s->err), "%s: plot: %s", c->name, perr);
 			rc = -1;
 		} else if (sw_state_write(&cr, s->o.plots, s->err, sizeof(s->err))) {

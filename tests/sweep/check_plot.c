@@ -235,7 +235,7 @@ START_TEST(heatmap_deterministic)
 	nm_case c;
 	snprintf(p, sizeof p, "%s/p2.case", tdir);
 	ck_assert_msg(nm_case_load(p, &c, err, sizeof err) == 0, "%s", err);
-	ck_assert_msg(nm_plot_case_rows(&c, tdir, tdir, b, 3, err, sizeof err) == 0, "%s", err);
+	ck_assert_msg(nm_plot_case_rows(&c, tdir, tdir, b, 3, NULL, err, sizeof err) == 0, "%s", err);
 	nm_case_free(&c);
 	svg = get("p2.svg", &nsvg);
 	ck_assert_msg(strstr(svg, "href='#gpPt1'"), "no boundary cross");

@@ -39,6 +39,7 @@ void emu_be_init(emu_be *be, emu_be_kind kind, const emu_env *env)
 
 void emu_be_free(emu_be *be)
 {
+	emu_truth_split_free(be);
 	for (size_t i = 0; i < be->nvecs; i++)
 		free(be->vecs[i]);
 	free(be->vecs);
@@ -989,15 +990,77 @@ typedef struct {
 /* an operand as td_operand splits it; ok: it could */
 typedef struct {
 	uint64_t m;
-	long e;
+	int32_t e; /* |e| < 2^24 + 64 */
 	bool neg, ok;
 } td_op;
 
 /* a's n operands split once, for chains that share them */
 static void td_split_all(emu_ref a, size_t n, td_op *o)
 {
-	for (size_t l = 0; l < n; l++)
-		o[l].ok = td_operand(mp_at(a, l), &o[l].m, &o[l].e, &o[l].neg);
+	for (size_t l = 0; l < n; l++) {
+		long e;
+		o[l].ok = td_operand(mp_at(a, l), &o[l].m, &e, &o[l].neg);
+		o[l].e = (int32_t)e;
+	}
+}
+
+/* a vector emu_truth_split took apart: its splits, whether every value
+ * split, and over its nonzero values the lowest bit (emin) and the highest
+ * bit's successor (tmax), so that a product of two of them lies in
+ * [2^(emin_a + emin_b), 2^(tmax_a + tmax_b)) at multiples of the first
+ * (emin = LONG_MAX: every value zero) */
+typedef struct {
+	const emu_vec *v;
+	td_op *ops;
+	bool all_ok;
+	long emin, tmax;
+} td_vec;
+
+/* operand l of a dot product: from its split (d) when there is one, else
+ * taken apart now; false when td_operand cannot */
+static inline bool td_get(const td_op *d, emu_ref r, size_t l, uint64_t *m, long *e, bool *neg)
+{
+	if (!d)
+		return td_operand(mp_at(r, l), m, e, neg);
+	*m = d[l].m, *e = d[l].e, *neg = d[l].neg;
+	return d[l].ok;
+}
+
+/* The sum D holds in units of 2^lo into acc (lo = LONG_MAX: every term
+ * was zero, −0 when all were −0) */
+static bool td_finish(mpfr_ptr acc, int64_t *D, long lo, bool allneg)
+{
+	if (lo == LONG_MAX) {
+		mpfr_set_zero(acc, allneg ? -1 : 1);
+		return true;
+	}
+	td_carry(D);
+	mp_limb_t A[TD_LIMBS];
+	for (int i = 0; i < TD_LIMBS; i++)
+		A[i] = (mp_limb_t)D[2 * i] | (mp_limb_t)D[2 * i + 1] << 32;
+	bool neg = (A[TD_LIMBS - 1] >> 63) != 0;
+	if (neg)
+		mpn_neg(A, A, TD_LIMBS);
+	mp_size_t sz = TD_LIMBS;
+	while (sz > 0 && !A[sz - 1])
+		sz--;
+	if (!sz) { /* cancelled to zero */
+		mpfr_set_zero(acc, 1);
+		return true;
+	}
+	mpz_t z;
+	mpz_roinit_n(z, A, neg ? -sz : sz);
+	mpfr_set_z_2exp(acc, z, lo, MPFR_RNDN); /* at most 256 bits: exact */
+	return true;
+}
+
+/* ⌈log2(n + 1)⌉: n + 1 terms below 2^top each stay below 2^(top + lg) */
+static int td_lg(size_t n)
+{
+	int lg = 0;
+	while ((1ull << lg) < (unsigned long long)n + 1)
+		lg++;
+	return lg;
 }
 
 /* acc + Σ a_l·b_l over l < n into acc, exactly (t: n terms of scratch; da:
@@ -1023,14 +1086,7 @@ static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b,
 		uint64_t ma, mb;
 		long ea, eb;
 		bool sa, sb;
-		if (da) {
-			if (!da[l].ok)
-				return false;
-			ma = da[l].m, ea = da[l].e, sa = da[l].neg;
-		} else if (!td_operand(mp_at(a, l), &ma, &ea, &sa)) {
-			return false;
-		}
-		if (!td_operand(mp_at(b, l), &mb, &eb, &sb))
+		if (!td_get(da, a, l, &ma, &ea, &sa) || !td_operand(mp_at(b, l), &mb, &eb, &sb))
 			return false;
 		allneg = allneg && sa != sb;
 		if (!ma || !mb)
@@ -1043,16 +1099,9 @@ static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b,
 		lo = u->e < lo ? u->e : lo;
 		top = tp > top ? tp : top;
 	}
-	if (lo == LONG_MAX) { /* every term zero */
-		mpfr_set_zero(acc, allneg ? -1 : 1);
-		return true;
-	}
-	int lg = 0; /* ⌈log2(n + 1)⌉: n + 1 terms below 2^top each */
-	while ((1ull << lg) < (unsigned long long)n + 1)
-		lg++;
-	if (top - lo + lg > 256)
+	if (lo != LONG_MAX && top - lo + td_lg(n) > 256)
 		return false;
-	/* pass 2: the sum in units of 2^lo, two's complement in A */
+	/* pass 2: the sum in units of 2^lo, two's complement in D */
 	int64_t D[TD_DIGITS] = {0};
 	if (m0)
 		td_put(D, m0, (unsigned)(e0 - lo), n0);
@@ -1061,31 +1110,81 @@ static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b,
 		if ((l + 1) % TD_SPAN == 0)
 			td_carry(D);
 	}
-	td_carry(D);
-	mp_limb_t A[TD_LIMBS];
-	for (int i = 0; i < TD_LIMBS; i++)
-		A[i] = (mp_limb_t)D[2 * i] | (mp_limb_t)D[2 * i + 1] << 32;
-	bool neg = (A[TD_LIMBS - 1] >> 63) != 0;
-	if (neg)
-		mpn_neg(A, A, TD_LIMBS);
-	mp_size_t sz = TD_LIMBS;
-	while (sz > 0 && !A[sz - 1])
-		sz--;
-	if (!sz) { /* cancelled to zero */
-		mpfr_set_zero(acc, 1);
-		return true;
-	}
-	mpz_t z;
-	mpz_roinit_n(z, A, neg ? -sz : sz);
-	mpfr_set_z_2exp(acc, z, lo, MPFR_RNDN); /* at most 256 bits: exact */
-	return true;
+	return td_finish(acc, D, lo, allneg);
 }
 
-/* truth_dot_exact with its scratch (on the stack for short chains) */
-static bool truth_dot_scratch(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b, size_t n)
+/*
+ * truth_dot_exact with both operands split already (emu_truth_split; da
+ * and db with strides sa and sb), without its scratch and without a branch
+ * an element (a zero product adds zeros at digit 0). With the vectors'
+ * bounds (ta, tb) every product's lowest bit is known to be at least
+ * emin_a + emin_b and its highest below tmax_a + tmax_b: when those are
+ * within 256 bits the sum is made in one pass in units of the first (the
+ * same exact sum, so the same result); otherwise the first pass finds the
+ * products' own.
+ */
+static bool truth_dot_split(mpfr_ptr acc, const td_op *da, size_t sa, const td_op *db, size_t sb,
+                            size_t n, const td_vec *ta, const td_vec *tb)
 {
+	uint64_t m0;
+	long e0;
+	bool n0;
+	if (!td_operand(acc, &m0, &e0, &n0))
+		return false;
+	long lo = LONG_MAX, top = LONG_MIN;
+	bool allneg = n0, ok = true, any = m0 != 0;
+	if (m0) {
+		lo = e0;
+		top = e0 + (64 - __builtin_clzll(m0));
+	}
+	bool bounded = ta && tb && ta->all_ok && tb->all_ok && ta->emin != LONG_MAX &&
+	               tb->emin != LONG_MAX;
+	if (bounded) {
+		lo = lo < ta->emin + tb->emin ? lo : ta->emin + tb->emin;
+		top = top > ta->tmax + tb->tmax ? top : ta->tmax + tb->tmax;
+		bounded = top - lo + td_lg(n) <= 256;
+	}
+	if (!bounded) {
+		for (size_t l = 0; l < n; l++) {
+			const td_op *x = &da[l * sa], *y = &db[l * sb];
+			ok &= x->ok & y->ok;
+			unsigned __int128 v = (unsigned __int128)x->m * y->m;
+			long e = (long)x->e + y->e, tp = e + td_bits(v | 1);
+			bool nz = v != 0;
+			lo = nz && e < lo ? e : lo;
+			top = nz && tp > top ? tp : top;
+		}
+		if (!ok || (lo != LONG_MAX && top - lo + td_lg(n) > 256))
+			return false;
+	}
+	int64_t D[TD_DIGITS] = {0};
+	if (m0)
+		td_put(D, m0, (unsigned)(e0 - lo), n0);
+	for (size_t l = 0; l < n; l++) {
+		const td_op *x = &da[l * sa], *y = &db[l * sb];
+		unsigned __int128 v = (unsigned __int128)x->m * y->m;
+		bool nz = v != 0;
+		any |= nz;
+		allneg &= x->neg != y->neg;
+		td_put(D, v, nz ? (unsigned)((long)x->e + y->e - lo) : 0, x->neg != y->neg);
+		if ((l + 1) % TD_SPAN == 0)
+			td_carry(D);
+	}
+	return td_finish(acc, D, any ? lo : LONG_MAX, allneg);
+}
+
+/* truth_dot_exact with its scratch (on the stack for short chains; none
+ * when both operands come split) */
+static bool truth_dot_scratch(mpfr_ptr acc, emu_ref a, const td_op *da, size_t sa, emu_ref b,
+                              const td_op *db, size_t sb, size_t n, const td_vec *ta,
+                              const td_vec *tb)
+{
+	if (da && db)
+		return truth_dot_split(acc, da, sa, db, sb, n, ta, tb);
 	td_term buf[256], *t = n <= 256 ? buf : malloc(n * sizeof *t);
-	bool done = t && truth_dot_exact(acc, a, da, b, n, t);
+	/* truth_dot_exact reads a split of a with stride 1 only */
+	bool done = t && truth_dot_exact(acc, a, sa == 1 ? da : NULL, b, n, t);
+	(void)sb;
 	if (t != buf)
 		free(t);
 	return done;
@@ -1093,7 +1192,66 @@ static bool truth_dot_scratch(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref 
 
 bool emu_truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n)
 {
-	return truth_dot_scratch(acc, a, NULL, b, n);
+	return truth_dot_scratch(acc, a, NULL, 0, b, NULL, 0, n, NULL, NULL);
+}
+
+/* the vectors emu_truth_split took apart, and their splits */
+struct emu_td_split {
+	const emu_be *owner;
+	td_vec t[2];
+};
+
+void emu_truth_split(emu_be *be, const emu_vec *a, const emu_vec *b)
+{
+	emu_truth_split_free(be);
+	if (be->kind != EMU_BE_TRUTH || be->range)
+		return;
+	struct emu_td_split *s = calloc(1, sizeof *s);
+	if (!s)
+		return;
+	s->owner = be;
+	const emu_vec *v[2] = {a, b};
+	for (int i = 0; i < 2; i++) {
+		td_vec *t = &s->t[i];
+		if (!v[i] || !v[i]->m || (t->ops = malloc((v[i]->n ? v[i]->n : 1) *
+		                                          sizeof *t->ops)) == NULL)
+			continue;
+		t->v = v[i];
+		td_split_all(emu_row((emu_vec *)v[i], 0), v[i]->n, t->ops);
+		t->all_ok = true;
+		t->emin = LONG_MAX;
+		t->tmax = LONG_MIN;
+		for (size_t j = 0; j < v[i]->n; j++) {
+			const td_op *o = &t->ops[j];
+			t->all_ok &= o->ok;
+			if (!o->m)
+				continue;
+			long tp = (long)o->e + (64 - __builtin_clzll(o->m));
+			t->emin = o->e < t->emin ? o->e : t->emin;
+			t->tmax = tp > t->tmax ? tp : t->tmax;
+		}
+	}
+	be->td = s;
+}
+
+void emu_truth_split_free(emu_be *be)
+{
+	struct emu_td_split *s = be->td;
+	be->td = NULL;
+	if (!s || s->owner != be)
+		return;
+	free(s->t[0].ops);
+	free(s->t[1].ops);
+	free(s);
+}
+
+/* r's vector as emu_truth_split took it apart, or NULL */
+static const td_vec *td_vec_of(const emu_be *be, emu_ref r)
+{
+	for (int i = 0; be->td && i < 2; i++)
+		if (be->td->t[i].v && be->td->t[i].v == r.v)
+			return &be->td->t[i];
+	return NULL;
 }
 
 /* One TRUTH dot product of emu_dot_n through truth_dot_exact, counted as
@@ -1103,7 +1261,11 @@ static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, e
 {
 	if (be->kind != EMU_BE_TRUTH || be->range)
 		return false;
-	if (!truth_dot_scratch(&acc.v->m[ix(acc, 0)], a, da, b, n))
+	/* a split vector's operands (element j of a ref at j · stride) */
+	const td_vec *ta = td_vec_of(be, a), *tb = td_vec_of(be, b);
+	const td_op *xa = ta ? ta->ops + a.off : da, *xb = tb ? tb->ops + b.off : NULL;
+	if (!truth_dot_scratch(&acc.v->m[ix(acc, 0)], a, xa, ta ? a.stride : 1, b, xb, b.stride, n,
+	                       ta, tb))
 		return false;
 	tally tl = TALLY0;
 	record_tally(be, smul, EMU_OP_MUL, n, &tl);
@@ -1126,6 +1288,19 @@ static bool truth_dot(emu_be *be, unsigned smul, unsigned scvt, unsigned ssum, e
 	(void)be, (void)smul, (void)scvt, (void)ssum, (void)acc, (void)a, (void)da, (void)b,
 	    (void)n;
 	return false;
+}
+static const void *td_vec_of(const emu_be *be, emu_ref r)
+{
+	(void)be, (void)r;
+	return NULL;
+}
+void emu_truth_split(emu_be *be, const emu_vec *a, const emu_vec *b)
+{
+	(void)be, (void)a, (void)b;
+}
+void emu_truth_split_free(emu_be *be)
+{
+	be->td = NULL;
 }
 bool emu_truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n)
 {
@@ -1256,8 +1431,10 @@ void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
 			for (size_t c = 0; c < mc; c++)
 				acc.v->d[ix(ac, c)] = keep[c];
 		}
-		/* TRUTH: chains that share a (ca = 0) split it once */
-		td_op *da = be->kind == EMU_BE_TRUTH && !be->range && ca == 0 && mc > 1
+		/* TRUTH: operands emu_truth_split took apart, or chains that share
+		 * a (ca = 0) split it once */
+		td_op *da = !td_vec_of(be, a0) && be->kind == EMU_BE_TRUTH && !be->range && ca == 0 &&
+		                    mc > 1
 		                ? malloc(n * sizeof *da)
 		                : NULL;
 		if (da)

@@ -104,6 +104,9 @@ typedef struct emu_be {
 	 * apart until they are known to have failed nowhere (its arrays are
 	 * reused) */
 	emu_be_stats chain_st;
+	/* TRUTH: vectors emu_truth_split took apart for emu_dot_n (forks share
+	 * the owner's) */
+	struct emu_td_split *td;
 } emu_be;
 
 /* ---- backends (emu/engine/backend.c) ---- */
@@ -286,6 +289,13 @@ void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
  * these terms gives this number; a zero sum is −0 only when acc and every
  * product are −0. false (acc untouched) otherwise. */
 bool emu_truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n);
+/* TRUTH without range: every value of a and b (either may be NULL) taken
+ * apart once for the exact dot products of emu_dot_n, which read a GEMM's
+ * rows once per output (its values must not change until
+ * emu_truth_split_free, or emu_be_free, undoes it). Elsewhere, or out of
+ * memory, nothing: the dot products take their operands apart themselves. */
+void emu_truth_split(emu_be *be, const emu_vec *a, const emu_vec *b);
+void emu_truth_split_free(emu_be *be);
 
 /* Fold orders. */
 typedef enum {

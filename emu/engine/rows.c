@@ -51,6 +51,7 @@ static void fork_be(emu_be *sub, const emu_be *be)
 	sub->exact_inputs = be->exact_inputs;
 	sub->range_peak = -INFINITY;
 	sub->tables = be->tables;
+	sub->td = be->td; /* the owner's, freed by it */
 	emu_steps(sub, be->step_names, be->nstep_names);
 }
 

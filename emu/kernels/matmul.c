@@ -341,8 +341,10 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	 * output elements one each (seq), or store the GEMM's (tc) */
 	mm_rows q = {v,      (int)fma, bt != 0, &pol->compute, A,    I,    O,    n,   k,
 	             &model, Av,       Bv,      acc,           NULL, NULL, NULL, NULL};
-	if (v == SEQ)
+	if (v == SEQ) {
 		k_matmul_to_accum(be, A, Av, 0, m * k, Bv, 0, k * n, m * k);
+		emu_truth_split(be, Av, Bv); /* each row is read by n (m) dot products */
+	}
 	int prc = v == TC && be->kind != EMU_BE_TRUTH && !mm_encode(&q, m, be->kind == EMU_BE_FAST)
 	              ? -1
 	              : emu_rows(be, m * n, 2 * (uint64_t)k, mm_part, &q);
@@ -350,6 +352,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	free((void *)q.EB);
 	free(q.SA);
 	free(q.SB);
+	emu_truth_split_free(be);
 	if (prc != 0)
 		goto oom;
 	if (v == SEQ)

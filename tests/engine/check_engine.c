@@ -496,7 +496,9 @@ static void truth_operand(mpfr_ptr x, unsigned k, uint64_t r)
 /* emu_dot_n on TRUTH (whose chains without rounding are summed in an
  * integer accumulator) against the calls in turn, each product and sum an
  * MPFR operation at EMU_TRUTH_PREC bits: values, signs of zero, NaN,
- * counts, flags and the first failure. */
+ * counts, flags and the first failure; B's chains as rows or as columns
+ * (stride M), and a and b taken apart beforehand (emu_truth_split, as a
+ * GEMM does) or by each dot product. */
 START_TEST(test_dot_n_truth)
 {
 	enum { N = 24, M = 9 };
@@ -508,6 +510,10 @@ START_TEST(test_dot_n_truth)
 		unsigned k0 = (r >> 16) % 4, k1 = (r >> 20) % 6;
 		bool cvt = (r >> 24) & 1;
 		size_t ca = (r >> 25) & 1 ? 0 : N; /* 0: every chain shares a's row */
+		bool split = (r >> 26) & 1, bcol = (r >> 27) & 1;
+		/* chain c's element l of b: b[c·N + l], or b[l·M + c] (a column) */
+		size_t cb = bcol ? 1 : N, sb = bcol ? M : 1;
+#define BAT(c, l) ((c) * cb + (l) * sb)
 		emu_be be[2];
 		emu_vec *a[2], *b[2], *P[2], *acc[2];
 		for (int q = 0; q < 2; q++) {
@@ -536,13 +542,16 @@ START_TEST(test_dot_n_truth)
 			}
 		}
 		const emu_format *f = t_fmt("fp16");
+		if (split)
+			emu_truth_split(&be[0], a[0], b[0]);
 		emu_dot_n(&be[0], EMU_STEP0, f, cvt ? EMU_STEP0 + 1 : EMU_NOSTEP, EMU_STEP0 + 2, f,
-		          emu_row(acc[0], 0), emu_row(a[0], 0), ca, emu_row(b[0], 0), N,
+		          emu_row(acc[0], 0), emu_row(a[0], 0), ca, emu_strided(b[0], 0, sb), cb,
 		          emu_row(P[0], 0), n, m, 1000, n);
+		emu_truth_split_free(&be[0]);
 		for (size_t c = 0; c < m; c++) {
 			emu_ref Pc = emu_row(P[1], c * n);
 			emu_map(&be[1], EMU_STEP0, EMU_OP_MUL, f, Pc, emu_row(a[1], c * ca),
-			        emu_row(b[1], c * N), EMU_NOREF, n, 1000 + c * n, NULL);
+			        emu_strided(b[1], BAT(c, 0), sb), EMU_NOREF, n, 1000 + c * n, NULL);
 			if (cvt)
 				emu_map(&be[1], EMU_STEP0 + 1, EMU_OP_CVT, f, Pc, Pc, EMU_NOREF,
 				        EMU_NOREF, n, 1000 + c * n, NULL);
@@ -550,8 +559,9 @@ START_TEST(test_dot_n_truth)
 			         emu_at(acc[1], c), Pc, EMU_NOREF, n, 1000 + c * n);
 		}
 		char what[120];
-		snprintf(what, sizeof what, "case %llu: kinds %u/%u, n %zu, m %zu, ca %zu",
-		         (unsigned long long)i, k0, k1, n, m, ca);
+		snprintf(what, sizeof what,
+		         "case %llu: kinds %u/%u, n %zu, m %zu, ca %zu, split %d, b columns %d",
+		         (unsigned long long)i, k0, k1, n, m, ca, split, bcol);
 		for (size_t c = 0; c < m; c++) {
 			ck_assert(mpfr_get_prec(&acc[0]->m[c]) == EMU_TRUTH_PREC);
 			mpfr_ptr got = &acc[0]->m[c], ref = &acc[1]->m[c];
@@ -566,10 +576,9 @@ START_TEST(test_dot_n_truth)
 			mpfr_set_zero(u, 1);
 			mpfr_set_zero(v, 1);
 			for (size_t l = 0; l < n; l++)
-				mpfr_fma(v, &a[1]->m[c * ca + l], &b[1]->m[c * N + l], v,
-				         MPFR_RNDN);
-			if (emu_truth_dot_exact(u, emu_row(a[1], c * ca), emu_row(b[1], c * N),
-			                        n)) {
+				mpfr_fma(v, &a[1]->m[c * ca + l], &b[1]->m[BAT(c, l)], v, MPFR_RNDN);
+			if (emu_truth_dot_exact(u, emu_row(a[1], c * ca),
+			                        emu_strided(b[1], BAT(c, 0), sb), n)) {
 				exact_done++;
 				ck_assert_msg(
 				    mpfr_equal_p(u, v) && mpfr_signbit(u) == mpfr_signbit(v),
@@ -581,12 +590,11 @@ START_TEST(test_dot_n_truth)
 			mpfr_set(&w->m[0], &acc[0]->m[M - 1], MPFR_RNDN); /* (whatever it holds) */
 			mpfr_set(v, &w->m[0], MPFR_RNDN);
 			for (size_t l = 0; l < n; l++)
-				mpfr_fma(v, &a[1]->m[c * ca + l], &b[1]->m[c * N + l], v,
-				         MPFR_RNDN);
+				mpfr_fma(v, &a[1]->m[c * ca + l], &b[1]->m[BAT(c, l)], v, MPFR_RNDN);
 			uint64_t ops = be[1].st.ops[EMU_OP_FMA];
 			unsigned all = be[1].st.all_flags;
 			emu_fold(&be[1], EMU_STEP0 + 3, EMU_OP_FMA, f, EMU_ORDER_SEQ, emu_at(w, 0),
-			         emu_row(a[1], c * ca), emu_row(b[1], c * N), n, 5000);
+			         emu_row(a[1], c * ca), emu_strided(b[1], BAT(c, 0), sb), n, 5000);
 			ck_assert_msg(mp_same(v, &w->m[0]), "%s: chain %zu: fma fold", what, c);
 			ck_assert(be[1].st.ops[EMU_OP_FMA] == ops + n);
 			ck_assert(mpfr_nan_p(v) || be[1].st.all_flags == all);
@@ -595,6 +603,7 @@ START_TEST(test_dot_n_truth)
 		for (int q = 0; q < 2; q++)
 			emu_be_free(&be[q]);
 		cases++;
+#undef BAT
 	}
 	ck_assert_msg(exact_done > 5000, "the exact dot took only %llu chains",
 	              (unsigned long long)exact_done);
@@ -743,8 +752,11 @@ START_TEST(test_truth_dot_long)
 	const size_t cases = 400;
 	emu_be be;
 	emu_be_init(&be, EMU_BE_TRUTH, &EMU_ENV_DEFAULT);
-	emu_vec *a = emu_vec_new(&be, NMAX), *b = emu_vec_new(&be, NMAX);
-	ck_assert(a && b);
+	emu_steps(&be, names, ARRAY_SIZE(names));
+	emu_vec *a = emu_vec_new(&be, NMAX), *b = emu_vec_new(&be, NMAX),
+	        *P = emu_vec_new(&be, NMAX), *s = emu_vec_new(&be, 1);
+	ck_assert(a && b && P && s);
+	const emu_format *f = t_fmt("fp32");
 	mpfr_t u, v;
 	mpfr_inits2(EMU_TRUTH_PREC, u, v, (mpfr_ptr)0);
 	uint64_t done = 0, zeros = 0;
@@ -779,6 +791,15 @@ START_TEST(test_truth_dot_long)
 		ck_assert_msg(mpfr_equal_p(u, v) && mpfr_signbit(u) == mpfr_signbit(v),
 		              "case %llu: n %zu, spread %d, cancel %d", (unsigned long long)i, n,
 		              spread, cancel);
+		/* through emu_dot_n with a and b taken apart beforehand (one pass
+		 * when the vectors' bounds allow it, else two) */
+		emu_truth_split(&be, a, b);
+		mpfr_set_zero(&s->m[0], 1);
+		emu_dot_n(&be, EMU_STEP0, f, EMU_NOSTEP, EMU_STEP0 + 2, f, emu_row(s, 0), emu_row(a, 0),
+		          0, emu_row(b, 0), n, emu_row(P, 0), n, 1, 0, n);
+		emu_truth_split_free(&be);
+		ck_assert_msg(mp_same(&s->m[0], v), "case %llu: n %zu, spread %d, cancel %d, split",
+		              (unsigned long long)i, n, spread, cancel);
 	}
 	/* most chains fit 256 bits; some cancelled to zero exactly */
 	ck_assert_msg(done > cases / 2 && zeros > 0, "exact dot took %llu chains, %llu zero",

@@ -551,16 +551,22 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
 	tally tl = TALLY0;
 	emu_env env = be->env;
 	env.daz = false;
-	if (be->kind == EMU_BE_FAST && dst.stride == 1) { /* the array conversion */
+	/* the array conversion: FAST's values, or TRUTH's stored inputs (the
+	 * same values, then made exact) */
+	bool stored = be->kind == EMU_BE_TRUTH && !be->range && !be->exact_inputs;
+	if ((be->kind == EMU_BE_FAST || stored) && (dst.stride == 1 || stored)) {
 		uint8_t buf[2048];
+		double vals[2048];
 		for (size_t j0 = 0; j0 < n; j0 += sizeof buf) {
 			size_t m = n - j0 < sizeof buf ? n - j0 : sizeof buf;
 			const double *args[1] = {x + j0 * sx};
 			size_t st[1] = {sx};
-			double *d = dst.v->d + dst.off + j0;
+			double *d = stored ? vals : dst.v->d + dst.off + j0;
 			env.index = emu_sr_key(step, 0, elem + j0);
 			emu_a_flags r = emu_a_op(EMU_OP_CVT, f, d, args, st, m, &env, buf);
 			tally_array(&tl, &r, elem + j0);
+			for (size_t j = 0; stored && j < m; j++)
+				emu_truth_set_d(&dst.v->m[ix(dst, j0 + j)], vals[j]);
 			for (size_t j = 0; fl && j < m; j++)
 				fl[j0 + j] |= buf[j];
 			if (!be->loading)

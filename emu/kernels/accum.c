@@ -78,6 +78,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/kernels/tc.h"
 
@@ -166,11 +167,15 @@ static const emu_tc_steps tc_steps = {S_TC_BLOCK, S_PROMOTE, S_TC_OUT};
 static void draw_b(const emu_kin *in, double *b)
 {
 	size_t n = in->rows * in->cols, N = in->cols, k[64];
+	/* a power of two's remainders by a mask: a division an element was
+	 * most of a long row's draws */
+	size_t mask = (N & (N - 1)) == 0 ? N - 1 : 0;
 	for (size_t i0 = 0; i0 < n; i0 += 64) {
 		size_t m = n - i0 < 64 ? n - i0 : 64;
 		for (size_t j = 0; j < m; j++) {
 			size_t i = i0 + j;
-			k[j] = i - i % N + emu_sr_bits(in->seed, i) % N;
+			uint32_t u = (uint32_t)(emu_draw64(in->seed, i) >> 32); /* emu_sr_bits */
+			k[j] = mask ? (i & ~mask) + (u & mask) : i - i % N + u % N;
 		}
 		for (size_t j = 0; j < m; j++)
 			b[i0 + j] = fabs(in->x[k[j]]);

@@ -740,6 +740,79 @@ START_TEST(test_truth_set_d)
 }
 END_TEST
 
+/* emu_input on TRUTH from stored inputs (the storage format's values, then
+ * exact) against EXACT's, whose element loop rounds with MPFR: every
+ * value, flag, count and the input counts, in every format and mode, for
+ * source strides 1 and 3 and destination strides 1 and 2, over more
+ * elements than one of TRUTH's array conversions takes (2048). */
+START_TEST(test_truth_input_stored)
+{
+	enum { NI = 2500 };
+	double *x = malloc(3 * NI * sizeof *x);
+	uint8_t *fl[2] = {calloc(NI, 1), calloc(NI, 1)};
+	ck_assert(x && fl[0] && fl[1]);
+	uint64_t checked = 0;
+	for (size_t fi = 0; fi < ARRAY_SIZE(fmts); fi++)
+		for (size_t m = 0; m < ARRAY_SIZE(envs); m++)
+			for (int lay = 0; lay < 4; lay++) {
+				const emu_format *f = t_fmt(fmts[fi]);
+				size_t sx = lay & 1 ? 3 : 1, sd = lay & 2 ? 2 : 1;
+				for (size_t i = 0; i < 3 * NI; i++) { /* doubles, not f's values */
+					uint64_t r = t_rand(91 + fi, i);
+					double u = f->emin - f->p - 2 +
+					           (double)(r % 100000) / 100000.0 *
+					               (f->emax - f->emin + f->p + 6);
+					x[i] = ((r >> 40) & 1 ? -1 : 1) * exp2(u);
+					if (r % 97 == 0)
+						x[i] = (r >> 20) & 1 ? INFINITY : NAN;
+					if (r % 89 == 0)
+						x[i] = (r >> 21) & 1 ? -0.0 : 0.0;
+				}
+				emu_env env = EMU_ENV_DEFAULT;
+				env.mode = emu_mode_by_name(envs[m]);
+				env.seed = 7;
+				emu_be be[2];
+				emu_vec *d[2];
+				for (int q = 0; q < 2; q++) {
+					emu_be_init(&be[q], q ? EMU_BE_EXACT : EMU_BE_TRUTH, &env);
+					emu_steps(&be[q], names, 5);
+					d[q] = emu_vec_new(&be[q], 2 * NI);
+					ck_assert(d[q]);
+					memset(fl[q], 0, NI);
+					emu_input(&be[q], STEP, f, emu_strided(d[q], 0, sd), x, sx, NI, 1000,
+					          fl[q]);
+				}
+				char what[96];
+				snprintf(what, sizeof what, "%s %s, strides %zu and %zu", f->name,
+				         envs[m], sx, sd);
+				for (size_t j = 0; j < NI; j++) {
+					mpfr_srcptr t = &d[0]->m[j * sd];
+					double w = d[1]->d[j * sd];
+					ck_assert_msg(isnan(w) ? mpfr_nan_p(t)
+					                       : mpfr_cmp_d(t, w) == 0 &&
+					                             !mpfr_signbit(t) == !signbit(w),
+					              "%s: element %zu: %a stored as %a, truth %a", what, j,
+					              x[j * sx], w, mpfr_get_d(t, MPFR_RNDN));
+					ck_assert_msg(fl[0][j] == fl[1][j], "%s: element %zu: flags %x, %x",
+					              what, j, fl[0][j], fl[1][j]);
+				}
+				same_stats(&be[0].st, &be[1].st, what);
+				ck_assert_msg(be[0].st.in_n == be[1].st.in_n &&
+				                  be[0].st.in_changed == be[1].st.in_changed &&
+				                  be[0].st.in_overflow == be[1].st.in_overflow &&
+				                  be[0].st.in_flushed == be[1].st.in_flushed,
+				              "%s: input counts", what);
+				for (int q = 0; q < 2; q++)
+					emu_be_free(&be[q]);
+				checked += NI;
+			}
+	free(x);
+	free(fl[0]);
+	free(fl[1]);
+	t_count("engine: truth's stored inputs == exact's", checked);
+}
+END_TEST
+
 /* emu_truth_dot_exact over long chains (the accumulator's digits carried
  * part-way, every TD_SPAN terms): 64-bit significands whose products fill
  * 128 bits, exponents spread so each product lands on every bit offset,
@@ -938,6 +1011,7 @@ Suite *suite_engine(void)
 	tcase_add_test(tc, test_dot_n);
 	tcase_add_test(tc, test_dot_n_truth);
 	tcase_add_test(tc, test_truth_dot_long);
+	tcase_add_test(tc, test_truth_input_stored);
 	tcase_add_test(tc, test_truth_div_pow2);
 	tcase_add_test(tc, test_truth_set_d);
 	tcase_add_test(tc, test_truth_exp);

@@ -991,13 +991,14 @@ emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *
 			// cppcheck-suppress uninitvar ; the chunk's results, all m written
 			memcpy(dst + i0, buf, m * sizeof *buf);
 	}
-	acc.count[4] += cnt[0];
-	acc.count[3] += cnt[1];
-	acc.count[2] += cnt[2];
-	for (int j = 0; j < 5; j++)
-		if (acc.count[j])
-			acc.any |= 1u << j;
-	return acc;
+	/* built from scalars: the counts read back as the wider words the
+	 * return copies stalled each call's store forwarding (a tenth of
+	 * emu_a_op in a training run, whose maps are short) */
+	uint64_t c0 = acc.count[0], c1 = acc.count[1], c2 = acc.count[2] + cnt[2],
+	         c3 = acc.count[3] + cnt[1], c4 = acc.count[4] + cnt[0];
+	unsigned any = (unsigned)(c0 != 0) | (unsigned)(c1 != 0) << 1 | (unsigned)(c2 != 0) << 2 |
+	               (unsigned)(c3 != 0) << 3 | (unsigned)(c4 != 0) << 4;
+	return (emu_a_flags){{c0, c1, c2, c3, c4}, any, acc.first_bad, acc.first_flags};
 }
 
 #define A1(NAME, OP)                                                                               \

@@ -867,7 +867,7 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 		return false;
 	if (!f->has_sign || !f->has_zero || !f->has_subnormals || f->p < 2 || f->p > 25)
 		return false;
-	if (fegetround() != FE_TONEAREST)
+	if (!emu_fpu_nearest())
 		return false;
 	c->S = 53 - f->p;
 	c->low = (1ull << c->S) - 1;

@@ -9,7 +9,9 @@
 #ifndef NANMAP_EMU_INTERNAL_H
 #define NANMAP_EMU_INTERNAL_H
 
+#include <fenv.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "emu/core/draw.h"
@@ -50,6 +52,20 @@ EMU_INTERNAL double emu_v_from_double(const emu_format *f, double x, const emu_e
 EMU_INTERNAL double emu_operand(const emu_format *f, emu_bits b, const emu_env *env);
 /* invalid for a signaling NaN operand (IEEE 754-2019 §7.2(a)); the result
  * is the produced NaN, which is quiet, so quieting needs nothing else. */
+/* Does the CPU's double arithmetic round to nearest? The fast paths let
+ * it round (x + magic, the products' error terms). On x86-64 that
+ * arithmetic is SSE's, whose MXCSR rounding bits (13-14) are read inline:
+ * fegetround is a call into libm at every array operation. (The library
+ * as a whole assumes binary64 subnormals are kept: no FTZ or DAZ.) */
+static inline bool emu_fpu_nearest(void)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+	return (__builtin_ia32_stmxcsr() & 0x6000u) == 0;
+#else
+	return fegetround() == FE_TONEAREST;
+#endif
+}
+
 static inline unsigned emu_snan_flag(const emu_format *f, emu_bits b)
 {
 	return emu_is_snan(f, b) ? EMU_FLAG_INVALID : 0;

@@ -57,7 +57,7 @@ static bool setup(const emu_format *f, const emu_env *env, struct consts *c)
 		return false;
 	/* RNE lets the FPU round the subnormal range (x + magic): needs the
 	 * default rounding direction. */
-	if (env->mode == EMU_RNE && fegetround() != FE_TONEAREST)
+	if (env->mode == EMU_RNE && !emu_fpu_nearest())
 		return false;
 	if (!(f->nan == EMU_NAN_IEEE && f->has_inf) && f->nan != EMU_NAN_FN)
 		return false;

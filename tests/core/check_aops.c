@@ -7,6 +7,7 @@
  * in RNE, the generic one elsewhere); strides 0 and 2, n = 0 and 1, SR
  * keyed by env->index + i; and random elements against MPFR directly.
  */
+#include <fenv.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1381,6 +1382,46 @@ START_TEST(test_specials_second_look)
 }
 END_TEST
 
+/* The fast paths let the CPU round (x + magic): under another rounding
+ * direction every array op must still give the elements' own results,
+ * bits and flags (the fast paths step aside). */
+START_TEST(test_fpu_modes)
+{
+	static const int dirs[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+	static const emu_op ops[] = {EMU_OP_CVT, EMU_OP_ADD, EMU_OP_MUL, EMU_OP_FMA, EMU_OP_DIV};
+	enum { NF = 3000 };
+	static double a[NF], b[NF], c[NF], r[NF];
+	static uint8_t fl[NF];
+	const emu_format *f = t_fmt("fp16");
+	uint64_t checked = 0;
+	for (size_t i = 0; i < NF; i++) {
+		uint64_t u = t_rand(97, i);
+		a[i] = ldexp((double)(u >> 11) * 0x1p-53 - 0.5, (int)(u % 40) - 26);
+		b[i] = ldexp((double)(t_rand(98, i) >> 11) * 0x1p-53 - 0.5, (int)(u % 23) - 8);
+		c[i] = ldexp((double)(t_rand(99, i) >> 11) * 0x1p-53, -(int)(u % 30));
+	}
+	for (int d = 0; d < 3; d++)
+		for (size_t o = 0; o < ARRAY_SIZE(ops); o++) {
+			const double *args[3] = {a, b, c};
+			size_t st[3] = {1, 1, 1};
+			emu_env env = EMU_ENV_DEFAULT;
+			fesetround(dirs[d]);
+			emu_a_op(ops[o], f, r, args, st, NF, &env, fl);
+			fesetround(FE_TONEAREST);
+			for (size_t i = 0; i < NF; i++) {
+				unsigned v = 0;
+				double w = emu_a_element(ops[o], f, a[i], b[i], c[i], &env, &v);
+				ck_assert_msg(emu_encode(f, w) == emu_encode(f, r[i]) && v == fl[i],
+				              "mode %d, %s, element %zu: %a %a %a -> %a (%x), want %a (%x)",
+				              d, emu_op_name(ops[o]), i, a[i], b[i], c[i], r[i], fl[i], w,
+				              v);
+				checked++;
+			}
+		}
+	t_count("aops: array ops under other FPU modes == elements", checked);
+}
+END_TEST
+
 Suite *suite_aops(void)
 {
 	Suite *s = suite_create("aops");
@@ -1403,6 +1444,7 @@ Suite *suite_aops(void)
 	tcase_add_test(tc, test_fold_n_f32_lanes);
 	tcase_add_loop_test(tc, test_fold_n, 0, (int)ARRAY_SIZE(foldnfmts));
 	tcase_add_test(tc, test_unary_second_look);
+	tcase_add_test(tc, test_fpu_modes);
 	tcase_add_loop_test(tc, test_pick_any_double, 0, (int)ARRAY_SIZE(pickfmts));
 	tcase_add_loop_test(tc, test_specials_second_look, 0, 2);
 	suite_add_tcase(s, tc);

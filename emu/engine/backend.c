@@ -561,6 +561,7 @@ void emu_input(emu_be *be, unsigned step, const emu_format *f, emu_ref dst, cons
 			size_t m = n - j0 < sizeof buf ? n - j0 : sizeof buf;
 			const double *args[1] = {x + j0 * sx};
 			size_t st[1] = {sx};
+			// cppcheck-suppress legacyUninitvar ; vals receives the chunk's values
 			double *d = stored ? vals : dst.v->d + dst.off + j0;
 			env.index = emu_sr_key(step, 0, elem + j0);
 			emu_a_flags r = emu_a_op(EMU_OP_CVT, f, d, args, st, m, &env, buf);

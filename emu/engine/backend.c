@@ -1070,6 +1070,18 @@ static int td_lg(size_t n)
 	return lg;
 }
 
+/* A dot product's first value acc split (td_operand), and the lowest bit
+ * and the highest bit's successor of the sum so far (LONG_MAX and LONG_MIN
+ * for a zero); false when acc cannot be split */
+static bool td_start(mpfr_srcptr acc, uint64_t *m0, long *e0, bool *n0, long *lo, long *top)
+{
+	if (!td_operand(acc, m0, e0, n0))
+		return false;
+	*lo = *m0 ? *e0 : LONG_MAX;
+	*top = *m0 ? *e0 + (64 - __builtin_clzll(*m0)) : LONG_MIN;
+	return true;
+}
+
 /* acc + Σ a_l·b_l over l < n into acc, exactly (t: n terms of scratch; da:
  * a's operands split already, or NULL); false (nothing written) when a
  * step might round or an operand is not finite */
@@ -1077,17 +1089,12 @@ static bool truth_dot_exact(mpfr_ptr acc, emu_ref a, const td_op *da, emu_ref b,
                             td_term *t)
 {
 	uint64_t m0;
-	long e0;
+	long e0, lo, top;
 	bool n0;
-	if (!td_operand(acc, &m0, &e0, &n0))
+	if (!td_start(acc, &m0, &e0, &n0, &lo, &top))
 		return false;
 	/* pass 1: the nonzero products, their lowest bit and highest bit */
-	long lo = LONG_MAX, top = LONG_MIN;
 	bool allneg = n0;
-	if (m0) {
-		lo = e0;
-		top = e0 + (64 - __builtin_clzll(m0));
-	}
 	size_t nt = 0;
 	for (size_t l = 0; l < n; l++) {
 		uint64_t ma, mb;
@@ -1134,16 +1141,11 @@ static bool truth_dot_split(mpfr_ptr acc, const td_op *da, size_t sa, const td_o
                             size_t n, const td_vec *ta, const td_vec *tb)
 {
 	uint64_t m0;
-	long e0;
+	long e0, lo, top;
 	bool n0;
-	if (!td_operand(acc, &m0, &e0, &n0))
+	if (!td_start(acc, &m0, &e0, &n0, &lo, &top))
 		return false;
-	long lo = LONG_MAX, top = LONG_MIN;
 	bool allneg = n0, ok = true, any = m0 != 0;
-	if (m0) {
-		lo = e0;
-		top = e0 + (64 - __builtin_clzll(m0));
-	}
 	bool bounded = ta && tb && ta->all_ok && tb->all_ok && ta->emin != LONG_MAX &&
 	               tb->emin != LONG_MAX;
 	if (bounded) {

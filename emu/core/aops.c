@@ -1291,12 +1291,6 @@ A_CLONES static void fold_lanes_8(emu_op op, const struct fconsts *c, const emu_
 }
 
 /* f is IEEE binary32 (what the CPU's float is) */
-static bool is_binary32(const emu_format *f)
-{
-	return f->p == 24 && f->emin == -126 && f->emax == 127 && f->has_sign && f->has_inf &&
-	       f->has_subnormals && f->has_zero && f->nan == EMU_NAN_IEEE;
-}
-
 /*
  * An add or sub fold in binary32, RNE, no sat, ftz or daz: each step is the
  * CPU's float addition, which is that rounding, so the chain waits only for
@@ -1722,7 +1716,7 @@ A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc,
 static bool f32_fold(emu_op op, const emu_format *f, const emu_env *env)
 {
 	return (op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_FMA) && env->mode == EMU_RNE &&
-	       !env->sat && !env->ftz && !env->daz && is_binary32(f);
+	       !env->sat && !env->ftz && !env->daz && emu_is_binary32(f);
 }
 
 #define FOLD_CASE(OP)                                                                              \

@@ -66,6 +66,14 @@ static inline bool emu_fpu_nearest(void)
 #endif
 }
 
+/* f is IEEE binary32 (float): its values and the CPU's float arithmetic
+ * on them are the same */
+static inline bool emu_is_binary32(const emu_format *f)
+{
+	return f->p == 24 && f->emin == -126 && f->emax == 127 && f->has_sign && f->has_inf &&
+	       f->has_subnormals && f->has_zero && f->nan == EMU_NAN_IEEE;
+}
+
 static inline unsigned emu_snan_flag(const emu_format *f, emu_bits b)
 {
 	return emu_is_snan(f, b) ? EMU_FLAG_INVALID : 0;

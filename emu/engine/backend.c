@@ -4,6 +4,7 @@
  * backend, so the two run the same kernel code and differ only in who
  * rounds; TRUTH computes at EMU_TRUTH_PREC bits and ignores formats.
  */
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -1336,18 +1337,77 @@ static void dot_one(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
  * chains' own (only the order differs, which emu_dot_n_then's separate
  * counts allow) */
 enum { DOT_GATHER = 2048 };
+
+/* FAST, the products of mc chains into P (chain c's at c·n) when each is a
+ * binary32 value (and finite) and fm (and fa, when the products are
+ * converted) is binary32: the product of two values of fm is exact in
+ * binary64, so each map's element would be that value with no flag raised,
+ * whatever the rounding (no ftz, daz: a subnormal stays itself); both
+ * maps' records then are n·mc operations, no flags. False, P half
+ * written, when any product is not so: the maps decide. A GEMM of
+ * operands narrower than its binary32 accumulator (fp16 or bf16 into
+ * fp32) has such products but where they overflow or underflow. */
+static bool dot_products_exact(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt,
+                               const emu_format *fa, emu_ref a0, size_t ca, emu_ref b0, size_t cb,
+                               emu_ref P, size_t n, size_t mc)
+{
+	if (!emu_is_binary32(fm) || (scvt != EMU_NOSTEP && !emu_is_binary32(fa)) ||
+	    be->env.ftz || be->env.daz || be->range || P.stride != 1)
+		return false;
+	const double *pa = a0.v->d + a0.off, *pb = b0.v->d + b0.off;
+	double *d = P.v->d + P.off;
+	size_t sa = a0.stride, sb = b0.stride;
+	int32_t ok = 1;
+	for (size_t c = 0; c < mc && ok; c++, d += n) {
+		const double *ra = pa + c * ca, *rb = pb + c * cb;
+		if (sa == 1 && sb == 1) /* as one vector loop */
+			for (size_t j = 0; j < n; j++) {
+				double p = ra[j] * rb[j];
+				d[j] = p;
+				ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
+			}
+		else
+			for (size_t j = 0; j < n; j++) {
+				double p = ra[j * sa] * rb[j * sb];
+				d[j] = p;
+				ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
+			}
+	}
+	if (!ok)
+		return false;
+	tally none = TALLY0;
+	record_tally(be, smul, EMU_OP_MUL, n * mc, &none);
+	if (scvt != EMU_NOSTEP)
+		record_tally(be, scvt, EMU_OP_CVT, n * mc, &none);
+	return true;
+}
+
 static void dot_maps_gathered(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt,
                               const emu_format *fa, emu_ref a0, size_t ca, emu_ref b0, size_t cb,
                               emu_ref P, size_t n, size_t mc, uint64_t e0)
 {
 	double ga[DOT_GATHER], gb[DOT_GATHER];
-	for (size_t c = 0; c < mc; c++) {
-		const double *pa = a0.v->d + a0.off + c * ca, *pb = b0.v->d + b0.off + c * cb;
-		for (size_t j = 0; j < n; j++) {
-			ga[c * n + j] = pa[j * a0.stride];
-			gb[c * n + j] = pb[j * b0.stride];
+	const double *pa = a0.v->d + a0.off, *pb = b0.v->d + b0.off;
+	if (cb < b0.stride) /* B's chains are columns (a GEMM's B row-major): */
+		for (size_t j0 = 0; j0 < n; j0 += 8) { /* blocks of its rows, each read once */
+			size_t je = n - j0 < 8 ? n : j0 + 8;
+			for (size_t c = 0; c < mc; c++)
+				for (size_t j = j0; j < je; j++) {
+					ga[c * n + j] = pa[c * ca + j * a0.stride];
+					gb[c * n + j] = pb[c * cb + j * b0.stride];
+				}
 		}
-	}
+	else if (a0.stride == 1 && b0.stride == 1)
+		for (size_t c = 0; c < mc; c++) {
+			memcpy(ga + c * n, pa + c * ca, n * sizeof *ga);
+			memcpy(gb + c * n, pb + c * cb, n * sizeof *gb);
+		}
+	else
+		for (size_t c = 0; c < mc; c++)
+			for (size_t j = 0; j < n; j++) {
+				ga[c * n + j] = pa[c * ca + j * a0.stride];
+				gb[c * n + j] = pb[c * cb + j * b0.stride];
+			}
 	emu_vec va = {mc * n, ga, NULL}, vb = {mc * n, gb, NULL};
 	emu_ref Pr = emu_row(P.v, P.off);
 	emu_map(be, smul, EMU_OP_MUL, fm, Pr, emu_row(&va, 0), emu_row(&vb, 0), EMU_NOREF, mc * n,
@@ -1410,7 +1470,10 @@ void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
 				}
 				be->st = t;
 			}
-			if (ce == n && mc * n <= DOT_GATHER)
+			if (dot_products_exact(be, smul, fm, scvt, fa, a0, ca, b0, cb, P, n,
+			                                  mc))
+				; /* every product exact, no flag */
+			else if (ce == n && mc * n <= DOT_GATHER)
 				dot_maps_gathered(be, smul, fm, scvt, fa, a0, ca, b0, cb, P, n, mc,
 				                  e0);
 			else

@@ -344,6 +344,18 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	if (v == SEQ) {
 		k_matmul_to_accum(be, A, Av, 0, m * k, Bv, 0, k * n, m * k);
 		emu_truth_split(be, Av, Bv); /* each row is read by n (m) dot products */
+		/* FAST gathers each chunk's operands chain after chain: B's columns
+		 * laid out as rows once (the TN layout reads the same values, and
+		 * elements are numbered by position in the sum, not in memory) */
+		emu_vec *BT = be->kind == EMU_BE_FAST && !bt && n > 1 ? emu_vec_new(be, k * n) : NULL;
+		if (BT) {
+			for (size_t l0 = 0; l0 < k; l0 += 8) /* blocks of B's rows, each read once */
+				for (size_t j = 0; j < n; j++)
+					for (size_t l = l0; l < k && l < l0 + 8; l++)
+						BT->d[j * k + l] = Bv->d[l * n + j];
+			q.Bv = BT;
+			q.bt = true;
+		}
 	}
 	int prc = v == TC && be->kind != EMU_BE_TRUTH && !mm_encode(&q, m, be->kind == EMU_BE_FAST)
 	              ? -1

@@ -461,6 +461,107 @@ START_TEST(test_dot_n)
 }
 END_TEST
 
+/* An operand of test_dot_n_f32: a bf16 value's 8-bit significand at an
+ * exponent the case's kind picks. Kind 0: in [2^-10, 2^11), so products are
+ * exact binary32 values; 1: a third at 2^-70, whose products with each other
+ * are exact binary32 subnormals (ftz flushes them); 2: a's tenth at 2^-130,
+ * a binary32 subnormal (daz reads it as zero) with exact products; 3: kind
+ * 0 with infinities (exact products, sat clamps them); 4: fill's spread
+ * (overflow, inexact products, NaN). */
+static double f32_operand(unsigned kind, bool is_a, uint64_t r)
+{
+	double m = (double)(128 + r % 128) / 256 * ((r >> 8) & 1 ? -1 : 1);
+	int e = (int)((r >> 12) % 21) - 10;
+	if (kind == 1 && (r >> 20) % 3 == 0)
+		e = -70;
+	if (kind == 2 && is_a && (r >> 20) % 10 == 0)
+		e = -130;
+	if (kind == 3 && (r >> 20) % 17 == 0)
+		return m < 0 ? -INFINITY : INFINITY;
+	return ldexp(m, e);
+}
+
+/* emu_dot_n in binary32 (a GEMM's fp32 accumulation of fp16 or bf16
+ * operands taken into it) against its chains in turn, as test_dot_n:
+ * FAST's products that are all exact binary32 values skip the maps; under
+ * ftz, daz and sat, and where one is not exact, they must not. */
+START_TEST(test_dot_n_f32)
+{
+	const emu_format *f = t_fmt("fp32");
+	uint64_t cases = 0, by_kind[5] = {0};
+	enum { NMAX = 40, MMAX = 21, NV = MMAX * NMAX + NMAX };
+	for (uint64_t i = 0; i < 2000; i++) {
+		uint64_t r = t_rand(79, i);
+		unsigned kind = (unsigned)(r % 5);
+		size_t n = 1 + (r >> 8) % NMAX, m = 1 + (r >> 16) % MMAX;
+		size_t ca = (r >> 24) & 1 ? n : 0, cb = (r >> 25) & 1 ? 1 : n,
+		       ce = n + (r >> 26) % 3;
+		emu_env env = EMU_ENV_DEFAULT;
+		env.mode = (r >> 30) & 1 ? EMU_SR : EMU_RNE;
+		env.seed = 5;
+		env.ftz = (r >> 31) % 4 == 0;
+		env.daz = (r >> 33) % 4 == 0;
+		env.sat = (r >> 35) % 4 == 0;
+		emu_be be[2];
+		emu_vec *a[2], *b[2], *P[2], *acc[2];
+		for (int k = 0; k < 2; k++) {
+			emu_be_init(&be[k], EMU_BE_FAST, &env);
+			emu_steps(&be[k], names, ARRAY_SIZE(names));
+			a[k] = emu_vec_new(&be[k], NV);
+			b[k] = emu_vec_new(&be[k], NV);
+			P[k] = emu_vec_new(&be[k], MMAX * NMAX);
+			acc[k] = emu_vec_new(&be[k], MMAX);
+			ck_assert(a[k] && b[k] && P[k] && acc[k]);
+			if (kind == 4) {
+				fill(f, 300 + i, a[k]->d, NV);
+				fill(f, 400 + i, b[k]->d, NV);
+			}
+			for (size_t j = 0; kind < 4 && j < NV; j++) {
+				a[k]->d[j] = f32_operand(kind, true, t_rand(300 + i, j));
+				b[k]->d[j] = f32_operand(kind, false, t_rand(400 + i, j));
+			}
+			for (size_t c = 0; c < MMAX; c++)
+				acc[k]->d[c] = 0;
+		}
+		emu_dot_n(&be[0], EMU_STEP0, f, EMU_NOSTEP, EMU_STEP0 + 2, f, emu_row(acc[0], 0),
+		          emu_row(a[0], 0), ca, emu_strided(b[0], 0, cb == 1 ? m : 1), cb,
+		          emu_row(P[0], 0), n, m, 1000, ce);
+		for (size_t c = 0; c < m; c++) {
+			emu_ref Pc = emu_row(P[1], c * n);
+			emu_map(&be[1], EMU_STEP0, EMU_OP_MUL, f, Pc, emu_row(a[1], c * ca),
+			        emu_strided(b[1], c * cb, cb == 1 ? m : 1), EMU_NOREF, n,
+			        1000 + c * ce, NULL);
+			emu_fold(&be[1], EMU_STEP0 + 2, EMU_OP_ADD, f, EMU_ORDER_SEQ,
+			         emu_at(acc[1], c), Pc, EMU_NOREF, n, 1000 + c * ce);
+		}
+		char what[200];
+		snprintf(what, sizeof what, "case %llu: kind %u, n %zu, m %zu, %s%s%s%s",
+		         (unsigned long long)i, kind, n, m, env.mode == EMU_SR ? "sr" : "rne",
+		         env.ftz ? " ftz" : "", env.daz ? " daz" : "", env.sat ? " sat" : "");
+		for (size_t c = 0; c < m; c++)
+			ck_assert_msg(emu_encode(f, acc[0]->d[c]) == emu_encode(f, acc[1]->d[c]),
+			              "%s: chain %zu", what, c);
+		same_stats(&be[0].st, &be[1].st, what);
+		uint64_t mul_fl = 0; /* a product that raised a flag, or was NaN */
+		for (int k = 0; k < EMU_NFLAGS; k++)
+			mul_fl |= be[1].st.flags[EMU_OP_MUL][k];
+		for (size_t j = 0; j < m * n; j++)
+			mul_fl |= isnan(P[1]->d[j]);
+		by_kind[kind] += mul_fl != 0;
+		for (int k = 0; k < 2; k++)
+			emu_be_free(&be[k]);
+		cases++;
+	}
+	/* kind 0's products are exact; the others' raised flags (or made NaN)
+	 * where the exact path must stand aside */
+	ck_assert_uint_eq(by_kind[0], 0);
+	for (unsigned k = 1; k < 5; k++)
+		ck_assert_msg(by_kind[k] > 30, "kind %u: only %llu cases' products raised a flag",
+		              k, (unsigned long long)by_kind[k]);
+	t_count("engine: dot_n in binary32 == its chains in turn", cases);
+}
+END_TEST
+
 /* A TRUTH operand of kind k for test_dot_n_truth: small integers (exact
  * sums, signed zeros, cancellation), doubles over a narrow or a wide
  * exponent range, values of more than 64 bits, inf and NaN */
@@ -1009,6 +1110,7 @@ Suite *suite_engine(void)
 	tcase_add_test(tc, test_map_mode);
 	tcase_add_test(tc, test_folds);
 	tcase_add_test(tc, test_dot_n);
+	tcase_add_test(tc, test_dot_n_f32);
 	tcase_add_test(tc, test_dot_n_truth);
 	tcase_add_test(tc, test_truth_dot_long);
 	tcase_add_test(tc, test_truth_input_stored);

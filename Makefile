@@ -169,6 +169,11 @@ build/%.o: %.c build/dep.mode | build/deps.ok
 # aops.c's specialised loops alone took 80 s of the build's CPU.)
 $(LIB_OBJ): NM_PIC := -fPIC -fno-semantic-interposition
 
+# The array operations' loops vectorise sqrt only where GCC may drop libm's
+# errno call (its optimize attribute does not reach the builtin); nothing
+# in aops.c reads errno.
+build/emu/core/aops.o: NM_PIC += -fno-math-errno
+
 $(LIB): $(LIB_OBJ)
 	@mkdir -p lib
 	rm -f $@ && ar rcs $@ $^

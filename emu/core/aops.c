@@ -904,10 +904,41 @@ static bool bad_flags(unsigned v)
 	return (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO)) != 0;
 }
 
+/*
+ * A conversion into binary32 of values that all are binary32 values: each
+ * is its own result, with no flag, in every rounding mode (SR included:
+ * nothing is discarded); not under ftz or daz (a subnormal would be
+ * flushed), and an infinity only without sat (which clamps it). The kernels
+ * take every operand of binary32 compute so (fp16 or bf16 storage, or a
+ * state read back). Checked first, over unit-stride operands, then copied
+ * (memmove: dst may overlap a); false leaves dst untouched.
+ */
+A_CLONES static bool cvt_f32_same(const emu_format *f, double *dst, const double *a, size_t sa,
+                                  size_t n, const emu_env *env, uint8_t *flags)
+{
+	if (sa != 1 || env->ftz || env->daz || !emu_is_binary32(f))
+		return false;
+	const double lim = env->sat ? FLT_MAX : INFINITY;
+	int32_t ok = 1;
+	for (size_t i = 0; i < n; i++) {
+		double x = a[i];
+		ok &= ((double)(float)x == x) & (fabs(x) <= lim);
+	}
+	if (!ok)
+		return false;
+	if (dst != a)
+		memmove(dst, a, n * sizeof *dst);
+	if (flags)
+		memset(flags, 0, n);
+	return true;
+}
+
 emu_a_flags emu_a_op(emu_op op, const emu_format *f, double *dst, const double *const *args,
                      const size_t *strides, size_t n, const emu_env *env, uint8_t *flags)
 {
 	emu_a_flags acc = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
+	if (op == EMU_OP_CVT && cvt_f32_same(f, dst, args[0], strides[0], n, env, flags))
+		return acc;
 	int ar = emu_op_arity(op);
 	const double *a = args[0], *b = ar > 1 ? args[1] : a, *c = ar > 2 ? args[2] : a;
 	size_t sa = strides[0], sb = ar > 1 ? strides[1] : 0, sc = ar > 2 ? strides[2] : 0;

@@ -40,6 +40,7 @@
  * draws the gradients, makes Python's scalars (emu_opt_plan_make) and
  * counts the diagnostics.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,6 +245,24 @@ typedef struct {
 static void tally_step(const emu_be *be, int v, size_t n, const emu_vec *a, const emu_vec *w,
                        const emu_vec *w_old, const emu_vec *g, const emu_vec *vv, opt_tally *c)
 {
+	if (be->kind != EMU_BE_TRUTH) { /* doubles: the same tests, counted as integers */
+		uint64_t bad = 0, nz = 0, lost = 0, ng = 0, vz = 0;
+		for (size_t i = 0; i < n; i++) {
+			double ai = a->d[i];
+			uint64_t fin = fabs(ai) <= DBL_MAX, nzi = fin & (ai != 0);
+			bad += fin ^ 1;
+			nz += nzi;
+			lost += nzi & (w->d[i] == w_old->d[i]);
+		}
+		for (size_t i = 0; v != OPT_SGD && i < n; i++) {
+			uint64_t gi = g->d[i] != 0;
+			ng += gi;
+			vz += gi & (vv->d[i] == 0);
+		}
+		c->bad += (double)bad, c->nz += (double)nz, c->lost += (double)lost;
+		c->g += (double)ng, c->vzero += (double)vz;
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (!v_finite(be, a, i))
 			c->bad++;

@@ -1422,6 +1422,90 @@ START_TEST(test_fpu_modes)
 }
 END_TEST
 
+/* A conversion into binary32 of values that all are binary32 values is
+ * their copy with no flag (emu_a_op's first look): against the elements, in
+ * every mode, with sat, ftz and daz, blocks of such values (normal;
+ * subnormal and zero; infinite) and blocks with one value that is not
+ * (inexact, NaN, beyond FLT_MAX), the result written elsewhere, in place and
+ * one element on (overlapping), with and without per-element flags. */
+START_TEST(test_cvt_f32_same)
+{
+	enum { NB = 600, KINDS = 6 };
+	const emu_format *f = t_fmt("fp32");
+	static double src[NB], buf[NB + 1], r[NB + 1];
+	static uint8_t fl[NB];
+	uint64_t checked = 0, copies = 0;
+	for (int kind = 0; kind < KINDS; kind++) {
+		for (size_t i = 0; i < NB; i++) {
+			uint64_t u = t_rand(101 + (uint64_t)kind, i);
+			uint32_t fb = (uint32_t)u & 0x7f7fffffu; /* finite: exponent below 255 */
+			if (kind == 1 && i % 3 == 0)
+				fb &= 0x807fffffu; /* subnormal or zero */
+			float v;
+			memcpy(&v, &fb, sizeof v);
+			src[i] = (u >> 40) & 1 ? -(double)v : (double)v;
+			if (kind == 2 && i % 50 == 7)
+				src[i] = (u >> 41) & 1 ? -INFINITY : INFINITY;
+		}
+		size_t at = (size_t)(t_rand(111, (uint64_t)kind) % NB);
+		if (kind == 3)
+			src[at] = 1.0 + 0x1p-30; /* not a binary32 value */
+		if (kind == 4)
+			src[at] = NAN;
+		if (kind == 5)
+			src[at] = 0x1p128;
+		for (int m = 0; m < EMU_NMODES; m++)
+			for (int sat = 0; sat < 2; sat++)
+				for (int sub = 0; sub < 3; sub++)
+					for (int place = 0; place < 3; place++)
+						for (int wf = 0; wf < 2; wf++) {
+							emu_env env = env_of(m, sat, sub);
+							memcpy(buf, src, sizeof src);
+							const double *a = place == 0 ? src : buf;
+							double *d = place == 0   ? r
+							            : place == 1 ? buf
+							                         : buf + 1;
+							const double *args[1] = {a};
+							size_t st[1] = {1};
+							emu_a_flags c = emu_a_op(EMU_OP_CVT, f, d, args, st,
+							                         NB, &env, wf ? fl : NULL);
+							uint64_t sum[5] = {0, 0, 0, 0, 0}, first = UINT64_MAX;
+							emu_env e = env;
+							bool same = true;
+							for (size_t i = 0; i < NB; i++) {
+								unsigned v = 0;
+								e.index = env.index + i;
+								double w = emu_a_element(EMU_OP_CVT, f, src[i], 0,
+								                         0, &e, &v);
+								ck_assert_msg(
+								    emu_encode(f, w) == emu_encode(f, d[i]) &&
+								        (!wf || v == fl[i]),
+								    "kind %d mode %s sat %d sub %d place %d: "
+								    "element %zu: %a -> %a (%x), want %a (%x)",
+								    kind, emu_mode_name((emu_mode)m), sat, sub,
+								    place, i, src[i], d[i], wf ? fl[i] : 0u, w,
+								    v);
+								for (int k = 0; k < 5; k++)
+									sum[k] += (v >> k) & 1;
+								if (first == UINT64_MAX &&
+								    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID |
+								          EMU_FLAG_DIVBYZERO)))
+									first = i;
+								same &= v == 0 && dbits(w) == dbits(src[i]);
+								checked++;
+							}
+							for (int k = 0; k < 5; k++)
+								ck_assert_uint_eq(c.count[k], sum[k]);
+							ck_assert_uint_eq(c.first_bad, first);
+							copies += same;
+						}
+	}
+	/* the copies (kinds 0 to 2 but under ftz, daz and sat's infinities) */
+	ck_assert_uint_gt(copies, 200);
+	t_count("aops: cvt into fp32 of its own values == elements", checked);
+}
+END_TEST
+
 Suite *suite_aops(void)
 {
 	Suite *s = suite_create("aops");
@@ -1445,6 +1529,7 @@ Suite *suite_aops(void)
 	tcase_add_loop_test(tc, test_fold_n, 0, (int)ARRAY_SIZE(foldnfmts));
 	tcase_add_test(tc, test_unary_second_look);
 	tcase_add_test(tc, test_fpu_modes);
+	tcase_add_test(tc, test_cvt_f32_same);
 	tcase_add_loop_test(tc, test_pick_any_double, 0, (int)ARRAY_SIZE(pickfmts));
 	tcase_add_loop_test(tc, test_specials_second_look, 0, 2);
 	suite_add_tcase(s, tc);

@@ -36,14 +36,30 @@ static int run_on(const emu_kernel *k, const emu_policy *pol, const char *varian
 	emu_run_status st = EMU_ST_OK;
 	if (r->be.st.all_flags & EMU_FLAG_OVERFLOW)
 		st = EMU_ST_OVERFLOW;
-	for (int i = 0; i < r->out.n; i++)
-		for (size_t j = 0; j < r->out.item[i].n; j++) {
-			double v = emu_kout_d(&r->be, &r->out.item[i], j);
-			if (isnan(v))
-				st = EMU_ST_NAN;
-			else if (isinf(v) && st < EMU_ST_INF)
-				st = EMU_ST_INF;
+	bool any_nan = false, any_inf = false;
+	for (int i = 0; i < r->out.n; i++) {
+		const emu_kout_item *it = &r->out.item[i];
+		if (it->vec && !it->vec->m) { /* doubles: one branch-free pass */
+			int nan = 0, inf = 0;
+			for (size_t j = 0; j < it->n; j++) {
+				double a = fabs(it->vec->d[j]);
+				nan |= a != a;
+				inf |= a == INFINITY;
+			}
+			any_nan |= nan != 0;
+			any_inf |= inf != 0;
+			continue;
 		}
+		for (size_t j = 0; j < it->n; j++) {
+			double v = emu_kout_d(&r->be, it, j);
+			any_nan |= isnan(v) != 0;
+			any_inf |= isinf(v) != 0;
+		}
+	}
+	if (any_nan)
+		st = EMU_ST_NAN;
+	else if (any_inf && st < EMU_ST_INF)
+		st = EMU_ST_INF;
 	/* inputs the storage (and its recipe) could not hold */
 	if (r->be.st.in_overflow && st < EMU_ST_OVERFLOW)
 		st = EMU_ST_OVERFLOW;

@@ -907,8 +907,9 @@ static bool bad_flags(unsigned v)
 /*
  * A conversion into binary32 of values that all are binary32 values: each
  * is its own result, with no flag, in every rounding mode (SR included:
- * nothing is discarded); not under ftz or daz (a subnormal would be
- * flushed), and an infinity only without sat (which clamps it). The kernels
+ * nothing is discarded); not under ftz (a subnormal would be flushed; daz
+ * leaves a conversion's operand as it is), and an infinity only without
+ * sat (which clamps it). The kernels
  * take every operand of binary32 compute so (fp16 or bf16 storage, or a
  * state read back). Checked first, over unit-stride operands, then copied
  * (memmove: dst may overlap a); false leaves dst untouched.
@@ -916,7 +917,7 @@ static bool bad_flags(unsigned v)
 A_CLONES static bool cvt_f32_same(const emu_format *f, double *dst, const double *a, size_t sa,
                                   size_t n, const emu_env *env, uint8_t *flags)
 {
-	if (sa != 1 || env->ftz || env->daz || !emu_is_binary32(f))
+	if (sa != 1 || env->ftz || !emu_is_binary32(f))
 		return false;
 	const double lim = env->sat ? FLT_MAX : INFINITY;
 	int32_t ok = 1;

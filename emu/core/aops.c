@@ -920,13 +920,16 @@ A_CLONES static bool cvt_f32_same(const emu_format *f, double *dst, const double
 	if (sa != 1 || env->ftz || !emu_is_binary32(f))
 		return false;
 	const double lim = env->sat ? FLT_MAX : INFINITY;
-	int32_t ok = 1;
-	for (size_t i = 0; i < n; i++) {
-		double x = a[i];
-		ok &= ((double)(float)x == x) & (fabs(x) <= lim);
+	for (size_t i0 = 0; i0 < n; i0 += 256) { /* blocks: a map of other values stops early */
+		size_t m = n - i0 < 256 ? n - i0 : 256;
+		int32_t ok = 1;
+		for (size_t i = i0; i < i0 + m; i++) {
+			double x = a[i];
+			ok &= ((double)(float)x == x) & (fabs(x) <= lim);
+		}
+		if (!ok)
+			return false;
 	}
-	if (!ok)
-		return false;
 	if (dst != a)
 		memmove(dst, a, n * sizeof *dst);
 	if (flags)

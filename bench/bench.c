@@ -33,6 +33,7 @@
 
 #include "emu/core/draw.h"
 #include "emu/core/emu.h"
+#include "emu/io/nm_file.h"
 #include "emu/io/nm_parse.h"
 
 /* bench/bench_kernels.c: tables 5 and 6, the kernels end to end. */
@@ -450,6 +451,7 @@ static int bench_take(void *ctx, const nm_opt *d, const char *v)
 int main(int argc, char **argv)
 {
 	bench_args a = {true, -1, 1000};
+	nm_heap_keep(); /* the heap as the CLI keeps it: repeated runs reuse their pages */
 	if (nm_wants_help(argc - 1, argv + 1))
 		usage();
 	if (nm_opt_parse(&(nm_optparser){.cmd = "nanmap-bench",

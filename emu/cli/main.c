@@ -9,9 +9,6 @@
  * anyway).
  */
 #include <errno.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,6 +23,7 @@
 #include "emu/cli/nm_train.h"
 #include "emu/core/emu.h"
 #include "emu/io/nm_buf.h"
+#include "emu/io/nm_file.h"
 #include "emu/io/nm_npy.h"
 #include "emu/io/nm_parse.h"
 #include "emu/sweep/nm_plot.h"
@@ -1120,15 +1118,7 @@ int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
-#ifdef __GLIBC__
-	/* A kernel's TRUTH and exact vectors (64 bytes a value) are megabytes,
-	 * made and freed at every point and every search step: glibc would map
-	 * each from the kernel and unmap it again, paying page faults on every
-	 * page each time (about 6% of a sweep, in system time). Kept in the
-	 * heap up to 32 MiB, and freed memory returned past 128 MiB. */
-	mallopt(M_MMAP_THRESHOLD, 32 << 20);
-	mallopt(M_TRIM_THRESHOLD, 128 << 20);
-#endif
+	nm_heap_keep();
 
 	if (!cmd)
 		return nm_fail("missing command (try: nanmap --help)");

@@ -4,9 +4,11 @@
  * ok, so a run reports the worst thing that happened to its outputs.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "emu/core/internal.h"
 #include "emu/engine/kernels.h"
 
 static const char *const st_names[] = {"ok", "underflow", "overflow", "inf", "nan"};
@@ -20,6 +22,23 @@ int emu_run_kernel(const emu_kernel *k, const emu_policy *pol, const char *varia
                    const emu_kin *in, emu_be_kind kind, emu_run *r, char *err, size_t errlen)
 {
 	return emu_run_kernel_tables(k, pol, variant, in, kind, NULL, r, err, errlen);
+}
+
+#define EMU_INF_BITS 0x7ff0000000000000ull
+
+/* The largest of the magnitudes' bits of d[0..n): above an infinity's when
+ * one is NaN, equal to it when one is infinite and none NaN (one vector
+ * pass; a kernel's outputs are the size of its inputs). */
+EMU_VEC_CLONES static uint64_t max_mag_bits(const double *d, size_t n)
+{
+	uint64_t top = 0;
+	for (size_t j = 0; j < n; j++) {
+		uint64_t b;
+		memcpy(&b, &d[j], sizeof b);
+		b &= 0x7fffffffffffffffull;
+		top = b > top ? b : top;
+	}
+	return top;
 }
 
 static int run_on(const emu_kernel *k, const emu_policy *pol, const char *variant,
@@ -39,15 +58,10 @@ static int run_on(const emu_kernel *k, const emu_policy *pol, const char *varian
 	bool any_nan = false, any_inf = false;
 	for (int i = 0; i < r->out.n; i++) {
 		const emu_kout_item *it = &r->out.item[i];
-		if (it->vec && !it->vec->m) { /* doubles: one branch-free pass */
-			int nan = 0, inf = 0;
-			for (size_t j = 0; j < it->n; j++) {
-				double a = fabs(it->vec->d[j]);
-				nan |= a != a;
-				inf |= a == INFINITY;
-			}
-			any_nan |= nan != 0;
-			any_inf |= inf != 0;
+		if (it->vec && !it->vec->m) { /* doubles: their largest magnitude's bits */
+			uint64_t top = max_mag_bits(it->vec->d, it->n);
+			any_nan |= top > EMU_INF_BITS;
+			any_inf |= top == EMU_INF_BITS;
 			continue;
 		}
 		for (size_t j = 0; j < it->n; j++) {

@@ -10,6 +10,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -282,4 +285,12 @@ int nm_file_clean_match(const char *dir, const char *pattern, const char *report
 int nm_file_clean(const char *dir)
 {
 	return nm_file_clean_match(dir, NM_FILE_TMP_PATTERN, NULL);
+}
+
+void nm_heap_keep(void)
+{
+#ifdef __GLIBC__
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 128 << 20);
+#endif
 }

@@ -91,6 +91,7 @@ struct fconsts {
 	double quantum;
 	uint64_t seed;
 	bool spec; /* spec_chunk may decide this format's specials */
+	bool f32;  /* binary32 without sat: round_f32 may round */
 };
 
 /* The draw of emu_sr_bits (round.c), inline so that the loop vectorises;
@@ -210,6 +211,23 @@ static inline __attribute__((always_inline)) double round_sr_chain(const struct 
 		return emu_bitsd(rn | (b & 0x8000000000000000ull));
 	}
 	return round_sr(c, r, u, ix, tiny, big);
+}
+
+/* round_rne for binary32 (c->f32: no sat) by the CPU's conversion, which
+ * rounds r (finite) to nearest even into binary32, subnormals and overflow
+ * to infinity included (the FPU rounds to nearest: fast_ok; no FTZ or DAZ
+ * in MXCSR: the library's assumption). Tiny: r's 24-bit rounding with
+ * unbounded exponent is below 2^-126, i.e. |r| < 2^-126 − 2^-151 (the
+ * midpoint rounds to the even 2^-126). The same value and outputs as
+ * round_rne on r, in a few instructions. */
+static inline __attribute__((always_inline)) double round_f32(double r, uint64_t *ix,
+                                                              uint64_t *tiny, uint64_t *big)
+{
+	double v = (double)(float)r;
+	*ix = v != r;
+	*tiny = fabs(r) < 0x1p-126 - 0x1p-151;
+	*big = fabs(v) > FLT_MAX;
+	return v;
 }
 
 /* r replaced by the exact value r + d rounded to odd at 53 bits, where d is
@@ -395,9 +413,9 @@ static inline __attribute__((always_inline)) uint64_t tr_elem(emu_op op, const s
 /* One element of the fast path: the value into *v, its inexact, underflow
  * and overflow bits; returns 1 when the generic path must decide it. */
 static inline __attribute__((always_inline)) uint64_t
-fast_elem_x(const int S, emu_op op, const bool sr, const bool chain, const struct fconsts *c0,
-            double x, double y, double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo,
-            uint64_t *ovo)
+fast_elem_x(const int S, emu_op op, const bool sr, const bool chain, const bool f32,
+            const struct fconsts *c0, double x, double y, double z, uint32_t u, double *v,
+            uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
 {
 	struct fconsts c = *c0;
 	c.S = S;
@@ -465,7 +483,9 @@ fast_elem_x(const int S, emu_op op, const bool sr, const bool chain, const struc
 		r = to_odd(r, onz, oneg);
 		err = 0;
 	}
-	if (sr && chain)
+	if (f32)
+		*v = round_f32(r, &ix, &tiny, &big);
+	else if (sr && chain)
 		*v = round_sr_chain(&c, r, u, &ix, &tiny, &big);
 	else if (sr)
 		*v = round_sr(&c, r, u, &ix, &tiny, &big);
@@ -485,7 +505,7 @@ static inline __attribute__((always_inline)) uint64_t
 fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c, double x, double y,
           double z, uint32_t u, double *v, uint64_t *ixo, uint64_t *ufo, uint64_t *ovo)
 {
-	return fast_elem_x(S, op, sr, false, c, x, y, z, u, v, ixo, ufo, ovo);
+	return fast_elem_x(S, op, sr, false, false, c, x, y, z, u, v, ixo, ufo, ovo);
 }
 
 /* One chunk of the fast path: values into dst, per-element flags into fl
@@ -493,9 +513,9 @@ fast_elem(const int S, emu_op op, const bool sr, const struct fconsts *c, double
  * underflow and overflow counts of the decided elements to cnt[0..2] and
  * returns how many it left undecided. */
 static inline __attribute__((always_inline)) unsigned
-fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, double *dst,
-           const double *a, size_t sa, const double *b, size_t sb, const double *cc, size_t sc,
-           size_t n, uint64_t idx0, uint8_t *fl, uint64_t *cnt)
+fast_chunk(const int S, emu_op op, const bool sr, const bool f32, const struct fconsts *c,
+           double *dst, const double *a, size_t sa, const double *b, size_t sb, const double *cc,
+           size_t sc, size_t n, uint64_t idx0, uint8_t *fl, uint64_t *cnt)
 {
 	uint64_t nfb = 0, nix = 0, nuf = 0, nov = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -503,7 +523,8 @@ fast_chunk(const int S, emu_op op, const bool sr, const struct fconsts *c, doubl
 		uint64_t ix, uf, ov;
 		double z = op == EMU_OP_FMA ? cc[i * sc] : 0.0;
 		uint32_t u = sr ? a_sr_bits(c->seed, idx0 + i) : 0;
-		uint64_t bad = fast_elem(S, op, sr, c, a[i * sa], y, z, u, &v, &ix, &uf, &ov);
+		uint64_t bad = fast_elem_x(S, op, sr, false, f32, c, a[i * sa], y, z, u, &v, &ix,
+		                           &uf, &ov);
 		dst[i] = v;
 		if (fl)
 			fl[i] = (uint8_t)((ix << 4) | (uf << 3) | (ov << 2) | (bad << 7));
@@ -645,7 +666,11 @@ static inline __attribute__((always_inline)) enum stride_pat stride_pat(emu_op o
  * strides get their own loop (a byte store per element would otherwise set
  * the vector width). Anything else takes the loop with strides as given. */
 #define FAST_CALL(OP, SR, SA, SB, SC, FL)                                                          \
-	fast_chunk(c->S, OP, SR, c, dst, a, SA, b, SB, cc, SC, n, idx0, FL, cnt)
+	fast_chunk(c->S, OP, SR, false, c, dst, a, SA, b, SB, cc, SC, n, idx0, FL, cnt)
+/* binary32 in rne (c->f32) without per-element flags, unit strides or b
+ * broadcast: rounded by the CPU's conversion (round_f32) */
+#define F32_CALL(OP, SB)                                                                           \
+	fast_chunk(c->S, OP, false, true, c, dst, a, 1, b, SB, cc, 1, n, idx0, NULL, cnt)
 #define FAST_LOOPS(OP, SR)                                                                         \
 	do {                                                                                       \
 		if (!fl && pat == PAT_UNIT)                                                        \
@@ -669,6 +694,10 @@ static inline __attribute__((always_inline)) enum stride_pat stride_pat(emu_op o
 	                              uint8_t *fl, uint64_t *cnt)                                  \
 	{                                                                                          \
 		enum stride_pat pat = stride_pat(OP, sa, sb, sc);                                  \
+		if (!IS_TR(OP) && c->f32 && !sr && !fl && pat == PAT_UNIT)                         \
+			return F32_CALL(OP, 1);                                                    \
+		if (!IS_TR(OP) && c->f32 && !sr && !fl && pat == PAT_B0)                           \
+			return F32_CALL(OP, 0);                                                    \
 		if (sr && !IS_TR(OP)) /* fast_ok: the transcendentals only in rne */               \
 			FAST_LOOPS(OP, true);                                                      \
 		FAST_LOOPS(OP, false);                                                             \
@@ -880,6 +909,7 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 	c->inv_quantum = emu_pow2_any(-(f->emin - f->p + 1));
 	c->seed = env->seed;
 	c->spec = f->has_inf && f->nan == EMU_NAN_IEEE && !env->sat;
+	c->f32 = emu_is_binary32(f) && !env->sat;
 	c->ovf_d = env->sat || (!f->has_inf && f->nan == EMU_NAN_NONE) ? emu_dbits(f->max)
 	           : f->has_inf                                        ? emu_dbits(INFINITY)
 	                                                               : emu_dbits(NAN);
@@ -1092,8 +1122,9 @@ fold_step(const emu_op op, const bool sr, const struct fconsts *c, double s, dou
 		return !FIN(s) | !FIN(x) | (s == x) | (r == 0);
 	}
 	uint32_t u = sr ? a_sr_bits(c->seed, index) : 0;
-	return op == EMU_OP_FMA ? fast_elem_x(c->S, op, sr, true, c, x, y, s, u, v, ix, uf, ov)
-	                        : fast_elem_x(c->S, op, sr, true, c, s, x, 0.0, u, v, ix, uf, ov);
+	return op == EMU_OP_FMA
+	           ? fast_elem_x(c->S, op, sr, true, false, c, x, y, s, u, v, ix, uf, ov)
+	           : fast_elem_x(c->S, op, sr, true, false, c, s, x, 0.0, u, v, ix, uf, ov);
 }
 
 /* A fold's step j that raised v (the generic path's): its flags, the

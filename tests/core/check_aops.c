@@ -207,7 +207,7 @@ static void fill_random(const emu_format *f, uint64_t stream, size_t n, emu_bits
 	}
 }
 
-static const char *const wide[] = {"fp16", "bf16", "tf32"};
+static const char *const wide[] = {"fp16", "bf16", "tf32", "fp32"};
 
 START_TEST(test_wide_random)
 {
@@ -268,7 +268,8 @@ END_TEST
  * the fast path and the generic one. */
 START_TEST(test_strides)
 {
-	const emu_format *f = t_fmt(_i ? "fp16" : "e4m3");
+	const emu_format *f = t_fmt(_i == 2 ? "fp32" : _i ? "fp16" : "e4m3");
+	const emu_bits mask = f->bits >= 32 ? 0xffffffffu : (1u << f->bits) - 1;
 	const size_t n = 3000;
 	double *xa = xcalloc(2 * n, sizeof(double)), *xb = xcalloc(1, sizeof(double));
 	emu_bits *ea = xcalloc(2 * n, sizeof(emu_bits)), *eb = xcalloc(1, sizeof(emu_bits));
@@ -278,9 +279,8 @@ START_TEST(test_strides)
 		emu_env env = env_of(v == 0 ? EMU_RNE : v == 1 ? EMU_SR : EMU_UP, 0, 0);
 		for (size_t o = 0; o < ARRAY_SIZE(binops); o++)
 			for (int bi = 0; bi < 4; bi++) {
-				emu_bits bb = bi == 0 ? 0x3c00 & ((1u << f->bits) - 1)
-				                      : (emu_bits)t_rand(501, (uint64_t)bi) &
-				                            ((1u << f->bits) - 1);
+				emu_bits bb = bi == 0 ? 0x3c00 & mask
+				                      : (emu_bits)t_rand(501, (uint64_t)bi) & mask;
 				bb = emu_encode(f, val(f, bb));
 				eb[0] = bb;
 				xb[0] = val(f, bb);
@@ -292,6 +292,8 @@ START_TEST(test_strides)
 				emu_bits *ey[3] = {eb, ea, ea};
 				size_t sy[3] = {0, 2, 2};
 				cases += prove(binops[o], f, &env, y, ey, sy, n);
+				size_t su[3] = {1, 0, 0}; /* a[i] op s: its own loop */
+				cases += prove(binops[o], f, &env, x, e, su, n);
 			}
 		double *x[3] = {xa, xa, xa};
 		emu_bits *e[3] = {ea, ea, ea};
@@ -1506,6 +1508,51 @@ START_TEST(test_cvt_f32_same)
 }
 END_TEST
 
+/* binary32 products next to 2^-126 (the fast path's tininess test there,
+ * round_f32): a·b = 2^47 − 2k² puts x·y = (1 − 2k²·2^-47)·2^-126 for
+ * x = a·2^-23, y = b·2^-150, between the largest product that is tiny
+ * (its 24-bit rounding with unbounded exponent below 2^-126: k > 1448)
+ * and the smallest that is not (k ≤ 1448: it rounds to 2^-126), three
+ * products exactly on the midpoint 2^-126 − 2^-151 (not tiny: ties to the
+ * even 2^-126); both signs. Against the elements, without per-element
+ * flags (the loop the fast path takes for binary32). */
+START_TEST(test_f32_tiny_boundary)
+{
+	enum { K = 3000, NM = 3, N = 2 * (K + NM) };
+	static const int64_t mids[NM][2] = {
+	    {8659208, 16252928}, {9539072, 14753792}, {9846784, 14292736}};
+	const emu_format *f = t_fmt("fp32");
+	static double x[N], y[N], d[N];
+	for (size_t i = 0; i < K + NM; i++) {
+		int64_t k = (int64_t)i + 1;
+		int64_t a = i < K ? (1 << 24) - 2 * k : mids[i - K][0];
+		int64_t b = i < K ? (1 << 23) + k : mids[i - K][1];
+		x[2 * i] = ldexp((double)a, -23), y[2 * i] = ldexp((double)b, -150);
+		x[2 * i + 1] = -x[2 * i], y[2 * i + 1] = y[2 * i];
+	}
+	emu_env env = env_of(EMU_RNE, 0, 0);
+	const double *args[3] = {x, y, x};
+	size_t st[3] = {1, 1, 1};
+	emu_a_flags c = emu_a_op(EMU_OP_MUL, f, d, args, st, N, &env, NULL);
+	uint64_t sum[5] = {0, 0, 0, 0, 0}, tiny = 0;
+	emu_env e = env;
+	for (size_t i = 0; i < N; i++) {
+		unsigned v = 0;
+		e.index = env.index + i;
+		double w = emu_a_element(EMU_OP_MUL, f, x[i], y[i], 0, &e, &v);
+		ck_assert_msg(dbits(w) == dbits(d[i]), "%a * %a: %a, want %a", x[i], y[i], d[i], w);
+		for (int k = 0; k < 5; k++)
+			sum[k] += (v >> k) & 1;
+		tiny += (v & EMU_FLAG_UNDERFLOW) != 0;
+	}
+	for (int k = 0; k < 5; k++)
+		ck_assert_uint_eq(c.count[k], sum[k]);
+	/* both sides of the boundary are there: k > 1448 tiny, k <= 1448 not */
+	ck_assert_uint_eq(tiny, 2 * (K - 1448));
+	t_count("aops: fp32 products next to 2^-126 == elements", N);
+}
+END_TEST
+
 Suite *suite_aops(void)
 {
 	Suite *s = suite_create("aops");
@@ -1513,7 +1560,7 @@ Suite *suite_aops(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_loop_test(tc, test_small_all_pairs, 0, (int)ARRAY_SIZE(small));
 	tcase_add_loop_test(tc, test_wide_random, 0, (int)ARRAY_SIZE(wide));
-	tcase_add_loop_test(tc, test_strides, 0, 2);
+	tcase_add_loop_test(tc, test_strides, 0, 3);
 	tcase_add_test(tc, test_empty_and_one);
 	tcase_add_test(tc, test_sr_reproducible);
 	tcase_add_test(tc, test_sr_equal_draw);
@@ -1530,6 +1577,7 @@ Suite *suite_aops(void)
 	tcase_add_test(tc, test_unary_second_look);
 	tcase_add_test(tc, test_fpu_modes);
 	tcase_add_test(tc, test_cvt_f32_same);
+	tcase_add_test(tc, test_f32_tiny_boundary);
 	tcase_add_loop_test(tc, test_pick_any_double, 0, (int)ARRAY_SIZE(pickfmts));
 	tcase_add_loop_test(tc, test_specials_second_look, 0, 2);
 	suite_add_tcase(s, tc);

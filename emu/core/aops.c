@@ -1472,6 +1472,8 @@ A_CLONES static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc
  * float value or a lane's last sum is not finite runs again from its start
  * through fold_f32_steps, lane after lane. */
 enum { F32_LB = 32 };
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef int32_t i32x8 __attribute__((vector_size(32)));
 A_CLONES static void fold_f32_8(emu_op op, const emu_format *f, double *acc, size_t sacc,
                                 const double *a, size_t sa, size_t ca, size_t n,
                                 const emu_env *env, uint64_t cidx, emu_a_flags *r)
@@ -1504,20 +1506,21 @@ A_CLONES static void fold_f32_8(emu_op op, const emu_format *f, double *acc, siz
 				}
 		}
 		if (all) { /* the sums: once not finite, a lane's sums stay so */
-			float t[W];
-			int32_t bix[W];
-			for (int w = 0; w < W; w++) {
-				t[w] = fs[w];
-				bix[w] = 0;
+			/* one vector of the eight chains (GCC's vector extension):
+			 * written lane by lane, GCC kept the chain's adds scalar and
+			 * shuffled them into the vector TwoSum at every step */
+			f32x8 t, z = {0};
+			i32x8 bix = {0};
+			memcpy(&t, fs, sizeof t);
+			for (size_t j = 0; j < m; j++) {
+				f32x8 x;
+				memcpy(&x, xb[j], sizeof x);
+				f32x8 tw = t + x;
+				f32x8 bb = tw - t;
+				f32x8 err = (t - (tw - bb)) + (x - bb);
+				bix -= err != z; /* all ones where inexact */
+				t = tw;
 			}
-			for (size_t j = 0; j < m; j++)
-				for (int w = 0; w < W; w++) {
-					float tw = t[w] + xb[j][w];
-					float bb = tw - t[w];
-					float err = (t[w] - (tw - bb)) + (xb[j][w] - bb);
-					bix[w] += err != 0;
-					t[w] = tw;
-				}
 			for (int w = 0; w < W; w++)
 				all &= fabsf(t[w]) <= FLT_MAX;
 			if (all) {

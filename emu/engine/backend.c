@@ -1347,6 +1347,27 @@ enum { DOT_GATHER = 2048 };
  * written, when any product is not so: the maps decide. A GEMM of
  * operands narrower than its binary32 accumulator (fp16 or bf16 into
  * fp32) has such products but where they overflow or underflow. */
+/* d[j] = a[j·sa]·b[j·sb], j < n (exact in binary64 for binary32 values);
+ * whether each is a finite binary32 value */
+EMU_VEC_CLONES static bool products_f32(double *d, const double *a, size_t sa, const double *b,
+                                        size_t sb, size_t n)
+{
+	int32_t ok = 1;
+	if (sa == 1 && sb == 1) /* as one vector loop */
+		for (size_t j = 0; j < n; j++) {
+			double p = a[j] * b[j];
+			d[j] = p;
+			ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
+		}
+	else
+		for (size_t j = 0; j < n; j++) {
+			double p = a[j * sa] * b[j * sb];
+			d[j] = p;
+			ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
+		}
+	return ok != 0;
+}
+
 static bool dot_products_exact(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt,
                                const emu_format *fa, emu_ref a0, size_t ca, emu_ref b0, size_t cb,
                                emu_ref P, size_t n, size_t mc)
@@ -1357,24 +1378,9 @@ static bool dot_products_exact(emu_be *be, unsigned smul, const emu_format *fm, 
 	const double *pa = a0.v->d + a0.off, *pb = b0.v->d + b0.off;
 	double *d = P.v->d + P.off;
 	size_t sa = a0.stride, sb = b0.stride;
-	int32_t ok = 1;
-	for (size_t c = 0; c < mc && ok; c++, d += n) {
-		const double *ra = pa + c * ca, *rb = pb + c * cb;
-		if (sa == 1 && sb == 1) /* as one vector loop */
-			for (size_t j = 0; j < n; j++) {
-				double p = ra[j] * rb[j];
-				d[j] = p;
-				ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
-			}
-		else
-			for (size_t j = 0; j < n; j++) {
-				double p = ra[j * sa] * rb[j * sb];
-				d[j] = p;
-				ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
-			}
-	}
-	if (!ok)
-		return false;
+	for (size_t c = 0; c < mc; c++, d += n)
+		if (!products_f32(d, pa + c * ca, sa, pb + c * cb, sb, n))
+			return false;
 	tally none = TALLY0;
 	record_tally(be, smul, EMU_OP_MUL, n * mc, &none);
 	if (scvt != EMU_NOSTEP)

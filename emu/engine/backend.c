@@ -1347,25 +1347,31 @@ enum { DOT_GATHER = 2048 };
  * written, when any product is not so: the maps decide. A GEMM of
  * operands narrower than its binary32 accumulator (fp16 or bf16 into
  * fp32) has such products but where they overflow or underflow. */
-/* d[j] = a[j·sa]·b[j·sb], j < n (exact in binary64 for binary32 values);
- * whether each is a finite binary32 value */
-EMU_VEC_CLONES static bool products_f32(double *d, const double *a, size_t sa, const double *b,
-                                        size_t sb, size_t n)
+/* d[c·n + j] = a[c·ca + j·sa]·b[c·cb + j·sb], j < n, c < mc (exact in
+ * binary64 for binary32 values), chain after chain; whether each is a
+ * finite binary32 value (false at the first chain with one that is not) */
+EMU_VEC_CLONES static bool products_f32(double *d, const double *a, size_t sa, size_t ca,
+                                        const double *b, size_t sb, size_t cb, size_t n,
+                                        size_t mc)
 {
-	int32_t ok = 1;
-	if (sa == 1 && sb == 1) /* as one vector loop */
-		for (size_t j = 0; j < n; j++) {
-			double p = a[j] * b[j];
-			d[j] = p;
-			ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
-		}
-	else
-		for (size_t j = 0; j < n; j++) {
-			double p = a[j * sa] * b[j * sb];
-			d[j] = p;
-			ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
-		}
-	return ok != 0;
+	for (size_t c = 0; c < mc; c++, d += n, a += ca, b += cb) {
+		int32_t ok = 1;
+		if (sa == 1 && sb == 1) /* as one vector loop */
+			for (size_t j = 0; j < n; j++) {
+				double p = a[j] * b[j];
+				d[j] = p;
+				ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
+			}
+		else
+			for (size_t j = 0; j < n; j++) {
+				double p = a[j * sa] * b[j * sb];
+				d[j] = p;
+				ok &= ((double)(float)p == p) & (fabs(p) <= FLT_MAX);
+			}
+		if (!ok)
+			return false;
+	}
+	return true;
 }
 
 static bool dot_products_exact(emu_be *be, unsigned smul, const emu_format *fm, unsigned scvt,
@@ -1378,9 +1384,24 @@ static bool dot_products_exact(emu_be *be, unsigned smul, const emu_format *fm, 
 	const double *pa = a0.v->d + a0.off, *pb = b0.v->d + b0.off;
 	double *d = P.v->d + P.off;
 	size_t sa = a0.stride, sb = b0.stride;
-	for (size_t c = 0; c < mc; c++, d += n)
-		if (!products_f32(d, pa + c * ca, sa, pb + c * cb, sb, n))
-			return false;
+	double ga[DOT_GATHER];
+	if (ca == 0 && sa > 1 && mc > 1 && n <= DOT_GATHER) { /* a shared column: read once */
+		for (size_t j = 0; j < n; j++)
+			ga[j] = pa[j * sa];
+		pa = ga, sa = 1;
+	}
+	double gb[DOT_GATHER];
+	if (sb > 1 && mc * n <= DOT_GATHER) { /* b's chains as rows, so the products vectorise */
+		for (size_t j0 = 0; j0 < n; j0 += 8) { /* blocks of 8 steps: columns side by side */
+			size_t je = n - j0 < 8 ? n : j0 + 8;
+			for (size_t c = 0; c < mc; c++)
+				for (size_t j = j0; j < je; j++)
+					gb[c * n + j] = pb[c * cb + j * sb];
+		}
+		pb = gb, sb = 1, cb = n;
+	}
+	if (!products_f32(d, pa, sa, ca, pb, sb, cb, n, mc))
+		return false;
 	tally none = TALLY0;
 	record_tally(be, smul, EMU_OP_MUL, n * mc, &none);
 	if (scvt != EMU_NOSTEP)
@@ -1420,6 +1441,46 @@ static void dot_maps_gathered(emu_be *be, unsigned smul, const emu_format *fm, u
 	        e0, NULL);
 	if (scvt != EMU_NOSTEP)
 		emu_map(be, scvt, EMU_OP_CVT, fa, Pr, Pr, EMU_NOREF, EMU_NOREF, mc * n, e0, NULL);
+}
+
+/* emu_dot_n's separate counts (be->chain_st, whose step arrays are zero
+ * between chunks) cleared, or added to st: every op's counts, and the
+ * steps a chunk records at (the k of used that are steps), each then
+ * cleared; all of them when a step beyond st's arrays was met. A chunk
+ * of short chains (a dX element of backward is 8 products) made the full
+ * sum over every step of the kernel a fifth of its time. */
+static void chain_zero(emu_be_stats *t)
+{
+	if (t->nsteps) {
+		memset(t->step_ops, 0, t->nsteps * sizeof *t->step_ops);
+		memset(t->step_flags, 0, t->nsteps * sizeof *t->step_flags);
+	}
+}
+
+static void chain_merge(emu_be_stats *st, emu_be_stats *t, const unsigned *used, int k)
+{
+	if (t->nsteps > st->nsteps) {
+		emu_be_stats_add(st, t);
+		chain_zero(t);
+		return;
+	}
+	for (int op = 0; op < EMU_NOPS; op++) {
+		st->ops[op] += t->ops[op];
+		for (int f = 0; f < EMU_NFLAGS; f++)
+			st->flags[op][f] += t->flags[op][f];
+	}
+	st->all_flags |= t->all_flags;
+	for (int i = 0; i < k; i++) {
+		size_t s = used[i];
+		if (used[i] == EMU_NOSTEP || s >= t->nsteps)
+			continue;
+		st->step_ops[s] += t->step_ops[s];
+		t->step_ops[s] = 0;
+		for (int f = 0; f < EMU_NFLAGS; f++) {
+			st->step_flags[s][f] += t->step_flags[s][f];
+			t->step_flags[s][f] = 0;
+		}
+	}
 }
 
 /* th's conversions of chains c0 .. c0 + mc − 1's sums, in place (ac: chain
@@ -1466,14 +1527,12 @@ void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
 				uint64_t *so = t.step_ops;
 				uint64_t(*sf)[EMU_NFLAGS] = t.step_flags;
 				size_t ns = t.nsteps;
-				memset(&t, 0, sizeof t);
+				memset(&t, 0, sizeof t); /* its step arrays are zero already */
 				t.step_ops = so;
 				t.step_flags = sf;
 				t.nsteps = ns;
-				if (ns) {
-					memset(so, 0, ns * sizeof *so);
-					memset(sf, 0, ns * sizeof *sf);
-				}
+				if (outer.nsteps) /* as many steps as the kernel's (chain_merge) */
+					(void)step_slot(&t, outer.nsteps - 1);
 				be->st = t;
 			}
 			if (dot_products_exact(be, smul, fm, scvt, fa, a0, ca, b0, cb, P, n,
@@ -1501,10 +1560,13 @@ void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
 			emu_be_stats t = be->st;
 			be->chain_st = t; /* its arrays, for the next time */
 			be->st = outer;
+			const unsigned used[5] = {smul, scvt, ssum, th ? th->s[0] : EMU_NOSTEP,
+			                          th ? th->s[1] : EMU_NOSTEP};
 			if (!t.first_set) {
-				emu_be_stats_add(&be->st, &t);
+				chain_merge(&be->st, &be->chain_st, used, 5);
 				continue;
 			}
+			chain_zero(&be->chain_st);
 			/* a chain failed: again in turn, from the same accumulators */
 			for (size_t c = 0; c < mc; c++)
 				acc.v->d[ix(ac, c)] = keep[c];

@@ -484,18 +484,20 @@ static double f32_operand(unsigned kind, bool is_a, uint64_t r)
 /* emu_dot_n in binary32 (a GEMM's fp32 accumulation of fp16 or bf16
  * operands taken into it) against its chains in turn, as test_dot_n:
  * FAST's products that are all exact binary32 values skip the maps; under
- * ftz, daz and sat, and where one is not exact, they must not. */
+ * ftz, daz and sat, and where one is not exact, they must not. B's chains
+ * as rows or columns, a's as rows, shared, or a shared column (stride 3):
+ * the ways FAST gathers them. */
 START_TEST(test_dot_n_f32)
 {
 	const emu_format *f = t_fmt("fp32");
 	uint64_t cases = 0, by_kind[5] = {0};
-	enum { NMAX = 40, MMAX = 21, NV = MMAX * NMAX + NMAX };
+	enum { NMAX = 40, MMAX = 21, NV = MMAX * NMAX + 3 * NMAX };
 	for (uint64_t i = 0; i < 2000; i++) {
 		uint64_t r = t_rand(79, i);
 		unsigned kind = (unsigned)(r % 5);
 		size_t n = 1 + (r >> 8) % NMAX, m = 1 + (r >> 16) % MMAX;
 		size_t ca = (r >> 24) & 1 ? n : 0, cb = (r >> 25) & 1 ? 1 : n,
-		       ce = n + (r >> 26) % 3;
+		       ce = n + (r >> 26) % 3, sa = (r >> 37) & 1 ? 3 : 1; /* a column */
 		emu_env env = EMU_ENV_DEFAULT;
 		env.mode = (r >> 30) & 1 ? EMU_SR : EMU_RNE;
 		env.seed = 5;
@@ -524,11 +526,11 @@ START_TEST(test_dot_n_f32)
 				acc[k]->d[c] = 0;
 		}
 		emu_dot_n(&be[0], EMU_STEP0, f, EMU_NOSTEP, EMU_STEP0 + 2, f, emu_row(acc[0], 0),
-		          emu_row(a[0], 0), ca, emu_strided(b[0], 0, cb == 1 ? m : 1), cb,
+		          emu_strided(a[0], 0, sa), ca, emu_strided(b[0], 0, cb == 1 ? m : 1), cb,
 		          emu_row(P[0], 0), n, m, 1000, ce);
 		for (size_t c = 0; c < m; c++) {
 			emu_ref Pc = emu_row(P[1], c * n);
-			emu_map(&be[1], EMU_STEP0, EMU_OP_MUL, f, Pc, emu_row(a[1], c * ca),
+			emu_map(&be[1], EMU_STEP0, EMU_OP_MUL, f, Pc, emu_strided(a[1], c * ca, sa),
 			        emu_strided(b[1], c * cb, cb == 1 ? m : 1), EMU_NOREF, n,
 			        1000 + c * ce, NULL);
 			emu_fold(&be[1], EMU_STEP0 + 2, EMU_OP_ADD, f, EMU_ORDER_SEQ,

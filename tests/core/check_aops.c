@@ -121,6 +121,17 @@ static size_t operands(const emu_format *f, emu_bits *out)
 	return k;
 }
 
+/* Element i's flags v into the per-flag counts sum and, the first time one
+ * of them is overflow, invalid or divbyzero, i into *first */
+static void tally_elem(uint64_t *sum, uint64_t *first, unsigned v, uint64_t i)
+{
+	for (int k = 0; k < 5; k++)
+		sum[k] += (v >> k) & 1;
+	if (*first == UINT64_MAX &&
+	    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO)))
+		*first = i;
+}
+
 static emu_env env_of(int m, int sat, int sub)
 {
 	emu_env env = EMU_ENV_DEFAULT;
@@ -1348,12 +1359,7 @@ START_TEST(test_specials_second_look)
 						    "%a (0x%x)",
 						    f->name, emu_op_name(op), kind, lay, i, x, y,
 						    d[i], flags ? fl[i] : 0, want, v);
-						for (int k = 0; k < 5; k++)
-							sum[k] += (v >> k) & 1;
-						if (first == UINT64_MAX &&
-						    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID |
-						          EMU_FLAG_DIVBYZERO)))
-							first = i;
+						tally_elem(sum, &first, v, i);
 						if (!(dbits(x) & 0x0008000000000000ull) && isnan(x))
 							continue; /* a signaling binary64 NaN: no
 							             encoding */
@@ -1487,12 +1493,7 @@ START_TEST(test_cvt_f32_same)
 								    kind, emu_mode_name((emu_mode)m), sat, sub,
 								    place, i, src[i], d[i], wf ? fl[i] : 0u, w,
 								    v);
-								for (int k = 0; k < 5; k++)
-									sum[k] += (v >> k) & 1;
-								if (first == UINT64_MAX &&
-								    (v & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID |
-								          EMU_FLAG_DIVBYZERO)))
-									first = i;
+								tally_elem(sum, &first, v, i);
 								same &= v == 0 && dbits(w) == dbits(src[i]);
 								checked++;
 							}

@@ -91,7 +91,7 @@ struct fconsts {
 	double quantum;
 	uint64_t seed;
 	bool spec; /* spec_chunk may decide this format's specials */
-	bool f32;  /* binary32 without sat: round_f32 may round */
+	bool f32;  /* binary32 without sat, float subnormals kept: round_f32 may round */
 };
 
 /* The draw of emu_sr_bits (round.c), inline so that the loop vectorises;
@@ -215,8 +215,8 @@ static inline __attribute__((always_inline)) double round_sr_chain(const struct 
 
 /* round_rne for binary32 (c->f32: no sat) by the CPU's conversion, which
  * rounds r (finite) to nearest even into binary32, subnormals and overflow
- * to infinity included (the FPU rounds to nearest: fast_ok; no FTZ or DAZ
- * in MXCSR: the library's assumption). Tiny: r's 24-bit rounding with
+ * to infinity included (the FPU rounds to nearest: fast_ok; FTZ and DAZ
+ * clear in MXCSR: c->f32 asks). Tiny: r's 24-bit rounding with
  * unbounded exponent is below 2^-126, i.e. |r| < 2^-126 − 2^-151 (the
  * midpoint rounds to the even 2^-126). The same value and outputs as
  * round_rne on r, in a few instructions. */
@@ -909,7 +909,7 @@ static bool fast_ok(emu_op op, const emu_format *f, const emu_env *env, struct f
 	c->inv_quantum = emu_pow2_any(-(f->emin - f->p + 1));
 	c->seed = env->seed;
 	c->spec = f->has_inf && f->nan == EMU_NAN_IEEE && !env->sat;
-	c->f32 = emu_is_binary32(f) && !env->sat;
+	c->f32 = emu_is_binary32(f) && !env->sat && emu_fpu_subnormals();
 	c->ovf_d = env->sat || (!f->has_inf && f->nan == EMU_NAN_NONE) ? emu_dbits(f->max)
 	           : f->has_inf                                        ? emu_dbits(INFINITY)
 	                                                               : emu_dbits(NAN);
@@ -1785,7 +1785,8 @@ A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc,
 static bool f32_fold(emu_op op, const emu_format *f, const emu_env *env)
 {
 	return (op == EMU_OP_ADD || op == EMU_OP_SUB || op == EMU_OP_FMA) && env->mode == EMU_RNE &&
-	       !env->sat && !env->ftz && !env->daz && emu_is_binary32(f);
+	       !env->sat && !env->ftz && !env->daz && emu_is_binary32(f) && emu_fpu_nearest() &&
+	       emu_fpu_subnormals();
 }
 
 #define FOLD_CASE(OP)                                                                              \

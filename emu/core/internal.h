@@ -66,6 +66,20 @@ static inline bool emu_fpu_nearest(void)
 #endif
 }
 
+/* Does the CPU keep float subnormals? The binary32 paths (round_f32, the
+ * float folds) let float conversions and arithmetic make binary32's
+ * subnormals, which MXCSR's FTZ (bit 15) and DAZ (bit 6) would flush: set
+ * in a process built with -ffast-math, or by a framework asked to flush
+ * denormals. Elsewhere assumed kept. */
+static inline bool emu_fpu_subnormals(void)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+	return (__builtin_ia32_stmxcsr() & 0x8040u) == 0;
+#else
+	return true;
+#endif
+}
+
 /* f is IEEE binary32 (float): its values and the CPU's float arithmetic
  * on them are the same */
 static inline bool emu_is_binary32(const emu_format *f)

@@ -1554,6 +1554,73 @@ START_TEST(test_f32_tiny_boundary)
 }
 END_TEST
 
+/* binary32 under MXCSR's FTZ and DAZ (a process built with -ffast-math, or
+ * a framework told to flush denormals): the float paths (round_f32, the
+ * float folds, the copy check) would flush binary32's subnormals, so the
+ * array ops and folds must give what they give with both clear. x86-64. */
+START_TEST(test_fpu_ftz_daz)
+{
+#if defined(__x86_64__) && defined(__SSE2__)
+	static const emu_op ops[] = {EMU_OP_CVT, EMU_OP_ADD, EMU_OP_MUL, EMU_OP_FMA, EMU_OP_DIV};
+	enum { NF = 3000 };
+	static double a[NF], b[NF], c[NF], r[NF], w[NF];
+	static uint8_t fl[NF], wl[NF];
+	const emu_format *f = t_fmt("fp32");
+	uint64_t checked = 0, subs = 0;
+	for (size_t i = 0; i < NF; i++) { /* results about 2^-126, many subnormal */
+		uint64_t u = t_rand(131, i);
+		a[i] = ldexp((double)((u >> 11) & 0xffffff) * 0x1p-24 + 0.5, (int)(u % 24) - 80);
+		b[i] = ldexp((double)((t_rand(132, i) >> 11) & 0xffffff) * 0x1p-24 - 0.5,
+		             -(int)(u % 30) - 40);
+		c[i] = ldexp((double)((t_rand(133, i) >> 11) & 0xffffff), -149);
+		if (i % 3 == 0) /* a binary32 subnormal operand */
+			a[i] = ldexp((double)(t_rand(134, i) & 0x7fffff), -149);
+	}
+	unsigned csr = __builtin_ia32_stmxcsr();
+	for (size_t o = 0; o < ARRAY_SIZE(ops); o++) {
+		const double *args[3] = {a, b, c};
+		size_t st[3] = {1, 1, 1};
+		emu_env env = EMU_ENV_DEFAULT;
+		emu_a_flags want = emu_a_op(ops[o], f, w, args, st, NF, &env, wl);
+		__builtin_ia32_ldmxcsr(csr | 0x8040u);
+		emu_a_flags got = emu_a_op(ops[o], f, r, args, st, NF, &env, NULL);
+		emu_a_flags gotf = emu_a_op(ops[o], f, r, args, st, NF, &env, fl);
+		__builtin_ia32_ldmxcsr(csr);
+		for (size_t i = 0; i < NF; i++) {
+			ck_assert_msg(dbits(r[i]) == dbits(w[i]) && fl[i] == wl[i],
+			              "%s element %zu: %a %a %a -> %a (%x), want %a (%x)",
+			              emu_op_name(ops[o]), i, a[i], b[i], c[i], r[i], fl[i], w[i],
+			              wl[i]);
+			subs += w[i] != 0 && fabs(w[i]) < 0x1p-126;
+			checked++;
+		}
+		for (int k = 0; k < 5; k++)
+			ck_assert_uint_eq(got.count[k], want.count[k]);
+		ck_assert_uint_eq(gotf.count[3], want.count[3]);
+	}
+	/* and the float folds: add and fma chains whose sums are subnormal */
+	double s0 = 0, s1 = 0, t0 = 0, t1 = 0;
+	emu_env env = EMU_ENV_DEFAULT;
+	emu_a_flags fw = emu_a_fold(EMU_OP_ADD, f, &s0, c, 1, NULL, 0, NF, &env, NULL);
+	emu_a_flags gw = emu_a_fold(EMU_OP_FMA, f, &t0, a, 1, b, 1, NF, &env, NULL);
+	__builtin_ia32_ldmxcsr(csr | 0x8040u);
+	emu_a_flags fg = emu_a_fold(EMU_OP_ADD, f, &s1, c, 1, NULL, 0, NF, &env, NULL);
+	emu_a_flags gg = emu_a_fold(EMU_OP_FMA, f, &t1, a, 1, b, 1, NF, &env, NULL);
+	__builtin_ia32_ldmxcsr(csr);
+	ck_assert_msg(dbits(s0) == dbits(s1) && dbits(t0) == dbits(t1),
+	              "folds: %a %a, want %a %a", s1, t1, s0, t0);
+	for (int k = 0; k < 5; k++) {
+		ck_assert_uint_eq(fg.count[k], fw.count[k]);
+		ck_assert_uint_eq(gg.count[k], gw.count[k]);
+	}
+	ck_assert_uint_gt(subs, NF / 10); /* the subnormal results are there */
+	t_count("aops: fp32 under FTZ and DAZ == without", checked + 2 * NF);
+#else
+	t_skip("aops", "fp32 under FTZ and DAZ: MXCSR is x86-64's");
+#endif
+}
+END_TEST
+
 Suite *suite_aops(void)
 {
 	Suite *s = suite_create("aops");
@@ -1579,6 +1646,7 @@ Suite *suite_aops(void)
 	tcase_add_test(tc, test_fpu_modes);
 	tcase_add_test(tc, test_cvt_f32_same);
 	tcase_add_test(tc, test_f32_tiny_boundary);
+	tcase_add_test(tc, test_fpu_ftz_daz);
 	tcase_add_loop_test(tc, test_pick_any_double, 0, (int)ARRAY_SIZE(pickfmts));
 	tcase_add_loop_test(tc, test_specials_second_look, 0, 2);
 	suite_add_tcase(s, tc);

@@ -1557,7 +1557,8 @@ END_TEST
 /* binary32 under MXCSR's FTZ and DAZ (a process built with -ffast-math, or
  * a framework told to flush denormals): the float paths (round_f32, the
  * float folds, the copy check) would flush binary32's subnormals, so the
- * array ops and folds must give what they give with both clear. x86-64. */
+ * array ops and folds must give what they give with both clear; and the
+ * float add fold under the three other rounding directions. x86-64. */
 START_TEST(test_fpu_ftz_daz)
 {
 #if defined(__x86_64__) && defined(__SSE2__)
@@ -1614,7 +1615,22 @@ START_TEST(test_fpu_ftz_daz)
 		ck_assert_uint_eq(gg.count[k], gw.count[k]);
 	}
 	ck_assert_uint_gt(subs, NF / 10); /* the subnormal results are there */
-	t_count("aops: fp32 under FTZ and DAZ == without", checked + 2 * NF);
+	/* the float folds under the other rounding directions (inexact sums) */
+	static const int dirs[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
+	double u0 = 0;
+	emu_a_flags uw = emu_a_fold(EMU_OP_ADD, f, &u0, a, 1, NULL, 0, NF, &env, NULL);
+	for (int d = 0; d < 3; d++) {
+		double u1 = 0;
+		fesetround(dirs[d]);
+		emu_a_flags ug = emu_a_fold(EMU_OP_ADD, f, &u1, a, 1, NULL, 0, NF, &env, NULL);
+		fesetround(FE_TONEAREST);
+		ck_assert_msg(dbits(u1) == dbits(u0), "fold under direction %d: %a, want %a", d, u1,
+		              u0);
+		for (int k = 0; k < 5; k++)
+			ck_assert_uint_eq(ug.count[k], uw.count[k]);
+	}
+	ck_assert_uint_gt(uw.count[4], NF / 2); /* inexact sums */
+	t_count("aops: fp32 under FTZ and DAZ == without", checked + 5 * NF);
 #else
 	t_skip("aops", "fp32 under FTZ and DAZ: MXCSR is x86-64's");
 #endif

@@ -1347,6 +1347,29 @@ enum { DOT_GATHER = 2048 };
  * written, when any product is not so: the maps decide. A GEMM of
  * operands narrower than its binary32 accumulator (fp16 or bf16 into
  * fp32) has such products but where they overflow or underflow. */
+/* g[c·n + j] = p[c·cs + j·s], j < n, c < mc: mc chains laid out one after
+ * another. Unit strides are copies; chains side by side in memory (cs < s:
+ * a row-major matrix's columns) are read in blocks of 8 steps, each line
+ * once, where chain after chain would read every line mc times. */
+void emu_gather_chains(double *g, const double *p, size_t s, size_t cs, size_t n, size_t mc)
+{
+	if (s == 1) {
+		for (size_t c = 0; c < mc; c++)
+			memcpy(g + c * n, p + c * cs, n * sizeof *g);
+	} else if (cs < s) {
+		for (size_t j0 = 0; j0 < n; j0 += 8) {
+			size_t je = n - j0 < 8 ? n : j0 + 8;
+			for (size_t c = 0; c < mc; c++)
+				for (size_t j = j0; j < je; j++)
+					g[c * n + j] = p[c * cs + j * s];
+		}
+	} else {
+		for (size_t c = 0; c < mc; c++)
+			for (size_t j = 0; j < n; j++)
+				g[c * n + j] = p[c * cs + j * s];
+	}
+}
+
 /* d[c·n + j] = a[c·ca + j·sa]·b[c·cb + j·sb], j < n, c < mc (exact in
  * binary64 for binary32 values), chain after chain; whether each is a
  * finite binary32 value (false at the first chain with one that is not) */
@@ -1384,20 +1407,13 @@ static bool dot_products_exact(emu_be *be, unsigned smul, const emu_format *fm, 
 	const double *pa = a0.v->d + a0.off, *pb = b0.v->d + b0.off;
 	double *d = P.v->d + P.off;
 	size_t sa = a0.stride, sb = b0.stride;
-	double ga[DOT_GATHER];
+	double ga[DOT_GATHER], gb[DOT_GATHER];
 	if (ca == 0 && sa > 1 && mc > 1 && n <= DOT_GATHER) { /* a shared column: read once */
-		for (size_t j = 0; j < n; j++)
-			ga[j] = pa[j * sa];
+		emu_gather_chains(ga, pa, sa, 0, n, 1);
 		pa = ga, sa = 1;
 	}
-	double gb[DOT_GATHER];
 	if (sb > 1 && mc * n <= DOT_GATHER) { /* b's chains as rows, so the products vectorise */
-		for (size_t j0 = 0; j0 < n; j0 += 8) { /* blocks of 8 steps: columns side by side */
-			size_t je = n - j0 < 8 ? n : j0 + 8;
-			for (size_t c = 0; c < mc; c++)
-				for (size_t j = j0; j < je; j++)
-					gb[c * n + j] = pb[c * cb + j * sb];
-		}
+		emu_gather_chains(gb, pb, sb, cb, n, mc);
 		pb = gb, sb = 1, cb = n;
 	}
 	if (!products_f32(d, pa, sa, ca, pb, sb, cb, n, mc))
@@ -1415,26 +1431,8 @@ static void dot_maps_gathered(emu_be *be, unsigned smul, const emu_format *fm, u
 {
 	double ga[DOT_GATHER], gb[DOT_GATHER];
 	const double *pa = a0.v->d + a0.off, *pb = b0.v->d + b0.off;
-	if (cb < b0.stride) /* B's chains are columns (a GEMM's B row-major): */
-		for (size_t j0 = 0; j0 < n; j0 += 8) { /* blocks of its rows, each read once */
-			size_t je = n - j0 < 8 ? n : j0 + 8;
-			for (size_t c = 0; c < mc; c++)
-				for (size_t j = j0; j < je; j++) {
-					ga[c * n + j] = pa[c * ca + j * a0.stride];
-					gb[c * n + j] = pb[c * cb + j * b0.stride];
-				}
-		}
-	else if (a0.stride == 1 && b0.stride == 1)
-		for (size_t c = 0; c < mc; c++) {
-			memcpy(ga + c * n, pa + c * ca, n * sizeof *ga);
-			memcpy(gb + c * n, pb + c * cb, n * sizeof *gb);
-		}
-	else
-		for (size_t c = 0; c < mc; c++)
-			for (size_t j = 0; j < n; j++) {
-				ga[c * n + j] = pa[c * ca + j * a0.stride];
-				gb[c * n + j] = pb[c * cb + j * b0.stride];
-			}
+	emu_gather_chains(ga, pa, a0.stride, ca, n, mc);
+	emu_gather_chains(gb, pb, b0.stride, cb, n, mc);
 	emu_vec va = {mc * n, ga, NULL}, vb = {mc * n, gb, NULL};
 	emu_ref Pr = emu_row(P.v, P.off);
 	emu_map(be, smul, EMU_OP_MUL, fm, Pr, emu_row(&va, 0), emu_row(&vb, 0), EMU_NOREF, mc * n,

@@ -294,6 +294,10 @@ bool emu_truth_dot_exact(mpfr_ptr acc, emu_ref a, emu_ref b, size_t n);
  * rows once per output (its values must not change until
  * emu_truth_split_free, or emu_be_free, undoes it). Elsewhere, or out of
  * memory, nothing: the dot products take their operands apart themselves. */
+/* g[c·n + j] = p[c·cs + j·s], j < n, c < mc: mc strided chains laid out
+ * one after another (a matrix's columns as rows read in blocks of 8 steps,
+ * each line once; unit strides copied) */
+void emu_gather_chains(double *g, const double *p, size_t s, size_t cs, size_t n, size_t mc);
 void emu_truth_split(emu_be *be, const emu_vec *a, const emu_vec *b);
 void emu_truth_split_free(emu_be *be);
 

@@ -349,10 +349,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 		 * elements are numbered by position in the sum, not in memory) */
 		emu_vec *BT = be->kind == EMU_BE_FAST && !bt && n > 1 ? emu_vec_new(be, k * n) : NULL;
 		if (BT) {
-			for (size_t l0 = 0; l0 < k; l0 += 8) /* blocks of B's rows, each read once */
-				for (size_t j = 0; j < n; j++)
-					for (size_t l = l0; l < k && l < l0 + 8; l++)
-						BT->d[j * k + l] = Bv->d[l * n + j];
+			emu_gather_chains(BT->d, Bv->d, n, 1, k, n); /* column j as row j */
 			q.Bv = BT;
 			q.bt = true;
 		}

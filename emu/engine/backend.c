@@ -397,6 +397,11 @@ void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e)
 	record(be, s, op, 1, cnt, fl, e, fl);
 }
 
+void emu_note_n(emu_be *be, unsigned s, emu_op op, uint64_t n, const emu_a_flags *f)
+{
+	record(be, s, op, n, f->count, f->any, f->first_bad, f->first_flags);
+}
+
 emu_vec *emu_vec_new(emu_be *be, size_t n)
 {
 	if (be->nvecs == be->capvecs) {

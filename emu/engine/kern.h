@@ -327,6 +327,11 @@ void emu_fold(emu_be *be, unsigned step, emu_op op, const emu_format *f, emu_ord
 /* Record operations a kernel computed itself (a Tensor Core block): count
  * ops of kind op under step s with flags fl, element e. */
 void emu_note(emu_be *be, unsigned s, emu_op op, unsigned fl, uint64_t e);
+/* n such operations at once: f's counts and flags' OR, and f->first_bad
+ * the element of the first that raised overflow, invalid or divbyzero
+ * (UINT64_MAX: none), with its flags f->first_flags: as n emu_note calls
+ * in order. */
+void emu_note_n(emu_be *be, unsigned s, emu_op op, uint64_t n, const emu_a_flags *f);
 
 /* st += fs: fs's counts as if its operations had run after st's (sums,
  * the flags' OR, st's first failing operation unless it has none, the

@@ -203,7 +203,71 @@ typedef struct {
 	emu_vec *Av, *Bv, *acc;
 	const emu_bits *EA, *EB; /* tc on fast and exact: A's rows and B's columns encoded in I */
 	emu_tc_opnd *SA, *SB;    /* tc on fast: those encodings split */
+	struct mm_lanes *L;      /* tc on fast: its blocks as lanes, or NULL */
 } mm_rows;
+
+/* A tc GEMM's blocks as lanes (emu_tc_plan_lanes): the plan, A's values
+ * and alignment exponents row-major (m × k), B's in panels of W =
+ * EMU_TC_LANES columns, k-major within a panel (XB[(j / W)·Wk + Wl + j mod
+ * W] the value of B's element (l, j), XEB at the same place its exponent;
+ * the columns past n zero), so that a row's W outputs read one stream */
+typedef struct mm_lanes {
+	emu_tc_plan plan;
+	double *XA, *XB;
+	int32_t *XEA, *XEB;
+} mm_lanes;
+
+/* nl <= EMU_TC_LANES output elements of one row from o on, side by side:
+ * their blocks as lanes, the blocks the lanes leave (specials, tiny or
+ * overflowing sums) by emu_tc_plan_value, each element's blocks recorded
+ * as emu_fold_tc_bits records them (the model has no promotion). */
+static void mm_tc_lanes(emu_be *be, const mm_rows *q, size_t o, size_t nl)
+{
+	enum { W = EMU_TC_LANES };
+	const mm_lanes *L = q->L;
+	size_t n = q->n, k = q->k, i = o / n, j = o % n, kb = (size_t)q->model->k;
+	size_t l0 = j % W; /* the panel's lanes l0 .. l0 + nl − 1 */
+	size_t panel = (j / W) * W * k;
+	double c[W] = {0};
+	unsigned inex[W];
+	uint64_t ninex[W] = {0};
+	emu_a_flags f[W];
+	for (size_t l = 0; l < nl; l++)
+		f[l] = (emu_a_flags){{0}, 0, UINT64_MAX, 0};
+	uint64_t nblk = 0;
+	for (size_t b = 0; b < k; b += kb, nblk++) {
+		size_t nb = k - b < kb ? k - b : kb, ia = i * k + b;
+		size_t pb = panel + W * b;
+		unsigned left = emu_tc_plan_lanes(&L->plan, L->XA + ia, L->XEA + ia, L->XB + pb,
+		                                  L->XEB + pb, W, nb, c, inex) >>
+		                l0;
+		for (size_t l = 0; l < nl; l++) {
+			if (!(left >> l & 1)) {
+				ninex[l] += inex[l0 + l];
+				continue;
+			}
+			/* a block the lanes left: the scalar block, its flags noted */
+			unsigned fl = 0;
+			size_t ib = (j + l) * k + b;
+			c[l0 + l] = emu_tc_plan_value(&L->plan, q->EA + ia, q->EB + ib, q->SA + ia,
+			                              q->SB + ib, nb, c[l0 + l], &fl);
+			for (int x = 0; x < EMU_NFLAGS; x++)
+				f[l].count[x] += (fl >> x) & 1;
+			f[l].any |= fl;
+			if (f[l].first_bad == UINT64_MAX &&
+			    (fl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
+				f[l].first_bad = (uint64_t)(o + l) * k + b;
+				f[l].first_flags = fl;
+			}
+		}
+	}
+	for (size_t l = 0; l < nl; l++) {
+		f[l].count[4] += ninex[l]; /* count[4]: EMU_FLAG_INEXACT */
+		f[l].any |= ninex[l] ? EMU_FLAG_INEXACT : 0;
+		emu_note_n(be, S_TC_BLOCK, EMU_OP_FMA, nblk, &f[l]);
+		q->acc->d[o + l] = c[l0 + l];
+	}
+}
 
 /* output elements o0 .. o1 − 1 (row-major), on be's own scratch */
 static int mm_part(emu_be *be, size_t o0, size_t o1, void *arg)
@@ -221,6 +285,17 @@ static int mm_part(emu_be *be, size_t o0, size_t o1, void *arg)
 			m = m < MM_CHAINS ? m : MM_CHAINS;
 			k_matmul_dot(be, q->fma, q->C, q->A, q->Av, q->Bv, q->bt, n, k, o, m, p,
 			             q->acc);
+		}
+		return 0;
+	}
+	if (q->L) {
+		for (size_t o = o0, nl; o < o1; o += nl) {
+			nl = n - o % n < o1 - o ? n - o % n : o1 - o;
+			/* within one panel of B */
+			nl = nl < EMU_TC_LANES - o % n % EMU_TC_LANES
+			         ? nl
+			         : EMU_TC_LANES - o % n % EMU_TC_LANES;
+			mm_tc_lanes(be, q, o, nl);
 		}
 		return 0;
 	}
@@ -242,9 +317,10 @@ static int mm_part(emu_be *be, size_t o0, size_t o1, void *arg)
 
 /* tc on fast and exact: A's rows and B's columns (bt: B's rows) encoded
  * in I once, k values each, as emu_fold_tc would encode them for every
- * output element, and on fast split once for the blocks (split); false
- * out of memory */
-static bool mm_encode(mm_rows *q, size_t m, bool split)
+ * output element, and on fast split once for the blocks (split), and laid
+ * out in L for lanes when the model's blocks run as lanes (then q->L = L);
+ * false out of memory */
+static bool mm_encode(mm_rows *q, size_t m, bool split, mm_lanes *L)
 {
 	size_t n = q->n, k = q->k;
 	emu_bits *EA = malloc((m * k + 1) * sizeof *EA);
@@ -269,6 +345,34 @@ static bool mm_encode(mm_rows *q, size_t m, bool split)
 		return false;
 	emu_tc_split(q->I, EA, m * k, q->SA);
 	emu_tc_split(q->I, EB, n * k, q->SB);
+	if (q->model->promote_every || !emu_tc_plan_init(&L->plan, q->model, q->I, q->O) ||
+	    !emu_tc_plan_lanes_ok(&L->plan))
+		return true;
+	enum { W = EMU_TC_LANES };
+	size_t np = (n + W - 1) / W; /* panels */
+	L->XA = malloc((m * k + 1) * sizeof *L->XA);
+	L->XEA = malloc((m * k + 1) * sizeof *L->XEA);
+	L->XB = calloc(np * W * k, sizeof *L->XB);
+	L->XEB = calloc(np * W * k, sizeof *L->XEB);
+	double *x = malloc((k + 1) * sizeof *x);
+	int32_t *e = malloc((k + 1) * sizeof *e);
+	if (!L->XA || !L->XEA || !L->XB || !L->XEB || !x || !e) {
+		free(x);
+		free(e);
+		return false;
+	}
+	emu_tc_split_lanes(q->I, q->SA, m * k, L->XA, L->XEA);
+	for (size_t j = 0; j < n; j++) { /* column j into its panel */
+		emu_tc_split_lanes(q->I, q->SB + j * k, k, x, e);
+		size_t pj = (j / W) * W * k + j % W;
+		for (size_t l = 0; l < k; l++) {
+			L->XB[pj + W * l] = x[l];
+			L->XEB[pj + W * l] = e[l];
+		}
+	}
+	free(x);
+	free(e);
+	q->L = L;
 	return true;
 }
 
@@ -340,7 +444,9 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	/* the row source, emu/kernels/matmul_rows.h: the GPU's threads run the
 	 * output elements one each (seq), or store the GEMM's (tc) */
 	mm_rows q = {v,      (int)fma, bt != 0, &pol->compute, A,    I,    O,    n,   k,
-	             &model, Av,       Bv,      acc,           NULL, NULL, NULL, NULL};
+	             &model, Av,       Bv,      acc,           NULL, NULL, NULL, NULL, NULL};
+	mm_lanes lanes; /* q.L when mm_encode finds the plan's blocks run as lanes */
+	memset(&lanes, 0, sizeof lanes);
 	if (v == SEQ) {
 		k_matmul_to_accum(be, A, Av, 0, m * k, Bv, 0, k * n, m * k);
 		emu_truth_split(be, Av, Bv); /* each row is read by n (m) dot products */
@@ -354,13 +460,17 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 			q.bt = true;
 		}
 	}
-	int prc = v == TC && be->kind != EMU_BE_TRUTH && !mm_encode(&q, m, be->kind == EMU_BE_FAST)
+	int prc = v == TC && be->kind != EMU_BE_TRUTH && !mm_encode(&q, m, be->kind == EMU_BE_FAST, &lanes)
 	              ? -1
 	              : emu_rows(be, m * n, 2 * (uint64_t)k, mm_part, &q);
 	free((void *)q.EA);
 	free((void *)q.EB);
 	free(q.SA);
 	free(q.SB);
+	free(lanes.XA);
+	free(lanes.XEA);
+	free(lanes.XB);
+	free(lanes.XEB);
 	emu_truth_split_free(be);
 	if (prc != 0)
 		goto oom;

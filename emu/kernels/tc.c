@@ -21,6 +21,7 @@
  * over the nonzero terms, floored at exp_floor. Zero products take no part.
  */
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -1570,6 +1571,151 @@ emu_result emu_tc_plan_block(const emu_tc_plan *p, const emu_bits *a, const emu_
 	double cd = emu_decode(p->fp32, tc_c32(p, c, &flags));
 	double d = emu_tc_plan_value(p, a, b, sa, sb, n, cd, &flags);
 	return tc_result(p, (emu_result){emu_encode(p->out, d), flags});
+}
+
+/* ---- several dot products' blocks as lanes ---- */
+
+bool emu_tc_plan_lanes_ok(const emu_tc_plan *p)
+{
+	const emu_format *a = p->ina, *b = p->inb;
+	const emu_tc_model *m = &p->m;
+	/* products exact (p_a + p_b <= 53) and normal doubles within 2^±400, so
+	 * that a term scaled to the window (L within them) stays a normal
+	 * double; terms below 2^(25+neab) <= 2^50 (tc_vtrunc's range), k + 1
+	 * of them summing below 2^53 */
+	return p->direct && !p->sc && m->k <= EMU_TC_LANES_K &&
+	       (m->final_mode == EMU_RTZ || m->final_mode == EMU_RNE) && a->p + b->p <= 53 &&
+	       a->emin - a->p + b->emin - b->p >= -400 && a->emax + b->emax <= 400 &&
+	       m->neab <= 25 && 25 + m->neab + tc_log2up(m->k + 1) <= 53 && p->blk.p >= 2 &&
+	       p->blk.p <= 52;
+}
+
+void emu_tc_split_lanes(const emu_format *in, const emu_tc_opnd *o, size_t n, double *x,
+                        int32_t *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		double v = ldexp((double)o[i].P, o[i].e - (in->p - 1));
+		x[i] = o[i].special ? NAN : o[i].neg ? -v : v; /* a zero: P = 0 */
+		e[i] = o[i].e;
+	}
+}
+
+/* The lanes as one vector each (GCC's vector extensions: one AVX-512
+ * register, two AVX2 ones, four SSE2 ones; the exponents, int32, half
+ * that). Nothing compares vectors: GCC lowers a comparison of its generic
+ * vectors element by element in a cloned function, so a lane's mask (all
+ * ones or zero) is made of a difference's sign bit. Macros and pointers: a
+ * vector passed by value would change the ABI between the clones. */
+typedef double tc_f64x8 __attribute__((vector_size(8 * EMU_TC_LANES)));
+typedef int64_t tc_i64x8 __attribute__((vector_size(8 * EMU_TC_LANES)));
+typedef uint64_t tc_u64x8 __attribute__((vector_size(8 * EMU_TC_LANES)));
+typedef int32_t tc_i32x8 __attribute__((vector_size(4 * EMU_TC_LANES)));
+/* x < y, x and y integers whose difference does not overflow */
+#define TC_LT(x, y) (-(tc_i64x8)((tc_u64x8)((x) - (y)) >> 63))
+/* x != 0 */
+#define TC_NZ(x) (-(tc_i64x8)((tc_u64x8)((x) | -(x)) >> 63))
+/* m ? a : b, lane by lane */
+#define TC_SEL(m, a, b) (((a) & (m)) | ((b) & ~(m)))
+
+/* 1.5·2^52: x + M is the integer nearest x in M's last place (the FPU
+ * rounding to nearest), for |x| < 2^51 */
+#define TC_MAGIC 0x1.8p52
+
+/* *t chopped toward zero to an integer (|t| < 2^50, or not finite), its
+ * fraction's bits ORed into *chop (nonzero once any fraction is): the
+ * magnitude a's nearest integer r, less one when above a */
+static inline void tc_vchop(tc_f64x8 *t, tc_i64x8 *chop)
+{
+	const tc_i64x8 one = (tc_i64x8){0} + 0x3ff0000000000000;
+	tc_i64x8 tb = (tc_i64x8)*t;
+	tc_f64x8 a = (tc_f64x8)(tb & INT64_MAX), r = (a + TC_MAGIC) - TC_MAGIC;
+	tc_i64x8 d = (tc_i64x8)(a - r); /* +0 when a is an integer */
+	*chop |= d;
+	r -= (tc_f64x8)(one & -(tc_i64x8)((tc_u64x8)d >> 63));
+	*t = (tc_f64x8)((tc_i64x8)r | (tb & INT64_MIN));
+}
+
+/* tc_block_direct in lanes: pass 1 (the products, exact, and their largest
+ * alignment exponent R), C's exponent, the window's last place L, pass 2
+ * (each term chopped: its value scaled by 2^−L, exact, chopped toward
+ * zero), then tc_round_sum's rounding of S·2^L as a cut of the double's
+ * significand. The chops assume the FPU rounds to nearest; under another
+ * direction every lane is left. */
+EMU_VEC_CLONES unsigned emu_tc_plan_lanes(const emu_tc_plan *p, const double *xa,
+                                          const int32_t *ea, const double *xb, const int32_t *eb,
+                                          size_t sb, size_t n, double *c, unsigned *inexact)
+{
+	enum { W = EMU_TC_LANES };
+	if (!emu_fpu_nearest())
+		return (1u << W) - 1;
+	tc_f64x8 pr[EMU_TC_LANES_K];
+	tc_i32x8 R32 = (tc_i32x8){0} + 4 * EMU_TC_ZERO_E;
+	/* pass 1 */
+	for (size_t i = 0; i < n; i++) {
+		tc_f64x8 b;
+		tc_i32x8 f;
+		memcpy(&b, xb + i * sb, sizeof b);
+		memcpy(&f, eb + i * sb, sizeof f);
+		tc_i32x8 E = ea[i] + f, d = R32 - E;
+		R32 -= d & (d >> 31); /* max(R, E) */
+		pr[i] = xa[i] * b;
+	}
+	/* every product zero leaves the lane; C's alignment exponent,
+	 * max(floor(log2|c|), emin) (tc_scan_c; c is a normal double), the
+	 * window's last place L = R − 23 − neab, 2^−L and 2^L */
+	const emu_tc_model *m = &p->m;
+	const int64_t cemin = m->c_emin && p->out->emin > FP32_EMIN ? p->out->emin : FP32_EMIN;
+	const int64_t inf = 0x7ff0000000000000;
+	tc_f64x8 cv;
+	memcpy(&cv, c, sizeof cv);
+	tc_i64x8 R = __builtin_convertvector(R32, tc_i64x8), cu = (tc_i64x8)cv,
+	         cmag = cu & INT64_MAX;
+	tc_i64x8 left = TC_LT(R, EMU_TC_ZERO_E / 2 + 1) | ~TC_LT(cmag, inf);
+	tc_i64x8 ec = ((cu >> 52) & 0x7ff) - 1023;
+	ec = TC_SEL(TC_LT(ec, cemin), (tc_i64x8){0} + cemin, ec);
+	R = TC_SEL(TC_NZ(cmag) & TC_LT(R, ec), ec, R);
+	R = TC_SEL(TC_LT(R, m->exp_floor), (tc_i64x8){0} + m->exp_floor, R);
+	tc_i64x8 L = R - (TC_FRAC + m->neab);
+	left |= TC_LT(L, -500) | TC_LT(500, L);
+	L &= ~left;
+	tc_f64x8 scale = (tc_f64x8)((1023 - L) << 52), unscale = (tc_f64x8)((1023 + L) << 52);
+	/* pass 2, and C's term. A NaN or an infinite product (an operand that
+	 * is one) makes S a NaN or infinite. */
+	tc_f64x8 S = {0};
+	tc_i64x8 chop = {0};
+	for (size_t i = 0; i < n; i++) {
+		tc_f64x8 t = pr[i] * scale;
+		tc_vchop(&t, &chop);
+		S += t;
+	}
+	tc_f64x8 t = (tc_f64x8)((tc_i64x8)(cv * scale) & ~left);
+	tc_vchop(&t, &chop);
+	S += t;
+	left |= ~TC_LT((tc_i64x8)S & INT64_MAX, inf);
+	/* S·2^L (exact) rounded: the significand cut to the block format's p
+	 * bits; a tiny sum, or one beyond the format's max, is left */
+	tc_i64x8 u = (tc_i64x8)(S * unscale), mag = u & INT64_MAX;
+	const emu_format *o = &p->blk;
+	const int drop = 53 - o->p;
+	const int64_t cut = ((int64_t)1 << drop) - 1, half = cut >> 1;
+	int64_t lo, hi;
+	memcpy(&lo, &o->min_normal, sizeof lo);
+	memcpy(&hi, &o->max, sizeof hi);
+	tc_i64x8 r = (m->final_mode == EMU_RNE ? mag + half + ((mag >> drop) & 1) : mag) & ~cut;
+	tc_i64x8 nz = TC_NZ(mag);
+	left |= nz & (TC_LT(mag, lo) | TC_LT(hi, r));
+	tc_i64x8 inx = TC_NZ(chop & INT64_MAX) | TC_NZ(r ^ mag);
+	tc_i64x8 res = r | (u & INT64_MIN & nz); /* S = 0: +0 */
+	unsigned mask = 0;
+	for (size_t l = 0; l < W; l++) {
+		if (left[l]) {
+			mask |= 1u << l;
+			continue;
+		}
+		inexact[l] = inx[l] != 0;
+		memcpy(&c[l], &res[l], sizeof c[l]);
+	}
+	return mask;
 }
 
 /* ---- a block-scaled GEMM's blocks over split operands and scales ---- */

@@ -292,6 +292,44 @@ double emu_tc_plan_value(const emu_tc_plan *p, const emu_bits *a, const emu_bits
                          unsigned *flags);
 
 /*
+ * Several dot products' blocks side by side (a GEMM's outputs of one row):
+ * EMU_TC_LANES lanes, lane l's product i xa[i] · xb[i·sb + l] (A's row
+ * shared, B read k-major), its alignment exponent ea[i] + eb[i·sb + l].
+ * The block's terms are binary64 values: a product of two operands of at
+ * most 26 bits is exact, chopping it to the window is trunc() of its value
+ * scaled by a power of two, and the chopped terms, each below 2^(25+neab),
+ * sum exactly; the rounding of that sum to the block's format is a cut of
+ * its significand in the normal range. So the lanes are computed as
+ * emu_tc_plan_value computes each, bit for bit, flag for flag.
+ */
+#define EMU_TC_LANES 8
+#define EMU_TC_LANES_K 64 /* the most products a lanes' block takes */
+
+/* Whether p's blocks may run as lanes: a direct plan without scales,
+ * k <= EMU_TC_LANES_K, final rounding rne or rtz, products exact in
+ * binary64 and far inside its range, and k + 1 chopped terms summing below
+ * 2^53. */
+bool emu_tc_plan_lanes_ok(const emu_tc_plan *p);
+
+/* The lanes' operands: x[i] the value of o[i] (in's operand, split; NaN
+ * for a NaN or an infinity, whose block the lanes leave to
+ * emu_tc_plan_value), e[i] its alignment exponent (EMU_TC_ZERO_E for a
+ * zero). */
+void emu_tc_split_lanes(const emu_format *in, const emu_tc_opnd *o, size_t n, double *x,
+                        int32_t *e);
+
+/* One block of n <= k products in every lane, C in c[l] (a value of the
+ * output format) replaced by the block's value, and inexact[l] set to 1
+ * when the block raised inexact (the only flag a lane's block raises), 0
+ * when it raised none. Returns the mask of lanes (bit l) it left: an
+ * operand or C not finite, every product zero, or a sum that is tiny,
+ * overflows or lies outside binary64's comfortable range. Their c[l] and
+ * inexact[l] are untouched: emu_tc_plan_value decides those blocks. */
+unsigned emu_tc_plan_lanes(const emu_tc_plan *p, const double *xa, const int32_t *ea,
+                           const double *xb, const int32_t *eb, size_t sb, size_t n, double *c,
+                           unsigned *inexact);
+
+/*
  * The same for the block-scaled kinds (emu_scaled_gemm): scales split as
  * operands are, their magnitudes (a sign bit ignored: ue4m3), a zero with
  * P = 0 and e = −126 (the exponent the model gives it), a NaN special.

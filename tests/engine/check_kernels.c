@@ -253,6 +253,54 @@ START_TEST(test_random_policies)
 }
 END_TEST
 
+/*
+ * A Tensor Core GEMM's blocks as lanes (the fast backend's matmul tc runs
+ * a row's outputs eight at a time, emu_tc_plan_lanes, and the blocks the
+ * lanes leave one by one): 3 × 19 outputs, so that a row has full panels of
+ * B and a partial one, k = 40 (blocks of 16, 16 and 8), B read as k × n and
+ * as n × k, against the exact backend's MPFR model, every output's bits,
+ * every flag count per step and the first failing operation. Inputs from
+ * far below the storage format's range to above it: blocks with infinite
+ * and NaN operands, tiny and overflowing sums among the lanes.
+ */
+START_TEST(test_matmul_tc_lanes)
+{
+	static const char *const specs[] = {"storage=bf16,accum=fp32", "storage=fp16,accum=fp32",
+	                                    "storage=fp16", "storage=fp16,compute=fp32,accum=fp32"};
+	static const char *const variants[] = {"tc", "tc:h100", "tc:a100", "tc:ada"};
+	enum { M = 3, N = 19, K = 40 };
+	double x[M * K + K * N];
+	uint64_t ran = 0;
+	int inputs = t_quick() ? 2 : 12;
+	for (size_t s = 0; s < ARRAY_SIZE(specs); s++) {
+		emu_policy pol;
+		char err[200];
+		ck_assert_msg(emu_policy_parse(specs[s], &pol, err, sizeof err) == EMU_OK, "%s", err);
+		for (size_t v = 0; v < ARRAY_SIZE(variants); v++)
+			for (int bt = 0; bt < 2; bt++)
+				for (int c = 0; c < inputs; c++) {
+					/* half the inputs within the format's range, where most
+					 * blocks are the lanes' */
+					make_input(&pol, (uint64_t)(1000 + c), x, ARRAY_SIZE(x));
+					if (c % 2)
+						for (size_t j = 0; j < ARRAY_SIZE(x); j++)
+							x[j] = ldexp(x[j], -(int)round(log2(fabs(x[j]))) +
+							                       (int)(j % 9) - 4);
+					emu_kparam p[4] = {{"m", M}, {"n", N}, {"k", K}, {"bt", bt}};
+					emu_kin in = {x, 1, ARRAY_SIZE(x), p, 4, 1, NULL, 0};
+					char what[300];
+					snprintf(what, sizeof what, "matmul %s [%s] bt=%d input %d",
+					         variants[v], specs[s], bt, c);
+					ck_assert_msg(same_runs(&emu_kernel_matmul, &pol, variants[v], &in,
+					                        what),
+					              "%s: refused", what);
+					ran++;
+				}
+	}
+	t_count("kernels: matmul tc 3 x 19 x 40, blocks as lanes, fast == exact", ran);
+}
+END_TEST
+
 TCase *t_tcase_fast_exact_more(void)
 {
 	TCase *tc = tcase_create("backends-exhaustive");
@@ -391,6 +439,7 @@ Suite *suite_kernels(void)
 	tcase_add_loop_test(tc, test_fast_equals_exact, 0,
 	                    (int)(emu_kernel_count() * ARRAY_SIZE(policies)));
 	tcase_add_test(tc, test_softmax_overflow_boundary);
+	tcase_add_test(tc, test_matmul_tc_lanes);
 	tcase_add_test(tc, test_policy_zeroless_agrees);
 	tcase_add_test(tc, test_step_names_unique);
 	suite_add_tcase(s, tc);

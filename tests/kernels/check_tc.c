@@ -1088,14 +1088,89 @@ static int scaled_plan_differs(const tc_case *t, const emu_tc_plan *plan)
 /* Prove fast == MPFR on n cases made by setup(i) + gen_operands. */
 typedef void (*tc_setup_fn)(tc_case *t, uint64_t i, const void *ctx);
 
+/* A case's block as lane 0 of emu_tc_plan_lanes, beside seven others with
+ * the same A: B and C of other cases of the same setup (other magnitudes:
+ * products that cancel, overflow, are tiny or all zero), B negated with C
+ * negated, and B all zero. Each lane the lanes decide against
+ * emu_tc_plan_value on the same block (bits of the value, the one flag)
+ * and, without C's pre-rounding, against the MPFR model's block. Adds the
+ * lanes decided to *decided and those left to *left; returns the first
+ * lane that differs (with *why), or -1. */
+static int lanes_differ(const tc_case *t, const emu_tc_plan *plan, uint64_t stream, uint64_t i,
+                        tc_setup_fn setup, const void *ctx, uint64_t *decided, uint64_t *left,
+                        char *why, size_t whylen)
+{
+	enum { W = EMU_TC_LANES };
+	size_t K = t->K;
+	const emu_format *f32 = t_fmt("fp32");
+	emu_bits b[W][TC_KMAX], cb[W];
+	for (size_t l = 0; l < W; l++) {
+		tc_case u;
+		u.sc = NULL;
+		setup(&u, i, ctx);
+		gen_operands(&u, stream ^ (0x5bd1e995ull * (l + 1)), i);
+		for (size_t j = 0; j < K; j++)
+			b[l][j] = l == 0 ? t->b[j]
+			          : l == 6 ? t->b[j] ^ t->inb->sign_mask
+			          : l == 7 ? (j % 3 ? 0 : t->inb->sign_mask)
+			          : u.K ? u.b[j % u.K]
+			                : t->b[j];
+		cb[l] = l == 0 || l == 6 ? t->c ^ (l == 6 ? 0x80000000u : 0) : u.c;
+	}
+	double xa[TC_KMAX], xb[TC_KMAX][W], x[TC_KMAX], c[W], c0[W];
+	int32_t ea[TC_KMAX], eb[TC_KMAX][W], e[TC_KMAX];
+	emu_tc_opnd sa[TC_KMAX], sb[W][TC_KMAX];
+	emu_tc_split(t->in, t->a, K, sa);
+	emu_tc_split_lanes(t->in, sa, K, xa, ea);
+	for (size_t l = 0; l < W; l++) {
+		emu_tc_split(t->inb, b[l], K, sb[l]);
+		emu_tc_split_lanes(t->inb, sb[l], K, x, e);
+		for (size_t j = 0; j < K; j++) {
+			xb[j][l] = x[j];
+			eb[j][l] = e[j];
+		}
+		c[l] = c0[l] = emu_decode(f32, cb[l]);
+	}
+	unsigned inexact[W];
+	unsigned mask = emu_tc_plan_lanes(plan, xa, ea, &xb[0][0], &eb[0][0], W, K, c, inexact);
+	emu_tc_model m0 = t->m;
+	m0.promote_every = 0;
+	for (size_t l = 0; l < W; l++) {
+		if (mask >> l & 1) {
+			++*left;
+			continue;
+		}
+		++*decided;
+		unsigned fl = 0;
+		double d = emu_tc_plan_value(plan, t->a, b[l], sa, sb[l], K, c0[l], &fl);
+		uint64_t ub, ud;
+		memcpy(&ub, &c[l], sizeof ub);
+		memcpy(&ud, &d, sizeof ud);
+		unsigned lf = inexact[l] ? EMU_FLAG_INEXACT : 0;
+		emu_result mp = {emu_encode(t->out, d), fl};
+		if (!t->m.c_preround)
+			mp = emu_tc_mp_dot2(&m0, t->in, t->inb, t->out, t->a, b[l], K, cb[l]);
+		if (ub != ud || lf != fl || emu_encode(t->out, c[l]) != mp.bits || lf != mp.flags) {
+			snprintf(why, whylen,
+			         "lane %zu of %s K=%zu c=0x%08x b0=0x%x: lanes %a (flags 0x%x), "
+			         "plan %a (0x%x), mpfr 0x%x (0x%x)",
+			         l, t->what, K, cb[l], K ? b[l][0] : 0, c[l], lf, d, fl, mp.bits,
+			         mp.flags);
+			return (int)l;
+		}
+	}
+	return -1;
+}
+
 static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn setup,
                      const void *ctx)
 {
 	uint64_t bad = 0, bad_plan = 0, n_plain = 0, n_plan = 0, n_splan = 0, n_sdirect = 0,
-	         n_mixed_direct = 0;
-	char first[2][600] = {"", ""}, first_plan[680] = "";
+	         n_mixed_direct = 0, bad_lanes = 0, n_lanes = 0, n_lanes_left = 0;
+	char first[2][600] = {"", ""}, first_plan[680] = "", first_lanes[600] = "";
 #pragma omp parallel for schedule(dynamic, 256)                                                   \
-    reduction(+ : bad, bad_plan, n_plain, n_plan, n_splan, n_sdirect, n_mixed_direct)
+    reduction(+ : bad, bad_plan, n_plain, n_plan, n_splan, n_sdirect, n_mixed_direct, bad_lanes,    \
+              n_lanes, n_lanes_left)
 	for (uint64_t i = 0; i < n; i++) {
 		tc_case t;
 		t.sc = NULL;
@@ -1171,8 +1246,28 @@ static void prove_tc(const char *what, uint64_t n, uint64_t stream, tc_setup_fn 
 				snprintf(first_plan, sizeof first_plan, "plan's %s", buf);
 			}
 		}
+		/* the same block among seven others, as lanes */
+		char why[600];
+		if (t.K && emu_tc_plan_lanes_ok(&plan) &&
+		    lanes_differ(&t, &plan, stream, i, setup, ctx, &n_lanes, &n_lanes_left, why,
+		                 sizeof why) >= 0) {
+			uint64_t k;
+#pragma omp atomic capture
+			k = bad_lanes++;
+			if (k == 0) {
+#pragma omp critical
+				snprintf(first_lanes, sizeof first_lanes, "%s", why);
+			}
+		}
 	}
 	t_count(what, n);
+	ck_assert_msg(bad_lanes == 0, "%s, blocks as lanes: %" PRIu64 " cases differ; first: %s",
+	              what, bad_lanes, first_lanes);
+	/* most lanes' blocks are finite sums in range: the lanes decide them */
+	ck_assert_msg(n_lanes >= n_lanes_left / 2, "%s: lanes decided %" PRIu64 ", left %" PRIu64,
+	              what, n_lanes, n_lanes_left);
+	if (n_lanes)
+		t_count("tc blocks as lanes, against the plan and MPFR", n_lanes);
 	ck_assert_msg(bad == 0, "%s: %" PRIu64 " of %" PRIu64 " differ; first: %s | %s", what, bad,
 	              n, first[0], first[1]);
 	ck_assert_msg(bad_plan == 0, "%s, one block planned: %" PRIu64 " of %" PRIu64 " differ; %s",

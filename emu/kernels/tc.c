@@ -1661,16 +1661,16 @@ EMU_VEC_CLONES unsigned emu_tc_plan_lanes(const emu_tc_plan *p, const double *xa
 		pr[i] = xa[i] * b;
 	}
 	/* every product zero leaves the lane; C's alignment exponent,
-	 * max(floor(log2|c|), emin) (tc_scan_c; c is a normal double), the
-	 * window's last place L = R − 23 − neab, 2^−L and 2^L */
+	 * max(floor(log2|c|), emin) (tc_scan_c; a finite c is a normal double,
+	 * and a C that is not finite makes S so), the window's last place
+	 * L = R − 23 − neab, 2^−L and 2^L */
 	const emu_tc_model *m = &p->m;
 	const int64_t cemin = m->c_emin && p->out->emin > FP32_EMIN ? p->out->emin : FP32_EMIN;
-	const int64_t inf = 0x7ff0000000000000;
 	tc_f64x8 cv;
 	memcpy(&cv, c, sizeof cv);
 	tc_i64x8 R = __builtin_convertvector(R32, tc_i64x8), cu = (tc_i64x8)cv,
 	         cmag = cu & INT64_MAX;
-	tc_i64x8 left = TC_LT(R, EMU_TC_ZERO_E / 2 + 1) | ~TC_LT(cmag, inf);
+	tc_i64x8 left = TC_LT(R, EMU_TC_ZERO_E / 2 + 1);
 	tc_i64x8 ec = ((cu >> 52) & 0x7ff) - 1023;
 	ec = TC_SEL(TC_LT(ec, cemin), (tc_i64x8){0} + cemin, ec);
 	R = TC_SEL(TC_NZ(cmag) & TC_LT(R, ec), ec, R);
@@ -1680,7 +1680,7 @@ EMU_VEC_CLONES unsigned emu_tc_plan_lanes(const emu_tc_plan *p, const double *xa
 	L &= ~left;
 	tc_f64x8 scale = (tc_f64x8)((1023 - L) << 52), unscale = (tc_f64x8)((1023 + L) << 52);
 	/* pass 2, and C's term. A NaN or an infinite product (an operand that
-	 * is one) makes S a NaN or infinite. */
+	 * is one) makes S a NaN or infinite, which the range check leaves. */
 	tc_f64x8 S = {0};
 	tc_i64x8 chop = {0};
 	for (size_t i = 0; i < n; i++) {
@@ -1691,9 +1691,9 @@ EMU_VEC_CLONES unsigned emu_tc_plan_lanes(const emu_tc_plan *p, const double *xa
 	tc_f64x8 t = (tc_f64x8)((tc_i64x8)(cv * scale) & ~left);
 	tc_vchop(&t, &chop);
 	S += t;
-	left |= ~TC_LT((tc_i64x8)S & INT64_MAX, inf);
 	/* S·2^L (exact) rounded: the significand cut to the block format's p
-	 * bits; a tiny sum, or one beyond the format's max, is left */
+	 * bits; a tiny sum, or one beyond the format's max (a NaN's or an
+	 * infinity's bits too), is left */
 	tc_i64x8 u = (tc_i64x8)(S * unscale), mag = u & INT64_MAX;
 	const emu_format *o = &p->blk;
 	const int drop = 53 - o->p;
@@ -1705,7 +1705,9 @@ EMU_VEC_CLONES unsigned emu_tc_plan_lanes(const emu_tc_plan *p, const double *xa
 	tc_i64x8 nz = TC_NZ(mag);
 	left |= nz & (TC_LT(mag, lo) | TC_LT(hi, r));
 	tc_i64x8 inx = TC_NZ(chop & INT64_MAX) | TC_NZ(r ^ mag);
-	tc_i64x8 res = r | (u & INT64_MIN & nz); /* S = 0: +0 */
+	/* S is never −0 (it starts at +0, and x + (−x) and +0 + −0 are +0 in
+	 * round to nearest): a zero sum is +0, as tc_round_sum's */
+	tc_i64x8 res = r | (u & INT64_MIN);
 	unsigned mask = 0;
 	for (size_t l = 0; l < W; l++) {
 		if (left[l]) {

@@ -1463,7 +1463,8 @@ A_CLONES static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc
 	return r;
 }
 
-/* Eight chains of fold_f32 (as fold_f32_w gives them) as vector lanes: a
+/* Eight chains of fold_f32 (as fold_f32_w gives them) as vector lanes, or
+ * sixteen as two vectors (V): a
  * block of F32_LB steps while every lane's state is a float, its operands
  * converted and checked first, then the eight chains of float sums stepped
  * as one vector, their TwoSum errors counted without a branch (a sum that
@@ -1474,17 +1475,18 @@ A_CLONES static emu_a_flags fold_f32(emu_op op, const emu_format *f, double *acc
 enum { F32_LB = 32 };
 typedef float f32x8 __attribute__((vector_size(32)));
 typedef int32_t i32x8 __attribute__((vector_size(32)));
-A_CLONES static void fold_f32_8(emu_op op, const emu_format *f, double *acc, size_t sacc,
-                                const double *a, size_t sa, size_t ca, size_t n,
-                                const emu_env *env, uint64_t cidx, emu_a_flags *r)
+static inline __attribute__((always_inline)) void
+fold_f32_v(const int V, emu_op op, const emu_format *f, double *acc, size_t sacc, const double *a,
+           size_t sa, size_t ca, size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
 {
-	enum { W = 8 };
-	double s[W];
-	float fs[W];
-	bool in_float[W];
-	uint64_t nix[W];
+	enum { VMAX = 2 };
+	const int W = 8 * V;
+	double s[8 * VMAX];
+	float fs[8 * VMAX];
+	bool in_float[8 * VMAX];
+	uint64_t nix[8 * VMAX];
 	const double sg = op == EMU_OP_SUB ? -1.0 : 1.0;
-	float xb[F32_LB][W];
+	float xb[F32_LB * 8 * VMAX]; /* step j's lanes at j·W: rows of W */
 	for (int w = 0; w < W; w++) {
 		r[w] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 		s[w] = acc[w * sacc];
@@ -1501,32 +1503,38 @@ A_CLONES static void fold_f32_8(emu_op op, const emu_format *f, double *acc, siz
 			for (size_t j = 0; j < m; j++)
 				for (int w = 0; w < W; w++) {
 					double x = sg * a[w * ca + (j0 + j) * sa];
-					xb[j][w] = (float)x;
-					all &= (double)xb[j][w] == x;
+					xb[j * W + w] = (float)x;
+					all &= (double)xb[j * W + w] == x;
 				}
 		}
 		if (all) { /* the sums: once not finite, a lane's sums stay so */
-			/* one vector of the eight chains (GCC's vector extension):
-			 * written lane by lane, GCC kept the chain's adds scalar and
-			 * shuffled them into the vector TwoSum at every step */
-			f32x8 t, z = {0};
-			i32x8 bix = {0};
-			memcpy(&t, fs, sizeof t);
-			for (size_t j = 0; j < m; j++) {
-				f32x8 x;
-				memcpy(&x, xb[j], sizeof x);
-				f32x8 tw = t + x;
-				f32x8 bb = tw - t;
-				f32x8 err = (t - (tw - bb)) + (x - bb);
-				bix -= err != z; /* all ones where inexact */
-				t = tw;
+			/* a vector of eight chains (GCC's vector extension; V of
+			 * them side by side, each stepping while another waits on
+			 * its add): written lane by lane, GCC kept the chain's adds
+			 * scalar and shuffled them into the vector TwoSum at every
+			 * step */
+			f32x8 t[VMAX], z = {0};
+			i32x8 bix[VMAX];
+			for (int v = 0; v < V; v++) {
+				memcpy(&t[v], fs + 8 * v, sizeof t[v]);
+				bix[v] = (i32x8){0};
 			}
+			for (size_t j = 0; j < m; j++)
+				for (int v = 0; v < V; v++) {
+					f32x8 x;
+					memcpy(&x, xb + j * W + 8 * v, sizeof x);
+					f32x8 tw = t[v] + x;
+					f32x8 bb = tw - t[v];
+					f32x8 err = (t[v] - (tw - bb)) + (x - bb);
+					bix[v] -= err != z; /* all ones where inexact */
+					t[v] = tw;
+				}
 			for (int w = 0; w < W; w++)
-				all &= fabsf(t[w]) <= FLT_MAX;
+				all &= fabsf(t[w / 8][w % 8]) <= FLT_MAX;
 			if (all) {
 				for (int w = 0; w < W; w++) {
-					fs[w] = t[w];
-					nix[w] += (uint64_t)bix[w];
+					fs[w] = t[w / 8][w % 8];
+					nix[w] += (uint64_t)bix[w / 8][w % 8];
 				}
 				continue;
 			}
@@ -1542,6 +1550,20 @@ A_CLONES static void fold_f32_8(emu_op op, const emu_format *f, double *acc, siz
 		acc[w * sacc] = in_float[w] ? (double)fs[w] : s[w];
 		fold_done(&r[w], nix[w], 0, 0);
 	}
+}
+
+A_CLONES static void fold_f32_8(emu_op op, const emu_format *f, double *acc, size_t sacc,
+                                const double *a, size_t sa, size_t ca, size_t n,
+                                const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	fold_f32_v(1, op, f, acc, sacc, a, sa, ca, n, env, cidx, r);
+}
+
+A_CLONES static void fold_f32_16(emu_op op, const emu_format *f, double *acc, size_t sacc,
+                                 const double *a, size_t sa, size_t ca, size_t n,
+                                 const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	fold_f32_v(2, op, f, acc, sacc, a, sa, ca, n, env, cidx, r);
 }
 
 /* FOLD_W chains of fold_f32 stepped together, each exactly its own call
@@ -1633,7 +1655,7 @@ static inline __attribute__((always_inline)) int32_t fma32_decided(double x, dou
  * states, inexact counts and (L = 1) flags advanced, when every step of
  * every lane is decided so; false, with the states untouched, otherwise.
  */
-enum { FMA_BLK = 64 };
+enum { FMA_BLK = 64, FMA_LMAX = 16 };
 static inline __attribute__((always_inline)) bool
 fma32_block(const int L, float *fs, const int32_t *ok, uint64_t *nix, const double *a, size_t sa,
             size_t ca, const double *b, size_t sb, size_t cb, size_t j0, size_t m, uint8_t *flags)
@@ -1643,8 +1665,8 @@ fma32_block(const int L, float *fs, const int32_t *ok, uint64_t *nix, const doub
 		good &= ok[w];
 	if (!good)
 		return false;
-	float tb[FMA_BLK][8], c[8];
-	uint64_t nb[8];
+	float tb[FMA_BLK][FMA_LMAX], c[FMA_LMAX];
+	uint64_t nb[FMA_LMAX];
 	for (int w = 0; w < L; w++) {
 		c[w] = fs[w];
 		nb[w] = 0;
@@ -1700,10 +1722,10 @@ fma32_lanes(const int L, const emu_format *f, double *acc, size_t sacc, const do
             size_t ca, const double *b, size_t sb, size_t cb, size_t n, const emu_env *env,
             uint64_t cidx, emu_a_flags *r, uint8_t *flags)
 {
-	float fs[8];
-	double s[8];
-	int32_t ok[8];
-	uint64_t nix[8];
+	float fs[FMA_LMAX];
+	double s[FMA_LMAX];
+	int32_t ok[FMA_LMAX];
+	uint64_t nix[FMA_LMAX];
 	for (int w = 0; w < L; w++) {
 		r[w] = (emu_a_flags){{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
 		s[w] = acc[w * sacc];
@@ -1716,8 +1738,8 @@ fma32_lanes(const int L, const emu_format *f, double *acc, size_t sacc, const do
 		if (fma32_block(L, fs, ok, nix, a, sa, ca, b, sb, cb, j0, m, flags))
 			continue;
 		for (size_t j = j0; j < j0 + m; j++) {
-			float t[8];
-			int32_t ix[8], good[8], all = 1;
+			float t[FMA_LMAX];
+			int32_t ix[FMA_LMAX], good[FMA_LMAX], all = 1;
 			for (int w = 0; w < L; w++) {
 				double x = a[w * ca + j * sa], y = b[w * cb + j * sb];
 				float tw = fmaf((float)x, (float)y, fs[w]);
@@ -1779,6 +1801,20 @@ A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc,
 		fma32_lanes(8, f, acc, sacc, a, sa, 0, b, sb, cb, n, env, cidx, r, NULL);
 	else
 		fma32_lanes(8, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r, NULL);
+}
+
+/* Sixteen lanes, as eight: two vectors of chains in flight, so that one
+ * waits on its fmaf while the other steps */
+A_CLONES static void fold_fma32_16(const emu_format *f, double *acc, size_t sacc, const double *a,
+                                   size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
+                                   size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	if (ca == 0 && cb == 1)
+		fma32_lanes(16, f, acc, sacc, a, sa, 0, b, sb, 1, n, env, cidx, r, NULL);
+	else if (ca == 0)
+		fma32_lanes(16, f, acc, sacc, a, sa, 0, b, sb, cb, n, env, cidx, r, NULL);
+	else
+		fma32_lanes(16, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r, NULL);
 }
 
 /* The binary32 RNE folds above apply: fold_f32 (add, sub), fold_fma32. */
@@ -1859,6 +1895,17 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 	/* binary32 in rne: fold_f32's and fold_fma32's float steps, chains
 	 * together */
 	bool f32 = f32_fold(op, f, env) && (op != EMU_OP_FMA || b);
+	/* sixteen chains as lanes where they are long enough for a step's
+	 * latency to matter (a short chain's set-up is the cost) */
+	for (; f32 && op == EMU_OP_FMA && n >= FMA_BLK / 2 && w + 16 <= m; w += 16) {
+		emu_a_flags r[16];
+		emu_env e = *env;
+		e.index = env->index + w * cidx;
+		fold_fma32_16(f, acc + w * sacc, sacc, a + w * ca, sa, ca, b + w * cb, sb, cb, n,
+		              &e, cidx, r);
+		for (int q = 0; q < 16; q++)
+			fold_merge(&t, &r[q], w + (size_t)q, cidx);
+	}
 	for (; f32 && op == EMU_OP_FMA && w + 8 <= m; w += 8) {
 		emu_a_flags r[8];
 		emu_env e = *env;
@@ -1866,6 +1913,14 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 		fold_fma32_8(f, acc + w * sacc, sacc, a + w * ca, sa, ca, b + w * cb, sb, cb, n, &e,
 		             cidx, r);
 		for (int q = 0; q < 8; q++)
+			fold_merge(&t, &r[q], w + (size_t)q, cidx);
+	}
+	for (; f32 && op != EMU_OP_FMA && n >= F32_LB && w + 16 <= m; w += 16) {
+		emu_a_flags r[16];
+		emu_env e = *env;
+		e.index = env->index + w * cidx;
+		fold_f32_16(op, f, acc + w * sacc, sacc, a + w * ca, sa, ca, n, &e, cidx, r);
+		for (int q = 0; q < 16; q++)
 			fold_merge(&t, &r[q], w + (size_t)q, cidx);
 	}
 	for (; f32 && op != EMU_OP_FMA && w + 8 <= m; w += 8) {

@@ -276,7 +276,7 @@ static int mm_part(emu_be *be, size_t o0, size_t o1, void *arg)
 	size_t n = q->n, k = q->k;
 	if (q->v == SEQ) {
 		/* up to MM_CHAINS outputs of one row at once */
-		enum { MM_CHAINS = 8 };
+		enum { MM_CHAINS = 16 };
 		emu_vec *p = emu_vec_new(be, MM_CHAINS * k);
 		if (!p)
 			return -1;

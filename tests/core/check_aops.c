@@ -871,25 +871,28 @@ END_TEST
  * the next block's first and inside a later one, so that a block runs again
  * step by step from its start and the chain goes on after it; exact sums
  * (no inexact) and random ones, strides 1 and 2. */
-/* emu_a_fold_n's binary32 add and sub chains (eight as vector lanes): an
- * operand that is no float value in one chain, a sum that overflows in
- * another, each chain as emu_a_fold gives it alone, counts and the first
- * failing step too. */
+/* emu_a_fold_n's binary32 add and sub chains (sixteen as two vectors of
+ * lanes, then eight as one): an operand that is no float value in one
+ * chain, a sum that overflows in another, in either vector, each chain as
+ * emu_a_fold gives it alone, counts and the first failing step too. */
 START_TEST(test_fold_n_f32_lanes)
 {
 	const emu_format *f = t_fmt("fp32");
-	enum { N = 70, M = 9 };
+	enum { N = 70, M = 27 };
 	static double xa[M * N];
 	emu_env env = EMU_ENV_DEFAULT;
 	uint64_t cases = 0;
 	for (int sub = 0; sub < 2; sub++)
 		for (int odd = 0; odd < 3; odd++) {
 			fill_fold(f, 9700 + (uint64_t)(sub * 4 + odd), 1, M * N, xa);
-			if (odd == 1) { /* chain 5: 1 + (2^-24 + 2^-50) at steps 39, 40 */
+			/* chains 0-15 run as two vectors of lanes, 16-23 as one */
+			if (odd == 1) { /* chain 13 or 21: 1 + (2^-24 + 2^-50) at steps 39, 40 */
+				size_t ch = sub ? 21 : 13;
 				for (size_t j = 0; j < N; j++)
-					xa[5 * N + j] = j == 40 ? 0x1p-24 + 0x1p-50 : j == 39 ? 1.0 : 0;
-			} else if (odd == 2) { /* chain 2 overflows at step 33 */
-				xa[2 * N + 32] = xa[2 * N + 33] = sub ? -0x1.fffffep127 : 0x1.fffffep127;
+					xa[ch * N + j] = j == 40 ? 0x1p-24 + 0x1p-50 : j == 39 ? 1.0 : 0;
+			} else if (odd == 2) { /* chain 2 or 10 overflows at step 33 */
+				size_t ch = sub ? 10 : 2;
+				xa[ch * N + 32] = xa[ch * N + 33] = sub ? -0x1.fffffep127 : 0x1.fffffep127;
 			}
 			emu_op op = sub ? EMU_OP_SUB : EMU_OP_ADD;
 			double acc[M], ref[M];
@@ -1034,10 +1037,11 @@ START_TEST(test_fold_fma32_edges)
 			                  ? (0x1p-126 - 0x1p-149 * (rep % 3)) * (rep % 2 ? -1 : 1)
 			                  : 0.0;
 			cases += prove_fold(EMU_OP_FMA, f, &env, acc0, xa, 1, xb, 1, N);
-			/* 4 and 8 chains at once (fold_fma32_4, fold_fma32_8's lanes) */
-			for (size_t m = 4; m <= 8; m += 4) {
+			/* 4, 8 and 16 chains at once (fold_fma32_4, fold_fma32_8's
+			 * and fold_fma32_16's lanes) */
+			for (size_t m = 4; m <= 16; m *= 2) {
 				size_t len = N / m;
-				double acc[8], ref[8];
+				double acc[16], ref[16];
 				for (size_t c = 0; c < m; c++)
 					acc[c] = ref[c] = c % 3 == 2 ? 0.0 : c % 2 ? -acc0 : acc0;
 				emu_a_flags want = {{0, 0, 0, 0, 0}, 0, UINT64_MAX, 0};
@@ -1109,10 +1113,10 @@ static const char *const foldnfmts[] = {"e4m3", "e5m2", "e2m1", "fp16", "bf16", 
 START_TEST(test_fold_n)
 {
 	const emu_format *f = t_fmt(foldnfmts[_i]);
-	const size_t N = 40, M = 9;
+	const size_t N = 40, M = 25;
 	double *xa = xcalloc(M * N * 2, sizeof(double)), *xb = xcalloc(M * N * 2, sizeof(double));
 	uint64_t cases = 0;
-	static const size_t ms[] = {1, 3, 4, 5, 8, 9}, ns[] = {0, 1, 7, 40};
+	static const size_t ms[] = {1, 3, 4, 5, 8, 9, 16, 25}, ns[] = {0, 1, 7, 40};
 	for (int md = 0; md < 2; md++) {
 		emu_env env = env_of(md ? EMU_SR : EMU_RNE, 0, 0);
 		env.seed = 77;
@@ -1141,7 +1145,7 @@ START_TEST(test_fold_n)
 							       cb =
 							           shape == 1 || shape == 2 ? 1 : N;
 							uint64_t cidx = n + 3;
-							double acc[9], ref[9];
+							double acc[25], ref[25];
 							for (size_t c = 0; c < m; c++)
 								acc[c] = ref[c] =
 								    kind == 3 ? 0.0 : xa[c];

@@ -586,9 +586,10 @@ spec_elem(emu_op op, double x, double y, double *v, uint64_t *inv, uint64_t *dbz
 		dz = y0 & (ux != 0) & (ux < inf);
 		break;
 	}
-	case EMU_OP_SQRT: /* −0 (and every tiny root) stays with the scalar op */
+	case EMU_OP_SQRT: /* +0's root is +0, exact; −0 (and every tiny root)
+	                   * stays with the scalar op */
 		r = sqrt(x);
-		dec = xn | xi | (uint64_t)(x < 0);
+		dec = xn | xi | (uint64_t)(x < 0) | (uint64_t)(emu_dbits(x) == 0);
 		break;
 	default: /* cvt: a binary64 NaN is signaling when its quiet bit is clear */
 		r = x;

@@ -52,9 +52,6 @@ void emu_be_free(emu_be *be)
 	be->st.step_ops = NULL;
 	be->st.step_flags = NULL;
 	be->st.nsteps = 0;
-	free(be->chain_st.step_ops);
-	free(be->chain_st.step_flags);
-	memset(&be->chain_st, 0, sizeof be->chain_st);
 }
 
 /* The value of an encoding, a NaN keeping its sign bit (an overflow or an
@@ -1446,42 +1443,55 @@ static void dot_maps_gathered(emu_be *be, unsigned smul, const emu_format *fm, u
 		emu_map(be, scvt, EMU_OP_CVT, fa, Pr, Pr, EMU_NOREF, EMU_NOREF, mc * n, e0, NULL);
 }
 
-/* emu_dot_n's separate counts (be->chain_st, whose step arrays are zero
- * between chunks) cleared, or added to st: every op's counts, and the
- * steps a chunk records at (the k of used that are steps), each then
- * cleared; all of them when a step beyond st's arrays was met. A chunk
- * of short chains (a dX element of backward is 8 products) made the full
- * sum over every step of the kernel a fifth of its time. */
-static void chain_zero(emu_be_stats *t)
+/* What a chunk of emu_dot_n's chains run out of order can change in the
+ * counts, kept to undo it when a chain failed (the chains then run again in
+ * turn): the counts of the ops a dot product records (its products, their
+ * conversion and the conversions after it, its sum), of the steps it
+ * records at, and the flags' OR. A chunk runs apart only while no failure
+ * is set. (The chunk's counts were kept in a second set and added after;
+ * copying that set in and out, twice 900 bytes a chunk, was a fifth of
+ * backward, whose dX elements are 8 products each.) */
+enum { DOT_NOPS = 3, DOT_NSTEPS = 5 };
+static const emu_op dot_ops[DOT_NOPS] = {EMU_OP_MUL, EMU_OP_CVT, EMU_OP_ADD};
+typedef struct {
+	uint64_t ops[DOT_NOPS], flags[DOT_NOPS][EMU_NFLAGS];
+	uint64_t step_ops[DOT_NSTEPS], step_flags[DOT_NSTEPS][EMU_NFLAGS];
+	unsigned all_flags;
+	size_t nsteps;
+} dot_snap;
+
+static void dot_snap_take(const emu_be_stats *st, const unsigned *used, dot_snap *d)
 {
-	if (t->nsteps) {
-		memset(t->step_ops, 0, t->nsteps * sizeof *t->step_ops);
-		memset(t->step_flags, 0, t->nsteps * sizeof *t->step_flags);
+	for (int i = 0; i < DOT_NOPS; i++) {
+		d->ops[i] = st->ops[dot_ops[i]];
+		memcpy(d->flags[i], st->flags[dot_ops[i]], sizeof d->flags[i]);
 	}
+	d->all_flags = st->all_flags;
+	d->nsteps = st->nsteps;
+	for (int i = 0; i < DOT_NSTEPS; i++)
+		if (used[i] < st->nsteps) {
+			d->step_ops[i] = st->step_ops[used[i]];
+			memcpy(d->step_flags[i], st->step_flags[used[i]], sizeof d->step_flags[i]);
+		}
 }
 
-static void chain_merge(emu_be_stats *st, emu_be_stats *t, const unsigned *used, int k)
+/* st as it was when d was taken (a step met first since then: zero) */
+static void dot_snap_undo(emu_be_stats *st, const unsigned *used, const dot_snap *d)
 {
-	if (t->nsteps > st->nsteps) {
-		emu_be_stats_add(st, t);
-		chain_zero(t);
-		return;
+	for (int i = 0; i < DOT_NOPS; i++) {
+		st->ops[dot_ops[i]] = d->ops[i];
+		memcpy(st->flags[dot_ops[i]], d->flags[i], sizeof d->flags[i]);
 	}
-	for (int op = 0; op < EMU_NOPS; op++) {
-		st->ops[op] += t->ops[op];
-		for (int f = 0; f < EMU_NFLAGS; f++)
-			st->flags[op][f] += t->flags[op][f];
-	}
-	st->all_flags |= t->all_flags;
-	for (int i = 0; i < k; i++) {
+	st->all_flags = d->all_flags;
+	st->first_set = false;
+	for (int i = 0; i < DOT_NSTEPS; i++) {
 		size_t s = used[i];
-		if (used[i] == EMU_NOSTEP || s >= t->nsteps)
-			continue;
-		st->step_ops[s] += t->step_ops[s];
-		t->step_ops[s] = 0;
-		for (int f = 0; f < EMU_NFLAGS; f++) {
-			st->step_flags[s][f] += t->step_flags[s][f];
-			t->step_flags[s][f] = 0;
+		if (s < d->nsteps) {
+			st->step_ops[s] = d->step_ops[i];
+			memcpy(st->step_flags[s], d->step_flags[i], sizeof d->step_flags[i]);
+		} else if (s < st->nsteps) {
+			st->step_ops[s] = 0;
+			memset(st->step_flags[s], 0, sizeof st->step_flags[s]);
 		}
 	}
 }
@@ -1518,26 +1528,19 @@ void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
 		        b0 = emu_strided(b.v, b.off + c0 * cb, b.stride);
 		uint64_t e0 = elem + c0 * ce;
 		if (be->kind == EMU_BE_FAST && mc > 1 && ce >= n) {
-			/* out of order, its counts apart unless a failure is set
-			 * already (then the order cannot change what is reported) */
+			/* out of order, undone and run again in turn if a chain fails,
+			 * unless a failure is set already (then the order cannot
+			 * change what is reported) */
 			bool apart = !be->st.first_set;
 			double keep[CHUNK];
 			for (size_t c = 0; c < mc; c++)
 				keep[c] = acc.v->d[ix(ac, c)];
-			emu_be_stats outer = be->st;
-			if (apart) {
-				emu_be_stats t = be->chain_st;
-				uint64_t *so = t.step_ops;
-				uint64_t(*sf)[EMU_NFLAGS] = t.step_flags;
-				size_t ns = t.nsteps;
-				memset(&t, 0, sizeof t); /* its step arrays are zero already */
-				t.step_ops = so;
-				t.step_flags = sf;
-				t.nsteps = ns;
-				if (outer.nsteps) /* as many steps as the kernel's (chain_merge) */
-					(void)step_slot(&t, outer.nsteps - 1);
-				be->st = t;
-			}
+			const unsigned used[DOT_NSTEPS] = {smul, scvt, ssum,
+			                                   th ? th->s[0] : EMU_NOSTEP,
+			                                   th ? th->s[1] : EMU_NOSTEP};
+			dot_snap snap;
+			if (apart)
+				dot_snap_take(&be->st, used, &snap);
 			if (dot_products_exact(be, smul, fm, scvt, fa, a0, ca, b0, cb, P, n,
 			                                  mc))
 				; /* every product exact, no flag */
@@ -1558,19 +1561,10 @@ void emu_dot_n_then(emu_be *be, unsigned smul, const emu_format *fm, unsigned sc
 			emu_fold_n(be, ssum, EMU_OP_ADD, fa, ac, emu_row(P.v, P.off), n, EMU_NOREF,
 			           0, n, mc, e0, ce);
 			dot_then(be, th, ac, c0, mc);
-			if (!apart)
+			if (!apart || !be->st.first_set)
 				continue;
-			emu_be_stats t = be->st;
-			be->chain_st = t; /* its arrays, for the next time */
-			be->st = outer;
-			const unsigned used[5] = {smul, scvt, ssum, th ? th->s[0] : EMU_NOSTEP,
-			                          th ? th->s[1] : EMU_NOSTEP};
-			if (!t.first_set) {
-				chain_merge(&be->st, &be->chain_st, used, 5);
-				continue;
-			}
-			chain_zero(&be->chain_st);
 			/* a chain failed: again in turn, from the same accumulators */
+			dot_snap_undo(&be->st, used, &snap);
 			for (size_t c = 0; c < mc; c++)
 				acc.v->d[ix(ac, c)] = keep[c];
 		}

@@ -100,10 +100,6 @@ typedef struct emu_be {
 	emu_vec **vecs;
 	size_t nvecs, capvecs;
 	emu_vec *scratch; /* a few values for the folds' partial sums */
-	/* emu_dot_n on FAST: the counts of chains run out of order, kept
-	 * apart until they are known to have failed nowhere (its arrays are
-	 * reused) */
-	emu_be_stats chain_st;
 	/* TRUTH: vectors emu_truth_split took apart for emu_dot_n (forks share
 	 * the owner's) */
 	struct emu_td_split *td;

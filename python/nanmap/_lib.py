@@ -131,7 +131,7 @@ class Be(ctypes.Structure):
         ("range_peak", ctypes.c_double), ("tables", ctypes.c_void_p),
         ("step_names", ctypes.c_void_p), ("nstep_names", ctypes.c_uint),
         ("vecs", ctypes.c_void_p), ("nvecs", ctypes.c_size_t), ("capvecs", ctypes.c_size_t),
-        ("scratch", ctypes.POINTER(Vec)), ("chain_st", BeStats), ("td", ctypes.c_void_p),
+        ("scratch", ctypes.POINTER(Vec)), ("td", ctypes.c_void_p),
     ]
 
 

@@ -493,6 +493,22 @@ void emu_fill(emu_be *be, emu_ref dst, double x, size_t n)
 	}
 }
 
+void emu_set(emu_be *be, emu_ref dst, const double *x, size_t n)
+{
+	(void)be;
+	if (!dst.v)
+		return;
+	if (dst.v->m) {
+		for (size_t j = 0; j < n; j++)
+			emu_truth_set_d(&dst.v->m[ix(dst, j)], x[j]);
+	} else if (dst.stride == 1) {
+		memcpy(dst.v->d + dst.off, x, n * sizeof *x);
+	} else {
+		for (size_t j = 0; j < n; j++)
+			dst.v->d[ix(dst, j)] = x[j];
+	}
+}
+
 void emu_copy(emu_be *be, emu_ref dst, emu_ref src, size_t n)
 {
 	(void)be;

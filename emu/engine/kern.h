@@ -194,6 +194,9 @@ void emu_truth_set_d(mpfr_ptr x, double d);
 /* n elements of dst set to the constant x (exact in the formats it meets:
  * 0, 1, N), or copied from src. */
 void emu_fill(emu_be *be, emu_ref dst, double x, size_t n);
+/* dst[j] = x[j], j < n, exactly (values a kernel holds as they are, such as
+ * 0/1 targets): no rounding, nothing counted, as emu_fill */
+void emu_set(emu_be *be, emu_ref dst, const double *x, size_t n);
 void emu_copy(emu_be *be, emu_ref dst, emu_ref src, size_t n);
 /* n input doubles x[j·sx] stored in f (rounded by the policy's mode, as
  * emu_load; TRUTH with range or exact_inputs keeps them), counted in

@@ -168,6 +168,12 @@ static inline emu_ref k_shift(emu_ref r, size_t j)
 #define K_SEL_NEG(d, x, a, k, n) k_sel_neg(kc, d, x, a, k, n)
 static inline void k_sel_neg(emu_be *be, emu_ref d, emu_ref x, emu_ref a, double k, size_t n)
 {
+	if (d.v && !d.v->m) { /* doubles (a backend's vectors are all one kind) */
+		for (size_t j = 0; j < n; j++)
+			d.v->d[d.off + j * d.stride] =
+			    x.v->d[x.off + j * x.stride] < 0 ? a.v->d[a.off + j * a.stride] : k;
+		return;
+	}
 	for (size_t j = 0; j < n; j++) {
 		emu_ref dj = emu_at(d.v, d.off + j * d.stride);
 		if (emu_vget(be, x.v, x.off + j * x.stride) < 0)

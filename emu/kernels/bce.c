@@ -26,8 +26,10 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
 #include "emu/engine/kernels.h"
 #include "emu/engine/krow.h"
 #include "emu/kernels/bce_rows.h"
@@ -46,7 +48,7 @@ static int parse_variant(const char *variant)
  * emu_sr_bits(seed, j). */
 static double target_of(uint64_t seed, double tgt, size_t j)
 {
-	return tgt >= 0 ? tgt : (double)(emu_sr_bits(seed, j) >> 31);
+	return tgt >= 0 ? tgt : (double)((uint32_t)(emu_draw64(seed, j) >> 32) >> 31); /* emu_sr_bits' bit */
 }
 
 /* x, and the targets y (rows × N, 0 or 1, used as they are; a kernel's own
@@ -130,8 +132,16 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	/* the row source, emu/kernels/bce_rows.h: the GPU's threads run these
 	 * rows one each, and the mean over every element after them */
 	k_bce_consts(be, C, A, T, k.t);
-	for (size_t j = 0; j < T; j++)
-		emu_fill(be, emu_at(k.Y, j), target ? target[j] : target_of(in->seed, tgt, j), 1);
+	double *y = target ? NULL : malloc(T * sizeof *y);
+	if (!target && !y) {
+		emu_kinputs_free(&ki);
+		snprintf(err, errlen, "bce: out of memory");
+		return -1;
+	}
+	for (size_t j = 0; !target && j < T; j++)
+		y[j] = target_of(in->seed, tgt, j);
+	emu_set(be, emu_row(k.Y, 0), target ? target : y, T);
+	free(y);
 	emu_kinputs_free(&ki);
 	if (emu_rows(be, R, 12 * (uint64_t)N, bce_part, &k) != 0) {
 		snprintf(err, errlen, "bce: out of memory");

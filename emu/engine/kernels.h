@@ -116,6 +116,11 @@ typedef struct emu_kernel {
 	unsigned nsteps;
 } emu_kernel;
 
+/* Upstream gradients i0 .. i0 + n − 1 (row-major) as the norms draw them:
+ * dyval everywhere, or when it is NaN ±1 from bit 0 of emu_sr_bits(seed,
+ * i) (emu_draw_sign). */
+void emu_kinput_signs(uint64_t seed, double dyval, size_t i0, size_t n, double *dy);
+
 /* Every tensor k consumes on in, each with its values: k->inputs, then
  * every tensor in in->tensors must have replaced a role ("KERNEL: no tensor
  * 'ROLE' (its tensors: ...)" otherwise). 0, or -1 with a reason (out is

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/draw.h"
+#include "emu/core/internal.h"
 #include "emu/engine/kernels.h"
 
 static const emu_ktensor *given_tensor(const emu_kin *in, const char *role)
@@ -175,4 +177,17 @@ void emu_kinput_bits(const emu_policy *pol, const emu_kinput *t, uint32_t *bits)
 		env.index = emu_sr_key(t->step, 0, t->e0 + (t->bcast ? 0 : i));
 		bits[i] = emu_from_double(t->fmt, t->v[i], &env).bits;
 	}
+}
+
+/* (cloned: the draw's 64-bit multiplies are one vector instruction with
+ * AVX-512, and the norms' backward draws a value an element) */
+EMU_VEC_CLONES void emu_kinput_signs(uint64_t seed, double dyval, size_t i0, size_t n, double *dy)
+{
+	if (!isnan(dyval)) {
+		for (size_t j = 0; j < n; j++)
+			dy[j] = dyval;
+		return;
+	}
+	for (size_t j = 0; j < n; j++)
+		dy[j] = emu_draw_sign(seed, i0 + j);
 }

@@ -69,16 +69,9 @@ static int parse_variant(const char *variant)
 	return emu_variant_index(variants, variant);
 }
 
-/* Upstream gradients i0 .. i0 + n − 1 (row-major): dyval everywhere, or
- * when it is NaN ±1 from bit 0 of emu_sr_bits(seed, i). */
-static void dy_draw(uint64_t seed, double dyval, size_t i0, size_t n, double *dy)
-{
-	for (size_t j = 0; j < n; j++)
-		dy[j] = !isnan(dyval) ? dyval : emu_draw_sign(seed, i0 + j);
-}
 
 /* x, and the upstream gradient dy (rows × N, stored at step "dy";
- * parameter `dy`, else the seed's ±1: dy_draw, which a kernel's own run
+ * parameter `dy`, else the seed's ±1: emu_kinput_signs, which a kernel's own run
  * calls row by row). */
 static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
                   char *err, size_t errlen)
@@ -98,7 +91,7 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	t->fmt = &pol->storage;
 	t->step = S_DY;
 	if (dy)
-		dy_draw(in->seed, dyval, 0, R * N, dy);
+		emu_kinput_signs(in->seed, dyval, 0, R * N, dy);
 	return 0;
 }
 
@@ -136,7 +129,7 @@ static int ln_part(emu_be *be, size_t r0, size_t r1, void *arg)
 		k_layernorm_fwd(be, k->v, k->S, k->C, k->A, k->X, N, r, k->kA, t, yc, w1, w2, k->y,
 		                k->rstd, k->var);
 		if (!k->dyin)
-			dy_draw(k->seed, k->dyval, o, N, dyraw);
+			emu_kinput_signs(k->seed, k->dyval, o, N, dyraw);
 		emu_input(be, S_DY, k->S, emu_row(dy, 0), k->dyin ? k->dyin + o : dyraw, 1, N, o,
 		          NULL);
 		k_layernorm_bwd(be, k->S, k->C, k->A, dy, 0, N, r, t, yc, w1, w2, k->rstd, k->dx);

@@ -86,17 +86,10 @@ static int parse_variant(const char *variant)
 	return emu_variant_index(variants, variant);
 }
 
-/* Upstream gradients i0 .. i0 + n − 1 (row-major): dyval everywhere, or
- * when it is NaN ±1 from bit 0 of emu_sr_bits(seed, i). */
-static void dy_draw(uint64_t seed, double dyval, size_t i0, size_t n, double *dy)
-{
-	for (size_t j = 0; j < n; j++)
-		dy[j] = !isnan(dyval) ? dyval : emu_draw_sign(seed, i0 + j);
-}
 
 /* x; the weights g (N, stored at step "g"): parameter `g` everywhere; the
  * upstream gradient dy (rows × N, stored at step "dy"; parameter `dy`, else
- * the seed's ±1: dy_draw, which a kernel's own run calls row by row). */
+ * the seed's ±1: emu_kinput_signs, which a kernel's own run calls row by row). */
 static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in, emu_kinputs *ki,
                   char *err, size_t errlen)
 {
@@ -120,7 +113,7 @@ static int inputs(const emu_policy *pol, const char *variant, const emu_kin *in,
 	for (size_t j = 0; g && j < N; j++)
 		g[j] = gval;
 	if (dy)
-		dy_draw(in->seed, dyval, 0, R * N, dy);
+		emu_kinput_signs(in->seed, dyval, 0, R * N, dy);
 	return 0;
 }
 
@@ -131,7 +124,7 @@ typedef struct {
 	size_t R, N;
 	uint64_t seed;
 	double dyval;
-	const double *dyin; /* NULL: dy_draw, row by row */
+	const double *dyin; /* NULL: emu_kinput_signs, row by row */
 	emu_vec *X, *Q, *g, *t, *y, *dx, *rstd, *ms, *dg;
 } rn_rows;
 
@@ -155,7 +148,7 @@ static int rn_part(emu_be *be, size_t r0, size_t r1, void *arg)
 		k_rmsnorm_fwd(be, k->v, k->S, k->C, k->A, k->F, k->X, N, r, k->g, t, xh, w1, k->y,
 		              k->rstd, k->ms);
 		if (!k->dyin)
-			dy_draw(k->seed, k->dyval, o, N, raw);
+			emu_kinput_signs(k->seed, k->dyval, o, N, raw);
 		emu_input(be, S_DY, k->S, emu_row(dy, 0), k->dyin ? k->dyin + o : raw, 1, N, o,
 		          NULL);
 		k_rmsnorm_bwd(be, k->v, k->S, k->C, k->A, dy, 0, N, r, k->g, t, xh, w1, w2, k->dx,
@@ -195,7 +188,7 @@ static int run(emu_be *be, const emu_policy *pol, const char *variant, const emu
 	                     errlen) ||
 	    emu_kinputs_take(&emu_kernel_rmsnorm, pol, variant, in, &ki, err, errlen) != 0)
 		return -1;
-	/* dyin NULL: dy_draw, row by row */
+	/* dyin NULL: emu_kinput_signs, row by row */
 	const double *gin = emu_kinputs_find(&ki, "g")->v, *dyin = emu_kinputs_find(&ki, "dy")->v;
 	/* the statistics' compute format: fp32 in fp32stats, else the policy's */
 	const emu_format *SC = v == RN_FP32STATS ? F : C;

@@ -943,7 +943,9 @@ static bool bad_flags(unsigned v)
  * sat (which clamps it). The kernels
  * take every operand of binary32 compute so (fp16 or bf16 storage, or a
  * state read back). Checked first, over unit-stride operands, then copied
- * (memmove: dst may overlap a); false leaves dst untouched.
+ * (memmove: dst may overlap a); false leaves dst untouched where it overlaps a
+ * (apart from a, it may hold some of the values: the caller then writes
+ * every element).
  */
 A_CLONES static bool cvt_f32_same(const emu_format *f, double *dst, const double *a, size_t sa,
                                   size_t n, const emu_env *env, uint8_t *flags)
@@ -951,17 +953,29 @@ A_CLONES static bool cvt_f32_same(const emu_format *f, double *dst, const double
 	if (sa != 1 || env->ftz || !emu_is_binary32(f))
 		return false;
 	const double lim = env->sat ? FLT_MAX : INFINITY;
+	/* apart from a, dst is written as a is checked (one pass; a block that
+	 * fails leaves values in dst that the caller's path writes again) */
+	uintptr_t ud = (uintptr_t)dst, ua = (uintptr_t)a, nb = n * sizeof *dst;
+	bool apart = ud + nb <= ua || ua + nb <= ud;
 	for (size_t i0 = 0; i0 < n; i0 += 256) { /* blocks: a map of other values stops early */
 		size_t m = n - i0 < 256 ? n - i0 : 256;
 		int32_t ok = 1;
-		for (size_t i = i0; i < i0 + m; i++) {
-			double x = a[i];
-			ok &= ((double)(float)x == x) & (fabs(x) <= lim);
+		if (apart) {
+			for (size_t i = i0; i < i0 + m; i++) {
+				double x = a[i];
+				dst[i] = x;
+				ok &= ((double)(float)x == x) & (fabs(x) <= lim);
+			}
+		} else {
+			for (size_t i = i0; i < i0 + m; i++) {
+				double x = a[i];
+				ok &= ((double)(float)x == x) & (fabs(x) <= lim);
+			}
 		}
 		if (!ok)
 			return false;
 	}
-	if (dst != a)
+	if (dst != a && !apart)
 		memmove(dst, a, n * sizeof *dst);
 	if (flags)
 		memset(flags, 0, n);

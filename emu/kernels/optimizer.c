@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "emu/core/draw.h"
+#include "emu/core/internal.h"
 #include "emu/engine/kernels.h"
 #include "emu/engine/krow.h"
 #include "emu/kernels/optimizer.h"
@@ -242,25 +243,37 @@ typedef struct {
 	double nz, lost, g, vzero, bad;
 } opt_tally;
 
+/* tally_step on doubles: the same tests, counted as integers in loops
+ * the clones make vector ones (t: bad, nz, lost, g, vzero) */
+EMU_VEC_CLONES static void tally_doubles(bool sgd, size_t n, const double *a, const double *w,
+                                         const double *w_old, const double *g,
+                                         const double *vv, uint64_t *t)
+{
+	uint64_t bad = 0, nz = 0, lost = 0, ng = 0, vz = 0;
+	for (size_t i = 0; i < n; i++) {
+		double ai = a[i];
+		uint64_t fin = fabs(ai) <= DBL_MAX, nzi = fin & (ai != 0);
+		bad += fin ^ 1;
+		nz += nzi;
+		lost += nzi & (w[i] == w_old[i]);
+	}
+	for (size_t i = 0; !sgd && i < n; i++) {
+		uint64_t gi = g[i] != 0;
+		ng += gi;
+		vz += gi & (vv[i] == 0);
+	}
+	t[0] = bad, t[1] = nz, t[2] = lost, t[3] = ng, t[4] = vz;
+}
+
 static void tally_step(const emu_be *be, int v, size_t n, const emu_vec *a, const emu_vec *w,
                        const emu_vec *w_old, const emu_vec *g, const emu_vec *vv, opt_tally *c)
 {
-	if (be->kind != EMU_BE_TRUTH) { /* doubles: the same tests, counted as integers */
-		uint64_t bad = 0, nz = 0, lost = 0, ng = 0, vz = 0;
-		for (size_t i = 0; i < n; i++) {
-			double ai = a->d[i];
-			uint64_t fin = fabs(ai) <= DBL_MAX, nzi = fin & (ai != 0);
-			bad += fin ^ 1;
-			nz += nzi;
-			lost += nzi & (w->d[i] == w_old->d[i]);
-		}
-		for (size_t i = 0; v != OPT_SGD && i < n; i++) {
-			uint64_t gi = g->d[i] != 0;
-			ng += gi;
-			vz += gi & (vv->d[i] == 0);
-		}
-		c->bad += (double)bad, c->nz += (double)nz, c->lost += (double)lost;
-		c->g += (double)ng, c->vzero += (double)vz;
+	if (be->kind != EMU_BE_TRUTH) {
+		uint64_t t[5];
+		tally_doubles(v == OPT_SGD, n, a->d, w->d, w_old->d, v == OPT_SGD ? NULL : g->d,
+		              v == OPT_SGD ? NULL : vv->d, t);
+		c->bad += (double)t[0], c->nz += (double)t[1], c->lost += (double)t[2];
+		c->g += (double)t[3], c->vzero += (double)t[4];
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {

@@ -1803,33 +1803,36 @@ A_CLONES static void fold_fma32_4(const emu_format *f, double *acc, size_t sacc,
 	fma32_lanes(4, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r, NULL);
 }
 
-/* Eight lanes, with the chains' shared operand (ca = 0: one row of A
- * against several columns, a GEMM's dot products) read once a step, and
- * the other's lanes adjacent (cb = 1) loaded as a vector */
+/* L lanes, with the chains' shared operand (ca = 0: one row of A against
+ * several columns, a GEMM's dot products) read once a step, and the
+ * other's lanes adjacent (cb = 1) loaded as a vector */
+static inline __attribute__((always_inline)) void
+fma32_lanes_strided(const int L, const emu_format *f, double *acc, size_t sacc, const double *a,
+                    size_t sa, size_t ca, const double *b, size_t sb, size_t cb, size_t n,
+                    const emu_env *env, uint64_t cidx, emu_a_flags *r)
+{
+	if (ca == 0 && cb == 1)
+		fma32_lanes(L, f, acc, sacc, a, sa, 0, b, sb, 1, n, env, cidx, r, NULL);
+	else if (ca == 0)
+		fma32_lanes(L, f, acc, sacc, a, sa, 0, b, sb, cb, n, env, cidx, r, NULL);
+	else
+		fma32_lanes(L, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r, NULL);
+}
+
 A_CLONES static void fold_fma32_8(const emu_format *f, double *acc, size_t sacc, const double *a,
                                   size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
                                   size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
 {
-	if (ca == 0 && cb == 1)
-		fma32_lanes(8, f, acc, sacc, a, sa, 0, b, sb, 1, n, env, cidx, r, NULL);
-	else if (ca == 0)
-		fma32_lanes(8, f, acc, sacc, a, sa, 0, b, sb, cb, n, env, cidx, r, NULL);
-	else
-		fma32_lanes(8, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r, NULL);
+	fma32_lanes_strided(8, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r);
 }
 
-/* Sixteen lanes, as eight: two vectors of chains in flight, so that one
- * waits on its fmaf while the other steps */
+/* Sixteen lanes: two vectors of chains in flight, so that one waits on
+ * its fmaf while the other steps */
 A_CLONES static void fold_fma32_16(const emu_format *f, double *acc, size_t sacc, const double *a,
                                    size_t sa, size_t ca, const double *b, size_t sb, size_t cb,
                                    size_t n, const emu_env *env, uint64_t cidx, emu_a_flags *r)
 {
-	if (ca == 0 && cb == 1)
-		fma32_lanes(16, f, acc, sacc, a, sa, 0, b, sb, 1, n, env, cidx, r, NULL);
-	else if (ca == 0)
-		fma32_lanes(16, f, acc, sacc, a, sa, 0, b, sb, cb, n, env, cidx, r, NULL);
-	else
-		fma32_lanes(16, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r, NULL);
+	fma32_lanes_strided(16, f, acc, sacc, a, sa, ca, b, sb, cb, n, env, cidx, r);
 }
 
 /* The binary32 RNE folds above apply: fold_f32 (add, sub), fold_fma32. */
@@ -1912,51 +1915,31 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 	bool f32 = f32_fold(op, f, env) && (op != EMU_OP_FMA || b);
 	/* sixteen chains as lanes where they are long enough for a step's
 	 * latency to matter (a short chain's set-up is the cost) */
-	for (; f32 && op == EMU_OP_FMA && n >= FMA_BLK / 2 && w + 16 <= m; w += 16) {
+	/* sixteen chains as two vectors where they are long enough for a
+	 * step's latency to matter (a short chain's set-up is the cost), then
+	 * eight as one, then four */
+	while (f32 && w + 4 <= m) {
+		const size_t L = n >= F32_LB && w + 16 <= m ? 16 : w + 8 <= m ? 8 : 4;
 		emu_a_flags r[16];
 		emu_env e = *env;
 		e.index = env->index + w * cidx;
-		fold_fma32_16(f, acc + w * sacc, sacc, a + w * ca, sa, ca, b + w * cb, sb, cb, n,
-		              &e, cidx, r);
-		for (int q = 0; q < 16; q++)
-			fold_merge(&t, &r[q], w + (size_t)q, cidx);
-	}
-	for (; f32 && op == EMU_OP_FMA && w + 8 <= m; w += 8) {
-		emu_a_flags r[8];
-		emu_env e = *env;
-		e.index = env->index + w * cidx;
-		fold_fma32_8(f, acc + w * sacc, sacc, a + w * ca, sa, ca, b + w * cb, sb, cb, n, &e,
-		             cidx, r);
-		for (int q = 0; q < 8; q++)
-			fold_merge(&t, &r[q], w + (size_t)q, cidx);
-	}
-	for (; f32 && op != EMU_OP_FMA && n >= F32_LB && w + 16 <= m; w += 16) {
-		emu_a_flags r[16];
-		emu_env e = *env;
-		e.index = env->index + w * cidx;
-		fold_f32_16(op, f, acc + w * sacc, sacc, a + w * ca, sa, ca, n, &e, cidx, r);
-		for (int q = 0; q < 16; q++)
-			fold_merge(&t, &r[q], w + (size_t)q, cidx);
-	}
-	for (; f32 && op != EMU_OP_FMA && w + 8 <= m; w += 8) {
-		emu_a_flags r[8];
-		emu_env e = *env;
-		e.index = env->index + w * cidx;
-		fold_f32_8(op, f, acc + w * sacc, sacc, a + w * ca, sa, ca, n, &e, cidx, r);
-		for (int q = 0; q < 8; q++)
-			fold_merge(&t, &r[q], w + (size_t)q, cidx);
-	}
-	for (; f32 && w + 4 <= m; w += 4) {
-		emu_a_flags r[4];
-		emu_env e = *env;
-		e.index = env->index + w * cidx;
-		if (op == EMU_OP_FMA)
-			fold_fma32_4(f, acc + w * sacc, sacc, a + w * ca, sa, ca, b + w * cb, sb,
-			             cb, n, &e, cidx, r);
+		double *aw = acc + w * sacc;
+		const double *xa = a + w * ca, *xb = op == EMU_OP_FMA ? b + w * cb : NULL;
+		if (op == EMU_OP_FMA && L == 16)
+			fold_fma32_16(f, aw, sacc, xa, sa, ca, xb, sb, cb, n, &e, cidx, r);
+		else if (op == EMU_OP_FMA && L == 8)
+			fold_fma32_8(f, aw, sacc, xa, sa, ca, xb, sb, cb, n, &e, cidx, r);
+		else if (op == EMU_OP_FMA)
+			fold_fma32_4(f, aw, sacc, xa, sa, ca, xb, sb, cb, n, &e, cidx, r);
+		else if (L == 16)
+			fold_f32_16(op, f, aw, sacc, xa, sa, ca, n, &e, cidx, r);
+		else if (L == 8)
+			fold_f32_8(op, f, aw, sacc, xa, sa, ca, n, &e, cidx, r);
 		else
-			fold_f32_w(op, f, acc + w * sacc, sacc, a + w * ca, sa, ca, n, &e, cidx, r);
-		for (int q = 0; q < 4; q++)
-			fold_merge(&t, &r[q], w + (size_t)q, cidx);
+			fold_f32_w(op, f, aw, sacc, xa, sa, ca, n, &e, cidx, r);
+		for (size_t q = 0; q < L; q++)
+			fold_merge(&t, &r[q], w + q, cidx);
+		w += L;
 	}
 	for (; wide && !sr && !f32 && (op != EMU_OP_FMA || b) && w + FOLD_V <= m; w += FOLD_V) {
 		emu_a_flags r[FOLD_V];

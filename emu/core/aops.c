@@ -1918,8 +1918,9 @@ emu_a_flags emu_a_fold_n(emu_op op, const emu_format *f, double *acc, size_t sac
 	/* sixteen chains as two vectors where they are long enough for a
 	 * step's latency to matter (a short chain's set-up is the cost), then
 	 * eight as one, then four */
+	const size_t long16 = op == EMU_OP_FMA ? 16 : F32_LB; /* the least n for 16 */
 	while (f32 && w + 4 <= m) {
-		const size_t L = n >= F32_LB && w + 16 <= m ? 16 : w + 8 <= m ? 8 : 4;
+		const size_t L = n >= long16 && w + 16 <= m ? 16 : w + 8 <= m ? 8 : 4;
 		emu_a_flags r[16];
 		emu_env e = *env;
 		e.index = env->index + w * cidx;

@@ -352,8 +352,8 @@ static bool mm_encode(mm_rows *q, size_t m, bool split, mm_lanes *L)
 	size_t np = (n + W - 1) / W; /* panels */
 	L->XA = malloc((m * k + 1) * sizeof *L->XA);
 	L->XEA = malloc((m * k + 1) * sizeof *L->XEA);
-	L->XB = calloc(np * W * k, sizeof *L->XB);
-	L->XEB = calloc(np * W * k, sizeof *L->XEB);
+	L->XB = calloc(np * W * k + 1, sizeof *L->XB);
+	L->XEB = calloc(np * W * k + 1, sizeof *L->XEB);
 	double *x = malloc((k + 1) * sizeof *x);
 	int32_t *e = malloc((k + 1) * sizeof *e);
 	if (!L->XA || !L->XEA || !L->XB || !L->XEB || !x || !e) {

@@ -1715,7 +1715,8 @@ EMU_VEC_CLONES unsigned emu_tc_plan_lanes(const emu_tc_plan *p, const double *xa
 			continue;
 		}
 		inexact[l] = inx[l] != 0;
-		memcpy(&c[l], &res[l], sizeof c[l]);
+		int64_t bits = res[l]; /* (no address of a vector's element) */
+		memcpy(&c[l], &bits, sizeof c[l]);
 	}
 	return mask;
 }

@@ -1545,6 +1545,7 @@ fold_f32_v(const int V, emu_op op, const emu_format *f, double *acc, size_t sacc
 					t[v] = tw;
 				}
 			for (int w = 0; w < W; w++)
+				// cppcheck-suppress uninitvar ; t[v] is set for every v < V
 				all &= fabsf(t[w / 8][w % 8]) <= FLT_MAX;
 			if (all) {
 				for (int w = 0; w < W; w++) {

@@ -1610,6 +1610,7 @@ typedef double tc_f64x8 __attribute__((vector_size(8 * EMU_TC_LANES)));
 typedef int64_t tc_i64x8 __attribute__((vector_size(8 * EMU_TC_LANES)));
 typedef uint64_t tc_u64x8 __attribute__((vector_size(8 * EMU_TC_LANES)));
 typedef int32_t tc_i32x8 __attribute__((vector_size(4 * EMU_TC_LANES)));
+typedef uint32_t tc_u32x8 __attribute__((vector_size(4 * EMU_TC_LANES)));
 /* x < y, x and y integers whose difference does not overflow */
 #define TC_LT(x, y) (-(tc_i64x8)((tc_u64x8)((x) - (y)) >> 63))
 /* x != 0 */
@@ -1657,7 +1658,7 @@ EMU_VEC_CLONES unsigned emu_tc_plan_lanes(const emu_tc_plan *p, const double *xa
 		memcpy(&b, xb + i * sb, sizeof b);
 		memcpy(&f, eb + i * sb, sizeof f);
 		tc_i32x8 E = ea[i] + f, d = R32 - E;
-		R32 -= d & (d >> 31); /* max(R, E) */
+		R32 -= d & -(tc_i32x8)((tc_u32x8)d >> 31); /* max(R, E) */
 		pr[i] = xa[i] * b;
 	}
 	/* every product zero leaves the lane; C's alignment exponent,
@@ -1666,16 +1667,18 @@ EMU_VEC_CLONES unsigned emu_tc_plan_lanes(const emu_tc_plan *p, const double *xa
 	 * L = R − 23 − neab, 2^−L and 2^L */
 	const emu_tc_model *m = &p->m;
 	const int64_t cemin = m->c_emin && p->out->emin > FP32_EMIN ? p->out->emin : FP32_EMIN;
+	const int64_t floor_e = m->exp_floor, frac = TC_FRAC + m->neab;
+	const tc_i64x8 zero = {0};
 	tc_f64x8 cv;
 	memcpy(&cv, c, sizeof cv);
 	tc_i64x8 R = __builtin_convertvector(R32, tc_i64x8), cu = (tc_i64x8)cv,
 	         cmag = cu & INT64_MAX;
 	tc_i64x8 left = TC_LT(R, EMU_TC_ZERO_E / 2 + 1);
 	tc_i64x8 ec = ((cu >> 52) & 0x7ff) - 1023;
-	ec = TC_SEL(TC_LT(ec, cemin), (tc_i64x8){0} + cemin, ec);
+	ec = TC_SEL(TC_LT(ec, cemin), zero + cemin, ec);
 	R = TC_SEL(TC_NZ(cmag) & TC_LT(R, ec), ec, R);
-	R = TC_SEL(TC_LT(R, m->exp_floor), (tc_i64x8){0} + m->exp_floor, R);
-	tc_i64x8 L = R - (TC_FRAC + m->neab);
+	R = TC_SEL(TC_LT(R, floor_e), zero + floor_e, R);
+	tc_i64x8 L = R - frac;
 	left |= TC_LT(L, -500) | TC_LT(500, L);
 	L &= ~left;
 	tc_f64x8 scale = (tc_f64x8)((1023 - L) << 52), unscale = (tc_f64x8)((1023 + L) << 52);

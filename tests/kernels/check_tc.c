@@ -1129,7 +1129,12 @@ static int lanes_differ(const tc_case *t, const emu_tc_plan *plan, uint64_t stre
 			xb[j][l] = x[j];
 			eb[j][l] = e[j];
 		}
-		c[l] = c0[l] = emu_decode(f32, cb[l]);
+		/* C as emu_tc_plan_block hands it on: binary32, or first rounded
+		 * to the output (a value of it, as emu_tc_plan_value asks) */
+		c[l] = c0[l] = t->m.c_preround
+		                   ? emu_decode(t->out,
+		                                emu_convert(t->out, f32, cb[l], &EMU_ENV_DEFAULT).bits)
+		                   : emu_decode(f32, cb[l]);
 	}
 	unsigned inexact[W];
 	unsigned mask = emu_tc_plan_lanes(plan, xa, ea, &xb[0][0], &eb[0][0], W, K, c, inexact);

@@ -218,9 +218,11 @@ typedef struct mm_lanes {
 } mm_lanes;
 
 /* nl <= EMU_TC_LANES output elements of one row from o on, side by side:
- * their blocks as lanes, the blocks the lanes leave (specials, tiny or
- * overflowing sums) by emu_tc_plan_value, each element's blocks recorded
- * as emu_fold_tc_bits records them (the model has no promotion). */
+ * their blocks as lanes until the lanes leave one (specials, a tiny or
+ * overflowing sum), that output's blocks from there on one by one
+ * (emu_tc_plan_value); each output's blocks noted in order, as
+ * emu_fold_tc_bits notes them (the model has no promotion): the lanes'
+ * blocks at once (inexact their only flag), then the rest one by one. */
 static void mm_tc_lanes(emu_be *be, const mm_rows *q, size_t o, size_t nl)
 {
 	enum { W = EMU_TC_LANES };
@@ -228,44 +230,44 @@ static void mm_tc_lanes(emu_be *be, const mm_rows *q, size_t o, size_t nl)
 	size_t n = q->n, k = q->k, i = o / n, j = o % n, kb = (size_t)q->model->k;
 	size_t l0 = j % W; /* the panel's lanes l0 .. l0 + nl − 1 */
 	size_t panel = (j / W) * W * k;
-	double c[W] = {0};
-	unsigned inex[W];
-	uint64_t ninex[W] = {0};
-	emu_a_flags f[W];
+	double c[W] = {0}, cleft[W] = {0};
+	unsigned inex[W], gone = 0, all = (1u << nl) - 1;
+	uint64_t ninex[W] = {0}, nlane[W] = {0};
+	size_t from[W]; /* the first block the lanes left (k: none) */
 	for (size_t l = 0; l < nl; l++)
-		f[l] = (emu_a_flags){{0}, 0, UINT64_MAX, 0};
-	uint64_t nblk = 0;
-	for (size_t b = 0; b < k; b += kb, nblk++) {
-		size_t nb = k - b < kb ? k - b : kb, ia = i * k + b;
-		size_t pb = panel + W * b;
-		unsigned left = emu_tc_plan_lanes(&L->plan, L->XA + ia, L->XEA + ia, L->XB + pb,
-		                                  L->XEB + pb, W, nb, c, inex) >>
+		from[l] = k;
+	for (size_t b = 0; b < k && gone != all; b += kb) {
+		size_t nb = k - b < kb ? k - b : kb, pb = panel + W * b;
+		unsigned left = emu_tc_plan_lanes(&L->plan, L->XA + i * k + b, L->XEA + i * k + b,
+		                                  L->XB + pb, L->XEB + pb, W, nb, c, inex) >>
 		                l0;
 		for (size_t l = 0; l < nl; l++) {
-			if (!(left >> l & 1)) {
-				ninex[l] += inex[l0 + l];
+			if (gone >> l & 1)
+				continue;
+			if (left >> l & 1) { /* its C as the block had it */
+				from[l] = b;
+				cleft[l] = c[l0 + l];
+				gone |= 1u << l;
 				continue;
 			}
-			/* a block the lanes left: the scalar block, its flags noted */
-			unsigned fl = 0;
-			size_t ib = (j + l) * k + b;
-			c[l0 + l] = emu_tc_plan_value(&L->plan, q->EA + ia, q->EB + ib, q->SA + ia,
-			                              q->SB + ib, nb, c[l0 + l], &fl);
-			for (int x = 0; x < EMU_NFLAGS; x++)
-				f[l].count[x] += (fl >> x) & 1;
-			f[l].any |= fl;
-			if (f[l].first_bad == UINT64_MAX &&
-			    (fl & (EMU_FLAG_OVERFLOW | EMU_FLAG_INVALID | EMU_FLAG_DIVBYZERO))) {
-				f[l].first_bad = (uint64_t)(o + l) * k + b;
-				f[l].first_flags = fl;
-			}
+			ninex[l] += inex[l0 + l];
+			nlane[l]++;
 		}
 	}
 	for (size_t l = 0; l < nl; l++) {
-		f[l].count[4] += ninex[l]; /* count[4]: EMU_FLAG_INEXACT */
-		f[l].any |= ninex[l] ? EMU_FLAG_INEXACT : 0;
-		emu_note_n(be, S_TC_BLOCK, EMU_OP_FMA, nblk, &f[l]);
-		q->acc->d[o + l] = c[l0 + l];
+		emu_a_flags f = {{0}, ninex[l] ? EMU_FLAG_INEXACT : 0, UINT64_MAX, 0};
+		f.count[__builtin_ctz(EMU_FLAG_INEXACT)] = ninex[l];
+		if (nlane[l])
+			emu_note_n(be, S_TC_BLOCK, EMU_OP_FMA, nlane[l], &f);
+		double cl = from[l] < k ? cleft[l] : c[l0 + l];
+		for (size_t b = from[l]; b < k; b += kb) {
+			size_t nb = k - b < kb ? k - b : kb, ia = i * k + b, ib = (j + l) * k + b;
+			unsigned fl = 0;
+			cl = emu_tc_plan_value(&L->plan, q->EA + ia, q->EB + ib, q->SA + ia, q->SB + ib,
+			                       nb, cl, &fl);
+			emu_note(be, S_TC_BLOCK, EMU_OP_FMA, fl, (uint64_t)(o + l) * k + b);
+		}
+		q->acc->d[o + l] = cl;
 	}
 }
 
